@@ -1,0 +1,80 @@
+/* px_hw.h — a hardware profile: one accelerator and the network between them.
+ * Loaded from hw_profiles/<name>.json (schema: docs/hw-schema.md) or written by
+ * `calibrate`.  Units are in the field names: _flops (FLOP/s), _bytes, _bw
+ * (bytes/s), _lat_s (seconds). */
+#ifndef PX_HW_H
+#define PX_HW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "px_error.h"
+
+/* One measured (or datasheet) GEMM throughput point: C[m,n] = A[m,k] B[k,n]. */
+typedef struct {
+    int64_t m, n, k;
+    double flops; /* achieved FLOP/s */
+} px_gemm_point;
+
+#define PX_HW_MAX_GEMM_POINTS 128
+#define PX_HW_MAX_COLL_POINTS 32
+
+/* Measured collective cost for a group size: time = lat_s + bytes / bw. */
+typedef struct {
+    int n_ranks;
+    double lat_s;
+    double bw; /* algorithm bandwidth in bytes/s of the message size */
+} px_coll_point;
+
+typedef struct {
+    char name[64];
+    char description[256];
+
+    /* Compute */
+    double peak_flops;        /* dense bf16 (or the executor's dtype) per device */
+    int64_t hbm_bytes;        /* device memory */
+    double hbm_bw;            /* device memory bandwidth, bytes/s */
+    int64_t mem_reserve_bytes;/* kept free: allocator fragmentation, comm buffers, context */
+
+    /* GEMM efficiency by shape.  With gemm points, the cost model interpolates
+     * them; otherwise the default shape model of docs/cost-model.md applies
+     * with these parameters. */
+    double gemm_eff_max;      /* best achievable fraction of peak on large GEMMs */
+    double gemm_eff_half_dim; /* dimension at which efficiency halves (elements) */
+    int n_gemm_points;
+    px_gemm_point gemm_points[PX_HW_MAX_GEMM_POINTS];
+    double mem_bound_eff;     /* achieved fraction of hbm_bw for element-wise ops */
+
+    /* Topology: devices 0..gpus_per_node-1 share the fast domain. */
+    int gpus_per_node;
+    bool torus;               /* no node cliff (TPU): every group uses intra_* */
+    double intra_bw;          /* per device, one direction, bytes/s (NVLink) */
+    double intra_lat_s;
+    double inter_bw;          /* per device, one direction, bytes/s (IB) */
+    double inter_lat_s;
+    int n_coll_points;        /* calibrated collectives (CPU/MPI profiles) */
+    px_coll_point allreduce_points[PX_HW_MAX_COLL_POINTS];
+
+    /* Reliability and checkpoints (goodput) */
+    double gpu_mtbf_hours;    /* mean time between failures of one device */
+    double ckpt_write_bw;     /* storage bandwidth per device for sharded checkpoints */
+    double restart_s;         /* time to restart a job after a failure */
+} px_hw;
+
+/* Loads a profile by name (hw_profiles/<name>.json) or path. */
+px_status px_hw_load(const char *name_or_path, const char *profiles_dir, px_hw *out,
+                     px_error *err);
+
+/* Writes a profile in the schema px_hw_load reads. */
+px_status px_hw_save(const px_hw *hw, const char *path, px_error *err);
+
+void px_hw_list_profiles(const char *profiles_dir, char *buf, int buf_len);
+
+px_status px_hw_validate(const px_hw *hw, px_error *err);
+
+const char *px_hw_profiles_dir_default(void);
+
+/* The default profile's name: the lecture's H100 cluster. */
+#define PX_HW_DEFAULT "h100-sxm"
+
+#endif

@@ -1,0 +1,69 @@
+/* px_parallel.c — defaults and names of the parallel configuration. */
+#include <stdio.h>
+#include <string.h>
+
+#include "px_plan.h"
+
+static const char *const schedule_names[PX_SCHED_COUNT] = {"gpipe", "1f1b", "interleaved",
+                                                           "zb-h1", "zb-h2"};
+static const char *const recompute_names[PX_RECOMPUTE_COUNT] = {"none", "selective", "full"};
+
+const char *px_schedule_name(px_schedule s)
+{
+    return (s >= 0 && s < PX_SCHED_COUNT) ? schedule_names[s] : "?";
+}
+
+px_status px_schedule_parse(const char *s, px_schedule *out, px_error *err)
+{
+    for (int i = 0; i < PX_SCHED_COUNT; i++)
+        if (strcmp(s, schedule_names[i]) == 0) {
+            *out = (px_schedule)i;
+            return PX_OK;
+        }
+    return PX_FAIL(err, PX_ERR_INVALID,
+                   "schedule \"%s\": allowed values are gpipe, 1f1b, interleaved, zb-h1, zb-h2",
+                   s);
+}
+
+const char *px_recompute_name(px_recompute r)
+{
+    return (r >= 0 && r < PX_RECOMPUTE_COUNT) ? recompute_names[r] : "?";
+}
+
+px_status px_recompute_parse(const char *s, px_recompute *out, px_error *err)
+{
+    for (int i = 0; i < PX_RECOMPUTE_COUNT; i++)
+        if (strcmp(s, recompute_names[i]) == 0) {
+            *out = (px_recompute)i;
+            return PX_OK;
+        }
+    return PX_FAIL(err, PX_ERR_INVALID,
+                   "recompute \"%s\": allowed values are none, selective, full", s);
+}
+
+void px_parallel_init(px_parallel *p)
+{
+    memset(p, 0, sizeof *p);
+    p->tp = p->cp = p->pp = p->vpp = p->dp = 1;
+    p->ep = p->etp = 1;
+    p->sp = false;
+    p->zero = 0;
+    p->grad_fp32 = true;       /* Megatron's default: fp32 main gradients */
+    p->flash_attention = true; /* every modern trainer uses it */
+    p->schedule = PX_SCHED_1F1B;
+    p->recompute = PX_RECOMPUTE_NONE;
+    p->micro_batch = 1;
+    p->n_micro = 1;
+    p->seq_len = 0; /* 0: the model's default */
+    snprintf(p->order, sizeof p->order, "%s", "tp-cp-ep-pp-dp");
+}
+
+int64_t px_parallel_global_batch(const px_parallel *p)
+{
+    return p->micro_batch * p->n_micro * p->dp;
+}
+
+int px_parallel_gpus(const px_parallel *p)
+{
+    return p->tp * p->cp * p->pp * p->dp;
+}

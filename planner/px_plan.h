@@ -1,0 +1,135 @@
+/* px_plan.h — a parallel configuration, the cost model's prediction for it, and
+ * the plan that `plan -o` writes and `execute` reads (schema:
+ * docs/plan-schema.md, docs/plan.schema.json). */
+#ifndef PX_PLAN_H
+#define PX_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "px_error.h"
+#include "px_hw.h"
+#include "px_model.h"
+
+typedef enum {
+    PX_SCHED_GPIPE = 0,
+    PX_SCHED_1F1B,
+    PX_SCHED_INTERLEAVED, /* interleaved 1F1B, vpp > 1 */
+    PX_SCHED_ZB_H1,
+    PX_SCHED_ZB_H2,
+    PX_SCHED_COUNT
+} px_schedule;
+
+typedef enum {
+    PX_RECOMPUTE_NONE = 0,
+    PX_RECOMPUTE_SELECTIVE, /* attention core only (FlashAttention-equivalent) */
+    PX_RECOMPUTE_FULL,      /* keep each layer's input, rerun the layer */
+    PX_RECOMPUTE_COUNT
+} px_recompute;
+
+const char *px_schedule_name(px_schedule s);            /* "1f1b", "gpipe", ... */
+px_status px_schedule_parse(const char *s, px_schedule *out, px_error *err);
+const char *px_recompute_name(px_recompute r);          /* "none", "selective", "full" */
+px_status px_recompute_parse(const char *s, px_recompute *out, px_error *err);
+
+#define PX_MAX_CHUNKS 1024 /* pp * vpp */
+#define PX_MAX_LAYERS 1024
+
+/* How the training step is split.  G = tp * cp * pp * dp.  Experts are laid
+ * over the same tp*cp*dp GPUs of a stage as ep * etp * edp (the lecture's 6.4:
+ * attention uses TP x CP, experts EP x expert-TP). */
+typedef struct {
+    int tp, cp, pp, vpp, dp;
+    int ep, etp;              /* 1 for dense models */
+    bool sp;                  /* sequence parallelism (needs tp > 1) */
+    int zero;                 /* 0..3 */
+    bool grad_fp32;           /* fp32 main gradients (Megatron default) vs bf16 */
+    bool flash_attention;     /* no s x s score matrix stored */
+    px_schedule schedule;
+    px_recompute recompute;   /* uniform choice; per_layer overrides when set */
+    int64_t micro_batch;      /* b, sequences */
+    int64_t n_micro;          /* m, micro-batches per step per DP replica */
+    int64_t seq_len;          /* s */
+    char order[32];           /* rank order, innermost first: "tp-cp-ep-pp-dp" */
+
+    /* Per pipeline chunk (pp*vpp, in model order), layer counts; 0 entries
+     * (n_chunks == 0) mean a uniform split. */
+    int n_chunks;
+    int layers_per_chunk[PX_MAX_CHUNKS];
+    /* Per layer recompute choice; n_layer_recompute == 0 means uniform. */
+    int n_layer_recompute;
+    unsigned char layer_recompute[PX_MAX_LAYERS];
+} px_parallel;
+
+/* Sets every field to the single-GPU defaults (all sizes 1, 1F1B, ZeRO 0,
+ * FlashAttention on, fp32 grads, order "tp-cp-ep-pp-dp"). */
+void px_parallel_init(px_parallel *p);
+
+/* Global batch in sequences: b * m * dp. */
+int64_t px_parallel_global_batch(const px_parallel *p);
+int px_parallel_gpus(const px_parallel *p);
+
+/* Memory per GPU, bytes, on the stage that needs most. */
+typedef struct {
+    int64_t weights;
+    int64_t grads;
+    int64_t optimizer;
+    int64_t activations;      /* transformer layers, in flight under the schedule */
+    int64_t act_attention;    /* breakdown of one layer-set's activations */
+    int64_t act_mlp;
+    int64_t act_norm;
+    int64_t buffers;          /* embedding output, logits, loss, p2p, comm buckets */
+    int64_t total;
+    int worst_stage;
+} px_memory;
+
+/* Time of one optimizer step, seconds; exposed parts are on the critical path. */
+typedef struct {
+    double step_s;
+    double compute_s;         /* forward + backward (+ recompute) of all micro-batches */
+    double recompute_s;
+    double tp_comm_s;         /* exposed */
+    double cp_comm_s, cp_comm_total_s;
+    double ep_comm_s;
+    double pp_comm_s;
+    double dp_comm_s, dp_comm_total_s;
+    double bubble_s;
+    double optimizer_s;
+} px_time;
+
+typedef struct {
+    px_memory mem;
+    px_time time;
+    double model_flops_per_step;  /* px_flops_model_per_step */
+    double hw_flops_per_step;     /* with recomputation */
+    double tokens_per_s;
+    double mfu;
+    double hfu;
+    double bubble_fraction;       /* of the step */
+    /* Time to train and goodput (0 when --tokens not given) */
+    double train_tokens;
+    double days_to_train;
+    double ckpt_bytes_per_gpu;
+    double ckpt_write_s;
+    double ckpt_interval_s;       /* Young/Daly */
+    double job_mtbf_s;
+    double lost_fraction;
+    double goodput_days;
+} px_prediction;
+
+/* A whole plan: what `execute` needs to reproduce the configuration and what
+ * it compares against. */
+typedef struct {
+    int version;                  /* PX_PLAN_VERSION */
+    px_model model;
+    px_hw hw;
+    px_parallel par;
+    px_prediction pred;
+} px_plan;
+
+#define PX_PLAN_VERSION 1
+
+px_status px_plan_write(const px_plan *plan, const char *path, px_error *err);
+px_status px_plan_read(const char *path, px_plan *out, px_error *err);
+
+#endif
