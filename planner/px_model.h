@@ -90,6 +90,17 @@ int64_t px_model_layer_params(const px_model *m, int64_t layer);
 
 void px_model_count_params(const px_model *m, px_param_count *out);
 
+/* Weights of layer i that take part in matrix multiplies for one token:
+ * attention projections, the dense MLP or, with active_only, the shared
+ * experts + top_k routed experts + router (all experts otherwise).  Norms and
+ * biases excluded.  Used for FLOPs. */
+int64_t px_model_layer_matmul_params(const px_model *m, int64_t layer, bool active_only);
+
+/* Per-head widths of the attention core: query/key dot-product width and
+ * value width (both head_dim for standard attention; MLA: nope+rope and v). */
+int64_t px_model_qk_head_dim(const px_model *m);
+int64_t px_model_v_head_dim(const px_model *m);
+
 /* Default directory of presets (compiled in; PARALLAX_MODELS_DIR overrides). */
 const char *px_models_dir_default(void);
 

@@ -1,0 +1,53 @@
+/* px_flops.c — FLOP counts, see px_flops.h for the convention. */
+#include "px_flops.h"
+
+/* Attention-core forward FLOPs per token per layer: Q K^T and P V over the
+ * whole sequence (non-causal convention). */
+static double attn_core_fwd_per_token(const px_model *m, int64_t seq_len)
+{
+    double a = (double)m->n_heads;
+    return 2.0 * (double)seq_len * a *
+           (double)(px_model_qk_head_dim(m) + px_model_v_head_dim(m));
+}
+
+double px_flops_layer_fwd_per_token(const px_model *m, int64_t layer, int64_t seq_len)
+{
+    return 2.0 * (double)px_model_layer_matmul_params(m, layer, true) +
+           attn_core_fwd_per_token(m, seq_len);
+}
+
+double px_flops_head_fwd_per_token(const px_model *m)
+{
+    return 2.0 * (double)m->vocab * (double)m->hidden;
+}
+
+double px_flops_model_per_token(const px_model *m, int64_t seq_len)
+{
+    double fwd = px_flops_head_fwd_per_token(m);
+    for (int64_t l = 0; l < m->n_layers; l++)
+        fwd += px_flops_layer_fwd_per_token(m, l, seq_len);
+    return 3.0 * fwd;
+}
+
+double px_flops_hw_per_token(const px_model *m, int64_t seq_len, px_recompute rc)
+{
+    double extra = 0.0;
+    for (int64_t l = 0; l < m->n_layers; l++) {
+        if (rc == PX_RECOMPUTE_FULL)
+            extra += px_flops_layer_fwd_per_token(m, l, seq_len);
+        else if (rc == PX_RECOMPUTE_SELECTIVE)
+            extra += attn_core_fwd_per_token(m, seq_len);
+    }
+    return px_flops_model_per_token(m, seq_len) + extra;
+}
+
+double px_flops_model_per_step(const px_model *m, int64_t seq_len, double tokens)
+{
+    return px_flops_model_per_token(m, seq_len) * tokens;
+}
+
+double px_flops_hw_per_step(const px_model *m, int64_t seq_len, double tokens,
+                            px_recompute rc)
+{
+    return px_flops_hw_per_token(m, seq_len, rc) * tokens;
+}

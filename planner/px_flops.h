@@ -1,0 +1,34 @@
+/* px_flops.h — the one FLOP count that the planner (predicted MFU) and the
+ * executor (measured MFU) share.  Convention (Narayanan et al. 2021, PaLM):
+ * a multiply-add is 2 FLOPs; forward + backward = 3 x forward; the attention
+ * core is counted as a full (non-causal) s x s product, 12 * s * (a * d) per
+ * token per layer for fwd+bwd, as the published Megatron numbers do.  The
+ * embedding lookup is not a matmul; the LM head is. */
+#ifndef PX_FLOPS_H
+#define PX_FLOPS_H
+
+#include <stdint.h>
+
+#include "px_model.h"
+#include "px_plan.h"
+
+/* Forward FLOPs of one token through layer `layer` at sequence length s. */
+double px_flops_layer_fwd_per_token(const px_model *m, int64_t layer, int64_t seq_len);
+
+/* Forward FLOPs of one token through the LM head. */
+double px_flops_head_fwd_per_token(const px_model *m);
+
+/* Model FLOPs (the MFU numerator) of fwd+bwd for one token. */
+double px_flops_model_per_token(const px_model *m, int64_t seq_len);
+
+/* Hardware FLOPs (the HFU numerator) per token: model FLOPs plus what the
+ * recompute mode runs again (full: every layer's forward; selective: the
+ * attention core's forward). */
+double px_flops_hw_per_token(const px_model *m, int64_t seq_len, px_recompute rc);
+
+/* Same, per training step of `tokens` tokens. */
+double px_flops_model_per_step(const px_model *m, int64_t seq_len, double tokens);
+double px_flops_hw_per_step(const px_model *m, int64_t seq_len, double tokens,
+                            px_recompute rc);
+
+#endif
