@@ -35,6 +35,10 @@ typedef struct {
     int64_t hbm_bytes;        /* device memory */
     double hbm_bw;            /* device memory bandwidth, bytes/s */
     int64_t mem_reserve_bytes;/* kept free: allocator fragmentation, comm buffers, context */
+    int dtype_bytes;          /* bytes of the compute dtype of weights and activations:
+                               * 2 (bf16 mixed precision, GPUs/TPUs; fp32 master copy
+                               * kept by the optimizer) or 4 (fp32, the CPU backend: the
+                               * weights are the master copy, grads fp32) */
 
     /* GEMM efficiency by shape.  With gemm points, the cost model interpolates
      * them; otherwise the default shape model of docs/cost-model.md applies
