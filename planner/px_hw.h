@@ -58,6 +58,18 @@ typedef struct {
     double inter_lat_s;
     int n_coll_points;        /* calibrated collectives (CPU/MPI profiles) */
     px_coll_point allreduce_points[PX_HW_MAX_COLL_POINTS];
+    /* The other calibrated collectives (written by `calibrate --mpi`; counts 0
+     * on datasheet profiles, which then cost them from intra/inter bw + lat).
+     * Same time = lat_s + bytes / bw convention, bytes being the full buffer
+     * as nccl-tests counts it: the gathered output of an all-gather, the
+     * unreduced input of a reduce-scatter, one rank's send buffer of an
+     * all-to-all. */
+    int n_allgather_points;
+    px_coll_point allgather_points[PX_HW_MAX_COLL_POINTS];
+    int n_reduce_scatter_points;
+    px_coll_point reduce_scatter_points[PX_HW_MAX_COLL_POINTS];
+    int n_alltoall_points;
+    px_coll_point alltoall_points[PX_HW_MAX_COLL_POINTS];
 
     /* Reliability and checkpoints (goodput) */
     double gpu_mtbf_hours;    /* mean time between failures of one device */
@@ -77,6 +89,18 @@ void px_hw_list_profiles(const char *profiles_dir, char *buf, int buf_len);
 px_status px_hw_validate(const px_hw *hw, px_error *err);
 
 const char *px_hw_profiles_dir_default(void);
+
+/* Defaults of the optional profile fields (docs/hw-schema.md says why each). */
+#define PX_HW_DEFAULT_MEM_RESERVE_BYTES INT64_C(4000000000) /* CUDA context, NCCL, fragmentation */
+#define PX_HW_DEFAULT_GEMM_EFF_MAX 0.80       /* large bf16 GEMMs reach ~80% of datasheet peak */
+#define PX_HW_DEFAULT_GEMM_EFF_HALF_DIM 128.0 /* smallest GEMM dim where efficiency halves */
+#define PX_HW_DEFAULT_MEM_BOUND_EFF 0.75      /* element-wise kernels vs datasheet HBM bw */
+#define PX_HW_DEFAULT_GPU_MTBF_HOURS 50677.0  /* Llama 3: 419 interruptions, 16384 GPUs, 54 days */
+#define PX_HW_DEFAULT_CKPT_WRITE_BW 1.0e9     /* bytes/s per device to checkpoint storage */
+#define PX_HW_DEFAULT_RESTART_S 600.0         /* reschedule, reload checkpoint, re-init NCCL */
+
+/* Sets every optional field to its default and the rest to 0. */
+void px_hw_init(px_hw *hw);
 
 /* The default profile's name: the lecture's H100 cluster. */
 #define PX_HW_DEFAULT "h100-sxm"

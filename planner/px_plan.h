@@ -132,4 +132,10 @@ typedef struct {
 px_status px_plan_write(const px_plan *plan, const char *path, px_error *err);
 px_status px_plan_read(const char *path, px_plan *out, px_error *err);
 
+/* The plan as a jansson object (new reference), the same one px_plan_write
+ * writes, so `plan --json` can embed it.  Include px_plan_json.h to use it
+ * (it brings <jansson.h>; struct json_t is jansson's json_t). */
+struct json_t;
+px_status px_plan_to_json(const px_plan *plan, struct json_t **out, px_error *err);
+
 #endif

@@ -1,0 +1,248 @@
+/* calibrate — measures the machine it runs on and writes a hardware profile
+ * (the schema of hw_profiles/, docs/hw-schema.md) for the cost model:
+ *
+ *   calibrate [-o profile.json] [--name NAME] [--quick] [--mpi] [--threads N]
+ *   mpirun -np G calibrate --mpi ...     (adds MPI p2p and collectives)
+ *
+ * What is measured and how each field is derived: docs/calibration.md.
+ * Progress goes to stderr (rank 0 only); nothing is printed on stdout. */
+#include <limits.h>
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "px_calib.h"
+#include "px_calib_coll.h"
+#include "px_calib_disk.h"
+#include "px_calib_fit.h"
+#include "px_calib_gemm.h"
+#include "px_calib_mem.h"
+#include "px_error.h"
+#include "px_hw.h"
+
+/* Defaults for what a CPU run cannot measure, written once here and
+ * documented in docs/calibration.md. */
+#define CAL_GPU_MTBF_HOURS 50676.0 /* Llama 3: 419 interruptions, 54 days, 16384 GPUs */
+#define CAL_RESTART_S 60.0         /* relaunch of an MPI job on this machine */
+#define CAL_RESERVE_FRACTION 0.05  /* of a rank's memory share, at least 256 MiB */
+#define CAL_RESERVE_MIN_BYTES ((int64_t)256 << 20)
+
+typedef struct {
+    bool show;
+    double t0;
+} progress_ctx;
+
+static void progress_stderr(void *vctx, const char *fmt, ...)
+{
+    progress_ctx *ctx = vctx;
+    if (!ctx->show)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "[calibrate %6.1fs] ", px_calib_now_s() - ctx->t0);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static void barrier_sync(void *ctx)
+{
+    MPI_Barrier(*(MPI_Comm *)ctx);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: calibrate [-o FILE] [--name NAME] [--quick] [--mpi] [--threads N]\n"
+            "  -o FILE       profile to write (default calibrated.json)\n"
+            "  --name NAME   the profile's name (default cpu-<hostname>)\n"
+            "  --quick       short sweep (GEMM dims 16..1024, fewer sizes): seconds\n"
+            "  --mpi         also measure MPI p2p and collectives (run under mpirun;\n"
+            "                every rank computes at once, as the executor's ranks do)\n"
+            "  --threads N   BLAS threads per rank (default OPENBLAS_NUM_THREADS,\n"
+            "                else OMP_NUM_THREADS, else 1: the executor's one rank per core)\n");
+}
+
+static int fail(const px_error *err, int rank, bool mpi)
+{
+    char buf[1400];
+    px_error_format(err, buf, sizeof buf);
+    fprintf(stderr, "calibrate: rank %d: %s: %s\n", rank, px_status_name(err->code), buf);
+    if (mpi)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *out_path = "calibrated.json";
+    const char *name = NULL;
+    bool quick = false, use_mpi = false;
+    int threads = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-o") && i + 1 < argc)
+            out_path = argv[++i];
+        else if (!strcmp(argv[i], "--name") && i + 1 < argc)
+            name = argv[++i];
+        else if (!strcmp(argv[i], "--quick"))
+            quick = true;
+        else if (!strcmp(argv[i], "--mpi"))
+            use_mpi = true;
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            char *end = NULL;
+            long n = strtol(argv[++i], &end, 10);
+            if (*end || n < 1 || n > 1024) {
+                fprintf(stderr, "calibrate: --threads: \"%s\" is not an integer in 1..1024\n",
+                        argv[i]);
+                return 2;
+            }
+            threads = (int)n;
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "calibrate: unknown or incomplete argument \"%s\"\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+
+    /* Fail before minutes of measuring if the profile cannot be written. */
+    char out_dir[PATH_MAX];
+    snprintf(out_dir, sizeof out_dir, "%s", out_path);
+    char *slash = strrchr(out_dir, '/');
+    if (slash == out_dir)
+        out_dir[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        snprintf(out_dir, sizeof out_dir, ".");
+    if (access(out_dir, W_OK) != 0) {
+        fprintf(stderr, "calibrate: -o %s: directory %s is not writable\n", out_path, out_dir);
+        return 1;
+    }
+
+    int rank = 0, size = 1;
+    MPI_Comm world = MPI_COMM_WORLD;
+    if (use_mpi) {
+        MPI_Init(&argc, &argv);
+        MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
+        MPI_Comm_rank(world, &rank);
+        MPI_Comm_size(world, &size);
+    }
+
+    progress_ctx pctx = {.show = rank == 0, .t0 = px_calib_now_s()};
+    px_calib_opts o;
+    px_calib_opts_init(&o, quick);
+    if (threads > 0)
+        o.blas_threads = threads;
+    o.progress = progress_stderr;
+    o.progress_ctx = &pctx;
+    if (use_mpi) {
+        o.sync = barrier_sync;
+        o.sync_ctx = &world;
+    }
+
+    px_hw hw;
+    memset(&hw, 0, sizeof hw);
+    px_error err;
+    px_error_clear(&err);
+    char host[256] = "localhost";
+    gethostname(host, sizeof host - 1);
+    snprintf(hw.name, sizeof hw.name, "%s", name ? name : "");
+    if (!name)
+        snprintf(hw.name, sizeof hw.name, "cpu-%.59s", host);
+
+    /* 1. GEMM by shape, on every rank at once. */
+    static px_gemm_point pts[PX_HW_MAX_GEMM_POINTS];
+    int npts = 0;
+    if (px_calib_gemm_run(&o, pts, PX_HW_MAX_GEMM_POINTS, &npts, &err) != PX_OK)
+        return fail(&err, rank, use_mpi);
+    if (use_mpi && size > 1) {
+        /* Ranks ran concurrently (each on its core, sharing caches and
+         * memory as in a step): keep the mean throughput per shape. */
+        double fl[PX_HW_MAX_GEMM_POINTS], sum[PX_HW_MAX_GEMM_POINTS];
+        for (int i = 0; i < npts; i++)
+            fl[i] = pts[i].flops;
+        MPI_Allreduce(fl, sum, npts, MPI_DOUBLE, MPI_SUM, world);
+        for (int i = 0; i < npts; i++)
+            pts[i].flops = sum[i] / size;
+    }
+    hw.n_gemm_points = npts;
+    memcpy(hw.gemm_points, pts, (size_t)npts * sizeof pts[0]);
+    px_calib_fit_gemm_summary(pts, npts, &hw.peak_flops, &hw.gemm_eff_max,
+                              &hw.gemm_eff_half_dim);
+    px_calib_say(&o, "gemm: peak (best shape) %.1f GFLOP/s, half-efficiency dim %.1f",
+                 hw.peak_flops / 1e9, hw.gemm_eff_half_dim);
+
+    /* 2. Memory bandwidth, every rank streaming at once. */
+    px_calib_mem_result mem;
+    if (px_calib_mem_run(&o, &mem, &err) != PX_OK)
+        return fail(&err, rank, use_mpi);
+    double triad = mem.triad_bw;
+    if (use_mpi && size > 1) {
+        MPI_Allreduce(&mem.triad_bw, &triad, 1, MPI_DOUBLE, MPI_SUM, world);
+        triad /= size;
+    }
+    hw.hbm_bw = triad;
+    hw.mem_bound_eff = 1.0; /* hbm_bw is itself the achieved element-wise rate */
+
+    /* 3. Communication. */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    hw.gpus_per_node = ncpu > 0 ? (int)ncpu : 1; /* one rank per core */
+    if (use_mpi) {
+        if (px_calib_coll_run(&o, world, &hw, &err) != PX_OK)
+            return fail(&err, rank, use_mpi);
+    }
+    if (hw.intra_bw <= 0.0) {
+        /* No MPI measurement: ranks on one node exchange through shared
+         * memory, i.e. a copy; latency is a typical shared-memory MPI one. */
+        hw.intra_bw = hw.inter_bw = mem.copy_bw / 2.0;
+        hw.intra_lat_s = hw.inter_lat_s = 1e-6;
+        px_calib_say(&o, "mpi: not measured (no --mpi): p2p from the copy bandwidth, 1 us");
+    }
+
+    /* 4. Memory capacity per rank and checkpoint bandwidth. */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    int64_t phys = pages > 0 && page > 0 ? (int64_t)pages * page : (int64_t)1 << 32;
+    int ranks_here = hw.gpus_per_node > 0 ? hw.gpus_per_node : 1;
+    hw.hbm_bytes = phys / ranks_here;
+    hw.mem_reserve_bytes = (int64_t)(CAL_RESERVE_FRACTION * (double)hw.hbm_bytes);
+    if (hw.mem_reserve_bytes < CAL_RESERVE_MIN_BYTES)
+        hw.mem_reserve_bytes = CAL_RESERVE_MIN_BYTES;
+    hw.dtype_bytes = 4; /* the CPU backend computes in fp32 */
+    hw.torus = false;
+    hw.gpu_mtbf_hours = CAL_GPU_MTBF_HOURS;
+    hw.restart_s = CAL_RESTART_S;
+    if (rank == 0) {
+        int64_t bytes = quick ? (int64_t)16 << 20 : (int64_t)64 << 20;
+        if (px_calib_disk_write_bw(&o, out_dir, bytes, &hw.ckpt_write_bw, &err) != PX_OK)
+            return fail(&err, rank, use_mpi);
+    }
+
+    char when[64];
+    time_t now = time(NULL);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    const char *coretype = getenv("OPENBLAS_CORETYPE");
+    snprintf(hw.description, sizeof hw.description,
+             "calibrated on %.60s at %s: fp32 BLAS GEMM, %d thread(s) per rank%s%.20s; "
+             "%d rank(s)%s", host, when, px_calib_set_blas_threads(o.blas_threads),
+             coretype ? ", OPENBLAS_CORETYPE=" : "", coretype ? coretype : "", size,
+             use_mpi ? ", MPI measured" : ", MPI not measured");
+
+    if (rank == 0) {
+        if (px_hw_validate(&hw, &err) != PX_OK || px_hw_save(&hw, out_path, &err) != PX_OK)
+            return fail(&err, rank, use_mpi);
+        px_calib_say(&o, "wrote %s (%d GEMM shapes, %d collective group sizes) in %.1f s",
+                     out_path, hw.n_gemm_points, hw.n_coll_points,
+                     px_calib_now_s() - pctx.t0);
+    }
+    if (use_mpi)
+        MPI_Finalize();
+    return 0;
+}

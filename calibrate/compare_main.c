@@ -1,0 +1,183 @@
+/* compare — predicted vs measured for one or more `execute --report` runs:
+ *
+ *   compare [--max-time-err F] [--max-mem-err F] [--json] report.json ...
+ *
+ * Prints one fixed-column row per run (step time, tokens/s, MFU, peak
+ * memory: predicted, measured, relative error = (pred - meas) / meas) and a
+ * summary; with the limits, exits 1 when any run's |step-time error| or
+ * |peak-memory error| exceeds them (the table is printed either way).
+ * --json prints the same content as JSON (sorted keys).  Exit 2: bad
+ * arguments or an unreadable report. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "px_error.h"
+#include "px_report.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: compare [--max-time-err F] [--max-mem-err F] [--json] report.json ...\n"
+               "  --max-time-err F  fail (exit 1) when |predicted/measured - 1| of the step\n"
+               "                    time exceeds F for any run (e.g. 0.25)\n"
+               "  --max-mem-err F   the same for the peak memory (e.g. 0.10)\n"
+               "  --json            the table as JSON on stdout\n");
+}
+
+static bool parse_fraction(const char *s, double *out)
+{
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (!*s || *end || !(v >= 0.0) || !isfinite(v))
+        return false;
+    *out = v;
+    return true;
+}
+
+static void pct(char *buf, size_t n, double e)
+{
+    if (isinf(e))
+        snprintf(buf, n, "inf");
+    else
+        snprintf(buf, n, "%+.1f%%", 100.0 * e);
+}
+
+int main(int argc, char **argv)
+{
+    double max_time = -1.0, max_mem = -1.0;
+    bool as_json = false;
+    int n_paths = 0;
+    const char **paths = calloc((size_t)argc, sizeof *paths);
+    if (!paths)
+        return 2;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--max-time-err") || !strcmp(argv[i], "--max-mem-err")) {
+            double *dst = argv[i][6] == 't' ? &max_time : &max_mem;
+            if (i + 1 >= argc || !parse_fraction(argv[i + 1], dst)) {
+                fprintf(stderr, "compare: %s needs a fraction >= 0 (e.g. 0.25), got \"%s\"\n",
+                        argv[i], i + 1 < argc ? argv[i + 1] : "");
+                return 2;
+            }
+            i++;
+        } else if (!strcmp(argv[i], "--json")) {
+            as_json = true;
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            fprintf(stderr, "compare: unknown option \"%s\"\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else {
+            paths[n_paths++] = argv[i];
+        }
+    }
+    if (n_paths == 0) {
+        fprintf(stderr, "compare: no report given\n");
+        usage(stderr);
+        return 2;
+    }
+    px_report *runs = calloc((size_t)n_paths, sizeof *runs);
+    if (!runs)
+        return 2;
+    for (int i = 0; i < n_paths; i++) {
+        px_error err;
+        px_error_clear(&err);
+        if (px_report_read(paths[i], &runs[i], &err) != PX_OK) {
+            char buf[1400];
+            px_error_format(&err, buf, sizeof buf);
+            fprintf(stderr, "compare: %s\n", buf);
+            return 2;
+        }
+    }
+
+    int n_bad = 0;
+    double worst_time = 0.0, worst_mem = 0.0;
+    json_t *jruns = json_array();
+    if (!as_json) {
+        printf("# compare: predicted (cost model) vs measured (execute), "
+               "err = (predicted - measured) / measured\n");
+        if (max_time >= 0.0 || max_mem >= 0.0)
+            printf("# limits: |step time err| <= %.0f%%, |peak memory err| <= %.0f%%\n",
+                   max_time >= 0.0 ? 100.0 * max_time : INFINITY,
+                   max_mem >= 0.0 ? 100.0 * max_mem : INFINITY);
+        printf("%-30s %5s | %9s %9s %7s | %9s %9s %7s | %6s %6s %7s | %9s %9s %7s | %s\n",
+               "run", "ranks", "step_s", "step_s", "err", "tok/s", "tok/s", "err", "MFU%",
+               "MFU%", "err", "mem_MB", "mem_MB", "err", "ok");
+        printf("%-30s %5s | %9s %9s %7s | %9s %9s %7s | %6s %6s %7s | %9s %9s %7s |\n", "",
+               "", "pred", "meas", "", "pred", "meas", "", "pred", "meas", "", "pred", "meas",
+               "");
+    }
+    for (int i = 0; i < n_paths; i++) {
+        const px_report *r = &runs[i];
+        const px_report_side *p = &r->predicted, *m = &r->measured;
+        double e_time = px_report_rel_err(p->step_time_s, m->step_time_s);
+        double e_tok = px_report_rel_err(p->tokens_per_s, m->tokens_per_s);
+        double e_mfu = px_report_rel_err(p->mfu, m->mfu);
+        double e_mem = px_report_rel_err((double)p->peak_memory_bytes,
+                                         (double)m->peak_memory_bytes);
+        bool ok = (max_time < 0.0 || fabs(e_time) <= max_time) &&
+                  (max_mem < 0.0 || fabs(e_mem) <= max_mem);
+        n_bad += !ok;
+        worst_time = fmax(worst_time, fabs(e_time));
+        worst_mem = fmax(worst_mem, fabs(e_mem));
+        if (as_json) {
+            json_t *o = json_pack(
+                "{s:s, s:s, s:i, s:b, s:{s:f, s:f, s:f, s:f, s:I}, s:{s:f, s:f, s:f, s:f, s:I},"
+                " s:{s:f, s:f, s:f, s:f}}",
+                "report", r->path, "run", r->label, "ranks", r->world, "ok", ok,
+                "predicted", "step_time_s", p->step_time_s, "tokens_per_s", p->tokens_per_s,
+                "mfu", p->mfu, "hfu", p->hfu, "peak_memory_bytes",
+                (json_int_t)p->peak_memory_bytes, "measured", "step_time_s", m->step_time_s,
+                "tokens_per_s", m->tokens_per_s, "mfu", m->mfu, "hfu", m->hfu,
+                "peak_memory_bytes", (json_int_t)m->peak_memory_bytes, "relative_error",
+                "step_time_s", isinf(e_time) ? 1e300 : e_time, "tokens_per_s",
+                isinf(e_tok) ? 1e300 : e_tok, "mfu", isinf(e_mfu) ? 1e300 : e_mfu,
+                "peak_memory_bytes", isinf(e_mem) ? 1e300 : e_mem);
+            json_array_append_new(jruns, o);
+            continue;
+        }
+        char et[16], ek[16], ef[16], em[16], ranks[16];
+        pct(et, sizeof et, e_time);
+        pct(ek, sizeof ek, e_tok);
+        pct(ef, sizeof ef, e_mfu);
+        pct(em, sizeof em, e_mem);
+        if (r->world > 0)
+            snprintf(ranks, sizeof ranks, "%d", r->world);
+        else
+            snprintf(ranks, sizeof ranks, "?");
+        printf("%-30.30s %5s | %9.4f %9.4f %7s | %9.0f %9.0f %7s | %6.1f %6.1f %7s | "
+               "%9.2f %9.2f %7s | %s\n",
+               r->label, ranks, p->step_time_s, m->step_time_s, et, p->tokens_per_s,
+               m->tokens_per_s, ek, 100.0 * p->mfu, 100.0 * m->mfu, ef,
+               (double)p->peak_memory_bytes / 1e6, (double)m->peak_memory_bytes / 1e6, em,
+               ok ? "yes" : "NO");
+    }
+    if (as_json) {
+        json_t *root = json_pack("{s:o, s:f, s:f, s:i, s:i}", "runs", jruns,
+                                 "worst_step_time_err", worst_time, "worst_peak_memory_err",
+                                 worst_mem, "n_runs", n_paths, "n_failed", n_bad);
+        if (max_time >= 0.0)
+            json_object_set_new(root, "max_time_err", json_real(max_time));
+        if (max_mem >= 0.0)
+            json_object_set_new(root, "max_mem_err", json_real(max_mem));
+        char *s = json_dumps(root, JSON_SORT_KEYS | JSON_INDENT(2));
+        if (s) {
+            puts(s);
+            free(s);
+        }
+        json_decref(root);
+    } else {
+        json_decref(jruns);
+        printf("# %d run(s); worst |step time err| %.1f%%, worst |peak memory err| %.1f%%; "
+               "%d outside the limits\n",
+               n_paths, 100.0 * worst_time, 100.0 * worst_mem, n_bad);
+    }
+    free(runs);
+    free(paths);
+    return n_bad ? 1 : 0;
+}

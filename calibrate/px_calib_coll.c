@@ -1,0 +1,320 @@
+/* px_calib_coll.c — the MPI sweep (see px_calib_coll.h). */
+#include "px_calib_coll.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "px_calib_fit.h"
+
+const char *px_calib_coll_name(px_calib_coll_kind kind)
+{
+    switch (kind) {
+    case PX_CALIB_P2P: return "p2p";
+    case PX_CALIB_ALLREDUCE: return "allreduce";
+    case PX_CALIB_ALLGATHER: return "allgather";
+    case PX_CALIB_REDUCE_SCATTER: return "reduce_scatter";
+    case PX_CALIB_ALLTOALL: return "alltoall";
+    case PX_CALIB_COLL_COUNT: break;
+    }
+    return "?";
+}
+
+int px_calib_coll_sizes(bool quick, int64_t *bytes, int max)
+{
+    /* 8 B (latency) to 32 MB (a small model's gradients, beyond the caches);
+     * a ratio of 4 (8 with quick: 8 B..16 MB) keeps each protocol regime of
+     * the MPI library represented. */
+    int64_t step = quick ? 8 : 4, top = quick ? (int64_t)16 << 20 : (int64_t)32 << 20;
+    int n = 0;
+    for (int64_t b = 8; b <= top && n < max; b *= step)
+        bytes[n++] = b;
+    return n;
+}
+
+static px_status mpi_check(int rc, const char *what, px_error *err)
+{
+    if (rc == MPI_SUCCESS)
+        return PX_OK;
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    return PX_FAIL(err, PX_ERR_MPI, "%s failed: %s", what, text);
+}
+
+/* One call of the operation; buffers sized by the caller. */
+static int coll_call(MPI_Comm comm, px_calib_coll_kind kind, int rank, int count_per_rank,
+                     int g, float *send, float *recv)
+{
+    switch (kind) {
+    case PX_CALIB_P2P:
+        if (rank == 0) {
+            int rc = MPI_Send(send, count_per_rank, MPI_FLOAT, 1, 7, comm);
+            if (rc != MPI_SUCCESS)
+                return rc;
+            return MPI_Recv(recv, count_per_rank, MPI_FLOAT, 1, 7, comm, MPI_STATUS_IGNORE);
+        } else {
+            int rc = MPI_Recv(recv, count_per_rank, MPI_FLOAT, 0, 7, comm, MPI_STATUS_IGNORE);
+            if (rc != MPI_SUCCESS)
+                return rc;
+            return MPI_Send(send, count_per_rank, MPI_FLOAT, 0, 7, comm);
+        }
+    case PX_CALIB_ALLREDUCE:
+        return MPI_Allreduce(send, recv, count_per_rank * g, MPI_FLOAT, MPI_SUM, comm);
+    case PX_CALIB_ALLGATHER:
+        return MPI_Allgather(send, count_per_rank, MPI_FLOAT, recv, count_per_rank,
+                             MPI_FLOAT, comm);
+    case PX_CALIB_REDUCE_SCATTER:
+        return MPI_Reduce_scatter_block(send, recv, count_per_rank, MPI_FLOAT, MPI_SUM,
+                                        comm);
+    case PX_CALIB_ALLTOALL:
+        return MPI_Alltoall(send, count_per_rank, MPI_FLOAT, recv, count_per_rank,
+                            MPI_FLOAT, comm);
+    case PX_CALIB_COLL_COUNT:
+        break;
+    }
+    return MPI_ERR_OTHER;
+}
+
+px_status px_calib_coll_time(const px_calib_opts *o, MPI_Comm comm,
+                             px_calib_coll_kind kind, int64_t bytes, double *time_s,
+                             px_error *err)
+{
+    int rank = 0, g = 0;
+    px_status st = mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", err);
+    if (st == PX_OK)
+        st = mpi_check(MPI_Comm_size(comm, &g), "MPI_Comm_size", err);
+    if (st != PX_OK)
+        return st;
+    if (kind == PX_CALIB_P2P && g != 2)
+        return PX_FAIL(err, PX_ERR_INVALID, "p2p timing needs a 2-rank communicator, got %d",
+                       g);
+    /* Elements per rank: the whole buffer split over g ranks (p2p: the
+     * message itself), at least one float each. */
+    int64_t total_elems = (bytes + (int64_t)sizeof(float) - 1) / (int64_t)sizeof(float);
+    int64_t per_rank = kind == PX_CALIB_P2P ? total_elems : (total_elems + g - 1) / g;
+    if (per_rank < 1)
+        per_rank = 1;
+    if (per_rank * g > INT32_MAX)
+        return PX_FAIL(err, PX_ERR_INVALID, "%s: %lld bytes is too large for one MPI call",
+                       px_calib_coll_name(kind), (long long)bytes);
+    size_t n = (size_t)(per_rank * g);
+    float *send = malloc(n * sizeof *send), *recv = malloc(n * sizeof *recv);
+    if (!send || !recv) {
+        free(send);
+        free(recv);
+        return PX_FAIL(err, PX_ERR_NOMEM, "%s: cannot allocate 2 x %zu floats",
+                       px_calib_coll_name(kind), n);
+    }
+    for (size_t i = 0; i < n; i++) {
+        send[i] = (float)(i % 97) * 0.01f;
+        recv[i] = 0.0f;
+    }
+    /* Warm-up (connection setup, buffer registration), then one timed call
+     * decides the repetition count; rank 0's count is used everywhere so
+     * every rank makes the same calls. */
+    int rc = MPI_Barrier(comm);
+    for (int w = 0; w < 2 && rc == MPI_SUCCESS; w++)
+        rc = coll_call(comm, kind, rank, (int)per_rank, g, send, recv);
+    double t0 = px_calib_now_s();
+    if (rc == MPI_SUCCESS)
+        rc = coll_call(comm, kind, rank, (int)per_rank, g, send, recv);
+    double first = px_calib_now_s() - t0;
+    long reps = (long)ceil(o->min_time_s / 3.0 / fmax(first, 1e-7));
+    reps = reps < 1 ? 1 : reps > 20000 ? 20000 : reps;
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Bcast(&reps, 1, MPI_LONG, 0, comm);
+    double best = INFINITY;
+    for (int batch = 0; batch < 3 && rc == MPI_SUCCESS; batch++) {
+        rc = MPI_Barrier(comm);
+        t0 = px_calib_now_s();
+        for (long r = 0; r < reps && rc == MPI_SUCCESS; r++)
+            rc = coll_call(comm, kind, rank, (int)per_rank, g, send, recv);
+        double mine = (px_calib_now_s() - t0) / (double)reps, slowest = mine;
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
+        best = fmin(best, slowest);
+    }
+    free(send);
+    free(recv);
+    st = mpi_check(rc, px_calib_coll_name(kind), err);
+    if (st != PX_OK)
+        return st;
+    /* A ping-pong's time is a round trip: the one-way time is half. */
+    *time_s = kind == PX_CALIB_P2P ? best / 2.0 : best;
+    return PX_OK;
+}
+
+/* Times every size on comm and fits lat/bw; on ranks outside the group
+ * (comm == MPI_COMM_NULL) nothing happens. */
+static px_status sweep_fit(const px_calib_opts *o, MPI_Comm comm, px_calib_coll_kind kind,
+                           int g, px_coll_point *out, px_error *err)
+{
+    int64_t sizes[16];
+    int ns = px_calib_coll_sizes(o->quick, sizes, 16);
+    double x[16], t[16];
+    double t_start = px_calib_now_s();
+    int nfit = 0, first_fit = -1;
+    for (int i = 0; i < ns; i++) {
+        double ti = 0.0;
+        px_status st = px_calib_coll_time(o, comm, kind, sizes[i], &ti, err);
+        if (st != PX_OK)
+            return st;
+        if (sizes[i] >= PX_CALIB_FIT_MIN_BYTES) {
+            if (first_fit < 0)
+                first_fit = i;
+            x[nfit] = (double)sizes[i];
+            t[nfit++] = ti;
+        }
+    }
+    out->n_ranks = g;
+    px_status st = px_calib_fit_lat_bw(x, t, nfit, &out->lat_s, &out->bw, err);
+    if (st != PX_OK)
+        return st;
+    double worst = 0.0;
+    for (int i = 0; i < nfit; i++) {
+        double pred = out->lat_s + x[i] / out->bw;
+        worst = fmax(worst, fabs(pred - t[i]) / t[i]);
+    }
+    px_calib_say(o, "%-14s n=%-2d lat %7.2f us  bw %7.2f GB/s  (fit over %d sizes "
+                 "%lld B..%lld B, max err %.0f%%; %.1f s)", px_calib_coll_name(kind), g,
+                 out->lat_s * 1e6, out->bw / 1e9, nfit, (long long)sizes[first_fit],
+                 (long long)sizes[ns - 1], 100.0 * worst, px_calib_now_s() - t_start);
+    return PX_OK;
+}
+
+/* Splits world into {0, peer} (colour 0) and the rest (no communicator). */
+static px_status pair_comm(MPI_Comm world, int rank, int peer, MPI_Comm *pair, px_error *err)
+{
+    int colour = (rank == 0 || rank == peer) ? 0 : MPI_UNDEFINED;
+    return mpi_check(MPI_Comm_split(world, colour, rank, pair), "MPI_Comm_split", err);
+}
+
+/* Broadcasts one point from world rank 0 (its only measurer for p2p). */
+static px_status bcast_point(MPI_Comm world, px_coll_point *p, px_error *err)
+{
+    double v[3] = {(double)p->n_ranks, p->lat_s, p->bw};
+    px_status st = mpi_check(MPI_Bcast(v, 3, MPI_DOUBLE, 0, world), "MPI_Bcast", err);
+    p->n_ranks = (int)v[0];
+    p->lat_s = v[1];
+    p->bw = v[2];
+    return st;
+}
+
+px_status px_calib_coll_run(const px_calib_opts *o, MPI_Comm world, px_hw *hw,
+                            px_error *err)
+{
+    int rank = 0, size = 0;
+    px_status st = mpi_check(MPI_Comm_rank(world, &rank), "MPI_Comm_rank", err);
+    if (st == PX_OK)
+        st = mpi_check(MPI_Comm_size(world, &size), "MPI_Comm_size", err);
+    if (st != PX_OK)
+        return st;
+
+    /* Node structure: the world rank of each rank's node leader. */
+    MPI_Comm node = MPI_COMM_NULL;
+    st = mpi_check(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL,
+                                       &node), "MPI_Comm_split_type", err);
+    if (st != PX_OK)
+        return st;
+    int node_size = 0, node_rank = 0, leader = rank;
+    MPI_Comm_size(node, &node_size);
+    MPI_Comm_rank(node, &node_rank);
+    st = mpi_check(MPI_Bcast(&leader, 1, MPI_INT, 0, node), "MPI_Bcast", err);
+    MPI_Comm_free(&node);
+    if (st != PX_OK)
+        return st;
+    int *leaders = malloc((size_t)size * sizeof *leaders);
+    if (!leaders)
+        return PX_FAIL(err, PX_ERR_NOMEM, "cannot allocate %d ints", size);
+    st = mpi_check(MPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, world),
+                   "MPI_Allgather", err);
+    int ppn = node_size;
+    if (st == PX_OK)
+        st = mpi_check(MPI_Bcast(&ppn, 1, MPI_INT, 0, world), "MPI_Bcast", err);
+    int remote = -1;
+    for (int r = 1; r < size && remote < 0; r++)
+        if (leaders[r] != leaders[0])
+            remote = r;
+    free(leaders);
+    if (st != PX_OK)
+        return st;
+    hw->gpus_per_node = ppn;
+    if (size < 2) {
+        px_calib_say(o, "mpi: one rank, no communication to measure");
+        return PX_OK;
+    }
+    px_calib_say(o, "mpi: %d ranks, %d on rank 0's node; %s", size, ppn,
+                 remote < 0 ? "one node" : "several nodes");
+
+    /* Point-to-point: rank 0 with rank 1 (same node when ppn > 1), and with
+     * the first rank of another node. */
+    px_coll_point p2p_intra = {0}, p2p_inter = {0};
+    int peers[2] = {1, remote};
+    for (int which = 0; which < 2 && st == PX_OK; which++) {
+        int peer = peers[which];
+        if (peer < 0 || (which == 0 && ppn < 2))
+            continue;
+        MPI_Comm pair = MPI_COMM_NULL;
+        st = pair_comm(world, rank, peer, &pair, err);
+        if (st == PX_OK && pair != MPI_COMM_NULL) {
+            st = sweep_fit(o, pair, PX_CALIB_P2P, 2, which == 0 ? &p2p_intra : &p2p_inter,
+                           err);
+            MPI_Comm_free(&pair);
+        }
+        /* Only rank 0 and the peer measured: make the outcome collective. */
+        int ok = st == PX_OK, all_ok = 0;
+        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, world);
+        if (st == PX_OK && !all_ok)
+            st = PX_FAIL(err, PX_ERR_MPI, "p2p timing failed on another rank");
+        if (st == PX_OK)
+            st = bcast_point(world, which == 0 ? &p2p_intra : &p2p_inter, err);
+    }
+    if (st != PX_OK)
+        return st;
+    if (p2p_intra.n_ranks == 0)
+        p2p_intra = p2p_inter;
+    if (p2p_inter.n_ranks == 0)
+        p2p_inter = p2p_intra;
+    hw->intra_lat_s = p2p_intra.lat_s;
+    hw->intra_bw = p2p_intra.bw;
+    hw->inter_lat_s = p2p_inter.lat_s;
+    hw->inter_bw = p2p_inter.bw;
+
+    /* Collectives for each group size. */
+    hw->n_coll_points = hw->n_allgather_points = 0;
+    hw->n_reduce_scatter_points = hw->n_alltoall_points = 0;
+    for (int g = 2; g <= size && g - 2 < PX_HW_MAX_COLL_POINTS && st == PX_OK; g++) {
+        MPI_Comm sub = MPI_COMM_NULL;
+        st = mpi_check(MPI_Comm_split(world, rank < g ? 0 : MPI_UNDEFINED, rank, &sub),
+                       "MPI_Comm_split", err);
+        if (st != PX_OK)
+            break;
+        for (int k = PX_CALIB_ALLREDUCE; k < PX_CALIB_COLL_COUNT && st == PX_OK; k++) {
+            px_coll_point pt = {0};
+            if (sub != MPI_COMM_NULL)
+                st = sweep_fit(o, sub, (px_calib_coll_kind)k, g, &pt, err);
+            int ok = st == PX_OK, all_ok = 0;
+            MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, world);
+            if (st == PX_OK && !all_ok)
+                st = PX_FAIL(err, PX_ERR_MPI, "%s timing failed on another rank",
+                             px_calib_coll_name((px_calib_coll_kind)k));
+            if (st == PX_OK)
+                st = bcast_point(world, &pt, err);
+            if (st != PX_OK)
+                break;
+            switch ((px_calib_coll_kind)k) {
+            case PX_CALIB_ALLREDUCE: hw->allreduce_points[hw->n_coll_points++] = pt; break;
+            case PX_CALIB_ALLGATHER: hw->allgather_points[hw->n_allgather_points++] = pt; break;
+            case PX_CALIB_REDUCE_SCATTER:
+                hw->reduce_scatter_points[hw->n_reduce_scatter_points++] = pt;
+                break;
+            case PX_CALIB_ALLTOALL: hw->alltoall_points[hw->n_alltoall_points++] = pt; break;
+            default: break;
+            }
+        }
+        if (sub != MPI_COMM_NULL)
+            MPI_Comm_free(&sub);
+    }
+    return st;
+}

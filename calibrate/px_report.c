@@ -1,0 +1,128 @@
+/* px_report.c — reading execute's report JSON (see px_report.h). */
+#include "px_report.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+static px_status get_number(json_t *obj, const char *side, const char *key, double *out,
+                            const char *path, px_error *err)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v)
+        return px_error_set(err, PX_ERR_INVALID, path, 0, 0, "%s.%s: missing (a number)",
+                            side, key);
+    if (!json_is_number(v))
+        return px_error_set(err, PX_ERR_INVALID, path, 0, 0, "%s.%s: not a number", side,
+                            key);
+    *out = json_number_value(v);
+    return PX_OK;
+}
+
+static px_status read_side(json_t *root, const char *side, px_report_side *out,
+                           const char *path, px_error *err)
+{
+    json_t *obj = json_object_get(root, side);
+    if (!json_is_object(obj))
+        return px_error_set(err, PX_ERR_INVALID, path, 0, 0,
+                            "%s: missing or not an object (step_time_s, tokens_per_s, mfu, "
+                            "hfu, peak_memory_bytes)", side);
+    px_status st = get_number(obj, side, "step_time_s", &out->step_time_s, path, err);
+    if (st == PX_OK)
+        st = get_number(obj, side, "tokens_per_s", &out->tokens_per_s, path, err);
+    if (st == PX_OK)
+        st = get_number(obj, side, "mfu", &out->mfu, path, err);
+    if (st == PX_OK)
+        st = get_number(obj, side, "hfu", &out->hfu, path, err);
+    if (st != PX_OK)
+        return st;
+    json_t *mem = json_object_get(obj, "peak_memory_bytes");
+    if (!json_is_integer(mem))
+        return px_error_set(err, PX_ERR_INVALID, path, 0, 0,
+                            "%s.peak_memory_bytes: missing or not an integer (bytes)", side);
+    out->peak_memory_bytes = (int64_t)json_integer_value(mem);
+    return PX_OK;
+}
+
+static int get_int(json_t *obj, const char *key, int dflt)
+{
+    json_t *v = json_object_get(obj, key);
+    return json_is_integer(v) ? (int)json_integer_value(v) : dflt;
+}
+
+/* "tp2 pp2 dp1 mb1x4 1f1b" from a parallel object, when the report has one
+ * (at "parallel" or "plan.parallel"). */
+static void label_from_parallel(json_t *root, char *label, size_t n)
+{
+    json_t *par = json_object_get(root, "parallel");
+    if (!json_is_object(par))
+        par = json_object_get(json_object_get(root, "plan"), "parallel");
+    if (!json_is_object(par))
+        return;
+    int tp = get_int(par, "tp", 1), pp = get_int(par, "pp", 1), dp = get_int(par, "dp", 1);
+    int vpp = get_int(par, "vpp", 1), mb = get_int(par, "micro_batch", 1);
+    int nm = get_int(par, "n_micro", 1), zero = get_int(par, "zero", 0);
+    json_t *sp = json_object_get(par, "sp"), *sched = json_object_get(par, "schedule");
+    json_t *rc = json_object_get(par, "recompute");
+    char extra[64] = "";
+    if (vpp > 1)
+        snprintf(extra, sizeof extra, " v%d", vpp);
+    snprintf(label, n, "tp%d%s pp%d%s dp%d%s mb%dx%d %s%s%s", tp,
+             json_is_true(sp) ? "+sp" : "", pp, extra, dp, zero ? "/z1" : "", mb, nm,
+             json_is_string(sched) ? json_string_value(sched) : "",
+             json_is_string(rc) && strcmp(json_string_value(rc), "none") ? " rc:" : "",
+             json_is_string(rc) && strcmp(json_string_value(rc), "none")
+                 ? json_string_value(rc)
+                 : "");
+}
+
+px_status px_report_read(const char *path, px_report *out, px_error *err)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->path, sizeof out->path, "%s", path);
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (!root) {
+        bool missing = jerr.line <= 0;
+        return px_error_set(err, missing ? PX_ERR_IO : PX_ERR_PARSE, path, jerr.line,
+                            jerr.column, "%s", jerr.text);
+    }
+    px_status st = PX_OK;
+    if (!json_is_object(root))
+        st = px_error_set(err, PX_ERR_INVALID, path, 0, 0, "the report is not a JSON object");
+    if (st == PX_OK)
+        st = read_side(root, "measured", &out->measured, path, err);
+    if (st == PX_OK)
+        st = read_side(root, "predicted", &out->predicted, path, err);
+    if (st == PX_OK) {
+        json_t *losses = json_object_get(root, "losses");
+        out->n_losses = json_is_array(losses) ? (int)json_array_size(losses) : 0;
+        out->world = get_int(root, "world_size", 0);
+        if (!out->world)
+            out->world = get_int(root, "ranks", 0);
+        json_t *pr = json_object_get(root, "per_rank");
+        if (!out->world && json_is_array(pr))
+            out->world = (int)json_array_size(pr);
+        label_from_parallel(root, out->label, sizeof out->label);
+        if (!out->label[0]) {
+            const char *base = strrchr(path, '/');
+            base = base ? base + 1 : path;
+            snprintf(out->label, sizeof out->label, "%s", base);
+            char *dot = strrchr(out->label, '.');
+            if (dot && dot != out->label)
+                *dot = '\0';
+        }
+    }
+    json_decref(root);
+    return st;
+}
+
+double px_report_rel_err(double predicted, double measured)
+{
+    if (measured == 0.0)
+        return predicted == 0.0 ? 0.0 : INFINITY;
+    return (predicted - measured) / measured;
+}

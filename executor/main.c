@@ -1,0 +1,263 @@
+/* execute — runs a plan's training step for real:
+ *   mpirun -np G execute --plan plan.json [--steps N] [--warmup N] [--seed N]
+ *          [--data FILE] [--report report.json] [--dump-weights DIR]
+ *          [--lr X] [--init-std X]
+ * Only rank 0 prints the step table; errors name the rank.  See
+ * docs/executor.md. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+#ifdef PX_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+#include "px_backend.h"
+#include "px_exec.h"
+#include "px_memtrack.h"
+#include "px_measure.h"
+
+typedef struct {
+    const char *plan_path, *report_path, *dump_dir;
+    int64_t steps, warmup;
+    px_exec_options opt;
+} cli;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mpirun -np G execute --plan plan.json [--steps N] [--warmup N] [--seed N]\n"
+            "                            [--data FILE] [--report report.json]\n"
+            "                            [--dump-weights DIR] [--lr X] [--init-std X]\n"
+            "  --plan FILE         plan JSON written by `plan -o` (required)\n"
+            "  --steps N           timed optimizer steps (default 3)\n"
+            "  --warmup N          untimed steps before them (default 1)\n"
+            "  --seed N            weights and synthetic tokens (default 1)\n"
+            "  --data FILE         token ids, little-endian uint32, no header (default: synthetic)\n"
+            "  --report FILE       write losses, measured vs predicted numbers as JSON\n"
+            "  --dump-weights DIR  write each rank's final weights (rank<R>.bin/.tsv)\n"
+            "  --lr X              AdamW learning rate (default 1e-3)\n"
+            "  --init-std X        std of the random initial weights (default 0.02)\n");
+}
+
+static int parse_i64(const char *s, int64_t min, int64_t *out)
+{
+    char *end = NULL;
+    long long v = strtoll(s, &end, 10);
+    if (!end || *end || v < min)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Returns 0 ok, 1 help, 2 error (message in buf). */
+static int parse_args(int argc, char **argv, cli *c, char *buf, size_t n)
+{
+    memset(c, 0, sizeof *c);
+    c->steps = 3;
+    c->warmup = 1;
+    px_exec_options_default(&c->opt);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+            return 1;
+        if (i + 1 >= argc) {
+            snprintf(buf, n, "option %s: missing value (or unknown option)", a);
+            return 2;
+        }
+        const char *v = argv[++i];
+        int64_t x;
+        if (!strcmp(a, "--plan")) {
+            c->plan_path = v;
+        } else if (!strcmp(a, "--report")) {
+            c->report_path = v;
+        } else if (!strcmp(a, "--data")) {
+            c->opt.data_path = v;
+        } else if (!strcmp(a, "--dump-weights")) {
+            c->dump_dir = v;
+        } else if (!strcmp(a, "--steps") || !strcmp(a, "--warmup") || !strcmp(a, "--seed")) {
+            if (parse_i64(v, !strcmp(a, "--steps") ? 1 : 0, &x)) {
+                snprintf(buf, n, "option %s: \"%s\" is not an integer >= %d", a, v,
+                         !strcmp(a, "--steps") ? 1 : 0);
+                return 2;
+            }
+            if (!strcmp(a, "--steps"))
+                c->steps = x;
+            else if (!strcmp(a, "--warmup"))
+                c->warmup = x;
+            else
+                c->opt.seed = (uint64_t)x;
+        } else if (!strcmp(a, "--lr") || !strcmp(a, "--init-std")) {
+            char *end = NULL;
+            double d = strtod(v, &end);
+            if (!end || *end || !(d >= 0.0)) {
+                snprintf(buf, n, "option %s: \"%s\" is not a number >= 0", a, v);
+                return 2;
+            }
+            if (!strcmp(a, "--lr"))
+                c->opt.lr = (float)d;
+            else
+                c->opt.init_std = (float)d;
+        } else {
+            snprintf(buf, n, "unknown option %s", a);
+            return 2;
+        }
+    }
+    if (!c->plan_path) {
+        snprintf(buf, n, "--plan FILE is required");
+        return 2;
+    }
+    return 0;
+}
+
+static void print_error(int rank, const px_error *err)
+{
+    char msg[2048];
+    px_error_format(err, msg, sizeof msg);
+    fprintf(stderr, "execute: rank %d: %s: %s\n", rank, px_status_name(err->code), msg);
+}
+
+/* A failure in the middle of a step may leave other ranks inside a
+ * collective: end the whole job instead of hanging. */
+static void fail_abort(int rank, const px_error *err)
+{
+    print_error(rank, err);
+    fprintf(stderr, "execute: rank %d: aborting the job\n", rank);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    exit(1);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int rank = 0, world = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+
+    cli c;
+    char msg[512] = "";
+    int pr = parse_args(argc, argv, &c, msg, sizeof msg);
+    if (pr) {
+        if (rank == 0) {
+            if (pr == 2)
+                fprintf(stderr, "execute: %s\n", msg);
+            usage(pr == 1 ? stdout : stderr);
+        }
+        MPI_Finalize();
+        return pr == 1 ? 0 : 2;
+    }
+#ifdef PX_HAVE_OPENBLAS
+    /* Ranks share the cores: one BLAS thread each unless the user says. */
+    if (!getenv("OPENBLAS_NUM_THREADS"))
+        openblas_set_num_threads(1);
+#endif
+
+    px_error err;
+    px_error_clear(&err);
+    px_plan plan;
+    px_status st = px_plan_read(c.plan_path, &plan, &err);
+    px_backend be;
+    px_exec *ex = NULL;
+    if (!st)
+        st = px_exec_check_plan(&plan, world, &err);
+    if (!st)
+        st = px_backend_cpu_create(&be, &err);
+    if (!st)
+        st = px_exec_create(&ex, &plan, &c.opt, &be, MPI_COMM_WORLD, &err);
+    /* Every rank learns whether set-up failed anywhere, so no rank waits in
+     * a collective for one that gave up. */
+    int bad = st != PX_OK, any_bad = bad;
+    if (MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
+        any_bad = 1;
+    if (any_bad) {
+        if (bad)
+            print_error(rank, &err);
+        px_exec_destroy(ex);
+        MPI_Finalize();
+        return 1;
+    }
+
+    int64_t total = c.warmup + c.steps;
+    px_run run;
+    memset(&run, 0, sizeof run);
+    run.steps = c.steps;
+    run.warmup = c.warmup;
+    run.world = world;
+    run.losses = calloc((size_t)total, sizeof *run.losses);
+    run.step_time_s = calloc((size_t)total, sizeof *run.step_time_s);
+    run.peak_memory_bytes = calloc((size_t)world, sizeof *run.peak_memory_bytes);
+    run.peak_breakdown = calloc((size_t)world, sizeof *run.peak_breakdown);
+    if (!run.losses || !run.step_time_s || !run.peak_memory_bytes || !run.peak_breakdown) {
+        px_error_set(&err, PX_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        fail_abort(rank, &err);
+    }
+    if (rank == 0)
+        px_measure_print_header(stdout, &plan, c.steps, c.warmup);
+
+    for (int64_t i = 0; i < total; i++) {
+        if (i == c.warmup) /* peak memory over the timed steps */
+            px_exec_reset_peak(ex);
+        if (MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS) {
+            px_error_set(&err, PX_ERR_MPI, NULL, 0, 0, "MPI_Barrier failed");
+            fail_abort(rank, &err);
+        }
+        double t0 = MPI_Wtime(), loss = 0.0;
+        if (px_exec_step(ex, i, true, &loss, &err))
+            fail_abort(rank, &err);
+        double dt = MPI_Wtime() - t0, dt_max = dt;
+        int64_t peak = px_exec_memory(ex)->peak_bytes, peak_max = peak;
+        if (MPI_Reduce(&dt, &dt_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD) ||
+            MPI_Reduce(&peak, &peak_max, 1, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD)) {
+            px_error_set(&err, PX_ERR_MPI, NULL, 0, 0, "MPI_Reduce of the step numbers failed");
+            fail_abort(rank, &err);
+        }
+        run.losses[i] = loss;
+        run.step_time_s[i] = dt_max;
+        if (rank == 0)
+            px_measure_print_step(stdout, i, i < c.warmup, loss, dt_max, &plan, peak_max);
+    }
+
+    const px_memtrack *mt = px_exec_memory(ex);
+    int64_t mine[1 + PX_MEM_KINDS];
+    mine[0] = mt->peak_bytes;
+    for (int k = 0; k < PX_MEM_KINDS; k++)
+        mine[1 + k] = mt->at_peak[k];
+    int64_t *all = calloc((size_t)world * (1 + PX_MEM_KINDS), sizeof *all);
+    if (!all || MPI_Gather(mine, 1 + PX_MEM_KINDS, MPI_INT64_T, all, 1 + PX_MEM_KINDS,
+                           MPI_INT64_T, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        px_error_set(&err, PX_ERR_MPI, NULL, 0, 0, "gathering the peak memory failed");
+        fail_abort(rank, &err);
+    }
+    int status = 0;
+    if (rank == 0) {
+        for (int r = 0; r < world; r++) {
+            run.peak_memory_bytes[r] = all[r * (1 + PX_MEM_KINDS)];
+            for (int k = 0; k < PX_MEM_KINDS; k++)
+                run.peak_breakdown[r][k] = all[r * (1 + PX_MEM_KINDS) + 1 + k];
+        }
+        px_measure_measure(&run, &plan);
+        px_measure_print_summary(stdout, &run, &plan);
+        if (c.report_path && px_measure_write(c.report_path, &run, &plan, c.plan_path, &err)) {
+            print_error(rank, &err);
+            status = 1;
+        }
+    }
+    free(all);
+    if (c.dump_dir && px_exec_dump_weights(ex, c.dump_dir, &err)) {
+        print_error(rank, &err);
+        status = 1;
+    }
+    int any = status;
+    MPI_Allreduce(&status, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    px_exec_destroy(ex);
+    be.destroy(&be);
+    free(run.losses);
+    free(run.step_time_s);
+    free(run.peak_memory_bytes);
+    free(run.peak_breakdown);
+    MPI_Finalize();
+    return any ? 1 : 0;
+}

@@ -1,0 +1,266 @@
+/* px_comm_cuda.c — NCCL bootstrap through MPI and the group communicators
+ * (see header). */
+#include "px_comm_cuda.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "px_cuda_status.h"
+
+/* djb2 over the host name: equal on one node, and collisions between nodes
+ * only merge local-rank counts (a wrong GPU choice, caught by NCCL). */
+static uint64_t host_hash(void)
+{
+    char name[256];
+    if (gethostname(name, sizeof name) != 0)
+        name[0] = '\0';
+    name[sizeof name - 1] = '\0';
+    uint64_t h = 5381;
+    for (const char *p = name; *p; p++)
+        h = h * 33 + (unsigned char)*p;
+    return h;
+}
+
+static px_status mpi_status(int rc, const char *what, int line, px_error *err)
+{
+    if (rc == MPI_SUCCESS)
+        return PX_OK;
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    return px_error_set(err, PX_ERR_MPI, "px_comm_cuda.c", line, 0, "%s: %s", what, msg);
+}
+
+#define MPI_TRY(err, call) PX_TRY(mpi_status((call), #call, __LINE__, (err)))
+
+int px_nccl_type_bytes(ncclDataType_t t)
+{
+    switch (t) {
+    case ncclInt8: case ncclUint8: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+    default: return 0;
+    }
+}
+
+px_status px_cuda_comm_init(px_cuda_comm *c, MPI_Comm mpi_world, const px_layout *lay,
+                            px_error *err)
+{
+    memset(c, 0, sizeof *c);
+    c->layout = *lay;
+    MPI_TRY(err, MPI_Comm_rank(mpi_world, &c->world_rank));
+    MPI_TRY(err, MPI_Comm_size(mpi_world, &c->world_size));
+    if (c->world_size != lay->world)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "MPI world has %d ranks but the plan's layout has %d GPUs; launch "
+                       "with mpirun -np %d",
+                       c->world_size, lay->world, lay->world);
+
+    /* Node-local rank from the host-name hashes of all ranks. */
+    uint64_t *hashes = malloc((size_t)c->world_size * sizeof *hashes);
+    if (!hashes)
+        return PX_FAIL(err, PX_ERR_NOMEM, "host hashes");
+    hashes[c->world_rank] = host_hash();
+    int rc = MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, hashes, 1, MPI_UINT64_T,
+                           mpi_world);
+    if (rc != MPI_SUCCESS) {
+        free(hashes);
+        return mpi_status(rc, "MPI_Allgather(host hashes)", __LINE__, err);
+    }
+    for (int r = 0; r < c->world_size; r++) {
+        if (hashes[r] != hashes[c->world_rank])
+            continue;
+        if (r < c->world_rank)
+            c->local_rank++;
+        c->local_size++;
+    }
+    free(hashes);
+
+    int n_dev = px_cuda_device_count();
+    if (n_dev <= 0)
+        return PX_FAIL(err, PX_ERR_CUDA, "rank %d: no CUDA device visible", c->world_rank);
+    if (c->local_size > n_dev)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "rank %d: %d ranks on this node but %d GPUs; one rank per GPU",
+                       c->world_rank, c->local_size, n_dev);
+    c->device = c->local_rank;
+    PX_CUDA_TRY(err, cudaSetDevice(c->device));
+    PX_CUDA_TRY(err, cudaStreamCreateWithFlags(&c->compute, cudaStreamNonBlocking));
+    PX_CUDA_TRY(err, cudaStreamCreateWithFlags(&c->comm, cudaStreamNonBlocking));
+    PX_CUDA_TRY(err, cudaEventCreateWithFlags(&c->compute_ready, cudaEventDisableTiming));
+    PX_CUDA_TRY(err, cudaEventCreateWithFlags(&c->comm_done, cudaEventDisableTiming));
+
+    /* World communicator: rank 0's id, broadcast over MPI. */
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    if (c->world_rank == 0)
+        PX_NCCL_TRY(err, NULL, ncclGetUniqueId(&id));
+    MPI_TRY(err, MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, mpi_world));
+    PX_NCCL_TRY(err, NULL, ncclCommInitRank(&c->world, c->world_size, id, c->world_rank));
+
+    /* One communicator per dimension, split with the layout's colour/key.
+     * ncclCommSplit is collective over the parent: every rank calls it for
+     * every dimension, in the same order, even where its group has one member
+     * (those ranks pass NCCL_SPLIT_NOCOLOR and get no communicator). */
+    for (int d = 0; d < PX_DIM_COUNT; d++) {
+        int colour = 0, key = 0;
+        px_layout_group(lay, c->world_rank, (px_dim)d, &colour, &key);
+        int size = px_layout_group_size(lay, (px_dim)d);
+        c->group_size[d] = size;
+        c->group_rank[d] = key;
+        ncclComm_t sub = NULL;
+        PX_NCCL_TRY(err, c->world,
+                    ncclCommSplit(c->world, size > 1 ? colour : NCCL_SPLIT_NOCOLOR, key, &sub,
+                                  NULL));
+        c->group[d] = size > 1 ? sub : NULL;
+        if (size > 1) {
+            int n = 0, r = 0;
+            PX_NCCL_TRY(err, sub, ncclCommCount(sub, &n));
+            PX_NCCL_TRY(err, sub, ncclCommUserRank(sub, &r));
+            if (n != size || r != key)
+                return PX_FAIL(err, PX_ERR_INTERNAL,
+                               "rank %d: NCCL %s group has %d members (rank %d), layout says "
+                               "%d (rank %d)",
+                               c->world_rank, px_dim_name((px_dim)d), n, r, size, key);
+        }
+    }
+    return PX_OK;
+}
+
+void px_cuda_comm_destroy(px_cuda_comm *c)
+{
+    if (c->comm)
+        (void)cudaStreamSynchronize(c->comm);
+    if (c->compute)
+        (void)cudaStreamSynchronize(c->compute);
+    for (int d = 0; d < PX_DIM_COUNT; d++)
+        if (c->group[d])
+            (void)ncclCommDestroy(c->group[d]);
+    if (c->world)
+        (void)ncclCommDestroy(c->world);
+    if (c->compute_ready)
+        (void)cudaEventDestroy(c->compute_ready);
+    if (c->comm_done)
+        (void)cudaEventDestroy(c->comm_done);
+    if (c->compute)
+        (void)cudaStreamDestroy(c->compute);
+    if (c->comm)
+        (void)cudaStreamDestroy(c->comm);
+    memset(c, 0, sizeof *c);
+}
+
+px_status px_cuda_comm_after_compute(px_cuda_comm *c, px_error *err)
+{
+    PX_CUDA_TRY(err, cudaEventRecord(c->compute_ready, c->compute));
+    PX_CUDA_TRY(err, cudaStreamWaitEvent(c->comm, c->compute_ready, 0));
+    return PX_OK;
+}
+
+px_status px_cuda_comm_join(px_cuda_comm *c, px_error *err)
+{
+    PX_CUDA_TRY(err, cudaEventRecord(c->comm_done, c->comm));
+    PX_CUDA_TRY(err, cudaStreamWaitEvent(c->compute, c->comm_done, 0));
+    return PX_OK;
+}
+
+static px_status check_args(const px_cuda_comm *c, px_dim d, int64_t n_elems,
+                            ncclDataType_t dtype, const char *what, px_error *err)
+{
+    if (d < 0 || d >= PX_DIM_COUNT)
+        return PX_FAIL(err, PX_ERR_INVALID, "%s: dimension %d out of range", what, (int)d);
+    if (n_elems < 0 || px_nccl_type_bytes(dtype) == 0)
+        return PX_FAIL(err, PX_ERR_INVALID, "%s over %s: %lld elements of NCCL type %d", what,
+                       px_dim_name(d), (long long)n_elems, (int)dtype);
+    (void)c;
+    return PX_OK;
+}
+
+px_status px_cuda_allreduce(px_cuda_comm *c, px_dim d, void *buf, int64_t n_elems,
+                            ncclDataType_t dtype, px_cuda_redop op, px_error *err)
+{
+    PX_TRY(check_args(c, d, n_elems, dtype, "allreduce", err));
+    if (!c->group[d] || n_elems == 0)
+        return PX_OK;
+    PX_NCCL_TRY(err, c->group[d],
+                ncclAllReduce(buf, buf, (size_t)n_elems, dtype,
+                              op == PX_RED_MAX ? ncclMax : ncclSum, c->group[d], c->comm));
+    return PX_OK;
+}
+
+px_status px_cuda_allgather(px_cuda_comm *c, px_dim d, const void *send, void *recv,
+                            int64_t n_elems_per_rank, ncclDataType_t dtype, px_error *err)
+{
+    PX_TRY(check_args(c, d, n_elems_per_rank, dtype, "allgather", err));
+    if (n_elems_per_rank == 0)
+        return PX_OK;
+    if (!c->group[d]) {
+        if (send != recv)
+            PX_CUDA_TRY(err, cudaMemcpyAsync(recv, send,
+                                             (size_t)n_elems_per_rank *
+                                                 (size_t)px_nccl_type_bytes(dtype),
+                                             cudaMemcpyDeviceToDevice, c->comm));
+        return PX_OK;
+    }
+    PX_NCCL_TRY(err, c->group[d],
+                ncclAllGather(send, recv, (size_t)n_elems_per_rank, dtype, c->group[d],
+                              c->comm));
+    return PX_OK;
+}
+
+px_status px_cuda_reduce_scatter(px_cuda_comm *c, px_dim d, const void *send, void *recv,
+                                 int64_t n_elems_per_rank, ncclDataType_t dtype,
+                                 px_error *err)
+{
+    PX_TRY(check_args(c, d, n_elems_per_rank, dtype, "reduce_scatter", err));
+    if (n_elems_per_rank == 0)
+        return PX_OK;
+    if (!c->group[d]) {
+        if (send != recv)
+            PX_CUDA_TRY(err, cudaMemcpyAsync(recv, send,
+                                             (size_t)n_elems_per_rank *
+                                                 (size_t)px_nccl_type_bytes(dtype),
+                                             cudaMemcpyDeviceToDevice, c->comm));
+        return PX_OK;
+    }
+    PX_NCCL_TRY(err, c->group[d],
+                ncclReduceScatter(send, recv, (size_t)n_elems_per_rank, dtype, ncclSum,
+                                  c->group[d], c->comm));
+    return PX_OK;
+}
+
+px_status px_cuda_p2p(px_cuda_comm *c, const px_cuda_p2p_op *sends, int n_sends,
+                      const px_cuda_p2p_op *recvs, int n_recvs, px_error *err)
+{
+    if (n_sends + n_recvs == 0)
+        return PX_OK;
+    for (int i = 0; i < n_sends + n_recvs; i++) {
+        const px_cuda_p2p_op *o = i < n_sends ? &sends[i] : &recvs[i - n_sends];
+        if (o->peer < 0 || o->peer >= c->world_size || o->peer == c->world_rank ||
+            o->n_elems < 0 || px_nccl_type_bytes(o->dtype) == 0)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "p2p %s peer %d (world %d, self %d), %lld elements of type %d",
+                           i < n_sends ? "send to" : "recv from", o->peer, c->world_size,
+                           c->world_rank, (long long)o->n_elems, (int)o->dtype);
+    }
+    PX_NCCL_TRY(err, c->world, ncclGroupStart());
+    for (int i = 0; i < n_sends; i++) {
+        ncclResult_t r = ncclSend(sends[i].buf, (size_t)sends[i].n_elems, sends[i].dtype,
+                                  sends[i].peer, c->world, c->comm);
+        if (r != ncclSuccess) {
+            (void)ncclGroupEnd();
+            return px_nccl_status(r, c->world, "ncclSend", __FILE__, __LINE__, err);
+        }
+    }
+    for (int i = 0; i < n_recvs; i++) {
+        ncclResult_t r = ncclRecv(recvs[i].buf, (size_t)recvs[i].n_elems, recvs[i].dtype,
+                                  recvs[i].peer, c->world, c->comm);
+        if (r != ncclSuccess) {
+            (void)ncclGroupEnd();
+            return px_nccl_status(r, c->world, "ncclRecv", __FILE__, __LINE__, err);
+        }
+    }
+    PX_NCCL_TRY(err, c->world, ncclGroupEnd());
+    return PX_OK;
+}

@@ -1,0 +1,716 @@
+/* px_exec.c — the engine: communicators, parameter buffers, the pipeline
+ * schedule over micro-batches, gradient reduction (TP-replicated tensors,
+ * tied embeddings, DP / ZeRO-1) and AdamW. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "px_exec_internal.h"
+
+#define W(off) (ex->params + (off))
+#define G(off) (ex->grads + (off))
+
+void px_exec_options_default(px_exec_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->data_path = NULL;
+    o->seed = 1;
+    o->lr = 1e-3f;
+    o->beta1 = 0.9f;
+    o->beta2 = 0.95f;
+    o->adam_eps = 1e-8f;
+    o->weight_decay = 0.1f;
+    o->init_std = 0.02f;
+}
+
+px_status px_ex_alloc(px_exec *ex, px_mem_kind kind, int64_t n_floats, float **out,
+                      px_error *err)
+{
+    void *p = NULL;
+    TRY(px_mem_alloc(&ex->mem, kind, n_floats * (int64_t)sizeof(float), &p, err));
+    *out = p;
+    return PX_OK;
+}
+
+void px_ex_free(px_exec *ex, float **p)
+{
+    px_mem_free(&ex->mem, *p);
+    *p = NULL;
+}
+
+px_recompute px_ex_layer_rc(const px_exec *ex, int64_t l)
+{
+    return ex->rc[l];
+}
+
+/* ---- plan check --------------------------------------------------------- */
+
+px_status px_exec_check_plan(const px_plan *plan, int world_size, px_error *err)
+{
+    const px_model *m = &plan->model;
+    const px_parallel *p = &plan->par;
+    int gpus = px_parallel_gpus(p);
+    if (gpus != world_size)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "the plan needs tp x cp x pp x dp = %d x %d x %d x %d = %d ranks, but "
+                       "the job has %d (run mpirun -np %d)",
+                       p->tp, p->cp, p->pp, p->dp, gpus, world_size, gpus);
+    if (m->n_layers < 1 || m->hidden < 1 || m->n_heads < 1 || m->n_kv_heads < 1 ||
+        m->head_dim < 1 || m->ffn < 1 || m->vocab < 2)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "model \"%s\": n_layers, hidden, n_heads, n_kv_heads, head_dim, ffn must "
+                       "be >= 1 and vocab >= 2",
+                       m->name);
+    if (m->block != PX_BLOCK_GPT && m->block != PX_BLOCK_LLAMA)
+        return PX_FAIL(err, PX_ERR_INVALID, "model block kind %d: allowed gpt, llama", m->block);
+    if (m->attn != PX_ATTN_STANDARD)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "model \"%s\": multi-head latent attention is not supported by the "
+                       "executor; supported: standard (MHA/GQA) attention",
+                       m->name);
+    if (m->n_experts > 0)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "model \"%s\" has %lld experts: mixture-of-experts layers are not "
+                       "supported by the executor yet (dense models only)",
+                       m->name, (long long)m->n_experts);
+    if (m->qk_norm)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "model \"%s\": qk_norm is not supported by the executor", m->name);
+    if (m->n_heads % m->n_kv_heads != 0)
+        return PX_FAIL(err, PX_ERR_INVALID, "n_heads = %lld must be a multiple of n_kv_heads = %lld",
+                       (long long)m->n_heads, (long long)m->n_kv_heads);
+    if (m->block == PX_BLOCK_LLAMA && m->head_dim % 2 != 0)
+        return PX_FAIL(err, PX_ERR_INVALID, "head_dim = %lld must be even for RoPE",
+                       (long long)m->head_dim);
+    if (p->cp != 1)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "cp = %d: context parallelism is not supported by the executor yet; "
+                       "allowed: cp = 1",
+                       p->cp);
+    if (p->ep != 1 || p->etp != 1)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "ep = %d, etp = %d: expert parallelism needs MoE support; allowed: 1",
+                       p->ep, p->etp);
+    if (p->zero < 0 || p->zero > 1)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "zero = %d: the executor runs ZeRO stage 0 (gradient all-reduce) or 1 "
+                       "(sharded optimizer); allowed: 0, 1",
+                       p->zero);
+    int64_t t = p->tp;
+    if (m->n_heads % t || m->n_kv_heads % t || m->ffn % t || m->vocab % t)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "tp = %d must divide n_heads = %lld, n_kv_heads = %lld, ffn = %lld and "
+                       "vocab = %lld",
+                       p->tp, (long long)m->n_heads, (long long)m->n_kv_heads,
+                       (long long)m->ffn, (long long)m->vocab);
+    int64_t s = p->seq_len > 0 ? p->seq_len : m->seq_len;
+    if (s < 1)
+        return PX_FAIL(err, PX_ERR_INVALID, "seq_len = %lld: must be >= 1", (long long)s);
+    if (p->sp && p->tp > 1 && s % t)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "sequence parallelism: tp = %d must divide seq_len = %lld", p->tp,
+                       (long long)s);
+    if (m->block == PX_BLOCK_GPT && m->max_positions < s)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "seq_len = %lld exceeds the learned position table (max_positions = "
+                       "%lld)",
+                       (long long)s, (long long)m->max_positions);
+    if (p->micro_batch < 1 || p->n_micro < 1)
+        return PX_FAIL(err, PX_ERR_INVALID, "micro_batch = %lld and n_micro = %lld must be >= 1",
+                       (long long)p->micro_batch, (long long)p->n_micro);
+    if (p->vpp < 1 || (p->vpp > 1 && p->pp < 2))
+        return PX_FAIL(err, PX_ERR_INVALID, "vpp = %d: must be >= 1, and > 1 only with pp > 1",
+                       p->vpp);
+    int chunks = p->pp * p->vpp;
+    if (p->n_chunks != 0) {
+        if (p->n_chunks != chunks)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "layers_per_chunk has %d entries; pp x vpp = %d needs that many",
+                           p->n_chunks, chunks);
+        int64_t sum = 0;
+        for (int i = 0; i < chunks; i++) {
+            if (p->layers_per_chunk[i] < 1)
+                return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                               "layers_per_chunk[%d] = %d: every pipeline chunk needs at least "
+                               "one layer",
+                               i, p->layers_per_chunk[i]);
+            sum += p->layers_per_chunk[i];
+        }
+        if (sum != m->n_layers)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "layers_per_chunk sums to %lld, the model has %lld layers",
+                           (long long)sum, (long long)m->n_layers);
+    } else if (m->n_layers < chunks) {
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "%lld layers cannot fill pp x vpp = %d pipeline chunks",
+                       (long long)m->n_layers, chunks);
+    }
+    if (p->n_layer_recompute != 0) {
+        if (p->n_layer_recompute != m->n_layers)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "layer_recompute has %d entries, the model has %lld layers",
+                           p->n_layer_recompute, (long long)m->n_layers);
+        for (int i = 0; i < p->n_layer_recompute; i++)
+            if (p->layer_recompute[i] >= PX_RECOMPUTE_COUNT)
+                return PX_FAIL(err, PX_ERR_INVALID,
+                               "layer_recompute[%d] = %d: allowed none, selective, full", i,
+                               p->layer_recompute[i]);
+    }
+    if (p->recompute < 0 || p->recompute >= PX_RECOMPUTE_COUNT)
+        return PX_FAIL(err, PX_ERR_INVALID, "recompute = %d: allowed none, selective, full",
+                       p->recompute);
+    if (p->schedule == PX_SCHED_ZB_H1 || p->schedule == PX_SCHED_ZB_H2)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "schedule \"%s\": zero-bubble schedules are not supported by this "
+                       "executor yet; supported: gpipe, 1f1b, interleaved",
+                       px_schedule_name(p->schedule));
+    if (p->vpp > 1 && p->schedule != PX_SCHED_INTERLEAVED)
+        return PX_FAIL(err, PX_ERR_INVALID, "vpp = %d needs schedule \"interleaved\" (got \"%s\")",
+                       p->vpp, px_schedule_name(p->schedule));
+    if (p->vpp > 1 && p->n_micro % p->pp)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "interleaved schedule: n_micro = %lld must be a multiple of pp = %d",
+                       (long long)p->n_micro, p->pp);
+    return PX_OK;
+}
+
+/* ---- set-up ----------------------------------------------------------------- */
+
+static px_status make_comm(px_exec *ex, MPI_Comm world, int colour, int key, px_comm *c,
+                           const char *what, px_error *err)
+{
+    memset(c, 0, sizeof *c);
+    c->mpi = MPI_COMM_NULL;
+    int rc = MPI_Comm_split(world, colour, key, &c->mpi);
+    if (rc != MPI_SUCCESS)
+        return px_mpi_check(rc, what, err);
+    if (c->mpi == MPI_COMM_NULL) {
+        c->size = 1;
+        return PX_OK;
+    }
+    MPI_Comm_set_errhandler(c->mpi, MPI_ERRORS_RETURN);
+    MPI_Comm_size(c->mpi, &c->size);
+    MPI_Comm_rank(c->mpi, &c->rank);
+    return ex->be->comm_init(ex->be, c, err);
+}
+
+px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_options *opt,
+                         px_backend *be, MPI_Comm world, px_error *err)
+{
+    *out = NULL;
+    int rank, size;
+    MPI_Comm_rank(world, &rank);
+    MPI_Comm_size(world, &size);
+    TRY(px_exec_check_plan(plan, size, err));
+    px_exec *ex = calloc(1, sizeof *ex);
+    if (!ex)
+        return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");
+    *out = ex;
+    ex->tp.mpi = ex->pp.mpi = ex->dp.mpi = ex->emb.mpi = MPI_COMM_NULL;
+    ex->plan = *plan;
+    ex->opt = *opt;
+    ex->be = be;
+    ex->k = be->k;
+    ex->world_rank = rank;
+    ex->world_size = size;
+    px_mem_init(&ex->mem, be);
+    const px_model *m = &ex->plan.model;
+    const px_parallel *p = &ex->plan.par;
+    TRY(px_layout_init(&ex->lay, p, err));
+
+    int colour, key;
+    px_layout_group(&ex->lay, rank, PX_DIM_TP, &colour, &key);
+    TRY(make_comm(ex, world, colour, key, &ex->tp, "MPI_Comm_split (tp)", err));
+    px_layout_group(&ex->lay, rank, PX_DIM_PP, &colour, &key);
+    TRY(make_comm(ex, world, colour, key, &ex->pp, "MPI_Comm_split (pp)", err));
+    px_layout_group(&ex->lay, rank, PX_DIM_DP, &colour, &key);
+    TRY(make_comm(ex, world, colour, key, &ex->dp, "MPI_Comm_split (dp)", err));
+    ex->tp_rank = px_layout_coord(&ex->lay, rank, PX_DIM_TP);
+    ex->stage = px_layout_coord(&ex->lay, rank, PX_DIM_PP);
+    ex->dp_rank = px_layout_coord(&ex->lay, rank, PX_DIM_DP);
+    /* Tied embeddings over a pipeline: the first and last stage each hold the
+     * table and sum its gradient (Megatron's embedding group). */
+    bool emb_member = m->tied_embeddings && p->pp > 1 &&
+                      (ex->stage == 0 || ex->stage == p->pp - 1);
+    px_layout_group(&ex->lay, rank, PX_DIM_PP, &colour, &key);
+    TRY(make_comm(ex, world, emb_member ? colour : MPI_UNDEFINED, key, &ex->emb,
+                  "MPI_Comm_split (embedding)", err));
+
+    int64_t t = p->tp;
+    ex->h = m->hidden;
+    ex->nh = m->n_heads;
+    ex->nkv = m->n_kv_heads;
+    ex->hd = m->head_dim;
+    ex->f = m->ffn;
+    ex->V = m->vocab;
+    ex->s = p->seq_len > 0 ? p->seq_len : m->seq_len;
+    ex->b = p->micro_batch;
+    ex->T = ex->s * ex->b;
+    ex->sp = p->sp && p->tp > 1;
+    ex->Ts = ex->sp ? ex->T / t : ex->T;
+    ex->S_local = ex->sp ? ex->s / t : ex->s;
+    ex->pos0 = ex->sp ? ex->tp_rank * ex->S_local : 0;
+    ex->nh_l = ex->nh / t;
+    ex->nkv_l = ex->nkv / t;
+    ex->f_l = ex->f / t;
+    ex->V_l = ex->V / t;
+    ex->qkv_l = (ex->nh_l + 2 * ex->nkv_l) * ex->hd;
+    ex->llama = m->block == PX_BLOCK_LLAMA;
+    ex->w1_rows = ex->llama ? 2 * ex->f_l : ex->f_l;
+    ex->has_pos = !ex->llama;
+    ex->L = m->n_layers;
+    ex->m = p->n_micro;
+    ex->pp_size = p->pp;
+    ex->vpp = p->vpp;
+    ex->norm_eps = 1e-5f;
+    ex->rope_theta = 10000.0f;
+    ex->store_probs_allowed = !p->flash_attention;
+    ex->rc = calloc((size_t)ex->L, sizeof *ex->rc);
+    if (!ex->rc)
+        return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");
+    for (int64_t l = 0; l < ex->L; l++)
+        ex->rc[l] = p->n_layer_recompute ? (px_recompute)p->layer_recompute[l] : p->recompute;
+
+    /* Parameters: one buffer each for weights, gradients and the two moments. */
+    TRY(px_params_build(&ex->tab, m, p, ex->tp_rank, ex->stage, err));
+    ex->n_params = ex->tab.n_elems;
+    int64_t dp = p->dp;
+    ex->n_padded = (ex->n_params + dp - 1) / dp * dp;
+    ex->n_shard = p->zero >= 1 ? ex->n_padded / dp : ex->n_padded;
+    TRY(px_ex_alloc(ex, PX_MEM_WEIGHTS, ex->n_padded, &ex->params, err));
+    TRY(px_ex_alloc(ex, PX_MEM_GRADS, ex->n_padded, &ex->grads, err));
+    TRY(px_ex_alloc(ex, PX_MEM_OPTIMIZER, ex->n_shard, &ex->adam_m, err));
+    TRY(px_ex_alloc(ex, PX_MEM_OPTIMIZER, ex->n_shard, &ex->adam_v, err));
+    float *host = calloc((size_t)ex->n_padded, sizeof *host);
+    if (!host)
+        return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory for the initial weights");
+    px_params_init(&ex->tab, host, opt->seed, opt->init_std);
+    be->upload(be, ex->params, host, ex->n_padded * (int64_t)sizeof(float));
+    free(host);
+
+    TRY(px_data_open(&ex->data, opt->data_path, ex->V, ex->s, opt->seed, err));
+    ex->stash = calloc((size_t)(ex->vpp * ex->m), sizeof *ex->stash);
+    ex->ops = calloc((size_t)(2 * ex->vpp * ex->m), sizeof *ex->ops);
+    if (!ex->stash || !ex->ops)
+        return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");
+    for (int j = 0; j < ex->vpp; j++)
+        for (int64_t i = 0; i < ex->m; i++) {
+            px_chunk_act *ca = &ex->stash[j * ex->m + i];
+            ca->layers = calloc((size_t)ex->tab.chunks[j].n_layers, sizeof *ca->layers);
+            if (!ca->layers)
+                return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");
+        }
+    TRY(px_schedule_build(p->schedule, p->pp, p->vpp, ex->stage, (int)ex->m, ex->ops,
+                          &ex->n_ops, err));
+    px_mem_reset_peak(&ex->mem);
+    return PX_OK;
+}
+
+/* ---- point-to-point ------------------------------------------------------------ */
+
+/* Tags: one per (boundary, micro-batch, direction), so messages can never be
+ * confused even when two chunks of the same pair of ranks are in flight. */
+static int p2p_tag(const px_exec *ex, int model_chunk_from, int64_t micro, int backward)
+{
+    return (int)(((int64_t)model_chunk_from * ex->m + micro) * 2 + backward);
+}
+
+static px_status reap_sends(px_exec *ex, bool wait_all, px_error *err)
+{
+    int kept = 0;
+    for (int i = 0; i < ex->n_sends; i++) {
+        px_pending_send *s = &ex->sends[i];
+        int done = 0;
+        if (wait_all) {
+            TRY(ex->be->wait(ex->be, &s->req, err));
+            done = 1;
+        } else {
+            TRY(ex->be->test(ex->be, &s->req, &done, err));
+        }
+        if (done) {
+            float *buf = s->buf;
+            px_ex_free(ex, &buf);
+        } else {
+            ex->sends[kept++] = *s;
+        }
+    }
+    ex->n_sends = kept;
+    return PX_OK;
+}
+
+/* Sends buf (consumed: freed once the message is out) to pipeline rank peer. */
+static px_status send_async(px_exec *ex, float *buf, int peer, int tag, px_error *err)
+{
+    if (ex->n_sends == ex->cap_sends) {
+        int cap = ex->cap_sends ? 2 * ex->cap_sends : 16;
+        px_pending_send *ns = realloc(ex->sends, (size_t)cap * sizeof *ns);
+        if (!ns)
+            return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory (send list)");
+        ex->sends = ns;
+        ex->cap_sends = cap;
+    }
+    px_pending_send *s = &ex->sends[ex->n_sends];
+    s->buf = buf;
+    TRY(ex->be->isend(ex->be, buf, ex->Ts * ex->h, peer, tag, &ex->pp, &s->req, err));
+    ex->n_sends++;
+    return PX_OK;
+}
+
+static px_status recv_blocking(px_exec *ex, float *buf, int peer, int tag, px_error *err)
+{
+    px_request req;
+    TRY(ex->be->irecv(ex->be, buf, ex->Ts * ex->h, peer, tag, &ex->pp, &req, err));
+    return ex->be->wait(ex->be, &req, err);
+}
+
+/* ---- chunk forward / backward ------------------------------------------------------ */
+
+static px_status load_tokens(px_exec *ex, px_chunk_act *ca, int64_t step, int64_t micro,
+                             px_error *err)
+{
+    int64_t s = ex->s, b = ex->b;
+    int32_t *host = malloc((size_t)(2 * ex->T + s + 1) * sizeof *host);
+    if (!host)
+        return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory (tokens)");
+    int32_t *inp = host, *tgt = host + ex->T, *seq = host + 2 * ex->T;
+    int64_t global_batch = b * ex->m * ex->plan.par.dp;
+    for (int64_t bi = 0; bi < b; bi++) {
+        /* The global sequence index depends only on (step, replica, micro,
+         * row): the same global batch for every split. */
+        int64_t g = step * global_batch + (ex->dp_rank * ex->m + micro) * b + bi;
+        px_data_sequence(&ex->data, g, seq);
+        for (int64_t si = 0; si < s; si++) {
+            inp[si * b + bi] = seq[si];
+            tgt[si * b + bi] = seq[si + 1];
+        }
+    }
+    /* int32 ids ride in float-sized blocks (same width). */
+    px_status st = px_ex_alloc(ex, PX_MEM_BUFFERS, ex->T, (float **)&ca->tokens, err);
+    if (!st)
+        st = px_ex_alloc(ex, PX_MEM_BUFFERS, ex->T, (float **)&ca->targets, err);
+    if (!st) {
+        ex->be->upload(ex->be, ca->tokens, inp, ex->T * (int64_t)sizeof(int32_t));
+        ex->be->upload(ex->be, ca->targets, tgt, ex->T * (int64_t)sizeof(int32_t));
+    }
+    free(host);
+    return st;
+}
+
+static px_status chunk_fwd(px_exec *ex, int j, int64_t micro, int64_t step, px_error *err)
+{
+    const px_chunk_params *c = &ex->tab.chunks[j];
+    px_chunk_act *ca = &ex->stash[j * ex->m + micro];
+    const px_kernels *k = ex->k;
+    px_backend *be = ex->be;
+    int64_t h = ex->h, T = ex->T, Ts = ex->Ts;
+    ca->live = true;
+    if (c->is_first || c->is_last)
+        TRY(load_tokens(ex, ca, step, micro, err));
+    float *x = NULL;
+    if (c->is_first) {
+        float *e = NULL;
+        TRY(px_ex_alloc(ex, PX_MEM_TEMP, T * h, &e, err));
+        k->embedding_fwd(e, ca->tokens, W(ex->tab.word_emb), T, h, ex->tp_rank * ex->V_l,
+                         (ex->tp_rank + 1) * ex->V_l);
+        /* vocabulary-parallel: each shard looked up its own rows */
+        TRY(px_ex_tp_reduce(ex, e, &x, PX_MEM_ACTIVATIONS, err));
+        if (ex->has_pos)
+            k->positions_fwd(x, W(ex->tab.pos_emb), ex->S_local, ex->b, h, ex->pos0);
+    } else {
+        TRY(px_ex_alloc(ex, PX_MEM_ACTIVATIONS, Ts * h, &x, err));
+        int from = c->model_chunk - 1;
+        TRY(recv_blocking(ex, x, from % ex->pp_size, p2p_tag(ex, from, micro, 0), err));
+    }
+    for (int64_t l = 0; l < c->n_layers; l++) {
+        px_layer_act *a = &ca->layers[l];
+        px_recompute rc = ex->rc[c->first_layer + l];
+        a->x_in = x;
+        TRY(px_layer_fwd(ex, &c->layers[l], a, rc != PX_RECOMPUTE_FULL,
+                         rc == PX_RECOMPUTE_SELECTIVE, &x, err));
+    }
+    if (!c->is_last) {
+        int to = c->model_chunk + 1;
+        return send_async(ex, x, to % ex->pp_size, p2p_tag(ex, c->model_chunk, micro, 0), err);
+    }
+
+    /* Final norm, LM head (vocabulary-parallel) and the cross-entropy. */
+    ca->fn_in = x;
+    TRY(px_ex_alloc(ex, PX_MEM_ACTIVATIONS, Ts * h, &ca->fn_out, err));
+    TRY(px_ex_norm_fwd(ex, ca->fn_out, &ca->fn_mean, &ca->fn_rstd, x, ex->tab.final_norm_w,
+                       ex->tab.final_norm_b, PX_MEM_ACTIVATIONS, err));
+    float *g = ca->fn_out;
+    if (ex->sp)
+        TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
+    TRY(px_ex_alloc(ex, PX_MEM_BUFFERS, T * ex->V_l, &ca->logits, err));
+    k->matmul_fwd(ca->logits, g, W(ex->tab.lm_head), NULL, T, h, ex->V_l);
+    if (g != ca->fn_out)
+        px_ex_free(ex, &g);
+    TRY(px_ex_alloc(ex, PX_MEM_BUFFERS, 3 * T, &ca->xent, err));
+    float *xmax = ca->xent, *xsum = ca->xent + T, *xtgt = ca->xent + 2 * T;
+    k->xent_max_fwd(xmax, ca->logits, T, ex->V_l);
+    TRY(be->all_reduce(be, xmax, T, PX_REDUCE_MAX, &ex->tp, err));
+    k->xent_sumexp_fwd(xsum, xtgt, ca->logits, xmax, ca->targets, T, ex->V_l,
+                       ex->tp_rank * ex->V_l);
+    TRY(be->all_reduce(be, xsum, 2 * T, PX_REDUCE_SUM, &ex->tp, err)); /* sumexp | target */
+    float *loss = NULL;
+    TRY(px_ex_alloc(ex, PX_MEM_TEMP, T, &loss, err));
+    k->xent_loss_fwd(loss, xmax, xsum, xtgt, T);
+    float *host = malloc((size_t)T * sizeof *host);
+    if (!host)
+        return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory (loss)");
+    be->download(be, host, loss, T * (int64_t)sizeof(float));
+    for (int64_t i = 0; i < T; i++)
+        ex->loss_sum += host[i];
+    free(host);
+    px_ex_free(ex, &loss);
+    return PX_OK;
+}
+
+static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_error *err)
+{
+    const px_chunk_params *c = &ex->tab.chunks[j];
+    px_chunk_act *ca = &ex->stash[j * ex->m + micro];
+    const px_kernels *k = ex->k;
+    px_backend *be = ex->be;
+    int64_t h = ex->h, T = ex->T, Ts = ex->Ts;
+    float *dx = NULL;
+    if (c->is_last) {
+        /* d(mean loss over the global batch)/d(token loss) */
+        double tokens = (double)T * (double)ex->m * (double)ex->plan.par.dp;
+        float *xmax = ca->xent, *xsum = ca->xent + T;
+        k->xent_bwd(ca->logits, ca->logits, xmax, xsum, ca->targets, (float)(1.0 / tokens), T,
+                    ex->V_l, ex->tp_rank * ex->V_l);
+        float *g = ca->fn_out, *dg = NULL, *dfn = NULL;
+        if (ex->sp)
+            TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
+        TRY(px_ex_alloc(ex, PX_MEM_TEMP, T * h, &dg, err));
+        k->matmul_bwd(dg, G(ex->tab.lm_head), NULL, ca->logits, g, W(ex->tab.lm_head), T, h,
+                      ex->V_l);
+        if (g != ca->fn_out)
+            px_ex_free(ex, &g);
+        px_ex_free(ex, &ca->logits);
+        px_ex_free(ex, &ca->xent);
+        TRY(px_ex_tp_reduce(ex, dg, &dfn, PX_MEM_TEMP, err));
+        TRY(px_ex_alloc(ex, PX_MEM_ACTIVATIONS, Ts * h, &dx, err));
+        px_ex_norm_bwd(ex, dx, dfn, ca->fn_in, ex->tab.final_norm_w, ex->tab.final_norm_b,
+                       ca->fn_mean, ca->fn_rstd);
+        px_ex_free(ex, &dfn);
+        px_ex_free(ex, &ca->fn_in);
+        px_ex_free(ex, &ca->fn_out);
+        px_ex_free(ex, &ca->fn_mean);
+        px_ex_free(ex, &ca->fn_rstd);
+    } else {
+        TRY(px_ex_alloc(ex, PX_MEM_ACTIVATIONS, Ts * h, &dx, err));
+        int from = c->model_chunk + 1;
+        TRY(recv_blocking(ex, dx, from % ex->pp_size, p2p_tag(ex, from, micro, 1), err));
+    }
+    for (int64_t l = c->n_layers - 1; l >= 0; l--) {
+        px_layer_act *a = &ca->layers[l];
+        px_recompute rc = ex->rc[c->first_layer + l];
+        if (rc == PX_RECOMPUTE_FULL) { /* rebuild the layer's activations from its input */
+            float *y = NULL;
+            TRY(px_layer_fwd(ex, &c->layers[l], a, true, false, &y, err));
+            px_ex_free(ex, &y);
+        }
+        float *dx_in = NULL;
+        TRY(px_layer_bwd(ex, &c->layers[l], a, dx, &dx_in, err));
+        px_ex_free(ex, &dx);
+        px_layer_act_free(ex, a); /* freed as soon as its backward is done */
+        dx = dx_in;
+    }
+    if (c->is_first) {
+        if (ex->has_pos)
+            k->positions_bwd(G(ex->tab.pos_emb), dx, ex->S_local, ex->b, h, ex->pos0);
+        float *full = dx;
+        if (ex->sp)
+            TRY(px_ex_tp_gather(ex, dx, &full, err));
+        k->embedding_bwd(G(ex->tab.word_emb), full, ca->tokens, T, h, ex->tp_rank * ex->V_l,
+                         (ex->tp_rank + 1) * ex->V_l);
+        if (full != dx)
+            px_ex_free(ex, &full);
+        px_ex_free(ex, &dx);
+    } else {
+        int to = c->model_chunk - 1;
+        TRY(send_async(ex, dx, to % ex->pp_size, p2p_tag(ex, c->model_chunk, micro, 1), err));
+    }
+    px_ex_free(ex, (float **)&ca->tokens);
+    px_ex_free(ex, (float **)&ca->targets);
+    ca->live = false;
+    (void)be;
+    return PX_OK;
+}
+
+/* ---- gradient reduction and optimizer ------------------------------------------------ */
+
+static px_status reduce_grads(px_exec *ex, px_error *err)
+{
+    px_backend *be = ex->be;
+    /* Under SP the replicated tensors (norms, row-parallel biases, positions)
+     * saw only this rank's sequence shard: sum the partial gradients. */
+    if (ex->sp)
+        for (int i = 0; i < ex->tab.n_segs; i++) {
+            const px_param_seg *s = &ex->tab.segs[i];
+            if (s->tp_replicated)
+                TRY(be->all_reduce(be, G(s->offset), s->n_rows * s->n_cols, PX_REDUCE_SUM,
+                                   &ex->tp, err));
+        }
+    /* Tied embeddings split over the first and last stage. */
+    if (ex->emb.mpi != MPI_COMM_NULL) {
+        int64_t off = ex->stage == 0 ? ex->tab.word_emb : ex->tab.lm_head;
+        TRY(be->all_reduce(be, G(off), ex->V_l * ex->h, PX_REDUCE_SUM, &ex->emb, err));
+    }
+    return PX_OK;
+}
+
+static px_status optimizer_step(px_exec *ex, px_error *err)
+{
+    px_backend *be = ex->be;
+    const px_exec_options *o = &ex->opt;
+    ex->adam_steps++;
+    if (ex->plan.par.zero >= 1 && ex->dp.size > 1) {
+        /* ZeRO-1: reduce-scatter the gradients, update this rank's shard of
+         * the weights with its shard of the moments, all-gather the weights. */
+        TRY(be->reduce_scatter(be, ex->grads, ex->grads, ex->n_shard, &ex->dp, err));
+        float *w = ex->params + (int64_t)ex->dp.rank * ex->n_shard;
+        ex->k->adamw_step(w, ex->grads, ex->adam_m, ex->adam_v, ex->n_shard, o->lr, o->beta1,
+                          o->beta2, o->adam_eps, o->weight_decay, ex->adam_steps);
+        return be->all_gather(be, ex->params, w, ex->n_shard, &ex->dp, err);
+    }
+    TRY(be->all_reduce(be, ex->grads, ex->n_padded, PX_REDUCE_SUM, &ex->dp, err));
+    ex->k->adamw_step(ex->params, ex->grads, ex->adam_m, ex->adam_v, ex->n_padded, o->lr,
+                      o->beta1, o->beta2, o->adam_eps, o->weight_decay, ex->adam_steps);
+    return PX_OK;
+}
+
+px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_error *err)
+{
+    px_backend *be = ex->be;
+    be->zero(be, ex->grads, ex->n_padded * (int64_t)sizeof(float));
+    ex->loss_sum = 0.0;
+    for (int i = 0; i < ex->n_ops; i++) {
+        const px_sched_op *op = &ex->ops[i];
+        if (op->kind == 'F')
+            TRY(chunk_fwd(ex, op->chunk, op->micro, step, err));
+        else
+            TRY(chunk_bwd(ex, op->chunk, op->micro, err));
+        TRY(reap_sends(ex, false, err));
+    }
+    TRY(reap_sends(ex, true, err));
+    TRY(reduce_grads(ex, err));
+    if (!update && ex->dp.size > 1) /* still report the full gradient */
+        TRY(be->all_reduce(be, ex->grads, ex->n_padded, PX_REDUCE_SUM, &ex->dp, err));
+    if (update)
+        TRY(optimizer_step(ex, err));
+    /* The loss: every last-stage TP rank 0 holds its replica's token losses. */
+    bool owner = ex->tab.chunks[ex->vpp - 1].is_last && ex->tp_rank == 0;
+    double local = owner ? ex->loss_sum : 0.0, total = 0.0;
+    TRY(px_mpi_check(MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+                     "MPI_Allreduce (loss)", err));
+    *loss = total / ((double)ex->T * (double)ex->m * (double)ex->plan.par.dp);
+    return be->sync(be, err);
+}
+
+/* ---- accessors, dump, teardown ---------------------------------------------------------- */
+
+float *px_exec_params(px_exec *ex, int64_t *n)
+{
+    *n = ex->n_params;
+    return ex->params;
+}
+
+float *px_exec_grads(px_exec *ex, int64_t *n)
+{
+    *n = ex->n_params;
+    return ex->grads;
+}
+
+const px_param_table *px_exec_table(const px_exec *ex)
+{
+    return &ex->tab;
+}
+
+const px_memtrack *px_exec_memory(const px_exec *ex)
+{
+    return &ex->mem;
+}
+
+void px_exec_reset_peak(px_exec *ex)
+{
+    px_mem_reset_peak(&ex->mem);
+}
+
+px_status px_exec_dump_weights(px_exec *ex, const char *dir, px_error *err)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return px_error_set(err, PX_ERR_IO, dir, 0, 0, "cannot create directory: %s",
+                            strerror(errno));
+    char path[1024];
+    snprintf(path, sizeof path, "%s/rank%d.bin", dir, ex->world_rank);
+    float *host = malloc((size_t)(ex->n_params > 0 ? ex->n_params : 1) * sizeof *host);
+    if (!host)
+        return PX_FAIL(err, PX_ERR_NOMEM, "dump: out of memory");
+    ex->be->download(ex->be, host, ex->params, ex->n_params * (int64_t)sizeof(float));
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        free(host);
+        return px_error_set(err, PX_ERR_IO, path, 0, 0, "cannot write: %s", strerror(errno));
+    }
+    /* Little-endian fp32: write byte by byte so the format is host-independent. */
+    for (int64_t i = 0; i < ex->n_params; i++) {
+        uint32_t u;
+        memcpy(&u, &host[i], 4);
+        unsigned char b4[4] = {(unsigned char)u, (unsigned char)(u >> 8),
+                               (unsigned char)(u >> 16), (unsigned char)(u >> 24)};
+        fwrite(b4, 1, 4, f);
+    }
+    free(host);
+    if (fclose(f) != 0)
+        return px_error_set(err, PX_ERR_IO, path, 0, 0, "write failed");
+    snprintf(path, sizeof path, "%s/rank%d.tsv", dir, ex->world_rank);
+    f = fopen(path, "w");
+    if (!f)
+        return px_error_set(err, PX_ERR_IO, path, 0, 0, "cannot write: %s", strerror(errno));
+    for (int i = 0; i < ex->tab.n_segs; i++) {
+        const px_param_seg *s = &ex->tab.segs[i];
+        fprintf(f, "%lld %lld %lld %lld %lld %lld %lld %lld\n", (long long)s->tensor_id,
+                (long long)s->full_rows, (long long)s->full_cols, (long long)s->row0,
+                (long long)s->n_rows, (long long)s->col0, (long long)s->n_cols,
+                (long long)s->offset);
+    }
+    if (fclose(f) != 0)
+        return px_error_set(err, PX_ERR_IO, path, 0, 0, "write failed");
+    return PX_OK;
+}
+
+static void free_comm(px_exec *ex, px_comm *c)
+{
+    if (c->mpi != MPI_COMM_NULL) {
+        ex->be->comm_free(ex->be, c);
+        MPI_Comm_free(&c->mpi);
+    }
+}
+
+void px_exec_destroy(px_exec *ex)
+{
+    if (!ex)
+        return;
+    px_mem_release_all(&ex->mem);
+    if (ex->stash)
+        for (int64_t i = 0; i < ex->vpp * ex->m; i++)
+            free(ex->stash[i].layers);
+    free(ex->stash);
+    free(ex->ops);
+    free(ex->sends);
+    free(ex->rc);
+    px_data_close(&ex->data);
+    px_params_free(&ex->tab);
+    if (ex->be) {
+        free_comm(ex, &ex->tp);
+        free_comm(ex, &ex->pp);
+        free_comm(ex, &ex->dp);
+        free_comm(ex, &ex->emb);
+    }
+    free(ex);
+}

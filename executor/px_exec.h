@@ -1,0 +1,60 @@
+/* px_exec.h — the engine: one rank's part of a plan's training step
+ * (TP/SP inside layers, the pipeline schedule, gradient accumulation, DP /
+ * ZeRO-1 and AdamW), on any px_backend.  Library code: returns px_status, fills
+ * px_error, never prints or exits. */
+#ifndef PX_EXEC_H
+#define PX_EXEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "px_backend.h"
+#include "px_memtrack.h"
+#include "px_params.h"
+#include "px_plan.h"
+
+typedef struct {
+    const char *data_path; /* NULL: synthetic tokens */
+    uint64_t seed;         /* weights and synthetic data */
+    float lr, beta1, beta2, adam_eps, weight_decay;
+    float init_std;        /* std of the random weights */
+} px_exec_options;
+
+/* lr 1e-3, betas (0.9, 0.95), eps 1e-8, weight decay 0.1, init std 0.02, seed 1. */
+void px_exec_options_default(px_exec_options *o);
+
+typedef struct px_exec px_exec;
+
+/* Checks that this executor can run the plan on `world_size` ranks; the
+ * message says which field is wrong and what is allowed. */
+px_status px_exec_check_plan(const px_plan *plan, int world_size, px_error *err);
+
+/* Collective over `world`: splits the communicators, builds this rank's
+ * parameter slices and initialises them.  be must outlive the engine. */
+px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_options *opt,
+                         px_backend *be, MPI_Comm world, px_error *err);
+
+/* One training step (collective): forward and backward of every
+ * micro-batch under the schedule, gradient reduction, and the AdamW update
+ * when `update`.  `step` (0-based) picks the data.  *loss is the mean token
+ * loss of the global batch (same value on every rank). */
+px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_error *err);
+
+/* This rank's parameter and gradient buffers (device memory; host memory on
+ * the CPU backend), n elements each, laid out as px_exec_table. */
+float *px_exec_params(px_exec *ex, int64_t *n);
+float *px_exec_grads(px_exec *ex, int64_t *n);
+const px_param_table *px_exec_table(const px_exec *ex);
+const px_memtrack *px_exec_memory(const px_exec *ex);
+void px_exec_reset_peak(px_exec *ex);
+
+/* Writes dir/rank<R>.bin (the parameters, little-endian fp32) and
+ * dir/rank<R>.tsv (one segment per line: tensor_id full_rows full_cols row0
+ * n_rows col0 n_cols offset). */
+px_status px_exec_dump_weights(px_exec *ex, const char *dir, px_error *err);
+
+void px_exec_destroy(px_exec *ex);
+
+#endif

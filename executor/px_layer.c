@@ -1,0 +1,223 @@
+/* px_layer.c — one transformer layer, forward and backward, under tensor
+ * parallelism (Megatron column/row linears: one all-reduce each way per
+ * sub-block) and sequence parallelism (all-gather / reduce-scatter at the
+ * sub-block borders, norms and residuals on sequence shards). */
+#include <string.h>
+
+#include "px_exec_internal.h"
+
+#define W(off) (ex->params + (off))
+#define G(off) (ex->grads + (off))
+#define WOPT(off) ((off) >= 0 ? ex->params + (off) : NULL)
+#define GOPT(off) ((off) >= 0 ? ex->grads + (off) : NULL)
+
+px_status px_ex_norm_fwd(px_exec *ex, float *out, float **mean, float **rstd, const float *x,
+                         int64_t w_off, int64_t b_off, px_mem_kind kind, px_error *err)
+{
+    TRY(px_ex_alloc(ex, kind, ex->Ts, rstd, err));
+    if (ex->llama) {
+        ex->k->rmsnorm_fwd(out, *rstd, x, W(w_off), ex->Ts, ex->h, ex->norm_eps);
+        return PX_OK;
+    }
+    TRY(px_ex_alloc(ex, kind, ex->Ts, mean, err));
+    ex->k->layernorm_fwd(out, *mean, *rstd, x, W(w_off), W(b_off), ex->Ts, ex->h,
+                         ex->norm_eps);
+    return PX_OK;
+}
+
+void px_ex_norm_bwd(px_exec *ex, float *dx, const float *dout, const float *x, int64_t w_off,
+                    int64_t b_off, const float *mean, const float *rstd)
+{
+    if (ex->llama)
+        ex->k->rmsnorm_bwd(dx, G(w_off), dout, x, W(w_off), rstd, ex->Ts, ex->h);
+    else
+        ex->k->layernorm_bwd(dx, G(w_off), G(b_off), dout, x, W(w_off), mean, rstd, ex->Ts,
+                             ex->h);
+}
+
+px_status px_ex_tp_gather(px_exec *ex, const float *shard, float **full, px_error *err)
+{
+    TRY(px_ex_alloc(ex, PX_MEM_TEMP, ex->T * ex->h, full, err));
+    return ex->be->all_gather(ex->be, *full, shard, ex->Ts * ex->h, &ex->tp, err);
+}
+
+px_status px_ex_tp_reduce(px_exec *ex, float *partial, float **out, px_mem_kind kind,
+                          px_error *err)
+{
+    if (!ex->sp) {
+        *out = partial;
+        return ex->be->all_reduce(ex->be, partial, ex->T * ex->h, PX_REDUCE_SUM, &ex->tp, err);
+    }
+    TRY(px_ex_alloc(ex, kind, ex->Ts * ex->h, out, err));
+    px_status st = ex->be->reduce_scatter(ex->be, *out, partial, ex->Ts * ex->h, &ex->tp, err);
+    px_ex_free(ex, &partial);
+    return st;
+}
+
+void px_layer_act_free(px_exec *ex, px_layer_act *a)
+{
+    float **all[] = {&a->x_in,  &a->n1_out, &a->n1_mean, &a->n1_rstd, &a->qkv,
+                     &a->att,   &a->lse,    &a->probs,   &a->x_mid,   &a->n2_out,
+                     &a->n2_mean, &a->n2_rstd, &a->h1,   &a->h2};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        px_ex_free(ex, all[i]);
+}
+
+/* Input of a column-parallel linear: the norm output itself, or its
+ * all-gather under SP (a temporary: only the shard is stored). */
+static px_status col_input(px_exec *ex, float *n_out, float **g, px_error *err)
+{
+    if (!ex->sp) {
+        *g = n_out;
+        return PX_OK;
+    }
+    return px_ex_tp_gather(ex, n_out, g, err);
+}
+
+static void col_input_done(px_exec *ex, float *n_out, float **g)
+{
+    if (*g != n_out)
+        px_ex_free(ex, g);
+    *g = NULL;
+}
+
+px_status px_layer_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, bool keep,
+                       bool selective, float **x_out, px_error *err)
+{
+    const px_kernels *k = ex->k;
+    int64_t T = ex->T, Ts = ex->Ts, h = ex->h;
+    px_mem_kind A = PX_MEM_ACTIVATIONS;
+    float *g = NULL, *o = NULL, *o_s = NULL, *y = NULL, *y_s = NULL;
+
+    /* ---- attention ---- */
+    TRY(px_ex_alloc(ex, A, Ts * h, &a->n1_out, err));
+    TRY(px_ex_norm_fwd(ex, a->n1_out, &a->n1_mean, &a->n1_rstd, a->x_in, lp->ln1_w, lp->ln1_b,
+                       A, err));
+    TRY(col_input(ex, a->n1_out, &g, err));
+    TRY(px_ex_alloc(ex, A, T * ex->qkv_l, &a->qkv, err));
+    k->matmul_fwd(a->qkv, g, W(lp->wqkv), WOPT(lp->bqkv), T, h, ex->qkv_l);
+    col_input_done(ex, a->n1_out, &g);
+    if (ex->llama)
+        k->rope_fwd(a->qkv, ex->s, ex->b, ex->nh_l, ex->nkv_l, ex->hd, 0, ex->rope_theta);
+    TRY(px_ex_alloc(ex, A, T * ex->nh_l * ex->hd, &a->att, err));
+    TRY(px_ex_alloc(ex, selective ? PX_MEM_TEMP : A, ex->b * ex->nh_l * ex->s, &a->lse, err));
+    bool probs = keep && ex->store_probs_allowed && !selective;
+    if (probs)
+        TRY(px_ex_alloc(ex, A, ex->b * ex->nh_l * ex->s * ex->s, &a->probs, err));
+    k->attention_fwd(a->att, a->lse, a->probs, a->qkv, ex->s, ex->b, ex->nh_l, ex->nkv_l,
+                     ex->hd);
+    if (selective) /* recomputed in backward with the attention core */
+        px_ex_free(ex, &a->lse);
+    TRY(px_ex_alloc(ex, PX_MEM_TEMP, T * h, &o, err));
+    k->matmul_fwd(o, a->att, W(lp->wo), NULL, T, ex->nh_l * ex->hd, h);
+    TRY(px_ex_tp_reduce(ex, o, &o_s, PX_MEM_TEMP, err));
+    if (lp->bo >= 0)
+        k->bias_add_fwd(o_s, W(lp->bo), Ts, h);
+    TRY(px_ex_alloc(ex, A, Ts * h, &a->x_mid, err));
+    k->residual_fwd(a->x_mid, a->x_in, o_s, Ts * h);
+    px_ex_free(ex, &o_s);
+
+    /* ---- MLP ---- */
+    TRY(px_ex_alloc(ex, A, Ts * h, &a->n2_out, err));
+    TRY(px_ex_norm_fwd(ex, a->n2_out, &a->n2_mean, &a->n2_rstd, a->x_mid, lp->ln2_w, lp->ln2_b,
+                       A, err));
+    TRY(col_input(ex, a->n2_out, &g, err));
+    TRY(px_ex_alloc(ex, A, T * ex->w1_rows, &a->h1, err));
+    k->matmul_fwd(a->h1, g, W(lp->w1), WOPT(lp->b1), T, h, ex->w1_rows);
+    col_input_done(ex, a->n2_out, &g);
+    TRY(px_ex_alloc(ex, A, T * ex->f_l, &a->h2, err));
+    if (ex->llama)
+        k->swiglu_fwd(a->h2, a->h1, T, ex->f_l);
+    else
+        k->gelu_fwd(a->h2, a->h1, T * ex->f_l);
+    TRY(px_ex_alloc(ex, PX_MEM_TEMP, T * h, &y, err));
+    k->matmul_fwd(y, a->h2, W(lp->w2), NULL, T, ex->f_l, h);
+    TRY(px_ex_tp_reduce(ex, y, &y_s, PX_MEM_TEMP, err));
+    if (lp->b2 >= 0)
+        k->bias_add_fwd(y_s, W(lp->b2), Ts, h);
+    TRY(px_ex_alloc(ex, A, Ts * h, x_out, err));
+    k->residual_fwd(*x_out, a->x_mid, y_s, Ts * h);
+    px_ex_free(ex, &y_s);
+
+    if (!keep) { /* full recompute: only the input stays */
+        float *x_in = a->x_in;
+        a->x_in = NULL;
+        px_layer_act_free(ex, a);
+        a->x_in = x_in;
+    }
+    return PX_OK;
+}
+
+px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
+                       const float *dx_out, float **dx_in, px_error *err)
+{
+    const px_kernels *k = ex->k;
+    px_backend *be = ex->be;
+    int64_t T = ex->T, Ts = ex->Ts, h = ex->h;
+    px_mem_kind X = PX_MEM_TEMP;
+    float *dy = NULL, *dh2 = NULL, *dh1 = NULL, *g = NULL, *dg = NULL, *dn = NULL;
+    float *dx_mid = NULL, *datt = NULL, *dqkv = NULL, *lse = NULL, *tmp_out = NULL;
+
+    /* ---- MLP: x_out = x_mid + W2 act(W1 norm2(x_mid)) ---- */
+    if (lp->b2 >= 0)
+        k->bias_add_bwd(G(lp->b2), dx_out, Ts, h);
+    if (ex->sp)
+        TRY(px_ex_tp_gather(ex, dx_out, &dy, err));
+    const float *dyv = ex->sp ? dy : dx_out;
+    TRY(px_ex_alloc(ex, X, T * ex->f_l, &dh2, err));
+    k->matmul_bwd(dh2, G(lp->w2), NULL, dyv, a->h2, W(lp->w2), T, ex->f_l, h);
+    px_ex_free(ex, &dy);
+    TRY(px_ex_alloc(ex, X, T * ex->w1_rows, &dh1, err));
+    if (ex->llama)
+        k->swiglu_bwd(dh1, dh2, a->h1, T, ex->f_l);
+    else
+        k->gelu_bwd(dh1, dh2, a->h1, T * ex->f_l);
+    px_ex_free(ex, &dh2);
+    TRY(col_input(ex, a->n2_out, &g, err));
+    TRY(px_ex_alloc(ex, X, T * h, &dg, err));
+    k->matmul_bwd(dg, G(lp->w1), GOPT(lp->b1), dh1, g, W(lp->w1), T, h, ex->w1_rows);
+    col_input_done(ex, a->n2_out, &g);
+    px_ex_free(ex, &dh1);
+    TRY(px_ex_tp_reduce(ex, dg, &dn, X, err));
+    TRY(px_ex_alloc(ex, X, Ts * h, &dx_mid, err));
+    be->copy(be, dx_mid, dx_out, Ts * h * (int64_t)sizeof(float));
+    px_ex_norm_bwd(ex, dx_mid, dn, a->x_mid, lp->ln2_w, lp->ln2_b, a->n2_mean, a->n2_rstd);
+    px_ex_free(ex, &dn);
+
+    /* ---- attention: x_mid = x_in + Wo attn(rope(Wqkv norm1(x_in))) ---- */
+    if (lp->bo >= 0)
+        k->bias_add_bwd(G(lp->bo), dx_mid, Ts, h);
+    if (ex->sp)
+        TRY(px_ex_tp_gather(ex, dx_mid, &dy, err));
+    dyv = ex->sp ? dy : dx_mid;
+    TRY(px_ex_alloc(ex, X, T * ex->nh_l * ex->hd, &datt, err));
+    k->matmul_bwd(datt, G(lp->wo), NULL, dyv, a->att, W(lp->wo), T, ex->nh_l * ex->hd, h);
+    px_ex_free(ex, &dy);
+    lse = a->lse;
+    if (!lse) { /* selective recompute: rerun the attention core for its statistics */
+        TRY(px_ex_alloc(ex, X, ex->b * ex->nh_l * ex->s, &lse, err));
+        TRY(px_ex_alloc(ex, X, T * ex->nh_l * ex->hd, &tmp_out, err));
+        k->attention_fwd(tmp_out, lse, NULL, a->qkv, ex->s, ex->b, ex->nh_l, ex->nkv_l, ex->hd);
+        px_ex_free(ex, &tmp_out);
+    }
+    TRY(px_ex_alloc(ex, X, T * ex->qkv_l, &dqkv, err));
+    k->attention_bwd(dqkv, datt, a->att, lse, a->probs, a->qkv, ex->s, ex->b, ex->nh_l,
+                     ex->nkv_l, ex->hd);
+    if (lse != a->lse)
+        px_ex_free(ex, &lse);
+    px_ex_free(ex, &datt);
+    if (ex->llama)
+        k->rope_bwd(dqkv, ex->s, ex->b, ex->nh_l, ex->nkv_l, ex->hd, 0, ex->rope_theta);
+    TRY(col_input(ex, a->n1_out, &g, err));
+    TRY(px_ex_alloc(ex, X, T * h, &dg, err));
+    k->matmul_bwd(dg, G(lp->wqkv), GOPT(lp->bqkv), dqkv, g, W(lp->wqkv), T, h, ex->qkv_l);
+    col_input_done(ex, a->n1_out, &g);
+    px_ex_free(ex, &dqkv);
+    TRY(px_ex_tp_reduce(ex, dg, &dn, X, err));
+    TRY(px_ex_alloc(ex, PX_MEM_ACTIVATIONS, Ts * h, dx_in, err));
+    be->copy(be, *dx_in, dx_mid, Ts * h * (int64_t)sizeof(float));
+    px_ex_norm_bwd(ex, *dx_in, dn, a->x_in, lp->ln1_w, lp->ln1_b, a->n1_mean, a->n1_rstd);
+    px_ex_free(ex, &dn);
+    px_ex_free(ex, &dx_mid);
+    return PX_OK;
+}

@@ -1,0 +1,211 @@
+/* px_measure.c — measured vs predicted step numbers, the step table and the
+ * report JSON. */
+#include "px_measure.h"
+
+#include <jansson.h>
+#include <math.h>
+
+#include "px_flops.h"
+#include "px_memtrack.h"
+
+static int64_t seq_len_of(const px_plan *p)
+{
+    return p->par.seq_len > 0 ? p->par.seq_len : p->model.seq_len;
+}
+
+static double tokens_per_step(const px_plan *p)
+{
+    return (double)px_parallel_global_batch(&p->par) * (double)seq_len_of(p);
+}
+
+/* Hardware FLOPs with the per-layer recompute choice (the shared FLOP
+ * function covers a uniform choice; per layer, add each layer's extra). */
+static double hw_flops_per_step(const px_plan *p)
+{
+    const px_model *m = &p->model;
+    int64_t s = seq_len_of(p);
+    double tokens = tokens_per_step(p);
+    if (p->par.n_layer_recompute == 0)
+        return px_flops_hw_per_step(m, s, tokens, p->par.recompute);
+    double extra = 0.0;
+    for (int64_t l = 0; l < m->n_layers; l++) {
+        double layer = px_flops_layer_fwd_per_token(m, l, s);
+        if (p->par.layer_recompute[l] == PX_RECOMPUTE_FULL)
+            extra += layer;
+        else if (p->par.layer_recompute[l] == PX_RECOMPUTE_SELECTIVE)
+            extra += layer - 2.0 * (double)px_model_layer_matmul_params(m, l, true);
+    }
+    return px_flops_model_per_step(m, s, tokens) + extra * tokens;
+}
+
+static void fill_rates(px_measure *x, const px_plan *p)
+{
+    double gpus = (double)px_parallel_gpus(&p->par);
+    double peak = p->hw.peak_flops;
+    double t = x->step_time_s;
+    if (t <= 0.0) {
+        x->tokens_per_s = x->mfu = x->hfu = 0.0;
+        return;
+    }
+    x->tokens_per_s = tokens_per_step(p) / t;
+    double flops = px_flops_model_per_step(&p->model, seq_len_of(p), tokens_per_step(p));
+    x->mfu = peak > 0.0 ? flops / (t * gpus * peak) : 0.0;
+    x->hfu = peak > 0.0 ? hw_flops_per_step(p) / (t * gpus * peak) : 0.0;
+}
+
+void px_measure_measure(px_run *run, const px_plan *plan)
+{
+    px_measure *x = &run->measured;
+    double sum = 0.0;
+    int64_t n = 0;
+    for (int64_t i = run->warmup; i < run->warmup + run->steps; i++, n++)
+        sum += run->step_time_s[i];
+    x->step_time_s = n ? sum / (double)n : 0.0;
+    fill_rates(x, plan);
+    int64_t worst = 0;
+    for (int r = 0; r < run->world; r++)
+        worst = run->peak_memory_bytes[r] > worst ? run->peak_memory_bytes[r] : worst;
+    x->peak_memory_bytes = (double)worst;
+}
+
+void px_measure_predicted(const px_plan *plan, px_measure *out)
+{
+    out->step_time_s = plan->pred.time.step_s;
+    out->tokens_per_s = plan->pred.tokens_per_s;
+    out->mfu = plan->pred.mfu;
+    out->hfu = plan->pred.hfu;
+    out->peak_memory_bytes = (double)plan->pred.mem.total;
+}
+
+void px_measure_print_header(FILE *f, const px_plan *plan, int64_t steps, int64_t warmup)
+{
+    const px_parallel *p = &plan->par;
+    fprintf(f, "# execute: model %s, %d ranks: tp %d (sp %s) pp %d vpp %d dp %d zero %d, "
+               "schedule %s, recompute %s\n",
+            plan->model.name, px_parallel_gpus(p), p->tp, p->sp ? "on" : "off", p->pp, p->vpp,
+            p->dp, p->zero, px_schedule_name(p->schedule),
+            p->n_layer_recompute ? "per-layer" : px_recompute_name(p->recompute));
+    fprintf(f, "# global batch %lld sequences x %lld tokens (micro-batch %lld, %lld micro-batches), "
+               "%lld warm-up + %lld timed steps, peak %.4g FLOP/s per rank (%s)\n",
+            (long long)px_parallel_global_batch(p), (long long)seq_len_of(plan),
+            (long long)p->micro_batch, (long long)p->n_micro, (long long)warmup,
+            (long long)steps, plan->hw.peak_flops, plan->hw.name);
+    fprintf(f, "%6s %6s %12s %12s %14s %8s %8s %18s\n", "step", "phase", "loss", "time_s",
+            "tokens_per_s", "mfu", "hfu", "peak_mem_bytes");
+}
+
+void px_measure_print_step(FILE *f, int64_t step, bool warmup, double loss, double time_s,
+                          const px_plan *plan, int64_t peak_bytes)
+{
+    px_measure x = {0};
+    x.step_time_s = time_s;
+    fill_rates(&x, plan);
+    fprintf(f, "%6lld %6s %12.6f %12.6f %14.1f %8.4f %8.4f %18lld\n", (long long)step,
+            warmup ? "warmup" : "timed", loss, time_s, x.tokens_per_s, x.mfu, x.hfu,
+            (long long)peak_bytes);
+    fflush(f);
+}
+
+static double rel_err(double measured, double predicted)
+{
+    if (predicted == 0.0)
+        return NAN;
+    return (measured - predicted) / predicted;
+}
+
+void px_measure_print_summary(FILE *f, const px_run *run, const px_plan *plan)
+{
+    px_measure pr;
+    px_measure_predicted(plan, &pr);
+    const px_measure *x = &run->measured;
+    const char *names[5] = {"step_time_s", "tokens_per_s", "mfu", "hfu", "peak_memory_bytes"};
+    double mv[5] = {x->step_time_s, x->tokens_per_s, x->mfu, x->hfu, x->peak_memory_bytes};
+    double pv[5] = {pr.step_time_s, pr.tokens_per_s, pr.mfu, pr.hfu, pr.peak_memory_bytes};
+    fprintf(f, "# %-18s %16s %16s %10s\n", "quantity", "measured", "predicted", "rel_error");
+    for (int i = 0; i < 5; i++) {
+        double e = rel_err(mv[i], pv[i]);
+        if (isnan(e))
+            fprintf(f, "# %-18s %16.6g %16s %10s\n", names[i], mv[i], "n/a", "n/a");
+        else
+            fprintf(f, "# %-18s %16.6g %16.6g %+10.4f\n", names[i], mv[i], pv[i], e);
+    }
+    fprintf(f, "# %-6s %18s", "rank", "peak_mem_bytes");
+    for (int k = 0; k < PX_MEM_KINDS; k++)
+        fprintf(f, " %12s", px_mem_kind_name((px_mem_kind)k));
+    fprintf(f, "\n");
+    for (int r = 0; r < run->world; r++) {
+        fprintf(f, "# %-6d %18lld", r, (long long)run->peak_memory_bytes[r]);
+        for (int k = 0; k < PX_MEM_KINDS; k++)
+            fprintf(f, " %12lld", (long long)run->peak_breakdown[r][k]);
+        fprintf(f, "\n");
+    }
+}
+
+static json_t *measure_json(const px_measure *x)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "step_time_s", json_real(x->step_time_s));
+    json_object_set_new(o, "tokens_per_s", json_real(x->tokens_per_s));
+    json_object_set_new(o, "mfu", json_real(x->mfu));
+    json_object_set_new(o, "hfu", json_real(x->hfu));
+    json_object_set_new(o, "peak_memory_bytes", json_integer((json_int_t)x->peak_memory_bytes));
+    return o;
+}
+
+static json_t *rel_json(double m, double p)
+{
+    double e = rel_err(m, p);
+    return isnan(e) ? json_null() : json_real(e);
+}
+
+px_status px_measure_write(const char *path, const px_run *run, const px_plan *plan,
+                          const char *plan_path, px_error *err)
+{
+    px_measure pr;
+    px_measure_predicted(plan, &pr);
+    const px_measure *x = &run->measured;
+    json_t *root = json_object();
+    json_t *losses = json_array(), *times = json_array(), *peaks = json_array();
+    json_t *breakdown = json_array();
+    for (int64_t i = 0; i < run->warmup + run->steps; i++) {
+        json_array_append_new(losses, json_real(run->losses[i]));
+        json_array_append_new(times, json_real(run->step_time_s[i]));
+    }
+    for (int r = 0; r < run->world; r++) {
+        json_array_append_new(peaks, json_integer((json_int_t)run->peak_memory_bytes[r]));
+        json_t *b = json_object();
+        for (int k = 0; k < PX_MEM_KINDS; k++)
+            json_object_set_new(b, px_mem_kind_name((px_mem_kind)k),
+                                json_integer((json_int_t)run->peak_breakdown[r][k]));
+        json_array_append_new(breakdown, b);
+    }
+    json_object_set_new(root, "losses", losses);
+    json_object_set_new(root, "step_times_s", times);
+    json_object_set_new(root, "warmup_steps", json_integer(run->warmup));
+    json_object_set_new(root, "timed_steps", json_integer(run->steps));
+    json_object_set_new(root, "measured", measure_json(x));
+    json_object_set_new(root, "predicted", measure_json(&pr));
+    json_t *rel = json_object();
+    json_object_set_new(rel, "step_time_s", rel_json(x->step_time_s, pr.step_time_s));
+    json_object_set_new(rel, "tokens_per_s", rel_json(x->tokens_per_s, pr.tokens_per_s));
+    json_object_set_new(rel, "mfu", rel_json(x->mfu, pr.mfu));
+    json_object_set_new(rel, "hfu", rel_json(x->hfu, pr.hfu));
+    json_object_set_new(rel, "peak_memory_bytes",
+                        rel_json(x->peak_memory_bytes, pr.peak_memory_bytes));
+    json_object_set_new(root, "relative_error", rel);
+    json_object_set_new(root, "per_rank_peak_memory_bytes", peaks);
+    json_object_set_new(root, "per_rank_memory_at_peak_bytes", breakdown);
+    json_object_set_new(root, "world_size", json_integer(run->world));
+    json_object_set_new(root, "backend", json_string("cpu"));
+    json_object_set_new(root, "plan", json_string(plan_path ? plan_path : ""));
+    json_object_set_new(root, "model", json_string(plan->model.name));
+    json_object_set_new(root, "model_flops_per_step",
+                        json_real(px_flops_model_per_step(&plan->model, seq_len_of(plan),
+                                                          tokens_per_step(plan))));
+    json_object_set_new(root, "hw_flops_per_step", json_real(hw_flops_per_step(plan)));
+    int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_SORT_KEYS);
+    json_decref(root);
+    if (rc != 0)
+        return px_error_set(err, PX_ERR_IO, path, 0, 0, "cannot write the report");
+    return PX_OK;
+}

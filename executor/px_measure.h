@@ -1,0 +1,49 @@
+/* px_measure.h — what `execute` measured next to what the plan predicted:
+ * one line per step on rank 0, and the report JSON (docs/executor.md). */
+#ifndef PX_MEASURE_H
+#define PX_MEASURE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "px_error.h"
+#include "px_memtrack.h"
+#include "px_plan.h"
+
+/* The five compared quantities. */
+typedef struct {
+    double step_time_s;
+    double tokens_per_s;
+    double mfu;
+    double hfu;
+    double peak_memory_bytes; /* worst rank */
+} px_measure;
+
+typedef struct {
+    int64_t steps, warmup;
+    double *losses;      /* [warmup + steps], in order */
+    double *step_time_s; /* [warmup + steps], slowest rank */
+    int world;
+    int64_t *peak_memory_bytes;      /* [world], over the timed steps */
+    int64_t (*peak_breakdown)[PX_MEM_KINDS]; /* [world][kind] at each rank's peak */
+    px_measure measured;
+} px_run;
+
+/* Measured numbers from the timed steps (mean step time) and the plan. */
+void px_measure_measure(px_run *run, const px_plan *plan);
+
+/* The plan's prediction as the same five numbers. */
+void px_measure_predicted(const px_plan *plan, px_measure *out);
+
+/* The per-step table (rank 0): header (with '#' metadata) and one line. */
+void px_measure_print_header(FILE *f, const px_plan *plan, int64_t steps, int64_t warmup);
+void px_measure_print_step(FILE *f, int64_t step, bool warmup, double loss, double time_s,
+                          const px_plan *plan, int64_t peak_bytes);
+void px_measure_print_summary(FILE *f, const px_run *run, const px_plan *plan);
+
+/* Writes the report JSON (sorted keys). */
+px_status px_measure_write(const char *path, const px_run *run, const px_plan *plan,
+                          const char *plan_path, px_error *err);
+
+#endif

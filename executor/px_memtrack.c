@@ -1,0 +1,78 @@
+/* px_memtrack.c — see px_memtrack.h. */
+#include "px_memtrack.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_names[PX_MEM_KINDS] = {"weights",     "grads",   "optimizer",
+                                                     "activations", "buffers", "temp"};
+
+const char *px_mem_kind_name(px_mem_kind k)
+{
+    return (k >= 0 && k < PX_MEM_KINDS) ? kind_names[k] : "?";
+}
+
+void px_mem_init(px_memtrack *t, px_backend *be)
+{
+    memset(t, 0, sizeof *t);
+    t->be = be;
+}
+
+px_status px_mem_alloc(px_memtrack *t, px_mem_kind kind, int64_t bytes, void **out,
+                       px_error *err)
+{
+    *out = NULL;
+    if (t->n_live == t->cap_live) {
+        int cap = t->cap_live ? 2 * t->cap_live : 256;
+        px_mem_block *nb = realloc(t->live, (size_t)cap * sizeof *nb);
+        if (!nb)
+            return PX_FAIL(err, PX_ERR_NOMEM, "memory tracker: cannot grow its block list");
+        t->live = nb;
+        t->cap_live = cap;
+    }
+    px_status st = t->be->alloc(t->be, bytes, out, err);
+    if (st)
+        return st;
+    t->live[t->n_live++] = (px_mem_block){*out, bytes, kind};
+    t->cur_bytes += bytes;
+    t->cur[kind] += bytes;
+    if (t->cur_bytes > t->peak_bytes) {
+        t->peak_bytes = t->cur_bytes;
+        memcpy(t->at_peak, t->cur, sizeof t->cur);
+    }
+    return PX_OK;
+}
+
+void px_mem_free(px_memtrack *t, void *p)
+{
+    if (!p)
+        return;
+    /* Search from the end: buffers are mostly freed in reverse order. */
+    for (int i = t->n_live - 1; i >= 0; i--) {
+        if (t->live[i].ptr != p)
+            continue;
+        t->cur_bytes -= t->live[i].bytes;
+        t->cur[t->live[i].kind] -= t->live[i].bytes;
+        t->be->free(t->be, p);
+        t->live[i] = t->live[--t->n_live];
+        return;
+    }
+    /* Not ours: a bookkeeping bug; freeing it would corrupt the heap, so leak. */
+}
+
+void px_mem_reset_peak(px_memtrack *t)
+{
+    t->peak_bytes = t->cur_bytes;
+    memcpy(t->at_peak, t->cur, sizeof t->cur);
+}
+
+void px_mem_release_all(px_memtrack *t)
+{
+    for (int i = 0; i < t->n_live; i++)
+        t->be->free(t->be, t->live[i].ptr);
+    free(t->live);
+    t->live = NULL;
+    t->n_live = t->cap_live = 0;
+    t->cur_bytes = 0;
+    memset(t->cur, 0, sizeof t->cur);
+}

@@ -1,0 +1,213 @@
+/* px_params.c — parameter slices, offsets and counter-based initialisation. */
+#include "px_params.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void px_chunk_layers(const px_parallel *par, int64_t n_layers, int k, int64_t *first,
+                     int64_t *count)
+{
+    int n = par->pp * par->vpp;
+    int64_t start = 0;
+    if (par->n_chunks > 0) {
+        for (int i = 0; i < k; i++)
+            start += par->layers_per_chunk[i];
+        *first = start;
+        *count = par->layers_per_chunk[k];
+        return;
+    }
+    int64_t base = n_layers / n, extra = n_layers % n;
+    for (int i = 0; i < k; i++)
+        start += base + (i < extra ? 1 : 0);
+    *first = start;
+    *count = base + (k < extra ? 1 : 0);
+}
+
+static px_status add_seg(px_param_table *t, int64_t id, int64_t full_rows, int64_t full_cols,
+                         int64_t row0, int64_t n_rows, int64_t col0, int64_t n_cols,
+                         px_init_kind init, bool repl, int64_t *offset_out, px_error *err)
+{
+    if (t->n_segs == t->cap_segs) {
+        int cap = t->cap_segs ? 2 * t->cap_segs : 64;
+        px_param_seg *ns = realloc(t->segs, (size_t)cap * sizeof *ns);
+        if (!ns)
+            return PX_FAIL(err, PX_ERR_NOMEM, "parameter table: out of memory");
+        t->segs = ns;
+        t->cap_segs = cap;
+    }
+    t->segs[t->n_segs++] = (px_param_seg){id,     full_rows, full_cols, row0, n_rows, col0,
+                                          n_cols, t->n_elems, init,     repl};
+    if (offset_out)
+        *offset_out = t->n_elems;
+    t->n_elems += n_rows * n_cols;
+    return PX_OK;
+}
+
+#define TRY(x)                                                                           \
+    do {                                                                                 \
+        px_status st_ = (x);                                                             \
+        if (st_)                                                                         \
+            return st_;                                                                  \
+    } while (0)
+
+/* A full vector [n, 1] replicated on every TP rank. */
+static px_status add_vec(px_param_table *t, int64_t id, int64_t n, px_init_kind init,
+                         int64_t *off, px_error *err)
+{
+    return add_seg(t, id, n, 1, 0, n, 0, 1, init, true, off, err);
+}
+
+static px_status build_layer(px_param_table *t, const px_model *m, int tp, int tp_rank,
+                             int64_t layer, px_layer_params *lp, px_error *err)
+{
+    bool gpt = m->block == PX_BLOCK_GPT;
+    bool qkv_bias = gpt || m->qkv_bias;
+    int64_t h = m->hidden, hd = m->head_dim, f = m->ffn;
+    int64_t nq = m->n_heads * hd, nk = m->n_kv_heads * hd;
+    int64_t nq_l = nq / tp, nk_l = nk / tp, f_l = f / tp;
+    memset(lp, 0xff, sizeof *lp); /* every offset -1 */
+    lp->layer = layer;
+#define LID(kind) PX_TID_LAYER(layer, kind)
+    TRY(add_vec(t, LID(PX_T_LN1_W), h, PX_INIT_ONES, &lp->ln1_w, err));
+    if (gpt)
+        TRY(add_vec(t, LID(PX_T_LN1_B), h, PX_INIT_ZEROS, &lp->ln1_b, err));
+    /* Column-parallel: this rank's heads are rows [tp_rank * n_l, +n_l). */
+    TRY(add_seg(t, LID(PX_T_WQ), nq, h, tp_rank * nq_l, nq_l, 0, h, PX_INIT_NORMAL, false,
+                &lp->wqkv, err));
+    TRY(add_seg(t, LID(PX_T_WK), nk, h, tp_rank * nk_l, nk_l, 0, h, PX_INIT_NORMAL, false, NULL,
+                err));
+    TRY(add_seg(t, LID(PX_T_WV), nk, h, tp_rank * nk_l, nk_l, 0, h, PX_INIT_NORMAL, false, NULL,
+                err));
+    if (qkv_bias) {
+        TRY(add_seg(t, LID(PX_T_BQ), nq, 1, tp_rank * nq_l, nq_l, 0, 1, PX_INIT_ZEROS, false,
+                    &lp->bqkv, err));
+        TRY(add_seg(t, LID(PX_T_BK), nk, 1, tp_rank * nk_l, nk_l, 0, 1, PX_INIT_ZEROS, false,
+                    NULL, err));
+        TRY(add_seg(t, LID(PX_T_BV), nk, 1, tp_rank * nk_l, nk_l, 0, 1, PX_INIT_ZEROS, false,
+                    NULL, err));
+    }
+    /* Row-parallel: this rank's columns of Wo. */
+    TRY(add_seg(t, LID(PX_T_WO), h, nq, 0, h, tp_rank * nq_l, nq_l, PX_INIT_NORMAL, false,
+                &lp->wo, err));
+    if (gpt)
+        TRY(add_vec(t, LID(PX_T_BO), h, PX_INIT_ZEROS, &lp->bo, err));
+    TRY(add_vec(t, LID(PX_T_LN2_W), h, PX_INIT_ONES, &lp->ln2_w, err));
+    if (gpt)
+        TRY(add_vec(t, LID(PX_T_LN2_B), h, PX_INIT_ZEROS, &lp->ln2_b, err));
+    if (gpt) {
+        TRY(add_seg(t, LID(PX_T_W_FC), f, h, tp_rank * f_l, f_l, 0, h, PX_INIT_NORMAL, false,
+                    &lp->w1, err));
+        TRY(add_seg(t, LID(PX_T_B_FC), f, 1, tp_rank * f_l, f_l, 0, 1, PX_INIT_ZEROS, false,
+                    &lp->b1, err));
+    } else {
+        TRY(add_seg(t, LID(PX_T_W_GATE), f, h, tp_rank * f_l, f_l, 0, h, PX_INIT_NORMAL, false,
+                    &lp->w1, err));
+        TRY(add_seg(t, LID(PX_T_W_UP), f, h, tp_rank * f_l, f_l, 0, h, PX_INIT_NORMAL, false,
+                    NULL, err));
+    }
+    TRY(add_seg(t, LID(PX_T_W_DOWN), h, f, 0, h, tp_rank * f_l, f_l, PX_INIT_NORMAL, false,
+                &lp->w2, err));
+    if (gpt)
+        TRY(add_vec(t, LID(PX_T_B_DOWN), h, PX_INIT_ZEROS, &lp->b2, err));
+#undef LID
+    return PX_OK;
+}
+
+px_status px_params_build(px_param_table *t, const px_model *m, const px_parallel *par,
+                          int tp_rank, int stage, px_error *err)
+{
+    memset(t, 0, sizeof *t);
+    t->word_emb = t->pos_emb = t->final_norm_w = t->final_norm_b = t->lm_head = -1;
+    int tp = par->tp, pp = par->pp, vpp = par->vpp;
+    int n_total = pp * vpp;
+    int64_t V_l = m->vocab / tp, h = m->hidden;
+    t->n_chunks = vpp;
+    t->chunks = calloc((size_t)vpp, sizeof *t->chunks);
+    if (!t->chunks)
+        return PX_FAIL(err, PX_ERR_NOMEM, "parameter table: out of memory");
+    for (int j = 0; j < vpp; j++) {
+        px_chunk_params *c = &t->chunks[j];
+        c->model_chunk = j * pp + stage;
+        c->is_first = c->model_chunk == 0;
+        c->is_last = c->model_chunk == n_total - 1;
+        px_chunk_layers(par, m->n_layers, c->model_chunk, &c->first_layer, &c->n_layers);
+        if (c->is_first) {
+            TRY(add_seg(t, PX_T_WORD_EMB, m->vocab, h, tp_rank * V_l, V_l, 0, h, PX_INIT_NORMAL,
+                        false, &t->word_emb, err));
+            if (m->block == PX_BLOCK_GPT)
+                TRY(add_seg(t, PX_T_POS_EMB, m->max_positions, h, 0, m->max_positions, 0, h,
+                            PX_INIT_NORMAL, true, &t->pos_emb, err));
+        }
+        c->layers = calloc((size_t)(c->n_layers > 0 ? c->n_layers : 1), sizeof *c->layers);
+        if (!c->layers)
+            return PX_FAIL(err, PX_ERR_NOMEM, "parameter table: out of memory");
+        for (int64_t l = 0; l < c->n_layers; l++)
+            TRY(build_layer(t, m, tp, tp_rank, c->first_layer + l, &c->layers[l], err));
+        if (c->is_last) {
+            TRY(add_vec(t, PX_T_FINAL_NORM_W, h, PX_INIT_ONES, &t->final_norm_w, err));
+            if (m->block == PX_BLOCK_GPT)
+                TRY(add_vec(t, PX_T_FINAL_NORM_B, h, PX_INIT_ZEROS, &t->final_norm_b, err));
+            if (m->tied_embeddings && t->word_emb >= 0) {
+                t->lm_head = t->word_emb; /* one tensor, both uses */
+            } else {
+                /* Tied across stages: a copy of the embedding slice with the same
+                 * tensor id (same initial values); the engine sums its gradient
+                 * with the first stage's. */
+                int64_t id = m->tied_embeddings ? PX_T_WORD_EMB : PX_T_LM_HEAD;
+                TRY(add_seg(t, id, m->vocab, h, tp_rank * V_l, V_l, 0, h, PX_INIT_NORMAL, false,
+                            &t->lm_head, err));
+            }
+        }
+    }
+    return PX_OK;
+}
+
+void px_params_free(px_param_table *t)
+{
+    if (t->chunks)
+        for (int j = 0; j < t->n_chunks; j++)
+            free(t->chunks[j].layers);
+    free(t->chunks);
+    free(t->segs);
+    memset(t, 0, sizeof *t);
+}
+
+/* splitmix64 finaliser: a good 64-bit mix, so hashing the index tuple gives
+ * independent uniform values without any generator state. */
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+float px_params_init_value(uint64_t seed, int64_t tensor_id, int64_t row, int64_t col,
+                           px_init_kind kind, float std)
+{
+    if (kind == PX_INIT_ONES)
+        return 1.0f;
+    if (kind == PX_INIT_ZEROS)
+        return 0.0f;
+    uint64_t hsh = mix64(seed);
+    hsh = mix64(hsh ^ (uint64_t)tensor_id);
+    hsh = mix64(hsh ^ (uint64_t)row);
+    hsh = mix64(hsh ^ (uint64_t)col);
+    /* Sum of two uniforms (triangular, mean 0): closer to a normal than one
+     * uniform, still exactly reproducible; variance of u1 + u2 - 1 is 1/6. */
+    double u1 = (double)(hsh >> 40) / 16777216.0;
+    double u2 = (double)((hsh >> 16) & 0xFFFFFF) / 16777216.0;
+    return (float)((u1 + u2 - 1.0) * sqrt(6.0) * std);
+}
+
+void px_params_init(const px_param_table *t, float *params, uint64_t seed, float std)
+{
+    for (int i = 0; i < t->n_segs; i++) {
+        const px_param_seg *s = &t->segs[i];
+        for (int64_t r = 0; r < s->n_rows; r++)
+            for (int64_t c = 0; c < s->n_cols; c++)
+                params[s->offset + r * s->n_cols + c] = px_params_init_value(
+                    seed, s->tensor_id, s->row0 + r, s->col0 + c, s->init, std);
+    }
+}

@@ -1,0 +1,83 @@
+/* px_params.h — which slice of which model tensor each rank holds, where it
+ * sits in the rank's one contiguous parameter buffer, and its initial values.
+ *
+ * Every tensor of the full model has an id; a rank holds rectangular slices
+ * ("segments") of some of them: rows [row0, row0 + n_rows) x cols [col0,
+ * col0 + n_cols) of the full [full_rows, full_cols] tensor (vectors are
+ * [n, 1]).  Weights are initialised by a counter-based hash of (seed, tensor
+ * id, global row, global col), so every split starts from the same full model.
+ * Gradients use the same offsets in their own buffer. */
+#ifndef PX_PARAMS_H
+#define PX_PARAMS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "px_error.h"
+#include "px_plan.h"
+
+typedef enum { PX_INIT_NORMAL = 0, PX_INIT_ONES, PX_INIT_ZEROS } px_init_kind;
+
+/* Tensor kinds; a layer's tensor id is PX_TID_LAYER0 + layer * 32 + kind. */
+enum { PX_T_WORD_EMB = 1, PX_T_POS_EMB, PX_T_FINAL_NORM_W, PX_T_FINAL_NORM_B, PX_T_LM_HEAD };
+enum {
+    PX_T_LN1_W = 0, PX_T_LN1_B, PX_T_WQ, PX_T_WK, PX_T_WV, PX_T_BQ, PX_T_BK, PX_T_BV, PX_T_WO,
+    PX_T_BO, PX_T_LN2_W, PX_T_LN2_B, PX_T_W_GATE, PX_T_W_UP, PX_T_W_FC, PX_T_B_FC, PX_T_W_DOWN,
+    PX_T_B_DOWN
+};
+#define PX_TID_LAYER0 100
+#define PX_TID_LAYER(layer, kind) (PX_TID_LAYER0 + (int64_t)(layer) * 32 + (kind))
+
+typedef struct {
+    int64_t tensor_id;
+    int64_t full_rows, full_cols;
+    int64_t row0, n_rows, col0, n_cols;
+    int64_t offset;     /* elements from the start of the buffer */
+    px_init_kind init;
+    bool tp_replicated; /* same values on every TP rank (norms, row biases, positions) */
+} px_param_seg;
+
+/* Offsets (elements) of one layer's tensors; -1 when absent.  Fused layouts:
+ * wqkv = [Wq | Wk | Wv] rows of this rank's heads, w1 = [Wgate | Wup] (Llama)
+ * or Wfc (GPT), w2 = Wdown. */
+typedef struct {
+    int64_t layer; /* global index */
+    int64_t ln1_w, ln1_b, wqkv, bqkv, wo, bo, ln2_w, ln2_b, w1, b1, w2, b2;
+} px_layer_params;
+
+typedef struct {
+    int model_chunk;     /* index in model order (0 .. pp*vpp-1) */
+    int64_t first_layer; /* global */
+    int64_t n_layers;
+    bool is_first, is_last;
+    px_layer_params *layers; /* [n_layers] */
+} px_chunk_params;
+
+typedef struct {
+    px_param_seg *segs;
+    int n_segs, cap_segs;
+    int64_t n_elems;     /* sum of segment sizes */
+    int n_chunks;        /* local chunks (vpp) */
+    px_chunk_params *chunks;
+    int64_t word_emb, pos_emb, final_norm_w, final_norm_b, lm_head; /* -1 when absent */
+} px_param_table;
+
+/* Layers of model chunk k (0-based, model order) under par: per-chunk counts
+ * when par->n_chunks > 0, else a uniform split (the first L % n chunks get one
+ * more layer). */
+void px_chunk_layers(const px_parallel *par, int64_t n_layers, int k, int64_t *first,
+                     int64_t *count);
+
+/* Builds the table of the rank at (tp_rank, stage) of plan's grid. */
+px_status px_params_build(px_param_table *tab, const px_model *m, const px_parallel *par,
+                          int tp_rank, int stage, px_error *err);
+void px_params_free(px_param_table *tab);
+
+/* The initial value of element (row, col) of tensor `tensor_id`. */
+float px_params_init_value(uint64_t seed, int64_t tensor_id, int64_t row, int64_t col,
+                           px_init_kind kind, float std);
+
+/* Fills host buffer params[n_elems] with the initial values. */
+void px_params_init(const px_param_table *tab, float *params, uint64_t seed, float std);
+
+#endif

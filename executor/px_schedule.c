@@ -1,0 +1,84 @@
+/* px_schedule.c — GPipe, 1F1B and interleaved 1F1B op orders. */
+#include "px_schedule.h"
+
+/* Megatron's interleaved order: virtual micro-step k runs model chunk
+ * (k / pp) % vpp of micro-batch (k / (pp * vpp)) * pp + k % pp; backwards walk
+ * the chunks in reverse. */
+static px_sched_op interleaved_op(char kind, int k, int pp, int vpp)
+{
+    int group = k / (pp * vpp), in_group = k % (pp * vpp);
+    int chunk = in_group / pp;
+    if (kind == 'B')
+        chunk = vpp - 1 - chunk;
+    return (px_sched_op){kind, chunk, group * pp + in_group % pp};
+}
+
+px_status px_schedule_build(px_schedule s, int pp, int vpp, int stage, int n_micro,
+                            px_sched_op *ops, int *n_ops, px_error *err)
+{
+    int n = 0;
+    if (pp < 1 || vpp < 1 || stage < 0 || stage >= pp || n_micro < 1)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "schedule: pp = %d, vpp = %d, stage = %d, m = %d: need pp, vpp, m >= 1 "
+                       "and 0 <= stage < pp",
+                       pp, vpp, stage, n_micro);
+    if (s == PX_SCHED_ZB_H1 || s == PX_SCHED_ZB_H2)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "schedule \"%s\": zero-bubble schedules are not supported by this "
+                       "executor yet; supported: gpipe, 1f1b, interleaved",
+                       px_schedule_name(s));
+    if (vpp > 1 && s != PX_SCHED_INTERLEAVED)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "vpp = %d needs schedule \"interleaved\" (got \"%s\")", vpp,
+                       px_schedule_name(s));
+    if (s == PX_SCHED_INTERLEAVED && vpp > 1) {
+        if (n_micro % pp != 0)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "interleaved schedule: micro-batches m = %d must be a multiple of "
+                           "pp = %d",
+                           n_micro, pp);
+        int total = n_micro * vpp;
+        int warm = (pp - stage - 1) * 2 + (vpp - 1) * pp;
+        if (warm > total)
+            warm = total;
+        int f = 0, b = 0;
+        for (; f < warm; f++)
+            ops[n++] = interleaved_op('F', f, pp, vpp);
+        while (f < total) {
+            ops[n++] = interleaved_op('F', f++, pp, vpp);
+            ops[n++] = interleaved_op('B', b++, pp, vpp);
+        }
+        while (b < total)
+            ops[n++] = interleaved_op('B', b++, pp, vpp);
+    } else if (s == PX_SCHED_GPIPE) {
+        for (int i = 0; i < n_micro; i++)
+            ops[n++] = (px_sched_op){'F', 0, i};
+        for (int i = 0; i < n_micro; i++)
+            ops[n++] = (px_sched_op){'B', 0, i};
+    } else { /* 1F1B (and "interleaved" with vpp = 1, which is the same) */
+        int warm = pp - stage - 1;
+        if (warm > n_micro)
+            warm = n_micro;
+        int f = 0, b = 0;
+        for (; f < warm; f++)
+            ops[n++] = (px_sched_op){'F', 0, f};
+        while (f < n_micro) {
+            ops[n++] = (px_sched_op){'F', 0, f++};
+            ops[n++] = (px_sched_op){'B', 0, b++};
+        }
+        while (b < n_micro)
+            ops[n++] = (px_sched_op){'B', 0, b++};
+    }
+    *n_ops = n;
+    return PX_OK;
+}
+
+int px_schedule_max_in_flight(const px_sched_op *ops, int n_ops)
+{
+    int live = 0, peak = 0;
+    for (int i = 0; i < n_ops; i++) {
+        live += ops[i].kind == 'F' ? 1 : -1;
+        peak = live > peak ? live : peak;
+    }
+    return peak;
+}

@@ -1,0 +1,189 @@
+/* px_kernels_cuda.h — the CUDA twins of kernels/cpu/px_kernels_cpu.h.
+ *
+ * Each px_cuda_<op>_fwd / _bwd takes the arguments of px_cpu_<op>_fwd / _bwd in
+ * the same order, as device pointers, followed by the stream and the error
+ * record; it launches asynchronously on the stream, checks the launch, and
+ * returns a px_status.  The shapes, the row-major [S, B, ...] token order, the
+ * packed qkv rows, and which gradients accumulate (+=) or are overwritten are
+ * exactly those documented in px_kernels_cpu.h.
+ *
+ * Precision (the cost model's mixed precision): activations, weights and
+ * activation gradients are bf16 (px_bf16, the raw bits of __nv_bfloat16 so
+ * that C code can hold them); parameter gradients, optimizer state, norms'
+ * saved statistics, the attention lse and the cross-entropy row statistics are
+ * fp32; every reduction and every GEMM accumulates in fp32. */
+#ifndef PX_KERNELS_CUDA_H
+#define PX_KERNELS_CUDA_H
+
+#include <stdint.h>
+
+#include <cuda_runtime.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "px_error.h"
+#include "px_cuda_gemm.h"
+
+/* Storage of one bf16 value (the bits of __nv_bfloat16). */
+typedef uint16_t px_bf16;
+
+/* ---- casts ---------------------------------------------------------------- */
+px_status px_cuda_cast_f32_to_bf16(px_bf16 *out, const float *inp, int64_t n,
+                                   cudaStream_t stream, px_error *err);
+px_status px_cuda_cast_bf16_to_f32(float *out, const px_bf16 *inp, int64_t n,
+                                   cudaStream_t stream, px_error *err);
+
+/* ---- embedding (vocabulary-parallel) -------------------------------------- */
+px_status px_cuda_embedding_fwd(px_bf16 *out,          /* [T, C] overwritten */
+                                const int32_t *tokens, /* [T] */
+                                const px_bf16 *table,  /* [v1 - v0, C] */
+                                int64_t T, int64_t C, int64_t v0, int64_t v1,
+                                cudaStream_t stream, px_error *err);
+px_status px_cuda_embedding_bwd(float *dtable,         /* [v1 - v0, C] += */
+                                const px_bf16 *dout,   /* [T, C] */
+                                const int32_t *tokens, /* [T] */
+                                int64_t T, int64_t C, int64_t v0, int64_t v1,
+                                cudaStream_t stream, px_error *err);
+
+/* ---- learned positions (GPT) ---------------------------------------------- */
+px_status px_cuda_positions_fwd(px_bf16 *x,         /* [S, B, C] in place */
+                                const px_bf16 *pos, /* [max_positions, C] */
+                                int64_t S, int64_t B, int64_t C, int64_t pos0,
+                                cudaStream_t stream, px_error *err);
+px_status px_cuda_positions_bwd(float *dpos,         /* [max_positions, C] += */
+                                const px_bf16 *dout, /* [S, B, C] */
+                                int64_t S, int64_t B, int64_t C, int64_t pos0,
+                                cudaStream_t stream, px_error *err);
+
+/* ---- RMSNorm and LayerNorm ------------------------------------------------ */
+px_status px_cuda_rmsnorm_fwd(px_bf16 *out,          /* [T, C] */
+                              float *rstd,           /* [T] */
+                              const px_bf16 *inp,    /* [T, C] */
+                              const px_bf16 *weight, /* [C] */
+                              int64_t T, int64_t C, float eps, cudaStream_t stream,
+                              px_error *err);
+px_status px_cuda_rmsnorm_bwd(px_bf16 *dinp,         /* [T, C] += */
+                              float *dweight,        /* [C] += */
+                              const px_bf16 *dout,   /* [T, C] */
+                              const px_bf16 *inp,    /* [T, C] */
+                              const px_bf16 *weight, /* [C] */
+                              const float *rstd,     /* [T] */
+                              int64_t T, int64_t C, cudaStream_t stream, px_error *err);
+px_status px_cuda_layernorm_fwd(px_bf16 *out,          /* [T, C] */
+                                float *mean,           /* [T] */
+                                float *rstd,           /* [T] */
+                                const px_bf16 *inp,    /* [T, C] */
+                                const px_bf16 *weight, /* [C] */
+                                const px_bf16 *bias,   /* [C] */
+                                int64_t T, int64_t C, float eps, cudaStream_t stream,
+                                px_error *err);
+px_status px_cuda_layernorm_bwd(px_bf16 *dinp,         /* [T, C] += */
+                                float *dweight,        /* [C] += */
+                                float *dbias,          /* [C] += */
+                                const px_bf16 *dout,   /* [T, C] */
+                                const px_bf16 *inp,    /* [T, C] */
+                                const px_bf16 *weight, /* [C] */
+                                const float *mean,     /* [T] */
+                                const float *rstd,     /* [T] */
+                                int64_t T, int64_t C, cudaStream_t stream, px_error *err);
+
+/* ---- linear through cuBLAS (blas is bound to the stream) ------------------ */
+px_status px_cuda_matmul_fwd(px_bf16 *out,          /* [T, N] overwritten */
+                             const px_bf16 *inp,    /* [T, K] */
+                             const px_bf16 *weight, /* [N, K] */
+                             const px_bf16 *bias,   /* [N] or NULL */
+                             int64_t T, int64_t K, int64_t N, px_cuda_blas *blas,
+                             cudaStream_t stream, px_error *err);
+px_status px_cuda_matmul_bwd(px_bf16 *dinp,         /* [T, K] overwritten; optional */
+                             float *dweight,        /* [N, K] +=; optional */
+                             float *dbias,          /* [N] +=; optional */
+                             const px_bf16 *dout,   /* [T, N] */
+                             const px_bf16 *inp,    /* [T, K] */
+                             const px_bf16 *weight, /* [N, K] */
+                             int64_t T, int64_t K, int64_t N, px_cuda_blas *blas,
+                             cudaStream_t stream, px_error *err);
+
+/* ---- bias and residual ----------------------------------------------------- */
+px_status px_cuda_bias_add_fwd(px_bf16 *x, const px_bf16 *bias, int64_t T, int64_t N,
+                               cudaStream_t stream, px_error *err);
+px_status px_cuda_bias_add_bwd(float *dbias, const px_bf16 *dout, int64_t T, int64_t N,
+                               cudaStream_t stream, px_error *err);
+px_status px_cuda_residual_fwd(px_bf16 *out, const px_bf16 *a, const px_bf16 *b, int64_t n,
+                               cudaStream_t stream, px_error *err);
+px_status px_cuda_residual_bwd(px_bf16 *da, px_bf16 *db, const px_bf16 *dout, int64_t n,
+                               cudaStream_t stream, px_error *err);
+
+/* ---- RoPE (in place on the q and k heads of packed qkv rows) -------------- */
+px_status px_cuda_rope_fwd(px_bf16 *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV,
+                           int64_t HD, int64_t pos0, float theta, cudaStream_t stream,
+                           px_error *err);
+px_status px_cuda_rope_bwd(px_bf16 *dqkv, int64_t S, int64_t B, int64_t NH, int64_t NKV,
+                           int64_t HD, int64_t pos0, float theta, cudaStream_t stream,
+                           px_error *err);
+
+/* ---- causal attention, FlashAttention style --------------------------------
+ * Tiled over 64 query x 64 key rows, online softmax in registers, bf16 tensor
+ * cores (mma.sync m16n8k16) with fp32 accumulation; no S x S matrix exists in
+ * memory, so `probs` must be NULL (PX_ERR_UNSUPPORTED otherwise: the CUDA
+ * backend always runs the FlashAttention path).  HD must be 64 or 128; NH a
+ * multiple of NKV (GQA).  The backward recomputes the probabilities from q,
+ * k and lse; it uses B * NH * S floats of stream-ordered scratch (the rowwise
+ * dO.O), taken from and returned to the device's memory pool. */
+px_status px_cuda_attention_fwd(px_bf16 *out,       /* [S, B, NH HD] overwritten */
+                                float *lse,         /* [B, NH, S] overwritten */
+                                float *probs,       /* must be NULL */
+                                const px_bf16 *qkv, /* [S, B, (NH + 2 NKV) HD] */
+                                int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
+                                cudaStream_t stream, px_error *err);
+px_status px_cuda_attention_bwd(px_bf16 *dqkv,       /* [S, B, (NH + 2 NKV) HD] overwritten */
+                                const px_bf16 *dout, /* [S, B, NH HD] */
+                                const px_bf16 *out,  /* [S, B, NH HD] */
+                                const float *lse,    /* [B, NH, S] */
+                                const float *probs,  /* must be NULL */
+                                const px_bf16 *qkv,  /* [S, B, (NH + 2 NKV) HD] */
+                                int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
+                                cudaStream_t stream, px_error *err);
+
+/* ---- MLP activations -------------------------------------------------------- */
+px_status px_cuda_swiglu_fwd(px_bf16 *out, const px_bf16 *gate_up, int64_t T, int64_t F,
+                             cudaStream_t stream, px_error *err);
+px_status px_cuda_swiglu_bwd(px_bf16 *dgate_up, const px_bf16 *dout, const px_bf16 *gate_up,
+                             int64_t T, int64_t F, cudaStream_t stream, px_error *err);
+px_status px_cuda_gelu_fwd(px_bf16 *out, const px_bf16 *inp, int64_t n, cudaStream_t stream,
+                           px_error *err);
+px_status px_cuda_gelu_bwd(px_bf16 *dinp, const px_bf16 *dout, const px_bf16 *inp, int64_t n,
+                           cudaStream_t stream, px_error *err);
+
+/* ---- vocabulary-parallel cross-entropy (logits bf16, statistics fp32) ------ */
+px_status px_cuda_xent_max_fwd(float *max, const px_bf16 *logits, int64_t T, int64_t Vl,
+                               cudaStream_t stream, px_error *err);
+px_status px_cuda_xent_sumexp_fwd(float *sumexp, float *target_logit, const px_bf16 *logits,
+                                  const float *max, const int32_t *targets, int64_t T,
+                                  int64_t Vl, int64_t v0, cudaStream_t stream, px_error *err);
+px_status px_cuda_xent_loss_fwd(float *loss, const float *max, const float *sumexp,
+                                const float *target_logit, int64_t T, cudaStream_t stream,
+                                px_error *err);
+px_status px_cuda_xent_bwd(px_bf16 *dlogits, const px_bf16 *logits, const float *max,
+                           const float *sumexp, const int32_t *targets, float dloss,
+                           int64_t T, int64_t Vl, int64_t v0, cudaStream_t stream,
+                           px_error *err);
+
+/* ---- AdamW on fp32 master weights --------------------------------------------
+ * As px_cpu_adamw_step; param_bf16 (may be NULL) receives the updated weights
+ * rounded to bf16, the copy the forward and backward GEMMs read. */
+px_status px_cuda_adamw_step(float *param, const float *grad, float *m, float *v, int64_t n,
+                             float lr, float beta1, float beta2, float eps, float weight_decay,
+                             int64_t step, px_bf16 *param_bf16, cudaStream_t stream,
+                             px_error *err);
+
+/* Fills buf[0..n) with value (fp32), e.g. zeroing gradient accumulators. */
+px_status px_cuda_fill_f32(float *buf, float value, int64_t n, cudaStream_t stream,
+                           px_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,1129 @@
+/* px_cost.c — the cost model; every formula is documented, with its source,
+ * in docs/cost-model.md under the heading named in the comment above it. */
+#include "px_cost.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "px_efficiency.h"
+#include "px_flops.h"
+#include "px_layout.h"
+
+static double dmax(double a, double b) { return a > b ? a : b; }
+static double dmin(double a, double b) { return a < b ? a : b; }
+
+/* ================================================================== */
+/* Static memory                                                      */
+
+px_bytes_per_param px_cost_bytes_per_param(int dtype_bytes, bool grad_fp32)
+{
+    px_bytes_per_param b;
+    if (dtype_bytes >= 4) {
+        /* fp32 training: the weights are the master copy, Adam adds m and v */
+        b.weights = 4.0;
+        b.grads = 4.0;
+        b.optimizer = 8.0;
+    } else {
+        b.weights = (double)(dtype_bytes > 0 ? dtype_bytes : 2);
+        b.grads = grad_fp32 ? 4.0 : b.weights;
+        b.optimizer = 12.0; /* fp32 master 4 + Adam m 4 + v 4 */
+    }
+    return b;
+}
+
+/* Bytes of `params` elements under ZeRO stage `zero` sharded over `shard`
+ * ranks; fills weights/grads/optimizer. */
+static void static_bytes(double params, double shard, int zero, px_bytes_per_param bpp,
+                         double *w, double *g, double *o)
+{
+    if (shard < 1.0)
+        shard = 1.0;
+    *w = params * bpp.weights / (zero >= 3 ? shard : 1.0);
+    *g = params * bpp.grads / (zero >= 2 ? shard : 1.0);
+    *o = params * bpp.optimizer / (zero >= 1 ? shard : 1.0);
+}
+
+void px_cost_static_formula(double n_params, int tp, int pp, int dp, int zero,
+                            int dtype_bytes, bool grad_fp32, px_memory *out)
+{
+    memset(out, 0, sizeof *out);
+    double per_gpu = n_params / ((double)tp * (double)pp);
+    double w, g, o;
+    static_bytes(per_gpu, dp, zero, px_cost_bytes_per_param(dtype_bytes, grad_fp32), &w, &g,
+                 &o);
+    out->weights = (int64_t)llround(w);
+    out->grads = (int64_t)llround(g);
+    out->optimizer = (int64_t)llround(o);
+    out->total = out->weights + out->grads + out->optimizer;
+}
+
+/* ================================================================== */
+/* Activations per operator                                           */
+
+void px_cost_act_layer(const px_act_shape *sh, px_act_ops *o)
+{
+    memset(o, 0, sizeof *o);
+    double e = sh->elem_bytes > 0 ? sh->elem_bytes : 2;
+    double t = sh->tp > 0 ? sh->tp : 1;
+    double tsp = sh->sp ? t : 1.0;           /* SP shards the pointwise region */
+    double sb = sh->s * sh->b;
+    double sbh = sb * sh->h;
+    double a_t = sh->a / t;                  /* heads per GPU */
+    double kv_t = sh->kv >= t ? sh->kv / t : 1.0; /* kv heads are replicated when k < t */
+
+    if (sh->recompute == PX_RECOMPUTE_FULL) {
+        /* only the layer input survives the forward */
+        o->norm1_in = e * sbh / tsp;
+        o->norm = o->total = o->norm1_in;
+        return;
+    }
+    o->norm1_in = e * sbh / tsp;
+    o->norm2_in = e * sbh / tsp;
+    o->qkv_in = e * sbh / tsp;
+    if (sh->q_lora > 0.0 || sh->kv_lora > 0.0)
+        o->latent = e * sb * (sh->q_lora + sh->kv_lora + sh->rope_dim);
+    o->q = e * sb * a_t * sh->dq;
+    o->k = e * sb * kv_t * sh->dq;
+    o->v = e * sb * kv_t * sh->dv;
+    if (sh->flash) {
+        /* FlashAttention keeps only the row log-sum-exp (fp32) per head;
+         * selective recompute reruns the whole core, keeping nothing */
+        if (sh->recompute != PX_RECOMPUTE_SELECTIVE)
+            o->softmax_stats = 4.0 * sb * a_t;
+    } else if (sh->recompute != PX_RECOMPUTE_SELECTIVE) {
+        double scores = sb * sh->s_kv * a_t;
+        o->softmax_out = e * scores;
+        if (sh->dropout) {
+            o->score_mask = 1.0 * scores;
+            o->score_drop = e * scores;
+        }
+    }
+    o->proj_in = e * sb * a_t * sh->dv;
+    o->attn_mask = sh->dropout ? sbh / tsp : 0.0;
+    o->mlp_in = e * sbh / tsp;
+    o->mlp_mask = sh->dropout ? sbh / tsp : 0.0;
+    double up = sh->gated ? 2.0 : 1.0; /* SwiGLU keeps gate and up outputs */
+    if (sh->moe) {
+        o->router = 4.0 * sb * sh->n_experts / tsp;
+        double etp = sh->etp > 0 ? sh->etp : 1;
+        /* routed token copies one GPU processes: its share of b·s·r */
+        double tok = sb * sh->top_k * etp / t;
+        o->expert = tok * e * sh->h + tok * e * sh->moe_f / etp * (up + 1.0);
+        double fs = sh->n_shared * sh->moe_f;
+        o->fc1_out = e * sb * up * fs / t;
+        o->act_out = e * sb * fs / t;
+    } else {
+        o->fc1_out = e * sb * up * sh->f / t;
+        o->act_out = e * sb * sh->f / t;
+    }
+    o->attention = o->qkv_in + o->latent + o->q + o->k + o->v + o->softmax_out + o->score_mask +
+                   o->score_drop + o->softmax_stats + o->proj_in + o->attn_mask;
+    o->mlp = o->mlp_in + o->fc1_out + o->act_out + o->mlp_mask + o->router + o->expert;
+    o->norm = o->norm1_in + o->norm2_in;
+    o->total = o->attention + o->mlp + o->norm;
+}
+
+double px_cost_korthikanti_row(int row, double s, double b, double h, double a, int t, bool sp)
+{
+    double sbh = s * b * h, score = 5.0 * a * s / h;
+    switch (row) {
+    case 0: return sbh * (34.0 + score);
+    case 1: return sbh * (10.0 + 24.0 / t + score / t);
+    case 2: return sbh * (34.0 / t + score / t);
+    case 3: return sbh * (10.0 + 24.0 / t);
+    case 4: return sbh * 34.0 / t;
+    case 5: return 2.0 * sbh / (sp ? t : 1);
+    default: return 0.0;
+    }
+}
+
+double px_cost_kv_bytes(double s, double b, double h, double a, double kv, int elem_bytes)
+{
+    return 2.0 * elem_bytes * b * s * h * kv / a;
+}
+
+/* ================================================================== */
+/* Pipeline schedules and bubble                                      */
+
+double px_cost_inflight(px_schedule sched, int p, int v, int64_t m, int stage)
+{
+    double mm = (double)m;
+    double left = (double)(p - stage); /* p − i */
+    if (p <= 1)
+        return sched == PX_SCHED_GPIPE ? mm : dmin(1.0, mm);
+    switch (sched) {
+    case PX_SCHED_GPIPE: return mm;
+    case PX_SCHED_INTERLEAVED: {
+        if (v < 1)
+            v = 1;
+        /* Megatron's warm-up: 2(p−i−1) + (v−1)p forward chunks, +1 in steady state */
+        double chunks = 2.0 * (left - 1.0) + (double)(v - 1) * p + 1.0;
+        return dmin(chunks, mm * v) / v;
+    }
+    case PX_SCHED_ZB_H2: return dmin(2.0 * left, mm);
+    case PX_SCHED_1F1B:
+    case PX_SCHED_ZB_H1:
+    default: return dmin(left, mm);
+    }
+}
+
+double px_cost_bubble_over_ideal(px_schedule sched, int p, int v, int64_t m)
+{
+    if (p <= 1 || m < 1)
+        return 0.0;
+    double x = (double)(p - 1) / (double)m;
+    switch (sched) {
+    case PX_SCHED_INTERLEAVED: return x / (v > 1 ? v : 1);
+    case PX_SCHED_ZB_H1: return x / 3.0;
+    case PX_SCHED_ZB_H2: return 0.0;
+    default: return x;
+    }
+}
+
+double px_cost_bubble_fraction(px_schedule sched, int p, int v, int64_t m)
+{
+    double x = px_cost_bubble_over_ideal(sched, p, v, m);
+    return x / (1.0 + x);
+}
+
+/* ================================================================== */
+/* Communication volumes                                              */
+
+double px_cost_tp_bytes_per_layer(double s, double b, double h, int t, int elem_bytes)
+{
+    return 4.0 * px_coll_wire_bytes(PX_COLL_ALLREDUCE, t, elem_bytes * b * s * h);
+}
+
+double px_cost_pp_msg_bytes(double s, double b, double h, int t, bool sp, int elem_bytes)
+{
+    return elem_bytes * b * s * h / (sp && t > 1 ? t : 1);
+}
+
+double px_cost_dp_breakeven_tokens(double peak_flops, double bw, double comm_bytes_per_param)
+{
+    return comm_bytes_per_param * peak_flops / (6.0 * bw);
+}
+
+/* ================================================================== */
+/* Time to train and goodput                                          */
+
+double px_cost_days_formula(double n_params, double tokens, int gpus, double peak_flops,
+                            double mfu)
+{
+    return 6.0 * n_params * tokens / ((double)gpus * peak_flops * mfu) / 86400.0;
+}
+
+px_goodput px_cost_goodput(double gpu_mtbf_hours, int gpus, double ckpt_bytes_per_gpu,
+                           double ckpt_write_bw, double restart_s)
+{
+    px_goodput g;
+    memset(&g, 0, sizeof g);
+    if (gpu_mtbf_hours <= 0.0 || gpus < 1)
+        return g;
+    g.job_mtbf_s = gpu_mtbf_hours * 3600.0 / gpus;
+    g.ckpt_write_s = ckpt_write_bw > 0.0 ? ckpt_bytes_per_gpu / ckpt_write_bw : 0.0;
+    g.interval_s = sqrt(2.0 * g.ckpt_write_s * g.job_mtbf_s);
+    double lost = restart_s / g.job_mtbf_s;
+    if (g.interval_s > 0.0)
+        lost += g.ckpt_write_s / g.interval_s + g.interval_s / (2.0 * g.job_mtbf_s);
+    g.lost_fraction = lost > 1.0 ? 1.0 : lost;
+    return g;
+}
+
+/* ================================================================== */
+/* Model-level evaluation                                             */
+
+px_status px_cost_ctx_init(px_cost_ctx *ctx, const px_model *m, const px_hw *hw, px_error *err)
+{
+    memset(ctx, 0, sizeof *ctx);
+    if (m->n_layers < 1 || m->n_layers > PX_MAX_LAYERS)
+        return PX_FAIL(err, PX_ERR_INVALID, "model %s: n_layers = %lld: allowed 1..%d", m->name,
+                       (long long)m->n_layers, PX_MAX_LAYERS);
+    if (hw->peak_flops <= 0.0 || hw->hbm_bytes <= 0)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "hardware %s: peak_flops and hbm_bytes must be > 0", hw->name);
+    ctx->model = m;
+    ctx->hw = hw;
+    px_model_count_params(m, &ctx->pc);
+    int64_t first_moe = -1, first_dense = -1;
+    for (int64_t l = 0; l < m->n_layers; l++) {
+        bool moe = px_model_layer_is_moe(m, l);
+        ctx->moe_prefix[l + 1] = ctx->moe_prefix[l] + (moe ? 1 : 0);
+        if (moe && first_moe < 0)
+            first_moe = l;
+        if (!moe && first_dense < 0)
+            first_dense = l;
+    }
+    ctx->n_moe_layers = ctx->moe_prefix[m->n_layers];
+    if (first_dense >= 0)
+        ctx->dense_layer_params = px_model_layer_params(m, first_dense);
+    if (first_moe >= 0) {
+        ctx->moe_layer_params = px_model_layer_params(m, first_moe);
+        ctx->expert_params = ctx->pc.expert_mlp / ctx->n_moe_layers;
+    }
+    ctx->head_params = ctx->pc.lm_head > 0 ? ctx->pc.lm_head : m->vocab * m->hidden;
+    int64_t s = m->seq_len > 0 ? m->seq_len : 1;
+    ctx->model_flops_per_token = px_flops_model_per_token(m, s);
+    for (int r = 0; r < PX_RECOMPUTE_COUNT; r++)
+        ctx->hw_flops_per_token[r] = px_flops_hw_per_token(m, s, (px_recompute)r);
+    return PX_OK;
+}
+
+px_status px_cost_check(const px_model *m, const px_parallel *par, px_error *err)
+{
+    int64_t s = par->seq_len > 0 ? par->seq_len : m->seq_len;
+    if (par->tp < 1 || par->cp < 1 || par->pp < 1 || par->dp < 1 || par->vpp < 1 ||
+        par->ep < 1 || par->etp < 1)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "parallel sizes tp %d cp %d pp %d vpp %d dp %d ep %d etp %d: each must "
+                       "be >= 1",
+                       par->tp, par->cp, par->pp, par->vpp, par->dp, par->ep, par->etp);
+    if (m->n_heads % par->tp != 0)
+        return PX_FAIL(err, PX_ERR_INVALID, "tp = %d does not divide the %lld attention heads",
+                       par->tp, (long long)m->n_heads);
+    if (m->n_kv_heads % par->tp != 0)
+        return PX_FAIL(err, PX_ERR_INVALID, "tp = %d does not divide the %lld kv heads",
+                       par->tp, (long long)m->n_kv_heads);
+    if (s < 1 || s % par->cp != 0)
+        return PX_FAIL(err, PX_ERR_INVALID, "cp = %d does not divide the sequence length %lld",
+                       par->cp, (long long)s);
+    if (par->zero < 0 || par->zero > 3)
+        return PX_FAIL(err, PX_ERR_INVALID, "zero = %d: allowed 0, 1, 2, 3", par->zero);
+    if (par->micro_batch < 1 || par->n_micro < 1)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "micro_batch = %lld, n_micro = %lld: each must be >= 1",
+                       (long long)par->micro_batch, (long long)par->n_micro);
+    if (par->vpp > 1 && (par->schedule != PX_SCHED_INTERLEAVED || par->pp < 2))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "vpp = %d needs schedule interleaved and pp >= 2 (schedule %s, pp %d)",
+                       par->vpp, px_schedule_name(par->schedule), par->pp);
+    if (par->schedule == PX_SCHED_INTERLEAVED && par->vpp < 2)
+        return PX_FAIL(err, PX_ERR_INVALID, "schedule interleaved needs vpp >= 2 (vpp = %d)",
+                       par->vpp);
+    int chunks = par->pp * par->vpp;
+    if (par->n_chunks > 0) {
+        if (par->n_chunks != chunks)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "layers_per_chunk has %d entries: must have pp x vpp = %d",
+                           par->n_chunks, chunks);
+        int64_t sum = 0;
+        for (int i = 0; i < par->n_chunks; i++) {
+            if (par->layers_per_chunk[i] < 1)
+                return PX_FAIL(err, PX_ERR_INVALID, "layers_per_chunk[%d] = %d: must be >= 1",
+                               i, par->layers_per_chunk[i]);
+            sum += par->layers_per_chunk[i];
+        }
+        if (sum != m->n_layers)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "layers_per_chunk sums to %lld: must equal the %lld layers",
+                           (long long)sum, (long long)m->n_layers);
+    } else if (m->n_layers % chunks != 0) {
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "pp x vpp = %d does not divide the %lld layers (uniform split)", chunks,
+                       (long long)m->n_layers);
+    }
+    if (m->n_experts > 0) {
+        if (m->n_experts % par->ep != 0)
+            return PX_FAIL(err, PX_ERR_INVALID, "ep = %d does not divide the %lld experts",
+                           par->ep, (long long)m->n_experts);
+        int dense = par->tp * par->cp * par->dp;
+        if (dense % (par->ep * par->etp) != 0)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "ep x etp = %d does not divide tp x cp x dp = %d", par->ep * par->etp,
+                           dense);
+        if (m->moe_ffn % par->etp != 0)
+            return PX_FAIL(err, PX_ERR_INVALID, "etp = %d does not divide moe_ffn %lld",
+                           par->etp, (long long)m->moe_ffn);
+    } else if (par->ep != 1 || par->etp != 1) {
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "ep = %d, etp = %d: a dense model allows only ep = etp = 1", par->ep,
+                       par->etp);
+    }
+    if (m->ffn > 0 && m->ffn % par->tp != 0)
+        return PX_FAIL(err, PX_ERR_INVALID, "tp = %d does not divide the ffn size %lld",
+                       par->tp, (long long)m->ffn);
+    return PX_OK;
+}
+
+/* ---------------- node crossing ---------------- */
+
+/* A dense dimension of size n and rank stride st: groups are the blocks of
+ * st·n consecutive ranks, so every group stays inside a node exactly when
+ * st·n divides the node size (or n == 1). */
+static bool dim_crosses(int st, int n, int g)
+{
+    if (n <= 1)
+        return false;
+    if (g < 1)
+        g = 1;
+    return g % (st * n) != 0;
+}
+
+typedef struct {
+    bool tp, cp, pp, dp, ep, etp, edp;
+} crossings;
+
+static bool default_order(const char *order)
+{
+    return order[0] == '\0' || strcmp(order, "tp-cp-ep-pp-dp") == 0 ||
+           strcmp(order, "tp-cp-pp-dp") == 0;
+}
+
+static void find_crossings(px_cost_ctx *ctx, const px_parallel *par, crossings *x)
+{
+    const px_hw *hw = ctx->hw;
+    memset(x, 0, sizeof *x);
+    if (hw->torus)
+        return; /* no node cliff: every group uses the fast links */
+    int g = hw->gpus_per_node > 0 ? hw->gpus_per_node : 1;
+    bool moe = ctx->n_moe_layers > 0;
+    px_layout lay;
+    bool have_lay = false;
+    if (default_order(par->order)) {
+        int st = 1;
+        x->tp = dim_crosses(st, par->tp, g);
+        st *= par->tp;
+        x->cp = dim_crosses(st, par->cp, g);
+        st *= par->cp;
+        x->pp = dim_crosses(st, par->pp, g);
+        st *= par->pp;
+        x->dp = dim_crosses(st, par->dp, g);
+    } else {
+        if (px_layout_init(&lay, par, NULL) != PX_OK)
+            return;
+        have_lay = true;
+        x->tp = px_layout_crosses_node(&lay, PX_DIM_TP, g);
+        x->cp = px_layout_crosses_node(&lay, PX_DIM_CP, g);
+        x->pp = px_layout_crosses_node(&lay, PX_DIM_PP, g);
+        x->dp = px_layout_crosses_node(&lay, PX_DIM_DP, g);
+    }
+    if (!moe)
+        return;
+    /* expert groups: exact answer from px_layout, cached per grid */
+    int key[6] = {par->tp, par->cp, par->pp, par->dp, par->ep, par->etp};
+    unsigned hsh = 0;
+    for (int i = 0; i < 6; i++)
+        hsh = hsh * 31u + (unsigned)key[i];
+    hsh %= 64u;
+    if (default_order(par->order) && ctx->xcache[hsh].valid &&
+        memcmp(ctx->xcache[hsh].key, key, sizeof key) == 0) {
+        x->ep = ctx->xcache[hsh].ep_cross;
+        x->etp = ctx->xcache[hsh].etp_cross;
+        x->edp = ctx->xcache[hsh].edp_cross;
+        return;
+    }
+    if (!have_lay && px_layout_init(&lay, par, NULL) != PX_OK)
+        return;
+    x->ep = px_layout_crosses_node(&lay, PX_DIM_EP, g);
+    x->etp = px_layout_crosses_node(&lay, PX_DIM_ETP, g);
+    x->edp = px_layout_crosses_node(&lay, PX_DIM_EDP, g);
+    if (default_order(par->order)) {
+        memcpy(ctx->xcache[hsh].key, key, sizeof key);
+        ctx->xcache[hsh].valid = true;
+        ctx->xcache[hsh].ep_cross = x->ep;
+        ctx->xcache[hsh].etp_cross = x->etp;
+        ctx->xcache[hsh].edp_cross = x->edp;
+    }
+}
+
+/* ---------------- per-layer costs ---------------- */
+
+static int64_t seq_of(const px_cost_ctx *ctx, const px_parallel *par)
+{
+    return par->seq_len > 0 ? par->seq_len : ctx->model->seq_len;
+}
+
+static int elem_of(const px_cost_ctx *ctx)
+{
+    return ctx->hw->dtype_bytes > 0 ? ctx->hw->dtype_bytes : 2;
+}
+
+static void make_shape(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
+                       px_recompute rc, px_act_shape *sh)
+{
+    const px_model *m = ctx->model;
+    memset(sh, 0, sizeof *sh);
+    double s = (double)seq_of(ctx, par);
+    sh->s = s / par->cp;
+    sh->s_kv = s;
+    sh->b = (double)par->micro_batch;
+    sh->h = (double)m->hidden;
+    sh->a = (double)m->n_heads;
+    sh->dq = (double)px_model_qk_head_dim(m);
+    sh->dv = (double)px_model_v_head_dim(m);
+    if (m->attn == PX_ATTN_MLA) {
+        /* after the up-projections every head has its own k and v */
+        sh->kv = sh->a;
+        sh->q_lora = (double)m->q_lora_rank;
+        sh->kv_lora = (double)m->kv_lora_rank;
+        sh->rope_dim = (double)m->qk_rope_head_dim;
+    } else {
+        sh->kv = (double)m->n_kv_heads;
+    }
+    sh->f = (double)m->ffn;
+    sh->gated = m->block == PX_BLOCK_LLAMA;
+    sh->dropout = m->block == PX_BLOCK_GPT;
+    sh->elem_bytes = elem_of(ctx);
+    sh->tp = par->tp;
+    sh->sp = par->sp && par->tp > 1;
+    sh->flash = par->flash_attention;
+    sh->recompute = rc;
+    sh->moe = moe;
+    if (moe) {
+        sh->n_experts = (double)m->n_experts;
+        sh->top_k = (double)m->top_k;
+        sh->moe_f = (double)m->moe_ffn;
+        sh->n_shared = (double)m->n_shared_experts;
+        sh->ep = par->ep;
+        sh->etp = par->etp;
+    }
+}
+
+/* Times of one layer for one micro-batch on one GPU. */
+typedef struct {
+    double gemm_fwd_s, attn_fwd_s, mem_fwd_s;   /* compute, forward */
+    double fwd_s, bwd_s;                         /* compute */
+    double rc_s[PX_RECOMPUTE_COUNT];             /* extra compute by recompute mode */
+    double tp_s, tp_bytes, tp_rc_s;              /* TP comm (exposed), rc: full recompute's extra */
+    double ep_s, ep_bytes;
+    double cp_total_s, cp_exposed_s, cp_bytes;
+} layer_time;
+
+static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
+                       const crossings *x, layer_time *lt)
+{
+    const px_model *m = ctx->model;
+    const px_hw *hw = ctx->hw;
+    memset(lt, 0, sizeof *lt);
+    px_act_shape sh;
+    make_shape(ctx, par, moe, PX_RECOMPUTE_NONE, &sh);
+    double e = sh.elem_bytes, t = par->tp, c = par->cp;
+    double tsp = sh.sp ? t : 1.0;
+    double T = sh.b * sh.s; /* tokens this GPU sees in attention */
+    double h = sh.h, a_t = sh.a / t, kv_t = sh.kv >= t ? sh.kv / t : 1.0;
+    double g = 0.0;
+
+    /* attention projections */
+    if (m->attn == PX_ATTN_MLA) {
+        double rope = (double)m->qk_rope_head_dim, nope = sh.dq - rope;
+        if (m->q_lora_rank > 0) {
+            g += px_time_gemm_s(hw, T, (double)m->q_lora_rank, h);
+            g += px_time_gemm_s(hw, T, a_t * sh.dq, (double)m->q_lora_rank);
+        } else {
+            g += px_time_gemm_s(hw, T, a_t * sh.dq, h);
+        }
+        g += px_time_gemm_s(hw, T, (double)m->kv_lora_rank + rope, h);
+        g += px_time_gemm_s(hw, T, a_t * (nope + sh.dv), (double)m->kv_lora_rank);
+    } else {
+        g += px_time_gemm_s(hw, T, a_t * sh.dq + kv_t * (sh.dq + sh.dv), h);
+    }
+    g += px_time_gemm_s(hw, T, h, a_t * sh.dv);
+    /* attention core: the FLOP convention counts the full s×s product; a
+     * causal kernel does half of it */
+    double attn_flops = 2.0 * T * sh.s_kv * a_t * (sh.dq + sh.dv);
+    lt->attn_fwd_s = px_time_attn_s(hw, 0.5 * attn_flops);
+
+    /* MLP */
+    double up = sh.gated ? 2.0 : 1.0;
+    double act_elems = 0.0; /* elements through the activation function */
+    double mem = 0.0;
+    if (moe) {
+        double E = sh.n_experts, r = sh.top_k, fe = sh.moe_f, etp = par->etp, ep = par->ep;
+        g += px_time_gemm_s(hw, T / tsp, E, h); /* router */
+        double tok = T * r * etp / t;           /* routed copies on this GPU */
+        double per_expert = tok * ep / E;       /* tokens per local expert */
+        double n_local = E / ep;
+        g += n_local * (px_time_gemm_s(hw, per_expert, up * fe / etp, h) +
+                        px_time_gemm_s(hw, per_expert, h, fe / etp));
+        act_elems += tok * fe / etp;
+        mem += 4.0 * e * tok * h; /* permute and un-permute the routed tokens */
+        if (m->n_shared_experts > 0) {
+            double fs = sh.n_shared * fe;
+            g += px_time_gemm_s(hw, T, up * fs / t, h) + px_time_gemm_s(hw, T, h, fs / t);
+            act_elems += T * fs / t;
+        }
+    } else {
+        g += px_time_gemm_s(hw, T, up * sh.f / t, h) + px_time_gemm_s(hw, T, h, sh.f / t);
+        act_elems += T * sh.f / t;
+    }
+    lt->gemm_fwd_s = g;
+
+    /* memory-bound operators (forward bytes): 2 norms (read + write), 2
+     * residual adds (2 reads + 1 write), the activation function (GeLU: read,
+     * write; SwiGLU: 2 reads, 1 write), dropout (read, write, mask), RoPE on q
+     * and k (read, write) */
+    mem += 4.0 * e * T * h / tsp + 6.0 * e * T * h / tsp;
+    mem += (sh.gated ? 3.0 : 2.0) * e * act_elems;
+    if (sh.dropout)
+        mem += 2.0 * (2.0 * e + 1.0) * T * h / tsp;
+    if (sh.gated)
+        mem += 2.0 * e * T * (a_t + kv_t) * sh.dq;
+    lt->mem_fwd_s = px_time_mem_s(hw, mem);
+
+    lt->fwd_s = lt->gemm_fwd_s + lt->attn_fwd_s + lt->mem_fwd_s;
+    /* backward: 2× the GEMMs (dgrad + wgrad), FlashAttention's backward
+     * about 2.5× its forward (it recomputes the scores), 2× the pointwise */
+    lt->bwd_s = 2.0 * lt->gemm_fwd_s + 2.5 * lt->attn_fwd_s + 2.0 * lt->mem_fwd_s;
+    lt->rc_s[PX_RECOMPUTE_NONE] = 0.0;
+    lt->rc_s[PX_RECOMPUTE_SELECTIVE] = lt->attn_fwd_s;
+    lt->rc_s[PX_RECOMPUTE_FULL] = lt->fwd_s;
+
+    /* TP: 2 collectives forward + 2 backward per block pair; an MoE layer
+     * keeps the attention's two (its MLP communicates through EP) */
+    double msg = e * T * h;
+    double n_tp_coll = moe ? 2.0 : 4.0;
+    double one = px_time_coll_s(hw, PX_COLL_ALLREDUCE, par->tp, msg, x->tp);
+    lt->tp_s = n_tp_coll * one;
+    lt->tp_bytes = n_tp_coll * px_coll_wire_bytes(PX_COLL_ALLREDUCE, par->tp, msg);
+    lt->tp_rc_s = (n_tp_coll / 2.0) * one; /* full recompute reruns the forward's */
+    if (moe) {
+        /* expert TP: the routed tokens are gathered / reduced inside etp */
+        double tok = T * sh.top_k * par->etp / t;
+        double emsg = e * tok * h;
+        double et = px_time_coll_s(hw, PX_COLL_ALLREDUCE, par->etp, emsg, x->etp);
+        lt->tp_s += 2.0 * et;
+        lt->tp_bytes += 2.0 * px_coll_wire_bytes(PX_COLL_ALLREDUCE, par->etp, emsg);
+        lt->tp_rc_s += et;
+        /* EP: dispatch + combine all-to-all, forward and backward, of this
+         * GPU's (sequence-parallel) share of the routed tokens */
+        double amsg = e * (T / t) * h * sh.top_k;
+        double a2a = px_time_coll_s(hw, PX_COLL_ALLTOALL, par->ep, amsg, x->ep);
+        lt->ep_s = 4.0 * a2a;
+        lt->ep_bytes = 4.0 * px_coll_wire_bytes(PX_COLL_ALLTOALL, par->ep, amsg);
+    }
+    /* CP ring: c−1 steps of this rank's K and V block forward, twice the
+     * bytes backward (K, V and their gradients); each step overlaps with one
+     * block of the attention core */
+    if (par->cp > 1) {
+        double kvmsg = e * T * kv_t * (sh.dq + sh.dv);
+        if (m->attn == PX_ATTN_MLA)
+            kvmsg = e * T * ((double)m->kv_lora_rank + (double)m->qk_rope_head_dim);
+        double step = px_time_coll_s(hw, PX_COLL_P2P, 2, kvmsg, x->cp);
+        double block = lt->attn_fwd_s / c;
+        lt->cp_total_s = (c - 1.0) * 3.0 * step;
+        lt->cp_exposed_s = (c - 1.0) * (dmax(0.0, step - block) +
+                                        dmax(0.0, 2.0 * step - 2.5 * block));
+        lt->cp_bytes = (c - 1.0) * 3.0 * kvmsg;
+    }
+}
+
+/* Layers of each kind on stage `stage` (all its chunks). */
+static void stage_layers(const px_cost_ctx *ctx, const px_parallel *par, int stage,
+                         int64_t *n_dense, int64_t *n_moe)
+{
+    int64_t L = ctx->model->n_layers;
+    int p = par->pp, v = par->vpp;
+    int64_t total = 0, moe = 0;
+    int64_t start = 0;
+    int chunks = p * v;
+    int64_t uniform = L / chunks;
+    for (int cidx = 0; cidx < chunks; cidx++) {
+        int64_t len = par->n_chunks > 0 ? par->layers_per_chunk[cidx] : uniform;
+        if (cidx % p == stage) {
+            int64_t end = start + len > L ? L : start + len;
+            total += end - start;
+            moe += ctx->moe_prefix[end] - ctx->moe_prefix[start];
+        }
+        start += len;
+        if (v == 1 && par->n_chunks == 0) {
+            /* fast path: uniform, one chunk per stage */
+            int64_t s0 = (int64_t)stage * uniform, s1 = s0 + uniform;
+            *n_dense = uniform - (ctx->moe_prefix[s1] - ctx->moe_prefix[s0]);
+            *n_moe = ctx->moe_prefix[s1] - ctx->moe_prefix[s0];
+            return;
+        }
+    }
+    *n_dense = total - moe;
+    *n_moe = moe;
+}
+
+typedef struct {
+    double dense_params, expert_params; /* elements on one GPU */
+    double w, g, o;                     /* static bytes */
+    double act, act_att, act_mlp, act_norm, inflight;
+    double buf_emb, buf_logits, buf_loss, buf_final, buf_rc, buf_p2p, buf_zero3;
+    double total;
+} stage_mem;
+
+static void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
+                            const px_act_ops *ops_dense, const px_act_ops *ops_moe,
+                            const px_act_ops *full_dense, const px_act_ops *full_moe,
+                            stage_mem *sm)
+{
+    const px_model *m = ctx->model;
+    memset(sm, 0, sizeof *sm);
+    int p = par->pp;
+    int64_t nd, nm;
+    stage_layers(ctx, par, stage, &nd, &nm);
+    double t = par->tp;
+    double e = elem_of(ctx);
+    bool sp = par->sp && par->tp > 1;
+    double tsp = sp ? t : 1.0;
+    double s = (double)seq_of(ctx, par) / par->cp, b = (double)par->micro_batch;
+    double h = (double)m->hidden, V = (double)m->vocab;
+
+    double dense = (double)nd * (double)ctx->dense_layer_params +
+                   (double)nm * (double)(ctx->moe_layer_params - ctx->expert_params);
+    dense /= t;
+    if (stage == 0)
+        dense += (double)ctx->pc.embedding / t;
+    if (stage == p - 1) {
+        dense += (double)ctx->pc.final_norm;
+        /* a tied head still needs its own copy when it lives on another stage */
+        if (ctx->pc.lm_head > 0 || p > 1)
+            dense += (double)ctx->head_params / t;
+    }
+    double expert = (double)nm * (double)ctx->expert_params / (par->ep * par->etp);
+    sm->dense_params = dense;
+    sm->expert_params = expert;
+
+    px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
+    double dshard = (double)par->dp * par->cp;
+    double eshard = (double)par->tp * par->cp * par->dp / (par->ep * par->etp);
+    double w1, g1, o1, w2, g2, o2;
+    static_bytes(dense, dshard, par->zero, bpp, &w1, &g1, &o1);
+    static_bytes(expert, eshard, par->zero, bpp, &w2, &g2, &o2);
+    sm->w = w1 + w2;
+    sm->g = g1 + g2;
+    sm->o = o1 + o2;
+
+    double inflight = px_cost_inflight(par->schedule, p, par->vpp, par->n_micro, stage);
+    sm->inflight = inflight;
+    sm->act_att = inflight * ((double)nd * ops_dense->attention + (double)nm * ops_moe->attention);
+    sm->act_mlp = inflight * ((double)nd * ops_dense->mlp + (double)nm * ops_moe->mlp);
+    sm->act_norm = inflight * ((double)nd * ops_dense->norm + (double)nm * ops_moe->norm);
+    sm->act = sm->act_att + sm->act_mlp + sm->act_norm;
+
+    double tok = s * b;
+    if (stage == 0)
+        sm->buf_emb = inflight * (e * tok * h / tsp + (m->block == PX_BLOCK_GPT ? tok * h / tsp : 0.0));
+    if (stage == p - 1) {
+        /* final norm input and the head's input, per micro-batch in flight;
+         * the fp32 logits (and bf16 GEMM output) of the current micro-batch;
+         * the fp32 softmax the loss keeps for backward, per micro-batch */
+        sm->buf_final = inflight * 2.0 * e * tok * h / tsp;
+        sm->buf_logits = (4.0 + (e < 4 ? e : 0.0)) * tok * V / t;
+        sm->buf_loss = inflight * 4.0 * tok * V / t;
+    }
+    if (par->recompute == PX_RECOMPUTE_FULL) {
+        /* the layer being recomputed holds its full activations */
+        double worst = nd > 0 ? full_dense->total : 0.0;
+        if (nm > 0 && full_moe->total > worst)
+            worst = full_moe->total;
+        sm->buf_rc = worst;
+    }
+    if (p > 1)
+        sm->buf_p2p = 2.0 * px_cost_pp_msg_bytes(s, b, h, par->tp, sp, (int)e);
+    if (par->zero >= 3 && dshard > 1.0) {
+        /* two layers' weights gathered at a time (prefetch) */
+        double lp = (double)(ctx->moe_layer_params > ctx->dense_layer_params
+                                 ? ctx->moe_layer_params
+                                 : ctx->dense_layer_params);
+        sm->buf_zero3 = 2.0 * lp / t * bpp.weights;
+    }
+    sm->total = sm->w + sm->g + sm->o + sm->act + sm->buf_emb + sm->buf_final + sm->buf_logits +
+                sm->buf_loss + sm->buf_rc + sm->buf_p2p + sm->buf_zero3;
+}
+
+static void layer_ops(const px_cost_ctx *ctx, const px_parallel *par, px_act_ops *od,
+                      px_act_ops *om, px_act_ops *fd, px_act_ops *fm)
+{
+    px_act_shape sh;
+    make_shape(ctx, par, false, par->recompute, &sh);
+    px_cost_act_layer(&sh, od);
+    sh.recompute = PX_RECOMPUTE_NONE;
+    px_cost_act_layer(&sh, fd);
+    if (ctx->n_moe_layers > 0) {
+        make_shape(ctx, par, true, par->recompute, &sh);
+        px_cost_act_layer(&sh, om);
+        sh.recompute = PX_RECOMPUTE_NONE;
+        px_cost_act_layer(&sh, fm);
+    } else {
+        memset(om, 0, sizeof *om);
+        memset(fm, 0, sizeof *fm);
+    }
+}
+
+static int worst_memory(px_cost_ctx *ctx, const px_parallel *par, stage_mem *worst)
+{
+    px_act_ops od, om, fd, fm;
+    layer_ops(ctx, par, &od, &om, &fd, &fm);
+    int ws = 0;
+    for (int st = 0; st < par->pp; st++) {
+        stage_mem sm;
+        memory_of_stage(ctx, par, st, &od, &om, &fd, &fm, &sm);
+        if (st == 0 || sm.total > worst->total) {
+            *worst = sm;
+            ws = st;
+        }
+        /* uniform dense stages in the middle are identical: skip them */
+        if (st == 0 && par->pp > 2 && par->n_chunks == 0 && ctx->n_moe_layers == 0)
+            st = par->pp - 2; /* in-flight count never grows with i: stage 0 dominates 1..p−2 */
+    }
+    return ws;
+}
+
+static void fill_memory(const stage_mem *w, int stage, px_memory *mem)
+{
+    mem->weights = (int64_t)llround(w->w);
+    mem->grads = (int64_t)llround(w->g);
+    mem->optimizer = (int64_t)llround(w->o);
+    mem->activations = (int64_t)llround(w->act);
+    mem->act_attention = (int64_t)llround(w->act_att);
+    mem->act_mlp = (int64_t)llround(w->act_mlp);
+    mem->act_norm = (int64_t)llround(w->act_norm);
+    mem->buffers = (int64_t)llround(w->buf_emb + w->buf_final + w->buf_logits + w->buf_loss +
+                                    w->buf_rc + w->buf_p2p + w->buf_zero3);
+    mem->total = mem->weights + mem->grads + mem->optimizer + mem->activations + mem->buffers;
+    mem->worst_stage = stage;
+}
+
+void px_cost_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *mem,
+                    px_cost_detail *detail)
+{
+    stage_mem w;
+    int ws = worst_memory(ctx, par, &w);
+    fill_memory(&w, ws, mem);
+    if (detail) {
+        detail->act_attention = w.act_att;
+        detail->act_mlp = w.act_mlp;
+        detail->act_norm = w.act_norm;
+        detail->buf_embedding = w.buf_emb;
+        detail->buf_logits = w.buf_logits;
+        detail->buf_loss = w.buf_loss;
+        detail->buf_final_norm = w.buf_final;
+        detail->buf_recompute = w.buf_rc;
+        detail->buf_p2p = w.buf_p2p + w.buf_zero3;
+        detail->inflight = w.inflight;
+        detail->params_per_gpu = (int64_t)llround(w.dense_params + w.expert_params);
+        px_act_ops od, om, fd, fm;
+        layer_ops(ctx, par, &od, &om, &fd, &fm);
+        detail->layer_act_bytes = ctx->dense_layer_params > 0 ? od.total : om.total;
+    }
+}
+
+/* Head and embedding work of one micro-batch (seconds). */
+static void extras_time(const px_cost_ctx *ctx, const px_parallel *par, double *first_s,
+                        double *last_s)
+{
+    const px_model *m = ctx->model;
+    const px_hw *hw = ctx->hw;
+    double e = elem_of(ctx), t = par->tp;
+    double tsp = (par->sp && par->tp > 1) ? t : 1.0;
+    double T = (double)par->micro_batch * (double)seq_of(ctx, par) / par->cp;
+    double h = (double)m->hidden, V = (double)m->vocab;
+    /* embedding: gather rows forward, scatter-add backward */
+    *first_s = px_time_mem_s(hw, 3.0 * 2.0 * e * T * h / tsp);
+    /* LM head GEMM (fwd + 2× bwd), final norm, and the fp32 cross-entropy:
+     * about 4 passes over the V/t logits of every token */
+    double head = px_time_gemm_s(hw, T, V / t, h);
+    *last_s = 3.0 * head + px_time_mem_s(hw, 3.0 * 4.0 * e * T * h / tsp) +
+              px_time_mem_s(hw, 4.0 * 4.0 * T * V / t);
+}
+
+void px_cost_stage_extras(px_cost_ctx *ctx, const px_parallel *par, px_stage_extras *out)
+{
+    memset(out, 0, sizeof *out);
+    extras_time(ctx, par, &out->first_s, &out->last_s);
+    px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
+    double shard = (double)par->dp * par->cp, w, g, o;
+    static_bytes((double)ctx->pc.embedding / par->tp, shard, par->zero, bpp, &w, &g, &o);
+    out->first_static_bytes = w + g + o;
+    static_bytes((double)ctx->head_params / par->tp + (double)ctx->pc.final_norm, shard,
+                 par->zero, bpp, &w, &g, &o);
+    out->last_static_bytes = w + g + o;
+    double e = elem_of(ctx), t = par->tp, tsp = (par->sp && par->tp > 1) ? t : 1.0;
+    double tok = (double)par->micro_batch * (double)seq_of(ctx, par) / par->cp;
+    double h = (double)ctx->model->hidden, V = (double)ctx->model->vocab;
+    out->first_buffer_bytes = e * tok * h / tsp;
+    out->last_buffer_bytes = 2.0 * e * tok * h / tsp + (8.0 + (e < 4 ? e : 0.0)) * tok * V / t;
+}
+
+void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_layer_cost *out)
+{
+    memset(out, 0, sizeof *out);
+    bool moe = px_model_layer_is_moe(ctx->model, layer);
+    crossings x;
+    find_crossings(ctx, par, &x);
+    layer_time lt;
+    time_layer(ctx, par, moe, &x, &lt);
+    double dense = (double)(moe ? ctx->moe_layer_params - ctx->expert_params
+                                : ctx->dense_layer_params) / par->tp;
+    double expert = moe ? (double)ctx->expert_params / (par->ep * par->etp) : 0.0;
+    out->params = (int64_t)llround(dense + expert);
+    px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
+    double w, g, o, w2, g2, o2;
+    static_bytes(dense, (double)par->dp * par->cp, par->zero, bpp, &w, &g, &o);
+    static_bytes(expert, (double)par->tp * par->cp * par->dp / (par->ep * par->etp), par->zero,
+                 bpp, &w2, &g2, &o2);
+    out->static_bytes = w + g + o + w2 + g2 + o2;
+    for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
+        px_act_shape sh;
+        make_shape(ctx, par, moe, (px_recompute)r, &sh);
+        px_act_ops ops;
+        px_cost_act_layer(&sh, &ops);
+        out->act_bytes[r] = ops.total;
+        out->recompute_s[r] = lt.rc_s[r] + (r == PX_RECOMPUTE_FULL ? lt.tp_rc_s : 0.0);
+    }
+    double comm_fwd = 0.5 * (lt.tp_s + lt.ep_s);
+    out->fwd_s = lt.fwd_s + comm_fwd + lt.cp_exposed_s / 3.0;
+    out->bwd_s = lt.bwd_s + comm_fwd + lt.cp_exposed_s * 2.0 / 3.0;
+}
+
+/* ---------------- the whole step ---------------- */
+
+px_status px_cost_eval(px_cost_ctx *ctx, const px_parallel *par, double train_tokens,
+                       double gpu_mtbf_hours, px_prediction *pred, px_cost_detail *detail,
+                       px_error *err)
+{
+    const px_model *m = ctx->model;
+    const px_hw *hw = ctx->hw;
+    memset(pred, 0, sizeof *pred);
+    if (detail)
+        memset(detail, 0, sizeof *detail);
+    if (par->tp < 1 || par->pp < 1 || par->dp < 1 || par->cp < 1 || par->vpp < 1 ||
+        par->micro_batch < 1 || par->n_micro < 1)
+        return PX_FAIL(err, PX_ERR_INVALID, "parallel sizes and batch must be >= 1");
+
+    /* memory */
+    stage_mem wm;
+    int ws = worst_memory(ctx, par, &wm);
+    fill_memory(&wm, ws, &pred->mem);
+
+    crossings x;
+    find_crossings(ctx, par, &x);
+    layer_time ld, lm;
+    memset(&lm, 0, sizeof lm);
+    memset(&ld, 0, sizeof ld);
+    if (ctx->dense_layer_params > 0)
+        time_layer(ctx, par, false, &x, &ld);
+    if (ctx->n_moe_layers > 0)
+        time_layer(ctx, par, true, &x, &lm);
+    double first_s, last_s;
+    extras_time(ctx, par, &first_s, &last_s);
+    px_recompute rc = par->recompute;
+    double full_tp = rc == PX_RECOMPUTE_FULL ? 1.0 : 0.0;
+
+    /* slowest stage, one micro-batch */
+    int p = par->pp;
+    double worst_mb = -1.0;
+    double w_fwd = 0, w_bwd = 0, w_rc = 0, w_tp = 0, w_ep = 0, w_cp = 0, w_cpt = 0;
+    double w_gemm = 0, w_attn = 0, w_mem = 0, w_tpb = 0, w_epb = 0, w_cpb = 0;
+    double w_dense_p = 0, w_exp_p = 0;
+    for (int st = 0; st < p; st++) {
+        int64_t nd, nm;
+        stage_layers(ctx, par, st, &nd, &nm);
+        double fd = (double)nd, fm = (double)nm;
+        double fwd = fd * ld.fwd_s + fm * lm.fwd_s;
+        double bwd = fd * ld.bwd_s + fm * lm.bwd_s;
+        double rcs = fd * ld.rc_s[rc] + fm * lm.rc_s[rc];
+        double tp = fd * (ld.tp_s + full_tp * ld.tp_rc_s) + fm * (lm.tp_s + full_tp * lm.tp_rc_s);
+        double ep = fm * lm.ep_s;
+        double cp = fd * ld.cp_exposed_s + fm * lm.cp_exposed_s;
+        double extra = (st == 0 ? first_s : 0.0) + (st == p - 1 ? last_s : 0.0);
+        double mb = fwd + bwd + rcs + tp + ep + cp + extra;
+        if (mb > worst_mb) {
+            worst_mb = mb;
+            /* the head's and embedding's GEMM/pointwise time is booked as forward/backward */
+            w_fwd = fwd + extra / 3.0;
+            w_bwd = bwd + 2.0 * extra / 3.0;
+            w_rc = rcs;
+            w_tp = tp;
+            w_ep = ep;
+            w_cp = cp;
+            w_cpt = fd * ld.cp_total_s + fm * lm.cp_total_s;
+            w_gemm = fd * 3.0 * ld.gemm_fwd_s + fm * 3.0 * lm.gemm_fwd_s;
+            w_attn = fd * 3.5 * ld.attn_fwd_s + fm * 3.5 * lm.attn_fwd_s;
+            w_mem = fd * 3.0 * ld.mem_fwd_s + fm * 3.0 * lm.mem_fwd_s + extra;
+            w_tpb = fd * ld.tp_bytes * (1.0 + full_tp * 0.5) + fm * lm.tp_bytes * (1.0 + full_tp * 0.5);
+            w_epb = fm * lm.ep_bytes;
+            w_cpb = fd * ld.cp_bytes + fm * lm.cp_bytes;
+        }
+        /* uniform dense stages between the first and the last are identical */
+        if (st == 0 && p > 2 && par->n_chunks == 0 && ctx->n_moe_layers == 0)
+            st = p - 2;
+    }
+    w_dense_p = wm.dense_params;
+    w_exp_p = wm.expert_params;
+
+    double mm = (double)par->n_micro;
+    double v = par->vpp;
+    double ideal = mm * worst_mb;
+    double bubble_x = px_cost_bubble_over_ideal(par->schedule, p, par->vpp, par->n_micro);
+    double bubble = bubble_x * ideal;
+
+    /* PP: each stage sends and receives one activation (forward) and one
+     * gradient (backward) per micro-batch per chunk; the sends sit between
+     * compute steps of the 1F1B loop, so they are on the critical path */
+    double pp_total = 0.0, pp_bytes = 0.0;
+    if (p > 1) {
+        bool sp = par->sp && par->tp > 1;
+        double msg = px_cost_pp_msg_bytes((double)seq_of(ctx, par) / par->cp,
+                                          (double)par->micro_batch, (double)m->hidden,
+                                          par->tp, sp, elem_of(ctx));
+        pp_total = 2.0 * v * mm * px_time_coll_s(hw, PX_COLL_P2P, 2, msg, x.pp);
+        pp_bytes = 2.0 * v * mm * msg;
+    }
+
+    /* DP / ZeRO: see docs/cost-model.md "Data parallel and the overlap model" */
+    px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
+    int ddp = par->dp * par->cp;
+    int edp = par->tp * par->cp * par->dp / (par->ep * par->etp);
+    double grad_b = w_dense_p * bpp.grads, wt_b = w_dense_p * bpp.weights;
+    double egrad_b = w_exp_p * bpp.grads, ewt_b = w_exp_p * bpp.weights;
+    bool dcross = x.dp || x.cp;
+    double t_ar = px_time_coll_s(hw, PX_COLL_ALLREDUCE, ddp, grad_b, dcross) +
+                  px_time_coll_s(hw, PX_COLL_ALLREDUCE, edp, egrad_b, x.edp);
+    double t_rs = px_time_coll_s(hw, PX_COLL_REDUCE_SCATTER, ddp, grad_b, dcross) +
+                  px_time_coll_s(hw, PX_COLL_REDUCE_SCATTER, edp, egrad_b, x.edp);
+    double t_ag = px_time_coll_s(hw, PX_COLL_ALLGATHER, ddp, wt_b, dcross) +
+                  px_time_coll_s(hw, PX_COLL_ALLGATHER, edp, ewt_b, x.edp);
+    double dp_bytes_ar = px_coll_wire_bytes(PX_COLL_ALLREDUCE, ddp, grad_b) +
+                         px_coll_wire_bytes(PX_COLL_ALLREDUCE, edp, egrad_b);
+    double dp_bytes_rs = px_coll_wire_bytes(PX_COLL_REDUCE_SCATTER, ddp, grad_b) +
+                         px_coll_wire_bytes(PX_COLL_REDUCE_SCATTER, edp, egrad_b);
+    double dp_bytes_ag = px_coll_wire_bytes(PX_COLL_ALLGATHER, ddp, wt_b) +
+                         px_coll_wire_bytes(PX_COLL_ALLGATHER, edp, ewt_b);
+    /* overlap windows: the backward (forward) compute of one micro-batch */
+    double bwd_win = w_bwd + w_rc, fwd_win = w_fwd;
+    double dp_total = 0.0, dp_exposed = 0.0, dp_bytes = 0.0;
+    switch (par->zero) {
+    case 0:
+        dp_total = t_ar;
+        dp_exposed = dmax(0.0, t_ar - bwd_win);
+        dp_bytes = dp_bytes_ar;
+        break;
+    case 1:
+        dp_total = t_rs + t_ag;
+        dp_exposed = dmax(0.0, t_rs - bwd_win) + dmax(0.0, t_ag - fwd_win);
+        dp_bytes = dp_bytes_rs + dp_bytes_ag;
+        break;
+    case 2:
+        /* sharded gradients cannot accumulate: one reduce-scatter per micro-batch */
+        dp_total = mm * t_rs + t_ag;
+        dp_exposed = mm * dmax(0.0, t_rs - bwd_win) + dmax(0.0, t_ag - fwd_win);
+        dp_bytes = mm * dp_bytes_rs + dp_bytes_ag;
+        break;
+    default:
+        /* ZeRO-3 / FSDP: weights gathered for every forward and backward */
+        dp_total = mm * (2.0 * t_ag + t_rs);
+        dp_exposed = mm * (dmax(0.0, t_ag - fwd_win) + dmax(0.0, t_ag + t_rs - bwd_win));
+        dp_bytes = mm * (2.0 * dp_bytes_ag + dp_bytes_rs);
+        break;
+    }
+    if (ddp <= 1 && edp <= 1)
+        dp_total = dp_exposed = dp_bytes = 0.0;
+
+    /* optimizer step: Adam streams master weights, m, v (read + write), the
+     * gradient (read) and writes the low-precision weights */
+    double shard = par->zero >= 1 ? (double)ddp : 1.0;
+    double eshard = par->zero >= 1 ? (double)edp : 1.0;
+    double opt_params = w_dense_p / shard + w_exp_p / eshard;
+    double opt_bpp = 2.0 * bpp.optimizer + bpp.grads + (elem_of(ctx) < 4 ? bpp.weights : 0.0);
+    double opt_s = px_time_mem_s(hw, opt_params * opt_bpp);
+
+    double step = ideal + bubble + pp_total + dp_exposed + opt_s;
+
+    px_time *tm = &pred->time;
+    tm->step_s = step;
+    tm->compute_s = mm * (w_fwd + w_bwd + w_rc);
+    tm->recompute_s = mm * w_rc;
+    tm->tp_comm_s = mm * w_tp;
+    tm->cp_comm_s = mm * w_cp;
+    tm->cp_comm_total_s = mm * w_cpt;
+    tm->ep_comm_s = mm * w_ep;
+    tm->pp_comm_s = pp_total;
+    tm->dp_comm_s = dp_exposed;
+    tm->dp_comm_total_s = dp_total;
+    tm->bubble_s = bubble;
+    tm->optimizer_s = opt_s;
+
+    int64_t s = seq_of(ctx, par);
+    double tokens = (double)par->micro_batch * mm * par->dp * (double)s;
+    double fpt = ctx->model_flops_per_token, hpt = ctx->hw_flops_per_token[rc];
+    if (s != m->seq_len) {
+        fpt = px_flops_model_per_token(m, s);
+        hpt = px_flops_hw_per_token(m, s, rc);
+    }
+    double gpus = (double)par->tp * par->cp * par->pp * par->dp;
+    pred->model_flops_per_step = fpt * tokens;
+    pred->hw_flops_per_step = hpt * tokens;
+    pred->tokens_per_s = tokens / step;
+    pred->mfu = pred->model_flops_per_step / (step * gpus * hw->peak_flops);
+    pred->hfu = pred->hw_flops_per_step / (step * gpus * hw->peak_flops);
+    pred->bubble_fraction = bubble / step;
+
+    if (train_tokens > 0.0) {
+        pred->train_tokens = train_tokens;
+        pred->days_to_train = train_tokens / pred->tokens_per_s / 86400.0;
+        double ckpt_bpp = bpp.optimizer + (elem_of(ctx) >= 4 ? bpp.weights : 0.0);
+        pred->ckpt_bytes_per_gpu = (double)ctx->pc.total * ckpt_bpp / gpus;
+        double mtbf = gpu_mtbf_hours > 0.0 ? gpu_mtbf_hours : hw->gpu_mtbf_hours;
+        px_goodput gp = px_cost_goodput(mtbf, (int)gpus, pred->ckpt_bytes_per_gpu,
+                                        hw->ckpt_write_bw, hw->restart_s);
+        pred->ckpt_write_s = gp.ckpt_write_s;
+        pred->ckpt_interval_s = gp.interval_s;
+        pred->job_mtbf_s = gp.job_mtbf_s;
+        pred->lost_fraction = gp.lost_fraction;
+        pred->goodput_days = gp.lost_fraction < 1.0
+                                 ? pred->days_to_train / (1.0 - gp.lost_fraction)
+                                 : INFINITY;
+    }
+
+    if (detail) {
+        detail->act_attention = wm.act_att;
+        detail->act_mlp = wm.act_mlp;
+        detail->act_norm = wm.act_norm;
+        detail->buf_embedding = wm.buf_emb;
+        detail->buf_logits = wm.buf_logits;
+        detail->buf_loss = wm.buf_loss;
+        detail->buf_final_norm = wm.buf_final;
+        detail->buf_recompute = wm.buf_rc;
+        detail->buf_p2p = wm.buf_p2p + wm.buf_zero3;
+        detail->inflight = wm.inflight;
+        detail->params_per_gpu = (int64_t)llround(wm.dense_params + wm.expert_params);
+        px_act_ops od, om, fd, fm;
+        layer_ops(ctx, par, &od, &om, &fd, &fm);
+        detail->layer_act_bytes = ctx->dense_layer_params > 0 ? od.total : om.total;
+        detail->tp_total_s = detail->tp_exposed_s = mm * w_tp;
+        detail->cp_total_s = mm * w_cpt;
+        detail->cp_exposed_s = mm * w_cp;
+        detail->ep_total_s = detail->ep_exposed_s = mm * w_ep;
+        detail->pp_total_s = detail->pp_exposed_s = pp_total;
+        detail->dp_total_s = dp_total;
+        detail->dp_exposed_s = dp_exposed;
+        detail->compute_fwd_s = mm * w_fwd;
+        detail->compute_bwd_s = mm * w_bwd;
+        detail->compute_recompute_s = mm * w_rc;
+        detail->gemm_s = mm * w_gemm;
+        detail->attn_s = mm * w_attn;
+        detail->membound_s = mm * w_mem;
+        detail->stage_mb_s = worst_mb;
+        detail->bubble_over_ideal = bubble_x;
+        detail->tp_crosses = x.tp;
+        detail->cp_crosses = x.cp;
+        detail->ep_crosses = x.ep;
+        detail->pp_crosses = x.pp;
+        detail->dp_crosses = x.dp;
+        detail->tp_bytes_per_step = mm * w_tpb;
+        detail->ep_bytes_per_step = mm * w_epb;
+        detail->cp_bytes_per_step = mm * w_cpb;
+        detail->pp_bytes_per_step = pp_bytes;
+        detail->dp_bytes_per_step = dp_bytes;
+        detail->tp_bytes_per_layer = ctx->dense_layer_params > 0 ? ld.tp_bytes : lm.tp_bytes;
+    }
+    return PX_OK;
+}
+
+px_status px_cost_evaluate(const px_model *m, const px_hw *hw, const px_parallel *par,
+                           px_prediction *pred, px_error *err)
+{
+    px_cost_ctx ctx;
+    px_status st = px_cost_ctx_init(&ctx, m, hw, err);
+    if (st != PX_OK)
+        return st;
+    st = px_cost_check(m, par, err);
+    if (st != PX_OK)
+        return st;
+    return px_cost_eval(&ctx, par, 0.0, 0.0, pred, NULL, err);
+}

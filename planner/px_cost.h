@@ -1,0 +1,237 @@
+/* px_cost.h — the lecture's cost model: memory, communication, pipeline
+ * bubble, compute time, MFU/HFU, time to train and goodput for one parallel
+ * configuration.  Every formula is written down, with its source, in
+ * docs/cost-model.md; the section names there match the comments here.
+ *
+ * Two levels:
+ *  - formula-level functions of plain numbers (the spec's worked example uses
+ *    N = 70e9 rather than an architecture), used by the golden tests;
+ *  - the model-level evaluation px_cost_eval(): a px_model, a px_hw and a
+ *    px_parallel in, a px_prediction (and optionally a px_cost_detail for
+ *    --explain) out.  It is closed-form and allocation-free so the search can
+ *    score millions of configurations a second. */
+#ifndef PX_COST_H
+#define PX_COST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "px_error.h"
+#include "px_hw.h"
+#include "px_model.h"
+#include "px_plan.h"
+
+/* ------------------------------------------------------------------ */
+/* Static memory (spec "Static memory")                                */
+
+/* Bytes per parameter of the weights, gradients and optimizer state.
+ * dtype_bytes 2 (bf16 mixed precision): 2, grad_fp32 ? 4 : 2, 12 (fp32 master
+ * 4 + Adam 4 + 4).  dtype_bytes 4 (fp32, the CPU backend): 4, 4, 8 (the
+ * weights are the master copy). */
+typedef struct {
+    double weights, grads, optimizer;
+} px_bytes_per_param;
+
+px_bytes_per_param px_cost_bytes_per_param(int dtype_bytes, bool grad_fp32);
+
+/* Weights, grads and optimizer bytes per GPU for n_params split over tp·pp
+ * and sharded over dp by ZeRO stage `zero` (1: optimizer /dp, 2: + grads,
+ * 3: + weights).  Fills weights/grads/optimizer/total of *out (the rest 0). */
+void px_cost_static_formula(double n_params, int tp, int pp, int dp, int zero,
+                            int dtype_bytes, bool grad_fp32, px_memory *out);
+
+/* ------------------------------------------------------------------ */
+/* Activations per operator (spec "Activation memory per transformer   */
+/* layer"; Korthikanti et al. 2022, Table 2 and section 4)             */
+
+/* The shape of one transformer layer as its activations see it.  s is the
+ * sequence length held by this GPU (s/cp); s_kv the keys each query attends
+ * to (the full s: ring attention visits all of them). */
+typedef struct {
+    double s, s_kv, b;
+    double h;              /* hidden */
+    double a, kv;          /* query heads, key/value heads */
+    double dq, dv;         /* per-head q·k width and v width */
+    double f;              /* MLP inner size (dense) */
+    bool gated;            /* SwiGLU (gate and up outputs) vs GeLU */
+    bool dropout;          /* GPT-style dropout masks (Llama: none) */
+    int elem_bytes;        /* activation dtype: 2 bf16, 4 fp32 */
+    int tp;                /* t */
+    bool sp;               /* sequence parallel */
+    bool flash;            /* FlashAttention: no s×s matrix, softmax stats kept */
+    px_recompute recompute;
+    /* MLA: stored latents (0 for standard attention) */
+    double q_lora, kv_lora, rope_dim;
+    /* MoE layer: routed experts replace the dense MLP */
+    bool moe;
+    double n_experts, top_k, moe_f, n_shared; /* n_shared experts of size moe_f */
+    int ep, etp;
+} px_act_shape;
+
+/* Bytes stored for backward by one layer for one micro-batch, per operator.
+ * Korthikanti's decomposition: attention = qkv_in + q + k + v + scores
+ * (softmax_out + score_mask + score_drop) + proj_in + attn_mask; MLP = mlp_in
+ * + fc1_out + act_out + mlp_mask; norms = norm1_in + norm2_in. */
+typedef struct {
+    double norm1_in, norm2_in;
+    double qkv_in, q, k, v, latent;
+    double softmax_out, score_mask, score_drop, softmax_stats;
+    double proj_in, attn_mask;
+    double mlp_in, fc1_out, act_out, mlp_mask;
+    double router, expert;      /* MoE: router logits, routed-expert tensors */
+    double attention, mlp, norm;/* the three parts */
+    double total;
+} px_act_ops;
+
+void px_cost_act_layer(const px_act_shape *sh, px_act_ops *out);
+
+/* Micro-batches whose activations stage `stage` (0-based) of p holds at its
+ * peak, in units of "one micro-batch through the stage's layers" (all v
+ * chunks): GPipe m; 1F1B and ZB-H1 min(p−i, m); interleaved the Megatron
+ * warm-up count (2(p−i−1) + (v−1)p + 1 chunks, ≤ m·v) / v; ZB-H2 min(2(p−i), m). */
+double px_cost_inflight(px_schedule sched, int p, int v, int64_t m, int stage);
+
+/* Activation bytes of one layer for the lecture's GPT block (no dropout
+ * distinction: Korthikanti's table), a formula-level helper for the tests:
+ * sbh(34 + 5as/h) etc. per the six rows.  row: 0 none, 1 tp, 2 tp+sp,
+ * 3 tp+selective, 4 tp+sp+selective, 5 full recompute (sp: /t). */
+double px_cost_korthikanti_row(int row, double s, double b, double h, double a, int t, bool sp);
+
+/* K and V of one layer: 2 · elem · b · s · h · kv/a. */
+double px_cost_kv_bytes(double s, double b, double h, double a, double kv, int elem_bytes);
+
+/* ------------------------------------------------------------------ */
+/* Bubble (spec "Pipeline bubble")                                     */
+
+/* Idle time as a fraction of the ideal (bubble-free) time: (p−1)/m GPipe,
+ * 1F1B; (p−1)/(v·m) interleaved; (p−1)/(3m) ZB-H1; 0 ZB-H2. */
+double px_cost_bubble_over_ideal(px_schedule sched, int p, int v, int64_t m);
+
+/* The same as a fraction of the step: x/(1+x); (p−1)/(m+p−1) for 1F1B. */
+double px_cost_bubble_fraction(px_schedule sched, int p, int v, int64_t m);
+
+/* ------------------------------------------------------------------ */
+/* Communication volumes (spec "Communication"), bytes one GPU sends    */
+
+/* TP per layer per micro-batch: 4 all-reduces (2 fwd, 2 bwd) of
+ * elem·b·s·h, ring factor 2(t−1)/t; SP has the same volume. */
+double px_cost_tp_bytes_per_layer(double s, double b, double h, int t, int elem_bytes);
+
+/* PP message at a stage boundary per micro-batch, one direction. */
+double px_cost_pp_msg_bytes(double s, double b, double h, int t, bool sp, int elem_bytes);
+
+/* DP break-even: tokens per GPU above which gradient traffic
+ * (comm_bytes_per_param · N / bw) is shorter than compute (6·N·tokens / peak). */
+double px_cost_dp_breakeven_tokens(double peak_flops, double bw, double comm_bytes_per_param);
+
+/* ------------------------------------------------------------------ */
+/* Time to train and goodput (spec "Compute and MFU", "Goodput")       */
+
+/* Days for 6·N·D FLOPs on G GPUs of peak at mfu. */
+double px_cost_days_formula(double n_params, double tokens, int gpus, double peak_flops,
+                            double mfu);
+
+typedef struct {
+    double job_mtbf_s, ckpt_write_s, interval_s, lost_fraction;
+} px_goodput;
+
+/* MTBF_job = MTBF_gpu/G; τ = sqrt(2 δ MTBF_job); lost = δ/τ + τ/(2 MTBF_job)
+ * + R/MTBF_job (capped at 1). */
+px_goodput px_cost_goodput(double gpu_mtbf_hours, int gpus, double ckpt_bytes_per_gpu,
+                           double ckpt_write_bw, double restart_s);
+
+/* ------------------------------------------------------------------ */
+/* Model-level evaluation                                              */
+
+/* What the search computes once per (model, hardware). */
+typedef struct {
+    const px_model *model;
+    const px_hw *hw;
+    px_param_count pc;
+    int64_t n_moe_layers;
+    int64_t moe_prefix[PX_MAX_LAYERS + 1]; /* MoE layers among the first i */
+    int64_t dense_layer_params;  /* one dense layer, elements */
+    int64_t moe_layer_params;    /* one MoE layer, all experts */
+    int64_t expert_params;       /* routed experts of one MoE layer */
+    int64_t head_params;         /* LM head (V·h, also when tied and pp > 1) */
+    double model_flops_per_token;
+    double hw_flops_per_token[PX_RECOMPUTE_COUNT];
+    /* small cache of "does this group leave a node" for expert groups */
+    struct {
+        int key[6];
+        bool valid;
+        bool ep_cross, etp_cross, edp_cross;
+    } xcache[64];
+} px_cost_ctx;
+
+px_status px_cost_ctx_init(px_cost_ctx *ctx, const px_model *m, const px_hw *hw,
+                           px_error *err);
+
+/* Everything --explain prints, per GPU on the worst stage. */
+typedef struct {
+    /* memory: activations of the worst stage by part (all in-flight
+     * micro-batches), and the buffers */
+    double act_attention, act_mlp, act_norm;
+    double buf_embedding, buf_logits, buf_loss, buf_final_norm, buf_recompute, buf_p2p;
+    double layer_act_bytes;      /* one layer, one micro-batch (first layer kind) */
+    double inflight;             /* micro-batches in flight on the worst stage */
+    int64_t params_per_gpu;      /* elements, worst stage, before ZeRO sharding */
+    /* time: per step, totals vs exposed */
+    double tp_total_s, tp_exposed_s;
+    double cp_total_s, cp_exposed_s;
+    double ep_total_s, ep_exposed_s;
+    double pp_total_s, pp_exposed_s;
+    double dp_total_s, dp_exposed_s;
+    double compute_fwd_s, compute_bwd_s, compute_recompute_s; /* per step */
+    double gemm_s, attn_s, membound_s;                         /* per step */
+    double stage_mb_s;           /* slowest stage, one micro-batch (fwd+bwd+comm) */
+    double bubble_over_ideal;
+    bool tp_crosses, cp_crosses, ep_crosses, pp_crosses, dp_crosses;
+    /* bytes one GPU sends per step, by kind; TP per layer per micro-batch */
+    double tp_bytes_per_step, cp_bytes_per_step, ep_bytes_per_step, pp_bytes_per_step,
+        dp_bytes_per_step, tp_bytes_per_layer;
+} px_cost_detail;
+
+/* Checks the configuration against the model (divisibility of heads, kv
+ * heads, layers, experts, sequence, ZeRO range, schedule vs vpp...).  The
+ * message names the field and the rule. */
+px_status px_cost_check(const px_model *m, const px_parallel *par, px_error *err);
+
+/* Scores one configuration.  par->seq_len 0 means the model's.  train_tokens
+ * (0: skip) fills the time-to-train and goodput fields of *pred; gpu_mtbf_hours
+ * 0 means the profile's.  detail may be NULL.  Does not call px_cost_check:
+ * the search validates as it enumerates; call it first otherwise. */
+px_status px_cost_eval(px_cost_ctx *ctx, const px_parallel *par, double train_tokens,
+                       double gpu_mtbf_hours, px_prediction *pred, px_cost_detail *detail,
+                       px_error *err);
+
+/* Convenience: ctx init + check + eval (no time to train). */
+px_status px_cost_evaluate(const px_model *m, const px_hw *hw, const px_parallel *par,
+                           px_prediction *pred, px_error *err);
+
+/* Memory only (cheap): fills pred->mem.  Used to prune before timing. */
+void px_cost_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *mem,
+                    px_cost_detail *detail);
+
+/* Per-layer costs for a configuration, for the stage partitioner
+ * (px_partition): what layer `layer` adds to its stage. */
+typedef struct {
+    int64_t params;          /* elements on one GPU of the stage (after tp/ep sharding) */
+    double static_bytes;     /* weights + grads + optimizer under the ZeRO stage */
+    double act_bytes[PX_RECOMPUTE_COUNT]; /* stored per micro-batch, by recompute mode */
+    double fwd_s, bwd_s;     /* one micro-batch, compute + exposed TP/CP/EP comm */
+    double recompute_s[PX_RECOMPUTE_COUNT]; /* extra time per micro-batch */
+} px_layer_cost;
+
+void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_layer_cost *out);
+
+/* Fixed per-stage extras: embedding on the first stage, LM head + loss on
+ * the last (static bytes, activation buffers, time per micro-batch). */
+typedef struct {
+    double first_static_bytes, first_buffer_bytes, first_s;
+    double last_static_bytes, last_buffer_bytes, last_s;
+} px_stage_extras;
+
+void px_cost_stage_extras(px_cost_ctx *ctx, const px_parallel *par, px_stage_extras *out);
+
+#endif

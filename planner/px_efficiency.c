@@ -1,0 +1,201 @@
+/* px_efficiency.c — kernel and collective times; formulas in
+ * docs/cost-model.md ("Efficiency"). */
+#include "px_efficiency.h"
+
+#include <math.h>
+#include <stddef.h>
+
+static double eff_max(const px_hw *hw)
+{
+    return hw->gemm_eff_max > 0.0 ? hw->gemm_eff_max : PX_EFF_GEMM_MAX_DEFAULT;
+}
+
+static double half_dim(const px_hw *hw)
+{
+    return hw->gemm_eff_half_dim > 0.0 ? hw->gemm_eff_half_dim : PX_EFF_GEMM_HALF_DIM_DEFAULT;
+}
+
+/* The shape factor of the parametric model: each dimension x saturates as
+ * x/(x + x_half), so a thin GEMM (TP-sharded, few tokens per expert) loses
+ * efficiency the way the lecture's section 6.2 describes. */
+static double shape_factor(double x_half, double m, double n, double k)
+{
+    return (m / (m + x_half)) * (n / (n + x_half)) * (k / (k + x_half));
+}
+
+/* Measured points: inverse-squared-distance weights in log-shape space over
+ * the four nearest points, each point's efficiency carried to the query shape
+ * by the ratio of parametric shape factors.  An exact shape returns its
+ * measurement; far from all points the parametric trend dominates. */
+static double eff_from_points(const px_hw *hw, double m, double n, double k)
+{
+    enum { NEAR = 4 };
+    double best_d[NEAR], best_e[NEAR];
+    int n_best = 0;
+    double x_half = half_dim(hw);
+    double lm = log(m), ln_ = log(n), lk = log(k);
+    double s_query = shape_factor(x_half, m, n, k);
+    for (int i = 0; i < hw->n_gemm_points; i++) {
+        const px_gemm_point *p = &hw->gemm_points[i];
+        if (p->m <= 0 || p->n <= 0 || p->k <= 0 || p->flops <= 0.0)
+            continue;
+        double dm = lm - log((double)p->m), dn = ln_ - log((double)p->n),
+               dk = lk - log((double)p->k);
+        double d2 = dm * dm + dn * dn + dk * dk;
+        double e = p->flops / hw->peak_flops;
+        if (d2 < 1e-18)
+            return e;
+        e *= s_query / shape_factor(x_half, (double)p->m, (double)p->n, (double)p->k);
+        /* insertion into the small sorted list of nearest points */
+        int pos = n_best < NEAR ? n_best++ : NEAR;
+        if (pos == NEAR) {
+            if (d2 >= best_d[NEAR - 1])
+                continue;
+            pos = NEAR - 1;
+        }
+        while (pos > 0 && best_d[pos - 1] > d2) {
+            best_d[pos] = best_d[pos - 1];
+            best_e[pos] = best_e[pos - 1];
+            pos--;
+        }
+        best_d[pos] = d2;
+        best_e[pos] = e;
+    }
+    if (n_best == 0)
+        return eff_max(hw) * s_query;
+    double wsum = 0.0, esum = 0.0;
+    for (int i = 0; i < n_best; i++) {
+        double w = 1.0 / best_d[i];
+        wsum += w;
+        esum += w * best_e[i];
+    }
+    double e = esum / wsum;
+    return e > 1.0 ? 1.0 : e;
+}
+
+double px_eff_gemm(const px_hw *hw, double m, double n, double k)
+{
+    if (m <= 0.0 || n <= 0.0 || k <= 0.0)
+        return eff_max(hw);
+    if (hw->n_gemm_points > 0)
+        return eff_from_points(hw, m, n, k);
+    return eff_max(hw) * shape_factor(half_dim(hw), m, n, k);
+}
+
+double px_time_gemm_s(const px_hw *hw, double m, double n, double k)
+{
+    if (m <= 0.0 || n <= 0.0 || k <= 0.0 || hw->peak_flops <= 0.0)
+        return 0.0;
+    return 2.0 * m * n * k / (hw->peak_flops * px_eff_gemm(hw, m, n, k));
+}
+
+double px_time_mem_s(const px_hw *hw, double bytes)
+{
+    double eff = hw->mem_bound_eff > 0.0 ? hw->mem_bound_eff : PX_EFF_MEM_BOUND_DEFAULT;
+    if (bytes <= 0.0 || hw->hbm_bw <= 0.0)
+        return 0.0;
+    return bytes / (hw->hbm_bw * eff);
+}
+
+double px_time_attn_s(const px_hw *hw, double flops)
+{
+    if (flops <= 0.0 || hw->peak_flops <= 0.0)
+        return 0.0;
+    /* With measured GEMM points the large-GEMM rate is the best measured one. */
+    double e = eff_max(hw);
+    if (hw->n_gemm_points > 0) {
+        e = 0.0;
+        for (int i = 0; i < hw->n_gemm_points; i++)
+            if (hw->gemm_points[i].flops / hw->peak_flops > e)
+                e = hw->gemm_points[i].flops / hw->peak_flops;
+        if (e <= 0.0)
+            e = eff_max(hw);
+    }
+    return flops / (hw->peak_flops * e * PX_EFF_FLASH_REL);
+}
+
+const char *px_coll_name(px_coll c)
+{
+    static const char *const names[PX_COLL_COUNT] = {"all-reduce", "all-gather",
+                                                     "reduce-scatter", "all-to-all", "p2p"};
+    return (c >= 0 && c < PX_COLL_COUNT) ? names[c] : "?";
+}
+
+double px_coll_wire_bytes(px_coll c, int n, double msg_bytes)
+{
+    if (c == PX_COLL_P2P)
+        return msg_bytes;
+    if (n <= 1)
+        return 0.0;
+    double f = (double)(n - 1) / (double)n;
+    return c == PX_COLL_ALLREDUCE ? 2.0 * f * msg_bytes : f * msg_bytes;
+}
+
+int px_coll_steps(px_coll c, int n)
+{
+    if (c == PX_COLL_P2P)
+        return 1;
+    if (n <= 1)
+        return 0;
+    return c == PX_COLL_ALLREDUCE ? 2 * (n - 1) : n - 1;
+}
+
+/* Latency and bus bandwidth (wire bytes per second) of a measured all-reduce
+ * at group size n: the exact point, else linear interpolation in log n
+ * between the two neighbours, else the nearest end. */
+static void coll_point(const px_hw *hw, int n, double *lat_s, double *busbw)
+{
+    const px_coll_point *lo = NULL, *hi = NULL;
+    for (int i = 0; i < hw->n_coll_points; i++) {
+        const px_coll_point *p = &hw->allreduce_points[i];
+        if (p->n_ranks < 2 || p->bw <= 0.0)
+            continue;
+        if (p->n_ranks <= n && (!lo || p->n_ranks > lo->n_ranks))
+            lo = p;
+        if (p->n_ranks >= n && (!hi || p->n_ranks < hi->n_ranks))
+            hi = p;
+    }
+    if (!lo)
+        lo = hi;
+    if (!hi)
+        hi = lo;
+    double bus_lo = lo->bw * 2.0 * (lo->n_ranks - 1) / lo->n_ranks;
+    double bus_hi = hi->bw * 2.0 * (hi->n_ranks - 1) / hi->n_ranks;
+    double w = 0.0;
+    if (hi->n_ranks != lo->n_ranks)
+        w = (log((double)n) - log((double)lo->n_ranks)) /
+            (log((double)hi->n_ranks) - log((double)lo->n_ranks));
+    *lat_s = lo->lat_s + w * (hi->lat_s - lo->lat_s);
+    *busbw = bus_lo + w * (bus_hi - bus_lo);
+}
+
+static bool have_coll_points(const px_hw *hw)
+{
+    for (int i = 0; i < hw->n_coll_points; i++)
+        if (hw->allreduce_points[i].n_ranks >= 2 && hw->allreduce_points[i].bw > 0.0)
+            return true;
+    return false;
+}
+
+double px_time_coll_s(const px_hw *hw, px_coll c, int n, double msg_bytes, bool crosses_node)
+{
+    if (c != PX_COLL_P2P && n <= 1)
+        return 0.0;
+    double wire = px_coll_wire_bytes(c, n, msg_bytes);
+    if (have_coll_points(hw)) {
+        /* A measured all-reduce of n ranks costs lat + M/bw; its latency is
+         * spread over 2(n−1) ring steps, which we charge per step to the other
+         * collectives (p2p: one step of the 2-rank all-reduce). */
+        int n_pt = c == PX_COLL_P2P ? 2 : n;
+        double lat, busbw;
+        coll_point(hw, n_pt, &lat, &busbw);
+        double per_step = lat / (2.0 * (n_pt - 1));
+        return per_step * px_coll_steps(c, n) + wire / busbw;
+    }
+    bool inter = crosses_node && !hw->torus;
+    double bw = inter ? hw->inter_bw : hw->intra_bw;
+    double lat = inter ? hw->inter_lat_s : hw->intra_lat_s;
+    if (bw <= 0.0)
+        return 0.0;
+    return lat * px_coll_steps(c, n) + wire / bw;
+}

@@ -1,0 +1,66 @@
+/* px_efficiency.h — how fast the hardware runs one kernel or one collective:
+ * GEMM time by shape, memory-bound time, attention-core time and collective
+ * time over a group that may or may not leave a node.  The cost model
+ * (px_cost.c) turns every operator of a layer into calls of these; the
+ * formulas and their defaults are in docs/cost-model.md, section "Efficiency".
+ *
+ * Every function is closed-form and allocation-free: the search calls them
+ * millions of times a second. */
+#ifndef PX_EFFICIENCY_H
+#define PX_EFFICIENCY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "px_hw.h"
+
+/* Defaults used when a profile leaves the shape-model parameters at 0. */
+#define PX_EFF_GEMM_MAX_DEFAULT 0.80      /* large bf16 GEMMs on H100-class parts */
+#define PX_EFF_GEMM_HALF_DIM_DEFAULT 64.0 /* elements; efficiency factor 1/2 at this size */
+#define PX_EFF_MEM_BOUND_DEFAULT 0.70     /* fraction of HBM bandwidth for element-wise ops */
+/* FlashAttention-2/3 on H100 reach about 60–70 % of the GEMM rate of the same
+ * FLOPs (Dao 2023; Shah et al. 2024); we charge the attention core at this
+ * fraction of the profile's large-GEMM efficiency. */
+#define PX_EFF_FLASH_REL 0.70
+
+/* Fraction of peak_flops achieved by C[m,n] = A[m,k] B[k,n].  With
+ * hw->gemm_points: interpolation in log(m), log(n), log(k) space over the
+ * nearest measured shapes; else eff_max · Π_x x/(x + half_dim). */
+double px_eff_gemm(const px_hw *hw, double m, double n, double k);
+
+/* Seconds for that GEMM (2·m·n·k FLOPs).  0 when any dimension is 0. */
+double px_time_gemm_s(const px_hw *hw, double m, double n, double k);
+
+/* Seconds to stream `bytes` through HBM at hw->mem_bound_eff of hbm_bw. */
+double px_time_mem_s(const px_hw *hw, double bytes);
+
+/* Seconds for `flops` of the (flash) attention core. */
+double px_time_attn_s(const px_hw *hw, double flops);
+
+typedef enum {
+    PX_COLL_ALLREDUCE = 0,
+    PX_COLL_ALLGATHER,      /* msg = the gathered (full) size */
+    PX_COLL_REDUCE_SCATTER, /* msg = the full (input) size */
+    PX_COLL_ALLTOALL,       /* msg = what one rank holds before the exchange */
+    PX_COLL_P2P,            /* one send of msg bytes */
+    PX_COLL_COUNT
+} px_coll;
+
+const char *px_coll_name(px_coll c);
+
+/* Bytes one rank puts on its link for a ring collective of a message of
+ * msg_bytes over n ranks (nccl-tests' bus-bandwidth factors): all-reduce
+ * 2(n−1)/n·M, all-gather / reduce-scatter / all-to-all (n−1)/n·M, p2p M. */
+double px_coll_wire_bytes(px_coll c, int n, double msg_bytes);
+
+/* Latency steps of the ring algorithm: 2(n−1), n−1, n−1, n−1, 1. */
+int px_coll_steps(px_coll c, int n);
+
+/* Seconds for the collective: α·steps + wire bytes / bw, with α and bw of the
+ * intra-node link when the group stays in a node (or the profile is a torus)
+ * and of the inter-node link otherwise.  When the profile has measured
+ * all-reduce points they replace α and bw (see docs/cost-model.md).
+ * 0 for n <= 1 (except p2p). */
+double px_time_coll_s(const px_hw *hw, px_coll c, int n, double msg_bytes, bool crosses_node);
+
+#endif

@@ -1,0 +1,322 @@
+/* px_hw.c — hardware profiles: load, save, validate, list (schema:
+ * docs/hw-schema.md). */
+#include "px_hw.h"
+
+#include <dirent.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "px_jfield.h"
+#include "px_plan_json.h"
+
+#define HD(key, field, req, mn) {key, PX_JF_DBL, offsetof(px_hw, field), 0, req, mn, NULL, 0}
+#define HI(key, field, req, mn) {key, PX_JF_INT, offsetof(px_hw, field), 0, req, mn, NULL, 0}
+
+/* One line a field; optional ones keep px_hw_init's defaults. */
+static const px_jfield hw_fields[] = {
+    {"name", PX_JF_STR, offsetof(px_hw, name), sizeof(((px_hw *)0)->name), true, 0, NULL, 0},
+    {"description", PX_JF_STR, offsetof(px_hw, description),
+     sizeof(((px_hw *)0)->description), false, 0, NULL, 0},
+    HD("peak_flops", peak_flops, true, 0),
+    {"hbm_bytes", PX_JF_I64, offsetof(px_hw, hbm_bytes), 0, true, 1, NULL, 0},
+    HD("hbm_bw", hbm_bw, true, 0),
+    {"mem_reserve_bytes", PX_JF_I64, offsetof(px_hw, mem_reserve_bytes), 0, false, 0, NULL, 0},
+    HI("dtype_bytes", dtype_bytes, true, 1),
+    HD("gemm_eff_max", gemm_eff_max, false, 0),
+    HD("gemm_eff_half_dim", gemm_eff_half_dim, false, 0),
+    HD("mem_bound_eff", mem_bound_eff, false, 0),
+    HI("gpus_per_node", gpus_per_node, true, 1),
+    {"torus", PX_JF_BOOL, offsetof(px_hw, torus), 0, false, 0, NULL, 0},
+    HD("intra_bw", intra_bw, true, 0),
+    HD("intra_lat_s", intra_lat_s, true, 0),
+    HD("inter_bw", inter_bw, true, 0),
+    HD("inter_lat_s", inter_lat_s, true, 0),
+    HD("gpu_mtbf_hours", gpu_mtbf_hours, false, 0),
+    HD("ckpt_write_bw", ckpt_write_bw, false, 0),
+    HD("restart_s", restart_s, false, 0),
+};
+#define N_HW_FIELDS ((int)(sizeof hw_fields / sizeof hw_fields[0]))
+
+static const px_jfield gemm_fields[] = {
+    {"m", PX_JF_I64, offsetof(px_gemm_point, m), 0, true, 1, NULL, 0},
+    {"n", PX_JF_I64, offsetof(px_gemm_point, n), 0, true, 1, NULL, 0},
+    {"k", PX_JF_I64, offsetof(px_gemm_point, k), 0, true, 1, NULL, 0},
+    {"flops", PX_JF_DBL, offsetof(px_gemm_point, flops), 0, true, 0, NULL, 0},
+};
+static const px_jfield coll_fields[] = {
+    {"n_ranks", PX_JF_INT, offsetof(px_coll_point, n_ranks), 0, true, 1, NULL, 0},
+    {"lat_s", PX_JF_DBL, offsetof(px_coll_point, lat_s), 0, true, 0, NULL, 0},
+    {"bw", PX_JF_DBL, offsetof(px_coll_point, bw), 0, true, 0, NULL, 0},
+};
+/* The calibrated collective arrays: key, array, count (one line each). */
+typedef struct {
+    const char *key;
+    size_t array_offset, count_offset;
+} coll_array;
+#define CA(name) {#name "_points", offsetof(px_hw, name##_points), offsetof(px_hw, n_##name##_points)}
+static const coll_array coll_arrays[] = {
+    {"allreduce_points", offsetof(px_hw, allreduce_points), offsetof(px_hw, n_coll_points)},
+    CA(allgather),
+    CA(reduce_scatter),
+    CA(alltoall),
+};
+#define N_COLL_ARRAYS ((int)(sizeof coll_arrays / sizeof coll_arrays[0]))
+static const char *const hw_extra_keys[] = {"gemm_points",    "allreduce_points",
+                                            "allgather_points", "reduce_scatter_points",
+                                            "alltoall_points", NULL};
+
+void px_hw_init(px_hw *hw)
+{
+    memset(hw, 0, sizeof *hw);
+    hw->mem_reserve_bytes = PX_HW_DEFAULT_MEM_RESERVE_BYTES;
+    hw->gemm_eff_max = PX_HW_DEFAULT_GEMM_EFF_MAX;
+    hw->gemm_eff_half_dim = PX_HW_DEFAULT_GEMM_EFF_HALF_DIM;
+    hw->mem_bound_eff = PX_HW_DEFAULT_MEM_BOUND_EFF;
+    hw->gpu_mtbf_hours = PX_HW_DEFAULT_GPU_MTBF_HOURS;
+    hw->ckpt_write_bw = PX_HW_DEFAULT_CKPT_WRITE_BW;
+    hw->restart_s = PX_HW_DEFAULT_RESTART_S;
+}
+
+const char *px_hw_profiles_dir_default(void)
+{
+    const char *env = getenv("PARALLAX_HW_DIR");
+    if (env && env[0])
+        return env;
+    return PX_SOURCE_ROOT "/hw_profiles";
+}
+
+px_status px_hw_validate(const px_hw *hw, px_error *err)
+{
+    const char *n = hw->name;
+    if (!(hw->peak_flops > 0) || !(hw->hbm_bw > 0) || hw->hbm_bytes <= 0)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "profile %s: peak_flops, hbm_bw and hbm_bytes must be > 0", n);
+    if (hw->dtype_bytes != 2 && hw->dtype_bytes != 4)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "profile %s: dtype_bytes %d: allowed values are 2 (bf16) and 4 (fp32)", n,
+                       hw->dtype_bytes);
+    if (hw->mem_reserve_bytes < 0 || hw->mem_reserve_bytes >= hw->hbm_bytes)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "profile %s: mem_reserve_bytes must be in 0..hbm_bytes-1", n);
+    if (!(hw->gemm_eff_max > 0 && hw->gemm_eff_max <= 1) ||
+        !(hw->mem_bound_eff > 0 && hw->mem_bound_eff <= 1))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "profile %s: gemm_eff_max and mem_bound_eff must be in (0, 1]", n);
+    if (!(hw->gemm_eff_half_dim >= 0))
+        return PX_FAIL(err, PX_ERR_INVALID, "profile %s: gemm_eff_half_dim must be >= 0", n);
+    if (hw->gpus_per_node < 1)
+        return PX_FAIL(err, PX_ERR_INVALID, "profile %s: gpus_per_node must be >= 1", n);
+    if (!(hw->intra_bw > 0) || !(hw->inter_bw > 0) || !(hw->intra_lat_s >= 0) ||
+        !(hw->inter_lat_s >= 0))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "profile %s: intra_bw and inter_bw must be > 0, latencies >= 0", n);
+    if (!(hw->gpu_mtbf_hours > 0) || !(hw->ckpt_write_bw > 0) || !(hw->restart_s >= 0))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "profile %s: gpu_mtbf_hours and ckpt_write_bw must be > 0, restart_s >= 0",
+                       n);
+    if (hw->n_gemm_points < 0 || hw->n_gemm_points > PX_HW_MAX_GEMM_POINTS)
+        return PX_FAIL(err, PX_ERR_INVALID, "profile %s: at most %d gemm_points", n,
+                       PX_HW_MAX_GEMM_POINTS);
+    for (int i = 0; i < N_COLL_ARRAYS; i++) {
+        int count = *(const int *)((const char *)hw + coll_arrays[i].count_offset);
+        if (count < 0 || count > PX_HW_MAX_COLL_POINTS)
+            return PX_FAIL(err, PX_ERR_INVALID, "profile %s: at most %d %s", n,
+                           PX_HW_MAX_COLL_POINTS, coll_arrays[i].key);
+    }
+    return PX_OK;
+}
+
+/* Reads an optional array of point objects into dst (count into *n). */
+static px_status read_points(json_t *obj, const char *key, const px_jfield *fields,
+                             int n_fields, void *dst, size_t elem_size, int max, int *n,
+                             const char *file, const char *path, px_error *err)
+{
+    *n = 0;
+    json_t *arr = json_object_get(obj, key);
+    if (!arr)
+        return PX_OK;
+    char apath[256];
+    px_jf_join(apath, sizeof apath, path, key);
+    if (!json_is_array(arr))
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0, "%s: expected an array, got %s",
+                            apath, px_jf_type_name(arr));
+    if (json_array_size(arr) > (size_t)max)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0, "%s: %zu points, at most %d",
+                            apath, json_array_size(arr), max);
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v) {
+        char epath[300];
+        snprintf(epath, sizeof epath, "%s[%zu]", apath, i);
+        px_status st = px_jf_read(fields, n_fields, v, (char *)dst + i * elem_size, file,
+                                  epath, NULL, err);
+        if (st != PX_OK)
+            return st;
+    }
+    *n = (int)json_array_size(arr);
+    return PX_OK;
+}
+
+px_status px_hw_from_json(json_t *obj, const char *file, const char *path, px_hw *out,
+                          px_error *err)
+{
+    px_hw_init(out);
+    px_status st =
+        px_jf_read(hw_fields, N_HW_FIELDS, obj, out, file, path, hw_extra_keys, err);
+    if (st == PX_OK)
+        st = read_points(obj, "gemm_points", gemm_fields, 4, out->gemm_points,
+                         sizeof(px_gemm_point), PX_HW_MAX_GEMM_POINTS, &out->n_gemm_points,
+                         file, path, err);
+    for (int i = 0; i < N_COLL_ARRAYS && st == PX_OK; i++)
+        st = read_points(obj, coll_arrays[i].key, coll_fields, 3,
+                         (char *)out + coll_arrays[i].array_offset, sizeof(px_coll_point),
+                         PX_HW_MAX_COLL_POINTS, (int *)((char *)out + coll_arrays[i].count_offset),
+                         file, path, err);
+    if (st == PX_OK) {
+        st = px_hw_validate(out, err);
+        if (st != PX_OK && err && !err->file[0] && file)
+            snprintf(err->file, sizeof err->file, "%s", file);
+    }
+    return st;
+}
+
+static px_status write_points(json_t *obj, const char *key, const px_jfield *fields,
+                              int n_fields, const void *src, size_t elem_size, int n,
+                              px_error *err)
+{
+    json_t *arr = json_array();
+    if (!arr)
+        return PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        json_t *o = json_object();
+        px_status st = o ? px_jf_write(fields, n_fields, (const char *)src + (size_t)i * elem_size,
+                                       o, key, err)
+                         : PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
+        if (st != PX_OK || json_array_append_new(arr, o) != 0) {
+            json_decref(arr);
+            return st != PX_OK ? st : PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
+        }
+    }
+    json_object_set_new(obj, key, arr);
+    return PX_OK;
+}
+
+px_status px_hw_to_json(const px_hw *hw, json_t **out, px_error *err)
+{
+    json_t *obj = json_object();
+    if (!obj)
+        return PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
+    px_status st = px_jf_write(hw_fields, N_HW_FIELDS, hw, obj, "hw", err);
+    /* The point arrays are written only when present: datasheet profiles
+     * have none, and an empty array would say "calibrated, nothing found". */
+    if (st == PX_OK && hw->n_gemm_points > 0)
+        st = write_points(obj, "gemm_points", gemm_fields, 4, hw->gemm_points,
+                          sizeof(px_gemm_point), hw->n_gemm_points, err);
+    for (int i = 0; i < N_COLL_ARRAYS && st == PX_OK; i++) {
+        int count = *(const int *)((const char *)hw + coll_arrays[i].count_offset);
+        if (count > 0)
+            st = write_points(obj, coll_arrays[i].key, coll_fields, 3,
+                              (const char *)hw + coll_arrays[i].array_offset,
+                              sizeof(px_coll_point), count, err);
+    }
+    if (st != PX_OK) {
+        json_decref(obj);
+        return st;
+    }
+    *out = obj;
+    return PX_OK;
+}
+
+px_status px_hw_save(const px_hw *hw, const char *path, px_error *err)
+{
+    px_status st = px_hw_validate(hw, err);
+    if (st != PX_OK)
+        return st;
+    json_t *obj = NULL;
+    st = px_hw_to_json(hw, &obj, err);
+    if (st != PX_OK)
+        return st;
+    int rc = json_dump_file(obj, path, JSON_SORT_KEYS | JSON_INDENT(2));
+    json_decref(obj);
+    if (rc != 0)
+        return px_error_set(err, PX_ERR_IO, path, 0, 0, "cannot write the profile");
+    return PX_OK;
+}
+
+static bool is_path(const char *s)
+{
+    size_t n = strlen(s);
+    return strchr(s, '/') || (n > 5 && strcmp(s + n - 5, ".json") == 0);
+}
+
+static bool file_exists(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void px_hw_list_profiles(const char *profiles_dir, char *buf, int buf_len)
+{
+    if (buf_len <= 0)
+        return;
+    buf[0] = '\0';
+    const char *dir = profiles_dir ? profiles_dir : px_hw_profiles_dir_default();
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    char *names[256];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 256) {
+        size_t len = strlen(e->d_name);
+        if (len > 5 && strcmp(e->d_name + len - 5, ".json") == 0) {
+            names[n] = strdup(e->d_name);
+            if (names[n])
+                names[n++][len - 5] = '\0';
+        }
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    for (int i = 0; i < n; i++) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, (size_t)buf_len - used, "%s%s", used ? ", " : "", names[i]);
+        free(names[i]);
+    }
+}
+
+px_status px_hw_load(const char *name_or_path, const char *profiles_dir, px_hw *out,
+                     px_error *err)
+{
+    if (!name_or_path || !name_or_path[0])
+        name_or_path = PX_HW_DEFAULT;
+    char path[1024];
+    if (is_path(name_or_path) || file_exists(name_or_path)) {
+        snprintf(path, sizeof path, "%s", name_or_path);
+    } else {
+        const char *dir = profiles_dir ? profiles_dir : px_hw_profiles_dir_default();
+        snprintf(path, sizeof path, "%s/%s.json", dir, name_or_path);
+        if (!file_exists(path)) {
+            char known[2048];
+            px_hw_list_profiles(dir, known, sizeof known);
+            return PX_FAIL(err, PX_ERR_NOT_FOUND,
+                           "unknown hardware profile \"%s\"; known profiles (in %s): %s; or "
+                           "give a path to a profile JSON",
+                           name_or_path, dir, known[0] ? known : "(none)");
+        }
+    }
+    json_t *root = NULL;
+    px_status st = px_jf_load_file(path, &root, err);
+    if (st != PX_OK)
+        return st;
+    st = px_hw_from_json(root, path, "", out, err);
+    json_decref(root);
+    return st;
+}

@@ -1,0 +1,644 @@
+/* px_model.c — model presets, Hugging Face config.json import, validation and
+ * exact parameter counts (schema: docs/model-schema.md). */
+#include "px_model.h"
+
+#include <dirent.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "px_jfield.h"
+#include "px_plan_json.h"
+
+static const char *const block_names[] = {"gpt", "llama"};
+static const char *const attn_names[] = {"standard", "mla"};
+
+#define F_(key, type, field, req, mn) \
+    {key, type, offsetof(px_model, field), 0, req, mn, NULL, 0}
+#define FI(key, field, req, mn) F_(key, PX_JF_I64, field, req, mn)
+#define FB(key, field) F_(key, PX_JF_BOOL, field, false, 0)
+
+/* The preset schema, one line a field (documented in docs/model-schema.md).
+ * Optional fields keep the defaults of model_defaults(). */
+static const px_jfield model_fields[] = {
+    {"name", PX_JF_STR, offsetof(px_model, name), sizeof(((px_model *)0)->name), true, 0,
+     NULL, 0},
+    {"block", PX_JF_ENUM, offsetof(px_model, block), 0, true, 0, block_names, 2},
+    {"attention", PX_JF_ENUM, offsetof(px_model, attn), 0, false, 0, attn_names, 2},
+    FI("hidden", hidden, true, 1),
+    FI("n_layers", n_layers, true, 1),
+    FI("n_heads", n_heads, true, 1),
+    FI("n_kv_heads", n_kv_heads, false, 1),
+    FI("head_dim", head_dim, false, 1),
+    FI("ffn", ffn, true, 0),
+    FI("vocab", vocab, true, 1),
+    FI("seq_len", seq_len, true, 1),
+    FI("max_positions", max_positions, false, 0),
+    FB("tied_embeddings", tied_embeddings),
+    FB("qkv_bias", qkv_bias),
+    FB("qk_norm", qk_norm),
+    FI("n_experts", n_experts, false, 0),
+    FI("top_k", top_k, false, 0),
+    FI("moe_ffn", moe_ffn, false, 0),
+    FI("n_shared_experts", n_shared_experts, false, 0),
+    FI("first_dense_layers", first_dense_layers, false, 0),
+    FI("moe_layer_freq", moe_layer_freq, false, 1),
+    FI("q_lora_rank", q_lora_rank, false, 0),
+    FI("kv_lora_rank", kv_lora_rank, false, 0),
+    FI("qk_nope_head_dim", qk_nope_head_dim, false, 0),
+    FI("qk_rope_head_dim", qk_rope_head_dim, false, 0),
+    FI("v_head_dim", v_head_dim, false, 0),
+    FI("n_mtp_modules", n_mtp_modules, false, 0),
+};
+#define N_MODEL_FIELDS ((int)(sizeof model_fields / sizeof model_fields[0]))
+
+/* Keys a preset file may carry that are not part of px_model. */
+static const char *const preset_extra_keys[] = {"aliases", "description", "source", NULL};
+
+/* Optional fields' defaults; n_kv_heads and head_dim are derived afterwards
+ * (0 here means "not given"). */
+static void model_defaults(px_model *m)
+{
+    memset(m, 0, sizeof *m);
+    m->block = PX_BLOCK_LLAMA;
+    m->attn = PX_ATTN_STANDARD;
+    m->moe_layer_freq = 1;
+}
+
+static void model_derive(px_model *m)
+{
+    if (m->n_kv_heads == 0)
+        m->n_kv_heads = m->n_heads;
+    if (m->head_dim == 0 && m->n_heads > 0)
+        m->head_dim = m->hidden / m->n_heads;
+    if (m->block == PX_BLOCK_GPT)
+        m->qkv_bias = true; /* the GPT block has biases on every linear layer */
+}
+
+const char *px_models_dir_default(void)
+{
+    const char *env = getenv("PARALLAX_MODELS_DIR");
+    if (env && env[0])
+        return env;
+    return PX_SOURCE_ROOT "/models";
+}
+
+/* ---------- validation ---------- */
+
+px_status px_model_validate(const px_model *m, px_error *err)
+{
+    const char *n = m->name;
+    if (m->hidden <= 0 || m->n_layers <= 0 || m->n_heads <= 0 || m->vocab <= 0 ||
+        m->seq_len <= 0)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "model %s: hidden, n_layers, n_heads, vocab and seq_len must be > 0", n);
+    if (m->n_layers > 1024)
+        return PX_FAIL(err, PX_ERR_INVALID, "model %s: n_layers %lld: at most 1024 supported",
+                       n, (long long)m->n_layers);
+    if (m->block != PX_BLOCK_GPT && m->block != PX_BLOCK_LLAMA)
+        return PX_FAIL(err, PX_ERR_INVALID, "model %s: block: allowed values are gpt, llama", n);
+    if (m->n_kv_heads <= 0 || m->n_heads % m->n_kv_heads != 0)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "model %s: n_kv_heads %lld must be > 0 and divide n_heads %lld", n,
+                       (long long)m->n_kv_heads, (long long)m->n_heads);
+    if (m->head_dim <= 0)
+        return PX_FAIL(err, PX_ERR_INVALID, "model %s: head_dim must be > 0 (default hidden/n_heads)",
+                       n);
+    if (m->block == PX_BLOCK_GPT && m->max_positions < m->seq_len)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "model %s: max_positions %lld must be >= seq_len %lld for the GPT block "
+                       "(learned positions)", n, (long long)m->max_positions,
+                       (long long)m->seq_len);
+    if (m->moe_layer_freq < 1)
+        return PX_FAIL(err, PX_ERR_INVALID, "model %s: moe_layer_freq must be >= 1", n);
+    bool any_dense = false;
+    for (int64_t i = 0; i < m->n_layers; i++)
+        if (!px_model_layer_is_moe(m, i))
+            any_dense = true;
+    if (any_dense && m->ffn <= 0)
+        return PX_FAIL(err, PX_ERR_INVALID, "model %s: ffn must be > 0 (model has dense layers)",
+                       n);
+    if (m->n_experts > 0) {
+        if (m->top_k < 1 || m->top_k > m->n_experts)
+            return PX_FAIL(err, PX_ERR_INVALID, "model %s: top_k %lld must be in 1..n_experts (%lld)",
+                           n, (long long)m->top_k, (long long)m->n_experts);
+        if (m->moe_ffn <= 0)
+            return PX_FAIL(err, PX_ERR_INVALID, "model %s: moe_ffn must be > 0 with n_experts > 0",
+                           n);
+    } else if (m->top_k != 0 || m->n_shared_experts != 0) {
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "model %s: top_k and n_shared_experts need n_experts > 0", n);
+    }
+    if (m->attn == PX_ATTN_MLA) {
+        if (m->kv_lora_rank <= 0 || m->qk_nope_head_dim + m->qk_rope_head_dim <= 0 ||
+            m->v_head_dim <= 0)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "model %s: attention mla needs kv_lora_rank, qk_nope_head_dim + "
+                           "qk_rope_head_dim and v_head_dim > 0", n);
+    } else if (m->attn != PX_ATTN_STANDARD) {
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "model %s: attention: allowed values are standard, mla", n);
+    }
+    return PX_OK;
+}
+
+/* ---------- parameter counts ---------- */
+
+bool px_model_layer_is_moe(const px_model *m, int64_t layer)
+{
+    /* DeepSeek's convention: MoE from first_dense_layers on, every
+     * moe_layer_freq-th layer (by absolute index). */
+    if (m->n_experts <= 0 || layer < m->first_dense_layers)
+        return false;
+    int64_t freq = m->moe_layer_freq > 0 ? m->moe_layer_freq : 1;
+    return layer % freq == 0;
+}
+
+int64_t px_model_qk_head_dim(const px_model *m)
+{
+    return m->attn == PX_ATTN_MLA ? m->qk_nope_head_dim + m->qk_rope_head_dim : m->head_dim;
+}
+
+int64_t px_model_v_head_dim(const px_model *m)
+{
+    return m->attn == PX_ATTN_MLA ? m->v_head_dim : m->head_dim;
+}
+
+/* Attention projection matrices only (what multiplies a token). */
+static int64_t attn_matmul_params(const px_model *m)
+{
+    const int64_t h = m->hidden, a = m->n_heads;
+    if (m->attn == PX_ATTN_MLA) {
+        const int64_t qk = px_model_qk_head_dim(m);
+        int64_t q = m->q_lora_rank > 0 ? h * m->q_lora_rank + m->q_lora_rank * a * qk
+                                       : h * a * qk;
+        int64_t kv_a = h * (m->kv_lora_rank + m->qk_rope_head_dim);
+        int64_t kv_b = m->kv_lora_rank * a * (m->qk_nope_head_dim + m->v_head_dim);
+        int64_t o = a * m->v_head_dim * h;
+        return q + kv_a + kv_b + o;
+    }
+    const int64_t d = m->head_dim, k = m->n_kv_heads;
+    return h * a * d + 2 * h * k * d + a * d * h;
+}
+
+/* Attention total: projections + biases + the norms that live inside it
+ * (Qwen3's per-head q/k RMSNorm, MLA's latent RMSNorms). */
+static int64_t attn_params(const px_model *m)
+{
+    int64_t p = attn_matmul_params(m);
+    if (m->attn == PX_ATTN_MLA) {
+        p += m->kv_lora_rank + (m->q_lora_rank > 0 ? m->q_lora_rank : 0);
+    } else {
+        const int64_t d = m->head_dim;
+        if (m->qkv_bias || m->block == PX_BLOCK_GPT)
+            p += m->n_heads * d + 2 * m->n_kv_heads * d;
+        if (m->block == PX_BLOCK_GPT)
+            p += m->hidden; /* output projection bias */
+        if (m->qk_norm)
+            p += 2 * d;
+    }
+    return p;
+}
+
+/* One MLP of inner size f: GeLU (2 matrices + biases) or SwiGLU (3 matrices). */
+static int64_t mlp_matmul_params(const px_model *m, int64_t f)
+{
+    return (m->block == PX_BLOCK_GPT ? 2 : 3) * m->hidden * f;
+}
+
+static int64_t mlp_params(const px_model *m, int64_t f)
+{
+    int64_t p = mlp_matmul_params(m, f);
+    if (m->block == PX_BLOCK_GPT)
+        p += f + m->hidden;
+    return p;
+}
+
+static int64_t layer_norm_params(const px_model *m)
+{
+    /* two norms a layer: LayerNorm has weight and bias, RMSNorm a weight */
+    return (m->block == PX_BLOCK_GPT ? 4 : 2) * m->hidden;
+}
+
+int64_t px_model_layer_params(const px_model *m, int64_t layer)
+{
+    int64_t p = layer_norm_params(m) + attn_params(m);
+    if (px_model_layer_is_moe(m, layer))
+        p += m->hidden * m->n_experts +
+             (m->n_experts + m->n_shared_experts) * mlp_params(m, m->moe_ffn);
+    else
+        p += mlp_params(m, m->ffn);
+    return p;
+}
+
+int64_t px_model_layer_matmul_params(const px_model *m, int64_t layer, bool active_only)
+{
+    int64_t p = attn_matmul_params(m);
+    if (px_model_layer_is_moe(m, layer)) {
+        int64_t routed = active_only ? m->top_k : m->n_experts;
+        p += m->hidden * m->n_experts +
+             (routed + m->n_shared_experts) * mlp_matmul_params(m, m->moe_ffn);
+    } else {
+        p += mlp_matmul_params(m, m->ffn);
+    }
+    return p;
+}
+
+void px_model_count_params(const px_model *m, px_param_count *out)
+{
+    memset(out, 0, sizeof *out);
+    const int64_t h = m->hidden;
+    const int64_t norm_w = (m->block == PX_BLOCK_GPT ? 2 : 1) * h;
+    out->embedding = m->vocab * h + (m->block == PX_BLOCK_GPT ? m->max_positions * h : 0);
+    out->lm_head = m->tied_embeddings ? 0 : m->vocab * h;
+    out->final_norm = norm_w;
+    int64_t unused_experts = 0;
+    for (int64_t i = 0; i < m->n_layers; i++) {
+        out->attention += attn_params(m);
+        out->norms += layer_norm_params(m);
+        if (px_model_layer_is_moe(m, i)) {
+            int64_t e = mlp_params(m, m->moe_ffn);
+            out->expert_mlp += m->n_experts * e;
+            out->shared_expert_mlp += m->n_shared_experts * e;
+            out->router += h * m->n_experts;
+            unused_experts += (m->n_experts - m->top_k) * e;
+        } else {
+            out->dense_mlp += mlp_params(m, m->ffn);
+        }
+    }
+    out->total = out->embedding + out->lm_head + out->final_norm + out->attention +
+                 out->dense_mlp + out->expert_mlp + out->shared_expert_mlp + out->router +
+                 out->norms;
+    out->active = out->total - unused_experts;
+    /* A DeepSeek-V3 MTP module: a norm on the hidden state and one on the
+     * embedding, a 2h -> h projection, one more layer (shaped like the next
+     * layer index) and its own output norm; it shares the embedding and the
+     * LM head with the main model, so they are not counted again. */
+    if (m->n_mtp_modules > 0)
+        out->mtp = m->n_mtp_modules *
+                   (2 * norm_w + 2 * h * h + px_model_layer_params(m, m->n_layers) + norm_w);
+}
+
+/* ---------- loading ---------- */
+
+static bool is_path(const char *s)
+{
+    if (strchr(s, '/'))
+        return true;
+    size_t n = strlen(s);
+    if (n > 5 && strcmp(s + n - 5, ".json") == 0)
+        return true;
+    return false;
+}
+
+px_status px_model_from_json(json_t *obj, const char *file, const char *path, px_model *out,
+                             px_error *err)
+{
+    model_defaults(out);
+    px_status st = px_jf_read(model_fields, N_MODEL_FIELDS, obj, out, file, path,
+                              path && path[0] ? NULL : preset_extra_keys, err);
+    if (st != PX_OK)
+        return st;
+    model_derive(out);
+    if (!path || !path[0]) {
+        json_t *al = json_object_get(obj, "aliases");
+        if (al) {
+            bool ok = json_is_array(al);
+            size_t i;
+            json_t *v;
+            json_array_foreach(al, i, v) ok = ok && json_is_string(v);
+            if (!ok)
+                return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                                    "aliases: expected an array of strings");
+        }
+        static const char *const text_keys[] = {"description", "source"};
+        for (int i = 0; i < 2; i++) {
+            const char *k = text_keys[i];
+            json_t *d = json_object_get(obj, k);
+            if (d && !json_is_string(d))
+                return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                                    "%s: expected a string, got %s", k, px_jf_type_name(d));
+        }
+    }
+    st = px_model_validate(out, err);
+    if (st != PX_OK && err && !err->file[0] && file)
+        snprintf(err->file, sizeof err->file, "%s", file);
+    return st;
+}
+
+px_status px_model_to_json(const px_model *m, json_t **out, px_error *err)
+{
+    json_t *obj = json_object();
+    if (!obj)
+        return PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
+    px_status st = px_jf_write(model_fields, N_MODEL_FIELDS, m, obj, "model", err);
+    if (st != PX_OK) {
+        json_decref(obj);
+        return st;
+    }
+    *out = obj;
+    return PX_OK;
+}
+
+/* ----- Hugging Face config.json ----- */
+
+typedef struct {
+    json_t *root;
+    const char *file;
+    px_error *err;
+    px_status st;
+} hf_ctx;
+
+/* Integer field of the config; null or absent gives dflt (or an error when
+ * dflt < 0, i.e. the field is required). */
+static int64_t hf_int(hf_ctx *c, const char *key, int64_t dflt)
+{
+    if (c->st != PX_OK)
+        return 0;
+    json_t *v = json_object_get(c->root, key);
+    if (!v || json_is_null(v)) {
+        if (dflt < 0)
+            c->st = px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
+                                 "%s: missing required field (an integer)", key);
+        return dflt < 0 ? 0 : dflt;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < 0) {
+        c->st = px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
+                             "%s: expected an integer >= 0, got %s", key, px_jf_type_name(v));
+        return 0;
+    }
+    return (int64_t)json_integer_value(v);
+}
+
+static bool hf_bool(hf_ctx *c, const char *key, bool dflt)
+{
+    if (c->st != PX_OK)
+        return dflt;
+    json_t *v = json_object_get(c->root, key);
+    if (!v || json_is_null(v))
+        return dflt;
+    if (!json_is_boolean(v)) {
+        c->st = px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
+                             "%s: expected true or false, got %s", key, px_jf_type_name(v));
+        return dflt;
+    }
+    return json_is_true(v);
+}
+
+/* Pretraining context is not in config.json; cap the position table at the
+ * 8192 tokens that Llama 3, Qwen3 and DeepSeek-V3 pretrain at (--seq
+ * overrides). */
+#define PX_HF_SEQ_CAP 8192
+
+static const char *const hf_types[] = {"llama", "mistral", "mixtral", "qwen2", "qwen3",
+                                        "qwen3_moe", "deepseek_v3", "gpt2", NULL};
+
+static void hf_name(const char *file, const char *model_type, char *buf, size_t n)
+{
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    char stem[256];
+    snprintf(stem, sizeof stem, "%.255s", base);
+    char *dot = strrchr(stem, '.');
+    if (dot)
+        *dot = '\0';
+    if (strcmp(stem, "config") == 0) {
+        /* .../<model dir>/config.json: the directory names the model */
+        char dir[512];
+        snprintf(dir, sizeof dir, "%s", file);
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+            *slash = '\0';
+            slash = strrchr(dir, '/');
+            snprintf(stem, sizeof stem, "%.255s", slash ? slash + 1 : dir);
+        } else {
+            snprintf(stem, sizeof stem, "%s", model_type);
+        }
+    }
+    snprintf(buf, n, "%.*s", (int)n - 1, stem);
+}
+
+static px_status load_hf(json_t *root, const char *file, px_model *m, px_error *err)
+{
+    json_t *mt = json_object_get(root, "model_type");
+    char types[256] = "";
+    for (int i = 0; hf_types[i]; i++)
+        snprintf(types + strlen(types), sizeof types - strlen(types), "%s%s", i ? ", " : "",
+                 hf_types[i]);
+    if (!json_is_string(mt))
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "model_type: expected a string, one of %s", types);
+    const char *t = json_string_value(mt);
+    int which = -1;
+    for (int i = 0; hf_types[i]; i++)
+        if (strcmp(t, hf_types[i]) == 0)
+            which = i;
+    if (which < 0)
+        return px_error_set(err, PX_ERR_UNSUPPORTED, file, 0, 0,
+                            "model_type \"%s\" is not supported; supported: %s", t, types);
+
+    hf_ctx c = {root, file, err, PX_OK};
+    model_defaults(m);
+    hf_name(file, t, m->name, sizeof m->name);
+    if (strcmp(t, "gpt2") == 0) {
+        m->block = PX_BLOCK_GPT;
+        m->hidden = hf_int(&c, "n_embd", -1);
+        m->n_layers = hf_int(&c, "n_layer", -1);
+        m->n_heads = hf_int(&c, "n_head", -1);
+        m->n_kv_heads = m->n_heads;
+        m->head_dim = m->n_heads ? m->hidden / m->n_heads : 0;
+        m->ffn = hf_int(&c, "n_inner", 4 * m->hidden); /* null means 4h */
+        m->vocab = hf_int(&c, "vocab_size", -1);
+        m->max_positions = hf_int(&c, "n_positions", hf_int(&c, "n_ctx", 1024));
+        m->seq_len = m->max_positions;
+        m->tied_embeddings = hf_bool(&c, "tie_word_embeddings", true);
+    } else {
+        m->block = PX_BLOCK_LLAMA;
+        m->hidden = hf_int(&c, "hidden_size", -1);
+        m->n_layers = hf_int(&c, "num_hidden_layers", -1);
+        m->n_heads = hf_int(&c, "num_attention_heads", -1);
+        m->n_kv_heads = hf_int(&c, "num_key_value_heads", m->n_heads);
+        m->head_dim = hf_int(&c, "head_dim", m->n_heads ? m->hidden / m->n_heads : 0);
+        m->ffn = hf_int(&c, "intermediate_size", -1);
+        m->vocab = hf_int(&c, "vocab_size", -1);
+        int64_t maxpos = hf_int(&c, "max_position_embeddings", PX_HF_SEQ_CAP);
+        m->seq_len = maxpos < PX_HF_SEQ_CAP ? maxpos : PX_HF_SEQ_CAP;
+        m->tied_embeddings = hf_bool(&c, "tie_word_embeddings", false);
+        /* attention_bias: q, k, v biases (Qwen2 always has them) */
+        m->qkv_bias = hf_bool(&c, "attention_bias", strcmp(t, "qwen2") == 0);
+        m->qk_norm = strcmp(t, "qwen3") == 0 || strcmp(t, "qwen3_moe") == 0;
+        if (strcmp(t, "mixtral") == 0) {
+            m->n_experts = hf_int(&c, "num_local_experts", -1);
+            m->top_k = hf_int(&c, "num_experts_per_tok", -1);
+            m->moe_ffn = m->ffn;
+        } else if (strcmp(t, "qwen3_moe") == 0) {
+            m->n_experts = hf_int(&c, "num_experts", -1);
+            m->top_k = hf_int(&c, "num_experts_per_tok", -1);
+            m->moe_ffn = hf_int(&c, "moe_intermediate_size", -1);
+            int64_t step = hf_int(&c, "decoder_sparse_step", 1);
+            json_t *mlp_only = json_object_get(root, "mlp_only_layers");
+            if (c.st == PX_OK && (step != 1 || (mlp_only && json_array_size(mlp_only) > 0)))
+                return px_error_set(err, PX_ERR_UNSUPPORTED, file, 0, 0,
+                                    "decoder_sparse_step %lld / mlp_only_layers: only "
+                                    "decoder_sparse_step 1 and no mlp_only_layers are supported",
+                                    (long long)step);
+        } else if (strcmp(t, "deepseek_v3") == 0) {
+            m->attn = PX_ATTN_MLA;
+            m->n_experts = hf_int(&c, "n_routed_experts", -1);
+            m->top_k = hf_int(&c, "num_experts_per_tok", -1);
+            m->moe_ffn = hf_int(&c, "moe_intermediate_size", -1);
+            m->n_shared_experts = hf_int(&c, "n_shared_experts", 0);
+            m->first_dense_layers = hf_int(&c, "first_k_dense_replace", 0);
+            m->moe_layer_freq = hf_int(&c, "moe_layer_freq", 1);
+            m->q_lora_rank = hf_int(&c, "q_lora_rank", 0);
+            m->kv_lora_rank = hf_int(&c, "kv_lora_rank", -1);
+            m->qk_nope_head_dim = hf_int(&c, "qk_nope_head_dim", -1);
+            m->qk_rope_head_dim = hf_int(&c, "qk_rope_head_dim", -1);
+            m->v_head_dim = hf_int(&c, "v_head_dim", -1);
+            m->n_mtp_modules = hf_int(&c, "num_nextn_predict_layers", 0);
+            m->head_dim = m->qk_nope_head_dim + m->qk_rope_head_dim;
+        }
+    }
+    if (c.st != PX_OK)
+        return c.st;
+    px_status st = px_model_validate(m, err);
+    if (st != PX_OK && err && !err->file[0])
+        snprintf(err->file, sizeof err->file, "%s", file);
+    return st;
+}
+
+static px_status load_file(const char *path, px_model *out, px_error *err)
+{
+    json_t *root = NULL;
+    px_status st = px_jf_load_file(path, &root, err);
+    if (st != PX_OK)
+        return st;
+    if (json_is_object(root) && json_object_get(root, "model_type"))
+        st = load_hf(root, path, out, err);
+    else
+        st = px_model_from_json(root, path, "", out, err);
+    json_decref(root);
+    return st;
+}
+
+static bool file_exists(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted list of the *.json files in dir (caller frees each and the array). */
+static int list_json(const char *dir, char ***out)
+{
+    *out = NULL;
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int n = 0, cap = 0;
+    char **names = NULL;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len <= 5 || strcmp(e->d_name + len - 5, ".json") != 0)
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            char **nn = realloc(names, (size_t)cap * sizeof *nn);
+            if (!nn)
+                break;
+            names = nn;
+        }
+        names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    *out = names;
+    return n;
+}
+
+void px_model_list_presets(const char *models_dir, char *buf, int buf_len)
+{
+    if (buf_len <= 0)
+        return;
+    buf[0] = '\0';
+    const char *dir = models_dir ? models_dir : px_models_dir_default();
+    char **files;
+    int n = list_json(dir, &files);
+    for (int i = 0; i < n; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        json_t *root = json_load_file(path, 0, NULL);
+        char item[512];
+        files[i][strlen(files[i]) - 5] = '\0';
+        snprintf(item, sizeof item, "%s", files[i]);
+        json_t *al = root ? json_object_get(root, "aliases") : NULL;
+        size_t j;
+        json_t *v;
+        json_array_foreach(al, j, v) {
+            if (json_is_string(v))
+                snprintf(item + strlen(item), sizeof item - strlen(item), "%s%s",
+                         j ? ", " : " (alias ", json_string_value(v));
+        }
+        if (json_array_size(al) > 0)
+            snprintf(item + strlen(item), sizeof item - strlen(item), ")");
+        size_t used = strlen(buf);
+        snprintf(buf + used, (size_t)buf_len - used, "%s%s", used ? ", " : "", item);
+        json_decref(root);
+        free(files[i]);
+    }
+    free(files);
+}
+
+/* The preset file whose "aliases" contains name, into path; false if none. */
+static bool find_alias(const char *dir, const char *name, char *path, size_t path_len)
+{
+    char **files;
+    int n = list_json(dir, &files);
+    bool found = false;
+    for (int i = 0; i < n; i++) {
+        char p[1024];
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        json_t *root = found ? NULL : json_load_file(p, 0, NULL);
+        json_t *al = root ? json_object_get(root, "aliases") : NULL;
+        size_t j;
+        json_t *v;
+        json_array_foreach(al, j, v) {
+            if (!found && json_is_string(v) && strcmp(json_string_value(v), name) == 0) {
+                snprintf(path, path_len, "%s", p);
+                found = true;
+            }
+        }
+        json_decref(root);
+        free(files[i]);
+    }
+    free(files);
+    return found;
+}
+
+px_status px_model_load(const char *name_or_path, const char *models_dir, px_model *out,
+                        px_error *err)
+{
+    if (!name_or_path || !name_or_path[0])
+        return PX_FAIL(err, PX_ERR_INVALID, "model: empty name");
+    if (is_path(name_or_path) || file_exists(name_or_path))
+        return load_file(name_or_path, out, err);
+    const char *dir = models_dir ? models_dir : px_models_dir_default();
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.json", dir, name_or_path);
+    if (!file_exists(path) && !find_alias(dir, name_or_path, path, sizeof path)) {
+        char known[4096];
+        px_model_list_presets(dir, known, sizeof known);
+        return PX_FAIL(err, PX_ERR_NOT_FOUND,
+                       "unknown model \"%s\"; known models (in %s): %s; or give a path to a "
+                       "preset JSON or a Hugging Face config.json",
+                       name_or_path, dir, known[0] ? known : "(none)");
+    }
+    return load_file(path, out, err);
+}

@@ -1,0 +1,366 @@
+/* px_plan_io.c — the plan file: a versioned JSON document (docs/plan-schema.md,
+ * docs/plan.schema.json) with the model, the hardware profile, the parallel
+ * layout, the rank order, the batch and the cost model's prediction.
+ *
+ * Every struct is described by one field table below; a new field of
+ * px_prediction (or any other) is one line in its table plus one line in
+ * docs/plan.schema.json (the schema test catches a forgotten one). */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "px_jfield.h"
+#include "px_plan.h"
+#include "px_plan_json.h"
+
+static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2"};
+static const char *const rc_names[] = {"none", "selective", "full"};
+
+#define PI(key, field, mn) {key, PX_JF_INT, offsetof(px_parallel, field), 0, true, mn, NULL, 0}
+#define PL(key, field, mn) {key, PX_JF_I64, offsetof(px_parallel, field), 0, true, mn, NULL, 0}
+#define PB(key, field) {key, PX_JF_BOOL, offsetof(px_parallel, field), 0, true, 0, NULL, 0}
+
+static const px_jfield parallel_fields[] = {
+    PI("tp", tp, 1), PI("cp", cp, 1), PI("pp", pp, 1), PI("vpp", vpp, 1), PI("dp", dp, 1),
+    PI("ep", ep, 1), PI("etp", etp, 1),
+    PB("sp", sp),
+    PI("zero", zero, 0),
+    PB("grad_fp32", grad_fp32),
+    PB("flash_attention", flash_attention),
+    {"schedule", PX_JF_ENUM, offsetof(px_parallel, schedule), 0, true, 0, sched_names, 5},
+    {"recompute", PX_JF_ENUM, offsetof(px_parallel, recompute), 0, true, 0, rc_names, 3},
+    PL("micro_batch", micro_batch, 1),
+    PL("n_micro", n_micro, 1),
+    PL("seq_len", seq_len, 0),
+    {"order", PX_JF_STR, offsetof(px_parallel, order), sizeof(((px_parallel *)0)->order), true,
+     0, NULL, 0},
+};
+static const char *const parallel_extra[] = {"layers_per_chunk", "layer_recompute", NULL};
+
+#define MB(key, field) {key, PX_JF_I64, offsetof(px_memory, field), 0, true, 0, NULL, 0}
+static const px_jfield memory_fields[] = {
+    MB("weights_bytes", weights),
+    MB("grads_bytes", grads),
+    MB("optimizer_bytes", optimizer),
+    MB("activations_bytes", activations),
+    MB("act_attention_bytes", act_attention),
+    MB("act_mlp_bytes", act_mlp),
+    MB("act_norm_bytes", act_norm),
+    MB("buffers_bytes", buffers),
+    MB("total_bytes", total),
+    {"worst_stage", PX_JF_INT, offsetof(px_memory, worst_stage), 0, true, 0, NULL, 0},
+};
+
+#define TS(field) {#field, PX_JF_DBL, offsetof(px_time, field), 0, true, 0, NULL, 0}
+static const px_jfield time_fields[] = {
+    TS(step_s), TS(compute_s), TS(recompute_s), TS(tp_comm_s), TS(cp_comm_s),
+    TS(cp_comm_total_s), TS(ep_comm_s), TS(pp_comm_s), TS(dp_comm_s), TS(dp_comm_total_s),
+    TS(bubble_s), TS(optimizer_s),
+};
+
+#define PD(field) {#field, PX_JF_DBL, offsetof(px_prediction, field), 0, true, 0, NULL, 0}
+static const px_jfield prediction_fields[] = {
+    PD(model_flops_per_step), PD(hw_flops_per_step), PD(tokens_per_s), PD(mfu), PD(hfu),
+    PD(bubble_fraction),
+};
+static const px_jfield goodput_fields[] = {
+    PD(train_tokens), PD(days_to_train),
+    {"ckpt_bytes_per_gpu", PX_JF_DBYTES, offsetof(px_prediction, ckpt_bytes_per_gpu), 0, true,
+     0, NULL, 0},
+    PD(ckpt_write_s), PD(ckpt_interval_s), PD(job_mtbf_s), PD(lost_fraction), PD(goodput_days),
+};
+static const char *const prediction_extra[] = {"memory", "time", "goodput", NULL};
+
+typedef struct {
+    char order[32];
+    int world_size;
+} rank_order;
+static const px_jfield rank_order_fields[] = {
+    {"order", PX_JF_STR, offsetof(rank_order, order), 32, true, 0, NULL, 0},
+    {"world_size", PX_JF_INT, offsetof(rank_order, world_size), 0, true, 1, NULL, 0},
+};
+
+typedef struct {
+    int64_t global_batch_sequences;
+    int64_t tokens_per_step;
+} batch_info;
+static const px_jfield batch_fields[] = {
+    {"global_batch_sequences", PX_JF_I64, offsetof(batch_info, global_batch_sequences), 0,
+     true, 1, NULL, 0},
+    {"tokens_per_step", PX_JF_I64, offsetof(batch_info, tokens_per_step), 0, true, 1, NULL, 0},
+};
+
+#define NF(t) ((int)(sizeof t / sizeof t[0]))
+static const char *const root_keys[] = {"version", "kind",       "model", "hw",
+                                        "parallel", "rank_order", "batch", "prediction",
+                                        NULL};
+#define PX_PLAN_KIND "parallax-plan"
+
+static int64_t plan_seq_len(const px_plan *p)
+{
+    return p->par.seq_len > 0 ? p->par.seq_len : p->model.seq_len;
+}
+
+/* Adds a sub-object written from a table. */
+static px_status add_section(json_t *parent, const char *key, const px_jfield *f, int n,
+                             const void *base, json_t **made, px_error *err)
+{
+    json_t *o = json_object();
+    if (!o)
+        return PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
+    px_status st = px_jf_write(f, n, base, o, key, err);
+    if (st != PX_OK) {
+        json_decref(o);
+        return st;
+    }
+    json_object_set_new(parent, key, o);
+    if (made)
+        *made = o;
+    return PX_OK;
+}
+
+px_status px_plan_to_json(const px_plan *plan, json_t **out, px_error *err)
+{
+    const px_parallel *par = &plan->par;
+    if (par->n_chunks < 0 || par->n_chunks > PX_MAX_CHUNKS || par->n_layer_recompute < 0 ||
+        par->n_layer_recompute > PX_MAX_LAYERS)
+        return PX_FAIL(err, PX_ERR_INVALID, "parallel: n_chunks or n_layer_recompute out of range");
+    json_t *root = json_object();
+    if (!root)
+        return PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
+    json_object_set_new(root, "version", json_integer(PX_PLAN_VERSION));
+    json_object_set_new(root, "kind", json_string(PX_PLAN_KIND));
+
+    json_t *m = NULL, *hw = NULL, *po = NULL, *pred = NULL;
+    px_status st = px_model_to_json(&plan->model, &m, err);
+    if (st == PX_OK) {
+        json_object_set_new(root, "model", m);
+        st = px_hw_to_json(&plan->hw, &hw, err);
+    }
+    if (st == PX_OK) {
+        json_object_set_new(root, "hw", hw);
+        st = add_section(root, "parallel", parallel_fields, NF(parallel_fields), par, &po, err);
+    }
+    if (st == PX_OK) {
+        json_t *lpc = json_array(), *lrc = json_array();
+        for (int i = 0; i < par->n_chunks; i++)
+            json_array_append_new(lpc, json_integer(par->layers_per_chunk[i]));
+        for (int i = 0; i < par->n_layer_recompute; i++) {
+            int r = par->layer_recompute[i];
+            json_array_append_new(lrc, json_string(r < PX_RECOMPUTE_COUNT ? rc_names[r] : "?"));
+        }
+        json_object_set_new(po, "layers_per_chunk", lpc);
+        json_object_set_new(po, "layer_recompute", lrc);
+        rank_order ro;
+        memset(&ro, 0, sizeof ro);
+        snprintf(ro.order, sizeof ro.order, "%s", par->order);
+        ro.world_size = px_parallel_gpus(par);
+        st = add_section(root, "rank_order", rank_order_fields, NF(rank_order_fields), &ro,
+                         NULL, err);
+    }
+    if (st == PX_OK) {
+        batch_info b = {px_parallel_global_batch(par), 0};
+        b.tokens_per_step = b.global_batch_sequences * plan_seq_len(plan);
+        st = add_section(root, "batch", batch_fields, NF(batch_fields), &b, NULL, err);
+    }
+    if (st == PX_OK)
+        st = add_section(root, "prediction", prediction_fields, NF(prediction_fields),
+                         &plan->pred, &pred, err);
+    if (st == PX_OK)
+        st = add_section(pred, "memory", memory_fields, NF(memory_fields), &plan->pred.mem,
+                         NULL, err);
+    if (st == PX_OK)
+        st = add_section(pred, "time", time_fields, NF(time_fields), &plan->pred.time, NULL,
+                         err);
+    if (st == PX_OK)
+        st = add_section(pred, "goodput", goodput_fields, NF(goodput_fields), &plan->pred,
+                         NULL, err);
+    if (st != PX_OK) {
+        json_decref(root);
+        return st;
+    }
+    *out = root;
+    return PX_OK;
+}
+
+px_status px_plan_write(const px_plan *plan, const char *path, px_error *err)
+{
+    json_t *root = NULL;
+    px_status st = px_plan_to_json(plan, &root, err);
+    if (st != PX_OK)
+        return st;
+    int rc = json_dump_file(root, path, JSON_SORT_KEYS | JSON_INDENT(2));
+    json_decref(root);
+    if (rc != 0)
+        return px_error_set(err, PX_ERR_IO, path, 0, 0, "cannot write the plan");
+    return PX_OK;
+}
+
+/* Reads a required sub-object by a table. */
+static px_status read_section(json_t *parent, const char *ppath, const char *key,
+                              const px_jfield *f, int n, void *base, const char *file,
+                              const char *const *extra, px_error *err)
+{
+    char path[128];
+    px_jf_join(path, sizeof path, ppath, key);
+    json_t *o = json_object_get(parent, key);
+    if (!o)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "%s: missing required field (an object)", path);
+    return px_jf_read(f, n, o, base, file, path, extra, err);
+}
+
+static px_status read_parallel_arrays(json_t *po, const char *file, const px_model *model,
+                                      px_parallel *par, px_error *err)
+{
+    json_t *lpc = json_object_get(po, "layers_per_chunk");
+    json_t *lrc = json_object_get(po, "layer_recompute");
+    if (!json_is_array(lpc))
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "parallel.layers_per_chunk: %s (an array of integers, [] for a "
+                            "uniform split)", lpc ? "expected an array" : "missing required field");
+    if (!json_is_array(lrc))
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "parallel.layer_recompute: %s (an array of none, selective, full; "
+                            "[] for uniform)", lrc ? "expected an array" : "missing required field");
+    size_t n = json_array_size(lpc), i;
+    json_t *v;
+    if (n > 0 && n != (size_t)par->pp * (size_t)par->vpp)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "parallel.layers_per_chunk: %zu entries, must be 0 or pp*vpp = %d", n,
+                            par->pp * par->vpp);
+    int64_t sum = 0;
+    json_array_foreach(lpc, i, v) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            json_integer_value(v) > PX_MAX_LAYERS)
+            return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                                "parallel.layers_per_chunk[%zu]: expected an integer in 0..%d",
+                                i, PX_MAX_LAYERS);
+        par->layers_per_chunk[i] = (int)json_integer_value(v);
+        sum += par->layers_per_chunk[i];
+    }
+    par->n_chunks = (int)n;
+    if (n > 0 && sum != model->n_layers)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "parallel.layers_per_chunk: sums to %lld, the model has %lld layers",
+                            (long long)sum, (long long)model->n_layers);
+    n = json_array_size(lrc);
+    if (n > 0 && n != (size_t)model->n_layers)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "parallel.layer_recompute: %zu entries, must be 0 or n_layers = %lld",
+                            n, (long long)model->n_layers);
+    json_array_foreach(lrc, i, v) {
+        int r = -1;
+        for (int k = 0; k < PX_RECOMPUTE_COUNT && json_is_string(v); k++)
+            if (strcmp(json_string_value(v), rc_names[k]) == 0)
+                r = k;
+        if (r < 0)
+            return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                                "parallel.layer_recompute[%zu]: expected one of none, selective, "
+                                "full", i);
+        par->layer_recompute[i] = (unsigned char)r;
+    }
+    par->n_layer_recompute = (int)n;
+    return PX_OK;
+}
+
+px_status px_plan_from_json(json_t *root, const char *file, px_plan *out, px_error *err)
+{
+    memset(out, 0, sizeof *out);
+    px_parallel_init(&out->par);
+    if (!json_is_object(root))
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0, "expected an object, got %s",
+                            px_jf_type_name(root));
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v) {
+        bool known = false;
+        for (int i = 0; root_keys[i]; i++)
+            known = known || strcmp(root_keys[i], key) == 0;
+        if (!known)
+            return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                                "%s: unknown key \"%s\"; allowed keys: version, kind, model, hw, "
+                                "parallel, rank_order, batch, prediction", key, key);
+    }
+    json_t *kind = json_object_get(root, "kind");
+    if (!json_is_string(kind) || strcmp(json_string_value(kind), PX_PLAN_KIND) != 0)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "kind: must be \"%s\" (is this a Parallax plan?)", PX_PLAN_KIND);
+    json_t *ver = json_object_get(root, "version");
+    if (!json_is_integer(ver) || json_integer_value(ver) != PX_PLAN_VERSION)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "version: this build reads plan version %d only", PX_PLAN_VERSION);
+    out->version = PX_PLAN_VERSION;
+
+    json_t *m = json_object_get(root, "model"), *hw = json_object_get(root, "hw");
+    if (!m || !hw)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "%s: missing required field (an object)", m ? "hw" : "model");
+    px_status st = px_model_from_json(m, file, "model", &out->model, err);
+    if (st == PX_OK)
+        st = px_hw_from_json(hw, file, "hw", &out->hw, err);
+    if (st == PX_OK)
+        st = read_section(root, "", "parallel", parallel_fields, NF(parallel_fields), &out->par,
+                          file, parallel_extra, err);
+    if (st == PX_OK)
+        st = read_parallel_arrays(json_object_get(root, "parallel"), file, &out->model,
+                                  &out->par, err);
+    if (st != PX_OK)
+        return st;
+    if (out->par.zero > 3)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "parallel.zero: %d is not one of 0, 1, 2, 3", out->par.zero);
+
+    rank_order ro;
+    batch_info b;
+    st = read_section(root, "", "rank_order", rank_order_fields, NF(rank_order_fields), &ro,
+                      file, NULL, err);
+    if (st == PX_OK)
+        st = read_section(root, "", "batch", batch_fields, NF(batch_fields), &b, file, NULL,
+                          err);
+    json_t *pred = json_object_get(root, "prediction");
+    if (st == PX_OK)
+        st = read_section(root, "", "prediction", prediction_fields, NF(prediction_fields),
+                          &out->pred, file, prediction_extra, err);
+    if (st == PX_OK)
+        st = read_section(pred, "prediction", "memory", memory_fields, NF(memory_fields),
+                          &out->pred.mem, file, NULL, err);
+    if (st == PX_OK)
+        st = read_section(pred, "prediction", "time", time_fields, NF(time_fields),
+                          &out->pred.time, file, NULL, err);
+    if (st == PX_OK)
+        st = read_section(pred, "prediction", "goodput", goodput_fields, NF(goodput_fields),
+                          &out->pred, file, NULL, err);
+    if (st != PX_OK)
+        return st;
+
+    /* The derived sections restate the layout for readers that do not
+     * recompute it; a mismatch means the file was edited inconsistently. */
+    if (strcmp(ro.order, out->par.order) != 0)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "rank_order.order: \"%s\" differs from parallel.order \"%s\"",
+                            ro.order, out->par.order);
+    if (ro.world_size != px_parallel_gpus(&out->par))
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "rank_order.world_size: %d, but tp*cp*pp*dp = %d", ro.world_size,
+                            px_parallel_gpus(&out->par));
+    int64_t gb = px_parallel_global_batch(&out->par);
+    if (b.global_batch_sequences != gb || b.tokens_per_step != gb * plan_seq_len(out))
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "batch: global_batch_sequences %lld / tokens_per_step %lld differ "
+                            "from micro_batch*n_micro*dp = %lld / x seq_len = %lld",
+                            (long long)b.global_batch_sequences, (long long)b.tokens_per_step,
+                            (long long)gb, (long long)(gb * plan_seq_len(out)));
+    return PX_OK;
+}
+
+px_status px_plan_read(const char *path, px_plan *out, px_error *err)
+{
+    json_t *root = NULL;
+    px_status st = px_jf_load_file(path, &root, err);
+    if (st != PX_OK)
+        return st;
+    st = px_plan_from_json(root, path, out, err);
+    json_decref(root);
+    return st;
+}

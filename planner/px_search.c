@@ -1,0 +1,503 @@
+/* px_search.c — enumeration, ranking, rejection counts and the rule-of-thumb
+ * plan; see px_search.h and docs/cost-model.md ("Search"). */
+#include "px_search.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+void px_search_opts_init(px_search_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->zero = o->recompute = o->schedule = o->sp = o->grad_fp32 = -1;
+    o->top = PX_SEARCH_TOP_DEFAULT;
+    /* TP beyond a node is allowed (and scored with the inter-node links), up
+     * to the widest TP anyone runs; CP up to 64 (Nemotron's long-context
+     * stage); interleaving up to 8 chunks a stage; micro-batches up to 16. */
+    o->max_tp = 64;
+    o->max_cp = 64;
+    o->max_vpp = 8;
+    o->max_micro_batch = 16;
+}
+
+const char *px_reject_name(px_reject r)
+{
+    static const char *const names[PX_REJ_COUNT] = {
+        "gpus not divisible",  "heads not divisible",   "sequence not divisible",
+        "layers not divisible", "experts not divisible", "batch not divisible",
+        "out of memory"};
+    return (r >= 0 && r < PX_REJ_COUNT) ? names[r] : "?";
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Divisors of n not above bound, ascending. */
+static int divisors(int64_t n, int64_t bound, int *out, int cap)
+{
+    int k = 0;
+    for (int64_t d = 1; d <= n && d <= bound && k < cap; d++)
+        if (n % d == 0)
+            out[k++] = (int)d;
+    return k;
+}
+
+/* Score used for ranking: seconds per token (= step time at a fixed global
+ * batch; fair when a fixed micro-batch count makes the batch vary). */
+static double score(const px_candidate *c)
+{
+    double tokens = c->pred.tokens_per_s * c->pred.time.step_s;
+    return tokens > 0 ? c->pred.time.step_s / tokens : INFINITY;
+}
+
+static bool better(const px_candidate *a, const px_candidate *b)
+{
+    double sa = score(a), sb = score(b);
+    if (sa != sb)
+        return sa < sb * (1.0 - 1e-12);
+    return a->pred.mem.total < b->pred.mem.total;
+}
+
+static void insert_top(px_search_result *res, int keep, const px_parallel *par,
+                       const px_prediction *pred)
+{
+    px_candidate c;
+    int n = res->n_top;
+    if (n == keep) {
+        c.par = *par;
+        c.pred = *pred;
+        if (!better(&c, &res->top[n - 1]))
+            return;
+        n--; /* drop the last */
+    } else {
+        c.par = *par;
+        c.pred = *pred;
+    }
+    int pos = n;
+    while (pos > 0 && better(&c, &res->top[pos - 1])) {
+        res->top[pos] = res->top[pos - 1];
+        pos--;
+    }
+    res->top[pos] = c;
+    res->n_top = n + 1;
+}
+
+static void fmt_gb(char *buf, size_t n, double bytes)
+{
+    snprintf(buf, n, "%.1f GB", bytes / 1e9);
+}
+
+static void describe(const px_parallel *p, char *buf, size_t n)
+{
+    snprintf(buf, n,
+             "tp %d cp %d ep %d etp %d pp %d vpp %d dp %d, micro-batch %lld x %lld, zero %d, "
+             "recompute %s, schedule %s, sp %s",
+             p->tp, p->cp, p->ep, p->etp, p->pp, p->vpp, p->dp, (long long)p->micro_batch,
+             (long long)p->n_micro, p->zero, px_recompute_name(p->recompute),
+             px_schedule_name(p->schedule), p->sp ? "on" : "off");
+}
+
+static px_status resolve_batch(const px_model *m, const px_search_opts *o, px_search_result *res,
+                               px_error *err)
+{
+    int64_t s = o->seq_len > 0 ? o->seq_len : m->seq_len;
+    if (s < 1)
+        return PX_FAIL(err, PX_ERR_INVALID, "sequence length %lld: must be >= 1", (long long)s);
+    res->seq_len = s;
+    if (o->global_batch > 0) {
+        res->global_batch = o->global_batch;
+    } else if (o->tokens_per_step > 0) {
+        if (o->tokens_per_step % s != 0)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "tokens-per-step %lld is not a multiple of the sequence length %lld",
+                           (long long)o->tokens_per_step, (long long)s);
+        res->global_batch = o->tokens_per_step / s;
+    } else if (o->micro_batch > 0 && o->n_micro > 0 && o->dp > 0) {
+        res->global_batch = o->micro_batch * o->n_micro * o->dp; /* all fixed */
+    } else {
+        int64_t gb = PX_SEARCH_TOKENS_PER_STEP_DEFAULT / s;
+        res->global_batch = gb > 0 ? gb : 1;
+    }
+    res->tokens_per_step = res->global_batch * s;
+    return PX_OK;
+}
+
+px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_search_opts *o,
+                        px_search_result *res, px_error *err)
+{
+    memset(res, 0, offsetof(px_search_result, top));
+    res->n_top = 0;
+    res->n_evaluated = res->n_valid = 0;
+    memset(res->rejected, 0, sizeof res->rejected);
+    res->has_closest_miss = res->has_rule = res->rule_fits = false;
+    res->rule_notes[0] = '\0';
+    double t0 = now_s();
+    if (gpus < 1)
+        return PX_FAIL(err, PX_ERR_INVALID, "gpus = %d: must be >= 1", gpus);
+    res->gpus = gpus;
+    px_status st = resolve_batch(m, o, res, err);
+    if (st != PX_OK)
+        return st;
+    int keep = o->top > 0 ? (o->top < PX_SEARCH_TOP_MAX ? o->top : PX_SEARCH_TOP_MAX)
+                          : PX_SEARCH_TOP_DEFAULT;
+    res->mem_limit_bytes = hw->hbm_bytes - hw->mem_reserve_bytes;
+    static px_cost_ctx ctx; /* ~10 KB; one search at a time per process */
+    st = px_cost_ctx_init(&ctx, m, hw, err);
+    if (st != PX_OK)
+        return st;
+
+    const int64_t s = res->seq_len, GB = res->global_batch, L = m->n_layers;
+    const bool moe = m->n_experts > 0;
+    enum { CAP = 256 };
+    int tps[CAP], cps[CAP], pps[CAP], vps[CAP], eps[CAP], etps[CAP];
+    int64_t bs[CAP];
+    int n_tp = o->tp > 0 ? (tps[0] = o->tp, 1) : divisors(gpus, o->max_tp, tps, CAP);
+
+    static px_parallel par; /* 5 KB of per-layer tables: keep it off the stack */
+    px_parallel_init(&par);
+    par.seq_len = s;
+    par.grad_fp32 = o->grad_fp32 < 0 ? true : o->grad_fp32 != 0;
+    par.flash_attention = true;
+    double best_miss = INFINITY;
+
+    for (int i_tp = 0; i_tp < n_tp; i_tp++) {
+        int tp = tps[i_tp];
+        if (gpus % tp != 0) {
+            res->rejected[PX_REJ_GPUS]++;
+            continue;
+        }
+        if (m->n_heads % tp || m->n_kv_heads % tp || (m->ffn > 0 && m->ffn % tp)) {
+            res->rejected[PX_REJ_HEADS]++;
+            continue;
+        }
+        int n_cp = o->cp > 0 ? (cps[0] = o->cp, 1) : divisors(gpus / tp, o->max_cp, cps, CAP);
+        for (int i_cp = 0; i_cp < n_cp; i_cp++) {
+            int cp = cps[i_cp];
+            if ((gpus / tp) % cp != 0) {
+                res->rejected[PX_REJ_GPUS]++;
+                continue;
+            }
+            if (s % cp != 0) {
+                res->rejected[PX_REJ_SEQ]++;
+                continue;
+            }
+            int rest = gpus / tp / cp;
+            int n_pp = o->pp > 0 ? (pps[0] = o->pp, 1) : divisors(rest, L, pps, CAP);
+            for (int i_pp = 0; i_pp < n_pp; i_pp++) {
+                int pp = pps[i_pp];
+                if (rest % pp != 0) {
+                    res->rejected[PX_REJ_GPUS]++;
+                    continue;
+                }
+                int dp = rest / pp;
+                if (o->dp > 0 && dp != o->dp) {
+                    res->rejected[PX_REJ_GPUS]++;
+                    continue;
+                }
+                /* virtual stages: 1, or 2..max with the interleaved schedule */
+                int n_v = 0;
+                if (o->vpp > 0) {
+                    vps[n_v++] = o->vpp;
+                } else {
+                    if (o->schedule < 0 || o->schedule != PX_SCHED_INTERLEAVED || pp == 1)
+                        vps[n_v++] = 1;
+                    if (pp > 1 && (o->schedule < 0 || o->schedule == PX_SCHED_INTERLEAVED))
+                        for (int v = 2; v <= o->max_vpp; v++)
+                            vps[n_v++] = v;
+                }
+                for (int i_v = 0; i_v < n_v; i_v++) {
+                    int v = vps[i_v];
+                    if (L % ((int64_t)pp * v) != 0) {
+                        res->rejected[PX_REJ_LAYERS]++;
+                        continue;
+                    }
+                    int n_ep = 1, n_etp = 1;
+                    eps[0] = etps[0] = 1;
+                    if (moe) {
+                        n_ep = o->ep > 0 ? (eps[0] = o->ep, 1)
+                                         : divisors(m->n_experts, m->n_experts, eps, CAP);
+                        n_etp = o->etp > 0 ? (etps[0] = o->etp, 1) : divisors(tp, tp, etps, CAP);
+                    } else if (o->ep > 1 || o->etp > 1) {
+                        res->rejected[PX_REJ_EXPERTS]++;
+                        continue;
+                    }
+                    for (int i_ep = 0; i_ep < n_ep; i_ep++)
+                        for (int i_etp = 0; i_etp < n_etp; i_etp++) {
+                            int ep = eps[i_ep], etp = etps[i_etp];
+                            if (moe && (m->n_experts % ep || ((int64_t)tp * cp * dp) % (ep * etp) ||
+                                        m->moe_ffn % etp)) {
+                                res->rejected[PX_REJ_EXPERTS]++;
+                                continue;
+                            }
+                            int n_b = 0;
+                            if (o->micro_batch > 0)
+                                bs[n_b++] = o->micro_batch;
+                            else
+                                for (int64_t b = 1; b <= o->max_micro_batch && n_b < CAP; b *= 2)
+                                    bs[n_b++] = b;
+                            for (int i_b = 0; i_b < n_b; i_b++) {
+                                int64_t b = bs[i_b];
+                                if (GB % (b * dp) != 0) {
+                                    res->rejected[PX_REJ_BATCH]++;
+                                    continue;
+                                }
+                                int64_t mm = GB / (b * dp);
+                                if (o->n_micro > 0 && mm != o->n_micro) {
+                                    res->rejected[PX_REJ_BATCH]++;
+                                    continue;
+                                }
+                                int ddp = dp * cp, edp = tp * cp * dp / (ep * etp);
+                                int z0 = 0, z1 = (ddp > 1 || edp > 1) ? 3 : 0;
+                                if (o->zero >= 0)
+                                    z0 = z1 = o->zero;
+                                int r0 = 0, r1 = PX_RECOMPUTE_COUNT - 1;
+                                if (o->recompute >= 0)
+                                    r0 = r1 = o->recompute;
+                                px_schedule scheds[PX_SCHED_COUNT];
+                                int n_s = 0;
+                                if (o->schedule >= 0)
+                                    scheds[n_s++] = (px_schedule)o->schedule;
+                                else if (v > 1)
+                                    scheds[n_s++] = PX_SCHED_INTERLEAVED;
+                                else if (pp == 1)
+                                    scheds[n_s++] = PX_SCHED_1F1B;
+                                else {
+                                    scheds[n_s++] = PX_SCHED_GPIPE;
+                                    scheds[n_s++] = PX_SCHED_1F1B;
+                                    scheds[n_s++] = PX_SCHED_ZB_H1;
+                                    scheds[n_s++] = PX_SCHED_ZB_H2;
+                                }
+                                par.tp = tp;
+                                par.cp = cp;
+                                par.pp = pp;
+                                par.vpp = v;
+                                par.dp = dp;
+                                par.ep = ep;
+                                par.etp = etp;
+                                par.sp = tp > 1 && o->sp != 0;
+                                par.micro_batch = b;
+                                par.n_micro = mm;
+                                for (int z = z0; z <= z1; z++)
+                                    for (int r = r0; r <= r1; r++)
+                                        for (int i_s = 0; i_s < n_s; i_s++) {
+                                            par.zero = z;
+                                            par.recompute = (px_recompute)r;
+                                            par.schedule = scheds[i_s];
+                                            if (par.schedule == PX_SCHED_INTERLEAVED && v < 2) {
+                                                res->rejected[PX_REJ_LAYERS]++;
+                                                continue;
+                                            }
+                                            if (v > 1 && par.schedule != PX_SCHED_INTERLEAVED)
+                                                continue; /* vpp only means something interleaved */
+                                            res->n_evaluated++;
+                                            px_memory mem;
+                                            px_cost_memory(&ctx, &par, &mem, NULL);
+                                            if (mem.total > res->mem_limit_bytes) {
+                                                res->rejected[PX_REJ_MEMORY]++;
+                                                if ((double)mem.total < best_miss) {
+                                                    best_miss = (double)mem.total;
+                                                    res->has_closest_miss = true;
+                                                    res->closest_miss.par = par;
+                                                    memset(&res->closest_miss.pred, 0,
+                                                           sizeof res->closest_miss.pred);
+                                                    res->closest_miss.pred.mem = mem;
+                                                }
+                                                continue;
+                                            }
+                                            px_prediction pred;
+                                            px_cost_eval(&ctx, &par, o->train_tokens,
+                                                         o->gpu_mtbf_hours, &pred, NULL, NULL);
+                                            res->n_valid++;
+                                            insert_top(res, keep, &par, &pred);
+                                        }
+                            }
+                        }
+                }
+            }
+        }
+    }
+    px_error rerr;
+    px_search_rule_of_thumb(m, hw, gpus, o, res, &rerr);
+    res->elapsed_s = now_s() - t0;
+
+    if (res->n_top > 0)
+        return PX_OK;
+    char rej[512];
+    int off = 0;
+    rej[0] = '\0';
+    for (int r = 0; r < PX_REJ_COUNT; r++)
+        if (res->rejected[r] > 0 && off < (int)sizeof rej)
+            off += snprintf(rej + off, sizeof rej - (size_t)off, "%s%s %lld", off ? ", " : "",
+                            px_reject_name((px_reject)r), (long long)res->rejected[r]);
+    if (res->has_closest_miss) {
+        char d[256], lim[32], got[32], over[32];
+        describe(&res->closest_miss.par, d, sizeof d);
+        fmt_gb(lim, sizeof lim, (double)res->mem_limit_bytes);
+        fmt_gb(got, sizeof got, (double)res->closest_miss.pred.mem.total);
+        fmt_gb(over, sizeof over,
+               (double)(res->closest_miss.pred.mem.total - res->mem_limit_bytes));
+        return PX_FAIL(err, PX_ERR_INFEASIBLE,
+                       "no configuration of %s on %d GPUs fits in %s per GPU (%s HBM minus "
+                       "%.1f GB reserve); closest miss: %s needs %s, %s over; rejected: %s",
+                       m->name, gpus, lim, hw->name, (double)hw->mem_reserve_bytes / 1e9, d, got,
+                       over, rej);
+    }
+    return PX_FAIL(err, PX_ERR_INFEASIBLE,
+                   "no valid configuration of %s on %d GPUs (global batch %lld sequences of "
+                   "%lld): every split was rejected: %s",
+                   m->name, gpus, (long long)GB, (long long)s, off ? rej : "nothing to try");
+}
+
+/* ------------------------------------------------------------------ */
+/* The lecture's section-11 decision procedure                          */
+
+static void note(px_search_result *res, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Appends one step of the procedure to res->rule_notes ("; "-separated). */
+static void note(px_search_result *res, const char *fmt, ...)
+{
+    size_t len = strlen(res->rule_notes);
+    if (len + 3 >= sizeof res->rule_notes)
+        return;
+    if (len) {
+        res->rule_notes[len++] = ';';
+        res->rule_notes[len++] = ' ';
+        res->rule_notes[len] = '\0';
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(res->rule_notes + len, sizeof res->rule_notes - len, fmt, ap);
+    va_end(ap);
+}
+
+static bool fits(px_cost_ctx *ctx, const px_parallel *par, int64_t limit, px_memory *mem)
+{
+    px_cost_memory(ctx, par, mem, NULL);
+    return mem->total <= limit;
+}
+
+px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
+                                  const px_search_opts *o, px_search_result *res, px_error *err)
+{
+    res->has_rule = false;
+    res->rule_fits = false;
+    res->rule_notes[0] = '\0';
+    static px_cost_ctx ctx;
+    px_status st = px_cost_ctx_init(&ctx, m, hw, err);
+    if (st != PX_OK)
+        return st;
+    int64_t s = res->seq_len > 0 ? res->seq_len : m->seq_len;
+    int64_t GB = res->global_batch > 0 ? res->global_batch : PX_SEARCH_TOKENS_PER_STEP_DEFAULT / s;
+    int64_t limit = hw->hbm_bytes - hw->mem_reserve_bytes;
+    int g = hw->gpus_per_node > 0 ? hw->gpus_per_node : 1;
+    if (g > gpus)
+        g = gpus;
+    static px_parallel par;
+    px_parallel_init(&par);
+    par.seq_len = s;
+    par.grad_fp32 = o->grad_fp32 < 0 ? true : o->grad_fp32 != 0;
+    par.micro_batch = 1;
+    px_memory mem;
+
+    /* step 0: model states + activations of one sequence within one node's
+     * memory: FSDP / ZeRO-3 over everything and stop */
+    par.zero = 3;
+    par.dp = gpus;
+    par.n_micro = GB % gpus == 0 ? GB / gpus : 1;
+    px_parallel one = par;
+    one.dp = 1;
+    one.zero = 0;
+    one.n_micro = 1;
+    px_memory one_mem;
+    px_cost_memory(&ctx, &one, &one_mem, NULL);
+    if ((double)one_mem.total <= (double)g * (double)limit && GB % gpus == 0) {
+        note(res, "model states + activations (%.1f GB) fit in one node: ZeRO-3 over all GPUs",
+             (double)one_mem.total / 1e9);
+    } else {
+        /* step 1: ZeRO-1 and FlashAttention always; selective recompute from 8K */
+        par.zero = 1;
+        par.recompute = s >= 8192 ? PX_RECOMPUTE_SELECTIVE : PX_RECOMPUTE_NONE;
+        note(res, "ZeRO-1, FlashAttention, recompute %s", px_recompute_name(par.recompute));
+        /* CP for s >= 32K: sequence chunks of 8K */
+        int cp = 1;
+        if (s >= 32768)
+            while (cp * 2 <= gpus && s / (cp * 2) >= 8192 && s % (cp * 2) == 0)
+                cp *= 2;
+        par.cp = cp;
+        if (cp > 1)
+            note(res, "CP %d for s >= 32K", cp);
+        /* step 2: inside the node */
+        int tp = 1;
+        if (m->n_experts > 0) {
+            int ep = (int)(m->n_experts < g ? m->n_experts : g);
+            while (ep > 1 && (m->n_experts % ep || g % ep))
+                ep--;
+            tp = g / ep;
+            while (tp > 1 && (m->n_heads % tp || m->n_kv_heads % tp))
+                tp /= 2;
+            par.ep = ep;
+            note(res, "MoE: EP = min(E, g) = %d, TP = g / EP", ep);
+        }
+        par.tp = tp;
+        par.pp = 1;
+        par.dp = gpus / (tp * cp * par.pp);
+        par.sp = tp > 1;
+        par.n_micro = GB % (par.dp > 0 ? par.dp : 1) == 0 && par.dp > 0 ? GB / par.dp : 1;
+        if (m->n_experts == 0) {
+            while (!fits(&ctx, &par, limit, &mem) && tp * 2 <= g && m->n_heads % (tp * 2) == 0 &&
+                   m->n_kv_heads % (tp * 2) == 0 && gpus % (tp * 2 * cp) == 0) {
+                tp *= 2;
+                par.tp = tp;
+                par.sp = true;
+                par.dp = gpus / (tp * cp * par.pp);
+                par.n_micro = GB % par.dp == 0 ? GB / par.dp : 1;
+            }
+            note(res, "dense: TP %d (2, 4, 8 until it fits; SP when > 1)", tp);
+        }
+        /* step 3: still out of memory: double PP, interleave */
+        while (!fits(&ctx, &par, limit, &mem)) {
+            int pp = par.pp * 2;
+            if (pp > m->n_layers || m->n_layers % pp || gpus % (tp * cp * pp))
+                break;
+            par.pp = pp;
+            par.dp = gpus / (tp * cp * pp);
+            if (m->n_layers % (pp * 2) == 0) {
+                par.vpp = 2;
+                par.schedule = PX_SCHED_INTERLEAVED;
+            } else {
+                par.vpp = 1;
+                par.schedule = PX_SCHED_1F1B;
+            }
+            par.n_micro = GB % par.dp == 0 ? GB / par.dp : 1;
+        }
+        if (par.pp > 1)
+            note(res, "PP %d (doubled until it fits), vpp %d", par.pp, par.vpp);
+        /* step 5: m >= max(needed, 20 (p − 1)) */
+        if (par.pp > 1 && par.n_micro < 20 * (par.pp - 1)) {
+            par.n_micro = 20 * (par.pp - 1);
+            note(res, "m raised to 20 (p - 1) = %lld (the global batch grows)",
+                 (long long)par.n_micro);
+        }
+        if (m->n_experts > 0 && ((int64_t)par.tp * par.cp * par.dp) % (par.ep * par.etp))
+            par.ep = 1;
+    }
+    note(res, "DP %d (the rest)", par.dp);
+    px_error e2;
+    if (px_cost_check(m, &par, &e2) != PX_OK) {
+        note(res, "invalid for this model: %s", e2.msg);
+        return PX_FAIL(err, PX_ERR_INFEASIBLE, "rule-of-thumb plan invalid: %s", e2.msg);
+    }
+    res->rule.par = par;
+    px_cost_eval(&ctx, &par, o->train_tokens, o->gpu_mtbf_hours, &res->rule.pred, NULL, NULL);
+    res->has_rule = true;
+    res->rule_fits = res->rule.pred.mem.total <= limit;
+    return PX_OK;
+}

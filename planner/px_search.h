@@ -1,0 +1,96 @@
+/* px_search.h — the exhaustive search over parallel configurations: every
+ * valid combination of TP, CP, EP (and expert TP), PP, VPP, DP, micro-batch,
+ * ZeRO stage, recomputation and schedule for G GPUs and a target global
+ * batch, scored by px_cost and ranked by predicted step time (ties: less
+ * memory).  Rejected combinations are counted by reason; any dimension can be
+ * fixed.  Also the lecture's section-11 rule-of-thumb plan, scored by the
+ * same model.  See docs/cost-model.md, "Search". */
+#ifndef PX_SEARCH_H
+#define PX_SEARCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "px_cost.h"
+#include "px_error.h"
+#include "px_hw.h"
+#include "px_model.h"
+#include "px_plan.h"
+
+/* The lecture's global batch: 2^24 tokens (Llama 3's 16 M). */
+#define PX_SEARCH_TOKENS_PER_STEP_DEFAULT 16777216LL
+#define PX_SEARCH_TOP_DEFAULT 10
+#define PX_SEARCH_TOP_MAX 100
+
+/* Search options.  Sizes: 0 = free (searched); enums: -1 = free. */
+typedef struct {
+    int tp, cp, ep, etp, pp, vpp, dp;
+    int64_t micro_batch, n_micro;
+    int zero;                /* -1 or 0..3 */
+    int recompute;           /* -1 or px_recompute */
+    int schedule;            /* -1 or px_schedule */
+    int sp;                  /* -1: on whenever tp > 1; 0 off; 1 on */
+    int grad_fp32;           /* -1: default (fp32 main gradients); 0 bf16; 1 fp32 */
+    int64_t seq_len;         /* 0: the model's */
+    int64_t global_batch;    /* sequences; 0: tokens_per_step / seq_len */
+    int64_t tokens_per_step; /* 0: PX_SEARCH_TOKENS_PER_STEP_DEFAULT */
+    int top;                 /* configurations kept, best first */
+    /* bounds of the free dimensions */
+    int max_tp, max_cp, max_vpp;
+    int64_t max_micro_batch;
+    /* time to train (0: skip) and the failure rate (0: the profile's) */
+    double train_tokens;
+    double gpu_mtbf_hours;
+} px_search_opts;
+
+void px_search_opts_init(px_search_opts *o);
+
+typedef enum {
+    PX_REJ_GPUS = 0,   /* G not divisible by tp·cp·pp, or a fixed dp that does not match */
+    PX_REJ_HEADS,      /* tp does not divide the heads / kv heads / ffn */
+    PX_REJ_SEQ,        /* cp does not divide the sequence length */
+    PX_REJ_LAYERS,     /* pp·vpp does not divide the layers */
+    PX_REJ_EXPERTS,    /* ep does not divide the experts, or ep·etp the tp·cp·dp GPUs */
+    PX_REJ_BATCH,      /* global batch not divisible by micro-batch · dp (or fixed m) */
+    PX_REJ_MEMORY,     /* does not fit in hbm_bytes − mem_reserve_bytes */
+    PX_REJ_COUNT
+} px_reject;
+
+const char *px_reject_name(px_reject r); /* "gpus not divisible", ... */
+
+typedef struct {
+    px_parallel par;
+    px_prediction pred;
+} px_candidate;
+
+typedef struct {
+    int gpus;
+    int64_t seq_len, global_batch, tokens_per_step;
+    int64_t mem_limit_bytes;          /* hbm − reserve */
+    px_candidate top[PX_SEARCH_TOP_MAX];
+    int n_top;
+    int64_t n_evaluated;              /* configurations scored (memory at least) */
+    int64_t n_valid;                  /* ... that fit */
+    int64_t rejected[PX_REJ_COUNT];
+    bool has_closest_miss;            /* the least-memory configuration that did not fit */
+    px_candidate closest_miss;
+    bool has_rule;                    /* the section-11 rule-of-thumb plan */
+    bool rule_fits;
+    px_candidate rule;
+    char rule_notes[512];             /* the steps the rule took */
+    double elapsed_s;
+} px_search_result;
+
+/* Runs the search.  Returns PX_ERR_INVALID for bad options (gpus < 1...),
+ * PX_ERR_INFEASIBLE when nothing valid fits (the message says why, naming the
+ * closest miss and the rejection counts; *res is filled either way). */
+px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_search_opts *o,
+                        px_search_result *res, px_error *err);
+
+/* The section-11 decision procedure as a plan (scored with px_cost);
+ * fills res->rule, rule_fits, rule_notes.  Called by px_search_run. */
+px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
+                                  const px_search_opts *o, px_search_result *res,
+                                  px_error *err);
+
+#endif

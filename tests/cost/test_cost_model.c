@@ -1,0 +1,266 @@
+/* test_cost_model.c — the pieces of the cost model against independent hand
+ * formulas: Korthikanti's six rows per operator, GQA/SwiGLU exactness, the
+ * schedules' in-flight counts and bubbles, communication volumes, node
+ * crossing, ZeRO stages, the efficiency model and the goodput math. */
+#include <math.h>
+#include <string.h>
+
+#include "px_cost.h"
+#include "px_efficiency.h"
+#include "px_test.h"
+
+static px_act_shape gpt(double s, double b, double h, double a, int t, bool sp,
+                        px_recompute rc)
+{
+    px_act_shape sh;
+    memset(&sh, 0, sizeof sh);
+    sh.s = sh.s_kv = s;
+    sh.b = b;
+    sh.h = h;
+    sh.a = sh.kv = a;
+    sh.dq = sh.dv = h / a;
+    sh.f = 4 * h;
+    sh.dropout = true;
+    sh.elem_bytes = 2;
+    sh.tp = t;
+    sh.sp = sp;
+    sh.flash = false; /* Korthikanti's table stores the s x s scores */
+    sh.recompute = rc;
+    return sh;
+}
+
+static void korthikanti_rows(void)
+{
+    /* sizes chosen so that no two terms coincide: s != h, b > 1 */
+    const double s = 2048, b = 2, h = 4096, a = 32;
+    const int t = 4;
+    struct {
+        const char *name;
+        int t;
+        bool sp;
+        px_recompute rc;
+        int row;
+    } rows[6] = {
+        {"no parallelism", 1, false, PX_RECOMPUTE_NONE, 0},
+        {"tensor parallel", t, false, PX_RECOMPUTE_NONE, 1},
+        {"tensor + sequence parallel", t, true, PX_RECOMPUTE_NONE, 2},
+        {"tensor parallel + selective", t, false, PX_RECOMPUTE_SELECTIVE, 3},
+        {"tensor + sequence + selective", t, true, PX_RECOMPUTE_SELECTIVE, 4},
+        {"full recompute (SP)", t, true, PX_RECOMPUTE_FULL, 5},
+    };
+    for (int i = 0; i < 6; i++) {
+        px_act_shape sh = gpt(s, b, h, a, rows[i].t, rows[i].sp, rows[i].rc);
+        px_act_ops o;
+        px_cost_act_layer(&sh, &o);
+        double want = px_cost_korthikanti_row(rows[i].row, s, b, h, a, rows[i].t, rows[i].sp);
+        double sum = o.norm1_in + o.norm2_in + o.qkv_in + o.q + o.k + o.v + o.softmax_out +
+                     o.score_mask + o.score_drop + o.proj_in + o.attn_mask + o.mlp_in +
+                     o.fc1_out + o.act_out + o.mlp_mask;
+        CHECK_MSG(fabs(sum - want) <= 1e-9 * want, "%s: per-operator sum %.6g != table %.6g",
+                  rows[i].name, sum, want);
+        CHECK_MSG(fabs(o.total - want) <= 1e-9 * want, "%s: total %.6g != %.6g", rows[i].name,
+                  o.total, want);
+    }
+    /* the decomposition of the 34: attention 11 + 5as/h, MLP 19, norms 4 */
+    px_act_shape sh = gpt(s, b, h, a, 1, false, PX_RECOMPUTE_NONE);
+    px_act_ops o;
+    px_cost_act_layer(&sh, &o);
+    double sbh = s * b * h;
+    CHECK_CLOSE(o.attention, sbh * (11 + 5 * a * s / h), 1e-12, 0);
+    CHECK_CLOSE(o.mlp, 19 * sbh, 1e-12, 0);
+    CHECK_CLOSE(o.norm, 4 * sbh, 1e-12, 0);
+    /* full recompute without SP: 2sbh */
+    sh = gpt(s, b, h, a, t, false, PX_RECOMPUTE_FULL);
+    px_cost_act_layer(&sh, &o);
+    CHECK_CLOSE(o.total, 2 * sbh, 1e-12, 0);
+    /* FlashAttention drops the 5as/h term and keeps fp32 row statistics */
+    sh = gpt(s, b, h, a, t, true, PX_RECOMPUTE_NONE);
+    sh.flash = true;
+    px_cost_act_layer(&sh, &o);
+    CHECK_CLOSE(o.total, sbh * 34 / t + 4 * s * b * a / t, 1e-12, 0);
+}
+
+/* Llama block: GQA, SwiGLU, RMSNorm, no dropout; each tensor by hand. */
+static void llama_exact(void)
+{
+    px_act_shape sh;
+    memset(&sh, 0, sizeof sh);
+    double s = 1024, b = 3, h = 2048, a = 16, kv = 4, d = 128, f = 5632;
+    int t = 2;
+    sh.s = sh.s_kv = s;
+    sh.b = b;
+    sh.h = h;
+    sh.a = a;
+    sh.kv = kv;
+    sh.dq = sh.dv = d;
+    sh.f = f;
+    sh.gated = true;
+    sh.dropout = false;
+    sh.elem_bytes = 2;
+    sh.tp = t;
+    sh.sp = true;
+    sh.flash = true;
+    px_act_ops o;
+    px_cost_act_layer(&sh, &o);
+    double e = 2, sb = s * b;
+    double want = e * sb * h / t * 4          /* 2 norm inputs, qkv input, mlp input (SP) */
+                  + e * sb * a * d / t        /* Q */
+                  + 2 * e * sb * kv * d / t   /* K, V (GQA) */
+                  + 4.0 * sb * a / t          /* flash row statistics, fp32 */
+                  + e * sb * a * d / t        /* output projection input */
+                  + 2 * e * sb * f / t        /* gate and up outputs */
+                  + e * sb * f / t;           /* down-projection input */
+    CHECK_CLOSE(o.total, want, 1e-12, 0);
+    CHECK(o.score_mask == 0 && o.attn_mask == 0 && o.mlp_mask == 0); /* no dropout */
+    /* fp32 (the CPU backend) doubles every tensor but the fp32 statistics */
+    sh.elem_bytes = 4;
+    px_act_ops o4;
+    px_cost_act_layer(&sh, &o4);
+    CHECK_CLOSE(o4.total - o4.softmax_stats, 2 * (o.total - o.softmax_stats), 1e-12, 0);
+}
+
+static void schedules(void)
+{
+    /* 1F1B: stage i holds p − i micro-batches (at most m) */
+    for (int i = 0; i < 8; i++)
+        CHECK(px_cost_inflight(PX_SCHED_1F1B, 8, 1, 64, i) == 8 - i);
+    CHECK(px_cost_inflight(PX_SCHED_1F1B, 8, 1, 3, 0) == 3);
+    CHECK(px_cost_inflight(PX_SCHED_GPIPE, 8, 1, 64, 5) == 64);
+    CHECK(px_cost_inflight(PX_SCHED_ZB_H1, 8, 1, 64, 0) == 8);
+    CHECK(px_cost_inflight(PX_SCHED_ZB_H2, 8, 1, 64, 0) == 16);
+    /* interleaved: stage 0 holds L layers' worth × (1 + (p−1)/(p·v)) */
+    int p = 4, v = 2;
+    double L = 80;
+    double layers = px_cost_inflight(PX_SCHED_INTERLEAVED, p, v, 64, 0) * (L / p);
+    CHECK_CLOSE(layers, L * (1.0 + (p - 1.0) / (p * v)), 1e-12, 0);
+    p = 8;
+    v = 5;
+    layers = px_cost_inflight(PX_SCHED_INTERLEAVED, p, v, 64, 0) * (L / p);
+    CHECK_CLOSE(layers, L * (1.0 + (p - 1.0) / (p * v)), 1e-12, 0);
+    /* bubbles: GPipe = 1F1B (p−1)/m of ideal; interleaved /v; ZB-H1 a third; ZB-H2 0 */
+    CHECK_CLOSE(px_cost_bubble_over_ideal(PX_SCHED_GPIPE, 4, 1, 64), 3.0 / 64, 1e-12, 0);
+    CHECK_CLOSE(px_cost_bubble_over_ideal(PX_SCHED_1F1B, 4, 1, 64), 3.0 / 64, 1e-12, 0);
+    CHECK_CLOSE(px_cost_bubble_over_ideal(PX_SCHED_INTERLEAVED, 4, 2, 64), 3.0 / 128, 1e-12, 0);
+    CHECK_CLOSE(px_cost_bubble_over_ideal(PX_SCHED_ZB_H1, 4, 1, 64), 1.0 / 64, 1e-12, 0);
+    CHECK(px_cost_bubble_over_ideal(PX_SCHED_ZB_H2, 4, 1, 64) == 0.0);
+    CHECK(px_cost_bubble_over_ideal(PX_SCHED_1F1B, 1, 1, 64) == 0.0);
+    CHECK_CLOSE(px_cost_bubble_fraction(PX_SCHED_1F1B, 8, 1, 8), 7.0 / 15, 1e-12, 0);
+}
+
+static void comm_volumes(void)
+{
+    /* ring factors (nccl-tests): all-reduce 2(n−1)/n, gather/scatter/a2a (n−1)/n */
+    CHECK_CLOSE(px_coll_wire_bytes(PX_COLL_ALLREDUCE, 4, 1000), 1500, 1e-12, 0);
+    CHECK_CLOSE(px_coll_wire_bytes(PX_COLL_ALLGATHER, 4, 1000), 750, 1e-12, 0);
+    CHECK_CLOSE(px_coll_wire_bytes(PX_COLL_REDUCE_SCATTER, 8, 800), 700, 1e-12, 0);
+    CHECK_CLOSE(px_coll_wire_bytes(PX_COLL_ALLTOALL, 2, 800), 400, 1e-12, 0);
+    CHECK(px_coll_wire_bytes(PX_COLL_ALLREDUCE, 1, 800) == 0);
+    CHECK(px_coll_steps(PX_COLL_ALLREDUCE, 8) == 14 && px_coll_steps(PX_COLL_ALLGATHER, 8) == 7);
+    /* α·steps + bytes/bw */
+    px_hw hw;
+    memset(&hw, 0, sizeof hw);
+    hw.intra_bw = 100e9;
+    hw.intra_lat_s = 1e-6;
+    hw.inter_bw = 10e9;
+    hw.inter_lat_s = 1e-5;
+    hw.gpus_per_node = 8;
+    CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_ALLREDUCE, 4, 1e9, false), 6e-6 + 1.5e9 / 100e9,
+                1e-12, 0);
+    CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_ALLREDUCE, 4, 1e9, true), 6e-5 + 1.5e9 / 10e9,
+                1e-12, 0);
+    /* a torus has no cliff */
+    hw.torus = true;
+    CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_ALLREDUCE, 4, 1e9, true), 6e-6 + 1.5e9 / 100e9,
+                1e-12, 0);
+    hw.torus = false;
+    /* measured all-reduce points replace α and bw */
+    hw.n_coll_points = 1;
+    hw.allreduce_points[0].n_ranks = 2;
+    hw.allreduce_points[0].lat_s = 2e-5;
+    hw.allreduce_points[0].bw = 4e9;
+    CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_ALLREDUCE, 2, 1e8, false), 2e-5 + 1e8 / 4e9, 1e-12,
+                0);
+    /* TP per layer: 4 all-reduces of 2bsh */
+    CHECK_CLOSE(px_cost_tp_bytes_per_layer(1024, 2, 1024, 4, 2),
+                4 * 1.5 * 2.0 * 1024 * 2 * 1024, 1e-12, 0);
+    CHECK_CLOSE(px_cost_pp_msg_bytes(1024, 2, 1024, 4, true, 2), 2.0 * 2 * 1024 * 1024 / 4,
+                1e-12, 0);
+}
+
+static void zero_stages(void)
+{
+    px_memory m0, m1, m2, m3;
+    double n = 1e9;
+    px_cost_static_formula(n, 2, 2, 8, 0, 2, true, &m0);
+    px_cost_static_formula(n, 2, 2, 8, 1, 2, true, &m1);
+    px_cost_static_formula(n, 2, 2, 8, 2, 2, true, &m2);
+    px_cost_static_formula(n, 2, 2, 8, 3, 2, true, &m3);
+    double per = n / 4;
+    CHECK_CLOSE(m0.weights, 2 * per, 1e-12, 0);
+    CHECK_CLOSE(m0.grads, 4 * per, 1e-12, 0);
+    CHECK_CLOSE(m0.optimizer, 12 * per, 1e-12, 0);
+    CHECK_CLOSE(m1.optimizer, 12 * per / 8, 1e-12, 0);
+    CHECK(m1.grads == m0.grads && m1.weights == m0.weights);
+    CHECK_CLOSE(m2.grads, 4 * per / 8, 1e-12, 0);
+    CHECK(m2.weights == m0.weights);
+    CHECK_CLOSE(m3.weights, 2 * per / 8, 1e-12, 0);
+    CHECK_CLOSE(m3.total, 18 * per / 8, 1e-9, 0);
+    /* the fp32 CPU backend: 4 + 4 + 8 */
+    px_bytes_per_param b4 = px_cost_bytes_per_param(4, false);
+    CHECK(b4.weights == 4 && b4.grads == 4 && b4.optimizer == 8);
+    px_bytes_per_param b2 = px_cost_bytes_per_param(2, false);
+    CHECK(b2.weights == 2 && b2.grads == 2 && b2.optimizer == 12);
+}
+
+static void efficiency(void)
+{
+    px_hw hw;
+    memset(&hw, 0, sizeof hw);
+    hw.peak_flops = 1e15;
+    hw.gemm_eff_max = 0.8;
+    hw.gemm_eff_half_dim = 128;
+    hw.hbm_bw = 3e12;
+    hw.mem_bound_eff = 0.5;
+    double big = px_eff_gemm(&hw, 8192, 8192, 8192);
+    double thin = px_eff_gemm(&hw, 8192, 128, 8192);
+    CHECK(big > thin && big < 0.8 && big > 0.7);
+    CHECK_CLOSE(thin, 0.8 * 0.5 * pow(8192.0 / (8192 + 128), 2), 1e-12, 0);
+    CHECK_CLOSE(px_time_gemm_s(&hw, 8192, 8192, 8192), 2.0 * 8192 * 8192 * 8192 / (1e15 * big),
+                1e-12, 0);
+    CHECK_CLOSE(px_time_mem_s(&hw, 1.5e12), 1.0, 1e-12, 0);
+    /* measured points: exact at a point, between neighbours in between */
+    hw.n_gemm_points = 2;
+    hw.gemm_points[0] = (px_gemm_point){256, 256, 256, 0.2e15};
+    hw.gemm_points[1] = (px_gemm_point){4096, 4096, 4096, 0.6e15};
+    CHECK_CLOSE(px_eff_gemm(&hw, 256, 256, 256), 0.2, 1e-12, 0);
+    CHECK_CLOSE(px_eff_gemm(&hw, 4096, 4096, 4096), 0.6, 1e-12, 0);
+    double mid = px_eff_gemm(&hw, 1024, 1024, 1024);
+    CHECK(mid > 0.2 && mid < 0.6);
+}
+
+static void goodput(void)
+{
+    double mtbf_h = 50000, gpus = 16384, bytes = 2e9, bw = 1e9, restart = 600;
+    px_goodput g = px_cost_goodput(mtbf_h, (int)gpus, bytes, bw, restart);
+    double job = mtbf_h * 3600 / gpus, delta = bytes / bw, tau = sqrt(2 * delta * job);
+    CHECK_CLOSE(g.job_mtbf_s, job, 1e-12, 0);
+    CHECK_CLOSE(g.ckpt_write_s, 2.0, 1e-12, 0);
+    CHECK_CLOSE(g.interval_s, tau, 1e-12, 0);
+    CHECK_CLOSE(g.lost_fraction, delta / tau + tau / (2 * job) + restart / job, 1e-12, 0);
+    /* more GPUs: fails more often, loses more */
+    px_goodput g2 = px_cost_goodput(mtbf_h, 2 * (int)gpus, bytes, bw, restart);
+    CHECK(g2.lost_fraction > g.lost_fraction);
+    CHECK(g2.interval_s < g.interval_s);
+}
+
+int main(void)
+{
+    korthikanti_rows();
+    llama_exact();
+    schedules();
+    comm_volumes();
+    zero_stages();
+    efficiency();
+    goodput();
+    return px_test_result("cost_model");
+}

@@ -1,0 +1,55 @@
+/* data_util.h — helpers shared by the data-layer tests: a private temp
+ * folder (tests run in parallel) and writing a small file into it. */
+#ifndef DATA_UTIL_H
+#define DATA_UTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char data_tmp_dir[256];
+
+static inline const char *data_tmp(void)
+{
+    if (!data_tmp_dir[0]) {
+        snprintf(data_tmp_dir, sizeof data_tmp_dir, "/tmp/px_data_test_XXXXXX");
+        if (!mkdtemp(data_tmp_dir)) {
+            perror("mkdtemp");
+            exit(1);
+        }
+    }
+    return data_tmp_dir;
+}
+
+/* Writes text to <tmp>/name and returns the path (static buffer per call site
+ * is not needed: callers copy it). */
+static inline void data_write(const char *name, const char *text, char *path, size_t path_len)
+{
+    snprintf(path, path_len, "%s/%s", data_tmp(), name);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Removes the temp folder's files and the folder. */
+static inline void data_cleanup(void)
+{
+    if (!data_tmp_dir[0])
+        return;
+    char cmd[320];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", data_tmp_dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", data_tmp_dir);
+}
+
+static inline const char *data_source_root(void)
+{
+    const char *r = getenv("PARALLAX_SOURCE_ROOT");
+    return r ? r : PX_SOURCE_ROOT;
+}
+
+#endif

@@ -1,0 +1,107 @@
+/* test_model_hf.c — Hugging Face config.json files (fixtures under
+ * tests/data/hf/, written from the published configs) load into the same
+ * architecture as the presets, with the published parameter counts. */
+#include <string.h>
+
+#include "data_util.h"
+#include "px_model.h"
+#include "px_test.h"
+
+static px_status load_hf(const char *dir, px_model *m, px_error *err)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/hf/%s/config.json", data_source_root(), dir);
+    px_error_clear(err);
+    memset(m, 0, sizeof *m);
+    px_status st = px_model_load(path, NULL, m, err);
+    CHECK_MSG(st == PX_OK, "%s: %s", path, err->msg);
+    return st;
+}
+
+static int64_t total(const px_model *m)
+{
+    px_param_count c;
+    px_model_count_params(m, &c);
+    return c.total;
+}
+
+/* The HF config and the preset describe the same network. */
+static void same_as_preset(const char *dir, const char *preset)
+{
+    px_model hf, pre;
+    px_error err;
+    if (load_hf(dir, &hf, &err) != PX_OK)
+        return;
+    CHECK(px_model_load(preset, NULL, &pre, &err) == PX_OK);
+    CHECK_MSG(total(&hf) == total(&pre), "%s: %lld vs preset %lld", dir, (long long)total(&hf),
+              (long long)total(&pre));
+    px_param_count a, b;
+    px_model_count_params(&hf, &a);
+    px_model_count_params(&pre, &b);
+    CHECK(a.active == b.active && a.mtp == b.mtp);
+    CHECK(hf.block == pre.block && hf.attn == pre.attn && hf.hidden == pre.hidden &&
+          hf.n_layers == pre.n_layers && hf.n_heads == pre.n_heads &&
+          hf.n_kv_heads == pre.n_kv_heads && hf.head_dim == pre.head_dim &&
+          hf.vocab == pre.vocab && hf.n_experts == pre.n_experts && hf.top_k == pre.top_k &&
+          hf.qk_norm == pre.qk_norm && hf.tied_embeddings == pre.tied_embeddings);
+}
+
+int main(void)
+{
+    same_as_preset("Meta-Llama-3.1-70B", "llama3-70b");
+    same_as_preset("Mixtral-8x7B-v0.1", "mixtral-8x7b");
+    same_as_preset("Qwen3-235B-A22B", "qwen3-235b-a22b");
+    same_as_preset("DeepSeek-V3", "deepseek-v3");
+
+    px_model m;
+    px_error err;
+    /* Llama 3.1: 131072 positions, but the planner's default length is the
+     * 8192 it was pretrained at; the name comes from the folder. */
+    if (load_hf("Meta-Llama-3.1-70B", &m, &err) == PX_OK) {
+        CHECK(m.seq_len == 8192);
+        CHECK(strcmp(m.name, "Meta-Llama-3.1-70B") == 0);
+    }
+    /* GPT-2 small: 124,439,808 parameters, the count every GPT-2 port
+     * prints (12 h^2 + 13 h a layer, token + position tables, tied head). */
+    if (load_hf("gpt2", &m, &err) == PX_OK) {
+        CHECK(m.block == PX_BLOCK_GPT && m.ffn == 4 * 768 && m.tied_embeddings);
+        CHECK(m.seq_len == 1024 && m.max_positions == 1024);
+        CHECK(total(&m) == 124439808);
+    }
+    /* Mistral 7B: 7.24 B. */
+    if (load_hf("Mistral-7B-v0.1", &m, &err) == PX_OK)
+        CHECK_CLOSE(total(&m), 7.24e9, 0.002, 0);
+    /* Qwen2-7B: 7.62 B, with q/k/v biases. */
+    if (load_hf("Qwen2-7B", &m, &err) == PX_OK) {
+        CHECK(m.qkv_bias && !m.qk_norm);
+        CHECK_CLOSE(total(&m), 7.62e9, 0.002, 0);
+    }
+    /* Qwen3-8B: 8.19 B, head_dim 128 with q/k norms. */
+    if (load_hf("Qwen3-8B", &m, &err) == PX_OK) {
+        CHECK(m.qk_norm && m.head_dim == 128 && !m.qkv_bias);
+        CHECK_CLOSE(total(&m), 8.19e9, 0.002, 0);
+    }
+
+    /* An unknown model_type lists the supported ones. */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/hf/unsupported-type.json", data_source_root());
+    px_error_clear(&err);
+    px_status st = px_model_load(path, NULL, &m, &err);
+    CHECK(st == PX_ERR_UNSUPPORTED);
+    CHECK_MSG(strstr(err.msg, "falcon") && strstr(err.msg, "qwen3_moe") &&
+                  strstr(err.msg, "deepseek_v3") && strstr(err.msg, "gpt2"),
+              "%s", err.msg);
+    CHECK(strcmp(err.file, path) == 0);
+
+    /* A missing required HF field is named. */
+    char p2[512];
+    data_write("config.json", "{\"model_type\": \"llama\", \"hidden_size\": 64,\n"
+                              " \"num_attention_heads\": 4, \"intermediate_size\": 128,\n"
+                              " \"vocab_size\": 256}\n",
+               p2, sizeof p2);
+    px_error_clear(&err);
+    CHECK(px_model_load(p2, NULL, &m, &err) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(err.msg, "num_hidden_layers") != NULL, "%s", err.msg);
+    data_cleanup();
+    return px_test_result("model_hf");
+}

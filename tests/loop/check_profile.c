@@ -1,0 +1,135 @@
+/* check_profile — validates a profile written by `calibrate`:
+ *   check_profile PROFILE.json [--ranks N]
+ * It must load with px_hw_load, be an fp32 CPU profile, hold a consistent GEMM
+ * lattice (every point at or under the peak, small shapes slower than large
+ * ones), a plausible bandwidth, and with --ranks N one measured point per
+ * group size 2..N for every collective.  And it must agree with this
+ * program's own timing of one GEMM shape and one triad (within a factor of
+ * 2 and 3: the machine is shared, the check is for units and mislabelled
+ * shapes, not for noise). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "px_calib.h"
+#include "px_calib_gemm.h"
+#include "px_calib_mem.h"
+#include "px_hw.h"
+#include "px_test.h"
+
+static double point_flops(const px_hw *hw, int64_t m, int64_t n, int64_t k)
+{
+    for (int i = 0; i < hw->n_gemm_points; i++) {
+        const px_gemm_point *p = &hw->gemm_points[i];
+        if (p->m == m && p->n == n && p->k == k)
+            return p->flops;
+    }
+    return 0.0;
+}
+
+static void check_colls(const char *what, const px_coll_point *pts, int n, int ranks)
+{
+    CHECK_MSG(n == ranks - 1, "%s: %d points, want %d", what, n, ranks - 1);
+    for (int i = 0; i < n; i++) {
+        CHECK_MSG(pts[i].n_ranks == i + 2, "%s[%d].n_ranks = %d", what, i, pts[i].n_ranks);
+        CHECK_MSG(pts[i].lat_s >= 0.0 && pts[i].lat_s < 1e-2, "%s[%d].lat_s = %g", what, i,
+                  pts[i].lat_s);
+        CHECK_MSG(pts[i].bw > 1e7 && pts[i].bw < 1e13, "%s[%d].bw = %g", what, i, pts[i].bw);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: check_profile PROFILE.json [--ranks N]\n");
+        return 2;
+    }
+    int ranks = 0;
+    if (argc == 4 && !strcmp(argv[2], "--ranks"))
+        ranks = atoi(argv[3]);
+    px_hw hw;
+    px_error err;
+    px_error_clear(&err);
+    if (px_hw_load(argv[1], NULL, &hw, &err) != PX_OK) {
+        char buf[1400];
+        px_error_format(&err, buf, sizeof buf);
+        fprintf(stderr, "check_profile: %s\n", buf);
+        return 1;
+    }
+    CHECK(hw.dtype_bytes == 4);
+    CHECK(hw.peak_flops > 1e9 && hw.peak_flops < 1e14);
+    CHECK(hw.gemm_eff_max == 1.0);
+    CHECK(hw.gemm_eff_half_dim > 0.0);
+    CHECK_MSG(hw.n_gemm_points == 64 || hw.n_gemm_points == 125, "n_gemm_points = %d",
+              hw.n_gemm_points);
+    double small_sum = 0, big_sum = 0;
+    int small_n = 0, big_n = 0;
+    for (int i = 0; i < hw.n_gemm_points; i++) {
+        const px_gemm_point *p = &hw.gemm_points[i];
+        CHECK_MSG(p->flops > 0.0 && p->flops <= hw.peak_flops * (1 + 1e-9),
+                  "point %d flops %g vs peak %g", i, p->flops, hw.peak_flops);
+        int64_t mn = p->m < p->n ? p->m : p->n;
+        mn = mn < p->k ? mn : p->k;
+        if (mn == 16) {
+            small_sum += p->flops;
+            small_n++;
+        } else if (mn >= 256) {
+            big_sum += p->flops;
+            big_n++;
+        }
+    }
+    CHECK(small_n > 0 && big_n > 0);
+    if (small_n > 0 && big_n > 0)
+        CHECK_MSG(small_sum / small_n < big_sum / big_n,
+                  "GEMMs with a dimension of 16 (%.1f GFLOP/s) not slower than >= 256 (%.1f)",
+                  small_sum / small_n / 1e9, big_sum / big_n / 1e9);
+    CHECK(hw.hbm_bw > 1e8 && hw.hbm_bw < 1e13);
+    CHECK(hw.mem_bound_eff == 1.0);
+    CHECK(hw.gpus_per_node >= 1);
+    CHECK(hw.hbm_bytes > hw.mem_reserve_bytes && hw.mem_reserve_bytes > 0);
+    CHECK(hw.intra_bw > 0.0 && hw.inter_bw > 0.0 && hw.intra_lat_s > 0.0);
+    CHECK(hw.ckpt_write_bw > 0.0);
+    if (ranks >= 2) {
+        CHECK(hw.gpus_per_node == ranks); /* one node here */
+        check_colls("allreduce_points", hw.allreduce_points, hw.n_coll_points, ranks);
+        check_colls("allgather_points", hw.allgather_points, hw.n_allgather_points, ranks);
+        check_colls("reduce_scatter_points", hw.reduce_scatter_points,
+                    hw.n_reduce_scatter_points, ranks);
+        check_colls("alltoall_points", hw.alltoall_points, hw.n_alltoall_points, ranks);
+    }
+
+    /* Independent timing of one lattice shape and of the triad. */
+    px_calib_opts o;
+    px_calib_opts_init(&o, true);
+    o.min_time_s = 0.05;
+    px_calib_set_blas_threads(o.blas_threads);
+    int64_t d = 256;
+    float *a = malloc(sizeof(float) * (size_t)(d * d)), *b = malloc(sizeof(float) * (size_t)(d * d)),
+          *c = malloc(sizeof(float) * (size_t)(d * d));
+    for (int64_t i = 0; i < d * d; i++) {
+        a[i] = (float)(i % 13) * 0.1f;
+        b[i] = (float)(i % 7) * 0.1f;
+    }
+    double mine = px_calib_gemm_time_one(&o, 'N', 'N', d, d, d, a, b, c);
+    double theirs = point_flops(&hw, d, d, d);
+    free(a);
+    free(b);
+    free(c);
+    fprintf(stderr, "check_profile: gemm 256^3 here %.1f GFLOP/s, profile %.1f GFLOP/s\n",
+            mine / 1e9, theirs / 1e9);
+    CHECK_MSG(theirs > mine / 2.0 && theirs < mine * 2.0,
+              "profile's 256^3 GEMM %.1f GFLOP/s vs %.1f measured now", theirs / 1e9,
+              mine / 1e9);
+    px_calib_mem_result mem;
+    if (px_calib_mem_run(&o, &mem, &err) == PX_OK) {
+        fprintf(stderr, "check_profile: triad here %.1f GB/s, profile %.1f GB/s\n",
+                mem.triad_bw / 1e9, hw.hbm_bw / 1e9);
+        CHECK_MSG(hw.hbm_bw > mem.triad_bw / 3.0 && hw.hbm_bw < mem.triad_bw * 3.0,
+                  "profile's bandwidth %.1f GB/s vs %.1f measured now", hw.hbm_bw / 1e9,
+                  mem.triad_bw / 1e9);
+    } else {
+        CHECK_MSG(0, "triad: %s", err.msg);
+    }
+    return px_test_result("check_profile");
+}
