@@ -1,8 +1,11 @@
 /* calibrate — measures the machine it runs on and writes a hardware profile
  * (the schema of hw_profiles/, docs/hw-schema.md) for the cost model:
  *
- *   calibrate [-o profile.json] [--name NAME] [--quick] [--mpi] [--threads N]
+ *   calibrate [-o profile.json] [--name NAME] [--quick] [--mpi] [--threads N] [--cpu]
  *   mpirun -np G calibrate --mpi ...     (adds MPI p2p and collectives)
+ *
+ * On a CUDA build with a GPU present it measures the GPU (cuBLAS, HBM, NCCL:
+ * px_calib_cuda.h) unless --cpu.
  *
  * What is measured and how each field is derived: docs/calibration.md.
  * Progress goes to stderr (rank 0 only); nothing is printed on stdout. */
@@ -21,7 +24,11 @@
 #include "px_calib_disk.h"
 #include "px_calib_fit.h"
 #include "px_calib_gemm.h"
+#include "px_calib_kernels.h"
 #include "px_calib_mem.h"
+#ifdef PX_HAVE_CUDA
+#include "px_calib_cuda.h"
+#endif
 #include "px_error.h"
 #include "px_hw.h"
 
@@ -55,17 +62,121 @@ static void barrier_sync(void *ctx)
     MPI_Barrier(*(MPI_Comm *)ctx);
 }
 
+/* The CPU: BLAS GEMMs by shape, memory bandwidth, the executor's kernels,
+ * MPI (with use_mpi), memory capacity; every field of hw but the
+ * description, name and checkpoint bandwidth. */
+static px_status calibrate_cpu(const px_calib_opts *o, MPI_Comm world, bool use_mpi, int size,
+                               px_hw *hw, px_error *err)
+{
+    /* 1. GEMM by shape, on every rank at once. */
+    static px_gemm_point pts[PX_HW_MAX_GEMM_POINTS];
+    int npts = 0;
+    px_status st = px_calib_gemm_run(o, pts, PX_HW_MAX_GEMM_POINTS, &npts, err);
+    if (st != PX_OK)
+        return st;
+    if (use_mpi && size > 1) {
+        /* Ranks ran concurrently (each on its core, sharing caches and
+         * memory as in a step): keep the mean throughput per shape. */
+        double fl[PX_HW_MAX_GEMM_POINTS], sum[PX_HW_MAX_GEMM_POINTS];
+        for (int i = 0; i < npts; i++)
+            fl[i] = pts[i].flops;
+        MPI_Allreduce(fl, sum, npts, MPI_DOUBLE, MPI_SUM, world);
+        for (int i = 0; i < npts; i++)
+            pts[i].flops = sum[i] / size;
+    }
+    hw->n_gemm_points = npts;
+    memcpy(hw->gemm_points, pts, (size_t)npts * sizeof pts[0]);
+    px_calib_fit_gemm_summary(pts, npts, &hw->peak_flops, &hw->gemm_eff_max,
+                              &hw->gemm_eff_half_dim);
+    px_calib_say(o, "gemm: peak (best shape) %.1f GFLOP/s, half-efficiency dim %.1f",
+                 hw->peak_flops / 1e9, hw->gemm_eff_half_dim);
+
+    /* 2. Memory bandwidth, every rank streaming at once. */
+    px_calib_mem_result mem;
+    st = px_calib_mem_run(o, &mem, err);
+    if (st != PX_OK)
+        return st;
+    double triad = mem.triad_bw;
+    if (use_mpi && size > 1) {
+        MPI_Allreduce(&mem.triad_bw, &triad, 1, MPI_DOUBLE, MPI_SUM, world);
+        triad /= size;
+    }
+    hw->hbm_bw = triad;
+
+    /* 3. The executor's own element-wise and attention kernels, in the cost
+     * model's terms (px_calib_kernels.h). */
+    px_calib_kernels_result kr;
+    st = px_calib_kernels_run(o, &kr, err);
+    if (st != PX_OK)
+        return st;
+    /* Under MPI every rank ran them at once: keep the mean of each rate. */
+    double kv[10] = {kr.elementwise_bw, kr.attn_flops, kr.norm_bw, kr.residual_bw,
+                     kr.gelu_bw, kr.swiglu_bw, kr.rope_bw, kr.xent_bw, kr.adamw_bw,
+                     kr.embed_bw};
+    double ksum[10];
+    memcpy(ksum, kv, sizeof kv);
+    if (use_mpi && size > 1) {
+        MPI_Allreduce(kv, ksum, 10, MPI_DOUBLE, MPI_SUM, world);
+        for (int i = 0; i < 10; i++)
+            ksum[i] /= size;
+    }
+    hw->mem_bound_eff = ksum[0] / hw->hbm_bw;
+    hw->attn_eff = ksum[1] / hw->peak_flops;
+    hw->norm_bw = ksum[2];
+    hw->residual_bw = ksum[3];
+    hw->gelu_bw = ksum[4];
+    hw->swiglu_bw = ksum[5];
+    hw->rope_bw = ksum[6];
+    hw->xent_bw = ksum[7];
+    hw->adamw_bw = ksum[8];
+    hw->embed_bw = ksum[9];
+    px_calib_say(o, "kernels: element-wise %.2f GB/s = mem_bound_eff %.3f of the triad; "
+                 "attention %.2f GFLOP/s = attn_eff %.4f of peak", ksum[0] / 1e9,
+                 hw->mem_bound_eff, ksum[1] / 1e9, hw->attn_eff);
+
+    /* 4. Communication. */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    hw->gpus_per_node = ncpu > 0 ? (int)ncpu : 1; /* one rank per core */
+    if (use_mpi) {
+        st = px_calib_coll_run(o, world, hw, err);
+        if (st != PX_OK)
+            return st;
+    }
+    if (hw->intra_bw <= 0.0) {
+        /* No MPI measurement: ranks on one node exchange through shared
+         * memory, i.e. a copy; latency is a typical shared-memory MPI one. */
+        hw->intra_bw = hw->inter_bw = mem.copy_bw / 2.0;
+        hw->intra_lat_s = hw->inter_lat_s = 1e-6;
+        px_calib_say(o, "mpi: not measured (no --mpi): p2p from the copy bandwidth, 1 us");
+    }
+
+    /* 5. Memory capacity per rank and checkpoint bandwidth. */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    int64_t phys = pages > 0 && page > 0 ? (int64_t)pages * page : (int64_t)1 << 32;
+    int ranks_here = hw->gpus_per_node > 0 ? hw->gpus_per_node : 1;
+    hw->hbm_bytes = phys / ranks_here;
+    hw->mem_reserve_bytes = (int64_t)(CAL_RESERVE_FRACTION * (double)hw->hbm_bytes);
+    if (hw->mem_reserve_bytes < CAL_RESERVE_MIN_BYTES)
+        hw->mem_reserve_bytes = CAL_RESERVE_MIN_BYTES;
+    hw->dtype_bytes = 4; /* the CPU backend computes in fp32 */
+    hw->torus = false;
+    hw->gpu_mtbf_hours = CAL_GPU_MTBF_HOURS;
+    hw->restart_s = CAL_RESTART_S;
+    return PX_OK;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: calibrate [-o FILE] [--name NAME] [--quick] [--mpi] [--threads N]\n"
+            "usage: calibrate [-o FILE] [--name NAME] [--quick] [--mpi] [--threads N] [--cpu]\n"
             "  -o FILE       profile to write (default calibrated.json)\n"
             "  --name NAME   the profile's name (default cpu-<hostname>)\n"
             "  --quick       short sweep (GEMM dims 16..1024, fewer sizes): seconds\n"
             "  --mpi         also measure MPI p2p and collectives (run under mpirun;\n"
             "                every rank computes at once, as the executor's ranks do)\n"
             "  --threads N   BLAS threads per rank (default OPENBLAS_NUM_THREADS,\n"
-            "                else OMP_NUM_THREADS, else 1: the executor's one rank per core)\n");
+            "                else OMP_NUM_THREADS, else 1: the executor's one rank per core)\n"
+            "  --cpu         measure the CPU even when a GPU is present (CUDA builds)\n");
 }
 
 static int fail(const px_error *err, int rank, bool mpi)
@@ -82,7 +193,7 @@ int main(int argc, char **argv)
 {
     const char *out_path = "calibrated.json";
     const char *name = NULL;
-    bool quick = false, use_mpi = false;
+    bool quick = false, use_mpi = false, force_cpu = false;
     int threads = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-o") && i + 1 < argc)
@@ -93,6 +204,8 @@ int main(int argc, char **argv)
             quick = true;
         else if (!strcmp(argv[i], "--mpi"))
             use_mpi = true;
+        else if (!strcmp(argv[i], "--cpu"))
+            force_cpu = true;
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
             char *end = NULL;
             long n = strtol(argv[++i], &end, 10);
@@ -149,76 +262,43 @@ int main(int argc, char **argv)
     }
 
     px_hw hw;
-    memset(&hw, 0, sizeof hw);
+    px_hw_init(&hw);
     px_error err;
     px_error_clear(&err);
+    char gpu_note[160] = "";
+    (void)gpu_note;
+    (void)force_cpu; /* only a CUDA build has a GPU path */
     char host[256] = "localhost";
     gethostname(host, sizeof host - 1);
     snprintf(hw.name, sizeof hw.name, "%s", name ? name : "");
     if (!name)
         snprintf(hw.name, sizeof hw.name, "cpu-%.59s", host);
 
-    /* 1. GEMM by shape, on every rank at once. */
-    static px_gemm_point pts[PX_HW_MAX_GEMM_POINTS];
-    int npts = 0;
-    if (px_calib_gemm_run(&o, pts, PX_HW_MAX_GEMM_POINTS, &npts, &err) != PX_OK)
-        return fail(&err, rank, use_mpi);
-    if (use_mpi && size > 1) {
-        /* Ranks ran concurrently (each on its core, sharing caches and
-         * memory as in a step): keep the mean throughput per shape. */
-        double fl[PX_HW_MAX_GEMM_POINTS], sum[PX_HW_MAX_GEMM_POINTS];
-        for (int i = 0; i < npts; i++)
-            fl[i] = pts[i].flops;
-        MPI_Allreduce(fl, sum, npts, MPI_DOUBLE, MPI_SUM, world);
-        for (int i = 0; i < npts; i++)
-            pts[i].flops = sum[i] / size;
-    }
-    hw.n_gemm_points = npts;
-    memcpy(hw.gemm_points, pts, (size_t)npts * sizeof pts[0]);
-    px_calib_fit_gemm_summary(pts, npts, &hw.peak_flops, &hw.gemm_eff_max,
-                              &hw.gemm_eff_half_dim);
-    px_calib_say(&o, "gemm: peak (best shape) %.1f GFLOP/s, half-efficiency dim %.1f",
-                 hw.peak_flops / 1e9, hw.gemm_eff_half_dim);
-
-    /* 2. Memory bandwidth, every rank streaming at once. */
-    px_calib_mem_result mem;
-    if (px_calib_mem_run(&o, &mem, &err) != PX_OK)
-        return fail(&err, rank, use_mpi);
-    double triad = mem.triad_bw;
-    if (use_mpi && size > 1) {
-        MPI_Allreduce(&mem.triad_bw, &triad, 1, MPI_DOUBLE, MPI_SUM, world);
-        triad /= size;
-    }
-    hw.hbm_bw = triad;
-    hw.mem_bound_eff = 1.0; /* hbm_bw is itself the achieved element-wise rate */
-
-    /* 3. Communication. */
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    hw.gpus_per_node = ncpu > 0 ? (int)ncpu : 1; /* one rank per core */
-    if (use_mpi) {
-        if (px_calib_coll_run(&o, world, &hw, &err) != PX_OK)
+    bool on_gpu = false;
+#ifdef PX_HAVE_CUDA
+    if (!force_cpu && px_calib_cuda_devices() > 0) {
+        /* A GPU: start from its datasheet profile (links between GPUs,
+         * reliability, reserve) and replace what we measure. */
+        char device[256];
+        const char *base = px_calib_cuda_base_profile(device, sizeof device);
+        char keep_name[64];
+        snprintf(keep_name, sizeof keep_name, "%s", hw.name);
+        if (px_hw_load(base, NULL, &hw, &err) != PX_OK)
             return fail(&err, rank, use_mpi);
+        snprintf(hw.name, sizeof hw.name, "%s", name ? name : "");
+        if (!name)
+            snprintf(hw.name, sizeof hw.name, "gpu-%.59s", host);
+        px_calib_say(&o, "gpu: %s, starting from the datasheet profile %s", device, base);
+        if (px_calib_cuda_run(&o, world, use_mpi, &hw, &err) != PX_OK)
+            return fail(&err, rank, use_mpi);
+        snprintf(gpu_note, sizeof gpu_note, "%.60s, bf16 cuBLAS; links %s from %.20s", device,
+                 use_mpi && size > 1 ? "measured (NCCL)" : "not measured, taken", base);
+        on_gpu = true;
     }
-    if (hw.intra_bw <= 0.0) {
-        /* No MPI measurement: ranks on one node exchange through shared
-         * memory, i.e. a copy; latency is a typical shared-memory MPI one. */
-        hw.intra_bw = hw.inter_bw = mem.copy_bw / 2.0;
-        hw.intra_lat_s = hw.inter_lat_s = 1e-6;
-        px_calib_say(&o, "mpi: not measured (no --mpi): p2p from the copy bandwidth, 1 us");
-    }
+#endif
+    if (!on_gpu && calibrate_cpu(&o, world, use_mpi, size, &hw, &err) != PX_OK)
+        return fail(&err, rank, use_mpi);
 
-    /* 4. Memory capacity per rank and checkpoint bandwidth. */
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    int64_t phys = pages > 0 && page > 0 ? (int64_t)pages * page : (int64_t)1 << 32;
-    int ranks_here = hw.gpus_per_node > 0 ? hw.gpus_per_node : 1;
-    hw.hbm_bytes = phys / ranks_here;
-    hw.mem_reserve_bytes = (int64_t)(CAL_RESERVE_FRACTION * (double)hw.hbm_bytes);
-    if (hw.mem_reserve_bytes < CAL_RESERVE_MIN_BYTES)
-        hw.mem_reserve_bytes = CAL_RESERVE_MIN_BYTES;
-    hw.dtype_bytes = 4; /* the CPU backend computes in fp32 */
-    hw.torus = false;
-    hw.gpu_mtbf_hours = CAL_GPU_MTBF_HOURS;
-    hw.restart_s = CAL_RESTART_S;
     if (rank == 0) {
         int64_t bytes = quick ? (int64_t)16 << 20 : (int64_t)64 << 20;
         if (px_calib_disk_write_bw(&o, out_dir, bytes, &hw.ckpt_write_bw, &err) != PX_OK)
@@ -229,11 +309,15 @@ int main(int argc, char **argv)
     time_t now = time(NULL);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     const char *coretype = getenv("OPENBLAS_CORETYPE");
-    snprintf(hw.description, sizeof hw.description,
-             "calibrated on %.60s at %s: fp32 BLAS GEMM, %d thread(s) per rank%s%.20s; "
-             "%d rank(s)%s", host, when, px_calib_set_blas_threads(o.blas_threads),
-             coretype ? ", OPENBLAS_CORETYPE=" : "", coretype ? coretype : "", size,
-             use_mpi ? ", MPI measured" : ", MPI not measured");
+    if (on_gpu)
+        snprintf(hw.description, sizeof hw.description, "calibrated on %.60s at %s: %s; %d rank(s)",
+                 host, when, gpu_note, size);
+    else
+        snprintf(hw.description, sizeof hw.description,
+                 "calibrated on %.60s at %s: fp32 BLAS GEMM, %d thread(s) per rank%s%.20s; "
+                 "%d rank(s)%s", host, when, px_calib_set_blas_threads(o.blas_threads),
+                 coretype ? ", OPENBLAS_CORETYPE=" : "", coretype ? coretype : "", size,
+                 use_mpi ? ", MPI measured" : ", MPI not measured");
 
     if (rank == 0) {
         if (px_hw_validate(&hw, &err) != PX_OK || px_hw_save(&hw, out_path, &err) != PX_OK)

@@ -105,10 +105,10 @@ int main(int argc, char **argv)
             printf("# limits: |step time err| <= %.0f%%, |peak memory err| <= %.0f%%\n",
                    max_time >= 0.0 ? 100.0 * max_time : INFINITY,
                    max_mem >= 0.0 ? 100.0 * max_mem : INFINITY);
-        printf("%-30s %5s | %9s %9s %7s | %9s %9s %7s | %6s %6s %7s | %9s %9s %7s | %s\n",
+        printf("%-44s %5s | %9s %9s %7s | %9s %9s %7s | %6s %6s %7s | %9s %9s %7s | %s\n",
                "run", "ranks", "step_s", "step_s", "err", "tok/s", "tok/s", "err", "MFU%",
                "MFU%", "err", "mem_MB", "mem_MB", "err", "ok");
-        printf("%-30s %5s | %9s %9s %7s | %9s %9s %7s | %6s %6s %7s | %9s %9s %7s |\n", "",
+        printf("%-44s %5s | %9s %9s %7s | %9s %9s %7s | %6s %6s %7s | %9s %9s %7s |\n", "",
                "", "pred", "meas", "", "pred", "meas", "", "pred", "meas", "", "pred", "meas",
                "");
     }
@@ -150,7 +150,7 @@ int main(int argc, char **argv)
             snprintf(ranks, sizeof ranks, "%d", r->world);
         else
             snprintf(ranks, sizeof ranks, "?");
-        printf("%-30.30s %5s | %9.4f %9.4f %7s | %9.0f %9.0f %7s | %6.1f %6.1f %7s | "
+        printf("%-44.44s %5s | %9.4f %9.4f %7s | %9.0f %9.0f %7s | %6.1f %6.1f %7s | "
                "%9.2f %9.2f %7s | %s\n",
                r->label, ranks, p->step_time_s, m->step_time_s, et, p->tokens_per_s,
                m->tokens_per_s, ek, 100.0 * p->mfu, 100.0 * m->mfu, ef,

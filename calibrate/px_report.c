@@ -1,6 +1,8 @@
 /* px_report.c — reading execute's report JSON (see px_report.h). */
 #include "px_report.h"
 
+#include "px_plan.h"
+
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -67,16 +69,48 @@ static void label_from_parallel(json_t *root, char *label, size_t n)
     int nm = get_int(par, "n_micro", 1), zero = get_int(par, "zero", 0);
     json_t *sp = json_object_get(par, "sp"), *sched = json_object_get(par, "schedule");
     json_t *rc = json_object_get(par, "recompute");
-    char extra[64] = "";
+    char extra[64] = "", z[16] = "";
     if (vpp > 1)
         snprintf(extra, sizeof extra, " v%d", vpp);
+    if (zero > 0)
+        snprintf(z, sizeof z, "/z%d", zero);
     snprintf(label, n, "tp%d%s pp%d%s dp%d%s mb%dx%d %s%s%s", tp,
-             json_is_true(sp) ? "+sp" : "", pp, extra, dp, zero ? "/z1" : "", mb, nm,
+             json_is_true(sp) ? "+sp" : "", pp, extra, dp, z, mb, nm,
              json_is_string(sched) ? json_string_value(sched) : "",
              json_is_string(rc) && strcmp(json_string_value(rc), "none") ? " rc:" : "",
              json_is_string(rc) && strcmp(json_string_value(rc), "none")
                  ? json_string_value(rc)
                  : "");
+}
+
+/* The same label from the plan file the report names (as given, else
+ * beside the report), with the model's name in front. */
+static void label_from_plan_file(const char *plan_path, const char *report_path, char *label,
+                                 size_t n)
+{
+    static px_plan plan; /* large (profile and per-layer arrays): not on the stack */
+    px_error err;
+    px_status st = px_plan_read(plan_path, &plan, &err);
+    if (st != PX_OK && plan_path[0] != '/') {
+        char alt[1024];
+        const char *slash = strrchr(report_path, '/');
+        int dir_len = slash ? (int)(slash - report_path) : 1;
+        snprintf(alt, sizeof alt, "%.*s/%s", dir_len, slash ? report_path : ".", plan_path);
+        st = px_plan_read(alt, &plan, &err);
+    }
+    if (st != PX_OK)
+        return;
+    const px_parallel *p = &plan.par;
+    char vpp[16] = "", z[16] = "";
+    if (p->vpp > 1)
+        snprintf(vpp, sizeof vpp, " v%d", p->vpp);
+    if (p->zero > 0)
+        snprintf(z, sizeof z, "/z%d", p->zero);
+    snprintf(label, n, "%.16s tp%d%s pp%d%s dp%d%s mb%lldx%lld %s%s%s", plan.model.name, p->tp,
+             p->sp && p->tp > 1 ? "+sp" : "", p->pp, vpp, p->dp, z,
+             (long long)p->micro_batch, (long long)p->n_micro, px_schedule_name(p->schedule),
+             p->recompute != PX_RECOMPUTE_NONE ? " rc:" : "",
+             p->recompute != PX_RECOMPUTE_NONE ? px_recompute_name(p->recompute) : "");
 }
 
 px_status px_report_read(const char *path, px_report *out, px_error *err)
@@ -107,6 +141,9 @@ px_status px_report_read(const char *path, px_report *out, px_error *err)
         if (!out->world && json_is_array(pr))
             out->world = (int)json_array_size(pr);
         label_from_parallel(root, out->label, sizeof out->label);
+        json_t *plan = json_object_get(root, "plan");
+        if (!out->label[0] && json_is_string(plan))
+            label_from_plan_file(json_string_value(plan), path, out->label, sizeof out->label);
         if (!out->label[0]) {
             const char *base = strrchr(path, '/');
             base = base ? base + 1 : path;

@@ -14,12 +14,15 @@
 #endif
 
 #include "px_backend.h"
+#ifdef PX_HAVE_CUDA
+#include "px_backend_cuda.h"
+#endif
 #include "px_exec.h"
 #include "px_memtrack.h"
 #include "px_measure.h"
 
 typedef struct {
-    const char *plan_path, *report_path, *dump_dir;
+    const char *plan_path, *report_path, *dump_dir, *backend;
     int64_t steps, warmup;
     px_exec_options opt;
 } cli;
@@ -30,6 +33,7 @@ static void usage(FILE *f)
             "usage: mpirun -np G execute --plan plan.json [--steps N] [--warmup N] [--seed N]\n"
             "                            [--data FILE] [--report report.json]\n"
             "                            [--dump-weights DIR] [--lr X] [--init-std X]\n"
+            "                            [--backend cpu|cuda]\n"
             "  --plan FILE         plan JSON written by `plan -o` (required)\n"
             "  --steps N           timed optimizer steps (default 3)\n"
             "  --warmup N          untimed steps before them (default 1)\n"
@@ -38,7 +42,8 @@ static void usage(FILE *f)
             "  --report FILE       write losses, measured vs predicted numbers as JSON\n"
             "  --dump-weights DIR  write each rank's final weights (rank<R>.bin/.tsv)\n"
             "  --lr X              AdamW learning rate (default 1e-3)\n"
-            "  --init-std X        std of the random initial weights (default 0.02)\n");
+            "  --init-std X        std of the random initial weights (default 0.02)\n"
+            "  --backend NAME      cpu (default: BLAS + MPI) or cuda (when built with CUDA)\n");
 }
 
 static int parse_i64(const char *s, int64_t min, int64_t *out)
@@ -57,6 +62,7 @@ static int parse_args(int argc, char **argv, cli *c, char *buf, size_t n)
     memset(c, 0, sizeof *c);
     c->steps = 3;
     c->warmup = 1;
+    c->backend = "cpu";
     px_exec_options_default(&c->opt);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -76,6 +82,12 @@ static int parse_args(int argc, char **argv, cli *c, char *buf, size_t n)
             c->opt.data_path = v;
         } else if (!strcmp(a, "--dump-weights")) {
             c->dump_dir = v;
+        } else if (!strcmp(a, "--backend")) {
+            if (strcmp(v, "cpu") && strcmp(v, "cuda")) {
+                snprintf(buf, n, "option --backend: \"%s\": allowed values are cpu, cuda", v);
+                return 2;
+            }
+            c->backend = v;
         } else if (!strcmp(a, "--steps") || !strcmp(a, "--warmup") || !strcmp(a, "--seed")) {
             if (parse_i64(v, !strcmp(a, "--steps") ? 1 : 0, &x)) {
                 snprintf(buf, n, "option %s: \"%s\" is not an integer >= %d", a, v,
@@ -163,8 +175,18 @@ int main(int argc, char **argv)
     px_exec *ex = NULL;
     if (!st)
         st = px_exec_check_plan(&plan, world, &err);
-    if (!st)
+    memset(&be, 0, sizeof be);
+    if (!st && !strcmp(c.backend, "cpu"))
         st = px_backend_cpu_create(&be, &err);
+    else if (!st) {
+#ifdef PX_HAVE_CUDA
+        st = px_backend_cuda_create(&be, MPI_COMM_WORLD, &err);
+#else
+        st = px_error_set(&err, PX_ERR_UNSUPPORTED, NULL, 0, 0,
+                          "--backend cuda: this build has no CUDA backend (configure with "
+                          "-Dcuda=enabled on a machine with nvcc, cuBLAS and NCCL)");
+#endif
+    }
     if (!st)
         st = px_exec_create(&ex, &plan, &c.opt, &be, MPI_COMM_WORLD, &err);
     /* Every rank learns whether set-up failed anywhere, so no rank waits in
@@ -176,6 +198,8 @@ int main(int argc, char **argv)
         if (bad)
             print_error(rank, &err);
         px_exec_destroy(ex);
+        if (be.destroy)
+            be.destroy(&be);
         MPI_Finalize();
         return 1;
     }
@@ -186,6 +210,7 @@ int main(int argc, char **argv)
     run.steps = c.steps;
     run.warmup = c.warmup;
     run.world = world;
+    run.backend = be.name;
     run.losses = calloc((size_t)total, sizeof *run.losses);
     run.step_time_s = calloc((size_t)total, sizeof *run.step_time_s);
     run.peak_memory_bytes = calloc((size_t)world, sizeof *run.peak_memory_bytes);
@@ -196,6 +221,14 @@ int main(int argc, char **argv)
     }
     if (rank == 0)
         px_measure_print_header(stdout, &plan, c.steps, c.warmup);
+    /* Test hook: PX_EXECUTE_INJECT_FAILURE="RANK:STEP" makes that rank fail
+     * at the start of that step while the others enter it, to check that a
+     * failure on one rank ends the job instead of hanging it. */
+    int fail_rank = -1;
+    long long fail_step = -1;
+    const char *inject = getenv("PX_EXECUTE_INJECT_FAILURE");
+    if (inject && sscanf(inject, "%d:%lld", &fail_rank, &fail_step) != 2)
+        fail_rank = -1;
 
     for (int64_t i = 0; i < total; i++) {
         if (i == c.warmup) /* peak memory over the timed steps */
@@ -205,6 +238,12 @@ int main(int argc, char **argv)
             fail_abort(rank, &err);
         }
         double t0 = MPI_Wtime(), loss = 0.0;
+        if (rank == fail_rank && i == fail_step) {
+            px_error_set(&err, PX_ERR_INTERNAL, NULL, 0, 0,
+                         "injected failure at step %lld (PX_EXECUTE_INJECT_FAILURE)",
+                         (long long)i);
+            fail_abort(rank, &err);
+        }
         if (px_exec_step(ex, i, true, &loss, &err))
             fail_abort(rank, &err);
         double dt = MPI_Wtime() - t0, dt_max = dt;

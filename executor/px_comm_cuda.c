@@ -45,6 +45,61 @@ int px_nccl_type_bytes(ncclDataType_t t)
     }
 }
 
+px_status px_cuda_select_device(MPI_Comm mpi_world, int *local_rank, int *local_size,
+                                int *device, px_error *err)
+{
+    int rank = 0, size = 1;
+    MPI_TRY(err, MPI_Comm_rank(mpi_world, &rank));
+    MPI_TRY(err, MPI_Comm_size(mpi_world, &size));
+    uint64_t *hashes = malloc((size_t)size * sizeof *hashes);
+    if (!hashes)
+        return PX_FAIL(err, PX_ERR_NOMEM, "host hashes");
+    hashes[rank] = host_hash();
+    int rc = MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, hashes, 1, MPI_UINT64_T,
+                           mpi_world);
+    if (rc != MPI_SUCCESS) {
+        free(hashes);
+        return mpi_status(rc, "MPI_Allgather(host hashes)", __LINE__, err);
+    }
+    *local_rank = 0;
+    *local_size = 0;
+    for (int r = 0; r < size; r++) {
+        if (hashes[r] != hashes[rank])
+            continue;
+        if (r < rank)
+            (*local_rank)++;
+        (*local_size)++;
+    }
+    free(hashes);
+    int n_dev = px_cuda_device_count();
+    if (n_dev <= 0)
+        return PX_FAIL(err, PX_ERR_CUDA, "rank %d: no CUDA device visible", rank);
+    if (*local_size > n_dev)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "rank %d: %d ranks on this node but %d GPUs; launch one rank per GPU",
+                       rank, *local_size, n_dev);
+    *device = *local_rank;
+    PX_CUDA_TRY(err, cudaSetDevice(*device));
+    return PX_OK;
+}
+
+px_status px_nccl_comm_from_mpi(MPI_Comm group, ncclComm_t *out, px_error *err)
+{
+    *out = NULL;
+    int rank = 0, size = 1;
+    MPI_TRY(err, MPI_Comm_rank(group, &rank));
+    MPI_TRY(err, MPI_Comm_size(group, &size));
+    if (size <= 1)
+        return PX_OK;
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    if (rank == 0)
+        PX_NCCL_TRY(err, NULL, ncclGetUniqueId(&id));
+    MPI_TRY(err, MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, group));
+    PX_NCCL_TRY(err, NULL, ncclCommInitRank(out, size, id, rank));
+    return PX_OK;
+}
+
 px_status px_cuda_comm_init(px_cuda_comm *c, MPI_Comm mpi_world, const px_layout *lay,
                             px_error *err)
 {
@@ -58,35 +113,7 @@ px_status px_cuda_comm_init(px_cuda_comm *c, MPI_Comm mpi_world, const px_layout
                        "with mpirun -np %d",
                        c->world_size, lay->world, lay->world);
 
-    /* Node-local rank from the host-name hashes of all ranks. */
-    uint64_t *hashes = malloc((size_t)c->world_size * sizeof *hashes);
-    if (!hashes)
-        return PX_FAIL(err, PX_ERR_NOMEM, "host hashes");
-    hashes[c->world_rank] = host_hash();
-    int rc = MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, hashes, 1, MPI_UINT64_T,
-                           mpi_world);
-    if (rc != MPI_SUCCESS) {
-        free(hashes);
-        return mpi_status(rc, "MPI_Allgather(host hashes)", __LINE__, err);
-    }
-    for (int r = 0; r < c->world_size; r++) {
-        if (hashes[r] != hashes[c->world_rank])
-            continue;
-        if (r < c->world_rank)
-            c->local_rank++;
-        c->local_size++;
-    }
-    free(hashes);
-
-    int n_dev = px_cuda_device_count();
-    if (n_dev <= 0)
-        return PX_FAIL(err, PX_ERR_CUDA, "rank %d: no CUDA device visible", c->world_rank);
-    if (c->local_size > n_dev)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "rank %d: %d ranks on this node but %d GPUs; one rank per GPU",
-                       c->world_rank, c->local_size, n_dev);
-    c->device = c->local_rank;
-    PX_CUDA_TRY(err, cudaSetDevice(c->device));
+    PX_TRY(px_cuda_select_device(mpi_world, &c->local_rank, &c->local_size, &c->device, err));
     PX_CUDA_TRY(err, cudaStreamCreateWithFlags(&c->compute, cudaStreamNonBlocking));
     PX_CUDA_TRY(err, cudaStreamCreateWithFlags(&c->comm, cudaStreamNonBlocking));
     PX_CUDA_TRY(err, cudaEventCreateWithFlags(&c->compute_ready, cudaEventDisableTiming));

@@ -46,6 +46,16 @@ typedef struct {
     cudaEvent_t compute_ready, comm_done;
 } px_cuda_comm;
 
+/* Collective over mpi_world: the node-local rank from the host-name hashes,
+ * then cudaSetDevice(local_rank).  Fails when a node has more ranks than GPUs. */
+px_status px_cuda_select_device(MPI_Comm mpi_world, int *local_rank, int *local_size,
+                                int *device, px_error *err);
+
+/* Collective over the members of `group` (an MPI communicator of one
+ * parallel group): group rank 0 makes the NCCL id, MPI_Bcast hands it out,
+ * ncclCommInitRank joins.  *out is NULL for a group of one. */
+px_status px_nccl_comm_from_mpi(MPI_Comm group, ncclComm_t *out, px_error *err);
+
 /* Collective over mpi_world: picks and sets this rank's device, creates the
  * streams, the NCCL world communicator and every group's.  lay->world must
  * equal the MPI world size. */

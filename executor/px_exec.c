@@ -161,11 +161,13 @@ px_status px_exec_check_plan(const px_plan *plan, int world_size, px_error *err)
     if (p->recompute < 0 || p->recompute >= PX_RECOMPUTE_COUNT)
         return PX_FAIL(err, PX_ERR_INVALID, "recompute = %d: allowed none, selective, full",
                        p->recompute);
-    if (p->schedule == PX_SCHED_ZB_H1 || p->schedule == PX_SCHED_ZB_H2)
+    if (p->schedule == PX_SCHED_ZB_H2)
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "schedule \"%s\": zero-bubble schedules are not supported by this "
-                       "executor yet; supported: gpipe, 1f1b, interleaved",
-                       px_schedule_name(p->schedule));
+                       "schedule \"zb-h2\" is not supported by this executor; supported: "
+                       "gpipe, 1f1b, interleaved, zb-h1");
+    if (p->schedule == PX_SCHED_ZB_H1 && p->vpp != 1)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "schedule \"zb-h1\" runs with vpp = 1 (got vpp = %d)", p->vpp);
     if (p->vpp > 1 && p->schedule != PX_SCHED_INTERLEAVED)
         return PX_FAIL(err, PX_ERR_INVALID, "vpp = %d needs schedule \"interleaved\" (got \"%s\")",
                        p->vpp, px_schedule_name(p->schedule));
@@ -215,6 +217,9 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     ex->k = be->k;
     ex->world_rank = rank;
     ex->world_size = size;
+    int *tag_ub = NULL, has_ub = 0;
+    MPI_Comm_get_attr(world, MPI_TAG_UB, &tag_ub, &has_ub);
+    ex->tag_ub = has_ub && tag_ub && *tag_ub > 0 ? *tag_ub : 32767;
     px_mem_init(&ex->mem, be);
     const px_model *m = &ex->plan.model;
     const px_parallel *p = &ex->plan.par;
@@ -267,6 +272,7 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     ex->norm_eps = 1e-5f;
     ex->rope_theta = 10000.0f;
     ex->store_probs_allowed = !p->flash_attention;
+    ex->zero_bubble = p->schedule == PX_SCHED_ZB_H1;
     ex->rc = calloc((size_t)ex->L, sizeof *ex->rc);
     if (!ex->rc)
         return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");
@@ -292,7 +298,7 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
 
     TRY(px_data_open(&ex->data, opt->data_path, ex->V, ex->s, opt->seed, err));
     ex->stash = calloc((size_t)(ex->vpp * ex->m), sizeof *ex->stash);
-    ex->ops = calloc((size_t)(2 * ex->vpp * ex->m), sizeof *ex->ops);
+    ex->ops = calloc((size_t)(3 * ex->vpp * ex->m), sizeof *ex->ops);
     if (!ex->stash || !ex->ops)
         return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");
     for (int j = 0; j < ex->vpp; j++)
@@ -314,7 +320,10 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
  * confused even when two chunks of the same pair of ranks are in flight. */
 static int p2p_tag(const px_exec *ex, int model_chunk_from, int64_t micro, int backward)
 {
-    return (int)(((int64_t)model_chunk_from * ex->m + micro) * 2 + backward);
+    /* Wrapped at the MPI tag bound (>= 32767): a collision would need two
+     * messages between the same pair in flight at once with equal tags, and
+     * MPI keeps those in order anyway. */
+    return (int)((((int64_t)model_chunk_from * ex->m + micro) * 2 + backward) % ex->tag_ub);
 }
 
 static px_status reap_sends(px_exec *ex, bool wait_all, px_error *err)
@@ -468,8 +477,12 @@ static px_status chunk_fwd(px_exec *ex, int j, int64_t micro, int64_t step, px_e
     return PX_OK;
 }
 
+/* Backward of (local chunk j, micro-batch).  Under a zero-bubble schedule it
+ * computes the input gradients only (B) and keeps the layers' tensors for
+ * chunk_wgrad (W). */
 static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_error *err)
 {
+    bool defer = ex->zero_bubble;
     const px_chunk_params *c = &ex->tab.chunks[j];
     px_chunk_act *ca = &ex->stash[j * ex->m + micro];
     const px_kernels *k = ex->k;
@@ -482,15 +495,19 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_error *err)
         float *xmax = ca->xent, *xsum = ca->xent + T;
         k->xent_bwd(ca->logits, ca->logits, xmax, xsum, ca->targets, (float)(1.0 / tokens), T,
                     ex->V_l, ex->tp_rank * ex->V_l);
-        float *g = ca->fn_out, *dg = NULL, *dfn = NULL;
-        if (ex->sp)
-            TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
+        float *g = NULL, *dg = NULL, *dfn = NULL;
+        if (!defer) {
+            g = ca->fn_out;
+            if (ex->sp)
+                TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
+        }
         TRY(px_ex_alloc(ex, PX_MEM_TEMP, T * h, &dg, err));
-        k->matmul_bwd(dg, G(ex->tab.lm_head), NULL, ca->logits, g, W(ex->tab.lm_head), T, h,
-                      ex->V_l);
-        if (g != ca->fn_out)
+        k->matmul_bwd(dg, defer ? NULL : G(ex->tab.lm_head), NULL, ca->logits, g,
+                      W(ex->tab.lm_head), T, h, ex->V_l);
+        if (g && g != ca->fn_out)
             px_ex_free(ex, &g);
-        px_ex_free(ex, &ca->logits);
+        if (!defer) /* else the logits gradient and fn_out wait for W */
+            px_ex_free(ex, &ca->logits);
         px_ex_free(ex, &ca->xent);
         TRY(px_ex_tp_reduce(ex, dg, &dfn, PX_MEM_TEMP, err));
         TRY(px_ex_alloc(ex, PX_MEM_ACTIVATIONS, Ts * h, &dx, err));
@@ -498,7 +515,8 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_error *err)
                        ca->fn_mean, ca->fn_rstd);
         px_ex_free(ex, &dfn);
         px_ex_free(ex, &ca->fn_in);
-        px_ex_free(ex, &ca->fn_out);
+        if (!defer)
+            px_ex_free(ex, &ca->fn_out);
         px_ex_free(ex, &ca->fn_mean);
         px_ex_free(ex, &ca->fn_rstd);
     } else {
@@ -515,9 +533,10 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_error *err)
             px_ex_free(ex, &y);
         }
         float *dx_in = NULL;
-        TRY(px_layer_bwd(ex, &c->layers[l], a, dx, &dx_in, err));
+        TRY(px_layer_bwd(ex, &c->layers[l], a, dx, defer, &dx_in, err));
         px_ex_free(ex, &dx);
-        px_layer_act_free(ex, a); /* freed as soon as its backward is done */
+        if (!defer)
+            px_layer_act_free(ex, a); /* freed as soon as its backward is done */
         dx = dx_in;
     }
     if (c->is_first) {
@@ -537,8 +556,33 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_error *err)
     }
     px_ex_free(ex, (float **)&ca->tokens);
     px_ex_free(ex, (float **)&ca->targets);
-    ca->live = false;
+    ca->live = defer;
     (void)be;
+    return PX_OK;
+}
+
+/* W of a zero-bubble schedule: the weight gradients chunk_bwd deferred, then
+ * the chunk's tensors are freed. */
+static px_status chunk_wgrad(px_exec *ex, int j, int64_t micro, px_error *err)
+{
+    const px_chunk_params *c = &ex->tab.chunks[j];
+    px_chunk_act *ca = &ex->stash[j * ex->m + micro];
+    if (c->is_last) {
+        float *g = ca->fn_out;
+        if (ex->sp)
+            TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
+        ex->k->matmul_bwd(NULL, G(ex->tab.lm_head), NULL, ca->logits, g, W(ex->tab.lm_head),
+                          ex->T, ex->h, ex->V_l);
+        if (g != ca->fn_out)
+            px_ex_free(ex, &g);
+        px_ex_free(ex, &ca->logits);
+        px_ex_free(ex, &ca->fn_out);
+    }
+    for (int64_t l = c->n_layers - 1; l >= 0; l--) {
+        TRY(px_layer_wgrad(ex, &c->layers[l], &ca->layers[l], err));
+        px_layer_act_free(ex, &ca->layers[l]);
+    }
+    ca->live = false;
     return PX_OK;
 }
 
@@ -593,8 +637,10 @@ px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_
         const px_sched_op *op = &ex->ops[i];
         if (op->kind == 'F')
             TRY(chunk_fwd(ex, op->chunk, op->micro, step, err));
-        else
+        else if (op->kind == 'B')
             TRY(chunk_bwd(ex, op->chunk, op->micro, err));
+        else
+            TRY(chunk_wgrad(ex, op->chunk, op->micro, err));
         TRY(reap_sends(ex, false, err));
     }
     TRY(reap_sends(ex, true, err));

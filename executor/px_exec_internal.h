@@ -31,6 +31,12 @@ typedef struct {
     float *n2_mean, *n2_rstd;/* [Ts] */
     float *h1;               /* [T, 2 f_l] gate|up (Llama) or [T, f_l] fc output (GPT) */
     float *h2;               /* [T, f_l] activation output */
+    /* Zero-bubble schedules: output gradients kept from B for the weight
+     * gradients of W (dx shards re-gathered under SP in W). */
+    float *w_dqkv;           /* [T, qkv_l] */
+    float *w_do;             /* [Ts, h] gradient at the attention output */
+    float *w_dh1;            /* [T, w1_rows] */
+    float *w_dy;             /* [Ts, h] gradient at the MLP output */
 } px_layer_act;
 
 /* One (local chunk, micro-batch) in flight. */
@@ -56,6 +62,7 @@ struct px_exec {
     const px_kernels *k;
     px_layout lay;
     int world_rank, world_size;
+    int tag_ub; /* MPI_TAG_UB of the world */
     px_comm tp, pp, dp, emb; /* emb: first + last stage (tied embeddings, pp > 1) */
     int tp_rank, stage, dp_rank;
 
@@ -67,6 +74,7 @@ struct px_exec {
     bool llama, sp, has_pos;
     float norm_eps, rope_theta;
     bool store_probs_allowed; /* no FlashAttention-style core in the plan */
+    bool zero_bubble;         /* schedule splits B and W */
     px_recompute *rc;         /* [L] per global layer */
 
     /* Parameters, gradients, AdamW moments: one allocation each. */
@@ -98,11 +106,16 @@ px_recompute px_ex_layer_rc(const px_exec *ex, int64_t l);
 /* One layer.  Forward: reads a->x_in, fills the rest of a (all of it when
  * keep, else frees everything but x_in) and returns the output [Ts, h] in
  * *x_out (a fresh block).  Backward: dx_out [Ts, h] in, dx_in [Ts, h] out (fresh);
- * frees nothing of a. */
+ * frees nothing of a.  With defer_w it computes input, norm and bias
+ * gradients only and keeps what px_layer_wgrad needs in a. */
 px_status px_layer_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, bool keep,
                        bool selective, float **x_out, px_error *err);
 px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
-                       const float *dx_out, float **dx_in, px_error *err);
+                       const float *dx_out, bool defer_w, float **dx_in, px_error *err);
+/* Weight gradients of the four linears deferred by px_layer_bwd(defer_w);
+ * frees the kept output gradients. */
+px_status px_layer_wgrad(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
+                         px_error *err);
 /* Frees all of a's tensors (x_in included). */
 void px_layer_act_free(px_exec *ex, px_layer_act *a);
 

@@ -58,7 +58,8 @@ void px_layer_act_free(px_exec *ex, px_layer_act *a)
 {
     float **all[] = {&a->x_in,  &a->n1_out, &a->n1_mean, &a->n1_rstd, &a->qkv,
                      &a->att,   &a->lse,    &a->probs,   &a->x_mid,   &a->n2_out,
-                     &a->n2_mean, &a->n2_rstd, &a->h1,   &a->h2};
+                     &a->n2_mean, &a->n2_rstd, &a->h1,   &a->h2,
+                     &a->w_dqkv, &a->w_do, &a->w_dh1, &a->w_dy};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         px_ex_free(ex, all[i]);
 }
@@ -149,7 +150,7 @@ px_status px_layer_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, 
 }
 
 px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
-                       const float *dx_out, float **dx_in, px_error *err)
+                       const float *dx_out, bool defer_w, float **dx_in, px_error *err)
 {
     const px_kernels *k = ex->k;
     px_backend *be = ex->be;
@@ -157,6 +158,8 @@ px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
     px_mem_kind X = PX_MEM_TEMP;
     float *dy = NULL, *dh2 = NULL, *dh1 = NULL, *g = NULL, *dg = NULL, *dn = NULL;
     float *dx_mid = NULL, *datt = NULL, *dqkv = NULL, *lse = NULL, *tmp_out = NULL;
+    /* Weight-gradient targets: NULL when W runs later (zero-bubble). */
+#define WG(off) (defer_w ? NULL : G(off))
 
     /* ---- MLP: x_out = x_mid + W2 act(W1 norm2(x_mid)) ---- */
     if (lp->b2 >= 0)
@@ -165,18 +168,29 @@ px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
         TRY(px_ex_tp_gather(ex, dx_out, &dy, err));
     const float *dyv = ex->sp ? dy : dx_out;
     TRY(px_ex_alloc(ex, X, T * ex->f_l, &dh2, err));
-    k->matmul_bwd(dh2, G(lp->w2), NULL, dyv, a->h2, W(lp->w2), T, ex->f_l, h);
+    k->matmul_bwd(dh2, WG(lp->w2), NULL, dyv, a->h2, W(lp->w2), T, ex->f_l, h);
     px_ex_free(ex, &dy);
+    if (defer_w) {
+        TRY(px_ex_alloc(ex, PX_MEM_ACTIVATIONS, Ts * h, &a->w_dy, err));
+        be->copy(be, a->w_dy, dx_out, Ts * h * (int64_t)sizeof(float));
+    }
     TRY(px_ex_alloc(ex, X, T * ex->w1_rows, &dh1, err));
     if (ex->llama)
         k->swiglu_bwd(dh1, dh2, a->h1, T, ex->f_l);
     else
         k->gelu_bwd(dh1, dh2, a->h1, T * ex->f_l);
     px_ex_free(ex, &dh2);
-    TRY(col_input(ex, a->n2_out, &g, err));
+    if (!defer_w) /* the input is only needed for the weight gradient */
+        TRY(col_input(ex, a->n2_out, &g, err));
     TRY(px_ex_alloc(ex, X, T * h, &dg, err));
-    k->matmul_bwd(dg, G(lp->w1), GOPT(lp->b1), dh1, g, W(lp->w1), T, h, ex->w1_rows);
-    col_input_done(ex, a->n2_out, &g);
+    k->matmul_bwd(dg, WG(lp->w1), GOPT(lp->b1), dh1, g, W(lp->w1), T, h, ex->w1_rows);
+    if (g)
+        col_input_done(ex, a->n2_out, &g);
+    if (defer_w) {
+        a->w_dh1 = dh1;
+        px_mem_set_kind(&ex->mem, dh1, PX_MEM_ACTIVATIONS);
+        dh1 = NULL;
+    }
     px_ex_free(ex, &dh1);
     TRY(px_ex_tp_reduce(ex, dg, &dn, X, err));
     TRY(px_ex_alloc(ex, X, Ts * h, &dx_mid, err));
@@ -191,7 +205,7 @@ px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
         TRY(px_ex_tp_gather(ex, dx_mid, &dy, err));
     dyv = ex->sp ? dy : dx_mid;
     TRY(px_ex_alloc(ex, X, T * ex->nh_l * ex->hd, &datt, err));
-    k->matmul_bwd(datt, G(lp->wo), NULL, dyv, a->att, W(lp->wo), T, ex->nh_l * ex->hd, h);
+    k->matmul_bwd(datt, WG(lp->wo), NULL, dyv, a->att, W(lp->wo), T, ex->nh_l * ex->hd, h);
     px_ex_free(ex, &dy);
     lse = a->lse;
     if (!lse) { /* selective recompute: rerun the attention core for its statistics */
@@ -208,16 +222,61 @@ px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
     px_ex_free(ex, &datt);
     if (ex->llama)
         k->rope_bwd(dqkv, ex->s, ex->b, ex->nh_l, ex->nkv_l, ex->hd, 0, ex->rope_theta);
-    TRY(col_input(ex, a->n1_out, &g, err));
+    if (!defer_w)
+        TRY(col_input(ex, a->n1_out, &g, err));
     TRY(px_ex_alloc(ex, X, T * h, &dg, err));
-    k->matmul_bwd(dg, G(lp->wqkv), GOPT(lp->bqkv), dqkv, g, W(lp->wqkv), T, h, ex->qkv_l);
-    col_input_done(ex, a->n1_out, &g);
+    k->matmul_bwd(dg, WG(lp->wqkv), GOPT(lp->bqkv), dqkv, g, W(lp->wqkv), T, h, ex->qkv_l);
+    if (g)
+        col_input_done(ex, a->n1_out, &g);
+    if (defer_w) {
+        a->w_dqkv = dqkv;
+        px_mem_set_kind(&ex->mem, dqkv, PX_MEM_ACTIVATIONS);
+        dqkv = NULL;
+    }
     px_ex_free(ex, &dqkv);
     TRY(px_ex_tp_reduce(ex, dg, &dn, X, err));
     TRY(px_ex_alloc(ex, PX_MEM_ACTIVATIONS, Ts * h, dx_in, err));
     be->copy(be, *dx_in, dx_mid, Ts * h * (int64_t)sizeof(float));
     px_ex_norm_bwd(ex, *dx_in, dn, a->x_in, lp->ln1_w, lp->ln1_b, a->n1_mean, a->n1_rstd);
     px_ex_free(ex, &dn);
+    if (defer_w) {
+        a->w_do = dx_mid;
+        px_mem_set_kind(&ex->mem, dx_mid, PX_MEM_ACTIVATIONS);
+        dx_mid = NULL;
+    }
     px_ex_free(ex, &dx_mid);
+#undef WG
+    return PX_OK;
+}
+
+px_status px_layer_wgrad(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
+                         px_error *err)
+{
+    const px_kernels *k = ex->k;
+    int64_t T = ex->T, h = ex->h;
+    float *dy = NULL, *g = NULL;
+    /* W2: d(MLP output) x act output */
+    if (ex->sp)
+        TRY(px_ex_tp_gather(ex, a->w_dy, &dy, err));
+    k->matmul_bwd(NULL, G(lp->w2), NULL, ex->sp ? dy : a->w_dy, a->h2, W(lp->w2), T, ex->f_l, h);
+    px_ex_free(ex, &dy);
+    /* W1: d(gate|up or fc) x norm 2 output */
+    TRY(col_input(ex, a->n2_out, &g, err));
+    k->matmul_bwd(NULL, G(lp->w1), NULL, a->w_dh1, g, W(lp->w1), T, h, ex->w1_rows);
+    col_input_done(ex, a->n2_out, &g);
+    /* Wo: d(attention block output) x attention output */
+    if (ex->sp)
+        TRY(px_ex_tp_gather(ex, a->w_do, &dy, err));
+    k->matmul_bwd(NULL, G(lp->wo), NULL, ex->sp ? dy : a->w_do, a->att, W(lp->wo), T,
+                  ex->nh_l * ex->hd, h);
+    px_ex_free(ex, &dy);
+    /* Wqkv: d(qkv before RoPE) x norm 1 output */
+    TRY(col_input(ex, a->n1_out, &g, err));
+    k->matmul_bwd(NULL, G(lp->wqkv), NULL, a->w_dqkv, g, W(lp->wqkv), T, h, ex->qkv_l);
+    col_input_done(ex, a->n1_out, &g);
+    px_ex_free(ex, &a->w_dy);
+    px_ex_free(ex, &a->w_dh1);
+    px_ex_free(ex, &a->w_do);
+    px_ex_free(ex, &a->w_dqkv);
     return PX_OK;
 }

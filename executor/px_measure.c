@@ -196,7 +196,7 @@ px_status px_measure_write(const char *path, const px_run *run, const px_plan *p
     json_object_set_new(root, "per_rank_peak_memory_bytes", peaks);
     json_object_set_new(root, "per_rank_memory_at_peak_bytes", breakdown);
     json_object_set_new(root, "world_size", json_integer(run->world));
-    json_object_set_new(root, "backend", json_string("cpu"));
+    json_object_set_new(root, "backend", json_string(run->backend ? run->backend : ""));
     json_object_set_new(root, "plan", json_string(plan_path ? plan_path : ""));
     json_object_set_new(root, "model", json_string(plan->model.name));
     json_object_set_new(root, "model_flops_per_step",

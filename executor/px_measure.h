@@ -25,6 +25,7 @@ typedef struct {
     double *losses;      /* [warmup + steps], in order */
     double *step_time_s; /* [warmup + steps], slowest rank */
     int world;
+    const char *backend;             /* px_backend name */
     int64_t *peak_memory_bytes;      /* [world], over the timed steps */
     int64_t (*peak_breakdown)[PX_MEM_KINDS]; /* [world][kind] at each rank's peak */
     px_measure measured;

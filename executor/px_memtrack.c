@@ -60,6 +60,17 @@ void px_mem_free(px_memtrack *t, void *p)
     /* Not ours: a bookkeeping bug; freeing it would corrupt the heap, so leak. */
 }
 
+void px_mem_set_kind(px_memtrack *t, void *p, px_mem_kind kind)
+{
+    for (int i = t->n_live - 1; i >= 0; i--)
+        if (t->live[i].ptr == p) {
+            t->cur[t->live[i].kind] -= t->live[i].bytes;
+            t->cur[kind] += t->live[i].bytes;
+            t->live[i].kind = kind;
+            return;
+        }
+}
+
 void px_mem_reset_peak(px_memtrack *t)
 {
     t->peak_bytes = t->cur_bytes;

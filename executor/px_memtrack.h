@@ -45,6 +45,10 @@ px_status px_mem_alloc(px_memtrack *t, px_mem_kind kind, int64_t bytes, void **o
 /* Frees a block from px_mem_alloc (NULL is ignored). */
 void px_mem_free(px_memtrack *t, void *p);
 
+/* Moves a live block to another kind (a work buffer kept for later becomes
+ * an activation), without changing the total. */
+void px_mem_set_kind(px_memtrack *t, void *p, px_mem_kind kind);
+
 /* Restarts peak tracking from the current usage (after set-up, per step). */
 void px_mem_reset_peak(px_memtrack *t);
 

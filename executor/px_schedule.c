@@ -1,4 +1,7 @@
 /* px_schedule.c — GPipe, 1F1B and interleaved 1F1B op orders. */
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "px_schedule.h"
 
 /* Megatron's interleaved order: virtual micro-step k runs model chunk
@@ -22,11 +25,13 @@ px_status px_schedule_build(px_schedule s, int pp, int vpp, int stage, int n_mic
                        "schedule: pp = %d, vpp = %d, stage = %d, m = %d: need pp, vpp, m >= 1 "
                        "and 0 <= stage < pp",
                        pp, vpp, stage, n_micro);
-    if (s == PX_SCHED_ZB_H1 || s == PX_SCHED_ZB_H2)
+    if (s == PX_SCHED_ZB_H2)
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "schedule \"%s\": zero-bubble schedules are not supported by this "
-                       "executor yet; supported: gpipe, 1f1b, interleaved",
-                       px_schedule_name(s));
+                       "schedule \"zb-h2\" is not supported by this executor; supported: "
+                       "gpipe, 1f1b, interleaved, zb-h1");
+    if (s == PX_SCHED_ZB_H1 && vpp != 1)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "schedule \"zb-h1\" runs with vpp = 1 (got vpp = %d)", vpp);
     if (vpp > 1 && s != PX_SCHED_INTERLEAVED)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "vpp = %d needs schedule \"interleaved\" (got \"%s\")", vpp,
@@ -55,19 +60,23 @@ px_status px_schedule_build(px_schedule s, int pp, int vpp, int stage, int n_mic
             ops[n++] = (px_sched_op){'F', 0, i};
         for (int i = 0; i < n_micro; i++)
             ops[n++] = (px_sched_op){'B', 0, i};
-    } else { /* 1F1B (and "interleaved" with vpp = 1, which is the same) */
+    } else { /* 1F1B (and "interleaved" with vpp = 1, which is the same), ZB-H1 */
+        bool zb = s == PX_SCHED_ZB_H1;
         int warm = pp - stage - 1;
         if (warm > n_micro)
             warm = n_micro;
-        int f = 0, b = 0;
+        int f = 0, b = 0, w = 0;
         for (; f < warm; f++)
             ops[n++] = (px_sched_op){'F', 0, f};
-        while (f < n_micro) {
-            ops[n++] = (px_sched_op){'F', 0, f++};
+        while (b < n_micro) {
+            if (f < n_micro)
+                ops[n++] = (px_sched_op){'F', 0, f++};
             ops[n++] = (px_sched_op){'B', 0, b++};
+            if (zb && w < b - stage) /* W lags B by `stage` micro-batches */
+                ops[n++] = (px_sched_op){'W', 0, w++};
         }
-        while (b < n_micro)
-            ops[n++] = (px_sched_op){'B', 0, b++};
+        while (zb && w < n_micro)
+            ops[n++] = (px_sched_op){'W', 0, w++};
     }
     *n_ops = n;
     return PX_OK;
@@ -76,8 +85,15 @@ px_status px_schedule_build(px_schedule s, int pp, int vpp, int stage, int n_mic
 int px_schedule_max_in_flight(const px_sched_op *ops, int n_ops)
 {
     int live = 0, peak = 0;
+    bool has_w = false;
+    for (int i = 0; i < n_ops; i++)
+        has_w |= ops[i].kind == 'W';
+    char done = has_w ? 'W' : 'B';
     for (int i = 0; i < n_ops; i++) {
-        live += ops[i].kind == 'F' ? 1 : -1;
+        if (ops[i].kind == 'F')
+            live++;
+        else if (ops[i].kind == done)
+            live--;
         peak = live > peak ? live : peak;
     }
     return peak;

@@ -8,20 +8,24 @@
 #include "px_plan.h"
 
 typedef struct {
-    char kind;  /* 'F' forward, 'B' backward */
+    char kind;  /* 'F' forward, 'B' backward (input gradients; all gradients
+                 * unless the schedule has W ops), 'W' weight gradients */
     int chunk;  /* local chunk 0..vpp-1 (model chunk = chunk * pp + stage) */
     int micro;  /* micro-batch 0..m-1 */
 } px_sched_op;
 
-/* Fills ops[2 * vpp * n_micro] for `stage` of pp under schedule s:
- * GPipe (all F, then all B), 1F1B (pp - stage - 1 warm-up forwards), or
- * interleaved 1F1B (Megatron's order; needs vpp > 1 and n_micro % pp == 0).
- * Zero-bubble schedules are PX_ERR_UNSUPPORTED. */
+/* Fills ops[3 * vpp * n_micro] for `stage` of pp under schedule s:
+ * GPipe (all F, then all B), 1F1B (pp - stage - 1 warm-up forwards),
+ * interleaved 1F1B (Megatron's order; needs vpp > 1 and n_micro % pp == 0),
+ * or ZB-H1 (1F1B with each backward split into B and W, stage i running
+ * W(j - i) after B(j) and the rest at the end: the last stages' idle tail
+ * is filled with weight gradients, and every stage holds at most pp
+ * micro-batches, the 1F1B peak of stage 0).  ZB-H2 is PX_ERR_UNSUPPORTED. */
 px_status px_schedule_build(px_schedule s, int pp, int vpp, int stage, int n_micro,
                             px_sched_op *ops, int *n_ops, px_error *err);
 
-/* Largest number of (chunk, micro-batch) forwards whose backward has not run
- * yet, over the op list: the activation sets held at the peak. */
+/* Largest number of (chunk, micro-batch) forwards whose backward (W when the
+ * list has W ops) has not run yet: the activation sets held at the peak. */
 int px_schedule_max_in_flight(const px_sched_op *ops, int n_ops);
 
 #endif

@@ -172,10 +172,13 @@ double px_cost_bubble_over_ideal(px_schedule sched, int p, int v, int64_t m)
     if (p <= 1 || m < 1)
         return 0.0;
     double x = (double)(p - 1) / (double)m;
+    /* Zero-bubble schedules fill the bubble with deferred weight-gradient
+     * (W) work of later micro-batches: ZB-H1 needs m >= p of them, ZB-H2
+     * (its longer warm-up) m >= 2p − 1; with fewer they fall back a level. */
     switch (sched) {
     case PX_SCHED_INTERLEAVED: return x / (v > 1 ? v : 1);
-    case PX_SCHED_ZB_H1: return x / 3.0;
-    case PX_SCHED_ZB_H2: return 0.0;
+    case PX_SCHED_ZB_H1: return m >= p ? x / 3.0 : x;
+    case PX_SCHED_ZB_H2: return m >= 2 * (int64_t)p - 1 ? 0.0 : (m >= p ? x / 3.0 : x);
     default: return x;
     }
 }
@@ -300,6 +303,10 @@ px_status px_cost_check(const px_model *m, const px_parallel *par, px_error *err
     if (par->schedule == PX_SCHED_INTERLEAVED && par->vpp < 2)
         return PX_FAIL(err, PX_ERR_INVALID, "schedule interleaved needs vpp >= 2 (vpp = %d)",
                        par->vpp);
+    if (par->schedule == PX_SCHED_INTERLEAVED && par->n_micro < par->pp)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "schedule interleaved needs at least pp = %d micro-batches (m = %lld)",
+                       par->pp, (long long)par->n_micro);
     int chunks = par->pp * par->vpp;
     if (par->n_chunks > 0) {
         if (par->n_chunks != chunks)
@@ -359,6 +366,45 @@ static bool dim_crosses(int st, int n, int g)
     return g % (st * n) != 0;
 }
 
+/* Expert groups (default order): a stage's GPUs are indexed
+ * idx = tp_i + T·(cp_i + C·dp_i) and folded as idx = etp_i + etp·(ep_i + ep·edp_i);
+ * the rank of idx on stage st is (idx mod TC) + TC·P·(idx div TC) + TC·st,
+ * increasing in idx, so a group (first index f, step d, n members) stays in
+ * one node exactly when its first and last members do. */
+static int64_t stage_rank(int64_t idx, int64_t tc, int64_t pp, int64_t stage)
+{
+    return idx % tc + tc * pp * (idx / tc) + tc * stage;
+}
+
+static bool expert_dim_crosses(const px_parallel *par, int which, int g)
+{
+    int64_t tc = (int64_t)par->tp * par->cp, pp = par->pp;
+    int64_t ep = par->ep, etp = par->etp, edp = tc * par->dp / (ep * etp);
+    int64_t n = which == 0 ? ep : which == 1 ? etp : edp;
+    if (n <= 1)
+        return false;
+    int64_t step = which == 0 ? etp : which == 1 ? 1 : etp * ep;
+    /* the two other coordinates enumerate the groups */
+    int64_t na = which == 0 ? etp : which == 1 ? ep : etp;
+    int64_t nb = which == 0 ? edp : which == 1 ? edp : ep;
+    int64_t stages = (tc % g == 0) ? 1 : pp; /* aligned stages repeat the pattern */
+    for (int64_t st = 0; st < stages; st++)
+        for (int64_t b = 0; b < nb; b++)
+            for (int64_t a = 0; a < na; a++) {
+                int64_t first;
+                if (which == 0)
+                    first = a + etp * ep * b;         /* etp_i = a, edp_i = b */
+                else if (which == 1)
+                    first = etp * (a + ep * b);       /* ep_i = a, edp_i = b */
+                else
+                    first = a + etp * b;              /* etp_i = a, ep_i = b */
+                int64_t last = first + (n - 1) * step;
+                if (stage_rank(first, tc, pp, st) / g != stage_rank(last, tc, pp, st) / g)
+                    return true;
+            }
+    return false;
+}
+
 typedef struct {
     bool tp, cp, pp, dp, ep, etp, edp;
 } crossings;
@@ -412,11 +458,15 @@ static void find_crossings(px_cost_ctx *ctx, const px_parallel *par, crossings *
         x->edp = ctx->xcache[hsh].edp_cross;
         return;
     }
-    if (!have_lay && px_layout_init(&lay, par, NULL) != PX_OK)
-        return;
-    x->ep = px_layout_crosses_node(&lay, PX_DIM_EP, g);
-    x->etp = px_layout_crosses_node(&lay, PX_DIM_ETP, g);
-    x->edp = px_layout_crosses_node(&lay, PX_DIM_EDP, g);
+    if (have_lay) {
+        x->ep = px_layout_crosses_node(&lay, PX_DIM_EP, g);
+        x->etp = px_layout_crosses_node(&lay, PX_DIM_ETP, g);
+        x->edp = px_layout_crosses_node(&lay, PX_DIM_EDP, g);
+    } else {
+        x->ep = expert_dim_crosses(par, 0, g);
+        x->etp = expert_dim_crosses(par, 1, g);
+        x->edp = expert_dim_crosses(par, 2, g);
+    }
     if (default_order(par->order)) {
         memcpy(ctx->xcache[hsh].key, key, sizeof key);
         ctx->xcache[hsh].valid = true;
@@ -548,17 +598,21 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     }
     lt->gemm_fwd_s = g;
 
-    /* memory-bound operators (forward bytes): 2 norms (read + write), 2
-     * residual adds (2 reads + 1 write), the activation function (GeLU: read,
-     * write; SwiGLU: 2 reads, 1 write), dropout (read, write, mask), RoPE on q
-     * and k (read, write) */
-    mem += 4.0 * e * T * h / tsp + 6.0 * e * T * h / tsp;
-    mem += (sh.gated ? 3.0 : 2.0) * e * act_elems;
+    /* memory-bound operators (forward bytes; backward is charged 2x): 2
+     * norms (read + write), 2 residual adds (2 reads + 1 write), the
+     * activation function (GeLU: read, write; SwiGLU: 2 reads, 1 write),
+     * dropout (read, write, mask), RoPE on q and k (read, write), MoE token
+     * permutation (above) */
     if (sh.dropout)
         mem += 2.0 * (2.0 * e + 1.0) * T * h / tsp;
+    double mt = px_time_mem_class_s(hw, PX_MEM_GENERIC, mem);
+    mt += px_time_mem_class_s(hw, PX_MEM_NORM, 4.0 * e * T * h / tsp);
+    mt += px_time_mem_class_s(hw, PX_MEM_RESIDUAL, 6.0 * e * T * h / tsp);
+    mt += px_time_mem_class_s(hw, sh.gated ? PX_MEM_SWIGLU : PX_MEM_GELU,
+                              (sh.gated ? 3.0 : 2.0) * e * act_elems);
     if (sh.gated)
-        mem += 2.0 * e * T * (a_t + kv_t) * sh.dq;
-    lt->mem_fwd_s = px_time_mem_s(hw, mem);
+        mt += px_time_mem_class_s(hw, PX_MEM_ROPE, 2.0 * e * T * (a_t + kv_t) * sh.dq);
+    lt->mem_fwd_s = mt;
 
     lt->fwd_s = lt->gemm_fwd_s + lt->attn_fwd_s + lt->mem_fwd_s;
     /* backward: 2× the GEMMs (dgrad + wgrad), FlashAttention's backward
@@ -607,34 +661,23 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     }
 }
 
-/* Layers of each kind on stage `stage` (all its chunks). */
-static void stage_layers(const px_cost_ctx *ctx, const px_parallel *par, int stage,
-                         int64_t *n_dense, int64_t *n_moe)
+/* Layers of each kind on every stage, in one pass over the chunks. */
+static void stage_counts(const px_cost_ctx *ctx, const px_parallel *par, int64_t *n_dense,
+                         int64_t *n_moe)
 {
     int64_t L = ctx->model->n_layers;
-    int p = par->pp, v = par->vpp;
-    int64_t total = 0, moe = 0;
-    int64_t start = 0;
-    int chunks = p * v;
-    int64_t uniform = L / chunks;
-    for (int cidx = 0; cidx < chunks; cidx++) {
-        int64_t len = par->n_chunks > 0 ? par->layers_per_chunk[cidx] : uniform;
-        if (cidx % p == stage) {
-            int64_t end = start + len > L ? L : start + len;
-            total += end - start;
-            moe += ctx->moe_prefix[end] - ctx->moe_prefix[start];
-        }
+    int p = par->pp, chunks = par->pp * par->vpp;
+    for (int st = 0; st < p; st++)
+        n_dense[st] = n_moe[st] = 0;
+    int64_t start = 0, uniform = L / chunks;
+    for (int c = 0; c < chunks; c++) {
+        int64_t len = par->n_chunks > 0 ? par->layers_per_chunk[c] : uniform;
+        int64_t end = start + len > L ? L : start + len;
+        int64_t moe = ctx->moe_prefix[end] - ctx->moe_prefix[start];
+        n_moe[c % p] += moe;
+        n_dense[c % p] += (end - start) - moe;
         start += len;
-        if (v == 1 && par->n_chunks == 0) {
-            /* fast path: uniform, one chunk per stage */
-            int64_t s0 = (int64_t)stage * uniform, s1 = s0 + uniform;
-            *n_dense = uniform - (ctx->moe_prefix[s1] - ctx->moe_prefix[s0]);
-            *n_moe = ctx->moe_prefix[s1] - ctx->moe_prefix[s0];
-            return;
-        }
     }
-    *n_dense = total - moe;
-    *n_moe = moe;
 }
 
 typedef struct {
@@ -646,15 +689,13 @@ typedef struct {
 } stage_mem;
 
 static void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
-                            const px_act_ops *ops_dense, const px_act_ops *ops_moe,
-                            const px_act_ops *full_dense, const px_act_ops *full_moe,
-                            stage_mem *sm)
+                            int64_t nd, int64_t nm, const px_act_ops *ops_dense,
+                            const px_act_ops *ops_moe, const px_act_ops *full_dense,
+                            const px_act_ops *full_moe, stage_mem *sm)
 {
     const px_model *m = ctx->model;
     memset(sm, 0, sizeof *sm);
     int p = par->pp;
-    int64_t nd, nm;
-    stage_layers(ctx, par, stage, &nd, &nm);
     double t = par->tp;
     double e = elem_of(ctx);
     bool sp = par->sp && par->tp > 1;
@@ -749,15 +790,18 @@ static int worst_memory(px_cost_ctx *ctx, const px_parallel *par, stage_mem *wor
     px_act_ops od, om, fd, fm;
     layer_ops(ctx, par, &od, &om, &fd, &fm);
     int ws = 0;
+    int64_t nd[PX_MAX_CHUNKS], nm[PX_MAX_CHUNKS];
+    stage_counts(ctx, par, nd, nm);
     for (int st = 0; st < par->pp; st++) {
         stage_mem sm;
-        memory_of_stage(ctx, par, st, &od, &om, &fd, &fm, &sm);
+        memory_of_stage(ctx, par, st, nd[st], nm[st], &od, &om, &fd, &fm, &sm);
         if (st == 0 || sm.total > worst->total) {
             *worst = sm;
             ws = st;
         }
         /* uniform dense stages in the middle are identical: skip them */
-        if (st == 0 && par->pp > 2 && par->n_chunks == 0 && ctx->n_moe_layers == 0)
+        if (st == 0 && par->pp > 2 && par->n_chunks == 0 &&
+            (ctx->n_moe_layers == 0 || ctx->n_moe_layers == ctx->model->n_layers))
             st = par->pp - 2; /* in-flight count never grows with i: stage 0 dominates 1..p−2 */
     }
     return ws;
@@ -812,13 +856,14 @@ static void extras_time(const px_cost_ctx *ctx, const px_parallel *par, double *
     double tsp = (par->sp && par->tp > 1) ? t : 1.0;
     double T = (double)par->micro_batch * (double)seq_of(ctx, par) / par->cp;
     double h = (double)m->hidden, V = (double)m->vocab;
-    /* embedding: gather rows forward, scatter-add backward */
-    *first_s = px_time_mem_s(hw, 3.0 * 2.0 * e * T * h / tsp);
-    /* LM head GEMM (fwd + 2× bwd), final norm, and the fp32 cross-entropy:
-     * about 4 passes over the V/t logits of every token */
+    /* embedding: gather rows forward, scatter-add backward (fwd + bwd bytes) */
+    *first_s = px_time_mem_class_s(hw, PX_MEM_EMBED, 3.0 * 2.0 * e * T * h / tsp);
+    /* LM head GEMM (fwd + 2x bwd), the final norm (read + write, 3x for fwd +
+     * bwd), and the fp32 cross-entropy: 4 passes over the V/t logits of
+     * every token, forward and backward together */
     double head = px_time_gemm_s(hw, T, V / t, h);
-    *last_s = 3.0 * head + px_time_mem_s(hw, 3.0 * 4.0 * e * T * h / tsp) +
-              px_time_mem_s(hw, 4.0 * 4.0 * T * V / t);
+    *last_s = 3.0 * head + px_time_mem_class_s(hw, PX_MEM_NORM, 3.0 * 2.0 * e * T * h / tsp) +
+              px_time_mem_class_s(hw, PX_MEM_XENT, 4.0 * 4.0 * T * V / t);
 }
 
 void px_cost_stage_extras(px_cost_ctx *ctx, const px_parallel *par, px_stage_extras *out)
@@ -872,9 +917,27 @@ void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_l
 
 /* ---------------- the whole step ---------------- */
 
+static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem_limit,
+                           double train_tokens, double gpu_mtbf_hours, px_prediction *pred,
+                           px_cost_detail *detail, px_error *err);
+
 px_status px_cost_eval(px_cost_ctx *ctx, const px_parallel *par, double train_tokens,
                        double gpu_mtbf_hours, px_prediction *pred, px_cost_detail *detail,
                        px_error *err)
+{
+    return eval_impl(ctx, par, -1, train_tokens, gpu_mtbf_hours, pred, detail, err);
+}
+
+px_status px_cost_eval_if_fits(px_cost_ctx *ctx, const px_parallel *par, int64_t mem_limit,
+                               double train_tokens, double gpu_mtbf_hours, px_prediction *pred,
+                               px_error *err)
+{
+    return eval_impl(ctx, par, mem_limit, train_tokens, gpu_mtbf_hours, pred, NULL, err);
+}
+
+static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem_limit,
+                           double train_tokens, double gpu_mtbf_hours, px_prediction *pred,
+                           px_cost_detail *detail, px_error *err)
 {
     const px_model *m = ctx->model;
     const px_hw *hw = ctx->hw;
@@ -889,6 +952,8 @@ px_status px_cost_eval(px_cost_ctx *ctx, const px_parallel *par, double train_to
     stage_mem wm;
     int ws = worst_memory(ctx, par, &wm);
     fill_memory(&wm, ws, &pred->mem);
+    if (mem_limit >= 0 && pred->mem.total > mem_limit)
+        return PX_ERR_INFEASIBLE; /* memory only: the search prunes here */
 
     crossings x;
     find_crossings(ctx, par, &x);
@@ -910,10 +975,10 @@ px_status px_cost_eval(px_cost_ctx *ctx, const px_parallel *par, double train_to
     double w_fwd = 0, w_bwd = 0, w_rc = 0, w_tp = 0, w_ep = 0, w_cp = 0, w_cpt = 0;
     double w_gemm = 0, w_attn = 0, w_mem = 0, w_tpb = 0, w_epb = 0, w_cpb = 0;
     double w_dense_p = 0, w_exp_p = 0;
+    int64_t snd[PX_MAX_CHUNKS], snm[PX_MAX_CHUNKS];
+    stage_counts(ctx, par, snd, snm);
     for (int st = 0; st < p; st++) {
-        int64_t nd, nm;
-        stage_layers(ctx, par, st, &nd, &nm);
-        double fd = (double)nd, fm = (double)nm;
+        double fd = (double)snd[st], fm = (double)snm[st];
         double fwd = fd * ld.fwd_s + fm * lm.fwd_s;
         double bwd = fd * ld.bwd_s + fm * lm.bwd_s;
         double rcs = fd * ld.rc_s[rc] + fm * lm.rc_s[rc];
@@ -940,7 +1005,8 @@ px_status px_cost_eval(px_cost_ctx *ctx, const px_parallel *par, double train_to
             w_cpb = fd * ld.cp_bytes + fm * lm.cp_bytes;
         }
         /* uniform dense stages between the first and the last are identical */
-        if (st == 0 && p > 2 && par->n_chunks == 0 && ctx->n_moe_layers == 0)
+        if (st == 0 && p > 2 && par->n_chunks == 0 &&
+            (ctx->n_moe_layers == 0 || ctx->n_moe_layers == m->n_layers))
             st = p - 2;
     }
     w_dense_p = wm.dense_params;
@@ -1020,7 +1086,7 @@ px_status px_cost_eval(px_cost_ctx *ctx, const px_parallel *par, double train_to
     double eshard = par->zero >= 1 ? (double)edp : 1.0;
     double opt_params = w_dense_p / shard + w_exp_p / eshard;
     double opt_bpp = 2.0 * bpp.optimizer + bpp.grads + (elem_of(ctx) < 4 ? bpp.weights : 0.0);
-    double opt_s = px_time_mem_s(hw, opt_params * opt_bpp);
+    double opt_s = px_time_mem_class_s(hw, PX_MEM_ADAMW, opt_params * opt_bpp);
 
     double step = ideal + bubble + pp_total + dp_exposed + opt_s;
 

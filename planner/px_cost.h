@@ -104,7 +104,8 @@ double px_cost_kv_bytes(double s, double b, double h, double a, double kv, int e
 /* Bubble (spec "Pipeline bubble")                                     */
 
 /* Idle time as a fraction of the ideal (bubble-free) time: (p−1)/m GPipe,
- * 1F1B; (p−1)/(v·m) interleaved; (p−1)/(3m) ZB-H1; 0 ZB-H2. */
+ * 1F1B; (p−1)/(v·m) interleaved; (p−1)/(3m) ZB-H1 (when m >= p, else as
+ * 1F1B); 0 ZB-H2 (when m >= 2p−1, else as ZB-H1). */
 double px_cost_bubble_over_ideal(px_schedule sched, int p, int v, int64_t m);
 
 /* The same as a fraction of the step: x/(1+x); (p−1)/(m+p−1) for 1F1B. */
@@ -204,6 +205,13 @@ px_status px_cost_check(const px_model *m, const px_parallel *par, px_error *err
 px_status px_cost_eval(px_cost_ctx *ctx, const px_parallel *par, double train_tokens,
                        double gpu_mtbf_hours, px_prediction *pred, px_cost_detail *detail,
                        px_error *err);
+
+/* The search's variant: computes the memory first and, when the worst
+ * stage's total exceeds mem_limit, returns PX_ERR_INFEASIBLE with only
+ * pred->mem filled (err untouched); otherwise as px_cost_eval. */
+px_status px_cost_eval_if_fits(px_cost_ctx *ctx, const px_parallel *par, int64_t mem_limit,
+                               double train_tokens, double gpu_mtbf_hours, px_prediction *pred,
+                               px_error *err);
 
 /* Convenience: ctx init + check + eval (no time to train). */
 px_status px_cost_evaluate(const px_model *m, const px_hw *hw, const px_parallel *par,

@@ -97,10 +97,31 @@ double px_time_mem_s(const px_hw *hw, double bytes)
     return bytes / (hw->hbm_bw * eff);
 }
 
+double px_time_mem_class_s(const px_hw *hw, px_mem_class c, double bytes)
+{
+    double bw = 0.0;
+    switch (c) {
+    case PX_MEM_NORM: bw = hw->norm_bw; break;
+    case PX_MEM_RESIDUAL: bw = hw->residual_bw; break;
+    case PX_MEM_GELU: bw = hw->gelu_bw; break;
+    case PX_MEM_SWIGLU: bw = hw->swiglu_bw; break;
+    case PX_MEM_ROPE: bw = hw->rope_bw; break;
+    case PX_MEM_XENT: bw = hw->xent_bw; break;
+    case PX_MEM_ADAMW: bw = hw->adamw_bw; break;
+    case PX_MEM_EMBED: bw = hw->embed_bw; break;
+    default: break;
+    }
+    if (bw > 0.0)
+        return bytes > 0.0 ? bytes / bw : 0.0;
+    return px_time_mem_s(hw, bytes);
+}
+
 double px_time_attn_s(const px_hw *hw, double flops)
 {
     if (flops <= 0.0 || hw->peak_flops <= 0.0)
         return 0.0;
+    if (hw->attn_eff > 0.0)
+        return flops / (hw->peak_flops * hw->attn_eff);
     /* With measured GEMM points the large-GEMM rate is the best measured one. */
     double e = eff_max(hw);
     if (hw->n_gemm_points > 0) {

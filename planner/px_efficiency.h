@@ -34,7 +34,28 @@ double px_time_gemm_s(const px_hw *hw, double m, double n, double k);
 /* Seconds to stream `bytes` through HBM at hw->mem_bound_eff of hbm_bw. */
 double px_time_mem_s(const px_hw *hw, double bytes);
 
-/* Seconds for `flops` of the (flash) attention core. */
+/* Element-wise operator classes.  A profile written by `calibrate` may carry a
+ * measured bandwidth per class (hw->norm_bw ...: bytes/s in the cost model's
+ * byte accounting); otherwise every class streams at hbm_bw × mem_bound_eff. */
+typedef enum {
+    PX_MEM_GENERIC = 0, /* dropout, MoE token permutation, anything else */
+    PX_MEM_NORM,        /* RMSNorm / LayerNorm: read + write the tokens */
+    PX_MEM_RESIDUAL,    /* residual adds: 2 reads + 1 write */
+    PX_MEM_GELU,        /* GeLU: read + write */
+    PX_MEM_SWIGLU,      /* SwiGLU: 2 reads + 1 write */
+    PX_MEM_ROPE,        /* rotary embedding of q and k: read + write */
+    PX_MEM_XENT,        /* vocabulary-parallel cross-entropy: 4 fp32 passes */
+    PX_MEM_ADAMW,       /* the optimizer step */
+    PX_MEM_EMBED,       /* embedding gather + scatter-add */
+    PX_MEM_COUNT
+} px_mem_class;
+
+/* Seconds to move `bytes` through an operator of class c. */
+double px_time_mem_class_s(const px_hw *hw, px_mem_class c, double bytes);
+
+/* Seconds for `flops` of the (flash) attention core: at hw->attn_eff of
+ * peak when the profile has it, else PX_EFF_FLASH_REL of the large-GEMM
+ * efficiency. */
 double px_time_attn_s(const px_hw *hw, double flops);
 
 typedef enum {

@@ -48,6 +48,26 @@ typedef struct {
     int n_gemm_points;
     px_gemm_point gemm_points[PX_HW_MAX_GEMM_POINTS];
     double mem_bound_eff;     /* achieved fraction of hbm_bw for element-wise ops */
+    double attn_eff;          /* fraction of peak_flops the attention core runs at,
+                               * forward + backward together, counting the causal
+                               * FLOPs (half the s x s product) 1x forward and 2.5x
+                               * backward as the cost model does; written by
+                               * `calibrate` (the executor's own kernel), optional:
+                               * 0 = the cost model's FlashAttention default */
+    /* Element-wise operator classes as `calibrate` measures the executor's
+     * own kernels (on a CPU they differ 100x: a residual add streams, a GeLU
+     * computes a tanh per element).  Each is bytes/s in the cost model's byte
+     * accounting: the forward's reads + writes charged 3x for forward +
+     * backward (xent, adamw and embed: their whole fwd+bwd / update bytes as
+     * px_cost.c counts them).  Optional: 0 = hbm_bw x mem_bound_eff. */
+    double norm_bw;           /* RMSNorm / LayerNorm */
+    double residual_bw;       /* residual and bias adds */
+    double gelu_bw;           /* GeLU (tanh approximation) */
+    double swiglu_bw;         /* SwiGLU */
+    double rope_bw;           /* rotary embedding of q and k */
+    double xent_bw;           /* vocabulary-parallel cross-entropy over the logits */
+    double adamw_bw;          /* the optimizer step */
+    double embed_bw;          /* embedding gather + scatter-add */
 
     /* Topology: devices 0..gpus_per_node-1 share the fast domain. */
     int gpus_per_node;

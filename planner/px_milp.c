@@ -449,11 +449,16 @@ static void solve_body(void *arg)
     parm.msg_lev = GLP_MSG_OFF;
     parm.tm_lim = tm_lim;
     parm.mip_gap = o->mip_gap;
+    /* GLPK rounds integer columns that are within tol_int of a whole number;
+     * its default 1e-5 can move a row with large coefficients (memory in
+     * units of the limit) past its bound once rounded. */
+    parm.tol_int = 1e-9;
     parm.presolve = o->presolve ? GLP_ON : GLP_OFF;
     if (o->cuts) {
         parm.gmi_cuts = GLP_ON;
         parm.mir_cuts = GLP_ON;
-        parm.cov_cuts = GLP_ON;
+        /* not cover cuts: GLPK 5.0's cover-cut generator raises
+         * "glp_add_cols: ncs = 0" on some small programs */
         parm.clq_cuts = GLP_ON;
     }
     parm.cb_func = track_gap;
@@ -515,31 +520,11 @@ static const char *glpk_ret_name(int ret)
     }
 }
 
-px_status px_milp_solve(px_milp *mp, const px_milp_opts *opts, px_milp_result *res,
-                        px_error *err)
+/* One GLPK run with the given options; *raised is set when GLPK raised an
+ * error (as opposed to reporting a status). */
+static px_status attempt(px_milp *mp, const px_milp_opts *opts, px_milp_result *res,
+                         bool *raised, px_error *err)
 {
-    px_milp_opts defaults;
-    px_milp_opts_init(&defaults);
-    if (!opts)
-        opts = &defaults;
-    memset(res, 0, sizeof *res);
-    res->gap = -1.0;
-    res->outcome = PX_MILP_FAILED;
-    res->objective = NAN;
-    mp->has_solution = false;
-    if (!(opts->time_limit_s > 0.0) || !isfinite(opts->time_limit_s))
-        return PX_FAIL(err, PX_ERR_INVALID, "MILP time limit %g s: must be > 0 and finite",
-                       opts->time_limit_s);
-    if (!(opts->mip_gap >= 0.0 && opts->mip_gap < 1.0))
-        return PX_FAIL(err, PX_ERR_INVALID, "MILP gap %g: allowed 0 <= gap < 1", opts->mip_gap);
-    if (mp->n_cols == 0)
-        return PX_FAIL(err, PX_ERR_INVALID, "MILP has no columns; add at least one variable");
-    free(mp->x);
-    mp->x = calloc((size_t)mp->n_cols, sizeof *mp->x);
-    if (!mp->x)
-        return PX_FAIL(err, PX_ERR_NOMEM, "MILP solution of %d columns: out of memory",
-                       mp->n_cols);
-
     guard g;
     memset(&g, 0, sizeof g);
     g.gap = -1.0;
@@ -547,11 +532,17 @@ px_status px_milp_solve(px_milp *mp, const px_milp_opts *opts, px_milp_result *r
     memset(&job, 0, sizeof job);
     job.mp = mp;
     job.opts = opts;
-    double t0 = now_s();
+    res->gap = -1.0;
+    res->outcome = PX_MILP_FAILED;
+    res->objective = NAN;
+    res->time_limit_hit = false;
+    mp->has_solution = false;
+    *raised = false;
     px_status st = run_job(&job, &g, err);
-    res->solve_s = now_s() - t0;
-    if (st)
+    if (st) {
+        *raised = st == PX_ERR_SOLVER;
         return st;
+    }
     res->glpk_ret = job.ret;
     res->glpk_status = job.status;
 
@@ -598,6 +589,88 @@ px_status px_milp_solve(px_milp *mp, const px_milp_opts *opts, px_milp_result *r
                        opts->time_limit_s);
     return PX_FAIL(err, PX_ERR_SOLVER, "GLPK failed: %s (code %d)%s%s", glpk_ret_name(job.ret),
                    job.ret, g.text_len ? ": " : "", g.text);
+}
+
+/* Largest violation of a row bound by the solution in mp->x, relative to
+ * max(1, |bound|); *row gets the worst row. */
+static double max_row_violation(const px_milp *mp, int *row)
+{
+    double worst = 0.0;
+    *row = -1;
+    for (int i = 0; i < mp->n_rows; i++) {
+        double act = 0.0;
+        for (int k = mp->row_start[i]; k < mp->row_start[i + 1]; k++)
+            act += mp->nz_val[k] * mp->x[mp->nz_col[k]];
+        double v = 0.0;
+        if (isfinite(mp->lo[i]) && act < mp->lo[i])
+            v = (mp->lo[i] - act) / fmax(1.0, fabs(mp->lo[i]));
+        if (isfinite(mp->hi[i]) && act > mp->hi[i])
+            v = (act - mp->hi[i]) / fmax(1.0, fabs(mp->hi[i]));
+        if (v > worst) {
+            worst = v;
+            *row = i;
+        }
+    }
+    return worst;
+}
+
+/* A solution is accepted when no row is off by more than this (GLPK's own
+ * primal tolerance is 1e-7 on scaled rows). */
+#define PX_MILP_ROW_TOL 1e-6
+
+px_status px_milp_solve(px_milp *mp, const px_milp_opts *opts, px_milp_result *res,
+                        px_error *err)
+{
+    px_milp_opts defaults;
+    px_milp_opts_init(&defaults);
+    if (!opts)
+        opts = &defaults;
+    memset(res, 0, sizeof *res);
+    res->gap = -1.0;
+    res->outcome = PX_MILP_FAILED;
+    res->objective = NAN;
+    mp->has_solution = false;
+    if (!(opts->time_limit_s > 0.0) || !isfinite(opts->time_limit_s))
+        return PX_FAIL(err, PX_ERR_INVALID, "MILP time limit %g s: must be > 0 and finite",
+                       opts->time_limit_s);
+    if (!(opts->mip_gap >= 0.0 && opts->mip_gap < 1.0))
+        return PX_FAIL(err, PX_ERR_INVALID, "MILP gap %g: allowed 0 <= gap < 1", opts->mip_gap);
+    if (mp->n_cols == 0)
+        return PX_FAIL(err, PX_ERR_INVALID, "MILP has no columns; add at least one variable");
+    free(mp->x);
+    mp->x = calloc((size_t)mp->n_cols, sizeof *mp->x);
+    if (!mp->x)
+        return PX_FAIL(err, PX_ERR_NOMEM, "MILP solution of %d columns: out of memory",
+                       mp->n_cols);
+
+    double t0 = now_s();
+    bool raised;
+    px_status st = attempt(mp, opts, res, &raised, err);
+    int bad_row = -1;
+    double viol = st == PX_OK ? max_row_violation(mp, &bad_row) : 0.0;
+    /* GLPK's MIP presolver checks rows whose columns it has fixed with a
+     * tolerance of 1e-3 (it can return a point that breaks a row by that
+     * much), and its cut generators have raised errors on small programs.
+     * Both are avoided by the plain branch-and-bound, so fall back on it. */
+    if ((raised || viol > PX_MILP_ROW_TOL) && (opts->presolve || opts->cuts)) {
+        px_milp_opts plain = *opts;
+        plain.presolve = false;
+        plain.cuts = false;
+        plain.time_limit_s = fmax(opts->time_limit_s - (now_s() - t0), 0.001);
+        st = attempt(mp, &plain, res, &raised, err);
+        res->retried = true;
+        viol = st == PX_OK ? max_row_violation(mp, &bad_row) : 0.0;
+    }
+    res->solve_s = now_s() - t0;
+    res->max_row_violation = viol;
+    if (st == PX_OK && viol > PX_MILP_ROW_TOL) {
+        mp->has_solution = false;
+        res->outcome = PX_MILP_FAILED;
+        return PX_FAIL(err, PX_ERR_SOLVER,
+                       "GLPK's solution breaks row %d (%s) by %.3g (relative); numerical trouble",
+                       bad_row, mp->row_name[bad_row] ? mp->row_name[bad_row] : "unnamed", viol);
+    }
+    return st;
 }
 
 px_status px_milp_write_lp(const px_milp *mp, const char *path, px_error *err)

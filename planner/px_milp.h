@@ -41,7 +41,7 @@ typedef struct {
     double time_limit_s; /* wall-clock limit of one solve; default PX_MILP_DEFAULT_TIME_LIMIT_S */
     double mip_gap;      /* relative gap at which to stop; default PX_MILP_DEFAULT_GAP */
     bool presolve;       /* GLPK's MIP presolver; default true */
-    bool cuts;           /* Gomory, MIR, cover and clique cuts; default true */
+    bool cuts;           /* Gomory, MIR and clique cuts; default true */
 } px_milp_opts;
 
 /* The defaults: a planner solves many small programs, so a few seconds each
@@ -57,6 +57,8 @@ typedef struct {
     double solve_s;     /* wall-clock seconds spent in GLPK */
     int glpk_ret;       /* glp_intopt's return code (diagnostics) */
     int glpk_status;    /* glp_mip_status (diagnostics) */
+    double max_row_violation; /* of the returned solution, relative to max(1, |bound|) */
+    bool retried;       /* the first run raised or broke a row; rerun without presolve and cuts */
 } px_milp_result;
 
 void px_milp_opts_init(px_milp_opts *o);

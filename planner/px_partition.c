@@ -14,10 +14,17 @@
 #define R_COUNT PX_RECOMPUTE_COUNT
 #define ALL_RECOMPUTE ((1u << R_COUNT) - 1u)
 
-/* The MILP's memory rows stop this far (relative) below the limit, so that a
- * split GLPK accepts within its feasibility tolerance (1e-7 on rows scaled to
- * the limit) still fits when evaluated exactly. */
-#define MEM_MARGIN_REL 1e-6
+/* A stage fits when its memory is within limit x (1 + MEM_TOL_REL).  GLPK
+ * satisfies rows to about 1e-7 of the limit (px_milp rejects anything off by
+ * more than 1e-6), so a split it returns must not be refused over a few
+ * hundred bytes in 80 GB, which no memory model resolves anyway; the brute
+ * force applies the same rule. */
+#define MEM_TOL_REL 1e-6
+
+static bool mem_fits(const px_partition_problem *pb, double mem)
+{
+    return mem <= (double)pb->mem_limit_bytes * (1.0 + MEM_TOL_REL);
+}
 
 /* Above this many binaries the program is not worth handing to GLPK inside a
  * planner loop; the caller keeps the uniform split. */
@@ -238,7 +245,7 @@ px_status px_partition_evaluate(const px_partition_problem *pb, px_partition_sol
             worst_over = over;
             sol->fullest_stage = s;
         }
-        if (over > 0.0)
+        if (!mem_fits(pb, mem))
             sol->fits = false;
     }
     sol->max_over_bytes = (int64_t)ceil(worst_over);
@@ -561,9 +568,7 @@ static px_status model_build(model *m, const px_partition_problem *pb, build_mod
                                     m->mscale);
                 }
         double cap = (double)pb->mem_limit_bytes;
-        if (mode == BUILD_TIME)
-            cap *= 1.0 - MEM_MARGIN_REL;
-        else
+        if (mode == BUILD_OVERFLOW)
             row_add(m, m->e_col, -1.0);
         cap -= stage_mem(pb, s, 0, 0);
         snprintf(name, sizeof name, "mem_%d", s);
@@ -840,25 +845,27 @@ static void brute_leaf(brute *b)
             added += pb->layer_time_s[i][r] - fastest_time(pb, i);
         }
         double tmax = 0.0, over = -INFINITY;
+        bool fits = true;
         for (int s = 0; s < b->p; s++) {
             double ts = t[s] + stage_fixed_time(pb, s);
             if (ts > tmax)
                 tmax = ts;
-            double o = stage_mem(pb, s, st_sum[s], act[s]) - (double)pb->mem_limit_bytes;
-            if (o > over)
-                over = o;
+            double mem = stage_mem(pb, s, st_sum[s], act[s]);
+            fits = fits && mem_fits(pb, mem);
+            if (mem - (double)pb->mem_limit_bytes > over)
+                over = mem - (double)pb->mem_limit_bytes;
         }
         if (b->pass == 0) {
             if (over < b->best_over) {
                 b->best_over = over;
                 brute_record(b, b->over_sizes, b->over_rc);
             }
-            if (over <= 0.0 && tmax < b->best_t) {
+            if (fits && tmax < b->best_t) {
                 b->best_t = tmax;
                 b->feasible = true;
                 brute_record(b, b->best_sizes, b->best_rc);
             }
-        } else if (over <= 0.0 && tmax <= b->best_t * (1.0 + b->o->tie_rel) &&
+        } else if (fits && tmax <= b->best_t * (1.0 + b->o->tie_rel) &&
                    added < b->best_added) {
             b->best_added = added;
             brute_record(b, b->best_sizes, b->best_rc);

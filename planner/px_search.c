@@ -21,6 +21,7 @@ void px_search_opts_init(px_search_opts *o)
     o->max_cp = 64;
     o->max_vpp = 8;
     o->max_micro_batch = 16;
+    o->uneven = true;
 }
 
 const char *px_reject_name(px_reject r)
@@ -214,9 +215,28 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                 }
                 for (int i_v = 0; i_v < n_v; i_v++) {
                     int v = vps[i_v];
-                    if (L % ((int64_t)pp * v) != 0) {
+                    bool uneven = L % ((int64_t)pp * v) != 0;
+                    if (uneven && (v > 1 || !o->uneven || pp > L || pp > PX_MAX_CHUNKS)) {
                         res->rejected[PX_REJ_LAYERS]++;
                         continue;
+                    }
+                    /* An uneven split (v = 1): floor(L/p) layers a stage, the
+                     * remainder to the middle stages first (the first and
+                     * last stages also carry the embedding and the head). */
+                    par.n_chunks = 0;
+                    if (uneven) {
+                        int base = (int)(L / pp), extra = (int)(L % pp);
+                        par.n_chunks = pp;
+                        for (int i = 0; i < pp; i++)
+                            par.layers_per_chunk[i] = base;
+                        for (int i = 1; i < pp - 1 && extra > 0; i++, extra--)
+                            par.layers_per_chunk[i]++;
+                        if (extra > 0) {
+                            par.layers_per_chunk[0]++;
+                            extra--;
+                        }
+                        if (extra > 0)
+                            par.layers_per_chunk[pp - 1]++;
                     }
                     int n_ep = 1, n_etp = 1;
                     eps[0] = etps[0] = 1;
@@ -296,10 +316,17 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                                             }
                                             if (v > 1 && par.schedule != PX_SCHED_INTERLEAVED)
                                                 continue; /* vpp only means something interleaved */
+                                            if (par.schedule == PX_SCHED_INTERLEAVED && mm < pp) {
+                                                res->rejected[PX_REJ_BATCH]++;
+                                                continue; /* interleaving needs m >= p */
+                                            }
                                             res->n_evaluated++;
-                                            px_memory mem;
-                                            px_cost_memory(&ctx, &par, &mem, NULL);
-                                            if (mem.total > res->mem_limit_bytes) {
+                                            px_prediction pred;
+                                            px_status fit = px_cost_eval_if_fits(
+                                                &ctx, &par, res->mem_limit_bytes,
+                                                o->train_tokens, o->gpu_mtbf_hours, &pred, NULL);
+                                            const px_memory mem = pred.mem;
+                                            if (fit != PX_OK) {
                                                 res->rejected[PX_REJ_MEMORY]++;
                                                 if ((double)mem.total < best_miss) {
                                                     best_miss = (double)mem.total;
@@ -311,9 +338,6 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                                                 }
                                                 continue;
                                             }
-                                            px_prediction pred;
-                                            px_cost_eval(&ctx, &par, o->train_tokens,
-                                                         o->gpu_mtbf_hours, &pred, NULL, NULL);
                                             res->n_valid++;
                                             insert_top(res, keep, &par, &pred);
                                         }

@@ -38,6 +38,9 @@ typedef struct {
     /* bounds of the free dimensions */
     int max_tp, max_cp, max_vpp;
     int64_t max_micro_batch;
+    /* allow pp that does not divide the layers (v = 1): a balanced uneven
+     * split recorded in par.layers_per_chunk (default true) */
+    bool uneven;
     /* time to train (0: skip) and the failure rate (0: the profile's) */
     double train_tokens;
     double gpu_mtbf_hours;
@@ -49,9 +52,10 @@ typedef enum {
     PX_REJ_GPUS = 0,   /* G not divisible by tp·cp·pp, or a fixed dp that does not match */
     PX_REJ_HEADS,      /* tp does not divide the heads / kv heads / ffn */
     PX_REJ_SEQ,        /* cp does not divide the sequence length */
-    PX_REJ_LAYERS,     /* pp·vpp does not divide the layers */
+    PX_REJ_LAYERS,     /* pp·vpp does not divide the layers (vpp > 1, or uneven off) */
     PX_REJ_EXPERTS,    /* ep does not divide the experts, or ep·etp the tp·cp·dp GPUs */
-    PX_REJ_BATCH,      /* global batch not divisible by micro-batch · dp (or fixed m) */
+    PX_REJ_BATCH,      /* global batch not divisible by micro-batch · dp (or fixed m);
+                        * interleaving with fewer than pp micro-batches */
     PX_REJ_MEMORY,     /* does not fit in hbm_bytes − mem_reserve_bytes */
     PX_REJ_COUNT
 } px_reject;

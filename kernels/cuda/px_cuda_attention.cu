@@ -54,10 +54,14 @@ static __device__ __forceinline__ uint32_t pack_raw(uint16_t lo, uint16_t hi)
 static __device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4],
                                                 const uint32_t b[2])
 {
+#ifdef PX_CUDA_EMULATE /* tests/gpu/emu_attention.cc runs these kernels on the CPU */
+    px_emu_mma(c, a, b);
+#else
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
                  "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
 }
 
 /* A fragment of the row-major shared matrix M (rows = m, contiguous k) at
@@ -104,11 +108,35 @@ static __device__ __forceinline__ void acc_to_a(uint32_t a[4], const float c0[4]
     a[3] = pack_bf16x2(c1[2], c1[3]);
 }
 
-/* Copies rows [row0, row0 + n_rows) of a strided [S, ...] bf16 tensor (row s
- * at base + s * row_stride, HD contiguous elements) into shared memory
- * (row stride LD), 16 bytes per thread per step; rows >= S become zeros. */
-template <int HD, int LD>
-static __device__ __forceinline__ void load_tile(bf16 *sm, const bf16 *base, int64_t row_stride,
+/* Eight consecutive elements of either storage type as eight bf16 (16 bytes):
+ * the tensor cores always see bf16; fp32 storage is rounded on the way in. */
+static __device__ __forceinline__ uint4 load8(const bf16 *p)
+{
+    return *reinterpret_cast<const uint4 *>(p);
+}
+static __device__ __forceinline__ uint4 load8(const float *p)
+{
+    const float4 a = reinterpret_cast<const float4 *>(p)[0];
+    const float4 b = reinterpret_cast<const float4 *>(p)[1];
+    return make_uint4(pack_bf16x2(a.x, a.y), pack_bf16x2(a.z, a.w), pack_bf16x2(b.x, b.y),
+                      pack_bf16x2(b.z, b.w));
+}
+
+/* Two consecutive outputs (p 4- or 8-byte aligned: an even column). */
+static __device__ __forceinline__ void store2(bf16 *p, float a, float b)
+{
+    *reinterpret_cast<uint32_t *>(p) = pack_bf16x2(a, b);
+}
+static __device__ __forceinline__ void store2(float *p, float a, float b)
+{
+    *reinterpret_cast<float2 *>(p) = make_float2(a, b);
+}
+
+/* Copies rows [row0, row0 + n_rows) of a strided [S, ...] tensor (row s at
+ * base + s * row_stride, HD contiguous elements) into shared memory as bf16
+ * (row stride LD), 8 elements per thread per step; rows >= S become zeros. */
+template <int HD, int LD, typename TS>
+static __device__ __forceinline__ void load_tile(bf16 *sm, const TS *base, int64_t row_stride,
                                                  int row0, int n_rows, int S)
 {
     constexpr int CHUNKS = HD / 8;
@@ -117,16 +145,16 @@ static __device__ __forceinline__ void load_tile(bf16 *sm, const bf16 *base, int
         int s = row0 + r;
         uint4 v = make_uint4(0, 0, 0, 0);
         if (s < S)
-            v = *reinterpret_cast<const uint4 *>(base + (int64_t)s * row_stride + c * 8);
+            v = load8(base + (int64_t)s * row_stride + c * 8);
         *reinterpret_cast<uint4 *>(sm + r * LD + c * 8) = v;
     }
 }
 
 /* ---- forward -------------------------------------------------------------------------- */
 
-template <int HD>
+template <int HD, typename TS>
 static __global__ void __launch_bounds__(ATT_THREADS)
-    k_attn_fwd(bf16 *out, float *lse, const bf16 *qkv, int S, int B, int NH, int NKV,
+    k_attn_fwd(TS *out, float *lse, const TS *qkv, int S, int B, int NH, int NKV,
                float scale_log2)
 {
     constexpr int LD = HD + 8; /* +16 bytes: fragment loads hit 32 distinct banks */
@@ -139,9 +167,9 @@ static __global__ void __launch_bounds__(ATT_THREADS)
     const int h = blockIdx.y, b = blockIdx.z, kh = h / (NH / NKV);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int64_t W = (int64_t)(NH + 2 * NKV) * HD, rs = (int64_t)B * W;
-    const bf16 *qb = qkv + b * W + (int64_t)h * HD;
-    const bf16 *kb = qkv + b * W + (int64_t)(NH + kh) * HD;
-    const bf16 *vb = qkv + b * W + (int64_t)(NH + NKV + kh) * HD;
+    const TS *qb = qkv + b * W + (int64_t)h * HD;
+    const TS *kb = qkv + b * W + (int64_t)(NH + kh) * HD;
+    const TS *vb = qkv + b * W + (int64_t)(NH + NKV + kh) * HD;
     const int q0 = qt * ATT_BQ;
 
     load_tile<HD, LD>(sQ, qb, rs, q0, ATT_BQ, S);
@@ -247,20 +275,18 @@ static __global__ void __launch_bounds__(ATT_THREADS)
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
     const float inv0 = 1.0f / l0, inv1 = 1.0f / l1;
     const int64_t orow = (int64_t)B * NH * HD;
-    bf16 *ob = out + b * (int64_t)NH * HD + (int64_t)h * HD;
+    TS *ob = out + b * (int64_t)NH * HD + (int64_t)h * HD;
     if (qi0 < S) {
 #pragma unroll
         for (int d = 0; d < DT; d++)
-            *reinterpret_cast<uint32_t *>(ob + qi0 * orow + d * 8 + 2 * t) =
-                pack_bf16x2(o[d][0] * inv0, o[d][1] * inv0);
+            store2(ob + qi0 * orow + d * 8 + 2 * t, o[d][0] * inv0, o[d][1] * inv0);
         if (t == 0)
             lse[((int64_t)b * NH + h) * S + qi0] = (m0 + log2f(l0)) * LN2;
     }
     if (qi1 < S) {
 #pragma unroll
         for (int d = 0; d < DT; d++)
-            *reinterpret_cast<uint32_t *>(ob + qi1 * orow + d * 8 + 2 * t) =
-                pack_bf16x2(o[d][2] * inv1, o[d][3] * inv1);
+            store2(ob + qi1 * orow + d * 8 + 2 * t, o[d][2] * inv1, o[d][3] * inv1);
         if (t == 0)
             lse[((int64_t)b * NH + h) * S + qi1] = (m1 + log2f(l1)) * LN2;
     }
@@ -269,7 +295,8 @@ static __global__ void __launch_bounds__(ATT_THREADS)
 /* ---- backward: D = rowsum(dO * O) ----------------------------------------------------- */
 
 /* One warp per (b, h, s) row of HD elements. */
-static __global__ void k_attn_bwd_dot(float *D, const bf16 *dout, const bf16 *out, int S, int B,
+template <typename TS>
+static __global__ void k_attn_bwd_dot(float *D, const TS *dout, const TS *out, int S, int B,
                                       int NH, int HD)
 {
     const int64_t rows = (int64_t)B * NH * S;
@@ -281,7 +308,7 @@ static __global__ void k_attn_bwd_dot(float *D, const bf16 *dout, const bf16 *ou
     const int64_t off = (s * B + b) * (int64_t)NH * HD + h * HD;
     float acc = 0.0f;
     for (int d = lane; d < HD; d += 32)
-        acc += __bfloat162float(dout[off + d]) * __bfloat162float(out[off + d]);
+        acc += ldv(dout, off + d) * ldv(out, off + d);
     acc = warp_sum(acc);
     if (lane == 0)
         D[row] = acc; /* row = (b * NH + h) * S + s, the lse layout */
@@ -289,10 +316,10 @@ static __global__ void k_attn_bwd_dot(float *D, const bf16 *dout, const bf16 *ou
 
 /* ---- backward: dQ ------------------------------------------------------------------------ */
 
-template <int HD>
+template <int HD, typename TS>
 static __global__ void __launch_bounds__(ATT_THREADS)
-    k_attn_bwd_dq(bf16 *dqkv, const bf16 *dout, const float *lse, const float *Dsum,
-                  const bf16 *qkv, int S, int B, int NH, int NKV, float scale_log2, float scale)
+    k_attn_bwd_dq(TS *dqkv, const TS *dout, const float *lse, const float *Dsum,
+                  const TS *qkv, int S, int B, int NH, int NKV, float scale_log2, float scale)
 {
     constexpr int LD = HD + 8;
     constexpr int KT = HD / 16, DT = HD / 8;
@@ -306,10 +333,10 @@ static __global__ void __launch_bounds__(ATT_THREADS)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int64_t W = (int64_t)(NH + 2 * NKV) * HD, rs = (int64_t)B * W;
     const int64_t orow = (int64_t)B * NH * HD;
-    const bf16 *qb = qkv + b * W + (int64_t)h * HD;
-    const bf16 *kb = qkv + b * W + (int64_t)(NH + kh) * HD;
-    const bf16 *vb = qkv + b * W + (int64_t)(NH + NKV + kh) * HD;
-    const bf16 *dob = dout + b * (int64_t)NH * HD + (int64_t)h * HD;
+    const TS *qb = qkv + b * W + (int64_t)h * HD;
+    const TS *kb = qkv + b * W + (int64_t)(NH + kh) * HD;
+    const TS *vb = qkv + b * W + (int64_t)(NH + NKV + kh) * HD;
+    const TS *dob = dout + b * (int64_t)NH * HD + (int64_t)h * HD;
     const int q0 = qt * ATT_BQ;
 
     load_tile<HD, LD>(sQ, qb, rs, q0, ATT_BQ, S);
@@ -384,25 +411,23 @@ static __global__ void __launch_bounds__(ATT_THREADS)
         }
     }
 
-    bf16 *dqb = dqkv + b * W + (int64_t)h * HD;
+    TS *dqb = dqkv + b * W + (int64_t)h * HD;
     if (qi0 < S)
 #pragma unroll
         for (int d = 0; d < DT; d++)
-            *reinterpret_cast<uint32_t *>(dqb + qi0 * rs + d * 8 + 2 * t) =
-                pack_bf16x2(dq[d][0] * scale, dq[d][1] * scale);
+            store2(dqb + qi0 * rs + d * 8 + 2 * t, dq[d][0] * scale, dq[d][1] * scale);
     if (qi1 < S)
 #pragma unroll
         for (int d = 0; d < DT; d++)
-            *reinterpret_cast<uint32_t *>(dqb + qi1 * rs + d * 8 + 2 * t) =
-                pack_bf16x2(dq[d][2] * scale, dq[d][3] * scale);
+            store2(dqb + qi1 * rs + d * 8 + 2 * t, dq[d][2] * scale, dq[d][3] * scale);
 }
 
 /* ---- backward: dK, dV ---------------------------------------------------------------------- */
 
-template <int HD>
+template <int HD, typename TS>
 static __global__ void __launch_bounds__(ATT_THREADS)
-    k_attn_bwd_dkdv(bf16 *dqkv, const bf16 *dout, const float *lse, const float *Dsum,
-                    const bf16 *qkv, int S, int B, int NH, int NKV, float scale_log2,
+    k_attn_bwd_dkdv(TS *dqkv, const TS *dout, const float *lse, const float *Dsum,
+                    const TS *qkv, int S, int B, int NH, int NKV, float scale_log2,
                     float scale)
 {
     constexpr int LD = HD + 8;
@@ -432,8 +457,8 @@ static __global__ void __launch_bounds__(ATT_THREADS)
             dk[d][e] = dv[d][e] = 0.0f;
 
     for (int h = kh * group; h < (kh + 1) * group; h++) {
-        const bf16 *qb = qkv + b * W + (int64_t)h * HD;
-        const bf16 *dob = dout + b * (int64_t)NH * HD + (int64_t)h * HD;
+        const TS *qb = qkv + b * W + (int64_t)h * HD;
+        const TS *dob = dout + b * (int64_t)NH * HD + (int64_t)h * HD;
         const int64_t lrow = ((int64_t)b * NH + h) * S;
         /* Query tiles at or below the diagonal: qi >= kj needs q0 + 31 >= k0. */
         for (int q0 = k0; q0 < S; q0 += ATT_BQ2) {
@@ -504,26 +529,23 @@ static __global__ void __launch_bounds__(ATT_THREADS)
         }
     }
 
-    bf16 *dkb = dqkv + b * W + (int64_t)(NH + kh) * HD;
-    bf16 *dvb = dqkv + b * W + (int64_t)(NH + NKV + kh) * HD;
+    TS *dkb = dqkv + b * W + (int64_t)(NH + kh) * HD;
+    TS *dvb = dqkv + b * W + (int64_t)(NH + NKV + kh) * HD;
     if (kj0 < S)
 #pragma unroll
         for (int d = 0; d < DT; d++) {
-            *reinterpret_cast<uint32_t *>(dkb + kj0 * rs + d * 8 + 2 * t) =
-                pack_bf16x2(dk[d][0] * scale, dk[d][1] * scale);
-            *reinterpret_cast<uint32_t *>(dvb + kj0 * rs + d * 8 + 2 * t) =
-                pack_bf16x2(dv[d][0], dv[d][1]);
+            store2(dkb + kj0 * rs + d * 8 + 2 * t, dk[d][0] * scale, dk[d][1] * scale);
+            store2(dvb + kj0 * rs + d * 8 + 2 * t, dv[d][0], dv[d][1]);
         }
     if (kj1 < S)
 #pragma unroll
         for (int d = 0; d < DT; d++) {
-            *reinterpret_cast<uint32_t *>(dkb + kj1 * rs + d * 8 + 2 * t) =
-                pack_bf16x2(dk[d][2] * scale, dk[d][3] * scale);
-            *reinterpret_cast<uint32_t *>(dvb + kj1 * rs + d * 8 + 2 * t) =
-                pack_bf16x2(dv[d][2], dv[d][3]);
+            store2(dkb + kj1 * rs + d * 8 + 2 * t, dk[d][2] * scale, dk[d][3] * scale);
+            store2(dvb + kj1 * rs + d * 8 + 2 * t, dv[d][2], dv[d][3]);
         }
 }
 
+#ifndef PX_CUDA_EMULATE /* the emulator drives the kernels itself */
 /* ---- launchers -------------------------------------------------------------------------------- */
 
 static px_status check_shape(const char *what, const void *const *ptrs, int n_ptrs, int64_t S,
@@ -538,10 +560,10 @@ static px_status check_shape(const char *what, const void *const *ptrs, int n_pt
     PX_REQUIRE(err, S >= 0 && B >= 0 && NH > 0 && NKV > 0 && NH % NKV == 0,
                "%s: S = %lld, B = %lld, NH = %lld, NKV = %lld: need NH a multiple of NKV",
                what, (long long)S, (long long)B, (long long)NH, (long long)NKV);
-    if (HD != 64 && HD != 128)
+    if (HD != 16 && HD != 32 && HD != 64 && HD != 128)
         return px_error_set(err, PX_ERR_UNSUPPORTED, NULL, 0, 0,
-                            "%s: head dim %lld; the CUDA kernels support 64 and 128", what,
-                            (long long)HD);
+                            "%s: head dim %lld; the CUDA kernels support 16, 32, 64 and 128",
+                            what, (long long)HD);
     PX_REQUIRE(err, S < (1LL << 30) && B * (NH + 2 * NKV) * HD < (1LL << 40) && NH < 65536 &&
                         B < 65536,
                "%s: S = %lld, B = %lld, NH = %lld exceed the grid limits", what, (long long)S,
@@ -564,65 +586,67 @@ static int dkdv_smem(void)
            2 * ATT_BQ2 * (int)sizeof(float);
 }
 
-template <int HD>
-static px_status launch_fwd(px_bf16 *out, float *lse, const px_bf16 *qkv, int S, int B, int NH,
-                            int NKV, cudaStream_t stream, px_error *err)
+template <int HD, typename TS>
+static px_status launch_fwd(TS *out, float *lse, const TS *qkv, int S, int B, int NH, int NKV,
+                            cudaStream_t stream, px_error *err)
 {
     const int smem = fwd_smem<HD>();
-    PX_CUDA_TRY(err, cudaFuncSetAttribute(k_attn_fwd<HD>,
+    PX_CUDA_TRY(err, cudaFuncSetAttribute(k_attn_fwd<HD, TS>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     dim3 grid((unsigned)((S + ATT_BQ - 1) / ATT_BQ), (unsigned)NH, (unsigned)B);
     const float scale_log2 = LOG2E / sqrtf((float)HD);
-    k_attn_fwd<HD><<<grid, ATT_THREADS, smem, stream>>>(reinterpret_cast<bf16 *>(out), lse,
-                                                         reinterpret_cast<const bf16 *>(qkv), S,
-                                                         B, NH, NKV, scale_log2);
+    k_attn_fwd<HD, TS><<<grid, ATT_THREADS, smem, stream>>>(out, lse, qkv, S, B, NH, NKV,
+                                                             scale_log2);
     PX_CUDA_LAUNCH_TRY(err, "k_attn_fwd");
     return PX_OK;
 }
 
-template <int HD>
-static px_status launch_bwd(px_bf16 *dqkv, const px_bf16 *dout, const float *lse,
-                            const float *Dsum, const px_bf16 *qkv, int S, int B, int NH, int NKV,
-                            cudaStream_t stream, px_error *err)
+template <int HD, typename TS>
+static px_status launch_bwd(TS *dqkv, const TS *dout, const float *lse, const float *Dsum,
+                            const TS *qkv, int S, int B, int NH, int NKV, cudaStream_t stream,
+                            px_error *err)
 {
     const float scale = 1.0f / sqrtf((float)HD), scale_log2 = LOG2E * scale;
     const int sdq = dq_smem<HD>(), skv = dkdv_smem<HD>();
-    PX_CUDA_TRY(err, cudaFuncSetAttribute(k_attn_bwd_dq<HD>,
+    PX_CUDA_TRY(err, cudaFuncSetAttribute(k_attn_bwd_dq<HD, TS>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, sdq));
-    PX_CUDA_TRY(err, cudaFuncSetAttribute(k_attn_bwd_dkdv<HD>,
+    PX_CUDA_TRY(err, cudaFuncSetAttribute(k_attn_bwd_dkdv<HD, TS>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, skv));
     const unsigned tiles_q = (unsigned)((S + ATT_BQ - 1) / ATT_BQ);
     const unsigned tiles_k = (unsigned)((S + ATT_BK - 1) / ATT_BK);
-    k_attn_bwd_dq<HD><<<dim3(tiles_q, (unsigned)NH, (unsigned)B), ATT_THREADS, sdq, stream>>>(
-        reinterpret_cast<bf16 *>(dqkv), reinterpret_cast<const bf16 *>(dout), lse, Dsum,
-        reinterpret_cast<const bf16 *>(qkv), S, B, NH, NKV, scale_log2, scale);
+    k_attn_bwd_dq<HD, TS><<<dim3(tiles_q, (unsigned)NH, (unsigned)B), ATT_THREADS, sdq, stream>>>(
+        dqkv, dout, lse, Dsum, qkv, S, B, NH, NKV, scale_log2, scale);
     PX_CUDA_LAUNCH_TRY(err, "k_attn_bwd_dq");
-    k_attn_bwd_dkdv<HD><<<dim3(tiles_k, (unsigned)NKV, (unsigned)B), ATT_THREADS, skv, stream>>>(
-        reinterpret_cast<bf16 *>(dqkv), reinterpret_cast<const bf16 *>(dout), lse, Dsum,
-        reinterpret_cast<const bf16 *>(qkv), S, B, NH, NKV, scale_log2, scale);
+    k_attn_bwd_dkdv<HD, TS>
+        <<<dim3(tiles_k, (unsigned)NKV, (unsigned)B), ATT_THREADS, skv, stream>>>(
+            dqkv, dout, lse, Dsum, qkv, S, B, NH, NKV, scale_log2, scale);
     PX_CUDA_LAUNCH_TRY(err, "k_attn_bwd_dkdv");
     return PX_OK;
 }
 
-extern "C" px_status px_cuda_attention_fwd(px_bf16 *out, float *lse, float *probs,
-                                           const px_bf16 *qkv, int64_t S, int64_t B, int64_t NH,
-                                           int64_t NKV, int64_t HD, cudaStream_t stream,
-                                           px_error *err)
+template <typename TS>
+static px_status attention_fwd(TS *out, float *lse, float *probs, const TS *qkv, int64_t S,
+                               int64_t B, int64_t NH, int64_t NKV, int64_t HD,
+                               cudaStream_t stream, px_error *err)
 {
     const void *ptrs[] = {out, qkv};
     PX_TRY(check_shape("attention_fwd", ptrs, 2, S, B, NH, NKV, HD, probs, err));
     if (S == 0 || B == 0)
         return PX_OK;
-    if (HD == 64)
-        return launch_fwd<64>(out, lse, qkv, (int)S, (int)B, (int)NH, (int)NKV, stream, err);
-    return launch_fwd<128>(out, lse, qkv, (int)S, (int)B, (int)NH, (int)NKV, stream, err);
+    const int s = (int)S, b = (int)B, nh = (int)NH, nkv = (int)NKV;
+    switch (HD) {
+    case 16: return launch_fwd<16, TS>(out, lse, qkv, s, b, nh, nkv, stream, err);
+    case 32: return launch_fwd<32, TS>(out, lse, qkv, s, b, nh, nkv, stream, err);
+    case 64: return launch_fwd<64, TS>(out, lse, qkv, s, b, nh, nkv, stream, err);
+    default: return launch_fwd<128, TS>(out, lse, qkv, s, b, nh, nkv, stream, err);
+    }
 }
 
-extern "C" px_status px_cuda_attention_bwd(px_bf16 *dqkv, const px_bf16 *dout,
-                                           const px_bf16 *out, const float *lse,
-                                           const float *probs, const px_bf16 *qkv, int64_t S,
-                                           int64_t B, int64_t NH, int64_t NKV, int64_t HD,
-                                           cudaStream_t stream, px_error *err)
+template <typename TS>
+static px_status attention_bwd(TS *dqkv, const TS *dout, const TS *out, const float *lse,
+                               const float *probs, const TS *qkv, int64_t S, int64_t B,
+                               int64_t NH, int64_t NKV, int64_t HD, cudaStream_t stream,
+                               px_error *err)
 {
     const void *ptrs[] = {dqkv, dout, out, qkv};
     PX_TRY(check_shape("attention_bwd", ptrs, 4, S, B, NH, NKV, HD, probs, err));
@@ -632,18 +656,65 @@ extern "C" px_status px_cuda_attention_bwd(px_bf16 *dqkv, const px_bf16 *dout,
     float *Dsum = NULL;
     PX_CUDA_TRY(err, cudaMallocAsync((void **)&Dsum, (size_t)rows * sizeof(float), stream));
     const int per_block = 256 / 32;
-    k_attn_bwd_dot<<<(unsigned)((rows + per_block - 1) / per_block), 256, 0, stream>>>(
-        Dsum, reinterpret_cast<const bf16 *>(dout), reinterpret_cast<const bf16 *>(out), (int)S,
-        (int)B, (int)NH, (int)HD);
+    k_attn_bwd_dot<TS><<<(unsigned)((rows + per_block - 1) / per_block), 256, 0, stream>>>(
+        Dsum, dout, out, (int)S, (int)B, (int)NH, (int)HD);
     px_status st = px_cuda_status(cudaGetLastError(), "launch of k_attn_bwd_dot", __FILE__,
                                   __LINE__, err);
-    if (st == PX_OK)
-        st = HD == 64 ? launch_bwd<64>(dqkv, dout, lse, Dsum, qkv, (int)S, (int)B, (int)NH,
-                                       (int)NKV, stream, err)
-                      : launch_bwd<128>(dqkv, dout, lse, Dsum, qkv, (int)S, (int)B, (int)NH,
-                                        (int)NKV, stream, err);
+    const int s = (int)S, b = (int)B, nh = (int)NH, nkv = (int)NKV;
+    if (st == PX_OK) {
+        switch (HD) {
+        case 16: st = launch_bwd<16, TS>(dqkv, dout, lse, Dsum, qkv, s, b, nh, nkv, stream, err); break;
+        case 32: st = launch_bwd<32, TS>(dqkv, dout, lse, Dsum, qkv, s, b, nh, nkv, stream, err); break;
+        case 64: st = launch_bwd<64, TS>(dqkv, dout, lse, Dsum, qkv, s, b, nh, nkv, stream, err); break;
+        default: st = launch_bwd<128, TS>(dqkv, dout, lse, Dsum, qkv, s, b, nh, nkv, stream, err);
+        }
+    }
     cudaError_t e = cudaFreeAsync(Dsum, stream);
     if (st == PX_OK)
         st = px_cuda_status(e, "cudaFreeAsync(attention scratch)", __FILE__, __LINE__, err);
     return st;
 }
+
+/* ---- C entry points: bf16 storage (the twins) and fp32 storage (_f32) ---- */
+
+extern "C" px_status px_cuda_attention_fwd(px_bf16 *out, float *lse, float *probs,
+                                           const px_bf16 *qkv, int64_t S, int64_t B, int64_t NH,
+                                           int64_t NKV, int64_t HD, cudaStream_t stream,
+                                           px_error *err)
+{
+    return attention_fwd<bf16>(reinterpret_cast<bf16 *>(out), lse, probs,
+                               reinterpret_cast<const bf16 *>(qkv), S, B, NH, NKV, HD, stream,
+                               err);
+}
+
+extern "C" px_status px_cuda_attention_fwd_f32(float *out, float *lse, float *probs,
+                                               const float *qkv, int64_t S, int64_t B,
+                                               int64_t NH, int64_t NKV, int64_t HD,
+                                               cudaStream_t stream, px_error *err)
+{
+    return attention_fwd<float>(out, lse, probs, qkv, S, B, NH, NKV, HD, stream, err);
+}
+
+extern "C" px_status px_cuda_attention_bwd(px_bf16 *dqkv, const px_bf16 *dout,
+                                           const px_bf16 *out, const float *lse,
+                                           const float *probs, const px_bf16 *qkv, int64_t S,
+                                           int64_t B, int64_t NH, int64_t NKV, int64_t HD,
+                                           cudaStream_t stream, px_error *err)
+{
+    return attention_bwd<bf16>(reinterpret_cast<bf16 *>(dqkv),
+                               reinterpret_cast<const bf16 *>(dout),
+                               reinterpret_cast<const bf16 *>(out), lse, probs,
+                               reinterpret_cast<const bf16 *>(qkv), S, B, NH, NKV, HD, stream,
+                               err);
+}
+
+extern "C" px_status px_cuda_attention_bwd_f32(float *dqkv, const float *dout, const float *out,
+                                               const float *lse, const float *probs,
+                                               const float *qkv, int64_t S, int64_t B,
+                                               int64_t NH, int64_t NKV, int64_t HD,
+                                               cudaStream_t stream, px_error *err)
+{
+    return attention_bwd<float>(dqkv, dout, out, lse, probs, qkv, S, B, NH, NKV, HD, stream,
+                                err);
+}
+#endif /* PX_CUDA_EMULATE */

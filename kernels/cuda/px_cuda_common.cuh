@@ -11,15 +11,20 @@
 
 typedef __nv_bfloat16 bf16;
 
-static __device__ __forceinline__ float ld_bf16(const px_bf16 *p, int64_t i)
+/* Loads and stores of one element of either storage type, computing in
+ * fp32: the kernels are templates over the storage type TS, instantiated for
+ * bf16 (the px_cuda_* twins) and float (the px_cuda_*_f32 variants that the
+ * executor's fp32 engine drives). */
+static __device__ __forceinline__ float ldv(const bf16 *p, int64_t i)
 {
-    return __bfloat162float(reinterpret_cast<const bf16 *>(p)[i]);
+    return __bfloat162float(p[i]);
 }
-
-static __device__ __forceinline__ void st_bf16(px_bf16 *p, int64_t i, float x)
+static __device__ __forceinline__ float ldv(const float *p, int64_t i) { return p[i]; }
+static __device__ __forceinline__ void stv(bf16 *p, int64_t i, float x)
 {
-    reinterpret_cast<bf16 *>(p)[i] = __float2bfloat16_rn(x);
+    p[i] = __float2bfloat16_rn(x);
 }
+static __device__ __forceinline__ void stv(float *p, int64_t i, float x) { p[i] = x; }
 
 /* Sum (or max) over a warp; every lane gets the result. */
 static __device__ __forceinline__ float warp_sum(float x)

@@ -9,33 +9,30 @@
 
 #define THREADS 256
 
-#define GRID_STRIDE(i, n)                                                              \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);          \
+#define GRID_STRIDE(i, n)                                                                          \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                      \
          i += (int64_t)gridDim.x * blockDim.x)
 
 /* ---- casts and fill ---------------------------------------------------------- */
 
-template <typename TS>
-static __global__ void k_cast_f32_bf16(TS *out, const float *inp, int64_t n)
+template <typename TS> static __global__ void k_cast_f32_bf16(TS *out, const float *inp, int64_t n)
 {
     GRID_STRIDE(i, n) stv(out, i, inp[i]);
 }
 
-template <typename TS>
-static __global__ void k_cast_bf16_f32(float *out, const TS *inp, int64_t n)
+template <typename TS> static __global__ void k_cast_bf16_f32(float *out, const TS *inp, int64_t n)
 {
     GRID_STRIDE(i, n) out[i] = ldv(inp, i);
 }
 
-template <typename TS>
 static __global__ void k_fill_f32(float *buf, float value, int64_t n)
 {
     GRID_STRIDE(i, n) buf[i] = value;
 }
 
 template <typename TS>
-static px_status cast_f32_to_bf16_impl(TS *out, const float *inp, int64_t n,
-                                              cudaStream_t stream, px_error *err)
+static px_status cast_f32_to_bf16_impl(TS *out, const float *inp, int64_t n, cudaStream_t stream,
+                                       px_error *err)
 {
     PX_REQUIRE(err, n >= 0, "cast: n = %lld must be >= 0", (long long)n);
     if (n == 0)
@@ -46,8 +43,8 @@ static px_status cast_f32_to_bf16_impl(TS *out, const float *inp, int64_t n,
 }
 
 template <typename TS>
-static px_status cast_bf16_to_f32_impl(float *out, const TS *inp, int64_t n,
-                                              cudaStream_t stream, px_error *err)
+static px_status cast_bf16_to_f32_impl(float *out, const TS *inp, int64_t n, cudaStream_t stream,
+                                       px_error *err)
 {
     PX_REQUIRE(err, n >= 0, "cast: n = %lld must be >= 0", (long long)n);
     if (n == 0)
@@ -59,12 +56,12 @@ static px_status cast_bf16_to_f32_impl(float *out, const TS *inp, int64_t n,
 
 template <typename TS>
 static px_status fill_f32_impl(float *buf, float value, int64_t n, cudaStream_t stream,
-                                      px_error *err)
+                               px_error *err)
 {
     PX_REQUIRE(err, n >= 0, "fill: n = %lld must be >= 0", (long long)n);
     if (n == 0)
         return PX_OK;
-    k_fill_f32<TS><<<px_grid_1d(n, THREADS), THREADS, 0, stream>>>(buf, value, n);
+    k_fill_f32<<<px_grid_1d(n, THREADS), THREADS, 0, stream>>>(buf, value, n);
     PX_CUDA_LAUNCH_TRY(err, "k_fill_f32");
     return PX_OK;
 }
@@ -72,8 +69,8 @@ static px_status fill_f32_impl(float *buf, float value, int64_t n, cudaStream_t 
 /* ---- embedding ---------------------------------------------------------------- */
 
 template <typename TS>
-static __global__ void k_embedding_fwd(TS *out, const int32_t *tokens, const TS *table,
-                                       int64_t T, int64_t C, int64_t v0, int64_t v1)
+static __global__ void k_embedding_fwd(TS *out, const int32_t *tokens, const TS *table, int64_t T,
+                                       int64_t C, int64_t v0, int64_t v1)
 {
     GRID_STRIDE(i, T * C)
     {
@@ -101,9 +98,9 @@ static __global__ void k_embedding_bwd(float *dtable, const TS *dout, const int3
 }
 
 template <typename TS>
-static px_status embedding_fwd_impl(TS *out, const int32_t *tokens,
-                                           const TS *table, int64_t T, int64_t C, int64_t v0,
-                                           int64_t v1, cudaStream_t stream, px_error *err)
+static px_status embedding_fwd_impl(TS *out, const int32_t *tokens, const TS *table, int64_t T,
+                                    int64_t C, int64_t v0, int64_t v1, cudaStream_t stream,
+                                    px_error *err)
 {
     PX_REQUIRE(err, T >= 0 && C > 0 && v0 >= 0 && v1 >= v0,
                "embedding: T = %lld, C = %lld, rows [%lld, %lld): need T >= 0, C > 0, "
@@ -111,25 +108,24 @@ static px_status embedding_fwd_impl(TS *out, const int32_t *tokens,
                (long long)T, (long long)C, (long long)v0, (long long)v1);
     if (T == 0)
         return PX_OK;
-    k_embedding_fwd<TS><<<px_grid_1d(T * C, THREADS), THREADS, 0, stream>>>(out, tokens, table, T,
-                                                                        C, v0, v1);
+    k_embedding_fwd<TS>
+        <<<px_grid_1d(T * C, THREADS), THREADS, 0, stream>>>(out, tokens, table, T, C, v0, v1);
     PX_CUDA_LAUNCH_TRY(err, "k_embedding_fwd");
     return PX_OK;
 }
 
 template <typename TS>
-static px_status embedding_bwd_impl(float *dtable, const TS *dout,
-                                           const int32_t *tokens, int64_t T, int64_t C,
-                                           int64_t v0, int64_t v1, cudaStream_t stream,
-                                           px_error *err)
+static px_status embedding_bwd_impl(float *dtable, const TS *dout, const int32_t *tokens, int64_t T,
+                                    int64_t C, int64_t v0, int64_t v1, cudaStream_t stream,
+                                    px_error *err)
 {
     PX_REQUIRE(err, T >= 0 && C > 0 && v0 >= 0 && v1 >= v0,
                "embedding: T = %lld, C = %lld, rows [%lld, %lld)", (long long)T, (long long)C,
                (long long)v0, (long long)v1);
     if (T == 0)
         return PX_OK;
-    k_embedding_bwd<TS><<<px_grid_1d(T * C, THREADS), THREADS, 0, stream>>>(dtable, dout, tokens, T,
-                                                                        C, v0, v1);
+    k_embedding_bwd<TS>
+        <<<px_grid_1d(T * C, THREADS), THREADS, 0, stream>>>(dtable, dout, tokens, T, C, v0, v1);
     PX_CUDA_LAUNCH_TRY(err, "k_embedding_bwd");
     return PX_OK;
 }
@@ -137,8 +133,8 @@ static px_status embedding_bwd_impl(float *dtable, const TS *dout,
 /* ---- learned positions ------------------------------------------------------------ */
 
 template <typename TS>
-static __global__ void k_positions_fwd(TS *x, const TS *pos, int64_t S, int64_t B,
-                                       int64_t C, int64_t pos0)
+static __global__ void k_positions_fwd(TS *x, const TS *pos, int64_t S, int64_t B, int64_t C,
+                                       int64_t pos0)
 {
     GRID_STRIDE(i, S * B * C)
     {
@@ -149,8 +145,8 @@ static __global__ void k_positions_fwd(TS *x, const TS *pos, int64_t S, int64_t 
 
 /* One thread per (s, c) sums the B rows: no two threads share an output. */
 template <typename TS>
-static __global__ void k_positions_bwd(float *dpos, const TS *dout, int64_t S, int64_t B,
-                                       int64_t C, int64_t pos0)
+static __global__ void k_positions_bwd(float *dpos, const TS *dout, int64_t S, int64_t B, int64_t C,
+                                       int64_t pos0)
 {
     GRID_STRIDE(i, S * C)
     {
@@ -163,33 +159,31 @@ static __global__ void k_positions_bwd(float *dpos, const TS *dout, int64_t S, i
 }
 
 template <typename TS>
-static px_status positions_fwd_impl(TS *x, const TS *pos, int64_t S, int64_t B,
-                                           int64_t C, int64_t pos0, cudaStream_t stream,
-                                           px_error *err)
+static px_status positions_fwd_impl(TS *x, const TS *pos, int64_t S, int64_t B, int64_t C,
+                                    int64_t pos0, cudaStream_t stream, px_error *err)
 {
     PX_REQUIRE(err, S >= 0 && B >= 0 && C > 0 && pos0 >= 0,
-               "positions: S = %lld, B = %lld, C = %lld, pos0 = %lld", (long long)S,
-               (long long)B, (long long)C, (long long)pos0);
+               "positions: S = %lld, B = %lld, C = %lld, pos0 = %lld", (long long)S, (long long)B,
+               (long long)C, (long long)pos0);
     if (S * B == 0)
         return PX_OK;
-    k_positions_fwd<TS><<<px_grid_1d(S * B * C, THREADS), THREADS, 0, stream>>>(x, pos, S, B, C,
-                                                                            pos0);
+    k_positions_fwd<TS>
+        <<<px_grid_1d(S * B * C, THREADS), THREADS, 0, stream>>>(x, pos, S, B, C, pos0);
     PX_CUDA_LAUNCH_TRY(err, "k_positions_fwd");
     return PX_OK;
 }
 
 template <typename TS>
-static px_status positions_bwd_impl(float *dpos, const TS *dout, int64_t S,
-                                           int64_t B, int64_t C, int64_t pos0,
-                                           cudaStream_t stream, px_error *err)
+static px_status positions_bwd_impl(float *dpos, const TS *dout, int64_t S, int64_t B, int64_t C,
+                                    int64_t pos0, cudaStream_t stream, px_error *err)
 {
     PX_REQUIRE(err, S >= 0 && B >= 0 && C > 0 && pos0 >= 0,
-               "positions: S = %lld, B = %lld, C = %lld, pos0 = %lld", (long long)S,
-               (long long)B, (long long)C, (long long)pos0);
+               "positions: S = %lld, B = %lld, C = %lld, pos0 = %lld", (long long)S, (long long)B,
+               (long long)C, (long long)pos0);
     if (S * B == 0)
         return PX_OK;
-    k_positions_bwd<TS><<<px_grid_1d(S * C, THREADS), THREADS, 0, stream>>>(dpos, dout, S, B, C,
-                                                                        pos0);
+    k_positions_bwd<TS>
+        <<<px_grid_1d(S * C, THREADS), THREADS, 0, stream>>>(dpos, dout, S, B, C, pos0);
     PX_CUDA_LAUNCH_TRY(err, "k_positions_bwd");
     return PX_OK;
 }
@@ -228,8 +222,7 @@ static __global__ void k_bias_add_bwd(float *dbias, const TS *dout, int64_t T, i
 }
 
 template <typename TS>
-static __global__ void k_residual_fwd(TS *out, const TS *a, const TS *b,
-                                      int64_t n)
+static __global__ void k_residual_fwd(TS *out, const TS *a, const TS *b, int64_t n)
 {
     GRID_STRIDE(i, n) stv(out, i, ldv(a, i) + ldv(b, i));
 }
@@ -248,11 +241,10 @@ static __global__ void k_residual_bwd(TS *da, TS *db, const TS *dout, int64_t n)
 }
 
 template <typename TS>
-static px_status bias_add_fwd_impl(TS *x, const TS *bias, int64_t T, int64_t N,
-                                          cudaStream_t stream, px_error *err)
+static px_status bias_add_fwd_impl(TS *x, const TS *bias, int64_t T, int64_t N, cudaStream_t stream,
+                                   px_error *err)
 {
-    PX_REQUIRE(err, T >= 0 && N > 0, "bias_add: T = %lld, N = %lld", (long long)T,
-               (long long)N);
+    PX_REQUIRE(err, T >= 0 && N > 0, "bias_add: T = %lld, N = %lld", (long long)T, (long long)N);
     if (T == 0)
         return PX_OK;
     k_bias_add_fwd<TS><<<px_grid_1d(T * N, THREADS), THREADS, 0, stream>>>(x, bias, T, N);
@@ -261,11 +253,10 @@ static px_status bias_add_fwd_impl(TS *x, const TS *bias, int64_t T, int64_t N,
 }
 
 template <typename TS>
-static px_status bias_add_bwd_impl(float *dbias, const TS *dout, int64_t T,
-                                          int64_t N, cudaStream_t stream, px_error *err)
+static px_status bias_add_bwd_impl(float *dbias, const TS *dout, int64_t T, int64_t N,
+                                   cudaStream_t stream, px_error *err)
 {
-    PX_REQUIRE(err, T >= 0 && N > 0, "bias_add: T = %lld, N = %lld", (long long)T,
-               (long long)N);
+    PX_REQUIRE(err, T >= 0 && N > 0, "bias_add: T = %lld, N = %lld", (long long)T, (long long)N);
     if (T == 0)
         return PX_OK;
     /* Enough y slices to keep the device busy when N is small, each at least
@@ -284,8 +275,8 @@ static px_status bias_add_bwd_impl(float *dbias, const TS *dout, int64_t T,
 }
 
 template <typename TS>
-static px_status residual_fwd_impl(TS *out, const TS *a, const TS *b,
-                                          int64_t n, cudaStream_t stream, px_error *err)
+static px_status residual_fwd_impl(TS *out, const TS *a, const TS *b, int64_t n,
+                                   cudaStream_t stream, px_error *err)
 {
     PX_REQUIRE(err, n >= 0, "residual: n = %lld", (long long)n);
     if (n == 0)
@@ -296,8 +287,8 @@ static px_status residual_fwd_impl(TS *out, const TS *a, const TS *b,
 }
 
 template <typename TS>
-static px_status residual_bwd_impl(TS *da, TS *db, const TS *dout,
-                                          int64_t n, cudaStream_t stream, px_error *err)
+static px_status residual_bwd_impl(TS *da, TS *db, const TS *dout, int64_t n, cudaStream_t stream,
+                                   px_error *err)
 {
     PX_REQUIRE(err, n >= 0, "residual: n = %lld", (long long)n);
     if (n == 0 || (!da && !db))
@@ -312,8 +303,8 @@ static px_status residual_bwd_impl(TS *da, TS *db, const TS *dout,
  * The angle is computed in double, as the CPU twin does, so long positions
  * (s ~ 8k, angle ~ 8e3 rad) keep their low bits. */
 template <typename TS>
-static __global__ void k_rope(TS *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV,
-                              int64_t HD, int64_t pos0, float theta, float dir)
+static __global__ void k_rope(TS *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
+                              int64_t pos0, float theta, float dir)
 {
     int64_t half = HD / 2, heads = NH + NKV, row = (NH + 2 * NKV) * HD;
     GRID_STRIDE(idx, S * B * heads * half)
@@ -332,6 +323,7 @@ static __global__ void k_rope(TS *qkv, int64_t S, int64_t B, int64_t NH, int64_t
     }
 }
 
+template <typename TS>
 static px_status rope(TS *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
                       int64_t pos0, float theta, float dir, cudaStream_t stream, px_error *err)
 {
@@ -342,24 +334,22 @@ static px_status rope(TS *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, in
     int64_t n = S * B * (NH + NKV) * (HD / 2);
     if (n == 0)
         return PX_OK;
-    k_rope<TS><<<px_grid_1d(n, THREADS), THREADS, 0, stream>>>(qkv, S, B, NH, NKV, HD, pos0, theta,
-                                                           dir);
+    k_rope<TS>
+        <<<px_grid_1d(n, THREADS), THREADS, 0, stream>>>(qkv, S, B, NH, NKV, HD, pos0, theta, dir);
     PX_CUDA_LAUNCH_TRY(err, "k_rope");
     return PX_OK;
 }
 
 template <typename TS>
-static px_status rope_fwd_impl(TS *qkv, int64_t S, int64_t B, int64_t NH,
-                                      int64_t NKV, int64_t HD, int64_t pos0, float theta,
-                                      cudaStream_t stream, px_error *err)
+static px_status rope_fwd_impl(TS *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
+                               int64_t pos0, float theta, cudaStream_t stream, px_error *err)
 {
     return rope(qkv, S, B, NH, NKV, HD, pos0, theta, 1.0f, stream, err);
 }
 
 template <typename TS>
-static px_status rope_bwd_impl(TS *dqkv, int64_t S, int64_t B, int64_t NH,
-                                      int64_t NKV, int64_t HD, int64_t pos0, float theta,
-                                      cudaStream_t stream, px_error *err)
+static px_status rope_bwd_impl(TS *dqkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
+                               int64_t pos0, float theta, cudaStream_t stream, px_error *err)
 {
     /* The rotation is orthogonal: its transpose rotates by -angle. */
     return rope(dqkv, S, B, NH, NKV, HD, pos0, theta, -1.0f, stream, err);
@@ -380,8 +370,8 @@ static __global__ void k_swiglu_fwd(TS *out, const TS *gate_up, int64_t T, int64
 }
 
 template <typename TS>
-static __global__ void k_swiglu_bwd(TS *dgate_up, const TS *dout,
-                                    const TS *gate_up, int64_t T, int64_t F)
+static __global__ void k_swiglu_bwd(TS *dgate_up, const TS *dout, const TS *gate_up, int64_t T,
+                                    int64_t F)
 {
     GRID_STRIDE(i, T * F)
     {
@@ -397,8 +387,7 @@ static __global__ void k_swiglu_bwd(TS *dgate_up, const TS *dout,
 
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 
-template <typename TS>
-static __global__ void k_gelu_fwd(TS *out, const TS *inp, int64_t n)
+template <typename TS> static __global__ void k_gelu_fwd(TS *out, const TS *inp, int64_t n)
 {
     GRID_STRIDE(i, n)
     {
@@ -408,8 +397,7 @@ static __global__ void k_gelu_fwd(TS *out, const TS *inp, int64_t n)
 }
 
 template <typename TS>
-static __global__ void k_gelu_bwd(TS *dinp, const TS *dout, const TS *inp,
-                                  int64_t n)
+static __global__ void k_gelu_bwd(TS *dinp, const TS *dout, const TS *inp, int64_t n)
 {
     GRID_STRIDE(i, n)
     {
@@ -422,8 +410,8 @@ static __global__ void k_gelu_bwd(TS *dinp, const TS *dout, const TS *inp,
 }
 
 template <typename TS>
-static px_status swiglu_fwd_impl(TS *out, const TS *gate_up, int64_t T,
-                                        int64_t F, cudaStream_t stream, px_error *err)
+static px_status swiglu_fwd_impl(TS *out, const TS *gate_up, int64_t T, int64_t F,
+                                 cudaStream_t stream, px_error *err)
 {
     PX_REQUIRE(err, T >= 0 && F > 0, "swiglu: T = %lld, F = %lld", (long long)T, (long long)F);
     if (T == 0)
@@ -434,22 +422,21 @@ static px_status swiglu_fwd_impl(TS *out, const TS *gate_up, int64_t T,
 }
 
 template <typename TS>
-static px_status swiglu_bwd_impl(TS *dgate_up, const TS *dout,
-                                        const TS *gate_up, int64_t T, int64_t F,
-                                        cudaStream_t stream, px_error *err)
+static px_status swiglu_bwd_impl(TS *dgate_up, const TS *dout, const TS *gate_up, int64_t T,
+                                 int64_t F, cudaStream_t stream, px_error *err)
 {
     PX_REQUIRE(err, T >= 0 && F > 0, "swiglu: T = %lld, F = %lld", (long long)T, (long long)F);
     if (T == 0)
         return PX_OK;
-    k_swiglu_bwd<TS><<<px_grid_1d(T * F, THREADS), THREADS, 0, stream>>>(dgate_up, dout, gate_up, T,
-                                                                     F);
+    k_swiglu_bwd<TS>
+        <<<px_grid_1d(T * F, THREADS), THREADS, 0, stream>>>(dgate_up, dout, gate_up, T, F);
     PX_CUDA_LAUNCH_TRY(err, "k_swiglu_bwd");
     return PX_OK;
 }
 
 template <typename TS>
-static px_status gelu_fwd_impl(TS *out, const TS *inp, int64_t n,
-                                      cudaStream_t stream, px_error *err)
+static px_status gelu_fwd_impl(TS *out, const TS *inp, int64_t n, cudaStream_t stream,
+                               px_error *err)
 {
     PX_REQUIRE(err, n >= 0, "gelu: n = %lld", (long long)n);
     if (n == 0)
@@ -460,8 +447,8 @@ static px_status gelu_fwd_impl(TS *out, const TS *inp, int64_t n,
 }
 
 template <typename TS>
-static px_status gelu_bwd_impl(TS *dinp, const TS *dout, const TS *inp,
-                                      int64_t n, cudaStream_t stream, px_error *err)
+static px_status gelu_bwd_impl(TS *dinp, const TS *dout, const TS *inp, int64_t n,
+                               cudaStream_t stream, px_error *err)
 {
     PX_REQUIRE(err, n >= 0, "gelu: n = %lld", (long long)n);
     if (n == 0)
@@ -473,10 +460,9 @@ static px_status gelu_bwd_impl(TS *dinp, const TS *dout, const TS *inp,
 
 /* ---- AdamW ------------------------------------------------------------------------------ */
 
-template <typename TS>
 static __global__ void k_adamw(float *param, const float *grad, float *m, float *v, int64_t n,
-                               float lr, float beta1, float beta2, float eps, float wd,
-                               float c1, float c2, bf16 *param_bf16)
+                               float lr, float beta1, float beta2, float eps, float wd, float c1,
+                               float c2, bf16 *param_bf16)
 {
     GRID_STRIDE(i, n)
     {
@@ -494,10 +480,9 @@ static __global__ void k_adamw(float *param, const float *grad, float *m, float 
 }
 
 template <typename TS>
-static px_status adamw_step_impl(float *param, const float *grad, float *m, float *v,
-                                        int64_t n, float lr, float beta1, float beta2, float eps,
-                                        float weight_decay, int64_t step, TS *param_bf16,
-                                        cudaStream_t stream, px_error *err)
+static px_status adamw_step_impl(float *param, const float *grad, float *m, float *v, int64_t n,
+                                 float lr, float beta1, float beta2, float eps, float weight_decay,
+                                 int64_t step, bf16 *param_bf16, cudaStream_t stream, px_error *err)
 {
     PX_REQUIRE(err, n >= 0 && step >= 1, "adamw: n = %lld (>= 0), step = %lld (1-based)",
                (long long)n, (long long)step);
@@ -505,172 +490,236 @@ static px_status adamw_step_impl(float *param, const float *grad, float *m, floa
         return PX_OK;
     /* Bias corrections on the host, in float as the CPU twin computes them. */
     float c1 = 1.0f - powf(beta1, (float)step), c2 = 1.0f - powf(beta2, (float)step);
-    k_adamw<TS><<<px_grid_1d(n, THREADS), THREADS, 0, stream>>>(param, grad, m, v, n, lr, beta1,
-                                                            beta2, eps, weight_decay, c1, c2,
-                                                            param_bf16);
+    k_adamw<<<px_grid_1d(n, THREADS), THREADS, 0, stream>>>(param, grad, m, v, n, lr, beta1, beta2,
+                                                            eps, weight_decay, c1, c2, param_bf16);
     PX_CUDA_LAUNCH_TRY(err, "k_adamw");
     return PX_OK;
 }
 
 /* ---- C entry points: bf16 storage (the twins) and fp32 storage (_f32) ---- */
 
-extern "C" px_status px_cuda_cast_f32_to_bf16(px_bf16 *out, const float *inp, int64_t n, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_cast_f32_to_bf16(px_bf16 *out, const float *inp, int64_t n,
+                                              cudaStream_t stream, px_error *err)
 {
     return cast_f32_to_bf16_impl<bf16>(reinterpret_cast<bf16 *>(out), inp, n, stream, err);
 }
 
-extern "C" px_status px_cuda_cast_bf16_to_f32(float *out, const px_bf16 *inp, int64_t n, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_cast_bf16_to_f32(float *out, const px_bf16 *inp, int64_t n,
+                                              cudaStream_t stream, px_error *err)
 {
     return cast_bf16_to_f32_impl<bf16>(out, reinterpret_cast<const bf16 *>(inp), n, stream, err);
 }
 
-extern "C" px_status px_cuda_fill_f32(float *buf, float value, int64_t n, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_fill_f32(float *buf, float value, int64_t n, cudaStream_t stream,
+                                      px_error *err)
 {
     return fill_f32_impl<bf16>(buf, value, n, stream, err);
 }
 
-extern "C" px_status px_cuda_embedding_fwd(px_bf16 *out, const int32_t *tokens, const px_bf16 *table, int64_t T, int64_t C, int64_t v0, int64_t v1, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_embedding_fwd(px_bf16 *out, const int32_t *tokens,
+                                           const px_bf16 *table, int64_t T, int64_t C, int64_t v0,
+                                           int64_t v1, cudaStream_t stream, px_error *err)
 {
-    return embedding_fwd_impl<bf16>(reinterpret_cast<bf16 *>(out), tokens, reinterpret_cast<const bf16 *>(table), T, C, v0, v1, stream, err);
+    return embedding_fwd_impl<bf16>(reinterpret_cast<bf16 *>(out), tokens,
+                                    reinterpret_cast<const bf16 *>(table), T, C, v0, v1, stream,
+                                    err);
 }
 
-extern "C" px_status px_cuda_embedding_fwd_f32(float *out, const int32_t *tokens, const float *table, int64_t T, int64_t C, int64_t v0, int64_t v1, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_embedding_fwd_f32(float *out, const int32_t *tokens,
+                                               const float *table, int64_t T, int64_t C, int64_t v0,
+                                               int64_t v1, cudaStream_t stream, px_error *err)
 {
     return embedding_fwd_impl<float>(out, tokens, table, T, C, v0, v1, stream, err);
 }
 
-extern "C" px_status px_cuda_embedding_bwd(float *dtable, const px_bf16 *dout, const int32_t *tokens, int64_t T, int64_t C, int64_t v0, int64_t v1, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_embedding_bwd(float *dtable, const px_bf16 *dout,
+                                           const int32_t *tokens, int64_t T, int64_t C, int64_t v0,
+                                           int64_t v1, cudaStream_t stream, px_error *err)
 {
-    return embedding_bwd_impl<bf16>(dtable, reinterpret_cast<const bf16 *>(dout), tokens, T, C, v0, v1, stream, err);
+    return embedding_bwd_impl<bf16>(dtable, reinterpret_cast<const bf16 *>(dout), tokens, T, C, v0,
+                                    v1, stream, err);
 }
 
-extern "C" px_status px_cuda_embedding_bwd_f32(float *dtable, const float *dout, const int32_t *tokens, int64_t T, int64_t C, int64_t v0, int64_t v1, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_embedding_bwd_f32(float *dtable, const float *dout,
+                                               const int32_t *tokens, int64_t T, int64_t C,
+                                               int64_t v0, int64_t v1, cudaStream_t stream,
+                                               px_error *err)
 {
     return embedding_bwd_impl<float>(dtable, dout, tokens, T, C, v0, v1, stream, err);
 }
 
-extern "C" px_status px_cuda_positions_fwd(px_bf16 *x, const px_bf16 *pos, int64_t S, int64_t B, int64_t C, int64_t pos0, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_positions_fwd(px_bf16 *x, const px_bf16 *pos, int64_t S, int64_t B,
+                                           int64_t C, int64_t pos0, cudaStream_t stream,
+                                           px_error *err)
 {
-    return positions_fwd_impl<bf16>(reinterpret_cast<bf16 *>(x), reinterpret_cast<const bf16 *>(pos), S, B, C, pos0, stream, err);
+    return positions_fwd_impl<bf16>(reinterpret_cast<bf16 *>(x),
+                                    reinterpret_cast<const bf16 *>(pos), S, B, C, pos0, stream,
+                                    err);
 }
 
-extern "C" px_status px_cuda_positions_fwd_f32(float *x, const float *pos, int64_t S, int64_t B, int64_t C, int64_t pos0, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_positions_fwd_f32(float *x, const float *pos, int64_t S, int64_t B,
+                                               int64_t C, int64_t pos0, cudaStream_t stream,
+                                               px_error *err)
 {
     return positions_fwd_impl<float>(x, pos, S, B, C, pos0, stream, err);
 }
 
-extern "C" px_status px_cuda_positions_bwd(float *dpos, const px_bf16 *dout, int64_t S, int64_t B, int64_t C, int64_t pos0, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_positions_bwd(float *dpos, const px_bf16 *dout, int64_t S, int64_t B,
+                                           int64_t C, int64_t pos0, cudaStream_t stream,
+                                           px_error *err)
 {
-    return positions_bwd_impl<bf16>(dpos, reinterpret_cast<const bf16 *>(dout), S, B, C, pos0, stream, err);
+    return positions_bwd_impl<bf16>(dpos, reinterpret_cast<const bf16 *>(dout), S, B, C, pos0,
+                                    stream, err);
 }
 
-extern "C" px_status px_cuda_positions_bwd_f32(float *dpos, const float *dout, int64_t S, int64_t B, int64_t C, int64_t pos0, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_positions_bwd_f32(float *dpos, const float *dout, int64_t S, int64_t B,
+                                               int64_t C, int64_t pos0, cudaStream_t stream,
+                                               px_error *err)
 {
     return positions_bwd_impl<float>(dpos, dout, S, B, C, pos0, stream, err);
 }
 
-extern "C" px_status px_cuda_bias_add_fwd(px_bf16 *x, const px_bf16 *bias, int64_t T, int64_t N, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_bias_add_fwd(px_bf16 *x, const px_bf16 *bias, int64_t T, int64_t N,
+                                          cudaStream_t stream, px_error *err)
 {
-    return bias_add_fwd_impl<bf16>(reinterpret_cast<bf16 *>(x), reinterpret_cast<const bf16 *>(bias), T, N, stream, err);
+    return bias_add_fwd_impl<bf16>(reinterpret_cast<bf16 *>(x),
+                                   reinterpret_cast<const bf16 *>(bias), T, N, stream, err);
 }
 
-extern "C" px_status px_cuda_bias_add_fwd_f32(float *x, const float *bias, int64_t T, int64_t N, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_bias_add_fwd_f32(float *x, const float *bias, int64_t T, int64_t N,
+                                              cudaStream_t stream, px_error *err)
 {
     return bias_add_fwd_impl<float>(x, bias, T, N, stream, err);
 }
 
-extern "C" px_status px_cuda_bias_add_bwd(float *dbias, const px_bf16 *dout, int64_t T, int64_t N, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_bias_add_bwd(float *dbias, const px_bf16 *dout, int64_t T, int64_t N,
+                                          cudaStream_t stream, px_error *err)
 {
     return bias_add_bwd_impl<bf16>(dbias, reinterpret_cast<const bf16 *>(dout), T, N, stream, err);
 }
 
-extern "C" px_status px_cuda_bias_add_bwd_f32(float *dbias, const float *dout, int64_t T, int64_t N, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_bias_add_bwd_f32(float *dbias, const float *dout, int64_t T, int64_t N,
+                                              cudaStream_t stream, px_error *err)
 {
     return bias_add_bwd_impl<float>(dbias, dout, T, N, stream, err);
 }
 
-extern "C" px_status px_cuda_residual_fwd(px_bf16 *out, const px_bf16 *a, const px_bf16 *b, int64_t n, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_residual_fwd(px_bf16 *out, const px_bf16 *a, const px_bf16 *b,
+                                          int64_t n, cudaStream_t stream, px_error *err)
 {
-    return residual_fwd_impl<bf16>(reinterpret_cast<bf16 *>(out), reinterpret_cast<const bf16 *>(a), reinterpret_cast<const bf16 *>(b), n, stream, err);
+    return residual_fwd_impl<bf16>(reinterpret_cast<bf16 *>(out), reinterpret_cast<const bf16 *>(a),
+                                   reinterpret_cast<const bf16 *>(b), n, stream, err);
 }
 
-extern "C" px_status px_cuda_residual_fwd_f32(float *out, const float *a, const float *b, int64_t n, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_residual_fwd_f32(float *out, const float *a, const float *b, int64_t n,
+                                              cudaStream_t stream, px_error *err)
 {
     return residual_fwd_impl<float>(out, a, b, n, stream, err);
 }
 
-extern "C" px_status px_cuda_residual_bwd(px_bf16 *da, px_bf16 *db, const px_bf16 *dout, int64_t n, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_residual_bwd(px_bf16 *da, px_bf16 *db, const px_bf16 *dout, int64_t n,
+                                          cudaStream_t stream, px_error *err)
 {
-    return residual_bwd_impl<bf16>(reinterpret_cast<bf16 *>(da), reinterpret_cast<bf16 *>(db), reinterpret_cast<const bf16 *>(dout), n, stream, err);
+    return residual_bwd_impl<bf16>(reinterpret_cast<bf16 *>(da), reinterpret_cast<bf16 *>(db),
+                                   reinterpret_cast<const bf16 *>(dout), n, stream, err);
 }
 
-extern "C" px_status px_cuda_residual_bwd_f32(float *da, float *db, const float *dout, int64_t n, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_residual_bwd_f32(float *da, float *db, const float *dout, int64_t n,
+                                              cudaStream_t stream, px_error *err)
 {
     return residual_bwd_impl<float>(da, db, dout, n, stream, err);
 }
 
-extern "C" px_status px_cuda_rope_fwd(px_bf16 *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD, int64_t pos0, float theta, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_rope_fwd(px_bf16 *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV,
+                                      int64_t HD, int64_t pos0, float theta, cudaStream_t stream,
+                                      px_error *err)
 {
-    return rope_fwd_impl<bf16>(reinterpret_cast<bf16 *>(qkv), S, B, NH, NKV, HD, pos0, theta, stream, err);
+    return rope_fwd_impl<bf16>(reinterpret_cast<bf16 *>(qkv), S, B, NH, NKV, HD, pos0, theta,
+                               stream, err);
 }
 
-extern "C" px_status px_cuda_rope_fwd_f32(float *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD, int64_t pos0, float theta, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_rope_fwd_f32(float *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV,
+                                          int64_t HD, int64_t pos0, float theta,
+                                          cudaStream_t stream, px_error *err)
 {
     return rope_fwd_impl<float>(qkv, S, B, NH, NKV, HD, pos0, theta, stream, err);
 }
 
-extern "C" px_status px_cuda_rope_bwd(px_bf16 *dqkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD, int64_t pos0, float theta, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_rope_bwd(px_bf16 *dqkv, int64_t S, int64_t B, int64_t NH, int64_t NKV,
+                                      int64_t HD, int64_t pos0, float theta, cudaStream_t stream,
+                                      px_error *err)
 {
-    return rope_bwd_impl<bf16>(reinterpret_cast<bf16 *>(dqkv), S, B, NH, NKV, HD, pos0, theta, stream, err);
+    return rope_bwd_impl<bf16>(reinterpret_cast<bf16 *>(dqkv), S, B, NH, NKV, HD, pos0, theta,
+                               stream, err);
 }
 
-extern "C" px_status px_cuda_rope_bwd_f32(float *dqkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD, int64_t pos0, float theta, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_rope_bwd_f32(float *dqkv, int64_t S, int64_t B, int64_t NH,
+                                          int64_t NKV, int64_t HD, int64_t pos0, float theta,
+                                          cudaStream_t stream, px_error *err)
 {
     return rope_bwd_impl<float>(dqkv, S, B, NH, NKV, HD, pos0, theta, stream, err);
 }
 
-extern "C" px_status px_cuda_swiglu_fwd(px_bf16 *out, const px_bf16 *gate_up, int64_t T, int64_t F, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_swiglu_fwd(px_bf16 *out, const px_bf16 *gate_up, int64_t T, int64_t F,
+                                        cudaStream_t stream, px_error *err)
 {
-    return swiglu_fwd_impl<bf16>(reinterpret_cast<bf16 *>(out), reinterpret_cast<const bf16 *>(gate_up), T, F, stream, err);
+    return swiglu_fwd_impl<bf16>(reinterpret_cast<bf16 *>(out),
+                                 reinterpret_cast<const bf16 *>(gate_up), T, F, stream, err);
 }
 
-extern "C" px_status px_cuda_swiglu_fwd_f32(float *out, const float *gate_up, int64_t T, int64_t F, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_swiglu_fwd_f32(float *out, const float *gate_up, int64_t T, int64_t F,
+                                            cudaStream_t stream, px_error *err)
 {
     return swiglu_fwd_impl<float>(out, gate_up, T, F, stream, err);
 }
 
-extern "C" px_status px_cuda_swiglu_bwd(px_bf16 *dgate_up, const px_bf16 *dout, const px_bf16 *gate_up, int64_t T, int64_t F, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_swiglu_bwd(px_bf16 *dgate_up, const px_bf16 *dout,
+                                        const px_bf16 *gate_up, int64_t T, int64_t F,
+                                        cudaStream_t stream, px_error *err)
 {
-    return swiglu_bwd_impl<bf16>(reinterpret_cast<bf16 *>(dgate_up), reinterpret_cast<const bf16 *>(dout), reinterpret_cast<const bf16 *>(gate_up), T, F, stream, err);
+    return swiglu_bwd_impl<bf16>(reinterpret_cast<bf16 *>(dgate_up),
+                                 reinterpret_cast<const bf16 *>(dout),
+                                 reinterpret_cast<const bf16 *>(gate_up), T, F, stream, err);
 }
 
-extern "C" px_status px_cuda_swiglu_bwd_f32(float *dgate_up, const float *dout, const float *gate_up, int64_t T, int64_t F, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_swiglu_bwd_f32(float *dgate_up, const float *dout,
+                                            const float *gate_up, int64_t T, int64_t F,
+                                            cudaStream_t stream, px_error *err)
 {
     return swiglu_bwd_impl<float>(dgate_up, dout, gate_up, T, F, stream, err);
 }
 
-extern "C" px_status px_cuda_gelu_fwd(px_bf16 *out, const px_bf16 *inp, int64_t n, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_gelu_fwd(px_bf16 *out, const px_bf16 *inp, int64_t n,
+                                      cudaStream_t stream, px_error *err)
 {
-    return gelu_fwd_impl<bf16>(reinterpret_cast<bf16 *>(out), reinterpret_cast<const bf16 *>(inp), n, stream, err);
+    return gelu_fwd_impl<bf16>(reinterpret_cast<bf16 *>(out), reinterpret_cast<const bf16 *>(inp),
+                               n, stream, err);
 }
 
-extern "C" px_status px_cuda_gelu_fwd_f32(float *out, const float *inp, int64_t n, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_gelu_fwd_f32(float *out, const float *inp, int64_t n,
+                                          cudaStream_t stream, px_error *err)
 {
     return gelu_fwd_impl<float>(out, inp, n, stream, err);
 }
 
-extern "C" px_status px_cuda_gelu_bwd(px_bf16 *dinp, const px_bf16 *dout, const px_bf16 *inp, int64_t n, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_gelu_bwd(px_bf16 *dinp, const px_bf16 *dout, const px_bf16 *inp,
+                                      int64_t n, cudaStream_t stream, px_error *err)
 {
-    return gelu_bwd_impl<bf16>(reinterpret_cast<bf16 *>(dinp), reinterpret_cast<const bf16 *>(dout), reinterpret_cast<const bf16 *>(inp), n, stream, err);
+    return gelu_bwd_impl<bf16>(reinterpret_cast<bf16 *>(dinp), reinterpret_cast<const bf16 *>(dout),
+                               reinterpret_cast<const bf16 *>(inp), n, stream, err);
 }
 
-extern "C" px_status px_cuda_gelu_bwd_f32(float *dinp, const float *dout, const float *inp, int64_t n, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_gelu_bwd_f32(float *dinp, const float *dout, const float *inp,
+                                          int64_t n, cudaStream_t stream, px_error *err)
 {
     return gelu_bwd_impl<float>(dinp, dout, inp, n, stream, err);
 }
 
-extern "C" px_status px_cuda_adamw_step(float *param, const float *grad, float *m, float *v, int64_t n, float lr, float beta1, float beta2, float eps, float weight_decay, int64_t step, px_bf16 *param_bf16, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_adamw_step(float *param, const float *grad, float *m, float *v,
+                                        int64_t n, float lr, float beta1, float beta2, float eps,
+                                        float weight_decay, int64_t step, px_bf16 *param_bf16,
+                                        cudaStream_t stream, px_error *err)
 {
-    return adamw_step_impl<bf16>(param, grad, m, v, n, lr, beta1, beta2, eps, weight_decay, step, reinterpret_cast<bf16 *>(param_bf16), stream, err);
+    return adamw_step_impl<bf16>(param, grad, m, v, n, lr, beta1, beta2, eps, weight_decay, step,
+                                 reinterpret_cast<bf16 *>(param_bf16), stream, err);
 }
-

@@ -40,10 +40,10 @@ px_status px_cuda_blas_new(cudaStream_t stream, px_cuda_blas **out, px_error *er
                                                  (size_t)WORKSPACE_BYTES),
                               "cublasSetWorkspace", __FILE__, __LINE__, err);
     }
-    /* Pedantic math: no TF32 shortcuts in the fp32 path, the bf16 path
-     * accumulates in fp32 by its compute type. */
+    /* Every call names its compute type (fp32 accumulation always); the
+     * default math mode lets cuBLAS pick tensor-core kernels for it. */
     if (st == PX_OK)
-        st = px_cublas_status(cublasSetMathMode(b->handle, CUBLAS_PEDANTIC_MATH),
+        st = px_cublas_status(cublasSetMathMode(b->handle, CUBLAS_DEFAULT_MATH),
                               "cublasSetMathMode", __FILE__, __LINE__, err);
     if (st != PX_OK) {
         px_cuda_blas_delete(b);
@@ -105,13 +105,16 @@ px_status px_cuda_gemm(px_cuda_blas *blas, bool trans_a, bool trans_b, int64_t m
 px_status px_cuda_gemm_f32(px_cuda_blas *blas, bool trans_a, bool trans_b, int64_t m,
                            int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                            const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
-                           px_error *err)
+                           px_cuda_f32_math math, px_error *err)
 {
     PX_TRY(check_shape(trans_a, trans_b, m, n, k, lda, ldb, ldc, err));
     if (m == 0 || n == 0)
         return PX_OK;
-    PX_CUBLAS_TRY(err, cublasSgemm(blas->handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                   trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k,
-                                   &alpha, b, (int)ldb, a, (int)lda, &beta, c, (int)ldc));
+    cublasComputeType_t ct = math == PX_CUDA_F32_BF16_TC ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                                         : CUBLAS_COMPUTE_32F_PEDANTIC;
+    PX_CUBLAS_TRY(err, cublasGemmEx(blas->handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                    trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k,
+                                    &alpha, b, CUDA_R_32F, (int)ldb, a, CUDA_R_32F, (int)lda,
+                                    &beta, c, CUDA_R_32F, (int)ldc, ct, CUBLAS_GEMM_DEFAULT));
     return PX_OK;
 }

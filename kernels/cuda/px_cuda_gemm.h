@@ -39,12 +39,17 @@ px_status px_cuda_gemm(px_cuda_blas *blas, bool trans_a, bool trans_b, int64_t m
                        int64_t ldb, float beta, void *c, int64_t ldc, px_cuda_dtype c_type,
                        px_error *err);
 
-/* The same with a, b, c all fp32 (TF32 disabled: the reference path for
- * tests and the fp32 optimizer-side products, if any). */
+/* The same with a, b, c all fp32.  PX_CUDA_F32_EXACT: true fp32 products
+ * (CUBLAS_COMPUTE_32F_PEDANTIC: the reference path of the tests).
+ * PX_CUDA_F32_BF16_TC: fp32 in and out, the products on bf16 tensor cores
+ * with fp32 accumulation (CUBLAS_COMPUTE_32F_FAST_16BF) — the executor's
+ * fp32 engine on a GPU, at tensor-core speed and bf16 input rounding. */
+typedef enum { PX_CUDA_F32_EXACT = 0, PX_CUDA_F32_BF16_TC = 1 } px_cuda_f32_math;
+
 px_status px_cuda_gemm_f32(px_cuda_blas *blas, bool trans_a, bool trans_b, int64_t m,
                            int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                            const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
-                           px_error *err);
+                           px_cuda_f32_math math, px_error *err);
 
 #ifdef __cplusplus
 }

@@ -33,3 +33,31 @@ px_status px_cuda_matmul_bwd(px_bf16 *dinp, float *dweight, float *dbias, const 
         PX_TRY(px_cuda_bias_add_bwd(dbias, dout, T, N, stream, err));
     return PX_OK;
 }
+
+/* fp32 storage, bf16 tensor-core products (px_cuda_gemm_f32, PX_CUDA_F32_BF16_TC). */
+px_status px_cuda_matmul_fwd_f32(float *out, const float *inp, const float *weight,
+                                 const float *bias, int64_t T, int64_t K, int64_t N,
+                                 px_cuda_blas *blas, cudaStream_t stream, px_error *err)
+{
+    PX_TRY(px_cuda_gemm_f32(blas, false, true, T, N, K, 1.0f, inp, K, weight, K, 0.0f, out, N,
+                            PX_CUDA_F32_BF16_TC, err));
+    if (bias)
+        PX_TRY(px_cuda_bias_add_fwd_f32(out, bias, T, N, stream, err));
+    return PX_OK;
+}
+
+px_status px_cuda_matmul_bwd_f32(float *dinp, float *dweight, float *dbias, const float *dout,
+                                 const float *inp, const float *weight, int64_t T, int64_t K,
+                                 int64_t N, px_cuda_blas *blas, cudaStream_t stream,
+                                 px_error *err)
+{
+    if (dinp)
+        PX_TRY(px_cuda_gemm_f32(blas, false, false, T, K, N, 1.0f, dout, N, weight, K, 0.0f,
+                                dinp, K, PX_CUDA_F32_BF16_TC, err));
+    if (dweight)
+        PX_TRY(px_cuda_gemm_f32(blas, true, false, N, K, T, 1.0f, dout, N, inp, K, 1.0f,
+                                dweight, K, PX_CUDA_F32_BF16_TC, err));
+    if (dbias)
+        PX_TRY(px_cuda_bias_add_bwd_f32(dbias, dout, T, N, stream, err));
+    return PX_OK;
+}

@@ -11,7 +11,7 @@
 
 #include "px_cuda_common.cuh"
 
-#define NORM_THREADS 256
+#define NORM_THREADS    256
 #define NORM_BWD_BLOCKS 256 /* blocks of the backward: rows per block = T / 256 */
 
 static int norm_threads(int64_t C)
@@ -27,8 +27,8 @@ static unsigned int row_blocks(int64_t T, int64_t cap)
 /* ---- RMSNorm -------------------------------------------------------------------- */
 
 template <typename TS>
-static __global__ void k_rmsnorm_fwd(TS *out, float *rstd, const TS *inp,
-                                     const TS *weight, int64_t T, int64_t C, float eps)
+static __global__ void k_rmsnorm_fwd(TS *out, float *rstd, const TS *inp, const TS *weight,
+                                     int64_t T, int64_t C, float eps)
 {
     __shared__ float scratch[32];
     for (int64_t t = blockIdx.x; t < T; t += gridDim.x) {
@@ -48,9 +48,9 @@ static __global__ void k_rmsnorm_fwd(TS *out, float *rstd, const TS *inp,
 }
 
 template <typename TS>
-static __global__ void k_rmsnorm_bwd(TS *dinp, float *dweight, const TS *dout,
-                                     const TS *inp, const TS *weight,
-                                     const float *rstd, int64_t T, int64_t C, int direct)
+static __global__ void k_rmsnorm_bwd(TS *dinp, float *dweight, const TS *dout, const TS *inp,
+                                     const TS *weight, const float *rstd, int64_t T, int64_t C,
+                                     int direct)
 {
     extern __shared__ float dw_part[]; /* [C] unless direct */
     __shared__ float scratch[32];
@@ -101,30 +101,28 @@ static px_status bwd_smem(const void *kernel, int64_t bytes, int *out_bytes, px_
 }
 
 template <typename TS>
-static px_status rmsnorm_fwd_impl(TS *out, float *rstd, const TS *inp,
-                                         const TS *weight, int64_t T, int64_t C, float eps,
-                                         cudaStream_t stream, px_error *err)
+static px_status rmsnorm_fwd_impl(TS *out, float *rstd, const TS *inp, const TS *weight, int64_t T,
+                                  int64_t C, float eps, cudaStream_t stream, px_error *err)
 {
     PX_REQUIRE(err, T >= 0 && C > 0, "rmsnorm: T = %lld, C = %lld", (long long)T, (long long)C);
     if (T == 0)
         return PX_OK;
-    k_rmsnorm_fwd<TS><<<row_blocks(T, 65535), norm_threads(C), 0, stream>>>(out, rstd, inp, weight,
-                                                                        T, C, eps);
+    k_rmsnorm_fwd<TS>
+        <<<row_blocks(T, 65535), norm_threads(C), 0, stream>>>(out, rstd, inp, weight, T, C, eps);
     PX_CUDA_LAUNCH_TRY(err, "k_rmsnorm_fwd");
     return PX_OK;
 }
 
 template <typename TS>
-static px_status rmsnorm_bwd_impl(TS *dinp, float *dweight, const TS *dout,
-                                         const TS *inp, const TS *weight,
-                                         const float *rstd, int64_t T, int64_t C,
-                                         cudaStream_t stream, px_error *err)
+static px_status rmsnorm_bwd_impl(TS *dinp, float *dweight, const TS *dout, const TS *inp,
+                                  const TS *weight, const float *rstd, int64_t T, int64_t C,
+                                  cudaStream_t stream, px_error *err)
 {
     PX_REQUIRE(err, T >= 0 && C > 0, "rmsnorm: T = %lld, C = %lld", (long long)T, (long long)C);
     if (T == 0)
         return PX_OK;
     int smem = 0;
-    PX_TRY(bwd_smem((const void *)k_rmsnorm_bwd, C * (int64_t)sizeof(float), &smem, err));
+    PX_TRY(bwd_smem((const void *)k_rmsnorm_bwd<TS>, C * (int64_t)sizeof(float), &smem, err));
     k_rmsnorm_bwd<TS><<<row_blocks(T, NORM_BWD_BLOCKS), norm_threads(C), (size_t)smem, stream>>>(
         dinp, dweight, dout, inp, weight, rstd, T, C, smem == 0);
     PX_CUDA_LAUNCH_TRY(err, "k_rmsnorm_bwd");
@@ -136,9 +134,9 @@ static px_status rmsnorm_bwd_impl(TS *dinp, float *dweight, const TS *dout,
  * the one-pass E[x^2] - E[x]^2 cancels badly for rows with a large mean. */
 
 template <typename TS>
-static __global__ void k_layernorm_fwd(TS *out, float *mean, float *rstd,
-                                       const TS *inp, const TS *weight,
-                                       const TS *bias, int64_t T, int64_t C, float eps)
+static __global__ void k_layernorm_fwd(TS *out, float *mean, float *rstd, const TS *inp,
+                                       const TS *weight, const TS *bias, int64_t T, int64_t C,
+                                       float eps)
 {
     __shared__ float scratch[32];
     for (int64_t t = blockIdx.x; t < T; t += gridDim.x) {
@@ -159,15 +157,13 @@ static __global__ void k_layernorm_fwd(TS *out, float *mean, float *rstd,
             rstd[t] = r;
         }
         for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
-            stv(out, t * C + c,
-                    (ldv(x, c) - mu) * r * ldv(weight, c) + ldv(bias, c));
+            stv(out, t * C + c, (ldv(x, c) - mu) * r * ldv(weight, c) + ldv(bias, c));
     }
 }
 
 template <typename TS>
-static __global__ void k_layernorm_bwd(TS *dinp, float *dweight, float *dbias,
-                                       const TS *dout, const TS *inp,
-                                       const TS *weight, const float *mean,
+static __global__ void k_layernorm_bwd(TS *dinp, float *dweight, float *dbias, const TS *dout,
+                                       const TS *inp, const TS *weight, const float *mean,
                                        const float *rstd, int64_t T, int64_t C, int direct)
 {
     extern __shared__ float part[]; /* dweight [C] then dbias [C], unless direct */
@@ -210,13 +206,11 @@ static __global__ void k_layernorm_bwd(TS *dinp, float *dweight, float *dbias,
 }
 
 template <typename TS>
-static px_status layernorm_fwd_impl(TS *out, float *mean, float *rstd,
-                                           const TS *inp, const TS *weight,
-                                           const TS *bias, int64_t T, int64_t C, float eps,
-                                           cudaStream_t stream, px_error *err)
+static px_status layernorm_fwd_impl(TS *out, float *mean, float *rstd, const TS *inp,
+                                    const TS *weight, const TS *bias, int64_t T, int64_t C,
+                                    float eps, cudaStream_t stream, px_error *err)
 {
-    PX_REQUIRE(err, T >= 0 && C > 0, "layernorm: T = %lld, C = %lld", (long long)T,
-               (long long)C);
+    PX_REQUIRE(err, T >= 0 && C > 0, "layernorm: T = %lld, C = %lld", (long long)T, (long long)C);
     if (T == 0)
         return PX_OK;
     k_layernorm_fwd<TS><<<row_blocks(T, 65535), norm_threads(C), 0, stream>>>(
@@ -226,18 +220,16 @@ static px_status layernorm_fwd_impl(TS *out, float *mean, float *rstd,
 }
 
 template <typename TS>
-static px_status layernorm_bwd_impl(TS *dinp, float *dweight, float *dbias,
-                                           const TS *dout, const TS *inp,
-                                           const TS *weight, const float *mean,
-                                           const float *rstd, int64_t T, int64_t C,
-                                           cudaStream_t stream, px_error *err)
+static px_status layernorm_bwd_impl(TS *dinp, float *dweight, float *dbias, const TS *dout,
+                                    const TS *inp, const TS *weight, const float *mean,
+                                    const float *rstd, int64_t T, int64_t C, cudaStream_t stream,
+                                    px_error *err)
 {
-    PX_REQUIRE(err, T >= 0 && C > 0, "layernorm: T = %lld, C = %lld", (long long)T,
-               (long long)C);
+    PX_REQUIRE(err, T >= 0 && C > 0, "layernorm: T = %lld, C = %lld", (long long)T, (long long)C);
     if (T == 0)
         return PX_OK;
     int smem = 0;
-    PX_TRY(bwd_smem((const void *)k_layernorm_bwd, 2 * C * (int64_t)sizeof(float), &smem, err));
+    PX_TRY(bwd_smem((const void *)k_layernorm_bwd<TS>, 2 * C * (int64_t)sizeof(float), &smem, err));
     k_layernorm_bwd<TS><<<row_blocks(T, NORM_BWD_BLOCKS), norm_threads(C), (size_t)smem, stream>>>(
         dinp, dweight, dbias, dout, inp, weight, mean, rstd, T, C, smem == 0);
     PX_CUDA_LAUNCH_TRY(err, "k_layernorm_bwd");
@@ -246,43 +238,78 @@ static px_status layernorm_bwd_impl(TS *dinp, float *dweight, float *dbias,
 
 /* ---- C entry points: bf16 storage (the twins) and fp32 storage (_f32) ---- */
 
-extern "C" px_status px_cuda_rmsnorm_fwd(px_bf16 *out, float *rstd, const px_bf16 *inp, const px_bf16 *weight, int64_t T, int64_t C, float eps, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_rmsnorm_fwd(px_bf16 *out, float *rstd, const px_bf16 *inp,
+                                         const px_bf16 *weight, int64_t T, int64_t C, float eps,
+                                         cudaStream_t stream, px_error *err)
 {
-    return rmsnorm_fwd_impl<bf16>(reinterpret_cast<bf16 *>(out), rstd, reinterpret_cast<const bf16 *>(inp), reinterpret_cast<const bf16 *>(weight), T, C, eps, stream, err);
+    return rmsnorm_fwd_impl<bf16>(reinterpret_cast<bf16 *>(out), rstd,
+                                  reinterpret_cast<const bf16 *>(inp),
+                                  reinterpret_cast<const bf16 *>(weight), T, C, eps, stream, err);
 }
 
-extern "C" px_status px_cuda_rmsnorm_fwd_f32(float *out, float *rstd, const float *inp, const float *weight, int64_t T, int64_t C, float eps, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_rmsnorm_fwd_f32(float *out, float *rstd, const float *inp,
+                                             const float *weight, int64_t T, int64_t C, float eps,
+                                             cudaStream_t stream, px_error *err)
 {
     return rmsnorm_fwd_impl<float>(out, rstd, inp, weight, T, C, eps, stream, err);
 }
 
-extern "C" px_status px_cuda_rmsnorm_bwd(px_bf16 *dinp, float *dweight, const px_bf16 *dout, const px_bf16 *inp, const px_bf16 *weight, const float *rstd, int64_t T, int64_t C, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_rmsnorm_bwd(px_bf16 *dinp, float *dweight, const px_bf16 *dout,
+                                         const px_bf16 *inp, const px_bf16 *weight,
+                                         const float *rstd, int64_t T, int64_t C,
+                                         cudaStream_t stream, px_error *err)
 {
-    return rmsnorm_bwd_impl<bf16>(reinterpret_cast<bf16 *>(dinp), dweight, reinterpret_cast<const bf16 *>(dout), reinterpret_cast<const bf16 *>(inp), reinterpret_cast<const bf16 *>(weight), rstd, T, C, stream, err);
+    return rmsnorm_bwd_impl<bf16>(reinterpret_cast<bf16 *>(dinp), dweight,
+                                  reinterpret_cast<const bf16 *>(dout),
+                                  reinterpret_cast<const bf16 *>(inp),
+                                  reinterpret_cast<const bf16 *>(weight), rstd, T, C, stream, err);
 }
 
-extern "C" px_status px_cuda_rmsnorm_bwd_f32(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight, const float *rstd, int64_t T, int64_t C, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_rmsnorm_bwd_f32(float *dinp, float *dweight, const float *dout,
+                                             const float *inp, const float *weight,
+                                             const float *rstd, int64_t T, int64_t C,
+                                             cudaStream_t stream, px_error *err)
 {
     return rmsnorm_bwd_impl<float>(dinp, dweight, dout, inp, weight, rstd, T, C, stream, err);
 }
 
-extern "C" px_status px_cuda_layernorm_fwd(px_bf16 *out, float *mean, float *rstd, const px_bf16 *inp, const px_bf16 *weight, const px_bf16 *bias, int64_t T, int64_t C, float eps, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_layernorm_fwd(px_bf16 *out, float *mean, float *rstd,
+                                           const px_bf16 *inp, const px_bf16 *weight,
+                                           const px_bf16 *bias, int64_t T, int64_t C, float eps,
+                                           cudaStream_t stream, px_error *err)
 {
-    return layernorm_fwd_impl<bf16>(reinterpret_cast<bf16 *>(out), mean, rstd, reinterpret_cast<const bf16 *>(inp), reinterpret_cast<const bf16 *>(weight), reinterpret_cast<const bf16 *>(bias), T, C, eps, stream, err);
+    return layernorm_fwd_impl<bf16>(reinterpret_cast<bf16 *>(out), mean, rstd,
+                                    reinterpret_cast<const bf16 *>(inp),
+                                    reinterpret_cast<const bf16 *>(weight),
+                                    reinterpret_cast<const bf16 *>(bias), T, C, eps, stream, err);
 }
 
-extern "C" px_status px_cuda_layernorm_fwd_f32(float *out, float *mean, float *rstd, const float *inp, const float *weight, const float *bias, int64_t T, int64_t C, float eps, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_layernorm_fwd_f32(float *out, float *mean, float *rstd,
+                                               const float *inp, const float *weight,
+                                               const float *bias, int64_t T, int64_t C, float eps,
+                                               cudaStream_t stream, px_error *err)
 {
     return layernorm_fwd_impl<float>(out, mean, rstd, inp, weight, bias, T, C, eps, stream, err);
 }
 
-extern "C" px_status px_cuda_layernorm_bwd(px_bf16 *dinp, float *dweight, float *dbias, const px_bf16 *dout, const px_bf16 *inp, const px_bf16 *weight, const float *mean, const float *rstd, int64_t T, int64_t C, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_layernorm_bwd(px_bf16 *dinp, float *dweight, float *dbias,
+                                           const px_bf16 *dout, const px_bf16 *inp,
+                                           const px_bf16 *weight, const float *mean,
+                                           const float *rstd, int64_t T, int64_t C,
+                                           cudaStream_t stream, px_error *err)
 {
-    return layernorm_bwd_impl<bf16>(reinterpret_cast<bf16 *>(dinp), dweight, dbias, reinterpret_cast<const bf16 *>(dout), reinterpret_cast<const bf16 *>(inp), reinterpret_cast<const bf16 *>(weight), mean, rstd, T, C, stream, err);
+    return layernorm_bwd_impl<bf16>(
+        reinterpret_cast<bf16 *>(dinp), dweight, dbias, reinterpret_cast<const bf16 *>(dout),
+        reinterpret_cast<const bf16 *>(inp), reinterpret_cast<const bf16 *>(weight), mean, rstd, T,
+        C, stream, err);
 }
 
-extern "C" px_status px_cuda_layernorm_bwd_f32(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp, const float *weight, const float *mean, const float *rstd, int64_t T, int64_t C, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_layernorm_bwd_f32(float *dinp, float *dweight, float *dbias,
+                                               const float *dout, const float *inp,
+                                               const float *weight, const float *mean,
+                                               const float *rstd, int64_t T, int64_t C,
+                                               cudaStream_t stream, px_error *err)
 {
-    return layernorm_bwd_impl<float>(dinp, dweight, dbias, dout, inp, weight, mean, rstd, T, C, stream, err);
+    return layernorm_bwd_impl<float>(dinp, dweight, dbias, dout, inp, weight, mean, rstd, T, C,
+                                     stream, err);
 }
-

@@ -70,8 +70,8 @@ static __global__ void k_xent_bwd(TS *dlogits, const TS *logits, const float *ma
 }
 
 template <typename TS>
-static px_status xent_max_fwd_impl(float *max, const TS *logits, int64_t T,
-                                          int64_t Vl, cudaStream_t stream, px_error *err)
+static px_status xent_max_fwd_impl(float *max, const TS *logits, int64_t T, int64_t Vl,
+                                   cudaStream_t stream, px_error *err)
 {
     PX_REQUIRE(err, T >= 0 && Vl > 0, "xent: T = %lld, Vl = %lld", (long long)T, (long long)Vl);
     if (T == 0)
@@ -82,25 +82,24 @@ static px_status xent_max_fwd_impl(float *max, const TS *logits, int64_t T,
 }
 
 template <typename TS>
-static px_status xent_sumexp_fwd_impl(float *sumexp, float *target_logit,
-                                             const TS *logits, const float *max,
-                                             const int32_t *targets, int64_t T, int64_t Vl,
-                                             int64_t v0, cudaStream_t stream, px_error *err)
+static px_status xent_sumexp_fwd_impl(float *sumexp, float *target_logit, const TS *logits,
+                                      const float *max, const int32_t *targets, int64_t T,
+                                      int64_t Vl, int64_t v0, cudaStream_t stream, px_error *err)
 {
     PX_REQUIRE(err, T >= 0 && Vl > 0 && v0 >= 0, "xent: T = %lld, Vl = %lld, v0 = %lld",
                (long long)T, (long long)Vl, (long long)v0);
     if (T == 0)
         return PX_OK;
     k_xent_sumexp<TS><<<rows_grid(T), XENT_THREADS, 0, stream>>>(sumexp, target_logit, logits, max,
-                                                             targets, T, Vl, v0);
+                                                                 targets, T, Vl, v0);
     PX_CUDA_LAUNCH_TRY(err, "k_xent_sumexp");
     return PX_OK;
 }
 
 template <typename TS>
 static px_status xent_loss_fwd_impl(float *loss, const float *max, const float *sumexp,
-                                           const float *target_logit, int64_t T,
-                                           cudaStream_t stream, px_error *err)
+                                    const float *target_logit, int64_t T, cudaStream_t stream,
+                                    px_error *err)
 {
     PX_REQUIRE(err, T >= 0, "xent: T = %lld", (long long)T);
     if (T == 0)
@@ -111,60 +110,81 @@ static px_status xent_loss_fwd_impl(float *loss, const float *max, const float *
 }
 
 template <typename TS>
-static px_status xent_bwd_impl(TS *dlogits, const TS *logits, const float *max,
-                                      const float *sumexp, const int32_t *targets, float dloss,
-                                      int64_t T, int64_t Vl, int64_t v0, cudaStream_t stream,
-                                      px_error *err)
+static px_status xent_bwd_impl(TS *dlogits, const TS *logits, const float *max, const float *sumexp,
+                               const int32_t *targets, float dloss, int64_t T, int64_t Vl,
+                               int64_t v0, cudaStream_t stream, px_error *err)
 {
     PX_REQUIRE(err, T >= 0 && Vl > 0 && v0 >= 0, "xent: T = %lld, Vl = %lld, v0 = %lld",
                (long long)T, (long long)Vl, (long long)v0);
     if (T == 0)
         return PX_OK;
     k_xent_bwd<TS><<<px_grid_1d(T * Vl, 256), 256, 0, stream>>>(dlogits, logits, max, sumexp,
-                                                           targets, dloss, T, Vl, v0);
+                                                                targets, dloss, T, Vl, v0);
     PX_CUDA_LAUNCH_TRY(err, "k_xent_bwd");
     return PX_OK;
 }
 
 /* ---- C entry points: bf16 storage (the twins) and fp32 storage (_f32) ---- */
 
-extern "C" px_status px_cuda_xent_max_fwd(float *max, const px_bf16 *logits, int64_t T, int64_t Vl, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_xent_max_fwd(float *max, const px_bf16 *logits, int64_t T, int64_t Vl,
+                                          cudaStream_t stream, px_error *err)
 {
     return xent_max_fwd_impl<bf16>(max, reinterpret_cast<const bf16 *>(logits), T, Vl, stream, err);
 }
 
-extern "C" px_status px_cuda_xent_max_fwd_f32(float *max, const float *logits, int64_t T, int64_t Vl, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_xent_max_fwd_f32(float *max, const float *logits, int64_t T,
+                                              int64_t Vl, cudaStream_t stream, px_error *err)
 {
     return xent_max_fwd_impl<float>(max, logits, T, Vl, stream, err);
 }
 
-extern "C" px_status px_cuda_xent_sumexp_fwd(float *sumexp, float *target_logit, const px_bf16 *logits, const float *max, const int32_t *targets, int64_t T, int64_t Vl, int64_t v0, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_xent_sumexp_fwd(float *sumexp, float *target_logit,
+                                             const px_bf16 *logits, const float *max,
+                                             const int32_t *targets, int64_t T, int64_t Vl,
+                                             int64_t v0, cudaStream_t stream, px_error *err)
 {
-    return xent_sumexp_fwd_impl<bf16>(sumexp, target_logit, reinterpret_cast<const bf16 *>(logits), max, targets, T, Vl, v0, stream, err);
+    return xent_sumexp_fwd_impl<bf16>(sumexp, target_logit, reinterpret_cast<const bf16 *>(logits),
+                                      max, targets, T, Vl, v0, stream, err);
 }
 
-extern "C" px_status px_cuda_xent_sumexp_fwd_f32(float *sumexp, float *target_logit, const float *logits, const float *max, const int32_t *targets, int64_t T, int64_t Vl, int64_t v0, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_xent_sumexp_fwd_f32(float *sumexp, float *target_logit,
+                                                 const float *logits, const float *max,
+                                                 const int32_t *targets, int64_t T, int64_t Vl,
+                                                 int64_t v0, cudaStream_t stream, px_error *err)
 {
-    return xent_sumexp_fwd_impl<float>(sumexp, target_logit, logits, max, targets, T, Vl, v0, stream, err);
+    return xent_sumexp_fwd_impl<float>(sumexp, target_logit, logits, max, targets, T, Vl, v0,
+                                       stream, err);
 }
 
-extern "C" px_status px_cuda_xent_loss_fwd(float *loss, const float *max, const float *sumexp, const float *target_logit, int64_t T, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_xent_loss_fwd(float *loss, const float *max, const float *sumexp,
+                                           const float *target_logit, int64_t T,
+                                           cudaStream_t stream, px_error *err)
 {
     return xent_loss_fwd_impl<bf16>(loss, max, sumexp, target_logit, T, stream, err);
 }
 
-extern "C" px_status px_cuda_xent_loss_fwd_f32(float *loss, const float *max, const float *sumexp, const float *target_logit, int64_t T, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_xent_loss_fwd_f32(float *loss, const float *max, const float *sumexp,
+                                               const float *target_logit, int64_t T,
+                                               cudaStream_t stream, px_error *err)
 {
     return xent_loss_fwd_impl<float>(loss, max, sumexp, target_logit, T, stream, err);
 }
 
-extern "C" px_status px_cuda_xent_bwd(px_bf16 *dlogits, const px_bf16 *logits, const float *max, const float *sumexp, const int32_t *targets, float dloss, int64_t T, int64_t Vl, int64_t v0, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_xent_bwd(px_bf16 *dlogits, const px_bf16 *logits, const float *max,
+                                      const float *sumexp, const int32_t *targets, float dloss,
+                                      int64_t T, int64_t Vl, int64_t v0, cudaStream_t stream,
+                                      px_error *err)
 {
-    return xent_bwd_impl<bf16>(reinterpret_cast<bf16 *>(dlogits), reinterpret_cast<const bf16 *>(logits), max, sumexp, targets, dloss, T, Vl, v0, stream, err);
+    return xent_bwd_impl<bf16>(reinterpret_cast<bf16 *>(dlogits),
+                               reinterpret_cast<const bf16 *>(logits), max, sumexp, targets, dloss,
+                               T, Vl, v0, stream, err);
 }
 
-extern "C" px_status px_cuda_xent_bwd_f32(float *dlogits, const float *logits, const float *max, const float *sumexp, const int32_t *targets, float dloss, int64_t T, int64_t Vl, int64_t v0, cudaStream_t stream, px_error *err)
+extern "C" px_status px_cuda_xent_bwd_f32(float *dlogits, const float *logits, const float *max,
+                                          const float *sumexp, const int32_t *targets, float dloss,
+                                          int64_t T, int64_t Vl, int64_t v0, cudaStream_t stream,
+                                          px_error *err)
 {
-    return xent_bwd_impl<float>(dlogits, logits, max, sumexp, targets, dloss, T, Vl, v0, stream, err);
+    return xent_bwd_impl<float>(dlogits, logits, max, sumexp, targets, dloss, T, Vl, v0, stream,
+                                err);
 }
-

@@ -127,7 +127,7 @@ px_status px_cuda_rope_bwd(px_bf16 *dqkv, int64_t S, int64_t B, int64_t NH, int6
  * Tiled over 64 query x 64 key rows, online softmax in registers, bf16 tensor
  * cores (mma.sync m16n8k16) with fp32 accumulation; no S x S matrix exists in
  * memory, so `probs` must be NULL (PX_ERR_UNSUPPORTED otherwise: the CUDA
- * backend always runs the FlashAttention path).  HD must be 64 or 128; NH a
+ * backend always runs the FlashAttention path).  HD must be 16, 32, 64 or 128; NH a
  * multiple of NKV (GQA).  The backward recomputes the probabilities from q,
  * k and lse; it uses B * NH * S floats of stream-ordered scratch (the rowwise
  * dO.O), taken from and returned to the device's memory pool. */
@@ -181,6 +181,84 @@ px_status px_cuda_adamw_step(float *param, const float *grad, float *m, float *v
 /* Fills buf[0..n) with value (fp32), e.g. zeroing gradient accumulators. */
 px_status px_cuda_fill_f32(float *buf, float value, int64_t n, cudaStream_t stream,
                            px_error *err);
+
+/* ---- fp32-storage variants ---------------------------------------------------
+ * The same kernels instantiated for fp32 tensors (the argument order of the
+ * twins with float in place of px_bf16).  They serve the executor's engine,
+ * whose buffers are fp32 on every backend (executor/px_backend.h):
+ * element-wise work runs in fp32, attention rounds its tiles to bf16 for the
+ * tensor cores and accumulates in fp32, and the matmuls use cuBLAS with
+ * CUBLAS_COMPUTE_32F_FAST_16BF (bf16 tensor cores, fp32 in and out). */
+px_status px_cuda_embedding_fwd_f32(float *out, const int32_t *tokens, const float *table,
+                                    int64_t T, int64_t C, int64_t v0, int64_t v1,
+                                    cudaStream_t stream, px_error *err);
+px_status px_cuda_embedding_bwd_f32(float *dtable, const float *dout, const int32_t *tokens,
+                                    int64_t T, int64_t C, int64_t v0, int64_t v1,
+                                    cudaStream_t stream, px_error *err);
+px_status px_cuda_positions_fwd_f32(float *x, const float *pos, int64_t S, int64_t B, int64_t C,
+                                    int64_t pos0, cudaStream_t stream, px_error *err);
+px_status px_cuda_positions_bwd_f32(float *dpos, const float *dout, int64_t S, int64_t B, int64_t C,
+                                    int64_t pos0, cudaStream_t stream, px_error *err);
+px_status px_cuda_bias_add_fwd_f32(float *x, const float *bias, int64_t T, int64_t N,
+                                   cudaStream_t stream, px_error *err);
+px_status px_cuda_bias_add_bwd_f32(float *dbias, const float *dout, int64_t T, int64_t N,
+                                   cudaStream_t stream, px_error *err);
+px_status px_cuda_residual_fwd_f32(float *out, const float *a, const float *b, int64_t n,
+                                   cudaStream_t stream, px_error *err);
+px_status px_cuda_residual_bwd_f32(float *da, float *db, const float *dout, int64_t n,
+                                   cudaStream_t stream, px_error *err);
+px_status px_cuda_rope_fwd_f32(float *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV,
+                               int64_t HD, int64_t pos0, float theta, cudaStream_t stream,
+                               px_error *err);
+px_status px_cuda_rope_bwd_f32(float *dqkv, int64_t S, int64_t B, int64_t NH, int64_t NKV,
+                               int64_t HD, int64_t pos0, float theta, cudaStream_t stream,
+                               px_error *err);
+px_status px_cuda_swiglu_fwd_f32(float *out, const float *gate_up, int64_t T, int64_t F,
+                                 cudaStream_t stream, px_error *err);
+px_status px_cuda_swiglu_bwd_f32(float *dgate_up, const float *dout, const float *gate_up,
+                                 int64_t T, int64_t F, cudaStream_t stream, px_error *err);
+px_status px_cuda_gelu_fwd_f32(float *out, const float *inp, int64_t n, cudaStream_t stream,
+                               px_error *err);
+px_status px_cuda_gelu_bwd_f32(float *dinp, const float *dout, const float *inp, int64_t n,
+                               cudaStream_t stream, px_error *err);
+px_status px_cuda_rmsnorm_fwd_f32(float *out, float *rstd, const float *inp, const float *weight,
+                                  int64_t T, int64_t C, float eps, cudaStream_t stream,
+                                  px_error *err);
+px_status px_cuda_rmsnorm_bwd_f32(float *dinp, float *dweight, const float *dout, const float *inp,
+                                  const float *weight, const float *rstd, int64_t T, int64_t C,
+                                  cudaStream_t stream, px_error *err);
+px_status px_cuda_layernorm_fwd_f32(float *out, float *mean, float *rstd, const float *inp,
+                                    const float *weight, const float *bias, int64_t T, int64_t C,
+                                    float eps, cudaStream_t stream, px_error *err);
+px_status px_cuda_layernorm_bwd_f32(float *dinp, float *dweight, float *dbias, const float *dout,
+                                    const float *inp, const float *weight, const float *mean,
+                                    const float *rstd, int64_t T, int64_t C, cudaStream_t stream,
+                                    px_error *err);
+px_status px_cuda_xent_max_fwd_f32(float *max, const float *logits, int64_t T, int64_t Vl,
+                                   cudaStream_t stream, px_error *err);
+px_status px_cuda_xent_sumexp_fwd_f32(float *sumexp, float *target_logit, const float *logits,
+                                      const float *max, const int32_t *targets, int64_t T,
+                                      int64_t Vl, int64_t v0, cudaStream_t stream, px_error *err);
+px_status px_cuda_xent_loss_fwd_f32(float *loss, const float *max, const float *sumexp,
+                                    const float *target_logit, int64_t T, cudaStream_t stream,
+                                    px_error *err);
+px_status px_cuda_xent_bwd_f32(float *dlogits, const float *logits, const float *max,
+                               const float *sumexp, const int32_t *targets, float dloss, int64_t T,
+                               int64_t Vl, int64_t v0, cudaStream_t stream, px_error *err);
+px_status px_cuda_attention_fwd_f32(float *out, float *lse, float *probs, const float *qkv,
+                                    int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
+                                    cudaStream_t stream, px_error *err);
+px_status px_cuda_attention_bwd_f32(float *dqkv, const float *dout, const float *out,
+                                    const float *lse, const float *probs, const float *qkv,
+                                    int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
+                                    cudaStream_t stream, px_error *err);
+px_status px_cuda_matmul_fwd_f32(float *out, const float *inp, const float *weight,
+                                 const float *bias, int64_t T, int64_t K, int64_t N,
+                                 px_cuda_blas *blas, cudaStream_t stream, px_error *err);
+px_status px_cuda_matmul_bwd_f32(float *dinp, float *dweight, float *dbias, const float *dout,
+                                 const float *inp, const float *weight, int64_t T, int64_t K,
+                                 int64_t N, px_cuda_blas *blas, cudaStream_t stream,
+                                 px_error *err);
 
 #ifdef __cplusplus
 }

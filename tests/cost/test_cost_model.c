@@ -143,6 +143,10 @@ static void schedules(void)
     CHECK_CLOSE(px_cost_bubble_over_ideal(PX_SCHED_INTERLEAVED, 4, 2, 64), 3.0 / 128, 1e-12, 0);
     CHECK_CLOSE(px_cost_bubble_over_ideal(PX_SCHED_ZB_H1, 4, 1, 64), 1.0 / 64, 1e-12, 0);
     CHECK(px_cost_bubble_over_ideal(PX_SCHED_ZB_H2, 4, 1, 64) == 0.0);
+    /* too few micro-batches to fill the bubble with W work */
+    CHECK_CLOSE(px_cost_bubble_over_ideal(PX_SCHED_ZB_H2, 4, 1, 6), 3.0 / 18, 1e-12, 0);
+    CHECK_CLOSE(px_cost_bubble_over_ideal(PX_SCHED_ZB_H2, 4, 1, 2), 3.0 / 2, 1e-12, 0);
+    CHECK_CLOSE(px_cost_bubble_over_ideal(PX_SCHED_ZB_H1, 4, 1, 3), 1.0, 1e-12, 0);
     CHECK(px_cost_bubble_over_ideal(PX_SCHED_1F1B, 1, 1, 64) == 0.0);
     CHECK_CLOSE(px_cost_bubble_fraction(PX_SCHED_1F1B, 8, 1, 8), 7.0 / 15, 1e-12, 0);
 }

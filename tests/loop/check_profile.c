@@ -2,7 +2,9 @@
  *   check_profile PROFILE.json [--ranks N]
  * It must load with px_hw_load, be an fp32 CPU profile, hold a consistent GEMM
  * lattice (every point at or under the peak, small shapes slower than large
- * ones), a plausible bandwidth, and with --ranks N one measured point per
+ * ones), a plausible bandwidth, the executor's kernels measured (attention
+ * efficiency, every element-wise class, a residual add faster than a GeLU),
+ * and with --ranks N one measured point per
  * group size 2..N for every collective.  And it must agree with this
  * program's own timing of one GEMM shape and one triad (within a factor of
  * 2 and 3: the machine is shared, the check is for units and mislabelled
@@ -85,7 +87,18 @@ int main(int argc, char **argv)
                   "GEMMs with a dimension of 16 (%.1f GFLOP/s) not slower than >= 256 (%.1f)",
                   small_sum / small_n / 1e9, big_sum / big_n / 1e9);
     CHECK(hw.hbm_bw > 1e8 && hw.hbm_bw < 1e13);
-    CHECK(hw.mem_bound_eff == 1.0);
+    /* the executor's element-wise kernels, relative to the triad */
+    CHECK_MSG(hw.mem_bound_eff > 0.0 && hw.mem_bound_eff <= 1.0, "mem_bound_eff = %g",
+              hw.mem_bound_eff);
+    CHECK_MSG(hw.attn_eff > 0.0 && hw.attn_eff <= 1.0, "attn_eff = %g", hw.attn_eff);
+    const double rates[8] = {hw.norm_bw, hw.residual_bw, hw.gelu_bw,  hw.swiglu_bw,
+                             hw.rope_bw, hw.xent_bw,     hw.adamw_bw, hw.embed_bw};
+    for (int i = 0; i < 8; i++)
+        CHECK_MSG(rates[i] > 1e6 && rates[i] < 1e13, "element-wise class %d rate %g B/s", i,
+                  rates[i]);
+    /* a residual add streams; a GeLU computes a tanh per element */
+    CHECK_MSG(hw.residual_bw > hw.gelu_bw, "residual %g B/s not faster than gelu %g B/s",
+              hw.residual_bw, hw.gelu_bw);
     CHECK(hw.gpus_per_node >= 1);
     CHECK(hw.hbm_bytes > hw.mem_reserve_bytes && hw.mem_reserve_bytes > 0);
     CHECK(hw.intra_bw > 0.0 && hw.inter_bw > 0.0 && hw.intra_lat_s > 0.0);

@@ -144,7 +144,7 @@ static void random_vs_brute(uint64_t seed, int n_cases)
             "uneven), %d infeasible\n",
             n_cases, (unsigned long long)seed, n_ok, n_recompute, n_uneven, n_infeasible);
     /* the generator must exercise every path, or the comparison proves little */
-    CHECK(only || n_ok >= n_cases / 5 && n_infeasible >= 1 && n_recompute >= 1 && n_uneven >= 1);
+    CHECK(only || (n_ok >= n_cases / 5 && n_infeasible >= 1 && n_recompute >= 1 && n_uneven >= 1));
 }
 
 /* Four identical layers on two stages, a heavy LM head: 3 + 1 beats 2 + 2. */

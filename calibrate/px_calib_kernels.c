@@ -1,0 +1,269 @@
+/* px_calib_kernels.c — timing the executor's non-GEMM kernels (see
+ * px_calib_kernels.h). */
+#include "px_calib_kernels.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "px_kernels_cpu.h"
+
+/* The representative layer: 512 tokens of a hidden-256 model (the loop
+ * test's small models), 4 query heads of 64, 2 kv heads, GeLU f = 4h,
+ * SwiGLU f = 8h/3 rounded to 16, a 2048-entry vocabulary shard, and a
+ * 1M-parameter AdamW slice. */
+enum { K_T = 512, K_C = 256, K_NH = 4, K_NKV = 2, K_HD = 64, K_F_GELU = 1024,
+       K_F_SWIGLU = 688, K_V = 2048, K_ADAM_N = 1 << 20 };
+
+typedef struct {
+    float *x, *y, *z, *w, *big1, *big2, *adam_m, *adam_v, *qkv, *dqkv, *stat1, *stat2, *stat3, *wt, *dwt,
+        *bias;
+    int32_t *tok;
+} bufs;
+
+static float *fill(size_t n, float base)
+{
+    float *p = malloc(n * sizeof *p);
+    if (p)
+        for (size_t i = 0; i < n; i++)
+            p[i] = base + 0.001f * (float)(i % 1000);
+    return p;
+}
+
+typedef void (*group_fn)(bufs *b);
+
+/* One class of element-wise operator: its forward + backward kernels, run
+ * once per call, and the bytes the cost model charges for that work
+ * (planner/px_cost.c: forward reads + writes, x3 for forward + backward;
+ * cross-entropy, AdamW and the embedding with their own totals). */
+static void norm_fb(bufs *b)
+{
+    const int64_t T = K_T, C = K_C;
+    /* both norm kinds: the class covers Llama's RMSNorm and GPT's LayerNorm */
+    px_cpu_rmsnorm_fwd(b->y, b->stat1, b->x, b->wt, T, C, 1e-5f);
+    px_cpu_rmsnorm_bwd(b->z, b->dwt, b->y, b->x, b->wt, b->stat1, T, C);
+    px_cpu_layernorm_fwd(b->y, b->stat1, b->stat2, b->x, b->wt, b->bias, T, C, 1e-5f);
+    px_cpu_layernorm_bwd(b->z, b->dwt, b->stat3, b->y, b->x, b->wt, b->stat1, b->stat2, T, C);
+}
+static double norm_bytes(void) { return 2.0 * 3.0 * (2.0 * 4.0 * K_T * K_C); }
+
+static void residual_fb(bufs *b)
+{
+    px_cpu_residual_fwd(b->z, b->x, b->y, (int64_t)K_T * K_C);
+    px_cpu_residual_bwd(b->w, b->z, b->y, (int64_t)K_T * K_C);
+}
+static double residual_bytes(void) { return 3.0 * (3.0 * 4.0 * K_T * K_C); }
+
+static void gelu_fb(bufs *b)
+{
+    px_cpu_gelu_fwd(b->big2, b->big1, (int64_t)K_T * K_F_GELU);
+    px_cpu_gelu_bwd(b->w, b->big2, b->big1, (int64_t)K_T * K_F_GELU);
+}
+static double gelu_bytes(void) { return 3.0 * (2.0 * 4.0 * K_T * K_F_GELU); }
+
+static void swiglu_fb(bufs *b)
+{
+    px_cpu_swiglu_fwd(b->big2, b->big1, K_T, K_F_SWIGLU);
+    px_cpu_swiglu_bwd(b->w, b->big2, b->big1, K_T, K_F_SWIGLU);
+}
+static double swiglu_bytes(void) { return 3.0 * (3.0 * 4.0 * K_T * K_F_SWIGLU); }
+
+static void rope_fb(bufs *b)
+{
+    px_cpu_rope_fwd(b->qkv, K_T, 1, K_NH, K_NKV, K_HD, 0, 10000.0f);
+    px_cpu_rope_bwd(b->dqkv, K_T, 1, K_NH, K_NKV, K_HD, 0, 10000.0f);
+}
+static double rope_bytes(void) { return 3.0 * (2.0 * 4.0 * K_T * (K_NH + K_NKV) * K_HD); }
+
+static void xent_fb(bufs *b)
+{
+    /* big1 holds [T, V] logits (it is sized for that) */
+    px_cpu_xent_max_fwd(b->stat1, b->big1, K_T, K_V);
+    px_cpu_xent_sumexp_fwd(b->stat2, b->stat3, b->big1, b->stat1, b->tok, K_T, K_V, 0);
+    px_cpu_xent_loss_fwd(b->x, b->stat1, b->stat2, b->stat3, K_T);
+    px_cpu_xent_bwd(b->big2, b->big1, b->stat1, b->stat2, b->tok, 1.0f / K_T, K_T, K_V, 0);
+}
+static double xent_bytes(void) { return 4.0 * 4.0 * (double)K_T * K_V; }
+
+static void adamw_fb(bufs *b)
+{
+    static int64_t step = 0;
+    px_cpu_adamw_step(b->big1, b->big2, b->adam_m, b->adam_v, K_ADAM_N, 1e-4f, 0.9f, 0.95f,
+                      1e-8f, 0.1f, ++step);
+}
+/* fp32: 2 x 8 optimizer bytes + 4 grad bytes per parameter */
+static double adamw_bytes(void) { return 20.0 * K_ADAM_N; }
+
+static void embed_fb(bufs *b)
+{
+    px_cpu_embedding_fwd(b->y, b->tok, b->big1, K_T, K_C, 0, K_V);
+    px_cpu_embedding_bwd(b->big2, b->y, b->tok, K_T, K_C, 0, K_V);
+}
+static double embed_bytes(void) { return 3.0 * 2.0 * 4.0 * K_T * K_C; }
+
+/* Seconds per call of fn: the fastest of 3 batches filling min_time_s. */
+static double time_group(const px_calib_opts *o, group_fn fn, bufs *b)
+{
+    px_calib_sync(o);
+    double t0 = px_calib_now_s();
+    fn(b); /* warm-up and estimate */
+    double first = px_calib_now_s() - t0;
+    long reps = (long)ceil(o->min_time_s / 3.0 / fmax(first, 1e-9));
+    reps = reps < 1 ? 1 : reps;
+    double best = INFINITY;
+    for (int batch = 0; batch < 3; batch++) {
+        t0 = px_calib_now_s();
+        for (long r = 0; r < reps; r++)
+            fn(b);
+        best = fmin(best, (px_calib_now_s() - t0) / (double)reps);
+    }
+    return best;
+}
+
+/* One attention shape, forward + backward (the FlashAttention path: no
+ * stored probabilities); returns seconds, *model_flops the cost model's
+ * FLOPs for the same work. */
+static double time_attention(const px_calib_opts *o, int64_t S, int64_t NH, int64_t HD,
+                             double *model_flops, px_error *err)
+{
+    int64_t row = 3 * NH * HD; /* MHA */
+    float *qkv = fill((size_t)(S * row), -0.5f), *dqkv = fill((size_t)(S * row), 0.0f);
+    float *out = fill((size_t)(S * NH * HD), 0.0f), *dout = fill((size_t)(S * NH * HD), 0.1f);
+    float *lse = fill((size_t)(NH * S), 0.0f);
+    double best = INFINITY;
+    if (!qkv || !dqkv || !out || !dout || !lse) {
+        PX_FAIL(err, PX_ERR_NOMEM, "attention timing: out of memory");
+    } else {
+        /* warm-up, then the fastest of 3 batches filling the window (at
+         * least one call each): another process on this shared machine only
+         * ever slows a batch down */
+        px_calib_sync(o);
+        double t0 = px_calib_now_s();
+        px_cpu_attention_fwd(out, lse, NULL, qkv, S, 1, NH, NH, HD);
+        px_cpu_attention_bwd(dqkv, dout, out, lse, NULL, qkv, S, 1, NH, NH, HD);
+        double first = px_calib_now_s() - t0;
+        long reps = (long)ceil(o->min_time_s / 3.0 / fmax(first, 1e-9));
+        reps = reps < 1 ? 1 : reps;
+        for (int batch = 0; batch < 3; batch++) {
+            t0 = px_calib_now_s();
+            for (long r = 0; r < reps; r++) {
+                px_cpu_attention_fwd(out, lse, NULL, qkv, S, 1, NH, NH, HD);
+                px_cpu_attention_bwd(dqkv, dout, out, lse, NULL, qkv, S, 1, NH, NH, HD);
+            }
+            best = fmin(best, (px_calib_now_s() - t0) / (double)reps);
+        }
+    }
+    free(qkv);
+    free(dqkv);
+    free(out);
+    free(dout);
+    free(lse);
+    /* full s x s product forward: 2 S^2 NH (HD + HD); causal half; fwd 1 +
+     * bwd 2.5 */
+    *model_flops = 3.5 * 0.5 * 2.0 * (double)S * (double)S * (double)NH * 2.0 * (double)HD;
+    return best;
+}
+
+px_status px_calib_kernels_run(const px_calib_opts *o, px_calib_kernels_result *r,
+                               px_error *err)
+{
+    memset(r, 0, sizeof *r);
+    size_t tc = (size_t)K_T * K_C;
+    size_t big = (size_t)K_T * K_V; /* >= 2 T F and >= the AdamW slice */
+    if (big < (size_t)K_ADAM_N)
+        big = (size_t)K_ADAM_N;
+    size_t rq = (size_t)K_T * (K_NH + 2 * K_NKV) * K_HD;
+    bufs b = {0};
+    b.x = fill(big, 0.1f);
+    b.y = fill(tc, 0.2f);
+    b.z = fill(tc, 0.3f);
+    b.w = fill(big, 0.0f);
+    b.big1 = fill(big, -0.4f);
+    b.big2 = fill(big, 0.05f);
+    b.adam_m = fill(K_ADAM_N, 0.0f);
+    b.adam_v = fill(K_ADAM_N, 0.0f);
+    b.qkv = fill(rq, 0.1f);
+    b.dqkv = fill(rq, 0.01f);
+    b.stat1 = fill(K_T, 1.0f);
+    b.stat2 = fill(K_T, 1.0f);
+    b.stat3 = fill(K_T, 1.0f);
+    b.wt = fill(K_C, 1.0f);
+    b.dwt = fill(K_C, 0.0f);
+    b.bias = fill(K_C, 0.0f);
+    b.tok = malloc(K_T * sizeof *b.tok);
+    px_status st = PX_OK;
+    if (!b.adam_m || !b.adam_v || !b.x || !b.y || !b.z || !b.w || !b.big1 || !b.big2 || !b.qkv || !b.dqkv || !b.stat1 ||
+        !b.stat2 || !b.stat3 || !b.wt || !b.dwt || !b.bias || !b.tok)
+        st = PX_FAIL(err, PX_ERR_NOMEM, "kernel timing: out of memory");
+    if (st == PX_OK) {
+        for (int i = 0; i < K_T; i++)
+            b.tok[i] = (int32_t)((i * 7919) % K_V);
+        struct {
+            const char *name;
+            group_fn fn;
+            double bytes;
+            double *bw;
+            bool in_layer; /* part of the per-layer mix behind mem_bound_eff */
+        } groups[] = {
+            {"norm (rmsnorm + layernorm)", norm_fb, norm_bytes(), &r->norm_bw, true},
+            {"residual", residual_fb, residual_bytes(), &r->residual_bw, true},
+            {"gelu", gelu_fb, gelu_bytes(), &r->gelu_bw, true},
+            {"swiglu", swiglu_fb, swiglu_bytes(), &r->swiglu_bw, true},
+            {"rope", rope_fb, rope_bytes(), &r->rope_bw, true},
+            {"cross-entropy", xent_fb, xent_bytes(), &r->xent_bw, false},
+            {"adamw", adamw_fb, adamw_bytes(), &r->adamw_bw, false},
+            {"embedding", embed_fb, embed_bytes(), &r->embed_bw, false},
+        };
+        double bytes = 0.0, secs = 0.0;
+        for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+            double t = time_group(o, groups[g].fn, &b);
+            *groups[g].bw = groups[g].bytes / t;
+            if (groups[g].in_layer) {
+                bytes += groups[g].bytes;
+                secs += t;
+            }
+            px_calib_say(o, "kernels: %-28s %8.2f GB/s in cost-model bytes (%.3f ms fwd+bwd)",
+                         groups[g].name, *groups[g].bw / 1e9, 1e3 * t);
+        }
+        r->elementwise_bw = bytes / secs;
+    }
+    free(b.x);
+    free(b.y);
+    free(b.z);
+    free(b.w);
+    free(b.big1);
+    free(b.big2);
+    free(b.adam_m);
+    free(b.adam_v);
+    free(b.qkv);
+    free(b.dqkv);
+    free(b.stat1);
+    free(b.stat2);
+    free(b.stat3);
+    free(b.wt);
+    free(b.dwt);
+    free(b.bias);
+    free(b.tok);
+    if (st != PX_OK)
+        return st;
+
+    /* Attention: sequence lengths of the tiny-to-small models, head 32..64. */
+    static const int64_t shapes[][3] = {{128, 4, 32}, {256, 4, 64}, {512, 4, 64}};
+    int n_shapes = o->quick ? 2 : 3;
+    double flops = 0.0, secs = 0.0;
+    for (int i = 0; i < n_shapes; i++) {
+        double f = 0.0;
+        double t = time_attention(o, shapes[i][0], shapes[i][1], shapes[i][2], &f, err);
+        if (!isfinite(t))
+            return err ? err->code : PX_ERR_NOMEM;
+        flops += f;
+        secs += t;
+        px_calib_say(o, "kernels: attention s=%-4lld heads=%lld d=%-3lld fwd+bwd %8.3f ms, "
+                     "%6.2f GFLOP/s (cost-model FLOPs)", (long long)shapes[i][0],
+                     (long long)shapes[i][1], (long long)shapes[i][2], 1e3 * t, f / t / 1e9);
+    }
+    r->attn_flops = flops / secs;
+    return PX_OK;
+}

@@ -1,0 +1,556 @@
+/* plan_main.c — the `plan` tool: search the parallel configurations of a
+ * model on G GPUs of a hardware profile, print them ranked (or as JSON),
+ * explain the chosen one and write it as a plan file. */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "px_cost.h"
+#include "px_plan_json.h"
+#include "px_search.h"
+
+static const char usage_text[] =
+    "usage: plan --model NAME|FILE --gpus G [options]\n"
+    "\n"
+    "Searches every valid way to split the training of a model over G GPUs and\n"
+    "ranks them by the predicted step time (docs/cost-model.md).\n"
+    "\n"
+    "  --model NAME|FILE      model preset (models/), or a preset / Hugging Face config.json\n"
+    "  --gpus G               number of GPUs\n"
+    "  --hw NAME|FILE         hardware profile (hw_profiles/; default " PX_HW_DEFAULT ")\n"
+    "  --seq S                sequence length (default: the model's); alias --seq-len\n"
+    "  --global-batch SEQS    global batch in sequences (default: 2^24 tokens / S)\n"
+    "  --tokens-per-step T    global batch in tokens\n"
+    "  --tp N --cp N --ep N --etp N --pp N --vpp N --dp N\n"
+    "                         fix a parallel dimension (etp: expert tensor parallel)\n"
+    "  --micro-batch N        fix the micro-batch size (sequences); alias --mbs\n"
+    "  --micro-batches N      fix the micro-batches per step per replica (m)\n"
+    "  --zero 0..3            fix the ZeRO stage\n"
+    "  --recompute none|selective|full\n"
+    "  --schedule gpipe|1f1b|interleaved|zb-h1|zb-h2\n"
+    "  --grad-dtype bf16|fp32 gradient dtype (default fp32 main gradients)\n"
+    "  --no-sp                sequence parallelism off (default on when TP > 1); --sp on|off\n"
+    "  --top K                rows in the table (default 10)\n"
+    "  --tokens D             time to train D tokens, with goodput (suffixes K M B T)\n"
+    "  --gpu-mtbf-hours H     per-GPU mean time between failures (default: the profile's)\n"
+    "  --explain              memory and time breakdown, rule-of-thumb plan beside the best\n"
+    "  --json                 print JSON instead of the table\n"
+    "  -o FILE                write the chosen plan (docs/plan-schema.md)\n"
+    "  --help                 this text\n";
+
+static void die_usage(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "plan: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(plan --help lists the options)\n");
+    exit(2);
+}
+
+static void die_error(const px_error *err)
+{
+    char buf[2048];
+    px_error_format(err, buf, sizeof buf);
+    fprintf(stderr, "plan: error: %s\n", buf);
+    exit(1);
+}
+
+static int64_t parse_int(const char *flag, const char *s, int64_t lo, int64_t hi)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s \"%%s\": expected an integer in %lld..%lld", flag,
+                 (long long)lo, (long long)hi);
+        die_usage(msg, s);
+    }
+    return v;
+}
+
+/* A positive number with an optional K/M/B/T (1e3..1e12) suffix. */
+static double parse_amount(const char *flag, const char *s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    double mult = 1.0;
+    if (end != s && *end && !end[1]) {
+        switch (*end) {
+        case 'K': case 'k': mult = 1e3; end++; break;
+        case 'M': case 'm': mult = 1e6; end++; break;
+        case 'B': case 'b': case 'G': case 'g': mult = 1e9; end++; break;
+        case 'T': case 't': mult = 1e12; end++; break;
+        default: break;
+        }
+    }
+    if (errno || end == s || *end || !(v > 0) || !isfinite(v)) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s \"%%s\": expected a positive number (suffix K, M, B, T)",
+                 flag);
+        die_usage(msg, s);
+    }
+    return v * mult;
+}
+
+typedef struct {
+    const char *model, *hw, *out;
+    int gpus;
+    bool json, explain;
+    px_search_opts opts;
+} cli;
+
+static void parse_args(int argc, char **argv, cli *c)
+{
+    memset(c, 0, sizeof *c);
+    c->hw = PX_HW_DEFAULT;
+    px_search_opts_init(&c->opts);
+    px_search_opts *o = &c->opts;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage_text, stdout);
+            exit(0);
+        }
+        if (!strcmp(a, "--json")) {
+            c->json = true;
+            continue;
+        }
+        if (!strcmp(a, "--explain")) {
+            c->explain = true;
+            continue;
+        }
+        if (!strcmp(a, "--no-sp")) {
+            o->sp = 0;
+            continue;
+        }
+        /* every other option takes a value */
+        const char *v = NULL;
+        char flag[64];
+        const char *eq = strchr(a, '=');
+        if (a[0] == '-' && a[1] == '-' && eq) {
+            snprintf(flag, sizeof flag, "%.*s", (int)(eq - a), a);
+            v = eq + 1;
+        } else {
+            snprintf(flag, sizeof flag, "%s", a);
+            if (flag[0] == '-' && i + 1 < argc)
+                v = argv[++i];
+        }
+        if (flag[0] != '-')
+            die_usage("unexpected argument \"%s\"", a);
+        if (!v)
+            die_usage("%s needs a value", flag);
+        const int64_t big = 1LL << 40;
+        if (!strcmp(flag, "--model"))
+            c->model = v;
+        else if (!strcmp(flag, "--hw"))
+            c->hw = v;
+        else if (!strcmp(flag, "-o") || !strcmp(flag, "--output"))
+            c->out = v;
+        else if (!strcmp(flag, "--gpus"))
+            c->gpus = (int)parse_int(flag, v, 1, 1 << 24);
+        else if (!strcmp(flag, "--seq") || !strcmp(flag, "--seq-len"))
+            o->seq_len = parse_int(flag, v, 1, big);
+        else if (!strcmp(flag, "--global-batch"))
+            o->global_batch = parse_int(flag, v, 1, big);
+        else if (!strcmp(flag, "--tokens-per-step"))
+            o->tokens_per_step = (int64_t)llround(parse_amount(flag, v));
+        else if (!strcmp(flag, "--tp"))
+            o->tp = (int)parse_int(flag, v, 1, 1 << 20);
+        else if (!strcmp(flag, "--cp"))
+            o->cp = (int)parse_int(flag, v, 1, 1 << 20);
+        else if (!strcmp(flag, "--ep"))
+            o->ep = (int)parse_int(flag, v, 1, 1 << 20);
+        else if (!strcmp(flag, "--etp"))
+            o->etp = (int)parse_int(flag, v, 1, 1 << 20);
+        else if (!strcmp(flag, "--pp"))
+            o->pp = (int)parse_int(flag, v, 1, 1 << 20);
+        else if (!strcmp(flag, "--vpp"))
+            o->vpp = (int)parse_int(flag, v, 1, 1 << 10);
+        else if (!strcmp(flag, "--dp"))
+            o->dp = (int)parse_int(flag, v, 1, 1 << 24);
+        else if (!strcmp(flag, "--micro-batch") || !strcmp(flag, "--mbs"))
+            o->micro_batch = parse_int(flag, v, 1, big);
+        else if (!strcmp(flag, "--micro-batches"))
+            o->n_micro = parse_int(flag, v, 1, big);
+        else if (!strcmp(flag, "--zero"))
+            o->zero = (int)parse_int(flag, v, 0, 3);
+        else if (!strcmp(flag, "--recompute")) {
+            px_recompute r;
+            px_error e;
+            if (px_recompute_parse(v, &r, &e) != PX_OK)
+                die_usage("--recompute \"%s\": allowed values are none, selective, full", v);
+            o->recompute = (int)r;
+        } else if (!strcmp(flag, "--schedule")) {
+            px_schedule s;
+            px_error e;
+            if (px_schedule_parse(v, &s, &e) != PX_OK)
+                die_usage("--schedule \"%s\": allowed values are gpipe, 1f1b, interleaved, "
+                          "zb-h1, zb-h2",
+                          v);
+            o->schedule = (int)s;
+        } else if (!strcmp(flag, "--grad-dtype")) {
+            if (!strcmp(v, "bf16"))
+                o->grad_fp32 = 0;
+            else if (!strcmp(v, "fp32"))
+                o->grad_fp32 = 1;
+            else
+                die_usage("--grad-dtype \"%s\": allowed values are bf16, fp32", v);
+        } else if (!strcmp(flag, "--sp")) {
+            if (!strcmp(v, "on"))
+                o->sp = 1;
+            else if (!strcmp(v, "off"))
+                o->sp = 0;
+            else
+                die_usage("--sp \"%s\": allowed values are on, off", v);
+        } else if (!strcmp(flag, "--top"))
+            o->top = (int)parse_int(flag, v, 1, PX_SEARCH_TOP_MAX);
+        else if (!strcmp(flag, "--tokens"))
+            o->train_tokens = parse_amount(flag, v);
+        else if (!strcmp(flag, "--gpu-mtbf-hours"))
+            o->gpu_mtbf_hours = parse_amount(flag, v);
+        else
+            die_usage("unknown option \"%s\"", flag);
+    }
+    if (!c->model)
+        die_usage("%s", "--model is required (a preset name such as 70b, or a config.json)");
+    if (c->gpus < 1)
+        die_usage("%s", "--gpus is required (a positive integer)");
+}
+
+/* ------------------------------------------------------------------ */
+/* people's output                                                     */
+
+static double gb(double bytes) { return bytes / 1e9; }
+
+static void print_row(const char *label, const px_candidate *c, bool chosen)
+{
+    const px_parallel *p = &c->par;
+    const px_prediction *q = &c->pred;
+    printf("%4s %4d %3d %3d %3d %3d %3d %5d %4lld %5lld %4d %-9s %-11s %-3s %9.1f %8.3f %10.4g %5.1f%% %s\n",
+           label, p->tp, p->cp, p->ep, p->etp, p->pp, p->vpp, p->dp, (long long)p->micro_batch,
+           (long long)p->n_micro, p->zero, px_recompute_name(p->recompute),
+           px_schedule_name(p->schedule), p->sp ? "on" : "off", gb((double)q->mem.total),
+           q->time.step_s, q->tokens_per_s, 100.0 * q->mfu, chosen ? "*" : "");
+}
+
+static void print_header(void)
+{
+    printf("%4s %4s %3s %3s %3s %3s %3s %5s %4s %5s %4s %-9s %-11s %-3s %9s %8s %10s %6s %s\n",
+           "rank", "TP", "CP", "EP", "ETP", "PP", "VPP", "DP", "mbs", "m", "ZeRO", "recompute",
+           "schedule", "SP", "mem[GB]", "step[s]", "tokens/s", "MFU", "chosen");
+}
+
+static void explain(px_cost_ctx *ctx, const px_candidate *c, const px_search_result *res,
+                    const px_hw *hw)
+{
+    px_cost_detail d;
+    px_prediction pr;
+    px_cost_eval(ctx, &c->par, c->pred.train_tokens, 0.0, &pr, &d, NULL);
+    const px_memory *m = &pr.mem;
+    printf("\n# memory per GPU, worst stage (stage %d of %d), GB (1e9 bytes)\n", m->worst_stage,
+           c->par.pp);
+    printf("  %-34s %10.2f\n", "weights", gb((double)m->weights));
+    printf("  %-34s %10.2f   (%s)\n", "gradients", gb((double)m->grads),
+           c->par.grad_fp32 ? "fp32 main gradients" : "bf16");
+    printf("  %-34s %10.2f   (ZeRO-%d)\n", "optimizer state", gb((double)m->optimizer),
+           c->par.zero);
+    printf("  %-34s %10.2f   (%.2f micro-batches in flight, %.1f MB a layer)\n",
+           "activations", gb((double)m->activations), d.inflight, d.layer_act_bytes / 1e6);
+    printf("    %-32s %10.2f\n", "attention", gb(d.act_attention));
+    printf("    %-32s %10.2f\n", "MLP", gb(d.act_mlp));
+    printf("    %-32s %10.2f\n", "norms", gb(d.act_norm));
+    printf("  %-34s %10.2f\n", "buffers", gb((double)m->buffers));
+    printf("    %-32s %10.2f\n", "embedding output", gb(d.buf_embedding));
+    printf("    %-32s %10.2f\n", "final norm + head input", gb(d.buf_final_norm));
+    printf("    %-32s %10.2f\n", "logits (fp32, current)", gb(d.buf_logits));
+    printf("    %-32s %10.2f\n", "loss softmax (fp32)", gb(d.buf_loss));
+    printf("    %-32s %10.2f\n", "recompute working set", gb(d.buf_recompute));
+    printf("    %-32s %10.2f\n", "p2p / ZeRO-3 gather", gb(d.buf_p2p));
+    printf("  %-34s %10.2f   of %.2f usable (%.2f HBM - %.2f reserve)\n", "total",
+           gb((double)m->total), gb((double)res->mem_limit_bytes), gb((double)hw->hbm_bytes),
+           gb((double)hw->mem_reserve_bytes));
+
+    const px_time *t = &pr.time;
+    printf("\n# time per step, seconds (exposed = on the critical path)\n");
+    printf("  %-34s %10.4f\n", "compute forward", d.compute_fwd_s);
+    printf("  %-34s %10.4f\n", "compute backward", d.compute_bwd_s);
+    printf("  %-34s %10.4f\n", "recompute", d.compute_recompute_s);
+    printf("    %-32s %10.4f\n", "GEMMs (fwd+bwd)", d.gemm_s);
+    printf("    %-32s %10.4f\n", "attention core", d.attn_s);
+    printf("    %-32s %10.4f\n", "memory-bound ops, head, loss", d.membound_s);
+    printf("  %-10s %12s %12s %12s  %s\n", "comm", "total", "exposed", "overlapped",
+           "GB/step   link");
+    struct {
+        const char *name;
+        double tot, exp, bytes;
+        bool cross;
+    } rows[5] = {
+        {"TP/SP", d.tp_total_s, d.tp_exposed_s, d.tp_bytes_per_step, d.tp_crosses},
+        {"CP ring", d.cp_total_s, d.cp_exposed_s, d.cp_bytes_per_step, d.cp_crosses},
+        {"EP a2a", d.ep_total_s, d.ep_exposed_s, d.ep_bytes_per_step, d.ep_crosses},
+        {"PP p2p", d.pp_total_s, d.pp_exposed_s, d.pp_bytes_per_step, d.pp_crosses},
+        {"DP/ZeRO", d.dp_total_s, d.dp_exposed_s, d.dp_bytes_per_step, d.dp_crosses},
+    };
+    for (int i = 0; i < 5; i++)
+        printf("  %-10s %12.4f %12.4f %12.4f  %8.2f  %s\n", rows[i].name, rows[i].tot,
+               rows[i].exp, rows[i].tot - rows[i].exp, gb(rows[i].bytes),
+               hw->torus ? "torus" : rows[i].cross ? "inter-node" : "intra-node");
+    printf("  %-34s %10.4f   (%.2f %% of the step; %.4f of ideal)\n", "pipeline bubble",
+           t->bubble_s, 100.0 * pr.bubble_fraction, d.bubble_over_ideal);
+    printf("  %-34s %10.4f\n", "optimizer step", t->optimizer_s);
+    printf("  %-34s %10.4f   (MFU %.1f %%, HFU %.1f %%)\n", "step", t->step_s, 100.0 * pr.mfu,
+           100.0 * pr.hfu);
+}
+
+static void print_goodput(const px_prediction *q)
+{
+    if (q->train_tokens <= 0)
+        return;
+    printf("\n# time to train %.3g tokens at %.4g tokens/s\n", q->train_tokens, q->tokens_per_s);
+    printf("  %-34s %10.1f\n", "days (no failures)", q->days_to_train);
+    printf("  %-34s %10.0f s (%.2f h)\n", "job MTBF", q->job_mtbf_s, q->job_mtbf_s / 3600.0);
+    printf("  %-34s %10.2f GB, %.1f s to write\n", "sharded checkpoint per GPU",
+           gb(q->ckpt_bytes_per_gpu), q->ckpt_write_s);
+    printf("  %-34s %10.0f s (Young/Daly)\n", "checkpoint interval", q->ckpt_interval_s);
+    printf("  %-34s %10.2f %%\n", "time lost to failures", 100.0 * q->lost_fraction);
+    printf("  %-34s %10.1f\n", "goodput-adjusted days", q->goodput_days);
+}
+
+/* ------------------------------------------------------------------ */
+/* machines' output                                                    */
+
+static json_int_t ib(double bytes) { return (json_int_t)llround(bytes); }
+
+/* The --explain numbers for machines: activations by part, comm by kind. */
+static json_t *detail_json(px_cost_ctx *ctx, const px_candidate *c)
+{
+    px_cost_detail d;
+    px_prediction pr;
+    px_cost_eval(ctx, &c->par, 0.0, 0.0, &pr, &d, NULL);
+    json_t *comm = json_object();
+    struct {
+        const char *name;
+        double tot, exp, bytes;
+        bool cross;
+    } rows[5] = {
+        {"tp", d.tp_total_s, d.tp_exposed_s, d.tp_bytes_per_step, d.tp_crosses},
+        {"cp", d.cp_total_s, d.cp_exposed_s, d.cp_bytes_per_step, d.cp_crosses},
+        {"ep", d.ep_total_s, d.ep_exposed_s, d.ep_bytes_per_step, d.ep_crosses},
+        {"pp", d.pp_total_s, d.pp_exposed_s, d.pp_bytes_per_step, d.pp_crosses},
+        {"dp", d.dp_total_s, d.dp_exposed_s, d.dp_bytes_per_step, d.dp_crosses},
+    };
+    for (int i = 0; i < 5; i++)
+        json_object_set_new(comm, rows[i].name,
+                            json_pack("{s:f,s:f,s:I,s:b}", "total_s", rows[i].tot, "exposed_s",
+                                      rows[i].exp, "bytes_per_step", ib(rows[i].bytes),
+                                      "crosses_node", rows[i].cross));
+    return json_pack(
+        "{s:I,s:I,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:o}",
+        "layer_activation_bytes", ib(d.layer_act_bytes), "act_attention_bytes",
+        ib(d.act_attention), "act_mlp_bytes", ib(d.act_mlp), "act_norm_bytes", ib(d.act_norm),
+        "inflight_microbatches", d.inflight, "buf_embedding_bytes", ib(d.buf_embedding),
+        "buf_logits_bytes", ib(d.buf_logits), "buf_loss_bytes", ib(d.buf_loss),
+        "buf_final_norm_bytes", ib(d.buf_final_norm), "buf_recompute_bytes",
+        ib(d.buf_recompute), "buf_p2p_bytes", ib(d.buf_p2p), "params_per_gpu",
+        (json_int_t)d.params_per_gpu, "tp_bytes_per_layer", ib(d.tp_bytes_per_layer),
+        "compute_fwd_s", d.compute_fwd_s, "compute_bwd_s", d.compute_bwd_s,
+        "compute_recompute_s", d.compute_recompute_s, "gemm_s", d.gemm_s, "attn_s", d.attn_s,
+        "membound_s", d.membound_s, "comm", comm);
+}
+
+static json_t *candidate_json(const px_candidate *c, int64_t seq)
+{
+    const px_parallel *p = &c->par;
+    const px_prediction *q = &c->pred;
+    json_t *par = json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:b,s:i,s:s,s:s,s:s}", "tp", p->tp,
+                            "cp", p->cp, "ep", p->ep, "etp", p->etp, "pp", p->pp, "vpp", p->vpp,
+                            "dp", p->dp, "sp", p->sp, "zero", p->zero, "schedule",
+                            px_schedule_name(p->schedule), "recompute",
+                            px_recompute_name(p->recompute), "grad_dtype",
+                            p->grad_fp32 ? "fp32" : "bf16");
+    json_t *mem = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:i}", "weights_bytes",
+                            (json_int_t)q->mem.weights, "grads_bytes", (json_int_t)q->mem.grads,
+                            "optimizer_bytes", (json_int_t)q->mem.optimizer, "activations_bytes",
+                            (json_int_t)q->mem.activations, "buffers_bytes",
+                            (json_int_t)q->mem.buffers, "total_bytes", (json_int_t)q->mem.total,
+                            "worst_stage", q->mem.worst_stage);
+    const px_time *t = &q->time;
+    json_t *tm = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "step_s",
+                           t->step_s, "compute_s", t->compute_s, "recompute_s", t->recompute_s,
+                           "tp_comm_s", t->tp_comm_s, "cp_comm_s", t->cp_comm_s, "ep_comm_s",
+                           t->ep_comm_s, "pp_comm_s", t->pp_comm_s, "dp_comm_s", t->dp_comm_s,
+                           "dp_comm_total_s", t->dp_comm_total_s, "cp_comm_total_s",
+                           t->cp_comm_total_s, "bubble_s", t->bubble_s, "optimizer_s",
+                           t->optimizer_s);
+    int64_t gbatch = px_parallel_global_batch(p);
+    json_t *o = json_pack("{s:o,s:I,s:I,s:I,s:I,s:o,s:o,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
+                          "parallel", par, "micro_batch", (json_int_t)p->micro_batch,
+                          "num_microbatches", (json_int_t)p->n_micro, "global_batch",
+                          (json_int_t)gbatch, "tokens_per_step", (json_int_t)(gbatch * seq),
+                          "memory", mem, "time", tm, "step_time_s", t->step_s,
+                          "bubble_fraction", q->bubble_fraction, "mfu", q->mfu, "hfu", q->hfu,
+                          "tokens_per_s", q->tokens_per_s, "model_flops_per_step",
+                          q->model_flops_per_step, "hw_flops_per_step", q->hw_flops_per_step);
+    if (q->train_tokens > 0) {
+        json_t *g = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "train_tokens",
+                              q->train_tokens, "days_to_train", q->days_to_train,
+                              "ckpt_bytes_per_gpu", q->ckpt_bytes_per_gpu, "ckpt_write_s",
+                              q->ckpt_write_s, "ckpt_interval_s", q->ckpt_interval_s,
+                              "job_mtbf_s", q->job_mtbf_s, "lost_fraction", q->lost_fraction,
+                              "goodput_days", isfinite(q->goodput_days) ? q->goodput_days : -1.0);
+        json_object_set_new(o, "time_to_train", g);
+    }
+    return o;
+}
+
+static void make_plan(px_plan *plan, const px_model *m, const px_hw *hw, const px_candidate *c)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->version = PX_PLAN_VERSION;
+    plan->model = *m;
+    plan->hw = *hw;
+    plan->par = c->par;
+    plan->pred = c->pred;
+}
+
+int main(int argc, char **argv)
+{
+    cli c;
+    parse_args(argc, argv, &c);
+    px_error err;
+    px_error_clear(&err);
+    static px_model model;
+    static px_hw hw;
+    if (px_model_load(c.model, NULL, &model, &err) != PX_OK)
+        die_error(&err);
+    if (px_hw_load(c.hw, NULL, &hw, &err) != PX_OK)
+        die_error(&err);
+    static px_search_result res;
+    px_status st = px_search_run(&model, &hw, c.gpus, &c.opts, &res, &err);
+    if (st != PX_OK)
+        die_error(&err);
+
+    const px_candidate *best = &res.top[0];
+    px_param_count pc;
+    px_model_count_params(&model, &pc);
+    static px_plan plan;
+    make_plan(&plan, &model, &hw, best);
+
+    if (c.json) {
+        json_t *root = json_object();
+        json_object_set_new(root, "model", json_string(model.name));
+        json_object_set_new(root, "hw", json_string(hw.name));
+        json_object_set_new(root, "gpus", json_integer(c.gpus));
+        json_object_set_new(root, "seq_len", json_integer(res.seq_len));
+        json_object_set_new(root, "global_batch", json_integer(res.global_batch));
+        json_object_set_new(root, "tokens_per_step", json_integer(res.tokens_per_step));
+        json_object_set_new(root, "params", json_integer(pc.total));
+        json_object_set_new(root, "mem_limit_bytes", json_integer(res.mem_limit_bytes));
+        json_t *rej = json_object();
+        for (int r = 0; r < PX_REJ_COUNT; r++)
+            json_object_set_new(rej, px_reject_name((px_reject)r),
+                                json_integer(res.rejected[r]));
+        json_object_set_new(
+            root, "search",
+            json_pack("{s:I,s:I,s:f,s:f,s:o}", "evaluated", (json_int_t)res.n_evaluated, "valid",
+                      (json_int_t)res.n_valid, "elapsed_s", res.elapsed_s, "configs_per_s",
+                      res.elapsed_s > 0 ? (double)res.n_evaluated / res.elapsed_s : 0.0,
+                      "rejected", rej));
+        static px_cost_ctx ctx;
+        if (px_cost_ctx_init(&ctx, &model, &hw, &err) != PX_OK)
+            die_error(&err);
+        json_t *plans = json_array();
+        for (int i = 0; i < res.n_top; i++) {
+            json_t *cj = candidate_json(&res.top[i], res.seq_len);
+            json_object_set_new(cj, "breakdown", detail_json(&ctx, &res.top[i]));
+            json_array_append_new(plans, cj);
+        }
+        json_object_set_new(root, "plans", plans);
+        json_object_set_new(root, "chosen", json_integer(0));
+        if (res.has_rule) {
+            json_t *r = candidate_json(&res.rule, res.seq_len);
+            json_object_set_new(r, "breakdown", detail_json(&ctx, &res.rule));
+            json_object_set_new(r, "fits", json_boolean(res.rule_fits));
+            json_object_set_new(r, "steps", json_string(res.rule_notes));
+            json_object_set_new(root, "rule_of_thumb", r);
+        }
+        json_t *pj = NULL;
+        if (px_plan_to_json(&plan, &pj, &err) == PX_OK && pj)
+            json_object_set_new(root, "plan", pj);
+        if (json_dumpf(root, stdout, JSON_SORT_KEYS | JSON_INDENT(2)) != 0) {
+            fprintf(stderr, "plan: error: writing JSON to stdout failed\n");
+            return 1;
+        }
+        fputc('\n', stdout);
+        json_decref(root);
+    } else {
+        bool billions = pc.total >= 1000000000;
+        printf("# plan: %s (%.4g %s parameters, %lld layers) on %d x %s (%d per node%s)\n",
+               model.name, (double)pc.total / (billions ? 1e9 : 1e6), billions ? "B" : "M",
+               (long long)model.n_layers, c.gpus, hw.name, hw.gpus_per_node,
+               hw.torus ? ", torus" : "");
+        printf("# sequence %lld, global batch %lld sequences = %lld tokens; memory limit %.1f GB "
+               "per GPU (%.1f HBM - %.1f reserve)\n",
+               (long long)res.seq_len, (long long)res.global_batch,
+               (long long)res.tokens_per_step, gb((double)res.mem_limit_bytes),
+               gb((double)hw.hbm_bytes), gb((double)hw.mem_reserve_bytes));
+        printf("# searched %lld configurations in %.1f ms (%.3g per second); %lld fit\n",
+               (long long)res.n_evaluated, 1e3 * res.elapsed_s,
+               res.elapsed_s > 0 ? (double)res.n_evaluated / res.elapsed_s : 0.0,
+               (long long)res.n_valid);
+        printf("# rejected:");
+        for (int r = 0; r < PX_REJ_COUNT; r++)
+            printf("%s %s %lld", r ? "," : "", px_reject_name((px_reject)r),
+                   (long long)res.rejected[r]);
+        printf("\n# units: mem = GB (1e9 bytes) per GPU, worst stage; step = seconds per "
+               "optimizer step; m = micro-batches per step\n");
+        print_header();
+        for (int i = 0; i < res.n_top; i++) {
+            char label[16];
+            snprintf(label, sizeof label, "%d", i + 1);
+            print_row(label, &res.top[i], i == 0);
+        }
+        printf("# chosen: rank 1: TP %d, CP %d, EP %d, PP %d, VPP %d, DP %d, micro-batch %lld x "
+               "%lld, ZeRO-%d, recompute %s, %s, %.3f s a step, MFU %.1f %%\n",
+               best->par.tp, best->par.cp, best->par.ep, best->par.pp, best->par.vpp,
+               best->par.dp, (long long)best->par.micro_batch, (long long)best->par.n_micro,
+               best->par.zero, px_recompute_name(best->par.recompute),
+               px_schedule_name(best->par.schedule), best->pred.time.step_s,
+               100.0 * best->pred.mfu);
+        if (c.explain) {
+            static px_cost_ctx ctx;
+            if (px_cost_ctx_init(&ctx, &model, &hw, &err) != PX_OK)
+                die_error(&err);
+            explain(&ctx, best, &res, &hw);
+            printf("\n# the lecture's rule of thumb (section 11) beside the searched best\n");
+            if (res.has_rule) {
+                printf("# rule steps: %s\n", res.rule_notes);
+                print_header();
+                print_row("best", best, true);
+                print_row("rule", &res.rule, false);
+                if (!res.rule_fits)
+                    printf("# the rule-of-thumb plan does NOT fit in %.1f GB\n",
+                           gb((double)res.mem_limit_bytes));
+                printf("# scores: searched best %.4g tokens/s (MFU %.1f %%), rule of thumb %.4g "
+                       "tokens/s (MFU %.1f %%): best / rule = %.3f\n",
+                       best->pred.tokens_per_s, 100.0 * best->pred.mfu,
+                       res.rule.pred.tokens_per_s, 100.0 * res.rule.pred.mfu,
+                       best->pred.tokens_per_s / res.rule.pred.tokens_per_s);
+            } else {
+                printf("# no rule-of-thumb plan is valid for this model and GPU count\n");
+            }
+        }
+        print_goodput(&best->pred);
+    }
+    if (c.out) {
+        if (px_plan_write(&plan, c.out, &err) != PX_OK)
+            die_error(&err);
+        if (!c.json)
+            printf("# wrote %s\n", c.out);
+    }
+    return 0;
+}

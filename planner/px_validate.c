@@ -1,0 +1,816 @@
+/* px_validate.c — published runs in, predictions and errors out; see
+ * px_validate.h and docs/validation.md. */
+#include "px_validate.h"
+
+#include <ctype.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "px_cost.h"
+
+/* ------------------------------------------------------------------ */
+/* JSON helpers: a null or missing field reads as "unpublished"        */
+
+static bool jnum(const json_t *obj, const char *key, double *out)
+{
+    json_t *v = obj ? json_object_get(obj, key) : NULL;
+    if (!v || !json_is_number(v))
+        return false;
+    *out = json_number_value(v);
+    return true;
+}
+
+static int64_t jint_or(const json_t *obj, const char *key, int64_t dflt)
+{
+    double d;
+    return jnum(obj, key, &d) ? (int64_t)llround(d) : dflt;
+}
+
+static double jpos_or(const json_t *obj, const char *key, double dflt)
+{
+    double d;
+    return jnum(obj, key, &d) && d > 0.0 ? d : dflt;
+}
+
+static const char *jstr(const json_t *obj, const char *key)
+{
+    json_t *v = obj ? json_object_get(obj, key) : NULL;
+    return v && json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static bool starts_with_ci(const char *s, const char *prefix)
+{
+    if (!s)
+        return false;
+    for (; *prefix; s++, prefix++)
+        if (tolower((unsigned char)*s) != tolower((unsigned char)*prefix))
+            return false;
+    return true;
+}
+
+static bool contains_ci(const char *s, const char *needle)
+{
+    if (!s)
+        return false;
+    for (; *s; s++)
+        if (starts_with_ci(s, needle))
+            return true;
+    return false;
+}
+
+/* First "19xx"/"20xx" in s, 0 if none. */
+static int year_in(const char *s)
+{
+    if (!s)
+        return 0;
+    for (const char *p = s; p[0] && p[1] && p[2] && p[3]; p++) {
+        if ((p[0] == '1' && p[1] == '9') || (p[0] == '2' && p[1] == '0')) {
+            if (isdigit((unsigned char)p[2]) && isdigit((unsigned char)p[3]) &&
+                (p == s || !isdigit((unsigned char)p[-1])) && !isdigit((unsigned char)p[4]))
+                return (int)strtol(p, NULL, 10);
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Row → model, hardware, published dimensions                          */
+
+/* The clusters of the file: DGX A100 (Selene), DGX H100; the profile carries
+ * the NVLink and per-GPU InfiniBand bandwidths. */
+static const char *profile_for_gpu(const char *gpu)
+{
+    if (contains_ci(gpu, "A100"))
+        return "a100-80g";
+    if (contains_ci(gpu, "H100"))
+        return "h100-sxm";
+    if (contains_ci(gpu, "H200"))
+        return "h200";
+    if (contains_ci(gpu, "H800"))
+        return "h800";
+    if (contains_ci(gpu, "GB200"))
+        return "gb200-nvl72";
+    if (contains_ci(gpu, "B200"))
+        return "b200";
+    return NULL;
+}
+
+static int parse_recompute(const char *s)
+{
+    if (!s)
+        return -1;
+    if (starts_with_ci(s, "full"))
+        return PX_RECOMPUTE_FULL;
+    if (starts_with_ci(s, "selective"))
+        return PX_RECOMPUTE_SELECTIVE;
+    if (starts_with_ci(s, "none"))
+        return PX_RECOMPUTE_NONE;
+    return -1;
+}
+
+static int tri_bool(const json_t *obj, const char *key)
+{
+    json_t *v = obj ? json_object_get(obj, key) : NULL;
+    if (!v || !json_is_boolean(v))
+        return -1;
+    return json_is_true(v) ? 1 : 0;
+}
+
+/* Fills one row; returns false (with row->note) when it cannot be modelled. */
+static bool parse_row(const json_t *jr, px_val_row *row)
+{
+    memset(row, 0, sizeof *row);
+    const char *id = jstr(jr, "id"), *group = jstr(jr, "group");
+    snprintf(row->id, sizeof row->id, "%s", id ? id : "?");
+    snprintf(row->group, sizeof row->group, "%s", group ? group : "?");
+    row->meas_tflops = row->meas_mfu = row->meas_hfu = row->meas_step_s = -1.0;
+    row->meas_layer_fwd_s = row->meas_layer_bwd_s = -1.0;
+
+    const json_t *jm = json_object_get(jr, "model"), *jh = json_object_get(jr, "hardware"),
+                 *jp = json_object_get(jr, "parallel"), *je = json_object_get(jr, "measured"),
+                 *js = json_object_get(jr, "source");
+
+    /* measured */
+    row->meas_tflops = jpos_or(je, "tflops_per_gpu", -1.0);
+    row->meas_mfu = jpos_or(je, "mfu", -1.0);
+    row->meas_hfu = jpos_or(je, "hfu", -1.0);
+    row->meas_step_s = jpos_or(je, "step_time_s", -1.0);
+    double fwd_ms = jpos_or(je, "layer_forward_ms", -1.0),
+           bwd_ms = jpos_or(je, "layer_backward_ms", -1.0);
+    if (fwd_ms > 0 && bwd_ms > 0) {
+        row->meas_layer_fwd_s = fwd_ms * 1e-3;
+        row->meas_layer_bwd_s = bwd_ms * 1e-3;
+    }
+    /* the FLOP convention: an HFU metric (or an HFU without an MFU) counts
+     * the recomputed forward in its TFLOP/s */
+    const char *um = jstr(je, "util_metric");
+    row->conv = (starts_with_ci(um, "HFU") || (row->meas_hfu > 0 && row->meas_mfu <= 0 &&
+                                               !starts_with_ci(um, "MFU")))
+                    ? PX_VAL_CONV_HW
+                    : PX_VAL_CONV_MODEL;
+
+    /* hardware */
+    const char *prof = profile_for_gpu(jstr(jh, "gpu"));
+    row->gpus = (int)jint_or(jh, "num_gpus", 0);
+    row->gpus_per_node = (int)jint_or(jh, "gpus_per_node", 0);
+    if (!prof) {
+        snprintf(row->note, sizeof row->note, "no profile for gpu \"%s\"",
+                 jstr(jh, "gpu") ? jstr(jh, "gpu") : "(null)");
+        return false;
+    }
+    snprintf(row->hw_name, sizeof row->hw_name, "%s", prof);
+
+    /* model: a GPT block (LayerNorm, learned positions, GeLU, biases, tied
+     * embeddings: Megatron's GPT), f = 4h unless the row says otherwise */
+    if (!jm || (json_object_get(jm, "moe") && !json_is_null(json_object_get(jm, "moe")))) {
+        snprintf(row->note, sizeof row->note, "MoE rows are not modelled by this harness yet");
+        return false;
+    }
+    px_model *m = &row->model;
+    snprintf(m->name, sizeof m->name, "%.63s", row->id);
+    m->block = PX_BLOCK_GPT;
+    m->attn = PX_ATTN_STANDARD;
+    m->hidden = jint_or(jm, "hidden", 0);
+    m->n_layers = jint_or(jm, "layers", 0);
+    m->n_heads = jint_or(jm, "heads", 0);
+    m->n_kv_heads = jint_or(jm, "kv_heads", m->n_heads);
+    m->head_dim = m->n_heads > 0 ? m->hidden / m->n_heads : 0;
+    m->ffn = jint_or(jm, "ffn", 4 * m->hidden);
+    m->vocab = jint_or(jm, "vocab", 0);
+    m->seq_len = jint_or(jm, "seq_len", 0);
+    m->max_positions = m->seq_len;
+    m->tied_embeddings = true;
+    m->qkv_bias = true;
+    m->moe_layer_freq = 1;
+    px_error e;
+    if (px_model_validate(m, &e) != PX_OK) {
+        snprintf(row->note, sizeof row->note, "%.150s", e.msg);
+        return false;
+    }
+
+    /* parallel: published values fixed, nulls free */
+    int cp = (int)jint_or(jp, "cp", 1);
+    row->tp = (int)jint_or(jp, "tp", 1);
+    row->pp = (int)jint_or(jp, "pp", 1);
+    row->vpp = (int)jint_or(jp, "vpp", 0);
+    row->dp = (int)jint_or(jp, "dp", 0);
+    if (cp != 1 || jint_or(jp, "ep", 1) != 1) {
+        snprintf(row->note, sizeof row->note, "cp/ep > 1 not handled by this harness");
+        return false;
+    }
+    if (row->dp <= 0 && row->tp > 0 && row->pp > 0)
+        row->dp = row->gpus / (row->tp * row->pp);
+    if (row->tp < 1 || row->pp < 1 || row->dp < 1 || row->tp * row->pp * row->dp != row->gpus) {
+        snprintf(row->note, sizeof row->note, "tp %d x pp %d x dp %d != %d GPUs", row->tp,
+                 row->pp, row->dp, row->gpus);
+        return false;
+    }
+    row->sp = tri_bool(jp, "sp");
+    row->zero = (int)jint_or(jp, "zero_stage", -1);
+    row->recompute = parse_recompute(jstr(jp, "recompute"));
+    row->micro_batch = jint_or(jp, "micro_batch", 0);
+    row->global_batch = jint_or(jp, "global_batch", 0);
+
+    /* FlashAttention (2022) reached Megatron in 2023: runs published before
+     * then materialise the s x s scores (fused softmax kernels) */
+    int year = year_in(jstr(jr, "framework"));
+    if (year == 0)
+        year = year_in(jstr(js, "ref"));
+    row->flash_attention = year == 0 || year >= 2023;
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+
+px_status px_validate_load(const char *path, const char *profiles_dir, px_val_report *out,
+                           px_error *err)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->path, sizeof out->path, "%s", path);
+    if (profiles_dir)
+        snprintf(out->profiles_dir, sizeof out->profiles_dir, "%s", profiles_dir);
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (!root) {
+        bool io = jerr.line <= 0;
+        return px_error_set(err, io ? PX_ERR_IO : PX_ERR_PARSE, path, io ? 0 : jerr.line,
+                            io ? 0 : jerr.column, "%s", jerr.text);
+    }
+    if (!json_is_array(root) || json_array_size(root) == 0) {
+        json_decref(root);
+        return px_error_set(err, PX_ERR_INVALID, path, 0, 0,
+                            "top level: expected a non-empty array of published runs");
+    }
+    size_t n = json_array_size(root);
+    out->rows = calloc(n, sizeof *out->rows);
+    if (!out->rows) {
+        json_decref(root);
+        return PX_FAIL(err, PX_ERR_NOMEM, "out of memory for %zu rows", n);
+    }
+    out->n_rows = (int)n;
+    for (size_t i = 0; i < n; i++) {
+        json_t *jr = json_array_get(root, i);
+        if (!json_is_object(jr)) {
+            json_decref(root);
+            px_validate_free(out);
+            return px_error_set(err, PX_ERR_INVALID, path, 0, 0,
+                                "row %zu: expected an object", i);
+        }
+        px_val_row *row = &out->rows[i];
+        if (!parse_row(jr, row))
+            continue;
+        /* the row's cluster: the profile with the row's node size */
+        px_hw hw;
+        px_error e;
+        if (px_hw_load(row->hw_name, profiles_dir, &hw, &e) != PX_OK) {
+            json_decref(root);
+            px_validate_free(out);
+            if (err)
+                *err = e;
+            return e.code;
+        }
+        row->evaluated = false;
+    }
+    json_decref(root);
+
+    /* a row without a global batch borrows it from a companion run of the
+     * same model on the same split (the abstract's 2240-GPU runs are Table 2's) */
+    for (int i = 0; i < out->n_rows; i++) {
+        px_val_row *r = &out->rows[i];
+        if (r->global_batch > 0 || r->model.hidden == 0)
+            continue;
+        for (int j = 0; j < out->n_rows; j++) {
+            const px_val_row *c = &out->rows[j];
+            if (j == i || c->global_batch <= 0 || c->model.hidden != r->model.hidden ||
+                c->model.n_layers != r->model.n_layers || c->gpus != r->gpus ||
+                c->tp != r->tp || c->pp != r->pp || c->dp != r->dp)
+                continue;
+            r->global_batch = c->global_batch;
+            r->global_batch_borrowed = true;
+            snprintf(r->note, sizeof r->note, "global batch %lld from %.96s",
+                     (long long)c->global_batch, c->id);
+            break;
+        }
+    }
+    return PX_OK;
+}
+
+void px_validate_free(px_val_report *r)
+{
+    free(r->rows);
+    r->rows = NULL;
+    r->n_rows = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Prediction: search over what the row leaves unpublished             */
+
+static double score_of(const px_prediction *p)
+{
+    return p->time.step_s;
+}
+
+static px_status predict_row(px_val_row *row, const char *profiles_dir, px_error *err)
+{
+    px_hw hw;
+    px_status st = px_hw_load(row->hw_name, profiles_dir, &hw, err);
+    if (st != PX_OK)
+        return st;
+    if (row->gpus_per_node > 0)
+        hw.gpus_per_node = row->gpus_per_node;
+    static px_cost_ctx ctx; /* large; one row at a time */
+    st = px_cost_ctx_init(&ctx, &row->model, &hw, err);
+    if (st != PX_OK)
+        return st;
+    const px_model *m = &row->model;
+    int64_t limit = hw.hbm_bytes - hw.mem_reserve_bytes;
+
+    /* per-layer rows need a micro-batch but no step: one micro-batch */
+    int64_t gb = row->global_batch;
+    if (gb <= 0) {
+        gb = (row->micro_batch > 0 ? row->micro_batch : 1) * row->dp;
+        if (!row->note[0])
+            snprintf(row->note, sizeof row->note, "global batch unpublished: one micro-batch");
+    }
+    if (gb % row->dp != 0) {
+        snprintf(row->note, sizeof row->note, "global batch %lld not divisible by dp %d",
+                 (long long)gb, row->dp);
+        return PX_OK;
+    }
+    int64_t per_replica = gb / row->dp;
+
+    int64_t bs[64];
+    int n_b = 0;
+    if (row->micro_batch > 0)
+        bs[n_b++] = row->micro_batch;
+    else
+        for (int64_t b = 1; b <= per_replica && n_b < 64; b++)
+            if (per_replica % b == 0)
+                bs[n_b++] = b;
+    int vs[16], n_v = 0;
+    if (row->vpp > 0)
+        vs[n_v++] = row->vpp;
+    else {
+        vs[n_v++] = 1;
+        for (int v = 2; v <= 8 && row->pp > 1; v++)
+            if (m->n_layers % ((int64_t)row->pp * v) == 0)
+                vs[n_v++] = v;
+    }
+    int r0 = row->recompute >= 0 ? row->recompute : 0;
+    int r1 = row->recompute >= 0 ? row->recompute : PX_RECOMPUTE_COUNT - 1;
+    int sp0 = row->sp >= 0 ? row->sp : 0, sp1 = row->sp >= 0 ? row->sp : (row->tp > 1);
+    /* Megatron's optimizers: plain (ZeRO 0) or distributed (ZeRO 1) */
+    int z0 = row->zero >= 0 ? row->zero : 0, z1 = row->zero >= 0 ? row->zero : 1;
+
+    static px_parallel par, best_par;
+    bool have = false, best_fits = false;
+    px_prediction best;
+    memset(&best, 0, sizeof best);
+    int n_scored = 0;
+    for (int ib = 0; ib < n_b; ib++)
+        for (int iv = 0; iv < n_v; iv++)
+            for (int r = r0; r <= r1; r++)
+                for (int sp = sp0; sp <= sp1; sp++)
+                    for (int z = z0; z <= z1; z++) {
+                        int64_t b = bs[ib];
+                        int v = vs[iv];
+                        if (per_replica % b != 0)
+                            continue;
+                        int64_t mm = per_replica / b;
+                        /* Megatron's interleaved schedule needs m divisible by p */
+                        if (v > 1 && row->vpp <= 0 && mm % row->pp != 0)
+                            continue;
+                        px_parallel_init(&par);
+                        par.tp = row->tp;
+                        par.pp = row->pp;
+                        par.dp = row->dp;
+                        par.vpp = row->pp > 1 ? v : 1;
+                        par.schedule = par.vpp > 1 ? PX_SCHED_INTERLEAVED : PX_SCHED_1F1B;
+                        par.sp = sp && row->tp > 1;
+                        par.zero = z;
+                        par.recompute = (px_recompute)r;
+                        par.micro_batch = b;
+                        par.n_micro = mm;
+                        par.seq_len = m->seq_len;
+                        par.flash_attention = row->flash_attention;
+                        if (px_cost_check(m, &par, NULL) != PX_OK)
+                            continue;
+                        px_prediction pred;
+                        if (px_cost_eval(&ctx, &par, 0.0, 0.0, &pred, NULL, NULL) != PX_OK)
+                            continue;
+                        n_scored++;
+                        bool fits = pred.mem.total <= limit;
+                        bool take = !have || (fits && !best_fits) ||
+                                    (fits == best_fits &&
+                                     (score_of(&pred) < score_of(&best) * (1.0 - 1e-12) ||
+                                      (score_of(&pred) <= score_of(&best) &&
+                                       pred.mem.total < best.mem.total)));
+                        if (take) {
+                            have = true;
+                            best_fits = fits;
+                            best = pred;
+                            best_par = par;
+                        }
+                    }
+    row->n_searched = n_scored;
+    if (!have) {
+        snprintf(row->note, sizeof row->note, "no valid configuration (divisibility)");
+        return PX_OK;
+    }
+    row->evaluated = true;
+    row->fits = best_fits;
+    row->par = best_par;
+    row->pred = best;
+    double step = best.time.step_s;
+    double flops = row->conv == PX_VAL_CONV_HW ? best.hw_flops_per_step : best.model_flops_per_step;
+    row->pred_tflops = step > 0 ? flops / step / row->gpus / 1e12 : 0.0;
+
+    /* one transformer layer, one micro-batch: Korthikanti's Table 4 */
+    px_layer_cost lc;
+    px_cost_layer(&ctx, &best_par, 0, &lc);
+    row->pred_layer_fwd_s = lc.fwd_s;
+    row->pred_layer_bwd_s = lc.bwd_s + lc.recompute_s[best_par.recompute];
+
+    if (row->meas_tflops > 0) {
+        row->on = PX_VAL_ON_TFLOPS;
+        row->err = row->pred_tflops / row->meas_tflops - 1.0;
+    } else if (row->meas_step_s > 0) {
+        row->on = PX_VAL_ON_STEP;
+        row->err = step / row->meas_step_s - 1.0;
+    } else if (row->meas_layer_fwd_s > 0) {
+        row->on = PX_VAL_ON_LAYER;
+        row->err = (row->pred_layer_fwd_s + row->pred_layer_bwd_s) /
+                       (row->meas_layer_fwd_s + row->meas_layer_bwd_s) -
+                   1.0;
+    }
+    if (row->meas_step_s > 0 && !row->global_batch_borrowed && row->global_batch > 0)
+        row->err_step = step / row->meas_step_s - 1.0;
+    return PX_OK;
+}
+
+static void stat_add(px_val_stat *s, const char *id, double err)
+{
+    double a = fabs(err);
+    s->mean_abs = (s->mean_abs * s->n + a) / (s->n + 1);
+    s->n++;
+    if (a > s->worst_abs || s->n == 1) {
+        s->worst_abs = a;
+        snprintf(s->worst_id, sizeof s->worst_id, "%s", id);
+    }
+}
+
+/* The time a row's measurement stands for, for ratios: step, layer, or
+ * (equal model FLOPs per step) the inverse of an MFU-convention TFLOP/s. */
+static bool ratio_time(const px_val_row *r, int kind, double *meas, double *pred)
+{
+    switch (kind) {
+    case 0:
+        if (r->meas_step_s <= 0)
+            return false;
+        *meas = r->meas_step_s;
+        *pred = r->pred.time.step_s;
+        return true;
+    case 1:
+        if (r->meas_layer_fwd_s <= 0)
+            return false;
+        *meas = r->meas_layer_fwd_s + r->meas_layer_bwd_s;
+        *pred = r->pred_layer_fwd_s + r->pred_layer_bwd_s;
+        return true;
+    default:
+        if (r->meas_tflops <= 0 || r->conv != PX_VAL_CONV_MODEL)
+            return false;
+        *meas = 1.0 / r->meas_tflops;
+        *pred = 1.0 / r->pred_tflops;
+        return true;
+    }
+}
+
+static void find_ratios(px_val_report *rep)
+{
+    rep->n_ratios = 0;
+    rep->worst_ratio_err = 0.0;
+    for (int i = 0; i < rep->n_rows; i++) {
+        const px_val_row *f = &rep->rows[i];
+        if (!f->evaluated || f->recompute != PX_RECOMPUTE_FULL)
+            continue;
+        int best = -1;
+        for (int j = 0; j < rep->n_rows; j++) {
+            const px_val_row *s = &rep->rows[j];
+            if (!s->evaluated || s->recompute != PX_RECOMPUTE_SELECTIVE ||
+                strcmp(s->group, f->group) != 0 || s->model.hidden != f->model.hidden ||
+                s->model.n_layers != f->model.n_layers || s->gpus != f->gpus ||
+                s->tp != f->tp || s->pp != f->pp || s->micro_batch != f->micro_batch)
+                continue;
+            if (best < 0 || (s->sp == f->sp && rep->rows[best].sp != f->sp))
+                best = j;
+        }
+        if (best < 0 || rep->n_ratios >= PX_VALIDATE_MAX_RATIOS)
+            continue;
+        const px_val_row *s = &rep->rows[best];
+        for (int kind = 0; kind < 3; kind++) {
+            double mf, pf, ms, ps;
+            if (!ratio_time(f, kind, &mf, &pf) || !ratio_time(s, kind, &ms, &ps))
+                continue;
+            px_val_ratio *q = &rep->ratios[rep->n_ratios++];
+            q->full_row = i;
+            q->sel_row = best;
+            q->meas_ratio = mf / ms;
+            q->pred_ratio = pf / ps;
+            q->err = q->pred_ratio / q->meas_ratio - 1.0;
+            if (fabs(q->err) > rep->worst_ratio_err)
+                rep->worst_ratio_err = fabs(q->err);
+            break;
+        }
+    }
+}
+
+px_status px_validate_run(px_val_report *rep, px_error *err)
+{
+    const char *dir = rep->profiles_dir[0] ? rep->profiles_dir : NULL;
+    rep->n_groups = 0;
+    memset(&rep->overall_tflops, 0, sizeof rep->overall_tflops);
+    memset(&rep->overall_step, 0, sizeof rep->overall_step);
+    snprintf(rep->overall_tflops.name, sizeof rep->overall_tflops.name, "all (TFLOP/s)");
+    snprintf(rep->overall_step.name, sizeof rep->overall_step.name, "all (step time)");
+    for (int i = 0; i < rep->n_rows; i++) {
+        px_val_row *row = &rep->rows[i];
+        if (row->model.hidden == 0)
+            continue; /* not modelled: parse_row left a note */
+        px_status st = predict_row(row, dir, err);
+        if (st != PX_OK)
+            return st;
+        if (!row->evaluated || row->on == PX_VAL_ON_NONE)
+            continue;
+        int g = 0;
+        while (g < rep->n_groups && strcmp(rep->groups[g].name, row->group) != 0)
+            g++;
+        if (g == rep->n_groups) {
+            if (rep->n_groups >= PX_VALIDATE_MAX_GROUPS)
+                return PX_FAIL(err, PX_ERR_INVALID, "more than %d groups in %s",
+                               PX_VALIDATE_MAX_GROUPS, rep->path);
+            memset(&rep->groups[g], 0, sizeof rep->groups[g]);
+            snprintf(rep->groups[g].name, sizeof rep->groups[g].name, "%s", row->group);
+            rep->n_groups++;
+        }
+        stat_add(&rep->groups[g], row->id, row->err);
+        if (row->on == PX_VAL_ON_TFLOPS)
+            stat_add(&rep->overall_tflops, row->id, row->err);
+        if (row->meas_step_s > 0 && row->err_step != 0.0)
+            stat_add(&rep->overall_step, row->id, row->err_step);
+    }
+    find_ratios(rep);
+    return PX_OK;
+}
+
+px_status px_validate_file(const char *path, const char *profiles_dir, px_val_report *out,
+                           px_error *err)
+{
+    px_status st = px_validate_load(path, profiles_dir, out, err);
+    if (st != PX_OK)
+        return st;
+    st = px_validate_run(out, err);
+    if (st != PX_OK)
+        px_validate_free(out);
+    return st;
+}
+
+bool px_validate_within_bounds(const px_val_report *r, char *why, int why_len)
+{
+    char dummy[8];
+    if (!why) {
+        why = dummy;
+        why_len = (int)sizeof dummy;
+    }
+    why[0] = '\0';
+    if (r->overall_tflops.n == 0) {
+        snprintf(why, (size_t)why_len, "no row with a measured throughput was evaluated");
+        return false;
+    }
+    if (r->overall_tflops.mean_abs > PX_VALIDATE_MAX_MAE) {
+        snprintf(why, (size_t)why_len,
+                 "throughput mean absolute error %.1f%% over %d rows > %.0f%%",
+                 100.0 * r->overall_tflops.mean_abs, r->overall_tflops.n,
+                 100.0 * PX_VALIDATE_MAX_MAE);
+        return false;
+    }
+    for (int g = 0; g < r->n_groups; g++)
+        if (r->groups[g].mean_abs > PX_VALIDATE_MAX_GROUP_MAE) {
+            snprintf(why, (size_t)why_len, "group %s: mean absolute error %.1f%% > %.0f%%",
+                     r->groups[g].name, 100.0 * r->groups[g].mean_abs,
+                     100.0 * PX_VALIDATE_MAX_GROUP_MAE);
+            return false;
+        }
+    for (int i = 0; i < r->n_ratios; i++)
+        if (fabs(r->ratios[i].err) > PX_VALIDATE_MAX_RATIO_ERR) {
+            snprintf(why, (size_t)why_len,
+                     "full/selective ratio of %s: predicted %.3f vs measured %.3f (%+.1f%%, "
+                     "bound %.0f%%)",
+                     r->rows[r->ratios[i].full_row].id, r->ratios[i].pred_ratio,
+                     r->ratios[i].meas_ratio, 100.0 * r->ratios[i].err,
+                     100.0 * PX_VALIDATE_MAX_RATIO_ERR);
+            return false;
+        }
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Output                                                              */
+
+static void fmt_opt(char *buf, size_t n, double v, const char *fmt)
+{
+    if (v > 0)
+        snprintf(buf, n, fmt, v);
+    else
+        snprintf(buf, n, "n/a");
+}
+
+static void fmt_pct(char *buf, size_t n, bool have, double e)
+{
+    if (have)
+        snprintf(buf, n, "%+.1f", 100.0 * e);
+    else
+        snprintf(buf, n, "n/a");
+}
+
+void px_validate_write_table(const px_val_report *r, FILE *out)
+{
+    fprintf(out, "# validate: %s, %d rows\n", r->path, r->n_rows);
+    fprintf(out, "# conv: HFU = hardware FLOPs (recomputed forward counted), MFU = model FLOPs;"
+                 " err = pred/meas - 1\n");
+    fprintf(out, "# searched (when unpublished): micro-batch b, vpp, recompute, sp, zero 0/1;"
+                 " '!' = predicted not to fit in HBM\n");
+    fprintf(out, "%-40s %5s %2s %2s %3s %4s %3s %4s %2s %2s %4s %8s %8s %7s %6s %6s %8s %8s %7s\n",
+                 "id", "gpus", "tp", "pp", "vpp", "dp", "b", "rc", "sp", "z", "conv", "meas_TF",
+                 "pred_TF", "err%", "m_mfu", "p_mfu", "meas_s", "pred_s", "s_err%");
+    for (int i = 0; i < r->n_rows; i++) {
+        const px_val_row *w = &r->rows[i];
+        if (!w->evaluated) {
+            fprintf(out, "%-40.40s not evaluated: %s\n", w->id, w->note);
+            continue;
+        }
+        const px_parallel *p = &w->par;
+        char mtf[16], mmfu[16], mst[16], e1[16], e2[16];
+        fmt_opt(mtf, sizeof mtf, w->meas_tflops, "%.1f");
+        fmt_opt(mmfu, sizeof mmfu, w->meas_mfu, "%.3f");
+        fmt_opt(mst, sizeof mst, w->meas_step_s, "%.2f");
+        fmt_pct(e1, sizeof e1, w->on == PX_VAL_ON_TFLOPS, w->err);
+        fmt_pct(e2, sizeof e2, w->meas_step_s > 0 && w->err_step != 0.0, w->err_step);
+        static const char *const rc[] = {"none", "sel", "full"};
+        fprintf(out,
+                "%-40.40s %5d %2d %2d %3d %4d %3lld %4s %2d %2d %4s %8s %8.1f %7s %6s %6.3f %8s "
+                "%8.2f %7s%s\n",
+                w->id, w->gpus, p->tp, p->pp, p->vpp, p->dp, (long long)p->micro_batch,
+                rc[p->recompute], p->sp ? 1 : 0, p->zero,
+                w->conv == PX_VAL_CONV_HW ? "HFU" : "MFU", mtf, w->pred_tflops, e1, mmfu,
+                w->pred.mfu, mst, w->pred.time.step_s, e2, w->fits ? "" : " !");
+    }
+
+    bool any_layer = false;
+    for (int i = 0; i < r->n_rows; i++)
+        any_layer |= r->rows[i].evaluated && r->rows[i].meas_layer_fwd_s > 0;
+    if (any_layer) {
+        fprintf(out, "\n# one transformer layer, one micro-batch (ms)\n");
+        fprintf(out, "%-40s %8s %8s %8s %8s %8s %8s %7s\n", "id", "m_fwd", "p_fwd", "m_bwd",
+                "p_bwd", "m_total", "p_total", "err%");
+        for (int i = 0; i < r->n_rows; i++) {
+            const px_val_row *w = &r->rows[i];
+            if (!w->evaluated || w->meas_layer_fwd_s <= 0)
+                continue;
+            double mt = w->meas_layer_fwd_s + w->meas_layer_bwd_s,
+                   pt = w->pred_layer_fwd_s + w->pred_layer_bwd_s;
+            fprintf(out, "%-40.40s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %+7.1f\n", w->id,
+                    1e3 * w->meas_layer_fwd_s, 1e3 * w->pred_layer_fwd_s,
+                    1e3 * w->meas_layer_bwd_s, 1e3 * w->pred_layer_bwd_s, 1e3 * mt, 1e3 * pt,
+                    100.0 * (pt / mt - 1.0));
+        }
+    }
+    if (r->n_ratios > 0) {
+        fprintf(out, "\n# full / selective recompute time ratios (bound %.0f%%)\n",
+                100.0 * PX_VALIDATE_MAX_RATIO_ERR);
+        fprintf(out, "%-40s %-40s %7s %7s %7s\n", "full", "selective", "meas", "pred", "err%");
+        for (int i = 0; i < r->n_ratios; i++) {
+            const px_val_ratio *q = &r->ratios[i];
+            fprintf(out, "%-40.40s %-40.40s %7.3f %7.3f %+7.1f\n", r->rows[q->full_row].id,
+                    r->rows[q->sel_row].id, q->meas_ratio, q->pred_ratio, 100.0 * q->err);
+        }
+    }
+    fprintf(out, "\n# mean and worst absolute error by group (primary metric: TFLOP/s, else step"
+                 " time, else layer time)\n");
+    fprintf(out, "%-28s %4s %8s %8s  %s\n", "group", "n", "mean%", "worst%", "worst row");
+    for (int g = 0; g < r->n_groups; g++) {
+        const px_val_stat *s = &r->groups[g];
+        fprintf(out, "%-28.28s %4d %8.1f %8.1f  %s\n", s->name, s->n, 100.0 * s->mean_abs,
+                100.0 * s->worst_abs, s->worst_id);
+    }
+    const px_val_stat *all[2] = {&r->overall_tflops, &r->overall_step};
+    for (int k = 0; k < 2; k++)
+        fprintf(out, "%-28.28s %4d %8.1f %8.1f  %s\n", all[k]->name, all[k]->n,
+                100.0 * all[k]->mean_abs, 100.0 * all[k]->worst_abs, all[k]->worst_id);
+    char why[256];
+    bool ok = px_validate_within_bounds(r, why, sizeof why);
+    fprintf(out, "# bounds (throughput MAE <= %.0f%%, group MAE <= %.0f%%, ratios <= %.0f%%): %s%s%s\n",
+            100.0 * PX_VALIDATE_MAX_MAE, 100.0 * PX_VALIDATE_MAX_GROUP_MAE,
+            100.0 * PX_VALIDATE_MAX_RATIO_ERR, ok ? "pass" : "FAIL", ok ? "" : ": ",
+            ok ? "" : why);
+}
+
+static json_t *stat_json(const px_val_stat *s)
+{
+    return json_pack("{s:s, s:i, s:f, s:f, s:s}", "name", s->name, "n", s->n, "mean_abs_err",
+                     s->mean_abs, "worst_abs_err", s->worst_abs, "worst_id", s->worst_id);
+}
+
+static json_t *num_or_null(double v)
+{
+    return v > 0 ? json_real(v) : json_null();
+}
+
+px_status px_validate_write_json(const px_val_report *r, FILE *out, px_error *err)
+{
+    json_t *root = json_object(), *rows = json_array(), *groups = json_array(),
+           *ratios = json_array();
+    if (!root || !rows || !groups || !ratios) {
+        json_decref(root);
+        json_decref(rows);
+        json_decref(groups);
+        json_decref(ratios);
+        return PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < r->n_rows; i++) {
+        const px_val_row *w = &r->rows[i];
+        json_t *o = json_pack("{s:s, s:s, s:b, s:s}", "id", w->id, "group", w->group,
+                              "evaluated", w->evaluated, "note", w->note);
+        if (w->evaluated) {
+            const px_parallel *p = &w->par;
+            json_object_set_new(o, "config",
+                                json_pack("{s:i, s:i, s:i, s:i, s:I, s:I, s:s, s:b, s:i, s:b}",
+                                          "tp", p->tp, "pp", p->pp, "vpp", p->vpp, "dp", p->dp,
+                                          "micro_batch", (json_int_t)p->micro_batch,
+                                          "n_micro", (json_int_t)p->n_micro, "recompute",
+                                          px_recompute_name(p->recompute), "sp", p->sp, "zero",
+                                          p->zero, "flash_attention", p->flash_attention));
+            json_object_set_new(o, "conv",
+                                json_string(w->conv == PX_VAL_CONV_HW ? "hfu" : "mfu"));
+            json_object_set_new(o, "fits", json_boolean(w->fits));
+            json_object_set_new(o, "meas_tflops", num_or_null(w->meas_tflops));
+            json_object_set_new(o, "pred_tflops", json_real(w->pred_tflops));
+            json_object_set_new(o, "meas_mfu", num_or_null(w->meas_mfu));
+            json_object_set_new(o, "pred_mfu", json_real(w->pred.mfu));
+            json_object_set_new(o, "pred_hfu", json_real(w->pred.hfu));
+            json_object_set_new(o, "meas_step_s", num_or_null(w->meas_step_s));
+            json_object_set_new(o, "pred_step_s", json_real(w->pred.time.step_s));
+            json_object_set_new(o, "meas_layer_fwd_s", num_or_null(w->meas_layer_fwd_s));
+            json_object_set_new(o, "meas_layer_bwd_s", num_or_null(w->meas_layer_bwd_s));
+            json_object_set_new(o, "pred_layer_fwd_s", json_real(w->pred_layer_fwd_s));
+            json_object_set_new(o, "pred_layer_bwd_s", json_real(w->pred_layer_bwd_s));
+            json_object_set_new(o, "err", w->on != PX_VAL_ON_NONE ? json_real(w->err) : json_null());
+        }
+        json_array_append_new(rows, o);
+    }
+    for (int g = 0; g < r->n_groups; g++)
+        json_array_append_new(groups, stat_json(&r->groups[g]));
+    for (int i = 0; i < r->n_ratios; i++) {
+        const px_val_ratio *q = &r->ratios[i];
+        json_array_append_new(ratios,
+                              json_pack("{s:s, s:s, s:f, s:f, s:f}", "full",
+                                        r->rows[q->full_row].id, "selective",
+                                        r->rows[q->sel_row].id, "meas_ratio", q->meas_ratio,
+                                        "pred_ratio", q->pred_ratio, "err", q->err));
+    }
+    json_object_set_new(root, "file", json_string(r->path));
+    json_object_set_new(root, "rows", rows);
+    json_object_set_new(root, "groups", groups);
+    json_object_set_new(root, "ratios", ratios);
+    json_object_set_new(root, "overall_tflops", stat_json(&r->overall_tflops));
+    json_object_set_new(root, "overall_step", stat_json(&r->overall_step));
+    json_object_set_new(root, "within_bounds", json_boolean(px_validate_within_bounds(r, NULL, 0)));
+    int rc = json_dumpf(root, out, JSON_SORT_KEYS | JSON_INDENT(1) | JSON_REAL_PRECISION(6));
+    json_decref(root);
+    if (rc != 0)
+        return PX_FAIL(err, PX_ERR_IO, "could not write the JSON report");
+    fputc('\n', out);
+    return PX_OK;
+}
+
+#define PX_VALIDATE_REL_SHARED "/../shared/data/published-megatron.json"
+#define PX_VALIDATE_REL_COPY "/tests/validate/data/published-megatron.json"
+
+void px_validate_default_path(char *buf, int buf_len)
+{
+    const char *env = getenv("PARALLAX_SOURCE_ROOT");
+    const char *roots[2] = {env && env[0] ? env : NULL, PX_SOURCE_ROOT};
+    const char *rels[2] = {PX_VALIDATE_REL_SHARED, PX_VALIDATE_REL_COPY};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 2; i++) {
+            if (!roots[i])
+                continue;
+            snprintf(buf, (size_t)buf_len, "%s%s", roots[i], rels[k]);
+            if (access(buf, R_OK) == 0)
+                return;
+        }
+    snprintf(buf, (size_t)buf_len, "%s%s", roots[0] ? roots[0] : PX_SOURCE_ROOT,
+             PX_VALIDATE_REL_COPY);
+}

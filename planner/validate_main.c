@@ -1,0 +1,76 @@
+/* validate_main.c — `validate [FILE]`: predicts every published run of FILE
+ * (default: shared/data/published-megatron.json beside the source tree) and
+ * prints predicted vs measured with the errors per row, per group and
+ * overall.  See docs/validation.md. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "px_validate.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: validate [FILE] [--json] [--check] [--hw-dir DIR]\n"
+            "  FILE        published runs (JSON array); default: the shared data file\n"
+            "  --json      write the report as JSON (sorted keys) instead of the table\n"
+            "  --check     exit 1 when the issue-7 bounds do not hold (throughput MAE <= %.0f%%,\n"
+            "              every group <= %.0f%%, full/selective ratios within %.0f%%)\n"
+            "  --hw-dir    directory of hardware profiles (default: hw_profiles/)\n",
+            100.0 * PX_VALIDATE_MAX_MAE, 100.0 * PX_VALIDATE_MAX_GROUP_MAE,
+            100.0 * PX_VALIDATE_MAX_RATIO_ERR);
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = NULL, *hw_dir = NULL;
+    bool json = false, check = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else if (strcmp(argv[i], "--check") == 0)
+            check = true;
+        else if (strcmp(argv[i], "--hw-dir") == 0 && i + 1 < argc)
+            hw_dir = argv[++i];
+        else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "validate: unknown option %s\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else if (!path)
+            path = argv[i];
+        else {
+            fprintf(stderr, "validate: one FILE only (got %s and %s)\n", path, argv[i]);
+            return 2;
+        }
+    }
+    char def[1024];
+    if (!path) {
+        px_validate_default_path(def, sizeof def);
+        path = def;
+    }
+    px_val_report rep;
+    px_error err;
+    px_error_clear(&err);
+    if (px_validate_file(path, hw_dir, &rep, &err) != PX_OK) {
+        char msg[2048];
+        px_error_format(&err, msg, sizeof msg);
+        fprintf(stderr, "validate: %s\n", msg);
+        return 2;
+    }
+    int rc = 0;
+    if (json) {
+        if (px_validate_write_json(&rep, stdout, &err) != PX_OK) {
+            fprintf(stderr, "validate: %s\n", err.msg);
+            rc = 2;
+        }
+    } else {
+        px_validate_write_table(&rep, stdout);
+    }
+    if (rc == 0 && check && !px_validate_within_bounds(&rep, NULL, 0))
+        rc = 1;
+    px_validate_free(&rep);
+    return rc;
+}

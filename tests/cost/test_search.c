@@ -1,0 +1,249 @@
+/* test_search.c — the search: ranking, fixed dimensions, rejection counts,
+ * infeasible requests with their closest miss, the lecture's topology facts
+ * (TPU: no pipeline; H100: TP never leaves a node), node crossing, and the
+ * rule-of-thumb plan. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "px_cost.h"
+#include "px_layout.h"
+#include "px_search.h"
+#include "px_test.h"
+
+static px_model model;
+static px_hw hw;
+static px_search_result res;
+
+static void load(const char *m, const char *h)
+{
+    px_error err;
+    CHECK_MSG(px_model_load(m, NULL, &model, &err) == PX_OK, "%s", err.msg);
+    CHECK_MSG(px_hw_load(h, NULL, &hw, &err) == PX_OK, "%s", err.msg);
+}
+
+static px_status run(int gpus, const px_search_opts *o, px_error *err)
+{
+    return px_search_run(&model, &hw, gpus, o, &res, err);
+}
+
+static void ranking_and_topology(void)
+{
+    px_search_opts o;
+    px_search_opts_init(&o);
+    px_error err;
+    const struct {
+        const char *model;
+        int gpus;
+    } cases[] = {{"70b", 1024}, {"seed-70b", 1024}, {"llama3-8b", 64}, {"mixtral-8x7b", 256},
+                 {"llama3-405b", 2048}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        load(cases[i].model, "h100-sxm");
+        CHECK_MSG(run(cases[i].gpus, &o, &err) == PX_OK, "%s: %s", cases[i].model, err.msg);
+        CHECK(res.n_top == PX_SEARCH_TOP_DEFAULT);
+        CHECK(res.tokens_per_step == (PX_SEARCH_TOKENS_PER_STEP_DEFAULT / model.seq_len) * model.seq_len);
+        for (int k = 1; k < res.n_top; k++)
+            CHECK(res.top[k].pred.time.step_s >= res.top[k - 1].pred.time.step_s);
+        const px_parallel *b = &res.top[0].par;
+        CHECK(b->tp * b->cp * b->pp * b->dp == cases[i].gpus);
+        CHECK(res.top[0].pred.mem.total <= res.mem_limit_bytes);
+        CHECK(px_parallel_global_batch(b) == res.global_batch);
+        /* on the GPU cluster the chosen TP group stays inside a node */
+        px_layout lay;
+        CHECK(px_layout_init(&lay, b, &err) == PX_OK);
+        CHECK_MSG(!px_layout_crosses_node(&lay, PX_DIM_TP, hw.gpus_per_node),
+                  "%s: chosen tp %d crosses a node", cases[i].model, b->tp);
+        CHECK(b->tp <= hw.gpus_per_node);
+        CHECK(res.n_valid > 0 && res.n_evaluated >= res.n_valid);
+        CHECK(res.has_rule);
+    }
+    /* the lecture's Gemma remark: on a TPU torus, seed-70b on 1024 chips uses no pipeline */
+    load("seed-70b", "tpu-v5p");
+    CHECK(run(1024, &o, &err) == PX_OK);
+    CHECK_MSG(res.top[0].par.pp == 1, "tpu-v5p chose pp %d", res.top[0].par.pp);
+}
+
+static void fixed_dimensions(void)
+{
+    px_error err;
+    px_search_opts o;
+    load("seed-70b", "h100-sxm");
+    px_search_opts_init(&o);
+    o.tp = 4;
+    o.pp = 8;
+    CHECK(run(1024, &o, &err) == PX_OK);
+    for (int k = 0; k < res.n_top; k++)
+        CHECK(res.top[k].par.tp == 4 && res.top[k].par.pp == 8);
+    /* everything fixed: exactly that configuration */
+    px_search_opts_init(&o);
+    o.tp = 8;
+    o.cp = 1;
+    o.pp = 4;
+    o.vpp = 1;
+    o.dp = 32;
+    o.micro_batch = 1;
+    o.n_micro = 64;
+    o.zero = 1;
+    o.recompute = PX_RECOMPUTE_NONE;
+    o.schedule = PX_SCHED_1F1B;
+    o.sp = 1;
+    o.grad_fp32 = 0;
+    CHECK(run(1024, &o, &err) == PX_OK);
+    CHECK(res.n_evaluated == 1 && res.n_top == 1);
+    const px_parallel *p = &res.top[0].par;
+    CHECK(p->tp == 8 && p->pp == 4 && p->dp == 32 && p->n_micro == 64 && p->zero == 1 &&
+          p->sp && !p->grad_fp32 && p->schedule == PX_SCHED_1F1B);
+    CHECK_CLOSE(res.top[0].pred.bubble_fraction, 3.0 / 67, 0.05, 0);
+    /* SP off when asked */
+    px_search_opts_init(&o);
+    o.tp = 8;
+    o.sp = 0;
+    CHECK(run(1024, &o, &err) == PX_OK);
+    for (int k = 0; k < res.n_top; k++)
+        CHECK(!res.top[k].par.sp && res.top[k].par.tp == 8);
+    /* the global batch option */
+    px_search_opts_init(&o);
+    o.global_batch = 512;
+    CHECK(run(1024, &o, &err) == PX_OK);
+    CHECK(px_parallel_global_batch(&res.top[0].par) == 512);
+    /* a fixed dp that does not match the other fixed sizes */
+    px_search_opts_init(&o);
+    o.tp = 8;
+    o.cp = 1;
+    o.pp = 4;
+    o.dp = 16;
+    CHECK(run(1024, &o, &err) == PX_ERR_INFEASIBLE);
+    CHECK(res.rejected[PX_REJ_GPUS] > 0);
+}
+
+static void infeasible(void)
+{
+    px_error err;
+    px_search_opts o;
+    px_search_opts_init(&o);
+    load("70b", "h100-sxm");
+    /* 7 GPUs: nothing divides (without uneven pipeline splits) */
+    o.uneven = false;
+    CHECK(run(7, &o, &err) == PX_ERR_INFEASIBLE);
+    CHECK(res.rejected[PX_REJ_HEADS] > 0 && res.rejected[PX_REJ_LAYERS] > 0);
+    CHECK(strstr(err.msg, "heads not divisible") != NULL);
+    o.uneven = true;
+    /* 8 GPUs: 70 B parameters cannot fit: the closest miss is named */
+    CHECK(run(8, &o, &err) == PX_ERR_INFEASIBLE);
+    CHECK(res.has_closest_miss && res.rejected[PX_REJ_MEMORY] > 0);
+    CHECK(res.closest_miss.pred.mem.total > res.mem_limit_bytes);
+    CHECK(strstr(err.msg, "closest miss") != NULL && strstr(err.msg, "over") != NULL);
+    CHECK(run(0, &o, &err) == PX_ERR_INVALID);
+}
+
+static void node_crossing(void)
+{
+    /* the same TP 8 group inside an 8-GPU node and across two 4-GPU nodes */
+    load("seed-70b", "h100-sxm");
+    px_parallel par;
+    px_parallel_init(&par);
+    par.tp = 8;
+    par.sp = true;
+    par.pp = 4;
+    par.dp = 32;
+    par.n_micro = 64;
+    par.zero = 1;
+    par.seq_len = 8192;
+    static px_cost_ctx ctx;
+    px_error err;
+    px_prediction in, out;
+    px_cost_detail din, dout;
+    CHECK(px_cost_ctx_init(&ctx, &model, &hw, &err) == PX_OK);
+    CHECK(px_cost_eval(&ctx, &par, 0, 0, &in, &din, &err) == PX_OK);
+    px_hw small = hw;
+    small.gpus_per_node = 4;
+    CHECK(px_cost_ctx_init(&ctx, &model, &small, &err) == PX_OK);
+    CHECK(px_cost_eval(&ctx, &par, 0, 0, &out, &dout, &err) == PX_OK);
+    CHECK(!din.tp_crosses && dout.tp_crosses);
+    CHECK_CLOSE(out.time.tp_comm_s / in.time.tp_comm_s, hw.intra_bw / hw.inter_bw, 0.05, 0);
+    CHECK(out.time.step_s > in.time.step_s);
+    /* a torus has no cliff */
+    px_hw torus = small;
+    torus.torus = true;
+    CHECK(px_cost_ctx_init(&ctx, &model, &torus, &err) == PX_OK);
+    CHECK(px_cost_eval(&ctx, &par, 0, 0, &out, &dout, &err) == PX_OK);
+    CHECK(!dout.tp_crosses);
+    CHECK_CLOSE(out.time.tp_comm_s, in.time.tp_comm_s, 1e-9, 0);
+}
+
+/* The closed-form expert-group crossing equals px_layout's exact answer. */
+static void expert_crossing(void)
+{
+    load("mixtral-8x7b", "h100-sxm");
+    static px_cost_ctx ctx;
+    px_error err;
+    CHECK(px_cost_ctx_init(&ctx, &model, &hw, &err) == PX_OK);
+    int tps[] = {1, 2, 4, 8}, cps[] = {1, 2}, pps[] = {1, 2, 4}, eps[] = {1, 2, 4, 8};
+    int checked = 0;
+    for (int a = 0; a < 4; a++)
+        for (int c = 0; c < 2; c++)
+            for (int p = 0; p < 3; p++)
+                for (int e = 0; e < 4; e++)
+                    for (int etp = 1; etp <= tps[a]; etp *= 2)
+                        for (int dp = 1; dp <= 8; dp *= 2) {
+                            px_parallel par;
+                            px_parallel_init(&par);
+                            par.tp = tps[a];
+                            par.cp = cps[c];
+                            par.pp = pps[p];
+                            par.dp = dp;
+                            par.ep = eps[e];
+                            par.etp = etp;
+                            par.n_micro = 8;
+                            par.seq_len = 4096;
+                            if ((par.tp * par.cp * par.dp) % (par.ep * par.etp))
+                                continue;
+                            px_layout lay;
+                            CHECK(px_layout_init(&lay, &par, &err) == PX_OK);
+                            px_prediction pr;
+                            px_cost_detail d;
+                            CHECK(px_cost_eval(&ctx, &par, 0, 0, &pr, &d, &err) == PX_OK);
+                            bool want = px_layout_crosses_node(&lay, PX_DIM_EP, hw.gpus_per_node);
+                            CHECK_MSG(d.ep_crosses == want,
+                                      "tp %d cp %d pp %d dp %d ep %d etp %d: %d != layout %d",
+                                      par.tp, par.cp, par.pp, par.dp, par.ep, par.etp,
+                                      d.ep_crosses, want);
+                            checked++;
+                        }
+    CHECK(checked > 100);
+}
+
+static void rule_of_thumb(void)
+{
+    px_error err;
+    px_search_opts o;
+    px_search_opts_init(&o);
+    /* the lecture's 70 B on 1024 H100: TP 8 + SP, ZeRO-1, selective recompute */
+    load("seed-70b", "h100-sxm");
+    CHECK(run(1024, &o, &err) == PX_OK);
+    CHECK(res.has_rule && res.rule_fits);
+    CHECK(res.rule.par.tp == 8 && res.rule.par.sp && res.rule.par.zero == 1);
+    CHECK(res.rule.par.recompute == PX_RECOMPUTE_SELECTIVE);
+    CHECK(res.rule.pred.time.step_s > 0);
+    /* the searched best is never worse than the rule under the same model */
+    CHECK(res.top[0].pred.tokens_per_s >= res.rule.pred.tokens_per_s * (1 - 1e-9) ||
+          px_parallel_global_batch(&res.rule.par) != res.global_batch);
+    /* a small model fits in one node: ZeRO-3 over everything */
+    load("llama3-8b", "h100-sxm");
+    CHECK(run(64, &o, &err) == PX_OK);
+    CHECK(res.has_rule && res.rule.par.zero == 3 && res.rule.par.dp == 64);
+    /* MoE: EP = min(E, g) */
+    load("mixtral-8x7b", "h100-sxm");
+    CHECK(run(256, &o, &err) == PX_OK);
+    CHECK(res.has_rule && res.rule.par.ep == 8 && res.rule.par.tp == 1);
+}
+
+int main(void)
+{
+    ranking_and_topology();
+    fixed_dimensions();
+    infeasible();
+    node_crossing();
+    expert_crossing();
+    rule_of_thumb();
+    return px_test_result("search");
+}

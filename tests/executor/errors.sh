@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Errors of `execute` (issue 3): a world size different from the plan's GPU
+# count, a malformed plan, a plan the executor cannot run, and a failure on one
+# rank mid-step all end with a clear message and a non-zero exit, never a hang.
+#   errors.sh BUILD_DIR
+set -u
+build=$1
+command -v mpirun >/dev/null || { echo "no mpirun: skipped"; exit 77; }
+export OPENBLAS_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+work=$(mktemp -d "${TMPDIR:-/tmp}/px-errors.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mkplan="$build/tests/executor/px_mkplan"
+exe="$build/execute"
+failed=0
+
+# expect NAME PATTERN NP ARGS...: execute must exit non-zero within 60 s and
+# its output must match PATTERN (grep -E).
+expect() {
+  local name=$1 pattern=$2 np=$3
+  shift 3
+  timeout 60 mpirun --oversubscribe -np "$np" "$exe" "$@" >"$work/$name.out" 2>&1
+  local rc=$?
+  if [ $rc -eq 0 ] || [ $rc -eq 124 ]; then
+    echo "FAIL $name: exit status $rc (want a non-zero exit, not a hang)"; cat "$work/$name.out"
+    failed=$((failed + 1)); return
+  fi
+  if ! grep -Eq -e "$pattern" "$work/$name.out"; then
+    echo "FAIL $name: output does not match /$pattern/"; cat "$work/$name.out"
+    failed=$((failed + 1)); return
+  fi
+  echo "ok   $name (exit $rc): $(grep -E -e "$pattern" "$work/$name.out" | head -1)"
+}
+
+"$mkplan" --model tiny-llama --tp 2 -o "$work/tp2.json" 2>/dev/null || exit 1
+# World size: every rank says it, with the count it needs.
+expect world_small "rank 0: .*needs .* = 2 ranks, but the job has 1" 1 --plan "$work/tp2.json"
+expect world_large "rank 2: .*needs .* = 2 ranks, but the job has 3" 3 --plan "$work/tp2.json"
+# Malformed plans: JSON syntax (file and position), a bad value, a missing file.
+printf '{ "version": 1, "model": {\n  "hidden": 64,, }\n' >"$work/syntax.json"
+expect bad_json "syntax.json:2" 1 --plan "$work/syntax.json"
+sed 's/"tp": 2/"tp": "two"/' "$work/tp2.json" >"$work/badtype.json"
+expect bad_field "tp" 2 --plan "$work/badtype.json"
+expect missing_file "nope.json" 1 --plan "$work/nope.json"
+expect no_plan "--plan FILE is required" 1 --steps 2
+# Valid plans this executor cannot run: tp must divide the heads, no CP.
+"$mkplan" --model tiny-llama --tp 3 -o "$work/tp3.json" 2>/dev/null
+expect tp_divides "tp = 3 must divide" 3 --plan "$work/tp3.json"
+sed 's/"cp": 1/"cp": 2/' "$work/tp2.json" | sed 's/"world_size": 2/"world_size": 4/' \
+  >"$work/cp2.json"
+expect cp_unsupported "context parallelism|cp" 4 --plan "$work/cp2.json"
+# A failure on one rank while the others are inside the step: the job ends.
+"$mkplan" --model tiny-llama --tp 2 --pp 2 -o "$work/tp2pp2.json" 2>/dev/null
+PX_EXECUTE_INJECT_FAILURE=3:1 expect rank_failure "rank 3: .*injected failure" 4 \
+  --plan "$work/tp2pp2.json" --steps 3 --warmup 0
+echo "$failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,333 @@
+/* test_kernels — every px_cpu_* backward against central finite differences
+ * of its forward, on random data (seed printed), through a random projection
+ * L = sum(r * y).  Plus: the attention probabilities path equals the
+ * recomputing path, the vocabulary-parallel cross-entropy over two shards
+ * equals the unsplit one, and AdamW matches its formula. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "px_kernels_cpu.h"
+#include "px_test.h"
+
+static uint64_t rng_state = 20261130;
+
+static float frand(void) /* uniform in [-1, 1) */
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(rng_state >> 40) / 8388608.0 - 1.0);
+}
+
+static float *randv(int64_t n)
+{
+    float *v = malloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = frand();
+    return v;
+}
+
+static double dot(const float *a, const float *b, int64_t n)
+{
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        s += (double)a[i] * b[i];
+    return s;
+}
+
+/* The operator under test: y = f(x), projected on r. */
+typedef double (*loss_fn)(void);
+
+/* Compares analytic[i] with the central difference of loss() in x[i], for
+ * `count` indices spread over x. */
+static void fd_check(const char *name, float *x, int64_t n, const float *analytic, loss_fn loss,
+                     int count)
+{
+    const float eps = 1e-2f;
+    int bad = 0;
+    for (int c = 0; c < count; c++) {
+        int64_t i = (int64_t)((double)c / count * (double)n);
+        float keep = x[i];
+        x[i] = keep + eps;
+        double lp = loss();
+        x[i] = keep - eps;
+        double lm = loss();
+        x[i] = keep;
+        double num = (lp - lm) / (2.0 * eps);
+        if (!(fabs(num - analytic[i]) <= 2e-3 + 2e-2 * fabs(num))) {
+            if (bad++ < 3)
+                fprintf(stderr, "%s[%lld]: analytic %.6g numeric %.6g\n", name, (long long)i,
+                        analytic[i], num);
+        }
+    }
+    CHECK_MSG(bad == 0, "%s: %d of %d gradients off", name, bad, count);
+}
+
+/* ---- shared problem sizes ---- */
+enum { S = 6, B = 2, T = S * B, C = 16, NH = 4, NKV = 2, HD = 8, F = 12, V = 10 };
+#define QKV ((NH + 2 * NKV) * HD)
+
+static float *g_x, *g_w, *g_b, *g_r, *g_y, *g_tmp1, *g_tmp2;
+
+static double l_rmsnorm(void)
+{
+    px_cpu_rmsnorm_fwd(g_y, g_tmp1, g_x, g_w, T, C, 1e-5f);
+    return dot(g_y, g_r, T * C);
+}
+
+static double l_layernorm(void)
+{
+    px_cpu_layernorm_fwd(g_y, g_tmp1, g_tmp2, g_x, g_w, g_b, T, C, 1e-5f);
+    return dot(g_y, g_r, T * C);
+}
+
+static double l_matmul(void)
+{
+    px_cpu_matmul_fwd(g_y, g_x, g_w, g_b, T, C, F);
+    return dot(g_y, g_r, T * F);
+}
+
+static double l_rope(void)
+{
+    memcpy(g_y, g_x, sizeof(float) * T * QKV);
+    px_cpu_rope_fwd(g_y, S, B, NH, NKV, HD, 3, 10000.0f);
+    return dot(g_y, g_r, T * QKV);
+}
+
+static double l_attention(void)
+{
+    px_cpu_attention_fwd(g_y, g_tmp1, NULL, g_x, S, B, NH, NKV, HD);
+    return dot(g_y, g_r, T * NH * HD);
+}
+
+static double l_swiglu(void)
+{
+    px_cpu_swiglu_fwd(g_y, g_x, T, F);
+    return dot(g_y, g_r, T * F);
+}
+
+static double l_gelu(void)
+{
+    px_cpu_gelu_fwd(g_y, g_x, T * F);
+    return dot(g_y, g_r, T * F);
+}
+
+static int32_t g_tok[T];
+
+static double l_embedding(void)
+{
+    px_cpu_embedding_fwd(g_y, g_tok, g_w, T, C, 2, 2 + V);
+    px_cpu_positions_fwd(g_y, g_b, S, B, C, 1);
+    return dot(g_y, g_r, T * C);
+}
+
+static double l_xent(void)
+{
+    float mx[T], se[T], tl[T], loss[T];
+    px_cpu_xent_max_fwd(mx, g_x, T, V);
+    px_cpu_xent_sumexp_fwd(se, tl, g_x, mx, g_tok, T, V, 0);
+    px_cpu_xent_loss_fwd(loss, mx, se, tl, T);
+    double s = 0.0;
+    for (int t = 0; t < T; t++)
+        s += loss[t];
+    return s;
+}
+
+int main(void)
+{
+    fprintf(stderr, "test_kernels: seed %llu\n", (unsigned long long)rng_state);
+    g_r = randv(T * QKV * 4);
+    g_y = malloc(sizeof(float) * T * QKV * 4);
+    g_tmp1 = malloc(sizeof(float) * T * QKV * 4);
+    g_tmp2 = malloc(sizeof(float) * T * QKV * 4);
+
+    /* RMSNorm */
+    g_x = randv(T * C);
+    g_w = randv(C);
+    {
+        float *dx = calloc(T * C, sizeof *dx), *dw = calloc(C, sizeof *dw);
+        l_rmsnorm();
+        px_cpu_rmsnorm_bwd(dx, dw, g_r, g_x, g_w, g_tmp1, T, C);
+        fd_check("rmsnorm dx", g_x, T * C, dx, l_rmsnorm, 24);
+        fd_check("rmsnorm dw", g_w, C, dw, l_rmsnorm, C);
+        free(dx);
+        free(dw);
+    }
+    /* LayerNorm */
+    g_b = randv(C);
+    {
+        float *dx = calloc(T * C, sizeof *dx), *dw = calloc(C, sizeof *dw),
+              *db = calloc(C, sizeof *db);
+        l_layernorm();
+        px_cpu_layernorm_bwd(dx, dw, db, g_r, g_x, g_w, g_tmp1, g_tmp2, T, C);
+        fd_check("layernorm dx", g_x, T * C, dx, l_layernorm, 24);
+        fd_check("layernorm dw", g_w, C, dw, l_layernorm, C);
+        fd_check("layernorm db", g_b, C, db, l_layernorm, C);
+        free(dx);
+        free(dw);
+        free(db);
+    }
+    free(g_w);
+    free(g_b);
+    /* matmul with bias: x [T, C], W [F, C], b [F] */
+    g_w = randv(F * C);
+    g_b = randv(F);
+    {
+        float *dx = malloc(sizeof(float) * T * C), *dw = calloc(F * C, sizeof *dw),
+              *db = calloc(F, sizeof *db);
+        l_matmul();
+        px_cpu_matmul_bwd(dx, dw, db, g_r, g_x, g_w, T, C, F);
+        fd_check("matmul dinp", g_x, T * C, dx, l_matmul, 24);
+        fd_check("matmul dweight", g_w, F * C, dw, l_matmul, 24);
+        fd_check("matmul dbias", g_b, F, db, l_matmul, F);
+        /* dweight accumulates: a second call doubles it */
+        float w0 = dw[5];
+        px_cpu_matmul_bwd(NULL, dw, NULL, g_r, g_x, g_w, T, C, F);
+        CHECK_CLOSE(dw[5], 2.0f * w0, 1e-5, 1e-6);
+        free(dx);
+        free(dw);
+        free(db);
+    }
+    free(g_x);
+    /* RoPE and attention on qkv [S, B, (NH + 2 NKV) HD] */
+    g_x = randv(T * QKV);
+    {
+        float *d = malloc(sizeof(float) * T * QKV);
+        memcpy(d, g_r, sizeof(float) * T * QKV);
+        px_cpu_rope_bwd(d, S, B, NH, NKV, HD, 3, 10000.0f);
+        fd_check("rope", g_x, T * QKV, d, l_rope, 40);
+        /* v heads are untouched */
+        l_rope();
+        CHECK(g_y[(NH + NKV) * HD] == g_x[(NH + NKV) * HD]);
+
+        float *out = malloc(sizeof(float) * T * NH * HD), *lse = malloc(sizeof(float) * B * NH * S);
+        float *probs = malloc(sizeof(float) * B * NH * S * S);
+        float *d2 = malloc(sizeof(float) * T * QKV);
+        px_cpu_attention_fwd(out, lse, probs, g_x, S, B, NH, NKV, HD);
+        px_cpu_attention_bwd(d, g_r, out, lse, NULL, g_x, S, B, NH, NKV, HD);
+        px_cpu_attention_bwd(d2, g_r, out, lse, probs, g_x, S, B, NH, NKV, HD);
+        fd_check("attention", g_x, T * QKV, d, l_attention, 48);
+        double worst = 0.0;
+        for (int i = 0; i < T * QKV; i++)
+            worst = fmax(worst, fabs(d[i] - d2[i]));
+        CHECK_MSG(worst < 1e-5, "stored vs recomputed probabilities: %g", worst);
+        /* causal: the first query sees only itself, so its output is its v */
+        for (int e = 0; e < HD; e++)
+            CHECK_CLOSE(out[e], g_x[(NH + NKV) * HD + e], 1e-5, 1e-6);
+        /* probability rows sum to one */
+        double s = 0.0;
+        for (int j = 0; j < S; j++)
+            s += probs[(S - 1) * S + j];
+        CHECK_CLOSE(s, 1.0, 1e-5, 0.0);
+        free(out);
+        free(lse);
+        free(probs);
+        free(d2);
+        free(d);
+    }
+    free(g_x);
+    /* SwiGLU and GeLU */
+    g_x = randv(T * 2 * F);
+    {
+        float *d = malloc(sizeof(float) * T * 2 * F);
+        l_swiglu();
+        px_cpu_swiglu_bwd(d, g_r, g_x, T, F);
+        fd_check("swiglu", g_x, T * 2 * F, d, l_swiglu, 30);
+        px_cpu_gelu_bwd(d, g_r, g_x, T * F);
+        fd_check("gelu", g_x, T * F, d, l_gelu, 30);
+        free(d);
+    }
+    free(g_x);
+    /* Embedding shard [2, 2 + V) with positions from 1 */
+    for (int t = 0; t < T; t++)
+        g_tok[t] = (int32_t)(t * 7 % (V + 4)); /* some outside the shard */
+    g_w = randv(V * C);
+    g_b = randv((S + 1) * C);
+    {
+        float *dt = calloc(V * C, sizeof *dt), *dp = calloc((S + 1) * C, sizeof *dp);
+        px_cpu_embedding_bwd(dt, g_r, g_tok, T, C, 2, 2 + V);
+        px_cpu_positions_bwd(dp, g_r, S, B, C, 1);
+        fd_check("embedding", g_w, V * C, dt, l_embedding, 40);
+        fd_check("positions", g_b, (S + 1) * C, dp, l_embedding, 40);
+        l_embedding();
+        int out_of_shard = -1;
+        for (int t = 0; t < T; t++)
+            if (g_tok[t] < 2 || g_tok[t] >= 2 + V)
+                out_of_shard = t;
+        CHECK(out_of_shard >= 0);
+        free(dt);
+        free(dp);
+    }
+    free(g_w);
+    free(g_b);
+    /* Cross-entropy: gradient, and two vocabulary shards equal the whole */
+    g_x = randv(T * V);
+    for (int t = 0; t < T; t++)
+        g_tok[t] = (int32_t)((t * 3) % V);
+    {
+        float mx[T], se[T], tl[T], loss[T];
+        float *d = malloc(sizeof(float) * T * V);
+        px_cpu_xent_max_fwd(mx, g_x, T, V);
+        px_cpu_xent_sumexp_fwd(se, tl, g_x, mx, g_tok, T, V, 0);
+        px_cpu_xent_loss_fwd(loss, mx, se, tl, T);
+        px_cpu_xent_bwd(d, g_x, mx, se, g_tok, 1.0f, T, V, 0);
+        fd_check("xent", g_x, T * V, d, l_xent, 40);
+        /* shards [0, 4) and [4, 10), combined as the caller's all-reduces would */
+        const int v1 = 4;
+        float *sh0 = malloc(sizeof(float) * T * v1), *sh1 = malloc(sizeof(float) * T * (V - v1));
+        for (int t = 0; t < T; t++) {
+            memcpy(sh0 + t * v1, g_x + t * V, sizeof(float) * v1);
+            memcpy(sh1 + t * (V - v1), g_x + t * V + v1, sizeof(float) * (V - v1));
+        }
+        float m0[T], m1[T], s0[T], s1[T], t0[T], t1[T], l2[T];
+        px_cpu_xent_max_fwd(m0, sh0, T, v1);
+        px_cpu_xent_max_fwd(m1, sh1, T, V - v1);
+        for (int t = 0; t < T; t++)
+            m0[t] = m1[t] = fmaxf(m0[t], m1[t]);
+        px_cpu_xent_sumexp_fwd(s0, t0, sh0, m0, g_tok, T, v1, 0);
+        px_cpu_xent_sumexp_fwd(s1, t1, sh1, m1, g_tok, T, V - v1, v1);
+        for (int t = 0; t < T; t++) {
+            s0[t] += s1[t];
+            t0[t] += t1[t];
+        }
+        px_cpu_xent_loss_fwd(l2, m0, s0, t0, T);
+        for (int t = 0; t < T; t++)
+            CHECK_CLOSE(l2[t], loss[t], 1e-5, 1e-6);
+        px_cpu_xent_bwd(sh1, sh1, m0, s0, g_tok, 1.0f, T, V - v1, v1); /* in place */
+        for (int t = 0; t < T; t++)
+            for (int v = v1; v < V; v++)
+                CHECK_CLOSE(sh1[t * (V - v1) + v - v1], d[t * V + v], 1e-5, 1e-6);
+        free(sh0);
+        free(sh1);
+        free(d);
+    }
+    free(g_x);
+    /* AdamW: one element by hand */
+    {
+        float p = 0.5f, g = 0.2f, m = 0.1f, v = 0.01f;
+        float pe = p, me = 0.9f * m + 0.1f * g, ve = 0.95f * v + 0.05f * g * g;
+        float mh = me / (1.0f - 0.9f * 0.9f), vh = ve / (1.0f - 0.95f * 0.95f);
+        pe -= 1e-2f * (mh / (sqrtf(vh) + 1e-8f) + 0.1f * p);
+        px_cpu_adamw_step(&p, &g, &m, &v, 1, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 2);
+        CHECK_CLOSE(p, pe, 1e-6, 1e-7);
+        CHECK_CLOSE(m, me, 1e-6, 0.0);
+        CHECK_CLOSE(v, ve, 1e-6, 0.0);
+    }
+    /* bias and residual */
+    {
+        float x[6] = {1, 2, 3, 4, 5, 6}, b[3] = {1, -1, 2}, db[3] = {0, 0, 0};
+        px_cpu_bias_add_fwd(x, b, 2, 3);
+        CHECK(x[0] == 2 && x[4] == 4 && x[5] == 8);
+        px_cpu_bias_add_bwd(db, x, 2, 3);
+        CHECK(db[0] == 2 + 5 && db[2] == 5 + 8);
+        float a[3] = {1, 2, 3}, c[3] = {3, 2, 1}, o[3], da[3] = {1, 1, 1}, dc[3] = {0, 0, 0};
+        px_cpu_residual_fwd(o, a, c, 3);
+        CHECK(o[0] == 4 && o[1] == 4 && o[2] == 4);
+        px_cpu_residual_bwd(da, dc, a, 3);
+        CHECK(da[2] == 4 && dc[2] == 3);
+    }
+    free(g_r);
+    free(g_y);
+    free(g_tmp1);
+    free(g_tmp2);
+    return px_test_result("kernels");
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# test_loop.sh — issue 4's loop, end to end on this machine:
+#   calibrate (or reuse a fresh calibration) -> plan with every dimension
+#   fixed on the calibrated profile -> execute under mpirun -> compare.
+# Fails when a predicted step time misses the measured one by more than 25%
+# or a predicted peak memory by more than 10%; prints the table either way.
+#
+# The calibration is cached in $PARALLAX_BUILD_ROOT/loop-cache/ and reused
+# while it is newer than build/calibrate (which links the executor's
+# kernels, so a kernel change recalibrates) and younger than
+# PX_LOOP_CALIB_MAX_AGE_S (default 6 h); PX_LOOP_RECALIBRATE=1 forces a new
+# one.  BLAS runs one thread per rank (the executor's one rank per core), for
+# calibrate and execute alike.
+set -u
+src=${PARALLAX_SOURCE_ROOT:?}
+build=${PARALLAX_BUILD_ROOT:?}
+here=$src/tests/loop
+export OPENBLAS_NUM_THREADS=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fail() { echo "FAIL: $*" >&2; exit 1; }
+command -v mpirun >/dev/null 2>&1 || { echo "SKIP: no mpirun"; exit 77; }
+for exe in calibrate plan execute compare; do
+  [ -x "$build/$exe" ] || fail "$build/$exe is not built"
+done
+
+cache=$build/loop-cache
+mkdir -p "$cache"
+profile=$cache/calibrated.json
+max_age=${PX_LOOP_CALIB_MAX_AGE_S:-21600}
+fresh=0
+if [ -f "$profile" ] && [ "${PX_LOOP_RECALIBRATE:-0}" != 1 ] &&
+   [ "$profile" -nt "$build/calibrate" ]; then
+  age=$(( $(date +%s) - $(stat -c %Y "$profile") ))
+  [ "$age" -lt "$max_age" ] && fresh=1
+fi
+if [ "$fresh" = 1 ]; then
+  echo "# reusing the calibration $profile ($(stat -c %y "$profile"))"
+else
+  echo "# calibrating: mpirun -np 2 calibrate --quick --mpi"
+  mpirun --oversubscribe -np 2 "$build/calibrate" --quick --mpi --name loop-cpu \
+    -o "$profile.tmp" || fail "calibrate failed"
+  mv "$profile.tmp" "$profile"
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# name ranks model flags...: every dimension fixed, so `plan` evaluates
+# exactly this configuration on the calibrated profile.
+runs=(
+  "llama-1rank 1 loop-llama --tp 1 --pp 1 --dp 1 --micro-batch 4 --global-batch 8"
+  "llama-tp2   2 loop-llama --tp 2 --pp 1 --dp 1 --micro-batch 4 --global-batch 8"
+  "gpt-pp2     2 loop-gpt   --tp 1 --pp 2 --dp 1 --micro-batch 2 --global-batch 8 --schedule 1f1b"
+  "gpt-dp2     2 loop-gpt   --tp 1 --pp 1 --dp 2 --micro-batch 4 --global-batch 8"
+  "llama-dp2z1 2 loop-llama --tp 1 --pp 1 --dp 2 --micro-batch 2 --global-batch 8 --zero 1"
+)
+reports=()
+for r in "${runs[@]}"; do
+  set -- $r
+  name=$1 ranks=$2 model=$3
+  shift 3
+  plan_args=(--model "$here/models/$model.json" --gpus "$ranks" --hw "$profile" --seq 128
+             --recompute none "$@")
+  [[ " $* " == *" --zero "* ]] || plan_args+=(--zero 0)
+  [[ " $* " == *" --schedule "* ]] || plan_args+=(--schedule 1f1b)
+  "$build/plan" "${plan_args[@]}" -o "$work/$name.plan.json" >"$work/$name.plan.txt" 2>&1 \
+    || { cat "$work/$name.plan.txt" >&2; fail "$name: plan ${plan_args[*]} failed"; }
+  mpirun --oversubscribe -np "$ranks" "$build/execute" --plan "$work/$name.plan.json" \
+    --steps 3 --warmup 1 --report "$work/$name.report.json" >"$work/$name.exec.txt" 2>&1 \
+    || { cat "$work/$name.exec.txt" >&2; fail "$name: execute failed"; }
+  reports+=("$work/$name.report.json")
+done
+
+"$build/compare" --max-time-err 0.25 --max-mem-err 0.10 "${reports[@]}"
+status=$?
+[ "$status" = 0 ] || { echo "FAIL: a prediction is outside the limits (table above)" >&2; exit 1; }
+echo "test_loop: ok"

@@ -1,0 +1,151 @@
+/* test_validate.c — issue 7: predicts the published Megatron runs, prints the
+ * table, and fails when the mean absolute error of predicted throughput (all
+ * rows, or any group) or a full/selective recompute ratio passes the bounds
+ * of px_validate.h.  Also checks the two FLOP conventions against the papers'
+ * closed forms and the loader's errors. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "px_test.h"
+#include "px_validate.h"
+
+/* Narayanan et al. 2021 eq. 3 (full recompute counted), per token. */
+static double narayanan_hw_flops_per_token(const px_model *m)
+{
+    double l = (double)m->n_layers, h = (double)m->hidden, s = (double)m->seq_len,
+           V = (double)m->vocab;
+    return 96.0 * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
+}
+
+/* Korthikanti et al. 2022 eq. 7 (model FLOPs), per token. */
+static double korthikanti_model_flops_per_token(const px_model *m)
+{
+    double l = (double)m->n_layers, h = (double)m->hidden, s = (double)m->seq_len,
+           V = (double)m->vocab;
+    return 72.0 * l * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * l * h));
+}
+
+static bool same_file(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    bool same = fa && fb;
+    while (same) {
+        int ca = fgetc(fa), cb = fgetc(fb);
+        if (ca != cb)
+            same = false;
+        if (ca == EOF || cb == EOF)
+            break;
+    }
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return same;
+}
+
+static void check_loader_errors(const char *root)
+{
+    px_val_report rep;
+    px_error err;
+    CHECK(px_validate_load("/nonexistent/published.json", NULL, &rep, &err) == PX_ERR_IO);
+    char path[1024];
+    snprintf(path, sizeof path, "%s", "/tmp/px_validate_bad_XXXXXX");
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0)
+        return;
+    FILE *f = fdopen(fd, "w");
+    fputs("[\n {\"id\": \"x\",\n  \"group\": }\n]\n", f);
+    fclose(f);
+    px_status st = px_validate_load(path, NULL, &rep, &err);
+    CHECK(st == PX_ERR_PARSE);
+    CHECK_MSG(err.line == 3, "parse error line %d, want 3", err.line);
+    f = fopen(path, "w");
+    fputs("{\"rows\": []}\n", f);
+    fclose(f);
+    CHECK(px_validate_load(path, NULL, &rep, &err) == PX_ERR_INVALID);
+    remove(path);
+    (void)root;
+}
+
+int main(void)
+{
+    const char *root = getenv("PARALLAX_SOURCE_ROOT");
+    if (!root)
+        root = PX_SOURCE_ROOT;
+    char copy[1024], shared[1024];
+    snprintf(copy, sizeof copy, "%s/tests/validate/data/published-megatron.json", root);
+    snprintf(shared, sizeof shared, "%s/../shared/data/published-megatron.json", root);
+    FILE *probe = fopen(shared, "rb");
+    if (probe) {
+        fclose(probe);
+        CHECK_MSG(same_file(copy, shared),
+                  "%s differs from %s: copy the shared file into tests/validate/data/", copy,
+                  shared);
+    }
+
+    check_loader_errors(root);
+
+    px_val_report rep;
+    px_error err;
+    px_error_clear(&err);
+    px_status st = px_validate_file(copy, NULL, &rep, &err);
+    if (st != PX_OK) {
+        char msg[2048];
+        px_error_format(&err, msg, sizeof msg);
+        fprintf(stderr, "validate: %s\n", msg);
+        CHECK(st == PX_OK);
+        return px_test_result("validate");
+    }
+    px_validate_write_table(&rep, stdout);
+    fflush(stdout);
+
+    CHECK(rep.n_rows == 48);
+    int n_eval = 0, n_hfu = 0, n_mfu = 0;
+    for (int i = 0; i < rep.n_rows; i++) {
+        const px_val_row *w = &rep.rows[i];
+        CHECK_MSG(w->evaluated, "row %s not evaluated: %s", w->id, w->note);
+        if (!w->evaluated)
+            continue;
+        n_eval++;
+        /* every published dimension is the one predicted */
+        CHECK(w->par.tp == w->tp && w->par.pp == w->pp && w->par.dp == w->dp);
+        if (w->micro_batch > 0)
+            CHECK(w->par.micro_batch == w->micro_batch);
+        if (w->recompute >= 0)
+            CHECK((int)w->par.recompute == w->recompute);
+        if (w->vpp > 0)
+            CHECK(w->par.vpp == w->vpp);
+        /* the row's FLOP convention, against the papers' closed forms for
+         * the GPT block with f = 4h */
+        double tokens = (double)w->par.micro_batch * (double)w->par.n_micro * w->par.dp *
+                        (double)w->model.seq_len;
+        double counted = w->pred_tflops * 1e12 * w->pred.time.step_s * w->gpus;
+        if (w->model.ffn == 4 * w->model.hidden) {
+            if (w->conv == PX_VAL_CONV_HW && w->par.recompute == PX_RECOMPUTE_FULL) {
+                n_hfu++;
+                CHECK_CLOSE(counted / tokens, narayanan_hw_flops_per_token(&w->model), 1e-9, 0);
+            } else if (w->conv == PX_VAL_CONV_MODEL) {
+                n_mfu++;
+                CHECK_CLOSE(counted / tokens, korthikanti_model_flops_per_token(&w->model), 1e-9,
+                            0);
+            }
+        }
+    }
+    CHECK(n_eval == 48);
+    CHECK(n_hfu >= 20 && n_mfu >= 20);
+    CHECK(rep.overall_tflops.n >= 39);
+    CHECK(rep.n_ratios >= 5);
+
+    char why[512];
+    bool ok = px_validate_within_bounds(&rep, why, sizeof why);
+    CHECK_MSG(ok, "%s", why);
+    CHECK_MSG(rep.overall_tflops.mean_abs <= PX_VALIDATE_MAX_MAE,
+              "throughput MAE %.3f > %.2f", rep.overall_tflops.mean_abs, PX_VALIDATE_MAX_MAE);
+    for (int g = 0; g < rep.n_groups; g++)
+        CHECK_MSG(rep.groups[g].mean_abs <= PX_VALIDATE_MAX_GROUP_MAE, "group %s MAE %.3f > %.2f",
+                  rep.groups[g].name, rep.groups[g].mean_abs, PX_VALIDATE_MAX_GROUP_MAE);
+    px_validate_free(&rep);
+    return px_test_result("validate");
+}
