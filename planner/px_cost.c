@@ -266,6 +266,7 @@ px_status px_cost_ctx_init(px_cost_ctx *ctx, const px_model *m, const px_hw *hw,
     }
     ctx->head_params = ctx->pc.lm_head > 0 ? ctx->pc.lm_head : m->vocab * m->hidden;
     int64_t s = m->seq_len > 0 ? m->seq_len : 1;
+    ctx->flops_seq_len = s;
     ctx->model_flops_per_token = px_flops_model_per_token(m, s);
     for (int r = 0; r < PX_RECOMPUTE_COUNT; r++)
         ctx->hw_flops_per_token[r] = px_flops_hw_per_token(m, s, (px_recompute)r);
@@ -1106,11 +1107,14 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
 
     int64_t s = seq_of(ctx, par);
     double tokens = (double)par->micro_batch * mm * par->dp * (double)s;
-    double fpt = ctx->model_flops_per_token, hpt = ctx->hw_flops_per_token[rc];
-    if (s != m->seq_len) {
-        fpt = px_flops_model_per_token(m, s);
-        hpt = px_flops_hw_per_token(m, s, rc);
+    if (s != ctx->flops_seq_len) {
+        /* FLOPs per token depend on s (attention): recompute once per length */
+        ctx->flops_seq_len = s;
+        ctx->model_flops_per_token = px_flops_model_per_token(m, s);
+        for (int r = 0; r < PX_RECOMPUTE_COUNT; r++)
+            ctx->hw_flops_per_token[r] = px_flops_hw_per_token(m, s, (px_recompute)r);
     }
+    double fpt = ctx->model_flops_per_token, hpt = ctx->hw_flops_per_token[rc];
     double gpus = (double)par->tp * par->cp * par->pp * par->dp;
     pred->model_flops_per_step = fpt * tokens;
     pred->hw_flops_per_step = hpt * tokens;

@@ -155,6 +155,7 @@ typedef struct {
     int64_t moe_layer_params;    /* one MoE layer, all experts */
     int64_t expert_params;       /* routed experts of one MoE layer */
     int64_t head_params;         /* LM head (V·h, also when tied and pp > 1) */
+    int64_t flops_seq_len;       /* the sequence length the two below are for */
     double model_flops_per_token;
     double hw_flops_per_token[PX_RECOMPUTE_COUNT];
     /* small cache of "does this group leave a node" for expert groups */

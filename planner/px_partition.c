@@ -371,6 +371,17 @@ static bool dominated(const px_partition_problem *pb, int i, int r)
     return false;
 }
 
+static bool identical_layers(const px_partition_problem *pb, int i, int j)
+{
+    if (pb->layer_static_bytes[i] != pb->layer_static_bytes[j])
+        return false;
+    for (int r = 0; r < R_COUNT; r++)
+        if (allowed(pb, r) && (pb->layer_time_s[i][r] != pb->layer_time_s[j][r] ||
+                               pb->layer_act_bytes[i][r] != pb->layer_act_bytes[j][r]))
+            return false;
+    return true;
+}
+
 static void row_begin(model *m) { m->rn = 0; }
 static void row_add(model *m, int col, double v)
 {
@@ -522,6 +533,36 @@ static px_status model_build(model *m, const px_partition_problem *pb, build_mod
                                      err);
             }
         }
+    /* Symmetry: when layers i and i+1 are identical and share a chunk, which
+     * of them recomputes makes no difference, and branch-and-bound would
+     * visit every permutation.  Order them: within a chunk the earlier layer
+     * takes the choice with the higher index.  The sum of z[i][c] -
+     * z[i+1][c] over c is 1 exactly when a chunk ends at layer i, which
+     * lifts the row (choice indices differ by at most 2). */
+    for (int i = 0; i + 1 < L && !st; i++) {
+        if (!identical_layers(pb, i, i + 1))
+            continue;
+        double rhs = 0.0;
+        row_begin(m);
+        for (int k = 0; k < 2; k++) {
+            int l = i + k;
+            double sign = k == 0 ? 1.0 : -1.0;
+            for (int c = cmin_of(m, l); c <= cmax_of(m, l); c++)
+                for (int r = 1; r < R_COUNT; r++)
+                    if (m->w[((size_t)l * C + c) * R_COUNT + r] >= 0)
+                        row_add(m, m->w[((size_t)l * C + c) * R_COUNT + r], sign * r);
+        }
+        for (int c = 0; c + 1 < C; c++) {
+            row_add_z(m, i, c, 2.0, &rhs);
+            row_add_z(m, i + 1, c, -2.0, &rhs);
+        }
+        /* row_add_z may list a z twice across i and i+1: they are distinct
+         * columns, so no duplicates arise */
+        if (m->rn > 0) {
+            snprintf(name, sizeof name, "sym_%d", i);
+            st = px_milp_add_row(m->mp, name, rhs, INFINITY, m->rn, m->rc, m->rv, NULL, err);
+        }
+    }
     /* Every chunk holds a layer. */
     for (int c = 0; c < C && !st; c++) {
         row_begin(m);

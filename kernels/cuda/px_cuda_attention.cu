@@ -28,6 +28,7 @@
  *   C (16 x 8, f32):   c0, c1 = (g, 2t..2t+1)  c2, c3 = (g + 8, 2t..2t+1)
  * Two bf16 in one 32-bit register: the lower index in the low half. */
 #include <math.h>
+#include <string.h>
 
 #include "px_cuda_common.cuh"
 
@@ -43,7 +44,9 @@
 static __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi)
 {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi); /* .x = lo = low 16 bits */
-    return *reinterpret_cast<uint32_t *>(&v);
+    uint32_t u;
+    memcpy(&u, &v, sizeof u); /* a register move; no type punning */
+    return u;
 }
 
 static __device__ __forceinline__ uint32_t pack_raw(uint16_t lo, uint16_t hi)

@@ -170,6 +170,46 @@ static void node_crossing(void)
     CHECK_CLOSE(out.time.tp_comm_s, in.time.tp_comm_s, 1e-9, 0);
 }
 
+/* dtype_bytes 4 (the fp32 CPU backend) reaches every byte count: weights
+ * 4 B, grads 4 B, Adam 8 B, activations and messages at 4 B an element. */
+static void fp32_profile(void)
+{
+    load("tiny-llama", "h100-sxm");
+    px_parallel par;
+    px_parallel_init(&par);
+    par.tp = 2;
+    par.sp = true;
+    par.pp = 2; /* the worst stage may move with the dtype: compare per parameter */
+    par.dp = 2;
+    par.n_micro = 4;
+    par.micro_batch = 2;
+    par.zero = 1;
+    par.grad_fp32 = false;
+    par.seq_len = model.seq_len;
+    static px_cost_ctx ctx;
+    px_error err;
+    px_prediction p2, p4;
+    px_cost_detail d2, d4;
+    CHECK(px_cost_check(&model, &par, &err) == PX_OK);
+    CHECK(px_cost_ctx_init(&ctx, &model, &hw, &err) == PX_OK);
+    CHECK(px_cost_eval(&ctx, &par, 0, 0, &p2, &d2, &err) == PX_OK);
+    px_hw cpu = hw;
+    cpu.dtype_bytes = 4;
+    CHECK(px_cost_ctx_init(&ctx, &model, &cpu, &err) == PX_OK);
+    CHECK(px_cost_eval(&ctx, &par, 0, 0, &p4, &d4, &err) == PX_OK);
+    px_bytes_per_param b2 = px_cost_bytes_per_param(2, false), b4 = px_cost_bytes_per_param(4, false);
+    double n4 = (double)d4.params_per_gpu;
+    CHECK_CLOSE(p4.mem.weights, n4 * b4.weights, 1e-9, 1);
+    CHECK_CLOSE(p4.mem.grads, n4 * b4.grads, 1e-9, 1);
+    CHECK_CLOSE(p4.mem.optimizer, n4 * b4.optimizer / par.dp, 1e-9, 1);
+    double n2 = (double)d2.params_per_gpu;
+    CHECK_CLOSE(p2.mem.weights, n2 * b2.weights, 1e-9, 1);
+    CHECK_CLOSE(p2.mem.optimizer, n2 * b2.optimizer / par.dp, 1e-9, 1);
+    CHECK_CLOSE(d4.tp_bytes_per_layer, 2.0 * d2.tp_bytes_per_layer, 1e-12, 0);
+    CHECK_CLOSE(d4.pp_bytes_per_step, 2.0 * d2.pp_bytes_per_step, 1e-12, 0);
+    CHECK(d4.layer_act_bytes > 1.9 * d2.layer_act_bytes && d4.layer_act_bytes < 2.0 * d2.layer_act_bytes);
+}
+
 /* The closed-form expert-group crossing equals px_layout's exact answer. */
 static void expert_crossing(void)
 {
@@ -243,6 +283,7 @@ int main(void)
     fixed_dimensions();
     infeasible();
     node_crossing();
+    fp32_profile();
     expert_crossing();
     rule_of_thumb();
     return px_test_result("search");
