@@ -23,7 +23,7 @@ trap 'rm -rf "$work"' EXIT
 profile=$build/loop-cache/calibrated.json
 if [ ! -f "$profile" ] || [ "$build/calibrate" -nt "$profile" ]; then
   profile=$work/calibrated.json
-  "$build/calibrate" --quick -o "$profile" 2>"$work/calibrate.log" \
+  "$build/calibrate" --cpu --quick -o "$profile" 2>"$work/calibrate.log" \
     || { cat "$work/calibrate.log" >&2; exit 1; }
 fi
 

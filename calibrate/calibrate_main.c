@@ -4,8 +4,8 @@
  *   calibrate [-o profile.json] [--name NAME] [--quick] [--mpi] [--threads N] [--cpu]
  *   mpirun -np G calibrate --mpi ...     (adds MPI p2p and collectives)
  *
- * On a CUDA build with a GPU present it measures the GPU (cuBLAS, HBM, NCCL:
- * px_calib_cuda.h) unless --cpu.
+ * On a CUDA build with a GPU present it measures the GPU (the CUDA backend's
+ * calibrator, executor/px_calib_cuda.h) unless --cpu.
  *
  * What is measured and how each field is derived: docs/calibration.md.
  * Progress goes to stderr (rank 0 only); nothing is printed on stdout. */
@@ -27,7 +27,10 @@
 #include "px_calib_kernels.h"
 #include "px_calib_mem.h"
 #ifdef PX_HAVE_CUDA
-#include "px_calib_cuda.h"
+#include <cuda_runtime.h>
+
+#include "px_calib_cuda.h" /* executor/: the CUDA backend's GPU calibrator */
+#include "px_cuda_status.h"
 #endif
 #include "px_error.h"
 #include "px_hw.h"
@@ -165,10 +168,58 @@ static px_status calibrate_cpu(const px_calib_opts *o, MPI_Comm world, bool use_
     return PX_OK;
 }
 
+#ifdef PX_HAVE_CUDA
+/* A GPU: the CUDA backend's calibrator (executor/px_calib_cuda.h: cuBLAS
+ * GEMMs by shape on the executor's path, HBM copy bandwidth, NCCL all-reduce
+ * with several ranks), starting from the datasheet profile of this GPU
+ * (`base`, else the one its name matches): its peak and links are kept. */
+static const char *datasheet_for(const char *device)
+{
+    /* most specific first: "GB200" contains "B200", an H800 is no H100 */
+    static const char *const map[][2] = {{"GB200", "gb200-nvl72"}, {"B200", "b200"},
+                                         {"H200", "h200"},         {"H800", "h800"},
+                                         {"H100", "h100-sxm"},     {"A100", "a100-80g"}};
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strstr(device, map[i][0]))
+            return map[i][1];
+    return PX_HW_DEFAULT;
+}
+
+static px_status calibrate_gpu(const px_calib_opts *o, MPI_Comm world, bool use_mpi,
+                               const char *base, const char *host, const char *name, px_hw *hw,
+                               char *note, size_t note_len, px_error *err)
+{
+    if (px_cuda_device_count() <= 0)
+        return PX_FAIL(err, PX_ERR_CUDA, "--gpu: no CUDA device is visible");
+    struct cudaDeviceProp prop;
+    PX_CUDA_TRY(err, cudaGetDeviceProperties(&prop, 0));
+    if (!base)
+        base = datasheet_for(prop.name);
+    PX_TRY(px_hw_load(base, NULL, hw, err));
+    snprintf(hw->name, sizeof hw->name, "%s", name ? name : "");
+    if (!name)
+        snprintf(hw->name, sizeof hw->name, "gpu-%.59s", host);
+    px_calib_say(o, "gpu: %s, starting from the datasheet profile %s", prop.name, base);
+    int rank = 0;
+    MPI_Comm_rank(world, &rank);
+    px_calib_cuda_opts co = {o->quick, rank == 0 ? stderr : NULL};
+    PX_TRY(px_calib_cuda(hw, &co, world, err));
+    snprintf(note, note_len, "%.60s, cuBLAS GEMMs by shape, device copy bandwidth%s; peak and "
+             "links of %.20s", prop.name, use_mpi && hw->n_coll_points ? ", NCCL all-reduce" : "",
+             base);
+    /* the summary tests/gpu/run.sh greps from the log */
+    if (rank == 0)
+        fprintf(stderr, "# peak_flops %.4g (datasheet %s)\n# hbm_bw %.4g bytes/s measured\n",
+                hw->peak_flops, base, hw->hbm_bw);
+    return PX_OK;
+}
+#endif
+
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: calibrate [-o FILE] [--name NAME] [--quick] [--mpi] [--threads N] [--cpu]\n"
+            "usage: calibrate [-o FILE] [--name NAME] [--quick] [--mpi] [--threads N]\n"
+            "                 [--cpu | --gpu [--base NAME]]\n"
             "  -o FILE       profile to write (default calibrated.json)\n"
             "  --name NAME   the profile's name (default cpu-<hostname>)\n"
             "  --quick       short sweep (GEMM dims 16..1024, fewer sizes): seconds\n"
@@ -176,7 +227,10 @@ static void usage(FILE *f)
             "                every rank computes at once, as the executor's ranks do)\n"
             "  --threads N   BLAS threads per rank (default OPENBLAS_NUM_THREADS,\n"
             "                else OMP_NUM_THREADS, else 1: the executor's one rank per core)\n"
-            "  --cpu         measure the CPU even when a GPU is present (CUDA builds)\n");
+            "  --cpu         measure the CPU even when a GPU is present\n"
+            "  --gpu         measure the GPU (CUDA builds; the default when a GPU is present)\n"
+            "  --base NAME   GPU: the datasheet profile to start from (default: the one\n"
+            "                matching the device name, e.g. h200)\n");
 }
 
 static int fail(const px_error *err, int rank, bool mpi)
@@ -193,7 +247,8 @@ int main(int argc, char **argv)
 {
     const char *out_path = "calibrated.json";
     const char *name = NULL;
-    bool quick = false, use_mpi = false, force_cpu = false;
+    bool quick = false, use_mpi = false, force_cpu = false, force_gpu = false;
+    const char *base = NULL;
     int threads = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-o") && i + 1 < argc)
@@ -206,6 +261,10 @@ int main(int argc, char **argv)
             use_mpi = true;
         else if (!strcmp(argv[i], "--cpu"))
             force_cpu = true;
+        else if (!strcmp(argv[i], "--gpu"))
+            force_gpu = true;
+        else if (!strcmp(argv[i], "--base") && i + 1 < argc)
+            base = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
             char *end = NULL;
             long n = strtol(argv[++i], &end, 10);
@@ -225,6 +284,21 @@ int main(int argc, char **argv)
         }
     }
 
+    if (force_cpu && force_gpu) {
+        fprintf(stderr, "calibrate: --cpu and --gpu exclude each other\n");
+        return 2;
+    }
+
+    /* Other processes on the cores skew every timing: say how busy the
+     * machine was (in the description and on stderr). */
+    double load_at_start = 0.0;
+    FILE *lf = fopen("/proc/loadavg", "r");
+    if (lf) {
+        if (fscanf(lf, "%lf", &load_at_start) != 1)
+            load_at_start = 0.0;
+        fclose(lf);
+    }
+
     /* Fail before minutes of measuring if the profile cannot be written. */
     char out_dir[PATH_MAX];
     snprintf(out_dir, sizeof out_dir, "%s", out_path);
@@ -240,9 +314,29 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    /* The GPU path: asked for, or a CUDA build that sees a GPU (--cpu not
+     * given).  It needs MPI even for one process (the device is chosen by
+     * node-local rank), a singleton MPI_Init without mpirun. */
+    bool on_gpu = false;
+#ifdef PX_HAVE_CUDA
+    on_gpu = !force_cpu && (force_gpu || px_cuda_device_count() > 0);
+#else
+    if (force_gpu) {
+        fprintf(stderr, "calibrate: --gpu: this build has no CUDA backend (meson -Dcuda=enabled "
+                        "with nvcc, cuBLAS and NCCL)\n");
+        return 2;
+    }
+#endif
+#ifdef PX_HAVE_CUDA
+    if (force_gpu && px_cuda_device_count() <= 0) {
+        fprintf(stderr, "calibrate: --gpu: no CUDA device is visible\n");
+        return 1;
+    }
+#endif
+    bool mpi_on = use_mpi || on_gpu;
     int rank = 0, size = 1;
     MPI_Comm world = MPI_COMM_WORLD;
-    if (use_mpi) {
+    if (mpi_on) {
         MPI_Init(&argc, &argv);
         MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
         MPI_Comm_rank(world, &rank);
@@ -261,48 +355,38 @@ int main(int argc, char **argv)
         o.sync_ctx = &world;
     }
 
+    long ncores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncores > 0 && load_at_start > 0.5 * (double)ncores)
+        px_calib_say(&o, "warning: load average %.2f on %ld cores: other processes will slow "
+                     "the measurements down", load_at_start, ncores);
+
     px_hw hw;
     px_hw_init(&hw);
     px_error err;
     px_error_clear(&err);
-    char gpu_note[160] = "";
+    char gpu_note[256] = "";
     (void)gpu_note;
     (void)force_cpu; /* only a CUDA build has a GPU path */
+    (void)force_gpu;
+    (void)base;
     char host[256] = "localhost";
     gethostname(host, sizeof host - 1);
     snprintf(hw.name, sizeof hw.name, "%s", name ? name : "");
     if (!name)
         snprintf(hw.name, sizeof hw.name, "cpu-%.59s", host);
 
-    bool on_gpu = false;
 #ifdef PX_HAVE_CUDA
-    if (!force_cpu && px_calib_cuda_devices() > 0) {
-        /* A GPU: start from its datasheet profile (links between GPUs,
-         * reliability, reserve) and replace what we measure. */
-        char device[256];
-        const char *base = px_calib_cuda_base_profile(device, sizeof device);
-        char keep_name[64];
-        snprintf(keep_name, sizeof keep_name, "%s", hw.name);
-        if (px_hw_load(base, NULL, &hw, &err) != PX_OK)
-            return fail(&err, rank, use_mpi);
-        snprintf(hw.name, sizeof hw.name, "%s", name ? name : "");
-        if (!name)
-            snprintf(hw.name, sizeof hw.name, "gpu-%.59s", host);
-        px_calib_say(&o, "gpu: %s, starting from the datasheet profile %s", device, base);
-        if (px_calib_cuda_run(&o, world, use_mpi, &hw, &err) != PX_OK)
-            return fail(&err, rank, use_mpi);
-        snprintf(gpu_note, sizeof gpu_note, "%.60s, bf16 cuBLAS; links %s from %.20s", device,
-                 use_mpi && size > 1 ? "measured (NCCL)" : "not measured, taken", base);
-        on_gpu = true;
-    }
+    if (on_gpu && calibrate_gpu(&o, world, use_mpi, base, host, name, &hw, gpu_note,
+                                sizeof gpu_note, &err) != PX_OK)
+        return fail(&err, rank, mpi_on);
 #endif
     if (!on_gpu && calibrate_cpu(&o, world, use_mpi, size, &hw, &err) != PX_OK)
-        return fail(&err, rank, use_mpi);
+        return fail(&err, rank, mpi_on);
 
     if (rank == 0) {
         int64_t bytes = quick ? (int64_t)16 << 20 : (int64_t)64 << 20;
         if (px_calib_disk_write_bw(&o, out_dir, bytes, &hw.ckpt_write_bw, &err) != PX_OK)
-            return fail(&err, rank, use_mpi);
+            return fail(&err, rank, mpi_on);
     }
 
     char when[64];
@@ -310,23 +394,24 @@ int main(int argc, char **argv)
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     if (on_gpu)
-        snprintf(hw.description, sizeof hw.description, "calibrated on %.60s at %s: %s; %d rank(s)",
+        snprintf(hw.description, sizeof hw.description, "calibrated on %.40s at %.24s: %.140s; %d rank(s)",
                  host, when, gpu_note, size);
     else
         snprintf(hw.description, sizeof hw.description,
-                 "calibrated on %.60s at %s: fp32 BLAS GEMM, %d thread(s) per rank%s%.20s; "
-                 "%d rank(s)%s", host, when, px_calib_set_blas_threads(o.blas_threads),
+                 "calibrated on %.60s at %.24s: fp32 BLAS GEMM, %d thread(s) per rank%s%.20s; "
+                 "%d rank(s)%s; load average %.2f at the start", host, when,
+                 px_calib_set_blas_threads(o.blas_threads),
                  coretype ? ", OPENBLAS_CORETYPE=" : "", coretype ? coretype : "", size,
-                 use_mpi ? ", MPI measured" : ", MPI not measured");
+                 use_mpi ? ", MPI measured" : ", MPI not measured", load_at_start);
 
     if (rank == 0) {
         if (px_hw_validate(&hw, &err) != PX_OK || px_hw_save(&hw, out_path, &err) != PX_OK)
-            return fail(&err, rank, use_mpi);
+            return fail(&err, rank, mpi_on);
         px_calib_say(&o, "wrote %s (%d GEMM shapes, %d collective group sizes) in %.1f s",
                      out_path, hw.n_gemm_points, hw.n_coll_points,
                      px_calib_now_s() - pctx.t0);
     }
-    if (use_mpi)
+    if (mpi_on)
         MPI_Finalize();
     return 0;
 }

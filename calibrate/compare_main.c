@@ -127,17 +127,21 @@ int main(int argc, char **argv)
         worst_mem = fmax(worst_mem, fabs(e_mem));
         if (as_json) {
             json_t *o = json_pack(
-                "{s:s, s:s, s:i, s:b, s:{s:f, s:f, s:f, s:f, s:I}, s:{s:f, s:f, s:f, s:f, s:I},"
-                " s:{s:f, s:f, s:f, s:f}}",
+                "{s:s, s:s, s:i, s:b, s:{s:f, s:f, s:f, s:f, s:I}, s:{s:f, s:f, s:f, s:f, s:I}}",
                 "report", r->path, "run", r->label, "ranks", r->world, "ok", ok,
                 "predicted", "step_time_s", p->step_time_s, "tokens_per_s", p->tokens_per_s,
                 "mfu", p->mfu, "hfu", p->hfu, "peak_memory_bytes",
                 (json_int_t)p->peak_memory_bytes, "measured", "step_time_s", m->step_time_s,
                 "tokens_per_s", m->tokens_per_s, "mfu", m->mfu, "hfu", m->hfu,
-                "peak_memory_bytes", (json_int_t)m->peak_memory_bytes, "relative_error",
-                "step_time_s", isinf(e_time) ? 1e300 : e_time, "tokens_per_s",
-                isinf(e_tok) ? 1e300 : e_tok, "mfu", isinf(e_mfu) ? 1e300 : e_mfu,
-                "peak_memory_bytes", isinf(e_mem) ? 1e300 : e_mem);
+                "peak_memory_bytes", (json_int_t)m->peak_memory_bytes);
+            /* an infinite error (measured 0) is null: JSON has no infinity */
+            json_t *rel = json_object();
+            const char *keys[4] = {"step_time_s", "tokens_per_s", "mfu", "peak_memory_bytes"};
+            const double errs[4] = {e_time, e_tok, e_mfu, e_mem};
+            for (int k = 0; k < 4; k++)
+                json_object_set_new(rel, keys[k], isfinite(errs[k]) ? json_real(errs[k])
+                                                                    : json_null());
+            json_object_set_new(o, "relative_error", rel);
             json_array_append_new(jruns, o);
             continue;
         }
@@ -158,9 +162,12 @@ int main(int argc, char **argv)
                ok ? "yes" : "NO");
     }
     if (as_json) {
-        json_t *root = json_pack("{s:o, s:f, s:f, s:i, s:i}", "runs", jruns,
-                                 "worst_step_time_err", worst_time, "worst_peak_memory_err",
-                                 worst_mem, "n_runs", n_paths, "n_failed", n_bad);
+        json_t *root = json_pack("{s:o, s:o, s:o, s:i, s:i}", "runs", jruns,
+                                 "worst_step_time_err",
+                                 isfinite(worst_time) ? json_real(worst_time) : json_null(),
+                                 "worst_peak_memory_err",
+                                 isfinite(worst_mem) ? json_real(worst_mem) : json_null(),
+                                 "n_runs", n_paths, "n_failed", n_bad);
         if (max_time >= 0.0)
             json_object_set_new(root, "max_time_err", json_real(max_time));
         if (max_mem >= 0.0)

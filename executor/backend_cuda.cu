@@ -66,7 +66,7 @@ static px_status take_sticky(px_error *err)
     return G->sticky_status;
 }
 
-/* ---- the kernel table: CPU signatures over the fp32 CUDA kernels ------------------ */
+/* ---- the kernel table: CPU signatures over the fp32 CUDA kernels --------------------- */
 
 #define S G->compute, &G->kerr
 
@@ -237,12 +237,13 @@ static px_kernels make_kernels(void)
 
 static px_kernels cuda_kernels;
 
-/* ---- memory ------------------------------------------------------------------------------ */
+/* ---- memory -------------------------------------------------------------------------- */
 
 static px_status cu_alloc(px_backend *be, int64_t bytes, void **out, px_error *err)
 {
     (void)be;
-    PX_TRY(px_cuda_malloc(G->alloc, bytes, out, err));
+    /* Never NULL, as on the CPU (calloc of 1 byte): the engine may test it. */
+    PX_TRY(px_cuda_malloc(G->alloc, bytes > 0 ? bytes : 1, out, err));
     if (*out)
         PX_CUDA_TRY(err, cudaMemsetAsync(*out, 0, (size_t)bytes, G->compute));
     return PX_OK;
@@ -304,7 +305,7 @@ static px_status cu_sync(px_backend *be, px_error *err)
     return take_sticky(err);
 }
 
-/* ---- communicators and collectives ---------------------------------------------------------- */
+/* ---- communicators and collectives --------------------------------------------------- */
 
 static px_status cu_comm_init(px_backend *be, px_comm *c, px_error *err)
 {
@@ -397,7 +398,7 @@ static px_status cu_reduce_scatter(px_backend *be, float *out, const float *in, 
     return after_comm(err);
 }
 
-/* ---- point-to-point: staged through pinned host memory and MPI (see top) ---------------- */
+/* ---- point-to-point: staged through pinned host memory and MPI (see top) ------------- */
 
 typedef struct {
     float *host; /* pinned */
@@ -493,7 +494,7 @@ static px_status cu_test(px_backend *be, px_request *req, int *done, px_error *e
     return *done ? finish(req, err) : PX_OK;
 }
 
-/* ---- lifetime ---------------------------------------------------------------------------------- */
+/* ---- lifetime ------------------------------------------------------------------------ */
 
 static void cu_destroy(px_backend *be)
 {

@@ -64,6 +64,13 @@ typedef struct {
                           int64_t, int64_t);
     void (*attention_bwd)(float *, const float *, const float *, const float *, const float *,
                           const float *, int64_t, int64_t, int64_t, int64_t, int64_t);
+    /* Context parallelism; NULL when the backend has none (cp > 1 then
+     * fails with PX_ERR_UNSUPPORTED). */
+    void (*attention_kv_fwd)(float *, float *, const float *, const int32_t *, const float *,
+                             int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
+    void (*attention_kv_bwd)(float *, float *, const float *, const float *, const float *,
+                             const float *, const int32_t *, const float *, int64_t, int64_t,
+                             int64_t, int64_t, int64_t, int64_t);
     void (*swiglu_fwd)(float *, const float *, int64_t, int64_t);
     void (*swiglu_bwd)(float *, const float *, const float *, int64_t, int64_t);
     void (*gelu_fwd)(float *, const float *, int64_t);

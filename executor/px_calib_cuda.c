@@ -208,23 +208,24 @@ px_status px_calib_cuda(px_hw *hw, const px_calib_cuda_opts *opts, MPI_Comm worl
         st = px_cuda_status(cudaEventCreate(&k.t1), "cudaEventCreate", __FILE__, __LINE__, err);
     if (st == PX_OK)
         st = px_cuda_blas_new(k.stream, &k.blas, err);
-    /* largest operands: a [8192, 32768], b [32768, 8192], c [8192, 65536] */
+    /* largest operands (h 8192, 8192 tokens): a = m x k up to 8192 x 32768
+     * (1 GiB), b = n x k up to 65536 x 8192 and c = m x n up to 8192 x 65536
+     * (2 GiB each) */
     size_t big = (size_t)8192 * 65536 * sizeof(float);
     if (st == PX_OK)
         st = px_cuda_status(cudaMalloc((void **)&k.a, big / 2), "cudaMalloc", __FILE__, __LINE__,
                             err);
     if (st == PX_OK)
-        st = px_cuda_status(cudaMalloc((void **)&k.b, big / 2), "cudaMalloc", __FILE__, __LINE__,
-                            err);
+        st = px_cuda_status(cudaMalloc((void **)&k.b, big), "cudaMalloc", __FILE__, __LINE__, err);
     if (st == PX_OK)
         st = px_cuda_status(cudaMalloc((void **)&k.c, big), "cudaMalloc", __FILE__, __LINE__, err);
-    /* Operands of ones-ish values: the time does not depend on them, but NaN
-     * or denormal garbage could. */
+    /* Zeroed operands: uninitialised memory could hold NaN or denormal
+     * patterns; the tensor-core time does not otherwise depend on values. */
     if (st == PX_OK)
         st = px_cuda_status(cudaMemsetAsync(k.a, 0, big / 2, k.stream), "cudaMemset", __FILE__,
                             __LINE__, err);
     if (st == PX_OK)
-        st = px_cuda_status(cudaMemsetAsync(k.b, 0, big / 2, k.stream), "cudaMemset", __FILE__,
+        st = px_cuda_status(cudaMemsetAsync(k.b, 0, big, k.stream), "cudaMemset", __FILE__,
                             __LINE__, err);
     if (st == PX_OK)
         st = px_cuda_status(cudaMemsetAsync(k.c, 0, big, k.stream), "cudaMemset", __FILE__,

@@ -74,11 +74,14 @@ px_status px_cuda_select_device(MPI_Comm mpi_world, int *local_rank, int *local_
     int n_dev = px_cuda_device_count();
     if (n_dev <= 0)
         return PX_FAIL(err, PX_ERR_CUDA, "rank %d: no CUDA device visible", rank);
-    if (*local_size > n_dev)
+    /* One visible device: the launcher already gave each rank its own GPU
+     * (CUDA_VISIBLE_DEVICES per rank, as Slurm does).  Several: pick by
+     * node-local rank, one rank per GPU. */
+    if (n_dev > 1 && *local_size > n_dev)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "rank %d: %d ranks on this node but %d GPUs; launch one rank per GPU",
                        rank, *local_size, n_dev);
-    *device = *local_rank;
+    *device = n_dev == 1 ? 0 : *local_rank;
     PX_CUDA_TRY(err, cudaSetDevice(*device));
     return PX_OK;
 }

@@ -47,7 +47,9 @@ typedef struct {
 } px_cuda_comm;
 
 /* Collective over mpi_world: the node-local rank from the host-name hashes,
- * then cudaSetDevice(local_rank).  Fails when a node has more ranks than GPUs. */
+ * then cudaSetDevice(local_rank) — or device 0 when each rank sees a single
+ * GPU (CUDA_VISIBLE_DEVICES set per rank).  Fails when a node has more ranks
+ * than visible GPUs. */
 px_status px_cuda_select_device(MPI_Comm mpi_world, int *local_rank, int *local_size,
                                 int *device, px_error *err);
 

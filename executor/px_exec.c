@@ -84,11 +84,6 @@ px_status px_exec_check_plan(const px_plan *plan, int world_size, px_error *err)
     if (m->block == PX_BLOCK_LLAMA && m->head_dim % 2 != 0)
         return PX_FAIL(err, PX_ERR_INVALID, "head_dim = %lld must be even for RoPE",
                        (long long)m->head_dim);
-    if (p->cp != 1)
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "cp = %d: context parallelism is not supported by the executor yet; "
-                       "allowed: cp = 1",
-                       p->cp);
     if (p->ep != 1 || p->etp != 1)
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "ep = %d, etp = %d: expert parallelism needs MoE support; allowed: 1",
@@ -96,7 +91,7 @@ px_status px_exec_check_plan(const px_plan *plan, int world_size, px_error *err)
     if (p->zero < 0 || p->zero > 1)
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "zero = %d: the executor runs ZeRO stage 0 (gradient all-reduce) or 1 "
-                       "(sharded optimizer); allowed: 0, 1",
+                       "(sharded optimizer); allowed: 0, 1 (re-plan with `plan --zero 1`)",
                        p->zero);
     int64_t t = p->tp;
     if (m->n_heads % t || m->n_kv_heads % t || m->ffn % t || m->vocab % t)
@@ -108,10 +103,15 @@ px_status px_exec_check_plan(const px_plan *plan, int world_size, px_error *err)
     int64_t s = p->seq_len > 0 ? p->seq_len : m->seq_len;
     if (s < 1)
         return PX_FAIL(err, PX_ERR_INVALID, "seq_len = %lld: must be >= 1", (long long)s);
-    if (p->sp && p->tp > 1 && s % t)
+    if (p->cp < 1 || (p->cp > 1 && s % (2 * p->cp)))
         return PX_FAIL(err, PX_ERR_INVALID,
-                       "sequence parallelism: tp = %d must divide seq_len = %lld", p->tp,
-                       (long long)s);
+                       "context parallelism: seq_len = %lld must be a multiple of 2 x cp = %d "
+                       "(each rank holds two of 2 cp chunks)",
+                       (long long)s, 2 * p->cp);
+    if (p->sp && p->tp > 1 && (s / p->cp) % t)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "sequence parallelism: tp = %d must divide seq_len / cp = %lld", p->tp,
+                       (long long)(s / p->cp));
     if (m->block == PX_BLOCK_GPT && m->max_positions < s)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "seq_len = %lld exceeds the learned position table (max_positions = "
@@ -211,6 +211,7 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
         return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");
     *out = ex;
     ex->tp.mpi = ex->pp.mpi = ex->dp.mpi = ex->emb.mpi = MPI_COMM_NULL;
+    ex->cp.mpi = ex->grad.mpi = MPI_COMM_NULL;
     ex->plan = *plan;
     ex->opt = *opt;
     ex->be = be;
@@ -232,6 +233,15 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     TRY(make_comm(ex, world, colour, key, &ex->pp, "MPI_Comm_split (pp)", err));
     px_layout_group(&ex->lay, rank, PX_DIM_DP, &colour, &key);
     TRY(make_comm(ex, world, colour, key, &ex->dp, "MPI_Comm_split (dp)", err));
+    px_layout_group(&ex->lay, rank, PX_DIM_CP, &colour, &key);
+    TRY(make_comm(ex, world, colour, key, &ex->cp, "MPI_Comm_split (cp)", err));
+    px_layout_group(&ex->lay, rank, PX_DIM_DPCP, &colour, &key);
+    TRY(make_comm(ex, world, colour, key, &ex->grad, "MPI_Comm_split (dp x cp)", err));
+    ex->cp_rank = px_layout_coord(&ex->lay, rank, PX_DIM_CP);
+    if (p->cp > 1 && (!be->k->attention_kv_fwd || !be->k->attention_kv_bwd))
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "cp = %d: the %s backend has no context-parallel attention kernels",
+                       p->cp, be->name);
     ex->tp_rank = px_layout_coord(&ex->lay, rank, PX_DIM_TP);
     ex->stage = px_layout_coord(&ex->lay, rank, PX_DIM_PP);
     ex->dp_rank = px_layout_coord(&ex->lay, rank, PX_DIM_DP);
@@ -252,11 +262,14 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     ex->V = m->vocab;
     ex->s = p->seq_len > 0 ? p->seq_len : m->seq_len;
     ex->b = p->micro_batch;
-    ex->T = ex->s * ex->b;
+    ex->s_l = ex->s / p->cp;
+    ex->cp_chunk = ex->s / (2 * p->cp);
+    ex->T = ex->s_l * ex->b;
     ex->sp = p->sp && p->tp > 1;
     ex->Ts = ex->sp ? ex->T / t : ex->T;
-    ex->S_local = ex->sp ? ex->s / t : ex->s;
-    ex->pos0 = ex->sp ? ex->tp_rank * ex->S_local : 0;
+    ex->S_local = ex->sp ? ex->s_l / t : ex->s_l;
+    ex->row0_sp = ex->sp ? ex->tp_rank * ex->S_local : 0;
+    ex->global_tokens = (double)ex->s * (double)ex->b * (double)p->n_micro * (double)p->dp;
     ex->nh_l = ex->nh / t;
     ex->nkv_l = ex->nkv / t;
     ex->f_l = ex->f / t;
@@ -282,7 +295,9 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     /* Parameters: one buffer each for weights, gradients and the two moments. */
     TRY(px_params_build(&ex->tab, m, p, ex->tp_rank, ex->stage, err));
     ex->n_params = ex->tab.n_elems;
-    int64_t dp = p->dp;
+    /* The distributed optimizer shards over every rank that sums the
+     * gradients: dp x cp. */
+    int64_t dp = (int64_t)p->dp * p->cp;
     ex->n_padded = (ex->n_params + dp - 1) / dp * dp;
     ex->n_shard = p->zero >= 1 ? ex->n_padded / dp : ex->n_padded;
     TRY(px_ex_alloc(ex, PX_MEM_WEIGHTS, ex->n_padded, &ex->params, err));
@@ -310,8 +325,62 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
         }
     TRY(px_schedule_build(p->schedule, p->pp, p->vpp, ex->stage, (int)ex->m, ex->ops,
                           &ex->n_ops, err));
+    if (p->cp > 1) { /* global positions of this rank's rows, for the attention masks */
+        int32_t *host = malloc((size_t)ex->s_l * sizeof *host);
+        if (!host)
+            return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");
+        for (int64_t i = 0; i < ex->s_l; i++)
+            host[i] = (int32_t)px_ex_pos(ex, ex->cp_rank, i);
+        px_status st = px_ex_alloc(ex, PX_MEM_BUFFERS, ex->s_l, (float **)&ex->qpos, err);
+        if (!st)
+            be->upload(be, ex->qpos, host, ex->s_l * (int64_t)sizeof(int32_t));
+        free(host);
+        TRY(st);
+    }
     px_mem_reset_peak(&ex->mem);
     return PX_OK;
+}
+
+int64_t px_ex_pos(const px_exec *ex, int cp_rank, int64_t p)
+{
+    int64_t c = ex->cp_chunk, n = 2 * (int64_t)ex->cp.size;
+    if (ex->cp.size <= 1)
+        return p;
+    return p < c ? cp_rank * c + p : (n - 1 - cp_rank) * c + (p - c);
+}
+
+void px_ex_pos_runs(const px_exec *ex, int64_t lo, int64_t hi,
+                    void (*fn)(px_exec *, int64_t, int64_t, int64_t, void *), void *arg)
+{
+    /* Rows [0, c) and [c, s_l) are each contiguous in position. */
+    int64_t cut = ex->cp.size <= 1 ? hi : ex->cp_chunk;
+    if (lo < cut && lo < hi)
+        fn((px_exec *)ex, lo, (hi < cut ? hi : cut) - lo, px_ex_pos(ex, ex->cp_rank, lo), arg);
+    int64_t b = lo > cut ? lo : cut;
+    if (b < hi)
+        fn((px_exec *)ex, b, hi - b, px_ex_pos(ex, ex->cp_rank, b), arg);
+}
+
+/* Learned positions on this rank's SP shard rows [row0_sp, + S_local). */
+typedef struct {
+    float *x;
+    bool bwd;
+} pos_arg;
+
+static void pos_run(px_exec *ex, int64_t row, int64_t n, int64_t pos, void *arg)
+{
+    pos_arg *a = arg;
+    float *x = a->x + (row - ex->row0_sp) * ex->b * ex->h;
+    if (a->bwd)
+        ex->k->positions_bwd(ex->grads + ex->tab.pos_emb, x, n, ex->b, ex->h, pos);
+    else
+        ex->k->positions_fwd(x, ex->params + ex->tab.pos_emb, n, ex->b, ex->h, pos);
+}
+
+static void positions(px_exec *ex, float *x, bool bwd)
+{
+    pos_arg a = {x, bwd};
+    px_ex_pos_runs(ex, ex->row0_sp, ex->row0_sp + ex->S_local, pos_run, &a);
 }
 
 /* ---- point-to-point ------------------------------------------------------------ */
@@ -381,6 +450,7 @@ static px_status load_tokens(px_exec *ex, px_chunk_act *ca, int64_t step, int64_
 {
     int64_t s = ex->s, b = ex->b;
     int32_t *host = malloc((size_t)(2 * ex->T + s + 1) * sizeof *host);
+    /* rows are this rank's s_l positions (all of them without CP) */
     if (!host)
         return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory (tokens)");
     int32_t *inp = host, *tgt = host + ex->T, *seq = host + 2 * ex->T;
@@ -390,9 +460,10 @@ static px_status load_tokens(px_exec *ex, px_chunk_act *ca, int64_t step, int64_
          * row): the same global batch for every split. */
         int64_t g = step * global_batch + (ex->dp_rank * ex->m + micro) * b + bi;
         px_data_sequence(&ex->data, g, seq);
-        for (int64_t si = 0; si < s; si++) {
-            inp[si * b + bi] = seq[si];
-            tgt[si * b + bi] = seq[si + 1];
+        for (int64_t si = 0; si < ex->s_l; si++) {
+            int64_t gp = px_ex_pos(ex, ex->cp_rank, si);
+            inp[si * b + bi] = seq[gp];
+            tgt[si * b + bi] = seq[gp + 1];
         }
     }
     /* int32 ids ride in float-sized blocks (same width). */
@@ -419,14 +490,14 @@ static px_status chunk_fwd(px_exec *ex, int j, int64_t micro, int64_t step, px_e
         TRY(load_tokens(ex, ca, step, micro, err));
     float *x = NULL;
     if (c->is_first) {
-        float *e = NULL;
-        TRY(px_ex_alloc(ex, PX_MEM_TEMP, T * h, &e, err));
+        float *e = NULL; /* without SP the reduced lookup itself is the chunk input */
+        TRY(px_ex_alloc(ex, ex->sp ? PX_MEM_TEMP : PX_MEM_ACTIVATIONS, T * h, &e, err));
         k->embedding_fwd(e, ca->tokens, W(ex->tab.word_emb), T, h, ex->tp_rank * ex->V_l,
                          (ex->tp_rank + 1) * ex->V_l);
         /* vocabulary-parallel: each shard looked up its own rows */
         TRY(px_ex_tp_reduce(ex, e, &x, PX_MEM_ACTIVATIONS, err));
         if (ex->has_pos)
-            k->positions_fwd(x, W(ex->tab.pos_emb), ex->S_local, ex->b, h, ex->pos0);
+            positions(ex, x, false);
     } else {
         TRY(px_ex_alloc(ex, PX_MEM_ACTIVATIONS, Ts * h, &x, err));
         int from = c->model_chunk - 1;
@@ -491,7 +562,7 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_error *err)
     float *dx = NULL;
     if (c->is_last) {
         /* d(mean loss over the global batch)/d(token loss) */
-        double tokens = (double)T * (double)ex->m * (double)ex->plan.par.dp;
+        double tokens = ex->global_tokens;
         float *xmax = ca->xent, *xsum = ca->xent + T;
         k->xent_bwd(ca->logits, ca->logits, xmax, xsum, ca->targets, (float)(1.0 / tokens), T,
                     ex->V_l, ex->tp_rank * ex->V_l);
@@ -541,7 +612,7 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_error *err)
     }
     if (c->is_first) {
         if (ex->has_pos)
-            k->positions_bwd(G(ex->tab.pos_emb), dx, ex->S_local, ex->b, h, ex->pos0);
+            positions(ex, dx, true);
         float *full = dx;
         if (ex->sp)
             TRY(px_ex_tp_gather(ex, dx, &full, err));
@@ -613,16 +684,16 @@ static px_status optimizer_step(px_exec *ex, px_error *err)
     px_backend *be = ex->be;
     const px_exec_options *o = &ex->opt;
     ex->adam_steps++;
-    if (ex->plan.par.zero >= 1 && ex->dp.size > 1) {
+    if (ex->plan.par.zero >= 1 && ex->grad.size > 1) {
         /* ZeRO-1: reduce-scatter the gradients, update this rank's shard of
          * the weights with its shard of the moments, all-gather the weights. */
-        TRY(be->reduce_scatter(be, ex->grads, ex->grads, ex->n_shard, &ex->dp, err));
-        float *w = ex->params + (int64_t)ex->dp.rank * ex->n_shard;
+        TRY(be->reduce_scatter(be, ex->grads, ex->grads, ex->n_shard, &ex->grad, err));
+        float *w = ex->params + (int64_t)ex->grad.rank * ex->n_shard;
         ex->k->adamw_step(w, ex->grads, ex->adam_m, ex->adam_v, ex->n_shard, o->lr, o->beta1,
                           o->beta2, o->adam_eps, o->weight_decay, ex->adam_steps);
-        return be->all_gather(be, ex->params, w, ex->n_shard, &ex->dp, err);
+        return be->all_gather(be, ex->params, w, ex->n_shard, &ex->grad, err);
     }
-    TRY(be->all_reduce(be, ex->grads, ex->n_padded, PX_REDUCE_SUM, &ex->dp, err));
+    TRY(be->all_reduce(be, ex->grads, ex->n_padded, PX_REDUCE_SUM, &ex->grad, err));
     ex->k->adamw_step(ex->params, ex->grads, ex->adam_m, ex->adam_v, ex->n_padded, o->lr,
                       o->beta1, o->beta2, o->adam_eps, o->weight_decay, ex->adam_steps);
     return PX_OK;
@@ -645,8 +716,8 @@ px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_
     }
     TRY(reap_sends(ex, true, err));
     TRY(reduce_grads(ex, err));
-    if (!update && ex->dp.size > 1) /* still report the full gradient */
-        TRY(be->all_reduce(be, ex->grads, ex->n_padded, PX_REDUCE_SUM, &ex->dp, err));
+    if (!update && ex->grad.size > 1) /* still report the full gradient */
+        TRY(be->all_reduce(be, ex->grads, ex->n_padded, PX_REDUCE_SUM, &ex->grad, err));
     if (update)
         TRY(optimizer_step(ex, err));
     /* The loss: every last-stage TP rank 0 holds its replica's token losses. */
@@ -654,7 +725,7 @@ px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_
     double local = owner ? ex->loss_sum : 0.0, total = 0.0;
     TRY(px_mpi_check(MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
                      "MPI_Allreduce (loss)", err));
-    *loss = total / ((double)ex->T * (double)ex->m * (double)ex->plan.par.dp);
+    *loss = total / ex->global_tokens;
     return be->sync(be, err);
 }
 
@@ -756,6 +827,8 @@ void px_exec_destroy(px_exec *ex)
         free_comm(ex, &ex->tp);
         free_comm(ex, &ex->pp);
         free_comm(ex, &ex->dp);
+        free_comm(ex, &ex->cp);
+        free_comm(ex, &ex->grad);
         free_comm(ex, &ex->emb);
     }
     free(ex);

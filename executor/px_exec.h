@@ -1,7 +1,7 @@
 /* px_exec.h — the engine: one rank's part of a plan's training step
- * (TP/SP inside layers, the pipeline schedule, gradient accumulation, DP /
- * ZeRO-1 and AdamW), on any px_backend.  Library code: returns px_status, fills
- * px_error, never prints or exits. */
+ * (TP/SP and CP inside layers, the pipeline schedule with gradient
+ * accumulation, DP / ZeRO-1 and AdamW), on any px_backend.  Library code:
+ * returns px_status, fills px_error, never prints or exits. */
 #ifndef PX_EXEC_H
 #define PX_EXEC_H
 

@@ -64,10 +64,19 @@ struct px_exec {
     int world_rank, world_size;
     int tag_ub; /* MPI_TAG_UB of the world */
     px_comm tp, pp, dp, emb; /* emb: first + last stage (tied embeddings, pp > 1) */
-    int tp_rank, stage, dp_rank;
+    px_comm cp;              /* context parallel: the sequence's 2 cp chunks */
+    px_comm grad;            /* dp x cp: where dense gradients are summed (= dp when cp = 1) */
+    int tp_rank, stage, dp_rank, cp_rank;
 
-    /* Sizes (elements).  T = s b tokens per micro-batch, Ts = T / tp under SP. */
-    int64_t h, nh, nkv, hd, f, V, s, b, T, Ts, S_local, pos0;
+    /* Sizes (elements).  s is the full sequence, s_l = s / cp this rank's
+     * positions (chunks cp_rank and 2 cp - 1 - cp_rank of 2 cp, for causal
+     * load balance), T = s_l b tokens per micro-batch, Ts = T / tp under SP,
+     * S_local = Ts / b sequence rows of the SP shard starting at local row
+     * row0_sp. */
+    int64_t h, nh, nkv, hd, f, V, s, b, T, Ts, S_local, row0_sp;
+    int64_t s_l, cp_chunk;
+    int32_t *qpos;            /* [s_l] global positions (device; cp > 1 only) */
+    double global_tokens;     /* s b m dp: the loss is the mean over these */
     int64_t nh_l, nkv_l, f_l, V_l, qkv_l, w1_rows;
     int64_t L, m;
     int pp_size, vpp;
@@ -124,6 +133,14 @@ px_status px_ex_norm_fwd(px_exec *ex, float *out, float **mean, float **rstd, co
                          int64_t w_off, int64_t b_off, px_mem_kind kind, px_error *err);
 void px_ex_norm_bwd(px_exec *ex, float *dx, const float *dout, const float *x, int64_t w_off,
                     int64_t b_off, const float *mean, const float *rstd);
+
+/* Global position of local sequence row p (context parallelism). */
+int64_t px_ex_pos(const px_exec *ex, int cp_rank, int64_t p);
+
+/* Calls fn(ex, first_local_row, n_rows, first_global_position, arg) for each
+ * run of local rows [lo, hi) that is contiguous in global positions. */
+void px_ex_pos_runs(const px_exec *ex, int64_t lo, int64_t hi,
+                    void (*fn)(px_exec *, int64_t, int64_t, int64_t, void *), void *arg);
 
 /* TP helpers.  gather: shard [Ts, h] -> fresh full [T, h] (SP only).
  * reduce: partial [T, h] (consumed) -> *out [Ts, h]: reduce-scatter under

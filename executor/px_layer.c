@@ -2,6 +2,7 @@
  * parallelism (Megatron column/row linears: one all-reduce each way per
  * sub-block) and sequence parallelism (all-gather / reduce-scatter at the
  * sub-block borders, norms and residuals on sequence shards). */
+#include <stdbool.h>
 #include <string.h>
 
 #include "px_exec_internal.h"
@@ -82,6 +83,124 @@ static void col_input_done(px_exec *ex, float *n_out, float **g)
     *g = NULL;
 }
 
+/* ---- RoPE and the attention core, with or without context parallelism ---- */
+
+typedef struct {
+    float *buf;
+    int dir; /* +1 forward, -1 backward */
+} rope_arg;
+
+static void rope_run(px_exec *ex, int64_t row, int64_t n, int64_t pos, void *arg)
+{
+    rope_arg *r = arg;
+    float *x = r->buf + row * ex->b * ex->qkv_l;
+    if (r->dir > 0)
+        ex->k->rope_fwd(x, n, ex->b, ex->nh_l, ex->nkv_l, ex->hd, pos, ex->rope_theta);
+    else
+        ex->k->rope_bwd(x, n, ex->b, ex->nh_l, ex->nkv_l, ex->hd, pos, ex->rope_theta);
+}
+
+/* RoPE over this rank's s_l rows at their global positions. */
+static void rope(px_exec *ex, float *qkv, int dir)
+{
+    rope_arg r = {qkv, dir};
+    px_ex_pos_runs(ex, 0, ex->s_l, rope_run, &r);
+}
+
+/* Under CP: the whole sequence's q|k|v rows in position order, from every
+ * CP rank's s_l rows (all-gather, then each rank's two chunks put in place). */
+static px_status gather_kv(px_exec *ex, const float *qkv, float **kv, px_error *err)
+{
+    int64_t rowlen = ex->b * ex->qkv_l, n = ex->T * ex->qkv_l, c = ex->cp_chunk;
+    float *all = NULL;
+    TRY(px_ex_alloc(ex, PX_MEM_TEMP, n * ex->cp.size, &all, err));
+    TRY(ex->be->all_gather(ex->be, all, qkv, n, &ex->cp, err));
+    TRY(px_ex_alloc(ex, PX_MEM_TEMP, ex->s * rowlen, kv, err));
+    for (int r = 0; r < ex->cp.size; r++)
+        for (int half = 0; half < 2; half++) {
+            int64_t p = half * c, g = px_ex_pos(ex, r, p);
+            ex->be->copy(ex->be, *kv + g * rowlen, all + r * n + p * rowlen,
+                         c * rowlen * (int64_t)sizeof(float));
+        }
+    px_ex_free(ex, &all);
+    return PX_OK;
+}
+
+/* Under CP: dkv [s rows in position order] summed over the CP group and
+ * added to this rank's rows of dqkv (the inverse of gather_kv). */
+static px_status scatter_dkv(px_exec *ex, float *dkv, float *dqkv, px_error *err)
+{
+    int64_t rowlen = ex->b * ex->qkv_l, n = ex->T * ex->qkv_l, c = ex->cp_chunk;
+    float *blocks = NULL, *mine = NULL;
+    TRY(px_ex_alloc(ex, PX_MEM_TEMP, n * ex->cp.size, &blocks, err));
+    for (int r = 0; r < ex->cp.size; r++)
+        for (int half = 0; half < 2; half++) {
+            int64_t p = half * c, g = px_ex_pos(ex, r, p);
+            ex->be->copy(ex->be, blocks + r * n + p * rowlen, dkv + g * rowlen,
+                         c * rowlen * (int64_t)sizeof(float));
+        }
+    TRY(px_ex_alloc(ex, PX_MEM_TEMP, n, &mine, err));
+    TRY(ex->be->reduce_scatter(ex->be, mine, blocks, n, &ex->cp, err));
+    px_ex_free(ex, &blocks);
+    ex->k->residual_fwd(dqkv, dqkv, mine, n);
+    px_ex_free(ex, &mine);
+    return PX_OK;
+}
+
+/* out, lse (and probs) of the attention core over a->qkv. */
+static px_status attn_fwd(px_exec *ex, const px_layer_act *a, float *out, float *lse,
+                          float *probs, px_error *err)
+{
+    if (ex->cp.size <= 1) {
+        ex->k->attention_fwd(out, lse, probs, a->qkv, ex->s, ex->b, ex->nh_l, ex->nkv_l, ex->hd);
+        return PX_OK;
+    }
+    float *kv = NULL;
+    TRY(gather_kv(ex, a->qkv, &kv, err));
+    ex->k->attention_kv_fwd(out, lse, a->qkv, ex->qpos, kv, ex->s_l, ex->s, ex->b, ex->nh_l,
+                            ex->nkv_l, ex->hd);
+    px_ex_free(ex, &kv);
+    return PX_OK;
+}
+
+/* dqkv (fresh) of the attention core; recomputes lse when not kept. */
+static px_status attn_bwd(px_exec *ex, const px_layer_act *a, const float *datt, float **dqkv,
+                          px_error *err)
+{
+    px_mem_kind X = PX_MEM_TEMP;
+    const px_kernels *k = ex->k;
+    float *lse = a->lse, *tmp_out = NULL, *kv = NULL, *dkv = NULL;
+    bool cp = ex->cp.size > 1;
+    if (cp)
+        TRY(gather_kv(ex, a->qkv, &kv, err));
+    if (!lse) { /* selective recompute: rerun the attention core for its statistics */
+        TRY(px_ex_alloc(ex, X, ex->b * ex->nh_l * ex->s_l, &lse, err));
+        TRY(px_ex_alloc(ex, X, ex->T * ex->nh_l * ex->hd, &tmp_out, err));
+        if (cp)
+            k->attention_kv_fwd(tmp_out, lse, a->qkv, ex->qpos, kv, ex->s_l, ex->s, ex->b,
+                                ex->nh_l, ex->nkv_l, ex->hd);
+        else
+            k->attention_fwd(tmp_out, lse, NULL, a->qkv, ex->s, ex->b, ex->nh_l, ex->nkv_l,
+                             ex->hd);
+        px_ex_free(ex, &tmp_out);
+    }
+    TRY(px_ex_alloc(ex, X, ex->T * ex->qkv_l, dqkv, err));
+    if (cp) {
+        TRY(px_ex_alloc(ex, X, ex->s * ex->b * ex->qkv_l, &dkv, err));
+        k->attention_kv_bwd(*dqkv, dkv, datt, a->att, lse, a->qkv, ex->qpos, kv, ex->s_l, ex->s,
+                            ex->b, ex->nh_l, ex->nkv_l, ex->hd);
+        px_ex_free(ex, &kv);
+        TRY(scatter_dkv(ex, dkv, *dqkv, err));
+        px_ex_free(ex, &dkv);
+    } else {
+        k->attention_bwd(*dqkv, datt, a->att, lse, a->probs, a->qkv, ex->s, ex->b, ex->nh_l,
+                         ex->nkv_l, ex->hd);
+    }
+    if (lse != a->lse)
+        px_ex_free(ex, &lse);
+    return PX_OK;
+}
+
 px_status px_layer_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, bool keep,
                        bool selective, float **x_out, px_error *err)
 {
@@ -99,14 +218,13 @@ px_status px_layer_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, 
     k->matmul_fwd(a->qkv, g, W(lp->wqkv), WOPT(lp->bqkv), T, h, ex->qkv_l);
     col_input_done(ex, a->n1_out, &g);
     if (ex->llama)
-        k->rope_fwd(a->qkv, ex->s, ex->b, ex->nh_l, ex->nkv_l, ex->hd, 0, ex->rope_theta);
+        rope(ex, a->qkv, 1);
     TRY(px_ex_alloc(ex, A, T * ex->nh_l * ex->hd, &a->att, err));
-    TRY(px_ex_alloc(ex, selective ? PX_MEM_TEMP : A, ex->b * ex->nh_l * ex->s, &a->lse, err));
-    bool probs = keep && ex->store_probs_allowed && !selective;
+    TRY(px_ex_alloc(ex, selective ? PX_MEM_TEMP : A, ex->b * ex->nh_l * ex->s_l, &a->lse, err));
+    bool probs = keep && ex->store_probs_allowed && !selective && ex->cp.size <= 1;
     if (probs)
         TRY(px_ex_alloc(ex, A, ex->b * ex->nh_l * ex->s * ex->s, &a->probs, err));
-    k->attention_fwd(a->att, a->lse, a->probs, a->qkv, ex->s, ex->b, ex->nh_l, ex->nkv_l,
-                     ex->hd);
+    TRY(attn_fwd(ex, a, a->att, a->lse, a->probs, err));
     if (selective) /* recomputed in backward with the attention core */
         px_ex_free(ex, &a->lse);
     TRY(px_ex_alloc(ex, PX_MEM_TEMP, T * h, &o, err));
@@ -157,7 +275,7 @@ px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
     int64_t T = ex->T, Ts = ex->Ts, h = ex->h;
     px_mem_kind X = PX_MEM_TEMP;
     float *dy = NULL, *dh2 = NULL, *dh1 = NULL, *g = NULL, *dg = NULL, *dn = NULL;
-    float *dx_mid = NULL, *datt = NULL, *dqkv = NULL, *lse = NULL, *tmp_out = NULL;
+    float *dx_mid = NULL, *datt = NULL, *dqkv = NULL;
     /* Weight-gradient targets: NULL when W runs later (zero-bubble). */
 #define WG(off) (defer_w ? NULL : G(off))
 
@@ -207,21 +325,10 @@ px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
     TRY(px_ex_alloc(ex, X, T * ex->nh_l * ex->hd, &datt, err));
     k->matmul_bwd(datt, WG(lp->wo), NULL, dyv, a->att, W(lp->wo), T, ex->nh_l * ex->hd, h);
     px_ex_free(ex, &dy);
-    lse = a->lse;
-    if (!lse) { /* selective recompute: rerun the attention core for its statistics */
-        TRY(px_ex_alloc(ex, X, ex->b * ex->nh_l * ex->s, &lse, err));
-        TRY(px_ex_alloc(ex, X, T * ex->nh_l * ex->hd, &tmp_out, err));
-        k->attention_fwd(tmp_out, lse, NULL, a->qkv, ex->s, ex->b, ex->nh_l, ex->nkv_l, ex->hd);
-        px_ex_free(ex, &tmp_out);
-    }
-    TRY(px_ex_alloc(ex, X, T * ex->qkv_l, &dqkv, err));
-    k->attention_bwd(dqkv, datt, a->att, lse, a->probs, a->qkv, ex->s, ex->b, ex->nh_l,
-                     ex->nkv_l, ex->hd);
-    if (lse != a->lse)
-        px_ex_free(ex, &lse);
+    TRY(attn_bwd(ex, a, datt, &dqkv, err));
     px_ex_free(ex, &datt);
     if (ex->llama)
-        k->rope_bwd(dqkv, ex->s, ex->b, ex->nh_l, ex->nkv_l, ex->hd, 0, ex->rope_theta);
+        rope(ex, dqkv, -1);
     if (!defer_w)
         TRY(col_input(ex, a->n1_out, &g, err));
     TRY(px_ex_alloc(ex, X, T * h, &dg, err));

@@ -11,9 +11,11 @@
 #include "px_cost.h"
 #include "px_plan_json.h"
 #include "px_search.h"
+#include "px_validate.h"
 
 static const char usage_text[] =
     "usage: plan --model NAME|FILE --gpus G [options]\n"
+    "       plan --validate [FILE] [--json] [--check]   (as build/validate: docs/validation.md)\n"
     "\n"
     "Searches every valid way to split the training of a model over G GPUs and\n"
     "ranks them by the predicted step time (docs/cost-model.md).\n"
@@ -417,8 +419,49 @@ static void make_plan(px_plan *plan, const px_model *m, const px_hw *hw, const p
     plan->pred = c->pred;
 }
 
+/* plan --validate [FILE] [--json] [--check]: the published-runs check of
+ * docs/validation.md, the same library call as build/validate. */
+static int validate_cmd(int argc, char **argv)
+{
+    const char *path = NULL;
+    bool json = false, check = false;
+    char def[1024];
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            json = true;
+        else if (!strcmp(argv[i], "--check"))
+            check = true;
+        else if (argv[i][0] != '-' && !path)
+            path = argv[i];
+        else
+            die_usage("plan --validate: unexpected argument \"%s\"", argv[i]);
+    }
+    if (!path) {
+        px_validate_default_path(def, sizeof def);
+        path = def;
+    }
+    static px_val_report rep;
+    px_error err;
+    px_error_clear(&err);
+    if (px_validate_file(path, NULL, &rep, &err) != PX_OK)
+        die_error(&err);
+    int rc = 0;
+    if (json) {
+        if (px_validate_write_json(&rep, stdout, &err) != PX_OK)
+            die_error(&err);
+    } else {
+        px_validate_write_table(&rep, stdout);
+    }
+    if (check && !px_validate_within_bounds(&rep, NULL, 0))
+        rc = 1;
+    px_validate_free(&rep);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && !strcmp(argv[1], "--validate"))
+        return validate_cmd(argc, argv);
     cli c;
     parse_args(argc, argv, &c);
     px_error err;

@@ -533,12 +533,88 @@ static void make_shape(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
 /* Times of one layer for one micro-batch on one GPU. */
 typedef struct {
     double gemm_fwd_s, attn_fwd_s, mem_fwd_s;   /* compute, forward */
+    double attn_bwd_s, mem_bwd_s;                /* attention core, pointwise: backward */
     double fwd_s, bwd_s;                         /* compute */
     double rc_s[PX_RECOMPUTE_COUNT];             /* extra compute by recompute mode */
     double tp_s, tp_bytes, tp_rc_s;              /* TP comm (exposed), rc: full recompute's extra */
+    double tp_fwd_s, tp_bwd_s;                   /* tp_s split: forward, backward */
     double ep_s, ep_bytes;
     double cp_total_s, cp_exposed_s, cp_bytes;
 } layer_time;
+
+/* Seconds of `batch` GEMMs of shape (m, n, k) that also move `bytes`
+ * through HBM: the slower of the two (roofline).  The s x s score GEMMs of
+ * unfused attention have k = the head width (64..128), below every GPU's
+ * ridge point: their cost is the score matrix they write or read. */
+static double roofline_s(const px_hw *hw, double batch, double m, double n, double k,
+                         double bytes)
+{
+    return dmax(batch * px_time_gemm_s(hw, m, n, k), px_time_mem_s(hw, bytes));
+}
+
+/* The attention core without FlashAttention (Megatron before 2023): the
+ * s x s_kv scores of every local head are materialised, and the full
+ * product is computed (the causal mask is applied to the scores).  Bytes
+ * per score element, e-byte activations: forward = Q·K^T writes e, the fused
+ * scale-mask-softmax reads and writes e, dropout reads e and writes e plus a
+ * 1-byte mask, P·V reads e; backward = dP = dO·V^T writes e, dropout
+ * backward reads e and the mask and writes e, softmax backward reads y and
+ * dy and writes e, dV = P^T·dO, dQ = dS·K and dK = dS^T·Q read e each. */
+static void attn_core_unfused(const px_hw *hw, const px_act_shape *sh, double T, double a_t,
+                              double *fwd_s, double *bwd_s)
+{
+    double e = sh->elem_bytes, s = sh->s, skv = sh->s_kv;
+    double heads = T / s * a_t;          /* b · a/t score matrices */
+    double E = heads * s * skv;          /* score elements */
+    double drop = sh->dropout ? 2.0 * e + 1.0 : 0.0;
+    *fwd_s = roofline_s(hw, heads, s, skv, sh->dq, e * E)     /* Q·K^T */
+             + px_time_mem_s(hw, 2.0 * e * E)                 /* softmax */
+             + px_time_mem_s(hw, drop * E)                    /* dropout */
+             + roofline_s(hw, heads, s, sh->dv, skv, e * E);  /* P·V */
+    *bwd_s = roofline_s(hw, heads, s, skv, sh->dv, e * E)     /* dP */
+             + px_time_mem_s(hw, drop * E)                    /* dropout */
+             + px_time_mem_s(hw, 3.0 * e * E)                 /* softmax */
+             + roofline_s(hw, heads, skv, sh->dv, s, e * E)   /* dV */
+             + roofline_s(hw, heads, s, sh->dq, skv, e * E)   /* dQ */
+             + roofline_s(hw, heads, skv, sh->dq, s, e * E);  /* dK */
+}
+
+/* Fraction of the compute a collective in flight takes (see
+ * PX_EFF_COMM_SM_FRACTION): NCCL's and MPI's collectives run on the cores
+ * that compute; a torus profile's (TPU ICI) are moved by DMA engines. */
+static double comm_sm_fraction(const px_hw *hw)
+{
+    return hw->torus ? 0.0 : PX_EFF_COMM_SM_FRACTION;
+}
+
+/* True when the profile has a measured bandwidth for operator class c
+ * (calibrated CPU profiles): such a rate is defined on the byte counts
+ * calibrate charges (forward bytes, backward 2x), so those counts are kept
+ * for it; datasheet profiles get the per-operator counts below. */
+static bool mem_class_measured(const px_hw *hw, px_mem_class c)
+{
+    switch (c) {
+    case PX_MEM_NORM: return hw->norm_bw > 0.0;
+    case PX_MEM_RESIDUAL: return hw->residual_bw > 0.0;
+    case PX_MEM_GELU: return hw->gelu_bw > 0.0;
+    case PX_MEM_SWIGLU: return hw->swiglu_bw > 0.0;
+    case PX_MEM_ROPE: return hw->rope_bw > 0.0;
+    case PX_MEM_XENT: return hw->xent_bw > 0.0;
+    case PX_MEM_ADAMW: return hw->adamw_bw > 0.0;
+    case PX_MEM_EMBED: return hw->embed_bw > 0.0;
+    default: return false;
+    }
+}
+
+/* Forward and backward seconds of element-wise class c moving fwd_bytes
+ * forward and bwd_bytes backward (a measured class: 2x its forward). */
+static void mem_class_fb(const px_hw *hw, px_mem_class c, double fwd_bytes, double bwd_bytes,
+                         double *fwd_s, double *bwd_s)
+{
+    double f = px_time_mem_class_s(hw, c, fwd_bytes);
+    *fwd_s += f;
+    *bwd_s += mem_class_measured(hw, c) ? 2.0 * f : px_time_mem_class_s(hw, c, bwd_bytes);
+}
 
 static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
                        const crossings *x, layer_time *lt)
@@ -568,16 +644,23 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     } else {
         g += px_time_gemm_s(hw, T, a_t * sh.dq + kv_t * (sh.dq + sh.dv), h);
     }
+    double g_col_attn = g; /* column-parallel projections: the TP overlap window */
     g += px_time_gemm_s(hw, T, h, a_t * sh.dv);
     /* attention core: the FLOP convention counts the full s×s product; a
      * causal kernel does half of it */
     double attn_flops = 2.0 * T * sh.s_kv * a_t * (sh.dq + sh.dv);
-    lt->attn_fwd_s = px_time_attn_s(hw, 0.5 * attn_flops);
+    if (par->flash_attention) {
+        lt->attn_fwd_s = px_time_attn_s(hw, 0.5 * attn_flops);
+        lt->attn_bwd_s = 2.5 * lt->attn_fwd_s; /* the backward recomputes the scores */
+    } else {
+        attn_core_unfused(hw, &sh, T, a_t, &lt->attn_fwd_s, &lt->attn_bwd_s);
+    }
 
     /* MLP */
     double up = sh.gated ? 2.0 : 1.0;
     double act_elems = 0.0; /* elements through the activation function */
     double mem = 0.0;
+    double g_col_mlp = 0.0;
     if (moe) {
         double E = sh.n_experts, r = sh.top_k, fe = sh.moe_f, etp = par->etp, ep = par->ep;
         g += px_time_gemm_s(hw, T / tsp, E, h); /* router */
@@ -594,49 +677,88 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
             act_elems += T * fs / t;
         }
     } else {
-        g += px_time_gemm_s(hw, T, up * sh.f / t, h) + px_time_gemm_s(hw, T, h, sh.f / t);
+        g_col_mlp = px_time_gemm_s(hw, T, up * sh.f / t, h);
+        g += g_col_mlp + px_time_gemm_s(hw, T, h, sh.f / t);
         act_elems += T * sh.f / t;
     }
     lt->gemm_fwd_s = g;
 
-    /* memory-bound operators (forward bytes; backward is charged 2x): 2
-     * norms (read + write), 2 residual adds (2 reads + 1 write), the
-     * activation function (GeLU: read, write; SwiGLU: 2 reads, 1 write),
-     * dropout (read, write, mask), RoPE on q and k (read, write), MoE token
-     * permutation (above) */
-    if (sh.dropout)
-        mem += 2.0 * (2.0 * e + 1.0) * T * h / tsp;
-    double mt = px_time_mem_class_s(hw, PX_MEM_GENERIC, mem);
-    mt += px_time_mem_class_s(hw, PX_MEM_NORM, 4.0 * e * T * h / tsp);
-    mt += px_time_mem_class_s(hw, PX_MEM_RESIDUAL, 6.0 * e * T * h / tsp);
-    mt += px_time_mem_class_s(hw, sh.gated ? PX_MEM_SWIGLU : PX_MEM_GELU,
-                              (sh.gated ? 3.0 : 2.0) * e * act_elems);
-    if (sh.gated)
-        mt += px_time_mem_class_s(hw, PX_MEM_ROPE, 2.0 * e * T * (a_t + kv_t) * sh.dq);
-    lt->mem_fwd_s = mt;
+    /* memory-bound operators: 2 norms, 2 residual adds, the activation
+     * function, dropout (GPT), RoPE on q and k (Llama), MoE token permutation
+     * (above).  Bytes forward / backward: norm read + write / read x and dy,
+     * write dx; residual 2 reads + 1 write / the same (the backward sums the
+     * skip and branch gradients); GeLU read + write / read x and dy, write
+     * dx; SwiGLU 2 reads + 1 write / 3 reads + 2 writes; dropout read, write,
+     * 1-byte mask / the same; RoPE read + write / the same.  An element-wise
+     * backward moves about what its forward moved, not twice. */
+    double Th = T * h / tsp, drop = sh.dropout ? 2.0 * (2.0 * e + 1.0) * Th : 0.0;
+    /* GPT blocks fuse the output dropout into the residual add (Megatron's
+     * bias-dropout-add kernel: read x and the residual, write the sum and the
+     * mask); a datasheet profile charges that fused forward */
+    double res_f = 6.0 * e * Th, drop_f = drop;
+    if (sh.dropout && !mem_class_measured(hw, PX_MEM_RESIDUAL)) {
+        res_f = 2.0 * (3.0 * e + 1.0) * Th;
+        drop_f = 0.0;
+    }
+    double mf = 0.0, mb = 0.0;
+    mem_class_fb(hw, PX_MEM_GENERIC, mem + drop_f, mem + drop, &mf, &mb);
+    mem_class_fb(hw, PX_MEM_NORM, 4.0 * e * Th, 6.0 * e * Th, &mf, &mb);
+    mem_class_fb(hw, PX_MEM_RESIDUAL, res_f, 6.0 * e * Th, &mf, &mb);
+    mem_class_fb(hw, sh.gated ? PX_MEM_SWIGLU : PX_MEM_GELU,
+                 (sh.gated ? 3.0 : 2.0) * e * act_elems, (sh.gated ? 5.0 : 3.0) * e * act_elems,
+                 &mf, &mb);
+    if (sh.gated) {
+        double rope = 2.0 * e * T * (a_t + kv_t) * sh.dq;
+        mem_class_fb(hw, PX_MEM_ROPE, rope, rope, &mf, &mb);
+    }
+    lt->mem_fwd_s = mf;
+    lt->mem_bwd_s = mb;
 
     lt->fwd_s = lt->gemm_fwd_s + lt->attn_fwd_s + lt->mem_fwd_s;
-    /* backward: 2× the GEMMs (dgrad + wgrad), FlashAttention's backward
-     * about 2.5× its forward (it recomputes the scores), 2× the pointwise */
-    lt->bwd_s = 2.0 * lt->gemm_fwd_s + 2.5 * lt->attn_fwd_s + 2.0 * lt->mem_fwd_s;
+    /* backward: 2x the GEMMs (dgrad + wgrad), the attention core's backward */
+    lt->bwd_s = 2.0 * lt->gemm_fwd_s + lt->attn_bwd_s + lt->mem_bwd_s;
     lt->rc_s[PX_RECOMPUTE_NONE] = 0.0;
     lt->rc_s[PX_RECOMPUTE_SELECTIVE] = lt->attn_fwd_s;
     lt->rc_s[PX_RECOMPUTE_FULL] = lt->fwd_s;
 
-    /* TP: 2 collectives forward + 2 backward per block pair; an MoE layer
-     * keeps the attention's two (its MLP communicates through EP) */
+    /* TP, per block (attention and MLP; an MoE layer keeps the attention's,
+     * its MLP communicates through EP), as Megatron runs it.  Forward: an
+     * all-reduce after the row-parallel GEMM (SP: all-gather before the
+     * column-parallel GEMM, reduce-scatter after the row-parallel one), on
+     * the critical path.  Backward: the column-parallel GEMM's input-gradient
+     * all-reduce (SP: reduce-scatter) runs asynchronously under its
+     * weight-gradient GEMM; with SP that GEMM's input, kept as a 1/t shard,
+     * is all-gathered again under its input-gradient GEMM, and the
+     * row-parallel GEMM's output gradient is all-gathered before it can
+     * start (exposed).  A backward GEMM takes about its forward's time. */
     double msg = e * T * h;
     double n_tp_coll = moe ? 2.0 : 4.0;
     double one = px_time_coll_s(hw, PX_COLL_ALLREDUCE, par->tp, msg, x->tp);
-    lt->tp_s = n_tp_coll * one;
+    double one_ag = px_time_coll_s(hw, PX_COLL_ALLGATHER, par->tp, msg, x->tp);
+    double one_rs = px_time_coll_s(hw, PX_COLL_REDUCE_SCATTER, par->tp, msg, x->tp);
+    double col_win[2] = {g_col_attn, g_col_mlp};
+    for (int blk = 0; blk < (moe ? 1 : 2); blk++) {
+        double f = comm_sm_fraction(hw), w = par->tp_overlap ? col_win[blk] : 0.0;
+        if (sh.sp) {
+            lt->tp_fwd_s += one_ag + one_rs;
+            lt->tp_bwd_s += one_ag + dmax(0.0, one_rs - w) + dmax(0.0, one_ag - w) +
+                            f * (dmin(one_rs, w) + dmin(one_ag, w));
+        } else {
+            lt->tp_fwd_s += one;
+            lt->tp_bwd_s += dmax(0.0, one - w) + f * dmin(one, w);
+        }
+    }
+    lt->tp_s = lt->tp_fwd_s + lt->tp_bwd_s;
     lt->tp_bytes = n_tp_coll * px_coll_wire_bytes(PX_COLL_ALLREDUCE, par->tp, msg);
-    lt->tp_rc_s = (n_tp_coll / 2.0) * one; /* full recompute reruns the forward's */
+    lt->tp_rc_s = lt->tp_fwd_s; /* full recompute reruns the forward's */
     if (moe) {
         /* expert TP: the routed tokens are gathered / reduced inside etp */
         double tok = T * sh.top_k * par->etp / t;
         double emsg = e * tok * h;
         double et = px_time_coll_s(hw, PX_COLL_ALLREDUCE, par->etp, emsg, x->etp);
         lt->tp_s += 2.0 * et;
+        lt->tp_fwd_s += et;
+        lt->tp_bwd_s += et;
         lt->tp_bytes += 2.0 * px_coll_wire_bytes(PX_COLL_ALLREDUCE, par->etp, emsg);
         lt->tp_rc_s += et;
         /* EP: dispatch + combine all-to-all, forward and backward, of this
@@ -860,11 +982,18 @@ static void extras_time(const px_cost_ctx *ctx, const px_parallel *par, double *
     /* embedding: gather rows forward, scatter-add backward (fwd + bwd bytes) */
     *first_s = px_time_mem_class_s(hw, PX_MEM_EMBED, 3.0 * 2.0 * e * T * h / tsp);
     /* LM head GEMM (fwd + 2x bwd), the final norm (read + write, 3x for fwd +
-     * bwd), and the fp32 cross-entropy: 4 passes over the V/t logits of
-     * every token, forward and backward together */
+     * bwd), and the fp32 cross-entropy over the V/t logits of every token,
+     * forward and backward together: 4 fp32 passes where the profile has a
+     * measured rate for the loss (calibrate's byte count) */
     double head = px_time_gemm_s(hw, T, V / t, h);
+    /* A datasheet profile streams the loss as Megatron's vocab-parallel
+     * cross-entropy runs it, one kernel a step over the fp32 logits: cast
+     * (read e, write 4), max (read 4), subtract (read 4, write 4), exp (read
+     * 4, write 4), sum (read 4), normalise (read 4, write 4); backward scale
+     * (read 4, write 4) and cast back (read 4, write e): 48 + 2e bytes. */
+    double xent = mem_class_measured(hw, PX_MEM_XENT) ? 4.0 * 4.0 : 48.0 + 2.0 * e;
     *last_s = 3.0 * head + px_time_mem_class_s(hw, PX_MEM_NORM, 3.0 * 2.0 * e * T * h / tsp) +
-              px_time_mem_class_s(hw, PX_MEM_XENT, 4.0 * 4.0 * T * V / t);
+              px_time_mem_class_s(hw, PX_MEM_XENT, xent * T * V / t);
 }
 
 void px_cost_stage_extras(px_cost_ctx *ctx, const px_parallel *par, px_stage_extras *out)
@@ -911,9 +1040,8 @@ void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_l
         out->act_bytes[r] = ops.total;
         out->recompute_s[r] = lt.rc_s[r] + (r == PX_RECOMPUTE_FULL ? lt.tp_rc_s : 0.0);
     }
-    double comm_fwd = 0.5 * (lt.tp_s + lt.ep_s);
-    out->fwd_s = lt.fwd_s + comm_fwd + lt.cp_exposed_s / 3.0;
-    out->bwd_s = lt.bwd_s + comm_fwd + lt.cp_exposed_s * 2.0 / 3.0;
+    out->fwd_s = lt.fwd_s + lt.tp_fwd_s + 0.5 * lt.ep_s + lt.cp_exposed_s / 3.0;
+    out->bwd_s = lt.bwd_s + lt.tp_bwd_s + 0.5 * lt.ep_s + lt.cp_exposed_s * 2.0 / 3.0;
 }
 
 /* ---------------- the whole step ---------------- */
@@ -999,8 +1127,8 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
             w_cp = cp;
             w_cpt = fd * ld.cp_total_s + fm * lm.cp_total_s;
             w_gemm = fd * 3.0 * ld.gemm_fwd_s + fm * 3.0 * lm.gemm_fwd_s;
-            w_attn = fd * 3.5 * ld.attn_fwd_s + fm * 3.5 * lm.attn_fwd_s;
-            w_mem = fd * 3.0 * ld.mem_fwd_s + fm * 3.0 * lm.mem_fwd_s + extra;
+            w_attn = fd * (ld.attn_fwd_s + ld.attn_bwd_s) + fm * (lm.attn_fwd_s + lm.attn_bwd_s);
+            w_mem = fd * (ld.mem_fwd_s + ld.mem_bwd_s) + fm * (lm.mem_fwd_s + lm.mem_bwd_s) + extra;
             w_tpb = fd * ld.tp_bytes * (1.0 + full_tp * 0.5) + fm * lm.tp_bytes * (1.0 + full_tp * 0.5);
             w_epb = fm * lm.ep_bytes;
             w_cpb = fd * ld.cp_bytes + fm * lm.cp_bytes;
@@ -1028,7 +1156,16 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
         double msg = px_cost_pp_msg_bytes((double)seq_of(ctx, par) / par->cp,
                                           (double)par->micro_batch, (double)m->hidden,
                                           par->tp, sp, elem_of(ctx));
-        pp_total = 2.0 * v * mm * px_time_coll_s(hw, PX_COLL_P2P, 2, msg, x.pp);
+        double one = px_time_coll_s(hw, PX_COLL_P2P, 2, msg, x.pp);
+        if (!sp && par->tp > 1) {
+            /* Megatron's scatter/gather (Narayanan et al. 2021, sec. 4.1): the t
+             * ranks of a TP group hold the same activation; each sends 1/t of
+             * it over its own link and the receivers all-gather it in-node */
+            msg /= par->tp;
+            one = px_time_coll_s(hw, PX_COLL_P2P, 2, msg, x.pp) +
+                  px_time_coll_s(hw, PX_COLL_ALLGATHER, par->tp, msg * par->tp, x.tp);
+        }
+        pp_total = 2.0 * v * mm * one;
         pp_bytes = 2.0 * v * mm * msg;
     }
 
@@ -1053,16 +1190,25 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
                          px_coll_wire_bytes(PX_COLL_ALLGATHER, edp, ewt_b);
     /* overlap windows: the backward (forward) compute of one micro-batch */
     double bwd_win = w_bwd + w_rc, fwd_win = w_fwd;
+    /* The last gradients the backward produces (stage 0's embedding, or its
+     * first layer) are reduced after the compute has ended, and the first
+     * weights the next forward needs are gathered before it can start: that
+     * bucket's communication is exposed however long the windows are. */
+    double tail_p = dmin(w_dense_p, dmax((double)ctx->pc.embedding,
+                                         (double)ctx->dense_layer_params) / par->tp);
+    double tail_ar = px_time_coll_s(hw, PX_COLL_ALLREDUCE, ddp, tail_p * bpp.grads, dcross);
+    double tail_rs = px_time_coll_s(hw, PX_COLL_REDUCE_SCATTER, ddp, tail_p * bpp.grads, dcross);
+    double tail_ag = px_time_coll_s(hw, PX_COLL_ALLGATHER, ddp, tail_p * bpp.weights, dcross);
     double dp_total = 0.0, dp_exposed = 0.0, dp_bytes = 0.0;
     switch (par->zero) {
     case 0:
         dp_total = t_ar;
-        dp_exposed = dmax(0.0, t_ar - bwd_win);
+        dp_exposed = dmax(tail_ar, t_ar - bwd_win);
         dp_bytes = dp_bytes_ar;
         break;
     case 1:
         dp_total = t_rs + t_ag;
-        dp_exposed = dmax(0.0, t_rs - bwd_win) + dmax(0.0, t_ag - fwd_win);
+        dp_exposed = dmax(tail_rs, t_rs - bwd_win) + dmax(tail_ag, t_ag - fwd_win);
         dp_bytes = dp_bytes_rs + dp_bytes_ag;
         break;
     case 2:
@@ -1078,6 +1224,10 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
         dp_bytes = mm * (2.0 * dp_bytes_ag + dp_bytes_rs);
         break;
     }
+    if (!par->dp_overlap && par->zero <= 2)
+        dp_exposed = dp_total; /* reduced (and gathered) after the backward */
+    /* the hidden part still takes SMs from the compute it hides under */
+    dp_exposed += comm_sm_fraction(hw) * (dp_total - dp_exposed);
     if (ddp <= 1 && edp <= 1)
         dp_total = dp_exposed = dp_bytes = 0.0;
 
@@ -1088,6 +1238,15 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     double opt_params = w_dense_p / shard + w_exp_p / eshard;
     double opt_bpp = 2.0 * bpp.optimizer + bpp.grads + (elem_of(ctx) < 4 ? bpp.weights : 0.0);
     double opt_s = px_time_mem_class_s(hw, PX_MEM_ADAMW, opt_params * opt_bpp);
+    if (!mem_class_measured(hw, PX_MEM_ADAMW)) {
+        /* around Adam (datasheet profiles): the gradient norm for clipping
+         * reads the shard's gradients, the low-precision copy reads the fp32
+         * master again, and the next step starts by zeroing the whole local
+         * gradient buffer */
+        double extra = opt_params * (bpp.grads + (elem_of(ctx) < 4 ? 4.0 : 0.0)) +
+                       (w_dense_p + w_exp_p) * bpp.grads;
+        opt_s += px_time_mem_s(hw, extra);
+    }
 
     double step = ideal + bubble + pp_total + dp_exposed + opt_s;
 

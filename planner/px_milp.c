@@ -294,6 +294,8 @@ typedef struct {
     char text[768]; /* GLPK's last terminal output, newlines folded */
     int text_len;
     double gap;     /* from the callback */
+    double deadline;/* now_s() past which the callback stops GLPK */
+    bool stopped_by_time;
 } guard;
 
 static void guard_error_hook(void *info)
@@ -398,9 +400,18 @@ static glp_prob *build_glpk(const px_milp *mp, int *ia, int *ja, double *ar)
     return lp;
 }
 
+static double now_s(void);
+
+/* Called by GLPK at every stage of branch-and-bound: records the gap, and
+ * enforces the time limit more often than GLPK's own tm_lim check (which
+ * waits for the current node, cut round included, to finish). */
 static void track_gap(glp_tree *tree, void *info)
 {
     guard *g = info;
+    if (now_s() > g->deadline) {
+        g->stopped_by_time = true;
+        glp_ios_terminate(tree);
+    }
     int reason = glp_ios_reason(tree);
     if (reason == GLP_IBINGO || reason == GLP_ISELECT) {
         double gap = glp_ios_mip_gap(tree);
@@ -463,7 +474,10 @@ static void solve_body(void *arg)
     }
     parm.cb_func = track_gap;
     parm.cb_info = job->g;
+    job->g->deadline = now_s() + o->time_limit_s;
     job->ret = glp_intopt(lp, &parm);
+    if (job->ret == GLP_ESTOP && job->g->stopped_by_time)
+        job->ret = GLP_ETMLIM; /* our own check of the same limit */
     job->status = glp_mip_status(lp);
     if (job->status == GLP_OPT || job->status == GLP_FEAS) {
         job->obj = glp_mip_obj_val(lp);

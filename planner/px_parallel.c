@@ -50,6 +50,8 @@ void px_parallel_init(px_parallel *p)
     p->zero = 0;
     p->grad_fp32 = true;       /* Megatron's default: fp32 main gradients */
     p->flash_attention = true; /* every modern trainer uses it */
+    p->dp_overlap = true;      /* bucketed gradient reduction under the backward */
+    p->tp_overlap = true;      /* async backward TP collectives under their GEMMs */
     p->schedule = PX_SCHED_1F1B;
     p->recompute = PX_RECOMPUTE_NONE;
     p->micro_batch = 1;

@@ -26,9 +26,9 @@ static bool mem_fits(const px_partition_problem *pb, double mem)
     return mem <= (double)pb->mem_limit_bytes * (1.0 + MEM_TOL_REL);
 }
 
-/* Above this many binaries the program is not worth handing to GLPK inside a
- * planner loop; the caller keeps the uniform split. */
-#define MAX_BINARIES 200000
+/* Above this many integer variables the program is not worth handing to GLPK
+ * inside a planner loop; the caller keeps the uniform split. */
+#define MAX_INTEGERS 200000
 
 void px_partition_problem_init(px_partition_problem *pb)
 {
@@ -48,6 +48,7 @@ void px_partition_opts_init(px_partition_opts *o)
     o->minimise_recompute = true;
     o->tie_rel = 1e-6;
     o->presolve = true;
+    o->heuristics = true;
 }
 
 static bool allowed(const px_partition_problem *pb, int r)
@@ -324,35 +325,41 @@ static px_status check_opts(const px_partition_opts *o, px_error *err)
 
 /* ---- the MILP ------------------------------------------------------------ */
 
+/* Formulation (docs/partition.md): consecutive identical layers form runs;
+ * a chunk boundary is placed by choosing the run it falls in (binary u) and
+ * its offset inside the run (integer off); each (run, chunk) pair gets an
+ * integer count per recompute choice.  Counting instead of placing layer by
+ * layer removes the symmetry between identical layers (which of nine equal
+ * layers recomputes does not matter) that makes branch-and-bound hopeless on
+ * a per-layer model of a 32- or 80-layer transformer.  With every run one
+ * layer long it is the per-layer model. */
+
 typedef enum { BUILD_TIME, BUILD_OVERFLOW } build_mode;
 
 typedef struct {
     const px_partition_problem *pb;
     px_milp *mp;
-    int L, C, p;
-    int *w;     /* [(i*C + c)*R + r]: column of "layer i in chunk c with choice r", or -1 */
-    int *z;     /* [i*C + c]: column of "layer i in a chunk <= c", or -1 when constant */
-    signed char *zval; /* the constant (0/1) where z is -1 */
+    int L, C, p, K;
+    int *run_first;   /* [K + 1]: G_k, first layer of run k; run_first[K] = L */
+    int *u;           /* [c * K + k]: boundary c (1..C-1) falls in run k, or -1 */
+    int *off;         /* [c * K + k]: its offset inside run k, or -1 (0) */
+    int *n;           /* [(k * C + c) * R + r]: layers of run k in chunk c with choice r, or -1 */
     int t_col, e_col;
     double tscale, mscale;
-    /* scratch for one row */
-    int *rc;
+    int *rc;          /* scratch for one row */
     double *rv;
-    int rn;
+    int rn, rcap;
 } model;
 
-static int cmin_of(const model *m, int i) { int v = m->C - (m->L - i); return v > 0 ? v : 0; }
-static int cmax_of(const model *m, int i) { return i < m->C - 1 ? i : m->C - 1; }
-
-static void model_free(model *m)
+static bool identical_layers(const px_partition_problem *pb, int i, int j)
 {
-    px_milp_free(m->mp);
-    free(m->w);
-    free(m->z);
-    free(m->zval);
-    free(m->rc);
-    free(m->rv);
-    memset(m, 0, sizeof *m);
+    if (pb->layer_static_bytes[i] != pb->layer_static_bytes[j])
+        return false;
+    for (int r = 0; r < R_COUNT; r++)
+        if (allowed(pb, r) && (pb->layer_time_s[i][r] != pb->layer_time_s[j][r] ||
+                               pb->layer_act_bytes[i][r] != pb->layer_act_bytes[j][r]))
+            return false;
+    return true;
 }
 
 /* Is option r of layer i worth a variable?  Not when another allowed option
@@ -371,35 +378,74 @@ static bool dominated(const px_partition_problem *pb, int i, int r)
     return false;
 }
 
-static bool identical_layers(const px_partition_problem *pb, int i, int j)
+static void model_free(model *m)
 {
-    if (pb->layer_static_bytes[i] != pb->layer_static_bytes[j])
-        return false;
-    for (int r = 0; r < R_COUNT; r++)
-        if (allowed(pb, r) && (pb->layer_time_s[i][r] != pb->layer_time_s[j][r] ||
-                               pb->layer_act_bytes[i][r] != pb->layer_act_bytes[j][r]))
-            return false;
-    return true;
+    px_milp_free(m->mp);
+    free(m->run_first);
+    free(m->u);
+    free(m->off);
+    free(m->n);
+    free(m->rc);
+    free(m->rv);
+    memset(m, 0, sizeof *m);
+}
+
+static int run_len(const model *m, int k) { return m->run_first[k + 1] - m->run_first[k]; }
+
+/* Chunk c can only hold layers c .. L - C + c (every chunk needs one). */
+static bool run_meets_chunk(const model *m, int k, int c)
+{
+    return m->run_first[k] <= m->L - m->C + c && m->run_first[k + 1] - 1 >= c;
 }
 
 static void row_begin(model *m) { m->rn = 0; }
+
+/* Adds a * col to the current row (each column once per row). */
 static void row_add(model *m, int col, double v)
 {
-    if (v != 0.0) {
-        m->rc[m->rn] = col;
-        m->rv[m->rn] = v;
-        m->rn++;
+    if (col < 0 || v == 0.0)
+        return;
+    m->rc[m->rn] = col;
+    m->rv[m->rn] = v;
+    m->rn++;
+}
+
+/* Adds a * D[k][c] (layers of run k before boundary c) to the row; a
+ * constant part goes into *rhs (moved to the other side). */
+static void row_add_d(model *m, int k, int c, double a, double *rhs)
+{
+    if (c == 0)
+        return;
+    if (c == m->C) {
+        *rhs -= a * run_len(m, k);
+        return;
+    }
+    for (int q = k + 1; q < m->K; q++)
+        row_add(m, m->u[c * m->K + q], a * run_len(m, k));
+    row_add(m, m->off[c * m->K + k], a);
+}
+
+/* Adds a * B[c] (the first layer of chunk c, sum_k D[k][c]). */
+static void row_add_b(model *m, int c, double a, double *rhs)
+{
+    if (c == 0)
+        return;
+    if (c == m->C) {
+        *rhs -= a * m->L;
+        return;
+    }
+    for (int k = 0; k < m->K; k++) {
+        row_add(m, m->u[c * m->K + k], a * m->run_first[k]);
+        row_add(m, m->off[c * m->K + k], a);
     }
 }
 
-/* Adds z[i][c] (coef a) to the current row, folding a constant into *rhs. */
-static void row_add_z(model *m, int i, int c, double a, double *rhs)
+static px_status add_row(model *m, const char *fmt, int i, int j, double lo, double hi,
+                         px_error *err)
 {
-    int k = i * m->C + c;
-    if (m->z[k] >= 0)
-        row_add(m, m->z[k], a);
-    else
-        *rhs -= a * m->zval[k];
+    char name[64];
+    snprintf(name, sizeof name, fmt, i, j);
+    return px_milp_add_row(m->mp, name, lo, hi, m->rn, m->rc, m->rv, NULL, err);
 }
 
 static px_status model_build(model *m, const px_partition_problem *pb, build_mode mode,
@@ -413,29 +459,32 @@ static px_status model_build(model *m, const px_partition_problem *pb, build_mod
     m->t_col = m->e_col = -1;
     int L = m->L, C = m->C;
 
-    /* Count the binaries before allocating anything large. */
-    double n_bin = 0;
-    for (int i = 0; i < L; i++) {
-        int kept = 0;
-        for (int r = 0; r < R_COUNT; r++)
-            kept += allowed(pb, r) && !dominated(pb, i, r);
-        n_bin += (double)(cmax_of(m, i) - cmin_of(m, i) + 1) * (kept + 1);
-    }
-    if (n_bin > MAX_BINARIES)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "partition MILP for %d layers on %d chunks needs %.0f binary variables; "
-                       "at most %d (use fewer virtual stages)",
-                       L, C, n_bin, MAX_BINARIES);
+    m->run_first = malloc((size_t)(L + 1) * sizeof *m->run_first);
+    if (!m->run_first)
+        return PX_FAIL(err, PX_ERR_NOMEM, "partition MILP: out of memory");
+    m->K = 0;
+    for (int i = 0; i < L; i++)
+        if (i == 0 || !identical_layers(pb, i - 1, i))
+            m->run_first[m->K++] = i;
+    m->run_first[m->K] = L;
+    int K = m->K;
 
-    size_t nw = (size_t)L * C * R_COUNT, nz = (size_t)L * C;
-    m->w = malloc(nw * sizeof *m->w);
-    m->z = malloc(nz * sizeof *m->z);
-    m->zval = malloc(nz);
-    /* a row holds at most every w of one stage plus a few more */
-    size_t row_cap = (size_t)L * (size_t)pb->vpp * R_COUNT + (size_t)L * R_COUNT + 8;
-    m->rc = malloc(row_cap * sizeof *m->rc);
-    m->rv = malloc(row_cap * sizeof *m->rv);
-    if (!m->w || !m->z || !m->zval || !m->rc || !m->rv) {
+    double n_int = (double)(C - 1) * K * 2 + (double)K * C * R_COUNT;
+    if (n_int > MAX_INTEGERS) {
+        model_free(m);
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "partition MILP for %d layers (%d distinct runs) on %d chunks needs "
+                       "%.0f integer variables; at most %d (use fewer virtual stages)",
+                       L, K, C, n_int, MAX_INTEGERS);
+    }
+    size_t nb = (size_t)C * K, nn = (size_t)K * C * R_COUNT;
+    m->u = malloc(nb * sizeof *m->u);
+    m->off = malloc(nb * sizeof *m->off);
+    m->n = malloc(nn * sizeof *m->n);
+    m->rcap = 3 * K + (int)((size_t)K * pb->vpp * R_COUNT) + 8;
+    m->rc = malloc((size_t)m->rcap * sizeof *m->rc);
+    m->rv = malloc((size_t)m->rcap * sizeof *m->rv);
+    if (!m->u || !m->off || !m->n || !m->rc || !m->rv) {
         model_free(m);
         return PX_FAIL(err, PX_ERR_NOMEM, "partition MILP: out of memory");
     }
@@ -455,196 +504,182 @@ static px_status model_build(model *m, const px_partition_problem *pb, build_mod
     m->mscale = (double)pb->mem_limit_bytes;
 
     char name[64];
-    if (mode == BUILD_TIME) {
+    if (mode == BUILD_TIME)
         st = px_milp_add_col(m->mp, "T", PX_MILP_CONTINUOUS, 0.0, INFINITY, 1.0, &m->t_col, err);
-    } else {
+    else
         st = px_milp_add_col(m->mp, "E", PX_MILP_CONTINUOUS, 0.0, INFINITY, 1.0, &m->e_col, err);
-    }
-    for (size_t k = 0; k < nw; k++)
-        m->w[k] = -1;
-    for (int i = 0; i < L && !st; i++)
-        for (int c = cmin_of(m, i); c <= cmax_of(m, i) && !st; c++)
+
+    /* Boundary c (1..C-1) is the first layer of chunk c: it lies in
+     * c .. L - C + c. */
+    for (size_t q = 0; q < nb; q++)
+        m->u[q] = m->off[q] = -1;
+    for (int c = 1; c < C && !st; c++)
+        for (int k = 0; k < K && !st; k++) {
+            int lo = m->run_first[k], hi = m->run_first[k + 1] - 1;
+            if (hi < c || lo > L - C + c)
+                continue;
+            snprintf(name, sizeof name, "u_%d_%d", c, k);
+            st = px_milp_add_col(m->mp, name, PX_MILP_BINARY, 0, 1, 0, &m->u[c * K + k], err);
+            if (!st && hi > lo) {
+                snprintf(name, sizeof name, "off_%d_%d", c, k);
+                st = px_milp_add_col(m->mp, name, PX_MILP_INTEGER, 0, hi - lo, 0,
+                                     &m->off[c * K + k], err);
+            }
+        }
+    for (size_t q = 0; q < nn; q++)
+        m->n[q] = -1;
+    for (int k = 0; k < K && !st; k++) {
+        int i = m->run_first[k];
+        for (int c = 0; c < C && !st; c++) {
+            if (!run_meets_chunk(m, k, c))
+                continue;
             for (int r = 0; r < R_COUNT && !st; r++) {
                 if (!allowed(pb, r) || dominated(pb, i, r))
                     continue;
-                snprintf(name, sizeof name, "w_%d_%d_%d", i, c, r);
-                st = px_milp_add_col(m->mp, name, PX_MILP_BINARY, 0.0, 1.0, 0.0,
-                                     &m->w[((size_t)i * C + c) * R_COUNT + r], err);
-            }
-    /* z[i][c] = [chunk(i) <= c]: binary so that GLPK can branch on where a
-     * boundary falls, which splits the search far better than branching on a
-     * single layer's placement. */
-    for (int i = 0; i < L && !st; i++)
-        for (int c = 0; c < C && !st; c++) {
-            int k = i * C + c;
-            m->z[k] = -1;
-            if (c < cmin_of(m, i)) {
-                m->zval[k] = 0;
-            } else if (c >= cmax_of(m, i)) {
-                m->zval[k] = 1;
-            } else {
-                m->zval[k] = -1;
-                snprintf(name, sizeof name, "z_%d_%d", i, c);
-                st = px_milp_add_col(m->mp, name, PX_MILP_BINARY, 0.0, 1.0, 0.0, &m->z[k], err);
+                snprintf(name, sizeof name, "n_%d_%d_%d", k, c, r);
+                st = px_milp_add_col(m->mp, name, PX_MILP_INTEGER, 0, run_len(m, k), 0,
+                                     &m->n[((size_t)k * C + c) * R_COUNT + r], err);
             }
         }
+    }
 
-    /* Each layer in exactly one (chunk, choice). */
-    for (int i = 0; i < L && !st; i++) {
+    /* Each boundary in one run, at an offset inside it. */
+    for (int c = 1; c < C && !st; c++) {
         row_begin(m);
-        for (int c = cmin_of(m, i); c <= cmax_of(m, i); c++)
-            for (int r = 0; r < R_COUNT; r++)
-                if (m->w[((size_t)i * C + c) * R_COUNT + r] >= 0)
-                    row_add(m, m->w[((size_t)i * C + c) * R_COUNT + r], 1.0);
-        snprintf(name, sizeof name, "one_%d", i);
-        st = px_milp_add_row(m->mp, name, 1.0, 1.0, m->rn, m->rc, m->rv, NULL, err);
-    }
-    /* z as the running sum of the placements. */
-    for (int i = 0; i < L && !st; i++)
-        for (int c = cmin_of(m, i); c < cmax_of(m, i) && !st; c++) {
+        for (int k = 0; k < K; k++)
+            row_add(m, m->u[c * K + k], 1.0);
+        st = add_row(m, "one_%d%.0d", c, 0, 1.0, 1.0, err);
+        for (int k = 0; k < K && !st; k++) {
+            if (m->off[c * K + k] < 0)
+                continue;
             row_begin(m);
-            row_add(m, m->z[i * C + c], 1.0);
-            for (int q = cmin_of(m, i); q <= c; q++)
-                for (int r = 0; r < R_COUNT; r++)
-                    if (m->w[((size_t)i * C + q) * R_COUNT + r] >= 0)
-                        row_add(m, m->w[((size_t)i * C + q) * R_COUNT + r], -1.0);
-            snprintf(name, sizeof name, "zdef_%d_%d", i, c);
-            st = px_milp_add_row(m->mp, name, 0.0, 0.0, m->rn, m->rc, m->rv, NULL, err);
-        }
-    /* Contiguity: chunk(i) <= chunk(i+1) <= chunk(i) + 1. */
-    for (int i = 0; i + 1 < L && !st; i++)
-        for (int c = 0; c + 1 < C && !st; c++) {
-            double rhs = 0.0;
-            row_begin(m); /* z[i+1][c] - z[i][c] <= 0 */
-            row_add_z(m, i + 1, c, 1.0, &rhs);
-            row_add_z(m, i, c, -1.0, &rhs);
-            if (m->rn > 0) {
-                snprintf(name, sizeof name, "mono_%d_%d", i, c);
-                st = px_milp_add_row(m->mp, name, -INFINITY, rhs, m->rn, m->rc, m->rv, NULL,
-                                     err);
-            }
-            rhs = 0.0;
-            row_begin(m); /* z[i][c] - z[i+1][c+1] <= 0 */
-            row_add_z(m, i, c, 1.0, &rhs);
-            row_add_z(m, i + 1, c + 1, -1.0, &rhs);
-            if (m->rn > 0 && !st) {
-                snprintf(name, sizeof name, "step_%d_%d", i, c);
-                st = px_milp_add_row(m->mp, name, -INFINITY, rhs, m->rn, m->rc, m->rv, NULL,
-                                     err);
-            }
-        }
-    /* Symmetry: when layers i and i+1 are identical and share a chunk, which
-     * of them recomputes makes no difference, and branch-and-bound would
-     * visit every permutation.  Order them: within a chunk the earlier layer
-     * takes the choice with the higher index.  The sum of z[i][c] -
-     * z[i+1][c] over c is 1 exactly when a chunk ends at layer i, which
-     * lifts the row (choice indices differ by at most 2). */
-    for (int i = 0; i + 1 < L && !st; i++) {
-        if (!identical_layers(pb, i, i + 1))
-            continue;
-        double rhs = 0.0;
-        row_begin(m);
-        for (int k = 0; k < 2; k++) {
-            int l = i + k;
-            double sign = k == 0 ? 1.0 : -1.0;
-            for (int c = cmin_of(m, l); c <= cmax_of(m, l); c++)
-                for (int r = 1; r < R_COUNT; r++)
-                    if (m->w[((size_t)l * C + c) * R_COUNT + r] >= 0)
-                        row_add(m, m->w[((size_t)l * C + c) * R_COUNT + r], sign * r);
-        }
-        for (int c = 0; c + 1 < C; c++) {
-            row_add_z(m, i, c, 2.0, &rhs);
-            row_add_z(m, i + 1, c, -2.0, &rhs);
-        }
-        /* row_add_z may list a z twice across i and i+1: they are distinct
-         * columns, so no duplicates arise */
-        if (m->rn > 0) {
-            snprintf(name, sizeof name, "sym_%d", i);
-            st = px_milp_add_row(m->mp, name, rhs, INFINITY, m->rn, m->rc, m->rv, NULL, err);
+            row_add(m, m->off[c * K + k], 1.0);
+            row_add(m, m->u[c * K + k], -(double)(run_len(m, k) - 1));
+            st = add_row(m, "offu_%d_%d", c, k, -INFINITY, 0.0, err);
         }
     }
-    /* Every chunk holds a layer. */
+    /* Boundaries in order, every chunk non-empty: B[c+1] - B[c] >= 1, with
+     * B[c] = sum_k D[k][c]. */
     for (int c = 0; c < C && !st; c++) {
+        double rhs = 1.0;
         row_begin(m);
-        for (int i = 0; i < L; i++)
-            for (int r = 0; r < R_COUNT; r++)
-                if (c >= cmin_of(m, i) && c <= cmax_of(m, i) &&
-                    m->w[((size_t)i * C + c) * R_COUNT + r] >= 0)
-                    row_add(m, m->w[((size_t)i * C + c) * R_COUNT + r], 1.0);
-        snprintf(name, sizeof name, "nonempty_%d", c);
-        st = px_milp_add_row(m->mp, name, 1.0, INFINITY, m->rn, m->rc, m->rv, NULL, err);
+        row_add_b(m, c + 1, 1.0, &rhs);
+        row_add_b(m, c, -1.0, &rhs);
+        if (m->rn > 0)
+            st = add_row(m, "order_%d%.0d", c, 0, rhs, INFINITY, err);
     }
+    /* Counts: the layers of run k in chunk c, D[k][c+1] - D[k][c], split
+     * over the recompute choices. */
+    for (int k = 0; k < K && !st; k++)
+        for (int c = 0; c < C && !st; c++) {
+            double rhs = 0.0;
+            row_begin(m);
+            for (int r = 0; r < R_COUNT; r++)
+                row_add(m, m->n[((size_t)k * C + c) * R_COUNT + r], 1.0);
+            row_add_d(m, k, c + 1, -1.0, &rhs);
+            row_add_d(m, k, c, 1.0, &rhs);
+            if (m->rn > 0)
+                st = add_row(m, "count_%d_%d", k, c, rhs, rhs, err);
+        }
     /* Per stage: time <= T, memory <= limit (or limit + E). */
     for (int s = 0; s < m->p && !st; s++) {
         if (mode == BUILD_TIME) {
             row_begin(m);
             for (int c = s; c < C; c += m->p)
-                for (int i = 0; i < L; i++)
-                    for (int r = 0; r < R_COUNT; r++) {
-                        int col = (c >= cmin_of(m, i) && c <= cmax_of(m, i))
-                                      ? m->w[((size_t)i * C + c) * R_COUNT + r]
-                                      : -1;
-                        if (col >= 0)
-                            row_add(m, col, pb->layer_time_s[i][r] / m->tscale);
-                    }
+                for (int k = 0; k < K; k++)
+                    for (int r = 0; r < R_COUNT; r++)
+                        row_add(m, m->n[((size_t)k * C + c) * R_COUNT + r],
+                                pb->layer_time_s[m->run_first[k]][r] / m->tscale);
             row_add(m, m->t_col, -1.0);
-            snprintf(name, sizeof name, "time_%d", s);
-            st = px_milp_add_row(m->mp, name, -INFINITY, -stage_fixed_time(pb, s) / m->tscale,
-                                 m->rn, m->rc, m->rv, NULL, err);
+            st = add_row(m, "time_%d%.0d", s, 0, -INFINITY, -stage_fixed_time(pb, s) / m->tscale,
+                         err);
             if (st)
                 break;
         }
         row_begin(m);
         double fl = pb->in_flight[s];
         for (int c = s; c < C; c += m->p)
-            for (int i = 0; i < L; i++)
-                for (int r = 0; r < R_COUNT; r++) {
-                    int col = (c >= cmin_of(m, i) && c <= cmax_of(m, i))
-                                  ? m->w[((size_t)i * C + c) * R_COUNT + r]
-                                  : -1;
-                    if (col >= 0)
-                        row_add(m, col,
-                                ((double)pb->layer_static_bytes[i] +
-                                 fl * (double)pb->layer_act_bytes[i][r]) /
-                                    m->mscale);
-                }
-        double cap = (double)pb->mem_limit_bytes;
+            for (int k = 0; k < K; k++) {
+                int i = m->run_first[k];
+                for (int r = 0; r < R_COUNT; r++)
+                    row_add(m, m->n[((size_t)k * C + c) * R_COUNT + r],
+                            ((double)pb->layer_static_bytes[i] +
+                             fl * (double)pb->layer_act_bytes[i][r]) /
+                                m->mscale);
+            }
         if (mode == BUILD_OVERFLOW)
             row_add(m, m->e_col, -1.0);
-        cap -= stage_mem(pb, s, 0, 0);
-        snprintf(name, sizeof name, "mem_%d", s);
-        st = px_milp_add_row(m->mp, name, -INFINITY, cap / m->mscale, m->rn, m->rc, m->rv, NULL,
-                             err);
+        double cap = (double)pb->mem_limit_bytes - stage_mem(pb, s, 0, 0);
+        st = add_row(m, "mem_%d%.0d", s, 0, -INFINITY, cap / m->mscale, err);
     }
     if (st)
         model_free(m);
     return st;
 }
 
-/* Reads the placement out of the last solve into sol and evaluates it. */
+static int int_value(const model *m, int col)
+{
+    return col < 0 ? 0 : (int)lround(px_milp_value(m->mp, col));
+}
+
+/* Reads the split out of the last solve into sol and evaluates it.  Within
+ * a (run, chunk) the counts go to the layers in order, the most memory-saving
+ * choice first (which identical layer gets it does not matter). */
 static px_status model_decode(const model *m, px_partition_solution *sol, px_error *err)
 {
-    const px_partition_problem *pb = m->pb;
-    sol->n_chunks = m->C;
-    for (int c = 0; c < m->C; c++)
-        sol->layers_per_chunk[c] = 0;
-    for (int i = 0; i < m->L; i++) {
-        int found = 0;
-        for (int c = cmin_of(m, i); c <= cmax_of(m, i); c++)
-            for (int r = 0; r < R_COUNT; r++) {
-                int col = m->w[((size_t)i * m->C + c) * R_COUNT + r];
-                if (col >= 0 && px_milp_value(m->mp, col) > 0.5) {
-                    sol->layers_per_chunk[c]++;
-                    sol->layer_recompute[i] = (unsigned char)r;
-                    found++;
-                }
-            }
-        if (found != 1)
-            return PX_FAIL(err, PX_ERR_INTERNAL,
-                           "partition MILP: layer %d placed %d times in GLPK's solution", i,
-                           found);
+    int C = m->C, K = m->K;
+    int bound[PX_MAX_CHUNKS + 1];
+    bound[0] = 0;
+    bound[C] = m->L;
+    for (int c = 1; c < C; c++) {
+        bound[c] = 0;
+        for (int k = 0; k < K; k++)
+            if (int_value(m, m->u[c * K + k]) == 1)
+                bound[c] += m->run_first[k] + int_value(m, m->off[c * K + k]);
     }
-    return px_partition_evaluate(pb, sol, err);
+    sol->n_chunks = C;
+    for (int c = 0; c < C; c++) {
+        sol->layers_per_chunk[c] = bound[c + 1] - bound[c];
+        if (sol->layers_per_chunk[c] < 1)
+            return PX_FAIL(err, PX_ERR_INTERNAL,
+                           "partition MILP: chunk %d gets %d layers in GLPK's solution", c,
+                           sol->layers_per_chunk[c]);
+    }
+    for (int k = 0; k < K; k++)
+        for (int c = 0; c < C; c++) {
+            int lo = m->run_first[k] > bound[c] ? m->run_first[k] : bound[c];
+            int hi = m->run_first[k + 1] < bound[c + 1] ? m->run_first[k + 1] : bound[c + 1];
+            int i = lo;
+            for (int r = R_COUNT - 1; r >= 0; r--)
+                for (int q = int_value(m, m->n[((size_t)k * C + c) * R_COUNT + r]); q > 0; q--)
+                    if (i < hi)
+                        sol->layer_recompute[i++] = (unsigned char)r;
+                    else
+                        i = hi + 1; /* more counted than placed: caught below */
+            if (i != (hi > lo ? hi : lo))
+                return PX_FAIL(err, PX_ERR_INTERNAL,
+                               "partition MILP: run %d in chunk %d: counts do not match the "
+                               "%d layers placed there",
+                               k, c, hi > lo ? hi - lo : 0);
+        }
+    return px_partition_evaluate(m->pb, sol, err);
+}
+
+/* The objective of the second pass: time spent recomputing. */
+static void model_set_recompute_objective(model *m)
+{
+    px_milp_set_obj(m->mp, m->t_col, 0.0, NULL);
+    for (int k = 0; k < m->K; k++) {
+        int i = m->run_first[k];
+        double fast = fastest_time(m->pb, i);
+        for (int c = 0; c < m->C; c++)
+            for (int r = 0; r < R_COUNT; r++) {
+                int col = m->n[((size_t)k * m->C + c) * R_COUNT + r];
+                if (col >= 0)
+                    px_milp_set_obj(m->mp, col, (m->pb->layer_time_s[i][r] - fast) / m->tscale,
+                                    NULL);
+            }
+    }
 }
 
 static double elapsed_since(const struct timespec *t0)
@@ -652,6 +687,311 @@ static double elapsed_since(const struct timespec *t0)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
+}
+
+/* ---- bounds and a starting split ---------------------------------------- */
+
+/* Choosing the recompute options of one stage's layers is a multiple-choice
+ * knapsack: least time with the activations under the stage's memory.  Its
+ * LP relaxation is solved exactly by taking, cheapest first, the segments of
+ * each layer's lower convex hull of (activation bytes, time); rounding the
+ * last, fractional segment up gives a feasible choice.  The LP value bounds
+ * the MILP from below, the rounded choice from above. */
+
+typedef struct {
+    int idx;          /* position in the stage's layer list */
+    int to;           /* option reached */
+    double dt, saved; /* time added, bytes saved (x in_flight) */
+} hull_seg;
+
+static int seg_cmp(const void *pa, const void *pb_)
+{
+    const hull_seg *a = pa, *b = pb_;
+    double x = a->dt * b->saved, y = b->dt * a->saved; /* a->dt/a->saved vs b's */
+    if (x != y)
+        return x < y ? -1 : 1;
+    if (a->idx != b->idx)
+        return a->idx < b->idx ? -1 : 1;
+    return a->dt < b->dt ? -1 : a->dt > b->dt ? 1 : 0; /* a layer's own order */
+}
+
+/* layers[0..n) on stage s (time of the layers only, not the stage's fixed
+ * part).  Returns false when even the leanest choice does not fit. */
+static bool stage_knapsack(const px_partition_problem *pb, int s, const int *layers, int n,
+                           hull_seg *segs, double *lp_time, double *int_time,
+                           unsigned char *choice)
+{
+    int64_t static_sum = 0, act_sum = 0;
+    double t = 0.0;
+    int ns = 0;
+    double fl = pb->in_flight[s];
+    for (int q = 0; q < n; q++) {
+        int i = layers[q];
+        int pts[R_COUNT], np = 0;
+        for (int r = 0; r < R_COUNT; r++)
+            if (allowed(pb, r) && !dominated(pb, i, r))
+                pts[np++] = r;
+        /* sort by time (so activation bytes fall) */
+        for (int a = 1; a < np; a++)
+            for (int b = a; b > 0 && pb->layer_time_s[i][pts[b]] < pb->layer_time_s[i][pts[b - 1]];
+                 b--) {
+                int tmp = pts[b];
+                pts[b] = pts[b - 1];
+                pts[b - 1] = tmp;
+            }
+        /* lower convex hull: drop a middle point above the chord */
+        if (np == 3) {
+            double t0 = pb->layer_time_s[i][pts[0]], t1 = pb->layer_time_s[i][pts[1]],
+                   t2 = pb->layer_time_s[i][pts[2]];
+            double a0 = (double)pb->layer_act_bytes[i][pts[0]],
+                   a1 = (double)pb->layer_act_bytes[i][pts[1]],
+                   a2 = (double)pb->layer_act_bytes[i][pts[2]];
+            if ((t1 - t0) * (a1 - a2) > (t2 - t1) * (a0 - a1)) {
+                pts[1] = pts[2];
+                np = 2;
+            }
+        }
+        choice[q] = (unsigned char)pts[0];
+        t += pb->layer_time_s[i][pts[0]];
+        static_sum += pb->layer_static_bytes[i];
+        act_sum += pb->layer_act_bytes[i][pts[0]];
+        for (int k = 1; k < np; k++) {
+            segs[ns].idx = q;
+            segs[ns].to = pts[k];
+            segs[ns].dt = pb->layer_time_s[i][pts[k]] - pb->layer_time_s[i][pts[k - 1]];
+            segs[ns].saved =
+                fl * (double)(pb->layer_act_bytes[i][pts[k - 1]] - pb->layer_act_bytes[i][pts[k]]);
+            ns++;
+        }
+    }
+    double excess = stage_mem(pb, s, static_sum, act_sum) - (double)pb->mem_limit_bytes;
+    double t_lp = t, t_int = t;
+    if (excess > 0.0) {
+        qsort(segs, (size_t)ns, sizeof *segs, seg_cmp);
+        for (int k = 0; k < ns && excess > 0.0; k++) {
+            if (segs[k].saved <= 0.0)
+                continue;
+            double part = segs[k].saved >= excess ? excess / segs[k].saved : 1.0;
+            t_lp += segs[k].dt * part;
+            t_int += segs[k].dt;
+            excess -= segs[k].saved;
+            choice[segs[k].idx] = (unsigned char)segs[k].to;
+        }
+        if (excess > 0.0)
+            return false;
+    }
+    *lp_time = t_lp;
+    *int_time = t_int;
+    return true;
+}
+
+/* Gives every stage of sol's split the knapsack's rounded choice. */
+static bool greedy_recompute(const px_partition_problem *pb, px_partition_solution *sol,
+                             int *layers, hull_seg *segs, unsigned char *choice)
+{
+    for (int s = 0; s < pb->pp; s++) {
+        int n = 0, first = 0;
+        for (int c = 0; c < sol->n_chunks; c++) {
+            if (c % pb->pp == s)
+                for (int k = 0; k < sol->layers_per_chunk[c]; k++)
+                    layers[n++] = first + k;
+            first += sol->layers_per_chunk[c];
+        }
+        double lp, it;
+        if (!stage_knapsack(pb, s, layers, n, segs, &lp, &it, choice))
+            return false;
+        for (int q = 0; q < n; q++)
+            sol->layer_recompute[layers[q]] = choice[q];
+    }
+    return px_partition_evaluate(pb, sol, NULL) == PX_OK && sol->fits;
+}
+
+/* Largest p * (L+1)^2 for which the one-chunk-per-stage DP runs. */
+#define DP_MAX_ARCS 1500000
+
+typedef struct {
+    bool have_split;     /* split holds a feasible split (with recompute) */
+    double lower_s;      /* valid lower bound on T (0 when unknown) */
+} heuristic;
+
+/* The lower hull of layer i's options, fastest first (see stage_knapsack). */
+static int layer_hull(const px_partition_problem *pb, int i, int *pts)
+{
+    int np = 0;
+    for (int r = 0; r < R_COUNT; r++)
+        if (allowed(pb, r) && !dominated(pb, i, r))
+            pts[np++] = r;
+    for (int a = 1; a < np; a++)
+        for (int b = a; b > 0 && pb->layer_time_s[i][pts[b]] < pb->layer_time_s[i][pts[b - 1]];
+             b--) {
+            int tmp = pts[b];
+            pts[b] = pts[b - 1];
+            pts[b - 1] = tmp;
+        }
+    if (np == 3) {
+        double t0 = pb->layer_time_s[i][pts[0]], t1 = pb->layer_time_s[i][pts[1]],
+               t2 = pb->layer_time_s[i][pts[2]];
+        double a0 = (double)pb->layer_act_bytes[i][pts[0]],
+               a1 = (double)pb->layer_act_bytes[i][pts[1]],
+               a2 = (double)pb->layer_act_bytes[i][pts[2]];
+        if ((t1 - t0) * (a1 - a2) > (t2 - t1) * (a0 - a1)) {
+            pts[1] = pts[2];
+            np = 2;
+        }
+    }
+    return np;
+}
+
+/* The DP's arc costs: the knapsack of layers [a, b) on stage s, with every
+ * layer's hull segments sorted once (their order does not depend on the
+ * stage: in_flight scales all savings alike). */
+typedef struct {
+    const px_partition_problem *pb;
+    double *t0;       /* prefix sums of the fastest choice's time, [L+1] */
+    int64_t *st, *a0; /* prefix sums of static and fastest-choice activation bytes */
+    hull_seg *segs;   /* idx = layer; saved = bytes (in_flight 1) */
+    int n_segs;
+} dp_arcs;
+
+static bool arc_cost(const dp_arcs *d, int s, int a, int b, double *lp, double *it)
+{
+    const px_partition_problem *pb = d->pb;
+    double t = d->t0[b] - d->t0[a];
+    double excess = stage_mem(pb, s, d->st[b] - d->st[a], d->a0[b] - d->a0[a]) -
+                    (double)pb->mem_limit_bytes;
+    double t_lp = t, t_int = t, fl = pb->in_flight[s];
+    if (excess > 0.0) {
+        if (fl <= 0.0)
+            return false;
+        for (int k = 0; k < d->n_segs && excess > 0.0; k++) {
+            const hull_seg *g = &d->segs[k];
+            if (g->idx < a || g->idx >= b || g->saved <= 0.0)
+                continue;
+            double saved = fl * g->saved;
+            t_lp += g->dt * (saved >= excess ? excess / saved : 1.0);
+            t_int += g->dt;
+            excess -= saved;
+        }
+        if (excess > 0.0)
+            return false;
+    }
+    *lp = t_lp;
+    *it = t_int;
+    return true;
+}
+
+/* A feasible split to start from and a lower bound on T.  With one chunk
+ * per stage a DP over (stage, last layer) finds the split whose worst
+ * stage is least, once with the LP costs (a bound) and once with the
+ * rounded ones (a split); otherwise the uniform split with greedy
+ * recomputation.  Gives up (no split, no bound) past the deadline. */
+static void find_heuristic(const px_partition_problem *pb, px_partition_solution *split,
+                           heuristic *h, const struct timespec *t0, double deadline_s)
+{
+    memset(h, 0, sizeof *h);
+    int L = pb->n_layers, p = pb->pp, C = p * pb->vpp;
+    int *layers = malloc((size_t)L * sizeof *layers);
+    hull_seg *segs = malloc((size_t)L * R_COUNT * sizeof *segs);
+    unsigned char *choice = malloc((size_t)L);
+    dp_arcs d = {pb, NULL, NULL, NULL, NULL, 0};
+    double *lb = NULL, *ub = NULL;
+    int *arg = NULL;
+    if (!layers || !segs || !choice)
+        goto done;
+    clear_solver_fields(split);
+
+    double arcs = (double)p * (L + 1) * (L + 1);
+    if (pb->vpp == 1 && arcs <= DP_MAX_ARCS) {
+        size_t n = (size_t)p * (size_t)(L + 1);
+        lb = malloc(n * sizeof *lb);
+        ub = malloc(n * sizeof *ub);
+        arg = malloc(n * sizeof *arg);
+        d.t0 = malloc((size_t)(L + 1) * sizeof *d.t0);
+        d.st = malloc((size_t)(L + 1) * sizeof *d.st);
+        d.a0 = malloc((size_t)(L + 1) * sizeof *d.a0);
+        d.segs = malloc((size_t)L * R_COUNT * sizeof *d.segs);
+        if (!lb || !ub || !arg || !d.t0 || !d.st || !d.a0 || !d.segs)
+            goto done;
+        d.t0[0] = 0.0;
+        d.st[0] = d.a0[0] = 0;
+        for (int i = 0; i < L; i++) {
+            int pts[R_COUNT];
+            int np = layer_hull(pb, i, pts);
+            d.t0[i + 1] = d.t0[i] + pb->layer_time_s[i][pts[0]];
+            d.st[i + 1] = d.st[i] + pb->layer_static_bytes[i];
+            d.a0[i + 1] = d.a0[i] + pb->layer_act_bytes[i][pts[0]];
+            for (int k = 1; k < np; k++) {
+                hull_seg *g = &d.segs[d.n_segs++];
+                g->idx = i;
+                g->to = pts[k];
+                g->dt = pb->layer_time_s[i][pts[k]] - pb->layer_time_s[i][pts[k - 1]];
+                g->saved = (double)(pb->layer_act_bytes[i][pts[k - 1]] -
+                                    pb->layer_act_bytes[i][pts[k]]);
+            }
+        }
+        qsort(d.segs, (size_t)d.n_segs, sizeof *d.segs, seg_cmp);
+        /* lb/ub[s * (L+1) + b]: best worst-stage time with stages 0..s
+         * holding layers 0..b-1 */
+        for (int s = 0; s < p; s++) {
+            if (elapsed_since(t0) > deadline_s)
+                goto done;
+            double fixed = stage_fixed_time(pb, s);
+            for (int b = 0; b <= L; b++) {
+                double best_lb = INFINITY, best_ub = INFINITY;
+                int best_a = -1;
+                if (b >= s + 1 && b <= L - (p - 1 - s) && (s < p - 1 || b == L))
+                    for (int a = s; a < b; a++) {
+                        double prev_lb = s ? lb[(size_t)(s - 1) * (L + 1) + a] : (a ? INFINITY : 0);
+                        double prev_ub = s ? ub[(size_t)(s - 1) * (L + 1) + a] : (a ? INFINITY : 0);
+                        if (prev_lb == INFINITY || (prev_lb >= best_lb && prev_ub >= best_ub))
+                            continue;
+                        double lp, it;
+                        if (!arc_cost(&d, s, a, b, &lp, &it))
+                            continue;
+                        double cl = fmax(prev_lb, lp + fixed), cu = fmax(prev_ub, it + fixed);
+                        if (cl < best_lb)
+                            best_lb = cl;
+                        if (cu < best_ub) {
+                            best_ub = cu;
+                            best_a = a;
+                        }
+                    }
+                lb[(size_t)s * (L + 1) + b] = best_lb;
+                ub[(size_t)s * (L + 1) + b] = best_ub;
+                arg[(size_t)s * (L + 1) + b] = best_a;
+            }
+        }
+        h->lower_s = lb[(size_t)(p - 1) * (L + 1) + L];
+        if (h->lower_s == INFINITY)
+            h->lower_s = 0; /* nothing fits even fractionally: the MILP will say so */
+        if (ub[(size_t)(p - 1) * (L + 1) + L] < INFINITY) {
+            split->n_chunks = C;
+            int b = L;
+            for (int s = p - 1; s >= 0; s--) {
+                int a = arg[(size_t)s * (L + 1) + b];
+                split->layers_per_chunk[s] = b - a;
+                b = a;
+            }
+            h->have_split = greedy_recompute(pb, split, layers, segs, choice);
+        }
+    } else {
+        int base = L / C, rem = L % C, first = (C - rem) / 2;
+        split->n_chunks = C;
+        for (int c = 0; c < C; c++)
+            split->layers_per_chunk[c] = base + (c >= first && c < first + rem ? 1 : 0);
+        h->have_split = greedy_recompute(pb, split, layers, segs, choice);
+    }
+done:
+    free(lb);
+    free(ub);
+    free(arg);
+    free(d.t0);
+    free(d.st);
+    free(d.a0);
+    free(d.segs);
+    free(layers);
+    free(segs);
+    free(choice);
 }
 
 #define GB(x) ((double)(x) / 1e9)
@@ -719,6 +1059,10 @@ static px_status explain_infeasible(const px_partition_problem *pb, const px_par
                    n_over ? "; also over: stage " : "", others);
 }
 
+/* Pass 1 (least T) and pass 2 (least recomputation at that T) on one
+ * program.  The heuristic split, when there is one, caps T from above and is
+ * the answer whenever GLPK cannot better it in time; the DP's bound caps T
+ * from below and proves the heuristic optimal when they meet. */
 px_status px_partition_solve(const px_partition_problem *pb, const px_partition_opts *opts,
                              px_partition_solution *sol, px_error *err)
 {
@@ -735,94 +1079,111 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
     clock_gettime(CLOCK_MONOTONIC, &t0);
     clear_solver_fields(sol);
 
+    px_partition_solution *start = malloc(sizeof *start);
+    if (!start)
+        return PX_FAIL(err, PX_ERR_NOMEM, "partition: out of memory");
+    heuristic h = {false, 0.0};
+    if (o->heuristics)
+        find_heuristic(pb, start, &h, &t0, 0.5 * o->time_limit_s);
+
     model m;
     st = model_build(&m, pb, BUILD_TIME, err);
-    if (st)
+    if (st) {
+        free(start);
         return st;
+    }
     px_milp_opts mo;
     px_milp_opts_init(&mo);
     mo.time_limit_s = o->time_limit_s;
     mo.mip_gap = o->mip_gap;
     mo.presolve = o->presolve;
     px_milp_result res;
+    memset(&res, 0, sizeof res);
     px_error sub;
     px_error_clear(&sub);
-    if (getenv("PX_DEBUG_LP")) px_milp_write_lp(m.mp, getenv("PX_DEBUG_LP"), NULL); /*DEBUG*/
-    st = px_milp_solve(m.mp, &mo, &res, &sub);
-    if (st == PX_ERR_INFEASIBLE) {
-        model_free(&m);
-        double left = o->time_limit_s - elapsed_since(&t0);
-        if (left < 0.1 * o->time_limit_s)
-            left = 0.1 * o->time_limit_s;
-        st = explain_infeasible(pb, o, left, sol, err);
-        sol->solve_s = elapsed_since(&t0);
-        return st;
+
+    bool solved_by_bound = h.have_split &&
+                           start->max_stage_time_s <= h.lower_s * (1.0 + o->mip_gap) + 1e-15;
+    if (solved_by_bound) {
+        *sol = *start;
+        sol->proven_optimal = true;
+        sol->gap = 0.0;
+    } else {
+        double lo = h.lower_s / m.tscale * (1.0 - 1e-9);
+        double hi = h.have_split ? start->max_stage_time_s / m.tscale * (1.0 + 1e-9) : INFINITY;
+        px_milp_set_col_bounds(m.mp, m.t_col, lo, hi, NULL);
+        st = px_milp_solve(m.mp, &mo, &res, &sub);
+        if (st == PX_OK)
+            st = model_decode(&m, sol, &sub);
+        if (st == PX_OK && !sol->fits)
+            st = PX_FAIL(&sub, PX_ERR_SOLVER,
+                         "GLPK's split overflows stage %d by %lld bytes (numerical trouble)",
+                         sol->fullest_stage, (long long)sol->max_over_bytes);
+        if (st == PX_OK && h.have_split && start->max_stage_time_s < sol->max_stage_time_s)
+            *sol = *start; /* GLPK stopped early with something worse */
+        if (st == PX_OK) {
+            sol->proven_optimal = res.outcome == PX_MILP_OPTIMAL;
+            sol->time_limit_hit = res.time_limit_hit;
+            sol->gap = res.gap;
+        } else if (h.have_split && st != PX_ERR_INVALID && st != PX_ERR_NOMEM) {
+            /* time limit without a better split, or GLPK trouble: the
+             * heuristic split stands, unproven */
+            *sol = *start;
+            sol->time_limit_hit = res.time_limit_hit;
+            st = PX_OK;
+        } else if (st == PX_ERR_INFEASIBLE) {
+            model_free(&m);
+            free(start);
+            double left = o->time_limit_s - elapsed_since(&t0);
+            if (left < 0.1 * o->time_limit_s)
+                left = 0.1 * o->time_limit_s;
+            st = explain_infeasible(pb, o, left, sol, err);
+            sol->solve_s = elapsed_since(&t0);
+            return st;
+        } else {
+            model_free(&m);
+            free(start);
+            if (res.outcome == PX_MILP_NO_SOLUTION)
+                return PX_FAIL(err, PX_ERR_SOLVER,
+                               "partition of %d layers over %d stages x %d chunks: GLPK time "
+                               "limit of %.3g s reached before any split that fits in memory "
+                               "was found; raise the time limit or keep the uniform split",
+                               pb->n_layers, pb->pp, pb->vpp, o->time_limit_s);
+            return PX_FAIL(err, st, "partition of %d layers over %d stages x %d chunks: %s",
+                           pb->n_layers, pb->pp, pb->vpp, sub.msg);
+        }
+        if (!sol->proven_optimal)
+            snprintf(sol->note, sizeof sol->note,
+                     "%s: best split found so far, not proven optimal (gap %s%.2f%%)",
+                     res.time_limit_hit ? "GLPK time limit reached" : "GLPK stopped early",
+                     sol->gap < 0 ? "unknown; bound " : "",
+                     sol->gap >= 0     ? 100.0 * sol->gap
+                     : h.lower_s > 0.0 ? 100.0 * (sol->max_stage_time_s / h.lower_s - 1.0)
+                                       : 100.0);
     }
-    if (st) {
-        model_free(&m);
-        if (res.outcome == PX_MILP_NO_SOLUTION)
-            return PX_FAIL(err, PX_ERR_SOLVER,
-                           "partition of %d layers over %d stages x %d chunks: GLPK time limit "
-                           "of %.3g s reached before any split that fits in memory was found; "
-                           "raise the time limit or keep the uniform split",
-                           pb->n_layers, pb->pp, pb->vpp, o->time_limit_s);
-        return PX_FAIL(err, st, "partition of %d layers over %d stages x %d chunks: %s",
-                       pb->n_layers, pb->pp, pb->vpp, sub.msg);
-    }
-    st = model_decode(&m, sol, err);
-    if (st) {
-        model_free(&m);
-        return st;
-    }
-    if (!sol->fits) {
-        model_free(&m);
-        return PX_FAIL(err, PX_ERR_SOLVER,
-                       "partition MILP: GLPK's split overflows stage %d by %lld bytes (numerical "
-                       "trouble)",
-                       sol->fullest_stage, (long long)sol->max_over_bytes);
-    }
-    sol->proven_optimal = res.outcome == PX_MILP_OPTIMAL;
-    sol->time_limit_hit = res.time_limit_hit;
-    sol->gap = res.gap;
-    if (res.time_limit_hit)
-        snprintf(sol->note, sizeof sol->note,
-                 "GLPK time limit of %.3g s reached: best split found so far, not proven "
-                 "optimal (gap %s%.2f%%)",
-                 o->time_limit_s, res.gap < 0 ? "unknown, last " : "",
-                 res.gap < 0 ? 0.0 : 100.0 * res.gap);
 
     /* Second pass: at the optimal T, the least time spent recomputing. */
     double left = o->time_limit_s - elapsed_since(&t0);
-    if (o->minimise_recompute && !res.time_limit_hit && sol->recompute_time_s > 0.0 &&
+    if (o->minimise_recompute && !sol->time_limit_hit && sol->recompute_time_s > 0.0 &&
         left > 0.01) {
         double t1 = sol->max_stage_time_s;
-        px_milp_set_obj(m.mp, m.t_col, 0.0, NULL);
         px_milp_set_col_bounds(m.mp, m.t_col, 0.0, t1 / m.tscale * (1.0 + o->tie_rel), NULL);
-        for (int i = 0; i < m.L; i++) {
-            double fast = fastest_time(pb, i);
-            for (int c = cmin_of(&m, i); c <= cmax_of(&m, i); c++)
-                for (int r = 0; r < R_COUNT; r++) {
-                    int col = m.w[((size_t)i * m.C + c) * R_COUNT + r];
-                    if (col >= 0)
-                        px_milp_set_obj(m.mp, col, (pb->layer_time_s[i][r] - fast) / m.tscale,
-                                        NULL);
-                }
-        }
+        model_set_recompute_objective(&m);
         mo.time_limit_s = left;
         px_milp_result res2;
         px_error_clear(&sub);
         if (px_milp_solve(m.mp, &mo, &res2, &sub) == PX_OK) {
-            px_partition_solution second = *sol;
-            if (model_decode(&m, &second, &sub) == PX_OK && second.fits &&
-                second.max_stage_time_s <= t1 * (1.0 + o->tie_rel + 1e-7) &&
-                second.recompute_time_s <= sol->recompute_time_s) {
-                second.proven_optimal = sol->proven_optimal && res2.outcome == PX_MILP_OPTIMAL;
-                second.time_limit_hit = res2.time_limit_hit;
+            *start = *sol;
+            if (model_decode(&m, start, &sub) == PX_OK && start->fits &&
+                start->max_stage_time_s <= t1 * (1.0 + o->tie_rel + 1e-7) &&
+                start->recompute_time_s <= sol->recompute_time_s) {
+                start->proven_optimal = sol->proven_optimal && res2.outcome == PX_MILP_OPTIMAL;
+                start->time_limit_hit = res2.time_limit_hit;
                 if (res2.time_limit_hit)
-                    snprintf(second.note, sizeof second.note,
+                    snprintf(start->note, sizeof start->note,
                              "GLPK time limit reached while minimising recomputation: the "
                              "split is time-optimal, its recompute choice may not be");
-                *sol = second;
+                *sol = *start;
             }
         } else {
             snprintf(sol->note, sizeof sol->note,
@@ -830,6 +1191,7 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
         }
     }
     model_free(&m);
+    free(start);
     sol->solve_s = elapsed_since(&t0);
     return PX_OK;
 }

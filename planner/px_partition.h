@@ -69,6 +69,7 @@ typedef struct {
     bool minimise_recompute; /* second pass; default true */
     double tie_rel;          /* the second pass keeps T <= T* (1 + tie_rel); default 1e-6 */
     bool presolve;           /* GLPK's MIP presolver; default true */
+    bool heuristics;         /* DP bound and greedy starting split; default true */
 } px_partition_opts;
 
 #define PX_PARTITION_DEFAULT_TIME_LIMIT_S 10.0

@@ -45,6 +45,13 @@ typedef struct {
     int zero;                 /* 0..3 */
     bool grad_fp32;           /* fp32 main gradients (Megatron default) vs bf16 */
     bool flash_attention;     /* no s x s score matrix stored */
+    bool dp_overlap;          /* gradient all-reduce / reduce-scatter runs bucket by bucket
+                               * under the backward (PyTorch DDP, Megatron-Core
+                               * --overlap-grad-reduce); false: after the backward, as
+                               * Megatron-LM's local DDP did until 2023 */
+    bool tp_overlap;          /* backward TP collectives run asynchronously under the
+                               * weight-/input-gradient GEMMs (Megatron since 2022);
+                               * false: each blocks where it is issued */
     px_schedule schedule;
     px_recompute recompute;   /* uniform choice; per_layer overrides when set */
     int64_t micro_batch;      /* b, sequences */

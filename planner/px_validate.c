@@ -220,6 +220,16 @@ static bool parse_row(const json_t *jr, px_val_row *row)
     if (year == 0)
         year = year_in(jstr(js, "ref"));
     row->flash_attention = year == 0 || year >= 2023;
+    /* Megatron-LM all-reduced gradients after the backward (local DDP) until
+     * --overlap-grad-reduce (2023); a row that lists its overlap flags says */
+    const char *ov = jstr(jp, "comm_overlap");
+    row->dp_overlap = ov ? contains_ci(ov, "overlap-grad-reduce") : (year == 0 || year >= 2023);
+    /* the asynchronous backward TP all-reduce came with Megatron's 2022
+     * sequence-parallel release; the 2021 runs blocked on it */
+    row->tp_overlap = year == 0 || year >= 2022;
+    /* gradient precision is not published: Megatron's default, fp32 main
+     * gradients (the planner's default too) */
+    row->grad_fp32 = true;
     return true;
 }
 
@@ -313,7 +323,8 @@ static double score_of(const px_prediction *p)
     return p->time.step_s;
 }
 
-static px_status predict_row(px_val_row *row, const char *profiles_dir, px_error *err)
+static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_vpp,
+                             px_error *err)
 {
     px_hw hw;
     px_status st = px_hw_load(row->hw_name, profiles_dir, &hw, err);
@@ -355,7 +366,7 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, px_error
         vs[n_v++] = row->vpp;
     else {
         vs[n_v++] = 1;
-        for (int v = 2; v <= 8 && row->pp > 1; v++)
+        for (int v = 2; v <= (max_vpp > 0 ? max_vpp : PX_VALIDATE_MAX_VPP) && row->pp > 1; v++)
             if (m->n_layers % ((int64_t)row->pp * v) == 0)
                 vs[n_v++] = v;
     }
@@ -396,6 +407,9 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, px_error
                         par.n_micro = mm;
                         par.seq_len = m->seq_len;
                         par.flash_attention = row->flash_attention;
+                        par.dp_overlap = row->dp_overlap;
+                        par.tp_overlap = row->tp_overlap;
+                        par.grad_fp32 = row->grad_fp32;
                         if (px_cost_check(m, &par, NULL) != PX_OK)
                             continue;
                         px_prediction pred;
@@ -539,7 +553,7 @@ px_status px_validate_run(px_val_report *rep, px_error *err)
         px_val_row *row = &rep->rows[i];
         if (row->model.hidden == 0)
             continue; /* not modelled: parse_row left a note */
-        px_status st = predict_row(row, dir, err);
+        px_status st = predict_row(row, dir, rep->max_vpp, err);
         if (st != PX_OK)
             return st;
         if (!row->evaluated || row->on == PX_VAL_ON_NONE)
@@ -715,6 +729,64 @@ void px_validate_write_table(const px_val_report *r, FILE *out)
             100.0 * PX_VALIDATE_MAX_MAE, 100.0 * PX_VALIDATE_MAX_GROUP_MAE,
             100.0 * PX_VALIDATE_MAX_RATIO_ERR, ok ? "pass" : "FAIL", ok ? "" : ": ",
             ok ? "" : why);
+}
+
+px_status px_validate_explain(const px_val_report *r, const char *id, FILE *out, px_error *err)
+{
+    const px_val_row *w = NULL;
+    for (int i = 0; i < r->n_rows && !w; i++)
+        if (strcmp(r->rows[i].id, id) == 0)
+            w = &r->rows[i];
+    if (!w || !w->evaluated)
+        return PX_FAIL(err, PX_ERR_NOT_FOUND, "row \"%s\": %s", id,
+                       w ? "not evaluated" : "no such id in the file");
+    px_hw hw;
+    px_status st = px_hw_load(w->hw_name, r->profiles_dir[0] ? r->profiles_dir : NULL, &hw, err);
+    if (st != PX_OK)
+        return st;
+    if (w->gpus_per_node > 0)
+        hw.gpus_per_node = w->gpus_per_node;
+    static px_cost_ctx ctx;
+    st = px_cost_ctx_init(&ctx, &w->model, &hw, err);
+    if (st != PX_OK)
+        return st;
+    px_prediction p;
+    px_cost_detail d;
+    st = px_cost_eval(&ctx, &w->par, 0.0, 0.0, &p, &d, err);
+    if (st != PX_OK)
+        return st;
+    const px_time *t = &p.time;
+    fprintf(out, "# %s on %s: tp %d pp %d vpp %d dp %d, b %lld x m %lld, recompute %s, sp %d, "
+                 "zero %d, flash %d\n",
+            w->id, hw.name, w->par.tp, w->par.pp, w->par.vpp, w->par.dp,
+            (long long)w->par.micro_batch, (long long)w->par.n_micro,
+            px_recompute_name(w->par.recompute), w->par.sp, w->par.zero,
+            w->par.flash_attention);
+    fprintf(out, "%-28s %12s %8s\n", "quantity", "seconds", "of step");
+    struct {
+        const char *name;
+        double v;
+    } q[] = {{"step", t->step_s},
+             {"compute fwd", d.compute_fwd_s},
+             {"compute bwd", d.compute_bwd_s},
+             {"compute recompute", d.compute_recompute_s},
+             {"  of which gemm", d.gemm_s},
+             {"  of which attention core", d.attn_s},
+             {"  of which memory-bound", d.membound_s},
+             {"tp comm exposed", d.tp_exposed_s},
+             {"pp comm exposed", d.pp_exposed_s},
+             {"dp comm total", d.dp_total_s},
+             {"dp comm exposed", d.dp_exposed_s},
+             {"bubble", t->bubble_s},
+             {"optimizer", t->optimizer_s},
+             {"stage micro-batch", d.stage_mb_s}};
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++)
+        fprintf(out, "%-28s %12.4f %7.1f%%\n", q[i].name, q[i].v,
+                t->step_s > 0 ? 100.0 * q[i].v / t->step_s : 0.0);
+    fprintf(out, "%-28s %12.2f GB\n", "memory per GPU", (double)p.mem.total / 1e9);
+    fprintf(out, "%-28s %12.3f\n", "mfu", p.mfu);
+    fprintf(out, "%-28s %12.3f\n", "hfu", p.hfu);
+    return PX_OK;
 }
 
 static json_t *stat_json(const px_val_stat *s)

@@ -30,6 +30,9 @@
 /* Korthikanti's full-vs-selective recompute ratios (Table 4 layer times,
  * Table 5 step times) must be reproduced within this relative error. */
 #define PX_VALIDATE_MAX_RATIO_ERR 0.05
+/* Interleaving searched when a row leaves it unpublished: 1 (plain 1F1B) or
+ * 2..8 chunks a stage (the planner's own bound). */
+#define PX_VALIDATE_MAX_VPP 8
 
 /* Which FLOPs a row's TFLOP/s counts. */
 typedef enum {
@@ -62,6 +65,9 @@ typedef struct {
     int64_t global_batch;  /* 0: unpublished */
     bool global_batch_borrowed; /* taken from a companion row (see px_validate_load) */
     bool flash_attention;  /* false before FlashAttention (2022 and earlier runs) */
+    bool dp_overlap;       /* gradient reduction overlapped with the backward */
+    bool tp_overlap;       /* backward TP collectives asynchronous under GEMMs */
+    bool grad_fp32;        /* fp32 main gradients (bf16 runs) vs fp16 (fp16 runs) */
     px_val_conv conv;
 
     /* measured; < 0 when not published */
@@ -103,6 +109,8 @@ typedef struct {
 typedef struct {
     char path[512];
     char profiles_dir[512]; /* "" = the default */
+    int max_vpp;            /* interleaving searched up to this (0: PX_VALIDATE_MAX_VPP);
+                             * set between px_validate_load and px_validate_run */
     int n_rows;
     px_val_row *rows;      /* owned; px_validate_free releases it */
     int n_groups;
@@ -139,6 +147,11 @@ bool px_validate_within_bounds(const px_val_report *r, char *why, int why_len);
 /* The fixed-column tables (rows, layer times, recompute ratios, groups),
  * '#'-prefixed metadata first. */
 void px_validate_write_table(const px_val_report *r, FILE *out);
+
+/* The cost model's breakdown (px_cost_detail) of row `id`'s predicted
+ * configuration, one quantity a line.  PX_ERR_NOT_FOUND for an unknown or
+ * unevaluated id. */
+px_status px_validate_explain(const px_val_report *r, const char *id, FILE *out, px_error *err);
 
 /* The same as JSON (sorted keys) to `out`. */
 px_status px_validate_write_json(const px_val_report *r, FILE *out, px_error *err);

@@ -11,25 +11,33 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: validate [FILE] [--json] [--check] [--hw-dir DIR]\n"
+            "usage: validate [FILE] [--json | --explain ID] [--check] [--max-vpp N] [--hw-dir DIR]\n"
             "  FILE        published runs (JSON array); default: the shared data file\n"
             "  --json      write the report as JSON (sorted keys) instead of the table\n"
+            "  --explain   the cost model's breakdown of row ID's predicted configuration\n"
             "  --check     exit 1 when the issue-7 bounds do not hold (throughput MAE <= %.0f%%,\n"
             "              every group <= %.0f%%, full/selective ratios within %.0f%%)\n"
+            "  --max-vpp   search interleaving up to N chunks a stage where a row leaves it\n"
+            "              unpublished (default %d; 1: plain 1F1B)\n"
             "  --hw-dir    directory of hardware profiles (default: hw_profiles/)\n",
             100.0 * PX_VALIDATE_MAX_MAE, 100.0 * PX_VALIDATE_MAX_GROUP_MAE,
-            100.0 * PX_VALIDATE_MAX_RATIO_ERR);
+            100.0 * PX_VALIDATE_MAX_RATIO_ERR, PX_VALIDATE_MAX_VPP);
 }
 
 int main(int argc, char **argv)
 {
-    const char *path = NULL, *hw_dir = NULL;
+    const char *path = NULL, *hw_dir = NULL, *explain = NULL;
     bool json = false, check = false;
+    int max_vpp = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
             json = true;
         else if (strcmp(argv[i], "--check") == 0)
             check = true;
+        else if (strcmp(argv[i], "--explain") == 0 && i + 1 < argc)
+            explain = argv[++i];
+        else if (strcmp(argv[i], "--max-vpp") == 0 && i + 1 < argc)
+            max_vpp = atoi(argv[++i]);
         else if (strcmp(argv[i], "--hw-dir") == 0 && i + 1 < argc)
             hw_dir = argv[++i];
         else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -54,14 +62,26 @@ int main(int argc, char **argv)
     px_val_report rep;
     px_error err;
     px_error_clear(&err);
-    if (px_validate_file(path, hw_dir, &rep, &err) != PX_OK) {
+    px_status st = px_validate_load(path, hw_dir, &rep, &err);
+    if (st == PX_OK) {
+        rep.max_vpp = max_vpp;
+        st = px_validate_run(&rep, &err);
+        if (st != PX_OK)
+            px_validate_free(&rep);
+    }
+    if (st != PX_OK) {
         char msg[2048];
         px_error_format(&err, msg, sizeof msg);
         fprintf(stderr, "validate: %s\n", msg);
         return 2;
     }
     int rc = 0;
-    if (json) {
+    if (explain) {
+        if (px_validate_explain(&rep, explain, stdout, &err) != PX_OK) {
+            fprintf(stderr, "validate: %s\n", err.msg);
+            rc = 2;
+        }
+    } else if (json) {
         if (px_validate_write_json(&rep, stdout, &err) != PX_OK) {
             fprintf(stderr, "validate: %s\n", err.msg);
             rc = 2;

@@ -346,6 +346,94 @@ void px_cpu_attention_bwd(float *dqkv, const float *dout, const float *out, cons
         }
 }
 
+/* ---- context-parallel attention ------------------------------------------------ */
+
+void px_cpu_attention_kv_fwd(float *out, float *lse, const float *q, const int32_t *qpos,
+                             const float *kv, int64_t Sq, int64_t Skv, int64_t B, int64_t NH,
+                             int64_t NKV, int64_t HD)
+{
+    int64_t row = (NH + 2 * NKV) * HD, group = NH / NKV;
+    float scale = 1.0f / sqrtf((float)HD);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < NH; h++) {
+            int64_t kh = h / group;
+            for (int64_t i = 0; i < Sq; i++) {
+                const float *qi = q + (i * B + b) * row + h * HD;
+                float *o = out + (i * B + b) * NH * HD + h * HD;
+                float mx = -INFINITY, sum = 0.0f;
+                int64_t last = qpos[i] < Skv ? qpos[i] : Skv - 1;
+                memset(o, 0, (size_t)HD * sizeof *o);
+                for (int64_t j = 0; j <= last; j++) { /* online softmax, as above */
+                    const float *k = kv + (j * B + b) * row + (NH + kh) * HD;
+                    const float *v = kv + (j * B + b) * row + (NH + NKV + kh) * HD;
+                    float d = 0.0f;
+                    for (int64_t e = 0; e < HD; e++)
+                        d += qi[e] * k[e];
+                    d *= scale;
+                    if (d > mx) {
+                        float r = expf(mx - d);
+                        sum *= r;
+                        for (int64_t e = 0; e < HD; e++)
+                            o[e] *= r;
+                        mx = d;
+                    }
+                    float w = expf(d - mx);
+                    sum += w;
+                    for (int64_t e = 0; e < HD; e++)
+                        o[e] += w * v[e];
+                }
+                float inv = 1.0f / sum;
+                for (int64_t e = 0; e < HD; e++)
+                    o[e] *= inv;
+                lse[(b * NH + h) * Sq + i] = mx + logf(sum);
+            }
+        }
+}
+
+void px_cpu_attention_kv_bwd(float *dq, float *dkv, const float *dout, const float *out,
+                             const float *lse, const float *q, const int32_t *qpos,
+                             const float *kv, int64_t Sq, int64_t Skv, int64_t B, int64_t NH,
+                             int64_t NKV, int64_t HD)
+{
+    int64_t row = (NH + 2 * NKV) * HD, group = NH / NKV;
+    float scale = 1.0f / sqrtf((float)HD);
+    memset(dq, 0, (size_t)(Sq * B * row) * sizeof *dq);
+    memset(dkv, 0, (size_t)(Skv * B * row) * sizeof *dkv);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < NH; h++) {
+            int64_t kh = h / group;
+            for (int64_t i = 0; i < Sq; i++) {
+                const float *qi = q + (i * B + b) * row + h * HD;
+                float *dqi = dq + (i * B + b) * row + h * HD;
+                const float *go = dout + (i * B + b) * NH * HD + h * HD;
+                const float *o = out + (i * B + b) * NH * HD + h * HD;
+                float L = lse[(b * NH + h) * Sq + i];
+                float D = 0.0f;
+                for (int64_t e = 0; e < HD; e++)
+                    D += go[e] * o[e];
+                int64_t last = qpos[i] < Skv ? qpos[i] : Skv - 1;
+                for (int64_t j = 0; j <= last; j++) {
+                    const float *k = kv + (j * B + b) * row + (NH + kh) * HD;
+                    const float *v = kv + (j * B + b) * row + (NH + NKV + kh) * HD;
+                    float d = 0.0f, dp = 0.0f;
+                    for (int64_t e = 0; e < HD; e++) {
+                        d += qi[e] * k[e];
+                        dp += go[e] * v[e];
+                    }
+                    float pij = expf(d * scale - L);
+                    float ds = pij * (dp - D) * scale;
+                    float *dk = dkv + (j * B + b) * row + (NH + kh) * HD;
+                    float *dv = dkv + (j * B + b) * row + (NH + NKV + kh) * HD;
+                    for (int64_t e = 0; e < HD; e++) {
+                        dqi[e] += ds * k[e];
+                        dk[e] += ds * qi[e];
+                        dv[e] += pij * go[e];
+                    }
+                }
+            }
+        }
+}
+
 /* ---- MLP activations -------------------------------------------------------------- */
 
 void px_cpu_swiglu_fwd(float *out, const float *gate_up, int64_t T, int64_t F)

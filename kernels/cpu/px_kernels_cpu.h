@@ -142,6 +142,32 @@ void px_cpu_attention_bwd(float *dqkv,        /* [S, B, (NH + 2 NKV) HD] overwri
                           const float *qkv,   /* [S, B, (NH + 2 NKV) HD] */
                           int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD);
 
+/* ---- context-parallel attention core ---------------------------------------
+ * This rank's Sq query rows (global positions qpos) against the keys and
+ * values of the whole sequence, kv rows in position order (gathered over the
+ * CP group); causal on global positions (key j visible to query i when
+ * j <= qpos[i]).  Same lse-only memory as px_cpu_attention_fwd.  Backward: dq
+ * gets the q heads of the query rows (k, v heads zeroed), dkv the k and v heads
+ * of every position (q heads zeroed): this rank's share, summed over the group
+ * by the caller (reduce-scatter). */
+void px_cpu_attention_kv_fwd(float *out,           /* [Sq, B, NH HD] overwritten */
+                             float *lse,           /* [B, NH, Sq] overwritten */
+                             const float *q,       /* [Sq, B, (NH + 2 NKV) HD] */
+                             const int32_t *qpos,  /* [Sq] */
+                             const float *kv,      /* [Skv, B, (NH + 2 NKV) HD] */
+                             int64_t Sq, int64_t Skv, int64_t B, int64_t NH, int64_t NKV,
+                             int64_t HD);
+void px_cpu_attention_kv_bwd(float *dq,            /* [Sq, B, (NH + 2 NKV) HD] overwritten */
+                             float *dkv,           /* [Skv, B, (NH + 2 NKV) HD] overwritten */
+                             const float *dout,    /* [Sq, B, NH HD] */
+                             const float *out,     /* [Sq, B, NH HD] */
+                             const float *lse,     /* [B, NH, Sq] */
+                             const float *q,       /* [Sq, B, (NH + 2 NKV) HD] */
+                             const int32_t *qpos,  /* [Sq] */
+                             const float *kv,      /* [Skv, B, (NH + 2 NKV) HD] */
+                             int64_t Sq, int64_t Skv, int64_t B, int64_t NH, int64_t NKV,
+                             int64_t HD);
+
 /* ---- MLP activations ---------------------------------------------------------
  * SwiGLU: gate_up rows are [gate (F) | up (F)], out = silu(gate) * up.
  * GeLU: tanh approximation. */

@@ -162,8 +162,7 @@ static __global__ void __launch_bounds__(ATT_THREADS)
 {
     constexpr int LD = HD + 8; /* +16 bytes: fragment loads hit 32 distinct banks */
     constexpr int KT = HD / 16, DT = HD / 8;
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    bf16 *sQ = reinterpret_cast<bf16 *>(smem_raw);
+    PX_DYNAMIC_SMEM(bf16, sQ);
     bf16 *sK = sQ + ATT_BQ * LD, *sV = sK + ATT_BK * LD;
 
     const int qt = gridDim.x - 1 - blockIdx.x; /* longest rows first */
@@ -326,8 +325,7 @@ static __global__ void __launch_bounds__(ATT_THREADS)
 {
     constexpr int LD = HD + 8;
     constexpr int KT = HD / 16, DT = HD / 8;
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    bf16 *sQ = reinterpret_cast<bf16 *>(smem_raw);
+    PX_DYNAMIC_SMEM(bf16, sQ);
     bf16 *sO = sQ + ATT_BQ * LD; /* dO rows */
     bf16 *sK = sO + ATT_BQ * LD, *sV = sK + ATT_BK * LD;
 
@@ -435,8 +433,7 @@ static __global__ void __launch_bounds__(ATT_THREADS)
 {
     constexpr int LD = HD + 8;
     constexpr int KT = HD / 16, DT = HD / 8;
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    bf16 *sK = reinterpret_cast<bf16 *>(smem_raw);
+    PX_DYNAMIC_SMEM(bf16, sK);
     bf16 *sV = sK + ATT_BK * LD;
     bf16 *sQ = sV + ATT_BK * LD, *sO = sQ + ATT_BQ2 * LD;
     float *sL = reinterpret_cast<float *>(sO + ATT_BQ2 * LD), *sD = sL + ATT_BQ2;
@@ -549,7 +546,7 @@ static __global__ void __launch_bounds__(ATT_THREADS)
 }
 
 #ifndef PX_CUDA_EMULATE /* the emulator drives the kernels itself */
-/* ---- launchers -------------------------------------------------------------------------------- */
+/* ---- launchers ---------------------------------------------------------------------- */
 
 static px_status check_shape(const char *what, const void *const *ptrs, int n_ptrs, int64_t S,
                              int64_t B, int64_t NH, int64_t NKV, int64_t HD, const void *probs,
@@ -665,12 +662,14 @@ static px_status attention_bwd(TS *dqkv, const TS *dout, const TS *out, const fl
                                   __LINE__, err);
     const int s = (int)S, b = (int)B, nh = (int)NH, nkv = (int)NKV;
     if (st == PX_OK) {
-        switch (HD) {
-        case 16: st = launch_bwd<16, TS>(dqkv, dout, lse, Dsum, qkv, s, b, nh, nkv, stream, err); break;
-        case 32: st = launch_bwd<32, TS>(dqkv, dout, lse, Dsum, qkv, s, b, nh, nkv, stream, err); break;
-        case 64: st = launch_bwd<64, TS>(dqkv, dout, lse, Dsum, qkv, s, b, nh, nkv, stream, err); break;
-        default: st = launch_bwd<128, TS>(dqkv, dout, lse, Dsum, qkv, s, b, nh, nkv, stream, err);
-        }
+        if (HD == 16)
+            st = launch_bwd<16, TS>(dqkv, dout, lse, Dsum, qkv, s, b, nh, nkv, stream, err);
+        else if (HD == 32)
+            st = launch_bwd<32, TS>(dqkv, dout, lse, Dsum, qkv, s, b, nh, nkv, stream, err);
+        else if (HD == 64)
+            st = launch_bwd<64, TS>(dqkv, dout, lse, Dsum, qkv, s, b, nh, nkv, stream, err);
+        else
+            st = launch_bwd<128, TS>(dqkv, dout, lse, Dsum, qkv, s, b, nh, nkv, stream, err);
     }
     cudaError_t e = cudaFreeAsync(Dsum, stream);
     if (st == PX_OK)

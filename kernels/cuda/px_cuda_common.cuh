@@ -77,6 +77,16 @@ static inline unsigned int px_grid_1d(int64_t n, int threads)
     return (unsigned int)(blocks > 0 ? blocks : 1);
 }
 
+/* The block's dynamic shared memory as a T array.  (Under PX_CUDA_EMULATE,
+ * tests/gpu/emu_cuda.h runs the kernels on the CPU and provides the buffer.) */
+#ifdef PX_CUDA_EMULATE
+#define PX_DYNAMIC_SMEM(T, name) T *name = reinterpret_cast<T *>(px_emu_smem)
+#else
+#define PX_DYNAMIC_SMEM(T, name)                                                       \
+    extern __shared__ __align__(16) unsigned char px_dyn_smem_[];                      \
+    T *name = reinterpret_cast<T *>(px_dyn_smem_)
+#endif
+
 /* The size checks every launcher does before touching the device. */
 #define PX_REQUIRE(err, cond, ...)                                                     \
     do {                                                                               \

@@ -30,6 +30,7 @@ static __global__ void k_fill_f32(float *buf, float value, int64_t n)
     GRID_STRIDE(i, n) buf[i] = value;
 }
 
+#ifndef PX_CUDA_EMULATE /* launchers: host code */
 template <typename TS>
 static px_status cast_f32_to_bf16_impl(TS *out, const float *inp, int64_t n, cudaStream_t stream,
                                        px_error *err)
@@ -65,6 +66,7 @@ static px_status fill_f32_impl(float *buf, float value, int64_t n, cudaStream_t 
     PX_CUDA_LAUNCH_TRY(err, "k_fill_f32");
     return PX_OK;
 }
+#endif
 
 /* ---- embedding ---------------------------------------------------------------- */
 
@@ -76,9 +78,10 @@ static __global__ void k_embedding_fwd(TS *out, const int32_t *tokens, const TS 
     {
         int64_t t = i / C, c = i - t * C;
         int64_t id = tokens[t];
-        reinterpret_cast<bf16 *>(out)[i] =
-            (id >= v0 && id < v1) ? reinterpret_cast<const bf16 *>(table)[(id - v0) * C + c]
-                                  : __float2bfloat16_rn(0.0f);
+        if (id >= v0 && id < v1)
+            out[i] = table[(id - v0) * C + c]; /* a copy: exact in either storage */
+        else
+            stv(out, i, 0.0f);
     }
 }
 
@@ -97,6 +100,7 @@ static __global__ void k_embedding_bwd(float *dtable, const TS *dout, const int3
     }
 }
 
+#ifndef PX_CUDA_EMULATE /* launchers: host code */
 template <typename TS>
 static px_status embedding_fwd_impl(TS *out, const int32_t *tokens, const TS *table, int64_t T,
                                     int64_t C, int64_t v0, int64_t v1, cudaStream_t stream,
@@ -129,6 +133,7 @@ static px_status embedding_bwd_impl(float *dtable, const TS *dout, const int32_t
     PX_CUDA_LAUNCH_TRY(err, "k_embedding_bwd");
     return PX_OK;
 }
+#endif
 
 /* ---- learned positions ------------------------------------------------------------ */
 
@@ -158,6 +163,7 @@ static __global__ void k_positions_bwd(float *dpos, const TS *dout, int64_t S, i
     }
 }
 
+#ifndef PX_CUDA_EMULATE /* launchers: host code */
 template <typename TS>
 static px_status positions_fwd_impl(TS *x, const TS *pos, int64_t S, int64_t B, int64_t C,
                                     int64_t pos0, cudaStream_t stream, px_error *err)
@@ -187,6 +193,7 @@ static px_status positions_bwd_impl(float *dpos, const TS *dout, int64_t S, int6
     PX_CUDA_LAUNCH_TRY(err, "k_positions_bwd");
     return PX_OK;
 }
+#endif
 
 /* ---- bias and residual -------------------------------------------------------------- */
 
@@ -240,6 +247,7 @@ static __global__ void k_residual_bwd(TS *da, TS *db, const TS *dout, int64_t n)
     }
 }
 
+#ifndef PX_CUDA_EMULATE /* launchers: host code */
 template <typename TS>
 static px_status bias_add_fwd_impl(TS *x, const TS *bias, int64_t T, int64_t N, cudaStream_t stream,
                                    px_error *err)
@@ -297,6 +305,7 @@ static px_status residual_bwd_impl(TS *da, TS *db, const TS *dout, int64_t n, cu
     PX_CUDA_LAUNCH_TRY(err, "k_residual_bwd");
     return PX_OK;
 }
+#endif
 
 /* ---- RoPE ----------------------------------------------------------------------------
  * One thread per rotated pair (i, i + HD/2) of one q or k head of one token.
@@ -323,6 +332,7 @@ static __global__ void k_rope(TS *qkv, int64_t S, int64_t B, int64_t NH, int64_t
     }
 }
 
+#ifndef PX_CUDA_EMULATE /* launchers: host code */
 template <typename TS>
 static px_status rope(TS *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
                       int64_t pos0, float theta, float dir, cudaStream_t stream, px_error *err)
@@ -354,6 +364,7 @@ static px_status rope_bwd_impl(TS *dqkv, int64_t S, int64_t B, int64_t NH, int64
     /* The rotation is orthogonal: its transpose rotates by -angle. */
     return rope(dqkv, S, B, NH, NKV, HD, pos0, theta, -1.0f, stream, err);
 }
+#endif
 
 /* ---- SwiGLU and GeLU ------------------------------------------------------------------ */
 
@@ -409,6 +420,7 @@ static __global__ void k_gelu_bwd(TS *dinp, const TS *dout, const TS *inp, int64
     }
 }
 
+#ifndef PX_CUDA_EMULATE /* launchers: host code */
 template <typename TS>
 static px_status swiglu_fwd_impl(TS *out, const TS *gate_up, int64_t T, int64_t F,
                                  cudaStream_t stream, px_error *err)
@@ -457,6 +469,7 @@ static px_status gelu_bwd_impl(TS *dinp, const TS *dout, const TS *inp, int64_t 
     PX_CUDA_LAUNCH_TRY(err, "k_gelu_bwd");
     return PX_OK;
 }
+#endif
 
 /* ---- AdamW ------------------------------------------------------------------------------ */
 
@@ -479,6 +492,7 @@ static __global__ void k_adamw(float *param, const float *grad, float *m, float 
     }
 }
 
+#ifndef PX_CUDA_EMULATE /* launchers: host code */
 template <typename TS>
 static px_status adamw_step_impl(float *param, const float *grad, float *m, float *v, int64_t n,
                                  float lr, float beta1, float beta2, float eps, float weight_decay,
@@ -495,9 +509,11 @@ static px_status adamw_step_impl(float *param, const float *grad, float *m, floa
     PX_CUDA_LAUNCH_TRY(err, "k_adamw");
     return PX_OK;
 }
+#endif
 
 /* ---- C entry points: bf16 storage (the twins) and fp32 storage (_f32) ---- */
 
+#ifndef PX_CUDA_EMULATE /* launchers: host code */
 extern "C" px_status px_cuda_cast_f32_to_bf16(px_bf16 *out, const float *inp, int64_t n,
                                               cudaStream_t stream, px_error *err)
 {
@@ -723,3 +739,4 @@ extern "C" px_status px_cuda_adamw_step(float *param, const float *grad, float *
     return adamw_step_impl<bf16>(param, grad, m, v, n, lr, beta1, beta2, eps, weight_decay, step,
                                  reinterpret_cast<bf16 *>(param_bf16), stream, err);
 }
+#endif

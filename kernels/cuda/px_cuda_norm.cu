@@ -14,6 +14,7 @@
 #define NORM_THREADS    256
 #define NORM_BWD_BLOCKS 256 /* blocks of the backward: rows per block = T / 256 */
 
+#ifndef PX_CUDA_EMULATE /* launchers: host code */
 static int norm_threads(int64_t C)
 {
     return C >= 2048 ? 256 : (C >= 512 ? 128 : 64);
@@ -23,6 +24,7 @@ static unsigned int row_blocks(int64_t T, int64_t cap)
 {
     return (unsigned int)(T < cap ? T : cap);
 }
+#endif
 
 /* ---- RMSNorm -------------------------------------------------------------------- */
 
@@ -52,7 +54,7 @@ static __global__ void k_rmsnorm_bwd(TS *dinp, float *dweight, const TS *dout, c
                                      const TS *weight, const float *rstd, int64_t T, int64_t C,
                                      int direct)
 {
-    extern __shared__ float dw_part[]; /* [C] unless direct */
+    PX_DYNAMIC_SMEM(float, dw_part); /* [C] unless direct */
     __shared__ float scratch[32];
     if (!direct)
         for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
@@ -82,6 +84,7 @@ static __global__ void k_rmsnorm_bwd(TS *dinp, float *dweight, const TS *dout, c
             atomicAdd(&dweight[c], dw_part[c]);
 }
 
+#ifndef PX_CUDA_EMULATE /* launchers: host code */
 /* Shared bytes of a backward block, or 0 to use direct atomics; raises the
  * kernel's dynamic shared-memory limit when the partials need > 48 KiB. */
 static px_status bwd_smem(const void *kernel, int64_t bytes, int *out_bytes, px_error *err)
@@ -128,6 +131,7 @@ static px_status rmsnorm_bwd_impl(TS *dinp, float *dweight, const TS *dout, cons
     PX_CUDA_LAUNCH_TRY(err, "k_rmsnorm_bwd");
     return PX_OK;
 }
+#endif
 
 /* ---- LayerNorm ----------------------------------------------------------------------
  * Two passes over the row (mean, then the centred variance) as the CPU twin:
@@ -166,7 +170,7 @@ static __global__ void k_layernorm_bwd(TS *dinp, float *dweight, float *dbias, c
                                        const TS *inp, const TS *weight, const float *mean,
                                        const float *rstd, int64_t T, int64_t C, int direct)
 {
-    extern __shared__ float part[]; /* dweight [C] then dbias [C], unless direct */
+    PX_DYNAMIC_SMEM(float, part); /* dweight [C] then dbias [C], unless direct */
     __shared__ float scratch[32];
     float *dw_part = part, *db_part = part + C;
     if (!direct)
@@ -205,6 +209,7 @@ static __global__ void k_layernorm_bwd(TS *dinp, float *dweight, float *dbias, c
         }
 }
 
+#ifndef PX_CUDA_EMULATE /* launchers: host code */
 template <typename TS>
 static px_status layernorm_fwd_impl(TS *out, float *mean, float *rstd, const TS *inp,
                                     const TS *weight, const TS *bias, int64_t T, int64_t C,
@@ -235,9 +240,11 @@ static px_status layernorm_bwd_impl(TS *dinp, float *dweight, float *dbias, cons
     PX_CUDA_LAUNCH_TRY(err, "k_layernorm_bwd");
     return PX_OK;
 }
+#endif
 
 /* ---- C entry points: bf16 storage (the twins) and fp32 storage (_f32) ---- */
 
+#ifndef PX_CUDA_EMULATE /* launchers: host code */
 extern "C" px_status px_cuda_rmsnorm_fwd(px_bf16 *out, float *rstd, const px_bf16 *inp,
                                          const px_bf16 *weight, int64_t T, int64_t C, float eps,
                                          cudaStream_t stream, px_error *err)
@@ -313,3 +320,4 @@ extern "C" px_status px_cuda_layernorm_bwd_f32(float *dinp, float *dweight, floa
     return layernorm_bwd_impl<float>(dinp, dweight, dbias, dout, inp, weight, mean, rstd, T, C,
                                      stream, err);
 }
+#endif

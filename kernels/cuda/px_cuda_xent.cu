@@ -8,10 +8,12 @@
 
 #define XENT_THREADS 256
 
+#ifndef PX_CUDA_EMULATE /* launchers: host code */
 static unsigned int rows_grid(int64_t T)
 {
     return (unsigned int)(T < 65535 ? T : 65535);
 }
+#endif
 
 template <typename TS>
 static __global__ void k_xent_max(float *max, const TS *logits, int64_t T, int64_t Vl)
@@ -69,6 +71,7 @@ static __global__ void k_xent_bwd(TS *dlogits, const TS *logits, const float *ma
     }
 }
 
+#ifndef PX_CUDA_EMULATE /* launchers: host code */
 template <typename TS>
 static px_status xent_max_fwd_impl(float *max, const TS *logits, int64_t T, int64_t Vl,
                                    cudaStream_t stream, px_error *err)
@@ -123,9 +126,11 @@ static px_status xent_bwd_impl(TS *dlogits, const TS *logits, const float *max, 
     PX_CUDA_LAUNCH_TRY(err, "k_xent_bwd");
     return PX_OK;
 }
+#endif
 
 /* ---- C entry points: bf16 storage (the twins) and fp32 storage (_f32) ---- */
 
+#ifndef PX_CUDA_EMULATE /* launchers: host code */
 extern "C" px_status px_cuda_xent_max_fwd(float *max, const px_bf16 *logits, int64_t T, int64_t Vl,
                                           cudaStream_t stream, px_error *err)
 {
@@ -188,3 +193,4 @@ extern "C" px_status px_cuda_xent_bwd_f32(float *dlogits, const float *logits, c
     return xent_bwd_impl<float>(dlogits, logits, max, sumexp, targets, dloss, T, Vl, v0, stream,
                                 err);
 }
+#endif

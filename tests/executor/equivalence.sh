@@ -61,6 +61,11 @@ check tp2sp_pp2_zbh1 4 nodump --tp 2 --sp --pp 2 --schedule zb-h1 --recompute fu
 check dp2            2 nodump --dp 2 --n-micro 2
 check dp2_zero1      2 dump   --dp 2 --n-micro 2 --zero 1
 check tp2_pp2_dp2    8 dump   --tp 2 --pp 2 --dp 2 --n-micro 2 --sp --zero 1
+check tp2_sp_pp2_b2  4 nodump --tp 2 --sp --pp 2 --micro-batch 2 --n-micro 2
+check cp2            2 dump   --cp 2
+check cp4_selective  4 nodump --cp 4 --recompute selective
+check cp2_tp2_sp     4 dump   --cp 2 --tp 2 --sp
+check cp2_pp2_dp2_z1 8 nodump --cp 2 --pp 2 --dp 2 --n-micro 2 --zero 1
 check uneven_pp2     2 dump   --pp 2 --chunks 6,2
 check uneven_pp3     3 nodump --pp 3 --chunks 2,4,2 --schedule gpipe
 check rc_selective   2 nodump --tp 2 --sp --recompute selective

@@ -42,12 +42,14 @@ sed 's/"tp": 2/"tp": "two"/' "$work/tp2.json" >"$work/badtype.json"
 expect bad_field "tp" 2 --plan "$work/badtype.json"
 expect missing_file "nope.json" 1 --plan "$work/nope.json"
 expect no_plan "--plan FILE is required" 1 --steps 2
-# Valid plans this executor cannot run: tp must divide the heads, no CP.
+# Valid plans this executor cannot run: tp must divide the heads, no ZeRO-3,
+# no MoE.
 "$mkplan" --model tiny-llama --tp 3 -o "$work/tp3.json" 2>/dev/null
 expect tp_divides "tp = 3 must divide" 3 --plan "$work/tp3.json"
-sed 's/"cp": 1/"cp": 2/' "$work/tp2.json" | sed 's/"world_size": 2/"world_size": 4/' \
-  >"$work/cp2.json"
-expect cp_unsupported "context parallelism|cp" 4 --plan "$work/cp2.json"
+sed 's/"zero": 0/"zero": 3/' "$work/tp2.json" >"$work/zero3.json"
+expect zero3_unsupported "unsupported: zero = 3" 2 --plan "$work/zero3.json"
+"$mkplan" --model tiny-moe -o "$work/moe.json" 2>/dev/null
+expect moe_unsupported "unsupported: .*experts" 1 --plan "$work/moe.json"
 # A failure on one rank while the others are inside the step: the job ends.
 "$mkplan" --model tiny-llama --tp 2 --pp 2 -o "$work/tp2pp2.json" 2>/dev/null
 PX_EXECUTE_INJECT_FAILURE=3:1 expect rank_failure "rank 3: .*injected failure" 4 \

@@ -1,7 +1,7 @@
 /* px_mkplan — writes a plan JSON for the executor tests with px_plan_write,
  * every dimension given on the command line, so the tests never carry
  * hand-written plans that go stale:
- *   px_mkplan --model tiny-llama [--layers N] [--tp N] [--pp N] [--vpp N]
+ *   px_mkplan --model tiny-llama [--layers N] [--tp N] [--cp N] [--pp N] [--vpp N]
  *             [--dp N] [--sp] [--zero N] [--schedule S] [--recompute R]
  *             [--layer-recompute r,r,...] [--chunks n,n,...] [--micro-batch N]
  *             [--n-micro N] [--seq N] [--no-flash] [--hw NAME] -o plan.json
@@ -79,6 +79,8 @@ int main(int argc, char **argv)
             NEEDV layers = atoll(v);
         } else if (!strcmp(a, "--tp")) {
             NEEDV par.tp = atoi(v);
+        } else if (!strcmp(a, "--cp")) {
+            NEEDV par.cp = atoi(v);
         } else if (!strcmp(a, "--pp")) {
             NEEDV par.pp = atoi(v);
         } else if (!strcmp(a, "--vpp")) {

@@ -1,7 +1,8 @@
 /* test_kernels — every px_cpu_* backward against central finite differences
  * of its forward, on random data (seed printed), through a random projection
  * L = sum(r * y).  Plus: the attention probabilities path equals the
- * recomputing path, the vocabulary-parallel cross-entropy over two shards
+ * recomputing path, the context-parallel attention over split queries equals
+ * the unsplit one, the vocabulary-parallel cross-entropy over two shards
  * equals the unsplit one, and AdamW matches its formula. */
 #include <math.h>
 #include <stdlib.h>
@@ -218,6 +219,52 @@ int main(void)
         for (int j = 0; j < S; j++)
             s += probs[(S - 1) * S + j];
         CHECK_CLOSE(s, 1.0, 1e-5, 0.0);
+        /* Context parallelism: queries split over two "ranks" ({0, 3, 5} and
+         * {1, 2, 4}) against the full k/v give the same rows, and the two
+         * ranks' k/v gradients sum to the unsplit one. */
+        {
+            const int32_t pos[2][3] = {{0, 3, 5}, {1, 2, 4}};
+            float *qs = malloc(sizeof(float) * 3 * B * QKV), *os = malloc(sizeof(float) * 3 * B * NH * HD);
+            float *ls = malloc(sizeof(float) * B * NH * 3), *gs = malloc(sizeof(float) * 3 * B * NH * HD);
+            float *dqs = malloc(sizeof(float) * 3 * B * QKV), *dkv = malloc(sizeof(float) * T * QKV);
+            float *dkv_sum = calloc(T * QKV, sizeof *dkv_sum);
+            double worst_o = 0.0, worst_dq = 0.0, worst_dkv = 0.0;
+            for (int r = 0; r < 2; r++) {
+                for (int i = 0; i < 3; i++)
+                    for (int bb = 0; bb < B; bb++) {
+                        memcpy(qs + (i * B + bb) * QKV, g_x + (pos[r][i] * B + bb) * QKV,
+                               sizeof(float) * QKV);
+                        memcpy(gs + (i * B + bb) * NH * HD, g_r + (pos[r][i] * B + bb) * NH * HD,
+                               sizeof(float) * NH * HD);
+                    }
+                px_cpu_attention_kv_fwd(os, ls, qs, pos[r], g_x, 3, S, B, NH, NKV, HD);
+                px_cpu_attention_kv_bwd(dqs, dkv, gs, os, ls, qs, pos[r], g_x, 3, S, B, NH, NKV, HD);
+                for (int i = 0; i < 3; i++)
+                    for (int bb = 0; bb < B; bb++) {
+                        for (int e = 0; e < NH * HD; e++)
+                            worst_o = fmax(worst_o, fabs(os[(i * B + bb) * NH * HD + e] -
+                                                         out[(pos[r][i] * B + bb) * NH * HD + e]));
+                        for (int e = 0; e < NH * HD; e++) /* q heads */
+                            worst_dq = fmax(worst_dq, fabs(dqs[(i * B + bb) * QKV + e] -
+                                                           d[(pos[r][i] * B + bb) * QKV + e]));
+                    }
+                for (int i = 0; i < T * QKV; i++)
+                    dkv_sum[i] += dkv[i];
+            }
+            for (int i = 0; i < T; i++)
+                for (int e = NH * HD; e < QKV; e++) /* k and v heads */
+                    worst_dkv = fmax(worst_dkv, fabs(dkv_sum[i * QKV + e] - d[i * QKV + e]));
+            CHECK_MSG(worst_o < 1e-5, "cp attention output differs by %g", worst_o);
+            CHECK_MSG(worst_dq < 1e-5, "cp attention dq differs by %g", worst_dq);
+            CHECK_MSG(worst_dkv < 1e-5, "cp attention dk/dv differ by %g", worst_dkv);
+            free(qs);
+            free(os);
+            free(ls);
+            free(gs);
+            free(dqs);
+            free(dkv);
+            free(dkv_sum);
+        }
         free(out);
         free(lse);
         free(probs);

@@ -30,6 +30,14 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
   echo "# no GPU (nvidia-smi finds none): skipped"
   exit 77
 fi
+missing=""
+for tool in meson ninja mpirun python3 nvcc; do
+  command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
+done
+if [ -n "$missing" ]; then
+  echo "# missing tools:$missing (scripts/setup installs the Debian packages; CUDA in /usr/local/cuda)"
+  exit 1
+fi
 NGPU=$(nvidia-smi -L | wc -l)
 GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 log "$NGPU x $GPU_NAME; build dir $BUILD"
@@ -124,7 +132,16 @@ else
 fi
 if "${CAL[@]}" >"$OUT_DIR/calibrate.log" 2>&1; then
   log "calibrated with ${CAL[0]}"
-  row "calibrate (GPU)" ok "$(grep -E '^# (peak|hbm)' "$OUT_DIR/calibrate.log" | tr '\n' ' ' | cut -c1-80)"
+  row "calibrate (GPU)" ok "$(python3 - "$PROFILE" <<'PY'
+import json, sys
+h = json.load(open(sys.argv[1]))
+pts = h.get("gemm_points", [])
+best = max((p["flops"] for p in pts), default=0)
+print("best GEMM %.0f TFLOP/s (%.0f%% of %.0f), HBM copy %.2f TB/s, %d shapes" % (
+    best / 1e12, 100 * best / h["peak_flops"] if h.get("peak_flops") else 0,
+    h.get("peak_flops", 0) / 1e12, h.get("hbm_bw", 0) / 1e12, len(pts)))
+PY
+)"
 else
   tail -5 "$OUT_DIR/calibrate.log"; row "calibrate (GPU)" FAIL "see $OUT_DIR/calibrate.log"; FAILED=1
   PROFILE=h200

@@ -11,7 +11,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 t0=$(date +%s.%N)
-"$cal" --quick -o "$tmp/one.json" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; fail "calibrate --quick exited $?"; }
+"$cal" --cpu --quick -o "$tmp/one.json" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; fail "calibrate --quick exited $?"; }
 t1=$(date +%s.%N)
 elapsed=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
 echo "calibrate --quick: ${elapsed} s"
@@ -22,7 +22,7 @@ n_progress=$(grep -c '^\[calibrate ' "$tmp/err")
 "$check_profile" "$tmp/one.json" || fail "check_profile rejected the one-process profile"
 
 if command -v mpirun >/dev/null 2>&1; then
-  mpirun --oversubscribe -np 2 "$cal" --quick --mpi -o "$tmp/two.json" 2>"$tmp/err2" \
+  mpirun --oversubscribe -np 2 "$cal" --cpu --quick --mpi -o "$tmp/two.json" 2>"$tmp/err2" \
     || { cat "$tmp/err2" >&2; fail "mpirun -np 2 calibrate --quick --mpi failed"; }
   grep -q 'allreduce *n=2' "$tmp/err2" || fail "no all-reduce progress line under --mpi"
   [ "$(grep -c '^\[calibrate ' "$tmp/err2")" -ge 8 ] || fail "rank 0 progress missing"
@@ -35,6 +35,10 @@ if "$cal" --threads 0 -o "$tmp/x.json" 2>"$tmp/err3"; then fail "--threads 0 acc
 grep -q 'threads' "$tmp/err3" || fail "--threads 0: the message does not name the option"
 if "$cal" --bogus 2>"$tmp/err4"; then fail "--bogus accepted"; fi
 grep -q 'bogus' "$tmp/err4" || fail "unknown argument not named"
-"$cal" --quick -o "$tmp/no/such/dir/p.json" 2>"$tmp/err5" && fail "unwritable path accepted"
+"$cal" --cpu --quick -o "$tmp/no/such/dir/p.json" 2>"$tmp/err5" && fail "unwritable path accepted"
 grep -q 'no/such/dir' "$tmp/err5" || fail "unwritable path not named: $(cat "$tmp/err5")"
+if ! { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }; then
+  "$cal" --gpu -o "$tmp/g.json" 2>"$tmp/err6" && fail "--gpu succeeded without a GPU"
+  grep -q -- '--gpu' "$tmp/err6" || fail "--gpu without a GPU: no message naming it"
+fi
 echo "test_calibrate: ok"

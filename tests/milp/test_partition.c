@@ -42,7 +42,18 @@ static void random_problem(px_partition_problem *pb, int max_layers)
     pb->n_layers = irand(chunks > 2 ? chunks : 2, max_layers);
     if (pb->n_layers < chunks)
         pb->n_layers = chunks;
+    /* Half the cases: runs of identical layers (a dense prefix then MoE
+     * layers, say), which the MILP counts instead of placing one by one. */
+    bool runs = urand() < 0.5;
     for (int i = 0; i < pb->n_layers; i++) {
+        if (runs && i > 0 && urand() < 0.75) {
+            for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
+                pb->layer_time_s[i][r] = pb->layer_time_s[i - 1][r];
+                pb->layer_act_bytes[i][r] = pb->layer_act_bytes[i - 1][r];
+            }
+            pb->layer_static_bytes[i] = pb->layer_static_bytes[i - 1];
+            continue;
+        }
         double t0 = 1e-3 * (1.0 + 3.0 * urand());
         double a0 = 1e9 * (1.0 + 4.0 * urand());
         pb->layer_time_s[i][PX_RECOMPUTE_NONE] = t0;
@@ -99,6 +110,7 @@ static void random_vs_brute(uint64_t seed, int n_cases)
         random_problem(&pb, 8);
         px_partition_opts o = exact_opts();
         o.minimise_recompute = urand() < 0.85;
+        o.heuristics = k % 2 == 0; /* with and without the DP bound and start */
         static px_partition_solution got, want;
         px_error e1, e2;
         px_error_clear(&e1);
@@ -246,6 +258,7 @@ static void time_limit(void)
     px_error err;
     px_partition_opts o = exact_opts();
     o.time_limit_s = 0.02;
+    o.heuristics = false; /* GLPK alone: no starting split to fall back on */
     px_status st = px_partition_solve(&pb, &o, &sol, &err);
     if (st == PX_OK) {
         CHECK(!sol.proven_optimal && sol.time_limit_hit);
@@ -257,6 +270,17 @@ static void time_limit(void)
                   px_status_name(st), err.msg);
     }
     CHECK(sol.solve_s < 2.0);
+
+    /* With the heuristics a split always comes back, never worse than the
+     * uniform one with the same greedy recomputation. */
+    o.heuristics = true;
+    o.time_limit_s = 0.05;
+    st = px_partition_solve(&pb, &o, &sol, &err);
+    CHECK_MSG(st == PX_OK, "%s", err.msg);
+    CHECK(sol.fits);
+    static px_partition_solution uni;
+    CHECK(px_partition_uniform(&pb, PX_RECOMPUTE_FULL, &uni, &err) == PX_OK);
+    CHECK(uni.fits && sol.max_stage_time_s <= uni.max_stage_time_s);
 }
 
 static void validation(void)

@@ -1,0 +1,25 @@
+#!/bin/sh
+# The validate front ends: build/validate and plan --validate print the same
+# table, exit 0 with --check while the bounds hold, 2 on a bad file.
+set -u
+B="${PARALLAX_BUILD_ROOT:?}"
+S="${PARALLAX_SOURCE_ROOT:?}"
+DATA="$S/tests/validate/data/published-megatron.json"
+fail=0
+out=$("$B/validate" "$DATA" --check) || { echo "validate --check exited $?"; fail=1; }
+rows=$(printf '%s\n' "$out" | grep -c -E '^(narayanan21|korthikanti22|mcore24)-')
+# 48 rows in the main table, 5 again in the layer table, 12 in the ratio table
+[ "$rows" -ge 48 ] || { echo "only $rows row lines"; fail=1; }
+printf '%s\n' "$out" | grep -q '^# bounds .*: pass$' || { echo "no passing bounds line"; fail=1; }
+plan_out=$("$B/plan" --validate "$DATA") || { echo "plan --validate exited $?"; fail=1; }
+[ "$plan_out" = "$out" ] || { echo "plan --validate differs from validate"; fail=1; }
+"$B/validate" "$DATA" --json | grep -q '"within_bounds": true' || { echo "--json: no within_bounds true"; fail=1; }
+"$B/validate" "$DATA" --explain korthikanti22-22B-seqsel | grep -q '^step ' || { echo "--explain: no step line"; fail=1; }
+"$B/validate" /nonexistent/published.json >/dev/null 2>&1
+rc=$?
+[ "$rc" -eq 2 ] || { echo "missing file: exit $rc, want 2"; fail=1; }
+"$B/validate" "$DATA" --explain no-such-row >/dev/null 2>&1
+rc=$?
+[ "$rc" -eq 2 ] || { echo "unknown --explain id: exit $rc, want 2"; fail=1; }
+[ $fail -eq 0 ] && echo "validate_cli: ok"
+exit $fail
