@@ -900,6 +900,13 @@ static void find_heuristic(const px_partition_problem *pb, px_partition_solution
         goto done;
     clear_solver_fields(split);
 
+    /* always: the uniform split with greedy recomputation (cheap) */
+    int base = L / C, rem = L % C, first = (C - rem) / 2;
+    split->n_chunks = C;
+    for (int c = 0; c < C; c++)
+        split->layers_per_chunk[c] = base + (c >= first && c < first + rem ? 1 : 0);
+    h->have_split = greedy_recompute(pb, split, layers, segs, choice);
+
     double arcs = (double)p * (L + 1) * (L + 1);
     if (pb->vpp == 1 && arcs <= DP_MAX_ARCS) {
         size_t n = (size_t)p * (size_t)(L + 1);
@@ -965,21 +972,23 @@ static void find_heuristic(const px_partition_problem *pb, px_partition_solution
         if (h->lower_s == INFINITY)
             h->lower_s = 0; /* nothing fits even fractionally: the MILP will say so */
         if (ub[(size_t)(p - 1) * (L + 1) + L] < INFINITY) {
-            split->n_chunks = C;
+            px_partition_solution *dp = malloc(sizeof *dp);
+            if (!dp)
+                goto done;
+            *dp = *split;
             int b = L;
             for (int s = p - 1; s >= 0; s--) {
                 int a = arg[(size_t)s * (L + 1) + b];
-                split->layers_per_chunk[s] = b - a;
+                dp->layers_per_chunk[s] = b - a;
                 b = a;
             }
-            h->have_split = greedy_recompute(pb, split, layers, segs, choice);
+            if (greedy_recompute(pb, dp, layers, segs, choice) &&
+                (!h->have_split || dp->max_stage_time_s < split->max_stage_time_s)) {
+                *split = *dp;
+                h->have_split = true;
+            }
+            free(dp);
         }
-    } else {
-        int base = L / C, rem = L % C, first = (C - rem) / 2;
-        split->n_chunks = C;
-        for (int c = 0; c < C; c++)
-            split->layers_per_chunk[c] = base + (c >= first && c < first + rem ? 1 : 0);
-        h->have_split = greedy_recompute(pb, split, layers, segs, choice);
     }
 done:
     free(lb);
