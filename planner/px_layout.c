@@ -1,6 +1,7 @@
 /* px_layout.c — mixed-radix rank arithmetic for the parallel grid. */
 #include "px_layout.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char *const dim_names[PX_DIM_COUNT] = {"tp", "cp", "pp", "dp", "ep",

@@ -220,6 +220,7 @@ static bool parse_row(const json_t *jr, px_val_row *row)
     if (year == 0)
         year = year_in(jstr(js, "ref"));
     row->flash_attention = year == 0 || year >= 2023;
+    row->modelled = true;
     /* Megatron-LM all-reduced gradients after the backward (local DDP) until
      * --overlap-grad-reduce (2023); a row that lists its overlap flags says */
     const char *ov = jstr(jp, "comm_overlap");
@@ -272,7 +273,7 @@ px_status px_validate_load(const char *path, const char *profiles_dir, px_val_re
         px_val_row *row = &out->rows[i];
         if (!parse_row(jr, row))
             continue;
-        /* the row's cluster: the profile with the row's node size */
+        /* the profile the row's cluster maps to must load (checked once here) */
         px_hw hw;
         px_error e;
         if (px_hw_load(row->hw_name, profiles_dir, &hw, &e) != PX_OK) {
@@ -282,7 +283,6 @@ px_status px_validate_load(const char *path, const char *profiles_dir, px_val_re
                 *err = e;
             return e.code;
         }
-        row->evaluated = false;
     }
     json_decref(root);
 
@@ -290,11 +290,12 @@ px_status px_validate_load(const char *path, const char *profiles_dir, px_val_re
      * same model on the same split (the abstract's 2240-GPU runs are Table 2's) */
     for (int i = 0; i < out->n_rows; i++) {
         px_val_row *r = &out->rows[i];
-        if (r->global_batch > 0 || r->model.hidden == 0)
+        if (r->global_batch > 0 || !r->modelled)
             continue;
         for (int j = 0; j < out->n_rows; j++) {
             const px_val_row *c = &out->rows[j];
-            if (j == i || c->global_batch <= 0 || c->model.hidden != r->model.hidden ||
+            if (j == i || !c->modelled || c->global_batch <= 0 ||
+                c->model.hidden != r->model.hidden ||
                 c->model.n_layers != r->model.n_layers || c->gpus != r->gpus ||
                 c->tp != r->tp || c->pp != r->pp || c->dp != r->dp)
                 continue;
@@ -551,8 +552,8 @@ px_status px_validate_run(px_val_report *rep, px_error *err)
     snprintf(rep->overall_step.name, sizeof rep->overall_step.name, "all (step time)");
     for (int i = 0; i < rep->n_rows; i++) {
         px_val_row *row = &rep->rows[i];
-        if (row->model.hidden == 0)
-            continue; /* not modelled: parse_row left a note */
+        if (!row->modelled)
+            continue; /* parse_row left a note */
         px_status st = predict_row(row, dir, rep->max_vpp, err);
         if (st != PX_OK)
             return st;

@@ -54,6 +54,7 @@ typedef struct {
     char id[96];
     char group[64];
     char hw_name[32];      /* profile the row's cluster maps to */
+    bool modelled;         /* false: the row cannot be represented (note says why) */
     px_model model;
     int gpus;
     int gpus_per_node;
