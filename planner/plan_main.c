@@ -35,6 +35,9 @@ static const char usage_text[] =
     "  --schedule gpipe|1f1b|interleaved|zb-h1|zb-h2\n"
     "  --grad-dtype bf16|fp32 gradient dtype (default fp32 main gradients)\n"
     "  --no-sp                sequence parallelism off (default on when TP > 1); --sp on|off\n"
+    "  --overlap on|off       gradient reduction and backward TP collectives hidden under\n"
+    "                         the backward (default on, as Megatron runs; off for `execute`\n"
+    "                         on CPUs, which runs them after the compute)\n"
     "  --top K                rows in the table (default 10)\n"
     "  --tokens D             time to train D tokens, with goodput (suffixes K M B T)\n"
     "  --gpu-mtbf-hours H     per-GPU mean time between failures (default: the profile's)\n"
@@ -201,6 +204,13 @@ static void parse_args(int argc, char **argv, cli *c)
                 o->grad_fp32 = 1;
             else
                 die_usage("--grad-dtype \"%s\": allowed values are bf16, fp32", v);
+        } else if (!strcmp(flag, "--overlap")) {
+            if (!strcmp(v, "on"))
+                o->dp_overlap = o->tp_overlap = 1;
+            else if (!strcmp(v, "off"))
+                o->dp_overlap = o->tp_overlap = 0;
+            else
+                die_usage("--overlap \"%s\": allowed values are on, off", v);
         } else if (!strcmp(flag, "--sp")) {
             if (!strcmp(v, "on"))
                 o->sp = 1;

@@ -27,6 +27,8 @@ static const px_jfield parallel_fields[] = {
     PI("zero", zero, 0),
     PB("grad_fp32", grad_fp32),
     PB("flash_attention", flash_attention),
+    PB("dp_overlap", dp_overlap),
+    PB("tp_overlap", tp_overlap),
     {"schedule", PX_JF_ENUM, offsetof(px_parallel, schedule), 0, true, 0, sched_names, 5},
     {"recompute", PX_JF_ENUM, offsetof(px_parallel, recompute), 0, true, 0, rc_names, 3},
     PL("micro_batch", micro_batch, 1),

@@ -13,6 +13,7 @@ void px_search_opts_init(px_search_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->zero = o->recompute = o->schedule = o->sp = o->grad_fp32 = -1;
+    o->dp_overlap = o->tp_overlap = -1;
     o->top = PX_SEARCH_TOP_DEFAULT;
     /* TP beyond a node is allowed (and scored with the inter-node links), up
      * to the widest TP anyone runs; CP up to 64 (Nemotron's long-context
@@ -165,6 +166,8 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     px_parallel_init(&par);
     par.seq_len = s;
     par.grad_fp32 = o->grad_fp32 < 0 ? true : o->grad_fp32 != 0;
+    par.dp_overlap = o->dp_overlap != 0;
+    par.tp_overlap = o->tp_overlap != 0;
     par.flash_attention = true;
     double best_miss = INFINITY;
 
@@ -428,6 +431,8 @@ px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
     px_parallel_init(&par);
     par.seq_len = s;
     par.grad_fp32 = o->grad_fp32 < 0 ? true : o->grad_fp32 != 0;
+    par.dp_overlap = o->dp_overlap != 0;
+    par.tp_overlap = o->tp_overlap != 0;
     par.micro_batch = 1;
     px_memory mem;
 

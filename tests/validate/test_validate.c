@@ -65,6 +65,31 @@ static void check_loader_errors(const char *root)
     fputs("{\"rows\": []}\n", f);
     fclose(f);
     CHECK(px_validate_load(path, NULL, &rep, &err) == PX_ERR_INVALID);
+    /* a row the harness cannot model is kept with a note; the others run */
+    f = fopen(path, "w");
+    fputs("[{\"id\": \"unknown-gpu\", \"group\": \"g\", \"framework\": \"x (2024)\",\n"
+          "  \"model\": {\"layers\": 4, \"hidden\": 512, \"heads\": 8, \"vocab\": 1024,"
+          " \"seq_len\": 512},\n"
+          "  \"hardware\": {\"gpu\": \"MI300X\", \"num_gpus\": 8, \"gpus_per_node\": 8},\n"
+          "  \"parallel\": {\"tp\": 1, \"pp\": 1, \"dp\": 8, \"global_batch\": 64},\n"
+          "  \"measured\": {\"tflops_per_gpu\": 100, \"util_metric\": \"MFU\"}},\n"
+          " {\"id\": \"small\", \"group\": \"g\", \"framework\": \"x (2024)\",\n"
+          "  \"model\": {\"layers\": 4, \"hidden\": 512, \"heads\": 8, \"vocab\": 1024,"
+          " \"seq_len\": 512},\n"
+          "  \"hardware\": {\"gpu\": \"H100\", \"num_gpus\": 8, \"gpus_per_node\": 8},\n"
+          "  \"parallel\": {\"tp\": 1, \"pp\": 1, \"dp\": 8, \"global_batch\": 64},\n"
+          "  \"measured\": {\"tflops_per_gpu\": 100, \"util_metric\": \"MFU\"}}]\n", f);
+    fclose(f);
+    CHECK(px_validate_file(path, NULL, &rep, &err) == PX_OK);
+    if (rep.rows) {
+        CHECK(rep.n_rows == 2);
+        CHECK(!rep.rows[0].modelled && !rep.rows[0].evaluated);
+        CHECK_MSG(strstr(rep.rows[0].note, "MI300X") != NULL, "note: %s", rep.rows[0].note);
+        CHECK(rep.rows[1].evaluated && rep.rows[1].pred_tflops > 0.0);
+        CHECK(rep.rows[1].par.micro_batch >= 1 && 64 % (rep.rows[1].par.micro_batch * 8) == 0);
+        CHECK(rep.overall_tflops.n == 1);
+        px_validate_free(&rep);
+    }
     remove(path);
     (void)root;
 }

@@ -1,0 +1,54 @@
+/* px_partition_refine.h — the stage partitioner applied to a planner
+ * candidate: builds the per-layer problem of px_partition.h from the cost
+ * model (px_cost_layer, px_cost_stage_extras), solves it, and writes the
+ * split and the per-layer recompute choice back into the configuration.
+ *
+ * Layers are costed one by one, so mixed models are exact: DeepSeek-V3's
+ * three dense layers and its MoE layers differ, the embedding sits on the
+ * first stage and the LM head with the loss (a large vocabulary) on the
+ * last. */
+#ifndef PX_PARTITION_REFINE_H
+#define PX_PARTITION_REFINE_H
+
+#include "px_error.h"
+#include "px_hw.h"
+#include "px_model.h"
+#include "px_partition.h"
+#include "px_plan.h"
+
+/* Fills pb for (m, hw, par): per layer i and choice r, time = fwd + bwd +
+ * recompute of one micro-batch, activation and static bytes from
+ * px_cost_layer; embedding / head + loss from px_cost_stage_extras; the
+ * point-to-point buffers on every stage (p > 1); in-flight counts from
+ * px_cost_inflight for par's schedule; limit = hbm - reserve, less the one
+ * layer's full activations a full-recompute stage holds while it reruns a
+ * layer (so that any choice the program makes is affordable). */
+px_status px_partition_build(const px_model *m, const px_hw *hw, const px_parallel *par,
+                             px_partition_problem *pb, px_error *err);
+
+/* What px_partition_refine found, for --explain's per-stage table. */
+typedef struct {
+    px_partition_solution before; /* par's split and recompute as they came in */
+    px_partition_solution after;  /* the program's answer (== before if not better) */
+    bool changed;                 /* par and pred were updated */
+} px_partition_report;
+
+/* Solves the partition program for the candidate par and, when its slowest
+ * stage is faster than par's current split (or par's split does not fit and
+ * the program's does), records the split in par->layers_per_chunk
+ * (n_chunks = pp * vpp) and the choices in par->layer_recompute
+ * (n_layer_recompute = n_layers), sets par->recompute to the most
+ * memory-saving choice used (for code that reads only the uniform field), and
+ * re-scores pred with px_cost_eval.  pred's train_tokens is kept.  Otherwise
+ * leaves par and pred alone.  opts may be NULL (defaults); report may be NULL.
+ * PX_ERR_INFEASIBLE when no split fits (the message names the stage and the
+ * overflow); PX_ERR_SOLVER when GLPK fails or finds nothing in time (par
+ * untouched: keep the candidate as it was). */
+px_status px_partition_refine(const px_model *m, const px_hw *hw, px_parallel *par,
+                              px_prediction *pred, const px_partition_opts *opts,
+                              px_error *err);
+px_status px_partition_refine_report(const px_model *m, const px_hw *hw, px_parallel *par,
+                                     px_prediction *pred, const px_partition_opts *opts,
+                                     px_partition_report *report, px_error *err);
+
+#endif
