@@ -37,6 +37,11 @@ static const px_kernels cpu_kernels = {
     .xent_loss_fwd = px_cpu_xent_loss_fwd,
     .xent_bwd = px_cpu_xent_bwd,
     .adamw_step = px_cpu_adamw_step,
+    .moe_router_fwd = px_cpu_moe_router_fwd,
+    .moe_router_bwd = px_cpu_moe_router_bwd,
+    .moe_permute = px_cpu_moe_permute,
+    .moe_unpermute = px_cpu_moe_unpermute,
+    .moe_gate_bwd = px_cpu_moe_gate_bwd,
 };
 
 px_status px_mpi_check(int rc, const char *what, px_error *err)
@@ -196,6 +201,40 @@ static px_status cpu_test(px_backend *be, px_request *req, int *done, px_error *
     return px_mpi_check(MPI_Test(&req->mpi, done, MPI_STATUS_IGNORE), "MPI_Test", err);
 }
 
+static px_status cpu_all_to_all_v(px_backend *be, float *out, const int64_t *recv_n,
+                                  const float *in, const int64_t *send_n, px_comm *c,
+                                  px_error *err)
+{
+    (void)be;
+    if (c->size <= 1) {
+        if (out != in)
+            memmove(out, in, (size_t)send_n[0] * sizeof *out);
+        return PX_OK;
+    }
+    int *cnt = malloc((size_t)c->size * 4 * sizeof *cnt);
+    if (!cnt)
+        return PX_FAIL(err, PX_ERR_NOMEM, "all-to-all: out of memory");
+    int *sc = cnt, *sd = cnt + c->size, *rc = cnt + 2 * c->size, *rd = cnt + 3 * c->size;
+    int64_t so = 0, ro = 0;
+    px_status st = PX_OK;
+    for (int j = 0; j < c->size && !st; j++) {
+        st = check_count(so + send_n[j], "all-to-all send", err);
+        if (!st)
+            st = check_count(ro + recv_n[j], "all-to-all receive", err);
+        sc[j] = (int)send_n[j];
+        sd[j] = (int)so;
+        rc[j] = (int)recv_n[j];
+        rd[j] = (int)ro;
+        so += send_n[j];
+        ro += recv_n[j];
+    }
+    if (!st)
+        st = px_mpi_check(MPI_Alltoallv(in, sc, sd, MPI_FLOAT, out, rc, rd, MPI_FLOAT, c->mpi),
+                          "MPI_Alltoallv", err);
+    free(cnt);
+    return st;
+}
+
 static void cpu_destroy(px_backend *be)
 {
     (void)be;
@@ -224,5 +263,6 @@ px_status px_backend_cpu_create(px_backend *out, px_error *err)
     out->wait = cpu_wait;
     out->test = cpu_test;
     out->destroy = cpu_destroy;
+    out->all_to_all_v = cpu_all_to_all_v;
     return PX_OK;
 }

@@ -83,6 +83,18 @@ typedef struct {
                      float, int64_t, int64_t, int64_t);
     void (*adamw_step)(float *, const float *, float *, float *, int64_t, float, float, float,
                        float, float, int64_t);
+    /* Mixture of experts; NULL when the backend has none (MoE models then
+     * fail with PX_ERR_UNSUPPORTED). */
+    void (*moe_router_fwd)(float *, int32_t *, float *, const float *, int64_t, int64_t,
+                           int64_t);
+    void (*moe_router_bwd)(float *, const float *, const int32_t *, const float *, int64_t,
+                           int64_t, int64_t);
+    void (*moe_permute)(float *, const float *, const int32_t *, const float *,
+                        const int32_t *, int64_t, int64_t);
+    void (*moe_unpermute)(float *, const float *, const int32_t *, const float *,
+                          const int32_t *, int64_t, int64_t);
+    void (*moe_gate_bwd)(float *, const float *, const float *, const int32_t *,
+                         const int32_t *, int64_t, int64_t);
 } px_kernels;
 
 typedef struct px_backend px_backend;
@@ -125,6 +137,14 @@ struct px_backend {
     px_status (*test)(px_backend *be, px_request *req, int *done, px_error *err);
 
     void (*destroy)(px_backend *be);
+
+    /* Optional (NULL: MoE with ep > 1 is unsupported on this backend).
+     * all_to_all_v: to every group rank j sends send_n[j] elements, taken
+     * back to back from in, and receives recv_n[j] elements from it into out,
+     * back to back in rank order. */
+    px_status (*all_to_all_v)(px_backend *be, float *out, const int64_t *recv_n,
+                              const float *in, const int64_t *send_n, px_comm *c,
+                              px_error *err);
 };
 
 /* The CPU backend (host memory, OpenBLAS, MPI). */

@@ -9,8 +9,8 @@
 
 #include "px_exec_internal.h"
 
-#define W(off) (ex->params + (off))
-#define G(off) (ex->grads + (off))
+#define W(off) px_ex_w(ex, off)
+#define G(off) px_ex_g(ex, off)
 
 void px_exec_options_default(px_exec_options *o)
 {
@@ -70,11 +70,33 @@ px_status px_exec_check_plan(const px_plan *plan, int world_size, px_error *err)
                        "model \"%s\": multi-head latent attention is not supported by the "
                        "executor; supported: standard (MHA/GQA) attention",
                        m->name);
-    if (m->n_experts > 0)
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "model \"%s\" has %lld experts: mixture-of-experts layers are not "
-                       "supported by the executor yet (dense models only)",
-                       m->name, (long long)m->n_experts);
+    if (m->n_experts > 0) {
+        if (m->block != PX_BLOCK_LLAMA)
+            return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                           "model \"%s\": mixture-of-experts layers run with llama blocks "
+                           "(SwiGLU experts) only",
+                           m->name);
+        if (m->n_shared_experts > 0)
+            return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                           "model \"%s\": n_shared_experts = %lld: shared experts are not "
+                           "supported by the executor; allowed: 0",
+                           m->name, (long long)m->n_shared_experts);
+        if (p->etp != 1)
+            return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                           "etp = %d: the executor keeps each expert whole on one rank; "
+                           "allowed: etp = 1",
+                           p->etp);
+        if (p->ep < 1 || m->n_experts % p->ep)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "ep = %d must divide n_experts = %lld (each EP rank holds E / ep "
+                           "experts)",
+                           p->ep, (long long)m->n_experts);
+    } else if (p->ep != 1 || p->etp != 1) {
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "ep = %d, etp = %d on dense model \"%s\": expert parallelism needs "
+                       "experts; allowed: 1",
+                       p->ep, p->etp, m->name);
+    }
     if (m->qk_norm)
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "model \"%s\": qk_norm is not supported by the executor", m->name);
@@ -84,14 +106,11 @@ px_status px_exec_check_plan(const px_plan *plan, int world_size, px_error *err)
     if (m->block == PX_BLOCK_LLAMA && m->head_dim % 2 != 0)
         return PX_FAIL(err, PX_ERR_INVALID, "head_dim = %lld must be even for RoPE",
                        (long long)m->head_dim);
-    if (p->ep != 1 || p->etp != 1)
+    if (p->zero < 0 || p->zero > 3)
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "ep = %d, etp = %d: expert parallelism needs MoE support; allowed: 1",
-                       p->ep, p->etp);
-    if (p->zero < 0 || p->zero > 1)
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "zero = %d: the executor runs ZeRO stage 0 (gradient all-reduce) or 1 "
-                       "(sharded optimizer); allowed: 0, 1 (re-plan with `plan --zero 1`)",
+                       "zero = %d: the executor runs ZeRO stage 0 (gradient all-reduce), 1 "
+                       "(sharded optimizer), 2 (+ sharded gradients) or 3 (+ sharded "
+                       "weights); allowed: 0, 1, 2, 3",
                        p->zero);
     int64_t t = p->tp;
     if (m->n_heads % t || m->n_kv_heads % t || m->ffn % t || m->vocab % t)
@@ -112,6 +131,11 @@ px_status px_exec_check_plan(const px_plan *plan, int world_size, px_error *err)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "sequence parallelism: tp = %d must divide seq_len / cp = %lld", p->tp,
                        (long long)(s / p->cp));
+    if (m->n_experts > 0 && p->tp > 1 && (s / p->cp * p->micro_batch) % t)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "mixture of experts: tp = %d must divide the tokens of a micro-batch "
+                       "(seq_len / cp x micro_batch = %lld): each TP rank routes a slice",
+                       p->tp, (long long)(s / p->cp * p->micro_batch));
     if (m->block == PX_BLOCK_GPT && m->max_positions < s)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "seq_len = %lld exceeds the learned position table (max_positions = "
@@ -165,11 +189,9 @@ px_status px_exec_check_plan(const px_plan *plan, int world_size, px_error *err)
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "schedule \"zb-h2\" is not supported by this executor; supported: "
                        "gpipe, 1f1b, interleaved, zb-h1");
-    if (p->schedule == PX_SCHED_ZB_H1 && p->vpp != 1)
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "schedule \"zb-h1\" runs with vpp = 1 (got vpp = %d)", p->vpp);
-    if (p->vpp > 1 && p->schedule != PX_SCHED_INTERLEAVED)
-        return PX_FAIL(err, PX_ERR_INVALID, "vpp = %d needs schedule \"interleaved\" (got \"%s\")",
+    if (p->vpp > 1 && p->schedule != PX_SCHED_INTERLEAVED && p->schedule != PX_SCHED_ZB_H1)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "vpp = %d needs schedule \"interleaved\" or \"zb-h1\" (got \"%s\")",
                        p->vpp, px_schedule_name(p->schedule));
     if (p->vpp > 1 && p->n_micro % p->pp)
         return PX_FAIL(err, PX_ERR_INVALID,
@@ -211,7 +233,8 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
         return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");
     *out = ex;
     ex->tp.mpi = ex->pp.mpi = ex->dp.mpi = ex->emb.mpi = MPI_COMM_NULL;
-    ex->cp.mpi = ex->grad.mpi = MPI_COMM_NULL;
+    ex->cp.mpi = ex->grad.mpi = ex->ep.mpi = ex->edp.mpi = MPI_COMM_NULL;
+    ex->ep.size = ex->edp.size = 1;
     ex->plan = *plan;
     ex->opt = *opt;
     ex->be = be;
@@ -238,6 +261,19 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     px_layout_group(&ex->lay, rank, PX_DIM_DPCP, &colour, &key);
     TRY(make_comm(ex, world, colour, key, &ex->grad, "MPI_Comm_split (dp x cp)", err));
     ex->cp_rank = px_layout_coord(&ex->lay, rank, PX_DIM_CP);
+    ex->moe = m->n_experts > 0;
+    if (ex->moe) {
+        if (!be->k->moe_router_fwd || !be->k->moe_router_bwd || !be->k->moe_permute ||
+            !be->k->moe_unpermute || !be->k->moe_gate_bwd || !be->all_to_all_v)
+            return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                           "model \"%s\" has experts: the %s backend has no MoE kernels or "
+                           "all-to-all",
+                           m->name, be->name);
+        px_layout_group(&ex->lay, rank, PX_DIM_EP, &colour, &key);
+        TRY(make_comm(ex, world, colour, key, &ex->ep, "MPI_Comm_split (ep)", err));
+        px_layout_group(&ex->lay, rank, PX_DIM_EDP, &colour, &key);
+        TRY(make_comm(ex, world, colour, key, &ex->edp, "MPI_Comm_split (edp)", err));
+    }
     if (p->cp > 1 && (!be->k->attention_kv_fwd || !be->k->attention_kv_bwd))
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "cp = %d: the %s backend has no context-parallel attention kernels",
@@ -275,6 +311,13 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     ex->f_l = ex->f / t;
     ex->V_l = ex->V / t;
     ex->qkv_l = (ex->nh_l + 2 * ex->nkv_l) * ex->hd;
+    ex->E = m->n_experts;
+    ex->E_l = ex->moe ? m->n_experts / p->ep : 0;
+    ex->top_k = m->top_k;
+    ex->fe = m->moe_ffn;
+    /* MoE token shard: the SP shard, or this TP rank's slice of the rows. */
+    ex->Tm = p->tp > 1 ? ex->T / t : ex->T;
+    ex->row0_m = ex->sp || p->tp == 1 ? 0 : ex->tp_rank * ex->Tm;
     ex->llama = m->block == PX_BLOCK_LLAMA;
     ex->w1_rows = ex->llama ? 2 * ex->f_l : ex->f_l;
     ex->has_pos = !ex->llama;
@@ -293,22 +336,41 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
         ex->rc[l] = p->n_layer_recompute ? (px_recompute)p->layer_recompute[l] : p->recompute;
 
     /* Parameters: one buffer each for weights, gradients and the two moments. */
-    TRY(px_params_build(&ex->tab, m, p, ex->tp_rank, ex->stage, err));
+    TRY(px_params_build_ep(&ex->tab, m, p, ex->tp_rank, ex->stage, ex->ep.rank, err));
     ex->n_params = ex->tab.n_elems;
     /* The distributed optimizer shards over every rank that sums the
-     * gradients: dp x cp. */
+     * gradients: dp x cp.  Dense region first (padded to a multiple of
+     * dp x cp), then the experts (summed over edp, never sharded). */
     int64_t dp = (int64_t)p->dp * p->cp;
-    ex->n_padded = (ex->n_params + dp - 1) / dp * dp;
-    ex->n_shard = p->zero >= 1 ? ex->n_padded / dp : ex->n_padded;
-    TRY(px_ex_alloc(ex, PX_MEM_WEIGHTS, ex->n_padded, &ex->params, err));
-    TRY(px_ex_alloc(ex, PX_MEM_GRADS, ex->n_padded, &ex->grads, err));
-    TRY(px_ex_alloc(ex, PX_MEM_OPTIMIZER, ex->n_shard, &ex->adam_m, err));
-    TRY(px_ex_alloc(ex, PX_MEM_OPTIMIZER, ex->n_shard, &ex->adam_v, err));
-    float *host = calloc((size_t)ex->n_padded, sizeof *host);
+    ex->zero = p->zero;
+    ex->n_dense = (ex->tab.n_dense + dp - 1) / dp * dp;
+    ex->n_exp = ex->tab.n_elems - ex->tab.n_dense;
+    ex->n_padded = ex->n_dense + ex->n_exp;
+    ex->n_shard = p->zero >= 1 ? ex->n_dense / dp : ex->n_dense;
+    if (p->zero >= 2) /* per-unit shards (px_shard.c): n_shard = the pieces' sum */
+        TRY(px_ex_units_build(ex, err));
+    /* Weights: full (ZeRO 0-2) or this rank's pieces (ZeRO-3); gradients:
+     * full (ZeRO 0-1) or the pieces (ZeRO-2/3). */
+    int64_t n_weights = p->zero >= 3 ? ex->n_shard : ex->n_padded;
+    ex->n_grads = p->zero >= 2 ? ex->n_shard : ex->n_padded;
+    TRY(px_ex_alloc(ex, PX_MEM_WEIGHTS, n_weights, &ex->params, err));
+    TRY(px_ex_alloc(ex, PX_MEM_GRADS, ex->n_grads, &ex->grads, err));
+    /* Moments: the dense shard, plus the experts whole below ZeRO-2 (from
+     * ZeRO-2 on, n_shard already holds this rank's pieces of the experts). */
+    int64_t n_moments = ex->n_shard + (p->zero >= 2 ? 0 : ex->n_exp);
+    TRY(px_ex_alloc(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_m, err));
+    TRY(px_ex_alloc(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_v, err));
+    /* Host staging (untracked: set-up only). */
+    float *host = calloc((size_t)(ex->n_padded + ex->n_shard), sizeof *host);
     if (!host)
         return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory for the initial weights");
     px_params_init(&ex->tab, host, opt->seed, opt->init_std);
-    be->upload(be, ex->params, host, ex->n_padded * (int64_t)sizeof(float));
+    if (p->zero >= 3) {
+        px_ex_shard_init(ex, host, host + ex->n_padded);
+        be->upload(be, ex->params, host + ex->n_padded, n_weights * (int64_t)sizeof(float));
+    } else {
+        be->upload(be, ex->params, host, n_weights * (int64_t)sizeof(float));
+    }
     free(host);
 
     TRY(px_data_open(&ex->data, opt->data_path, ex->V, ex->s, opt->seed, err));
@@ -372,15 +434,21 @@ static void pos_run(px_exec *ex, int64_t row, int64_t n, int64_t pos, void *arg)
     pos_arg *a = arg;
     float *x = a->x + (row - ex->row0_sp) * ex->b * ex->h;
     if (a->bwd)
-        ex->k->positions_bwd(ex->grads + ex->tab.pos_emb, x, n, ex->b, ex->h, pos);
+        ex->k->positions_bwd(G(ex->tab.pos_emb), x, n, ex->b, ex->h, pos);
     else
-        ex->k->positions_fwd(x, ex->params + ex->tab.pos_emb, n, ex->b, ex->h, pos);
+        ex->k->positions_fwd(x, W(ex->tab.pos_emb), n, ex->b, ex->h, pos);
 }
 
-static void positions(px_exec *ex, float *x, bool bwd)
+static px_status positions(px_exec *ex, float *x, bool bwd, px_error *err)
 {
+    int64_t off = ex->tab.pos_emb;
+    TRY(bwd ? px_ex_use_g(ex, off, err) : px_ex_use_w(ex, off, err));
     pos_arg a = {x, bwd};
     px_ex_pos_runs(ex, ex->row0_sp, ex->row0_sp + ex->S_local, pos_run, &a);
+    if (bwd)
+        return px_ex_done_g(ex, off, err);
+    px_ex_done_w(ex, off);
+    return PX_OK;
 }
 
 /* ---- point-to-point ------------------------------------------------------------ */
@@ -445,6 +513,29 @@ static px_status recv_blocking(px_exec *ex, float *buf, int peer, int tag, px_er
 
 /* ---- chunk forward / backward ------------------------------------------------------ */
 
+/* A layer's ZeRO-2/3 units (px_shard.c): its dense tensors, and its experts
+ * in an MoE layer (ew1 < 0 otherwise: a no-op). */
+static px_status layer_use(px_exec *ex, const px_layer_params *lp, bool grads, px_error *err)
+{
+    if (grads) {
+        TRY(px_ex_use_g(ex, lp->ln1_w, err));
+        return px_ex_use_g(ex, lp->ew1, err);
+    }
+    TRY(px_ex_use_w(ex, lp->ln1_w, err));
+    return px_ex_use_w(ex, lp->ew1, err);
+}
+
+static px_status layer_done(px_exec *ex, const px_layer_params *lp, bool grads, px_error *err)
+{
+    if (grads) {
+        TRY(px_ex_done_g(ex, lp->ln1_w, err));
+        return px_ex_done_g(ex, lp->ew1, err);
+    }
+    px_ex_done_w(ex, lp->ln1_w);
+    px_ex_done_w(ex, lp->ew1);
+    return PX_OK;
+}
+
 static px_status load_tokens(px_exec *ex, px_chunk_act *ca, int64_t step, int64_t micro,
                              px_error *err)
 {
@@ -492,12 +583,14 @@ static px_status chunk_fwd(px_exec *ex, int j, int64_t micro, int64_t step, px_e
     if (c->is_first) {
         float *e = NULL; /* without SP the reduced lookup itself is the chunk input */
         TRY(px_ex_alloc(ex, ex->sp ? PX_MEM_TEMP : PX_MEM_ACTIVATIONS, T * h, &e, err));
+        TRY(px_ex_use_w(ex, ex->tab.word_emb, err));
         k->embedding_fwd(e, ca->tokens, W(ex->tab.word_emb), T, h, ex->tp_rank * ex->V_l,
                          (ex->tp_rank + 1) * ex->V_l);
+        px_ex_done_w(ex, ex->tab.word_emb);
         /* vocabulary-parallel: each shard looked up its own rows */
         TRY(px_ex_tp_reduce(ex, e, &x, PX_MEM_ACTIVATIONS, err));
         if (ex->has_pos)
-            positions(ex, x, false);
+            TRY(positions(ex, x, false, err));
     } else {
         TRY(px_ex_alloc(ex, PX_MEM_ACTIVATIONS, Ts * h, &x, err));
         int from = c->model_chunk - 1;
@@ -507,8 +600,10 @@ static px_status chunk_fwd(px_exec *ex, int j, int64_t micro, int64_t step, px_e
         px_layer_act *a = &ca->layers[l];
         px_recompute rc = ex->rc[c->first_layer + l];
         a->x_in = x;
+        TRY(layer_use(ex, &c->layers[l], false, err)); /* gathered (ZeRO-3) */
         TRY(px_layer_fwd(ex, &c->layers[l], a, rc != PX_RECOMPUTE_FULL,
                          rc == PX_RECOMPUTE_SELECTIVE, &x, err));
+        TRY(layer_done(ex, &c->layers[l], false, err));
     }
     if (!c->is_last) {
         int to = c->model_chunk + 1;
@@ -518,13 +613,17 @@ static px_status chunk_fwd(px_exec *ex, int j, int64_t micro, int64_t step, px_e
     /* Final norm, LM head (vocabulary-parallel) and the cross-entropy. */
     ca->fn_in = x;
     TRY(px_ex_alloc(ex, PX_MEM_ACTIVATIONS, Ts * h, &ca->fn_out, err));
+    TRY(px_ex_use_w(ex, ex->tab.final_norm_w, err));
     TRY(px_ex_norm_fwd(ex, ca->fn_out, &ca->fn_mean, &ca->fn_rstd, x, ex->tab.final_norm_w,
                        ex->tab.final_norm_b, PX_MEM_ACTIVATIONS, err));
+    px_ex_done_w(ex, ex->tab.final_norm_w);
     float *g = ca->fn_out;
     if (ex->sp)
         TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
     TRY(px_ex_alloc(ex, PX_MEM_BUFFERS, T * ex->V_l, &ca->logits, err));
+    TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
     k->matmul_fwd(ca->logits, g, W(ex->tab.lm_head), NULL, T, h, ex->V_l);
+    px_ex_done_w(ex, ex->tab.lm_head);
     if (g != ca->fn_out)
         px_ex_free(ex, &g);
     TRY(px_ex_alloc(ex, PX_MEM_BUFFERS, 3 * T, &ca->xent, err));
@@ -573,8 +672,14 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_error *err)
                 TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
         }
         TRY(px_ex_alloc(ex, PX_MEM_TEMP, T * h, &dg, err));
+        TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
+        if (!defer)
+            TRY(px_ex_use_g(ex, ex->tab.lm_head, err));
         k->matmul_bwd(dg, defer ? NULL : G(ex->tab.lm_head), NULL, ca->logits, g,
                       W(ex->tab.lm_head), T, h, ex->V_l);
+        if (!defer)
+            TRY(px_ex_done_g(ex, ex->tab.lm_head, err));
+        px_ex_done_w(ex, ex->tab.lm_head);
         if (g && g != ca->fn_out)
             px_ex_free(ex, &g);
         if (!defer) /* else the logits gradient and fn_out wait for W */
@@ -582,8 +687,12 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_error *err)
         px_ex_free(ex, &ca->xent);
         TRY(px_ex_tp_reduce(ex, dg, &dfn, PX_MEM_TEMP, err));
         TRY(px_ex_alloc(ex, PX_MEM_ACTIVATIONS, Ts * h, &dx, err));
+        TRY(px_ex_use_w(ex, ex->tab.final_norm_w, err));
+        TRY(px_ex_use_g(ex, ex->tab.final_norm_w, err));
         px_ex_norm_bwd(ex, dx, dfn, ca->fn_in, ex->tab.final_norm_w, ex->tab.final_norm_b,
                        ca->fn_mean, ca->fn_rstd);
+        TRY(px_ex_done_g(ex, ex->tab.final_norm_w, err));
+        px_ex_done_w(ex, ex->tab.final_norm_w);
         px_ex_free(ex, &dfn);
         px_ex_free(ex, &ca->fn_in);
         if (!defer)
@@ -598,13 +707,17 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_error *err)
     for (int64_t l = c->n_layers - 1; l >= 0; l--) {
         px_layer_act *a = &ca->layers[l];
         px_recompute rc = ex->rc[c->first_layer + l];
+        TRY(layer_use(ex, &c->layers[l], false, err)); /* gathered again (ZeRO-3) */
         if (rc == PX_RECOMPUTE_FULL) { /* rebuild the layer's activations from its input */
             float *y = NULL;
             TRY(px_layer_fwd(ex, &c->layers[l], a, true, false, &y, err));
             px_ex_free(ex, &y);
         }
         float *dx_in = NULL;
+        TRY(layer_use(ex, &c->layers[l], true, err));
         TRY(px_layer_bwd(ex, &c->layers[l], a, dx, defer, &dx_in, err));
+        TRY(layer_done(ex, &c->layers[l], true, err)); /* reduce-scattered now (ZeRO-2/3) */
+        TRY(layer_done(ex, &c->layers[l], false, err));
         px_ex_free(ex, &dx);
         if (!defer)
             px_layer_act_free(ex, a); /* freed as soon as its backward is done */
@@ -612,12 +725,14 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_error *err)
     }
     if (c->is_first) {
         if (ex->has_pos)
-            positions(ex, dx, true);
+            TRY(positions(ex, dx, true, err));
         float *full = dx;
         if (ex->sp)
             TRY(px_ex_tp_gather(ex, dx, &full, err));
+        TRY(px_ex_use_g(ex, ex->tab.word_emb, err));
         k->embedding_bwd(G(ex->tab.word_emb), full, ca->tokens, T, h, ex->tp_rank * ex->V_l,
                          (ex->tp_rank + 1) * ex->V_l);
+        TRY(px_ex_done_g(ex, ex->tab.word_emb, err));
         if (full != dx)
             px_ex_free(ex, &full);
         px_ex_free(ex, &dx);
@@ -642,15 +757,23 @@ static px_status chunk_wgrad(px_exec *ex, int j, int64_t micro, px_error *err)
         float *g = ca->fn_out;
         if (ex->sp)
             TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
+        TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
+        TRY(px_ex_use_g(ex, ex->tab.lm_head, err));
         ex->k->matmul_bwd(NULL, G(ex->tab.lm_head), NULL, ca->logits, g, W(ex->tab.lm_head),
                           ex->T, ex->h, ex->V_l);
+        TRY(px_ex_done_g(ex, ex->tab.lm_head, err));
+        px_ex_done_w(ex, ex->tab.lm_head);
         if (g != ca->fn_out)
             px_ex_free(ex, &g);
         px_ex_free(ex, &ca->logits);
         px_ex_free(ex, &ca->fn_out);
     }
     for (int64_t l = c->n_layers - 1; l >= 0; l--) {
+        TRY(layer_use(ex, &c->layers[l], false, err));
+        TRY(layer_use(ex, &c->layers[l], true, err));
         TRY(px_layer_wgrad(ex, &c->layers[l], &ca->layers[l], err));
+        TRY(layer_done(ex, &c->layers[l], true, err));
+        TRY(layer_done(ex, &c->layers[l], false, err));
         px_layer_act_free(ex, &ca->layers[l]);
     }
     ca->live = false;
@@ -662,15 +785,30 @@ static px_status chunk_wgrad(px_exec *ex, int j, int64_t micro, px_error *err)
 static px_status reduce_grads(px_exec *ex, px_error *err)
 {
     px_backend *be = ex->be;
+    if (ex->zero >= 2) /* already reduce-scattered unit by unit: finish on the pieces */
+        return px_ex_shard_reduce(ex, err);
     /* Under SP the replicated tensors (norms, row-parallel biases, positions)
      * saw only this rank's sequence shard: sum the partial gradients. */
     if (ex->sp)
         for (int i = 0; i < ex->tab.n_segs; i++) {
             const px_param_seg *s = &ex->tab.segs[i];
-            if (s->tp_replicated)
+            if (s->tp_replicated && !s->tp_sum)
                 TRY(be->all_reduce(be, G(s->offset), s->n_rows * s->n_cols, PX_REDUCE_SUM,
                                    &ex->tp, err));
         }
+    /* The router saw only this TP rank's slice of the tokens, SP or not. */
+    if (ex->tp.size > 1)
+        for (int i = 0; i < ex->tab.n_segs; i++) {
+            const px_param_seg *s = &ex->tab.segs[i];
+            if (s->tp_sum)
+                TRY(be->all_reduce(be, G(s->offset), s->n_rows * s->n_cols, PX_REDUCE_SUM,
+                                   &ex->tp, err));
+        }
+    /* Expert weights: every rank of the expert-data-parallel group routed
+     * other tokens to the same experts. */
+    if (ex->n_exp > 0)
+        TRY(be->all_reduce(be, ex->grads + ex->n_dense, ex->n_exp, PX_REDUCE_SUM, &ex->edp,
+                           err));
     /* Tied embeddings split over the first and last stage. */
     if (ex->emb.mpi != MPI_COMM_NULL) {
         int64_t off = ex->stage == 0 ? ex->tab.word_emb : ex->tab.lm_head;
@@ -684,6 +822,8 @@ static px_status optimizer_step(px_exec *ex, px_error *err)
     px_backend *be = ex->be;
     const px_exec_options *o = &ex->opt;
     ex->adam_steps++;
+    if (ex->zero >= 2)
+        return px_ex_shard_update(ex, err);
     if (ex->plan.par.zero >= 1 && ex->grad.size > 1) {
         /* ZeRO-1: reduce-scatter the gradients, update this rank's shard of
          * the weights with its shard of the moments, all-gather the weights. */
@@ -691,9 +831,14 @@ static px_status optimizer_step(px_exec *ex, px_error *err)
         float *w = ex->params + (int64_t)ex->grad.rank * ex->n_shard;
         ex->k->adamw_step(w, ex->grads, ex->adam_m, ex->adam_v, ex->n_shard, o->lr, o->beta1,
                           o->beta2, o->adam_eps, o->weight_decay, ex->adam_steps);
+        if (ex->n_exp > 0) /* experts: already summed over edp, updated whole */
+            ex->k->adamw_step(ex->params + ex->n_dense, ex->grads + ex->n_dense,
+                              ex->adam_m + ex->n_shard, ex->adam_v + ex->n_shard, ex->n_exp,
+                              o->lr, o->beta1, o->beta2, o->adam_eps, o->weight_decay,
+                              ex->adam_steps);
         return be->all_gather(be, ex->params, w, ex->n_shard, &ex->grad, err);
     }
-    TRY(be->all_reduce(be, ex->grads, ex->n_padded, PX_REDUCE_SUM, &ex->grad, err));
+    TRY(be->all_reduce(be, ex->grads, ex->n_dense, PX_REDUCE_SUM, &ex->grad, err));
     ex->k->adamw_step(ex->params, ex->grads, ex->adam_m, ex->adam_v, ex->n_padded, o->lr,
                       o->beta1, o->beta2, o->adam_eps, o->weight_decay, ex->adam_steps);
     return PX_OK;
@@ -702,7 +847,7 @@ static px_status optimizer_step(px_exec *ex, px_error *err)
 px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_error *err)
 {
     px_backend *be = ex->be;
-    be->zero(be, ex->grads, ex->n_padded * (int64_t)sizeof(float));
+    be->zero(be, ex->grads, ex->n_grads * (int64_t)sizeof(float));
     ex->loss_sum = 0.0;
     for (int i = 0; i < ex->n_ops; i++) {
         const px_sched_op *op = &ex->ops[i];
@@ -716,8 +861,8 @@ px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_
     }
     TRY(reap_sends(ex, true, err));
     TRY(reduce_grads(ex, err));
-    if (!update && ex->grad.size > 1) /* still report the full gradient */
-        TRY(be->all_reduce(be, ex->grads, ex->n_padded, PX_REDUCE_SUM, &ex->grad, err));
+    if (!update && ex->grad.size > 1 && ex->zero < 2) /* still report the full gradient */
+        TRY(be->all_reduce(be, ex->grads, ex->n_dense, PX_REDUCE_SUM, &ex->grad, err));
     if (update)
         TRY(optimizer_step(ex, err));
     /* The loss: every last-stage TP rank 0 holds its replica's token losses. */
@@ -733,13 +878,13 @@ px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_
 
 float *px_exec_params(px_exec *ex, int64_t *n)
 {
-    *n = ex->n_params;
+    *n = ex->zero >= 3 ? ex->n_shard : ex->n_params;
     return ex->params;
 }
 
 float *px_exec_grads(px_exec *ex, int64_t *n)
 {
-    *n = ex->n_params;
+    *n = ex->zero >= 2 ? ex->n_shard : ex->n_params;
     return ex->grads;
 }
 
@@ -768,7 +913,15 @@ px_status px_exec_dump_weights(px_exec *ex, const char *dir, px_error *err)
     float *host = malloc((size_t)(ex->n_params > 0 ? ex->n_params : 1) * sizeof *host);
     if (!host)
         return PX_FAIL(err, PX_ERR_NOMEM, "dump: out of memory");
-    ex->be->download(ex->be, host, ex->params, ex->n_params * (int64_t)sizeof(float));
+    if (ex->zero >= 3) { /* the full slices, gathered unit by unit (collective) */
+        px_status st = px_ex_gather_all(ex, host, err);
+        if (st) {
+            free(host);
+            return st;
+        }
+    } else {
+        ex->be->download(ex->be, host, ex->params, ex->n_params * (int64_t)sizeof(float));
+    }
     FILE *f = fopen(path, "wb");
     if (!f) {
         free(host);
@@ -821,6 +974,7 @@ void px_exec_destroy(px_exec *ex)
     free(ex->ops);
     free(ex->sends);
     free(ex->rc);
+    free(ex->units);
     px_data_close(&ex->data);
     px_params_free(&ex->tab);
     if (ex->be) {
@@ -830,6 +984,8 @@ void px_exec_destroy(px_exec *ex)
         free_comm(ex, &ex->cp);
         free_comm(ex, &ex->grad);
         free_comm(ex, &ex->emb);
+        free_comm(ex, &ex->ep);
+        free_comm(ex, &ex->edp);
     }
     free(ex);
 }

@@ -1,6 +1,7 @@
 /* px_exec.h — the engine: one rank's part of a plan's training step
- * (TP/SP and CP inside layers, the pipeline schedule with gradient
- * accumulation, DP / ZeRO-1 and AdamW), on any px_backend.  Library code:
+ * (TP/SP and CP inside layers, MoE layers under expert parallelism, the
+ * pipeline schedule with gradient accumulation, DP / ZeRO 0-3 and AdamW), on
+ * any px_backend.  Library code:
  * returns px_status, fills px_error, never prints or exits. */
 #ifndef PX_EXEC_H
 #define PX_EXEC_H
@@ -43,7 +44,9 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
 px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_error *err);
 
 /* This rank's parameter and gradient buffers (device memory; host memory on
- * the CPU backend), n elements each, laid out as px_exec_table. */
+ * the CPU backend), laid out as px_exec_table: n = the table's elements.
+ * Under ZeRO-2 the gradients, and under ZeRO-3 the parameters too, are this
+ * rank's shard instead (n = its elements; layout in px_shard.c). */
 float *px_exec_params(px_exec *ex, int64_t *n);
 float *px_exec_grads(px_exec *ex, int64_t *n);
 const px_param_table *px_exec_table(const px_exec *ex);

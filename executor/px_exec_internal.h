@@ -37,6 +37,16 @@ typedef struct {
     float *w_do;             /* [Ts, h] gradient at the attention output */
     float *w_dh1;            /* [T, w1_rows] */
     float *w_dy;             /* [Ts, h] gradient at the MLP output */
+    /* MoE layers (px_moe.c): router and dispatch of this rank's Tm tokens;
+     * n_send = Tm k rows leave, n_recv rows arrive for this rank's experts. */
+    float *m_probs;            /* [Tm, E] router softmax */
+    int32_t *m_idx;            /* [Tm, k] chosen experts */
+    float *m_gate;             /* [Tm, k] their probabilities */
+    int32_t *m_rows, *m_slots; /* [n_send] token row and gate slot of each sent row */
+    float *m_xr;               /* [n_recv, h] rows received for this rank's experts */
+    float *m_h1;               /* [n_recv, 2 f_e] their gate|up outputs */
+    float *m_yr;               /* [n_send, h] expert outputs back, in dispatch order */
+    struct px_moe_route *m_route; /* host row counts of the all-to-alls */
 } px_layer_act;
 
 /* One (local chunk, micro-batch) in flight. */
@@ -55,6 +65,21 @@ typedef struct {
     void *buf;
 } px_pending_send;
 
+/* ZeRO-2/3 sharding unit: a contiguous run of the parameter table (one
+ * layer's dense tensors, one layer's experts; or the word embedding, the
+ * positions, the final norm, the LM head) whose gradient is reduce-scattered,
+ * and (ZeRO-3) whose weights are all-gathered, as one message over its group
+ * (dp x cp; edp for experts).  Rank r of that group owns unit elements
+ * [r piece, (r + 1) piece); the window is padded to d x piece. */
+typedef struct {
+    int64_t start, n;   /* table range (elements) */
+    px_comm *comm;      /* the group that shares the unit: &ex->grad or &ex->edp */
+    int64_t piece;      /* ceil(n / d) */
+    int64_t shard_off;  /* this rank's piece in the shard buffers */
+    float *w, *g;       /* full windows [d piece] while in use, else NULL */
+    int w_refs, g_refs;
+} px_unit;
+
 struct px_exec {
     px_plan plan;
     px_exec_options opt;
@@ -67,6 +92,15 @@ struct px_exec {
     px_comm cp;              /* context parallel: the sequence's 2 cp chunks */
     px_comm grad;            /* dp x cp: where dense gradients are summed (= dp when cp = 1) */
     int tp_rank, stage, dp_rank, cp_rank;
+    /* Mixture of experts: ep = the expert-parallel group (experts folded over
+     * tp x cp x dp of a stage), edp = the ranks holding the same experts
+     * (their gradients are summed there).  Size-1 groups for dense models. */
+    px_comm ep, edp;
+    bool moe;
+    int64_t E, E_l, top_k, fe; /* experts, per rank, chosen per token, expert ffn */
+    int64_t Tm, row0_m;        /* tokens an MoE layer routes here, first row in the
+                                * [Ts, h] norm output (T / tp, tp_rank T / tp without SP) */
+    int64_t n_dense, n_exp;    /* parameter regions: dense (padded to dp x cp), experts */
 
     /* Sizes (elements).  s is the full sequence, s_l = s / cp this rank's
      * positions (chunks cp_rank and 2 cp - 1 - cp_rank of 2 cp, for causal
@@ -92,6 +126,10 @@ struct px_exec {
     int64_t n_params;  /* elements in the table */
     int64_t n_padded;  /* n_params rounded up to a multiple of dp (ZeRO-1) */
     int64_t n_shard;   /* optimizer elements on this rank */
+    int64_t n_grads;   /* elements of the gradient buffer (the shard under ZeRO-2/3) */
+    int zero;          /* the plan's ZeRO stage */
+    px_unit *units;    /* ZeRO-2/3: sharding units in table order */
+    int n_units;
     int64_t adam_steps;
 
     px_memtrack mem;
@@ -108,6 +146,47 @@ struct px_exec {
 px_status px_ex_alloc(px_exec *ex, px_mem_kind kind, int64_t n_floats, float **out,
                       px_error *err);
 void px_ex_free(px_exec *ex, float **p);
+
+/* ---- ZeRO-2/3 (px_shard.c) ----------------------------------------------
+ * Under ZeRO-2 ex->grads is this rank's gradient shard (n_shard elements, the
+ * units' pieces back to back); under ZeRO-3 ex->params is the weight shard
+ * too.  Code reads weights and gradients through px_ex_w / px_ex_g, which
+ * point into the full buffers below ZeRO-2 and into the unit's window above;
+ * the window exists between px_ex_use_* and px_ex_done_* (reference counted). */
+px_status px_ex_units_build(px_exec *ex, px_error *err);
+px_unit *px_ex_unit(const px_exec *ex, int64_t off);
+/* All-gathers the weights of the unit holding table offset off (ZeRO-3;
+ * no-op otherwise, and for off < 0). */
+px_status px_ex_use_w(px_exec *ex, int64_t off, px_error *err);
+void px_ex_done_w(px_exec *ex, int64_t off);
+/* A zeroed gradient window for the unit (ZeRO-2/3); done reduce-scatters it
+ * over dp x cp, adds this rank's piece to the shard and frees the window. */
+px_status px_ex_use_g(px_exec *ex, int64_t off, px_error *err);
+px_status px_ex_done_g(px_exec *ex, int64_t off, px_error *err);
+/* End of step: the TP (SP-replicated tensors) and tied-embedding sums on the
+ * pieces, then AdamW on the shard and (ZeRO-2) the weight all-gather. */
+px_status px_ex_shard_reduce(px_exec *ex, px_error *err);
+px_status px_ex_shard_update(px_exec *ex, px_error *err);
+/* ZeRO-3: the weight shard from the full initial values host[n_params]; and
+ * the full weights into host[n_params] (collective over dp x cp). */
+void px_ex_shard_init(px_exec *ex, const float *host, float *host_shard);
+px_status px_ex_gather_all(px_exec *ex, float *host, px_error *err);
+
+static inline float *px_ex_w(px_exec *ex, int64_t off)
+{
+    if (ex->zero < 3)
+        return ex->params + off;
+    px_unit *u = px_ex_unit(ex, off);
+    return u && u->w ? u->w + (off - u->start) : NULL;
+}
+
+static inline float *px_ex_g(px_exec *ex, int64_t off)
+{
+    if (ex->zero < 2)
+        return ex->grads + off;
+    px_unit *u = px_ex_unit(ex, off);
+    return u && u->g ? u->g + (off - u->start) : NULL;
+}
 
 /* Recompute mode of global layer l. */
 px_recompute px_ex_layer_rc(const px_exec *ex, int64_t l);
@@ -127,6 +206,16 @@ px_status px_layer_wgrad(px_exec *ex, const px_layer_params *lp, px_layer_act *a
                          px_error *err);
 /* Frees all of a's tensors (x_in included). */
 void px_layer_act_free(px_exec *ex, px_layer_act *a);
+
+/* The routed-expert MLP of an MoE layer (px_moe.c) on this rank's Tm tokens
+ * x [Tm, h]: forward fills a's m_* tensors and returns y [Tm, h] (fresh,
+ * temp); backward takes dy [Tm, h] and returns dx [Tm, h] (fresh, temp),
+ * accumulating the router and expert weight gradients. */
+px_status px_moe_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, const float *x,
+                     float **y, px_error *err);
+px_status px_moe_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, const float *dy,
+                     const float *x, float **dx, px_error *err);
+void px_moe_route_free(px_layer_act *a);
 
 /* Norm of the block kind: RMSNorm (Llama) or LayerNorm (GPT; b_off >= 0). */
 px_status px_ex_norm_fwd(px_exec *ex, float *out, float **mean, float **rstd, const float *x,

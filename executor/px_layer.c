@@ -7,10 +7,11 @@
 
 #include "px_exec_internal.h"
 
-#define W(off) (ex->params + (off))
-#define G(off) (ex->grads + (off))
-#define WOPT(off) ((off) >= 0 ? ex->params + (off) : NULL)
-#define GOPT(off) ((off) >= 0 ? ex->grads + (off) : NULL)
+/* Through px_ex_w / px_ex_g: the full buffers, or a ZeRO-2/3 unit window. */
+#define W(off) px_ex_w(ex, off)
+#define G(off) px_ex_g(ex, off)
+#define WOPT(off) ((off) >= 0 ? px_ex_w(ex, off) : NULL)
+#define GOPT(off) ((off) >= 0 ? px_ex_g(ex, off) : NULL)
 
 px_status px_ex_norm_fwd(px_exec *ex, float *out, float **mean, float **rstd, const float *x,
                          int64_t w_off, int64_t b_off, px_mem_kind kind, px_error *err)
@@ -60,9 +61,12 @@ void px_layer_act_free(px_exec *ex, px_layer_act *a)
     float **all[] = {&a->x_in,  &a->n1_out, &a->n1_mean, &a->n1_rstd, &a->qkv,
                      &a->att,   &a->lse,    &a->probs,   &a->x_mid,   &a->n2_out,
                      &a->n2_mean, &a->n2_rstd, &a->h1,   &a->h2,
-                     &a->w_dqkv, &a->w_do, &a->w_dh1, &a->w_dy};
+                     &a->w_dqkv, &a->w_do, &a->w_dh1, &a->w_dy,
+                     &a->m_probs, (float **)&a->m_idx, &a->m_gate, (float **)&a->m_rows,
+                     (float **)&a->m_slots, &a->m_xr, &a->m_h1, &a->m_yr};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         px_ex_free(ex, all[i]);
+    px_moe_route_free(a);
 }
 
 /* Input of a column-parallel linear: the norm output itself, or its
@@ -201,6 +205,53 @@ static px_status attn_bwd(px_exec *ex, const px_layer_act *a, const float *datt,
     return PX_OK;
 }
 
+/* ---- the MoE MLP: this rank's Tm token rows of the norm output ---- */
+
+/* Without SP (tp > 1) the rows are replicated over TP: each rank routes its
+ * T / tp slice and the slices are all-gathered after. */
+static bool moe_sliced(const px_exec *ex)
+{
+    return !ex->sp && ex->tp.size > 1;
+}
+
+static px_status moe_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, float **x_out,
+                         px_error *err)
+{
+    int64_t h = ex->h, Ts = ex->Ts;
+    float *y = NULL, *yfull = NULL;
+    TRY(px_moe_fwd(ex, lp, a, a->n2_out + ex->row0_m * h, &y, err));
+    yfull = y;
+    if (moe_sliced(ex)) {
+        TRY(px_ex_alloc(ex, PX_MEM_TEMP, ex->T * h, &yfull, err));
+        TRY(ex->be->all_gather(ex->be, yfull, y, ex->Tm * h, &ex->tp, err));
+        px_ex_free(ex, &y);
+    }
+    TRY(px_ex_alloc(ex, PX_MEM_ACTIVATIONS, Ts * h, x_out, err));
+    ex->k->residual_fwd(*x_out, a->x_mid, yfull, Ts * h);
+    px_ex_free(ex, &yfull);
+    return PX_OK;
+}
+
+/* dx_mid (fresh) = dx_out + the MoE MLP's gradient through norm 2. */
+static px_status moe_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
+                         const float *dx_out, float **dx_mid, px_error *err)
+{
+    int64_t h = ex->h, Ts = ex->Ts, r0 = ex->row0_m * h;
+    float *dxm = NULL, *dn = NULL;
+    TRY(px_moe_bwd(ex, lp, a, dx_out + r0, a->n2_out + r0, &dxm, err));
+    dn = dxm;
+    if (moe_sliced(ex)) {
+        TRY(px_ex_alloc(ex, PX_MEM_TEMP, ex->T * h, &dn, err));
+        TRY(ex->be->all_gather(ex->be, dn, dxm, ex->Tm * h, &ex->tp, err));
+        px_ex_free(ex, &dxm);
+    }
+    TRY(px_ex_alloc(ex, PX_MEM_TEMP, Ts * h, dx_mid, err));
+    ex->be->copy(ex->be, *dx_mid, dx_out, Ts * h * (int64_t)sizeof(float));
+    px_ex_norm_bwd(ex, *dx_mid, dn, a->x_mid, lp->ln2_w, lp->ln2_b, a->n2_mean, a->n2_rstd);
+    px_ex_free(ex, &dn);
+    return PX_OK;
+}
+
 px_status px_layer_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, bool keep,
                        bool selective, float **x_out, px_error *err)
 {
@@ -240,23 +291,27 @@ px_status px_layer_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, 
     TRY(px_ex_alloc(ex, A, Ts * h, &a->n2_out, err));
     TRY(px_ex_norm_fwd(ex, a->n2_out, &a->n2_mean, &a->n2_rstd, a->x_mid, lp->ln2_w, lp->ln2_b,
                        A, err));
-    TRY(col_input(ex, a->n2_out, &g, err));
-    TRY(px_ex_alloc(ex, A, T * ex->w1_rows, &a->h1, err));
-    k->matmul_fwd(a->h1, g, W(lp->w1), WOPT(lp->b1), T, h, ex->w1_rows);
-    col_input_done(ex, a->n2_out, &g);
-    TRY(px_ex_alloc(ex, A, T * ex->f_l, &a->h2, err));
-    if (ex->llama)
-        k->swiglu_fwd(a->h2, a->h1, T, ex->f_l);
-    else
-        k->gelu_fwd(a->h2, a->h1, T * ex->f_l);
-    TRY(px_ex_alloc(ex, PX_MEM_TEMP, T * h, &y, err));
-    k->matmul_fwd(y, a->h2, W(lp->w2), NULL, T, ex->f_l, h);
-    TRY(px_ex_tp_reduce(ex, y, &y_s, PX_MEM_TEMP, err));
-    if (lp->b2 >= 0)
-        k->bias_add_fwd(y_s, W(lp->b2), Ts, h);
-    TRY(px_ex_alloc(ex, A, Ts * h, x_out, err));
-    k->residual_fwd(*x_out, a->x_mid, y_s, Ts * h);
-    px_ex_free(ex, &y_s);
+    if (lp->router >= 0) {
+        TRY(moe_fwd(ex, lp, a, x_out, err));
+    } else {
+        TRY(col_input(ex, a->n2_out, &g, err));
+        TRY(px_ex_alloc(ex, A, T * ex->w1_rows, &a->h1, err));
+        k->matmul_fwd(a->h1, g, W(lp->w1), WOPT(lp->b1), T, h, ex->w1_rows);
+        col_input_done(ex, a->n2_out, &g);
+        TRY(px_ex_alloc(ex, A, T * ex->f_l, &a->h2, err));
+        if (ex->llama)
+            k->swiglu_fwd(a->h2, a->h1, T, ex->f_l);
+        else
+            k->gelu_fwd(a->h2, a->h1, T * ex->f_l);
+        TRY(px_ex_alloc(ex, PX_MEM_TEMP, T * h, &y, err));
+        k->matmul_fwd(y, a->h2, W(lp->w2), NULL, T, ex->f_l, h);
+        TRY(px_ex_tp_reduce(ex, y, &y_s, PX_MEM_TEMP, err));
+        if (lp->b2 >= 0)
+            k->bias_add_fwd(y_s, W(lp->b2), Ts, h);
+        TRY(px_ex_alloc(ex, A, Ts * h, x_out, err));
+        k->residual_fwd(*x_out, a->x_mid, y_s, Ts * h);
+        px_ex_free(ex, &y_s);
+    }
 
     if (!keep) { /* full recompute: only the input stays */
         float *x_in = a->x_in;
@@ -267,19 +322,18 @@ px_status px_layer_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, 
     return PX_OK;
 }
 
-px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
-                       const float *dx_out, bool defer_w, float **dx_in, px_error *err)
+/* Dense MLP backward: x_out = x_mid + W2 act(W1 norm2(x_mid)); *dx_mid
+ * (fresh) = dx_out + the gradient through the MLP and norm 2.  With defer_w
+ * the linears' weight gradients wait for px_layer_wgrad. */
+static px_status mlp_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
+                         const float *dx_out, bool defer_w, float **dx_mid, px_error *err)
 {
     const px_kernels *k = ex->k;
     px_backend *be = ex->be;
     int64_t T = ex->T, Ts = ex->Ts, h = ex->h;
     px_mem_kind X = PX_MEM_TEMP;
     float *dy = NULL, *dh2 = NULL, *dh1 = NULL, *g = NULL, *dg = NULL, *dn = NULL;
-    float *dx_mid = NULL, *datt = NULL, *dqkv = NULL;
-    /* Weight-gradient targets: NULL when W runs later (zero-bubble). */
 #define WG(off) (defer_w ? NULL : G(off))
-
-    /* ---- MLP: x_out = x_mid + W2 act(W1 norm2(x_mid)) ---- */
     if (lp->b2 >= 0)
         k->bias_add_bwd(G(lp->b2), dx_out, Ts, h);
     if (ex->sp)
@@ -311,17 +365,38 @@ px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
     }
     px_ex_free(ex, &dh1);
     TRY(px_ex_tp_reduce(ex, dg, &dn, X, err));
-    TRY(px_ex_alloc(ex, X, Ts * h, &dx_mid, err));
-    be->copy(be, dx_mid, dx_out, Ts * h * (int64_t)sizeof(float));
-    px_ex_norm_bwd(ex, dx_mid, dn, a->x_mid, lp->ln2_w, lp->ln2_b, a->n2_mean, a->n2_rstd);
+    TRY(px_ex_alloc(ex, X, Ts * h, dx_mid, err));
+    be->copy(be, *dx_mid, dx_out, Ts * h * (int64_t)sizeof(float));
+    px_ex_norm_bwd(ex, *dx_mid, dn, a->x_mid, lp->ln2_w, lp->ln2_b, a->n2_mean, a->n2_rstd);
     px_ex_free(ex, &dn);
+#undef WG
+    return PX_OK;
+}
+
+px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
+                       const float *dx_out, bool defer_w, float **dx_in, px_error *err)
+{
+    const px_kernels *k = ex->k;
+    px_backend *be = ex->be;
+    int64_t T = ex->T, Ts = ex->Ts, h = ex->h;
+    px_mem_kind X = PX_MEM_TEMP;
+    float *dy = NULL, *g = NULL, *dg = NULL, *dn = NULL;
+    float *dx_mid = NULL, *datt = NULL, *dqkv = NULL;
+    /* Weight-gradient targets: NULL when W runs later (zero-bubble). */
+#define WG(off) (defer_w ? NULL : G(off))
+
+    /* ---- MLP (MoE: its weight gradients are never deferred) ---- */
+    if (lp->router >= 0)
+        TRY(moe_bwd(ex, lp, a, dx_out, &dx_mid, err));
+    else
+        TRY(mlp_bwd(ex, lp, a, dx_out, defer_w, &dx_mid, err));
 
     /* ---- attention: x_mid = x_in + Wo attn(rope(Wqkv norm1(x_in))) ---- */
     if (lp->bo >= 0)
         k->bias_add_bwd(G(lp->bo), dx_mid, Ts, h);
     if (ex->sp)
         TRY(px_ex_tp_gather(ex, dx_mid, &dy, err));
-    dyv = ex->sp ? dy : dx_mid;
+    const float *dyv = ex->sp ? dy : dx_mid;
     TRY(px_ex_alloc(ex, X, T * ex->nh_l * ex->hd, &datt, err));
     k->matmul_bwd(datt, WG(lp->wo), NULL, dyv, a->att, W(lp->wo), T, ex->nh_l * ex->hd, h);
     px_ex_free(ex, &dy);
@@ -362,15 +437,18 @@ px_status px_layer_wgrad(px_exec *ex, const px_layer_params *lp, px_layer_act *a
     const px_kernels *k = ex->k;
     int64_t T = ex->T, h = ex->h;
     float *dy = NULL, *g = NULL;
-    /* W2: d(MLP output) x act output */
-    if (ex->sp)
-        TRY(px_ex_tp_gather(ex, a->w_dy, &dy, err));
-    k->matmul_bwd(NULL, G(lp->w2), NULL, ex->sp ? dy : a->w_dy, a->h2, W(lp->w2), T, ex->f_l, h);
-    px_ex_free(ex, &dy);
-    /* W1: d(gate|up or fc) x norm 2 output */
-    TRY(col_input(ex, a->n2_out, &g, err));
-    k->matmul_bwd(NULL, G(lp->w1), NULL, a->w_dh1, g, W(lp->w1), T, h, ex->w1_rows);
-    col_input_done(ex, a->n2_out, &g);
+    if (lp->router < 0) { /* (MoE: the MLP's gradients were taken in B) */
+        /* W2: d(MLP output) x act output */
+        if (ex->sp)
+            TRY(px_ex_tp_gather(ex, a->w_dy, &dy, err));
+        k->matmul_bwd(NULL, G(lp->w2), NULL, ex->sp ? dy : a->w_dy, a->h2, W(lp->w2), T,
+                      ex->f_l, h);
+        px_ex_free(ex, &dy);
+        /* W1: d(gate|up or fc) x norm 2 output */
+        TRY(col_input(ex, a->n2_out, &g, err));
+        k->matmul_bwd(NULL, G(lp->w1), NULL, a->w_dh1, g, W(lp->w1), T, h, ex->w1_rows);
+        col_input_done(ex, a->n2_out, &g);
+    }
     /* Wo: d(attention block output) x attention output */
     if (ex->sp)
         TRY(px_ex_tp_gather(ex, a->w_do, &dy, err));

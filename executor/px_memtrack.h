@@ -11,7 +11,7 @@
 typedef enum {
     PX_MEM_WEIGHTS = 0, /* parameters (fp32: the master copy) */
     PX_MEM_GRADS,       /* fp32 gradients */
-    PX_MEM_OPTIMIZER,   /* AdamW moments (sharded under ZeRO-1) */
+    PX_MEM_OPTIMIZER,   /* AdamW moments (sharded under ZeRO 1-3) */
     PX_MEM_ACTIVATIONS, /* tensors stashed for backward (docs/executor.md lists them) */
     PX_MEM_BUFFERS,     /* embedding output, logits, loss, token ids */
     PX_MEM_TEMP,        /* work buffers freed within one operator (gathers, partial sums) */

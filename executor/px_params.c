@@ -37,7 +37,7 @@ static px_status add_seg(px_param_table *t, int64_t id, int64_t full_rows, int64
         t->cap_segs = cap;
     }
     t->segs[t->n_segs++] = (px_param_seg){id,     full_rows, full_cols, row0, n_rows, col0,
-                                          n_cols, t->n_elems, init,     repl};
+                                          n_cols, t->n_elems, init,     repl, false, false};
     if (offset_out)
         *offset_out = t->n_elems;
     t->n_elems += n_rows * n_cols;
@@ -95,6 +95,12 @@ static px_status build_layer(px_param_table *t, const px_model *m, int tp, int t
     TRY(add_vec(t, LID(PX_T_LN2_W), h, PX_INIT_ONES, &lp->ln2_w, err));
     if (gpt)
         TRY(add_vec(t, LID(PX_T_LN2_B), h, PX_INIT_ZEROS, &lp->ln2_b, err));
+    if (px_model_layer_is_moe(m, layer)) { /* experts come later, in the expert region */
+        TRY(add_seg(t, LID(PX_T_ROUTER), m->n_experts, h, 0, m->n_experts, 0, h,
+                    PX_INIT_NORMAL, true, &lp->router, err));
+        t->segs[t->n_segs - 1].tp_sum = true;
+        return PX_OK;
+    }
     if (gpt) {
         TRY(add_seg(t, LID(PX_T_W_FC), f, h, tp_rank * f_l, f_l, 0, h, PX_INIT_NORMAL, false,
                     &lp->w1, err));
@@ -114,10 +120,35 @@ static px_status build_layer(px_param_table *t, const px_model *m, int tp, int t
     return PX_OK;
 }
 
+/* This rank's experts of one MoE layer: gate|up and down, expert by expert. */
+static px_status build_experts(px_param_table *t, const px_model *m, px_layer_params *lp,
+                               px_error *err)
+{
+    int64_t h = m->hidden, fe = m->moe_ffn, E = m->n_experts;
+    int64_t e0 = t->expert0, el = t->n_experts_local;
+    int64_t layer = lp->layer;
+    TRY(add_seg(t, PX_TID_LAYER(layer, PX_T_EXP_W1), E * 2 * fe, h, e0 * 2 * fe, el * 2 * fe, 0,
+                h, PX_INIT_NORMAL, false, &lp->ew1, err));
+    t->segs[t->n_segs - 1].expert = true;
+    TRY(add_seg(t, PX_TID_LAYER(layer, PX_T_EXP_W2), E * h, fe, e0 * h, el * h, 0, fe,
+                PX_INIT_NORMAL, false, &lp->ew2, err));
+    t->segs[t->n_segs - 1].expert = true;
+    return PX_OK;
+}
+
 px_status px_params_build(px_param_table *t, const px_model *m, const px_parallel *par,
                           int tp_rank, int stage, px_error *err)
 {
+    return px_params_build_ep(t, m, par, tp_rank, stage, 0, err);
+}
+
+px_status px_params_build_ep(px_param_table *t, const px_model *m, const px_parallel *par,
+                             int tp_rank, int stage, int ep_rank, px_error *err)
+{
     memset(t, 0, sizeof *t);
+    int ep = par->ep > 0 ? par->ep : 1;
+    t->n_experts_local = m->n_experts / ep;
+    t->expert0 = ep_rank * t->n_experts_local;
     t->word_emb = t->pos_emb = t->final_norm_w = t->final_norm_b = t->lm_head = -1;
     int tp = par->tp, pp = par->pp, vpp = par->vpp;
     int n_total = pp * vpp;
@@ -159,6 +190,16 @@ px_status px_params_build(px_param_table *t, const px_model *m, const px_paralle
                             &t->lm_head, err));
             }
         }
+    }
+    t->n_dense = t->n_elems;
+    if (m->n_experts > 0) {
+        int64_t d = (int64_t)par->dp * (par->cp > 0 ? par->cp : 1);
+        t->n_dense = (t->n_elems + d - 1) / d * d;
+        t->n_elems = t->n_dense;
+        for (int j = 0; j < vpp; j++)
+            for (int64_t l = 0; l < t->chunks[j].n_layers; l++)
+                if (t->chunks[j].layers[l].router >= 0)
+                    TRY(build_experts(t, m, &t->chunks[j].layers[l], err));
     }
     return PX_OK;
 }

@@ -23,7 +23,12 @@ enum { PX_T_WORD_EMB = 1, PX_T_POS_EMB, PX_T_FINAL_NORM_W, PX_T_FINAL_NORM_B, PX
 enum {
     PX_T_LN1_W = 0, PX_T_LN1_B, PX_T_WQ, PX_T_WK, PX_T_WV, PX_T_BQ, PX_T_BK, PX_T_BV, PX_T_WO,
     PX_T_BO, PX_T_LN2_W, PX_T_LN2_B, PX_T_W_GATE, PX_T_W_UP, PX_T_W_FC, PX_T_B_FC, PX_T_W_DOWN,
-    PX_T_B_DOWN
+    PX_T_B_DOWN,
+    /* MoE layers: the router [E, h]; the experts' gate|up stacked expert by
+     * expert, [E 2 f_e, h] (expert e: rows [2 e f_e, 2 (e + 1) f_e), gate
+     * first), and their down projections [E h, f_e] (expert e: rows [e h,
+     * (e + 1) h)). */
+    PX_T_ROUTER, PX_T_EXP_W1, PX_T_EXP_W2
 };
 #define PX_TID_LAYER0 100
 #define PX_TID_LAYER(layer, kind) (PX_TID_LAYER0 + (int64_t)(layer) * 32 + (kind))
@@ -35,6 +40,10 @@ typedef struct {
     int64_t offset;     /* elements from the start of the buffer */
     px_init_kind init;
     bool tp_replicated; /* same values on every TP rank (norms, row biases, positions) */
+    bool tp_sum;        /* gradient partial on every TP rank whatever SP says (the
+                         * router: each TP rank routes its own slice of tokens) */
+    bool expert;        /* routed-expert weights: reduced over the expert-data-
+                         * parallel group, not dp x cp */
 } px_param_seg;
 
 /* Offsets (elements) of one layer's tensors; -1 when absent.  Fused layouts:
@@ -43,6 +52,9 @@ typedef struct {
 typedef struct {
     int64_t layer; /* global index */
     int64_t ln1_w, ln1_b, wqkv, bqkv, wo, bo, ln2_w, ln2_b, w1, b1, w2, b2;
+    /* MoE layer (w1 .. b2 are -1 then): router, and this rank's experts'
+     * gate|up [E_l 2 f_e, h] and down [E_l h, f_e] (in the expert region). */
+    int64_t router, ew1, ew2;
 } px_layer_params;
 
 typedef struct {
@@ -57,6 +69,12 @@ typedef struct {
     px_param_seg *segs;
     int n_segs, cap_segs;
     int64_t n_elems;     /* sum of segment sizes */
+    /* The dense region [0, n_dense) comes first; the routed experts' segments
+     * follow from n_dense on (n_dense = n_elems for a dense model; with
+     * experts, it is padded to a multiple of dp x cp so ZeRO-1 shards the
+     * dense region alone). */
+    int64_t n_dense;
+    int64_t expert0, n_experts_local; /* this rank's experts [expert0, +n_experts_local) */
     int n_chunks;        /* local chunks (vpp) */
     px_chunk_params *chunks;
     int64_t word_emb, pos_emb, final_norm_w, final_norm_b, lm_head; /* -1 when absent */
@@ -68,9 +86,14 @@ typedef struct {
 void px_chunk_layers(const px_parallel *par, int64_t n_layers, int k, int64_t *first,
                      int64_t *count);
 
-/* Builds the table of the rank at (tp_rank, stage) of plan's grid. */
+/* Builds the table of the rank at (tp_rank, stage) of plan's grid (expert
+ * parallel rank 0). */
 px_status px_params_build(px_param_table *tab, const px_model *m, const px_parallel *par,
                           int tp_rank, int stage, px_error *err);
+/* The same for a rank at ep_rank of its expert-parallel group: it holds
+ * experts [ep_rank E / ep, (ep_rank + 1) E / ep) of every MoE layer. */
+px_status px_params_build_ep(px_param_table *tab, const px_model *m, const px_parallel *par,
+                             int tp_rank, int stage, int ep_rank, px_error *err);
 void px_params_free(px_param_table *tab);
 
 /* The initial value of element (row, col) of tensor `tensor_id`. */

@@ -1,17 +1,17 @@
-/* px_schedule.c — GPipe, 1F1B and interleaved 1F1B op orders. */
+/* px_schedule.c — GPipe, 1F1B, interleaved 1F1B and ZB-H1 op orders. */
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "px_schedule.h"
 
 /* Megatron's interleaved order: virtual micro-step k runs model chunk
- * (k / pp) % vpp of micro-batch (k / (pp * vpp)) * pp + k % pp; backwards walk
- * the chunks in reverse. */
+ * (k / pp) % vpp of micro-batch (k / (pp * vpp)) * pp + k % pp; backwards (and
+ * their weight-gradient halves W) walk the chunks in reverse. */
 static px_sched_op interleaved_op(char kind, int k, int pp, int vpp)
 {
     int group = k / (pp * vpp), in_group = k % (pp * vpp);
     int chunk = in_group / pp;
-    if (kind == 'B')
+    if (kind != 'F')
         chunk = vpp - 1 - chunk;
     return (px_sched_op){kind, chunk, group * pp + in_group % pp};
 }
@@ -29,32 +29,33 @@ px_status px_schedule_build(px_schedule s, int pp, int vpp, int stage, int n_mic
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "schedule \"zb-h2\" is not supported by this executor; supported: "
                        "gpipe, 1f1b, interleaved, zb-h1");
-    if (s == PX_SCHED_ZB_H1 && vpp != 1)
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "schedule \"zb-h1\" runs with vpp = 1 (got vpp = %d)", vpp);
-    if (vpp > 1 && s != PX_SCHED_INTERLEAVED)
+    if (vpp > 1 && s != PX_SCHED_INTERLEAVED && s != PX_SCHED_ZB_H1)
         return PX_FAIL(err, PX_ERR_INVALID,
-                       "vpp = %d needs schedule \"interleaved\" (got \"%s\")", vpp,
-                       px_schedule_name(s));
-    if (s == PX_SCHED_INTERLEAVED && vpp > 1) {
+                       "vpp = %d needs schedule \"interleaved\" or \"zb-h1\" (got \"%s\")",
+                       vpp, px_schedule_name(s));
+    if (vpp > 1) { /* interleaved; under ZB-H1 with W split off as below */
         if (n_micro % pp != 0)
             return PX_FAIL(err, PX_ERR_INVALID,
                            "interleaved schedule: micro-batches m = %d must be a multiple of "
                            "pp = %d",
                            n_micro, pp);
+        bool zb = s == PX_SCHED_ZB_H1;
         int total = n_micro * vpp;
         int warm = (pp - stage - 1) * 2 + (vpp - 1) * pp;
         if (warm > total)
             warm = total;
-        int f = 0, b = 0;
+        int f = 0, b = 0, w = 0;
         for (; f < warm; f++)
             ops[n++] = interleaved_op('F', f, pp, vpp);
-        while (f < total) {
-            ops[n++] = interleaved_op('F', f++, pp, vpp);
+        while (b < total) {
+            if (f < total)
+                ops[n++] = interleaved_op('F', f++, pp, vpp);
             ops[n++] = interleaved_op('B', b++, pp, vpp);
+            if (zb && w < b - stage) /* as with vpp = 1: W lags B by `stage` */
+                ops[n++] = interleaved_op('W', w++, pp, vpp);
         }
-        while (b < total)
-            ops[n++] = interleaved_op('B', b++, pp, vpp);
+        while (zb && w < total)
+            ops[n++] = interleaved_op('W', w++, pp, vpp);
     } else if (s == PX_SCHED_GPIPE) {
         for (int i = 0; i < n_micro; i++)
             ops[n++] = (px_sched_op){'F', 0, i};

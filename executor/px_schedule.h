@@ -20,7 +20,9 @@ typedef struct {
  * or ZB-H1 (1F1B with each backward split into B and W, stage i running
  * W(j - i) after B(j) and the rest at the end: the last stages' idle tail
  * is filled with weight gradients, and every stage holds at most pp
- * micro-batches, the 1F1B peak of stage 0).  ZB-H2 is PX_ERR_UNSUPPORTED. */
+ * micro-batches, the 1F1B peak of stage 0).  ZB-H1 with vpp > 1 splits the
+ * interleaved order the same way (W of the chunk-set `stage` backwards
+ * earlier after each B).  ZB-H2 is PX_ERR_UNSUPPORTED. */
 px_status px_schedule_build(px_schedule s, int pp, int vpp, int stage, int n_micro,
                             px_sched_op *ops, int *n_ops, px_error *err);
 

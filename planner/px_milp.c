@@ -280,6 +280,21 @@ px_status px_milp_set_col_bounds(px_milp *mp, int col, double lb, double ub, px_
     return PX_OK;
 }
 
+px_status px_milp_set_row_bounds(px_milp *mp, int row, double lo, double hi, px_error *err)
+{
+    if (row < 0 || row >= mp->n_rows)
+        return PX_FAIL(err, PX_ERR_INVALID, "px_milp_set_row_bounds: row %d; allowed 0..%d", row,
+                       mp->n_rows - 1);
+    if (isnan(lo) || isnan(hi) || lo == INFINITY || hi == -INFINITY || lo > hi)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "row %d: bounds [%g, %g]: need lo <= hi, lo finite or -INFINITY, hi finite "
+                       "or INFINITY",
+                       row, lo, hi);
+    mp->lo[row] = lo;
+    mp->hi[row] = hi;
+    return PX_OK;
+}
+
 double px_milp_value(const px_milp *mp, int col)
 {
     if (!mp->has_solution || col < 0 || col >= mp->n_cols)

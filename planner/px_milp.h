@@ -84,12 +84,16 @@ px_status px_milp_add_row(px_milp *mp, const char *name, double lo, double hi, i
  * lexicographic pass over the same program). */
 px_status px_milp_set_obj(px_milp *mp, int col, double obj, px_error *err);
 px_status px_milp_set_col_bounds(px_milp *mp, int col, double lb, double ub, px_error *err);
+px_status px_milp_set_row_bounds(px_milp *mp, int row, double lo, double hi, px_error *err);
 
 int px_milp_n_cols(const px_milp *mp);
 int px_milp_n_rows(const px_milp *mp);
 int px_milp_n_nonzeros(const px_milp *mp);
 
-/* Solves (minimisation).  Returns PX_OK when a solution is available
+/* Solves (minimisation).  When GLPK raises an error or returns a point that
+ * breaks a row by more than 1e-6 (relative; its MIP presolver checks some
+ * rows to only 1e-3), the solve is rerun once without presolve and cuts.
+ * Returns PX_OK when a solution is available
  * (res->outcome OPTIMAL, or FEASIBLE when the time limit stopped the search:
  * the caller must treat it as not proven); PX_ERR_INFEASIBLE when the program
  * has no integer solution; PX_ERR_SOLVER when the time limit passed before any

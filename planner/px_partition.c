@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "px_cost.h"
 #include "px_milp.h"
 
 #define R_COUNT PX_RECOMPUTE_COUNT
@@ -49,6 +50,7 @@ void px_partition_opts_init(px_partition_opts *o)
     o->tie_rel = 1e-6;
     o->presolve = true;
     o->heuristics = true;
+    o->minimise_memory = true;
 }
 
 static bool allowed(const px_partition_problem *pb, int r)
@@ -120,34 +122,20 @@ px_status px_partition_validate(const px_partition_problem *pb, px_error *err)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "partition: mem_limit_bytes = %lld; must be > 0 (HBM minus reserve)",
                        (long long)pb->mem_limit_bytes);
+    if (pb->n_micro < 0)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "partition: n_micro = %lld; must be >= 0 (0: minimise the slowest stage "
+                       "only)",
+                       (long long)pb->n_micro);
     return PX_OK;
 }
 
 double px_partition_in_flight(px_schedule sched, int pp, int vpp, int64_t n_micro, int stage)
 {
-    if (pp < 1 || vpp < 1 || n_micro < 1 || stage < 0 || stage >= pp)
+    if (pp < 1 || vpp < 1 || n_micro < 1 || stage < 0 || stage >= pp || (int)sched < 0 ||
+        sched >= PX_SCHED_COUNT)
         return -1.0;
-    double m = (double)n_micro;
-    double held;
-    switch (sched) {
-    case PX_SCHED_GPIPE:
-        return m;
-    case PX_SCHED_1F1B:
-    case PX_SCHED_ZB_H1:
-        held = (double)(pp - stage);
-        return held < m ? held : m;
-    case PX_SCHED_ZB_H2:
-        held = 2.0 * (pp - stage) - 1.0;
-        return held < m ? held : m;
-    case PX_SCHED_INTERLEAVED: {
-        /* chunk passes in flight: warm-up 2(p-s-1) + (v-1)p, plus one */
-        double passes = 2.0 * (pp - stage - 1) + (double)(vpp - 1) * pp + 1.0;
-        double cap = m * vpp;
-        return (passes < cap ? passes : cap) / vpp;
-    }
-    default:
-        return -1.0;
-    }
+    return px_cost_inflight(sched, pp, vpp, n_micro, stage); /* the one definition */
 }
 
 /* Memory of stage s from the integer sums of its layers' static and
@@ -176,6 +164,32 @@ static double stage_fixed_time(const px_partition_problem *pb, int s)
     if (s == pb->pp - 1)
         t += pb->head_time_s;
     return t;
+}
+
+/* The embedding runs in chunk 0, the head in the last chunk. */
+static double chunk_fixed_time(const px_partition_problem *pb, int c)
+{
+    double t = 0.0;
+    if (c == 0)
+        t += pb->embed_time_s;
+    if (c == pb->pp * pb->vpp - 1)
+        t += pb->head_time_s;
+    return t;
+}
+
+/* Weights of T and Tc in the objective (see px_partition_problem.n_micro). */
+static void objective_weights(const px_partition_problem *pb, double *wt, double *wc)
+{
+    bool chunks = pb->vpp > 1 && pb->n_micro > 0;
+    *wt = chunks ? (double)pb->n_micro : 1.0;
+    *wc = chunks ? (double)(pb->pp - 1) : 0.0;
+}
+
+static double objective_of(const px_partition_problem *pb, double t, double tc)
+{
+    double wt, wc;
+    objective_weights(pb, &wt, &wc);
+    return wt * t + wc * tc;
 }
 
 static double fastest_time(const px_partition_problem *pb, int i)
@@ -211,11 +225,15 @@ px_status px_partition_evaluate(const px_partition_problem *pb, px_partition_sol
     for (int s = 0; s < pb->pp; s++) {
         sol->stage_time_s[s] = 0.0;
         sol->stage_layers[s] = 0;
+        for (int r = 0; r < R_COUNT; r++)
+            sol->stage_recompute[s][r] = 0;
     }
     sol->recompute_time_s = 0.0;
+    sol->max_chunk_time_s = 0.0;
     int i = 0;
     for (int c = 0; c < C; c++) {
         int s = c % pb->pp;
+        double chunk_s = chunk_fixed_time(pb, c);
         for (int k = 0; k < sol->layers_per_chunk[c]; k++, i++) {
             int r = sol->layer_recompute[i];
             if (r >= R_COUNT || !allowed(pb, r))
@@ -227,8 +245,12 @@ px_status px_partition_evaluate(const px_partition_problem *pb, px_partition_sol
             st_sum[s] += pb->layer_static_bytes[i];
             act_sum[s] += pb->layer_act_bytes[i][r];
             sol->stage_layers[s]++;
+            sol->stage_recompute[s][r]++;
             sol->recompute_time_s += pb->layer_time_s[i][r] - fastest_time(pb, i);
+            chunk_s += pb->layer_time_s[i][r];
         }
+        if (chunk_s > sol->max_chunk_time_s)
+            sol->max_chunk_time_s = chunk_s;
     }
     sol->max_stage_time_s = -1.0;
     sol->fits = true;
@@ -250,6 +272,7 @@ px_status px_partition_evaluate(const px_partition_problem *pb, px_partition_sol
             sol->fits = false;
     }
     sol->max_over_bytes = (int64_t)ceil(worst_over);
+    sol->objective_s = objective_of(pb, sol->max_stage_time_s, sol->max_chunk_time_s);
     return PX_OK;
 }
 
@@ -292,6 +315,34 @@ void px_partition_format_split(const px_partition_solution *sol, char *buf, int 
     for (int c = 0; c < sol->n_chunks && len < buf_len - 1; c++)
         len += snprintf(buf + len, (size_t)(buf_len - len), "%s%d", c ? "," : "",
                         sol->layers_per_chunk[c]);
+}
+
+void px_partition_format_stages(const px_partition_solution *sol, int64_t mem_limit_bytes,
+                                char *buf, int buf_len)
+{
+    if (buf_len <= 0)
+        return;
+    int len = snprintf(buf, (size_t)buf_len,
+                       "# stage  layers  chunks            time_ms  memory_GB  limit_%%  "
+                       "none  selective  full\n");
+    for (int s = 0; s < sol->pp && len < buf_len - 1; s++) {
+        char chunks[64];
+        int cl = 0;
+        chunks[0] = '\0';
+        for (int c = s; c < sol->n_chunks && cl < (int)sizeof chunks - 1; c += sol->pp)
+            cl += snprintf(chunks + cl, sizeof chunks - (size_t)cl, "%s%d", cl ? "+" : "",
+                           sol->layers_per_chunk[c]);
+        len += snprintf(buf + len, (size_t)(buf_len - len),
+                        "  %5d  %6d  %-16s %8.2f  %9.2f  %7.1f  %4d  %9d  %4d\n", s,
+                        sol->stage_layers[s], chunks, 1e3 * sol->stage_time_s[s],
+                        (double)sol->stage_mem_bytes[s] / 1e9,
+                        mem_limit_bytes > 0
+                            ? 100.0 * (double)sol->stage_mem_bytes[s] / (double)mem_limit_bytes
+                            : 0.0,
+                        sol->stage_recompute[s][PX_RECOMPUTE_NONE],
+                        sol->stage_recompute[s][PX_RECOMPUTE_SELECTIVE],
+                        sol->stage_recompute[s][PX_RECOMPUTE_FULL]);
+    }
 }
 
 /* A summary of the recompute choices: "none 20, selective 4, full 8". */
@@ -345,10 +396,16 @@ typedef struct {
     int *off;         /* [c * K + k]: its offset inside run k, or -1 (0) */
     int *n;           /* [(k * C + c) * R + r]: layers of run k in chunk c with choice r, or -1 */
     int t_col, e_col;
+    int p_col;        /* peak memory share: every stage's memory / limit <= P <= 1 */
+    int tc_col;       /* slowest chunk (objective with interleaving), or -1 */
+    int j_row;        /* the objective wt T + wc Tc, bounded in the later passes */
+    int rc_row;       /* recompute time <= (bound set for the third pass) */
+    double wt, wc;    /* objective weights */
     double tscale, mscale;
     int *rc;          /* scratch for one row */
     double *rv;
     int rn, rcap;
+    bool row_overflow;
 } model;
 
 static bool identical_layers(const px_partition_problem *pb, int i, int j)
@@ -405,6 +462,10 @@ static void row_add(model *m, int col, double v)
 {
     if (col < 0 || v == 0.0)
         return;
+    if (m->rn >= m->rcap) { /* sized for the longest row; a bug if reached */
+        m->row_overflow = true;
+        return;
+    }
     m->rc[m->rn] = col;
     m->rv[m->rn] = v;
     m->rn++;
@@ -443,6 +504,8 @@ static void row_add_b(model *m, int c, double a, double *rhs)
 static px_status add_row(model *m, const char *fmt, int i, int j, double lo, double hi,
                          px_error *err)
 {
+    if (m->row_overflow)
+        return PX_FAIL(err, PX_ERR_INTERNAL, "partition MILP: a row outgrew its buffer");
     char name[64];
     snprintf(name, sizeof name, fmt, i, j);
     return px_milp_add_row(m->mp, name, lo, hi, m->rn, m->rc, m->rv, NULL, err);
@@ -456,7 +519,8 @@ static px_status model_build(model *m, const px_partition_problem *pb, build_mod
     m->L = pb->n_layers;
     m->C = pb->pp * pb->vpp;
     m->p = pb->pp;
-    m->t_col = m->e_col = -1;
+    m->t_col = m->e_col = m->p_col = m->rc_row = m->tc_col = m->j_row = -1;
+    objective_weights(pb, &m->wt, &m->wc);
     int L = m->L, C = m->C;
 
     m->run_first = malloc((size_t)(L + 1) * sizeof *m->run_first);
@@ -481,7 +545,7 @@ static px_status model_build(model *m, const px_partition_problem *pb, build_mod
     m->u = malloc(nb * sizeof *m->u);
     m->off = malloc(nb * sizeof *m->off);
     m->n = malloc(nn * sizeof *m->n);
-    m->rcap = 3 * K + (int)((size_t)K * pb->vpp * R_COUNT) + 8;
+    m->rcap = 3 * K + (int)((size_t)K * C * R_COUNT) + 8; /* the recompute row is the longest */
     m->rc = malloc((size_t)m->rcap * sizeof *m->rc);
     m->rv = malloc((size_t)m->rcap * sizeof *m->rv);
     if (!m->u || !m->off || !m->n || !m->rc || !m->rv) {
@@ -504,9 +568,15 @@ static px_status model_build(model *m, const px_partition_problem *pb, build_mod
     m->mscale = (double)pb->mem_limit_bytes;
 
     char name[64];
-    if (mode == BUILD_TIME)
-        st = px_milp_add_col(m->mp, "T", PX_MILP_CONTINUOUS, 0.0, INFINITY, 1.0, &m->t_col, err);
-    else
+    if (mode == BUILD_TIME) {
+        st = px_milp_add_col(m->mp, "T", PX_MILP_CONTINUOUS, 0.0, INFINITY, m->wt, &m->t_col,
+                             err);
+        if (!st)
+            st = px_milp_add_col(m->mp, "P", PX_MILP_CONTINUOUS, 0.0, 1.0, 0.0, &m->p_col, err);
+        if (!st && m->wc > 0.0)
+            st = px_milp_add_col(m->mp, "Tc", PX_MILP_CONTINUOUS, 0.0, INFINITY, m->wc,
+                                 &m->tc_col, err);
+    } else
         st = px_milp_add_col(m->mp, "E", PX_MILP_CONTINUOUS, 0.0, INFINITY, 1.0, &m->e_col, err);
 
     /* Boundary c (1..C-1) is the first layer of chunk c: it lies in
@@ -607,10 +677,54 @@ static px_status model_build(model *m, const px_partition_problem *pb, build_mod
                              fl * (double)pb->layer_act_bytes[i][r]) /
                                 m->mscale);
             }
-        if (mode == BUILD_OVERFLOW)
+        /* memory / limit <= P <= 1 (time mode), or memory <= limit + E */
+        double cap = -stage_mem(pb, s, 0, 0);
+        if (mode == BUILD_OVERFLOW) {
             row_add(m, m->e_col, -1.0);
-        double cap = (double)pb->mem_limit_bytes - stage_mem(pb, s, 0, 0);
+            cap += (double)pb->mem_limit_bytes;
+        } else {
+            row_add(m, m->p_col, -1.0);
+        }
         st = add_row(m, "mem_%d%.0d", s, 0, -INFINITY, cap / m->mscale, err);
+    }
+    /* With interleaving: every chunk's time <= Tc. */
+    for (int c = 0; c < C && m->tc_col >= 0 && !st; c++) {
+        row_begin(m);
+        for (int k = 0; k < K; k++)
+            for (int r = 0; r < R_COUNT; r++)
+                row_add(m, m->n[((size_t)k * C + c) * R_COUNT + r],
+                        pb->layer_time_s[m->run_first[k]][r] / m->tscale);
+        row_add(m, m->tc_col, -1.0);
+        st = add_row(m, "chunk_%d%.0d", c, 0, -INFINITY, -chunk_fixed_time(pb, c) / m->tscale,
+                     err);
+    }
+    /* The objective as a row, bounded in the later passes. */
+    if (mode == BUILD_TIME && !st) {
+        row_begin(m);
+        row_add(m, m->t_col, m->wt);
+        row_add(m, m->tc_col, m->wc);
+        st = px_milp_add_row(m->mp, "objective", -INFINITY, INFINITY, m->rn, m->rc, m->rv,
+                             &m->j_row, err);
+    }
+    /* The time spent recomputing, bounded only in the third pass. */
+    if (mode == BUILD_TIME && !st) {
+        row_begin(m);
+        for (int k = 0; k < K; k++) {
+            int i = m->run_first[k];
+            double fast = fastest_time(pb, i);
+            for (int c = 0; c < C; c++)
+                for (int r = 0; r < R_COUNT; r++)
+                    row_add(m, m->n[((size_t)k * C + c) * R_COUNT + r],
+                            (pb->layer_time_s[i][r] - fast) / m->tscale);
+        }
+        if (m->row_overflow)
+            st = PX_FAIL(err, PX_ERR_INTERNAL, "partition MILP: a row outgrew its buffer");
+        else if (m->rn > 0) {
+            char rname[32];
+            snprintf(rname, sizeof rname, "recompute");
+            st = px_milp_add_row(m->mp, rname, -INFINITY, INFINITY, m->rn, m->rc, m->rv,
+                                 &m->rc_row, err);
+        }
     }
     if (st)
         model_free(m);
@@ -666,9 +780,16 @@ static px_status model_decode(const model *m, px_partition_solution *sol, px_err
 }
 
 /* The objective of the second pass: time spent recomputing. */
-static void model_set_recompute_objective(model *m)
+typedef enum { OBJ_TIME, OBJ_RECOMPUTE, OBJ_PEAK } objective;
+
+/* The three passes' objectives: T; the time spent recomputing; the peak
+ * memory share P. */
+static void model_set_objective(model *m, objective which)
 {
-    px_milp_set_obj(m->mp, m->t_col, 0.0, NULL);
+    px_milp_set_obj(m->mp, m->t_col, which == OBJ_TIME ? m->wt : 0.0, NULL);
+    if (m->tc_col >= 0)
+        px_milp_set_obj(m->mp, m->tc_col, which == OBJ_TIME ? m->wc : 0.0, NULL);
+    px_milp_set_obj(m->mp, m->p_col, which == OBJ_PEAK ? 1.0 : 0.0, NULL);
     for (int k = 0; k < m->K; k++) {
         int i = m->run_first[k];
         double fast = fastest_time(m->pb, i);
@@ -676,7 +797,10 @@ static void model_set_recompute_objective(model *m)
             for (int r = 0; r < R_COUNT; r++) {
                 int col = m->n[((size_t)k * m->C + c) * R_COUNT + r];
                 if (col >= 0)
-                    px_milp_set_obj(m->mp, col, (m->pb->layer_time_s[i][r] - fast) / m->tscale,
+                    px_milp_set_obj(m->mp, col,
+                                    which == OBJ_RECOMPUTE
+                                        ? (m->pb->layer_time_s[i][r] - fast) / m->tscale
+                                        : 0.0,
                                     NULL);
             }
     }
@@ -880,11 +1004,11 @@ static bool arc_cost(const dp_arcs *d, int s, int a, int b, double *lp, double *
     return true;
 }
 
-/* A feasible split to start from and a lower bound on T.  With one chunk
- * per stage a DP over (stage, last layer) finds the split whose worst
- * stage is least, once with the LP costs (a bound) and once with the
- * rounded ones (a split); otherwise the uniform split with greedy
- * recomputation.  Gives up (no split, no bound) past the deadline. */
+/* A feasible split to start from and a lower bound on T.  Always the
+ * uniform split with greedy recomputation; with one chunk per stage (or
+ * identical layers) a DP over (stage, last layer) finds the split whose
+ * worst stage is least, once with the LP costs (a bound) and once with the
+ * rounded ones (a split).  The DP gives up (no bound) past the deadline. */
 static void find_heuristic(const px_partition_problem *pb, px_partition_solution *split,
                            heuristic *h, const struct timespec *t0, double deadline_s)
 {
@@ -907,8 +1031,16 @@ static void find_heuristic(const px_partition_problem *pb, px_partition_solution
         split->layers_per_chunk[c] = base + (c >= first && c < first + rem ? 1 : 0);
     h->have_split = greedy_recompute(pb, split, layers, segs, choice);
 
+    /* With interleaving (v > 1) a stage's chunks are not contiguous, but
+     * when all layers are identical only how many a stage holds matters
+     * (any count >= v can be dealt over its v chunks): the same DP over
+     * counts is then exact too. */
+    int v = pb->vpp;
+    bool all_same = true;
+    for (int i = 1; i < L && all_same; i++)
+        all_same = identical_layers(pb, 0, i);
     double arcs = (double)p * (L + 1) * (L + 1);
-    if (pb->vpp == 1 && arcs <= DP_MAX_ARCS) {
+    if ((v == 1 || all_same) && arcs <= DP_MAX_ARCS) {
         size_t n = (size_t)p * (size_t)(L + 1);
         lb = malloc(n * sizeof *lb);
         ub = malloc(n * sizeof *ub);
@@ -946,8 +1078,8 @@ static void find_heuristic(const px_partition_problem *pb, px_partition_solution
             for (int b = 0; b <= L; b++) {
                 double best_lb = INFINITY, best_ub = INFINITY;
                 int best_a = -1;
-                if (b >= s + 1 && b <= L - (p - 1 - s) && (s < p - 1 || b == L))
-                    for (int a = s; a < b; a++) {
+                if (b >= (s + 1) * v && b <= L - (p - 1 - s) * v && (s < p - 1 || b == L))
+                    for (int a = s * v; a <= b - v; a++) {
                         double prev_lb = s ? lb[(size_t)(s - 1) * (L + 1) + a] : (a ? INFINITY : 0);
                         double prev_ub = s ? ub[(size_t)(s - 1) * (L + 1) + a] : (a ? INFINITY : 0);
                         if (prev_lb == INFINITY || (prev_lb >= best_lb && prev_ub >= best_ub))
@@ -978,12 +1110,13 @@ static void find_heuristic(const px_partition_problem *pb, px_partition_solution
             *dp = *split;
             int b = L;
             for (int s = p - 1; s >= 0; s--) {
-                int a = arg[(size_t)s * (L + 1) + b];
-                dp->layers_per_chunk[s] = b - a;
+                int a = arg[(size_t)s * (L + 1) + b], n = b - a;
+                for (int j = 0; j < v; j++) /* n layers dealt over the stage's v chunks */
+                    dp->layers_per_chunk[s + j * p] = n / v + (j < n % v ? 1 : 0);
                 b = a;
             }
             if (greedy_recompute(pb, dp, layers, segs, choice) &&
-                (!h->have_split || dp->max_stage_time_s < split->max_stage_time_s)) {
+                (!h->have_split || dp->objective_s < split->objective_s)) {
                 *split = *dp;
                 h->have_split = true;
             }
@@ -1111,16 +1244,19 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
     px_error sub;
     px_error_clear(&sub);
 
+    /* the bound on T bounds the objective: the slowest stage's v chunks
+     * add up to T, so Tc >= T / v */
+    double j_lower = (m.wt + m.wc / pb->vpp) * h.lower_s;
     bool solved_by_bound = h.have_split &&
-                           start->max_stage_time_s <= h.lower_s * (1.0 + o->mip_gap) + 1e-15;
+                           start->objective_s <= j_lower * (1.0 + o->mip_gap) + 1e-15;
     if (solved_by_bound) {
         *sol = *start;
         sol->proven_optimal = true;
         sol->gap = 0.0;
     } else {
-        double lo = h.lower_s / m.tscale * (1.0 - 1e-9);
-        double hi = h.have_split ? start->max_stage_time_s / m.tscale * (1.0 + 1e-9) : INFINITY;
-        px_milp_set_col_bounds(m.mp, m.t_col, lo, hi, NULL);
+        double lo = j_lower / m.tscale * (1.0 - 1e-9);
+        double hi = h.have_split ? start->objective_s / m.tscale * (1.0 + 1e-9) : INFINITY;
+        px_milp_set_row_bounds(m.mp, m.j_row, lo, hi, NULL);
         st = px_milp_solve(m.mp, &mo, &res, &sub);
         if (st == PX_OK)
             st = model_decode(&m, sol, &sub);
@@ -1128,7 +1264,7 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
             st = PX_FAIL(&sub, PX_ERR_SOLVER,
                          "GLPK's split overflows stage %d by %lld bytes (numerical trouble)",
                          sol->fullest_stage, (long long)sol->max_over_bytes);
-        if (st == PX_OK && h.have_split && start->max_stage_time_s < sol->max_stage_time_s)
+        if (st == PX_OK && h.have_split && start->objective_s < sol->objective_s)
             *sol = *start; /* GLPK stopped early with something worse */
         if (st == PX_OK) {
             sol->proven_optimal = res.outcome == PX_MILP_OPTIMAL;
@@ -1167,24 +1303,28 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
                      res.time_limit_hit ? "GLPK time limit reached" : "GLPK stopped early",
                      sol->gap < 0 ? "unknown; bound " : "",
                      sol->gap >= 0     ? 100.0 * sol->gap
-                     : h.lower_s > 0.0 ? 100.0 * (sol->max_stage_time_s / h.lower_s - 1.0)
+                     : j_lower > 0.0 ? 100.0 * (sol->objective_s / j_lower - 1.0)
                                        : 100.0);
     }
 
-    /* Second pass: at the optimal T, the least time spent recomputing. */
+    /* Second pass: at the optimal objective, the least time spent
+     * recomputing. */
     double left = o->time_limit_s - elapsed_since(&t0);
+    double t1 = sol->max_stage_time_s, j1 = sol->objective_s;
+    double j_cap = j1 / m.tscale * (1.0 + o->tie_rel);
     if (o->minimise_recompute && !sol->time_limit_hit && sol->recompute_time_s > 0.0 &&
         left > 0.01) {
-        double t1 = sol->max_stage_time_s;
-        px_milp_set_col_bounds(m.mp, m.t_col, 0.0, t1 / m.tscale * (1.0 + o->tie_rel), NULL);
-        model_set_recompute_objective(&m);
-        mo.time_limit_s = left;
+        px_milp_set_row_bounds(m.mp, m.j_row, -INFINITY, j_cap, NULL);
+        model_set_objective(&m, OBJ_RECOMPUTE);
+        /* refinements: half the budget at most, so that a hard one does not
+         * cost a planner loop the whole limit */
+        mo.time_limit_s = fmin(left, 0.5 * o->time_limit_s);
         px_milp_result res2;
         px_error_clear(&sub);
         if (px_milp_solve(m.mp, &mo, &res2, &sub) == PX_OK) {
             *start = *sol;
             if (model_decode(&m, start, &sub) == PX_OK && start->fits &&
-                start->max_stage_time_s <= t1 * (1.0 + o->tie_rel + 1e-7) &&
+                start->objective_s <= j1 * (1.0 + o->tie_rel + 1e-7) &&
                 start->recompute_time_s <= sol->recompute_time_s) {
                 start->proven_optimal = sol->proven_optimal && res2.outcome == PX_MILP_OPTIMAL;
                 start->time_limit_hit = res2.time_limit_hit;
@@ -1197,6 +1337,34 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
         } else {
             snprintf(sol->note, sizeof sol->note,
                      "recompute minimisation skipped: %.200s", sub.msg);
+        }
+    }
+
+    /* Third pass: at that T and recomputation, the lowest peak memory (the
+     * headroom goes to the stage that needs it; ties in time usually leave
+     * a layer free to move off the stage with the most in flight). */
+    left = o->time_limit_s - elapsed_since(&t0);
+    if (o->minimise_memory && o->minimise_recompute && pb->pp > 1 && !sol->time_limit_hit &&
+        left > 0.01) {
+        double peak = (double)sol->stage_mem_bytes[sol->fullest_stage];
+        double r2 = sol->recompute_time_s + o->tie_rel * t1;
+        px_milp_set_row_bounds(m.mp, m.j_row, -INFINITY, j_cap, NULL);
+        if (m.rc_row >= 0)
+            px_milp_set_row_bounds(m.mp, m.rc_row, -INFINITY, r2 / m.tscale, NULL);
+        model_set_objective(&m, OBJ_PEAK);
+        mo.time_limit_s = fmin(left, 0.25 * o->time_limit_s);
+        px_milp_result res3;
+        px_error_clear(&sub);
+        if (px_milp_solve(m.mp, &mo, &res3, &sub) == PX_OK) {
+            *start = *sol;
+            if (model_decode(&m, start, &sub) == PX_OK && start->fits &&
+                start->objective_s <= j1 * (1.0 + o->tie_rel + 1e-7) &&
+                start->recompute_time_s <= r2 + 1e-7 * t1 &&
+                (double)start->stage_mem_bytes[start->fullest_stage] < peak) {
+                start->proven_optimal = sol->proven_optimal;
+                start->time_limit_hit = sol->time_limit_hit;
+                *sol = *start;
+            }
         }
     }
     model_free(&m);
@@ -1216,7 +1384,7 @@ typedef struct {
     int stage_of[PX_MAX_LAYERS];
     int choices[R_COUNT], n_choices;
     int pick[PX_MAX_LAYERS]; /* index into choices */
-    double best_t, best_added;
+    double best_t, best_added;  /* best_t: the objective */
     double best_over;        /* least worst-stage overflow, bytes */
     bool feasible;
     int best_sizes[PX_MAX_CHUNKS];
@@ -1249,12 +1417,20 @@ static void brute_leaf(brute *b)
             t[s] = 0.0;
             act[s] = 0;
         }
-        double added = 0.0;
-        for (int i = 0; i < b->L; i++) {
+        double added = 0.0, tc = 0.0, chunk = 0.0;
+        for (int i = 0, c = 0, left = b->sizes[0]; i < b->L; i++) {
             int r = b->choices[b->pick[i]], s = b->stage_of[i];
             t[s] += pb->layer_time_s[i][r];
             act[s] += pb->layer_act_bytes[i][r];
             added += pb->layer_time_s[i][r] - fastest_time(pb, i);
+            if (left == b->sizes[c])
+                chunk = chunk_fixed_time(pb, c);
+            chunk += pb->layer_time_s[i][r];
+            if (--left == 0) {
+                tc = chunk > tc ? chunk : tc;
+                if (++c < b->C)
+                    left = b->sizes[c];
+            }
         }
         double tmax = 0.0, over = -INFINITY;
         bool fits = true;
@@ -1267,17 +1443,18 @@ static void brute_leaf(brute *b)
             if (mem - (double)pb->mem_limit_bytes > over)
                 over = mem - (double)pb->mem_limit_bytes;
         }
+        double obj = objective_of(pb, tmax, tc);
         if (b->pass == 0) {
             if (over < b->best_over) {
                 b->best_over = over;
                 brute_record(b, b->over_sizes, b->over_rc);
             }
-            if (fits && tmax < b->best_t) {
-                b->best_t = tmax;
+            if (fits && obj < b->best_t) {
+                b->best_t = obj;
                 b->feasible = true;
                 brute_record(b, b->best_sizes, b->best_rc);
             }
-        } else if (fits && tmax <= b->best_t * (1.0 + b->o->tie_rel) &&
+        } else if (fits && obj <= b->best_t * (1.0 + b->o->tie_rel) &&
                    added < b->best_added) {
             b->best_added = added;
             brute_record(b, b->best_sizes, b->best_rc);

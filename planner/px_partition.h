@@ -12,11 +12,14 @@
  * (stage p-1).  Stage s holds in_flight[s] micro-batches' worth of the
  * activations of all its chunks at its peak (the schedule decides:
  * px_partition_in_flight).  The program minimises the slowest stage's time
- * per micro-batch subject to every stage fitting in mem_limit_bytes, then
- * (second pass) the time added by recomputation at that optimum.
+ * T per micro-batch (with interleaving and n_micro set: the step's length
+ * m T + (p-1) Tc, Tc the slowest chunk) subject to every stage fitting in
+ * mem_limit_bytes, then (second pass) the time added by recomputation at
+ * that optimum, then (third pass) the largest stage memory at both.
  *
- * px_partition_refine (stage 2, with the cost model) builds the problem for a
- * planner candidate and writes the answer back into px_parallel. */
+ * px_partition_refine (px_partition_refine.h) builds the problem from the
+ * cost model for a planner candidate and writes the answer back into
+ * px_parallel. */
 #ifndef PX_PARTITION_H
 #define PX_PARTITION_H
 
@@ -61,18 +64,28 @@ typedef struct {
 
     /* HBM minus the reserve, per GPU. */
     int64_t mem_limit_bytes;
+
+    /* Micro-batches per step, m.  With v > 1 and m > 0 the objective is the
+     * step's length m T + (p - 1) Tc, Tc the slowest chunk (the interleaved
+     * bubble is (p - 1) chunk times, which uneven chunks lengthen); otherwise
+     * T alone ((m + p - 1) T for v = 1 has the same optimum). */
+    int64_t n_micro;
 } px_partition_problem;
 
 typedef struct {
     double time_limit_s;     /* all GLPK passes together; default PX_PARTITION_DEFAULT_TIME_LIMIT_S */
     double mip_gap;          /* relative; default PX_MILP_DEFAULT_GAP (px_milp.h) */
     bool minimise_recompute; /* second pass; default true */
-    double tie_rel;          /* the second pass keeps T <= T* (1 + tie_rel); default 1e-6 */
+    bool minimise_memory;    /* third pass, after the second: least peak memory; default true */
+    double tie_rel;          /* later passes keep the objective <= J* (1 + tie_rel); default 1e-6 */
     bool presolve;           /* GLPK's MIP presolver; default true */
     bool heuristics;         /* DP bound and greedy starting split; default true */
 } px_partition_opts;
 
-#define PX_PARTITION_DEFAULT_TIME_LIMIT_S 10.0
+/* The planner refines its top candidates one after another: a couple of
+ * seconds each is enough for v = 1 (milliseconds in practice); beyond it the
+ * best split found so far is returned, flagged. */
+#define PX_PARTITION_DEFAULT_TIME_LIMIT_S 2.0
 
 /* A split and its evaluation. */
 typedef struct {
@@ -85,12 +98,16 @@ typedef struct {
     double stage_time_s[PX_PARTITION_MAX_STAGES];  /* per micro-batch */
     int64_t stage_mem_bytes[PX_PARTITION_MAX_STAGES];
     int stage_layers[PX_PARTITION_MAX_STAGES];
-    double max_stage_time_s;   /* the objective T */
-    double recompute_time_s;   /* added over each layer's no-recompute time, all stages */
+    int stage_recompute[PX_PARTITION_MAX_STAGES][PX_RECOMPUTE_COUNT]; /* layers per choice */
+    double max_stage_time_s;   /* T */
+    double max_chunk_time_s;   /* Tc: slowest chunk, embedding on chunk 0, head on the last */
+    double objective_s;        /* m T + (p-1) Tc (v > 1, m > 0), else T: what is minimised */
+    double recompute_time_s;   /* added over each layer's fastest allowed choice, all stages */
     int slowest_stage;
     int fullest_stage;         /* largest stage_mem_bytes - nothing else */
     int64_t max_over_bytes;    /* max over stages of mem - limit (<= 0 when it fits) */
-    bool fits;
+    bool fits;                 /* every stage within limit x (1 + 1e-6): GLPK's rows hold
+                                * to ~1e-7 and no memory model resolves bytes in 80 GB */
 
     /* Filled by the solvers. */
     bool proven_optimal;       /* false after a time limit */
@@ -108,12 +125,11 @@ void px_partition_opts_init(px_partition_opts *o);
 px_status px_partition_validate(const px_partition_problem *pb, px_error *err);
 
 /* Micro-batches in flight at stage `stage`'s peak, in units of the stage's
- * whole per-micro-batch activation (all its chunks):
- *   GPipe: m;  1F1B and ZB-H1: min(p - s, m);  ZB-H2: min(2(p - s) - 1, m);
- *   interleaved (v chunks): min(2(p - s - 1) + (v - 1) p + 1, m v) / v
- * (Megatron's warm-up count plus the one in steady state, in chunk passes;
- * stage 0 gives p + (p - 1)/v, i.e. L layers x (1 + (p-1)/(p v)) as in the
- * cost-model spec).  Returns -1 for invalid arguments. */
+ * whole per-micro-batch activation (all its chunks): px_cost_inflight (GPipe
+ * m; 1F1B and ZB-H1 min(p - s, m); interleaved Megatron's warm-up count
+ * (2(p-s-1) + (v-1)p + 1, <= m v) / v, so that stage 0 holds L x (1 +
+ * (p-1)/(p v)) layers' worth as in the cost-model spec; ZB-H2 min(2(p - s),
+ * m)), after checking the arguments.  Returns -1 for invalid arguments. */
 double px_partition_in_flight(px_schedule sched, int pp, int vpp, int64_t n_micro, int stage);
 
 /* Fills the evaluation fields of sol from its layers_per_chunk and
@@ -127,8 +143,10 @@ px_status px_partition_evaluate(const px_partition_problem *pb, px_partition_sol
 px_status px_partition_uniform(const px_partition_problem *pb, px_recompute rc,
                                px_partition_solution *sol, px_error *err);
 
-/* The MILP.  PX_OK: sol holds the split (check proven_optimal: false when the
- * time limit stopped the search with an incumbent; note says so).
+/* The MILP (with, unless opts->heuristics is off, a DP bound and a greedy
+ * starting split that GLPK must beat).  PX_OK: sol holds the split (check
+ * proven_optimal: false when the time limit stopped the search; note says
+ * so, and the split is the best found, at worst the starting one).
  * PX_ERR_INFEASIBLE: no split fits; sol holds the split that overflows least
  * and err names the stage and by how much.  PX_ERR_SOLVER: time limit
  * without any split, or GLPK failure.  opts may be NULL. */
@@ -146,5 +164,11 @@ px_status px_partition_brute_force(const px_partition_problem *pb,
 
 /* "9,9,8,6" (layers per chunk) into buf. */
 void px_partition_format_split(const px_partition_solution *sol, char *buf, int buf_len);
+
+/* The per-stage table for --explain: a '#' header with units, then one
+ * fixed-column line per stage (layers, layers per chunk, time per
+ * micro-batch, memory, share of the limit, layers per recompute choice). */
+void px_partition_format_stages(const px_partition_solution *sol, int64_t mem_limit_bytes,
+                                char *buf, int buf_len);
 
 #endif

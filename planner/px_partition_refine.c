@@ -61,6 +61,7 @@ px_status px_partition_build(const px_model *m, const px_hw *hw, const px_parall
     }
     for (int s = 0; s < par->pp; s++)
         pb->in_flight[s] = px_cost_inflight(par->schedule, par->pp, par->vpp, par->n_micro, s);
+    pb->n_micro = par->n_micro; /* interleaved: balance the chunks too */
     pb->mem_limit_bytes = hw->hbm_bytes - hw->mem_reserve_bytes - to_bytes(rerun_bytes);
     free(ctx);
     if (pb->mem_limit_bytes <= 0)
@@ -107,13 +108,14 @@ px_status px_partition_refine_report(const px_model *m, const px_hw *hw, px_para
     st = px_partition_build(m, hw, par, pb, err);
     if (st)
         goto out;
+    rep->mem_limit_bytes = pb->mem_limit_bytes;
     st = current_split(pb, par, &rep->before, err);
     if (st)
         goto out;
     st = px_partition_solve(pb, opts, &rep->after, err);
     if (st)
         goto out;
-    bool better = rep->after.max_stage_time_s < rep->before.max_stage_time_s * (1.0 - 1e-9) ||
+    bool better = rep->after.objective_s < rep->before.objective_s * (1.0 - 1e-9) ||
                   (!rep->before.fits && rep->after.fits);
     if (!better) {
         rep->after = rep->before;

@@ -31,6 +31,7 @@ typedef struct {
     px_partition_solution before; /* par's split and recompute as they came in */
     px_partition_solution after;  /* the program's answer (== before if not better) */
     bool changed;                 /* par and pred were updated */
+    int64_t mem_limit_bytes;      /* the limit the program used (px_partition_format_stages) */
 } px_partition_report;
 
 /* Solves the partition program for the candidate par and, when its slowest
@@ -39,7 +40,10 @@ typedef struct {
  * (n_chunks = pp * vpp) and the choices in par->layer_recompute
  * (n_layer_recompute = n_layers), sets par->recompute to the most
  * memory-saving choice used (for code that reads only the uniform field), and
- * re-scores pred with px_cost_eval.  pred's train_tokens is kept.  Otherwise
+ * re-scores pred with px_cost_eval.  pred is in/out (the candidate's own
+ * prediction, or zeroed; its train_tokens is kept; NULL: not re-scored).
+ * Better means a smaller objective_s: the slowest stage, or with
+ * interleaving the step's m T + (p-1) Tc.  Otherwise
  * leaves par and pred alone.  opts may be NULL (defaults); report may be NULL.
  * PX_ERR_INFEASIBLE when no split fits (the message names the stage and the
  * overflow); PX_ERR_SOLVER when GLPK fails or finds nothing in time (par

@@ -3,6 +3,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 /* ---- embedding ------------------------------------------------------------ */
@@ -549,5 +550,92 @@ void px_cpu_adamw_step(float *param, const float *grad, float *m, float *v, int6
         v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
         float mh = m[i] / c1, vh = v[i] / c2;
         param[i] -= lr * (mh / (sqrtf(vh) + eps) + weight_decay * param[i]);
+    }
+}
+
+/* ---- mixture of experts ------------------------------------------------------------ */
+
+void px_cpu_moe_router_fwd(float *probs, int32_t *idx, float *gate, const float *logits,
+                           int64_t T, int64_t E, int64_t k)
+{
+    for (int64_t t = 0; t < T; t++) {
+        const float *l = logits + t * E;
+        float *p = probs + t * E;
+        float mx = l[0];
+        for (int64_t e = 1; e < E; e++)
+            mx = l[e] > mx ? l[e] : mx;
+        double sum = 0.0;
+        for (int64_t e = 0; e < E; e++) {
+            p[e] = expf(l[e] - mx);
+            sum += p[e];
+        }
+        for (int64_t e = 0; e < E; e++)
+            p[e] = (float)(p[e] / sum);
+        /* k passes of arg-max over the experts not taken yet: E is small, and
+         * a strict > keeps the lower index on ties. */
+        for (int64_t j = 0; j < k; j++) {
+            int64_t best = -1;
+            for (int64_t e = 0; e < E; e++) {
+                bool taken = false;
+                for (int64_t i = 0; i < j; i++)
+                    taken = taken || idx[t * k + i] == e;
+                if (!taken && (best < 0 || p[e] > p[best]))
+                    best = e;
+            }
+            idx[t * k + j] = (int32_t)best;
+            gate[t * k + j] = p[best];
+        }
+    }
+}
+
+void px_cpu_moe_router_bwd(float *dlogits, const float *probs, const int32_t *idx,
+                           const float *dgate, int64_t T, int64_t E, int64_t k)
+{
+    for (int64_t t = 0; t < T; t++) {
+        const float *p = probs + t * E;
+        float *d = dlogits + t * E;
+        double s = 0.0; /* sum_e p dp: only the chosen experts have dp != 0 */
+        for (int64_t j = 0; j < k; j++)
+            s += (double)p[idx[t * k + j]] * dgate[t * k + j];
+        for (int64_t e = 0; e < E; e++)
+            d[e] = (float)(-p[e] * s);
+        for (int64_t j = 0; j < k; j++) {
+            int64_t e = idx[t * k + j];
+            d[e] += p[e] * dgate[t * k + j];
+        }
+    }
+}
+
+void px_cpu_moe_permute(float *out, const float *x, const int32_t *rows, const float *gate,
+                        const int32_t *slots, int64_t n, int64_t C)
+{
+    for (int64_t a = 0; a < n; a++) {
+        const float *src = x + (int64_t)rows[a] * C;
+        float g = gate ? gate[slots[a]] : 1.0f;
+        for (int64_t c = 0; c < C; c++)
+            out[a * C + c] = g * src[c];
+    }
+}
+
+void px_cpu_moe_unpermute(float *out, const float *y, const int32_t *rows, const float *gate,
+                          const int32_t *slots, int64_t n, int64_t C)
+{
+    for (int64_t a = 0; a < n; a++) {
+        float *dst = out + (int64_t)rows[a] * C;
+        float g = gate ? gate[slots[a]] : 1.0f;
+        for (int64_t c = 0; c < C; c++)
+            dst[c] += g * y[a * C + c];
+    }
+}
+
+void px_cpu_moe_gate_bwd(float *dgate, const float *dout, const float *y, const int32_t *rows,
+                         const int32_t *slots, int64_t n, int64_t C)
+{
+    for (int64_t a = 0; a < n; a++) {
+        const float *d = dout + (int64_t)rows[a] * C;
+        double s = 0.0;
+        for (int64_t c = 0; c < C; c++)
+            s += (double)d[c] * y[a * C + c];
+        dgate[slots[a]] = (float)s;
     }
 }

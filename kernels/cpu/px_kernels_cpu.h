@@ -218,6 +218,47 @@ void px_cpu_xent_bwd(float *dlogits,         /* [T, Vl] overwritten */
                      float dloss,            /* d(total loss)/d(each token's loss) */
                      int64_t T, int64_t Vl, int64_t v0);
 
+/* ---- mixture of experts: router and token permutation -------------------------
+ * Router (the formulation the executor documents): p = softmax(logits) over
+ * all E experts; each token picks the k largest p (ties: the lower expert
+ * index) and gate[t, j] = p[t, idx[t, j]], NOT renormalised over the k.  The
+ * MoE output of token t is sum_j gate[t, j] * expert_idx[t,j](x_t).
+ * A dispatched row a carries token rows[a] and slot slots[a] = t * k + j (the
+ * gate it is scaled by). */
+void px_cpu_moe_router_fwd(float *probs,        /* [T, E] softmax */
+                           int32_t *idx,        /* [T, k] chosen experts, by p descending */
+                           float *gate,         /* [T, k] their p */
+                           const float *logits, /* [T, E] */
+                           int64_t T, int64_t E, int64_t k);
+/* dlogits from the gates' gradient: dp[t, e] = dgate[t, j] where idx[t, j] = e,
+ * else 0; dlogits = p * (dp - sum_e p dp). */
+void px_cpu_moe_router_bwd(float *dlogits,      /* [T, E] overwritten */
+                           const float *probs,  /* [T, E] */
+                           const int32_t *idx,  /* [T, k] */
+                           const float *dgate,  /* [T, k] */
+                           int64_t T, int64_t E, int64_t k);
+/* out[a] = x[rows[a]] (times gate[slots[a]] when gate is not NULL). */
+void px_cpu_moe_permute(float *out,            /* [n, C] overwritten */
+                        const float *x,        /* [T, C] */
+                        const int32_t *rows,   /* [n] */
+                        const float *gate,     /* [T k] or NULL */
+                        const int32_t *slots,  /* [n] (with gate) */
+                        int64_t n, int64_t C);
+/* out[rows[a]] += y[a] (times gate[slots[a]] when gate is not NULL). */
+void px_cpu_moe_unpermute(float *out,           /* [T, C] += */
+                          const float *y,       /* [n, C] */
+                          const int32_t *rows,  /* [n] */
+                          const float *gate,    /* [T k] or NULL */
+                          const int32_t *slots, /* [n] (with gate) */
+                          int64_t n, int64_t C);
+/* dgate[slots[a]] = dot(dout[rows[a]], y[a]): the gradient of each gate. */
+void px_cpu_moe_gate_bwd(float *dgate,         /* [T k] overwritten at slots */
+                         const float *dout,    /* [T, C] */
+                         const float *y,       /* [n, C] expert outputs */
+                         const int32_t *rows,  /* [n] */
+                         const int32_t *slots, /* [n] */
+                         int64_t n, int64_t C);
+
 /* ---- AdamW (fp32 master weights; bias-corrected; decoupled weight decay) ----
  * step is 1-based.  Works on any contiguous slice (ZeRO-1 shards). */
 void px_cpu_adamw_step(float *param,      /* [n] updated */

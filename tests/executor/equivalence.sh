@@ -5,6 +5,11 @@
 # splits equal the matching slices of the single-rank weights.
 #   equivalence.sh MODEL BUILD_DIR
 # 8 layers (so PP 4 x vpp 2 has a layer per chunk), seq 32, global batch 4.
+# tiny-moe (4 layers: one dense, three with 4 experts, top 2) runs its own list
+# of expert-parallel splits: experts over DP (with edp 1 and 2), over the TP
+# ranks of the attention, with pipeline stages, context parallelism, ZeRO 1-3
+# (experts sharded over their expert-data-parallel group), a zero-bubble
+# schedule and full recompute.
 # Weights: |diff| <= 1e-4 + 1e-3 |w|.  AdamW turns fp32 rounding noise on
 # near-zero gradients into differences of a few 1e-5 (lr 1e-3, 3 steps); a
 # wrong slice or a missing reduction moves weights by ~1e-3 or more.
@@ -19,12 +24,14 @@ mkplan="$build/tests/executor/px_mkplan"
 cmp="$build/tests/executor/px_cmp"
 exe="$build/execute"
 failed=0
+layers=8
+[ "$model" = tiny-moe ] && layers=4
 
 # run NAME NP DUMP PLAN-ARGS...: plan, execute, keep the report (and weights).
 run() {
   local name=$1 np=$2 dump=$3
   shift 3
-  "$mkplan" --model "$model" --layers 8 --seq 32 --micro-batch 1 --n-micro 4 "$@" \
+  "$mkplan" --model "$model" --layers "$layers" --seq 32 --micro-batch 1 --n-micro 4 "$@" \
     -o "$work/$name.json" 2>/dev/null || { echo "FAIL $name: px_mkplan $*"; return 1; }
   local extra=()
   [ "$dump" = dump ] && extra=(--dump-weights "$work/$name.w")
@@ -51,15 +58,35 @@ check() {
 
 run ref 1 dump || exit 1
 echo "reference losses: $(grep -o '"losses".*' "$work/ref.r.json" | head -1)"
+if [ "$model" = tiny-moe ]; then
+  check ep2_dp2           2 dump   --ep 2 --dp 2 --n-micro 2
+  check ep2_dp4           4 dump   --ep 2 --dp 4 --n-micro 1
+  check ep2_tp2           2 dump   --ep 2 --tp 2
+  check ep2_tp2sp_dp2_z1  4 nodump --ep 2 --tp 2 --sp --dp 2 --n-micro 2 --zero 1
+  check pp2_ep2_dp2       4 dump   --pp 2 --ep 2 --dp 2 --n-micro 2
+  check pp2_ep2_zbh1_full 4 nodump --pp 2 --ep 2 --dp 2 --n-micro 2 --schedule zb-h1 --recompute full
+  check cp2_ep4_dp2       4 nodump --cp 2 --ep 4 --dp 2 --n-micro 2
+  check ep2_dp4_zero2     4 nodump --ep 2 --dp 4 --n-micro 1 --zero 2
+  check ep2_dp4_zero3     4 dump   --ep 2 --dp 4 --n-micro 1 --zero 3
+  check ep2_tp2sp_dp2_z3  4 dump   --ep 2 --tp 2 --sp --dp 2 --n-micro 2 --zero 3
+  echo "$failed failed"
+  [ "$failed" -eq 0 ]
+  exit
+fi
 check tp2            2 dump   --tp 2
 check tp2_sp         2 dump   --tp 2 --sp
 check pp2_1f1b       2 nodump --pp 2 --schedule 1f1b
 check pp2_gpipe      2 nodump --pp 2 --schedule gpipe
 check pp4_v2         4 dump   --pp 4 --vpp 2 --schedule interleaved
 check pp4_zbh1       4 dump   --pp 4 --schedule zb-h1
+check pp4_v2_zbh1    4 dump   --pp 4 --vpp 2 --schedule zb-h1
 check tp2sp_pp2_zbh1 4 nodump --tp 2 --sp --pp 2 --schedule zb-h1 --recompute full
 check dp2            2 nodump --dp 2 --n-micro 2
 check dp2_zero1      2 dump   --dp 2 --n-micro 2 --zero 1
+check dp2_zero2      2 dump   --dp 2 --n-micro 2 --zero 2
+check dp2_zero3      2 dump   --dp 2 --n-micro 2 --zero 3
+check tp2_dp2_zero3  4 dump   --tp 2 --sp --dp 2 --n-micro 2 --zero 3
+check pp2_dp2_z3_zb  4 nodump --pp 2 --dp 2 --n-micro 2 --zero 3 --schedule zb-h1 --recompute full
 check tp2_pp2_dp2    8 dump   --tp 2 --pp 2 --dp 2 --n-micro 2 --sp --zero 1
 check tp2_sp_pp2_b2  4 nodump --tp 2 --sp --pp 2 --micro-batch 2 --n-micro 2
 check cp2            2 dump   --cp 2

@@ -42,14 +42,18 @@ sed 's/"tp": 2/"tp": "two"/' "$work/tp2.json" >"$work/badtype.json"
 expect bad_field "tp" 2 --plan "$work/badtype.json"
 expect missing_file "nope.json" 1 --plan "$work/nope.json"
 expect no_plan "--plan FILE is required" 1 --steps 2
-# Valid plans this executor cannot run: tp must divide the heads, no ZeRO-3,
-# no MoE.
+# Plans this executor cannot run: tp must divide the heads; ZeRO stage 4
+# does not exist (the plan reader names the field and the allowed values).
 "$mkplan" --model tiny-llama --tp 3 -o "$work/tp3.json" 2>/dev/null
 expect tp_divides "tp = 3 must divide" 3 --plan "$work/tp3.json"
-sed 's/"zero": 0/"zero": 3/' "$work/tp2.json" >"$work/zero3.json"
-expect zero3_unsupported "unsupported: zero = 3" 2 --plan "$work/zero3.json"
-"$mkplan" --model tiny-moe -o "$work/moe.json" 2>/dev/null
-expect moe_unsupported "unsupported: .*experts" 1 --plan "$work/moe.json"
+sed 's/"zero": 0/"zero": 4/' "$work/tp2.json" >"$work/zero4.json"
+expect zero4_invalid "zero: 4 is not one of 0, 1, 2, 3" 2 --plan "$work/zero4.json"
+# Expert parallelism: experts must split evenly over ep, and a dense model has
+# none to split.
+"$mkplan" --model tiny-moe --dp 3 --ep 3 -o "$work/moe_ep3.json" 2>/dev/null
+expect moe_ep_divides "ep = 3 must divide n_experts = 4" 3 --plan "$work/moe_ep3.json"
+"$mkplan" --model tiny-llama --dp 2 --ep 2 -o "$work/dense_ep2.json" 2>/dev/null
+expect dense_ep "ep = 2, etp = 1 on dense model \"tiny-llama\"" 2 --plan "$work/dense_ep2.json"
 # A failure on one rank while the others are inside the step: the job ends.
 "$mkplan" --model tiny-llama --tp 2 --pp 2 -o "$work/tp2pp2.json" 2>/dev/null
 PX_EXECUTE_INJECT_FAILURE=3:1 expect rank_failure "rank 3: .*injected failure" 4 \

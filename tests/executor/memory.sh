@@ -43,5 +43,15 @@ expect "1f1b: stage 1 > stage 2" peak "$work/1f1b.r.json" 1 2
 expect "interleaved > 1f1b on stage 0" peak2 "$work/inter.r.json" 0 "$work/1f1b.r.json" 0
 # ZB-H1 defers W on the later stages: their peak grows (stage 0's stays).
 expect "zb-h1 > 1f1b on the last stage" peak2 "$work/zbh1.r.json" 3 "$work/1f1b.r.json" 3
+
+# ZeRO stages at DP 4 on a model whose weights dominate (8 layers, 8 tokens
+# per micro-batch): each stage shards one more of optimizer state, gradients,
+# weights, so the per-rank peak falls stage by stage.
+for z in 0 1 2 3; do
+  run zero$z 4 --seq 8 --n-micro 1 --dp 4 --zero $z
+done
+expect "zero-0 > zero-1 (dp 4)" peak2 "$work/zero0.r.json" 0 "$work/zero1.r.json" 0
+expect "zero-1 > zero-2 (dp 4)" peak2 "$work/zero1.r.json" 0 "$work/zero2.r.json" 0
+expect "zero-2 > zero-3 (dp 4)" peak2 "$work/zero2.r.json" 0 "$work/zero3.r.json" 0
 echo "$failed failed"
 [ "$failed" -eq 0 ]

@@ -22,6 +22,7 @@ static px_status make_plan(const char *model, px_recompute rc, bool flash, px_pl
     px_status st = px_model_load(model, NULL, &plan->model, err);
     if (st)
         return st;
+
     plan->hw.peak_flops = 1e10;
     plan->hw.dtype_bytes = 4;
     px_parallel_init(&plan->par);
@@ -78,8 +79,14 @@ static void check_model(const char *model, px_backend *be)
     /* Two elements of every tensor slice, chosen by a fixed LCG (seed printed). */
     const px_param_table *tab = px_exec_table(ex);
     uint64_t rng = 12345;
-    int checked = 0, bad = 0, nonzero = 0;
+    int checked = 0, bad = 0, nonzero = 0, skipped = 0, router_ok = 0;
     const float eps = 1e-2f;
+    /* MoE: top-k routing is piecewise constant, so a perturbation that makes a
+     * token change experts puts a jump into the loss.  A jump of J inside
+     * [-eps, eps] makes the central differences at eps and eps/2 disagree by
+     * at least J / (2 eps); such elements are skipped (counted, and bounded
+     * below), the others must match the eps/2 difference. */
+    bool moe = plan.model.n_experts > 0;
     for (int s = 0; s < tab->n_segs; s++) {
         const px_param_seg *seg = &tab->segs[s];
         int64_t size = seg->n_rows * seg->n_cols;
@@ -94,6 +101,21 @@ static void check_model(const char *model, px_backend *be)
             double lm = loss_and_grad(ex, NULL);
             params[idx] = keep;
             double num = (lp - lm) / (2.0 * eps), ana = grad[idx];
+            if (moe) {
+                params[idx] = keep + eps / 2;
+                double lp2 = loss_and_grad(ex, NULL);
+                params[idx] = keep - eps / 2;
+                double lm2 = loss_and_grad(ex, NULL);
+                params[idx] = keep;
+                double num2 = (lp2 - lm2) / eps;
+                if (!(fabs(num2 - num) <= 2e-4 + 3e-2 * fabs(num2))) {
+                    skipped++;
+                    continue;
+                }
+                num = num2;
+                router_ok += (seg->tensor_id - PX_TID_LAYER0) % 32 == PX_T_ROUTER &&
+                             seg->tensor_id >= PX_TID_LAYER0 && fabs(ana) > 1e-4;
+            }
             checked++;
             nonzero += fabs(ana) > 1e-4;
             if (!(fabs(num - ana) <= 2e-4 + 3e-2 * fabs(ana))) {
@@ -103,9 +125,16 @@ static void check_model(const char *model, px_backend *be)
             }
         }
     }
-    fprintf(stderr, "%s: %d elements checked, %d with |grad| > 1e-4, %d mismatches\n", model,
-            checked, nonzero, bad);
+    fprintf(stderr,
+            "%s: %d elements checked, %d with |grad| > 1e-4, %d mismatches, %d skipped "
+            "(routing changed)\n",
+            model, checked, nonzero, bad, skipped);
     CHECK(bad == 0);
+    if (moe) {
+        CHECK_MSG(skipped * 5 < checked, "%s: %d of %d perturbations changed the routing",
+                  model, skipped, checked + skipped);
+        CHECK_MSG(router_ok >= 2, "%s: only %d router elements checked", model, router_ok);
+    }
     CHECK(nonzero > checked / 2); /* the check is not vacuous */
     px_exec_destroy(ex);
 
@@ -155,6 +184,7 @@ int main(int argc, char **argv)
     px_backend_cpu_create(&be, &err);
     check_model("tiny-llama", &be);
     check_model("tiny-gpt", &be);
+    check_model("tiny-moe", &be);
     be.destroy(&be);
     int rc = px_test_result("gradcheck");
     MPI_Finalize();

@@ -3,7 +3,9 @@
  * L = sum(r * y).  Plus: the attention probabilities path equals the
  * recomputing path, the context-parallel attention over split queries equals
  * the unsplit one, the vocabulary-parallel cross-entropy over two shards
- * equals the unsplit one, and AdamW matches its formula. */
+ * equals the unsplit one, AdamW matches its formula, and the MoE router
+ * (top-k, its backward) and token permutation kernels do what the engine
+ * relies on. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +133,100 @@ static double l_xent(void)
     for (int t = 0; t < T; t++)
         s += loss[t];
     return s;
+}
+
+/* MoE router: L = sum_t sum_j gate[t, j] r[t, idx[t, j]] (the gradient of a
+ * gate is then r at its expert). */
+enum { ME = 6, MK = 2 };
+static float *g_rr;
+
+static double l_router(void)
+{
+    float probs[T * ME], gate[T * MK];
+    int32_t idx[T * MK];
+    px_cpu_moe_router_fwd(probs, idx, gate, g_x, T, ME, MK);
+    double s = 0.0;
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < MK; j++)
+            s += (double)gate[t * MK + j] * g_rr[t * ME + idx[t * MK + j]];
+    return s;
+}
+
+static void check_moe(void)
+{
+    g_x = randv(T * ME);
+    for (int i = 0; i < T * ME; i++)
+        g_x[i] *= 3.0f; /* spread logits: no near-ties within the FD step */
+    g_rr = randv(T * ME);
+    float probs[T * ME], gate[T * MK], dgate[T * MK], dl[T * ME];
+    int32_t idx[T * MK];
+    px_cpu_moe_router_fwd(probs, idx, gate, g_x, T, ME, MK);
+    int sel_ok = 1;
+    for (int t = 0; t < T; t++) {
+        double sum = 0.0;
+        for (int e = 0; e < ME; e++)
+            sum += probs[t * ME + e];
+        CHECK_CLOSE(sum, 1.0, 1e-5, 0.0);
+        /* idx[t, 0..k) are the k largest probabilities, descending */
+        for (int j = 0; j < MK; j++) {
+            int e = idx[t * MK + j];
+            sel_ok &= gate[t * MK + j] == probs[t * ME + e];
+            int larger = 0;
+            for (int f = 0; f < ME; f++)
+                larger += probs[t * ME + f] > probs[t * ME + e];
+            sel_ok &= larger == j;
+        }
+        for (int j = 0; j < MK; j++)
+            dgate[t * MK + j] = g_rr[t * ME + idx[t * MK + j]];
+    }
+    CHECK_MSG(sel_ok, "moe router: top-k selection or gates wrong");
+    px_cpu_moe_router_bwd(dl, probs, idx, dgate, T, ME, MK);
+    fd_check("moe_router", g_x, T * ME, dl, l_router, 40);
+
+    /* Permutation: rows sorted by expert, as the engine dispatches them; a
+     * fake expert e scales its rows by (1 + e). */
+    enum { N = T * MK };
+    int32_t rows[N], slots[N];
+    int n = 0;
+    for (int e = 0; e < ME; e++)
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < MK; j++)
+                if (idx[t * MK + j] == e) {
+                    rows[n] = t;
+                    slots[n++] = t * MK + j;
+                }
+    CHECK(n == N);
+    float *x = randv(T * C), *dout = randv(T * C);
+    float *xs = malloc(sizeof(float) * N * C), *out = calloc(T * C, sizeof(float));
+    float dg[N];
+    px_cpu_moe_permute(xs, x, rows, NULL, NULL, N, C);
+    for (int a = 0; a < N; a++)
+        for (int c = 0; c < C; c++)
+            xs[a * C + c] *= 1.0f + (float)idx[slots[a]];
+    px_cpu_moe_unpermute(out, xs, rows, gate, slots, N, C);
+    px_cpu_moe_gate_bwd(dg, dout, xs, rows, slots, N, C);
+    double worst = 0.0, worst_g = 0.0;
+    for (int t = 0; t < T; t++) {
+        for (int c = 0; c < C; c++) {
+            double want = 0.0;
+            for (int j = 0; j < MK; j++)
+                want += gate[t * MK + j] * (1.0 + idx[t * MK + j]) * x[t * C + c];
+            worst = fmax(worst, fabs(out[t * C + c] - want));
+        }
+        for (int j = 0; j < MK; j++)
+            worst_g = fmax(worst_g, fabs(dg[t * MK + j] - (1.0 + idx[t * MK + j]) *
+                                                             dot(dout + t * C, x + t * C, C)));
+    }
+    CHECK_MSG(worst < 1e-5, "moe combine: worst difference %g", worst);
+    CHECK_MSG(worst_g < 1e-4, "moe gate gradient: worst difference %g", worst_g);
+    px_cpu_moe_permute(xs, dout, rows, gate, slots, N, C); /* gate-scaled rows */
+    CHECK_CLOSE(xs[3 * C + 5], gate[slots[3]] * dout[rows[3] * C + 5], 1e-6, 0.0);
+    free(x);
+    free(dout);
+    free(xs);
+    free(out);
+    free(g_rr);
+    free(g_x);
 }
 
 int main(void)
@@ -372,6 +468,7 @@ int main(void)
         px_cpu_residual_bwd(da, dc, a, 3);
         CHECK(da[2] == 4 && dc[2] == 3);
     }
+    check_moe();
     free(g_r);
     free(g_y);
     free(g_tmp1);

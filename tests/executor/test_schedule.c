@@ -108,6 +108,10 @@ int main(void)
     check_well_formed(PX_SCHED_INTERLEAVED, 4, 2, 4);
     check_well_formed(PX_SCHED_INTERLEAVED, 4, 2, 8);
     check_well_formed(PX_SCHED_INTERLEAVED, 2, 3, 6);
+    check_well_formed(PX_SCHED_ZB_H1, 2, 2, 4);
+    check_well_formed(PX_SCHED_ZB_H1, 4, 2, 4);
+    check_well_formed(PX_SCHED_ZB_H1, 4, 2, 8);
+    check_well_formed(PX_SCHED_ZB_H1, 2, 3, 6);
 
     /* Memory follows the schedule. */
     CHECK(in_flight(PX_SCHED_GPIPE, 4, 1, 0, 8) == 8);
@@ -120,12 +124,18 @@ int main(void)
     /* Interleaved: stage 0 holds more chunk-sets than 1F1B's pp, each 1/vpp the size. */
     int il = in_flight(PX_SCHED_INTERLEAVED, 4, 2, 0, 8);
     CHECK(il > 4 && il <= 2 * 8);
+    /* ZB-H1 interleaved: stage 0 (no lag) holds what interleaved holds; the
+     * last stage holds more (its W's wait), and never more than stage 0 plus
+     * its lag. */
+    CHECK(in_flight(PX_SCHED_ZB_H1, 4, 2, 0, 8) == il);
+    int zl = in_flight(PX_SCHED_ZB_H1, 4, 2, 3, 8), l3 = in_flight(PX_SCHED_INTERLEAVED, 4, 2, 3, 8);
+    CHECK_MSG(zl > l3 && zl <= l3 + 3, "zb-h1 vpp 2 last stage holds %d (interleaved %d)", zl, l3);
 
     px_sched_op ops[MAXOPS];
     int n;
     px_error err;
     CHECK(px_schedule_build(PX_SCHED_ZB_H2, 2, 1, 0, 4, ops, &n, &err) == PX_ERR_UNSUPPORTED);
-    CHECK(px_schedule_build(PX_SCHED_ZB_H1, 2, 2, 0, 4, ops, &n, &err) == PX_ERR_UNSUPPORTED);
+    CHECK(px_schedule_build(PX_SCHED_ZB_H1, 4, 2, 0, 6, ops, &n, &err) == PX_ERR_INVALID);
     CHECK(px_schedule_build(PX_SCHED_INTERLEAVED, 4, 2, 0, 6, ops, &n, &err) == PX_ERR_INVALID);
     CHECK(strstr(err.msg, "multiple of") != NULL);
     CHECK(px_schedule_build(PX_SCHED_1F1B, 2, 2, 0, 4, ops, &n, &err) == PX_ERR_INVALID);
