@@ -36,12 +36,12 @@ cat >"$work/bench-llama.json" <<'JSON'
 JSON
 "$build/plan" --model "$work/bench-llama.json" --gpus 1 --hw "$profile" --seq 64 \
   --tp 1 --pp 1 --dp 1 --micro-batch 4 --global-batch 8 --zero 0 --recompute none \
-  --schedule 1f1b -o "$work/plan.json" >"$work/plan.txt" 2>&1 \
+  --schedule 1f1b --explain -o "$work/plan.json" >"$work/plan.txt" 2>&1 \
   || { cat "$work/plan.txt" >&2; exit 1; }
 mpirun -np 1 "$build/execute" --plan "$work/plan.json" --steps 3 --warmup 1 \
   --report "$work/report.json" >"$work/exec.txt" 2>&1 || { cat "$work/exec.txt" >&2; exit 1; }
 
-python3 - "$work/report.json" "$profile" <<'PY'
+python3 - "$work/report.json" "$profile" "$work/plan.txt" <<'PY'
 import json, sys
 rep = json.load(open(sys.argv[1]))
 hw = json.load(open(sys.argv[2]))
@@ -62,4 +62,16 @@ print("%-24s %14.2f" % ("achieved [GFLOP/s]", achieved / 1e9))
 print("%-24s %14.2f" % ("GEMM peak [GFLOP/s]", peak / 1e9))
 print("%-24s %13.1f%%" % ("achieved / peak", 100.0 * achieved / peak))
 print("%-24s %14s" % ("goal (>= 70%) met", "yes" if achieved >= 0.7 * peak else "no"))
+# Where the cost model says the time goes (plan --explain), to show what
+# keeps the step from the GEMM peak.
+parts = {}
+for line in open(sys.argv[3]):
+    for key in ("GEMMs (fwd+bwd)", "attention core", "memory-bound ops, head, loss",
+                "optimizer step"):
+        if line.strip().startswith(key):
+            parts[key] = float(line.split()[-1])
+if parts:
+    print("# predicted breakdown of the step (plan --explain)")
+    for key, val in parts.items():
+        print("%-30s %8.4f s %6.1f%%" % (key, val, 100.0 * val / pred))
 PY

@@ -394,7 +394,8 @@ int main(int argc, char **argv)
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     if (on_gpu)
-        snprintf(hw.description, sizeof hw.description, "calibrated on %.40s at %.24s: %.140s; %d rank(s)",
+        snprintf(hw.description, sizeof hw.description,
+                 "calibrated on %.40s at %.24s: %.140s; %d rank(s)",
                  host, when, gpu_note, size);
     else
         snprintf(hw.description, sizeof hw.description,

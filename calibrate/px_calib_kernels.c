@@ -18,9 +18,13 @@ enum { K_T = 512, K_C = 256, K_NH = 4, K_NKV = 2, K_HD = 64, K_F_GELU = 1024,
        K_F_SWIGLU = 688, K_V = 2048, K_ADAM_N = 1 << 20 };
 
 typedef struct {
-    float *x, *y, *z, *w, *big1, *big2, *adam_m, *adam_v, *qkv, *dqkv, *stat1, *stat2, *stat3, *wt, *dwt,
-        *bias;
-    int32_t *tok;
+    float *x, *y, *z, *w;      /* [T, C] activations and gradients (x, w: "big") */
+    float *big1, *big2;        /* [T, max(2F, V)]: gate-up, logits, AdamW params/grads */
+    float *adam_m, *adam_v;    /* AdamW moments */
+    float *qkv, *dqkv;         /* [T, (NH + 2 NKV) HD] */
+    float *stat1, *stat2, *stat3; /* [T] per-row statistics */
+    float *wt, *dwt, *bias;    /* [C] norm weight, its gradient, a bias */
+    int32_t *tok;              /* [T] targets */
 } bufs;
 
 static float *fill(size_t n, float base)
@@ -215,8 +219,9 @@ px_status px_calib_kernels_run(const px_calib_opts *o, px_calib_kernels_result *
     b.bias = fill(K_C, 0.0f);
     b.tok = malloc(K_T * sizeof *b.tok);
     px_status st = PX_OK;
-    if (!b.adam_m || !b.adam_v || !b.x || !b.y || !b.z || !b.w || !b.big1 || !b.big2 || !b.qkv || !b.dqkv || !b.stat1 ||
-        !b.stat2 || !b.stat3 || !b.wt || !b.dwt || !b.bias || !b.tok)
+    if (!b.adam_m || !b.adam_v || !b.x || !b.y || !b.z || !b.w || !b.big1 || !b.big2 ||
+        !b.qkv || !b.dqkv || !b.stat1 || !b.stat2 || !b.stat3 || !b.wt || !b.dwt || !b.bias ||
+        !b.tok)
         st = PX_FAIL(err, PX_ERR_NOMEM, "kernel timing: out of memory");
     if (st == PX_OK) {
         for (int i = 0; i < K_T; i++)

@@ -80,11 +80,10 @@ void px_measure_predicted(const px_plan *plan, px_measure *out)
 void px_measure_print_header(FILE *f, const px_plan *plan, int64_t steps, int64_t warmup)
 {
     const px_parallel *p = &plan->par;
-    fprintf(f, "# execute: model %s, %d ranks: tp %d (sp %s) cp %d pp %d vpp %d dp %d zero %d, "
-               "schedule %s, recompute %s\n",
+    fprintf(f, "# execute: model %s, %d ranks: tp %d (sp %s) cp %d pp %d vpp %d dp %d ep %d "
+               "zero %d, schedule %s, recompute %s\n",
             plan->model.name, px_parallel_gpus(p), p->tp, p->sp ? "on" : "off", p->cp, p->pp,
-            p->vpp,
-            p->dp, p->zero, px_schedule_name(p->schedule),
+            p->vpp, p->dp, p->ep, p->zero, px_schedule_name(p->schedule),
             p->n_layer_recompute ? "per-layer" : px_recompute_name(p->recompute));
     fprintf(f, "# global batch %lld sequences x %lld tokens (micro-batch %lld, %lld micro-batches), "
                "%lld warm-up + %lld timed steps, peak %.4g FLOP/s per rank (%s)\n",

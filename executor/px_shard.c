@@ -15,11 +15,12 @@
 
 #include "px_exec_internal.h"
 
-/* Which unit a segment belongs to: its layer, or its own tensor (the final
- * norm's weight and bias together). */
+/* Which unit a segment belongs to: its layer's dense tensors, its layer's
+ * experts, or its own tensor (the final norm's weight and bias together).
+ * Only equality matters: consecutive segments with equal keys merge. */
 static int64_t unit_key(const px_param_seg *s)
 {
-    if (s->expert) /* after every dense key */
+    if (s->expert) /* far from every dense key */
         return INT64_MIN / 2 + (s->tensor_id - PX_TID_LAYER0) / 32;
     if (s->tensor_id >= PX_TID_LAYER0)
         return (s->tensor_id - PX_TID_LAYER0) / 32;
@@ -60,7 +61,8 @@ px_status px_ex_units_build(px_exec *ex, px_error *err)
 px_unit *px_ex_unit(const px_exec *ex, int64_t off)
 {
     int lo = 0, hi = ex->n_units - 1;
-    while (lo <= hi) { /* units are sorted by start and tile the table */
+    while (lo <= hi) { /* units are sorted by start (the padding before the
+                        * experts belongs to none) */
         int mid = (lo + hi) / 2;
         px_unit *u = &ex->units[mid];
         if (off < u->start)

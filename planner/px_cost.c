@@ -325,10 +325,12 @@ px_status px_cost_check(const px_model *m, const px_parallel *par, px_error *err
             return PX_FAIL(err, PX_ERR_INVALID,
                            "layers_per_chunk sums to %lld: must equal the %lld layers",
                            (long long)sum, (long long)m->n_layers);
-    } else if (m->n_layers % chunks != 0) {
+    } else if (chunks > m->n_layers) {
+        /* an uneven split without layers_per_chunk is costed with
+         * px_cost_default_split; every chunk still needs a layer */
         return PX_FAIL(err, PX_ERR_INVALID,
-                       "pp x vpp = %d does not divide the %lld layers (uniform split)", chunks,
-                       (long long)m->n_layers);
+                       "pp x vpp = %d exceeds the %lld layers: every chunk needs a layer",
+                       chunks, (long long)m->n_layers);
     }
     if (m->n_experts > 0) {
         if (m->n_experts % par->ep != 0)
@@ -784,23 +786,75 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     }
 }
 
-/* Layers of each kind on every stage, in one pass over the chunks. */
-static void stage_counts(const px_cost_ctx *ctx, const px_parallel *par, int64_t *n_dense,
-                         int64_t *n_moe)
+void px_cost_default_split(int64_t n_layers, int chunks, int *layers_per_chunk)
+{
+    if (chunks < 1)
+        return;
+    int64_t base = n_layers / chunks, rem = n_layers % chunks, first = (chunks - rem) / 2;
+    for (int c = 0; c < chunks; c++)
+        layers_per_chunk[c] = (int)(base + (c >= first && c < first + rem ? 1 : 0));
+}
+
+bool px_cost_record_split(const px_model *m, px_parallel *par)
+{
+    int chunks = par->pp * par->vpp;
+    if (par->n_chunks > 0 || chunks < 1 || chunks > PX_MAX_CHUNKS || chunks > m->n_layers ||
+        m->n_layers % chunks == 0)
+        return false;
+    px_cost_default_split(m->n_layers, chunks, par->layers_per_chunk);
+    par->n_chunks = chunks;
+    return true;
+}
+
+/* Layers of each kind (0 dense, 1 MoE) and recompute choice on one stage. */
+typedef struct {
+    int64_t n[2][PX_RECOMPUTE_COUNT];
+    int64_t kind[2];
+} stage_layers;
+
+/* True when every stage between the first and the last holds the same
+ * layers with the same choices, so that the stage loops may skip them. */
+static bool middle_stages_identical(const px_cost_ctx *ctx, const px_parallel *par)
+{
+    return par->n_chunks == 0 && par->n_layer_recompute == 0 &&
+           ctx->model->n_layers % ((int64_t)par->pp * par->vpp) == 0 &&
+           (ctx->n_moe_layers == 0 || ctx->n_moe_layers == ctx->model->n_layers);
+}
+
+/* Layers of each kind and recompute choice on every stage, in one pass over
+ * the chunks; per layer only when par records per-layer choices (the search
+ * scores uniform choices and must stay fast). */
+static void stage_counts(const px_cost_ctx *ctx, const px_parallel *par, stage_layers *sl)
 {
     int64_t L = ctx->model->n_layers;
     int p = par->pp, chunks = par->pp * par->vpp;
-    for (int st = 0; st < p; st++)
-        n_dense[st] = n_moe[st] = 0;
-    int64_t start = 0, uniform = L / chunks;
-    for (int c = 0; c < chunks; c++) {
-        int64_t len = par->n_chunks > 0 ? par->layers_per_chunk[c] : uniform;
+    memset(sl, 0, (size_t)p * sizeof *sl);
+    int64_t base = L / chunks, rem = L % chunks, first = (chunks - rem) / 2;
+    int rc = par->recompute;
+    bool per_layer = par->n_layer_recompute > 0;
+    int64_t start = 0;
+    for (int c = 0; c < chunks && start < L; c++) {
+        int64_t len = par->n_chunks > 0 ? par->layers_per_chunk[c]
+                                        : base + (c >= first && c < first + rem ? 1 : 0);
         int64_t end = start + len > L ? L : start + len;
-        int64_t moe = ctx->moe_prefix[end] - ctx->moe_prefix[start];
-        n_moe[c % p] += moe;
-        n_dense[c % p] += (end - start) - moe;
+        stage_layers *s = &sl[c % p];
+        if (per_layer) {
+            for (int64_t l = start; l < end; l++) {
+                int k = (int)(ctx->moe_prefix[l + 1] - ctx->moe_prefix[l]);
+                int r = l < par->n_layer_recompute ? par->layer_recompute[l] : rc;
+                s->n[k][r < PX_RECOMPUTE_COUNT ? r : rc]++;
+            }
+        } else {
+            int64_t moe = ctx->moe_prefix[end] - ctx->moe_prefix[start];
+            s->n[1][rc] += moe;
+            s->n[0][rc] += (end - start) - moe;
+        }
         start += len;
     }
+    for (int st = 0; st < p; st++)
+        for (int k = 0; k < 2; k++)
+            for (int r = 0; r < PX_RECOMPUTE_COUNT; r++)
+                sl[st].kind[k] += sl[st].n[k][r];
 }
 
 typedef struct {
@@ -811,11 +865,12 @@ typedef struct {
     double total;
 } stage_mem;
 
+/* ops[k][r]: one layer of kind k (0 dense, 1 MoE) under recompute choice r. */
 static void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
-                            int64_t nd, int64_t nm, const px_act_ops *ops_dense,
-                            const px_act_ops *ops_moe, const px_act_ops *full_dense,
-                            const px_act_ops *full_moe, stage_mem *sm)
+                            const stage_layers *sl,
+                            px_act_ops ops[2][PX_RECOMPUTE_COUNT], stage_mem *sm)
 {
+    int64_t nd = sl->kind[0], nm = sl->kind[1];
     const px_model *m = ctx->model;
     memset(sm, 0, sizeof *sm);
     int p = par->pp;
@@ -853,9 +908,20 @@ static void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int 
 
     double inflight = px_cost_inflight(par->schedule, p, par->vpp, par->n_micro, stage);
     sm->inflight = inflight;
-    sm->act_att = inflight * ((double)nd * ops_dense->attention + (double)nm * ops_moe->attention);
-    sm->act_mlp = inflight * ((double)nd * ops_dense->mlp + (double)nm * ops_moe->mlp);
-    sm->act_norm = inflight * ((double)nd * ops_dense->norm + (double)nm * ops_moe->norm);
+    /* each layer's activations by its own recompute choice */
+    double att = 0.0, mlp = 0.0, nrm = 0.0;
+    for (int k = 0; k < 2; k++)
+        for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
+            double n = (double)sl->n[k][r];
+            if (n == 0.0)
+                continue;
+            att += n * ops[k][r].attention;
+            mlp += n * ops[k][r].mlp;
+            nrm += n * ops[k][r].norm;
+        }
+    sm->act_att = inflight * att;
+    sm->act_mlp = inflight * mlp;
+    sm->act_norm = inflight * nrm;
     sm->act = sm->act_att + sm->act_mlp + sm->act_norm;
 
     double tok = s * b;
@@ -869,13 +935,13 @@ static void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int 
         sm->buf_logits = (4.0 + (e < 4 ? e : 0.0)) * tok * V / t;
         sm->buf_loss = inflight * 4.0 * tok * V / t;
     }
-    if (par->recompute == PX_RECOMPUTE_FULL) {
-        /* the layer being recomputed holds its full activations */
-        double worst = nd > 0 ? full_dense->total : 0.0;
-        if (nm > 0 && full_moe->total > worst)
-            worst = full_moe->total;
-        sm->buf_rc = worst;
-    }
+    /* a stage with a full-recompute layer holds that layer's full
+     * activations while it reruns it (the largest such layer's) */
+    double worst_rc = 0.0;
+    for (int k = 0; k < 2; k++)
+        if (sl->n[k][PX_RECOMPUTE_FULL] > 0 && ops[k][PX_RECOMPUTE_NONE].total > worst_rc)
+            worst_rc = ops[k][PX_RECOMPUTE_NONE].total;
+    sm->buf_rc = worst_rc;
     if (p > 1)
         sm->buf_p2p = 2.0 * px_cost_pp_msg_bytes(s, b, h, par->tp, sp, (int)e);
     if (par->zero >= 3 && dshard > 1.0) {
@@ -889,42 +955,41 @@ static void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int 
                 sm->buf_loss + sm->buf_rc + sm->buf_p2p + sm->buf_zero3;
 }
 
-static void layer_ops(const px_cost_ctx *ctx, const px_parallel *par, px_act_ops *od,
-                      px_act_ops *om, px_act_ops *fd, px_act_ops *fm)
+/* Activations of one layer of each kind under each recompute choice: the
+ * configuration's uniform choice and none (the full set a recomputing layer
+ * rebuilds) always, the other choices when par records per-layer choices. */
+static void layer_ops(const px_cost_ctx *ctx, const px_parallel *par,
+                      px_act_ops ops[2][PX_RECOMPUTE_COUNT])
 {
-    px_act_shape sh;
-    make_shape(ctx, par, false, par->recompute, &sh);
-    px_cost_act_layer(&sh, od);
-    sh.recompute = PX_RECOMPUTE_NONE;
-    px_cost_act_layer(&sh, fd);
-    if (ctx->n_moe_layers > 0) {
-        make_shape(ctx, par, true, par->recompute, &sh);
-        px_cost_act_layer(&sh, om);
-        sh.recompute = PX_RECOMPUTE_NONE;
-        px_cost_act_layer(&sh, fm);
-    } else {
-        memset(om, 0, sizeof *om);
-        memset(fm, 0, sizeof *fm);
-    }
+    memset(ops, 0, 2 * sizeof ops[0]);
+    bool all = par->n_layer_recompute > 0;
+    for (int k = 0; k < (ctx->n_moe_layers > 0 ? 2 : 1); k++)
+        for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
+            if (!all && r != (int)par->recompute && r != PX_RECOMPUTE_NONE)
+                continue;
+            px_act_shape sh;
+            make_shape(ctx, par, k == 1, (px_recompute)r, &sh);
+            px_cost_act_layer(&sh, &ops[k][r]);
+        }
 }
 
 static int worst_memory(px_cost_ctx *ctx, const px_parallel *par, stage_mem *worst)
 {
-    px_act_ops od, om, fd, fm;
-    layer_ops(ctx, par, &od, &om, &fd, &fm);
+    px_act_ops ops[2][PX_RECOMPUTE_COUNT];
+    layer_ops(ctx, par, ops);
     int ws = 0;
-    int64_t nd[PX_MAX_CHUNKS], nm[PX_MAX_CHUNKS];
-    stage_counts(ctx, par, nd, nm);
+    static _Thread_local stage_layers sl[PX_MAX_CHUNKS]; /* 56 KB: off the stack */
+    stage_counts(ctx, par, sl);
+    bool skip = middle_stages_identical(ctx, par);
     for (int st = 0; st < par->pp; st++) {
         stage_mem sm;
-        memory_of_stage(ctx, par, st, nd[st], nm[st], &od, &om, &fd, &fm, &sm);
+        memory_of_stage(ctx, par, st, &sl[st], ops, &sm);
         if (st == 0 || sm.total > worst->total) {
             *worst = sm;
             ws = st;
         }
         /* uniform dense stages in the middle are identical: skip them */
-        if (st == 0 && par->pp > 2 && par->n_chunks == 0 &&
-            (ctx->n_moe_layers == 0 || ctx->n_moe_layers == ctx->model->n_layers))
+        if (st == 0 && par->pp > 2 && skip)
             st = par->pp - 2; /* in-flight count never grows with i: stage 0 dominates 1..p−2 */
     }
     return ws;
@@ -963,9 +1028,9 @@ void px_cost_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *mem,
         detail->buf_p2p = w.buf_p2p + w.buf_zero3;
         detail->inflight = w.inflight;
         detail->params_per_gpu = (int64_t)llround(w.dense_params + w.expert_params);
-        px_act_ops od, om, fd, fm;
-        layer_ops(ctx, par, &od, &om, &fd, &fm);
-        detail->layer_act_bytes = ctx->dense_layer_params > 0 ? od.total : om.total;
+        px_act_ops ops[2][PX_RECOMPUTE_COUNT];
+        layer_ops(ctx, par, ops);
+        detail->layer_act_bytes = ops[ctx->dense_layer_params > 0 ? 0 : 1][par->recompute].total;
     }
 }
 
@@ -1046,6 +1111,81 @@ void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_l
 
 /* ---------------- the whole step ---------------- */
 
+/* One micro-batch through one stage, by part (seconds; bytes per micro-batch). */
+typedef struct {
+    double fwd, bwd, rcs, tp, ep, cp, cpt, extra, mb;
+    double gemm, attn, mem, tpb, epb, cpb;
+} stage_time;
+
+/* Sums each layer's times by its kind (ld dense, lm MoE) and its own
+ * recompute choice: the recompute's extra compute, and for full recompute
+ * the forward's TP collectives again.  extra: embedding / head seconds. */
+static void time_of_stage(const stage_layers *sl, const layer_time *ld, const layer_time *lm,
+                          double extra, stage_time *q)
+{
+    memset(q, 0, sizeof *q);
+    const layer_time *lt[2] = {ld, lm};
+    for (int k = 0; k < 2; k++)
+        for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
+            double n = (double)sl->n[k][r];
+            if (n == 0.0)
+                continue;
+            const layer_time *x = lt[k];
+            double full = r == PX_RECOMPUTE_FULL ? 1.0 : 0.0;
+            q->fwd += n * x->fwd_s;
+            q->bwd += n * x->bwd_s;
+            q->rcs += n * x->rc_s[r];
+            q->tp += n * (x->tp_s + full * x->tp_rc_s);
+            q->ep += n * x->ep_s;
+            q->cp += n * x->cp_exposed_s;
+            q->cpt += n * x->cp_total_s;
+            q->gemm += n * 3.0 * x->gemm_fwd_s;
+            q->attn += n * (x->attn_fwd_s + x->attn_bwd_s);
+            q->mem += n * (x->mem_fwd_s + x->mem_bwd_s);
+            q->tpb += n * x->tp_bytes * (1.0 + full * 0.5);
+            q->epb += n * x->ep_bytes;
+            q->cpb += n * x->cp_bytes;
+        }
+    q->extra = extra;
+    q->mb = q->fwd + q->bwd + q->rcs + q->tp + q->ep + q->cp + extra;
+}
+
+void px_cost_stages(px_cost_ctx *ctx, const px_parallel *par, double *stage_mb_s,
+                    int64_t *stage_mem_bytes)
+{
+    static _Thread_local stage_layers sl[PX_MAX_CHUNKS];
+    stage_counts(ctx, par, sl);
+    crossings x;
+    find_crossings(ctx, par, &x);
+    layer_time ld, lm;
+    memset(&ld, 0, sizeof ld);
+    memset(&lm, 0, sizeof lm);
+    if (ctx->dense_layer_params > 0)
+        time_layer(ctx, par, false, &x, &ld);
+    if (ctx->n_moe_layers > 0)
+        time_layer(ctx, par, true, &x, &lm);
+    double first_s, last_s;
+    extras_time(ctx, par, &first_s, &last_s);
+    px_act_ops ops[2][PX_RECOMPUTE_COUNT];
+    layer_ops(ctx, par, ops);
+    int p = par->pp;
+    for (int st = 0; st < p; st++) {
+        if (stage_mb_s) {
+            stage_time q;
+            time_of_stage(&sl[st], &ld, &lm,
+                          (st == 0 ? first_s : 0.0) + (st == p - 1 ? last_s : 0.0), &q);
+            stage_mb_s[st] = q.mb;
+        }
+        if (stage_mem_bytes) {
+            stage_mem sm;
+            memory_of_stage(ctx, par, st, &sl[st], ops, &sm);
+            px_memory mem;
+            fill_memory(&sm, st, &mem);
+            stage_mem_bytes[st] = mem.total;
+        }
+    }
+}
+
 static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem_limit,
                            double train_tokens, double gpu_mtbf_hours, px_prediction *pred,
                            px_cost_detail *detail, px_error *err);
@@ -1096,7 +1236,6 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     double first_s, last_s;
     extras_time(ctx, par, &first_s, &last_s);
     px_recompute rc = par->recompute;
-    double full_tp = rc == PX_RECOMPUTE_FULL ? 1.0 : 0.0;
 
     /* slowest stage, one micro-batch */
     int p = par->pp;
@@ -1104,38 +1243,32 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     double w_fwd = 0, w_bwd = 0, w_rc = 0, w_tp = 0, w_ep = 0, w_cp = 0, w_cpt = 0;
     double w_gemm = 0, w_attn = 0, w_mem = 0, w_tpb = 0, w_epb = 0, w_cpb = 0;
     double w_dense_p = 0, w_exp_p = 0;
-    int64_t snd[PX_MAX_CHUNKS], snm[PX_MAX_CHUNKS];
-    stage_counts(ctx, par, snd, snm);
+    static _Thread_local stage_layers sl[PX_MAX_CHUNKS];
+    stage_counts(ctx, par, sl);
+    bool skip = middle_stages_identical(ctx, par);
     for (int st = 0; st < p; st++) {
-        double fd = (double)snd[st], fm = (double)snm[st];
-        double fwd = fd * ld.fwd_s + fm * lm.fwd_s;
-        double bwd = fd * ld.bwd_s + fm * lm.bwd_s;
-        double rcs = fd * ld.rc_s[rc] + fm * lm.rc_s[rc];
-        double tp = fd * (ld.tp_s + full_tp * ld.tp_rc_s) + fm * (lm.tp_s + full_tp * lm.tp_rc_s);
-        double ep = fm * lm.ep_s;
-        double cp = fd * ld.cp_exposed_s + fm * lm.cp_exposed_s;
-        double extra = (st == 0 ? first_s : 0.0) + (st == p - 1 ? last_s : 0.0);
-        double mb = fwd + bwd + rcs + tp + ep + cp + extra;
-        if (mb > worst_mb) {
-            worst_mb = mb;
+        stage_time q;
+        time_of_stage(&sl[st], &ld, &lm, (st == 0 ? first_s : 0.0) + (st == p - 1 ? last_s : 0.0),
+                      &q);
+        if (q.mb > worst_mb) {
+            worst_mb = q.mb;
             /* the head's and embedding's GEMM/pointwise time is booked as forward/backward */
-            w_fwd = fwd + extra / 3.0;
-            w_bwd = bwd + 2.0 * extra / 3.0;
-            w_rc = rcs;
-            w_tp = tp;
-            w_ep = ep;
-            w_cp = cp;
-            w_cpt = fd * ld.cp_total_s + fm * lm.cp_total_s;
-            w_gemm = fd * 3.0 * ld.gemm_fwd_s + fm * 3.0 * lm.gemm_fwd_s;
-            w_attn = fd * (ld.attn_fwd_s + ld.attn_bwd_s) + fm * (lm.attn_fwd_s + lm.attn_bwd_s);
-            w_mem = fd * (ld.mem_fwd_s + ld.mem_bwd_s) + fm * (lm.mem_fwd_s + lm.mem_bwd_s) + extra;
-            w_tpb = fd * ld.tp_bytes * (1.0 + full_tp * 0.5) + fm * lm.tp_bytes * (1.0 + full_tp * 0.5);
-            w_epb = fm * lm.ep_bytes;
-            w_cpb = fd * ld.cp_bytes + fm * lm.cp_bytes;
+            w_fwd = q.fwd + q.extra / 3.0;
+            w_bwd = q.bwd + 2.0 * q.extra / 3.0;
+            w_rc = q.rcs;
+            w_tp = q.tp;
+            w_ep = q.ep;
+            w_cp = q.cp;
+            w_cpt = q.cpt;
+            w_gemm = q.gemm;
+            w_attn = q.attn;
+            w_mem = q.mem + q.extra;
+            w_tpb = q.tpb;
+            w_epb = q.epb;
+            w_cpb = q.cpb;
         }
         /* uniform dense stages between the first and the last are identical */
-        if (st == 0 && p > 2 && par->n_chunks == 0 &&
-            (ctx->n_moe_layers == 0 || ctx->n_moe_layers == m->n_layers))
+        if (st == 0 && p > 2 && skip)
             st = p - 2;
     }
     w_dense_p = wm.dense_params;
@@ -1274,6 +1407,20 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
             ctx->hw_flops_per_token[r] = px_flops_hw_per_token(m, s, (px_recompute)r);
     }
     double fpt = ctx->model_flops_per_token, hpt = ctx->hw_flops_per_token[rc];
+    if (par->n_layer_recompute > 0) {
+        /* per-layer choices: the model FLOPs plus what each layer reruns
+         * (full: its forward; selective: its attention core, the same for
+         * every layer: the shared count's selective extra over L) */
+        double sel = (ctx->hw_flops_per_token[PX_RECOMPUTE_SELECTIVE] - fpt) / (double)m->n_layers;
+        hpt = fpt;
+        for (int64_t l = 0; l < m->n_layers && l < par->n_layer_recompute; l++) {
+            int r = par->layer_recompute[l];
+            if (r == PX_RECOMPUTE_FULL)
+                hpt += px_flops_layer_fwd_per_token(m, l, s);
+            else if (r == PX_RECOMPUTE_SELECTIVE)
+                hpt += sel;
+        }
+    }
     double gpus = (double)par->tp * par->cp * par->pp * par->dp;
     pred->model_flops_per_step = fpt * tokens;
     pred->hw_flops_per_step = hpt * tokens;
@@ -1311,9 +1458,9 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
         detail->buf_p2p = wm.buf_p2p + wm.buf_zero3;
         detail->inflight = wm.inflight;
         detail->params_per_gpu = (int64_t)llround(wm.dense_params + wm.expert_params);
-        px_act_ops od, om, fd, fm;
-        layer_ops(ctx, par, &od, &om, &fd, &fm);
-        detail->layer_act_bytes = ctx->dense_layer_params > 0 ? od.total : om.total;
+        px_act_ops ops[2][PX_RECOMPUTE_COUNT];
+        layer_ops(ctx, par, ops);
+        detail->layer_act_bytes = ops[ctx->dense_layer_params > 0 ? 0 : 1][par->recompute].total;
         detail->tp_total_s = detail->tp_exposed_s = mm * w_tp;
         detail->cp_total_s = mm * w_cpt;
         detail->cp_exposed_s = mm * w_cp;

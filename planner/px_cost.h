@@ -243,4 +243,27 @@ typedef struct {
 
 void px_cost_stage_extras(px_cost_ctx *ctx, const px_parallel *par, px_stage_extras *out);
 
+/* The split of n_layers over `chunks` pipeline chunks (model order) when a
+ * configuration records none (par->n_chunks == 0): n_layers / chunks each,
+ * and when that leaves a remainder r, one more layer to each of the r middle
+ * chunks (c in [(chunks - r) / 2, (chunks - r) / 2 + r)), away from the first
+ * chunk (embedding) and the last (LM head and loss).  The same rule as
+ * px_partition_uniform.  layers_per_chunk needs `chunks` entries; chunks must
+ * be 1..n_layers. */
+void px_cost_default_split(int64_t n_layers, int chunks, int *layers_per_chunk);
+
+/* When par records no split and pp * vpp does not divide the model's layers,
+ * writes the default split into par->n_chunks / layers_per_chunk, so that a
+ * plan file runs exactly what was costed (the executor's own default for an
+ * unrecorded uneven split differs).  Returns true when it wrote. */
+bool px_cost_record_split(const px_model *m, px_parallel *par);
+
+/* Per-stage numbers of a configuration, for tests and --explain: the time of
+ * one micro-batch through stage s (forward + backward + recompute + exposed
+ * TP/CP/EP communication + embedding / head, as the step's slowest-stage
+ * term) and the stage's memory per GPU (the same total as pred->mem for the
+ * worst stage).  Arrays need par->pp entries; either may be NULL. */
+void px_cost_stages(px_cost_ctx *ctx, const px_parallel *par, double *stage_mb_s,
+                    int64_t *stage_mem_bytes);
+
 #endif

@@ -126,13 +126,15 @@ px_status px_partition_refine_report(const px_model *m, const px_hw *hw, px_para
     memcpy(next->layers_per_chunk, rep->after.layers_per_chunk,
            (size_t)rep->after.n_chunks * sizeof *next->layers_per_chunk);
     next->n_layer_recompute = pb->n_layers;
-    int most = PX_RECOMPUTE_NONE;
+    /* px_cost_eval costs every layer by its own choice; the uniform field
+     * keeps the candidate's choice unless all layers agree on another one */
+    bool same = true;
     for (int i = 0; i < pb->n_layers; i++) {
         next->layer_recompute[i] = rep->after.layer_recompute[i];
-        if (rep->after.layer_recompute[i] > most)
-            most = rep->after.layer_recompute[i];
+        same = same && rep->after.layer_recompute[i] == rep->after.layer_recompute[0];
     }
-    next->recompute = (px_recompute)most;
+    if (same)
+        next->recompute = (px_recompute)rep->after.layer_recompute[0];
     double tokens = pred ? pred->train_tokens : 0.0;
     if (pred) {
         px_prediction p2;

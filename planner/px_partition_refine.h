@@ -38,9 +38,10 @@ typedef struct {
  * stage is faster than par's current split (or par's split does not fit and
  * the program's does), records the split in par->layers_per_chunk
  * (n_chunks = pp * vpp) and the choices in par->layer_recompute
- * (n_layer_recompute = n_layers), sets par->recompute to the most
- * memory-saving choice used (for code that reads only the uniform field), and
- * re-scores pred with px_cost_eval.  pred is in/out (the candidate's own
+ * (n_layer_recompute = n_layers; px_cost_eval and the executor cost and run
+ * every layer by its own choice; par->recompute becomes the common choice
+ * when all layers agree and is left as it was otherwise), and re-scores pred
+ * with px_cost_eval.  pred is in/out (the candidate's own
  * prediction, or zeroed; its train_tokens is kept; NULL: not re-scored).
  * Better means a smaller objective_s: the slowest stage, or with
  * interleaving the step's m T + (p-1) Tc.  Otherwise

@@ -118,8 +118,12 @@ int main(int argc, char **argv)
     o.min_time_s = 0.05;
     px_calib_set_blas_threads(o.blas_threads);
     int64_t d = 256;
-    float *a = malloc(sizeof(float) * (size_t)(d * d)), *b = malloc(sizeof(float) * (size_t)(d * d)),
-          *c = malloc(sizeof(float) * (size_t)(d * d));
+    size_t bytes = sizeof(float) * (size_t)(d * d);
+    float *a = malloc(bytes), *b = malloc(bytes), *c = malloc(bytes);
+    if (!a || !b || !c) {
+        fprintf(stderr, "check_profile: out of memory\n");
+        return 1;
+    }
     for (int64_t i = 0; i < d * d; i++) {
         a[i] = (float)(i % 13) * 0.1f;
         b[i] = (float)(i % 7) * 0.1f;

@@ -8,7 +8,8 @@
 # The calibration is cached in $PARALLAX_BUILD_ROOT/loop-cache/ and reused
 # while it is newer than build/calibrate (which links the executor's
 # kernels, so a kernel change recalibrates) and younger than
-# PX_LOOP_CALIB_MAX_AGE_S (default 1 h); PX_LOOP_RECALIBRATE=1 forces a new
+# PX_LOOP_CALIB_MAX_AGE_S (default 1 h) and taken on a quiet machine (its
+# description records the load average); PX_LOOP_RECALIBRATE=1 forces a new
 # one.  BLAS runs one thread per rank (the executor's one rank per core), for
 # calibrate and execute alike.
 set -u
@@ -33,6 +34,12 @@ if [ -f "$profile" ] && [ "${PX_LOOP_RECALIBRATE:-0}" != 1 ] &&
    [ "$profile" -nt "$build/calibrate" ]; then
   age=$(( $(date +%s) - $(stat -c %Y "$profile") ))
   [ "$age" -lt "$max_age" ] && fresh=1
+  # a calibration taken while other work loaded the cores is not reused
+  busy=$(python3 -c 'import json, os, re, sys
+d = json.load(open(sys.argv[1])).get("description", "")
+m = re.search(r"load average ([0-9.]+)", d)
+print(1 if m and float(m.group(1)) > 0.5 * os.cpu_count() else 0)' "$profile" 2>/dev/null)
+  [ "$busy" = 1 ] && fresh=0
 fi
 if [ "$fresh" = 1 ]; then
   echo "# reusing the calibration $profile ($(stat -c %y "$profile"))"
