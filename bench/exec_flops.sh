@@ -35,7 +35,7 @@ cat >"$work/bench-llama.json" <<'JSON'
  "description": "GEMM-heavy model of bench/exec_flops.sh"}
 JSON
 "$build/plan" --model "$work/bench-llama.json" --gpus 1 --hw "$profile" --seq 64 \
-  --tp 1 --pp 1 --dp 1 --micro-batch 4 --global-batch 8 --zero 0 --recompute none \
+  --tp 1 --pp 1 --dp 1 --micro-batch 4 --global-batch 8 --zero 0 --recompute none --overlap off \
   --schedule 1f1b --explain -o "$work/plan.json" >"$work/plan.txt" 2>&1 \
   || { cat "$work/plan.txt" >&2; exit 1; }
 mpirun -np 1 "$build/execute" --plan "$work/plan.json" --steps 3 --warmup 1 \

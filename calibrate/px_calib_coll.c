@@ -168,9 +168,16 @@ static px_status sweep_fit(const px_calib_opts *o, MPI_Comm comm, px_calib_coll_
         }
     }
     out->n_ranks = g;
-    px_status st = px_calib_fit_lat_bw(x, t, nfit, &out->lat_s, &out->bw, err);
-    if (st != PX_OK)
-        return st;
+    px_error fit_err;
+    if (px_calib_fit_lat_bw(x, t, nfit, &out->lat_s, &out->bw, &fit_err) != PX_OK) {
+        /* Noise can make a sweep non-monotonic: keep a usable point (the
+         * smallest size's time as latency, the largest's rate as bandwidth)
+         * rather than fail the whole calibration, and say so. */
+        out->lat_s = t[0];
+        out->bw = x[nfit - 1] / t[nfit - 1];
+        px_calib_say(o, "%s n=%d: %s; using lat = the smallest size's time, bw = the "
+                     "largest size's rate", px_calib_coll_name(kind), g, fit_err.msg);
+    }
     double worst = 0.0;
     for (int i = 0; i < nfit; i++) {
         double pred = out->lat_s + x[i] / out->bw;

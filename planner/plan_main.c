@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "px_cost.h"
+#include "px_partition_refine.h"
 #include "px_plan_json.h"
 #include "px_search.h"
 #include "px_validate.h"
@@ -38,6 +39,12 @@ static const char usage_text[] =
     "  --overlap on|off       gradient reduction and backward TP collectives hidden under\n"
     "                         the backward (default on, as Megatron runs; off for `execute`\n"
     "                         on CPUs, which runs them after the compute)\n"
+    "  --partition milp|uniform\n"
+    "                         stage split and per-layer recompute of the top candidates:\n"
+    "                         chosen by the GLPK program (default; docs/partition.md) or\n"
+    "                         uniform layers per stage; --no-milp = --partition uniform\n"
+    "  --milp-time-limit S    GLPK time limit per candidate, seconds (default 0.5,\n"
+    "                         0.05 for interleaved candidates)\n"
     "  --top K                rows in the table (default 10)\n"
     "  --tokens D             time to train D tokens, with goodput (suffixes K M B T)\n"
     "  --gpu-mtbf-hours H     per-GPU mean time between failures (default: the profile's)\n"
@@ -132,6 +139,10 @@ static void parse_args(int argc, char **argv, cli *c)
             o->sp = 0;
             continue;
         }
+        if (!strcmp(a, "--no-milp")) {
+            o->milp = false;
+            continue;
+        }
         /* every other option takes a value */
         const char *v = NULL;
         char flag[64];
@@ -218,6 +229,19 @@ static void parse_args(int argc, char **argv, cli *c)
                 o->sp = 0;
             else
                 die_usage("--sp \"%s\": allowed values are on, off", v);
+        } else if (!strcmp(flag, "--partition")) {
+            if (!strcmp(v, "milp"))
+                o->milp = true;
+            else if (!strcmp(v, "uniform"))
+                o->milp = false;
+            else
+                die_usage("--partition \"%s\": allowed values are milp, uniform", v);
+        } else if (!strcmp(flag, "--milp-time-limit")) {
+            char *end;
+            double x = strtod(v, &end);
+            if (end == v || *end || !(x > 0.0) || x > 3600.0)
+                die_usage("--milp-time-limit \"%s\": expected seconds in (0, 3600]", v);
+            o->milp_time_limit_s = x;
         } else if (!strcmp(flag, "--top"))
             o->top = (int)parse_int(flag, v, 1, PX_SEARCH_TOP_MAX);
         else if (!strcmp(flag, "--tokens"))
@@ -238,13 +262,48 @@ static void parse_args(int argc, char **argv, cli *c)
 
 static double gb(double bytes) { return bytes / 1e9; }
 
+/* The recompute column: the uniform choice, or "mixed" when the partition
+ * program chose per layer and the layers differ. */
+static const char *recompute_label(const px_parallel *p)
+{
+    for (int i = 1; i < p->n_layer_recompute; i++)
+        if (p->layer_recompute[i] != p->layer_recompute[0])
+            return "mixed";
+    if (p->n_layer_recompute > 0 && p->layer_recompute[0] < PX_RECOMPUTE_COUNT)
+        return px_recompute_name((px_recompute)p->layer_recompute[0]);
+    return px_recompute_name(p->recompute);
+}
+
+/* "8,9,9,6" or "uniform" */
+static void split_label(const px_parallel *p, char *buf, size_t n)
+{
+    if (p->n_chunks <= 0) {
+        snprintf(buf, n, "uniform");
+        return;
+    }
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int c = 0; c < p->n_chunks && len + 8 < n; c++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%d", c ? "," : "", p->layers_per_chunk[c]);
+}
+
+static void layer_counts(const px_parallel *p, int64_t n_layers, int counts[PX_RECOMPUTE_COUNT])
+{
+    for (int r = 0; r < PX_RECOMPUTE_COUNT; r++)
+        counts[r] = 0;
+    for (int64_t i = 0; i < n_layers; i++) {
+        int r = i < p->n_layer_recompute ? p->layer_recompute[i] : (int)p->recompute;
+        counts[r < PX_RECOMPUTE_COUNT ? r : 0]++;
+    }
+}
+
 static void print_row(const char *label, const px_candidate *c, bool chosen)
 {
     const px_parallel *p = &c->par;
     const px_prediction *q = &c->pred;
     printf("%4s %4d %3d %3d %3d %3d %3d %5d %4lld %5lld %4d %-9s %-11s %-3s %9.1f %8.3f %10.4g %5.1f%% %s\n",
            label, p->tp, p->cp, p->ep, p->etp, p->pp, p->vpp, p->dp, (long long)p->micro_batch,
-           (long long)p->n_micro, p->zero, px_recompute_name(p->recompute),
+           (long long)p->n_micro, p->zero, recompute_label(p),
            px_schedule_name(p->schedule), p->sp ? "on" : "off", gb((double)q->mem.total),
            q->time.step_s, q->tokens_per_s, 100.0 * q->mfu, chosen ? "*" : "");
 }
@@ -318,6 +377,93 @@ static void explain(px_cost_ctx *ctx, const px_candidate *c, const px_search_res
            100.0 * pr.hfu);
 }
 
+/* The candidate's split stage by stage, in the partition program's terms
+ * (px_partition_build + px_partition_evaluate: layers, time per
+ * micro-batch, memory, recompute choices), and the uniform split with the
+ * candidate's uniform recompute choice beside it (uni->n_chunks 0 when that
+ * choice cannot be evaluated). */
+static px_status stage_table(const px_model *m, const px_hw *hw, const px_parallel *par,
+                             px_partition_solution *cur, px_partition_solution *uni,
+                             int64_t *limit, px_error *err)
+{
+    static px_partition_problem pb;
+    px_status st = px_partition_build(m, hw, par, &pb, err);
+    if (st != PX_OK)
+        return st;
+    *limit = pb.mem_limit_bytes;
+    memset(cur, 0, sizeof *cur);
+    cur->n_chunks = par->pp * par->vpp;
+    if (par->n_chunks > 0)
+        memcpy(cur->layers_per_chunk, par->layers_per_chunk,
+               (size_t)par->n_chunks * sizeof par->layers_per_chunk[0]);
+    else
+        px_cost_default_split(m->n_layers, cur->n_chunks, cur->layers_per_chunk);
+    for (int64_t i = 0; i < m->n_layers; i++)
+        cur->layer_recompute[i] = (unsigned char)(i < par->n_layer_recompute
+                                                      ? par->layer_recompute[i]
+                                                      : (unsigned char)par->recompute);
+    st = px_partition_evaluate(&pb, cur, err);
+    if (st != PX_OK)
+        return st;
+    memset(uni, 0, sizeof *uni);
+    px_error e2;
+    if (px_partition_uniform(&pb, par->recompute, uni, &e2) != PX_OK)
+        uni->n_chunks = 0;
+    return PX_OK;
+}
+
+static void explain_stages(const px_model *m, const px_hw *hw, const px_candidate *c,
+                           const px_search_result *res)
+{
+    static px_partition_solution cur, uni;
+    int64_t limit = 0;
+    px_error err;
+    char split[1024];
+    split_label(&c->par, split, sizeof split);
+    printf("\n# pipeline stages: layers per chunk %s (%s)\n", split,
+           !res->milp_ran ? "--partition uniform"
+           : c->par.n_layer_recompute > 0 ? "chosen by the GLPK program, docs/partition.md"
+                                          : "the program found nothing better");
+    if (stage_table(m, hw, &c->par, &cur, &uni, &limit, &err) != PX_OK) {
+        printf("# per-stage table unavailable: %s\n", err.msg);
+        return;
+    }
+    printf("# limit_%% is of %.2f GB: HBM - reserve - one layer's activations (the rerun "
+           "buffer of a full-recompute stage)\n",
+           gb((double)limit));
+    static char table[PX_MAX_CHUNKS * 96];
+    px_partition_format_stages(&cur, limit, table, (int)sizeof table);
+    fputs(table, stdout);
+    if (uni.n_chunks > 0)
+        printf("# uniform split, recompute %s: slowest stage %.3f ms, fullest stage %.2f GB%s; "
+               "this split: %.3f ms, %.2f GB\n",
+               px_recompute_name(c->par.recompute), 1e3 * uni.max_stage_time_s,
+               gb((double)uni.stage_mem_bytes[uni.fullest_stage]),
+               uni.fits ? "" : " (does not fit)", 1e3 * cur.max_stage_time_s,
+               gb((double)cur.stage_mem_bytes[cur.fullest_stage]));
+}
+
+static json_t *stages_json(const px_model *m, const px_hw *hw, const px_candidate *c)
+{
+    static px_partition_solution cur, uni;
+    int64_t limit = 0;
+    px_error err;
+    if (stage_table(m, hw, &c->par, &cur, &uni, &limit, &err) != PX_OK)
+        return json_null();
+    json_t *arr = json_array();
+    for (int s = 0; s < cur.pp; s++)
+        json_array_append_new(
+            arr, json_pack("{s:i,s:i,s:f,s:I,s:{s:i,s:i,s:i}}", "stage", s, "layers",
+                           cur.stage_layers[s], "time_s", cur.stage_time_s[s], "mem_bytes",
+                           (json_int_t)cur.stage_mem_bytes[s], "recompute_layers", "none",
+                           cur.stage_recompute[s][PX_RECOMPUTE_NONE], "selective",
+                           cur.stage_recompute[s][PX_RECOMPUTE_SELECTIVE], "full",
+                           cur.stage_recompute[s][PX_RECOMPUTE_FULL]));
+    return json_pack("{s:o,s:I,s:f,s:f}", "per_stage", arr, "mem_limit_bytes",
+                     (json_int_t)limit, "max_stage_time_s", cur.max_stage_time_s,
+                     "uniform_max_stage_time_s", uni.n_chunks > 0 ? uni.max_stage_time_s : -1.0);
+}
+
 static void print_goodput(const px_prediction *q)
 {
     if (q->train_tokens <= 0)
@@ -374,7 +520,7 @@ static json_t *detail_json(px_cost_ctx *ctx, const px_candidate *c)
         "membound_s", d.membound_s, "comm", comm);
 }
 
-static json_t *candidate_json(const px_candidate *c, int64_t seq)
+static json_t *candidate_json(const px_candidate *c, int64_t seq, int64_t n_layers)
 {
     const px_parallel *p = &c->par;
     const px_prediction *q = &c->pred;
@@ -407,6 +553,15 @@ static json_t *candidate_json(const px_candidate *c, int64_t seq)
                           "bubble_fraction", q->bubble_fraction, "mfu", q->mfu, "hfu", q->hfu,
                           "tokens_per_s", q->tokens_per_s, "model_flops_per_step",
                           q->model_flops_per_step, "hw_flops_per_step", q->hw_flops_per_step);
+    json_t *lpc = json_array();
+    for (int i = 0; i < p->n_chunks; i++)
+        json_array_append_new(lpc, json_integer(p->layers_per_chunk[i]));
+    json_object_set_new(o, "layers_per_chunk", lpc); /* [] = uniform */
+    int cnt[PX_RECOMPUTE_COUNT];
+    layer_counts(p, n_layers, cnt);
+    json_object_set_new(o, "recompute_layers",
+                        json_pack("{s:i,s:i,s:i}", "none", cnt[PX_RECOMPUTE_NONE], "selective",
+                                  cnt[PX_RECOMPUTE_SELECTIVE], "full", cnt[PX_RECOMPUTE_FULL]));
     if (q->train_tokens > 0) {
         json_t *g = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "train_tokens",
                               q->train_tokens, "days_to_train", q->days_to_train,
@@ -427,6 +582,8 @@ static void make_plan(px_plan *plan, const px_model *m, const px_hw *hw, const p
     plan->hw = *hw;
     plan->par = c->par;
     plan->pred = c->pred;
+    /* an uneven split the search did not record runs as it was costed */
+    px_cost_record_split(m, &plan->par);
 }
 
 /* plan --validate [FILE] [--json] [--check]: the published-runs check of
@@ -511,21 +668,32 @@ int main(int argc, char **argv)
             root, "search",
             json_pack("{s:I,s:I,s:f,s:f,s:o}", "evaluated", (json_int_t)res.n_evaluated, "valid",
                       (json_int_t)res.n_valid, "elapsed_s", res.elapsed_s, "configs_per_s",
-                      res.elapsed_s > 0 ? (double)res.n_evaluated / res.elapsed_s : 0.0,
+                      res.elapsed_s - res.milp_s > 0
+                          ? (double)res.n_evaluated / (res.elapsed_s - res.milp_s)
+                          : 0.0,
                       "rejected", rej));
         static px_cost_ctx ctx;
         if (px_cost_ctx_init(&ctx, &model, &hw, &err) != PX_OK)
             die_error(&err);
         json_t *plans = json_array();
         for (int i = 0; i < res.n_top; i++) {
-            json_t *cj = candidate_json(&res.top[i], res.seq_len);
+            json_t *cj = candidate_json(&res.top[i], res.seq_len, model.n_layers);
             json_object_set_new(cj, "breakdown", detail_json(&ctx, &res.top[i]));
             json_array_append_new(plans, cj);
         }
         json_object_set_new(root, "plans", plans);
         json_object_set_new(root, "chosen", json_integer(0));
+        json_object_set_new(
+            root, "partition",
+            json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:s}", "method",
+                      res.milp_ran ? "milp" : "uniform", "refined", res.milp_refined, "changed",
+                      res.milp_changed, "rescued", res.milp_rescued, "failed", res.milp_failed,
+                      "not_proven", res.milp_not_proven, "skipped", res.milp_skipped,
+                      "elapsed_s", res.milp_s, "note",
+                      res.milp_note));
+        json_object_set_new(root, "stages", stages_json(&model, &hw, best));
         if (res.has_rule) {
-            json_t *r = candidate_json(&res.rule, res.seq_len);
+            json_t *r = candidate_json(&res.rule, res.seq_len, model.n_layers);
             json_object_set_new(r, "breakdown", detail_json(&ctx, &res.rule));
             json_object_set_new(r, "fits", json_boolean(res.rule_fits));
             json_object_set_new(r, "steps", json_string(res.rule_notes));
@@ -551,10 +719,23 @@ int main(int argc, char **argv)
                (long long)res.seq_len, (long long)res.global_batch,
                (long long)res.tokens_per_step, gb((double)res.mem_limit_bytes),
                gb((double)hw.hbm_bytes), gb((double)hw.mem_reserve_bytes));
+        double analytic_s = res.elapsed_s - res.milp_s; /* the stage partitioner's below */
         printf("# searched %lld configurations in %.1f ms (%.3g per second); %lld fit\n",
-               (long long)res.n_evaluated, 1e3 * res.elapsed_s,
-               res.elapsed_s > 0 ? (double)res.n_evaluated / res.elapsed_s : 0.0,
+               (long long)res.n_evaluated, 1e3 * analytic_s,
+               analytic_s > 0 ? (double)res.n_evaluated / analytic_s : 0.0,
                (long long)res.n_valid);
+        if (res.milp_ran)
+            printf("# stage partition: GLPK program (docs/partition.md) on %d candidates (top %d "
+                   "+ %d closest misses): %d changed, %d made to fit, %d not proven optimal "
+                   "(time limit or gap), %d failed, %d skipped (budget); %.1f ms\n",
+                   res.milp_refined, res.milp_top, res.milp_misses, res.milp_changed,
+                   res.milp_rescued, res.milp_not_proven, res.milp_failed, res.milp_skipped,
+                   1e3 * res.milp_s);
+        else
+            printf("# stage partition: uniform (--partition uniform): no GLPK program\n");
+        if (res.milp_note[0])
+            printf("# stage partition, first failure (candidate kept as it was): %s\n",
+                   res.milp_note);
         printf("# rejected:");
         for (int r = 0; r < PX_REJ_COUNT; r++)
             printf("%s %s %lld", r ? "," : "", px_reject_name((px_reject)r),
@@ -567,18 +748,27 @@ int main(int argc, char **argv)
             snprintf(label, sizeof label, "%d", i + 1);
             print_row(label, &res.top[i], i == 0);
         }
+        char split[1024];
+        split_label(&best->par, split, sizeof split);
+        int cnt[PX_RECOMPUTE_COUNT];
+        layer_counts(&best->par, model.n_layers, cnt);
         printf("# chosen: rank 1: TP %d, CP %d, EP %d, PP %d, VPP %d, DP %d, micro-batch %lld x "
                "%lld, ZeRO-%d, recompute %s, %s, %.3f s a step, MFU %.1f %%\n",
                best->par.tp, best->par.cp, best->par.ep, best->par.pp, best->par.vpp,
                best->par.dp, (long long)best->par.micro_batch, (long long)best->par.n_micro,
-               best->par.zero, px_recompute_name(best->par.recompute),
+               best->par.zero, recompute_label(&best->par),
                px_schedule_name(best->par.schedule), best->pred.time.step_s,
                100.0 * best->pred.mfu);
+        printf("# chosen split: layers per chunk %s; layers recomputing: none %d, selective %d, "
+               "full %d\n",
+               split, cnt[PX_RECOMPUTE_NONE], cnt[PX_RECOMPUTE_SELECTIVE],
+               cnt[PX_RECOMPUTE_FULL]);
         if (c.explain) {
             static px_cost_ctx ctx;
             if (px_cost_ctx_init(&ctx, &model, &hw, &err) != PX_OK)
                 die_error(&err);
             explain(&ctx, best, &res, &hw);
+            explain_stages(&model, &hw, best, &res);
             printf("\n# the lecture's rule of thumb (section 11) beside the searched best\n");
             if (res.has_rule) {
                 printf("# rule steps: %s\n", res.rule_notes);

@@ -96,6 +96,14 @@ px_status px_partition_refine_report(const px_model *m, const px_hw *hw, px_para
                                      px_prediction *pred, const px_partition_opts *opts,
                                      px_partition_report *report, px_error *err)
 {
+    return px_partition_refine_allowed(m, hw, par, pred, opts, 0u, report, err);
+}
+
+px_status px_partition_refine_allowed(const px_model *m, const px_hw *hw, px_parallel *par,
+                                      px_prediction *pred, const px_partition_opts *opts,
+                                      unsigned allowed_recompute, px_partition_report *report,
+                                      px_error *err)
+{
     px_partition_problem *pb = malloc(sizeof *pb);
     px_partition_report *rep = malloc(sizeof *rep);
     px_parallel *next = malloc(sizeof *next);
@@ -108,6 +116,13 @@ px_status px_partition_refine_report(const px_model *m, const px_hw *hw, px_para
     st = px_partition_build(m, hw, par, pb, err);
     if (st)
         goto out;
+    if (allowed_recompute != 0u) {
+        /* the caller fixed the recompute choice (plan --recompute) */
+        pb->allowed_recompute = allowed_recompute;
+        st = px_partition_validate(pb, err);
+        if (st)
+            goto out;
+    }
     rep->mem_limit_bytes = pb->mem_limit_bytes;
     st = current_split(pb, par, &rep->before, err);
     if (st)

@@ -56,4 +56,12 @@ px_status px_partition_refine_report(const px_model *m, const px_hw *hw, px_para
                                      px_prediction *pred, const px_partition_opts *opts,
                                      px_partition_report *report, px_error *err);
 
+/* As px_partition_refine_report, with the program's recompute choices limited
+ * to the bits (1u << px_recompute) of allowed_recompute; 0 allows all three.
+ * The planner passes the choice the user fixed (plan --recompute). */
+px_status px_partition_refine_allowed(const px_model *m, const px_hw *hw, px_parallel *par,
+                                      px_prediction *pred, const px_partition_opts *opts,
+                                      unsigned allowed_recompute, px_partition_report *report,
+                                      px_error *err);
+
 #endif

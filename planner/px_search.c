@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "px_partition_refine.h"
+
 void px_search_opts_init(px_search_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -23,6 +25,7 @@ void px_search_opts_init(px_search_opts *o)
     o->max_vpp = 8;
     o->max_micro_batch = 16;
     o->uneven = true;
+    o->milp = true;
 }
 
 const char *px_reject_name(px_reject r)
@@ -106,6 +109,142 @@ static void describe(const px_parallel *p, char *buf, size_t n)
              px_schedule_name(p->schedule), p->sp ? "on" : "off");
 }
 
+/* Keeps the PX_SEARCH_MILP_MISSES memory-rejected configurations that need
+ * the least memory (the ones a better split may make fit). */
+static void keep_miss(px_candidate *misses, int *n, const px_parallel *par, int64_t mem_total)
+{
+    int k = *n;
+    if (k == PX_SEARCH_MILP_MISSES) {
+        if (mem_total >= misses[k - 1].pred.mem.total)
+            return;
+        k--;
+    }
+    while (k > 0 && misses[k - 1].pred.mem.total > mem_total) {
+        misses[k] = misses[k - 1];
+        k--;
+    }
+    misses[k].par = *par;
+    memset(&misses[k].pred, 0, sizeof misses[k].pred);
+    misses[k].pred.mem.total = mem_total;
+    if (*n < PX_SEARCH_MILP_MISSES)
+        (*n)++;
+}
+
+/* The stage partitioner on one candidate: on success with a changed split,
+ * c is re-scored with the search's own options; on failure (GLPK, nothing
+ * fits) c stays as it was.  Returns true when c changed and fits. */
+static bool refine_one(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
+                       const px_search_opts *o, px_search_result *res, px_candidate *c,
+                       bool miss, double left_s)
+{
+    if (left_s <= 0.0) {
+        res->milp_skipped++;
+        return false;
+    }
+    px_partition_opts popts;
+    px_partition_opts_init(&popts);
+    double lim = o->milp_time_limit_s > 0.0 ? o->milp_time_limit_s : PX_SEARCH_MILP_TIME_LIMIT_S;
+    popts.time_limit_s = c->par.vpp > 1 && o->milp_time_limit_s <= 0.0 ? lim / 10.0 : lim;
+    if (popts.time_limit_s > left_s)
+        popts.time_limit_s = left_s;
+    unsigned allowed = o->recompute >= 0 ? 1u << o->recompute : 0u;
+    static px_parallel next;
+    static px_partition_report rep;
+    next = c->par;
+    px_prediction pred = c->pred;
+    px_error perr;
+    res->milp_refined++;
+    px_status st = px_partition_refine_allowed(m, hw, &next, &pred, &popts, allowed, &rep, &perr);
+    if (st == PX_ERR_INFEASIBLE && miss)
+        return false; /* a miss that no split makes fit: nothing to report */
+    if (st != PX_OK) {
+        res->milp_failed++;
+        if (!res->milp_note[0])
+            snprintf(res->milp_note, sizeof res->milp_note, "%.250s", perr.msg);
+        return false;
+    }
+    if (!rep.after.proven_optimal)
+        res->milp_not_proven++;
+    if (!rep.changed)
+        return false;
+    if (px_cost_eval(ctx, &next, o->train_tokens, o->gpu_mtbf_hours, &pred, NULL, &perr) !=
+            PX_OK ||
+        pred.mem.total > res->mem_limit_bytes)
+        return false; /* the cost model disagrees: keep the uniform split */
+    /* never slower than the split it had (the program's interleaved
+     * objective charges the slowest chunk, the step's bubble does not) */
+    if (!miss && pred.time.step_s > c->pred.time.step_s * (1.0 + 1e-12))
+        return false;
+    c->par = next;
+    c->pred = pred;
+    return true;
+}
+
+static bool same_config(const px_parallel *a, const px_parallel *b)
+{
+    if (a->tp != b->tp || a->cp != b->cp || a->pp != b->pp || a->vpp != b->vpp ||
+        a->dp != b->dp || a->ep != b->ep || a->etp != b->etp || a->sp != b->sp ||
+        a->zero != b->zero || a->grad_fp32 != b->grad_fp32 ||
+        a->flash_attention != b->flash_attention || a->dp_overlap != b->dp_overlap ||
+        a->tp_overlap != b->tp_overlap || a->schedule != b->schedule ||
+        a->recompute != b->recompute || a->micro_batch != b->micro_batch ||
+        a->n_micro != b->n_micro || a->seq_len != b->seq_len || strcmp(a->order, b->order) ||
+        a->n_chunks != b->n_chunks || a->n_layer_recompute != b->n_layer_recompute)
+        return false;
+    return memcmp(a->layers_per_chunk, b->layers_per_chunk,
+                  (size_t)a->n_chunks * sizeof a->layers_per_chunk[0]) == 0 &&
+           memcmp(a->layer_recompute, b->layer_recompute, (size_t)a->n_layer_recompute) == 0;
+}
+
+/* After the analytic pass: every top candidate and the closest misses through
+ * the partition program, then the top list re-ranked. */
+static void refine_top(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
+                       const px_search_opts *o, px_search_result *res, int keep,
+                       px_candidate *misses, int n_miss)
+{
+    double t0 = now_s();
+    double budget = o->milp_budget_s > 0.0 ? o->milp_budget_s : PX_SEARCH_MILP_BUDGET_S;
+    res->milp_ran = true;
+    res->milp_top = res->n_top;
+    res->milp_misses = n_miss;
+    for (int k = 0; k < res->n_top; k++)
+        if (refine_one(m, hw, ctx, o, res, &res->top[k], false, budget - (now_s() - t0)))
+            res->milp_changed++;
+    for (int k = 0; k < n_miss; k++) {
+        static px_candidate c;
+        c = misses[k];
+        if (refine_one(m, hw, ctx, o, res, &c, true, budget - (now_s() - t0))) {
+            res->milp_changed++;
+            res->milp_rescued++;
+            res->n_valid++;
+            insert_top(res, PX_SEARCH_TOP_MAX, &c.par, &c.pred);
+        }
+    }
+    /* re-rank (insertion sort: at most PX_SEARCH_TOP_MAX entries) */
+    for (int i = 1; i < res->n_top; i++) {
+        px_candidate c = res->top[i];
+        int j = i;
+        while (j > 0 && better(&c, &res->top[j - 1])) {
+            res->top[j] = res->top[j - 1];
+            j--;
+        }
+        res->top[j] = c;
+    }
+    /* candidates that differed only in what the program chose (selective
+     * recompute, which FlashAttention makes no leaner than none, becomes
+     * none) can meet: keep the first of each */
+    int n = 0;
+    for (int i = 0; i < res->n_top; i++) {
+        bool dup = false;
+        for (int j = 0; j < n && !dup; j++)
+            dup = same_config(&res->top[i].par, &res->top[j].par);
+        if (!dup && n < keep)
+            res->top[n++] = res->top[i];
+    }
+    res->n_top = n;
+    res->milp_s = now_s() - t0;
+}
+
 static px_status resolve_batch(const px_model *m, const px_search_opts *o, px_search_result *res,
                                px_error *err)
 {
@@ -149,6 +288,12 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
         return st;
     int keep = o->top > 0 ? (o->top < PX_SEARCH_TOP_MAX ? o->top : PX_SEARCH_TOP_MAX)
                           : PX_SEARCH_TOP_DEFAULT;
+    /* with the partition program, the analytic pass keeps a few more: some
+     * collapse into one after it, and the list is cut back to `keep` */
+    int keep_out = keep;
+    if (o->milp)
+        keep = keep + PX_SEARCH_MILP_EXTRA < PX_SEARCH_TOP_MAX ? keep + PX_SEARCH_MILP_EXTRA
+                                                               : PX_SEARCH_TOP_MAX;
     res->mem_limit_bytes = hw->hbm_bytes - hw->mem_reserve_bytes;
     static px_cost_ctx ctx; /* ~10 KB; one search at a time per process */
     st = px_cost_ctx_init(&ctx, m, hw, err);
@@ -170,6 +315,8 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     par.tp_overlap = o->tp_overlap != 0;
     par.flash_attention = true;
     double best_miss = INFINITY;
+    static px_candidate misses[PX_SEARCH_MILP_MISSES];
+    int n_miss = 0;
 
     for (int i_tp = 0; i_tp < n_tp; i_tp++) {
         int tp = tps[i_tp];
@@ -224,23 +371,14 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                         continue;
                     }
                     /* An uneven split (v = 1): floor(L/p) layers a stage, the
-                     * remainder to the middle stages first (the first and
-                     * last stages also carry the embedding and the head). */
+                     * remainder to the middle stages (the first and last
+                     * stages also carry the embedding and the head),
+                     * recorded so that the plan runs what was costed. */
                     par.n_chunks = 0;
-                    if (uneven) {
-                        int base = (int)(L / pp), extra = (int)(L % pp);
-                        par.n_chunks = pp;
-                        for (int i = 0; i < pp; i++)
-                            par.layers_per_chunk[i] = base;
-                        for (int i = 1; i < pp - 1 && extra > 0; i++, extra--)
-                            par.layers_per_chunk[i]++;
-                        if (extra > 0) {
-                            par.layers_per_chunk[0]++;
-                            extra--;
-                        }
-                        if (extra > 0)
-                            par.layers_per_chunk[pp - 1]++;
-                    }
+                    par.pp = pp;
+                    par.vpp = v;
+                    if (uneven)
+                        px_cost_record_split(m, &par); /* px_cost_default_split's rule */
                     int n_ep = 1, n_etp = 1;
                     eps[0] = etps[0] = 1;
                     if (moe) {
@@ -331,6 +469,8 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                                             const px_memory mem = pred.mem;
                                             if (fit != PX_OK) {
                                                 res->rejected[PX_REJ_MEMORY]++;
+                                                if (o->milp)
+                                                    keep_miss(misses, &n_miss, &par, mem.total);
                                                 if ((double)mem.total < best_miss) {
                                                     best_miss = (double)mem.total;
                                                     res->has_closest_miss = true;
@@ -350,6 +490,8 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
             }
         }
     }
+    if (o->milp)
+        refine_top(m, hw, &ctx, o, res, keep_out, misses, n_miss);
     px_error rerr;
     px_search_rule_of_thumb(m, hw, gpus, o, res, &rerr);
     res->elapsed_s = now_s() - t0;

@@ -46,7 +46,30 @@ typedef struct {
     /* time to train (0: skip) and the failure rate (0: the profile's) */
     double train_tokens;
     double gpu_mtbf_hours;
+    /* Stage partitioning (docs/partition.md): after the analytic pass, the
+     * top candidates and the few memory-rejected ones closest to fitting go
+     * through the GLPK program (px_partition_refine), which may move layers
+     * between stages and choose recomputation per layer; then the top list
+     * is re-ranked.  Default true; false: uniform splits only. */
+    bool milp;
+    /* GLPK time limit per candidate, seconds (0: PX_SEARCH_MILP_TIME_LIMIT_S,
+     * a tenth of it for interleaved candidates, whose programs are larger) */
+    double milp_time_limit_s;
+    /* all the programs of one search together, seconds (0:
+     * PX_SEARCH_MILP_BUDGET_S); candidates left when it is spent keep their
+     * uniform split (counted in milp_skipped) */
+    double milp_budget_s;
 } px_search_opts;
+
+/* Per candidate; interleaved programs get a tenth (their heuristic split is
+ * within about 1 % of the bound, and the top ten must stay well under a
+ * second together). */
+#define PX_SEARCH_MILP_TIME_LIMIT_S 0.5
+/* Memory-rejected candidates (least memory first) handed to the program. */
+#define PX_SEARCH_MILP_MISSES 4
+#define PX_SEARCH_MILP_BUDGET_S 1.0
+/* Candidates the analytic pass keeps beyond --top for the program. */
+#define PX_SEARCH_MILP_EXTRA 4
 
 void px_search_opts_init(px_search_opts *o);
 
@@ -73,6 +96,17 @@ typedef struct {
     int gpus;
     int64_t seq_len, global_batch, tokens_per_step;
     int64_t mem_limit_bytes;          /* hbm − reserve */
+    /* stage partitioning (opts.milp) */
+    bool milp_ran;
+    int milp_top, milp_misses;        /* candidates from the analytic pass's top / its misses */
+    int milp_refined;                 /* candidates given to the program */
+    int milp_changed;                 /* ... whose split or recompute it changed */
+    int milp_rescued;                 /* memory-rejected candidates it made fit */
+    int milp_failed;                  /* program failed: candidate kept as it was */
+    int milp_not_proven;              /* time limit or gap: best split found, not proven optimal */
+    int milp_skipped;                 /* not refined: the budget was spent */
+    double milp_s;                    /* seconds in the program */
+    char milp_note[256];              /* the first failure's message, or "" */
     px_candidate top[PX_SEARCH_TOP_MAX];
     int n_top;
     int64_t n_evaluated;              /* configurations scored (memory at least) */

@@ -73,7 +73,7 @@ for r in "${runs[@]}"; do
   name=$1 ranks=$2 model=$3
   shift 3
   plan_args=(--model "$here/models/$model.json" --gpus "$ranks" --hw "$profile" --seq 128
-             --recompute none "$@")
+             --recompute none --overlap off "$@")
   [[ " $* " == *" --zero "* ]] || plan_args+=(--zero 0)
   [[ " $* " == *" --schedule "* ]] || plan_args+=(--schedule 1f1b)
   "$build/plan" "${plan_args[@]}" -o "$work/$name.plan.json" >"$work/$name.plan.txt" 2>&1 \

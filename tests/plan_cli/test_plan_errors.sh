@@ -19,6 +19,8 @@ expect_error "missing --gpus" '--gpus is required' --model 70b
 expect_error "missing --model" '--model is required' --gpus 8
 expect_error "bad --schedule" 'allowed values are gpipe, 1f1b, interleaved, zb-h1, zb-h2' --model 70b --gpus 8 --schedule foo
 expect_error "bad --recompute" 'allowed values are none, selective, full' --model 70b --gpus 8 --recompute most
+expect_error "bad --partition" 'allowed values are milp, uniform' --model 70b --gpus 8 --partition best
+expect_error "bad --milp-time-limit" 'expected seconds' --model 70b --gpus 8 --milp-time-limit -1
 expect_error "bad --grad-dtype" 'bf16, fp32' --model 70b --gpus 8 --grad-dtype fp8
 expect_error "bad --zero" '--zero.*0\.\.3' --model 70b --gpus 8 --zero 4
 expect_error "bad number" '--gpus "abc"' --model 70b --gpus abc

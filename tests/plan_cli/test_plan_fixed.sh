@@ -5,7 +5,8 @@ set -u
 PLAN="$1"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-fixed="--model seed-70b --gpus 1024 --cp 1 --vpp 1 --micro-batch 1 --zero 1 --recompute none --schedule 1f1b --grad-dtype bf16 --json"
+# the spec's worked example splits the layers uniformly: --partition uniform
+fixed="--model seed-70b --gpus 1024 --cp 1 --vpp 1 --micro-batch 1 --zero 1 --recompute none --schedule 1f1b --grad-dtype bf16 --json --partition uniform"
 
 "$PLAN" $fixed --tp 8 --pp 4 --dp 32 > "$tmp/pp4.json" || fail "pp4 exited $?"
 "$PLAN" $fixed --tp 8 --pp 1 --dp 128 > "$tmp/pp1.json" || fail "pp1 exited $?"
