@@ -185,10 +185,11 @@ px_status px_exec_check_plan(const px_plan *plan, int world_size, px_error *err)
     if (p->recompute < 0 || p->recompute >= PX_RECOMPUTE_COUNT)
         return PX_FAIL(err, PX_ERR_INVALID, "recompute = %d: allowed none, selective, full",
                        p->recompute);
-    if (p->schedule == PX_SCHED_ZB_H2)
+    if (p->schedule == PX_SCHED_ZB_H2 && p->vpp > 1)
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "schedule \"zb-h2\" is not supported by this executor; supported: "
-                       "gpipe, 1f1b, interleaved, zb-h1");
+                       "schedule \"zb-h2\" with vpp = %d is not supported by this executor "
+                       "(zb-h2 needs vpp = 1; with vpp > 1 use \"interleaved\" or \"zb-h1\")",
+                       p->vpp);
     if (p->vpp > 1 && p->schedule != PX_SCHED_INTERLEAVED && p->schedule != PX_SCHED_ZB_H1)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "vpp = %d needs schedule \"interleaved\" or \"zb-h1\" (got \"%s\")",
@@ -328,7 +329,8 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     ex->norm_eps = 1e-5f;
     ex->rope_theta = 10000.0f;
     ex->store_probs_allowed = !p->flash_attention;
-    ex->zero_bubble = p->schedule == PX_SCHED_ZB_H1;
+    /* both zero-bubble schedules split each backward into B and W */
+    ex->zero_bubble = p->schedule == PX_SCHED_ZB_H1 || p->schedule == PX_SCHED_ZB_H2;
     ex->rc = calloc((size_t)ex->L, sizeof *ex->rc);
     if (!ex->rc)
         return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");

@@ -106,11 +106,16 @@ void px_measure_print_step(FILE *f, int64_t step, bool warmup, double loss, doub
     fflush(f);
 }
 
+/* The error of the prediction, (predicted - measured) / measured: the same
+ * sign and denominator as `compare` (px_report_rel_err), so a report and a
+ * comparison of it agree; + means the plan predicted too much.  NaN (null in
+ * the report) when the plan carries no prediction (0) or nothing was
+ * measured. */
 static double rel_err(double measured, double predicted)
 {
-    if (predicted == 0.0)
+    if (predicted == 0.0 || measured == 0.0)
         return NAN;
-    return (measured - predicted) / predicted;
+    return (predicted - measured) / measured;
 }
 
 void px_measure_print_summary(FILE *f, const px_run *run, const px_plan *plan)

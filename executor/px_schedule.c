@@ -1,6 +1,7 @@
-/* px_schedule.c — GPipe, 1F1B, interleaved 1F1B and ZB-H1 op orders. */
+/* px_schedule.c — GPipe, 1F1B, interleaved 1F1B, ZB-H1 and ZB-H2 op orders. */
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "px_schedule.h"
 
@@ -16,6 +17,77 @@ static px_sched_op interleaved_op(char kind, int k, int pp, int vpp)
     return (px_sched_op){kind, chunk, group * pp + in_group % pp};
 }
 
+/* ZB-H2 (Qi et al. 2023, section 2.2), built the way the paper draws it: a
+ * unit-time simulation of all pp stages (T_F = T_B = T_W = 1, free
+ * communication) in which, at every slot, each stage runs the first op that
+ * is ready among
+ *   1. B of its oldest micro-batch without B, once this stage's F of it ran
+ *      in an earlier slot and (except on the last stage) the next stage's B
+ *      of it did;
+ *   2. F of its next micro-batch, once the previous stage's F of it ran in an
+ *      earlier slot, if fewer than 2pp - 1 micro-batches would then be past F
+ *      and not yet through W;
+ *   3. W of its oldest micro-batch past B;
+ * and idles otherwise.  This stage's ops, in slot order, are its list.  Why
+ * a simulation rather than a formula: the steady phase switches from B's
+ * arriving every second slot (while the last stage can still alternate F
+ * and B) to every third (F-B-W), and the switch lands at a different op on
+ * each stage; the rule above is short, and the properties the engine relies
+ * on are checked by tests/executor/test_schedule.c: stage i starts with
+ * min(2(pp - i) - 1, m) forwards (what fills the slots before its first B
+ * arrives), holds at most min(2pp - 1, m) micro-batches between F and W, and
+ * with m >= 2pp - 1 ends with 2i + 1 W's and never idles between its first
+ * and last op (the paper's parallelogram; the whole step takes 3m + pp - 1
+ * slots).  The simulation only decides the order: every rank computes the
+ * same one, and the engine then runs it at whatever speed the ops take. */
+static px_status zb_h2_order(int pp, int stage, int n_micro, px_sched_op *ops, int *n_ops,
+                             px_error *err)
+{
+    int limit = 2 * pp - 1;
+    /* counts after the current slot (nf, nb, nw) and before it (pf, pb) */
+    int *cnt = calloc((size_t)pp * 5, sizeof *cnt);
+    if (!cnt)
+        return PX_FAIL(err, PX_ERR_NOMEM, "schedule zb-h2: out of memory (pp = %d)", pp);
+    int *nf = cnt, *nb = cnt + pp, *nw = cnt + 2 * pp, *pf = cnt + 3 * pp, *pb = cnt + 4 * pp;
+    int n = 0;
+    while (nw[stage] < n_micro) {
+        for (int i = 0; i < pp; i++) {
+            pf[i] = nf[i];
+            pb[i] = nb[i];
+        }
+        bool progress = false;
+        for (int i = 0; i < pp; i++) {
+            char kind = 0;
+            int micro = 0;
+            if (nb[i] < n_micro && nb[i] < pf[i] && (i == pp - 1 || pb[i + 1] > nb[i])) {
+                kind = 'B';
+                micro = nb[i]++;
+            } else if (nf[i] < n_micro && (i == 0 || pf[i - 1] > nf[i]) &&
+                       nf[i] - nw[i] < limit) {
+                kind = 'F';
+                micro = nf[i]++;
+            } else if (nw[i] < nb[i]) {
+                kind = 'W';
+                micro = nw[i]++;
+            }
+            if (!kind)
+                continue;
+            progress = true;
+            if (i == stage)
+                ops[n++] = (px_sched_op){kind, 0, micro};
+        }
+        if (!progress) { /* cannot happen: some stage always has a ready op */
+            free(cnt);
+            return PX_FAIL(err, PX_ERR_INTERNAL,
+                           "schedule zb-h2: simulation stalled (pp = %d, stage = %d, m = %d)", pp,
+                           stage, n_micro);
+        }
+    }
+    free(cnt);
+    *n_ops = n;
+    return PX_OK;
+}
+
 px_status px_schedule_build(px_schedule s, int pp, int vpp, int stage, int n_micro,
                             px_sched_op *ops, int *n_ops, px_error *err)
 {
@@ -25,10 +97,13 @@ px_status px_schedule_build(px_schedule s, int pp, int vpp, int stage, int n_mic
                        "schedule: pp = %d, vpp = %d, stage = %d, m = %d: need pp, vpp, m >= 1 "
                        "and 0 <= stage < pp",
                        pp, vpp, stage, n_micro);
-    if (s == PX_SCHED_ZB_H2)
+    if (s == PX_SCHED_ZB_H2 && vpp > 1)
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "schedule \"zb-h2\" is not supported by this executor; supported: "
-                       "gpipe, 1f1b, interleaved, zb-h1");
+                       "schedule \"zb-h2\" with vpp = %d is not supported by this executor "
+                       "(zb-h2 needs vpp = 1; with vpp > 1 use \"interleaved\" or \"zb-h1\")",
+                       vpp);
+    if (s == PX_SCHED_ZB_H2)
+        return zb_h2_order(pp, stage, n_micro, ops, n_ops, err);
     if (vpp > 1 && s != PX_SCHED_INTERLEAVED && s != PX_SCHED_ZB_H1)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "vpp = %d needs schedule \"interleaved\" or \"zb-h1\" (got \"%s\")",

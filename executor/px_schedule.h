@@ -22,7 +22,12 @@ typedef struct {
  * is filled with weight gradients, and every stage holds at most pp
  * micro-batches, the 1F1B peak of stage 0).  ZB-H1 with vpp > 1 splits the
  * interleaved order the same way (W of the chunk-set `stage` backwards
- * earlier after each B).  ZB-H2 is PX_ERR_UNSUPPORTED. */
+ * earlier after each B).  ZB-H2 (vpp = 1 only; vpp > 1 is
+ * PX_ERR_UNSUPPORTED): stage i runs min(2(pp - i) - 1, m) warm-up forwards,
+ * then B's as their gradients arrive with F's and W's between them, at most
+ * 2pp - 1 micro-batches between F and W, and its last 2i + 1 ops are W's (m
+ * >= 2pp - 1): the order of a unit-time simulation, see px_schedule.c and
+ * docs/executor.md.  The caller's ops[] must hold 3 * vpp * n_micro ops. */
 px_status px_schedule_build(px_schedule s, int pp, int vpp, int stage, int n_micro,
                             px_sched_op *ops, int *n_ops, px_error *err);
 

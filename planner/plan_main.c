@@ -112,8 +112,58 @@ typedef struct {
     const char *model, *hw, *out;
     int gpus;
     bool json, explain;
+    bool partition_given; /* --partition or --no-milp on the command line */
     px_search_opts opts;
 } cli;
+
+/* The options that take a value, each with its aliases: the first name is
+ * the one messages use. */
+static const char *const value_flags[][3] = {
+    {"--model", NULL, NULL},         {"--hw", NULL, NULL},
+    {"-o", "--output", NULL},        {"--gpus", NULL, NULL},
+    {"--seq", "--seq-len", NULL},    {"--global-batch", NULL, NULL},
+    {"--tokens-per-step", NULL, NULL}, {"--tp", NULL, NULL},
+    {"--cp", NULL, NULL},            {"--ep", NULL, NULL},
+    {"--etp", NULL, NULL},           {"--pp", NULL, NULL},
+    {"--vpp", NULL, NULL},           {"--dp", NULL, NULL},
+    {"--micro-batch", "--mbs", NULL}, {"--micro-batches", NULL, NULL},
+    {"--zero", NULL, NULL},          {"--recompute", NULL, NULL},
+    {"--schedule", NULL, NULL},      {"--grad-dtype", NULL, NULL},
+    {"--overlap", NULL, NULL},       {"--sp", "--no-sp", NULL},
+    {"--partition", "--no-milp", NULL}, {"--milp-time-limit", NULL, NULL},
+    {"--top", NULL, NULL},           {"--tokens", NULL, NULL},
+    {"--gpu-mtbf-hours", NULL, NULL},
+};
+enum { N_VALUE_FLAGS = sizeof value_flags / sizeof value_flags[0] };
+
+/* Index of flag in value_flags, or -1. */
+static int flag_index(const char *flag)
+{
+    for (int i = 0; i < N_VALUE_FLAGS; i++)
+        for (int k = 0; k < 3 && value_flags[i][k]; k++)
+            if (!strcmp(flag, value_flags[i][k]))
+                return i;
+    return -1;
+}
+
+/* A second --gpus (or --seq after --seq-len...) is an error rather than
+ * "the last one wins": a script that sets a flag twice has a bug. */
+static void note_seen(bool *seen, const char *flag)
+{
+    int i = flag_index(flag);
+    if (i < 0)
+        return;
+    if (seen[i]) {
+        char msg[256];
+        if (value_flags[i][1])
+            snprintf(msg, sizeof msg, "%%s given more than once (%s and %s are one option): "
+                     "give it once", value_flags[i][0], value_flags[i][1]);
+        else
+            snprintf(msg, sizeof msg, "%%s given more than once: give it once");
+        die_usage(msg, flag);
+    }
+    seen[i] = true;
+}
 
 static void parse_args(int argc, char **argv, cli *c)
 {
@@ -121,6 +171,7 @@ static void parse_args(int argc, char **argv, cli *c)
     c->hw = PX_HW_DEFAULT;
     px_search_opts_init(&c->opts);
     px_search_opts *o = &c->opts;
+    bool seen[N_VALUE_FLAGS] = {false};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -136,11 +187,14 @@ static void parse_args(int argc, char **argv, cli *c)
             continue;
         }
         if (!strcmp(a, "--no-sp")) {
+            note_seen(seen, a);
             o->sp = 0;
             continue;
         }
         if (!strcmp(a, "--no-milp")) {
+            note_seen(seen, a);
             o->milp = false;
+            c->partition_given = true;
             continue;
         }
         /* every other option takes a value */
@@ -157,8 +211,11 @@ static void parse_args(int argc, char **argv, cli *c)
         }
         if (flag[0] != '-')
             die_usage("unexpected argument \"%s\"", a);
+        if (flag_index(flag) < 0)
+            die_usage("unknown option \"%s\"", flag);
         if (!v)
             die_usage("%s needs a value", flag);
+        note_seen(seen, flag);
         const int64_t big = 1LL << 40;
         if (!strcmp(flag, "--model"))
             c->model = v;
@@ -230,6 +287,7 @@ static void parse_args(int argc, char **argv, cli *c)
             else
                 die_usage("--sp \"%s\": allowed values are on, off", v);
         } else if (!strcmp(flag, "--partition")) {
+            c->partition_given = true;
             if (!strcmp(v, "milp"))
                 o->milp = true;
             else if (!strcmp(v, "uniform"))
@@ -255,6 +313,9 @@ static void parse_args(int argc, char **argv, cli *c)
         die_usage("%s", "--model is required (a preset name such as 70b, or a config.json)");
     if (c->gpus < 1)
         die_usage("%s", "--gpus is required (a positive integer)");
+    if (o->global_batch > 0 && o->tokens_per_step > 0)
+        die_usage("%s", "--global-batch and --tokens-per-step both set the global batch: give "
+                        "one of them");
 }
 
 /* ------------------------------------------------------------------ */
@@ -557,18 +618,28 @@ static json_t *candidate_json(const px_candidate *c, int64_t seq, int64_t n_laye
     for (int i = 0; i < p->n_chunks; i++)
         json_array_append_new(lpc, json_integer(p->layers_per_chunk[i]));
     json_object_set_new(o, "layers_per_chunk", lpc); /* [] = uniform */
+    json_t *lrc = json_array(); /* [] = every layer as parallel.recompute */
+    for (int i = 0; i < p->n_layer_recompute; i++)
+        json_array_append_new(lrc, json_string(px_recompute_name(
+                                       (px_recompute)(p->layer_recompute[i] < PX_RECOMPUTE_COUNT
+                                                          ? p->layer_recompute[i]
+                                                          : 0))));
+    json_object_set_new(o, "layer_recompute", lrc);
     int cnt[PX_RECOMPUTE_COUNT];
     layer_counts(p, n_layers, cnt);
     json_object_set_new(o, "recompute_layers",
                         json_pack("{s:i,s:i,s:i}", "none", cnt[PX_RECOMPUTE_NONE], "selective",
                                   cnt[PX_RECOMPUTE_SELECTIVE], "full", cnt[PX_RECOMPUTE_FULL]));
     if (q->train_tokens > 0) {
-        json_t *g = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "train_tokens",
+        json_t *g = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "train_tokens",
                               q->train_tokens, "days_to_train", q->days_to_train,
-                              "ckpt_bytes_per_gpu", q->ckpt_bytes_per_gpu, "ckpt_write_s",
+                              "ckpt_write_s",
                               q->ckpt_write_s, "ckpt_interval_s", q->ckpt_interval_s,
                               "job_mtbf_s", q->job_mtbf_s, "lost_fraction", q->lost_fraction,
                               "goodput_days", isfinite(q->goodput_days) ? q->goodput_days : -1.0);
+        /* bytes are JSON integers */
+        json_object_set_new(g, "ckpt_bytes_per_gpu",
+                            json_integer((json_int_t)llround(q->ckpt_bytes_per_gpu)));
         json_object_set_new(o, "time_to_train", g);
     }
     return o;
@@ -631,6 +702,23 @@ int main(int argc, char **argv)
         return validate_cmd(argc, argv);
     cli c;
     parse_args(argc, argv, &c);
+    /* -o: find out now, before a search and a table, that the file cannot
+     * be written (a file created only for the check is removed again) */
+    if (c.out) {
+        FILE *probe = fopen(c.out, "r");
+        bool existed = probe != NULL;
+        if (probe)
+            fclose(probe);
+        probe = fopen(c.out, "a");
+        if (!probe) {
+            fprintf(stderr, "plan: error: -o %s: cannot write the plan there: %s\n", c.out,
+                    strerror(errno));
+            return 1;
+        }
+        fclose(probe);
+        if (!existed)
+            remove(c.out);
+    }
     px_error err;
     px_error_clear(&err);
     static px_model model;
@@ -639,6 +727,11 @@ int main(int argc, char **argv)
         die_error(&err);
     if (px_hw_load(c.hw, NULL, &hw, &err) != PX_OK)
         die_error(&err);
+    /* every dimension fixed: evaluate exactly that configuration, layers
+     * split uniformly, unless the program was asked for by name */
+    bool fixed_uniform = !c.partition_given && px_search_fully_fixed(&model, &c.opts);
+    if (fixed_uniform)
+        c.opts.milp = false;
     static px_search_result res;
     px_status st = px_search_run(&model, &hw, c.gpus, &c.opts, &res, &err);
     if (st != PX_OK)
@@ -696,6 +789,7 @@ int main(int argc, char **argv)
             json_t *r = candidate_json(&res.rule, res.seq_len, model.n_layers);
             json_object_set_new(r, "breakdown", detail_json(&ctx, &res.rule));
             json_object_set_new(r, "fits", json_boolean(res.rule_fits));
+            json_object_set_new(r, "same_global_batch", json_boolean(res.rule_same_batch));
             json_object_set_new(r, "steps", json_string(res.rule_notes));
             json_object_set_new(root, "rule_of_thumb", r);
         }
@@ -732,7 +826,9 @@ int main(int argc, char **argv)
                    res.milp_rescued, res.milp_not_proven, res.milp_failed, res.milp_skipped,
                    1e3 * res.milp_s);
         else
-            printf("# stage partition: uniform (--partition uniform): no GLPK program\n");
+            printf("# stage partition: uniform (%s): no GLPK program\n",
+                   fixed_uniform ? "every dimension fixed; --partition milp runs the program"
+                                 : "--partition uniform");
         if (res.milp_note[0])
             printf("# stage partition, first failure (candidate kept as it was): %s\n",
                    res.milp_note);
@@ -779,10 +875,17 @@ int main(int argc, char **argv)
                     printf("# the rule-of-thumb plan does NOT fit in %.1f GB\n",
                            gb((double)res.mem_limit_bytes));
                 printf("# scores: searched best %.4g tokens/s (MFU %.1f %%), rule of thumb %.4g "
-                       "tokens/s (MFU %.1f %%): best / rule = %.3f\n",
+                       "tokens/s (MFU %.1f %%)",
                        best->pred.tokens_per_s, 100.0 * best->pred.mfu,
-                       res.rule.pred.tokens_per_s, 100.0 * res.rule.pred.mfu,
-                       best->pred.tokens_per_s / res.rule.pred.tokens_per_s);
+                       res.rule.pred.tokens_per_s, 100.0 * res.rule.pred.mfu);
+                /* a ratio only between plans of one global batch, and only
+                 * against a rule plan that can run */
+                if (res.rule_same_batch && res.rule_fits)
+                    printf(": best / rule = %.3f\n",
+                           best->pred.tokens_per_s / res.rule.pred.tokens_per_s);
+                else
+                    printf(": no ratio (the rule plan %s)\n",
+                           !res.rule_fits ? "does not fit" : "runs a different global batch");
             } else {
                 printf("# no rule-of-thumb plan is valid for this model and GPU count\n");
             }
@@ -790,8 +893,14 @@ int main(int argc, char **argv)
         print_goodput(&best->pred);
     }
     if (c.out) {
-        if (px_plan_write(&plan, c.out, &err) != PX_OK)
-            die_error(&err);
+        errno = 0;
+        if (px_plan_write(&plan, c.out, &err) != PX_OK) {
+            int e = errno;
+            char buf[2048];
+            px_error_format(&err, buf, sizeof buf);
+            fprintf(stderr, "plan: error: %s%s%s\n", buf, e ? ": " : "", e ? strerror(e) : "");
+            return 1;
+        }
         if (!c.json)
             printf("# wrote %s\n", c.out);
     }

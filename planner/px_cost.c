@@ -104,11 +104,31 @@ void px_cost_act_layer(const px_act_shape *sh, px_act_ops *o)
     o->mlp_mask = sh->dropout ? sbh / tsp : 0.0;
     double up = sh->gated ? 2.0 : 1.0; /* SwiGLU keeps gate and up outputs */
     if (sh->moe) {
-        o->router = 4.0 * sb * sh->n_experts / tsp;
+        /* Each GPU routes its own T/t tokens (its SP shard, or without SP
+         * its slice of the TP group's tokens): fp32 router probabilities
+         * over all E experts for the backward of the softmax. */
         double etp = sh->etp > 0 ? sh->etp : 1;
-        /* routed token copies one GPU processes: its share of b·s·r */
-        double tok = sb * sh->top_k * etp / t;
-        o->expert = tok * e * sh->h + tok * e * sh->moe_f / etp * (up + 1.0);
+        double tm = sb / t;
+        o->router = 4.0 * tm * sh->n_experts;
+        /* routed token copies one GPU processes: top_k of each of its
+         * tokens on average (the routing decides the exact count), times
+         * etp when expert TP shares the rows */
+        double tok = tm * sh->top_k * etp;
+        /* per copy: the dispatched row received (input of the expert GEMMs,
+         * the all-to-all receive buffer), the gate and up outputs and the
+         * SwiGLU output (the down projection's input: Megatron keeps it;
+         * the CPU executor rebuilds it in the backward as a temporary of the
+         * same size, alive at the backward's peak), and the expert output
+         * sent back (the combine buffer, needed for the gradient of the
+         * gate probabilities) */
+        o->moe_recv = tok * e * sh->h;
+        o->moe_gate_up = tok * e * (up + 1.0) * sh->moe_f / etp;
+        o->moe_combine = tok * e * sh->h;
+        /* routing tables, 4-byte ints / fp32: chosen expert and its gate
+         * for each of the tm·k copies, and the token row and gate slot of
+         * each row sent */
+        o->moe_meta = 4.0 * 4.0 * tm * sh->top_k;
+        o->expert = o->moe_recv + o->moe_gate_up + o->moe_combine + o->moe_meta;
         double fs = sh->n_shared * sh->moe_f;
         o->fc1_out = e * sb * up * fs / t;
         o->act_out = e * sb * fs / t;
@@ -160,7 +180,12 @@ double px_cost_inflight(px_schedule sched, int p, int v, int64_t m, int stage)
         double chunks = 2.0 * (left - 1.0) + (double)(v - 1) * p + 1.0;
         return dmin(chunks, mm * v) / v;
     }
-    case PX_SCHED_ZB_H2: return dmin(2.0 * left, mm);
+    case PX_SCHED_ZB_H2:
+        /* Qi et al.'s parallelogram: stage 0 warms up with 2p−1 forwards and
+         * the last stage ends with 2p−1 W's, each holding its activations
+         * until then: 2p−1 on every stage (the executor's order, checked in
+         * tests/executor/test_schedule.c). */
+        return dmin(2.0 * p - 1.0, mm);
     case PX_SCHED_1F1B:
     case PX_SCHED_ZB_H1:
     default: return dmin(left, mm);
@@ -821,6 +846,26 @@ static bool middle_stages_identical(const px_cost_ctx *ctx, const px_parallel *p
            (ctx->n_moe_layers == 0 || ctx->n_moe_layers == ctx->model->n_layers);
 }
 
+/* Middle stages (1..p−2) that hold exactly the layers of an earlier middle
+ * stage cannot be the worst: their time is the same and their memory no
+ * larger (the in-flight count never grows with the stage index, and only
+ * the first and last stages carry extras).  An uneven split has two kinds
+ * of middle stage (floor(L/p) and one more layer), so the stage loops score
+ * two stages instead of p − 2.  Returns true when stage st repeats one of
+ * seen[0..*n); otherwise records it (up to PX_SEEN_MAX). */
+enum { PX_SEEN_MAX = 8 };
+static bool repeats_middle(const stage_layers *sl, int st, int p, int *seen, int *n)
+{
+    if (st == 0 || st == p - 1)
+        return false;
+    for (int i = 0; i < *n; i++)
+        if (!memcmp(sl[seen[i]].n, sl[st].n, sizeof sl[st].n))
+            return true;
+    if (*n < PX_SEEN_MAX)
+        seen[(*n)++] = st;
+    return false;
+}
+
 /* Layers of each kind and recompute choice on every stage, in one pass over
  * the chunks; per layer only when par records per-layer choices (the search
  * scores uniform choices and must stay fast). */
@@ -973,15 +1018,18 @@ static void layer_ops(const px_cost_ctx *ctx, const px_parallel *par,
         }
 }
 
-static int worst_memory(px_cost_ctx *ctx, const px_parallel *par, stage_mem *worst)
+/* sl: stage_counts of par */
+static int worst_memory(px_cost_ctx *ctx, const px_parallel *par, const stage_layers *sl,
+                        stage_mem *worst)
 {
     px_act_ops ops[2][PX_RECOMPUTE_COUNT];
     layer_ops(ctx, par, ops);
     int ws = 0;
-    static _Thread_local stage_layers sl[PX_MAX_CHUNKS]; /* 56 KB: off the stack */
-    stage_counts(ctx, par, sl);
     bool skip = middle_stages_identical(ctx, par);
+    int seen[PX_SEEN_MAX], n_seen = 0;
     for (int st = 0; st < par->pp; st++) {
+        if (repeats_middle(sl, st, par->pp, seen, &n_seen))
+            continue;
         stage_mem sm;
         memory_of_stage(ctx, par, st, &sl[st], ops, &sm);
         if (st == 0 || sm.total > worst->total) {
@@ -1014,7 +1062,9 @@ void px_cost_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *mem,
                     px_cost_detail *detail)
 {
     stage_mem w;
-    int ws = worst_memory(ctx, par, &w);
+    static _Thread_local stage_layers sl[PX_MAX_CHUNKS]; /* 56 KB: off the stack */
+    stage_counts(ctx, par, sl);
+    int ws = worst_memory(ctx, par, sl, &w);
     fill_memory(&w, ws, mem);
     if (detail) {
         detail->act_attention = w.act_att;
@@ -1219,7 +1269,9 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
 
     /* memory */
     stage_mem wm;
-    int ws = worst_memory(ctx, par, &wm);
+    static _Thread_local stage_layers sl[PX_MAX_CHUNKS]; /* 56 KB: off the stack */
+    stage_counts(ctx, par, sl);
+    int ws = worst_memory(ctx, par, sl, &wm);
     fill_memory(&wm, ws, &pred->mem);
     if (mem_limit >= 0 && pred->mem.total > mem_limit)
         return PX_ERR_INFEASIBLE; /* memory only: the search prunes here */
@@ -1243,10 +1295,11 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     double w_fwd = 0, w_bwd = 0, w_rc = 0, w_tp = 0, w_ep = 0, w_cp = 0, w_cpt = 0;
     double w_gemm = 0, w_attn = 0, w_mem = 0, w_tpb = 0, w_epb = 0, w_cpb = 0;
     double w_dense_p = 0, w_exp_p = 0;
-    static _Thread_local stage_layers sl[PX_MAX_CHUNKS];
-    stage_counts(ctx, par, sl);
     bool skip = middle_stages_identical(ctx, par);
+    int seen[PX_SEEN_MAX], n_seen = 0;
     for (int st = 0; st < p; st++) {
+        if (repeats_middle(sl, st, p, seen, &n_seen))
+            continue;
         stage_time q;
         time_of_stage(&sl[st], &ld, &lm, (st == 0 ? first_s : 0.0) + (st == p - 1 ? last_s : 0.0),
                       &q);

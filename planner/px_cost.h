@@ -78,7 +78,9 @@ typedef struct {
     double softmax_out, score_mask, score_drop, softmax_stats;
     double proj_in, attn_mask;
     double mlp_in, fc1_out, act_out, mlp_mask;
-    double router, expert;      /* MoE: router logits, routed-expert tensors */
+    double router, expert;      /* MoE: router probabilities, routed-expert tensors (the sum
+                                 * of the four below) */
+    double moe_recv, moe_gate_up, moe_combine, moe_meta;
     double attention, mlp, norm;/* the three parts */
     double total;
 } px_act_ops;
@@ -88,7 +90,8 @@ void px_cost_act_layer(const px_act_shape *sh, px_act_ops *out);
 /* Micro-batches whose activations stage `stage` (0-based) of p holds at its
  * peak, in units of "one micro-batch through the stage's layers" (all v
  * chunks): GPipe m; 1F1B and ZB-H1 min(p−i, m); interleaved the Megatron
- * warm-up count (2(p−i−1) + (v−1)p + 1 chunks, ≤ m·v) / v; ZB-H2 min(2(p−i), m). */
+ * warm-up count (2(p−i−1) + (v−1)p + 1 chunks, ≤ m·v) / v; ZB-H2 min(2p−1, m)
+ * on every stage. */
 double px_cost_inflight(px_schedule sched, int p, int v, int64_t m, int stage);
 
 /* Activation bytes of one layer for the lecture's GPT block (no dropout

@@ -351,9 +351,9 @@ typedef struct {
     px_status st;
 } hf_ctx;
 
-/* Integer field of the config; null or absent gives dflt (or an error when
- * dflt < 0, i.e. the field is required). */
-static int64_t hf_int(hf_ctx *c, const char *key, int64_t dflt)
+/* Integer field of the config, at least min; null or absent gives dflt (or
+ * an error when dflt < 0, i.e. the field is required). */
+static int64_t hf_int_min(hf_ctx *c, const char *key, int64_t dflt, int64_t min)
 {
     if (c->st != PX_OK)
         return 0;
@@ -364,12 +364,31 @@ static int64_t hf_int(hf_ctx *c, const char *key, int64_t dflt)
                                  "%s: missing required field (an integer)", key);
         return dflt < 0 ? 0 : dflt;
     }
-    if (!json_is_integer(v) || json_integer_value(v) < 0) {
+    if (!json_is_integer(v)) {
         c->st = px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
-                             "%s: expected an integer >= 0, got %s", key, px_jf_type_name(v));
+                             "%s: expected an integer >= %lld, got %s", key, (long long)min,
+                             px_jf_type_name(v));
+        return 0;
+    }
+    if (json_integer_value(v) < min) {
+        c->st = px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
+                             "%s: expected an integer >= %lld, got %lld", key, (long long)min,
+                             (long long)json_integer_value(v));
         return 0;
     }
     return (int64_t)json_integer_value(v);
+}
+
+/* Counts that may be 0 (absent features: shared experts, dense layers). */
+static int64_t hf_int(hf_ctx *c, const char *key, int64_t dflt)
+{
+    return hf_int_min(c, key, dflt, 0);
+}
+
+/* Sizes: 0 makes no model. */
+static int64_t hf_size(hf_ctx *c, const char *key, int64_t dflt)
+{
+    return hf_int_min(c, key, dflt, 1);
 }
 
 static bool hf_bool(hf_ctx *c, const char *key, bool dflt)
@@ -444,40 +463,40 @@ static px_status load_hf(json_t *root, const char *file, px_model *m, px_error *
     hf_name(file, t, m->name, sizeof m->name);
     if (strcmp(t, "gpt2") == 0) {
         m->block = PX_BLOCK_GPT;
-        m->hidden = hf_int(&c, "n_embd", -1);
-        m->n_layers = hf_int(&c, "n_layer", -1);
-        m->n_heads = hf_int(&c, "n_head", -1);
+        m->hidden = hf_size(&c, "n_embd", -1);
+        m->n_layers = hf_size(&c, "n_layer", -1);
+        m->n_heads = hf_size(&c, "n_head", -1);
         m->n_kv_heads = m->n_heads;
         m->head_dim = m->n_heads ? m->hidden / m->n_heads : 0;
-        m->ffn = hf_int(&c, "n_inner", 4 * m->hidden); /* null means 4h */
-        m->vocab = hf_int(&c, "vocab_size", -1);
-        m->max_positions = hf_int(&c, "n_positions", hf_int(&c, "n_ctx", 1024));
+        m->ffn = hf_size(&c, "n_inner", 4 * m->hidden); /* null means 4h */
+        m->vocab = hf_size(&c, "vocab_size", -1);
+        m->max_positions = hf_size(&c, "n_positions", hf_size(&c, "n_ctx", 1024));
         m->seq_len = m->max_positions;
         m->tied_embeddings = hf_bool(&c, "tie_word_embeddings", true);
     } else {
         m->block = PX_BLOCK_LLAMA;
-        m->hidden = hf_int(&c, "hidden_size", -1);
-        m->n_layers = hf_int(&c, "num_hidden_layers", -1);
-        m->n_heads = hf_int(&c, "num_attention_heads", -1);
-        m->n_kv_heads = hf_int(&c, "num_key_value_heads", m->n_heads);
-        m->head_dim = hf_int(&c, "head_dim", m->n_heads ? m->hidden / m->n_heads : 0);
-        m->ffn = hf_int(&c, "intermediate_size", -1);
-        m->vocab = hf_int(&c, "vocab_size", -1);
-        int64_t maxpos = hf_int(&c, "max_position_embeddings", PX_HF_SEQ_CAP);
+        m->hidden = hf_size(&c, "hidden_size", -1);
+        m->n_layers = hf_size(&c, "num_hidden_layers", -1);
+        m->n_heads = hf_size(&c, "num_attention_heads", -1);
+        m->n_kv_heads = hf_size(&c, "num_key_value_heads", m->n_heads);
+        m->head_dim = hf_size(&c, "head_dim", m->n_heads ? m->hidden / m->n_heads : 0);
+        m->ffn = hf_size(&c, "intermediate_size", -1);
+        m->vocab = hf_size(&c, "vocab_size", -1);
+        int64_t maxpos = hf_size(&c, "max_position_embeddings", PX_HF_SEQ_CAP);
         m->seq_len = maxpos < PX_HF_SEQ_CAP ? maxpos : PX_HF_SEQ_CAP;
         m->tied_embeddings = hf_bool(&c, "tie_word_embeddings", false);
         /* attention_bias: q, k, v biases (Qwen2 always has them) */
         m->qkv_bias = hf_bool(&c, "attention_bias", strcmp(t, "qwen2") == 0);
         m->qk_norm = strcmp(t, "qwen3") == 0 || strcmp(t, "qwen3_moe") == 0;
         if (strcmp(t, "mixtral") == 0) {
-            m->n_experts = hf_int(&c, "num_local_experts", -1);
-            m->top_k = hf_int(&c, "num_experts_per_tok", -1);
+            m->n_experts = hf_size(&c, "num_local_experts", -1);
+            m->top_k = hf_size(&c, "num_experts_per_tok", -1);
             m->moe_ffn = m->ffn;
         } else if (strcmp(t, "qwen3_moe") == 0) {
-            m->n_experts = hf_int(&c, "num_experts", -1);
-            m->top_k = hf_int(&c, "num_experts_per_tok", -1);
-            m->moe_ffn = hf_int(&c, "moe_intermediate_size", -1);
-            int64_t step = hf_int(&c, "decoder_sparse_step", 1);
+            m->n_experts = hf_size(&c, "num_experts", -1);
+            m->top_k = hf_size(&c, "num_experts_per_tok", -1);
+            m->moe_ffn = hf_size(&c, "moe_intermediate_size", -1);
+            int64_t step = hf_size(&c, "decoder_sparse_step", 1);
             json_t *mlp_only = json_object_get(root, "mlp_only_layers");
             if (c.st == PX_OK && (step != 1 || (mlp_only && json_array_size(mlp_only) > 0)))
                 return px_error_set(err, PX_ERR_UNSUPPORTED, file, 0, 0,
@@ -486,23 +505,39 @@ static px_status load_hf(json_t *root, const char *file, px_model *m, px_error *
                                     (long long)step);
         } else if (strcmp(t, "deepseek_v3") == 0) {
             m->attn = PX_ATTN_MLA;
-            m->n_experts = hf_int(&c, "n_routed_experts", -1);
-            m->top_k = hf_int(&c, "num_experts_per_tok", -1);
-            m->moe_ffn = hf_int(&c, "moe_intermediate_size", -1);
+            m->n_experts = hf_size(&c, "n_routed_experts", -1);
+            m->top_k = hf_size(&c, "num_experts_per_tok", -1);
+            m->moe_ffn = hf_size(&c, "moe_intermediate_size", -1);
             m->n_shared_experts = hf_int(&c, "n_shared_experts", 0);
             m->first_dense_layers = hf_int(&c, "first_k_dense_replace", 0);
-            m->moe_layer_freq = hf_int(&c, "moe_layer_freq", 1);
+            m->moe_layer_freq = hf_size(&c, "moe_layer_freq", 1);
             m->q_lora_rank = hf_int(&c, "q_lora_rank", 0);
-            m->kv_lora_rank = hf_int(&c, "kv_lora_rank", -1);
+            m->kv_lora_rank = hf_size(&c, "kv_lora_rank", -1);
             m->qk_nope_head_dim = hf_int(&c, "qk_nope_head_dim", -1);
-            m->qk_rope_head_dim = hf_int(&c, "qk_rope_head_dim", -1);
-            m->v_head_dim = hf_int(&c, "v_head_dim", -1);
+            m->qk_rope_head_dim = hf_size(&c, "qk_rope_head_dim", -1);
+            m->v_head_dim = hf_size(&c, "v_head_dim", -1);
             m->n_mtp_modules = hf_int(&c, "num_nextn_predict_layers", 0);
             m->head_dim = m->qk_nope_head_dim + m->qk_rope_head_dim;
         }
     }
     if (c.st != PX_OK)
         return c.st;
+    /* the head layout, in the config's own names */
+    bool gpt = m->block == PX_BLOCK_GPT;
+    const char *k_hidden = gpt ? "n_embd" : "hidden_size";
+    const char *k_heads = gpt ? "n_head" : "num_attention_heads";
+    bool has_head_dim =
+        !gpt && m->attn != PX_ATTN_MLA && json_is_integer(json_object_get(root, "head_dim"));
+    if (m->attn != PX_ATTN_MLA && !has_head_dim && m->hidden % m->n_heads != 0)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "%s %lld is not divisible by %s %lld: heads must split the hidden "
+                            "size evenly unless head_dim is given",
+                            k_hidden, (long long)m->hidden, k_heads, (long long)m->n_heads);
+    if (!gpt && m->n_heads % m->n_kv_heads != 0)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "num_key_value_heads %lld does not divide num_attention_heads %lld: "
+                            "each kv head serves a whole group of query heads",
+                            (long long)m->n_kv_heads, (long long)m->n_heads);
     px_status st = px_model_validate(m, err);
     if (st != PX_OK && err && !err->file[0])
         snprintf(err->file, sizeof err->file, "%s", file);

@@ -128,8 +128,9 @@ px_status px_partition_validate(const px_partition_problem *pb, px_error *err);
  * whole per-micro-batch activation (all its chunks): px_cost_inflight (GPipe
  * m; 1F1B and ZB-H1 min(p - s, m); interleaved Megatron's warm-up count
  * (2(p-s-1) + (v-1)p + 1, <= m v) / v, so that stage 0 holds L x (1 +
- * (p-1)/(p v)) layers' worth as in the cost-model spec; ZB-H2 min(2(p - s),
- * m)), after checking the arguments.  Returns -1 for invalid arguments. */
+ * (p-1)/(p v)) layers' worth as in the cost-model spec; ZB-H2 min(2p - 1, m)
+ * on every stage), after checking the arguments.  Returns -1 for invalid
+ * arguments. */
 double px_partition_in_flight(px_schedule sched, int pp, int vpp, int64_t n_micro, int stage);
 
 /* Fills the evaluation fields of sol from its layers_per_chunk and

@@ -130,6 +130,53 @@ static void keep_miss(px_candidate *misses, int *n, const px_parallel *par, int6
         (*n)++;
 }
 
+/* One spelling per configuration: a recorded split equal to the one the
+ * search itself would record (none when the layers divide evenly, else
+ * px_cost_default_split's) is dropped or rewritten to it, and per-layer
+ * recompute choices that are all the same become the uniform choice.  The
+ * program reports "changed" on such spellings; without this the ranked list
+ * shows the same configuration twice. */
+static void canonical_split(const px_model *m, px_parallel *p)
+{
+    int chunks = p->pp * p->vpp;
+    if (p->n_chunks == chunks && chunks > 0 && chunks <= PX_MAX_CHUNKS) {
+        int def[PX_MAX_CHUNKS];
+        px_cost_default_split(m->n_layers, chunks, def);
+        bool same = true;
+        for (int c = 0; c < chunks && same; c++)
+            same = p->layers_per_chunk[c] == def[c];
+        if (same) {
+            p->n_chunks = 0;
+            px_cost_record_split(m, p); /* re-records it when the layers do not divide */
+        }
+    }
+    if (p->n_layer_recompute > 0 && p->n_layer_recompute == m->n_layers) {
+        bool same = true;
+        for (int i = 1; i < p->n_layer_recompute && same; i++)
+            same = p->layer_recompute[i] == p->layer_recompute[0];
+        if (same && p->layer_recompute[0] < PX_RECOMPUTE_COUNT) {
+            p->recompute = (px_recompute)p->layer_recompute[0];
+            p->n_layer_recompute = 0;
+        }
+    }
+}
+
+static bool same_config(const px_parallel *a, const px_parallel *b)
+{
+    if (a->tp != b->tp || a->cp != b->cp || a->pp != b->pp || a->vpp != b->vpp ||
+        a->dp != b->dp || a->ep != b->ep || a->etp != b->etp || a->sp != b->sp ||
+        a->zero != b->zero || a->grad_fp32 != b->grad_fp32 ||
+        a->flash_attention != b->flash_attention || a->dp_overlap != b->dp_overlap ||
+        a->tp_overlap != b->tp_overlap || a->schedule != b->schedule ||
+        a->recompute != b->recompute || a->micro_batch != b->micro_batch ||
+        a->n_micro != b->n_micro || a->seq_len != b->seq_len || strcmp(a->order, b->order) ||
+        a->n_chunks != b->n_chunks || a->n_layer_recompute != b->n_layer_recompute)
+        return false;
+    return memcmp(a->layers_per_chunk, b->layers_per_chunk,
+                  (size_t)a->n_chunks * sizeof a->layers_per_chunk[0]) == 0 &&
+           memcmp(a->layer_recompute, b->layer_recompute, (size_t)a->n_layer_recompute) == 0;
+}
+
 /* The stage partitioner on one candidate: on success with a changed split,
  * c is re-scored with the search's own options; on failure (GLPK, nothing
  * fits) c stays as it was.  Returns true when c changed and fits. */
@@ -175,25 +222,12 @@ static bool refine_one(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
      * objective charges the slowest chunk, the step's bubble does not) */
     if (!miss && pred.time.step_s > c->pred.time.step_s * (1.0 + 1e-12))
         return false;
+    canonical_split(m, &next);
+    if (same_config(&next, &c->par))
+        return false; /* the program's split is the one the candidate had */
     c->par = next;
     c->pred = pred;
     return true;
-}
-
-static bool same_config(const px_parallel *a, const px_parallel *b)
-{
-    if (a->tp != b->tp || a->cp != b->cp || a->pp != b->pp || a->vpp != b->vpp ||
-        a->dp != b->dp || a->ep != b->ep || a->etp != b->etp || a->sp != b->sp ||
-        a->zero != b->zero || a->grad_fp32 != b->grad_fp32 ||
-        a->flash_attention != b->flash_attention || a->dp_overlap != b->dp_overlap ||
-        a->tp_overlap != b->tp_overlap || a->schedule != b->schedule ||
-        a->recompute != b->recompute || a->micro_batch != b->micro_batch ||
-        a->n_micro != b->n_micro || a->seq_len != b->seq_len || strcmp(a->order, b->order) ||
-        a->n_chunks != b->n_chunks || a->n_layer_recompute != b->n_layer_recompute)
-        return false;
-    return memcmp(a->layers_per_chunk, b->layers_per_chunk,
-                  (size_t)a->n_chunks * sizeof a->layers_per_chunk[0]) == 0 &&
-           memcmp(a->layer_recompute, b->layer_recompute, (size_t)a->n_layer_recompute) == 0;
 }
 
 /* After the analytic pass: every top candidate and the closest misses through
@@ -205,9 +239,14 @@ static void refine_top(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
     double t0 = now_s();
     double budget = o->milp_budget_s > 0.0 ? o->milp_budget_s : PX_SEARCH_MILP_BUDGET_S;
     res->milp_ran = true;
-    res->milp_top = res->n_top;
+    /* the program sees the first keep + PX_SEARCH_MILP_EXTRA; the rest stay
+     * as the analytic pass scored them, to fill the list when candidates
+     * collapse into one (selective recompute the program turns into none) */
+    int n_refine = res->n_top < keep + PX_SEARCH_MILP_EXTRA ? res->n_top
+                                                             : keep + PX_SEARCH_MILP_EXTRA;
+    res->milp_top = n_refine;
     res->milp_misses = n_miss;
-    for (int k = 0; k < res->n_top; k++)
+    for (int k = 0; k < n_refine; k++)
         if (refine_one(m, hw, ctx, o, res, &res->top[k], false, budget - (now_s() - t0)))
             res->milp_changed++;
     for (int k = 0; k < n_miss; k++) {
@@ -245,12 +284,33 @@ static void refine_top(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
     res->milp_s = now_s() - t0;
 }
 
+bool px_search_fully_fixed(const px_model *m, const px_search_opts *o)
+{
+    if (o->tp <= 0 || o->cp <= 0 || o->pp <= 0 || o->micro_batch <= 0 || o->zero < 0 ||
+        o->recompute < 0)
+        return false;
+    if (m->n_experts > 0 && (o->ep <= 0 || o->etp <= 0))
+        return false;
+    if (o->schedule < 0 && o->pp > 1)
+        return false;
+    bool vpp_implied = o->pp == 1 || (o->schedule >= 0 && o->schedule != PX_SCHED_INTERLEAVED);
+    return o->vpp > 0 || vpp_implied;
+}
+
 static px_status resolve_batch(const px_model *m, const px_search_opts *o, px_search_result *res,
                                px_error *err)
 {
     int64_t s = o->seq_len > 0 ? o->seq_len : m->seq_len;
     if (s < 1)
         return PX_FAIL(err, PX_ERR_INVALID, "sequence length %lld: must be >= 1", (long long)s);
+    /* learned positions (the GPT block) have a table of max_positions rows:
+     * a longer sequence has no position to look up */
+    if (m->block == PX_BLOCK_GPT && m->max_positions > 0 && s > m->max_positions)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "--seq %lld exceeds max_positions %lld of %s (learned position "
+                       "embeddings): at most %lld",
+                       (long long)s, (long long)m->max_positions, m->name,
+                       (long long)m->max_positions);
     res->seq_len = s;
     if (o->global_batch > 0) {
         res->global_batch = o->global_batch;
@@ -270,6 +330,127 @@ static px_status resolve_batch(const px_model *m, const px_search_opts *o, px_se
     return PX_OK;
 }
 
+/* The fixed sizes checked before the enumeration, so that the message
+ * names the flag and the model size it fails against instead of only
+ * counting rejections. */
+/* A fixed size that cannot work: counted under its reason, and the request
+ * is infeasible (as when the enumeration rejects everything). */
+static px_status reject_fixed(px_search_result *res, px_reject r, px_error *err,
+                              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static px_status reject_fixed(px_search_result *res, px_reject r, px_error *err,
+                              const char *fmt, ...)
+{
+    res->rejected[r]++;
+    char msg[sizeof err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return PX_FAIL(err, PX_ERR_INFEASIBLE, "%s", msg);
+}
+
+static px_status check_fixed(const px_model *m, int gpus, int64_t s, const px_search_opts *o,
+                             px_search_result *res, px_error *err)
+{
+    bool moe = m->n_experts > 0;
+    if (!moe && (o->ep > 1 || o->etp > 1))
+        return reject_fixed(res, PX_REJ_EXPERTS, err,
+                       "%s %d: ep and etp (expert parallelism) need a mixture-of-experts model; "
+                       "%s is dense (no experts): leave --ep and --etp out or set them to 1",
+                       o->ep > 1 ? "--ep" : "--etp", o->ep > 1 ? o->ep : o->etp, m->name);
+    if (o->tp > 0) {
+        if (m->n_heads % o->tp)
+            return reject_fixed(res, PX_REJ_HEADS, err,
+                           "--tp %d does not divide the %lld attention heads / %lld kv heads of "
+                           "%s: each tensor-parallel rank needs whole heads",
+                           o->tp, (long long)m->n_heads, (long long)m->n_kv_heads, m->name);
+        if (m->n_kv_heads % o->tp)
+            return reject_fixed(res, PX_REJ_HEADS, err,
+                           "--tp %d does not divide the %lld kv heads of %s (it divides the %lld "
+                           "attention heads): each tensor-parallel rank needs whole kv heads, "
+                           "so tp <= %lld",
+                           o->tp, (long long)m->n_kv_heads, m->name, (long long)m->n_heads,
+                           (long long)m->n_kv_heads);
+        if (m->ffn > 0 && m->ffn % o->tp)
+            return reject_fixed(res, PX_REJ_HEADS, err, "--tp %d does not divide the ffn size %lld of %s",
+                           o->tp, (long long)m->ffn, m->name);
+    }
+    if (o->cp > 0 && s % o->cp)
+        return reject_fixed(res, PX_REJ_SEQ, err, "--cp %d does not divide the sequence length %lld",
+                       o->cp, (long long)s);
+    if (o->pp > 0 && o->pp > m->n_layers)
+        return reject_fixed(res, PX_REJ_LAYERS, err, "--pp %d exceeds the %lld layers of %s", o->pp,
+                       (long long)m->n_layers, m->name);
+    if (moe && o->ep > 0 && m->n_experts % o->ep)
+        return reject_fixed(res, PX_REJ_EXPERTS, err, "--ep %d does not divide the %lld experts of %s",
+                       o->ep, (long long)m->n_experts, m->name);
+    if (moe && o->etp > 0 && m->moe_ffn % o->etp)
+        return reject_fixed(res, PX_REJ_HEADS, err,
+                       "--etp %d does not divide the expert ffn size %lld of %s", o->etp,
+                       (long long)m->moe_ffn, m->name);
+    /* the product of the fixed sizes against --gpus */
+    const char *names[4] = {"tp", "cp", "pp", "dp"};
+    int vals[4] = {o->tp, o->cp, o->pp, o->dp};
+    char lhs[64] = "", rhs[96] = "";
+    int64_t prod = 1;
+    int n_fixed = 0;
+    for (int i = 0; i < 4; i++) {
+        if (vals[i] <= 0)
+            continue;
+        size_t a = strlen(lhs), b = strlen(rhs);
+        snprintf(lhs + a, sizeof lhs - a, "%s%s", n_fixed ? "·" : "", names[i]);
+        snprintf(rhs + b, sizeof rhs - b, "%s%d", n_fixed ? "·" : "", vals[i]);
+        prod *= vals[i];
+        n_fixed++;
+    }
+    if (n_fixed == 4 && prod != gpus)
+        return reject_fixed(res, PX_REJ_GPUS, err, "%s = %s = %lld ≠ --gpus %d", lhs, rhs,
+                       (long long)prod, gpus);
+    if (n_fixed > 0 && gpus % prod)
+        return reject_fixed(res, PX_REJ_GPUS, err,
+                       "%s = %s = %lld does not divide --gpus %d (G = tp·cp·pp·dp)",
+                       lhs, rhs, (long long)prod, gpus);
+    return PX_OK;
+}
+
+/* True when some tp·cp·pp·dp = gpus passes every check but memory: tp
+ * dividing the heads, kv heads and ffn, cp the sequence, pp at most the
+ * layers, a micro-batch · dp dividing the global batch, the experts split. */
+static bool has_factorisation(const px_model *m, int gpus, int64_t s, int64_t GB,
+                              const px_search_opts *o)
+{
+    for (int tp = 1; tp <= gpus && tp <= o->max_tp; tp++) {
+        if (gpus % tp || (o->tp > 0 && tp != o->tp) || m->n_heads % tp ||
+            m->n_kv_heads % tp || (m->ffn > 0 && m->ffn % tp))
+            continue;
+        for (int cp = 1; cp <= gpus / tp && cp <= o->max_cp; cp++) {
+            if ((gpus / tp) % cp || (o->cp > 0 && cp != o->cp) || s % cp)
+                continue;
+            int rest = gpus / tp / cp;
+            for (int pp = 1; pp <= rest && pp <= m->n_layers; pp++) {
+                if (rest % pp || (o->pp > 0 && pp != o->pp))
+                    continue;
+                int dp = rest / pp;
+                if (o->dp > 0 && dp != o->dp)
+                    continue;
+                if (!o->uneven && m->n_layers % pp)
+                    continue;
+                if (m->n_experts > 0) {
+                    int ep = o->ep > 0 ? o->ep : 1;
+                    if (m->n_experts % ep || ((int64_t)tp * cp * dp) % ep)
+                        continue;
+                }
+                for (int64_t b = o->micro_batch > 0 ? o->micro_batch : 1;
+                     b <= (o->micro_batch > 0 ? o->micro_batch : o->max_micro_batch); b *= 2)
+                    if (GB % (b * dp) == 0 &&
+                        (o->n_micro <= 0 || GB / (b * dp) == o->n_micro))
+                        return true;
+            }
+        }
+    }
+    return false;
+}
+
 px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_search_opts *o,
                         px_search_result *res, px_error *err)
 {
@@ -286,14 +467,18 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     px_status st = resolve_batch(m, o, res, err);
     if (st != PX_OK)
         return st;
+    st = check_fixed(m, gpus, res->seq_len, o, res, err);
+    if (st != PX_OK)
+        return st;
     int keep = o->top > 0 ? (o->top < PX_SEARCH_TOP_MAX ? o->top : PX_SEARCH_TOP_MAX)
                           : PX_SEARCH_TOP_DEFAULT;
     /* with the partition program, the analytic pass keeps a few more: some
      * collapse into one after it, and the list is cut back to `keep` */
     int keep_out = keep;
     if (o->milp)
-        keep = keep + PX_SEARCH_MILP_EXTRA < PX_SEARCH_TOP_MAX ? keep + PX_SEARCH_MILP_EXTRA
-                                                               : PX_SEARCH_TOP_MAX;
+        keep = 2 * keep + PX_SEARCH_MILP_EXTRA < PX_SEARCH_TOP_MAX
+                   ? 2 * keep + PX_SEARCH_MILP_EXTRA
+                   : PX_SEARCH_TOP_MAX;
     res->mem_limit_bytes = hw->hbm_bytes - hw->mem_reserve_bytes;
     static px_cost_ctx ctx; /* ~10 KB; one search at a time per process */
     st = px_cost_ctx_init(&ctx, m, hw, err);
@@ -414,7 +599,11 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                                     res->rejected[PX_REJ_BATCH]++;
                                     continue;
                                 }
-                                int ddp = dp * cp, edp = tp * cp * dp / (ep * etp);
+                                /* ZeRO shards over the data-parallel replicas
+                                 * (dp·cp for the dense weights, the expert-data
+                                 * group for the experts): with none, stages 1-3
+                                 * are ZeRO-0 under another name, so only 0 */
+                                int ddp = dp * cp, edp = moe ? tp * cp * dp / (ep * etp) : 1;
                                 int z0 = 0, z1 = (ddp > 1 || edp > 1) ? 3 : 0;
                                 if (o->zero >= 0)
                                     z0 = z1 = o->zero;
@@ -518,10 +707,32 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                        m->name, gpus, lim, hw->name, (double)hw->mem_reserve_bytes / 1e9, d, got,
                        over, rej);
     }
+    /* nothing reached the memory check: say what the sizes must divide and
+     * the nearest GPU counts that factor (the closest miss of a count) */
+    int below = 0, above = 0;
+    for (int d = 1; d <= gpus && !(below && above); d++) {
+        if (!below && gpus - d >= 1 && has_factorisation(m, gpus - d, s, GB, o))
+            below = gpus - d;
+        if (!above && has_factorisation(m, gpus + d, s, GB, o))
+            above = gpus + d;
+    }
+    char near[128] = "";
+    if (below && above)
+        snprintf(near, sizeof near, "; the nearest GPU counts that factor: %d and %d", below,
+                 above);
+    else if (below || above)
+        snprintf(near, sizeof near, "; the nearest GPU count that factors: %d",
+                 below ? below : above);
     return PX_FAIL(err, PX_ERR_INFEASIBLE,
-                   "no valid configuration of %s on %d GPUs (global batch %lld sequences of "
-                   "%lld): every split was rejected: %s",
-                   m->name, gpus, (long long)GB, (long long)s, off ? rej : "nothing to try");
+                   "--gpus %d: no tp·cp·pp·dp factorisation of %s with tp <= %d "
+                   "dividing the %lld heads, %lld kv heads and ffn %lld, cp <= %d dividing the "
+                   "sequence %lld, pp <= %lld layers%s and micro-batch·dp dividing the global "
+                   "batch of %lld sequences%s (rejected: %s)%s",
+                   gpus, m->name, o->max_tp, (long long)m->n_heads, (long long)m->n_kv_heads,
+                   (long long)m->ffn, o->max_cp, (long long)s, (long long)L,
+                   m->n_experts > 0 ? ", ep dividing the experts" : "", (long long)GB,
+                   o->n_micro > 0 ? " into the fixed --micro-batches" : "",
+                   off ? rej : "nothing to try", near);
 }
 
 /* ------------------------------------------------------------------ */
@@ -553,11 +764,51 @@ static bool fits(px_cost_ctx *ctx, const px_parallel *par, int64_t limit, px_mem
     return mem->total <= limit;
 }
 
+/* dp = the rest of the GPUs; micro-batch 1 and m = GB / dp, the most
+ * micro-batches the global batch gives (the lecture's m >= 20 (p − 1) is
+ * then met whenever the batch allows it).  False when dp does not divide
+ * the global batch (m is then rounded down, and the batch differs). */
+static bool rule_batch(px_parallel *par, int gpus, int64_t GB)
+{
+    par->dp = gpus / (par->tp * par->cp * par->pp);
+    par->micro_batch = 1;
+    par->n_micro = par->dp > 0 && GB >= par->dp ? GB / par->dp : 1;
+    return par->dp > 0 && GB % par->dp == 0;
+}
+
+/* pp and the schedule: interleaved with two chunks a stage when the layers
+ * split that way and m >= pp, else 1F1B; an uneven split is recorded as the
+ * search records it. */
+static void rule_pp(const px_model *m, px_parallel *par, int pp)
+{
+    par->pp = pp;
+    par->n_chunks = 0;
+    if (pp > 1 && m->n_layers % (pp * 2) == 0 && par->n_micro >= pp) {
+        par->vpp = 2;
+        par->schedule = PX_SCHED_INTERLEAVED;
+    } else {
+        par->vpp = 1;
+        par->schedule = PX_SCHED_1F1B;
+    }
+    px_cost_record_split(m, par);
+}
+
+/* ep: the largest divisor of the experts not above want that also divides
+ * the tp·cp·dp GPUs the experts are spread over. */
+static int rule_ep(const px_model *m, const px_parallel *par, int want)
+{
+    int ep = want;
+    while (ep > 1 && (m->n_experts % ep || ((int64_t)par->tp * par->cp * par->dp) % ep))
+        ep--;
+    return ep;
+}
+
 px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
                                   const px_search_opts *o, px_search_result *res, px_error *err)
 {
     res->has_rule = false;
     res->rule_fits = false;
+    res->rule_same_batch = false;
     res->rule_notes[0] = '\0';
     static px_cost_ctx ctx;
     px_status st = px_cost_ctx_init(&ctx, m, hw, err);
@@ -565,6 +816,8 @@ px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
         return st;
     int64_t s = res->seq_len > 0 ? res->seq_len : m->seq_len;
     int64_t GB = res->global_batch > 0 ? res->global_batch : PX_SEARCH_TOKENS_PER_STEP_DEFAULT / s;
+    if (GB < 1)
+        GB = 1;
     int64_t limit = hw->hbm_bytes - hw->mem_reserve_bytes;
     int g = hw->gpus_per_node > 0 ? hw->gpus_per_node : 1;
     if (g > gpus)
@@ -575,24 +828,35 @@ px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
     par.grad_fp32 = o->grad_fp32 < 0 ? true : o->grad_fp32 != 0;
     par.dp_overlap = o->dp_overlap != 0;
     par.tp_overlap = o->tp_overlap != 0;
-    par.micro_batch = 1;
+    par.flash_attention = true;
+    par.schedule = PX_SCHED_1F1B;
     px_memory mem;
+    bool batch_ok = false, done = false;
 
     /* step 0: model states + activations of one sequence within one node's
      * memory: FSDP / ZeRO-3 over everything and stop */
-    par.zero = 3;
-    par.dp = gpus;
-    par.n_micro = GB % gpus == 0 ? GB / gpus : 1;
     px_parallel one = par;
-    one.dp = 1;
     one.zero = 0;
-    one.n_micro = 1;
+    one.micro_batch = one.n_micro = 1;
     px_memory one_mem;
     px_cost_memory(&ctx, &one, &one_mem, NULL);
-    if ((double)one_mem.total <= (double)g * (double)limit && GB % gpus == 0) {
-        note(res, "model states + activations (%.1f GB) fit in one node: ZeRO-3 over all GPUs",
-             (double)one_mem.total / 1e9);
-    } else {
+    if ((double)one_mem.total <= (double)g * (double)limit) {
+        par.zero = 3;
+        batch_ok = rule_batch(&par, gpus, GB);
+        if (batch_ok && fits(&ctx, &par, limit, &mem)) {
+            note(res, "model states + activations (%.1f GB) fit in one node: ZeRO-3 over all "
+                      "%d GPUs",
+                 (double)one_mem.total / 1e9, gpus);
+            done = true;
+        } else {
+            note(res, "model states + activations (%.1f GB) fit in one node, but ZeRO-3 over "
+                      "all %d GPUs %s: on to the general steps",
+                 (double)one_mem.total / 1e9, gpus,
+                 batch_ok ? "does not fit" : "cannot split the global batch");
+            par.zero = 0;
+        }
+    }
+    if (!done) {
         /* step 1: ZeRO-1 and FlashAttention always; selective recompute from 8K */
         par.zero = 1;
         par.recompute = s >= 8192 ? PX_RECOMPUTE_SELECTIVE : PX_RECOMPUTE_NONE;
@@ -600,67 +864,91 @@ px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
         /* CP for s >= 32K: sequence chunks of 8K */
         int cp = 1;
         if (s >= 32768)
-            while (cp * 2 <= gpus && s / (cp * 2) >= 8192 && s % (cp * 2) == 0)
+            while (gpus % (cp * 2) == 0 && s / (cp * 2) >= 8192 && s % (cp * 2) == 0)
                 cp *= 2;
         par.cp = cp;
         if (cp > 1)
-            note(res, "CP %d for s >= 32K", cp);
+            note(res, "CP %d for s >= 32K (chunks of %lld tokens)", cp, (long long)(s / cp));
+        /* TP (and EP) fill the node, innermost; CP goes outside them
+         * (order TP, CP, EP, PP, DP) */
+        int gc = g;
+        while (gc > 1 && gpus % (gc * cp))
+            gc /= 2;
         /* step 2: inside the node */
         int tp = 1;
         if (m->n_experts > 0) {
-            int ep = (int)(m->n_experts < g ? m->n_experts : g);
-            while (ep > 1 && (m->n_experts % ep || g % ep))
+            int ep = (int)(m->n_experts < gc ? m->n_experts : gc);
+            while (ep > 1 && (m->n_experts % ep || gc % ep))
                 ep--;
-            tp = g / ep;
-            while (tp > 1 && (m->n_heads % tp || m->n_kv_heads % tp))
+            tp = gc / ep;
+            while (tp > 1 && (m->n_heads % tp || m->n_kv_heads % tp || gpus % (tp * cp)))
                 tp /= 2;
-            par.ep = ep;
-            note(res, "MoE: EP = min(E, g) = %d, TP = g / EP", ep);
-        }
-        par.tp = tp;
-        par.pp = 1;
-        par.dp = gpus / (tp * cp * par.pp);
-        par.sp = tp > 1;
-        par.n_micro = GB % (par.dp > 0 ? par.dp : 1) == 0 && par.dp > 0 ? GB / par.dp : 1;
-        if (m->n_experts == 0) {
-            while (!fits(&ctx, &par, limit, &mem) && tp * 2 <= g && m->n_heads % (tp * 2) == 0 &&
-                   m->n_kv_heads % (tp * 2) == 0 && gpus % (tp * 2 * cp) == 0) {
+            par.tp = tp;
+            par.sp = tp > 1;
+            batch_ok = rule_batch(&par, gpus, GB);
+            par.ep = rule_ep(m, &par, ep);
+            note(res, "MoE: EP = min(E, g) = %d, TP = g / EP = %d", par.ep, tp);
+        } else {
+            par.tp = 1;
+            batch_ok = rule_batch(&par, gpus, GB);
+            while (!fits(&ctx, &par, limit, &mem) && tp * 2 <= gc &&
+                   m->n_heads % (tp * 2) == 0 && m->n_kv_heads % (tp * 2) == 0 &&
+                   (m->ffn <= 0 || m->ffn % (tp * 2) == 0) && gpus % (tp * 2 * cp) == 0) {
                 tp *= 2;
                 par.tp = tp;
                 par.sp = true;
-                par.dp = gpus / (tp * cp * par.pp);
-                par.n_micro = GB % par.dp == 0 ? GB / par.dp : 1;
+                batch_ok = rule_batch(&par, gpus, GB);
             }
             note(res, "dense: TP %d (2, 4, 8 until it fits; SP when > 1)", tp);
         }
-        /* step 3: still out of memory: double PP, interleave */
-        while (!fits(&ctx, &par, limit, &mem)) {
+        /* step 3: still out of memory (or the rest does not split the
+         * batch: the lecture's "shrink DP"): double PP and interleave.
+         * When doubling does not divide the GPUs left, the next pp that
+         * does (an uneven split when it does not divide the layers). */
+        int rest = gpus / (tp * cp);
+        bool fit = fits(&ctx, &par, limit, &mem);
+        while (!fit || !batch_ok) {
             int pp = par.pp * 2;
-            if (pp > m->n_layers || m->n_layers % pp || gpus % (tp * cp * pp))
-                break;
-            par.pp = pp;
-            par.dp = gpus / (tp * cp * pp);
-            if (m->n_layers % (pp * 2) == 0) {
-                par.vpp = 2;
-                par.schedule = PX_SCHED_INTERLEAVED;
-            } else {
-                par.vpp = 1;
-                par.schedule = PX_SCHED_1F1B;
+            if (pp > m->n_layers || rest % pp) {
+                pp = par.pp + 1;
+                while (pp <= m->n_layers && pp <= rest && rest % pp)
+                    pp++;
+                if (pp > m->n_layers || pp > rest || pp > PX_MAX_CHUNKS) {
+                    note(res, "PP cannot grow past %d (%d GPUs left after TP·CP, %lld layers)",
+                         par.pp, rest, (long long)m->n_layers);
+                    break;
+                }
+                note(res, "PP %d (doubling to %d does not divide the %d GPUs left)", pp,
+                     par.pp * 2, rest);
             }
-            par.n_micro = GB % par.dp == 0 ? GB / par.dp : 1;
+            par.pp = pp;
+            batch_ok = rule_batch(&par, gpus, GB);
+            rule_pp(m, &par, pp);
+            if (m->n_experts > 0)
+                par.ep = rule_ep(m, &par, par.ep);
+            fit = fits(&ctx, &par, limit, &mem);
         }
         if (par.pp > 1)
-            note(res, "PP %d (doubled until it fits), vpp %d", par.pp, par.vpp);
+            note(res, "PP %d (%s), vpp %d, %s%s", par.pp,
+                 fit ? "doubled until it fits" : "the most the GPUs allow", par.vpp,
+                 px_schedule_name(par.schedule), par.n_chunks ? ", uneven layer split" : "");
         /* step 5: m >= max(needed, 20 (p − 1)) */
-        if (par.pp > 1 && par.n_micro < 20 * (par.pp - 1)) {
-            par.n_micro = 20 * (par.pp - 1);
-            note(res, "m raised to 20 (p - 1) = %lld (the global batch grows)",
-                 (long long)par.n_micro);
+        if (par.pp > 1) {
+            int64_t want = 20LL * (par.pp - 1);
+            if (par.n_micro >= want)
+                note(res, "m = %lld >= 20 (p - 1) = %lld", (long long)par.n_micro,
+                     (long long)want);
+            else
+                note(res, "m = %lld < 20 (p - 1) = %lld: the global batch of %lld sequences "
+                          "over DP %d allows no more (a larger bubble)",
+                     (long long)par.n_micro, (long long)want, (long long)GB, par.dp);
         }
-        if (m->n_experts > 0 && ((int64_t)par.tp * par.cp * par.dp) % (par.ep * par.etp))
-            par.ep = 1;
     }
     note(res, "DP %d (the rest)", par.dp);
+    if (!batch_ok)
+        note(res, "the global batch of %lld sequences does not split over DP %d: the rule "
+                  "plan runs %lld sequences a step instead",
+             (long long)GB, par.dp, (long long)px_parallel_global_batch(&par));
     px_error e2;
     if (px_cost_check(m, &par, &e2) != PX_OK) {
         note(res, "invalid for this model: %s", e2.msg);
@@ -670,5 +958,9 @@ px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
     px_cost_eval(&ctx, &par, o->train_tokens, o->gpu_mtbf_hours, &res->rule.pred, NULL, NULL);
     res->has_rule = true;
     res->rule_fits = res->rule.pred.mem.total <= limit;
+    res->rule_same_batch = px_parallel_global_batch(&par) == GB;
+    if (!res->rule_fits)
+        note(res, "does NOT fit: %.1f GB > %.1f GB usable, and the procedure has no step left",
+             (double)res->rule.pred.mem.total / 1e9, (double)limit / 1e9);
     return PX_OK;
 }

@@ -116,14 +116,25 @@ typedef struct {
     px_candidate closest_miss;
     bool has_rule;                    /* the section-11 rule-of-thumb plan */
     bool rule_fits;
+    bool rule_same_batch;             /* the rule plan runs the search's global batch */
     px_candidate rule;
-    char rule_notes[512];             /* the steps the rule took */
+    char rule_notes[1024];            /* the steps the rule took */
     double elapsed_s;
 } px_search_result;
 
 /* Runs the search.  Returns PX_ERR_INVALID for bad options (gpus < 1...),
  * PX_ERR_INFEASIBLE when nothing valid fits (the message says why, naming the
  * closest miss and the rejection counts; *res is filled either way). */
+/* True when the options leave exactly one configuration to score: tp, cp,
+ * pp fixed (dp then follows from the GPUs), ep and etp fixed or the model
+ * dense, vpp fixed or implied (pp 1, or a schedule other than interleaved),
+ * the micro-batch fixed (m then follows from the global batch), ZeRO,
+ * recomputation and the schedule fixed (the schedule may be left free at
+ * pp 1, where only 1F1B is scored).  plan then keeps the uniform split
+ * unless --partition milp is given (issue #2: "with all fixed it evaluates
+ * exactly that configuration"). */
+bool px_search_fully_fixed(const px_model *m, const px_search_opts *o);
+
 px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_search_opts *o,
                         px_search_result *res, px_error *err);
 

@@ -127,7 +127,11 @@ static void schedules(void)
     CHECK(px_cost_inflight(PX_SCHED_1F1B, 8, 1, 3, 0) == 3);
     CHECK(px_cost_inflight(PX_SCHED_GPIPE, 8, 1, 64, 5) == 64);
     CHECK(px_cost_inflight(PX_SCHED_ZB_H1, 8, 1, 64, 0) == 8);
-    CHECK(px_cost_inflight(PX_SCHED_ZB_H2, 8, 1, 64, 0) == 16);
+    /* ZB-H2: 2p − 1 on every stage (tests/executor/test_schedule.c checks
+     * that the executor's order holds exactly that) */
+    CHECK(px_cost_inflight(PX_SCHED_ZB_H2, 8, 1, 64, 0) == 15);
+    CHECK(px_cost_inflight(PX_SCHED_ZB_H2, 8, 1, 64, 7) == 15);
+    CHECK(px_cost_inflight(PX_SCHED_ZB_H2, 8, 1, 5, 3) == 5);
     /* interleaved: stage 0 holds L layers' worth × (1 + (p−1)/(p·v)) */
     int p = 4, v = 2;
     double L = 80;
@@ -257,8 +261,57 @@ static void goodput(void)
     CHECK(g2.interval_s < g.interval_s);
 }
 
+/* An MoE layer keeps what the executor's tracked allocator holds for it
+ * (docs/executor.md): per routed copy (top_k of each of the GPU's T/t
+ * tokens) the received row, the gate and up outputs, the SwiGLU output
+ * (kept by Megatron, rebuilt as a temporary by the executor) and the
+ * returned expert output; fp32 router probabilities over all experts; four
+ * 4-byte routing entries per copy.  h != moe_f so that the terms cannot stand in
+ * for each other. */
+static void moe_activations(void)
+{
+    for (int sp = 0; sp <= 1; sp++)
+        for (int t = 1; t <= 4; t *= 2) {
+            px_act_shape sh;
+            memset(&sh, 0, sizeof sh);
+            sh.s = sh.s_kv = 4096;
+            sh.b = 2;
+            sh.h = 4096;
+            sh.a = sh.kv = 32;
+            sh.dq = sh.dv = 128;
+            sh.gated = true;
+            sh.elem_bytes = 2;
+            sh.tp = t;
+            sh.sp = sp && t > 1;
+            sh.flash = true;
+            sh.recompute = PX_RECOMPUTE_NONE;
+            sh.moe = true;
+            sh.n_experts = 8;
+            sh.top_k = 2;
+            sh.moe_f = 14336;
+            sh.ep = 8;
+            sh.etp = 1;
+            px_act_ops o;
+            px_cost_act_layer(&sh, &o);
+            double tm = sh.s * sh.b / t, copies = tm * sh.top_k;
+            CHECK_CLOSE(o.router, 4.0 * tm * sh.n_experts, 1e-12, 0.0);
+            CHECK_CLOSE(o.moe_recv, 2.0 * copies * sh.h, 1e-12, 0.0);
+            CHECK_CLOSE(o.moe_gate_up, 2.0 * copies * 3.0 * sh.moe_f, 1e-12, 0.0);
+            CHECK_CLOSE(o.moe_combine, 2.0 * copies * sh.h, 1e-12, 0.0);
+            CHECK_CLOSE(o.moe_meta, 16.0 * copies, 1e-12, 0.0);
+            CHECK_CLOSE(o.expert, o.moe_recv + o.moe_gate_up + o.moe_combine + o.moe_meta, 1e-12, 0.0);
+            /* no dense MLP tensors in a routed layer without shared experts */
+            CHECK(o.fc1_out == 0.0 && o.act_out == 0.0);
+            /* full recomputation keeps only the layer input */
+            sh.recompute = PX_RECOMPUTE_FULL;
+            px_cost_act_layer(&sh, &o);
+            CHECK(o.expert == 0.0 && o.router == 0.0);
+        }
+}
+
 int main(void)
 {
+    moe_activations();
     korthikanti_rows();
     llama_exact();
     schedules();

@@ -322,6 +322,128 @@ static void rule_of_thumb(void)
     load("mixtral-8x7b", "h100-sxm");
     CHECK(run(256, &o, &err) == PX_OK);
     CHECK(res.has_rule && res.rule.par.ep == 8 && res.rule.par.tp == 1);
+
+    /* the rule scores the search's global batch, with m = the batch's
+     * micro-batches (>= 20 (p − 1) whenever the batch allows it) */
+    const struct {
+        const char *model;
+        int gpus;
+    } same[] = {{"70b", 24},        {"70b", 1024},        {"seed-70b", 1024}, {"llama3-8b", 64},
+                {"mixtral-8x7b", 256}, {"llama3-405b", 2048}, {"70b", 96}};
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        load(same[i].model, "h100-sxm");
+        CHECK_MSG(run(same[i].gpus, &o, &err) == PX_OK, "%s: %s", same[i].model, err.msg);
+        CHECK(res.has_rule);
+        const px_parallel *r = &res.rule.par;
+        CHECK_MSG(res.rule_same_batch && px_parallel_global_batch(r) == res.global_batch,
+                  "%s on %d: rule batch %lld, search %lld", same[i].model, same[i].gpus,
+                  (long long)px_parallel_global_batch(r), (long long)res.global_batch);
+        CHECK(r->tp * r->cp * r->pp * r->dp == same[i].gpus);
+        if (r->pp > 1 && res.global_batch / r->dp >= 20 * (r->pp - 1))
+            CHECK(r->n_micro >= 20 * (r->pp - 1));
+        CHECK(res.rule_fits || strstr(res.rule_notes, "does NOT fit") != NULL);
+    }
+    /* 70 B on 24 GPUs: TP 8 alone needs 112 GB, so the rule grows PP (2
+     * does not divide the 3 GPU groups: 3) instead of stopping at DP 3 */
+    load("70b", "h100-sxm");
+    CHECK(run(24, &o, &err) == PX_OK);
+    CHECK_MSG(res.rule.par.tp == 8 && res.rule.par.pp == 3 && res.rule.par.dp == 1,
+              "rule tp %d pp %d dp %d", res.rule.par.tp, res.rule.par.pp, res.rule.par.dp);
+    CHECK(res.rule.par.n_micro == 2048 && res.rule.par.micro_batch == 1);
+    CHECK(strstr(res.rule_notes, "PP 3") != NULL);
+    /* 70 B on 1024: TP 8 does not fit, PP 2 interleaved does; m = 32 >= 20 */
+    CHECK(run(1024, &o, &err) == PX_OK);
+    CHECK(res.rule_fits && res.rule.par.tp == 8 && res.rule.par.pp == 2 &&
+          res.rule.par.n_micro == 32);
+}
+
+/* Distinct rows: no two ranked configurations alike, --top K gives K rows,
+ * and ZeRO 1-3 only where there are data-parallel replicas to shard over. */
+static void distinct_rows(void)
+{
+    px_error err;
+    px_search_opts o;
+    const struct {
+        const char *model;
+        int gpus;
+        int64_t gb;
+        int top;
+    } cases[] = {{"70b", 64, 3, 10}, {"mixtral-8x7b", 256, 0, 10}, {"70b", 64, 3, 3},
+                 {"llama3-8b", 8, 0, 10}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        px_search_opts_init(&o);
+        o.global_batch = cases[i].gb;
+        o.top = cases[i].top;
+        load(cases[i].model, "h100-sxm");
+        CHECK_MSG(run(cases[i].gpus, &o, &err) == PX_OK, "%s: %s", cases[i].model, err.msg);
+        CHECK_MSG(res.n_top == cases[i].top, "%s on %d, top %d: %d rows", cases[i].model,
+                  cases[i].gpus, cases[i].top, res.n_top);
+        for (int a = 0; a < res.n_top; a++) {
+            const px_parallel *p = &res.top[a].par;
+            if (model.n_experts == 0 && p->dp * p->cp == 1)
+                CHECK_MSG(p->zero == 0, "row %d: zero %d without data parallelism", a + 1,
+                          p->zero);
+            for (int b = 0; b < a; b++) {
+                const px_parallel *q = &res.top[b].par;
+                /* what the table and the JSON show */
+                bool same = p->tp == q->tp && p->cp == q->cp && p->ep == q->ep &&
+                            p->etp == q->etp && p->pp == q->pp && p->vpp == q->vpp &&
+                            p->dp == q->dp && p->micro_batch == q->micro_batch &&
+                            p->n_micro == q->n_micro && p->zero == q->zero &&
+                            p->recompute == q->recompute && p->schedule == q->schedule &&
+                            p->sp == q->sp && p->n_layer_recompute == q->n_layer_recompute;
+                if (same && p->n_chunks && q->n_chunks)
+                    same = !memcmp(p->layers_per_chunk, q->layers_per_chunk,
+                                   (size_t)p->n_chunks * sizeof p->layers_per_chunk[0]);
+                else if (same)
+                    same = p->n_chunks == q->n_chunks;
+                if (same && p->n_layer_recompute)
+                    same = !memcmp(p->layer_recompute, q->layer_recompute,
+                                   (size_t)p->n_layer_recompute);
+                CHECK_MSG(!same, "%s on %d: rows %d and %d are the same configuration",
+                          cases[i].model, cases[i].gpus, b + 1, a + 1);
+            }
+        }
+    }
+}
+
+/* Every dimension fixed (or implied) makes exactly one configuration. */
+static void fully_fixed(void)
+{
+    px_search_opts o;
+    px_search_opts_init(&o);
+    load("seed-70b", "h100-sxm");
+    CHECK(!px_search_fully_fixed(&model, &o));
+    o.tp = 8;
+    o.cp = 1;
+    o.pp = 4;
+    o.dp = 32;
+    o.micro_batch = 1;
+    o.zero = 1;
+    o.recompute = PX_RECOMPUTE_NONE;
+    CHECK(!px_search_fully_fixed(&model, &o)); /* the schedule is free at pp 4 */
+    o.schedule = PX_SCHED_1F1B;
+    CHECK(px_search_fully_fixed(&model, &o)); /* vpp implied by 1F1B */
+    o.schedule = PX_SCHED_INTERLEAVED;
+    CHECK(!px_search_fully_fixed(&model, &o));
+    o.vpp = 2;
+    CHECK(px_search_fully_fixed(&model, &o));
+    o.micro_batch = 0;
+    CHECK(!px_search_fully_fixed(&model, &o));
+    /* what it claims: the search scores exactly one configuration */
+    o.micro_batch = 1;
+    o.schedule = PX_SCHED_1F1B;
+    o.vpp = 0;
+    o.milp = false;
+    px_error err;
+    CHECK(run(1024, &o, &err) == PX_OK);
+    CHECK(res.n_evaluated == 1 && res.n_top == 1);
+    /* a MoE model also needs ep and etp */
+    load("mixtral-8x7b", "h100-sxm");
+    CHECK(!px_search_fully_fixed(&model, &o));
+    o.ep = 8;
+    o.etp = 1;
+    CHECK(px_search_fully_fixed(&model, &o));
 }
 
 int main(void)
@@ -334,5 +456,7 @@ int main(void)
     fp32_profile();
     expert_crossing();
     rule_of_thumb();
+    distinct_rows();
+    fully_fixed();
     return px_test_result("search");
 }

@@ -81,6 +81,8 @@ check pp4_v2         4 dump   --pp 4 --vpp 2 --schedule interleaved
 check pp4_zbh1       4 dump   --pp 4 --schedule zb-h1
 check pp4_v2_zbh1    4 dump   --pp 4 --vpp 2 --schedule zb-h1
 check tp2sp_pp2_zbh1 4 nodump --tp 2 --sp --pp 2 --schedule zb-h1 --recompute full
+check pp2_zbh2       2 dump   --pp 2 --schedule zb-h2
+check pp4_zbh2       4 nodump --pp 4 --schedule zb-h2
 check dp2            2 nodump --dp 2 --n-micro 2
 check dp2_zero1      2 dump   --dp 2 --n-micro 2 --zero 1
 check dp2_zero2      2 dump   --dp 2 --n-micro 2 --zero 2

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Errors of `execute` (issue 3): a world size different from the plan's GPU
-# count, a malformed plan, a plan the executor cannot run, and a failure on one
+# count, a malformed plan, a plan the executor cannot run (ZB-H2 with vpp > 1
+# among them), and a failure on one
 # rank mid-step all end with a clear message and a non-zero exit, never a hang.
 #   errors.sh BUILD_DIR
 set -u
@@ -54,6 +55,11 @@ expect zero4_invalid "zero: 4 is not one of 0, 1, 2, 3" 2 --plan "$work/zero4.js
 expect moe_ep_divides "ep = 3 must divide n_experts = 4" 3 --plan "$work/moe_ep3.json"
 "$mkplan" --model tiny-llama --dp 2 --ep 2 -o "$work/dense_ep2.json" 2>/dev/null
 expect dense_ep "ep = 2, etp = 1 on dense model \"tiny-llama\"" 2 --plan "$work/dense_ep2.json"
+# ZB-H2 has no interleaved (vpp > 1) form in this executor: every rank says so.
+"$mkplan" --model tiny-llama --layers 4 --pp 2 --vpp 2 --n-micro 4 --schedule zb-h2 \
+  -o "$work/zbh2_v2.json" 2>/dev/null
+expect zbh2_vpp "rank 1: unsupported: schedule \"zb-h2\" with vpp = 2 is not supported" 2 \
+  --plan "$work/zbh2_v2.json"
 # A failure on one rank while the others are inside the step: the job ends.
 "$mkplan" --model tiny-llama --tp 2 --pp 2 -o "$work/tp2pp2.json" 2>/dev/null
 PX_EXECUTE_INJECT_FAILURE=3:1 expect rank_failure "rank 3: .*injected failure" 4 \

@@ -2,8 +2,9 @@
 # Peak memory per rank follows the pipeline schedule (issue 3): the tracked
 # peak of stage 0 is larger under GPipe (m micro-batches in flight) than under
 # 1F1B (pp), stage 0 holds more than the last stage under 1F1B,
-# interleaving holds more on stage 0 than plain 1F1B, and ZB-H1's deferred
-# weight gradients raise the last stage's peak.
+# interleaving holds more on stage 0 than plain 1F1B, ZB-H1's deferred
+# weight gradients raise the last stage's peak, and ZB-H2's longer warm-up
+# raises stage 0's above 1F1B's and ZB-H1's.
 #   memory.sh BUILD_DIR
 set -u
 build=$1
@@ -36,6 +37,7 @@ run gpipe 4 --pp 4 --schedule gpipe
 run 1f1b 4 --pp 4 --schedule 1f1b
 run inter 4 --pp 4 --vpp 2 --schedule interleaved
 run zbh1 4 --pp 4 --schedule zb-h1
+run zbh2 4 --pp 4 --schedule zb-h2
 # rank = stage here (tp = 1, order tp-cp-ep-pp-dp)
 expect "gpipe > 1f1b on stage 0" peak2 "$work/gpipe.r.json" 0 "$work/1f1b.r.json" 0
 expect "1f1b: stage 0 > last stage" peak "$work/1f1b.r.json" 0 3
@@ -43,6 +45,14 @@ expect "1f1b: stage 1 > stage 2" peak "$work/1f1b.r.json" 1 2
 expect "interleaved > 1f1b on stage 0" peak2 "$work/inter.r.json" 0 "$work/1f1b.r.json" 0
 # ZB-H1 defers W on the later stages: their peak grows (stage 0's stays).
 expect "zb-h1 > 1f1b on the last stage" peak2 "$work/zbh1.r.json" 3 "$work/1f1b.r.json" 3
+# ZB-H2's longer warm-up is the price of no bubble: stage 0 holds 2p - 1 = 7
+# micro-batches (m = 8) where 1F1B and ZB-H1 hold p = 4.
+expect "zb-h2 > 1f1b on stage 0" peak2 "$work/zbh2.r.json" 0 "$work/1f1b.r.json" 0
+expect "zb-h2 > zb-h1 on stage 0" peak2 "$work/zbh2.r.json" 0 "$work/zbh1.r.json" 0
+
+# The report's relative errors are the error of the prediction,
+# (predicted - measured) / measured, as `compare` computes them.
+expect "relative_error = (predicted - measured) / measured" relerr "$work/1f1b.r.json"
 
 # ZeRO stages at DP 4 on a model whose weights dominate (8 layers, 8 tokens
 # per micro-batch): each stage shards one more of optimizer state, gradients,

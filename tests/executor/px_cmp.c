@@ -14,6 +14,10 @@
  *       text) for `execute --data`.
  *   px_cmp differ A.json B.json
  *       exits 0 when the first losses of two reports differ (> 1e-4 relative; the same data agrees to ~1e-9).
+ *   px_cmp relerr REPORT.json
+ *       exits 0 when every `relative_error` key of the report is the error of
+ *       the prediction, (predicted - measured) / measured (within 1e-9), and
+ *       at least one is a number (null only where predicted or measured is 0).
  * Prints what it compared; exits 0 (match), 1 (mismatch), 2 (bad input). */
 #include <jansson.h>
 #include <math.h>
@@ -183,8 +187,53 @@ static long long peak_of(json_t *rep, int rank)
     return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
 }
 
+/* The report's relative errors against the formula `compare` uses too. */
+static int cmp_relerr(const char *path)
+{
+    json_t *r = load(path);
+    if (!r)
+        return 2;
+    json_t *meas = json_object_get(r, "measured"), *pred = json_object_get(r, "predicted");
+    json_t *rel = json_object_get(r, "relative_error");
+    if (!json_is_object(meas) || !json_is_object(pred) || !json_is_object(rel)) {
+        fprintf(stderr, "px_cmp: %s: no measured / predicted / relative_error\n", path);
+        return 2;
+    }
+    const char *keys[] = {"step_time_s", "tokens_per_s", "mfu", "hfu", "peak_memory_bytes"};
+    int bad = 0, numbers = 0;
+    for (int i = 0; i < 5; i++) {
+        json_t *e = json_object_get(rel, keys[i]);
+        double m = json_number_value(json_object_get(meas, keys[i]));
+        double p = json_number_value(json_object_get(pred, keys[i]));
+        if (m == 0.0 || p == 0.0) {
+            if (!json_is_null(e)) {
+                fprintf(stderr, "px_cmp: %s: predicted %g, measured %g: want null\n", keys[i], p,
+                        m);
+                bad = 1;
+            }
+            continue;
+        }
+        double want = (p - m) / m, got = json_number_value(e);
+        if (!json_is_number(e) || !(fabs(got - want) <= 1e-9 * (1.0 + fabs(want)))) {
+            fprintf(stderr, "px_cmp: %s: relative_error %g, (predicted - measured) / measured = %g\n",
+                    keys[i], got, want);
+            bad = 1;
+        }
+        numbers++;
+        printf("%s: predicted %g, measured %g, relative_error %+.4f\n", keys[i], p, m, got);
+    }
+    json_decref(r);
+    if (numbers == 0) {
+        fprintf(stderr, "px_cmp: %s: no relative error to check\n", path);
+        return 2;
+    }
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "relerr"))
+        return cmp_relerr(argv[2]);
     if (argc == 5 && !strcmp(argv[1], "losses"))
         return cmp_losses(argv[2], argv[3], atof(argv[4]));
     if (argc == 6 && !strcmp(argv[1], "weights"))
@@ -232,6 +281,6 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "usage: px_cmp losses REF TEST RTOL | weights REF_DIR TEST_DIR ATOL RTOL |\n"
                     "       peak REPORT RANK_A RANK_B | peak2 A RANK B RANK |\n"
-                    "       tokens FILE N VOCAB | differ A B\n");
+                    "       tokens FILE N VOCAB | differ A B | relerr REPORT\n");
     return 2;
 }

@@ -1,8 +1,11 @@
 /* test_schedule — pipeline op orders without MPI: every (chunk, micro-batch)
- * runs F once and B once, B after its F (and W once after B under ZB-H1), the dependencies between stages
- * can be met (simulated with unbounded buffers), and the activation sets in
- * flight follow the schedule: GPipe m, 1F1B pp - stage, interleaved more than
- * 1F1B on stage 0. */
+ * runs F once and B once, B after its F (and W once after B under ZB-H1 and
+ * ZB-H2), the dependencies between stages can be met (simulated with
+ * unbounded buffers), and the activation sets in flight follow the schedule:
+ * GPipe m, 1F1B pp - stage, interleaved more than 1F1B on stage 0, ZB-H2
+ * min(2pp - 1, m) on every stage.  ZB-H2's shape is checked by running the
+ * lists at unit op times: warm-up forwards, the W tail, no idle slot between
+ * a stage's first and last op (the parallelogram) and the step length. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +13,11 @@
 #include "px_test.h"
 
 #define MAXOPS 768
+
+static int is_zb(px_schedule s)
+{
+    return s == PX_SCHED_ZB_H1 || s == PX_SCHED_ZB_H2;
+}
 
 /* Simulates all stages: an op may run when its input exists (F of model
  * chunk c-1 done for F; B of chunk c+1 done for B, or F of the last chunk for
@@ -59,7 +67,7 @@ static void check_well_formed(px_schedule s, int pp, int vpp, int m)
         int n = 0;
         px_error err;
         CHECK(px_schedule_build(s, pp, vpp, st, m, ops, &n, &err) == PX_OK);
-        int zb = s == PX_SCHED_ZB_H1;
+        int zb = is_zb(s);
         CHECK(n == (2 + zb) * vpp * m);
         int seen_f[64] = {0}, seen_b[64] = {0}, seen_w[64] = {0};
         for (int i = 0; i < n; i++) {
@@ -83,6 +91,99 @@ static void check_well_formed(px_schedule s, int pp, int vpp, int m)
               pp, vpp, m);
 }
 
+/* Runs every stage's list at unit op times (T_F = T_B = T_W = 1, free
+ * communication), each op as soon as its inputs exist (an input made in slot
+ * t is usable from slot t + 1).  Fills start[stage][k], the slot of op k, and
+ * returns the number of slots of the step, or -1 on deadlock. */
+static int unit_time(px_schedule s, int pp, int m, int start[][MAXOPS], int *n_ops)
+{
+    px_sched_op ops[16][MAXOPS];
+    int pos[16] = {0}, fslot[16][64], bslot[16][64];
+    px_error err;
+    if (pp > 16 || m > 64)
+        return -1;
+    for (int st = 0; st < pp; st++) {
+        if (px_schedule_build(s, pp, 1, st, m, ops[st], &n_ops[st], &err))
+            return -1;
+        for (int i = 0; i < m; i++)
+            fslot[st][i] = bslot[st][i] = -1;
+    }
+    int t = 0, left = 0;
+    for (int st = 0; st < pp; st++)
+        left += n_ops[st];
+    for (; left > 0; t++) {
+        if (t > 16 * MAXOPS)
+            return -1;
+        int ran[16] = {0};
+        for (int st = 0; st < pp; st++) {
+            if (pos[st] == n_ops[st])
+                continue;
+            px_sched_op op = ops[st][pos[st]];
+            int i = op.micro;
+#define DONE_BEFORE(slot) ((slot) >= 0 && (slot) < t)
+            int ready = op.kind == 'F'   ? (st == 0 || DONE_BEFORE(fslot[st - 1][i]))
+                        : op.kind == 'W' ? DONE_BEFORE(bslot[st][i])
+                                         : DONE_BEFORE(fslot[st][i]) &&
+                                               (st == pp - 1 || DONE_BEFORE(bslot[st + 1][i]));
+#undef DONE_BEFORE
+            ran[st] = ready;
+        }
+        for (int st = 0; st < pp; st++) {
+            if (!ran[st])
+                continue;
+            px_sched_op op = ops[st][pos[st]];
+            if (op.kind == 'F')
+                fslot[st][op.micro] = t;
+            else if (op.kind == 'B')
+                bslot[st][op.micro] = t;
+            start[st][pos[st]++] = t;
+            left--;
+        }
+    }
+    return t;
+}
+
+/* ZB-H2 as Qi et al. draw it, for pp stages and m micro-batches. */
+static void check_zb_h2_shape(int pp, int m)
+{
+    int start[16][MAXOPS], n[16];
+    int slots = unit_time(PX_SCHED_ZB_H2, pp, m, start, n);
+    CHECK_MSG(slots > 0, "zb-h2 pp %d m %d deadlocks at unit times", pp, m);
+    if (slots <= 0)
+        return;
+    /* The last stage cannot start before slot pp - 1 and has 3m ops: with
+     * enough micro-batches ZB-H2 meets that bound. */
+    if (m >= 2 * pp - 1)
+        CHECK_MSG(slots == 3 * m + pp - 1, "zb-h2 pp %d m %d: %d slots, bound %d", pp, m, slots,
+                  3 * m + pp - 1);
+    for (int st = 0; st < pp; st++) {
+        px_sched_op ops[MAXOPS];
+        int k = 0;
+        px_error err;
+        CHECK(px_schedule_build(PX_SCHED_ZB_H2, pp, 1, st, m, ops, &k, &err) == PX_OK);
+        int warm = 0, tail = 0;
+        while (warm < k && ops[warm].kind == 'F')
+            warm++;
+        while (tail < k && ops[k - 1 - tail].kind == 'W')
+            tail++;
+        int want_warm = 2 * (pp - st) - 1 < m ? 2 * (pp - st) - 1 : m;
+        CHECK_MSG(warm == want_warm, "zb-h2 pp %d m %d stage %d: %d warm-up forwards, want %d",
+                  pp, m, st, warm, want_warm);
+        int cap = 2 * pp - 1 < m ? 2 * pp - 1 : m;
+        CHECK_MSG(px_schedule_max_in_flight(ops, k) == cap,
+                  "zb-h2 pp %d m %d stage %d: %d in flight, want %d", pp, m, st,
+                  px_schedule_max_in_flight(ops, k), cap);
+        if (m >= 2 * pp - 1) {
+            CHECK_MSG(tail == 2 * st + 1, "zb-h2 pp %d m %d stage %d: %d W's at the end", pp, m,
+                      st, tail);
+            /* the parallelogram: busy from slot `st` on, no idle slot inside */
+            CHECK_MSG(start[st][0] == st && start[st][n[st] - 1] == st + n[st] - 1,
+                      "zb-h2 pp %d m %d stage %d: slots %d..%d for %d ops", pp, m, st,
+                      start[st][0], start[st][n[st] - 1], n[st]);
+        }
+    }
+}
+
 static int in_flight(px_schedule s, int pp, int vpp, int stage, int m)
 {
     px_sched_op ops[MAXOPS];
@@ -104,6 +205,14 @@ int main(void)
     for (int i = 0; i < 4; i++)
         for (int m = 1; m <= 8; m++)
             check_well_formed(PX_SCHED_ZB_H1, pps[i], 1, m);
+    /* ZB-H2: p = 1..4 (and 8 for the shape), m = 1..3p. */
+    for (int pp = 1; pp <= 4; pp++)
+        for (int m = 1; m <= 3 * pp; m++) {
+            check_well_formed(PX_SCHED_ZB_H2, pp, 1, m);
+            check_zb_h2_shape(pp, m);
+        }
+    for (int m = 1; m <= 24; m += 5)
+        check_zb_h2_shape(8, m);
     check_well_formed(PX_SCHED_INTERLEAVED, 2, 2, 4);
     check_well_formed(PX_SCHED_INTERLEAVED, 4, 2, 4);
     check_well_formed(PX_SCHED_INTERLEAVED, 4, 2, 8);
@@ -134,7 +243,13 @@ int main(void)
     px_sched_op ops[MAXOPS];
     int n;
     px_error err;
-    CHECK(px_schedule_build(PX_SCHED_ZB_H2, 2, 1, 0, 4, ops, &n, &err) == PX_ERR_UNSUPPORTED);
+    /* ZB-H2 holds more than 1F1B on stage 0 (the price of no bubble) and as
+     * much on the last stage; ZB-H1 in between. */
+    CHECK(in_flight(PX_SCHED_ZB_H2, 4, 1, 0, 8) == 7 && in_flight(PX_SCHED_1F1B, 4, 1, 0, 8) == 4);
+    CHECK(in_flight(PX_SCHED_ZB_H2, 4, 1, 3, 8) == 7);
+    /* ZB-H2 has no interleaved form here: a clear "unsupported". */
+    CHECK(px_schedule_build(PX_SCHED_ZB_H2, 2, 2, 0, 4, ops, &n, &err) == PX_ERR_UNSUPPORTED);
+    CHECK(strstr(err.msg, "zb-h2") != NULL && strstr(err.msg, "vpp") != NULL);
     CHECK(px_schedule_build(PX_SCHED_ZB_H1, 4, 2, 0, 6, ops, &n, &err) == PX_ERR_INVALID);
     CHECK(px_schedule_build(PX_SCHED_INTERLEAVED, 4, 2, 0, 6, ops, &n, &err) == PX_ERR_INVALID);
     CHECK(strstr(err.msg, "multiple of") != NULL);

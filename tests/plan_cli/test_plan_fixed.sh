@@ -5,14 +5,18 @@ set -u
 PLAN="$1"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-# the spec's worked example splits the layers uniformly: --partition uniform
-fixed="--model seed-70b --gpus 1024 --cp 1 --vpp 1 --micro-batch 1 --zero 1 --recompute none --schedule 1f1b --grad-dtype bf16 --json --partition uniform"
+# the spec's worked example splits the layers uniformly; with every
+# dimension fixed that is the default (no --partition flag here)
+fixed="--model seed-70b --gpus 1024 --cp 1 --vpp 1 --micro-batch 1 --zero 1 --schedule 1f1b --grad-dtype bf16 --json"
 
-"$PLAN" $fixed --tp 8 --pp 4 --dp 32 > "$tmp/pp4.json" || fail "pp4 exited $?"
-"$PLAN" $fixed --tp 8 --pp 1 --dp 128 > "$tmp/pp1.json" || fail "pp1 exited $?"
+"$PLAN" $fixed --recompute none --tp 8 --pp 4 --dp 32 > "$tmp/pp4.json" || fail "pp4 exited $?"
+"$PLAN" $fixed --recompute none --tp 8 --pp 1 --dp 128 > "$tmp/pp1.json" || fail "pp1 exited $?"
 "$PLAN" $fixed --tp 8 --pp 4 --dp 32 --no-sp --micro-batches 64 --recompute full > "$tmp/nosp.json" \
   || fail "no-sp exited $?"
-python3 - "$tmp/pp4.json" "$tmp/pp1.json" "$tmp/nosp.json" <<'PY' || exit 1
+# asked for by name, the program may move layers (19,21,21,19 here)
+"$PLAN" $fixed --recompute none --tp 8 --pp 4 --dp 32 --partition milp > "$tmp/milp.json" \
+  || fail "pp4 --partition milp exited $?"
+python3 - "$tmp/pp4.json" "$tmp/pp1.json" "$tmp/nosp.json" "$tmp/milp.json" <<'PY' || exit 1
 import json, sys
 def close(name, got, want, rtol=0.05):
     ok = abs(got - want) <= rtol * abs(want)
@@ -22,6 +26,10 @@ def close(name, got, want, rtol=0.05):
 pp4 = json.load(open(sys.argv[1])); pp1 = json.load(open(sys.argv[2])); nosp = json.load(open(sys.argv[3]))
 for d in (pp4, pp1, nosp):
     assert d["search"]["evaluated"] == 1 and len(d["plans"]) == 1, d["search"]
+    # all fixed: exactly that configuration, layers split uniformly
+    assert d["partition"]["method"] == "uniform", d["partition"]
+    assert d["plans"][0]["layers_per_chunk"] == [] and d["plans"][0]["layer_recompute"] == []
+    assert d["plan"]["parallel"]["layers_per_chunk"] == [], d["plan"]["parallel"]
 p = pp4["plans"][0]; m = p["memory"]; b = p["breakdown"]
 assert p["parallel"] == {"tp": 8, "cp": 1, "ep": 1, "etp": 1, "pp": 4, "vpp": 1, "dp": 32, "sp": True,
                          "zero": 1, "schedule": "1f1b", "recompute": "none", "grad_dtype": "bf16"}, p["parallel"]
@@ -44,7 +52,11 @@ assert r["parallel"]["sp"] is False and r["parallel"]["recompute"] == "full"
 # full recompute without SP keeps 2sbh a layer
 close("full recompute, no SP: a layer", r["breakdown"]["layer_activation_bytes"], 2 * 8192 * 8192)
 assert r["hfu"] > r["mfu"]
-print("fixed ok")
+milp = json.load(open(sys.argv[4]))
+assert milp["partition"]["method"] == "milp" and milp["partition"]["refined"] == 1, milp["partition"]
+lpc = milp["plans"][0]["layers_per_chunk"]
+assert lpc == [] or sum(lpc) == 80, lpc
+print("fixed ok; --partition milp split:", lpc or "uniform")
 PY
 
 # a partially fixed search honours the fixed dimensions in every row
