@@ -25,7 +25,7 @@ static px_sched_op interleaved_op(char kind, int k, int pp, int vpp)
  *      in an earlier slot and (except on the last stage) the next stage's B
  *      of it did;
  *   2. F of its next micro-batch, once the previous stage's F of it ran in an
- *      earlier slot, if fewer than 2pp - 1 micro-batches would then be past F
+ *      earlier slot, if at most 2pp - 1 micro-batches would then be past F
  *      and not yet through W;
  *   3. W of its oldest micro-batch past B;
  * and idles otherwise.  This stage's ops, in slot order, are its list.  Why

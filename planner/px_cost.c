@@ -1000,22 +1000,39 @@ static void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int 
                 sm->buf_loss + sm->buf_rc + sm->buf_p2p + sm->buf_zero3;
 }
 
-/* Activations of one layer of each kind under each recompute choice: the
- * configuration's uniform choice and none (the full set a recomputing layer
- * rebuilds) always, the other choices when par records per-layer choices. */
-static void layer_ops(const px_cost_ctx *ctx, const px_parallel *par,
+/* Activations of one layer of each kind under each recompute choice (all
+ * three: a layer may recompute by its own choice, and a recomputing layer
+ * rebuilds the none set), remembered in ctx->ops_memo for the next
+ * configuration of the same shape. */
+static void layer_ops(px_cost_ctx *ctx, const px_parallel *par,
                       px_act_ops ops[2][PX_RECOMPUTE_COUNT])
 {
+    bool sp = par->sp && par->tp > 1;
+    int64_t seq = seq_of(ctx, par);
+    px_cost_ops_memo *mo = &ctx->ops_memo;
+    if (mo->valid && mo->tp == par->tp && mo->cp == par->cp && mo->ep == par->ep &&
+        mo->etp == par->etp && mo->sp == sp && mo->flash == par->flash_attention &&
+        mo->micro_batch == par->micro_batch && mo->seq_len == seq) {
+        memcpy(ops, mo->ops, sizeof mo->ops);
+        return;
+    }
     memset(ops, 0, 2 * sizeof ops[0]);
-    bool all = par->n_layer_recompute > 0;
     for (int k = 0; k < (ctx->n_moe_layers > 0 ? 2 : 1); k++)
         for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
-            if (!all && r != (int)par->recompute && r != PX_RECOMPUTE_NONE)
-                continue;
             px_act_shape sh;
             make_shape(ctx, par, k == 1, (px_recompute)r, &sh);
             px_cost_act_layer(&sh, &ops[k][r]);
         }
+    memcpy(mo->ops, ops, sizeof mo->ops);
+    mo->tp = par->tp;
+    mo->cp = par->cp;
+    mo->ep = par->ep;
+    mo->etp = par->etp;
+    mo->sp = sp;
+    mo->flash = par->flash_attention;
+    mo->micro_batch = par->micro_batch;
+    mo->seq_len = seq;
+    mo->valid = true;
 }
 
 /* sl: stage_counts of par */

@@ -147,6 +147,15 @@ px_goodput px_cost_goodput(double gpu_mtbf_hours, int gpus, double ckpt_bytes_pe
 /* ------------------------------------------------------------------ */
 /* Model-level evaluation                                              */
 
+/* px_cost_ctx.ops_memo (below). */
+typedef struct {
+    bool valid;
+    int tp, cp, ep, etp;
+    bool sp, flash;
+    int64_t micro_batch, seq_len;
+    px_act_ops ops[2][PX_RECOMPUTE_COUNT];
+} px_cost_ops_memo;
+
 /* What the search computes once per (model, hardware). */
 typedef struct {
     const px_model *model;
@@ -167,6 +176,11 @@ typedef struct {
         bool valid;
         bool ep_cross, etp_cross, edp_cross;
     } xcache[64];
+    /* one layer's activations of each kind under every recompute choice,
+     * for the last (tp, cp, sp, flash, micro-batch, sequence, ep, etp): the
+     * search scores ZeRO stages, recompute choices and schedules (up to 48
+     * configurations) on one such shape */
+    px_cost_ops_memo ops_memo;
 } px_cost_ctx;
 
 px_status px_cost_ctx_init(px_cost_ctx *ctx, const px_model *m, const px_hw *hw,

@@ -220,8 +220,82 @@ static void refined_mixed(void)
         CHECK_CLOSE(t[s], rep.after.stage_time_s[s], 1e-9, 0);
 }
 
+/* The stage loops score only the first of the middle stages that hold the
+ * same layers (the others are no slower and, the in-flight count never
+ * growing with the stage, no fuller): the step's memory and slowest stage
+ * must still be the maximum over every stage, which px_cost_stages computes
+ * stage by stage without that shortcut. */
+static void worst_stage_shortcut(void)
+{
+    const struct {
+        const char *model;
+        int tp, pp, dp, ep;
+        px_schedule sched;
+        bool mixed; /* per-layer recompute choices */
+    } cases[] = {
+        {"llama3-405b", 8, 64, 32, 1, PX_SCHED_1F1B, false},
+        {"llama3-405b", 8, 48, 32, 1, PX_SCHED_ZB_H2, false},
+        {"llama3-405b", 8, 48, 32, 1, PX_SCHED_GPIPE, true},
+        {"deepseek-v3", 1, 32, 64, 8, PX_SCHED_ZB_H1, false},
+        {"deepseek-v3", 1, 16, 128, 8, PX_SCHED_1F1B, true},
+        {"llama3-8b", 1, 3, 32, 1, PX_SCHED_1F1B, false},
+    };
+    static px_cost_ctx ctx;
+    static px_parallel par;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (!load(cases[i].model))
+            continue;
+        px_error err;
+        CHECK(px_cost_ctx_init(&ctx, &model, &hw, &err) == PX_OK);
+        px_parallel_init(&par);
+        par.tp = cases[i].tp;
+        par.sp = par.tp > 1;
+        par.pp = cases[i].pp;
+        par.dp = cases[i].dp;
+        par.ep = cases[i].ep;
+        par.zero = 1;
+        par.micro_batch = 1;
+        par.n_micro = 2 * par.pp;
+        par.schedule = cases[i].sched;
+        par.seq_len = model.seq_len;
+        px_cost_record_split(&model, &par);
+        if (cases[i].mixed) {
+            /* every third layer full, every fifth selective: stages differ */
+            par.n_layer_recompute = (int)model.n_layers;
+            for (int64_t l = 0; l < model.n_layers; l++)
+                par.layer_recompute[l] = (unsigned char)(l % 3 == 0   ? PX_RECOMPUTE_FULL
+                                                         : l % 5 == 0 ? PX_RECOMPUTE_SELECTIVE
+                                                                      : PX_RECOMPUTE_NONE);
+        }
+        CHECK_MSG(px_cost_check(&model, &par, &err) == PX_OK, "%s", err.msg);
+        px_prediction pred;
+        CHECK(px_cost_eval(&ctx, &par, 0, 0, &pred, NULL, &err) == PX_OK);
+        static double mb_s[PX_MAX_CHUNKS];
+        static int64_t mem[PX_MAX_CHUNKS];
+        px_cost_stages(&ctx, &par, mb_s, mem);
+        int arg = 0;
+        for (int st = 1; st < par.pp; st++)
+            if (mem[st] > mem[arg])
+                arg = st;
+        CHECK_MSG(pred.mem.total == mem[arg] && pred.mem.worst_stage == arg,
+                  "%s pp %d: memory %lld on stage %d, stage by stage %lld on %d",
+                  cases[i].model, par.pp, (long long)pred.mem.total, pred.mem.worst_stage,
+                  (long long)mem[arg], arg);
+        /* the slowest stage, one micro-batch, as the step used it */
+        double worst_mb = 0.0;
+        for (int st = 0; st < par.pp; st++)
+            worst_mb = mb_s[st] > worst_mb ? mb_s[st] : worst_mb;
+        px_cost_detail d;
+        CHECK(px_cost_eval(&ctx, &par, 0, 0, &pred, &d, &err) == PX_OK);
+        CHECK_MSG(fabs(d.stage_mb_s - worst_mb) <= 1e-12 * worst_mb,
+                  "%s pp %d: slowest stage %.9g s, stage by stage %.9g s", cases[i].model,
+                  par.pp, d.stage_mb_s, worst_mb);
+    }
+}
+
 int main(void)
 {
+    worst_stage_shortcut();
     uneven_default_split();
     agree("llama3-8b", 2, 4, 8, 1);
     agree("mixtral-8x7b", 2, 4, 8, 8);
