@@ -157,6 +157,19 @@ static void canonical_split(const px_model *m, px_parallel *p)
         if (same && p->layer_recompute[0] < PX_RECOMPUTE_COUNT) {
             p->recompute = (px_recompute)p->layer_recompute[0];
             p->n_layer_recompute = 0;
+        } else if (!same) {
+            /* mixed: the per-layer choices decide and the uniform field
+             * is only a label; make it the most common choice, so that
+             * candidates that reached the same choices from different
+             * uniform starts compare equal */
+            int cnt[PX_RECOMPUTE_COUNT] = {0}, best = 0;
+            for (int i = 0; i < p->n_layer_recompute; i++)
+                if (p->layer_recompute[i] < PX_RECOMPUTE_COUNT)
+                    cnt[p->layer_recompute[i]]++;
+            for (int r = 1; r < PX_RECOMPUTE_COUNT; r++)
+                if (cnt[r] > cnt[best])
+                    best = r;
+            p->recompute = (px_recompute)best;
         }
     }
 }
@@ -354,40 +367,46 @@ static px_status check_fixed(const px_model *m, int gpus, int64_t s, const px_se
 {
     bool moe = m->n_experts > 0;
     if (!moe && (o->ep > 1 || o->etp > 1))
-        return reject_fixed(res, PX_REJ_EXPERTS, err,
-                       "%s %d: ep and etp (expert parallelism) need a mixture-of-experts model; "
-                       "%s is dense (no experts): leave --ep and --etp out or set them to 1",
-                       o->ep > 1 ? "--ep" : "--etp", o->ep > 1 ? o->ep : o->etp, m->name);
+        return reject_fixed(
+            res, PX_REJ_EXPERTS, err,
+            "%s %d: ep and etp (expert parallelism) need a mixture-of-experts model; "
+            "%s is dense (no experts): leave --ep and --etp out or set them to 1",
+            o->ep > 1 ? "--ep" : "--etp", o->ep > 1 ? o->ep : o->etp, m->name);
     if (o->tp > 0) {
         if (m->n_heads % o->tp)
-            return reject_fixed(res, PX_REJ_HEADS, err,
-                           "--tp %d does not divide the %lld attention heads / %lld kv heads of "
-                           "%s: each tensor-parallel rank needs whole heads",
-                           o->tp, (long long)m->n_heads, (long long)m->n_kv_heads, m->name);
+            return reject_fixed(
+                res, PX_REJ_HEADS, err,
+                "--tp %d does not divide the %lld attention heads / %lld kv heads of "
+                "%s: each tensor-parallel rank needs whole heads",
+                o->tp, (long long)m->n_heads, (long long)m->n_kv_heads, m->name);
         if (m->n_kv_heads % o->tp)
-            return reject_fixed(res, PX_REJ_HEADS, err,
-                           "--tp %d does not divide the %lld kv heads of %s (it divides the %lld "
-                           "attention heads): each tensor-parallel rank needs whole kv heads, "
-                           "so tp <= %lld",
-                           o->tp, (long long)m->n_kv_heads, m->name, (long long)m->n_heads,
-                           (long long)m->n_kv_heads);
+            return reject_fixed(
+                res, PX_REJ_HEADS, err,
+                "--tp %d does not divide the %lld kv heads of %s (it divides the %lld "
+                "attention heads): each tensor-parallel rank needs whole kv heads, "
+                "so tp <= %lld",
+                o->tp, (long long)m->n_kv_heads, m->name, (long long)m->n_heads,
+                (long long)m->n_kv_heads);
         if (m->ffn > 0 && m->ffn % o->tp)
-            return reject_fixed(res, PX_REJ_HEADS, err, "--tp %d does not divide the ffn size %lld of %s",
-                           o->tp, (long long)m->ffn, m->name);
+            return reject_fixed(res, PX_REJ_HEADS, err,
+                                "--tp %d does not divide the ffn size %lld of %s", o->tp,
+                                (long long)m->ffn, m->name);
     }
     if (o->cp > 0 && s % o->cp)
-        return reject_fixed(res, PX_REJ_SEQ, err, "--cp %d does not divide the sequence length %lld",
-                       o->cp, (long long)s);
+        return reject_fixed(res, PX_REJ_SEQ, err,
+                            "--cp %d does not divide the sequence length %lld", o->cp,
+                            (long long)s);
     if (o->pp > 0 && o->pp > m->n_layers)
         return reject_fixed(res, PX_REJ_LAYERS, err, "--pp %d exceeds the %lld layers of %s", o->pp,
-                       (long long)m->n_layers, m->name);
+                            (long long)m->n_layers, m->name);
     if (moe && o->ep > 0 && m->n_experts % o->ep)
-        return reject_fixed(res, PX_REJ_EXPERTS, err, "--ep %d does not divide the %lld experts of %s",
-                       o->ep, (long long)m->n_experts, m->name);
+        return reject_fixed(res, PX_REJ_EXPERTS, err,
+                            "--ep %d does not divide the %lld experts of %s", o->ep,
+                            (long long)m->n_experts, m->name);
     if (moe && o->etp > 0 && m->moe_ffn % o->etp)
         return reject_fixed(res, PX_REJ_HEADS, err,
-                       "--etp %d does not divide the expert ffn size %lld of %s", o->etp,
-                       (long long)m->moe_ffn, m->name);
+                            "--etp %d does not divide the expert ffn size %lld of %s", o->etp,
+                            (long long)m->moe_ffn, m->name);
     /* the product of the fixed sizes against --gpus */
     const char *names[4] = {"tp", "cp", "pp", "dp"};
     int vals[4] = {o->tp, o->cp, o->pp, o->dp};
@@ -405,11 +424,11 @@ static px_status check_fixed(const px_model *m, int gpus, int64_t s, const px_se
     }
     if (n_fixed == 4 && prod != gpus)
         return reject_fixed(res, PX_REJ_GPUS, err, "%s = %s = %lld ≠ --gpus %d", lhs, rhs,
-                       (long long)prod, gpus);
+                            (long long)prod, gpus);
     if (n_fixed > 0 && gpus % prod)
         return reject_fixed(res, PX_REJ_GPUS, err,
-                       "%s = %s = %lld does not divide --gpus %d (G = tp·cp·pp·dp)",
-                       lhs, rhs, (long long)prod, gpus);
+                            "%s = %s = %lld does not divide --gpus %d (G = tp·cp·pp·dp)", lhs, rhs,
+                            (long long)prod, gpus);
     return PX_OK;
 }
 
