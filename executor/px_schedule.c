@@ -126,11 +126,9 @@ px_status px_schedule_build(px_schedule s, int pp, int vpp, int stage, int n_mic
             if (f < total)
                 ops[n++] = interleaved_op('F', f++, pp, vpp);
             ops[n++] = interleaved_op('B', b++, pp, vpp);
-            if (zb && w < b - stage) /* as with vpp = 1: W lags B by `stage` */
+            if (zb) /* as with vpp = 1: W right after its B */
                 ops[n++] = interleaved_op('W', w++, pp, vpp);
         }
-        while (zb && w < total)
-            ops[n++] = interleaved_op('W', w++, pp, vpp);
     } else if (s == PX_SCHED_GPIPE) {
         for (int i = 0; i < n_micro; i++)
             ops[n++] = (px_sched_op){'F', 0, i};
@@ -148,11 +146,16 @@ px_status px_schedule_build(px_schedule s, int pp, int vpp, int stage, int n_mic
             if (f < n_micro)
                 ops[n++] = (px_sched_op){'F', 0, f++};
             ops[n++] = (px_sched_op){'B', 0, b++};
-            if (zb && w < b - stage) /* W lags B by `stage` micro-batches */
+            /* ZB-H1: W of the same micro-batch at once.  In the steady phase
+             * it frees the activations before the next F, so the stage holds
+             * the 1F1B count min(p - i, m); in the cool-down it runs while
+             * the next B's gradient is still on its way from stage i + 1,
+             * which is the bubble 1F1B leaves there (the order a unit-time
+             * simulation with B before F before W and at most p - i in
+             * flight also gives). */
+            if (zb)
                 ops[n++] = (px_sched_op){'W', 0, w++};
         }
-        while (zb && w < n_micro)
-            ops[n++] = (px_sched_op){'W', 0, w++};
     }
     *n_ops = n;
     return PX_OK;
@@ -173,4 +176,20 @@ int px_schedule_max_in_flight(const px_sched_op *ops, int n_ops)
         peak = live > peak ? live : peak;
     }
     return peak;
+}
+
+int px_schedule_max_b_to_w(const px_sched_op *ops, int n_ops)
+{
+    int peak = px_schedule_max_in_flight(ops, n_ops);
+    int f = 0, b = 0, w = 0, best = 0;
+    bool has_w = false;
+    for (int i = 0; i < n_ops; i++) {
+        f += ops[i].kind == 'F';
+        b += ops[i].kind == 'B';
+        w += ops[i].kind == 'W';
+        has_w |= ops[i].kind == 'W';
+        if (f - w == peak && b - w > best)
+            best = b - w;
+    }
+    return has_w ? best : 0; /* without W ops nothing waits between B and W */
 }

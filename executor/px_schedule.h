@@ -17,12 +17,11 @@ typedef struct {
 /* Fills ops[3 * vpp * n_micro] for `stage` of pp under schedule s:
  * GPipe (all F, then all B), 1F1B (pp - stage - 1 warm-up forwards),
  * interleaved 1F1B (Megatron's order; needs vpp > 1 and n_micro % pp == 0),
- * or ZB-H1 (1F1B with each backward split into B and W, stage i running
- * W(j - i) after B(j) and the rest at the end: the last stages' idle tail
- * is filled with weight gradients, and every stage holds at most pp
- * micro-batches, the 1F1B peak of stage 0).  ZB-H1 with vpp > 1 splits the
- * interleaved order the same way (W of the chunk-set `stage` backwards
- * earlier after each B).  ZB-H2 (vpp = 1 only; vpp > 1 is
+ * or ZB-H1 (1F1B with each backward split into B and W, W(j) right after
+ * B(j): stage i holds at most min(pp - i, m) micro-batches between F and W,
+ * the 1F1B count, and at most one between B and W; the cool-down W's fill
+ * the wait for the next B).  ZB-H1 with vpp > 1 splits the interleaved order
+ * the same way (W right after each B).  ZB-H2 (vpp = 1 only; vpp > 1 is
  * PX_ERR_UNSUPPORTED): stage i runs min(2(pp - i) - 1, m) warm-up forwards,
  * then B's as their gradients arrive with F's and W's between them, at most
  * 2pp - 1 micro-batches between F and W, and its last 2i + 1 ops are W's (m
@@ -34,5 +33,10 @@ px_status px_schedule_build(px_schedule s, int pp, int vpp, int stage, int n_mic
 /* Largest number of (chunk, micro-batch) forwards whose backward (W when the
  * list has W ops) has not run yet: the activation sets held at the peak. */
 int px_schedule_max_in_flight(const px_sched_op *ops, int n_ops);
+
+/* Among the moments that hold px_schedule_max_in_flight activation sets,
+ * the most (chunk, micro-batch) B's whose W has not run (0 without W ops).  These hold the output gradients kept for W besides their
+ * activations; planner/px_cost.c's px_cost_inflight_bw predicts it. */
+int px_schedule_max_b_to_w(const px_sched_op *ops, int n_ops);
 
 #endif

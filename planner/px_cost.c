@@ -540,8 +540,11 @@ static void make_shape(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     }
     sh->f = (double)m->ffn;
     sh->gated = m->block == PX_BLOCK_LLAMA;
-    sh->dropout = m->block == PX_BLOCK_GPT;
     sh->elem_bytes = elem_of(ctx);
+    /* GPT blocks train with dropout in Megatron (Korthikanti's masks); an
+     * fp32 profile describes the CPU backend, which has none
+     * (docs/executor.md), so neither its masks nor its passes are charged */
+    sh->dropout = m->block == PX_BLOCK_GPT && sh->elem_bytes != 4;
     sh->tp = par->tp;
     sh->sp = par->sp && par->tp > 1;
     sh->flash = par->flash_attention;

@@ -94,6 +94,15 @@ void px_cost_act_layer(const px_act_shape *sh, px_act_ops *out);
  * on every stage. */
 double px_cost_inflight(px_schedule sched, int p, int v, int64_t m, int stage);
 
+/* Zero-bubble schedules (ZB-H1, ZB-H2) split each backward into B (input
+ * gradients) and W (weight gradients): of the px_cost_inflight micro-batches
+ * held at the peak, how many are past B and keep the output gradients W
+ * needs (docs/cost-model.md, "Zero-bubble gradients").  ZB-H1 1 (W right
+ * after B; v chunks: 1/v); ZB-H2 max(1, min(m − 2(p−1−i), p + i)); other
+ * schedules 0.  The executor's orders reach these counts
+ * (tests/executor/test_schedule.c). */
+double px_cost_inflight_bw(px_schedule sched, int p, int v, int64_t m, int stage);
+
 /* Activation bytes of one layer for the lecture's GPT block (no dropout
  * distinction: Korthikanti's table), a formula-level helper for the tests:
  * sbh(34 + 5as/h) etc. per the six rows.  row: 0 none, 1 tp, 2 tp+sp,
@@ -194,6 +203,8 @@ typedef struct {
     double buf_embedding, buf_logits, buf_loss, buf_final_norm, buf_recompute, buf_p2p;
     double layer_act_bytes;      /* one layer, one micro-batch (first layer kind) */
     double inflight;             /* micro-batches in flight on the worst stage */
+    double inflight_bw;          /* of those, past B and waiting for W (zero-bubble) */
+    double buf_zb_grads;         /* their kept output gradients (+ rebuilt full-recompute sets) */
     int64_t params_per_gpu;      /* elements, worst stage, before ZeRO sharding */
     /* time: per step, totals vs exposed */
     double tp_total_s, tp_exposed_s;

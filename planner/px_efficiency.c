@@ -198,11 +198,78 @@ static bool have_coll_points(const px_hw *hw)
     return false;
 }
 
+/* The calibrated points of collective c (calibrate --mpi measures each
+ * one: on a CPU an all-reduce or reduce-scatter also adds, so its bus
+ * bandwidth is not the all-gather's), NULL when the profile has none. */
+static const px_coll_point *measured_points(const px_hw *hw, px_coll c, int *n_pts)
+{
+    switch (c) {
+    case PX_COLL_ALLGATHER: *n_pts = hw->n_allgather_points; return hw->allgather_points;
+    case PX_COLL_REDUCE_SCATTER:
+        *n_pts = hw->n_reduce_scatter_points;
+        return hw->reduce_scatter_points;
+    case PX_COLL_ALLTOALL: *n_pts = hw->n_alltoall_points; return hw->alltoall_points;
+    default: break;
+    }
+    *n_pts = 0;
+    return NULL;
+}
+
+/* time = lat + msg / algbw from a collective's own measured points: the
+ * exact group size, else latency and bus bandwidth (algorithm bandwidth
+ * times the ring factor) interpolated in log n between the neighbours, else
+ * the nearest end.  Returns false when no point is usable. */
+static bool time_from_points(const px_coll_point *pts, int n_pts, px_coll c, int n,
+                             double msg_bytes, double *time_s)
+{
+    const px_coll_point *lo = NULL, *hi = NULL;
+    for (int i = 0; i < n_pts; i++) {
+        const px_coll_point *p = &pts[i];
+        if (p->n_ranks < 2 || p->bw <= 0.0)
+            continue;
+        if (p->n_ranks <= n && (!lo || p->n_ranks > lo->n_ranks))
+            lo = p;
+        if (p->n_ranks >= n && (!hi || p->n_ranks < hi->n_ranks))
+            hi = p;
+    }
+    if (!lo)
+        lo = hi;
+    if (!hi)
+        hi = lo;
+    if (!lo)
+        return false;
+    double bus_lo = lo->bw * px_coll_wire_bytes(c, lo->n_ranks, 1.0);
+    double bus_hi = hi->bw * px_coll_wire_bytes(c, hi->n_ranks, 1.0);
+    double w = 0.0;
+    if (hi->n_ranks != lo->n_ranks)
+        w = (log((double)n) - log((double)lo->n_ranks)) /
+            (log((double)hi->n_ranks) - log((double)lo->n_ranks));
+    double lat = lo->lat_s + w * (hi->lat_s - lo->lat_s);
+    double busbw = bus_lo + w * (bus_hi - bus_lo);
+    *time_s = lat + px_coll_wire_bytes(c, n, msg_bytes) / busbw;
+    return true;
+}
+
 double px_time_coll_s(const px_hw *hw, px_coll c, int n, double msg_bytes, bool crosses_node)
 {
     if (c != PX_COLL_P2P && n <= 1)
         return 0.0;
     double wire = px_coll_wire_bytes(c, n, msg_bytes);
+    /* A collective calibrated on its own (calibrate --mpi): its points. */
+    int n_own = 0;
+    const px_coll_point *own = measured_points(hw, c, &n_own);
+    double t_own = 0.0;
+    if (own && time_from_points(own, n_own, c, n, msg_bytes, &t_own))
+        return t_own;
+    /* A calibrated profile's p2p is the measured ping-pong (intra_* /
+     * inter_*), not a step of the all-reduce. */
+    if (c == PX_COLL_P2P && have_coll_points(hw)) {
+        bool inter = crosses_node && !hw->torus;
+        double bw = inter ? hw->inter_bw : hw->intra_bw;
+        double lat = inter ? hw->inter_lat_s : hw->intra_lat_s;
+        if (bw > 0.0)
+            return lat + msg_bytes / bw;
+    }
     if (have_coll_points(hw)) {
         /* A measured all-reduce of n ranks costs lat + M/bw; its latency is
          * spread over 2(n−1) ring steps, which we charge per step to the other

@@ -87,8 +87,11 @@ int px_coll_steps(px_coll c, int n);
 /* Seconds for the collective: α·steps + wire bytes / bw, with α and bw of the
  * intra-node link when the group stays in a node (or the profile is a torus)
  * and of the inter-node link otherwise.  When the profile has measured
- * all-reduce points they replace α and bw (see docs/cost-model.md).
- * 0 for n <= 1 (except p2p). */
+ * all-reduce points they replace α and bw (see docs/cost-model.md); a
+ * collective calibrated on its own (allgather_points, reduce_scatter_points,
+ * alltoall_points: `calibrate --mpi`) uses its own points, and a calibrated
+ * profile's p2p is its measured ping-pong, lat + bytes / bw of intra_* or
+ * inter_* (docs/calibration.md).  0 for n <= 1 (except p2p). */
 double px_time_coll_s(const px_hw *hw, px_coll c, int n, double msg_bytes, bool crosses_node);
 
 #endif
