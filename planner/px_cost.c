@@ -173,7 +173,12 @@ double px_cost_inflight(px_schedule sched, int p, int v, int64_t m, int stage)
         return sched == PX_SCHED_GPIPE ? mm : dmin(1.0, mm);
     switch (sched) {
     case PX_SCHED_GPIPE: return mm;
-    case PX_SCHED_INTERLEAVED: {
+    case PX_SCHED_INTERLEAVED:
+    case PX_SCHED_ZB_H1: {
+        /* ZB-H1 runs each W right after its B: the 1F1B count, or the
+         * interleaved one with v > 1 (the executor's orders) */
+        if (sched == PX_SCHED_ZB_H1 && v <= 1)
+            return dmin(left, mm);
         if (v < 1)
             v = 1;
         /* Megatron's warm-up: 2(p−i−1) + (v−1)p forward chunks, +1 in steady state */
@@ -187,8 +192,31 @@ double px_cost_inflight(px_schedule sched, int p, int v, int64_t m, int stage)
          * tests/executor/test_schedule.c). */
         return dmin(2.0 * p - 1.0, mm);
     case PX_SCHED_1F1B:
-    case PX_SCHED_ZB_H1:
     default: return dmin(left, mm);
+    }
+}
+
+double px_cost_inflight_bw(px_schedule sched, int p, int v, int64_t m, int stage)
+{
+    double mm = (double)m;
+    if (m < 1)
+        return 0.0;
+    switch (sched) {
+    case PX_SCHED_ZB_H1:
+        /* W right after its B: one chunk-set past B at a time */
+        return 1.0 / (v > 1 ? v : 1);
+    case PX_SCHED_ZB_H2: {
+        /* The order's steady phase is F-B-W; the later stages pile up B's
+         * ahead of their W's (the tail of 2i + 1 W's): p + i of the 2p − 1
+         * past B when stage 0 peaks, fewer when m is short of the count the
+         * warm-up needs, m − 2(p−1−i).  Read off the unit-time order of
+         * executor/px_schedule.c for p = 1..8 and all m. */
+        if (p <= 1)
+            return dmin(1.0, mm);
+        double n = dmin(mm - 2.0 * (p - 1 - stage), (double)(p + stage));
+        return n < 1.0 ? 1.0 : n;
+    }
+    default: return 0.0;
     }
 }
 
@@ -908,10 +936,30 @@ static void stage_counts(const px_cost_ctx *ctx, const px_parallel *par, stage_l
 typedef struct {
     double dense_params, expert_params; /* elements on one GPU */
     double w, g, o;                     /* static bytes */
-    double act, act_att, act_mlp, act_norm, inflight;
-    double buf_emb, buf_logits, buf_loss, buf_final, buf_rc, buf_p2p, buf_zero3;
+    double act, act_att, act_mlp, act_norm, inflight, inflight_bw;
+    double buf_emb, buf_logits, buf_loss, buf_final, buf_rc, buf_p2p, buf_zero3, buf_zb;
     double total;
 } stage_mem;
+
+/* Zero-bubble B -> W: the output gradients one layer keeps for its deferred
+ * weight gradients, per micro-batch (docs/cost-model.md, "Zero-bubble
+ * gradients"): dY of the QKV projection [tok, (a dq + kv (dq + dv))/t] and
+ * of the output projection [tok/tsp, h] (the row-parallel input gradient is
+ * the sequence shard under SP); dense layers also dY of the MLP's first
+ * linear [tok, f (2f gated)/t] and of its second [tok/tsp, h].  A MoE
+ * layer's expert weight gradients are taken in B (their routed rows are
+ * gone by W), so only its attention defers.  In the activation dtype. */
+static double zb_grad_bytes(const px_cost_ctx *ctx, const px_parallel *par, bool moe)
+{
+    px_act_shape sh;
+    make_shape(ctx, par, moe, PX_RECOMPUTE_NONE, &sh);
+    double t = par->tp, tsp = sh.sp ? t : 1.0, tok = sh.s * sh.b, e = sh.elem_bytes;
+    double qkv = (sh.a * sh.dq + sh.kv * (sh.dq + sh.dv)) / t;
+    double bytes = e * tok * (qkv + sh.h / tsp);
+    if (!moe)
+        bytes += e * tok * ((sh.gated ? 2.0 : 1.0) * sh.f / t + sh.h / tsp);
+    return bytes;
+}
 
 /* ops[k][r]: one layer of kind k (0 dense, 1 MoE) under recompute choice r. */
 static void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
@@ -971,6 +1019,23 @@ static void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int 
     sm->act_mlp = inflight * mlp;
     sm->act_norm = inflight * nrm;
     sm->act = sm->act_att + sm->act_mlp + sm->act_norm;
+    /* Zero-bubble: the micro-batches past B keep their layers' output
+     * gradients until W, and a full-recompute layer's rebuilt activations
+     * (B reran its forward; W needs them again). */
+    double bw = px_cost_inflight_bw(par->schedule, p, par->vpp, par->n_micro, stage);
+    sm->inflight_bw = bw;
+    if (bw > 0.0) {
+        double per = 0.0;
+        for (int k = 0; k < 2; k++) {
+            double n = (double)sl->kind[k];
+            if (n == 0.0)
+                continue;
+            per += n * zb_grad_bytes(ctx, par, k == 1);
+            per += (double)sl->n[k][PX_RECOMPUTE_FULL] *
+                   (ops[k][PX_RECOMPUTE_NONE].total - ops[k][PX_RECOMPUTE_FULL].total);
+        }
+        sm->buf_zb = bw * per;
+    }
 
     double tok = s * b;
     if (stage == 0)
@@ -981,7 +1046,10 @@ static void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int 
          * the fp32 softmax the loss keeps for backward, per micro-batch */
         sm->buf_final = inflight * 2.0 * e * tok * h / tsp;
         sm->buf_logits = (4.0 + (e < 4 ? e : 0.0)) * tok * V / t;
-        sm->buf_loss = inflight * 4.0 * tok * V / t;
+        /* zero-bubble: past B the softmax has become the logits gradient,
+         * kept in the activation dtype until W computes the head's */
+        sm->buf_loss = (inflight - sm->inflight_bw) * 4.0 * tok * V / t +
+                       sm->inflight_bw * e * tok * V / t;
     }
     /* a stage with a full-recompute layer holds that layer's full
      * activations while it reruns it (the largest such layer's) */
@@ -1000,7 +1068,7 @@ static void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int 
         sm->buf_zero3 = 2.0 * lp / t * bpp.weights;
     }
     sm->total = sm->w + sm->g + sm->o + sm->act + sm->buf_emb + sm->buf_final + sm->buf_logits +
-                sm->buf_loss + sm->buf_rc + sm->buf_p2p + sm->buf_zero3;
+                sm->buf_loss + sm->buf_rc + sm->buf_p2p + sm->buf_zero3 + sm->buf_zb;
 }
 
 /* Activations of one layer of each kind under each recompute choice (all
@@ -1048,7 +1116,8 @@ static int worst_memory(px_cost_ctx *ctx, const px_parallel *par, const stage_la
     bool skip = middle_stages_identical(ctx, par);
     int seen[PX_SEEN_MAX], n_seen = 0;
     for (int st = 0; st < par->pp; st++) {
-        if (repeats_middle(sl, st, par->pp, seen, &n_seen))
+        /* (under ZB-H2 a later stage keeps more B -> W gradients: score each) */
+        if (par->schedule != PX_SCHED_ZB_H2 && repeats_middle(sl, st, par->pp, seen, &n_seen))
             continue;
         stage_mem sm;
         memory_of_stage(ctx, par, st, &sl[st], ops, &sm);
@@ -1058,7 +1127,8 @@ static int worst_memory(px_cost_ctx *ctx, const px_parallel *par, const stage_la
         }
         /* uniform dense stages in the middle are identical: skip them */
         if (st == 0 && par->pp > 2 && skip)
-            st = par->pp - 2; /* in-flight count never grows with i: stage 0 dominates 1..p−2 */
+            st = par->pp - 2; /* in-flight count never grows with i: stage 0 dominates
+                               * 1..p−2 (ZB-H2's B -> W count does grow: p−2 dominates) */
     }
     return ws;
 }
@@ -1073,7 +1143,7 @@ static void fill_memory(const stage_mem *w, int stage, px_memory *mem)
     mem->act_mlp = (int64_t)llround(w->act_mlp);
     mem->act_norm = (int64_t)llround(w->act_norm);
     mem->buffers = (int64_t)llround(w->buf_emb + w->buf_final + w->buf_logits + w->buf_loss +
-                                    w->buf_rc + w->buf_p2p + w->buf_zero3);
+                                    w->buf_rc + w->buf_p2p + w->buf_zero3 + w->buf_zb);
     mem->total = mem->weights + mem->grads + mem->optimizer + mem->activations + mem->buffers;
     mem->worst_stage = stage;
 }
@@ -1097,6 +1167,8 @@ void px_cost_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *mem,
         detail->buf_recompute = w.buf_rc;
         detail->buf_p2p = w.buf_p2p + w.buf_zero3;
         detail->inflight = w.inflight;
+        detail->inflight_bw = w.inflight_bw;
+        detail->buf_zb_grads = w.buf_zb;
         detail->params_per_gpu = (int64_t)llround(w.dense_params + w.expert_params);
         px_act_ops ops[2][PX_RECOMPUTE_COUNT];
         layer_ops(ctx, par, ops);
@@ -1530,6 +1602,8 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
         detail->buf_recompute = wm.buf_rc;
         detail->buf_p2p = wm.buf_p2p + wm.buf_zero3;
         detail->inflight = wm.inflight;
+        detail->inflight_bw = wm.inflight_bw;
+        detail->buf_zb_grads = wm.buf_zb;
         detail->params_per_gpu = (int64_t)llround(wm.dense_params + wm.expert_params);
         px_act_ops ops[2][PX_RECOMPUTE_COUNT];
         layer_ops(ctx, par, ops);
