@@ -126,7 +126,26 @@ static void schedules(void)
         CHECK(px_cost_inflight(PX_SCHED_1F1B, 8, 1, 64, i) == 8 - i);
     CHECK(px_cost_inflight(PX_SCHED_1F1B, 8, 1, 3, 0) == 3);
     CHECK(px_cost_inflight(PX_SCHED_GPIPE, 8, 1, 64, 5) == 64);
-    CHECK(px_cost_inflight(PX_SCHED_ZB_H1, 8, 1, 64, 0) == 8);
+    /* ZB-H1: W right after B, so 1F1B's count on every stage (and
+     * interleaved's with v > 1); one micro-batch (chunk) past B */
+    for (int i = 0; i < 8; i++) {
+        CHECK(px_cost_inflight(PX_SCHED_ZB_H1, 8, 1, 64, i) == 8 - i);
+        CHECK(px_cost_inflight_bw(PX_SCHED_ZB_H1, 8, 1, 64, i) == 1);
+        CHECK(px_cost_inflight(PX_SCHED_ZB_H1, 8, 2, 64, i) ==
+              px_cost_inflight(PX_SCHED_INTERLEAVED, 8, 2, 64, i));
+    }
+    CHECK(px_cost_inflight(PX_SCHED_ZB_H1, 8, 1, 3, 0) == 3);
+    CHECK(px_cost_inflight_bw(PX_SCHED_ZB_H1, 4, 2, 8, 0) == 0.5);
+    /* no W, nothing past B waits */
+    CHECK(px_cost_inflight_bw(PX_SCHED_1F1B, 8, 1, 64, 0) == 0);
+    CHECK(px_cost_inflight_bw(PX_SCHED_INTERLEAVED, 8, 2, 64, 0) == 0);
+    /* ZB-H2 past B at the peak: p + i with enough micro-batches (the W tail
+     * of the later stages), m − 2(p−1−i) when the warm-up eats them, >= 1 */
+    CHECK(px_cost_inflight_bw(PX_SCHED_ZB_H2, 4, 1, 64, 0) == 4);
+    CHECK(px_cost_inflight_bw(PX_SCHED_ZB_H2, 4, 1, 64, 3) == 7);
+    CHECK(px_cost_inflight_bw(PX_SCHED_ZB_H2, 4, 1, 8, 0) == 2);
+    CHECK(px_cost_inflight_bw(PX_SCHED_ZB_H2, 4, 1, 8, 2) == 6);
+    CHECK(px_cost_inflight_bw(PX_SCHED_ZB_H2, 4, 1, 3, 1) == 1);
     /* ZB-H2: 2p − 1 on every stage (tests/executor/test_schedule.c checks
      * that the executor's order holds exactly that) */
     CHECK(px_cost_inflight(PX_SCHED_ZB_H2, 8, 1, 64, 0) == 15);
@@ -309,8 +328,51 @@ static void moe_activations(void)
         }
 }
 
+/* The output gradients a zero-bubble stage keeps from B to W, against the
+ * hand formula for tiny-llama (h 64, 4 heads of 16, 2 kv heads, SwiGLU f
+ * 176) at TP 2 + SP, PP 2 (one layer a stage), bf16: per layer dY of QKV
+ * (a + 2kv) d/t, of the output projection h/t (SP shard), of gate|up 2f/t
+ * and of down h/t, times the micro-batches past B on the worst stage. */
+static void zb_gradients(void)
+{
+    px_model model;
+    px_hw hw;
+    px_error err;
+    if (px_model_load("tiny-llama", NULL, &model, &err) != PX_OK ||
+        px_hw_load("h100-sxm", NULL, &hw, &err) != PX_OK) {
+        CHECK_MSG(0, "load: %s", err.msg);
+        return;
+    }
+    px_cost_ctx ctx;
+    CHECK(px_cost_ctx_init(&ctx, &model, &hw, &err) == PX_OK);
+    px_parallel par;
+    px_parallel_init(&par);
+    par.tp = 2;
+    par.sp = true;
+    par.pp = 2;
+    par.micro_batch = 2;
+    par.n_micro = 8;
+    par.seq_len = 32;
+    const double t = 2, tok = 32 * 2, e = hw.dtype_bytes > 0 ? hw.dtype_bytes : 2;
+    const double layer = e * tok * ((4 + 2 * 2) * 16 / t + 64 / t + 2 * 176 / t + 64 / t);
+    px_schedule scheds[3] = {PX_SCHED_1F1B, PX_SCHED_ZB_H1, PX_SCHED_ZB_H2};
+    px_memory mem[3];
+    for (int i = 0; i < 3; i++) {
+        par.schedule = scheds[i];
+        px_cost_detail d;
+        memset(&d, 0, sizeof d);
+        px_cost_memory(&ctx, &par, &mem[i], &d);
+        double want_bw = px_cost_inflight_bw(par.schedule, 2, 1, 8, mem[i].worst_stage);
+        CHECK_MSG(d.inflight_bw == want_bw && fabs(d.buf_zb_grads - want_bw * layer) <= 1e-6,
+                  "%s: %g past B keep %g bytes, want %g x %g", px_schedule_name(scheds[i]),
+                  d.inflight_bw, d.buf_zb_grads, want_bw, layer);
+    }
+    CHECK(mem[0].total < mem[1].total && mem[1].total < mem[2].total);
+}
+
 int main(void)
 {
+    zb_gradients();
     moe_activations();
     korthikanti_rows();
     llama_exact();

@@ -9,6 +9,12 @@
  *       exits 0 when per-rank peak memory of RANK_A > RANK_B.
  *   px_cmp peak2 A.json RANK B.json RANK
  *       exits 0 when RANK's peak memory in A > RANK's peak memory in B.
+ *   px_cmp peakclose A.json RANK B.json RANK RTOL
+ *       exits 0 when RANK's peak memory in A is within RTOL (relative) of
+ *       RANK's peak memory in B.
+ *   px_cmp predpeak REPORT.json RTOL
+ *       exits 0 when the report's predicted peak memory (the worst stage) is
+ *       within RTOL of the largest per-rank measured peak.
  *   px_cmp tokens FILE N VOCAB
  *       writes N token ids < VOCAB (little-endian uint32, a fixed pseudo-random
  *       text) for `execute --data`.
@@ -254,6 +260,39 @@ int main(int argc, char **argv)
         printf("peak memory: %s rank %s %lld bytes, %s rank %s %lld bytes\n", argv[2], argv[3], a,
                argv[4], argv[5], b);
         return (a < 0 || b < 0) ? 2 : (a > b ? 0 : 1);
+    }
+    if (argc == 7 && !strcmp(argv[1], "peakclose")) {
+        json_t *r1 = load(argv[2]), *r2 = load(argv[4]);
+        if (!r1 || !r2)
+            return 2;
+        long long a = peak_of(r1, atoi(argv[3])), b = peak_of(r2, atoi(argv[5]));
+        double rel = b > 0 ? fabs((double)(a - b)) / (double)b : INFINITY;
+        printf("peak memory: %s rank %s %lld bytes, %s rank %s %lld bytes (%.1f %%, limit "
+               "%.1f %%)\n",
+               argv[2], argv[3], a, argv[4], argv[5], b, 100 * rel, 100 * atof(argv[6]));
+        return (a < 0 || b < 0) ? 2 : (rel <= atof(argv[6]) ? 0 : 1);
+    }
+    if (argc == 4 && !strcmp(argv[1], "predpeak")) {
+        json_t *r = load(argv[2]);
+        if (!r)
+            return 2;
+        json_t *ranks = json_object_get(r, "per_rank_peak_memory_bytes");
+        json_t *pred = json_object_get(json_object_get(r, "predicted"), "peak_memory_bytes");
+        if (!json_is_array(ranks) || json_array_size(ranks) == 0 || !json_is_number(pred)) {
+            fprintf(stderr, "px_cmp: %s: no per-rank peaks or no predicted peak\n", argv[2]);
+            return 2;
+        }
+        double worst = 0.0;
+        printf("peak memory per rank:");
+        for (size_t i = 0; i < json_array_size(ranks); i++) {
+            double v = json_number_value(json_array_get(ranks, i));
+            printf(" %.0f", v);
+            worst = v > worst ? v : worst;
+        }
+        double p = json_number_value(pred), rel = worst > 0 ? (p - worst) / worst : INFINITY;
+        printf("; predicted %.0f (worst stage), error %+.1f %% (limit %.1f %%)\n", p, 100 * rel,
+               100 * atof(argv[3]));
+        return fabs(rel) <= atof(argv[3]) ? 0 : 1;
     }
     if (argc == 5 && !strcmp(argv[1], "tokens")) {
         long long n = atoll(argv[3]), vocab = atoll(argv[4]);

@@ -2,13 +2,17 @@
  * runs F once and B once, B after its F (and W once after B under ZB-H1 and
  * ZB-H2), the dependencies between stages can be met (simulated with
  * unbounded buffers), and the activation sets in flight follow the schedule:
- * GPipe m, 1F1B pp - stage, interleaved more than 1F1B on stage 0, ZB-H2
- * min(2pp - 1, m) on every stage.  ZB-H2's shape is checked by running the
- * lists at unit op times: warm-up forwards, the W tail, no idle slot between
- * a stage's first and last op (the parallelogram) and the step length. */
+ * GPipe m, 1F1B and ZB-H1 min(pp - stage, m), interleaved more than 1F1B on
+ * stage 0, ZB-H2 min(2pp - 1, m) on every stage; and for both zero-bubble
+ * schedules the counts the cost model charges (px_cost_inflight,
+ * px_cost_inflight_bw) are what the orders hold.  ZB-H2's shape is checked by
+ * running the lists at unit op times: warm-up forwards, the W tail, no idle
+ * slot between a stage's first and last op (the parallelogram) and the step
+ * length; ZB-H1's cool-down W's must beat 1F1B's 3(m + pp - 1) slots. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "px_cost.h"
 #include "px_schedule.h"
 #include "px_test.h"
 
@@ -184,6 +188,55 @@ static void check_zb_h2_shape(int pp, int m)
     }
 }
 
+/* The zero-bubble memory the cost model charges for stage `st` is what the
+ * order holds: px_cost_inflight activation sets (chunk-sets / vpp), of which
+ * px_cost_inflight_bw are past B when they peak, and no moment has more past
+ * B (so n_FW sets + n_BW gradient sets bound the stage's memory). */
+static void check_zb_cost_counts(px_schedule s, int pp, int vpp, int m)
+{
+    for (int st = 0; st < pp; st++) {
+        px_sched_op ops[MAXOPS];
+        int n = 0;
+        px_error err;
+        if (px_schedule_build(s, pp, vpp, st, m, ops, &n, &err) != PX_OK) {
+            CHECK_MSG(0, "%s pp %d vpp %d m %d: %s", px_schedule_name(s), pp, vpp, m, err.msg);
+            return;
+        }
+        int fw = px_schedule_max_in_flight(ops, n), bw = px_schedule_max_b_to_w(ops, n);
+        double want_fw = px_cost_inflight(s, pp, vpp, m, st) * vpp;
+        double want_bw = px_cost_inflight_bw(s, pp, vpp, m, st) * vpp;
+        CHECK_MSG(fw == want_fw && bw == want_bw,
+                  "%s pp %d vpp %d m %d stage %d: order holds %d (%d past B), cost model %g "
+                  "(%g)",
+                  px_schedule_name(s), pp, vpp, m, st, fw, bw, want_fw, want_bw);
+        int b = 0, w = 0, most = 0;
+        for (int i = 0; i < n; i++) {
+            b += ops[i].kind == 'B';
+            w += ops[i].kind == 'W';
+            most = b - w > most ? b - w : most;
+        }
+        CHECK_MSG(most == bw, "%s pp %d m %d stage %d: %d past B at some moment, %d at the peak",
+                  px_schedule_name(s), pp, m, st, most, bw);
+    }
+}
+
+/* ZB-H1 at unit op times: W's fill the cool-down, so the step is shorter
+ * than 1F1B's 3(m + pp - 1) slots (B and W as one backward of two units)
+ * once there is a cool-down (pp > 1); 3m + 2(pp - 1) is what the order
+ * reaches with m >= pp. */
+static void check_zb_h1_time(int pp, int m)
+{
+    int start[16][MAXOPS], n[16];
+    int slots = unit_time(PX_SCHED_ZB_H1, pp, m, start, n);
+    CHECK_MSG(slots > 0, "zb-h1 pp %d m %d deadlocks at unit times", pp, m);
+    if (pp > 1)
+        CHECK_MSG(slots < 3 * (m + pp - 1), "zb-h1 pp %d m %d: %d slots, 1F1B takes %d", pp, m,
+                  slots, 3 * (m + pp - 1));
+    if (m >= pp)
+        CHECK_MSG(slots == 3 * m + 2 * (pp - 1), "zb-h1 pp %d m %d: %d slots, want %d", pp, m,
+                  slots, 3 * m + 2 * (pp - 1));
+}
+
 static int in_flight(px_schedule s, int pp, int vpp, int stage, int m)
 {
     px_sched_op ops[MAXOPS];
@@ -202,9 +255,27 @@ int main(void)
             check_well_formed(PX_SCHED_GPIPE, pps[i], 1, m);
             check_well_formed(PX_SCHED_1F1B, pps[i], 1, m);
         }
-    for (int i = 0; i < 4; i++)
-        for (int m = 1; m <= 8; m++)
-            check_well_formed(PX_SCHED_ZB_H1, pps[i], 1, m);
+    /* ZB-H1: p = 1..4, m = 1..3p; stage i holds at most min(p - i, m)
+     * micro-batches between F and W, the 1F1B count (Qi et al.: "the same
+     * peak memory as 1F1B"), and exactly that many. */
+    for (int pp = 1; pp <= 4; pp++)
+        for (int m = 1; m <= 3 * pp; m++) {
+            check_well_formed(PX_SCHED_ZB_H1, pp, 1, m);
+            check_zb_h1_time(pp, m);
+            for (int st = 0; st < pp; st++) {
+                int want = pp - st < m ? pp - st : m, got = in_flight(PX_SCHED_ZB_H1, pp, 1, st, m);
+                CHECK_MSG(got == want, "zb-h1 pp %d m %d stage %d: %d in flight, bound %d", pp,
+                          m, st, got, want);
+            }
+        }
+    /* the cost model's zero-bubble counts, p = 1..8, m = 1..3p */
+    for (int pp = 1; pp <= 8; pp++)
+        for (int m = 1; m <= 3 * pp; m++) {
+            check_zb_cost_counts(PX_SCHED_ZB_H1, pp, 1, m);
+            check_zb_cost_counts(PX_SCHED_ZB_H2, pp, 1, m);
+            if (m % pp == 0 && pp > 1)
+                check_zb_cost_counts(PX_SCHED_ZB_H1, pp, 2, m);
+        }
     /* ZB-H2: p = 1..4 (and 8 for the shape), m = 1..3p. */
     for (int pp = 1; pp <= 4; pp++)
         for (int m = 1; m <= 3 * pp; m++) {
@@ -227,24 +298,25 @@ int main(void)
     for (int st = 0; st < 4; st++)
         CHECK(in_flight(PX_SCHED_1F1B, 4, 1, st, 8) == 4 - st);
     CHECK(in_flight(PX_SCHED_1F1B, 4, 1, 0, 2) == 2); /* m < pp: all of them */
-    /* ZB-H1: W lags B by `stage`, so every stage holds pp (1F1B's stage-0 peak). */
+    /* ZB-H1: W right after B, so every stage holds what 1F1B holds. */
     for (int st = 0; st < 4; st++)
-        CHECK(in_flight(PX_SCHED_ZB_H1, 4, 1, st, 8) == 4);
+        CHECK(in_flight(PX_SCHED_ZB_H1, 4, 1, st, 8) == 4 - st);
     /* Interleaved: stage 0 holds more chunk-sets than 1F1B's pp, each 1/vpp the size. */
     int il = in_flight(PX_SCHED_INTERLEAVED, 4, 2, 0, 8);
     CHECK(il > 4 && il <= 2 * 8);
-    /* ZB-H1 interleaved: stage 0 (no lag) holds what interleaved holds; the
-     * last stage holds more (its W's wait), and never more than stage 0 plus
-     * its lag. */
-    CHECK(in_flight(PX_SCHED_ZB_H1, 4, 2, 0, 8) == il);
-    int zl = in_flight(PX_SCHED_ZB_H1, 4, 2, 3, 8), l3 = in_flight(PX_SCHED_INTERLEAVED, 4, 2, 3, 8);
-    CHECK_MSG(zl > l3 && zl <= l3 + 3, "zb-h1 vpp 2 last stage holds %d (interleaved %d)", zl, l3);
+    /* ZB-H1 interleaved: every stage holds what interleaved holds. */
+    for (int st = 0; st < 4; st++)
+        CHECK_MSG(in_flight(PX_SCHED_ZB_H1, 4, 2, st, 8) ==
+                      in_flight(PX_SCHED_INTERLEAVED, 4, 2, st, 8),
+                  "zb-h1 vpp 2 stage %d holds %d (interleaved %d)", st,
+                  in_flight(PX_SCHED_ZB_H1, 4, 2, st, 8),
+                  in_flight(PX_SCHED_INTERLEAVED, 4, 2, st, 8));
 
     px_sched_op ops[MAXOPS];
     int n;
     px_error err;
-    /* ZB-H2 holds more than 1F1B on stage 0 (the price of no bubble) and as
-     * much on the last stage; ZB-H1 in between. */
+    /* ZB-H2 holds more than 1F1B and ZB-H1 on stage 0 (the price of no
+     * bubble), and 2pp - 1 on the last stage too. */
     CHECK(in_flight(PX_SCHED_ZB_H2, 4, 1, 0, 8) == 7 && in_flight(PX_SCHED_1F1B, 4, 1, 0, 8) == 4);
     CHECK(in_flight(PX_SCHED_ZB_H2, 4, 1, 3, 8) == 7);
     /* ZB-H2 has no interleaved form here: a clear "unsupported". */
