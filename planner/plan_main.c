@@ -402,6 +402,7 @@ static void explain(px_cost_ctx *ctx, const px_candidate *c, const px_search_res
     printf("    %-32s %10.2f\n", "loss softmax (fp32)", gb(d.buf_loss));
     printf("    %-32s %10.2f\n", "recompute working set", gb(d.buf_recompute));
     printf("    %-32s %10.2f\n", "p2p / ZeRO-3 gather", gb(d.buf_p2p));
+    printf("    %-32s %10.2f\n", "zero-bubble grads kept B->W", gb(d.buf_zb_grads));
     printf("  %-34s %10.2f   of %.2f usable (%.2f HBM - %.2f reserve)\n", "total",
            gb((double)m->total), gb((double)res->mem_limit_bytes), gb((double)hw->hbm_bytes),
            gb((double)hw->mem_reserve_bytes));
@@ -568,13 +569,14 @@ static json_t *detail_json(px_cost_ctx *ctx, const px_candidate *c)
                                       rows[i].exp, "bytes_per_step", ib(rows[i].bytes),
                                       "crosses_node", rows[i].cross));
     return json_pack(
-        "{s:I,s:I,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:o}",
+        "{s:I,s:I,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:o}",
         "layer_activation_bytes", ib(d.layer_act_bytes), "act_attention_bytes",
         ib(d.act_attention), "act_mlp_bytes", ib(d.act_mlp), "act_norm_bytes", ib(d.act_norm),
         "inflight_microbatches", d.inflight, "buf_embedding_bytes", ib(d.buf_embedding),
         "buf_logits_bytes", ib(d.buf_logits), "buf_loss_bytes", ib(d.buf_loss),
         "buf_final_norm_bytes", ib(d.buf_final_norm), "buf_recompute_bytes",
-        ib(d.buf_recompute), "buf_p2p_bytes", ib(d.buf_p2p), "params_per_gpu",
+        ib(d.buf_recompute), "buf_p2p_bytes", ib(d.buf_p2p), "buf_zb_grads_bytes",
+        ib(d.buf_zb_grads), "params_per_gpu",
         (json_int_t)d.params_per_gpu, "tp_bytes_per_layer", ib(d.tp_bytes_per_layer),
         "compute_fwd_s", d.compute_fwd_s, "compute_bwd_s", d.compute_bwd_s,
         "compute_recompute_s", d.compute_recompute_s, "gemm_s", d.gemm_s, "attn_s", d.attn_s,
