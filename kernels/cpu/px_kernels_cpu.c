@@ -242,60 +242,262 @@ void px_cpu_rope_bwd(float *dqkv, int64_t S, int64_t B, int64_t NH, int64_t NKV,
 
 /* ---- attention ---------------------------------------------------------------------- */
 
+/* Tiled, FlashAttention-style.  Per (batch, head) the queries are cut into
+ * row tiles of ATTN_BR and the keys into column tiles of ATTN_BC; each score
+ * tile S = scale Q K^T and each product with V, dO, K or Q is one
+ * cblas_sgemm straight on the interleaved [S, B, heads HD] layout (leading
+ * dimension B * row), so nothing is copied and the only scratch is two
+ * ATTN_BR x ATTN_BC tiles on the stack (16 KiB): O(tile^2), never S x S.
+ * The causal mask is applied per row as a column limit, which only cuts the
+ * tiles that straddle the diagonal; tiles wholly above it are never
+ * computed. */
+enum { ATTN_BR = 32, ATTN_BC = 64 };
+
+/* exp(x) for the softmax, x <= 0 in practice: 2^(x log2 e) split into an
+ * integer power built in the exponent bits and 2^f, |f| <= 1/2, by a
+ * degree-6 series in f ln 2 (relative error ~1e-7, fp32 rounding).  Written
+ * branch-free so the compiler vectorises it over a row; the libm expf call
+ * it replaces cost as much as the GEMMs at head dim 64.  Below 2^-126 it
+ * saturates to the smallest normal, which is 0 for every sum it enters.
+ * GCC keeps the clamps as branches (no vectorising) under its default
+ * -ftrapping-math, which only matters to programs that unmask floating-point
+ * traps (nothing here does), so the row loops are compiled without it. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("no-trapping-math")
+#endif
+static inline float attn_exp(float x)
+{
+    float t = x * 1.44269504088896341f;
+    t = t < -126.0f ? -126.0f : t;
+    t = t > 126.0f ? 126.0f : t;
+    /* round to nearest with the 1.5 * 2^23 trick (no libm call, no SSE4.1) */
+    float n = (t + 12582912.0f) - 12582912.0f;
+    float g = (t - n) * 0.693147180559945309f;
+    float p = 1.0f + g * (1.0f + g * (0.5f + g * (1.0f / 6.0f + g * (1.0f / 24.0f +
+              g * (1.0f / 120.0f + g * (1.0f / 720.0f))))));
+    int32_t bits = ((int32_t)n + 127) << 23;
+    float pow2;
+    memcpy(&pow2, &bits, sizeof pow2);
+    return p * pow2;
+}
+
+/* p[c] = exp(p[c] - sub) for c < n, then zero up to width (the masked
+ * columns of a tile straddling the diagonal). */
+static void attn_exp_row(float *p, int64_t n, int64_t width, float sub)
+{
+    for (int64_t c = 0; c < n; c++)
+        p[c] = attn_exp(p[c] - sub);
+    for (int64_t c = n; c < width; c++)
+        p[c] = 0.0f;
+}
+/* Row max and sum over 8 independent lanes: a single running value is a
+ * serial dependency the compiler may not reorder (fp32 addition is not
+ * associative), so it would stay scalar. */
+static float attn_row_max(const float *p, int64_t n, float init)
+{
+    float lane[8] = {init, init, init, init, init, init, init, init};
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8)
+        for (int k = 0; k < 8; k++)
+            lane[k] = p[c + k] > lane[k] ? p[c + k] : lane[k];
+    float mx = init;
+    for (int k = 0; k < 8; k++)
+        mx = lane[k] > mx ? lane[k] : mx;
+    for (; c < n; c++)
+        mx = p[c] > mx ? p[c] : mx;
+    return mx;
+}
+
+static float attn_row_sum(const float *p, int64_t n)
+{
+    float lane[8] = {0};
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8)
+        for (int k = 0; k < 8; k++)
+            lane[k] += p[c + k];
+    float sum = 0.0f;
+    for (int k = 0; k < 8; k++)
+        sum += lane[k];
+    for (; c < n; c++)
+        sum += p[c];
+    return sum;
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
+/* One (batch, head) slice.  q, k, v point at the head's first element; rows
+ * are ld floats apart.  Query i may see keys 0 ..= attn_last(i). */
+typedef struct {
+    const float *q, *k, *v;
+    int64_t ld;           /* B * (NH + 2 NKV) HD */
+    int64_t Sq, Skv, HD;
+    const int32_t *qpos;  /* NULL: query i sits at position i */
+    float scale;
+} attn_head;
+
+static int64_t attn_last(const attn_head *a, int64_t i)
+{
+    if (!a->qpos)
+        return i;
+    int64_t p = a->qpos[i];
+    return p < a->Skv ? p : a->Skv - 1;
+}
+
+/* Visible columns of query row i in the key tile starting at j0, of width bc. */
+static int64_t attn_cols(const attn_head *a, int64_t i, int64_t j0, int64_t bc)
+{
+    int64_t n = attn_last(a, i) - j0 + 1;
+    return n < 0 ? 0 : n > bc ? bc : n;
+}
+
+/* Last key any row of the query tile [i0, i0 + br) sees. */
+static int64_t attn_tile_last(const attn_head *a, int64_t i0, int64_t br)
+{
+    int64_t last = 0;
+    for (int64_t r = 0; r < br; r++) {
+        int64_t l = attn_last(a, i0 + r);
+        last = l > last ? l : last;
+    }
+    return last;
+}
+
+/* out rows (ldo apart) and lse[Sq] of one slice; probs [Sq, Skv] or NULL. */
+static void attn_fwd_head(const attn_head *a, float *o, int64_t ldo, float *lse, float *probs)
+{
+    float P[ATTN_BR * ATTN_BC];
+    float m[ATTN_BR], l[ATTN_BR];
+    int64_t HD = a->HD, ld = a->ld;
+    for (int64_t i0 = 0; i0 < a->Sq; i0 += ATTN_BR) {
+        int64_t br = a->Sq - i0 < ATTN_BR ? a->Sq - i0 : ATTN_BR;
+        int64_t kend = attn_tile_last(a, i0, br) + 1;
+        for (int64_t r = 0; r < br; r++) {
+            m[r] = -INFINITY;
+            l[r] = 0.0f;
+            memset(o + (i0 + r) * ldo, 0, (size_t)HD * sizeof *o);
+        }
+        for (int64_t j0 = 0; j0 < kend; j0 += ATTN_BC) {
+            int64_t bc = kend - j0 < ATTN_BC ? kend - j0 : ATTN_BC;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)br, (int)bc, (int)HD,
+                        a->scale, a->q + i0 * ld, (int)ld, a->k + j0 * ld, (int)ld, 0.0f, P,
+                        ATTN_BC);
+            /* Online softmax: the running max only grows; when it does the
+             * sum and the output row so far are rescaled by exp(old - new). */
+            for (int64_t r = 0; r < br; r++) {
+                float *p = P + r * ATTN_BC;
+                int64_t n = attn_cols(a, i0 + r, j0, bc);
+                float mx = attn_row_max(p, n, m[r]);
+                attn_exp_row(p, n, bc, mx);
+                float sum = attn_row_sum(p, n);
+                if (mx > m[r] && m[r] > -INFINITY) {
+                    float alpha = expf(m[r] - mx);
+                    float *orow = o + (i0 + r) * ldo;
+                    l[r] *= alpha;
+                    for (int64_t e = 0; e < HD; e++)
+                        orow[e] *= alpha;
+                }
+                m[r] = mx;
+                l[r] += sum;
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)br, (int)HD, (int)bc,
+                        1.0f, P, ATTN_BC, a->v + j0 * ld, (int)ld, 1.0f, o + i0 * ldo, (int)ldo);
+        }
+        for (int64_t r = 0; r < br; r++) {
+            float inv = 1.0f / l[r], *orow = o + (i0 + r) * ldo;
+            for (int64_t e = 0; e < HD; e++)
+                orow[e] *= inv;
+            lse[i0 + r] = m[r] + logf(l[r]);
+        }
+        if (probs) {
+            /* the non-FlashAttention path keeps P = exp(S - lse) whole */
+            float *pr = probs + i0 * a->Skv;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)br, (int)kend, (int)HD,
+                        a->scale, a->q + i0 * ld, (int)ld, a->k, (int)ld, 0.0f, pr,
+                        (int)a->Skv);
+            for (int64_t r = 0; r < br; r++) {
+                float *p = pr + r * a->Skv, L = lse[i0 + r];
+                int64_t n = attn_cols(a, i0 + r, 0, a->Skv);
+                attn_exp_row(p, n, a->Skv, L);
+            }
+        }
+    }
+}
+
+/* Gradients of one slice, accumulated (+=) into dq, dk, dv (rows ld apart);
+ * dout and out rows ldo apart; probs as stored by the forward, or NULL. */
+static void attn_bwd_head(const attn_head *a, float *dq, float *dk, float *dv,
+                          const float *dout, const float *out, int64_t ldo, const float *lse,
+                          const float *probs)
+{
+    float Pt[ATTN_BR * ATTN_BC], dS[ATTN_BR * ATTN_BC];
+    float D[ATTN_BR];
+    int64_t HD = a->HD, ld = a->ld;
+    for (int64_t i0 = 0; i0 < a->Sq; i0 += ATTN_BR) {
+        int64_t br = a->Sq - i0 < ATTN_BR ? a->Sq - i0 : ATTN_BR;
+        int64_t kend = attn_tile_last(a, i0, br) + 1;
+        /* D_i = dO_i . O_i = sum_j P_ij dP_ij (softmax backward) */
+        for (int64_t r = 0; r < br; r++) {
+            const float *go = dout + (i0 + r) * ldo, *o = out + (i0 + r) * ldo;
+            float s = 0.0f;
+            for (int64_t e = 0; e < HD; e++)
+                s += go[e] * o[e];
+            D[r] = s;
+        }
+        for (int64_t j0 = 0; j0 < kend; j0 += ATTN_BC) {
+            int64_t bc = kend - j0 < ATTN_BC ? kend - j0 : ATTN_BC;
+            const float *P;
+            int64_t ldp;
+            if (probs) {
+                P = probs + i0 * a->Skv + j0;
+                ldp = a->Skv;
+            } else {
+                /* recompute P = exp(scale Q K^T - lse) for this tile */
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)br, (int)bc,
+                            (int)HD, a->scale, a->q + i0 * ld, (int)ld, a->k + j0 * ld,
+                            (int)ld, 0.0f, Pt, ATTN_BC);
+                for (int64_t r = 0; r < br; r++) {
+                    float *p = Pt + r * ATTN_BC, L = lse[i0 + r];
+                    int64_t n = attn_cols(a, i0 + r, j0, bc);
+                    attn_exp_row(p, n, bc, L);
+                }
+                P = Pt;
+                ldp = ATTN_BC;
+            }
+            /* dV += P^T dO */
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)bc, (int)HD, (int)br, 1.0f,
+                        P, (int)ldp, dout + i0 * ldo, (int)ldo, 1.0f, dv + j0 * ld, (int)ld);
+            /* dP = dO V^T, then dS = P (dP - D) scale (zero where P is masked) */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)br, (int)bc, (int)HD, 1.0f,
+                        dout + i0 * ldo, (int)ldo, a->v + j0 * ld, (int)ld, 0.0f, dS, ATTN_BC);
+            for (int64_t r = 0; r < br; r++) {
+                const float *p = P + r * ldp;
+                float *ds = dS + r * ATTN_BC, Dr = D[r];
+                for (int64_t c = 0; c < bc; c++)
+                    ds[c] = p[c] * (ds[c] - Dr) * a->scale;
+            }
+            /* dQ += dS K, dK += dS^T Q */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)br, (int)HD, (int)bc,
+                        1.0f, dS, ATTN_BC, a->k + j0 * ld, (int)ld, 1.0f, dq + i0 * ld, (int)ld);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)bc, (int)HD, (int)br, 1.0f,
+                        dS, ATTN_BC, a->q + i0 * ld, (int)ld, 1.0f, dk + j0 * ld, (int)ld);
+        }
+    }
+}
+
 void px_cpu_attention_fwd(float *out, float *lse, float *probs, const float *qkv, int64_t S,
                           int64_t B, int64_t NH, int64_t NKV, int64_t HD)
 {
     int64_t row = (NH + 2 * NKV) * HD, group = NH / NKV;
-    float scale = 1.0f / sqrtf((float)HD);
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < NH; h++) {
             int64_t kh = h / group;
-            for (int64_t i = 0; i < S; i++) {
-                const float *q = qkv + (i * B + b) * row + h * HD;
-                float *o = out + (i * B + b) * NH * HD + h * HD;
-                /* Online softmax (running max and sum, output rescaled when the
-                 * max grows): no score row is ever materialised. */
-                float mx = -INFINITY, sum = 0.0f;
-                memset(o, 0, (size_t)HD * sizeof *o);
-                for (int64_t j = 0; j <= i; j++) {
-                    const float *k = qkv + (j * B + b) * row + (NH + kh) * HD;
-                    const float *v = qkv + (j * B + b) * row + (NH + NKV + kh) * HD;
-                    float d = 0.0f;
-                    for (int64_t e = 0; e < HD; e++)
-                        d += q[e] * k[e];
-                    d *= scale;
-                    if (d > mx) {
-                        float r = expf(mx - d); /* 0 on the first key */
-                        sum *= r;
-                        for (int64_t e = 0; e < HD; e++)
-                            o[e] *= r;
-                        mx = d;
-                    }
-                    float w = expf(d - mx);
-                    sum += w;
-                    for (int64_t e = 0; e < HD; e++)
-                        o[e] += w * v[e];
-                }
-                float inv = 1.0f / sum;
-                for (int64_t e = 0; e < HD; e++)
-                    o[e] *= inv;
-                float L = mx + logf(sum);
-                lse[(b * NH + h) * S + i] = L;
-                if (probs) {
-                    float *pr = probs + ((b * NH + h) * S + i) * S;
-                    for (int64_t j = 0; j < S; j++) {
-                        if (j > i) {
-                            pr[j] = 0.0f;
-                            continue;
-                        }
-                        const float *k = qkv + (j * B + b) * row + (NH + kh) * HD;
-                        float d = 0.0f;
-                        for (int64_t e = 0; e < HD; e++)
-                            d += q[e] * k[e];
-                        pr[j] = expf(d * scale - L);
-                    }
-                }
-            }
+            const float *base = qkv + b * row;
+            attn_head a = {base + h * HD, base + (NH + kh) * HD, base + (NH + NKV + kh) * HD,
+                           B * row, S, S, HD, NULL, 1.0f / sqrtf((float)HD)};
+            attn_fwd_head(&a, out + (b * NH + h) * HD, B * NH * HD, lse + (b * NH + h) * S,
+                          probs ? probs + (b * NH + h) * S * S : NULL);
         }
 }
 
@@ -304,90 +506,40 @@ void px_cpu_attention_bwd(float *dqkv, const float *dout, const float *out, cons
                           int64_t NH, int64_t NKV, int64_t HD)
 {
     int64_t row = (NH + 2 * NKV) * HD, group = NH / NKV;
-    float scale = 1.0f / sqrtf((float)HD);
     memset(dqkv, 0, (size_t)(S * B * row) * sizeof *dqkv);
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < NH; h++) {
             int64_t kh = h / group;
-            for (int64_t i = 0; i < S; i++) {
-                const float *q = qkv + (i * B + b) * row + h * HD;
-                float *dq = dqkv + (i * B + b) * row + h * HD;
-                const float *go = dout + (i * B + b) * NH * HD + h * HD;
-                const float *o = out + (i * B + b) * NH * HD + h * HD;
-                float L = lse[(b * NH + h) * S + i];
-                /* D_i = dO_i . O_i = sum_j P_ij dP_ij (softmax backward) */
-                float D = 0.0f;
-                for (int64_t e = 0; e < HD; e++)
-                    D += go[e] * o[e];
-                for (int64_t j = 0; j <= i; j++) {
-                    const float *k = qkv + (j * B + b) * row + (NH + kh) * HD;
-                    const float *v = qkv + (j * B + b) * row + (NH + NKV + kh) * HD;
-                    float pij;
-                    if (probs) {
-                        pij = probs[((b * NH + h) * S + i) * S + j];
-                    } else {
-                        float d = 0.0f;
-                        for (int64_t e = 0; e < HD; e++)
-                            d += q[e] * k[e];
-                        pij = expf(d * scale - L);
-                    }
-                    float dp = 0.0f;
-                    for (int64_t e = 0; e < HD; e++)
-                        dp += go[e] * v[e];
-                    float ds = pij * (dp - D) * scale;
-                    float *dk = dqkv + (j * B + b) * row + (NH + kh) * HD;
-                    float *dv = dqkv + (j * B + b) * row + (NH + NKV + kh) * HD;
-                    for (int64_t e = 0; e < HD; e++) {
-                        dq[e] += ds * k[e];
-                        dk[e] += ds * q[e];
-                        dv[e] += pij * go[e];
-                    }
-                }
-            }
+            const float *base = qkv + b * row;
+            float *dbase = dqkv + b * row;
+            attn_head a = {base + h * HD, base + (NH + kh) * HD, base + (NH + NKV + kh) * HD,
+                           B * row, S, S, HD, NULL, 1.0f / sqrtf((float)HD)};
+            attn_bwd_head(&a, dbase + h * HD, dbase + (NH + kh) * HD,
+                          dbase + (NH + NKV + kh) * HD, dout + (b * NH + h) * HD,
+                          out + (b * NH + h) * HD, B * NH * HD, lse + (b * NH + h) * S,
+                          probs ? probs + (b * NH + h) * S * S : NULL);
         }
 }
 
 /* ---- context-parallel attention ------------------------------------------------ */
 
+/* The same tiles; the causal limit comes from qpos, which need not be
+ * monotonic (zigzag shards), so a query tile runs to the last key any of its
+ * rows sees and each row cuts its own columns. */
 void px_cpu_attention_kv_fwd(float *out, float *lse, const float *q, const int32_t *qpos,
                              const float *kv, int64_t Sq, int64_t Skv, int64_t B, int64_t NH,
                              int64_t NKV, int64_t HD)
 {
     int64_t row = (NH + 2 * NKV) * HD, group = NH / NKV;
-    float scale = 1.0f / sqrtf((float)HD);
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < NH; h++) {
             int64_t kh = h / group;
-            for (int64_t i = 0; i < Sq; i++) {
-                const float *qi = q + (i * B + b) * row + h * HD;
-                float *o = out + (i * B + b) * NH * HD + h * HD;
-                float mx = -INFINITY, sum = 0.0f;
-                int64_t last = qpos[i] < Skv ? qpos[i] : Skv - 1;
-                memset(o, 0, (size_t)HD * sizeof *o);
-                for (int64_t j = 0; j <= last; j++) { /* online softmax, as above */
-                    const float *k = kv + (j * B + b) * row + (NH + kh) * HD;
-                    const float *v = kv + (j * B + b) * row + (NH + NKV + kh) * HD;
-                    float d = 0.0f;
-                    for (int64_t e = 0; e < HD; e++)
-                        d += qi[e] * k[e];
-                    d *= scale;
-                    if (d > mx) {
-                        float r = expf(mx - d);
-                        sum *= r;
-                        for (int64_t e = 0; e < HD; e++)
-                            o[e] *= r;
-                        mx = d;
-                    }
-                    float w = expf(d - mx);
-                    sum += w;
-                    for (int64_t e = 0; e < HD; e++)
-                        o[e] += w * v[e];
-                }
-                float inv = 1.0f / sum;
-                for (int64_t e = 0; e < HD; e++)
-                    o[e] *= inv;
-                lse[(b * NH + h) * Sq + i] = mx + logf(sum);
-            }
+            const float *kvb = kv + b * row;
+            attn_head a = {q + b * row + h * HD, kvb + (NH + kh) * HD,
+                           kvb + (NH + NKV + kh) * HD, B * row, Sq, Skv, HD, qpos,
+                           1.0f / sqrtf((float)HD)};
+            attn_fwd_head(&a, out + (b * NH + h) * HD, B * NH * HD, lse + (b * NH + h) * Sq,
+                          NULL);
         }
 }
 
@@ -397,41 +549,19 @@ void px_cpu_attention_kv_bwd(float *dq, float *dkv, const float *dout, const flo
                              int64_t NKV, int64_t HD)
 {
     int64_t row = (NH + 2 * NKV) * HD, group = NH / NKV;
-    float scale = 1.0f / sqrtf((float)HD);
     memset(dq, 0, (size_t)(Sq * B * row) * sizeof *dq);
     memset(dkv, 0, (size_t)(Skv * B * row) * sizeof *dkv);
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < NH; h++) {
             int64_t kh = h / group;
-            for (int64_t i = 0; i < Sq; i++) {
-                const float *qi = q + (i * B + b) * row + h * HD;
-                float *dqi = dq + (i * B + b) * row + h * HD;
-                const float *go = dout + (i * B + b) * NH * HD + h * HD;
-                const float *o = out + (i * B + b) * NH * HD + h * HD;
-                float L = lse[(b * NH + h) * Sq + i];
-                float D = 0.0f;
-                for (int64_t e = 0; e < HD; e++)
-                    D += go[e] * o[e];
-                int64_t last = qpos[i] < Skv ? qpos[i] : Skv - 1;
-                for (int64_t j = 0; j <= last; j++) {
-                    const float *k = kv + (j * B + b) * row + (NH + kh) * HD;
-                    const float *v = kv + (j * B + b) * row + (NH + NKV + kh) * HD;
-                    float d = 0.0f, dp = 0.0f;
-                    for (int64_t e = 0; e < HD; e++) {
-                        d += qi[e] * k[e];
-                        dp += go[e] * v[e];
-                    }
-                    float pij = expf(d * scale - L);
-                    float ds = pij * (dp - D) * scale;
-                    float *dk = dkv + (j * B + b) * row + (NH + kh) * HD;
-                    float *dv = dkv + (j * B + b) * row + (NH + NKV + kh) * HD;
-                    for (int64_t e = 0; e < HD; e++) {
-                        dqi[e] += ds * k[e];
-                        dk[e] += ds * qi[e];
-                        dv[e] += pij * go[e];
-                    }
-                }
-            }
+            const float *kvb = kv + b * row;
+            float *dkvb = dkv + b * row;
+            attn_head a = {q + b * row + h * HD, kvb + (NH + kh) * HD,
+                           kvb + (NH + NKV + kh) * HD, B * row, Sq, Skv, HD, qpos,
+                           1.0f / sqrtf((float)HD)};
+            attn_bwd_head(&a, dq + b * row + h * HD, dkvb + (NH + kh) * HD,
+                          dkvb + (NH + NKV + kh) * HD, dout + (b * NH + h) * HD,
+                          out + (b * NH + h) * HD, B * NH * HD, lse + (b * NH + h) * Sq, NULL);
         }
 }
 

@@ -128,7 +128,9 @@ void px_cpu_rope_bwd(float *dqkv, /* [S, B, (NH + 2 NKV) HD] in place */
  * Memory-aware: the forward keeps only the log-sum-exp of each score row
  * (lse); the backward recomputes the probabilities from q, k and lse, as
  * FlashAttention does, unless the forward stored them in `probs` (the
- * non-FlashAttention path; probs NULL means don't store / recompute). */
+ * non-FlashAttention path; probs NULL means don't store / recompute).
+ * Tiled: every product is a cblas_sgemm on query x key tiles, with 16 KiB of
+ * stack scratch per call (two tiles) and no allocation. */
 void px_cpu_attention_fwd(float *out,       /* [S, B, NH HD] overwritten */
                           float *lse,       /* [B, NH, S] overwritten */
                           float *probs,     /* [B, NH, S, S] or NULL */
