@@ -1148,6 +1148,28 @@ static void fill_memory(const stage_mem *w, int stage, px_memory *mem)
     mem->worst_stage = stage;
 }
 
+/* The memory part of a px_cost_detail, from the worst stage's breakdown. */
+static void fill_memory_detail(px_cost_ctx *ctx, const px_parallel *par, const stage_mem *w,
+                               px_cost_detail *detail)
+{
+    detail->act_attention = w->act_att;
+    detail->act_mlp = w->act_mlp;
+    detail->act_norm = w->act_norm;
+    detail->buf_embedding = w->buf_emb;
+    detail->buf_logits = w->buf_logits;
+    detail->buf_loss = w->buf_loss;
+    detail->buf_final_norm = w->buf_final;
+    detail->buf_recompute = w->buf_rc;
+    detail->buf_p2p = w->buf_p2p + w->buf_zero3;
+    detail->inflight = w->inflight;
+    detail->inflight_bw = w->inflight_bw;
+    detail->buf_zb_grads = w->buf_zb;
+    detail->params_per_gpu = (int64_t)llround(w->dense_params + w->expert_params);
+    px_act_ops ops[2][PX_RECOMPUTE_COUNT];
+    layer_ops(ctx, par, ops);
+    detail->layer_act_bytes = ops[ctx->dense_layer_params > 0 ? 0 : 1][par->recompute].total;
+}
+
 void px_cost_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *mem,
                     px_cost_detail *detail)
 {
@@ -1156,24 +1178,8 @@ void px_cost_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *mem,
     stage_counts(ctx, par, sl);
     int ws = worst_memory(ctx, par, sl, &w);
     fill_memory(&w, ws, mem);
-    if (detail) {
-        detail->act_attention = w.act_att;
-        detail->act_mlp = w.act_mlp;
-        detail->act_norm = w.act_norm;
-        detail->buf_embedding = w.buf_emb;
-        detail->buf_logits = w.buf_logits;
-        detail->buf_loss = w.buf_loss;
-        detail->buf_final_norm = w.buf_final;
-        detail->buf_recompute = w.buf_rc;
-        detail->buf_p2p = w.buf_p2p + w.buf_zero3;
-        detail->inflight = w.inflight;
-        detail->inflight_bw = w.inflight_bw;
-        detail->buf_zb_grads = w.buf_zb;
-        detail->params_per_gpu = (int64_t)llround(w.dense_params + w.expert_params);
-        px_act_ops ops[2][PX_RECOMPUTE_COUNT];
-        layer_ops(ctx, par, ops);
-        detail->layer_act_bytes = ops[ctx->dense_layer_params > 0 ? 0 : 1][par->recompute].total;
-    }
+    if (detail)
+        fill_memory_detail(ctx, par, &w, detail);
 }
 
 /* Head and embedding work of one micro-batch (seconds). */
@@ -1592,22 +1598,7 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     }
 
     if (detail) {
-        detail->act_attention = wm.act_att;
-        detail->act_mlp = wm.act_mlp;
-        detail->act_norm = wm.act_norm;
-        detail->buf_embedding = wm.buf_emb;
-        detail->buf_logits = wm.buf_logits;
-        detail->buf_loss = wm.buf_loss;
-        detail->buf_final_norm = wm.buf_final;
-        detail->buf_recompute = wm.buf_rc;
-        detail->buf_p2p = wm.buf_p2p + wm.buf_zero3;
-        detail->inflight = wm.inflight;
-        detail->inflight_bw = wm.inflight_bw;
-        detail->buf_zb_grads = wm.buf_zb;
-        detail->params_per_gpu = (int64_t)llround(wm.dense_params + wm.expert_params);
-        px_act_ops ops[2][PX_RECOMPUTE_COUNT];
-        layer_ops(ctx, par, ops);
-        detail->layer_act_bytes = ops[ctx->dense_layer_params > 0 ? 0 : 1][par->recompute].total;
+        fill_memory_detail(ctx, par, &wm, detail);
         detail->tp_total_s = detail->tp_exposed_s = mm * w_tp;
         detail->cp_total_s = mm * w_cpt;
         detail->cp_exposed_s = mm * w_cp;
