@@ -841,6 +841,8 @@ static int seg_cmp(const void *pa, const void *pb_)
 
 /* layers[0..n) on stage s (time of the layers only, not the stage's fixed
  * part).  Returns false when even the leanest choice does not fit. */
+static int layer_hull(const px_partition_problem *pb, int i, int *pts);
+
 static bool stage_knapsack(const px_partition_problem *pb, int s, const int *layers, int n,
                            hull_seg *segs, double *lp_time, double *int_time,
                            unsigned char *choice)
@@ -851,30 +853,8 @@ static bool stage_knapsack(const px_partition_problem *pb, int s, const int *lay
     double fl = pb->in_flight[s];
     for (int q = 0; q < n; q++) {
         int i = layers[q];
-        int pts[R_COUNT], np = 0;
-        for (int r = 0; r < R_COUNT; r++)
-            if (allowed(pb, r) && !dominated(pb, i, r))
-                pts[np++] = r;
-        /* sort by time (so activation bytes fall) */
-        for (int a = 1; a < np; a++)
-            for (int b = a; b > 0 && pb->layer_time_s[i][pts[b]] < pb->layer_time_s[i][pts[b - 1]];
-                 b--) {
-                int tmp = pts[b];
-                pts[b] = pts[b - 1];
-                pts[b - 1] = tmp;
-            }
-        /* lower convex hull: drop a middle point above the chord */
-        if (np == 3) {
-            double t0 = pb->layer_time_s[i][pts[0]], t1 = pb->layer_time_s[i][pts[1]],
-                   t2 = pb->layer_time_s[i][pts[2]];
-            double a0 = (double)pb->layer_act_bytes[i][pts[0]],
-                   a1 = (double)pb->layer_act_bytes[i][pts[1]],
-                   a2 = (double)pb->layer_act_bytes[i][pts[2]];
-            if ((t1 - t0) * (a1 - a2) > (t2 - t1) * (a0 - a1)) {
-                pts[1] = pts[2];
-                np = 2;
-            }
-        }
+        int pts[R_COUNT];
+        int np = layer_hull(pb, i, pts);
         choice[q] = (unsigned char)pts[0];
         t += pb->layer_time_s[i][pts[0]];
         static_sum += pb->layer_static_bytes[i];
