@@ -839,10 +839,10 @@ static int seg_cmp(const void *pa, const void *pb_)
     return a->dt < b->dt ? -1 : a->dt > b->dt ? 1 : 0; /* a layer's own order */
 }
 
-/* layers[0..n) on stage s (time of the layers only, not the stage's fixed
- * part).  Returns false when even the leanest choice does not fit. */
 static int layer_hull(const px_partition_problem *pb, int i, int *pts);
 
+/* layers[0..n) on stage s (time of the layers only, not the stage's fixed
+ * part).  Returns false when even the leanest choice does not fit. */
 static bool stage_knapsack(const px_partition_problem *pb, int s, const int *layers, int n,
                            hull_seg *segs, double *lp_time, double *int_time,
                            unsigned char *choice)
