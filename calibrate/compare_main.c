@@ -7,7 +7,10 @@
  * summary; with the limits, exits 1 when any run's |step-time error| or
  * |peak-memory error| exceeds them (the table is printed either way).
  * --json prints the same content as JSON (sorted keys).  Exit 2: bad
- * arguments or an unreadable report. */
+ * arguments (a limit outside (0, 1]) or an unreadable report (also one whose
+ * step time or peak memory is negative).  A report whose plan file cannot be
+ * opened is a warning on stderr: the run is then labelled by its file name. */
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -23,19 +26,75 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: compare [--max-time-err F] [--max-mem-err F] [--json] report.json ...\n"
                "  --max-time-err F  fail (exit 1) when |predicted/measured - 1| of the step\n"
-               "                    time exceeds F for any run (e.g. 0.25)\n"
+               "                    time exceeds F for any run; F a fraction in (0, 1]\n"
+               "                    (0.25 for 25 %%)\n"
                "  --max-mem-err F   the same for the peak memory (e.g. 0.10)\n"
                "  --json            the table as JSON on stdout\n");
 }
 
+/* A limit is a fraction in (0, 1]: "25" meant 25 % would otherwise pass as
+ * 2500 % and every run would be within it. */
 static bool parse_fraction(const char *s, double *out)
 {
     char *end = NULL;
     double v = strtod(s, &end);
-    if (!*s || *end || !(v >= 0.0) || !isfinite(v))
+    if (!*s || *end || !isfinite(v) || !(v > 0.0) || v > 1.0)
         return false;
     *out = v;
     return true;
+}
+
+/* Step time and peak memory must be finite and >= 0 on both sides: a
+ * negative value (a sign bug in the writer) would give a meaningless error
+ * that may still fall within the limits. */
+static bool check_side(const char *path, const char *side, const px_report_side *s)
+{
+    if (!isfinite(s->step_time_s) || s->step_time_s < 0.0) {
+        fprintf(stderr, "compare: %s: %s.step_time_s is %g: a time in seconds >= 0\n", path,
+                side, s->step_time_s);
+        return false;
+    }
+    if (s->peak_memory_bytes < 0) {
+        fprintf(stderr, "compare: %s: %s.peak_memory_bytes is %lld: a byte count >= 0\n",
+                path, side, (long long)s->peak_memory_bytes);
+        return false;
+    }
+    return true;
+}
+
+/* execute's reports name their plan file and px_report_read labels the run
+ * from it; when that file cannot be read the label silently becomes the
+ * report's file name.  Say so, with the reason, so that a moved plan is
+ * noticed. */
+static void warn_unread_plan(const char *path)
+{
+    json_t *root = json_load_file(path, 0, NULL);
+    json_t *plan = json_object_get(root, "plan");
+    bool has_par = json_is_object(json_object_get(root, "parallel")) ||
+                   json_is_object(json_object_get(plan, "parallel"));
+    if (!json_is_string(plan) || has_par) {
+        json_decref(root);
+        return;
+    }
+    const char *pp = json_string_value(plan);
+    FILE *f = pp[0] ? fopen(pp, "r") : NULL;
+    char alt[1100] = "";
+    if (!f && pp[0] && pp[0] != '/') { /* px_report_read also looks beside the report */
+        const char *slash = strrchr(path, '/');
+        snprintf(alt, sizeof alt, "%.*s/%s", slash ? (int)(slash - path) : 1,
+                 slash ? path : ".", pp);
+        f = fopen(alt, "r");
+    }
+    if (f)
+        fclose(f);
+    else if (!pp[0])
+        fprintf(stderr, "compare: warning: %s: \"plan\" is empty: the run is labelled by "
+                        "the report's file name\n", path);
+    else
+        fprintf(stderr, "compare: warning: %s: plan \"%s\"%s%s%s cannot be opened (%s): "
+                        "the run is labelled by the report's file name\n", path, pp,
+                alt[0] ? " (nor " : "", alt[0] ? alt : "", alt[0] ? ")" : "", strerror(errno));
+    json_decref(root);
 }
 
 static void pct(char *buf, size_t n, double e)
@@ -58,8 +117,9 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--max-time-err") || !strcmp(argv[i], "--max-mem-err")) {
             double *dst = argv[i][6] == 't' ? &max_time : &max_mem;
             if (i + 1 >= argc || !parse_fraction(argv[i + 1], dst)) {
-                fprintf(stderr, "compare: %s needs a fraction >= 0 (e.g. 0.25), got \"%s\"\n",
-                        argv[i], i + 1 < argc ? argv[i + 1] : "");
+                fprintf(stderr, "compare: %s %s: a fraction in (0, 1], e.g. %s\n", argv[i],
+                        i + 1 < argc ? argv[i + 1] : "(missing)",
+                        dst == &max_time ? "0.25 for 25 %" : "0.10 for 10 %");
                 return 2;
             }
             i++;
@@ -93,6 +153,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "compare: %s\n", buf);
             return 2;
         }
+        if (!check_side(paths[i], "measured", &runs[i].measured) ||
+            !check_side(paths[i], "predicted", &runs[i].predicted))
+            return 2;
+        warn_unread_plan(paths[i]);
     }
 
     int n_bad = 0;

@@ -637,12 +637,11 @@ static void attn_core_unfused(const px_hw *hw, const px_act_shape *sh, double T,
              + roofline_s(hw, heads, skv, sh->dq, s, e * E);  /* dK */
 }
 
-/* Fraction of the compute a collective in flight takes (see
- * PX_EFF_COMM_SM_FRACTION): NCCL's and MPI's collectives run on the cores
- * that compute; a torus profile's (TPU ICI) are moved by DMA engines. */
+/* Fraction of the compute a collective in flight takes: a property of the
+ * hardware profile (comm_overlap_cost, docs/hw-schema.md). */
 static double comm_sm_fraction(const px_hw *hw)
 {
-    return hw->torus ? 0.0 : PX_EFF_COMM_SM_FRACTION;
+    return hw->comm_overlap_cost;
 }
 
 /* True when the profile has a measured bandwidth for operator class c

@@ -22,13 +22,6 @@
  * FLOPs (Dao 2023; Shah et al. 2024); we charge the attention core at this
  * fraction of the profile's large-GEMM efficiency. */
 #define PX_EFF_FLASH_REL 0.70
-/* Communication hidden under computation is not free: NCCL runs each
- * collective on its own thread blocks (about 16 channels, one SM each, on
- * an 8-NIC node) beside the compute kernels, so while it is in flight the
- * GEMMs get ~15 % fewer of the 108 (A100) to 132 (H100) SMs.  The cost
- * model charges this fraction of every overlapped collective's duration as
- * compute time. */
-#define PX_EFF_COMM_SM_FRACTION 0.15
 
 /* Fraction of peak_flops achieved by C[m,n] = A[m,k] B[k,n].  With
  * hw->gemm_points: interpolation in log(m), log(n), log(k) space over the

@@ -29,6 +29,7 @@ static const px_jfield hw_fields[] = {
     HD("gemm_eff_half_dim", gemm_eff_half_dim, false, 0),
     HD("mem_bound_eff", mem_bound_eff, false, 0),
     HD("attn_eff", attn_eff, false, 0),
+    HD("comm_overlap_cost", comm_overlap_cost, false, 0),
     HD("norm_bw", norm_bw, false, 0),
     HD("residual_bw", residual_bw, false, 0),
     HD("gelu_bw", gelu_bw, false, 0),
@@ -84,6 +85,7 @@ void px_hw_init(px_hw *hw)
     hw->gemm_eff_max = PX_HW_DEFAULT_GEMM_EFF_MAX;
     hw->gemm_eff_half_dim = PX_HW_DEFAULT_GEMM_EFF_HALF_DIM;
     hw->mem_bound_eff = PX_HW_DEFAULT_MEM_BOUND_EFF;
+    hw->comm_overlap_cost = PX_HW_DEFAULT_COMM_OVERLAP_COST;
     hw->gpu_mtbf_hours = PX_HW_DEFAULT_GPU_MTBF_HOURS;
     hw->ckpt_write_bw = PX_HW_DEFAULT_CKPT_WRITE_BW;
     hw->restart_s = PX_HW_DEFAULT_RESTART_S;
@@ -114,6 +116,10 @@ px_status px_hw_validate(const px_hw *hw, px_error *err)
         !(hw->mem_bound_eff > 0 && hw->mem_bound_eff <= 1))
         return PX_FAIL(err, PX_ERR_INVALID,
                        "profile %s: gemm_eff_max and mem_bound_eff must be in (0, 1]", n);
+    if (!(hw->comm_overlap_cost >= 0 && hw->comm_overlap_cost <= 1))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "profile %s: comm_overlap_cost = %g must be in [0, 1]", n,
+                       hw->comm_overlap_cost);
     if (!(hw->gemm_eff_half_dim >= 0))
         return PX_FAIL(err, PX_ERR_INVALID, "profile %s: gemm_eff_half_dim must be >= 0", n);
     if (hw->gpus_per_node < 1)

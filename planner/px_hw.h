@@ -48,6 +48,10 @@ typedef struct {
     int n_gemm_points;
     px_gemm_point gemm_points[PX_HW_MAX_GEMM_POINTS];
     double mem_bound_eff;     /* achieved fraction of hbm_bw for element-wise ops */
+    double comm_overlap_cost; /* fraction of a collective's duration charged as compute
+                               * while it hides under computation: NCCL/MPI run it on
+                               * SMs (cores) the GEMMs then lack; 0 where DMA engines
+                               * move the data (TPU ICI) */
     double attn_eff;          /* fraction of peak_flops the attention core runs at,
                                * forward + backward together, counting the causal
                                * FLOPs (half the s x s product) 1x forward and 2.5x
@@ -115,6 +119,8 @@ const char *px_hw_profiles_dir_default(void);
 #define PX_HW_DEFAULT_GEMM_EFF_MAX 0.80       /* large bf16 GEMMs reach ~80% of datasheet peak */
 #define PX_HW_DEFAULT_GEMM_EFF_HALF_DIM 128.0 /* smallest GEMM dim where efficiency halves */
 #define PX_HW_DEFAULT_MEM_BOUND_EFF 0.75      /* element-wise kernels vs datasheet HBM bw */
+#define PX_HW_DEFAULT_COMM_OVERLAP_COST 0.15  /* ~16 NCCL channels of one SM each beside
+                                               * the GEMMs on 108-132-SM GPUs */
 #define PX_HW_DEFAULT_GPU_MTBF_HOURS 50677.0  /* Llama 3: 419 interruptions, 16384 GPUs, 54 days */
 #define PX_HW_DEFAULT_CKPT_WRITE_BW 1.0e9     /* bytes/s per device to checkpoint storage */
 #define PX_HW_DEFAULT_RESTART_S 600.0         /* reschedule, reload checkpoint, re-init NCCL */

@@ -2,6 +2,8 @@
  * (default: shared/data/published-megatron.json beside the source tree) and
  * prints predicted vs measured with the errors per row, per group and
  * overall.  See docs/validation.md. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,19 @@ static void usage(FILE *f)
             100.0 * PX_VALIDATE_MAX_RATIO_ERR, PX_VALIDATE_MAX_VPP);
 }
 
+/* The whole string a decimal integer >= 1: atoi() read "abc" and "0" as a
+ * request for the default, which silently ignored a typo. */
+static bool parse_count(const char *s, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno == ERANGE || v < 1 || v > INT_MAX)
+        return false;
+    *out = (int)v;
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     const char *path = NULL, *hw_dir = NULL, *explain = NULL;
@@ -36,8 +51,13 @@ int main(int argc, char **argv)
             check = true;
         else if (strcmp(argv[i], "--explain") == 0 && i + 1 < argc)
             explain = argv[++i];
-        else if (strcmp(argv[i], "--max-vpp") == 0 && i + 1 < argc)
-            max_vpp = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--max-vpp") == 0 && i + 1 < argc) {
+            if (!parse_count(argv[++i], &max_vpp)) {
+                fprintf(stderr, "validate: --max-vpp %s: an integer >= 1 (1: plain 1F1B)\n",
+                        argv[i]);
+                return 2;
+            }
+        }
         else if (strcmp(argv[i], "--hw-dir") == 0 && i + 1 < argc)
             hw_dir = argv[++i];
         else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -73,7 +93,9 @@ int main(int argc, char **argv)
         char msg[2048];
         px_error_format(&err, msg, sizeof msg);
         fprintf(stderr, "validate: %s\n", msg);
-        return 2;
+        /* a missing or malformed FILE is a library error, as for plan --validate;
+         * 2 stays for usage errors */
+        return 1;
     }
     int rc = 0;
     if (explain) {

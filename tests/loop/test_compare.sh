@@ -2,7 +2,9 @@
 # test_compare.sh — `compare` on hand-made reports: the table has a row per
 # run with the right relative errors, the limits decide the exit status
 # (0 within, 1 outside, table printed either way), --json parses and
-# carries the same numbers, and malformed or incomplete reports are named.
+# carries the same numbers, and malformed or incomplete reports are named;
+# limits outside (0, 1] and negative or non-numeric step times or memory are
+# refused; a report whose plan file is gone gets a warning.
 set -u
 build=${PARALLAX_BUILD_ROOT:?}
 cmp=$build/compare
@@ -65,4 +67,45 @@ grep -q 'predicted' "$tmp/e2" || fail "missing section not named: $(cat "$tmp/e2
 "$cmp" "$tmp/none.json" 2>/dev/null >/dev/null; [ $? = 2 ] || fail "missing file: exit status not 2"
 "$cmp" --max-time-err abc "$tmp/good.json" 2>"$tmp/e3" >/dev/null; [ $? = 2 ] || fail "bad limit accepted"
 grep -q 'max-time-err' "$tmp/e3" || fail "bad limit not named"
+# Limits are fractions in (0, 1]: "25" (meant as 25 %) and 0 are refused,
+# the message names the flag and the value.
+for lim in 25 0 -0.1 1.5; do
+  "$cmp" --max-time-err "$lim" "$tmp/good.json" 2>"$tmp/e4" >/dev/null; rc=$?
+  [ "$rc" = 2 ] || fail "--max-time-err $lim: exit $rc, want 2"
+  grep -q -- "--max-time-err $lim: a fraction" "$tmp/e4" || fail "--max-time-err $lim: $(cat "$tmp/e4")"
+done
+"$cmp" --max-mem-err 10 "$tmp/good.json" 2>"$tmp/e5" >/dev/null; rc=$?
+[ "$rc" = 2 ] || fail "--max-mem-err 10: exit $rc, want 2"
+grep -q -- "--max-mem-err 10: a fraction" "$tmp/e5" || fail "--max-mem-err 10: $(cat "$tmp/e5")"
+"$cmp" --max-time-err 1 --max-mem-err 1 "$tmp/good.json" >/dev/null || fail "a limit of 1 (100 %) refused"
+
+# Negative step time or peak memory on either side: refused, file and field named.
+report "$tmp/negt.json" 0.110 -0.100 105000000 100000000
+report "$tmp/negm.json" 0.110 0.100 -5 100000000
+"$cmp" "$tmp/negt.json" 2>"$tmp/e6" >/dev/null; rc=$?
+[ "$rc" = 2 ] || fail "negative measured step time: exit $rc, want 2"
+grep -q 'negt.json: measured.step_time_s' "$tmp/e6" || fail "negative step time not named: $(cat "$tmp/e6")"
+"$cmp" "$tmp/negm.json" 2>"$tmp/e7" >/dev/null; rc=$?
+[ "$rc" = 2 ] || fail "negative predicted memory: exit $rc, want 2"
+grep -q 'negm.json: predicted.peak_memory_bytes' "$tmp/e7" || fail "negative memory not named: $(cat "$tmp/e7")"
+sed 's/"step_time_s": 0.100/"step_time_s": "fast"/' "$tmp/good.json" >"$tmp/nan.json"
+"$cmp" "$tmp/nan.json" 2>"$tmp/e8" >/dev/null; rc=$?
+[ "$rc" = 2 ] || fail "step time that is not a number: exit $rc, want 2"
+grep -q 'nan.json.*measured.step_time_s' "$tmp/e8" || fail "non-number not named: $(cat "$tmp/e8")"
+
+# A report naming a plan file that is gone (as execute writes them: no
+# "parallel" object): still tabulated under its file name, with a warning.
+python3 - "$tmp/good.json" "$tmp/orphan.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+del d["parallel"]
+d["plan"] = "no-such-plan.json"
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$cmp" "$tmp/orphan.json" 2>"$tmp/e9" >"$tmp/out3" || fail "orphan report refused: $(cat "$tmp/e9")"
+grep -q '^orphan ' "$tmp/out3" || fail "orphan report not labelled by its file name: $(cat "$tmp/out3")"
+grep -q 'warning: .*orphan.json: plan "no-such-plan.json".*cannot be opened' "$tmp/e9" \
+  || fail "unopenable plan not reported: $(cat "$tmp/e9")"
+"$cmp" "$tmp/good.json" 2>"$tmp/e10" >/dev/null
+[ ! -s "$tmp/e10" ] || fail "warning without a plan field: $(cat "$tmp/e10")"
 echo "test_compare: ok"

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The validate front ends: build/validate and plan --validate print the same
-# table, exit 0 with --check while the bounds hold, 2 on a bad file.
+# table, exit 0 with --check while the bounds hold, 1 on a bad file, 2 on a bad
+# --max-vpp.
 set -u
 B="${PARALLAX_BUILD_ROOT:?}"
 S="${PARALLAX_SOURCE_ROOT:?}"
@@ -17,7 +18,13 @@ plan_out=$("$B/plan" --validate "$DATA") || { echo "plan --validate exited $?"; 
 "$B/validate" "$DATA" --explain korthikanti22-22B-seqsel | grep -q '^step ' || { echo "--explain: no step line"; fail=1; }
 "$B/validate" /nonexistent/published.json >/dev/null 2>&1
 rc=$?
-[ "$rc" -eq 2 ] || { echo "missing file: exit $rc, want 2"; fail=1; }
+[ "$rc" -eq 1 ] || { echo "missing file: exit $rc, want 1 (a library error, as plan --validate)"; fail=1; }
+for v in abc 0 -3 4x; do
+  err=$("$B/validate" "$DATA" --max-vpp "$v" 2>&1 >/dev/null)
+  rc=$?
+  [ "$rc" -eq 2 ] || { echo "--max-vpp $v: exit $rc, want 2"; fail=1; }
+  printf '%s\n' "$err" | grep -q -- "--max-vpp $v" || { echo "--max-vpp $v: flag/value not named: $err"; fail=1; }
+done
 "$B/validate" "$DATA" --explain no-such-row >/dev/null 2>&1
 rc=$?
 [ "$rc" -eq 2 ] || { echo "unknown --explain id: exit $rc, want 2"; fail=1; }
