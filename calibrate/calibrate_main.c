@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -230,7 +231,7 @@ static void usage(FILE *f)
             "  --cpu         measure the CPU even when a GPU is present\n"
             "  --gpu         measure the GPU (CUDA builds; the default when a GPU is present)\n"
             "  --base NAME   GPU: the datasheet profile to start from (default: the one\n"
-            "                matching the device name, e.g. h200)\n");
+            "                matching the device name, e.g. h200); an error on the CPU path\n");
 }
 
 static int fail(const px_error *err, int rank, bool mpi)
@@ -288,6 +289,27 @@ int main(int argc, char **argv)
         fprintf(stderr, "calibrate: --cpu and --gpu exclude each other\n");
         return 2;
     }
+    /* px_hw_validate would refuse the nameless profile only after minutes of
+     * measuring. */
+    if (name && !name[0]) {
+        fprintf(stderr, "calibrate: --name \"\": a profile needs a name (default "
+                        "cpu-<hostname>)\n");
+        return 2;
+    }
+    if (!out_path[0]) {
+        fprintf(stderr, "calibrate: -o \"\": a file name is needed\n");
+        return 2;
+    }
+    /* More BLAS threads than cores time-slice each other: allowed (the user
+     * may mean it) but warned about, before any measuring.  MPI is not up
+     * yet: under mpirun only the launcher's rank 0 says it. */
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *mpi_rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (!mpi_rank)
+        mpi_rank = getenv("PMI_RANK");
+    if (threads > 0 && online > 0 && threads > online && (!mpi_rank || !strcmp(mpi_rank, "0")))
+        fprintf(stderr, "calibrate: warning: --threads %d but only %ld core(s) online: the "
+                        "threads share cores and the GEMM rates will be low\n", threads, online);
 
     /* Other processes on the cores skew every timing: say how busy the
      * machine was (in the description and on stderr). */
@@ -313,6 +335,22 @@ int main(int argc, char **argv)
         fprintf(stderr, "calibrate: -o %s: directory %s is not writable\n", out_path, out_dir);
         return 1;
     }
+    /* A writable parent is not enough: -o naming a directory, or an existing
+     * file we may not overwrite, would otherwise fail at the very end. */
+    struct stat out_st;
+    if (stat(out_path, &out_st) == 0) {
+        if (S_ISDIR(out_st.st_mode)) {
+            size_t n = strlen(out_path);
+            fprintf(stderr, "calibrate: -o %s: is a directory (give a file name, e.g. "
+                            "%s%scalibrated.json)\n", out_path, out_path,
+                    out_path[n - 1] == '/' ? "" : "/");
+            return 1;
+        }
+        if (access(out_path, W_OK) != 0) {
+            fprintf(stderr, "calibrate: -o %s: the existing file is not writable\n", out_path);
+            return 1;
+        }
+    }
 
     /* The GPU path: asked for, or a CUDA build that sees a GPU (--cpu not
      * given).  It needs MPI even for one process (the device is chosen by
@@ -333,6 +371,14 @@ int main(int argc, char **argv)
         return 1;
     }
 #endif
+    /* --base picks the datasheet a GPU calibration starts from; the CPU path
+     * measures every field itself, so there a --base would be silently
+     * ignored: refuse it instead (docs/calibration.md). */
+    if (base && !on_gpu) {
+        fprintf(stderr, "calibrate: --base %s: only with --gpu (the datasheet profile a GPU "
+                        "calibration starts from); this run measures the CPU\n", base);
+        return 2;
+    }
     bool mpi_on = use_mpi || on_gpu;
     int rank = 0, size = 1;
     MPI_Comm world = MPI_COMM_WORLD;

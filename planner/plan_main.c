@@ -731,7 +731,7 @@ int main(int argc, char **argv)
         die_error(&err);
     /* every dimension fixed: evaluate exactly that configuration, layers
      * split uniformly, unless the program was asked for by name */
-    bool fixed_uniform = !c.partition_given && px_search_fully_fixed(&model, &c.opts);
+    bool fixed_uniform = !c.partition_given && px_search_fully_fixed(&model, c.gpus, &c.opts);
     if (fixed_uniform)
         c.opts.milp = false;
     static px_search_result res;
@@ -850,9 +850,9 @@ int main(int argc, char **argv)
         split_label(&best->par, split, sizeof split);
         int cnt[PX_RECOMPUTE_COUNT];
         layer_counts(&best->par, model.n_layers, cnt);
-        printf("# chosen: rank 1: TP %d, CP %d, EP %d, PP %d, VPP %d, DP %d, micro-batch %lld x "
-               "%lld, ZeRO-%d, recompute %s, %s, %.3f s a step, MFU %.1f %%\n",
-               best->par.tp, best->par.cp, best->par.ep, best->par.pp, best->par.vpp,
+        printf("# chosen: rank 1: TP %d, CP %d, EP %d, ETP %d, PP %d, VPP %d, DP %d, micro-batch "
+               "%lld x %lld, ZeRO-%d, recompute %s, %s, %.3f s a step, MFU %.1f %%\n",
+               best->par.tp, best->par.cp, best->par.ep, best->par.etp, best->par.pp, best->par.vpp,
                best->par.dp, (long long)best->par.micro_batch, (long long)best->par.n_micro,
                best->par.zero, recompute_label(&best->par),
                px_schedule_name(best->par.schedule), best->pred.time.step_s,

@@ -297,10 +297,13 @@ static void refine_top(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
     res->milp_s = now_s() - t0;
 }
 
-bool px_search_fully_fixed(const px_model *m, const px_search_opts *o)
+bool px_search_fully_fixed(const px_model *m, int gpus, const px_search_opts *o)
 {
-    if (o->tp <= 0 || o->cp <= 0 || o->pp <= 0 || o->micro_batch <= 0 || o->zero < 0 ||
-        o->recompute < 0)
+    /* tp, pp and dp fixed with tp·pp·dp = G leave cp no choice but 1 */
+    bool cp_implied = o->tp > 0 && o->pp > 0 && o->dp > 0 &&
+                      (int64_t)o->tp * o->pp * o->dp == gpus;
+    if (o->tp <= 0 || (o->cp <= 0 && !cp_implied) || o->pp <= 0 || o->micro_batch <= 0 ||
+        o->zero < 0 || o->recompute < 0)
         return false;
     if (m->n_experts > 0 && (o->ep <= 0 || o->etp <= 0))
         return false;

@@ -130,10 +130,11 @@ typedef struct {
  * dense, vpp fixed or implied (pp 1, or a schedule other than interleaved),
  * the micro-batch fixed (m then follows from the global batch), ZeRO,
  * recomputation and the schedule fixed (the schedule may be left free at
- * pp 1, where only 1F1B is scored).  plan then keeps the uniform split
+ * pp 1, where only 1F1B is scored; cp counts as fixed when tp·pp·dp = G
+ * leaves it 1).  plan then keeps the uniform split
  * unless --partition milp is given (issue #2: "with all fixed it evaluates
  * exactly that configuration"). */
-bool px_search_fully_fixed(const px_model *m, const px_search_opts *o);
+bool px_search_fully_fixed(const px_model *m, int gpus, const px_search_opts *o);
 
 px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_search_opts *o,
                         px_search_result *res, px_error *err);

@@ -413,7 +413,7 @@ static void fully_fixed(void)
     px_search_opts o;
     px_search_opts_init(&o);
     load("seed-70b", "h100-sxm");
-    CHECK(!px_search_fully_fixed(&model, &o));
+    CHECK(!px_search_fully_fixed(&model, 1024, &o));
     o.tp = 8;
     o.cp = 1;
     o.pp = 4;
@@ -421,15 +421,19 @@ static void fully_fixed(void)
     o.micro_batch = 1;
     o.zero = 1;
     o.recompute = PX_RECOMPUTE_NONE;
-    CHECK(!px_search_fully_fixed(&model, &o)); /* the schedule is free at pp 4 */
+    CHECK(!px_search_fully_fixed(&model, 1024, &o)); /* the schedule is free at pp 4 */
     o.schedule = PX_SCHED_1F1B;
-    CHECK(px_search_fully_fixed(&model, &o)); /* vpp implied by 1F1B */
+    CHECK(px_search_fully_fixed(&model, 1024, &o)); /* vpp implied by 1F1B */
+    o.cp = 0;
+    CHECK(px_search_fully_fixed(&model, 1024, &o)); /* cp implied: 8 x 4 x 32 = 1024 */
+    CHECK(!px_search_fully_fixed(&model, 2048, &o)); /* cp free: 2 would fit 2048 */
+    o.cp = 1;
     o.schedule = PX_SCHED_INTERLEAVED;
-    CHECK(!px_search_fully_fixed(&model, &o));
+    CHECK(!px_search_fully_fixed(&model, 1024, &o));
     o.vpp = 2;
-    CHECK(px_search_fully_fixed(&model, &o));
+    CHECK(px_search_fully_fixed(&model, 1024, &o));
     o.micro_batch = 0;
-    CHECK(!px_search_fully_fixed(&model, &o));
+    CHECK(!px_search_fully_fixed(&model, 1024, &o));
     /* what it claims: the search scores exactly one configuration */
     o.micro_batch = 1;
     o.schedule = PX_SCHED_1F1B;
@@ -440,10 +444,10 @@ static void fully_fixed(void)
     CHECK(res.n_evaluated == 1 && res.n_top == 1);
     /* a MoE model also needs ep and etp */
     load("mixtral-8x7b", "h100-sxm");
-    CHECK(!px_search_fully_fixed(&model, &o));
+    CHECK(!px_search_fully_fixed(&model, 1024, &o));
     o.ep = 8;
     o.etp = 1;
-    CHECK(px_search_fully_fixed(&model, &o));
+    CHECK(px_search_fully_fixed(&model, 1024, &o));
 }
 
 int main(void)

@@ -65,7 +65,7 @@ int main(int argc, char **argv)
     CHECK(hw.gemm_eff_half_dim > 0.0);
     CHECK_MSG(hw.n_gemm_points == 64 || hw.n_gemm_points == 125, "n_gemm_points = %d",
               hw.n_gemm_points);
-    double small_sum = 0, big_sum = 0;
+    double small_best = 0, big_best = 0;
     int small_n = 0, big_n = 0;
     for (int i = 0; i < hw.n_gemm_points; i++) {
         const px_gemm_point *p = &hw.gemm_points[i];
@@ -73,19 +73,22 @@ int main(int argc, char **argv)
                   "point %d flops %g vs peak %g", i, p->flops, hw.peak_flops);
         int64_t mn = p->m < p->n ? p->m : p->n;
         mn = mn < p->k ? mn : p->k;
+        /* best of each class: another process can only slow a timing down,
+         * so the best is the measurement that load disturbs least */
         if (mn == 16) {
-            small_sum += p->flops;
+            small_best = p->flops > small_best ? p->flops : small_best;
             small_n++;
         } else if (mn >= 256) {
-            big_sum += p->flops;
+            big_best = p->flops > big_best ? p->flops : big_best;
             big_n++;
         }
     }
     CHECK(small_n > 0 && big_n > 0);
     if (small_n > 0 && big_n > 0)
-        CHECK_MSG(small_sum / small_n < big_sum / big_n,
-                  "GEMMs with a dimension of 16 (%.1f GFLOP/s) not slower than >= 256 (%.1f)",
-                  small_sum / small_n / 1e9, big_sum / big_n / 1e9);
+        CHECK_MSG(small_best < big_best,
+                  "GEMMs with a dimension of 16 (best %.1f GFLOP/s) not slower than >= 256 "
+                  "(best %.1f)",
+                  small_best / 1e9, big_best / 1e9);
     CHECK(hw.hbm_bw > 1e8 && hw.hbm_bw < 1e13);
     /* the executor's element-wise kernels, relative to the triad */
     CHECK_MSG(hw.mem_bound_eff > 0.0 && hw.mem_bound_eff <= 1.0, "mem_bound_eff = %g",
