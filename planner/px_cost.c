@@ -1297,20 +1297,28 @@ static void time_of_stage(const stage_layers *sl, const layer_time *ld, const la
     q->mb = q->fwd + q->bwd + q->rcs + q->tp + q->ep + q->cp + extra;
 }
 
+/* The topology crossings and the timing of one dense and one MoE layer (each
+ * zero when the model has no layer of that kind). */
+static void time_layer_kinds(px_cost_ctx *ctx, const px_parallel *par, crossings *x,
+                             layer_time *dense, layer_time *moe)
+{
+    find_crossings(ctx, par, x);
+    memset(dense, 0, sizeof *dense);
+    memset(moe, 0, sizeof *moe);
+    if (ctx->dense_layer_params > 0)
+        time_layer(ctx, par, false, x, dense);
+    if (ctx->n_moe_layers > 0)
+        time_layer(ctx, par, true, x, moe);
+}
+
 void px_cost_stages(px_cost_ctx *ctx, const px_parallel *par, double *stage_mb_s,
                     int64_t *stage_mem_bytes)
 {
     static _Thread_local stage_layers sl[PX_MAX_CHUNKS];
     stage_counts(ctx, par, sl);
     crossings x;
-    find_crossings(ctx, par, &x);
     layer_time ld, lm;
-    memset(&ld, 0, sizeof ld);
-    memset(&lm, 0, sizeof lm);
-    if (ctx->dense_layer_params > 0)
-        time_layer(ctx, par, false, &x, &ld);
-    if (ctx->n_moe_layers > 0)
-        time_layer(ctx, par, true, &x, &lm);
+    time_layer_kinds(ctx, par, &x, &ld, &lm);
     double first_s, last_s;
     extras_time(ctx, par, &first_s, &last_s);
     px_act_ops ops[2][PX_RECOMPUTE_COUNT];
@@ -1374,14 +1382,8 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
         return PX_ERR_INFEASIBLE; /* memory only: the search prunes here */
 
     crossings x;
-    find_crossings(ctx, par, &x);
     layer_time ld, lm;
-    memset(&lm, 0, sizeof lm);
-    memset(&ld, 0, sizeof ld);
-    if (ctx->dense_layer_params > 0)
-        time_layer(ctx, par, false, &x, &ld);
-    if (ctx->n_moe_layers > 0)
-        time_layer(ctx, par, true, &x, &lm);
+    time_layer_kinds(ctx, par, &x, &ld, &lm);
     double first_s, last_s;
     extras_time(ctx, par, &first_s, &last_s);
     px_recompute rc = par->recompute;
