@@ -35,6 +35,16 @@ typedef struct {
 
 typedef enum { PX_REDUCE_SUM = 0, PX_REDUCE_MAX } px_reduce_op;
 
+/* Storage type of a buffer: fp32, or bf16 (the cost model's mixed precision:
+ * activations and weights in bf16, master weights, gradients and optimizer
+ * state in fp32). */
+typedef enum { PX_F32 = 0, PX_BF16 } px_dtype;
+
+static inline int64_t px_dtype_bytes(px_dtype t)
+{
+    return t == PX_BF16 ? 2 : 4;
+}
+
 /* The kernels, with exactly the signatures of px_cpu_* (px_kernels_cpu.h). */
 typedef struct {
     void (*embedding_fwd)(float *, const int32_t *, const float *, int64_t, int64_t, int64_t,

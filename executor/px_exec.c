@@ -240,6 +240,7 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     ex->opt = *opt;
     ex->be = be;
     ex->k = be->k;
+    ex->act_dtype = PX_F32;
     ex->world_rank = rank;
     ex->world_size = size;
     int *tag_ub = NULL, has_ub = 0;

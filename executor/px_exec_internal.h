@@ -85,6 +85,8 @@ struct px_exec {
     px_exec_options opt;
     px_backend *be;
     const px_kernels *k;
+    px_dtype act_dtype; /* storage of activations, their gradients and the compute copy
+                         * of the weights (p2p messages carry it) */
     px_layout lay;
     int world_rank, world_size;
     int tag_ub; /* MPI_TAG_UB of the world */
