@@ -171,9 +171,10 @@ static px_status calibrate_cpu(const px_calib_opts *o, MPI_Comm world, bool use_
 
 #ifdef PX_HAVE_CUDA
 /* A GPU: the CUDA backend's calibrator (executor/px_calib_cuda.h: cuBLAS
- * GEMMs by shape on the executor's path, HBM copy bandwidth, NCCL all-reduce
- * with several ranks), starting from the datasheet profile of this GPU
- * (`base`, else the one its name matches): its peak and links are kept. */
+ * GEMMs by shape in bf16 and fp32 storage, HBM bandwidth, NCCL p2p and the
+ * four collectives with several ranks), starting from the datasheet profile
+ * of this GPU (`base`, else the one its name matches): its peak, and its
+ * links when one rank has nothing to measure, are kept. */
 static const char *datasheet_for(const char *device)
 {
     /* most specific first: "GB200" contains "B200", an H800 is no H100 */
@@ -186,9 +187,9 @@ static const char *datasheet_for(const char *device)
     return PX_HW_DEFAULT;
 }
 
-static px_status calibrate_gpu(const px_calib_opts *o, MPI_Comm world, bool use_mpi,
-                               const char *base, const char *host, const char *name, px_hw *hw,
-                               char *note, size_t note_len, px_error *err)
+static px_status calibrate_gpu(const px_calib_opts *o, MPI_Comm world, const char *base,
+                               const char *host, const char *name, px_hw *hw, char *note,
+                               size_t note_len, px_error *err)
 {
     if (px_cuda_device_count() <= 0)
         return PX_FAIL(err, PX_ERR_CUDA, "--gpu: no CUDA device is visible");
@@ -203,15 +204,24 @@ static px_status calibrate_gpu(const px_calib_opts *o, MPI_Comm world, bool use_
     px_calib_say(o, "gpu: %s, starting from the datasheet profile %s", prop.name, base);
     int rank = 0;
     MPI_Comm_rank(world, &rank);
-    px_calib_cuda_opts co = {o->quick, rank == 0 ? stderr : NULL};
+    px_calib_cuda_result res;
+    memset(&res, 0, sizeof res);
+    px_calib_cuda_opts co = {o->quick, rank == 0 ? stderr : NULL, &res};
     PX_TRY(px_calib_cuda(hw, &co, world, err));
-    snprintf(note, note_len, "%.60s, cuBLAS GEMMs by shape, device copy bandwidth%s; peak and "
-             "links of %.20s", prop.name, use_mpi && hw->n_coll_points ? ", NCCL all-reduce" : "",
-             base);
+    snprintf(note, note_len, "%.32s, peak of %.16s: %.150s", prop.name, base, res.note);
+    if (!res.comm_measured)
+        px_calib_say(o, "gpu: one rank: NCCL not measured; intra/inter links and collective "
+                     "costs are the datasheet's (%s)", base);
     /* the summary tests/gpu/run.sh greps from the log */
     if (rank == 0)
-        fprintf(stderr, "# peak_flops %.4g (datasheet %s)\n# hbm_bw %.4g bytes/s measured\n",
-                hw->peak_flops, base, hw->hbm_bw);
+        fprintf(stderr,
+                "# peak_flops %.4g (datasheet %s)\n"
+                "# gemm best bf16 %.4g flop/s (gemm_points), fp32 storage %.4g flop/s\n"
+                "# hbm_bw %.4g bytes/s measured (%s; copy %.4g, kernel %.4g)\n"
+                "# comm %s\n",
+                hw->peak_flops, base, res.gemm_bf16_best_flops, res.gemm_f32_best_flops,
+                hw->hbm_bw, res.hbm_source, res.copy_bw, res.kernel_bw,
+                res.comm_measured ? "measured (NCCL)" : "not measured (one rank): datasheet");
     return PX_OK;
 }
 #endif
@@ -422,8 +432,8 @@ int main(int argc, char **argv)
         snprintf(hw.name, sizeof hw.name, "cpu-%.59s", host);
 
 #ifdef PX_HAVE_CUDA
-    if (on_gpu && calibrate_gpu(&o, world, use_mpi, base, host, name, &hw, gpu_note,
-                                sizeof gpu_note, &err) != PX_OK)
+    if (on_gpu && calibrate_gpu(&o, world, base, host, name, &hw, gpu_note, sizeof gpu_note,
+                                &err) != PX_OK)
         return fail(&err, rank, mpi_on);
 #endif
     if (!on_gpu && calibrate_cpu(&o, world, use_mpi, size, &hw, &err) != PX_OK)
@@ -441,7 +451,7 @@ int main(int argc, char **argv)
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     if (on_gpu)
         snprintf(hw.description, sizeof hw.description,
-                 "calibrated on %.40s at %.24s: %.140s; %d rank(s)",
+                 "calibrated on %.32s at %.20s: %.158s; %d rank(s)",
                  host, when, gpu_note, size);
     else
         snprintf(hw.description, sizeof hw.description,

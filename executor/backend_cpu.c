@@ -5,44 +5,655 @@
 #include <string.h>
 
 #include "px_backend.h"
+#include "px_bf16.h"
 #include "px_kernels_cpu.h"
 
-static const px_kernels cpu_kernels = {
-    .embedding_fwd = px_cpu_embedding_fwd,
-    .embedding_bwd = px_cpu_embedding_bwd,
-    .positions_fwd = px_cpu_positions_fwd,
-    .positions_bwd = px_cpu_positions_bwd,
-    .rmsnorm_fwd = px_cpu_rmsnorm_fwd,
-    .rmsnorm_bwd = px_cpu_rmsnorm_bwd,
-    .layernorm_fwd = px_cpu_layernorm_fwd,
-    .layernorm_bwd = px_cpu_layernorm_bwd,
-    .matmul_fwd = px_cpu_matmul_fwd,
-    .matmul_bwd = px_cpu_matmul_bwd,
-    .bias_add_fwd = px_cpu_bias_add_fwd,
-    .bias_add_bwd = px_cpu_bias_add_bwd,
-    .residual_fwd = px_cpu_residual_fwd,
-    .residual_bwd = px_cpu_residual_bwd,
-    .rope_fwd = px_cpu_rope_fwd,
-    .rope_bwd = px_cpu_rope_bwd,
-    .attention_fwd = px_cpu_attention_fwd,
-    .attention_bwd = px_cpu_attention_bwd,
-    .attention_kv_fwd = px_cpu_attention_kv_fwd,
-    .attention_kv_bwd = px_cpu_attention_kv_bwd,
-    .swiglu_fwd = px_cpu_swiglu_fwd,
-    .swiglu_bwd = px_cpu_swiglu_bwd,
-    .gelu_fwd = px_cpu_gelu_fwd,
-    .gelu_bwd = px_cpu_gelu_bwd,
-    .xent_max_fwd = px_cpu_xent_max_fwd,
-    .xent_sumexp_fwd = px_cpu_xent_sumexp_fwd,
-    .xent_loss_fwd = px_cpu_xent_loss_fwd,
-    .xent_bwd = px_cpu_xent_bwd,
-    .adamw_step = px_cpu_adamw_step,
-    .moe_router_fwd = px_cpu_moe_router_fwd,
-    .moe_router_bwd = px_cpu_moe_router_bwd,
-    .moe_permute = px_cpu_moe_permute,
-    .moe_unpermute = px_cpu_moe_unpermute,
-    .moe_gate_bwd = px_cpu_moe_gate_bwd,
-};
+/* ---- kernel tables -------------------------------------------------------------------
+ * fp32 storage: thin wrappers that give the px_cpu_* kernels the table's
+ * void * signatures.  bf16 storage: each wrapper widens its bf16 inputs into
+ * fp32 scratch, runs the same px_cpu_* kernel, and rounds its bf16 outputs
+ * back (round to nearest even); an accumulating (+=) bf16 output is widened
+ * first, so the sum is rounded once, as a GPU kernel that reads, adds in
+ * fp32 and stores would.  fp32 arguments (gradients, statistics) are passed
+ * through.  This is mixed precision as CPU autocast runs it: slow, but with
+ * the GPU path's rounding points, so the engine's bf16 path is tested here.
+ *
+ * The scratch is untracked host memory (backend internals, like cuBLAS'
+ * workspace).  The kernels return nothing, so an allocation failure is kept
+ * and returned by the next sync or collective (the engine ends every step
+ * with sync). */
+
+static px_status cpu_sticky = PX_OK;
+static px_status take_sticky(px_error *err);
+
+/* Scratch buffers of one wrapper call. */
+typedef struct {
+    float *p[8];
+    int n;
+    int bad;
+} tmp_set;
+
+static float *tmp_new(tmp_set *t, int64_t n)
+{
+    float *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
+    if (!p || t->n == 8) {
+        free(p);
+        t->bad = 1;
+        return NULL;
+    }
+    t->p[t->n++] = p;
+    return p;
+}
+
+/* A widened copy of bf16 src[n] (NULL stays NULL). */
+static float *tmp_in(tmp_set *t, const void *src, int64_t n)
+{
+    if (!src)
+        return NULL;
+    float *p = tmp_new(t, n);
+    if (p)
+        px_bf16_widen(p, src, n);
+    return p;
+}
+
+/* A zeroed fp32 output for an optional bf16 dst (NULL stays NULL). */
+static float *tmp_out(tmp_set *t, const void *dst, int64_t n)
+{
+    return dst ? tmp_new(t, n) : NULL;
+}
+
+/* True when every scratch buffer exists; else records the failure. */
+static int tmp_ok(tmp_set *t)
+{
+    if (t->bad && cpu_sticky == PX_OK)
+        cpu_sticky = PX_ERR_NOMEM;
+    return !t->bad;
+}
+
+static void tmp_put(void *dst, const float *src, int64_t n)
+{
+    if (dst && src)
+        px_bf16_round(dst, src, n);
+}
+
+static void tmp_done(tmp_set *t)
+{
+    for (int i = 0; i < t->n; i++)
+        free(t->p[i]);
+}
+
+/* Rows a permutation addresses: max(rows) + 1. */
+static int64_t rows_span(const int32_t *rows, int64_t n)
+{
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (rows[i] + 1 > m)
+            m = rows[i] + 1;
+    return m;
+}
+
+/* -- fp32 -- */
+
+static void f_embedding_fwd(void *o, const int32_t *t, const void *w, int64_t T, int64_t C,
+                            int64_t v0, int64_t v1)
+{
+    px_cpu_embedding_fwd(o, t, w, T, C, v0, v1);
+}
+static void f_embedding_bwd(float *dw, const void *g, const int32_t *t, int64_t T, int64_t C,
+                            int64_t v0, int64_t v1)
+{
+    px_cpu_embedding_bwd(dw, g, t, T, C, v0, v1);
+}
+static void f_positions_fwd(void *x, const void *p, int64_t S, int64_t B, int64_t C,
+                            int64_t pos0)
+{
+    px_cpu_positions_fwd(x, p, S, B, C, pos0);
+}
+static void f_positions_bwd(float *dp, const void *g, int64_t S, int64_t B, int64_t C,
+                            int64_t pos0)
+{
+    px_cpu_positions_bwd(dp, g, S, B, C, pos0);
+}
+static void f_rmsnorm_fwd(void *o, float *r, const void *x, const void *w, int64_t T,
+                          int64_t C, float eps)
+{
+    px_cpu_rmsnorm_fwd(o, r, x, w, T, C, eps);
+}
+static void f_rmsnorm_bwd(void *dx, float *dw, const void *g, const void *x, const void *w,
+                          const float *r, int64_t T, int64_t C)
+{
+    px_cpu_rmsnorm_bwd(dx, dw, g, x, w, r, T, C);
+}
+static void f_layernorm_fwd(void *o, float *mu, float *r, const void *x, const void *w,
+                            const void *b, int64_t T, int64_t C, float eps)
+{
+    px_cpu_layernorm_fwd(o, mu, r, x, w, b, T, C, eps);
+}
+static void f_layernorm_bwd(void *dx, float *dw, float *db, const void *g, const void *x,
+                            const void *w, const float *mu, const float *r, int64_t T,
+                            int64_t C)
+{
+    px_cpu_layernorm_bwd(dx, dw, db, g, x, w, mu, r, T, C);
+}
+static void f_matmul_fwd(void *o, const void *x, const void *w, const void *b, int64_t T,
+                         int64_t K, int64_t N)
+{
+    px_cpu_matmul_fwd(o, x, w, b, T, K, N);
+}
+static void f_matmul_bwd(void *dx, float *dw, float *db, const void *g, const void *x,
+                         const void *w, int64_t T, int64_t K, int64_t N)
+{
+    px_cpu_matmul_bwd(dx, dw, db, g, x, w, T, K, N);
+}
+static void f_bias_add_fwd(void *x, const void *b, int64_t T, int64_t N)
+{
+    px_cpu_bias_add_fwd(x, b, T, N);
+}
+static void f_bias_add_bwd(float *db, const void *g, int64_t T, int64_t N)
+{
+    px_cpu_bias_add_bwd(db, g, T, N);
+}
+static void f_residual_fwd(void *o, const void *a, const void *b, int64_t n)
+{
+    px_cpu_residual_fwd(o, a, b, n);
+}
+static void f_residual_bwd(void *da, void *db, const void *g, int64_t n)
+{
+    px_cpu_residual_bwd(da, db, g, n);
+}
+static void f_rope_fwd(void *q, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
+                       int64_t pos0, float theta)
+{
+    px_cpu_rope_fwd(q, S, B, NH, NKV, HD, pos0, theta);
+}
+static void f_rope_bwd(void *q, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
+                       int64_t pos0, float theta)
+{
+    px_cpu_rope_bwd(q, S, B, NH, NKV, HD, pos0, theta);
+}
+static void f_attention_fwd(void *o, float *lse, float *pr, const void *q, int64_t S,
+                            int64_t B, int64_t NH, int64_t NKV, int64_t HD)
+{
+    px_cpu_attention_fwd(o, lse, pr, q, S, B, NH, NKV, HD);
+}
+static void f_attention_bwd(void *dq, const void *g, const void *o, const float *lse,
+                            const float *pr, const void *q, int64_t S, int64_t B, int64_t NH,
+                            int64_t NKV, int64_t HD)
+{
+    px_cpu_attention_bwd(dq, g, o, lse, pr, q, S, B, NH, NKV, HD);
+}
+static void f_attention_kv_fwd(void *o, float *lse, const void *q, const int32_t *qp,
+                               const void *kv, int64_t Sq, int64_t Skv, int64_t B, int64_t NH,
+                               int64_t NKV, int64_t HD)
+{
+    px_cpu_attention_kv_fwd(o, lse, q, qp, kv, Sq, Skv, B, NH, NKV, HD);
+}
+static void f_attention_kv_bwd(void *dq, void *dkv, const void *g, const void *o,
+                               const float *lse, const void *q, const int32_t *qp,
+                               const void *kv, int64_t Sq, int64_t Skv, int64_t B, int64_t NH,
+                               int64_t NKV, int64_t HD)
+{
+    px_cpu_attention_kv_bwd(dq, dkv, g, o, lse, q, qp, kv, Sq, Skv, B, NH, NKV, HD);
+}
+static void f_swiglu_fwd(void *o, const void *gu, int64_t T, int64_t F)
+{
+    px_cpu_swiglu_fwd(o, gu, T, F);
+}
+static void f_swiglu_bwd(void *dgu, const void *g, const void *gu, int64_t T, int64_t F)
+{
+    px_cpu_swiglu_bwd(dgu, g, gu, T, F);
+}
+static void f_gelu_fwd(void *o, const void *x, int64_t n)
+{
+    px_cpu_gelu_fwd(o, x, n);
+}
+static void f_gelu_bwd(void *dx, const void *g, const void *x, int64_t n)
+{
+    px_cpu_gelu_bwd(dx, g, x, n);
+}
+static void f_xent_max_fwd(float *mx, const void *l, int64_t T, int64_t Vl)
+{
+    px_cpu_xent_max_fwd(mx, l, T, Vl);
+}
+static void f_xent_sumexp_fwd(float *se, float *tl, const void *l, const float *mx,
+                              const int32_t *tg, int64_t T, int64_t Vl, int64_t v0)
+{
+    px_cpu_xent_sumexp_fwd(se, tl, l, mx, tg, T, Vl, v0);
+}
+static void f_xent_bwd(void *dl, const void *l, const float *mx, const float *se,
+                       const int32_t *tg, float dloss, int64_t T, int64_t Vl, int64_t v0)
+{
+    px_cpu_xent_bwd(dl, l, mx, se, tg, dloss, T, Vl, v0);
+}
+static void f_adamw_step(float *p, const float *g, float *m, float *v, int64_t n, float lr,
+                         float b1, float b2, float eps, float wd, int64_t step, void *copy)
+{
+    px_cpu_adamw_step(p, g, m, v, n, lr, b1, b2, eps, wd, step);
+    if (copy && copy != p) /* fp32 storage: a separate fp32 copy, if asked for */
+        memcpy(copy, p, (size_t)n * sizeof *p);
+}
+static void f_moe_router_fwd(float *pr, int32_t *idx, float *gate, const void *l, int64_t T,
+                             int64_t E, int64_t k)
+{
+    px_cpu_moe_router_fwd(pr, idx, gate, l, T, E, k);
+}
+static void f_moe_router_bwd(void *dl, const float *pr, const int32_t *idx, const float *dg,
+                             int64_t T, int64_t E, int64_t k)
+{
+    px_cpu_moe_router_bwd(dl, pr, idx, dg, T, E, k);
+}
+static void f_moe_permute(void *o, const void *x, const int32_t *rows, const float *gate,
+                          const int32_t *slots, int64_t n, int64_t C)
+{
+    px_cpu_moe_permute(o, x, rows, gate, slots, n, C);
+}
+static void f_moe_unpermute(void *o, const void *y, const int32_t *rows, const float *gate,
+                            const int32_t *slots, int64_t n, int64_t C)
+{
+    px_cpu_moe_unpermute(o, y, rows, gate, slots, n, C);
+}
+static void f_moe_gate_bwd(float *dg, const void *g, const void *y, const int32_t *rows,
+                           const int32_t *slots, int64_t n, int64_t C)
+{
+    px_cpu_moe_gate_bwd(dg, g, y, rows, slots, n, C);
+}
+
+/* -- bf16 storage -- */
+
+static void b_embedding_fwd(void *o, const int32_t *t, const void *w, int64_t T, int64_t C,
+                            int64_t v0, int64_t v1)
+{
+    tmp_set s = {0};
+    float *o32 = tmp_new(&s, T * C), *w32 = tmp_in(&s, w, (v1 - v0) * C);
+    if (tmp_ok(&s)) {
+        px_cpu_embedding_fwd(o32, t, w32, T, C, v0, v1);
+        tmp_put(o, o32, T * C);
+    }
+    tmp_done(&s);
+}
+static void b_embedding_bwd(float *dw, const void *g, const int32_t *t, int64_t T, int64_t C,
+                            int64_t v0, int64_t v1)
+{
+    tmp_set s = {0};
+    float *g32 = tmp_in(&s, g, T * C);
+    if (tmp_ok(&s))
+        px_cpu_embedding_bwd(dw, g32, t, T, C, v0, v1);
+    tmp_done(&s);
+}
+/* Only rows [pos0, pos0 + S) of the table are read: widen those and run the
+ * kernel on them from position 0. */
+static void b_positions_fwd(void *x, const void *p, int64_t S, int64_t B, int64_t C,
+                            int64_t pos0)
+{
+    tmp_set s = {0};
+    float *x32 = tmp_in(&s, x, S * B * C);
+    float *p32 = tmp_in(&s, px_dtype_at(p, pos0 * C, PX_BF16), S * C);
+    if (tmp_ok(&s)) {
+        px_cpu_positions_fwd(x32, p32, S, B, C, 0);
+        tmp_put(x, x32, S * B * C);
+    }
+    tmp_done(&s);
+}
+static void b_positions_bwd(float *dp, const void *g, int64_t S, int64_t B, int64_t C,
+                            int64_t pos0)
+{
+    tmp_set s = {0};
+    float *g32 = tmp_in(&s, g, S * B * C);
+    if (tmp_ok(&s))
+        px_cpu_positions_bwd(dp, g32, S, B, C, pos0);
+    tmp_done(&s);
+}
+static void b_rmsnorm_fwd(void *o, float *r, const void *x, const void *w, int64_t T,
+                          int64_t C, float eps)
+{
+    tmp_set s = {0};
+    float *o32 = tmp_new(&s, T * C), *x32 = tmp_in(&s, x, T * C), *w32 = tmp_in(&s, w, C);
+    if (tmp_ok(&s)) {
+        px_cpu_rmsnorm_fwd(o32, r, x32, w32, T, C, eps);
+        tmp_put(o, o32, T * C);
+    }
+    tmp_done(&s);
+}
+static void b_rmsnorm_bwd(void *dx, float *dw, const void *g, const void *x, const void *w,
+                          const float *r, int64_t T, int64_t C)
+{
+    tmp_set s = {0};
+    float *dx32 = tmp_in(&s, dx, T * C), *g32 = tmp_in(&s, g, T * C);
+    float *x32 = tmp_in(&s, x, T * C), *w32 = tmp_in(&s, w, C);
+    if (tmp_ok(&s)) {
+        px_cpu_rmsnorm_bwd(dx32, dw, g32, x32, w32, r, T, C);
+        tmp_put(dx, dx32, T * C);
+    }
+    tmp_done(&s);
+}
+static void b_layernorm_fwd(void *o, float *mu, float *r, const void *x, const void *w,
+                            const void *b, int64_t T, int64_t C, float eps)
+{
+    tmp_set s = {0};
+    float *o32 = tmp_new(&s, T * C), *x32 = tmp_in(&s, x, T * C);
+    float *w32 = tmp_in(&s, w, C), *b32 = tmp_in(&s, b, C);
+    if (tmp_ok(&s)) {
+        px_cpu_layernorm_fwd(o32, mu, r, x32, w32, b32, T, C, eps);
+        tmp_put(o, o32, T * C);
+    }
+    tmp_done(&s);
+}
+static void b_layernorm_bwd(void *dx, float *dw, float *db, const void *g, const void *x,
+                            const void *w, const float *mu, const float *r, int64_t T,
+                            int64_t C)
+{
+    tmp_set s = {0};
+    float *dx32 = tmp_in(&s, dx, T * C), *g32 = tmp_in(&s, g, T * C);
+    float *x32 = tmp_in(&s, x, T * C), *w32 = tmp_in(&s, w, C);
+    if (tmp_ok(&s)) {
+        px_cpu_layernorm_bwd(dx32, dw, db, g32, x32, w32, mu, r, T, C);
+        tmp_put(dx, dx32, T * C);
+    }
+    tmp_done(&s);
+}
+static void b_matmul_fwd(void *o, const void *x, const void *w, const void *b, int64_t T,
+                         int64_t K, int64_t N)
+{
+    tmp_set s = {0};
+    float *o32 = tmp_new(&s, T * N), *x32 = tmp_in(&s, x, T * K);
+    float *w32 = tmp_in(&s, w, N * K), *b32 = tmp_in(&s, b, N);
+    if (tmp_ok(&s)) {
+        px_cpu_matmul_fwd(o32, x32, w32, b32, T, K, N);
+        tmp_put(o, o32, T * N);
+    }
+    tmp_done(&s);
+}
+static void b_matmul_bwd(void *dx, float *dw, float *db, const void *g, const void *x,
+                         const void *w, int64_t T, int64_t K, int64_t N)
+{
+    tmp_set s = {0};
+    float *dx32 = tmp_out(&s, dx, T * K), *g32 = tmp_in(&s, g, T * N);
+    float *x32 = dw ? tmp_in(&s, x, T * K) : NULL; /* only the weight gradient reads x */
+    float *w32 = dx ? tmp_in(&s, w, N * K) : NULL; /* only the input gradient reads w */
+    if (tmp_ok(&s)) {
+        px_cpu_matmul_bwd(dx32, dw, db, g32, x32, w32, T, K, N);
+        tmp_put(dx, dx32, T * K);
+    }
+    tmp_done(&s);
+}
+static void b_bias_add_fwd(void *x, const void *b, int64_t T, int64_t N)
+{
+    tmp_set s = {0};
+    float *x32 = tmp_in(&s, x, T * N), *b32 = tmp_in(&s, b, N);
+    if (tmp_ok(&s)) {
+        px_cpu_bias_add_fwd(x32, b32, T, N);
+        tmp_put(x, x32, T * N);
+    }
+    tmp_done(&s);
+}
+static void b_bias_add_bwd(float *db, const void *g, int64_t T, int64_t N)
+{
+    tmp_set s = {0};
+    float *g32 = tmp_in(&s, g, T * N);
+    if (tmp_ok(&s))
+        px_cpu_bias_add_bwd(db, g32, T, N);
+    tmp_done(&s);
+}
+static void b_residual_fwd(void *o, const void *a, const void *b, int64_t n)
+{
+    tmp_set s = {0};
+    float *a32 = tmp_in(&s, a, n), *b32 = tmp_in(&s, b, n);
+    if (tmp_ok(&s)) {
+        px_cpu_residual_fwd(a32, a32, b32, n);
+        tmp_put(o, a32, n);
+    }
+    tmp_done(&s);
+}
+static void b_residual_bwd(void *da, void *db, const void *g, int64_t n)
+{
+    tmp_set s = {0};
+    float *da32 = tmp_in(&s, da, n), *db32 = tmp_in(&s, db, n), *g32 = tmp_in(&s, g, n);
+    if (tmp_ok(&s)) {
+        px_cpu_residual_bwd(da32, db32, g32, n);
+        tmp_put(da, da32, n);
+        tmp_put(db, db32, n);
+    }
+    tmp_done(&s);
+}
+static void b_rope(void *q, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
+                   int64_t pos0, float theta, int bwd)
+{
+    tmp_set s = {0};
+    int64_t n = S * B * (NH + 2 * NKV) * HD;
+    float *q32 = tmp_in(&s, q, n);
+    if (tmp_ok(&s)) {
+        if (bwd)
+            px_cpu_rope_bwd(q32, S, B, NH, NKV, HD, pos0, theta);
+        else
+            px_cpu_rope_fwd(q32, S, B, NH, NKV, HD, pos0, theta);
+        tmp_put(q, q32, n);
+    }
+    tmp_done(&s);
+}
+static void b_rope_fwd(void *q, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
+                       int64_t pos0, float theta)
+{
+    b_rope(q, S, B, NH, NKV, HD, pos0, theta, 0);
+}
+static void b_rope_bwd(void *q, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
+                       int64_t pos0, float theta)
+{
+    b_rope(q, S, B, NH, NKV, HD, pos0, theta, 1);
+}
+static void b_attention_fwd(void *o, float *lse, float *pr, const void *q, int64_t S,
+                            int64_t B, int64_t NH, int64_t NKV, int64_t HD)
+{
+    tmp_set s = {0};
+    float *o32 = tmp_new(&s, S * B * NH * HD), *q32 = tmp_in(&s, q, S * B * (NH + 2 * NKV) * HD);
+    if (tmp_ok(&s)) {
+        px_cpu_attention_fwd(o32, lse, pr, q32, S, B, NH, NKV, HD);
+        tmp_put(o, o32, S * B * NH * HD);
+    }
+    tmp_done(&s);
+}
+static void b_attention_bwd(void *dq, const void *g, const void *o, const float *lse,
+                            const float *pr, const void *q, int64_t S, int64_t B, int64_t NH,
+                            int64_t NKV, int64_t HD)
+{
+    tmp_set s = {0};
+    int64_t nq = S * B * (NH + 2 * NKV) * HD, no = S * B * NH * HD;
+    float *dq32 = tmp_new(&s, nq), *g32 = tmp_in(&s, g, no), *o32 = tmp_in(&s, o, no);
+    float *q32 = tmp_in(&s, q, nq);
+    if (tmp_ok(&s)) {
+        px_cpu_attention_bwd(dq32, g32, o32, lse, pr, q32, S, B, NH, NKV, HD);
+        tmp_put(dq, dq32, nq);
+    }
+    tmp_done(&s);
+}
+static void b_attention_kv_fwd(void *o, float *lse, const void *q, const int32_t *qp,
+                               const void *kv, int64_t Sq, int64_t Skv, int64_t B, int64_t NH,
+                               int64_t NKV, int64_t HD)
+{
+    tmp_set s = {0};
+    int64_t row = B * (NH + 2 * NKV) * HD, no = Sq * B * NH * HD;
+    float *o32 = tmp_new(&s, no), *q32 = tmp_in(&s, q, Sq * row), *kv32 = tmp_in(&s, kv, Skv * row);
+    if (tmp_ok(&s)) {
+        px_cpu_attention_kv_fwd(o32, lse, q32, qp, kv32, Sq, Skv, B, NH, NKV, HD);
+        tmp_put(o, o32, no);
+    }
+    tmp_done(&s);
+}
+static void b_attention_kv_bwd(void *dq, void *dkv, const void *g, const void *o,
+                               const float *lse, const void *q, const int32_t *qp,
+                               const void *kv, int64_t Sq, int64_t Skv, int64_t B, int64_t NH,
+                               int64_t NKV, int64_t HD)
+{
+    tmp_set s = {0};
+    int64_t row = B * (NH + 2 * NKV) * HD, no = Sq * B * NH * HD;
+    float *dq32 = tmp_new(&s, Sq * row), *dkv32 = tmp_new(&s, Skv * row);
+    float *g32 = tmp_in(&s, g, no), *o32 = tmp_in(&s, o, no);
+    float *q32 = tmp_in(&s, q, Sq * row), *kv32 = tmp_in(&s, kv, Skv * row);
+    if (tmp_ok(&s)) {
+        px_cpu_attention_kv_bwd(dq32, dkv32, g32, o32, lse, q32, qp, kv32, Sq, Skv, B, NH, NKV,
+                                HD);
+        tmp_put(dq, dq32, Sq * row);
+        tmp_put(dkv, dkv32, Skv * row);
+    }
+    tmp_done(&s);
+}
+static void b_swiglu_fwd(void *o, const void *gu, int64_t T, int64_t F)
+{
+    tmp_set s = {0};
+    float *o32 = tmp_new(&s, T * F), *gu32 = tmp_in(&s, gu, 2 * T * F);
+    if (tmp_ok(&s)) {
+        px_cpu_swiglu_fwd(o32, gu32, T, F);
+        tmp_put(o, o32, T * F);
+    }
+    tmp_done(&s);
+}
+static void b_swiglu_bwd(void *dgu, const void *g, const void *gu, int64_t T, int64_t F)
+{
+    tmp_set s = {0};
+    float *d32 = tmp_new(&s, 2 * T * F), *g32 = tmp_in(&s, g, T * F);
+    float *gu32 = tmp_in(&s, gu, 2 * T * F);
+    if (tmp_ok(&s)) {
+        px_cpu_swiglu_bwd(d32, g32, gu32, T, F);
+        tmp_put(dgu, d32, 2 * T * F);
+    }
+    tmp_done(&s);
+}
+static void b_gelu_fwd(void *o, const void *x, int64_t n)
+{
+    tmp_set s = {0};
+    float *o32 = tmp_new(&s, n), *x32 = tmp_in(&s, x, n);
+    if (tmp_ok(&s)) {
+        px_cpu_gelu_fwd(o32, x32, n);
+        tmp_put(o, o32, n);
+    }
+    tmp_done(&s);
+}
+static void b_gelu_bwd(void *dx, const void *g, const void *x, int64_t n)
+{
+    tmp_set s = {0};
+    float *d32 = tmp_new(&s, n), *g32 = tmp_in(&s, g, n), *x32 = tmp_in(&s, x, n);
+    if (tmp_ok(&s)) {
+        px_cpu_gelu_bwd(d32, g32, x32, n);
+        tmp_put(dx, d32, n);
+    }
+    tmp_done(&s);
+}
+static void b_xent_max_fwd(float *mx, const void *l, int64_t T, int64_t Vl)
+{
+    tmp_set s = {0};
+    float *l32 = tmp_in(&s, l, T * Vl);
+    if (tmp_ok(&s))
+        px_cpu_xent_max_fwd(mx, l32, T, Vl);
+    tmp_done(&s);
+}
+static void b_xent_sumexp_fwd(float *se, float *tl, const void *l, const float *mx,
+                              const int32_t *tg, int64_t T, int64_t Vl, int64_t v0)
+{
+    tmp_set s = {0};
+    float *l32 = tmp_in(&s, l, T * Vl);
+    if (tmp_ok(&s))
+        px_cpu_xent_sumexp_fwd(se, tl, l32, mx, tg, T, Vl, v0);
+    tmp_done(&s);
+}
+static void b_xent_bwd(void *dl, const void *l, const float *mx, const float *se,
+                       const int32_t *tg, float dloss, int64_t T, int64_t Vl, int64_t v0)
+{
+    tmp_set s = {0};
+    float *d32 = tmp_new(&s, T * Vl), *l32 = tmp_in(&s, l, T * Vl);
+    if (tmp_ok(&s)) {
+        px_cpu_xent_bwd(d32, l32, mx, se, tg, dloss, T, Vl, v0);
+        tmp_put(dl, d32, T * Vl);
+    }
+    tmp_done(&s);
+}
+static void b_adamw_step(float *p, const float *g, float *m, float *v, int64_t n, float lr,
+                         float b1, float b2, float eps, float wd, int64_t step, void *copy)
+{
+    px_cpu_adamw_step(p, g, m, v, n, lr, b1, b2, eps, wd, step);
+    tmp_put(copy, p, n); /* the bf16 compute copy of the updated master */
+}
+static void k_add_f32(float *o, const float *a, const float *b, int64_t n)
+{
+    px_cpu_residual_fwd(o, a, b, n);
+}
+static void b_moe_router_fwd(float *pr, int32_t *idx, float *gate, const void *l, int64_t T,
+                             int64_t E, int64_t k)
+{
+    tmp_set s = {0};
+    float *l32 = tmp_in(&s, l, T * E);
+    if (tmp_ok(&s))
+        px_cpu_moe_router_fwd(pr, idx, gate, l32, T, E, k);
+    tmp_done(&s);
+}
+static void b_moe_router_bwd(void *dl, const float *pr, const int32_t *idx, const float *dg,
+                             int64_t T, int64_t E, int64_t k)
+{
+    tmp_set s = {0};
+    float *d32 = tmp_new(&s, T * E);
+    if (tmp_ok(&s)) {
+        px_cpu_moe_router_bwd(d32, pr, idx, dg, T, E, k);
+        tmp_put(dl, d32, T * E);
+    }
+    tmp_done(&s);
+}
+/* The permutations address rows of a [T, C] buffer whose T the table does
+ * not pass: widen rows [0, max(rows) + 1), which is all the kernel touches. */
+static void b_moe_permute(void *o, const void *x, const int32_t *rows, const float *gate,
+                          const int32_t *slots, int64_t n, int64_t C)
+{
+    tmp_set s = {0};
+    float *o32 = tmp_new(&s, n * C), *x32 = tmp_in(&s, x, rows_span(rows, n) * C);
+    if (tmp_ok(&s)) {
+        px_cpu_moe_permute(o32, x32, rows, gate, slots, n, C);
+        tmp_put(o, o32, n * C);
+    }
+    tmp_done(&s);
+}
+static void b_moe_unpermute(void *o, const void *y, const int32_t *rows, const float *gate,
+                            const int32_t *slots, int64_t n, int64_t C)
+{
+    tmp_set s = {0};
+    int64_t span = rows_span(rows, n) * C;
+    float *o32 = tmp_in(&s, o, span), *y32 = tmp_in(&s, y, n * C);
+    if (tmp_ok(&s)) {
+        px_cpu_moe_unpermute(o32, y32, rows, gate, slots, n, C);
+        tmp_put(o, o32, span);
+    }
+    tmp_done(&s);
+}
+static void b_moe_gate_bwd(float *dg, const void *g, const void *y, const int32_t *rows,
+                           const int32_t *slots, int64_t n, int64_t C)
+{
+    tmp_set s = {0};
+    float *g32 = tmp_in(&s, g, rows_span(rows, n) * C), *y32 = tmp_in(&s, y, n * C);
+    if (tmp_ok(&s))
+        px_cpu_moe_gate_bwd(dg, g32, y32, rows, slots, n, C);
+    tmp_done(&s);
+}
+
+#define PX_CPU_TABLE(p)                                                                  \
+    {                                                                                    \
+        .embedding_fwd = p##embedding_fwd, .embedding_bwd = p##embedding_bwd,            \
+        .positions_fwd = p##positions_fwd, .positions_bwd = p##positions_bwd,            \
+        .rmsnorm_fwd = p##rmsnorm_fwd, .rmsnorm_bwd = p##rmsnorm_bwd,                    \
+        .layernorm_fwd = p##layernorm_fwd, .layernorm_bwd = p##layernorm_bwd,            \
+        .matmul_fwd = p##matmul_fwd, .matmul_bwd = p##matmul_bwd,                        \
+        .bias_add_fwd = p##bias_add_fwd, .bias_add_bwd = p##bias_add_bwd,                \
+        .residual_fwd = p##residual_fwd, .residual_bwd = p##residual_bwd,                \
+        .rope_fwd = p##rope_fwd, .rope_bwd = p##rope_bwd,                                \
+        .attention_fwd = p##attention_fwd, .attention_bwd = p##attention_bwd,            \
+        .attention_kv_fwd = p##attention_kv_fwd, .attention_kv_bwd = p##attention_kv_bwd,\
+        .swiglu_fwd = p##swiglu_fwd, .swiglu_bwd = p##swiglu_bwd,                        \
+        .gelu_fwd = p##gelu_fwd, .gelu_bwd = p##gelu_bwd,                                \
+        .xent_max_fwd = p##xent_max_fwd, .xent_sumexp_fwd = p##xent_sumexp_fwd,          \
+        .xent_loss_fwd = px_cpu_xent_loss_fwd, .xent_bwd = p##xent_bwd,                  \
+        .adamw_step = p##adamw_step, .add_f32 = k_add_f32,                               \
+        .moe_router_fwd = p##moe_router_fwd, .moe_router_bwd = p##moe_router_bwd,        \
+        .moe_permute = p##moe_permute, .moe_unpermute = p##moe_unpermute,                \
+        .moe_gate_bwd = p##moe_gate_bwd,                                                 \
+    }
+
+static const px_kernels cpu_kernels_f32 = PX_CPU_TABLE(f_);
+static const px_kernels cpu_kernels_bf16 = PX_CPU_TABLE(b_);
 
 px_status px_mpi_check(int rc, const char *what, px_error *err)
 {
@@ -55,6 +666,13 @@ px_status px_mpi_check(int rc, const char *what, px_error *err)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     return PX_FAIL(err, PX_ERR_MPI, "rank %d: %s failed: %s", rank, what, msg);
 }
+
+#define TRY_ST(x)                                                                        \
+    do {                                                                                 \
+        px_status st_ = (x);                                                             \
+        if (st_)                                                                         \
+            return st_;                                                                  \
+    } while (0)
 
 /* MPI counts are int: the engine's messages are far below, but check. */
 static px_status check_count(int64_t n, const char *what, px_error *err)
@@ -97,8 +715,7 @@ static void cpu_copy(px_backend *be, void *dst, const void *src, int64_t bytes)
 static px_status cpu_sync(px_backend *be, px_error *err)
 {
     (void)be;
-    (void)err;
-    return PX_OK;
+    return take_sticky(err);
 }
 
 static px_status cpu_comm_init(px_backend *be, px_comm *c, px_error *err)
@@ -115,100 +732,151 @@ static void cpu_comm_free(px_backend *be, px_comm *c)
     (void)c;
 }
 
-static px_status cpu_all_reduce(px_backend *be, float *buf, int64_t n, px_reduce_op op,
-                                px_comm *c, px_error *err)
+/* The error a kernel call left (px_status once, then cleared). */
+static px_status take_sticky(px_error *err)
+{
+    px_status st = cpu_sticky;
+    cpu_sticky = PX_OK;
+    if (st)
+        return PX_FAIL(err, st, "a bf16 kernel wrapper could not allocate its fp32 scratch");
+    return PX_OK;
+}
+
+/* bf16 reductions: widened into fp32 scratch, reduced by MPI in fp32, rounded
+ * back (NCCL reduces bf16 in fp32 too: the same rounding points, a wider wire
+ * format).  Moves without arithmetic (all-gather, all-to-all) send the raw
+ * 16-bit values. */
+static MPI_Datatype mpi_type(px_dtype t)
+{
+    return t == PX_BF16 ? MPI_UINT16_T : MPI_FLOAT;
+}
+
+static px_status cpu_all_reduce(px_backend *be, void *buf, int64_t n, px_dtype t,
+                                px_reduce_op op, px_comm *c, px_error *err)
 {
     (void)be;
+    TRY_ST(take_sticky(err));
     if (c->size <= 1)
         return PX_OK;
-    px_status st = check_count(n, "all-reduce", err);
-    if (st)
-        return st;
-    return px_mpi_check(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT,
-                                      op == PX_REDUCE_MAX ? MPI_MAX : MPI_SUM, c->mpi),
-                        "MPI_Allreduce", err);
+    TRY_ST(check_count(n, "all-reduce", err));
+    MPI_Op mop = op == PX_REDUCE_MAX ? MPI_MAX : MPI_SUM;
+    if (t == PX_F32)
+        return px_mpi_check(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, mop, c->mpi),
+                            "MPI_Allreduce", err);
+    float *w = malloc((size_t)(n > 0 ? n : 1) * sizeof *w);
+    if (!w)
+        return PX_FAIL(err, PX_ERR_NOMEM, "all-reduce (bf16): no fp32 scratch of %lld elements",
+                       (long long)n);
+    px_bf16_widen(w, buf, n);
+    px_status st = px_mpi_check(MPI_Allreduce(MPI_IN_PLACE, w, (int)n, MPI_FLOAT, mop, c->mpi),
+                                "MPI_Allreduce", err);
+    if (!st)
+        px_bf16_round(buf, w, n);
+    free(w);
+    return st;
 }
 
-static px_status cpu_all_gather(px_backend *be, float *out, const float *in, int64_t n,
-                                px_comm *c, px_error *err)
+static px_status cpu_all_gather(px_backend *be, void *out, const void *in, int64_t n,
+                                px_dtype t, px_comm *c, px_error *err)
 {
     (void)be;
+    TRY_ST(take_sticky(err));
+    int64_t es = px_dtype_bytes(t);
     if (c->size <= 1) {
         if (out != in)
-            memmove(out, in, (size_t)n * sizeof *out);
+            memmove(out, in, (size_t)(n * es));
         return PX_OK;
     }
-    px_status st = check_count(n, "all-gather", err);
-    if (st)
-        return st;
-    const void *send = in == out + (int64_t)c->rank * n ? MPI_IN_PLACE : (const void *)in;
-    return px_mpi_check(MPI_Allgather(send, (int)n, MPI_FLOAT, out, (int)n, MPI_FLOAT, c->mpi),
-                        "MPI_Allgather", err);
-}
-
-static px_status cpu_reduce_scatter(px_backend *be, float *out, const float *in, int64_t n,
-                                    px_comm *c, px_error *err)
-{
-    (void)be;
-    if (c->size <= 1) {
-        if (out != in)
-            memmove(out, in, (size_t)n * sizeof *out);
-        return PX_OK;
-    }
-    px_status st = check_count(n, "reduce-scatter", err);
-    if (st)
-        return st;
-    /* in == out: in place, the result lands at the start of the buffer. */
-    const void *send = in == out ? MPI_IN_PLACE : (const void *)in;
+    TRY_ST(check_count(n, "all-gather", err));
+    const void *send =
+        in == px_dtype_at(out, (int64_t)c->rank * n, t) ? MPI_IN_PLACE : (const void *)in;
     return px_mpi_check(
-        MPI_Reduce_scatter_block(send, out, (int)n, MPI_FLOAT, MPI_SUM, c->mpi),
-        "MPI_Reduce_scatter_block", err);
+        MPI_Allgather(send, (int)n, mpi_type(t), out, (int)n, mpi_type(t), c->mpi),
+        "MPI_Allgather", err);
 }
 
-static px_status cpu_isend(px_backend *be, const float *buf, int64_t n, int peer, int tag,
-                           px_comm *c, px_request *req, px_error *err)
+static px_status cpu_reduce_scatter(px_backend *be, void *out, const void *in, int64_t n,
+                                    px_dtype t, px_comm *c, px_error *err)
 {
     (void)be;
-    px_status st = check_count(n, "send", err);
-    if (st)
-        return st;
-    req->native = NULL;
-    return px_mpi_check(MPI_Isend(buf, (int)n, MPI_FLOAT, peer, tag, c->mpi, &req->mpi),
-                        "MPI_Isend", err);
-}
-
-static px_status cpu_irecv(px_backend *be, float *buf, int64_t n, int peer, int tag,
-                           px_comm *c, px_request *req, px_error *err)
-{
-    (void)be;
-    px_status st = check_count(n, "receive", err);
-    if (st)
-        return st;
-    req->native = NULL;
-    return px_mpi_check(MPI_Irecv(buf, (int)n, MPI_FLOAT, peer, tag, c->mpi, &req->mpi),
-                        "MPI_Irecv", err);
-}
-
-static px_status cpu_wait(px_backend *be, px_request *req, px_error *err)
-{
-    (void)be;
-    return px_mpi_check(MPI_Wait(&req->mpi, MPI_STATUS_IGNORE), "MPI_Wait", err);
-}
-
-static px_status cpu_test(px_backend *be, px_request *req, int *done, px_error *err)
-{
-    (void)be;
-    return px_mpi_check(MPI_Test(&req->mpi, done, MPI_STATUS_IGNORE), "MPI_Test", err);
-}
-
-static px_status cpu_all_to_all_v(px_backend *be, float *out, const int64_t *recv_n,
-                                  const float *in, const int64_t *send_n, px_comm *c,
-                                  px_error *err)
-{
-    (void)be;
+    TRY_ST(take_sticky(err));
     if (c->size <= 1) {
         if (out != in)
-            memmove(out, in, (size_t)send_n[0] * sizeof *out);
+            memmove(out, in, (size_t)(n * px_dtype_bytes(t)));
+        return PX_OK;
+    }
+    TRY_ST(check_count(n * c->size, "reduce-scatter", err));
+    if (t == PX_F32) {
+        /* in == out: in place, the result lands at the start of the buffer. */
+        const void *send = in == out ? MPI_IN_PLACE : (const void *)in;
+        return px_mpi_check(
+            MPI_Reduce_scatter_block(send, out, (int)n, MPI_FLOAT, MPI_SUM, c->mpi),
+            "MPI_Reduce_scatter_block", err);
+    }
+    int64_t all = n * c->size;
+    float *w = malloc((size_t)(all + n > 0 ? all + n : 1) * sizeof *w);
+    if (!w)
+        return PX_FAIL(err, PX_ERR_NOMEM,
+                       "reduce-scatter (bf16): no fp32 scratch of %lld elements",
+                       (long long)(all + n));
+    px_bf16_widen(w, in, all);
+    px_status st = px_mpi_check(
+        MPI_Reduce_scatter_block(w, w + all, (int)n, MPI_FLOAT, MPI_SUM, c->mpi),
+        "MPI_Reduce_scatter_block", err);
+    if (!st)
+        px_bf16_round(out, w + all, n);
+    free(w);
+    return st;
+}
+
+/* Both of NCCL's rules hold here as well (px_backend.h): one tag for every
+ * message, so MPI's non-overtaking order is the only matching, and
+ * synchronous-mode sends (MPI_Issend), which complete only once the receive
+ * is posted.  A pipeline order that would deadlock or cross messages under
+ * NCCL therefore does so in the CPU tests too. */
+enum { P2P_TAG = 7, P2P_MAX_OPS = 16 };
+
+static px_status cpu_p2p_batch(px_backend *be, const px_p2p_op *ops, int n_ops, px_comm *c,
+                               px_error *err)
+{
+    (void)be;
+    if (n_ops < 0 || n_ops > P2P_MAX_OPS)
+        return PX_FAIL(err, PX_ERR_INVALID, "p2p batch of %d messages: 0 to %d allowed", n_ops,
+                       (int)P2P_MAX_OPS);
+    MPI_Request req[P2P_MAX_OPS];
+    int posted = 0;
+    px_status st = PX_OK;
+    for (int i = 0; i < n_ops && !st; i++) {
+        const px_p2p_op *o = &ops[i];
+        int64_t bytes = o->n * px_dtype_bytes(o->dtype);
+        st = check_count(bytes, o->send ? "send (bytes)" : "receive (bytes)", err);
+        if (st)
+            break;
+        int rc = o->send ? MPI_Issend(o->buf, (int)bytes, MPI_BYTE, o->peer, P2P_TAG, c->mpi,
+                                      &req[posted])
+                         : MPI_Irecv(o->buf, (int)bytes, MPI_BYTE, o->peer, P2P_TAG, c->mpi,
+                                     &req[posted]);
+        st = px_mpi_check(rc, o->send ? "MPI_Issend" : "MPI_Irecv", err);
+        if (!st)
+            posted++;
+    }
+    /* Complete what was posted even after an error: no request may outlive
+     * its buffer. */
+    int rc = MPI_Waitall(posted, req, MPI_STATUSES_IGNORE);
+    if (st)
+        return st;
+    return px_mpi_check(rc, "MPI_Waitall (p2p batch)", err);
+}
+
+static px_status cpu_all_to_all_v(px_backend *be, void *out, const int64_t *recv_n,
+                                  const void *in, const int64_t *send_n, px_dtype t,
+                                  px_comm *c, px_error *err)
+{
+    (void)be;
+    TRY_ST(take_sticky(err));
+    if (c->size <= 1) {
+        if (out != in)
+            memmove(out, in, (size_t)(send_n[0] * px_dtype_bytes(t)));
         return PX_OK;
     }
     int *cnt = malloc((size_t)c->size * 4 * sizeof *cnt);
@@ -229,10 +897,22 @@ static px_status cpu_all_to_all_v(px_backend *be, float *out, const int64_t *rec
         ro += recv_n[j];
     }
     if (!st)
-        st = px_mpi_check(MPI_Alltoallv(in, sc, sd, MPI_FLOAT, out, rc, rd, MPI_FLOAT, c->mpi),
+        st = px_mpi_check(MPI_Alltoallv(in, sc, sd, mpi_type(t), out, rc, rd, mpi_type(t),
+                                        c->mpi),
                           "MPI_Alltoallv", err);
     free(cnt);
     return st;
+}
+
+/* Both dtypes: the table follows the engine's choice. */
+static px_status cpu_set_dtype(px_backend *be, px_dtype t, px_error *err)
+{
+    if (!(be->dtypes & PX_DTYPE_BIT(t)))
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED, "dtype %d: the cpu backend runs fp32 and bf16",
+                       (int)t);
+    be->dtype = t;
+    be->k = t == PX_BF16 ? &cpu_kernels_bf16 : &cpu_kernels_f32;
+    return PX_OK;
 }
 
 static void cpu_destroy(px_backend *be)
@@ -245,7 +925,10 @@ px_status px_backend_cpu_create(px_backend *out, px_error *err)
     (void)err;
     memset(out, 0, sizeof *out);
     out->name = "cpu";
-    out->k = &cpu_kernels;
+    out->k = &cpu_kernels_f32;
+    out->dtypes = PX_DTYPE_BIT(PX_F32) | PX_DTYPE_BIT(PX_BF16);
+    out->dtype = PX_F32;
+    out->set_dtype = cpu_set_dtype;
     out->alloc = cpu_alloc;
     out->free = cpu_free;
     out->zero = cpu_zero;
@@ -258,10 +941,7 @@ px_status px_backend_cpu_create(px_backend *out, px_error *err)
     out->all_reduce = cpu_all_reduce;
     out->all_gather = cpu_all_gather;
     out->reduce_scatter = cpu_reduce_scatter;
-    out->isend = cpu_isend;
-    out->irecv = cpu_irecv;
-    out->wait = cpu_wait;
-    out->test = cpu_test;
+    out->p2p_batch = cpu_p2p_batch;
     out->destroy = cpu_destroy;
     out->all_to_all_v = cpu_all_to_all_v;
     return PX_OK;

@@ -1,10 +1,12 @@
 /* backend_cuda.cu — the CUDA backend of the executor (px_backend.h).
  *
- * The engine's buffers are fp32 on every backend, so this backend runs the
- * fp32-storage instantiation of the CUDA kernels (px_cuda_*_f32): GEMMs on
- * bf16 tensor cores with fp32 accumulation (cuBLAS
- * CUBLAS_COMPUTE_32F_FAST_16BF), attention tiles rounded to bf16 for the
- * tensor cores, element-wise work and AdamW in fp32 (the master weights).
+ * Storage follows the engine's dtype (set_dtype): in bf16 (CUDA plans'
+ * default) the px_cuda_* kernels on bf16 activations and the bf16 compute
+ * copy of the weights, AdamW on the fp32 master writing that copy, bf16 NCCL
+ * traffic except the fp32 gradient reductions; in fp32 the px_cuda_*_f32
+ * instantiations (GEMMs on bf16 tensor cores with fp32 in and out through
+ * CUBLAS_COMPUTE_32F_FAST_16BF, attention tiles rounded to bf16, element-wise
+ * work and AdamW in fp32).
  *
  * Streams: every kernel and GEMM runs on `compute`; NCCL collectives run on
  * `comm`, which first waits on an event recorded on compute (the data is
@@ -12,14 +14,9 @@
  * (the result is ready) — "blocking in device order" as the engine needs,
  * without a host synchronisation.
  *
- * Point-to-point: the engine posts tagged sends that it completes much later
- * and blocking receives, and relies on tags to match messages (px_exec.c).
- * NCCL has no tags and a send occupies its stream until the peer posts the
- * receive, so ncclSend/ncclRecv would need every matching pair posted
- * together (px_cuda_p2p in px_comm_cuda.c does that, grouped).  Until the
- * engine posts its messages in such pairs, this backend stages pipeline
- * messages through pinned host memory and MPI, with the engine's tags:
- * correct and deadlock-free for every schedule, slower than NVLink.
+ * Point-to-point: the engine posts each step's pipeline sends and receives
+ * as one batch (px_backend.h p2p_batch), which is one NCCL group of
+ * ncclSend/ncclRecv on the comm stream.
  *
  * Errors: the kernel table has the CPU's void signatures, so a kernel failure
  * is recorded (the first one) and returned by the next sync, collective or
@@ -39,6 +36,7 @@ typedef struct {
     int device, local_rank, local_size;
     cudaStream_t compute, comm;
     cudaEvent_t data_ready, comm_done;
+    cudaEvent_t step_begin, step_end; /* timing events (device clock) */
     px_cuda_blas *blas;
     px_cuda_alloc *alloc;
     px_error kerr;    /* scratch record of the kernel calls */
@@ -66,176 +64,442 @@ static px_status take_sticky(px_error *err)
     return G->sticky_status;
 }
 
-/* ---- the kernel table: CPU signatures over the fp32 CUDA kernels --------------------- */
+/* ---- the kernel tables: CPU signatures over the CUDA kernels -------------------------
+ * Two tables, one per storage dtype (px_backend.h): bf16 storage runs the
+ * px_cuda_<op> kernels (bf16 tensors, fp32 gradients and statistics, fp32
+ * accumulation), fp32 storage their px_cuda_<op>_f32 instantiations.  The
+ * void * arguments are the activation-dtype tensors of px_kernels. */
 
 #define S G->compute, &G->kerr
 
-static void k_embedding_fwd(float *o, const int32_t *t, const float *w, int64_t T, int64_t C,
-                            int64_t v0, int64_t v1)
+static inline float *F(void *p)
 {
-    note(px_cuda_embedding_fwd_f32(o, t, w, T, C, v0, v1, S));
+    return (float *)p;
 }
-static void k_embedding_bwd(float *dw, const float *g, const int32_t *t, int64_t T, int64_t C,
-                            int64_t v0, int64_t v1)
+static inline const float *CF(const void *p)
 {
-    note(px_cuda_embedding_bwd_f32(dw, g, t, T, C, v0, v1, S));
+    return (const float *)p;
 }
-static void k_positions_fwd(float *x, const float *p, int64_t Sq, int64_t B, int64_t C,
-                            int64_t pos0)
+static inline px_bf16 *B(void *p)
 {
-    note(px_cuda_positions_fwd_f32(x, p, Sq, B, C, pos0, S));
+    return (px_bf16 *)p;
 }
-static void k_positions_bwd(float *dp, const float *g, int64_t Sq, int64_t B, int64_t C,
-                            int64_t pos0)
+static inline const px_bf16 *CB(const void *p)
 {
-    note(px_cuda_positions_bwd_f32(dp, g, Sq, B, C, pos0, S));
+    return (const px_bf16 *)p;
 }
-static void k_rmsnorm_fwd(float *o, float *r, const float *x, const float *w, int64_t T,
-                          int64_t C, float eps)
-{
-    note(px_cuda_rmsnorm_fwd_f32(o, r, x, w, T, C, eps, S));
-}
-static void k_rmsnorm_bwd(float *dx, float *dw, const float *g, const float *x, const float *w,
-                          const float *r, int64_t T, int64_t C)
-{
-    note(px_cuda_rmsnorm_bwd_f32(dx, dw, g, x, w, r, T, C, S));
-}
-static void k_layernorm_fwd(float *o, float *mu, float *r, const float *x, const float *w,
-                            const float *b, int64_t T, int64_t C, float eps)
-{
-    note(px_cuda_layernorm_fwd_f32(o, mu, r, x, w, b, T, C, eps, S));
-}
-static void k_layernorm_bwd(float *dx, float *dw, float *db, const float *g, const float *x,
-                            const float *w, const float *mu, const float *r, int64_t T,
-                            int64_t C)
-{
-    note(px_cuda_layernorm_bwd_f32(dx, dw, db, g, x, w, mu, r, T, C, S));
-}
-static void k_matmul_fwd(float *o, const float *x, const float *w, const float *b, int64_t T,
-                         int64_t K, int64_t N)
-{
-    note(px_cuda_matmul_fwd_f32(o, x, w, b, T, K, N, G->blas, S));
-}
-static void k_matmul_bwd(float *dx, float *dw, float *db, const float *g, const float *x,
-                         const float *w, int64_t T, int64_t K, int64_t N)
-{
-    note(px_cuda_matmul_bwd_f32(dx, dw, db, g, x, w, T, K, N, G->blas, S));
-}
-static void k_bias_add_fwd(float *x, const float *b, int64_t T, int64_t N)
-{
-    note(px_cuda_bias_add_fwd_f32(x, b, T, N, S));
-}
-static void k_bias_add_bwd(float *db, const float *g, int64_t T, int64_t N)
-{
-    note(px_cuda_bias_add_bwd_f32(db, g, T, N, S));
-}
-static void k_residual_fwd(float *o, const float *a, const float *b, int64_t n)
+
+/* out = a + b on fp32 buffers, in either table (gradient pieces). */
+static void k_add_f32(float *o, const float *a, const float *b, int64_t n)
 {
     note(px_cuda_residual_fwd_f32(o, a, b, n, S));
 }
-static void k_residual_bwd(float *da, float *db, const float *g, int64_t n)
+
+/* -- fp32 storage -- */
+
+static void f_embedding_fwd(void *o, const int32_t *t, const void *w, int64_t T, int64_t C,
+                            int64_t v0, int64_t v1)
 {
-    note(px_cuda_residual_bwd_f32(da, db, g, n, S));
+    note(px_cuda_embedding_fwd_f32(F(o), t, CF(w), T, C, v0, v1, S));
 }
-static void k_rope_fwd(float *qkv, int64_t Sq, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
+static void f_embedding_bwd(float *dw, const void *g, const int32_t *t, int64_t T, int64_t C,
+                            int64_t v0, int64_t v1)
+{
+    note(px_cuda_embedding_bwd_f32(dw, CF(g), t, T, C, v0, v1, S));
+}
+static void f_positions_fwd(void *x, const void *p, int64_t Sq, int64_t Bt, int64_t C,
+                            int64_t pos0)
+{
+    note(px_cuda_positions_fwd_f32(F(x), CF(p), Sq, Bt, C, pos0, S));
+}
+static void f_positions_bwd(float *dp, const void *g, int64_t Sq, int64_t Bt, int64_t C,
+                            int64_t pos0)
+{
+    note(px_cuda_positions_bwd_f32(dp, CF(g), Sq, Bt, C, pos0, S));
+}
+static void f_rmsnorm_fwd(void *o, float *r, const void *x, const void *w, int64_t T,
+                          int64_t C, float eps)
+{
+    note(px_cuda_rmsnorm_fwd_f32(F(o), r, CF(x), CF(w), T, C, eps, S));
+}
+static void f_rmsnorm_bwd(void *dx, float *dw, const void *g, const void *x, const void *w,
+                          const float *r, int64_t T, int64_t C)
+{
+    note(px_cuda_rmsnorm_bwd_f32(F(dx), dw, CF(g), CF(x), CF(w), r, T, C, S));
+}
+static void f_layernorm_fwd(void *o, float *mu, float *r, const void *x, const void *w,
+                            const void *b, int64_t T, int64_t C, float eps)
+{
+    note(px_cuda_layernorm_fwd_f32(F(o), mu, r, CF(x), CF(w), CF(b), T, C, eps, S));
+}
+static void f_layernorm_bwd(void *dx, float *dw, float *db, const void *g, const void *x,
+                            const void *w, const float *mu, const float *r, int64_t T,
+                            int64_t C)
+{
+    note(px_cuda_layernorm_bwd_f32(F(dx), dw, db, CF(g), CF(x), CF(w), mu, r, T, C, S));
+}
+static void f_matmul_fwd(void *o, const void *x, const void *w, const void *b, int64_t T,
+                         int64_t K, int64_t N)
+{
+    note(px_cuda_matmul_fwd_f32(F(o), CF(x), CF(w), CF(b), T, K, N, G->blas, S));
+}
+static void f_matmul_bwd(void *dx, float *dw, float *db, const void *g, const void *x,
+                         const void *w, int64_t T, int64_t K, int64_t N)
+{
+    note(px_cuda_matmul_bwd_f32(F(dx), dw, db, CF(g), CF(x), CF(w), T, K, N, G->blas, S));
+}
+static void f_bias_add_fwd(void *x, const void *b, int64_t T, int64_t N)
+{
+    note(px_cuda_bias_add_fwd_f32(F(x), CF(b), T, N, S));
+}
+static void f_bias_add_bwd(float *db, const void *g, int64_t T, int64_t N)
+{
+    note(px_cuda_bias_add_bwd_f32(db, CF(g), T, N, S));
+}
+static void f_residual_fwd(void *o, const void *a, const void *b, int64_t n)
+{
+    note(px_cuda_residual_fwd_f32(F(o), CF(a), CF(b), n, S));
+}
+static void f_residual_bwd(void *da, void *db, const void *g, int64_t n)
+{
+    note(px_cuda_residual_bwd_f32(F(da), F(db), CF(g), n, S));
+}
+static void f_rope_fwd(void *qkv, int64_t Sq, int64_t Bt, int64_t NH, int64_t NKV, int64_t HD,
                        int64_t pos0, float theta)
 {
-    note(px_cuda_rope_fwd_f32(qkv, Sq, B, NH, NKV, HD, pos0, theta, S));
+    note(px_cuda_rope_fwd_f32(F(qkv), Sq, Bt, NH, NKV, HD, pos0, theta, S));
 }
-static void k_rope_bwd(float *dqkv, int64_t Sq, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
+static void f_rope_bwd(void *dqkv, int64_t Sq, int64_t Bt, int64_t NH, int64_t NKV, int64_t HD,
                        int64_t pos0, float theta)
 {
-    note(px_cuda_rope_bwd_f32(dqkv, Sq, B, NH, NKV, HD, pos0, theta, S));
+    note(px_cuda_rope_bwd_f32(F(dqkv), Sq, Bt, NH, NKV, HD, pos0, theta, S));
 }
-static void k_attention_fwd(float *o, float *lse, float *probs, const float *qkv, int64_t Sq,
-                            int64_t B, int64_t NH, int64_t NKV, int64_t HD)
+static void f_attention_fwd(void *o, float *lse, float *probs, const void *qkv, int64_t Sq,
+                            int64_t Bt, int64_t NH, int64_t NKV, int64_t HD)
 {
-    note(px_cuda_attention_fwd_f32(o, lse, probs, qkv, Sq, B, NH, NKV, HD, S));
+    note(px_cuda_attention_fwd_f32(F(o), lse, probs, CF(qkv), Sq, Bt, NH, NKV, HD, S));
 }
-static void k_attention_bwd(float *dqkv, const float *g, const float *o, const float *lse,
-                            const float *probs, const float *qkv, int64_t Sq, int64_t B,
+static void f_attention_bwd(void *dqkv, const void *g, const void *o, const float *lse,
+                            const float *probs, const void *qkv, int64_t Sq, int64_t Bt,
                             int64_t NH, int64_t NKV, int64_t HD)
 {
-    note(px_cuda_attention_bwd_f32(dqkv, g, o, lse, probs, qkv, Sq, B, NH, NKV, HD, S));
+    note(px_cuda_attention_bwd_f32(F(dqkv), CF(g), CF(o), lse, probs, CF(qkv), Sq, Bt, NH, NKV,
+                                   HD, S));
 }
-static void k_swiglu_fwd(float *o, const float *gu, int64_t T, int64_t F)
+static void f_swiglu_fwd(void *o, const void *gu, int64_t T, int64_t Fd)
 {
-    note(px_cuda_swiglu_fwd_f32(o, gu, T, F, S));
+    note(px_cuda_swiglu_fwd_f32(F(o), CF(gu), T, Fd, S));
 }
-static void k_swiglu_bwd(float *dgu, const float *g, const float *gu, int64_t T, int64_t F)
+static void f_swiglu_bwd(void *dgu, const void *g, const void *gu, int64_t T, int64_t Fd)
 {
-    note(px_cuda_swiglu_bwd_f32(dgu, g, gu, T, F, S));
+    note(px_cuda_swiglu_bwd_f32(F(dgu), CF(g), CF(gu), T, Fd, S));
 }
-static void k_gelu_fwd(float *o, const float *x, int64_t n)
+static void f_gelu_fwd(void *o, const void *x, int64_t n)
 {
-    note(px_cuda_gelu_fwd_f32(o, x, n, S));
+    note(px_cuda_gelu_fwd_f32(F(o), CF(x), n, S));
 }
-static void k_gelu_bwd(float *dx, const float *g, const float *x, int64_t n)
+static void f_gelu_bwd(void *dx, const void *g, const void *x, int64_t n)
 {
-    note(px_cuda_gelu_bwd_f32(dx, g, x, n, S));
+    note(px_cuda_gelu_bwd_f32(F(dx), CF(g), CF(x), n, S));
 }
-static void k_xent_max_fwd(float *mx, const float *l, int64_t T, int64_t Vl)
+static void f_xent_max_fwd(float *mx, const void *l, int64_t T, int64_t Vl)
 {
-    note(px_cuda_xent_max_fwd_f32(mx, l, T, Vl, S));
+    note(px_cuda_xent_max_fwd_f32(mx, CF(l), T, Vl, S));
 }
-static void k_xent_sumexp_fwd(float *se, float *tl, const float *l, const float *mx,
+static void f_xent_sumexp_fwd(float *se, float *tl, const void *l, const float *mx,
                               const int32_t *tg, int64_t T, int64_t Vl, int64_t v0)
 {
-    note(px_cuda_xent_sumexp_fwd_f32(se, tl, l, mx, tg, T, Vl, v0, S));
+    note(px_cuda_xent_sumexp_fwd_f32(se, tl, CF(l), mx, tg, T, Vl, v0, S));
 }
+/* The loss statistics are fp32 in both storages. */
 static void k_xent_loss_fwd(float *loss, const float *mx, const float *se, const float *tl,
                             int64_t T)
 {
     note(px_cuda_xent_loss_fwd_f32(loss, mx, se, tl, T, S));
 }
-static void k_xent_bwd(float *dl, const float *l, const float *mx, const float *se,
+static void f_xent_bwd(void *dl, const void *l, const float *mx, const float *se,
                        const int32_t *tg, float dloss, int64_t T, int64_t Vl, int64_t v0)
 {
-    note(px_cuda_xent_bwd_f32(dl, l, mx, se, tg, dloss, T, Vl, v0, S));
+    note(px_cuda_xent_bwd_f32(F(dl), CF(l), mx, se, tg, dloss, T, Vl, v0, S));
 }
-static void k_adamw_step(float *p, const float *g, float *m, float *v, int64_t n, float lr,
-                         float b1, float b2, float eps, float wd, int64_t step)
+/* fp32 storage: the master is the weights (copy is NULL from the engine; a
+ * separate fp32 copy, if ever asked for, is a device copy). */
+static void f_adamw_step(float *p, const float *g, float *m, float *v, int64_t n, float lr,
+                         float b1, float b2, float eps, float wd, int64_t step, void *copy)
 {
     note(px_cuda_adamw_step(p, g, m, v, n, lr, b1, b2, eps, wd, step, NULL, S));
+    if (copy && copy != p && n > 0)
+        note(px_cuda_status(cudaMemcpyAsync(copy, p, (size_t)n * sizeof(float),
+                                            cudaMemcpyDeviceToDevice, G->compute),
+                            "cudaMemcpyAsync (weight copy)", __FILE__, __LINE__, &G->kerr));
+}
+
+/* Context parallelism: this rank's query rows against the gathered kv. */
+static void f_attention_kv_fwd(void *o, float *lse, const void *q, const int32_t *qpos,
+                               const void *kv, int64_t Sq, int64_t Skv, int64_t Bt, int64_t NH,
+                               int64_t NKV, int64_t HD)
+{
+    note(px_cuda_attention_kv_fwd_f32(F(o), lse, CF(q), qpos, CF(kv), Sq, Skv, Bt, NH, NKV, HD,
+                                      S));
+}
+static void f_attention_kv_bwd(void *dq, void *dkv, const void *g, const void *o,
+                               const float *lse, const void *q, const int32_t *qpos,
+                               const void *kv, int64_t Sq, int64_t Skv, int64_t Bt, int64_t NH,
+                               int64_t NKV, int64_t HD)
+{
+    note(px_cuda_attention_kv_bwd_f32(F(dq), F(dkv), CF(g), CF(o), lse, CF(q), qpos, CF(kv), Sq,
+                                      Skv, Bt, NH, NKV, HD, S));
+}
+/* Mixture of experts: router statistics (probs, gates) are fp32 in both. */
+static void f_moe_router_fwd(float *probs, int32_t *idx, float *gate, const void *logits,
+                             int64_t T, int64_t E, int64_t k)
+{
+    note(px_cuda_moe_router_fwd_f32(probs, idx, gate, CF(logits), T, E, k, S));
+}
+static void f_moe_router_bwd(void *dl, const float *probs, const int32_t *idx,
+                             const float *dgate, int64_t T, int64_t E, int64_t k)
+{
+    note(px_cuda_moe_router_bwd_f32(F(dl), probs, idx, dgate, T, E, k, S));
+}
+static void f_moe_permute(void *o, const void *x, const int32_t *rows, const float *gate,
+                          const int32_t *slots, int64_t n, int64_t C)
+{
+    note(px_cuda_moe_permute_f32(F(o), CF(x), rows, gate, slots, n, C, S));
+}
+static void f_moe_unpermute(void *o, const void *y, const int32_t *rows, const float *gate,
+                            const int32_t *slots, int64_t n, int64_t C)
+{
+    note(px_cuda_moe_unpermute_f32(F(o), CF(y), rows, gate, slots, n, C, S));
+}
+static void f_moe_gate_bwd(float *dgate, const void *g, const void *y, const int32_t *rows,
+                           const int32_t *slots, int64_t n, int64_t C)
+{
+    note(px_cuda_moe_gate_bwd_f32(dgate, CF(g), CF(y), rows, slots, n, C, S));
+}
+
+/* -- bf16 storage -- */
+
+static void b_embedding_fwd(void *o, const int32_t *t, const void *w, int64_t T, int64_t C,
+                            int64_t v0, int64_t v1)
+{
+    note(px_cuda_embedding_fwd(B(o), t, CB(w), T, C, v0, v1, S));
+}
+static void b_embedding_bwd(float *dw, const void *g, const int32_t *t, int64_t T, int64_t C,
+                            int64_t v0, int64_t v1)
+{
+    note(px_cuda_embedding_bwd(dw, CB(g), t, T, C, v0, v1, S));
+}
+static void b_positions_fwd(void *x, const void *p, int64_t Sq, int64_t Bt, int64_t C,
+                            int64_t pos0)
+{
+    note(px_cuda_positions_fwd(B(x), CB(p), Sq, Bt, C, pos0, S));
+}
+static void b_positions_bwd(float *dp, const void *g, int64_t Sq, int64_t Bt, int64_t C,
+                            int64_t pos0)
+{
+    note(px_cuda_positions_bwd(dp, CB(g), Sq, Bt, C, pos0, S));
+}
+static void b_rmsnorm_fwd(void *o, float *r, const void *x, const void *w, int64_t T,
+                          int64_t C, float eps)
+{
+    note(px_cuda_rmsnorm_fwd(B(o), r, CB(x), CB(w), T, C, eps, S));
+}
+static void b_rmsnorm_bwd(void *dx, float *dw, const void *g, const void *x, const void *w,
+                          const float *r, int64_t T, int64_t C)
+{
+    note(px_cuda_rmsnorm_bwd(B(dx), dw, CB(g), CB(x), CB(w), r, T, C, S));
+}
+static void b_layernorm_fwd(void *o, float *mu, float *r, const void *x, const void *w,
+                            const void *b, int64_t T, int64_t C, float eps)
+{
+    note(px_cuda_layernorm_fwd(B(o), mu, r, CB(x), CB(w), CB(b), T, C, eps, S));
+}
+static void b_layernorm_bwd(void *dx, float *dw, float *db, const void *g, const void *x,
+                            const void *w, const float *mu, const float *r, int64_t T,
+                            int64_t C)
+{
+    note(px_cuda_layernorm_bwd(B(dx), dw, db, CB(g), CB(x), CB(w), mu, r, T, C, S));
+}
+static void b_matmul_fwd(void *o, const void *x, const void *w, const void *b, int64_t T,
+                         int64_t K, int64_t N)
+{
+    note(px_cuda_matmul_fwd(B(o), CB(x), CB(w), CB(b), T, K, N, G->blas, S));
+}
+static void b_matmul_bwd(void *dx, float *dw, float *db, const void *g, const void *x,
+                         const void *w, int64_t T, int64_t K, int64_t N)
+{
+    note(px_cuda_matmul_bwd(B(dx), dw, db, CB(g), CB(x), CB(w), T, K, N, G->blas, S));
+}
+static void b_bias_add_fwd(void *x, const void *b, int64_t T, int64_t N)
+{
+    note(px_cuda_bias_add_fwd(B(x), CB(b), T, N, S));
+}
+static void b_bias_add_bwd(float *db, const void *g, int64_t T, int64_t N)
+{
+    note(px_cuda_bias_add_bwd(db, CB(g), T, N, S));
+}
+static void b_residual_fwd(void *o, const void *a, const void *b, int64_t n)
+{
+    note(px_cuda_residual_fwd(B(o), CB(a), CB(b), n, S));
+}
+static void b_residual_bwd(void *da, void *db, const void *g, int64_t n)
+{
+    note(px_cuda_residual_bwd(B(da), B(db), CB(g), n, S));
+}
+static void b_rope_fwd(void *qkv, int64_t Sq, int64_t Bt, int64_t NH, int64_t NKV, int64_t HD,
+                       int64_t pos0, float theta)
+{
+    note(px_cuda_rope_fwd(B(qkv), Sq, Bt, NH, NKV, HD, pos0, theta, S));
+}
+static void b_rope_bwd(void *dqkv, int64_t Sq, int64_t Bt, int64_t NH, int64_t NKV, int64_t HD,
+                       int64_t pos0, float theta)
+{
+    note(px_cuda_rope_bwd(B(dqkv), Sq, Bt, NH, NKV, HD, pos0, theta, S));
+}
+static void b_attention_fwd(void *o, float *lse, float *probs, const void *qkv, int64_t Sq,
+                            int64_t Bt, int64_t NH, int64_t NKV, int64_t HD)
+{
+    note(px_cuda_attention_fwd(B(o), lse, probs, CB(qkv), Sq, Bt, NH, NKV, HD, S));
+}
+static void b_attention_bwd(void *dqkv, const void *g, const void *o, const float *lse,
+                            const float *probs, const void *qkv, int64_t Sq, int64_t Bt,
+                            int64_t NH, int64_t NKV, int64_t HD)
+{
+    note(px_cuda_attention_bwd(B(dqkv), CB(g), CB(o), lse, probs, CB(qkv), Sq, Bt, NH, NKV, HD,
+                               S));
+}
+static void b_swiglu_fwd(void *o, const void *gu, int64_t T, int64_t Fd)
+{
+    note(px_cuda_swiglu_fwd(B(o), CB(gu), T, Fd, S));
+}
+static void b_swiglu_bwd(void *dgu, const void *g, const void *gu, int64_t T, int64_t Fd)
+{
+    note(px_cuda_swiglu_bwd(B(dgu), CB(g), CB(gu), T, Fd, S));
+}
+static void b_gelu_fwd(void *o, const void *x, int64_t n)
+{
+    note(px_cuda_gelu_fwd(B(o), CB(x), n, S));
+}
+static void b_gelu_bwd(void *dx, const void *g, const void *x, int64_t n)
+{
+    note(px_cuda_gelu_bwd(B(dx), CB(g), CB(x), n, S));
+}
+static void b_xent_max_fwd(float *mx, const void *l, int64_t T, int64_t Vl)
+{
+    note(px_cuda_xent_max_fwd(mx, CB(l), T, Vl, S));
+}
+static void b_xent_sumexp_fwd(float *se, float *tl, const void *l, const float *mx,
+                              const int32_t *tg, int64_t T, int64_t Vl, int64_t v0)
+{
+    note(px_cuda_xent_sumexp_fwd(se, tl, CB(l), mx, tg, T, Vl, v0, S));
+}
+static void b_xent_bwd(void *dl, const void *l, const float *mx, const float *se,
+                       const int32_t *tg, float dloss, int64_t T, int64_t Vl, int64_t v0)
+{
+    note(px_cuda_xent_bwd(B(dl), CB(l), mx, se, tg, dloss, T, Vl, v0, S));
+}
+/* bf16 storage: AdamW on the fp32 master, writing the bf16 compute copy in
+ * the same kernel. */
+static void b_adamw_step(float *p, const float *g, float *m, float *v, int64_t n, float lr,
+                         float b1, float b2, float eps, float wd, int64_t step, void *copy)
+{
+    note(px_cuda_adamw_step(p, g, m, v, n, lr, b1, b2, eps, wd, step, B(copy), S));
+}
+
+static void b_attention_kv_fwd(void *o, float *lse, const void *q, const int32_t *qpos,
+                               const void *kv, int64_t Sq, int64_t Skv, int64_t Bt, int64_t NH,
+                               int64_t NKV, int64_t HD)
+{
+    note(px_cuda_attention_kv_fwd(B(o), lse, CB(q), qpos, CB(kv), Sq, Skv, Bt, NH, NKV, HD, S));
+}
+static void b_attention_kv_bwd(void *dq, void *dkv, const void *g, const void *o,
+                               const float *lse, const void *q, const int32_t *qpos,
+                               const void *kv, int64_t Sq, int64_t Skv, int64_t Bt, int64_t NH,
+                               int64_t NKV, int64_t HD)
+{
+    note(px_cuda_attention_kv_bwd(B(dq), B(dkv), CB(g), CB(o), lse, CB(q), qpos, CB(kv), Sq, Skv,
+                                  Bt, NH, NKV, HD, S));
+}
+static void b_moe_router_fwd(float *probs, int32_t *idx, float *gate, const void *logits,
+                             int64_t T, int64_t E, int64_t k)
+{
+    note(px_cuda_moe_router_fwd(probs, idx, gate, CB(logits), T, E, k, S));
+}
+static void b_moe_router_bwd(void *dl, const float *probs, const int32_t *idx,
+                             const float *dgate, int64_t T, int64_t E, int64_t k)
+{
+    note(px_cuda_moe_router_bwd(B(dl), probs, idx, dgate, T, E, k, S));
+}
+static void b_moe_permute(void *o, const void *x, const int32_t *rows, const float *gate,
+                          const int32_t *slots, int64_t n, int64_t C)
+{
+    note(px_cuda_moe_permute(B(o), CB(x), rows, gate, slots, n, C, S));
+}
+static void b_moe_unpermute(void *o, const void *y, const int32_t *rows, const float *gate,
+                            const int32_t *slots, int64_t n, int64_t C)
+{
+    note(px_cuda_moe_unpermute(B(o), CB(y), rows, gate, slots, n, C, S));
+}
+static void b_moe_gate_bwd(float *dgate, const void *g, const void *y, const int32_t *rows,
+                           const int32_t *slots, int64_t n, int64_t C)
+{
+    note(px_cuda_moe_gate_bwd(dgate, CB(g), CB(y), rows, slots, n, C, S));
 }
 
 #undef S
 
-static px_kernels make_kernels(void)
-{
-    px_kernels k;
-    memset(&k, 0, sizeof k);
-    k.embedding_fwd = k_embedding_fwd;
-    k.embedding_bwd = k_embedding_bwd;
-    k.positions_fwd = k_positions_fwd;
-    k.positions_bwd = k_positions_bwd;
-    k.rmsnorm_fwd = k_rmsnorm_fwd;
-    k.rmsnorm_bwd = k_rmsnorm_bwd;
-    k.layernorm_fwd = k_layernorm_fwd;
-    k.layernorm_bwd = k_layernorm_bwd;
-    k.matmul_fwd = k_matmul_fwd;
-    k.matmul_bwd = k_matmul_bwd;
-    k.bias_add_fwd = k_bias_add_fwd;
-    k.bias_add_bwd = k_bias_add_bwd;
-    k.residual_fwd = k_residual_fwd;
-    k.residual_bwd = k_residual_bwd;
-    k.rope_fwd = k_rope_fwd;
-    k.rope_bwd = k_rope_bwd;
-    k.attention_fwd = k_attention_fwd;
-    k.attention_bwd = k_attention_bwd;
-    k.swiglu_fwd = k_swiglu_fwd;
-    k.swiglu_bwd = k_swiglu_bwd;
-    k.gelu_fwd = k_gelu_fwd;
-    k.gelu_bwd = k_gelu_bwd;
-    k.xent_max_fwd = k_xent_max_fwd;
-    k.xent_sumexp_fwd = k_xent_sumexp_fwd;
-    k.xent_loss_fwd = k_xent_loss_fwd;
-    k.xent_bwd = k_xent_bwd;
-    k.adamw_step = k_adamw_step;
-    return k;
-}
+/* Every entry of px_kernels, for one storage dtype (prefix f_ or b_). */
+#define PX_CUDA_TABLE(k, p)                                                              \
+    do {                                                                                 \
+        memset(&(k), 0, sizeof(k));                                                      \
+        (k).embedding_fwd = p##embedding_fwd;                                            \
+        (k).embedding_bwd = p##embedding_bwd;                                            \
+        (k).positions_fwd = p##positions_fwd;                                            \
+        (k).positions_bwd = p##positions_bwd;                                            \
+        (k).rmsnorm_fwd = p##rmsnorm_fwd;                                                \
+        (k).rmsnorm_bwd = p##rmsnorm_bwd;                                                \
+        (k).layernorm_fwd = p##layernorm_fwd;                                            \
+        (k).layernorm_bwd = p##layernorm_bwd;                                            \
+        (k).matmul_fwd = p##matmul_fwd;                                                  \
+        (k).matmul_bwd = p##matmul_bwd;                                                  \
+        (k).bias_add_fwd = p##bias_add_fwd;                                              \
+        (k).bias_add_bwd = p##bias_add_bwd;                                              \
+        (k).residual_fwd = p##residual_fwd;                                              \
+        (k).residual_bwd = p##residual_bwd;                                              \
+        (k).rope_fwd = p##rope_fwd;                                                      \
+        (k).rope_bwd = p##rope_bwd;                                                      \
+        (k).attention_fwd = p##attention_fwd;                                            \
+        (k).attention_bwd = p##attention_bwd;                                            \
+        (k).swiglu_fwd = p##swiglu_fwd;                                                  \
+        (k).swiglu_bwd = p##swiglu_bwd;                                                  \
+        (k).gelu_fwd = p##gelu_fwd;                                                      \
+        (k).gelu_bwd = p##gelu_bwd;                                                      \
+        (k).xent_max_fwd = p##xent_max_fwd;                                              \
+        (k).xent_sumexp_fwd = p##xent_sumexp_fwd;                                        \
+        (k).xent_loss_fwd = k_xent_loss_fwd;                                             \
+        (k).xent_bwd = p##xent_bwd;                                                      \
+        (k).adamw_step = p##adamw_step;                                                  \
+        (k).attention_kv_fwd = p##attention_kv_fwd;                                      \
+        (k).attention_kv_bwd = p##attention_kv_bwd;                                      \
+        (k).moe_router_fwd = p##moe_router_fwd;                                          \
+        (k).moe_router_bwd = p##moe_router_bwd;                                          \
+        (k).moe_permute = p##moe_permute;                                                \
+        (k).moe_unpermute = p##moe_unpermute;                                            \
+        (k).moe_gate_bwd = p##moe_gate_bwd;                                              \
+        (k).add_f32 = k_add_f32;                                                         \
+    } while (0)
 
-static px_kernels cuda_kernels;
+static px_kernels cuda_kernels_f32, cuda_kernels_bf16;
+
+static px_status cu_set_dtype(px_backend *be, px_dtype t, px_error *err)
+{
+    if (!(be->dtypes & PX_DTYPE_BIT(t)))
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED, "dtype %d: the cuda backend runs fp32 and bf16",
+                       (int)t);
+    be->dtype = t;
+    be->k = t == PX_BF16 ? &cuda_kernels_bf16 : &cuda_kernels_f32;
+    return PX_OK;
+}
 
 /* ---- memory -------------------------------------------------------------------------- */
 
@@ -342,41 +606,44 @@ static px_status after_comm(px_error *err)
     return PX_OK;
 }
 
-static px_status cu_all_reduce(px_backend *be, float *buf, int64_t n, px_reduce_op op,
-                               px_comm *c, px_error *err)
+static ncclDataType_t nccl_type(px_dtype t);
+
+static px_status cu_all_reduce(px_backend *be, void *buf, int64_t n, px_dtype t,
+                               px_reduce_op op, px_comm *c, px_error *err)
 {
     (void)be;
     if (c->size <= 1 || n == 0)
         return take_sticky(err);
     ncclComm_t nc = (ncclComm_t)c->native;
     PX_TRY(before_comm(err));
+    /* bf16: NCCL adds in fp32 and rounds the result to bf16. */
     PX_NCCL_TRY(err, nc,
-                ncclAllReduce(buf, buf, (size_t)n, ncclFloat32,
+                ncclAllReduce(buf, buf, (size_t)n, nccl_type(t),
                               op == PX_REDUCE_MAX ? ncclMax : ncclSum, nc, G->comm));
     return after_comm(err);
 }
 
-static px_status cu_all_gather(px_backend *be, float *out, const float *in, int64_t n,
-                               px_comm *c, px_error *err)
+static px_status cu_all_gather(px_backend *be, void *out, const void *in, int64_t n,
+                               px_dtype t, px_comm *c, px_error *err)
 {
     (void)be;
     if (c->size <= 1) {
-        cu_copy(be, out, in, n * (int64_t)sizeof(float));
+        cu_copy(be, out, in, n * px_dtype_bytes(t));
         return take_sticky(err);
     }
     ncclComm_t nc = (ncclComm_t)c->native;
     PX_TRY(before_comm(err));
     /* in == out + rank * n is NCCL's in-place form. */
-    PX_NCCL_TRY(err, nc, ncclAllGather(in, out, (size_t)n, ncclFloat32, nc, G->comm));
+    PX_NCCL_TRY(err, nc, ncclAllGather(in, out, (size_t)n, nccl_type(t), nc, G->comm));
     return after_comm(err);
 }
 
-static px_status cu_reduce_scatter(px_backend *be, float *out, const float *in, int64_t n,
-                                   px_comm *c, px_error *err)
+static px_status cu_reduce_scatter(px_backend *be, void *out, const void *in, int64_t n,
+                                   px_dtype t, px_comm *c, px_error *err)
 {
     (void)be;
     if (c->size <= 1) {
-        cu_copy(be, out, in, n * (int64_t)sizeof(float));
+        cu_copy(be, out, in, n * px_dtype_bytes(t));
         return take_sticky(err);
     }
     ncclComm_t nc = (ncclComm_t)c->native;
@@ -385,113 +652,98 @@ static px_status cu_reduce_scatter(px_backend *be, float *out, const float *in, 
         /* The engine's in place puts the result at the start; NCCL's in place
          * puts it at rank * n: reduce there, then move it down (the two
          * ranges do not overlap for rank >= 1). */
-        float *mine = out + (int64_t)c->rank * n;
+        void *mine = px_dtype_at(out, (int64_t)c->rank * n, t);
         PX_NCCL_TRY(err, nc,
-                    ncclReduceScatter(in, mine, (size_t)n, ncclFloat32, ncclSum, nc, G->comm));
+                    ncclReduceScatter(in, mine, (size_t)n, nccl_type(t), ncclSum, nc, G->comm));
         if (c->rank != 0)
-            PX_CUDA_TRY(err, cudaMemcpyAsync(out, mine, (size_t)n * sizeof(float),
+            PX_CUDA_TRY(err, cudaMemcpyAsync(out, mine, (size_t)(n * px_dtype_bytes(t)),
                                              cudaMemcpyDeviceToDevice, G->comm));
     } else {
         PX_NCCL_TRY(err, nc,
-                    ncclReduceScatter(in, out, (size_t)n, ncclFloat32, ncclSum, nc, G->comm));
+                    ncclReduceScatter(in, out, (size_t)n, nccl_type(t), ncclSum, nc, G->comm));
     }
     return after_comm(err);
 }
 
-/* ---- point-to-point: staged through pinned host memory and MPI (see top) ------------- */
-
-typedef struct {
-    float *host; /* pinned */
-    float *dev;  /* receive: where the message lands */
-    int64_t n;
-    int is_recv;
-} staged;
-
-static px_status stage_new(int64_t n, float *dev, int is_recv, staged **out, px_error *err)
+/* Expert dispatch: grouped ncclSend/ncclRecv to every group rank (a group of
+ * one copies its own part). */
+static px_status cu_all_to_all_v(px_backend *be, void *out, const int64_t *recv_n,
+                                 const void *in, const int64_t *send_n, px_dtype t, px_comm *c,
+                                 px_error *err)
 {
-    staged *s = (staged *)calloc(1, sizeof *s);
-    if (!s)
-        return PX_FAIL(err, PX_ERR_NOMEM, "p2p staging record");
-    PX_CUDA_TRY(err, cudaMallocHost((void **)&s->host, (size_t)(n > 0 ? n : 1) * sizeof(float)));
-    s->dev = dev;
-    s->n = n;
-    s->is_recv = is_recv;
-    *out = s;
+    (void)be;
+    ncclComm_t nc = c->size > 1 ? (ncclComm_t)c->native : NULL;
+    if (c->size > 1 && !nc)
+        return PX_FAIL(err, PX_ERR_INVALID, "all-to-all on a group without an NCCL communicator");
+    PX_TRY(before_comm(err));
+    PX_TRY(px_nccl_all_to_all_v(nc, G->comm, out, recv_n, in, send_n, nccl_type(t), err));
+    return after_comm(err);
+}
+
+/* ---- point-to-point: grouped ncclSend/ncclRecv ---------------------------------------- */
+
+static ncclDataType_t nccl_type(px_dtype t)
+{
+    return t == PX_BF16 ? ncclBfloat16 : ncclFloat32;
+}
+
+/* One NCCL group on the comm stream, ordered after compute's data and before
+ * compute's next use (before_comm / after_comm).  The stream-ordered
+ * allocator then frees a sent buffer only after the send. */
+static px_status cu_p2p_batch(px_backend *be, const px_p2p_op *ops, int n_ops, px_comm *c,
+                              px_error *err)
+{
+    (void)be;
+    PX_TRY(take_sticky(err));
+    if (n_ops == 0)
+        return PX_OK;
+    for (int i = 0; i < n_ops; i++)
+        if (ops[i].n < 0 || ops[i].peer < 0 || ops[i].peer >= c->size)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "p2p message %d: %lld elements to/from rank %d of a group of %d", i,
+                           (long long)ops[i].n, ops[i].peer, c->size);
+    ncclComm_t nc = (ncclComm_t)c->native;
+    if (!nc)
+        return PX_FAIL(err, PX_ERR_INVALID, "p2p batch on a group without an NCCL communicator");
+    PX_TRY(before_comm(err));
+    PX_NCCL_TRY(err, nc, ncclGroupStart());
+    ncclResult_t r = ncclSuccess;
+    for (int i = 0; i < n_ops && r == ncclSuccess; i++) {
+        const px_p2p_op *o = &ops[i];
+        r = o->send ? ncclSend(o->buf, (size_t)o->n, nccl_type(o->dtype), o->peer, nc, G->comm)
+                    : ncclRecv(o->buf, (size_t)o->n, nccl_type(o->dtype), o->peer, nc, G->comm);
+    }
+    /* The group is always closed, even after a failed call inside it. */
+    ncclResult_t r_end = ncclGroupEnd();
+    if (r != ncclSuccess)
+        return px_nccl_status(r, nc, "ncclSend/ncclRecv (p2p batch)", __FILE__, __LINE__, err);
+    if (r_end != ncclSuccess && r_end != ncclInProgress)
+        return px_nccl_status(r_end, nc, "ncclGroupEnd (p2p batch)", __FILE__, __LINE__, err);
+    return after_comm(err);
+}
+
+/* ---- device clock ---------------------------------------------------------------------- */
+
+/* Events on the compute stream: the engine joins every collective and message
+ * back into it (after_comm), so the two marks bound the whole step. */
+static px_status cu_timer_start(px_backend *be, px_error *err)
+{
+    (void)be;
+    PX_TRY(take_sticky(err));
+    PX_CUDA_TRY(err, cudaEventRecord(G->step_begin, G->compute));
     return PX_OK;
 }
 
-static void stage_free(staged *s)
-{
-    if (s) {
-        cudaFreeHost(s->host);
-        free(s);
-    }
-}
-
-static px_status cu_isend(px_backend *be, const float *buf, int64_t n, int peer, int tag,
-                          px_comm *c, px_request *req, px_error *err)
+static px_status cu_timer_stop(px_backend *be, double *elapsed_s, px_error *err)
 {
     (void)be;
     PX_TRY(take_sticky(err));
-    if (n < 0 || n > 0x7fffffff)
-        return PX_FAIL(err, PX_ERR_INVALID, "send of %lld elements: MPI counts are int",
-                       (long long)n);
-    staged *s = NULL;
-    PX_TRY(stage_new(n, NULL, 0, &s, err));
-    req->native = s;
-    PX_CUDA_TRY(err, cudaMemcpyAsync(s->host, buf, (size_t)n * sizeof(float),
-                                     cudaMemcpyDeviceToHost, G->compute));
-    PX_CUDA_TRY(err, cudaStreamSynchronize(G->compute));
-    return px_mpi_check(MPI_Isend(s->host, (int)n, MPI_FLOAT, peer, tag, c->mpi, &req->mpi),
-                        "MPI_Isend", err);
-}
-
-static px_status cu_irecv(px_backend *be, float *buf, int64_t n, int peer, int tag, px_comm *c,
-                          px_request *req, px_error *err)
-{
-    (void)be;
-    PX_TRY(take_sticky(err));
-    if (n < 0 || n > 0x7fffffff)
-        return PX_FAIL(err, PX_ERR_INVALID, "receive of %lld elements: MPI counts are int",
-                       (long long)n);
-    staged *s = NULL;
-    PX_TRY(stage_new(n, buf, 1, &s, err));
-    req->native = s;
-    return px_mpi_check(MPI_Irecv(s->host, (int)n, MPI_FLOAT, peer, tag, c->mpi, &req->mpi),
-                        "MPI_Irecv", err);
-}
-
-/* The message is complete: a receive moves its data to the device. */
-static px_status finish(px_request *req, px_error *err)
-{
-    staged *s = (staged *)req->native;
-    px_status st = PX_OK;
-    if (s && s->is_recv) {
-        st = px_cuda_status(cudaMemcpyAsync(s->dev, s->host, (size_t)s->n * sizeof(float),
-                                            cudaMemcpyHostToDevice, G->compute),
-                            "cudaMemcpyAsync (p2p receive)", __FILE__, __LINE__, err);
-        /* the pinned buffer is freed below: wait for the copy out of it */
-        if (st == PX_OK)
-            st = px_cuda_status(cudaStreamSynchronize(G->compute), "cudaStreamSynchronize",
-                                __FILE__, __LINE__, err);
-    }
-    stage_free(s);
-    req->native = NULL;
-    return st;
-}
-
-static px_status cu_wait(px_backend *be, px_request *req, px_error *err)
-{
-    (void)be;
-    PX_TRY(px_mpi_check(MPI_Wait(&req->mpi, MPI_STATUS_IGNORE), "MPI_Wait", err));
-    return finish(req, err);
-}
-
-static px_status cu_test(px_backend *be, px_request *req, int *done, px_error *err)
-{
-    (void)be;
-    PX_TRY(px_mpi_check(MPI_Test(&req->mpi, done, MPI_STATUS_IGNORE), "MPI_Test", err));
-    return *done ? finish(req, err) : PX_OK;
+    float ms = 0.0f;
+    PX_CUDA_TRY(err, cudaEventRecord(G->step_end, G->compute));
+    PX_CUDA_TRY(err, cudaEventSynchronize(G->step_end));
+    PX_CUDA_TRY(err, cudaEventElapsedTime(&ms, G->step_begin, G->step_end));
+    *elapsed_s = 1e-3 * (double)ms;
+    return PX_OK;
 }
 
 /* ---- lifetime ------------------------------------------------------------------------ */
@@ -508,6 +760,10 @@ static void cu_destroy(px_backend *be)
         (void)cudaEventDestroy(G->data_ready);
     if (G->comm_done)
         (void)cudaEventDestroy(G->comm_done);
+    if (G->step_begin)
+        (void)cudaEventDestroy(G->step_begin);
+    if (G->step_end)
+        (void)cudaEventDestroy(G->step_end);
     if (G->comm)
         (void)cudaStreamDestroy(G->comm);
     if (G->compute)
@@ -540,6 +796,12 @@ extern "C" px_status px_backend_cuda_create(px_backend *out, MPI_Comm world, px_
         st = px_cuda_status(cudaEventCreateWithFlags(&G->comm_done, cudaEventDisableTiming),
                             "cudaEventCreate", __FILE__, __LINE__, err);
     if (st == PX_OK)
+        st = px_cuda_status(cudaEventCreate(&G->step_begin), "cudaEventCreate", __FILE__,
+                            __LINE__, err);
+    if (st == PX_OK)
+        st = px_cuda_status(cudaEventCreate(&G->step_end), "cudaEventCreate", __FILE__,
+                            __LINE__, err);
+    if (st == PX_OK)
         st = px_cuda_blas_new(G->compute, &G->blas, err);
     if (st == PX_OK)
         st = px_cuda_alloc_new(G->compute, &G->alloc, err);
@@ -547,10 +809,18 @@ extern "C" px_status px_backend_cuda_create(px_backend *out, MPI_Comm world, px_
         cu_destroy(NULL);
         return st;
     }
-    cuda_kernels = make_kernels();
+    PX_CUDA_TABLE(cuda_kernels_f32, f_);
+    PX_CUDA_TABLE(cuda_kernels_bf16, b_);
     out->name = "cuda";
     out->ctx = G;
-    out->k = &cuda_kernels;
+    /* fp32 until the engine asks (set_dtype): callers of the bare table keep
+     * the fp32 signatures; CUDA plans (dtype_bytes 2) run bf16. */
+    out->k = &cuda_kernels_f32;
+    out->dtypes = PX_DTYPE_BIT(PX_F32) | PX_DTYPE_BIT(PX_BF16);
+    out->dtype = PX_F32;
+    out->set_dtype = cu_set_dtype;
+    out->timer_start = cu_timer_start;
+    out->timer_stop = cu_timer_stop;
     out->alloc = cu_alloc;
     out->free = cu_free;
     out->zero = cu_zero;
@@ -563,10 +833,8 @@ extern "C" px_status px_backend_cuda_create(px_backend *out, MPI_Comm world, px_
     out->all_reduce = cu_all_reduce;
     out->all_gather = cu_all_gather;
     out->reduce_scatter = cu_reduce_scatter;
-    out->isend = cu_isend;
-    out->irecv = cu_irecv;
-    out->wait = cu_wait;
-    out->test = cu_test;
+    out->p2p_batch = cu_p2p_batch;
+    out->all_to_all_v = cu_all_to_all_v;
     out->destroy = cu_destroy;
     return PX_OK;
 }

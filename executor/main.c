@@ -1,7 +1,7 @@
 /* execute — runs a plan's training step for real:
  *   mpirun -np G execute --plan plan.json [--steps N] [--warmup N] [--seed N]
  *          [--data FILE] [--report report.json] [--dump-weights DIR]
- *          [--lr X] [--init-std X]
+ *          [--lr X] [--init-std X] [--backend cpu|cuda] [--dtype bf16|fp32]
  * Only rank 0 prints the step table; errors name the rank.  See
  * docs/executor.md. */
 #include <stdio.h>
@@ -33,7 +33,7 @@ static void usage(FILE *f)
             "usage: mpirun -np G execute --plan plan.json [--steps N] [--warmup N] [--seed N]\n"
             "                            [--data FILE] [--report report.json]\n"
             "                            [--dump-weights DIR] [--lr X] [--init-std X]\n"
-            "                            [--backend cpu|cuda]\n"
+            "                            [--backend cpu|cuda] [--dtype bf16|fp32]\n"
             "  --plan FILE         plan JSON written by `plan -o` (required)\n"
             "  --steps N           timed optimizer steps (default 3)\n"
             "  --warmup N          untimed steps before them (default 1)\n"
@@ -43,7 +43,11 @@ static void usage(FILE *f)
             "  --dump-weights DIR  write each rank's final weights (rank<R>.bin/.tsv)\n"
             "  --lr X              AdamW learning rate (default 1e-3)\n"
             "  --init-std X        std of the random initial weights (default 0.02)\n"
-            "  --backend NAME      cpu (default: BLAS + MPI) or cuda (when built with CUDA)\n");
+            "  --backend NAME      cpu (default: BLAS + MPI) or cuda (when built with CUDA)\n"
+            "  --dtype NAME        storage of activations and the weights the kernels read:\n"
+            "                      bf16 (fp32 master weights, gradients and AdamW state) or\n"
+            "                      fp32 (default: the plan's hardware profile, dtype_bytes 2\n"
+            "                      -> bf16, 4 -> fp32)\n");
 }
 
 static int parse_i64(const char *s, int64_t min, int64_t *out)
@@ -82,6 +86,12 @@ static int parse_args(int argc, char **argv, cli *c, char *buf, size_t n)
             c->opt.data_path = v;
         } else if (!strcmp(a, "--dump-weights")) {
             c->dump_dir = v;
+        } else if (!strcmp(a, "--dtype")) {
+            if (strcmp(v, "bf16") && strcmp(v, "fp32")) {
+                snprintf(buf, n, "option --dtype: \"%s\": allowed values are bf16, fp32", v);
+                return 2;
+            }
+            c->opt.dtype_bytes = !strcmp(v, "bf16") ? 2 : 4;
         } else if (!strcmp(a, "--backend")) {
             if (strcmp(v, "cpu") && strcmp(v, "cuda")) {
                 snprintf(buf, n, "option --backend: \"%s\": allowed values are cpu, cuda", v);
@@ -211,16 +221,25 @@ int main(int argc, char **argv)
     run.warmup = c.warmup;
     run.world = world;
     run.backend = be.name;
+    run.dtype = px_dtype_name(px_exec_dtype(ex));
+    bool device_clock = be.timer_start && be.timer_stop;
+    if (device_clock)
+        run.device_time_s = calloc((size_t)total, sizeof *run.device_time_s);
     run.losses = calloc((size_t)total, sizeof *run.losses);
     run.step_time_s = calloc((size_t)total, sizeof *run.step_time_s);
     run.peak_memory_bytes = calloc((size_t)world, sizeof *run.peak_memory_bytes);
     run.peak_breakdown = calloc((size_t)world, sizeof *run.peak_breakdown);
-    if (!run.losses || !run.step_time_s || !run.peak_memory_bytes || !run.peak_breakdown) {
+    if (!run.losses || !run.step_time_s || !run.peak_memory_bytes || !run.peak_breakdown ||
+        (device_clock && !run.device_time_s)) {
         px_error_set(&err, PX_ERR_NOMEM, NULL, 0, 0, "out of memory");
         fail_abort(rank, &err);
     }
-    if (rank == 0)
+    if (rank == 0) {
         px_measure_print_header(stdout, &plan, c.steps, c.warmup);
+        printf("# storage: %s activations and weights%s\n", px_dtype_name(px_exec_dtype(ex)),
+               px_exec_dtype(ex) == PX_BF16 ? " (fp32 master weights, gradients, AdamW state)"
+                                            : "");
+    }
     /* Test hook: PX_EXECUTE_INJECT_FAILURE="RANK:STEP" makes that rank fail
      * at the start of that step while the others enter it, to check that a
      * failure on one rank ends the job instead of hanging it. */
@@ -244,17 +263,25 @@ int main(int argc, char **argv)
                          (long long)i);
             fail_abort(rank, &err);
         }
+        if (device_clock && be.timer_start(&be, &err))
+            fail_abort(rank, &err);
         if (px_exec_step(ex, i, true, &loss, &err))
+            fail_abort(rank, &err);
+        double dev = 0.0, dev_max = 0.0;
+        if (device_clock && be.timer_stop(&be, &dev, &err))
             fail_abort(rank, &err);
         double dt = MPI_Wtime() - t0, dt_max = dt;
         int64_t peak = px_exec_memory(ex)->peak_bytes, peak_max = peak;
         if (MPI_Reduce(&dt, &dt_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD) ||
-            MPI_Reduce(&peak, &peak_max, 1, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD)) {
+            MPI_Reduce(&peak, &peak_max, 1, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD) ||
+            MPI_Reduce(&dev, &dev_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD)) {
             px_error_set(&err, PX_ERR_MPI, NULL, 0, 0, "MPI_Reduce of the step numbers failed");
             fail_abort(rank, &err);
         }
         run.losses[i] = loss;
         run.step_time_s[i] = dt_max;
+        if (device_clock)
+            run.device_time_s[i] = dev_max;
         if (rank == 0)
             px_measure_print_step(stdout, i, i < c.warmup, loss, dt_max, &plan, peak_max);
     }
@@ -295,6 +322,7 @@ int main(int argc, char **argv)
     be.destroy(&be);
     free(run.losses);
     free(run.step_time_s);
+    free(run.device_time_s);
     free(run.peak_memory_bytes);
     free(run.peak_breakdown);
     MPI_Finalize();

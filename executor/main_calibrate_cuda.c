@@ -1,8 +1,9 @@
 /* main_calibrate_cuda.c — `calibrate-cuda [-o FILE] [--base PROFILE] [--quick]`:
  * measures this machine's GPU(s) (px_calib_cuda) starting from a datasheet
  * profile and writes a hardware profile.  Run one rank per GPU under mpirun
- * to include NCCL all-reduce; one rank measures one GPU.  Until `calibrate`
- * grows a --gpu mode that calls px_calib_cuda, this is the GPU calibrator. */
+ * to include NCCL p2p and collectives; one rank measures one GPU.  The same
+ * calibrator as `calibrate --gpu` (which also times checkpoint writes and
+ * checks its arguments before measuring), without the CPU tool around it. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,9 @@
 int main(int argc, char **argv)
 {
     const char *out = "calibrated-gpu.json", *base = "h200";
-    px_calib_cuda_opts o = {false, stderr};
+    px_calib_cuda_result res;
+    memset(&res, 0, sizeof res);
+    px_calib_cuda_opts o = {false, stderr, &res};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-o") && i + 1 < argc)
             out = argv[++i];
@@ -40,6 +43,7 @@ int main(int argc, char **argv)
     }
     MPI_Init(&argc, &argv);
     int rank = 0;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     px_error err;
     px_error_clear(&err);
@@ -58,15 +62,15 @@ int main(int argc, char **argv)
             name[j++] = isalnum((unsigned char)*p) ? (char)tolower((unsigned char)*p) : '-';
         name[j] = '\0';
         snprintf(hw.name, sizeof hw.name, "%s", name);
-        snprintf(hw.description, sizeof hw.description,
-                 "calibrated on %.40s from %.40s: cuBLAS GEMMs by shape (fp32 storage, bf16 tensor "
-                 "cores), device copy bandwidth%s",
-                 prop.name, base, hw.n_coll_points ? ", NCCL all-reduce" : "");
+        snprintf(hw.description, sizeof hw.description, "calibrated on %.40s from %.16s: %.180s",
+                 prop.name, base, res.note);
         st = px_hw_save(&hw, out, &err);
         if (st == PX_OK) {
             printf("# peak_flops %.4g (datasheet), best GEMM %.1f%% of it\n", hw.peak_flops,
                    100.0 * hw.gemm_eff_max);
-            printf("# hbm_bw %.4g bytes/s measured\n", hw.hbm_bw);
+            printf("# hbm_bw %.4g bytes/s measured (%s)\n", hw.hbm_bw, res.hbm_source);
+            printf("# comm %s\n", res.comm_measured ? "measured (NCCL)"
+                                                    : "not measured (one rank): datasheet");
             printf("# wrote %s (%d GEMM shapes)\n", out, hw.n_gemm_points);
         }
     }

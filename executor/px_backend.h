@@ -9,10 +9,17 @@
  *
  * Communicators are created by the engine with MPI_Comm_split (the colours of
  * px_layout.h); the backend may attach its own handle (an NCCL communicator)
- * in comm_init.  Collectives and messages are fp32, counted in elements. */
+ * in comm_init.  Collectives and messages are counted in elements of their
+ * px_dtype: tensor-, context- and expert-parallel traffic, pipeline messages
+ * and the ZeRO weight all-gathers move the activation dtype (the bf16 compute
+ * copy of the weights), gradient reductions and the loss statistics stay
+ * fp32.  Reductions of bf16 add in fp32 (NCCL on the GPU; the CPU backend
+ * widens, reduces with MPI in fp32 and rounds back: another wire format, the
+ * same rounding points). */
 #ifndef PX_BACKEND_H
 #define PX_BACKEND_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <mpi.h>
@@ -27,12 +34,6 @@ typedef struct {
     void *native;  /* backend handle (ncclComm_t), NULL on the CPU */
 } px_comm;
 
-/* An outstanding non-blocking message. */
-typedef struct {
-    MPI_Request mpi;
-    void *native;
-} px_request;
-
 typedef enum { PX_REDUCE_SUM = 0, PX_REDUCE_MAX } px_reduce_op;
 
 /* Storage type of a buffer: fp32, or bf16 (the cost model's mixed precision:
@@ -45,65 +46,109 @@ static inline int64_t px_dtype_bytes(px_dtype t)
     return t == PX_BF16 ? 2 : 4;
 }
 
-/* The kernels, with exactly the signatures of px_cpu_* (px_kernels_cpu.h). */
+static inline const char *px_dtype_name(px_dtype t)
+{
+    return t == PX_BF16 ? "bf16" : "fp32";
+}
+
+/* Address of element i of a buffer of dtype t (byte arithmetic: `float *`
+ * arithmetic is wrong for bf16). */
+static inline void *px_dtype_at(const void *base, int64_t i, px_dtype t)
+{
+    return (void *)((const char *)base + i * px_dtype_bytes(t));
+}
+
+/* Bit of t in px_backend.dtypes. */
+#define PX_DTYPE_BIT(t) (1u << (unsigned)(t))
+
+/* One message of a point-to-point batch: buf[0, n) of dtype sent to, or
+ * received from, peer (a rank of the batch's group). */
 typedef struct {
-    void (*embedding_fwd)(float *, const int32_t *, const float *, int64_t, int64_t, int64_t,
+    void *buf;
+    int64_t n; /* elements */
+    px_dtype dtype;
+    int peer;
+    bool send;
+} px_p2p_op;
+
+/* The kernels: the px_cpu_* of px_kernels_cpu.h, argument for argument, with
+ * the tensors split by storage type.
+ *   void *  : the activation dtype the backend is set to (set_dtype): the
+ *             activations, their gradients and the compute copy of the
+ *             weights (matmul weights, norm weights, biases, the embedding
+ *             and position tables).
+ *   float * : always fp32: parameter gradients (+=), norm statistics (mean,
+ *             rstd), the attention lse and stored probabilities, the
+ *             cross-entropy row statistics and losses, the MoE router
+ *             probabilities and gates, and the AdamW master weights and
+ *             moments.
+ * Every reduction and GEMM accumulates in fp32 whatever the storage. */
+typedef struct {
+    void (*embedding_fwd)(void *, const int32_t *, const void *, int64_t, int64_t, int64_t,
                           int64_t);
-    void (*embedding_bwd)(float *, const float *, const int32_t *, int64_t, int64_t, int64_t,
+    void (*embedding_bwd)(float *, const void *, const int32_t *, int64_t, int64_t, int64_t,
                           int64_t);
-    void (*positions_fwd)(float *, const float *, int64_t, int64_t, int64_t, int64_t);
-    void (*positions_bwd)(float *, const float *, int64_t, int64_t, int64_t, int64_t);
-    void (*rmsnorm_fwd)(float *, float *, const float *, const float *, int64_t, int64_t, float);
-    void (*rmsnorm_bwd)(float *, float *, const float *, const float *, const float *,
+    void (*positions_fwd)(void *, const void *, int64_t, int64_t, int64_t, int64_t);
+    void (*positions_bwd)(float *, const void *, int64_t, int64_t, int64_t, int64_t);
+    void (*rmsnorm_fwd)(void *, float *, const void *, const void *, int64_t, int64_t, float);
+    void (*rmsnorm_bwd)(void *, float *, const void *, const void *, const void *,
                         const float *, int64_t, int64_t);
-    void (*layernorm_fwd)(float *, float *, float *, const float *, const float *,
-                          const float *, int64_t, int64_t, float);
-    void (*layernorm_bwd)(float *, float *, float *, const float *, const float *,
-                          const float *, const float *, const float *, int64_t, int64_t);
-    void (*matmul_fwd)(float *, const float *, const float *, const float *, int64_t, int64_t,
+    void (*layernorm_fwd)(void *, float *, float *, const void *, const void *, const void *,
+                          int64_t, int64_t, float);
+    void (*layernorm_bwd)(void *, float *, float *, const void *, const void *, const void *,
+                          const float *, const float *, int64_t, int64_t);
+    void (*matmul_fwd)(void *, const void *, const void *, const void *, int64_t, int64_t,
                        int64_t);
-    void (*matmul_bwd)(float *, float *, float *, const float *, const float *, const float *,
+    void (*matmul_bwd)(void *, float *, float *, const void *, const void *, const void *,
                        int64_t, int64_t, int64_t);
-    void (*bias_add_fwd)(float *, const float *, int64_t, int64_t);
-    void (*bias_add_bwd)(float *, const float *, int64_t, int64_t);
-    void (*residual_fwd)(float *, const float *, const float *, int64_t);
-    void (*residual_bwd)(float *, float *, const float *, int64_t);
-    void (*rope_fwd)(float *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float);
-    void (*rope_bwd)(float *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float);
-    void (*attention_fwd)(float *, float *, float *, const float *, int64_t, int64_t, int64_t,
+    void (*bias_add_fwd)(void *, const void *, int64_t, int64_t);
+    void (*bias_add_bwd)(float *, const void *, int64_t, int64_t);
+    void (*residual_fwd)(void *, const void *, const void *, int64_t);
+    void (*residual_bwd)(void *, void *, const void *, int64_t);
+    void (*rope_fwd)(void *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float);
+    void (*rope_bwd)(void *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float);
+    void (*attention_fwd)(void *, float *, float *, const void *, int64_t, int64_t, int64_t,
                           int64_t, int64_t);
-    void (*attention_bwd)(float *, const float *, const float *, const float *, const float *,
-                          const float *, int64_t, int64_t, int64_t, int64_t, int64_t);
+    void (*attention_bwd)(void *, const void *, const void *, const float *, const float *,
+                          const void *, int64_t, int64_t, int64_t, int64_t, int64_t);
     /* Context parallelism; NULL when the backend has none (cp > 1 then
      * fails with PX_ERR_UNSUPPORTED). */
-    void (*attention_kv_fwd)(float *, float *, const float *, const int32_t *, const float *,
+    void (*attention_kv_fwd)(void *, float *, const void *, const int32_t *, const void *,
                              int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
-    void (*attention_kv_bwd)(float *, float *, const float *, const float *, const float *,
-                             const float *, const int32_t *, const float *, int64_t, int64_t,
+    void (*attention_kv_bwd)(void *, void *, const void *, const void *, const float *,
+                             const void *, const int32_t *, const void *, int64_t, int64_t,
                              int64_t, int64_t, int64_t, int64_t);
-    void (*swiglu_fwd)(float *, const float *, int64_t, int64_t);
-    void (*swiglu_bwd)(float *, const float *, const float *, int64_t, int64_t);
-    void (*gelu_fwd)(float *, const float *, int64_t);
-    void (*gelu_bwd)(float *, const float *, const float *, int64_t);
-    void (*xent_max_fwd)(float *, const float *, int64_t, int64_t);
-    void (*xent_sumexp_fwd)(float *, float *, const float *, const float *, const int32_t *,
+    void (*swiglu_fwd)(void *, const void *, int64_t, int64_t);
+    void (*swiglu_bwd)(void *, const void *, const void *, int64_t, int64_t);
+    void (*gelu_fwd)(void *, const void *, int64_t);
+    void (*gelu_bwd)(void *, const void *, const void *, int64_t);
+    void (*xent_max_fwd)(float *, const void *, int64_t, int64_t);
+    void (*xent_sumexp_fwd)(float *, float *, const void *, const float *, const int32_t *,
                             int64_t, int64_t, int64_t);
     void (*xent_loss_fwd)(float *, const float *, const float *, const float *, int64_t);
-    void (*xent_bwd)(float *, const float *, const float *, const float *, const int32_t *,
+    void (*xent_bwd)(void *, const void *, const float *, const float *, const int32_t *,
                      float, int64_t, int64_t, int64_t);
-    void (*adamw_step)(float *, const float *, float *, float *, int64_t, float, float, float,
-                       float, float, int64_t);
+    /* AdamW on the fp32 master weights (px_cpu_adamw_step's arguments), then
+     * the updated weights rounded into `copy` (activation dtype: the compute
+     * copy) unless it is NULL.  In fp32 storage the master IS the weights and
+     * the engine passes NULL. */
+    void (*adamw_step)(float *master, const float *grad, float *m, float *v, int64_t n,
+                       float lr, float beta1, float beta2, float eps, float weight_decay,
+                       int64_t step, void *copy);
+    /* out = a + b on fp32 buffers (gradient pieces), whatever the dtype. */
+    void (*add_f32)(float *out, const float *a, const float *b, int64_t n);
     /* Mixture of experts; NULL when the backend has none (MoE models then
-     * fail with PX_ERR_UNSUPPORTED). */
-    void (*moe_router_fwd)(float *, int32_t *, float *, const float *, int64_t, int64_t,
+     * fail with PX_ERR_UNSUPPORTED).  Router logits and token rows in the
+     * activation dtype; probabilities and gates fp32. */
+    void (*moe_router_fwd)(float *, int32_t *, float *, const void *, int64_t, int64_t,
                            int64_t);
-    void (*moe_router_bwd)(float *, const float *, const int32_t *, const float *, int64_t,
+    void (*moe_router_bwd)(void *, const float *, const int32_t *, const float *, int64_t,
                            int64_t, int64_t);
-    void (*moe_permute)(float *, const float *, const int32_t *, const float *,
+    void (*moe_permute)(void *, const void *, const int32_t *, const float *,
                         const int32_t *, int64_t, int64_t);
-    void (*moe_unpermute)(float *, const float *, const int32_t *, const float *,
+    void (*moe_unpermute)(void *, const void *, const int32_t *, const float *,
                           const int32_t *, int64_t, int64_t);
-    void (*moe_gate_bwd)(float *, const float *, const float *, const int32_t *,
+    void (*moe_gate_bwd)(float *, const void *, const void *, const int32_t *,
                          const int32_t *, int64_t, int64_t);
 } px_kernels;
 
@@ -132,19 +177,22 @@ struct px_backend {
      * in device order for an asynchronous backend).
      * all_gather: out[size][n] from every rank's in[n] (in may be out + rank*n).
      * reduce_scatter: out[n] = sum over ranks of in[rank * n .. +n], in[size][n]. */
-    px_status (*all_reduce)(px_backend *be, float *buf, int64_t n, px_reduce_op op,
+    px_status (*all_reduce)(px_backend *be, void *buf, int64_t n, px_dtype t, px_reduce_op op,
                             px_comm *c, px_error *err);
-    px_status (*all_gather)(px_backend *be, float *out, const float *in, int64_t n,
+    px_status (*all_gather)(px_backend *be, void *out, const void *in, int64_t n, px_dtype t,
                             px_comm *c, px_error *err);
-    px_status (*reduce_scatter)(px_backend *be, float *out, const float *in, int64_t n,
-                                px_comm *c, px_error *err);
-    /* Point-to-point (peer = rank in c); complete with wait.  test sets *done. */
-    px_status (*isend)(px_backend *be, const float *buf, int64_t n, int peer, int tag,
-                       px_comm *c, px_request *req, px_error *err);
-    px_status (*irecv)(px_backend *be, float *buf, int64_t n, int peer, int tag, px_comm *c,
-                       px_request *req, px_error *err);
-    px_status (*wait)(px_backend *be, px_request *req, px_error *err);
-    px_status (*test)(px_backend *be, px_request *req, int *done, px_error *err);
+    px_status (*reduce_scatter)(px_backend *be, void *out, const void *in, int64_t n,
+                                px_dtype t, px_comm *c, px_error *err);
+    /* Point-to-point: posts every message of ops together and returns when
+     * all are complete (in device order on an asynchronous backend): NCCL's
+     * grouped ncclSend/ncclRecv, Megatron's batch_isend_irecv.  The rules are
+     * NCCL's, and the CPU backend enforces them too so that a schedule that
+     * runs here cannot deadlock or mismatch on GPUs: messages carry no tag
+     * (those between one pair of ranks in one direction match in posting
+     * order), and a send completes only once the peer has posted the receive.
+     * A send buffer may be reused or freed when the call returns. */
+    px_status (*p2p_batch)(px_backend *be, const px_p2p_op *ops, int n_ops, px_comm *c,
+                           px_error *err);
 
     void (*destroy)(px_backend *be);
 
@@ -152,9 +200,23 @@ struct px_backend {
      * all_to_all_v: to every group rank j sends send_n[j] elements, taken
      * back to back from in, and receives recv_n[j] elements from it into out,
      * back to back in rank order. */
-    px_status (*all_to_all_v)(px_backend *be, float *out, const int64_t *recv_n,
-                              const float *in, const int64_t *send_n, px_comm *c,
+    px_status (*all_to_all_v)(px_backend *be, void *out, const int64_t *recv_n,
+                              const void *in, const int64_t *send_n, px_dtype t, px_comm *c,
                               px_error *err);
+
+    /* Storage dtypes of activations this backend runs (PX_DTYPE_BIT of each)
+     * and the one its kernel table `k` follows now (PX_F32 after create).
+     * set_dtype installs the table of another dtype (PX_ERR_UNSUPPORTED when
+     * it is not in dtypes); the engine calls it once, before any kernel. */
+    unsigned dtypes;
+    px_dtype dtype;
+    px_status (*set_dtype)(px_backend *be, px_dtype t, px_error *err);
+
+    /* Optional (NULL on the CPU): the device's own clock around a step.
+     * start marks the compute queue; stop marks it again, waits for the mark
+     * and gives the device time between the two (CUDA events). */
+    px_status (*timer_start)(px_backend *be, px_error *err);
+    px_status (*timer_stop)(px_backend *be, double *elapsed_s, px_error *err);
 };
 
 /* The CPU backend (host memory, OpenBLAS, MPI). */

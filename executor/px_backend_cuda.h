@@ -1,6 +1,7 @@
 /* px_backend_cuda.h — the CUDA backend of the executor (backend_cuda.cu):
- * device memory from the tracked stream-ordered allocator, the px_cuda_*_f32
- * kernels and cuBLAS on one compute stream, NCCL collectives on their own
+ * device memory from the tracked stream-ordered allocator, the px_cuda_*
+ * kernels (bf16 storage) or their _f32 instantiations (fp32 storage, the
+ * table after create) and cuBLAS on one compute stream, NCCL collectives on their own
  * stream ordered against compute with events, point-to-point through MPI
  * (see docs/cuda-backend.md for why).  Available when the build has CUDA
  * (PX_HAVE_CUDA defined for the executor). */

@@ -2,6 +2,7 @@
  * (see header). */
 #include "px_comm_cuda.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -293,4 +294,117 @@ px_status px_cuda_p2p(px_cuda_comm *c, const px_cuda_p2p_op *sends, int n_sends,
     }
     PX_NCCL_TRY(err, c->world, ncclGroupEnd());
     return PX_OK;
+}
+
+/* ---- all-to-all with per-peer counts ------------------------------------------------ */
+
+/* The local half of the count check: what one rank can see of its own
+ * arguments.  Fills the displacements (elements) and the byte totals. */
+static px_status a2a_check(int rank, int size, const void *recv, const int64_t *recv_n,
+                           const void *send, const int64_t *send_n, int type_bytes,
+                           int64_t *sdisp, int64_t *rdisp, int64_t *send_bytes,
+                           int64_t *recv_bytes, px_error *err)
+{
+    if (type_bytes == 0)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "all_to_all_v: dtype has no size; use ncclBfloat16 or ncclFloat32");
+    if (!recv_n || !send_n)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "all_to_all_v: recv_n and send_n must hold %d counts (one per rank)",
+                       size);
+    int64_t so = 0, ro = 0, lim = INT64_MAX / type_bytes;
+    for (int j = 0; j < size; j++) {
+        if (send_n[j] < 0 || recv_n[j] < 0)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "all_to_all_v: send_n[%d] = %lld, recv_n[%d] = %lld; counts must be "
+                           ">= 0",
+                           j, (long long)send_n[j], j, (long long)recv_n[j]);
+        if (send_n[j] > lim - so || recv_n[j] > lim - ro)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "all_to_all_v: counts up to rank %d exceed %lld elements of %d bytes",
+                           j, (long long)lim, type_bytes);
+        sdisp[j] = so;
+        rdisp[j] = ro;
+        so += send_n[j];
+        ro += recv_n[j];
+    }
+    if (send_n[rank] != recv_n[rank])
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "all_to_all_v: rank %d sends itself send_n[%d] = %lld elements but "
+                       "expects recv_n[%d] = %lld; the two must be equal",
+                       rank, rank, (long long)send_n[rank], rank, (long long)recv_n[rank]);
+    if ((so > 0 && !send) || (ro > 0 && !recv))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "all_to_all_v: %s buffer is NULL with %lld elements to %s",
+                       so > 0 && !send ? "send" : "recv", (long long)(so > 0 && !send ? so : ro),
+                       so > 0 && !send ? "send" : "receive");
+    *send_bytes = so * type_bytes;
+    *recv_bytes = ro * type_bytes;
+    /* NCCL's sends read `send` while its receives write `recv`, in no fixed
+     * order: overlapping buffers would corrupt the data, except a group of
+     * one where the whole exchange is the copy to itself. */
+    const char *s0 = send, *r0 = recv;
+    bool overlap = so > 0 && ro > 0 && s0 < r0 + *recv_bytes && r0 < s0 + *send_bytes;
+    if (overlap && !(size == 1 && s0 == r0))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "all_to_all_v: send and recv buffers overlap; they must be distinct "
+                       "(the same buffer only in a group of one)");
+    return PX_OK;
+}
+
+px_status px_nccl_all_to_all_v(ncclComm_t comm, cudaStream_t stream, void *recv,
+                               const int64_t *recv_n, const void *send, const int64_t *send_n,
+                               ncclDataType_t dtype, px_error *err)
+{
+    int rank = 0, size = 1;
+    if (comm) {
+        PX_NCCL_TRY(err, comm, ncclCommCount(comm, &size));
+        PX_NCCL_TRY(err, comm, ncclCommUserRank(comm, &rank));
+    }
+    int64_t stack_disp[2 * 16], *disp = stack_disp;
+    if (size > 16 && !(disp = malloc((size_t)(2 * size) * sizeof *disp)))
+        return PX_FAIL(err, PX_ERR_NOMEM, "all_to_all_v: out of memory (%d ranks)", size);
+    int64_t *sdisp = disp, *rdisp = disp + size, send_bytes = 0, recv_bytes = 0;
+    int b = px_nccl_type_bytes(dtype);
+    px_status st = a2a_check(rank, size, recv, recv_n, send, send_n, b, sdisp, rdisp,
+                             &send_bytes, &recv_bytes, err);
+    const char *sp = send;
+    char *rp = recv;
+    /* This rank's own part: a device copy, ordered on the same stream. */
+    if (st == PX_OK && send_n[rank] > 0 && sp + sdisp[rank] * b != rp + rdisp[rank] * b)
+        st = px_cuda_status(cudaMemcpyAsync(rp + rdisp[rank] * b, sp + sdisp[rank] * b,
+                                            (size_t)(send_n[rank] * b),
+                                            cudaMemcpyDeviceToDevice, stream),
+                            "cudaMemcpyAsync (all_to_all_v, own part)", __FILE__, __LINE__, err);
+    if (st == PX_OK && size > 1) {
+        ncclResult_t r = ncclGroupStart();
+        /* Zero counts post nothing on either side, so they still pair up. */
+        for (int j = 0; j < size && r == ncclSuccess; j++) {
+            if (j == rank)
+                continue;
+            if (send_n[j] > 0)
+                r = ncclSend(sp + sdisp[j] * b, (size_t)send_n[j], dtype, j, comm, stream);
+            if (r == ncclSuccess && recv_n[j] > 0)
+                r = ncclRecv(rp + rdisp[j] * b, (size_t)recv_n[j], dtype, j, comm, stream);
+        }
+        /* The group is always closed, even after a failed call inside it. */
+        ncclResult_t r_end = ncclGroupEnd();
+        if (r != ncclSuccess && r != ncclInProgress)
+            st = px_nccl_status(r, comm, "ncclSend/ncclRecv (all_to_all_v)", __FILE__, __LINE__,
+                                err);
+        else if (r_end != ncclSuccess && r_end != ncclInProgress)
+            st = px_nccl_status(r_end, comm, "ncclGroupEnd (all_to_all_v)", __FILE__, __LINE__,
+                                err);
+    }
+    if (disp != stack_disp)
+        free(disp);
+    return st;
+}
+
+px_status px_cuda_all_to_all_v(px_cuda_comm *c, px_dim d, void *recv, const int64_t *recv_n,
+                               const void *send, const int64_t *send_n, ncclDataType_t dtype,
+                               px_error *err)
+{
+    PX_TRY(check_args(c, d, 0, dtype, "all_to_all_v", err));
+    return px_nccl_all_to_all_v(c->group[d], c->comm, recv, recv_n, send, send_n, dtype, err);
 }

@@ -101,6 +101,31 @@ typedef struct {
 px_status px_cuda_p2p(px_cuda_comm *c, const px_cuda_p2p_op *sends, int n_sends,
                       const px_cuda_p2p_op *recvs, int n_recvs, px_error *err);
 
+/* All-to-all with per-peer counts (the MoE dispatch and combine), with the
+ * semantics of px_backend.h's all_to_all_v: to group rank j this rank sends
+ * send_n[j] elements taken back to back, in rank order, from `send`, and
+ * receives recv_n[j] elements from j into `recv`, back to back in rank
+ * order.  Counts are elements of dtype (ncclBfloat16 or ncclFloat32).  It is
+ * one ncclGroupStart/End of ncclSend/ncclRecv to every peer with a non-zero
+ * count, issued on the comm stream like the collectives above (call
+ * px_cuda_comm_after_compute before and px_cuda_comm_join after); the part
+ * this rank keeps is a device copy on the same stream.
+ * Checked here (PX_ERR_INVALID, before anything is issued): every count >= 0,
+ * send_n[me] == recv_n[me], the byte totals fit int64, non-NULL buffers when
+ * their totals are non-zero, and send / recv not overlapping (they may be the
+ * same buffer only in a group of one).  Counts must also agree between ranks
+ * (send_n[j] on rank i == recv_n[i] on rank j); no rank can see that without
+ * an extra exchange, and NCCL hangs or fails when they do not. */
+px_status px_cuda_all_to_all_v(px_cuda_comm *c, px_dim d, void *recv, const int64_t *recv_n,
+                               const void *send, const int64_t *send_n, ncclDataType_t dtype,
+                               px_error *err);
+/* The same on a bare communicator and stream: the executor backend's own
+ * per-group communicators (comm NULL: a group of one, the copy only).
+ * recv_n / send_n hold ncclCommCount(comm) entries. */
+px_status px_nccl_all_to_all_v(ncclComm_t comm, cudaStream_t stream, void *recv,
+                               const int64_t *recv_n, const void *send, const int64_t *send_n,
+                               ncclDataType_t dtype, px_error *err);
+
 /* Bytes of one element of an NCCL type (0 for types the backend never uses). */
 int px_nccl_type_bytes(ncclDataType_t t);
 

@@ -1,12 +1,14 @@
-/* px_exec.c — the engine: communicators, parameter buffers, the pipeline
- * schedule over micro-batches, gradient reduction (TP-replicated tensors,
- * tied embeddings, DP / ZeRO-1) and AdamW. */
+/* px_exec.c — the engine: communicators, the storage dtype, parameter
+ * buffers (in bf16 storage: the bf16 compute copy beside the fp32 master),
+ * the pipeline schedule over micro-batches, gradient reduction
+ * (TP-replicated tensors, tied embeddings, DP / ZeRO-1) and AdamW. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "px_bf16.h"
 #include "px_exec_internal.h"
 
 #define W(off) px_ex_w(ex, off)
@@ -25,19 +27,28 @@ void px_exec_options_default(px_exec_options *o)
     o->init_std = 0.02f;
 }
 
-px_status px_ex_alloc(px_exec *ex, px_mem_kind kind, int64_t n_floats, float **out,
+px_status px_ex_alloc(px_exec *ex, px_mem_kind kind, int64_t n, px_dtype t, void **out,
                       px_error *err)
 {
+    return px_mem_alloc(&ex->mem, kind, n * px_dtype_bytes(t), out, err);
+}
+
+px_status px_ex_alloc_f32(px_exec *ex, px_mem_kind kind, int64_t n, float **out,
+                          px_error *err)
+{
     void *p = NULL;
-    TRY(px_mem_alloc(&ex->mem, kind, n_floats * (int64_t)sizeof(float), &p, err));
+    TRY(px_ex_alloc(ex, kind, n, PX_F32, &p, err));
     *out = p;
     return PX_OK;
 }
 
-void px_ex_free(px_exec *ex, float **p)
+px_status px_ex_alloc_i32(px_exec *ex, px_mem_kind kind, int64_t n, int32_t **out,
+                          px_error *err)
 {
-    px_mem_free(&ex->mem, *p);
-    *p = NULL;
+    void *p = NULL;
+    TRY(px_mem_alloc(&ex->mem, kind, n * (int64_t)sizeof(int32_t), &p, err));
+    *out = p;
+    return PX_OK;
 }
 
 px_recompute px_ex_layer_rc(const px_exec *ex, int64_t l)
@@ -203,6 +214,44 @@ px_status px_exec_check_plan(const px_plan *plan, int world_size, px_error *err)
 
 /* ---- set-up ----------------------------------------------------------------- */
 
+/* The storage dtype: --dtype (opt->dtype_bytes), else the plan's hardware
+ * profile (dtype_bytes 2: bf16 mixed precision, 4: fp32), which is what the
+ * cost model priced; then the backend's kernels for it.  A plan built in code
+ * without a profile (dtype_bytes 0) runs fp32. */
+static px_status pick_dtype(px_exec *ex, const px_plan *plan, const px_exec_options *opt,
+                            px_backend *be, px_error *err)
+{
+    int bytes = opt->dtype_bytes ? opt->dtype_bytes : plan->hw.dtype_bytes;
+    if (bytes == 0)
+        bytes = 4;
+    const char *from = opt->dtype_bytes ? "--dtype" : "the plan's hardware profile dtype_bytes";
+    if (bytes != 2 && bytes != 4)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "%s = %d: the executor stores activations and weights in bf16 (2) or "
+                       "fp32 (4)",
+                       from, bytes);
+    px_dtype t = bytes == 2 ? PX_BF16 : PX_F32;
+    if (!(be->dtypes & PX_DTYPE_BIT(t)) || !be->set_dtype)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "%s asks for %s storage: the %s backend runs %s%s; choose with "
+                       "execute --dtype %s",
+                       from, px_dtype_name(t), be->name,
+                       be->dtypes & PX_DTYPE_BIT(PX_F32) ? "fp32" : "",
+                       be->dtypes & PX_DTYPE_BIT(PX_BF16) ? " bf16" : "",
+                       be->dtypes & PX_DTYPE_BIT(PX_F32) ? "fp32" : "bf16");
+    /* Gradients are fp32 in both storages (the cost model's grad_fp32, the
+     * default); bf16 gradient accumulation is not implemented. */
+    if (t == PX_BF16 && !plan->par.grad_fp32)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "grad_fp32 = false: the executor accumulates and reduces gradients in "
+                       "fp32 under bf16 storage; allowed: grad_fp32 = true (plan --grad-dtype "
+                       "fp32)");
+    TRY(be->set_dtype(be, t, err));
+    ex->act_dtype = t;
+    ex->k = be->k;
+    return PX_OK;
+}
+
 static px_status make_comm(px_exec *ex, MPI_Comm world, int colour, int key, px_comm *c,
                            const char *what, px_error *err)
 {
@@ -219,6 +268,50 @@ static px_status make_comm(px_exec *ex, MPI_Comm world, int colour, int key, px_
     MPI_Comm_size(c->mpi, &c->size);
     MPI_Comm_rank(c->mpi, &c->rank);
     return ex->be->comm_init(ex->be, c, err);
+}
+
+/* The initial weights (px_params_init, the same values for every split and
+ * dtype) into the compute copy and, in bf16 storage, the master.  Host
+ * staging is untracked: set-up only. */
+static px_status init_weights(px_exec *ex, int64_t n_weights, int64_t n_moments, px_error *err)
+{
+    px_backend *be = ex->be;
+    int z = ex->zero;
+    float *host = calloc((size_t)(ex->n_padded + ex->n_shard), sizeof *host);
+    if (!host)
+        return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory for the initial weights");
+    float *shard = host + ex->n_padded;
+    px_params_init(&ex->tab, host, ex->opt.seed, ex->opt.init_std);
+    if (z >= 2)
+        px_ex_shard_init(ex, host, shard);
+    const float *w = z >= 3 ? shard : host; /* the compute copy's values */
+    px_status st = PX_OK;
+    if (ex->act_dtype == PX_F32) {
+        be->upload(be, ex->params, w, n_weights * (int64_t)sizeof(float));
+    } else {
+        px_bf16 *h16 = malloc((size_t)(n_weights > 0 ? n_weights : 1) * sizeof *h16);
+        float *m = z >= 2 ? shard : host; /* the master, laid out as the moments */
+        if (z == 1) { /* this rank's dense shard, then the experts whole */
+            m = malloc((size_t)(n_moments > 0 ? n_moments : 1) * sizeof *m);
+            if (m) {
+                memcpy(m, host + (int64_t)ex->grad.rank * ex->n_shard,
+                       (size_t)ex->n_shard * sizeof *m);
+                memcpy(m + ex->n_shard, host + ex->n_dense, (size_t)ex->n_exp * sizeof *m);
+            }
+        }
+        if (!h16 || !m) {
+            st = PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory for the initial weights");
+        } else {
+            px_bf16_round(h16, w, n_weights);
+            be->upload(be, ex->params, h16, n_weights * (int64_t)sizeof *h16);
+            be->upload(be, ex->master, m, n_moments * (int64_t)sizeof(float));
+        }
+        free(h16);
+        if (z == 1)
+            free(m);
+    }
+    free(host);
+    return st;
 }
 
 px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_options *opt,
@@ -240,12 +333,9 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     ex->opt = *opt;
     ex->be = be;
     ex->k = be->k;
-    ex->act_dtype = PX_F32;
+    TRY(pick_dtype(ex, plan, opt, be, err));
     ex->world_rank = rank;
     ex->world_size = size;
-    int *tag_ub = NULL, has_ub = 0;
-    MPI_Comm_get_attr(world, MPI_TAG_UB, &tag_ub, &has_ub);
-    ex->tag_ub = has_ub && tag_ub && *tag_ub > 0 ? *tag_ub : 32767;
     px_mem_init(&ex->mem, be);
     const px_model *m = &ex->plan.model;
     const px_parallel *p = &ex->plan.par;
@@ -356,25 +446,19 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
      * full (ZeRO 0-1) or the pieces (ZeRO-2/3). */
     int64_t n_weights = p->zero >= 3 ? ex->n_shard : ex->n_padded;
     ex->n_grads = p->zero >= 2 ? ex->n_shard : ex->n_padded;
-    TRY(px_ex_alloc(ex, PX_MEM_WEIGHTS, n_weights, &ex->params, err));
-    TRY(px_ex_alloc(ex, PX_MEM_GRADS, ex->n_grads, &ex->grads, err));
+    /* The weights in the compute dtype (bf16: the cost model's 2 B/param of
+     * weights); in bf16 storage the fp32 master beside the moments, sharded
+     * as they are (its 4 B/param of the optimizer's 12). */
+    TRY(px_ex_alloc_act(ex, PX_MEM_WEIGHTS, n_weights, &ex->params, err));
+    TRY(px_ex_alloc_f32(ex, PX_MEM_GRADS, ex->n_grads, &ex->grads, err));
     /* Moments: the dense shard, plus the experts whole below ZeRO-2 (from
      * ZeRO-2 on, n_shard already holds this rank's pieces of the experts). */
     int64_t n_moments = ex->n_shard + (p->zero >= 2 ? 0 : ex->n_exp);
-    TRY(px_ex_alloc(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_m, err));
-    TRY(px_ex_alloc(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_v, err));
-    /* Host staging (untracked: set-up only). */
-    float *host = calloc((size_t)(ex->n_padded + ex->n_shard), sizeof *host);
-    if (!host)
-        return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory for the initial weights");
-    px_params_init(&ex->tab, host, opt->seed, opt->init_std);
-    if (p->zero >= 3) {
-        px_ex_shard_init(ex, host, host + ex->n_padded);
-        be->upload(be, ex->params, host + ex->n_padded, n_weights * (int64_t)sizeof(float));
-    } else {
-        be->upload(be, ex->params, host, n_weights * (int64_t)sizeof(float));
-    }
-    free(host);
+    if (ex->act_dtype != PX_F32)
+        TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->master, err));
+    TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_m, err));
+    TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_v, err));
+    TRY(init_weights(ex, n_weights, n_moments, err));
 
     TRY(px_data_open(&ex->data, opt->data_path, ex->V, ex->s, opt->seed, err));
     ex->stash = calloc((size_t)(ex->vpp * ex->m), sizeof *ex->stash);
@@ -390,18 +474,21 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
         }
     TRY(px_schedule_build(p->schedule, p->pp, p->vpp, ex->stage, (int)ex->m, ex->ops,
                           &ex->n_ops, err));
+    TRY(px_timeline_build(&ex->tl, p->schedule, p->pp, p->vpp, (int)ex->m, err));
     if (p->cp > 1) { /* global positions of this rank's rows, for the attention masks */
         int32_t *host = malloc((size_t)ex->s_l * sizeof *host);
         if (!host)
             return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");
         for (int64_t i = 0; i < ex->s_l; i++)
             host[i] = (int32_t)px_ex_pos(ex, ex->cp_rank, i);
-        px_status st = px_ex_alloc(ex, PX_MEM_BUFFERS, ex->s_l, (float **)&ex->qpos, err);
+        px_status st = px_ex_alloc_i32(ex, PX_MEM_BUFFERS, ex->s_l, &ex->qpos, err);
         if (!st)
             be->upload(be, ex->qpos, host, ex->s_l * (int64_t)sizeof(int32_t));
         free(host);
         TRY(st);
     }
+    if (ex->tab.chunks[ex->vpp - 1].is_last)
+        TRY(px_ex_alloc_f32(ex, PX_MEM_BUFFERS, ex->m * ex->T, &ex->loss_tok, err));
     px_mem_reset_peak(&ex->mem);
     return PX_OK;
 }
@@ -428,21 +515,21 @@ void px_ex_pos_runs(const px_exec *ex, int64_t lo, int64_t hi,
 
 /* Learned positions on this rank's SP shard rows [row0_sp, + S_local). */
 typedef struct {
-    float *x;
+    void *x;
     bool bwd;
 } pos_arg;
 
 static void pos_run(px_exec *ex, int64_t row, int64_t n, int64_t pos, void *arg)
 {
     pos_arg *a = arg;
-    float *x = a->x + (row - ex->row0_sp) * ex->b * ex->h;
+    void *x = px_ex_at(ex, a->x, (row - ex->row0_sp) * ex->b * ex->h);
     if (a->bwd)
         ex->k->positions_bwd(G(ex->tab.pos_emb), x, n, ex->b, ex->h, pos);
     else
         ex->k->positions_fwd(x, W(ex->tab.pos_emb), n, ex->b, ex->h, pos);
 }
 
-static px_status positions(px_exec *ex, float *x, bool bwd, px_error *err)
+static px_status positions(px_exec *ex, void *x, bool bwd, px_error *err)
 {
     int64_t off = ex->tab.pos_emb;
     TRY(bwd ? px_ex_use_g(ex, off, err) : px_ex_use_w(ex, off, err));
@@ -456,62 +543,55 @@ static px_status positions(px_exec *ex, float *x, bool bwd, px_error *err)
 
 /* ---- point-to-point ------------------------------------------------------------ */
 
-/* Tags: one per (boundary, micro-batch, direction), so messages can never be
- * confused even when two chunks of the same pair of ranks are in flight. */
-static int p2p_tag(const px_exec *ex, int model_chunk_from, int64_t micro, int backward)
-{
-    /* Wrapped at the MPI tag bound (>= 32767): a collision would need two
-     * messages between the same pair in flight at once with equal tags, and
-     * MPI keeps those in order anyway. */
-    return (int)((((int64_t)model_chunk_from * ex->m + micro) * 2 + backward) % ex->tag_ub);
-}
+/* A pipeline message: an op's output for the neighbour's next op (Ts x h
+ * activations or their gradients). */
+typedef struct {
+    void *buf; /* NULL: none */
+    int mc;    /* producing model chunk */
+    int micro;
+} px_msg;
 
-static px_status reap_sends(px_exec *ex, bool wait_all, px_error *err)
+/* Phase t of the timeline (px_schedule.h): this rank's messages of slot t,
+ * its own output sent and its neighbours' received, as one batch; a received
+ * tensor waits in the stash for its op, a sent one is freed.  Every rank runs
+ * the phases in order, between its ops, which is what keeps NCCL's
+ * rendezvous sends from deadlocking and its untagged messages from crossing
+ * (the CPU backend enforces the same rules, so the executor tests check
+ * it). *cursor walks ex->tl.msgs. */
+static px_status exchange(px_exec *ex, int t, int *cursor, px_msg *out, px_error *err)
 {
-    int kept = 0;
-    for (int i = 0; i < ex->n_sends; i++) {
-        px_pending_send *s = &ex->sends[i];
-        int done = 0;
-        if (wait_all) {
-            TRY(ex->be->wait(ex->be, &s->req, err));
-            done = 1;
-        } else {
-            TRY(ex->be->test(ex->be, &s->req, &done, err));
+    const px_timeline *tl = &ex->tl;
+    px_p2p_op ops[4];
+    int n = 0;
+    for (; *cursor < tl->n_msgs && tl->msgs[*cursor].slot <= t; (*cursor)++) {
+        const px_pipe_msg *g = &tl->msgs[*cursor];
+        if (g->slot < t || (g->src != ex->stage && g->dst != ex->stage))
+            continue;
+        int peer = g->src == ex->stage ? g->dst : g->src;
+        if (g->src == ex->stage) {
+            if (!out->buf || out->mc != g->mc || out->micro != g->micro)
+                return PX_FAIL(err, PX_ERR_INTERNAL,
+                               "pipeline: slot %d expects the output of chunk %d micro-batch %d",
+                               t, g->mc, g->micro);
+            ops[n++] = (px_p2p_op){out->buf, ex->Ts * ex->h, ex->act_dtype, peer, true};
         }
-        if (done) {
-            float *buf = s->buf;
-            px_ex_free(ex, &buf);
-        } else {
-            ex->sends[kept++] = *s;
+        if (g->dst == ex->stage) {
+            int to = g->kind == 'F' ? g->mc + 1 : g->mc - 1;
+            px_chunk_act *ca = &ex->stash[(to / ex->pp_size) * ex->m + g->micro];
+            void *buf = NULL;
+            TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, ex->Ts * ex->h, &buf, err));
+            if (g->kind == 'F')
+                ca->in_x = buf;
+            else
+                ca->in_dx = buf;
+            ops[n++] = (px_p2p_op){buf, ex->Ts * ex->h, ex->act_dtype, peer, false};
         }
     }
-    ex->n_sends = kept;
+    if (n)
+        TRY(ex->be->p2p_batch(ex->be, ops, n, &ex->pp, err));
+    if (out->buf)
+        px_ex_free(ex, &out->buf);
     return PX_OK;
-}
-
-/* Sends buf (consumed: freed once the message is out) to pipeline rank peer. */
-static px_status send_async(px_exec *ex, float *buf, int peer, int tag, px_error *err)
-{
-    if (ex->n_sends == ex->cap_sends) {
-        int cap = ex->cap_sends ? 2 * ex->cap_sends : 16;
-        px_pending_send *ns = realloc(ex->sends, (size_t)cap * sizeof *ns);
-        if (!ns)
-            return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory (send list)");
-        ex->sends = ns;
-        ex->cap_sends = cap;
-    }
-    px_pending_send *s = &ex->sends[ex->n_sends];
-    s->buf = buf;
-    TRY(ex->be->isend(ex->be, buf, ex->Ts * ex->h, peer, tag, &ex->pp, &s->req, err));
-    ex->n_sends++;
-    return PX_OK;
-}
-
-static px_status recv_blocking(px_exec *ex, float *buf, int peer, int tag, px_error *err)
-{
-    px_request req;
-    TRY(ex->be->irecv(ex->be, buf, ex->Ts * ex->h, peer, tag, &ex->pp, &req, err));
-    return ex->be->wait(ex->be, &req, err);
 }
 
 /* ---- chunk forward / backward ------------------------------------------------------ */
@@ -561,9 +641,9 @@ static px_status load_tokens(px_exec *ex, px_chunk_act *ca, int64_t step, int64_
         }
     }
     /* int32 ids ride in float-sized blocks (same width). */
-    px_status st = px_ex_alloc(ex, PX_MEM_BUFFERS, ex->T, (float **)&ca->tokens, err);
+    px_status st = px_ex_alloc_i32(ex, PX_MEM_BUFFERS, ex->T, &ca->tokens, err);
     if (!st)
-        st = px_ex_alloc(ex, PX_MEM_BUFFERS, ex->T, (float **)&ca->targets, err);
+        st = px_ex_alloc_i32(ex, PX_MEM_BUFFERS, ex->T, &ca->targets, err);
     if (!st) {
         ex->be->upload(ex->be, ca->tokens, inp, ex->T * (int64_t)sizeof(int32_t));
         ex->be->upload(ex->be, ca->targets, tgt, ex->T * (int64_t)sizeof(int32_t));
@@ -572,7 +652,10 @@ static px_status load_tokens(px_exec *ex, px_chunk_act *ca, int64_t step, int64_
     return st;
 }
 
-static px_status chunk_fwd(px_exec *ex, int j, int64_t micro, int64_t step, px_error *err)
+/* Forward of (local chunk j, micro-batch); *out gets the output for the next
+ * chunk (the input from the previous one waits in the stash). */
+static px_status chunk_fwd(px_exec *ex, int j, int64_t micro, int64_t step, px_msg *out,
+                           px_error *err)
 {
     const px_chunk_params *c = &ex->tab.chunks[j];
     px_chunk_act *ca = &ex->stash[j * ex->m + micro];
@@ -582,10 +665,10 @@ static px_status chunk_fwd(px_exec *ex, int j, int64_t micro, int64_t step, px_e
     ca->live = true;
     if (c->is_first || c->is_last)
         TRY(load_tokens(ex, ca, step, micro, err));
-    float *x = NULL;
+    void *x = NULL;
     if (c->is_first) {
-        float *e = NULL; /* without SP the reduced lookup itself is the chunk input */
-        TRY(px_ex_alloc(ex, ex->sp ? PX_MEM_TEMP : PX_MEM_ACTIVATIONS, T * h, &e, err));
+        void *e = NULL; /* without SP the reduced lookup itself is the chunk input */
+        TRY(px_ex_alloc_act(ex, ex->sp ? PX_MEM_TEMP : PX_MEM_ACTIVATIONS, T * h, &e, err));
         TRY(px_ex_use_w(ex, ex->tab.word_emb, err));
         k->embedding_fwd(e, ca->tokens, W(ex->tab.word_emb), T, h, ex->tp_rank * ex->V_l,
                          (ex->tp_rank + 1) * ex->V_l);
@@ -595,9 +678,8 @@ static px_status chunk_fwd(px_exec *ex, int j, int64_t micro, int64_t step, px_e
         if (ex->has_pos)
             TRY(positions(ex, x, false, err));
     } else {
-        TRY(px_ex_alloc(ex, PX_MEM_ACTIVATIONS, Ts * h, &x, err));
-        int from = c->model_chunk - 1;
-        TRY(recv_blocking(ex, x, from % ex->pp_size, p2p_tag(ex, from, micro, 0), err));
+        x = ca->in_x;
+        ca->in_x = NULL;
     }
     for (int64_t l = 0; l < c->n_layers; l++) {
         px_layer_act *a = &ca->layers[l];
@@ -609,51 +691,44 @@ static px_status chunk_fwd(px_exec *ex, int j, int64_t micro, int64_t step, px_e
         TRY(layer_done(ex, &c->layers[l], false, err));
     }
     if (!c->is_last) {
-        int to = c->model_chunk + 1;
-        return send_async(ex, x, to % ex->pp_size, p2p_tag(ex, c->model_chunk, micro, 0), err);
+        *out = (px_msg){x, c->model_chunk, (int)micro};
+        return PX_OK;
     }
 
     /* Final norm, LM head (vocabulary-parallel) and the cross-entropy. */
     ca->fn_in = x;
-    TRY(px_ex_alloc(ex, PX_MEM_ACTIVATIONS, Ts * h, &ca->fn_out, err));
+    TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, &ca->fn_out, err));
     TRY(px_ex_use_w(ex, ex->tab.final_norm_w, err));
     TRY(px_ex_norm_fwd(ex, ca->fn_out, &ca->fn_mean, &ca->fn_rstd, x, ex->tab.final_norm_w,
                        ex->tab.final_norm_b, PX_MEM_ACTIVATIONS, err));
     px_ex_done_w(ex, ex->tab.final_norm_w);
-    float *g = ca->fn_out;
+    void *g = ca->fn_out;
     if (ex->sp)
         TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
-    TRY(px_ex_alloc(ex, PX_MEM_BUFFERS, T * ex->V_l, &ca->logits, err));
+    TRY(px_ex_alloc_act(ex, PX_MEM_BUFFERS, T * ex->V_l, &ca->logits, err));
     TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
     k->matmul_fwd(ca->logits, g, W(ex->tab.lm_head), NULL, T, h, ex->V_l);
     px_ex_done_w(ex, ex->tab.lm_head);
     if (g != ca->fn_out)
         px_ex_free(ex, &g);
-    TRY(px_ex_alloc(ex, PX_MEM_BUFFERS, 3 * T, &ca->xent, err));
+    TRY(px_ex_alloc_f32(ex, PX_MEM_BUFFERS, 3 * T, &ca->xent, err));
     float *xmax = ca->xent, *xsum = ca->xent + T, *xtgt = ca->xent + 2 * T;
     k->xent_max_fwd(xmax, ca->logits, T, ex->V_l);
-    TRY(be->all_reduce(be, xmax, T, PX_REDUCE_MAX, &ex->tp, err));
+    TRY(be->all_reduce(be, xmax, T, PX_F32, PX_REDUCE_MAX, &ex->tp, err));
     k->xent_sumexp_fwd(xsum, xtgt, ca->logits, xmax, ca->targets, T, ex->V_l,
                        ex->tp_rank * ex->V_l);
-    TRY(be->all_reduce(be, xsum, 2 * T, PX_REDUCE_SUM, &ex->tp, err)); /* sumexp | target */
-    float *loss = NULL;
-    TRY(px_ex_alloc(ex, PX_MEM_TEMP, T, &loss, err));
-    k->xent_loss_fwd(loss, xmax, xsum, xtgt, T);
-    float *host = malloc((size_t)T * sizeof *host);
-    if (!host)
-        return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory (loss)");
-    be->download(be, host, loss, T * (int64_t)sizeof(float));
-    for (int64_t i = 0; i < T; i++)
-        ex->loss_sum += host[i];
-    free(host);
-    px_ex_free(ex, &loss);
+    /* sumexp | target */
+    TRY(be->all_reduce(be, xsum, 2 * T, PX_F32, PX_REDUCE_SUM, &ex->tp, err));
+    /* fp32 in both storages; read once at the end of the step, so that no
+     * micro-batch waits for the device */
+    k->xent_loss_fwd(ex->loss_tok + micro * T, xmax, xsum, xtgt, T);
     return PX_OK;
 }
 
 /* Backward of (local chunk j, micro-batch).  Under a zero-bubble schedule it
  * computes the input gradients only (B) and keeps the layers' tensors for
  * chunk_wgrad (W). */
-static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_error *err)
+static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_msg *out, px_error *err)
 {
     bool defer = ex->zero_bubble;
     const px_chunk_params *c = &ex->tab.chunks[j];
@@ -661,20 +736,20 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_error *err)
     const px_kernels *k = ex->k;
     px_backend *be = ex->be;
     int64_t h = ex->h, T = ex->T, Ts = ex->Ts;
-    float *dx = NULL;
+    void *dx = NULL;
     if (c->is_last) {
         /* d(mean loss over the global batch)/d(token loss) */
         double tokens = ex->global_tokens;
         float *xmax = ca->xent, *xsum = ca->xent + T;
         k->xent_bwd(ca->logits, ca->logits, xmax, xsum, ca->targets, (float)(1.0 / tokens), T,
                     ex->V_l, ex->tp_rank * ex->V_l);
-        float *g = NULL, *dg = NULL, *dfn = NULL;
+        void *g = NULL, *dg = NULL, *dfn = NULL;
         if (!defer) {
             g = ca->fn_out;
             if (ex->sp)
                 TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
         }
-        TRY(px_ex_alloc(ex, PX_MEM_TEMP, T * h, &dg, err));
+        TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, T * h, &dg, err));
         TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
         if (!defer)
             TRY(px_ex_use_g(ex, ex->tab.lm_head, err));
@@ -689,7 +764,7 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_error *err)
             px_ex_free(ex, &ca->logits);
         px_ex_free(ex, &ca->xent);
         TRY(px_ex_tp_reduce(ex, dg, &dfn, PX_MEM_TEMP, err));
-        TRY(px_ex_alloc(ex, PX_MEM_ACTIVATIONS, Ts * h, &dx, err));
+        TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, &dx, err));
         TRY(px_ex_use_w(ex, ex->tab.final_norm_w, err));
         TRY(px_ex_use_g(ex, ex->tab.final_norm_w, err));
         px_ex_norm_bwd(ex, dx, dfn, ca->fn_in, ex->tab.final_norm_w, ex->tab.final_norm_b,
@@ -703,20 +778,19 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_error *err)
         px_ex_free(ex, &ca->fn_mean);
         px_ex_free(ex, &ca->fn_rstd);
     } else {
-        TRY(px_ex_alloc(ex, PX_MEM_ACTIVATIONS, Ts * h, &dx, err));
-        int from = c->model_chunk + 1;
-        TRY(recv_blocking(ex, dx, from % ex->pp_size, p2p_tag(ex, from, micro, 1), err));
+        dx = ca->in_dx;
+        ca->in_dx = NULL;
     }
     for (int64_t l = c->n_layers - 1; l >= 0; l--) {
         px_layer_act *a = &ca->layers[l];
         px_recompute rc = ex->rc[c->first_layer + l];
         TRY(layer_use(ex, &c->layers[l], false, err)); /* gathered again (ZeRO-3) */
         if (rc == PX_RECOMPUTE_FULL) { /* rebuild the layer's activations from its input */
-            float *y = NULL;
+            void *y = NULL;
             TRY(px_layer_fwd(ex, &c->layers[l], a, true, false, &y, err));
             px_ex_free(ex, &y);
         }
-        float *dx_in = NULL;
+        void *dx_in = NULL;
         TRY(layer_use(ex, &c->layers[l], true, err));
         TRY(px_layer_bwd(ex, &c->layers[l], a, dx, defer, &dx_in, err));
         TRY(layer_done(ex, &c->layers[l], true, err)); /* reduce-scattered now (ZeRO-2/3) */
@@ -729,7 +803,7 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_error *err)
     if (c->is_first) {
         if (ex->has_pos)
             TRY(positions(ex, dx, true, err));
-        float *full = dx;
+        void *full = dx;
         if (ex->sp)
             TRY(px_ex_tp_gather(ex, dx, &full, err));
         TRY(px_ex_use_g(ex, ex->tab.word_emb, err));
@@ -740,11 +814,10 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_error *err)
             px_ex_free(ex, &full);
         px_ex_free(ex, &dx);
     } else {
-        int to = c->model_chunk - 1;
-        TRY(send_async(ex, dx, to % ex->pp_size, p2p_tag(ex, c->model_chunk, micro, 1), err));
+        *out = (px_msg){dx, c->model_chunk, (int)micro};
     }
-    px_ex_free(ex, (float **)&ca->tokens);
-    px_ex_free(ex, (float **)&ca->targets);
+    px_ex_free(ex, &ca->tokens);
+    px_ex_free(ex, &ca->targets);
     ca->live = defer;
     (void)be;
     return PX_OK;
@@ -757,7 +830,7 @@ static px_status chunk_wgrad(px_exec *ex, int j, int64_t micro, px_error *err)
     const px_chunk_params *c = &ex->tab.chunks[j];
     px_chunk_act *ca = &ex->stash[j * ex->m + micro];
     if (c->is_last) {
-        float *g = ca->fn_out;
+        void *g = ca->fn_out;
         if (ex->sp)
             TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
         TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
@@ -796,7 +869,7 @@ static px_status reduce_grads(px_exec *ex, px_error *err)
         for (int i = 0; i < ex->tab.n_segs; i++) {
             const px_param_seg *s = &ex->tab.segs[i];
             if (s->tp_replicated && !s->tp_sum)
-                TRY(be->all_reduce(be, G(s->offset), s->n_rows * s->n_cols, PX_REDUCE_SUM,
+                TRY(be->all_reduce(be, G(s->offset), s->n_rows * s->n_cols, PX_F32, PX_REDUCE_SUM,
                                    &ex->tp, err));
         }
     /* The router saw only this TP rank's slice of the tokens, SP or not. */
@@ -804,18 +877,18 @@ static px_status reduce_grads(px_exec *ex, px_error *err)
         for (int i = 0; i < ex->tab.n_segs; i++) {
             const px_param_seg *s = &ex->tab.segs[i];
             if (s->tp_sum)
-                TRY(be->all_reduce(be, G(s->offset), s->n_rows * s->n_cols, PX_REDUCE_SUM,
+                TRY(be->all_reduce(be, G(s->offset), s->n_rows * s->n_cols, PX_F32, PX_REDUCE_SUM,
                                    &ex->tp, err));
         }
     /* Expert weights: every rank of the expert-data-parallel group routed
      * other tokens to the same experts. */
     if (ex->n_exp > 0)
-        TRY(be->all_reduce(be, ex->grads + ex->n_dense, ex->n_exp, PX_REDUCE_SUM, &ex->edp,
-                           err));
+        TRY(be->all_reduce(be, ex->grads + ex->n_dense, ex->n_exp, PX_F32, PX_REDUCE_SUM,
+                           &ex->edp, err));
     /* Tied embeddings split over the first and last stage. */
     if (ex->emb.mpi != MPI_COMM_NULL) {
         int64_t off = ex->stage == 0 ? ex->tab.word_emb : ex->tab.lm_head;
-        TRY(be->all_reduce(be, G(off), ex->V_l * ex->h, PX_REDUCE_SUM, &ex->emb, err));
+        TRY(be->all_reduce(be, G(off), ex->V_l * ex->h, PX_F32, PX_REDUCE_SUM, &ex->emb, err));
     }
     return PX_OK;
 }
@@ -824,26 +897,33 @@ static px_status optimizer_step(px_exec *ex, px_error *err)
 {
     px_backend *be = ex->be;
     const px_exec_options *o = &ex->opt;
+    bool mixed = ex->master != NULL;
     ex->adam_steps++;
     if (ex->zero >= 2)
         return px_ex_shard_update(ex, err);
     if (ex->plan.par.zero >= 1 && ex->grad.size > 1) {
         /* ZeRO-1: reduce-scatter the gradients, update this rank's shard of
-         * the weights with its shard of the moments, all-gather the weights. */
-        TRY(be->reduce_scatter(be, ex->grads, ex->grads, ex->n_shard, &ex->grad, err));
-        float *w = ex->params + (int64_t)ex->grad.rank * ex->n_shard;
-        ex->k->adamw_step(w, ex->grads, ex->adam_m, ex->adam_v, ex->n_shard, o->lr, o->beta1,
-                          o->beta2, o->adam_eps, o->weight_decay, ex->adam_steps);
-        if (ex->n_exp > 0) /* experts: already summed over edp, updated whole */
-            ex->k->adamw_step(ex->params + ex->n_dense, ex->grads + ex->n_dense,
+         * the weights with its shard of the moments, all-gather the weights
+         * (the compute copy: bf16 in mixed precision).  The master is the
+         * shard itself in bf16 storage, the weights' own range in fp32. */
+        TRY(be->reduce_scatter(be, ex->grads, ex->grads, ex->n_shard, PX_F32, &ex->grad, err));
+        void *w = px_ex_at(ex, ex->params, (int64_t)ex->grad.rank * ex->n_shard);
+        ex->k->adamw_step(mixed ? ex->master : w, ex->grads, ex->adam_m, ex->adam_v, ex->n_shard,
+                          o->lr, o->beta1, o->beta2, o->adam_eps, o->weight_decay,
+                          ex->adam_steps, mixed ? w : NULL);
+        if (ex->n_exp > 0) { /* experts: already summed over edp, updated whole */
+            void *we = px_ex_at(ex, ex->params, ex->n_dense);
+            ex->k->adamw_step(mixed ? ex->master + ex->n_shard : we, ex->grads + ex->n_dense,
                               ex->adam_m + ex->n_shard, ex->adam_v + ex->n_shard, ex->n_exp,
                               o->lr, o->beta1, o->beta2, o->adam_eps, o->weight_decay,
-                              ex->adam_steps);
-        return be->all_gather(be, ex->params, w, ex->n_shard, &ex->grad, err);
+                              ex->adam_steps, mixed ? we : NULL);
+        }
+        return be->all_gather(be, ex->params, w, ex->n_shard, ex->act_dtype, &ex->grad, err);
     }
-    TRY(be->all_reduce(be, ex->grads, ex->n_dense, PX_REDUCE_SUM, &ex->grad, err));
-    ex->k->adamw_step(ex->params, ex->grads, ex->adam_m, ex->adam_v, ex->n_padded, o->lr,
-                      o->beta1, o->beta2, o->adam_eps, o->weight_decay, ex->adam_steps);
+    TRY(be->all_reduce(be, ex->grads, ex->n_dense, PX_F32, PX_REDUCE_SUM, &ex->grad, err));
+    ex->k->adamw_step(px_ex_master(ex), ex->grads, ex->adam_m, ex->adam_v, ex->n_padded, o->lr,
+                      o->beta1, o->beta2, o->adam_eps, o->weight_decay, ex->adam_steps,
+                      mixed ? ex->params : NULL);
     return PX_OK;
 }
 
@@ -852,24 +932,40 @@ px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_
     px_backend *be = ex->be;
     be->zero(be, ex->grads, ex->n_grads * (int64_t)sizeof(float));
     ex->loss_sum = 0.0;
+    /* Ops and the message phases between them, in timeline order. */
+    const int *slot = ex->tl.slot[ex->stage];
+    px_msg out = {NULL, 0, 0}; /* the last op's output, until its phase */
+    int phase = 0, cursor = 0;
     for (int i = 0; i < ex->n_ops; i++) {
         const px_sched_op *op = &ex->ops[i];
+        while (phase < slot[i])
+            TRY(exchange(ex, phase++, &cursor, &out, err));
         if (op->kind == 'F')
-            TRY(chunk_fwd(ex, op->chunk, op->micro, step, err));
+            TRY(chunk_fwd(ex, op->chunk, op->micro, step, &out, err));
         else if (op->kind == 'B')
-            TRY(chunk_bwd(ex, op->chunk, op->micro, err));
+            TRY(chunk_bwd(ex, op->chunk, op->micro, &out, err));
         else
             TRY(chunk_wgrad(ex, op->chunk, op->micro, err));
-        TRY(reap_sends(ex, false, err));
     }
-    TRY(reap_sends(ex, true, err));
+    while (phase < ex->tl.n_slots)
+        TRY(exchange(ex, phase++, &cursor, &out, err));
     TRY(reduce_grads(ex, err));
     if (!update && ex->grad.size > 1 && ex->zero < 2) /* still report the full gradient */
-        TRY(be->all_reduce(be, ex->grads, ex->n_dense, PX_REDUCE_SUM, &ex->grad, err));
+        TRY(be->all_reduce(be, ex->grads, ex->n_dense, PX_F32, PX_REDUCE_SUM, &ex->grad, err));
     if (update)
         TRY(optimizer_step(ex, err));
     /* The loss: every last-stage TP rank 0 holds its replica's token losses. */
     bool owner = ex->tab.chunks[ex->vpp - 1].is_last && ex->tp_rank == 0;
+    if (owner) {
+        int64_t n = ex->m * ex->T;
+        float *host = malloc((size_t)n * sizeof *host);
+        if (!host)
+            return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory (loss)");
+        be->download(be, host, ex->loss_tok, n * (int64_t)sizeof(float));
+        for (int64_t i = 0; i < n; i++)
+            ex->loss_sum += host[i];
+        free(host);
+    }
     double local = owner ? ex->loss_sum : 0.0, total = 0.0;
     TRY(px_mpi_check(MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
                      "MPI_Allreduce (loss)", err));
@@ -881,8 +977,40 @@ px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_
 
 float *px_exec_params(px_exec *ex, int64_t *n)
 {
-    *n = ex->zero >= 3 ? ex->n_shard : ex->n_params;
-    return ex->params;
+    if (ex->master) /* laid out as the moments */
+        *n = ex->n_shard + (ex->zero >= 2 ? 0 : ex->n_exp);
+    else
+        *n = ex->zero >= 3 ? ex->n_shard : ex->n_params;
+    return px_ex_master(ex);
+}
+
+px_dtype px_exec_dtype(const px_exec *ex)
+{
+    return ex->act_dtype;
+}
+
+/* The full fp32 master of this rank's slices into host[n_params]
+ * (collective under ZeRO 1-3 in bf16 storage, ZeRO-3 in fp32). */
+static px_status master_to_host(px_exec *ex, float *host, px_error *err)
+{
+    px_backend *be = ex->be;
+    if (ex->zero >= 3 || (ex->master && ex->zero == 2))
+        return px_ex_gather_all(ex, host, err); /* unit by unit */
+    if (!ex->master || ex->zero == 0) {
+        be->download(be, host, px_ex_master(ex), ex->n_params * (int64_t)sizeof(float));
+        return PX_OK;
+    }
+    /* ZeRO-1 in bf16 storage: the dense shards of dp x cp, then the experts. */
+    float *full = NULL;
+    TRY(px_ex_alloc_f32(ex, PX_MEM_TEMP, ex->n_padded, &full, err));
+    px_status st = be->all_gather(be, full, ex->master, ex->n_shard, PX_F32, &ex->grad, err);
+    if (!st) {
+        be->copy(be, full + ex->n_dense, ex->master + ex->n_shard,
+                 ex->n_exp * (int64_t)sizeof(float));
+        be->download(be, host, full, ex->n_params * (int64_t)sizeof(float));
+    }
+    px_ex_free(ex, &full);
+    return st;
 }
 
 float *px_exec_grads(px_exec *ex, int64_t *n)
@@ -916,14 +1044,10 @@ px_status px_exec_dump_weights(px_exec *ex, const char *dir, px_error *err)
     float *host = malloc((size_t)(ex->n_params > 0 ? ex->n_params : 1) * sizeof *host);
     if (!host)
         return PX_FAIL(err, PX_ERR_NOMEM, "dump: out of memory");
-    if (ex->zero >= 3) { /* the full slices, gathered unit by unit (collective) */
-        px_status st = px_ex_gather_all(ex, host, err);
-        if (st) {
-            free(host);
-            return st;
-        }
-    } else {
-        ex->be->download(ex->be, host, ex->params, ex->n_params * (int64_t)sizeof(float));
+    px_status st = master_to_host(ex, host, err); /* the fp32 master in both storages */
+    if (st) {
+        free(host);
+        return st;
     }
     FILE *f = fopen(path, "wb");
     if (!f) {
@@ -975,7 +1099,7 @@ void px_exec_destroy(px_exec *ex)
             free(ex->stash[i].layers);
     free(ex->stash);
     free(ex->ops);
-    free(ex->sends);
+    px_timeline_free(&ex->tl);
     free(ex->rc);
     free(ex->units);
     px_data_close(&ex->data);

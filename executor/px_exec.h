@@ -21,6 +21,9 @@ typedef struct {
     uint64_t seed;         /* weights and synthetic data */
     float lr, beta1, beta2, adam_eps, weight_decay;
     float init_std;        /* std of the random weights */
+    int dtype_bytes;       /* storage of activations and the compute copy of the
+                            * weights: 2 bf16 (fp32 master, gradients and moments),
+                            * 4 fp32; 0 (default): the plan's hw.dtype_bytes */
 } px_exec_options;
 
 /* lr 1e-3, betas (0.9, 0.95), eps 1e-8, weight decay 0.1, init std 0.02, seed 1. */
@@ -43,17 +46,23 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
  * loss of the global batch (same value on every rank). */
 px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_error *err);
 
-/* This rank's parameter and gradient buffers (device memory; host memory on
- * the CPU backend), laid out as px_exec_table: n = the table's elements.
- * Under ZeRO-2 the gradients, and under ZeRO-3 the parameters too, are this
- * rank's shard instead (n = its elements; layout in px_shard.c). */
+/* This rank's fp32 parameter and gradient buffers (device memory; host
+ * memory on the CPU backend), laid out as px_exec_table: n = the table's
+ * elements.  Under ZeRO-2 the gradients, and under ZeRO-3 the parameters too,
+ * are this rank's shard instead (n = its elements; layout in px_shard.c).
+ * In bf16 storage px_exec_params is the fp32 master, laid out as the AdamW
+ * moments (the table below ZeRO-1, the optimizer's shard above); the kernels
+ * read its bf16 copy, which only the next update rewrites. */
 float *px_exec_params(px_exec *ex, int64_t *n);
 float *px_exec_grads(px_exec *ex, int64_t *n);
 const px_param_table *px_exec_table(const px_exec *ex);
+/* The storage dtype the engine runs (px_exec_options.dtype_bytes). */
+px_dtype px_exec_dtype(const px_exec *ex);
 const px_memtrack *px_exec_memory(const px_exec *ex);
 void px_exec_reset_peak(px_exec *ex);
 
-/* Writes dir/rank<R>.bin (the parameters, little-endian fp32) and
+/* Writes dir/rank<R>.bin (the parameters: the fp32 master in every storage,
+ * little-endian fp32) and
  * dir/rank<R>.tsv (one segment per line: tensor_id full_rows full_cols row0
  * n_rows col0 n_cols offset). */
 px_status px_exec_dump_weights(px_exec *ex, const char *dir, px_error *err);

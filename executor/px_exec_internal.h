@@ -19,51 +19,50 @@
 /* What one layer keeps for its backward (docs/executor.md, "Activations").
  * Ts = tokens of this rank's sequence shard (T / tp under SP, else T). */
 typedef struct {
-    float *x_in;             /* [Ts, h] layer input (the only tensor under full recompute) */
-    float *n1_out;           /* [Ts, h] first norm output (the shard; re-gathered under SP) */
+    void *x_in;              /* [Ts, h] layer input (the only tensor under full recompute) */
+    void *n1_out;            /* [Ts, h] first norm output (the shard; re-gathered under SP) */
     float *n1_mean, *n1_rstd;/* [Ts] (mean: LayerNorm only) */
-    float *qkv;              /* [T, (nh_l + 2 nkv_l) hd] after RoPE */
-    float *att;              /* [T, nh_l hd] attention output */
+    void *qkv;               /* [T, (nh_l + 2 nkv_l) hd] after RoPE */
+    void *att;               /* [T, nh_l hd] attention output */
     float *lse;              /* [b, nh_l, s] (not kept under selective recompute) */
-    float *probs;            /* [b, nh_l, s, s] only without FlashAttention-style */
-    float *x_mid;            /* [Ts, h] residual after attention */
-    float *n2_out;           /* [Ts, h] */
+    float *probs;            /* [b, nh_l, s, s] only without FlashAttention-style (fp32) */
+    void *x_mid;             /* [Ts, h] residual after attention */
+    void *n2_out;            /* [Ts, h] */
     float *n2_mean, *n2_rstd;/* [Ts] */
-    float *h1;               /* [T, 2 f_l] gate|up (Llama) or [T, f_l] fc output (GPT) */
-    float *h2;               /* [T, f_l] activation output */
+    void *h1;                /* [T, 2 f_l] gate|up (Llama) or [T, f_l] fc output (GPT) */
+    void *h2;                /* [T, f_l] activation output */
     /* Zero-bubble schedules: output gradients kept from B for the weight
      * gradients of W (dx shards re-gathered under SP in W). */
-    float *w_dqkv;           /* [T, qkv_l] */
-    float *w_do;             /* [Ts, h] gradient at the attention output */
-    float *w_dh1;            /* [T, w1_rows] */
-    float *w_dy;             /* [Ts, h] gradient at the MLP output */
+    void *w_dqkv;            /* [T, qkv_l] */
+    void *w_do;              /* [Ts, h] gradient at the attention output */
+    void *w_dh1;             /* [T, w1_rows] */
+    void *w_dy;              /* [Ts, h] gradient at the MLP output */
     /* MoE layers (px_moe.c): router and dispatch of this rank's Tm tokens;
      * n_send = Tm k rows leave, n_recv rows arrive for this rank's experts. */
-    float *m_probs;            /* [Tm, E] router softmax */
+    float *m_probs;            /* [Tm, E] router softmax (fp32) */
     int32_t *m_idx;            /* [Tm, k] chosen experts */
-    float *m_gate;             /* [Tm, k] their probabilities */
+    float *m_gate;             /* [Tm, k] their probabilities (fp32) */
     int32_t *m_rows, *m_slots; /* [n_send] token row and gate slot of each sent row */
-    float *m_xr;               /* [n_recv, h] rows received for this rank's experts */
-    float *m_h1;               /* [n_recv, 2 f_e] their gate|up outputs */
-    float *m_yr;               /* [n_send, h] expert outputs back, in dispatch order */
+    void *m_xr;                /* [n_recv, h] rows received for this rank's experts */
+    void *m_h1;                /* [n_recv, 2 f_e] their gate|up outputs */
+    void *m_yr;                /* [n_send, h] expert outputs back, in dispatch order */
     struct px_moe_route *m_route; /* host row counts of the all-to-alls */
 } px_layer_act;
 
-/* One (local chunk, micro-batch) in flight. */
+/* One (local chunk, micro-batch) in flight.  void * tensors are in the
+ * activation dtype (ex->act_dtype), float * ones fp32 in every mode. */
 typedef struct {
     bool live;
     px_layer_act *layers;      /* [chunk n_layers] */
     int32_t *tokens, *targets; /* [T] (first / last chunk) */
-    float *fn_in;              /* [Ts, h] final norm input (last chunk) */
-    float *fn_out, *fn_mean, *fn_rstd;
-    float *logits;             /* [T, V_l] */
+    void *fn_in;               /* [Ts, h] final norm input (last chunk) */
+    void *fn_out;
+    float *fn_mean, *fn_rstd;
+    void *logits;              /* [T, V_l] */
     float *xent;               /* [3T]: max | sumexp | target logit */
+    void *in_x, *in_dx;        /* received from the pipeline neighbour, until the F / B
+                                * that takes them (Ts x h) */
 } px_chunk_act;
-
-typedef struct {
-    px_request req;
-    void *buf;
-} px_pending_send;
 
 /* ZeRO-2/3 sharding unit: a contiguous run of the parameter table (one
  * layer's dense tensors, one layer's experts; or the word embedding, the
@@ -76,7 +75,8 @@ typedef struct {
     px_comm *comm;      /* the group that shares the unit: &ex->grad or &ex->edp */
     int64_t piece;      /* ceil(n / d) */
     int64_t shard_off;  /* this rank's piece in the shard buffers */
-    float *w, *g;       /* full windows [d piece] while in use, else NULL */
+    void *w;            /* full weight window [d piece] (compute dtype) while in use */
+    float *g;           /* full gradient window [d piece] (fp32) while in use */
     int w_refs, g_refs;
 } px_unit;
 
@@ -86,10 +86,10 @@ struct px_exec {
     px_backend *be;
     const px_kernels *k;
     px_dtype act_dtype; /* storage of activations, their gradients and the compute copy
-                         * of the weights (p2p messages carry it) */
+                         * of the weights (p2p messages carry it): the plan's
+                         * hw.dtype_bytes (2 bf16, 4 fp32) or --dtype */
     px_layout lay;
     int world_rank, world_size;
-    int tag_ub; /* MPI_TAG_UB of the world */
     px_comm tp, pp, dp, emb; /* emb: first + last stage (tied embeddings, pp > 1) */
     px_comm cp;              /* context parallel: the sequence's 2 cp chunks */
     px_comm grad;            /* dp x cp: where dense gradients are summed (= dp when cp = 1) */
@@ -122,9 +122,14 @@ struct px_exec {
     bool zero_bubble;         /* schedule splits B and W */
     px_recompute *rc;         /* [L] per global layer */
 
-    /* Parameters, gradients, AdamW moments: one allocation each. */
+    /* Parameters, gradients, AdamW moments: one allocation each.  params is
+     * what the kernels read (act_dtype: the compute copy); in bf16 storage
+     * master holds the fp32 weights AdamW updates, laid out as the moments
+     * (the optimizer's shard under ZeRO 1-3, PX_MEM_OPTIMIZER as in the cost
+     * model); in fp32 storage master is NULL: params is the master. */
     px_param_table tab;
-    float *params, *grads, *adam_m, *adam_v;
+    void *params;
+    float *master, *grads, *adam_m, *adam_v;
     int64_t n_params;  /* elements in the table */
     int64_t n_padded;  /* n_params rounded up to a multiple of dp (ZeRO-1) */
     int64_t n_shard;   /* optimizer elements on this rank */
@@ -139,15 +144,48 @@ struct px_exec {
     px_chunk_act *stash; /* [vpp * m] */
     px_sched_op *ops;
     int n_ops;
-    px_pending_send *sends;
-    int n_sends, cap_sends;
+    px_timeline tl;   /* every stage's ops and messages on one clock (p2p phases) */
     double loss_sum; /* this step's token losses on this rank's last chunk */
+    float *loss_tok; /* [m][T] those token losses on the device (last stage) */
 };
 
-/* Device allocations through the tracker. */
-px_status px_ex_alloc(px_exec *ex, px_mem_kind kind, int64_t n_floats, float **out,
+/* Device allocations through the tracker: n elements of dtype t (int32
+ * buffers: px_ex_alloc_i32).  px_ex_free(ex, &p) frees any of them and sets
+ * p to NULL (a macro so that it takes a pointer of every type). */
+px_status px_ex_alloc(px_exec *ex, px_mem_kind kind, int64_t n, px_dtype t, void **out,
                       px_error *err);
-void px_ex_free(px_exec *ex, float **p);
+px_status px_ex_alloc_f32(px_exec *ex, px_mem_kind kind, int64_t n, float **out,
+                          px_error *err);
+px_status px_ex_alloc_i32(px_exec *ex, px_mem_kind kind, int64_t n, int32_t **out,
+                          px_error *err);
+/* The fp32 weights AdamW updates: the master (bf16 storage) or the weights
+ * themselves (fp32 storage). */
+static inline float *px_ex_master(px_exec *ex)
+{
+    return ex->master ? ex->master : (float *)ex->params;
+}
+
+/* An activation-dtype buffer (ex->act_dtype). */
+static inline px_status px_ex_alloc_act(px_exec *ex, px_mem_kind kind, int64_t n, void **out,
+                                        px_error *err)
+{
+    return px_ex_alloc(ex, kind, n, ex->act_dtype, out, err);
+}
+#define px_ex_free(ex, pp)                                                               \
+    do {                                                                                 \
+        px_mem_free(&(ex)->mem, *(pp));                                                  \
+        *(pp) = NULL;                                                                    \
+    } while (0)
+
+/* Element i of an activation-dtype buffer, and bytes of n such elements. */
+static inline void *px_ex_at(const px_exec *ex, const void *base, int64_t i)
+{
+    return px_dtype_at(base, i, ex->act_dtype);
+}
+static inline int64_t px_ex_bytes(const px_exec *ex, int64_t n)
+{
+    return n * px_dtype_bytes(ex->act_dtype);
+}
 
 /* ---- ZeRO-2/3 (px_shard.c) ----------------------------------------------
  * Under ZeRO-2 ex->grads is this rank's gradient shard (n_shard elements, the
@@ -169,17 +207,20 @@ px_status px_ex_done_g(px_exec *ex, int64_t off, px_error *err);
  * pieces, then AdamW on the shard and (ZeRO-2) the weight all-gather. */
 px_status px_ex_shard_reduce(px_exec *ex, px_error *err);
 px_status px_ex_shard_update(px_exec *ex, px_error *err);
-/* ZeRO-3: the weight shard from the full initial values host[n_params]; and
- * the full weights into host[n_params] (collective over dp x cp). */
+/* ZeRO-2/3: this rank's pieces (the shard layout) of the full initial
+ * values host[n_params]; and the full fp32 master weights (the weights in
+ * fp32 storage) into host[n_params], gathered unit by unit from the pieces
+ * (collective over each unit's group). */
 void px_ex_shard_init(px_exec *ex, const float *host, float *host_shard);
 px_status px_ex_gather_all(px_exec *ex, float *host, px_error *err);
 
-static inline float *px_ex_w(px_exec *ex, int64_t off)
+/* The compute copy of the weights at table offset off (activation dtype). */
+static inline void *px_ex_w(px_exec *ex, int64_t off)
 {
     if (ex->zero < 3)
-        return ex->params + off;
+        return px_ex_at(ex, ex->params, off);
     px_unit *u = px_ex_unit(ex, off);
-    return u && u->w ? u->w + (off - u->start) : NULL;
+    return u && u->w ? px_ex_at(ex, u->w, off - u->start) : NULL;
 }
 
 static inline float *px_ex_g(px_exec *ex, int64_t off)
@@ -199,9 +240,9 @@ px_recompute px_ex_layer_rc(const px_exec *ex, int64_t l);
  * frees nothing of a.  With defer_w it computes input, norm and bias
  * gradients only and keeps what px_layer_wgrad needs in a. */
 px_status px_layer_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, bool keep,
-                       bool selective, float **x_out, px_error *err);
+                       bool selective, void **x_out, px_error *err);
 px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
-                       const float *dx_out, bool defer_w, float **dx_in, px_error *err);
+                       const void *dx_out, bool defer_w, void **dx_in, px_error *err);
 /* Weight gradients of the four linears deferred by px_layer_bwd(defer_w);
  * frees the kept output gradients. */
 px_status px_layer_wgrad(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
@@ -213,16 +254,16 @@ void px_layer_act_free(px_exec *ex, px_layer_act *a);
  * x [Tm, h]: forward fills a's m_* tensors and returns y [Tm, h] (fresh,
  * temp); backward takes dy [Tm, h] and returns dx [Tm, h] (fresh, temp),
  * accumulating the router and expert weight gradients. */
-px_status px_moe_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, const float *x,
-                     float **y, px_error *err);
-px_status px_moe_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, const float *dy,
-                     const float *x, float **dx, px_error *err);
+px_status px_moe_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, const void *x,
+                     void **y, px_error *err);
+px_status px_moe_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, const void *dy,
+                     const void *x, void **dx, px_error *err);
 void px_moe_route_free(px_layer_act *a);
 
 /* Norm of the block kind: RMSNorm (Llama) or LayerNorm (GPT; b_off >= 0). */
-px_status px_ex_norm_fwd(px_exec *ex, float *out, float **mean, float **rstd, const float *x,
+px_status px_ex_norm_fwd(px_exec *ex, void *out, float **mean, float **rstd, const void *x,
                          int64_t w_off, int64_t b_off, px_mem_kind kind, px_error *err);
-void px_ex_norm_bwd(px_exec *ex, float *dx, const float *dout, const float *x, int64_t w_off,
+void px_ex_norm_bwd(px_exec *ex, void *dx, const void *dout, const void *x, int64_t w_off,
                     int64_t b_off, const float *mean, const float *rstd);
 
 /* Global position of local sequence row p (context parallelism). */
@@ -236,8 +277,8 @@ void px_ex_pos_runs(const px_exec *ex, int64_t lo, int64_t hi,
 /* TP helpers.  gather: shard [Ts, h] -> fresh full [T, h] (SP only).
  * reduce: partial [T, h] (consumed) -> *out [Ts, h]: reduce-scatter under
  * SP, in-place all-reduce otherwise. */
-px_status px_ex_tp_gather(px_exec *ex, const float *shard, float **full, px_error *err);
-px_status px_ex_tp_reduce(px_exec *ex, float *partial, float **out, px_mem_kind kind,
+px_status px_ex_tp_gather(px_exec *ex, const void *shard, void **full, px_error *err);
+px_status px_ex_tp_reduce(px_exec *ex, void *partial, void **out, px_mem_kind kind,
                           px_error *err);
 
 #endif

@@ -13,21 +13,21 @@
 #define WOPT(off) ((off) >= 0 ? px_ex_w(ex, off) : NULL)
 #define GOPT(off) ((off) >= 0 ? px_ex_g(ex, off) : NULL)
 
-px_status px_ex_norm_fwd(px_exec *ex, float *out, float **mean, float **rstd, const float *x,
+px_status px_ex_norm_fwd(px_exec *ex, void *out, float **mean, float **rstd, const void *x,
                          int64_t w_off, int64_t b_off, px_mem_kind kind, px_error *err)
 {
-    TRY(px_ex_alloc(ex, kind, ex->Ts, rstd, err));
+    TRY(px_ex_alloc_f32(ex, kind, ex->Ts, rstd, err));
     if (ex->llama) {
         ex->k->rmsnorm_fwd(out, *rstd, x, W(w_off), ex->Ts, ex->h, ex->norm_eps);
         return PX_OK;
     }
-    TRY(px_ex_alloc(ex, kind, ex->Ts, mean, err));
+    TRY(px_ex_alloc_f32(ex, kind, ex->Ts, mean, err));
     ex->k->layernorm_fwd(out, *mean, *rstd, x, W(w_off), W(b_off), ex->Ts, ex->h,
                          ex->norm_eps);
     return PX_OK;
 }
 
-void px_ex_norm_bwd(px_exec *ex, float *dx, const float *dout, const float *x, int64_t w_off,
+void px_ex_norm_bwd(px_exec *ex, void *dx, const void *dout, const void *x, int64_t w_off,
                     int64_t b_off, const float *mean, const float *rstd)
 {
     if (ex->llama)
@@ -37,41 +37,47 @@ void px_ex_norm_bwd(px_exec *ex, float *dx, const float *dout, const float *x, i
                              ex->h);
 }
 
-px_status px_ex_tp_gather(px_exec *ex, const float *shard, float **full, px_error *err)
+px_status px_ex_tp_gather(px_exec *ex, const void *shard, void **full, px_error *err)
 {
-    TRY(px_ex_alloc(ex, PX_MEM_TEMP, ex->T * ex->h, full, err));
-    return ex->be->all_gather(ex->be, *full, shard, ex->Ts * ex->h, &ex->tp, err);
+    TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, ex->T * ex->h, full, err));
+    return ex->be->all_gather(ex->be, *full, shard, ex->Ts * ex->h, ex->act_dtype, &ex->tp, err);
 }
 
-px_status px_ex_tp_reduce(px_exec *ex, float *partial, float **out, px_mem_kind kind,
+px_status px_ex_tp_reduce(px_exec *ex, void *partial, void **out, px_mem_kind kind,
                           px_error *err)
 {
     if (!ex->sp) {
         *out = partial;
-        return ex->be->all_reduce(ex->be, partial, ex->T * ex->h, PX_REDUCE_SUM, &ex->tp, err);
+        return ex->be->all_reduce(ex->be, partial, ex->T * ex->h, ex->act_dtype, PX_REDUCE_SUM,
+                                  &ex->tp, err);
     }
-    TRY(px_ex_alloc(ex, kind, ex->Ts * ex->h, out, err));
-    px_status st = ex->be->reduce_scatter(ex->be, *out, partial, ex->Ts * ex->h, &ex->tp, err);
+    TRY(px_ex_alloc_act(ex, kind, ex->Ts * ex->h, out, err));
+    px_status st = ex->be->reduce_scatter(ex->be, *out, partial, ex->Ts * ex->h, ex->act_dtype,
+                                          &ex->tp, err);
     px_ex_free(ex, &partial);
     return st;
 }
 
 void px_layer_act_free(px_exec *ex, px_layer_act *a)
 {
-    float **all[] = {&a->x_in,  &a->n1_out, &a->n1_mean, &a->n1_rstd, &a->qkv,
-                     &a->att,   &a->lse,    &a->probs,   &a->x_mid,   &a->n2_out,
-                     &a->n2_mean, &a->n2_rstd, &a->h1,   &a->h2,
-                     &a->w_dqkv, &a->w_do, &a->w_dh1, &a->w_dy,
-                     &a->m_probs, (float **)&a->m_idx, &a->m_gate, (float **)&a->m_rows,
-                     (float **)&a->m_slots, &a->m_xr, &a->m_h1, &a->m_yr};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        px_ex_free(ex, all[i]);
+    void **act[] = {&a->x_in, &a->n1_out, &a->qkv,    &a->att,  &a->x_mid, &a->n2_out,
+                    &a->h1,   &a->h2,     &a->w_dqkv, &a->w_do, &a->w_dh1, &a->w_dy,
+                    &a->m_xr, &a->m_h1,   &a->m_yr};
+    float **f32[] = {&a->n1_mean, &a->n1_rstd, &a->lse,     &a->probs,
+                     &a->n2_mean, &a->n2_rstd, &a->m_probs, &a->m_gate};
+    int32_t **i32[] = {&a->m_idx, &a->m_rows, &a->m_slots};
+    for (size_t i = 0; i < sizeof act / sizeof act[0]; i++)
+        px_ex_free(ex, act[i]);
+    for (size_t i = 0; i < sizeof f32 / sizeof f32[0]; i++)
+        px_ex_free(ex, f32[i]);
+    for (size_t i = 0; i < sizeof i32 / sizeof i32[0]; i++)
+        px_ex_free(ex, i32[i]);
     px_moe_route_free(a);
 }
 
 /* Input of a column-parallel linear: the norm output itself, or its
  * all-gather under SP (a temporary: only the shard is stored). */
-static px_status col_input(px_exec *ex, float *n_out, float **g, px_error *err)
+static px_status col_input(px_exec *ex, void *n_out, void **g, px_error *err)
 {
     if (!ex->sp) {
         *g = n_out;
@@ -80,7 +86,7 @@ static px_status col_input(px_exec *ex, float *n_out, float **g, px_error *err)
     return px_ex_tp_gather(ex, n_out, g, err);
 }
 
-static void col_input_done(px_exec *ex, float *n_out, float **g)
+static void col_input_done(px_exec *ex, void *n_out, void **g)
 {
     if (*g != n_out)
         px_ex_free(ex, g);
@@ -90,14 +96,14 @@ static void col_input_done(px_exec *ex, float *n_out, float **g)
 /* ---- RoPE and the attention core, with or without context parallelism ---- */
 
 typedef struct {
-    float *buf;
+    void *buf;
     int dir; /* +1 forward, -1 backward */
 } rope_arg;
 
 static void rope_run(px_exec *ex, int64_t row, int64_t n, int64_t pos, void *arg)
 {
     rope_arg *r = arg;
-    float *x = r->buf + row * ex->b * ex->qkv_l;
+    void *x = px_ex_at(ex, r->buf, row * ex->b * ex->qkv_l);
     if (r->dir > 0)
         ex->k->rope_fwd(x, n, ex->b, ex->nh_l, ex->nkv_l, ex->hd, pos, ex->rope_theta);
     else
@@ -105,7 +111,7 @@ static void rope_run(px_exec *ex, int64_t row, int64_t n, int64_t pos, void *arg
 }
 
 /* RoPE over this rank's s_l rows at their global positions. */
-static void rope(px_exec *ex, float *qkv, int dir)
+static void rope(px_exec *ex, void *qkv, int dir)
 {
     rope_arg r = {qkv, dir};
     px_ex_pos_runs(ex, 0, ex->s_l, rope_run, &r);
@@ -113,18 +119,18 @@ static void rope(px_exec *ex, float *qkv, int dir)
 
 /* Under CP: the whole sequence's q|k|v rows in position order, from every
  * CP rank's s_l rows (all-gather, then each rank's two chunks put in place). */
-static px_status gather_kv(px_exec *ex, const float *qkv, float **kv, px_error *err)
+static px_status gather_kv(px_exec *ex, const void *qkv, void **kv, px_error *err)
 {
     int64_t rowlen = ex->b * ex->qkv_l, n = ex->T * ex->qkv_l, c = ex->cp_chunk;
-    float *all = NULL;
-    TRY(px_ex_alloc(ex, PX_MEM_TEMP, n * ex->cp.size, &all, err));
-    TRY(ex->be->all_gather(ex->be, all, qkv, n, &ex->cp, err));
-    TRY(px_ex_alloc(ex, PX_MEM_TEMP, ex->s * rowlen, kv, err));
+    void *all = NULL;
+    TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, n * ex->cp.size, &all, err));
+    TRY(ex->be->all_gather(ex->be, all, qkv, n, ex->act_dtype, &ex->cp, err));
+    TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, ex->s * rowlen, kv, err));
     for (int r = 0; r < ex->cp.size; r++)
         for (int half = 0; half < 2; half++) {
             int64_t p = half * c, g = px_ex_pos(ex, r, p);
-            ex->be->copy(ex->be, *kv + g * rowlen, all + r * n + p * rowlen,
-                         c * rowlen * (int64_t)sizeof(float));
+            ex->be->copy(ex->be, px_ex_at(ex, *kv, g * rowlen),
+                         px_ex_at(ex, all, r * n + p * rowlen), px_ex_bytes(ex, c * rowlen));
         }
     px_ex_free(ex, &all);
     return PX_OK;
@@ -132,19 +138,19 @@ static px_status gather_kv(px_exec *ex, const float *qkv, float **kv, px_error *
 
 /* Under CP: dkv [s rows in position order] summed over the CP group and
  * added to this rank's rows of dqkv (the inverse of gather_kv). */
-static px_status scatter_dkv(px_exec *ex, float *dkv, float *dqkv, px_error *err)
+static px_status scatter_dkv(px_exec *ex, void *dkv, void *dqkv, px_error *err)
 {
     int64_t rowlen = ex->b * ex->qkv_l, n = ex->T * ex->qkv_l, c = ex->cp_chunk;
-    float *blocks = NULL, *mine = NULL;
-    TRY(px_ex_alloc(ex, PX_MEM_TEMP, n * ex->cp.size, &blocks, err));
+    void *blocks = NULL, *mine = NULL;
+    TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, n * ex->cp.size, &blocks, err));
     for (int r = 0; r < ex->cp.size; r++)
         for (int half = 0; half < 2; half++) {
             int64_t p = half * c, g = px_ex_pos(ex, r, p);
-            ex->be->copy(ex->be, blocks + r * n + p * rowlen, dkv + g * rowlen,
-                         c * rowlen * (int64_t)sizeof(float));
+            ex->be->copy(ex->be, px_ex_at(ex, blocks, r * n + p * rowlen),
+                         px_ex_at(ex, dkv, g * rowlen), px_ex_bytes(ex, c * rowlen));
         }
-    TRY(px_ex_alloc(ex, PX_MEM_TEMP, n, &mine, err));
-    TRY(ex->be->reduce_scatter(ex->be, mine, blocks, n, &ex->cp, err));
+    TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, n, &mine, err));
+    TRY(ex->be->reduce_scatter(ex->be, mine, blocks, n, ex->act_dtype, &ex->cp, err));
     px_ex_free(ex, &blocks);
     ex->k->residual_fwd(dqkv, dqkv, mine, n);
     px_ex_free(ex, &mine);
@@ -152,14 +158,14 @@ static px_status scatter_dkv(px_exec *ex, float *dkv, float *dqkv, px_error *err
 }
 
 /* out, lse (and probs) of the attention core over a->qkv. */
-static px_status attn_fwd(px_exec *ex, const px_layer_act *a, float *out, float *lse,
+static px_status attn_fwd(px_exec *ex, const px_layer_act *a, void *out, float *lse,
                           float *probs, px_error *err)
 {
     if (ex->cp.size <= 1) {
         ex->k->attention_fwd(out, lse, probs, a->qkv, ex->s, ex->b, ex->nh_l, ex->nkv_l, ex->hd);
         return PX_OK;
     }
-    float *kv = NULL;
+    void *kv = NULL;
     TRY(gather_kv(ex, a->qkv, &kv, err));
     ex->k->attention_kv_fwd(out, lse, a->qkv, ex->qpos, kv, ex->s_l, ex->s, ex->b, ex->nh_l,
                             ex->nkv_l, ex->hd);
@@ -168,18 +174,19 @@ static px_status attn_fwd(px_exec *ex, const px_layer_act *a, float *out, float 
 }
 
 /* dqkv (fresh) of the attention core; recomputes lse when not kept. */
-static px_status attn_bwd(px_exec *ex, const px_layer_act *a, const float *datt, float **dqkv,
+static px_status attn_bwd(px_exec *ex, const px_layer_act *a, const void *datt, void **dqkv,
                           px_error *err)
 {
     px_mem_kind X = PX_MEM_TEMP;
     const px_kernels *k = ex->k;
-    float *lse = a->lse, *tmp_out = NULL, *kv = NULL, *dkv = NULL;
+    float *lse = a->lse;
+    void *tmp_out = NULL, *kv = NULL, *dkv = NULL;
     bool cp = ex->cp.size > 1;
     if (cp)
         TRY(gather_kv(ex, a->qkv, &kv, err));
     if (!lse) { /* selective recompute: rerun the attention core for its statistics */
-        TRY(px_ex_alloc(ex, X, ex->b * ex->nh_l * ex->s_l, &lse, err));
-        TRY(px_ex_alloc(ex, X, ex->T * ex->nh_l * ex->hd, &tmp_out, err));
+        TRY(px_ex_alloc_f32(ex, X, ex->b * ex->nh_l * ex->s_l, &lse, err));
+        TRY(px_ex_alloc_act(ex, X, ex->T * ex->nh_l * ex->hd, &tmp_out, err));
         if (cp)
             k->attention_kv_fwd(tmp_out, lse, a->qkv, ex->qpos, kv, ex->s_l, ex->s, ex->b,
                                 ex->nh_l, ex->nkv_l, ex->hd);
@@ -188,9 +195,9 @@ static px_status attn_bwd(px_exec *ex, const px_layer_act *a, const float *datt,
                              ex->hd);
         px_ex_free(ex, &tmp_out);
     }
-    TRY(px_ex_alloc(ex, X, ex->T * ex->qkv_l, dqkv, err));
+    TRY(px_ex_alloc_act(ex, X, ex->T * ex->qkv_l, dqkv, err));
     if (cp) {
-        TRY(px_ex_alloc(ex, X, ex->s * ex->b * ex->qkv_l, &dkv, err));
+        TRY(px_ex_alloc_act(ex, X, ex->s * ex->b * ex->qkv_l, &dkv, err));
         k->attention_kv_bwd(*dqkv, dkv, datt, a->att, lse, a->qkv, ex->qpos, kv, ex->s_l, ex->s,
                             ex->b, ex->nh_l, ex->nkv_l, ex->hd);
         px_ex_free(ex, &kv);
@@ -214,19 +221,19 @@ static bool moe_sliced(const px_exec *ex)
     return !ex->sp && ex->tp.size > 1;
 }
 
-static px_status moe_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, float **x_out,
+static px_status moe_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, void **x_out,
                          px_error *err)
 {
     int64_t h = ex->h, Ts = ex->Ts;
-    float *y = NULL, *yfull = NULL;
-    TRY(px_moe_fwd(ex, lp, a, a->n2_out + ex->row0_m * h, &y, err));
+    void *y = NULL, *yfull = NULL;
+    TRY(px_moe_fwd(ex, lp, a, px_ex_at(ex, a->n2_out, ex->row0_m * h), &y, err));
     yfull = y;
     if (moe_sliced(ex)) {
-        TRY(px_ex_alloc(ex, PX_MEM_TEMP, ex->T * h, &yfull, err));
-        TRY(ex->be->all_gather(ex->be, yfull, y, ex->Tm * h, &ex->tp, err));
+        TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, ex->T * h, &yfull, err));
+        TRY(ex->be->all_gather(ex->be, yfull, y, ex->Tm * h, ex->act_dtype, &ex->tp, err));
         px_ex_free(ex, &y);
     }
-    TRY(px_ex_alloc(ex, PX_MEM_ACTIVATIONS, Ts * h, x_out, err));
+    TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, x_out, err));
     ex->k->residual_fwd(*x_out, a->x_mid, yfull, Ts * h);
     px_ex_free(ex, &yfull);
     return PX_OK;
@@ -234,87 +241,88 @@ static px_status moe_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a
 
 /* dx_mid (fresh) = dx_out + the MoE MLP's gradient through norm 2. */
 static px_status moe_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
-                         const float *dx_out, float **dx_mid, px_error *err)
+                         const void *dx_out, void **dx_mid, px_error *err)
 {
     int64_t h = ex->h, Ts = ex->Ts, r0 = ex->row0_m * h;
-    float *dxm = NULL, *dn = NULL;
-    TRY(px_moe_bwd(ex, lp, a, dx_out + r0, a->n2_out + r0, &dxm, err));
+    void *dxm = NULL, *dn = NULL;
+    TRY(px_moe_bwd(ex, lp, a, px_ex_at(ex, dx_out, r0), px_ex_at(ex, a->n2_out, r0), &dxm, err));
     dn = dxm;
     if (moe_sliced(ex)) {
-        TRY(px_ex_alloc(ex, PX_MEM_TEMP, ex->T * h, &dn, err));
-        TRY(ex->be->all_gather(ex->be, dn, dxm, ex->Tm * h, &ex->tp, err));
+        TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, ex->T * h, &dn, err));
+        TRY(ex->be->all_gather(ex->be, dn, dxm, ex->Tm * h, ex->act_dtype, &ex->tp, err));
         px_ex_free(ex, &dxm);
     }
-    TRY(px_ex_alloc(ex, PX_MEM_TEMP, Ts * h, dx_mid, err));
-    ex->be->copy(ex->be, *dx_mid, dx_out, Ts * h * (int64_t)sizeof(float));
+    TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, Ts * h, dx_mid, err));
+    ex->be->copy(ex->be, *dx_mid, dx_out, px_ex_bytes(ex, Ts * h));
     px_ex_norm_bwd(ex, *dx_mid, dn, a->x_mid, lp->ln2_w, lp->ln2_b, a->n2_mean, a->n2_rstd);
     px_ex_free(ex, &dn);
     return PX_OK;
 }
 
 px_status px_layer_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, bool keep,
-                       bool selective, float **x_out, px_error *err)
+                       bool selective, void **x_out, px_error *err)
 {
     const px_kernels *k = ex->k;
     int64_t T = ex->T, Ts = ex->Ts, h = ex->h;
     px_mem_kind A = PX_MEM_ACTIVATIONS;
-    float *g = NULL, *o = NULL, *o_s = NULL, *y = NULL, *y_s = NULL;
+    void *g = NULL, *o = NULL, *o_s = NULL, *y = NULL, *y_s = NULL;
 
     /* ---- attention ---- */
-    TRY(px_ex_alloc(ex, A, Ts * h, &a->n1_out, err));
+    TRY(px_ex_alloc_act(ex, A, Ts * h, &a->n1_out, err));
     TRY(px_ex_norm_fwd(ex, a->n1_out, &a->n1_mean, &a->n1_rstd, a->x_in, lp->ln1_w, lp->ln1_b,
                        A, err));
     TRY(col_input(ex, a->n1_out, &g, err));
-    TRY(px_ex_alloc(ex, A, T * ex->qkv_l, &a->qkv, err));
+    TRY(px_ex_alloc_act(ex, A, T * ex->qkv_l, &a->qkv, err));
     k->matmul_fwd(a->qkv, g, W(lp->wqkv), WOPT(lp->bqkv), T, h, ex->qkv_l);
     col_input_done(ex, a->n1_out, &g);
     if (ex->llama)
         rope(ex, a->qkv, 1);
-    TRY(px_ex_alloc(ex, A, T * ex->nh_l * ex->hd, &a->att, err));
-    TRY(px_ex_alloc(ex, selective ? PX_MEM_TEMP : A, ex->b * ex->nh_l * ex->s_l, &a->lse, err));
+    TRY(px_ex_alloc_act(ex, A, T * ex->nh_l * ex->hd, &a->att, err));
+    TRY(px_ex_alloc_f32(ex, selective ? PX_MEM_TEMP : A, ex->b * ex->nh_l * ex->s_l, &a->lse,
+                        err));
     bool probs = keep && ex->store_probs_allowed && !selective && ex->cp.size <= 1;
     if (probs)
-        TRY(px_ex_alloc(ex, A, ex->b * ex->nh_l * ex->s * ex->s, &a->probs, err));
+        TRY(px_ex_alloc_f32(ex, A, ex->b * ex->nh_l * ex->s * ex->s, &a->probs, err));
     TRY(attn_fwd(ex, a, a->att, a->lse, a->probs, err));
     if (selective) /* recomputed in backward with the attention core */
         px_ex_free(ex, &a->lse);
-    TRY(px_ex_alloc(ex, PX_MEM_TEMP, T * h, &o, err));
+    TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, T * h, &o, err));
     k->matmul_fwd(o, a->att, W(lp->wo), NULL, T, ex->nh_l * ex->hd, h);
     TRY(px_ex_tp_reduce(ex, o, &o_s, PX_MEM_TEMP, err));
     if (lp->bo >= 0)
         k->bias_add_fwd(o_s, W(lp->bo), Ts, h);
-    TRY(px_ex_alloc(ex, A, Ts * h, &a->x_mid, err));
+    TRY(px_ex_alloc_act(ex, A, Ts * h, &a->x_mid, err));
     k->residual_fwd(a->x_mid, a->x_in, o_s, Ts * h);
     px_ex_free(ex, &o_s);
 
     /* ---- MLP ---- */
-    TRY(px_ex_alloc(ex, A, Ts * h, &a->n2_out, err));
+    TRY(px_ex_alloc_act(ex, A, Ts * h, &a->n2_out, err));
     TRY(px_ex_norm_fwd(ex, a->n2_out, &a->n2_mean, &a->n2_rstd, a->x_mid, lp->ln2_w, lp->ln2_b,
                        A, err));
     if (lp->router >= 0) {
         TRY(moe_fwd(ex, lp, a, x_out, err));
     } else {
         TRY(col_input(ex, a->n2_out, &g, err));
-        TRY(px_ex_alloc(ex, A, T * ex->w1_rows, &a->h1, err));
+        TRY(px_ex_alloc_act(ex, A, T * ex->w1_rows, &a->h1, err));
         k->matmul_fwd(a->h1, g, W(lp->w1), WOPT(lp->b1), T, h, ex->w1_rows);
         col_input_done(ex, a->n2_out, &g);
-        TRY(px_ex_alloc(ex, A, T * ex->f_l, &a->h2, err));
+        TRY(px_ex_alloc_act(ex, A, T * ex->f_l, &a->h2, err));
         if (ex->llama)
             k->swiglu_fwd(a->h2, a->h1, T, ex->f_l);
         else
             k->gelu_fwd(a->h2, a->h1, T * ex->f_l);
-        TRY(px_ex_alloc(ex, PX_MEM_TEMP, T * h, &y, err));
+        TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, T * h, &y, err));
         k->matmul_fwd(y, a->h2, W(lp->w2), NULL, T, ex->f_l, h);
         TRY(px_ex_tp_reduce(ex, y, &y_s, PX_MEM_TEMP, err));
         if (lp->b2 >= 0)
             k->bias_add_fwd(y_s, W(lp->b2), Ts, h);
-        TRY(px_ex_alloc(ex, A, Ts * h, x_out, err));
+        TRY(px_ex_alloc_act(ex, A, Ts * h, x_out, err));
         k->residual_fwd(*x_out, a->x_mid, y_s, Ts * h);
         px_ex_free(ex, &y_s);
     }
 
     if (!keep) { /* full recompute: only the input stays */
-        float *x_in = a->x_in;
+        void *x_in = a->x_in;
         a->x_in = NULL;
         px_layer_act_free(ex, a);
         a->x_in = x_in;
@@ -326,27 +334,27 @@ px_status px_layer_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, 
  * (fresh) = dx_out + the gradient through the MLP and norm 2.  With defer_w
  * the linears' weight gradients wait for px_layer_wgrad. */
 static px_status mlp_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
-                         const float *dx_out, bool defer_w, float **dx_mid, px_error *err)
+                         const void *dx_out, bool defer_w, void **dx_mid, px_error *err)
 {
     const px_kernels *k = ex->k;
     px_backend *be = ex->be;
     int64_t T = ex->T, Ts = ex->Ts, h = ex->h;
     px_mem_kind X = PX_MEM_TEMP;
-    float *dy = NULL, *dh2 = NULL, *dh1 = NULL, *g = NULL, *dg = NULL, *dn = NULL;
+    void *dy = NULL, *dh2 = NULL, *dh1 = NULL, *g = NULL, *dg = NULL, *dn = NULL;
 #define WG(off) (defer_w ? NULL : G(off))
     if (lp->b2 >= 0)
         k->bias_add_bwd(G(lp->b2), dx_out, Ts, h);
     if (ex->sp)
         TRY(px_ex_tp_gather(ex, dx_out, &dy, err));
-    const float *dyv = ex->sp ? dy : dx_out;
-    TRY(px_ex_alloc(ex, X, T * ex->f_l, &dh2, err));
+    const void *dyv = ex->sp ? dy : dx_out;
+    TRY(px_ex_alloc_act(ex, X, T * ex->f_l, &dh2, err));
     k->matmul_bwd(dh2, WG(lp->w2), NULL, dyv, a->h2, W(lp->w2), T, ex->f_l, h);
     px_ex_free(ex, &dy);
     if (defer_w) {
-        TRY(px_ex_alloc(ex, PX_MEM_ACTIVATIONS, Ts * h, &a->w_dy, err));
-        be->copy(be, a->w_dy, dx_out, Ts * h * (int64_t)sizeof(float));
+        TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, &a->w_dy, err));
+        be->copy(be, a->w_dy, dx_out, px_ex_bytes(ex, Ts * h));
     }
-    TRY(px_ex_alloc(ex, X, T * ex->w1_rows, &dh1, err));
+    TRY(px_ex_alloc_act(ex, X, T * ex->w1_rows, &dh1, err));
     if (ex->llama)
         k->swiglu_bwd(dh1, dh2, a->h1, T, ex->f_l);
     else
@@ -354,7 +362,7 @@ static px_status mlp_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a
     px_ex_free(ex, &dh2);
     if (!defer_w) /* the input is only needed for the weight gradient */
         TRY(col_input(ex, a->n2_out, &g, err));
-    TRY(px_ex_alloc(ex, X, T * h, &dg, err));
+    TRY(px_ex_alloc_act(ex, X, T * h, &dg, err));
     k->matmul_bwd(dg, WG(lp->w1), GOPT(lp->b1), dh1, g, W(lp->w1), T, h, ex->w1_rows);
     if (g)
         col_input_done(ex, a->n2_out, &g);
@@ -365,8 +373,8 @@ static px_status mlp_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a
     }
     px_ex_free(ex, &dh1);
     TRY(px_ex_tp_reduce(ex, dg, &dn, X, err));
-    TRY(px_ex_alloc(ex, X, Ts * h, dx_mid, err));
-    be->copy(be, *dx_mid, dx_out, Ts * h * (int64_t)sizeof(float));
+    TRY(px_ex_alloc_act(ex, X, Ts * h, dx_mid, err));
+    be->copy(be, *dx_mid, dx_out, px_ex_bytes(ex, Ts * h));
     px_ex_norm_bwd(ex, *dx_mid, dn, a->x_mid, lp->ln2_w, lp->ln2_b, a->n2_mean, a->n2_rstd);
     px_ex_free(ex, &dn);
 #undef WG
@@ -374,14 +382,14 @@ static px_status mlp_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a
 }
 
 px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
-                       const float *dx_out, bool defer_w, float **dx_in, px_error *err)
+                       const void *dx_out, bool defer_w, void **dx_in, px_error *err)
 {
     const px_kernels *k = ex->k;
     px_backend *be = ex->be;
     int64_t T = ex->T, Ts = ex->Ts, h = ex->h;
     px_mem_kind X = PX_MEM_TEMP;
-    float *dy = NULL, *g = NULL, *dg = NULL, *dn = NULL;
-    float *dx_mid = NULL, *datt = NULL, *dqkv = NULL;
+    void *dy = NULL, *g = NULL, *dg = NULL, *dn = NULL;
+    void *dx_mid = NULL, *datt = NULL, *dqkv = NULL;
     /* Weight-gradient targets: NULL when W runs later (zero-bubble). */
 #define WG(off) (defer_w ? NULL : G(off))
 
@@ -396,8 +404,8 @@ px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
         k->bias_add_bwd(G(lp->bo), dx_mid, Ts, h);
     if (ex->sp)
         TRY(px_ex_tp_gather(ex, dx_mid, &dy, err));
-    const float *dyv = ex->sp ? dy : dx_mid;
-    TRY(px_ex_alloc(ex, X, T * ex->nh_l * ex->hd, &datt, err));
+    const void *dyv = ex->sp ? dy : dx_mid;
+    TRY(px_ex_alloc_act(ex, X, T * ex->nh_l * ex->hd, &datt, err));
     k->matmul_bwd(datt, WG(lp->wo), NULL, dyv, a->att, W(lp->wo), T, ex->nh_l * ex->hd, h);
     px_ex_free(ex, &dy);
     TRY(attn_bwd(ex, a, datt, &dqkv, err));
@@ -406,7 +414,7 @@ px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
         rope(ex, dqkv, -1);
     if (!defer_w)
         TRY(col_input(ex, a->n1_out, &g, err));
-    TRY(px_ex_alloc(ex, X, T * h, &dg, err));
+    TRY(px_ex_alloc_act(ex, X, T * h, &dg, err));
     k->matmul_bwd(dg, WG(lp->wqkv), GOPT(lp->bqkv), dqkv, g, W(lp->wqkv), T, h, ex->qkv_l);
     if (g)
         col_input_done(ex, a->n1_out, &g);
@@ -417,8 +425,8 @@ px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
     }
     px_ex_free(ex, &dqkv);
     TRY(px_ex_tp_reduce(ex, dg, &dn, X, err));
-    TRY(px_ex_alloc(ex, PX_MEM_ACTIVATIONS, Ts * h, dx_in, err));
-    be->copy(be, *dx_in, dx_mid, Ts * h * (int64_t)sizeof(float));
+    TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, dx_in, err));
+    be->copy(be, *dx_in, dx_mid, px_ex_bytes(ex, Ts * h));
     px_ex_norm_bwd(ex, *dx_in, dn, a->x_in, lp->ln1_w, lp->ln1_b, a->n1_mean, a->n1_rstd);
     px_ex_free(ex, &dn);
     if (defer_w) {
@@ -436,7 +444,7 @@ px_status px_layer_wgrad(px_exec *ex, const px_layer_params *lp, px_layer_act *a
 {
     const px_kernels *k = ex->k;
     int64_t T = ex->T, h = ex->h;
-    float *dy = NULL, *g = NULL;
+    void *dy = NULL, *g = NULL;
     if (lp->router < 0) { /* (MoE: the MLP's gradients were taken in B) */
         /* W2: d(MLP output) x act output */
         if (ex->sp)

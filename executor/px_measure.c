@@ -134,6 +134,13 @@ void px_measure_print_summary(FILE *f, const px_run *run, const px_plan *plan)
         else
             fprintf(f, "# %-18s %16.6g %16.6g %+10.4f\n", names[i], mv[i], pv[i], e);
     }
+    if (run->device_time_s && run->steps > 0) {
+        double sum = 0.0;
+        for (int64_t i = run->warmup; i < run->warmup + run->steps; i++)
+            sum += run->device_time_s[i];
+        fprintf(f, "# %-18s %16.6g   (device clock, CUDA events; step_time_s is wall clock)\n",
+                "device_step_s", sum / (double)run->steps);
+    }
     fprintf(f, "# %-6s %18s", "rank", "peak_mem_bytes");
     for (int k = 0; k < PX_MEM_KINDS; k++)
         fprintf(f, " %12s", px_mem_kind_name((px_mem_kind)k));
@@ -184,6 +191,13 @@ px_status px_measure_write(const char *path, const px_run *run, const px_plan *p
                                 json_integer((json_int_t)run->peak_breakdown[r][k]));
         json_array_append_new(breakdown, b);
     }
+    if (run->device_time_s) {
+        json_t *dev = json_array();
+        for (int64_t i = 0; i < run->warmup + run->steps; i++)
+            json_array_append_new(dev, json_real(run->device_time_s[i]));
+        json_object_set_new(root, "device_step_times_s", dev);
+    }
+    json_object_set_new(root, "dtype", json_string(run->dtype ? run->dtype : ""));
     json_object_set_new(root, "losses", losses);
     json_object_set_new(root, "step_times_s", times);
     json_object_set_new(root, "warmup_steps", json_integer(run->warmup));

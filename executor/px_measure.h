@@ -24,6 +24,9 @@ typedef struct {
     int64_t steps, warmup;
     double *losses;      /* [warmup + steps], in order */
     double *step_time_s; /* [warmup + steps], slowest rank */
+    double *device_time_s; /* [warmup + steps], slowest rank, by the device's clock
+                            * (CUDA events); NULL where the backend has none */
+    const char *dtype;     /* storage of activations and weights: "bf16", "fp32" */
     int world;
     const char *backend;             /* px_backend name */
     int64_t *peak_memory_bytes;      /* [world], over the timed steps */

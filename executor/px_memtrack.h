@@ -9,9 +9,11 @@
 #include "px_backend.h"
 
 typedef enum {
-    PX_MEM_WEIGHTS = 0, /* parameters (fp32: the master copy) */
+    PX_MEM_WEIGHTS = 0, /* parameters the kernels read (fp32 storage: the master; bf16:
+                         * the compute copy) */
     PX_MEM_GRADS,       /* fp32 gradients */
-    PX_MEM_OPTIMIZER,   /* AdamW moments (sharded under ZeRO 1-3) */
+    PX_MEM_OPTIMIZER,   /* AdamW moments, and the fp32 master in bf16 storage (sharded
+                         * under ZeRO 1-3) */
     PX_MEM_ACTIVATIONS, /* tensors stashed for backward (docs/executor.md lists them) */
     PX_MEM_BUFFERS,     /* embedding output, logits, loss, token ids */
     PX_MEM_TEMP,        /* work buffers freed within one operator (gathers, partial sums) */

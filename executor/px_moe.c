@@ -46,7 +46,7 @@ static void scale_counts(int64_t *out, const int64_t *rows, int n, int64_t w)
         out[j] = rows[j] * w;
 }
 
-static px_status a2a_rows(px_exec *ex, float *out, const int64_t *recv_rows, const float *in,
+static px_status a2a_rows(px_exec *ex, void *out, const int64_t *recv_rows, const void *in,
                           const int64_t *send_rows, int64_t w, px_error *err)
 {
     int n = ex->ep.size;
@@ -55,7 +55,8 @@ static px_status a2a_rows(px_exec *ex, float *out, const int64_t *recv_rows, con
         return PX_FAIL(err, PX_ERR_NOMEM, "MoE: out of memory (counts)");
     scale_counts(cnt, send_rows, n, w);
     scale_counts(cnt + n, recv_rows, n, w);
-    px_status st = ex->be->all_to_all_v(ex->be, out, cnt + n, in, cnt, &ex->ep, err);
+    px_status st =
+        ex->be->all_to_all_v(ex->be, out, cnt + n, in, cnt, ex->act_dtype, &ex->ep, err);
     free(cnt);
     return st;
 }
@@ -113,9 +114,9 @@ static px_status route(px_exec *ex, px_layer_act *a, px_error *err)
             r->recv_rows[i] += r->recv_blk[i * El + le];
             r->n_recv += r->recv_blk[i * El + le];
         }
-    st = px_ex_alloc(ex, PX_MEM_ACTIVATIONS, n, (float **)&a->m_rows, err);
+    st = px_ex_alloc_i32(ex, PX_MEM_ACTIVATIONS, n, &a->m_rows, err);
     if (!st)
-        st = px_ex_alloc(ex, PX_MEM_ACTIVATIONS, n, (float **)&a->m_slots, err);
+        st = px_ex_alloc_i32(ex, PX_MEM_ACTIVATIONS, n, &a->m_slots, err);
     if (!st) {
         ex->be->upload(ex->be, a->m_rows, rows, n * (int64_t)sizeof(int32_t));
         ex->be->upload(ex->be, a->m_slots, slots, n * (int64_t)sizeof(int32_t));
@@ -128,114 +129,118 @@ out:
     return st;
 }
 
-px_status px_moe_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, const float *x,
-                     float **y, px_error *err)
+px_status px_moe_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, const void *x,
+                     void **y, px_error *err)
 {
     const px_kernels *k = ex->k;
     int64_t Tm = ex->Tm, h = ex->h, E = ex->E, fe = ex->fe, El = ex->E_l;
     px_mem_kind A = PX_MEM_ACTIVATIONS, X = PX_MEM_TEMP;
-    float *logits = NULL, *xs = NULL, *yl = NULL, *h2 = NULL;
+    void *logits = NULL, *xs = NULL, *yl = NULL, *h2 = NULL;
 
-    TRY(px_ex_alloc(ex, X, Tm * E, &logits, err));
+    TRY(px_ex_alloc_act(ex, X, Tm * E, &logits, err));
     k->matmul_fwd(logits, x, W(lp->router), NULL, Tm, h, E);
-    TRY(px_ex_alloc(ex, A, Tm * E, &a->m_probs, err));
-    TRY(px_ex_alloc(ex, A, Tm * ex->top_k, (float **)&a->m_idx, err));
-    TRY(px_ex_alloc(ex, A, Tm * ex->top_k, &a->m_gate, err));
+    TRY(px_ex_alloc_f32(ex, A, Tm * E, &a->m_probs, err));
+    TRY(px_ex_alloc_i32(ex, A, Tm * ex->top_k, &a->m_idx, err));
+    TRY(px_ex_alloc_f32(ex, A, Tm * ex->top_k, &a->m_gate, err));
     k->moe_router_fwd(a->m_probs, a->m_idx, a->m_gate, logits, Tm, E, ex->top_k);
     px_ex_free(ex, &logits);
     TRY(route(ex, a, err));
     struct px_moe_route *r = a->m_route;
 
     /* Dispatch. */
-    TRY(px_ex_alloc(ex, X, r->n_send * h, &xs, err));
+    TRY(px_ex_alloc_act(ex, X, r->n_send * h, &xs, err));
     k->moe_permute(xs, x, a->m_rows, NULL, NULL, r->n_send, h);
-    TRY(px_ex_alloc(ex, A, r->n_recv * h, &a->m_xr, err));
+    TRY(px_ex_alloc_act(ex, A, r->n_recv * h, &a->m_xr, err));
     TRY(a2a_rows(ex, a->m_xr, r->recv_rows, xs, r->send_rows, h, err));
     px_ex_free(ex, &xs);
 
     /* This rank's experts, one block per (source, expert). */
-    TRY(px_ex_alloc(ex, A, r->n_recv * 2 * fe, &a->m_h1, err));
-    TRY(px_ex_alloc(ex, X, r->n_recv * fe, &h2, err));
-    TRY(px_ex_alloc(ex, X, r->n_recv * h, &yl, err));
+    TRY(px_ex_alloc_act(ex, A, r->n_recv * 2 * fe, &a->m_h1, err));
+    TRY(px_ex_alloc_act(ex, X, r->n_recv * fe, &h2, err));
+    TRY(px_ex_alloc_act(ex, X, r->n_recv * h, &yl, err));
     int64_t off = 0;
     for (int i = 0; i < ex->ep.size; i++)
         for (int64_t le = 0; le < El; le++) {
             int64_t n = r->recv_blk[i * El + le];
             if (n == 0)
                 continue;
-            float *h1 = a->m_h1 + off * 2 * fe;
-            k->matmul_fwd(h1, a->m_xr + off * h, W(lp->ew1 + le * 2 * fe * h), NULL, n, h,
-                          2 * fe);
-            k->swiglu_fwd(h2 + off * fe, h1, n, fe);
-            k->matmul_fwd(yl + off * h, h2 + off * fe, W(lp->ew2 + le * h * fe), NULL, n, fe, h);
+            void *h1 = px_ex_at(ex, a->m_h1, off * 2 * fe), *h2o = px_ex_at(ex, h2, off * fe);
+            k->matmul_fwd(h1, px_ex_at(ex, a->m_xr, off * h), W(lp->ew1 + le * 2 * fe * h), NULL,
+                          n, h, 2 * fe);
+            k->swiglu_fwd(h2o, h1, n, fe);
+            k->matmul_fwd(px_ex_at(ex, yl, off * h), h2o, W(lp->ew2 + le * h * fe), NULL, n, fe,
+                          h);
             off += n;
         }
     px_ex_free(ex, &h2);
 
     /* Combine: back to the token's rank, scaled by its gate and summed. */
-    TRY(px_ex_alloc(ex, A, r->n_send * h, &a->m_yr, err));
+    TRY(px_ex_alloc_act(ex, A, r->n_send * h, &a->m_yr, err));
     TRY(a2a_rows(ex, a->m_yr, r->send_rows, yl, r->recv_rows, h, err));
     px_ex_free(ex, &yl);
-    TRY(px_ex_alloc(ex, X, Tm * h, y, err));
+    TRY(px_ex_alloc_act(ex, X, Tm * h, y, err));
     k->moe_unpermute(*y, a->m_yr, a->m_rows, a->m_gate, a->m_slots, r->n_send, h);
     return PX_OK;
 }
 
-px_status px_moe_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, const float *dy,
-                     const float *x, float **dx, px_error *err)
+px_status px_moe_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, const void *dy,
+                     const void *x, void **dx, px_error *err)
 {
     const px_kernels *k = ex->k;
     int64_t Tm = ex->Tm, h = ex->h, E = ex->E, fe = ex->fe, El = ex->E_l;
     px_mem_kind X = PX_MEM_TEMP;
     struct px_moe_route *r = a->m_route;
-    float *dgate = NULL, *dys = NULL, *dyr = NULL, *dxr = NULL, *h2 = NULL, *dh2 = NULL;
-    float *dh1 = NULL, *dxs = NULL, *dlogits = NULL, *dxrt = NULL;
+    float *dgate = NULL;
+    void *dys = NULL, *dyr = NULL, *dxr = NULL, *h2 = NULL, *dh2 = NULL;
+    void *dh1 = NULL, *dxs = NULL, *dlogits = NULL, *dxrt = NULL;
 
     /* Gates: d(gate) = <dy_t, expert output>; the rows sent back scaled. */
-    TRY(px_ex_alloc(ex, X, Tm * ex->top_k, &dgate, err));
+    TRY(px_ex_alloc_f32(ex, X, Tm * ex->top_k, &dgate, err));
     k->moe_gate_bwd(dgate, dy, a->m_yr, a->m_rows, a->m_slots, r->n_send, h);
-    TRY(px_ex_alloc(ex, X, r->n_send * h, &dys, err));
+    TRY(px_ex_alloc_act(ex, X, r->n_send * h, &dys, err));
     k->moe_permute(dys, dy, a->m_rows, a->m_gate, a->m_slots, r->n_send, h);
-    TRY(px_ex_alloc(ex, X, r->n_recv * h, &dyr, err));
+    TRY(px_ex_alloc_act(ex, X, r->n_recv * h, &dyr, err));
     TRY(a2a_rows(ex, dyr, r->recv_rows, dys, r->send_rows, h, err));
     px_ex_free(ex, &dys);
 
     /* Experts: SwiGLU output recomputed from the kept gate|up (cheap). */
-    TRY(px_ex_alloc(ex, X, r->n_recv * h, &dxr, err));
-    TRY(px_ex_alloc(ex, X, r->n_recv * fe, &h2, err));
-    TRY(px_ex_alloc(ex, X, r->n_recv * fe, &dh2, err));
-    TRY(px_ex_alloc(ex, X, r->n_recv * 2 * fe, &dh1, err));
+    TRY(px_ex_alloc_act(ex, X, r->n_recv * h, &dxr, err));
+    TRY(px_ex_alloc_act(ex, X, r->n_recv * fe, &h2, err));
+    TRY(px_ex_alloc_act(ex, X, r->n_recv * fe, &dh2, err));
+    TRY(px_ex_alloc_act(ex, X, r->n_recv * 2 * fe, &dh1, err));
     int64_t off = 0;
     for (int i = 0; i < ex->ep.size; i++)
         for (int64_t le = 0; le < El; le++) {
             int64_t n = r->recv_blk[i * El + le];
             if (n == 0)
                 continue;
-            const float *h1 = a->m_h1 + off * 2 * fe;
+            const void *h1 = px_ex_at(ex, a->m_h1, off * 2 * fe);
             int64_t w1 = lp->ew1 + le * 2 * fe * h, w2 = lp->ew2 + le * h * fe;
             k->swiglu_fwd(h2, h1, n, fe);
-            k->matmul_bwd(dh2, G(w2), NULL, dyr + off * h, h2, W(w2), n, fe, h);
+            k->matmul_bwd(dh2, G(w2), NULL, px_ex_at(ex, dyr, off * h), h2, W(w2), n, fe, h);
             k->swiglu_bwd(dh1, dh2, h1, n, fe);
-            k->matmul_bwd(dxr + off * h, G(w1), NULL, dh1, a->m_xr + off * h, W(w1), n, h,
-                          2 * fe);
+            k->matmul_bwd(px_ex_at(ex, dxr, off * h), G(w1), NULL, dh1,
+                          px_ex_at(ex, a->m_xr, off * h), W(w1), n, h, 2 * fe);
             off += n;
         }
     px_ex_free(ex, &h2);
     px_ex_free(ex, &dh2);
     px_ex_free(ex, &dh1);
     px_ex_free(ex, &dyr);
-    TRY(px_ex_alloc(ex, X, r->n_send * h, &dxs, err));
+    TRY(px_ex_alloc_act(ex, X, r->n_send * h, &dxs, err));
     TRY(a2a_rows(ex, dxs, r->send_rows, dxr, r->recv_rows, h, err));
     px_ex_free(ex, &dxr);
-    TRY(px_ex_alloc(ex, X, Tm * h, dx, err));
-    k->moe_unpermute(*dx, dxs, a->m_rows, NULL, NULL, r->n_send, h);
+    TRY(px_ex_alloc_act(ex, X, Tm * h, dx, err));
+    /* slots without gates: the CUDA kernel then sums each token's k rows in
+     * a fixed order (no atomics), the CPU one ignores them */
+    k->moe_unpermute(*dx, dxs, a->m_rows, NULL, a->m_slots, r->n_send, h);
     px_ex_free(ex, &dxs);
 
     /* Router: through the softmax into its weight and the input. */
-    TRY(px_ex_alloc(ex, X, Tm * E, &dlogits, err));
+    TRY(px_ex_alloc_act(ex, X, Tm * E, &dlogits, err));
     k->moe_router_bwd(dlogits, a->m_probs, a->m_idx, dgate, Tm, E, ex->top_k);
     px_ex_free(ex, &dgate);
-    TRY(px_ex_alloc(ex, X, Tm * h, &dxrt, err));
+    TRY(px_ex_alloc_act(ex, X, Tm * h, &dxrt, err));
     k->matmul_bwd(dxrt, G(lp->router), NULL, dlogits, x, W(lp->router), Tm, h, E);
     k->residual_fwd(*dx, *dx, dxrt, Tm * h);
     px_ex_free(ex, &dxrt);

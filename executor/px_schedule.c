@@ -193,3 +193,97 @@ int px_schedule_max_b_to_w(const px_sched_op *ops, int n_ops)
     }
     return has_w ? best : 0; /* without W ops nothing waits between B and W */
 }
+
+/* ---- timeline ------------------------------------------------------------------ */
+
+void px_timeline_free(px_timeline *tl)
+{
+    for (int r = 0; tl->ops && r < tl->pp; r++) {
+        free(tl->ops[r]);
+        if (tl->slot)
+            free(tl->slot[r]);
+    }
+    free(tl->ops);
+    free(tl->slot);
+    free(tl->n_ops);
+    free(tl->msgs);
+    *tl = (px_timeline){0};
+}
+
+px_status px_timeline_build(px_timeline *tl, px_schedule s, int pp, int vpp, int n_micro,
+                            px_error *err)
+{
+    *tl = (px_timeline){0};
+    int cap = 3 * vpp * n_micro, n_mc = pp * vpp;
+    tl->pp = pp;
+    tl->n_ops = calloc((size_t)pp, sizeof *tl->n_ops);
+    tl->ops = calloc((size_t)pp, sizeof *tl->ops);
+    tl->slot = calloc((size_t)pp, sizeof *tl->slot);
+    /* slot at which F / B of (model chunk, micro) ran, -1 before */
+    int *f_at = malloc((size_t)n_mc * n_micro * sizeof *f_at);
+    int *b_at = malloc((size_t)n_mc * n_micro * sizeof *b_at);
+    int *next = calloc((size_t)pp, sizeof *next);
+    /* at most one message per op */
+    tl->msgs = malloc((size_t)pp * cap * sizeof *tl->msgs);
+    px_status st = PX_OK;
+    if (!tl->n_ops || !tl->ops || !tl->slot || !f_at || !b_at || !next || !tl->msgs)
+        st = PX_FAIL(err, PX_ERR_NOMEM, "pipeline timeline: out of memory");
+    for (int r = 0; r < pp && !st; r++) {
+        tl->ops[r] = malloc((size_t)cap * sizeof **tl->ops);
+        tl->slot[r] = malloc((size_t)cap * sizeof **tl->slot);
+        if (!tl->ops[r] || !tl->slot[r])
+            st = PX_FAIL(err, PX_ERR_NOMEM, "pipeline timeline: out of memory");
+        else
+            st = px_schedule_build(s, pp, vpp, r, n_micro, tl->ops[r], &tl->n_ops[r], err);
+    }
+    for (int i = 0; !st && i < n_mc * n_micro; i++)
+        f_at[i] = b_at[i] = -1;
+    int left = 0;
+    for (int r = 0; !st && r < pp; r++)
+        left += tl->n_ops[r];
+    for (int t = 0; !st && left > 0; t++) {
+        int ran = 0;
+        for (int r = 0; r < pp; r++) {
+            if (next[r] == tl->n_ops[r])
+                continue;
+            px_sched_op op = tl->ops[r][next[r]];
+            int mc = op.chunk * pp + r;
+            /* the neighbour's output must have left in an earlier slot */
+            int dep = 0; /* slot of the input's producer; -1 before it ran */
+            if (op.kind == 'F' && mc > 0)
+                dep = f_at[(mc - 1) * n_micro + op.micro];
+            else if (op.kind == 'B' && mc < n_mc - 1)
+                dep = b_at[(mc + 1) * n_micro + op.micro];
+            else
+                dep = -2; /* no input from a neighbour */
+            if (dep != -2 && (dep < 0 || dep >= t))
+                continue;
+            tl->slot[r][next[r]++] = t;
+            ran++;
+            if (op.kind == 'F')
+                f_at[mc * n_micro + op.micro] = t;
+            else if (op.kind == 'B')
+                b_at[mc * n_micro + op.micro] = t;
+            if (op.kind == 'F' && mc < n_mc - 1)
+                tl->msgs[tl->n_msgs++] = (px_pipe_msg){t, r, (mc + 1) % pp, 'F', mc, op.micro};
+            else if (op.kind == 'B' && mc > 0)
+                tl->msgs[tl->n_msgs++] = (px_pipe_msg){t, r, (mc - 1) % pp, 'B', mc, op.micro};
+            tl->n_slots = t + 1;
+        }
+        left -= ran;
+        /* Nothing ran in this slot: the next one would be the same (no
+         * message left in it), so some op waits for an input nothing
+         * produces before it, an inconsistent schedule. */
+        if (!ran)
+            st = PX_FAIL(err, PX_ERR_INTERNAL,
+                         "pipeline timeline: schedule %s (pp %d, vpp %d, %d micro-batches) "
+                         "stalls at slot %d",
+                         px_schedule_name(s), pp, vpp, n_micro, t);
+    }
+    free(f_at);
+    free(b_at);
+    free(next);
+    if (st)
+        px_timeline_free(tl);
+    return st;
+}

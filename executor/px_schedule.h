@@ -39,4 +39,38 @@ int px_schedule_max_in_flight(const px_sched_op *ops, int n_ops);
  * activations; planner/px_cost.c's px_cost_inflight_bw predicts it. */
 int px_schedule_max_b_to_w(const px_sched_op *ops, int n_ops);
 
+/* ---- pipeline messages on a shared logical clock ------------------------------
+ * NCCL-style point-to-point (px_backend.h p2p_batch) has no tags and a send
+ * completes only once its receive is posted, so the ranks must agree when
+ * each message moves.  The timeline gives every op of every stage a slot of a
+ * unit-time clock (each stage runs its list in order, one op per slot, an op
+ * no earlier than the slot after its input left the neighbour), and every
+ * message the slot of the op that produced it.  A rank sends and receives the
+ * messages of slot t as one batch after its op of slot t and before its next
+ * op: all ranks then post the same messages in the same phases, so no phase
+ * can wait on a later one (no deadlock), and each pair exchanges at most one
+ * message per direction per phase (no mismatch). */
+typedef struct {
+    int slot;    /* phase: the producer's slot */
+    int src, dst;/* pipeline stages */
+    char kind;   /* 'F': activations for the F of model chunk mc + 1;
+                  * 'B': input gradients for the B of model chunk mc - 1 */
+    int mc;      /* producing model chunk */
+    int micro;
+} px_pipe_msg;
+
+typedef struct {
+    int pp, n_slots;
+    int *n_ops;          /* [pp] */
+    px_sched_op **ops;   /* [pp][n_ops] each stage's list */
+    int **slot;          /* [pp][n_ops] */
+    px_pipe_msg *msgs;   /* every message, by slot, then source stage */
+    int n_msgs;
+} px_timeline;
+
+/* Builds the timeline of schedule s for all pp stages (zeroed tl first). */
+px_status px_timeline_build(px_timeline *tl, px_schedule s, int pp, int vpp, int n_micro,
+                            px_error *err);
+void px_timeline_free(px_timeline *tl);
+
 #endif

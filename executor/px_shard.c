@@ -90,11 +90,13 @@ px_status px_ex_use_w(px_exec *ex, int64_t off, px_error *err)
     px_unit *u = px_ex_unit(ex, off);
     if (u->w_refs++ > 0)
         return PX_OK;
+    /* The compute copy moves (bf16 in mixed precision), never the master. */
     int64_t r = u->comm->rank;
-    TRY(px_ex_alloc(ex, PX_MEM_WEIGHTS, u->piece * u->comm->size, &u->w, err));
-    float *mine = u->w + r * u->piece;
-    ex->be->copy(ex->be, mine, ex->params + u->shard_off, u->piece * (int64_t)sizeof(float));
-    return ex->be->all_gather(ex->be, u->w, mine, u->piece, u->comm, err);
+    TRY(px_ex_alloc_act(ex, PX_MEM_WEIGHTS, u->piece * u->comm->size, &u->w, err));
+    void *mine = px_ex_at(ex, u->w, r * u->piece);
+    ex->be->copy(ex->be, mine, px_ex_at(ex, ex->params, u->shard_off),
+                 px_ex_bytes(ex, u->piece));
+    return ex->be->all_gather(ex->be, u->w, mine, u->piece, ex->act_dtype, u->comm, err);
 }
 
 void px_ex_done_w(px_exec *ex, int64_t off)
@@ -113,7 +115,7 @@ px_status px_ex_use_g(px_exec *ex, int64_t off, px_error *err)
     px_unit *u = px_ex_unit(ex, off);
     if (u->g_refs++ > 0)
         return PX_OK;
-    return px_ex_alloc(ex, PX_MEM_GRADS, u->piece * u->comm->size, &u->g, err);
+    return px_ex_alloc_f32(ex, PX_MEM_GRADS, u->piece * u->comm->size, &u->g, err);
 }
 
 px_status px_ex_done_g(px_exec *ex, int64_t off, px_error *err)
@@ -124,10 +126,10 @@ px_status px_ex_done_g(px_exec *ex, int64_t off, px_error *err)
     if (--u->g_refs > 0)
         return PX_OK;
     /* In place: this rank's summed piece lands at the start of the window. */
-    px_status st = ex->be->reduce_scatter(ex->be, u->g, u->g, u->piece, u->comm, err);
+    px_status st = ex->be->reduce_scatter(ex->be, u->g, u->g, u->piece, PX_F32, u->comm, err);
     if (!st) {
         float *acc = ex->grads + u->shard_off;
-        ex->k->residual_fwd(acc, acc, u->g, u->piece);
+        ex->k->add_f32(acc, acc, u->g, u->piece);
     }
     px_ex_free(ex, &u->g);
     return st;
@@ -154,15 +156,15 @@ px_status px_ex_shard_reduce(px_exec *ex, px_error *err)
             if (hi > p1)
                 hi = p1;
             if (hi > lo)
-                TRY(be->all_reduce(be, ex->grads + u->shard_off + (lo - p0), hi - lo,
+                TRY(be->all_reduce(be, ex->grads + u->shard_off + (lo - p0), hi - lo, PX_F32,
                                    PX_REDUCE_SUM, &ex->tp, err));
         }
     /* Tied embeddings over a pipeline: the embedding (stage 0) and its copy
      * (last stage) are units of equal size, so the pieces match. */
     if (ex->emb.mpi != MPI_COMM_NULL) {
         px_unit *u = px_ex_unit(ex, ex->stage == 0 ? ex->tab.word_emb : ex->tab.lm_head);
-        TRY(be->all_reduce(be, ex->grads + u->shard_off, u->piece, PX_REDUCE_SUM, &ex->emb,
-                           err));
+        TRY(be->all_reduce(be, ex->grads + u->shard_off, u->piece, PX_F32, PX_REDUCE_SUM,
+                           &ex->emb, err));
     }
     return PX_OK;
 }
@@ -172,8 +174,9 @@ px_status px_ex_shard_update(px_exec *ex, px_error *err)
     const px_exec_options *o = &ex->opt;
     px_backend *be = ex->be;
     if (ex->zero >= 3) { /* the shard is the weights: one update, no gather */
-        ex->k->adamw_step(ex->params, ex->grads, ex->adam_m, ex->adam_v, ex->n_shard, o->lr,
-                          o->beta1, o->beta2, o->adam_eps, o->weight_decay, ex->adam_steps);
+        ex->k->adamw_step(px_ex_master(ex), ex->grads, ex->adam_m, ex->adam_v, ex->n_shard,
+                          o->lr, o->beta1, o->beta2, o->adam_eps, o->weight_decay,
+                          ex->adam_steps, ex->master ? ex->params : NULL);
         return PX_OK;
     }
     /* ZeRO-2: update this rank's piece of each unit in the full weights,
@@ -182,21 +185,25 @@ px_status px_ex_shard_update(px_exec *ex, px_error *err)
         px_unit *u = &ex->units[i];
         int64_t r = u->comm->rank, d = u->comm->size;
         int64_t len = piece_len(u, r);
-        float *w = ex->params + u->start + r * u->piece;
+        /* w: this piece of the compute copy; the master piece is w itself in
+         * fp32, else the shard's (laid out as the moments). */
+        void *w = px_ex_at(ex, ex->params, u->start + r * u->piece);
+        float *mw = ex->master ? ex->master + u->shard_off : w;
         if (len > 0)
-            ex->k->adamw_step(w, ex->grads + u->shard_off, ex->adam_m + u->shard_off,
+            ex->k->adamw_step(mw, ex->grads + u->shard_off, ex->adam_m + u->shard_off,
                               ex->adam_v + u->shard_off, len, o->lr, o->beta1, o->beta2,
-                              o->adam_eps, o->weight_decay, ex->adam_steps);
+                              o->adam_eps, o->weight_decay, ex->adam_steps,
+                              ex->master ? w : NULL);
         if (d == 1)
             continue;
-        float *tmp = NULL;
-        TRY(px_ex_alloc(ex, PX_MEM_TEMP, u->piece * d, &tmp, err));
-        float *mine = tmp + r * u->piece;
+        void *tmp = NULL;
+        TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, u->piece * d, &tmp, err));
+        void *mine = px_ex_at(ex, tmp, r * u->piece);
         if (len > 0)
-            be->copy(be, mine, w, len * (int64_t)sizeof(float));
-        px_status st = be->all_gather(be, tmp, mine, u->piece, u->comm, err);
+            be->copy(be, mine, w, px_ex_bytes(ex, len));
+        px_status st = be->all_gather(be, tmp, mine, u->piece, ex->act_dtype, u->comm, err);
         if (!st)
-            be->copy(be, ex->params + u->start, tmp, u->n * (int64_t)sizeof(float));
+            be->copy(be, px_ex_at(ex, ex->params, u->start), tmp, px_ex_bytes(ex, u->n));
         px_ex_free(ex, &tmp);
         TRY(st);
     }
@@ -214,13 +221,22 @@ void px_ex_shard_init(px_exec *ex, const float *host, float *host_shard)
     }
 }
 
+/* Valid where the master is in pieces: ZeRO-3, and ZeRO-2 in bf16 storage. */
 px_status px_ex_gather_all(px_exec *ex, float *host, px_error *err)
 {
+    const float *pieces = px_ex_master(ex);
     for (int i = 0; i < ex->n_units; i++) {
         px_unit *u = &ex->units[i];
-        TRY(px_ex_use_w(ex, u->start, err));
-        ex->be->download(ex->be, host + u->start, u->w, u->n * (int64_t)sizeof(float));
-        px_ex_done_w(ex, u->start);
+        int64_t r = u->comm->rank;
+        float *win = NULL;
+        TRY(px_ex_alloc_f32(ex, PX_MEM_TEMP, u->piece * u->comm->size, &win, err));
+        float *mine = win + r * u->piece;
+        ex->be->copy(ex->be, mine, pieces + u->shard_off, u->piece * (int64_t)sizeof(float));
+        px_status st = ex->be->all_gather(ex->be, win, mine, u->piece, PX_F32, u->comm, err);
+        if (!st)
+            ex->be->download(ex->be, host + u->start, win, u->n * (int64_t)sizeof(float));
+        px_ex_free(ex, &win);
+        TRY(st);
     }
     return PX_OK;
 }

@@ -146,6 +146,34 @@ px_status px_cuda_attention_bwd(px_bf16 *dqkv,       /* [S, B, (NH + 2 NKV) HD] 
                                 int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
                                 cudaStream_t stream, px_error *err);
 
+/* ---- context-parallel attention core -----------------------------------------
+ * The twins of px_cpu_attention_kv_fwd/_bwd: this rank's Sq query rows, at
+ * global positions qpos (a device array of Sq int32, each in [0, Skv)),
+ * against the Skv gathered kv rows in position order; causal on global
+ * positions (key j visible to query i when j <= qpos[i]).  The same kernels as
+ * px_cuda_attention_fwd/_bwd (which are the case qpos[i] = i, q = kv = qkv).
+ * Backward: dq gets the q heads of the query rows with its k, v heads zeroed;
+ * dkv the k and v heads of every position with its q heads zeroed (this
+ * rank's share: the caller sums it over the CP group).  Same scratch as the
+ * backward above (B * NH * Sq floats). */
+px_status px_cuda_attention_kv_fwd(px_bf16 *out,        /* [Sq, B, NH HD] overwritten */
+                                   float *lse,          /* [B, NH, Sq] overwritten */
+                                   const px_bf16 *q,    /* [Sq, B, (NH + 2 NKV) HD] */
+                                   const int32_t *qpos, /* [Sq] */
+                                   const px_bf16 *kv,   /* [Skv, B, (NH + 2 NKV) HD] */
+                                   int64_t Sq, int64_t Skv, int64_t B, int64_t NH, int64_t NKV,
+                                   int64_t HD, cudaStream_t stream, px_error *err);
+px_status px_cuda_attention_kv_bwd(px_bf16 *dq,         /* [Sq, B, (NH + 2 NKV) HD] overwritten */
+                                   px_bf16 *dkv,        /* [Skv, B, (NH + 2 NKV) HD] overwritten */
+                                   const px_bf16 *dout, /* [Sq, B, NH HD] */
+                                   const px_bf16 *out,  /* [Sq, B, NH HD] */
+                                   const float *lse,    /* [B, NH, Sq] */
+                                   const px_bf16 *q,    /* [Sq, B, (NH + 2 NKV) HD] */
+                                   const int32_t *qpos, /* [Sq] */
+                                   const px_bf16 *kv,   /* [Skv, B, (NH + 2 NKV) HD] */
+                                   int64_t Sq, int64_t Skv, int64_t B, int64_t NH, int64_t NKV,
+                                   int64_t HD, cudaStream_t stream, px_error *err);
+
 /* ---- MLP activations -------------------------------------------------------- */
 px_status px_cuda_swiglu_fwd(px_bf16 *out, const px_bf16 *gate_up, int64_t T, int64_t F,
                              cudaStream_t stream, px_error *err);
@@ -181,6 +209,72 @@ px_status px_cuda_adamw_step(float *param, const float *grad, float *m, float *v
 /* Fills buf[0..n) with value (fp32), e.g. zeroing gradient accumulators. */
 px_status px_cuda_fill_f32(float *buf, float value, int64_t n, cudaStream_t stream,
                            px_error *err);
+
+/* ---- mixture of experts (engineer "moe"; kernels/cuda/px_cuda_moe.cu) ---------
+ * The twins of px_cpu_moe_*, with the same arguments and semantics (softmax
+ * over all E experts, top k by p descending with ties to the lower index,
+ * gates NOT renormalised; dispatched row a carries token rows[a] and gate
+ * slot slots[a]).  Both storage forms are declared here: logits, dlogits and
+ * the token rows x / y / out / dout are in the storage type (px_bf16 or, in
+ * the _f32 form, float); the router statistics probs [T, E], gate [T k] and
+ * dgate [T k] are fp32 in BOTH forms, like the norms' statistics; idx, rows
+ * and slots are int32.  Every reduction accumulates in fp32.
+ * - router_fwd / _bwd: k must be 1..PX_MOE_MAX_K and <= E, E <= 2^24
+ *   (PX_ERR_INVALID otherwise).
+ * - unpermute (out[rows[a]] += ...): with slots (gate or not) it is
+ *   deterministic, with no atomics: slots must then be a permutation of
+ *   [0, n) in which one token's rows have consecutive slots — the executor's
+ *   slots = t k + j — and a token's rows are summed in slot order.  It takes
+ *   n int32 of stream-ordered scratch from the device pool.  With
+ *   slots == NULL (and gate == NULL) it adds with atomics, in no fixed order.
+ * - gate given requires slots (PX_ERR_INVALID otherwise); gate_bwd always
+ *   needs slots. */
+#define PX_MOE_MAX_K 8
+px_status px_cuda_moe_router_fwd(float *probs,          /* [T, E] fp32 softmax */
+                                 int32_t *idx,          /* [T, k] by p descending */
+                                 float *gate,           /* [T, k] fp32, their p */
+                                 const px_bf16 *logits, /* [T, E] */
+                                 int64_t T, int64_t E, int64_t k, cudaStream_t stream,
+                                 px_error *err);
+px_status px_cuda_moe_router_bwd(px_bf16 *dlogits,     /* [T, E] overwritten */
+                                 const float *probs,   /* [T, E] */
+                                 const int32_t *idx,   /* [T, k] */
+                                 const float *dgate,   /* [T, k] */
+                                 int64_t T, int64_t E, int64_t k, cudaStream_t stream,
+                                 px_error *err);
+px_status px_cuda_moe_permute(px_bf16 *out,         /* [n, C] overwritten */
+                              const px_bf16 *x,     /* [T, C] */
+                              const int32_t *rows,  /* [n] */
+                              const float *gate,    /* [T k] or NULL */
+                              const int32_t *slots, /* [n] (with gate) */
+                              int64_t n, int64_t C, cudaStream_t stream, px_error *err);
+px_status px_cuda_moe_unpermute(px_bf16 *out,         /* [T, C] += */
+                                const px_bf16 *y,     /* [n, C] */
+                                const int32_t *rows,  /* [n] */
+                                const float *gate,    /* [T k] or NULL */
+                                const int32_t *slots, /* [n] or NULL (see above) */
+                                int64_t n, int64_t C, cudaStream_t stream, px_error *err);
+px_status px_cuda_moe_gate_bwd(float *dgate,         /* [T k] overwritten at slots */
+                               const px_bf16 *dout,  /* [T, C] */
+                               const px_bf16 *y,     /* [n, C] expert outputs */
+                               const int32_t *rows,  /* [n] */
+                               const int32_t *slots, /* [n] */
+                               int64_t n, int64_t C, cudaStream_t stream, px_error *err);
+px_status px_cuda_moe_router_fwd_f32(float *probs, int32_t *idx, float *gate,
+                                     const float *logits, int64_t T, int64_t E, int64_t k,
+                                     cudaStream_t stream, px_error *err);
+px_status px_cuda_moe_router_bwd_f32(float *dlogits, const float *probs, const int32_t *idx,
+                                     const float *dgate, int64_t T, int64_t E, int64_t k,
+                                     cudaStream_t stream, px_error *err);
+px_status px_cuda_moe_permute_f32(float *out, const float *x, const int32_t *rows,
+                                  const float *gate, const int32_t *slots, int64_t n, int64_t C,
+                                  cudaStream_t stream, px_error *err);
+px_status px_cuda_moe_unpermute_f32(float *out, const float *y, const int32_t *rows,
+                                    const float *gate, const int32_t *slots, int64_t n, int64_t C,
+                                    cudaStream_t stream, px_error *err);
+px_status px_cuda_moe_gate_bwd_f32(float *dgate, const float *dout, const float *y,
+                                   const int32_t *rows, const int32_t *slots, int64_t n, int64_t C,
+                                   cudaStream_t stream, px_error *err);
 
 /* ---- fp32-storage variants ---------------------------------------------------
  * The same kernels instantiated for fp32 tensors (the argument order of the
@@ -252,6 +346,15 @@ px_status px_cuda_attention_bwd_f32(float *dqkv, const float *dout, const float 
                                     const float *lse, const float *probs, const float *qkv,
                                     int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
                                     cudaStream_t stream, px_error *err);
+px_status px_cuda_attention_kv_fwd_f32(float *out, float *lse, const float *q,
+                                       const int32_t *qpos, const float *kv, int64_t Sq,
+                                       int64_t Skv, int64_t B, int64_t NH, int64_t NKV,
+                                       int64_t HD, cudaStream_t stream, px_error *err);
+px_status px_cuda_attention_kv_bwd_f32(float *dq, float *dkv, const float *dout,
+                                       const float *out, const float *lse, const float *q,
+                                       const int32_t *qpos, const float *kv, int64_t Sq,
+                                       int64_t Skv, int64_t B, int64_t NH, int64_t NKV,
+                                       int64_t HD, cudaStream_t stream, px_error *err);
 px_status px_cuda_matmul_fwd_f32(float *out, const float *inp, const float *weight,
                                  const float *bias, int64_t T, int64_t K, int64_t N,
                                  px_cuda_blas *blas, cudaStream_t stream, px_error *err);

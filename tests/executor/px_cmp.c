@@ -24,6 +24,16 @@
  *       exits 0 when every `relative_error` key of the report is the error of
  *       the prediction, (predicted - measured) / measured (within 1e-9), and
  *       at least one is a number (null only where predicted or measured is 0).
+ *   px_cmp kinds REPORT.json PLAN.json
+ *       exits 0 when every rank's weights, grads and optimizer bytes at its
+ *       peak equal the plan's predicted memory of those kinds exactly (the
+ *       cost model's bytes per parameter; one pipeline stage).
+ *   px_cmp kindratio A.json B.json RANK KIND NUM DEN
+ *       exits 0 when RANK's KIND bytes at peak in B, times DEN, equal those
+ *       in A times NUM (B / A == NUM / DEN exactly).
+ *   px_cmp differ_any A.json B.json
+ *       exits 0 when some loss of A differs from B's at all (a run that is
+ *       meant to round differently really did).
  * Prints what it compared; exits 0 (match), 1 (mismatch), 2 (bad input). */
 #include <jansson.h>
 #include <math.h>
@@ -194,6 +204,44 @@ static long long peak_of(json_t *rep, int rank)
 }
 
 /* The report's relative errors against the formula `compare` uses too. */
+/* KIND bytes of rank's breakdown at its peak; -1 when absent. */
+static long long kind_of(json_t *rep, int rank, const char *kind)
+{
+    json_t *b = json_array_get(json_object_get(rep, "per_rank_memory_at_peak_bytes"),
+                               (size_t)rank);
+    json_t *v = json_object_get(b, kind);
+    return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
+}
+
+static int cmp_kinds(const char *rep_path, const char *plan_path)
+{
+    json_t *r = load(rep_path), *p = load(plan_path);
+    if (!r || !p)
+        return 2;
+    json_t *mem = json_object_get(json_object_get(p, "prediction"), "memory");
+    size_t n = json_array_size(json_object_get(r, "per_rank_memory_at_peak_bytes"));
+    const char *kinds[] = {"weights", "grads", "optimizer"};
+    int bad = n == 0 ? 2 : 0;
+    for (size_t k = 0; k < 3; k++) {
+        char key[64];
+        snprintf(key, sizeof key, "%s_bytes", kinds[k]);
+        json_t *pv = json_object_get(mem, key);
+        if (!json_is_integer(pv))
+            return 2;
+        long long want = (long long)json_integer_value(pv);
+        printf("%s: predicted %lld, measured", kinds[k], want);
+        for (size_t i = 0; i < n; i++) {
+            long long got = kind_of(r, (int)i, kinds[k]);
+            printf(" %lld", got);
+            if (got != want)
+                bad = bad ? bad : 1;
+        }
+        printf("; ");
+    }
+    printf("\n");
+    return bad;
+}
+
 static int cmp_relerr(const char *path)
 {
     json_t *r = load(path);
@@ -308,6 +356,34 @@ int main(int argc, char **argv)
             fwrite(b4, 1, 4, f);
         }
         return fclose(f) == 0 ? 0 : 2;
+    }
+    if (argc == 4 && !strcmp(argv[1], "differ_any")) {
+        json_t *l1 = json_object_get(load(argv[2]), "losses");
+        json_t *l2 = json_object_get(load(argv[3]), "losses");
+        size_t n = json_array_size(l1);
+        if (n == 0 || n != json_array_size(l2))
+            return 2;
+        double worst = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            double a = json_number_value(json_array_get(l1, i));
+            double b = json_number_value(json_array_get(l2, i));
+            worst = fmax(worst, fabs(a - b));
+        }
+        printf("losses differ by up to %.3g\n", worst);
+        return worst > 0.0 ? 0 : 1;
+    }
+    if (argc == 4 && !strcmp(argv[1], "kinds"))
+        return cmp_kinds(argv[2], argv[3]);
+    if (argc == 8 && !strcmp(argv[1], "kindratio")) {
+        json_t *r1 = load(argv[2]), *r2 = load(argv[3]);
+        if (!r1 || !r2)
+            return 2;
+        long long a = kind_of(r1, atoi(argv[4]), argv[5]);
+        long long b = kind_of(r2, atoi(argv[4]), argv[5]);
+        long long num = atoll(argv[6]), den = atoll(argv[7]);
+        printf("%s at peak, rank %s: %lld -> %lld bytes (ratio %.6f, expected %lld/%lld)\n",
+               argv[5], argv[4], a, b, a > 0 ? (double)b / (double)a : NAN, num, den);
+        return (a <= 0 || b < 0 || den <= 0) ? 2 : (b * den == a * num ? 0 : 1);
     }
     if (argc == 4 && !strcmp(argv[1], "differ")) {
         json_t *r1 = load(argv[2]), *r2 = load(argv[3]);

@@ -8,7 +8,10 @@
  * px_cost_inflight_bw) are what the orders hold.  ZB-H2's shape is checked by
  * running the lists at unit op times: warm-up forwards, the W tail, no idle
  * slot between a stage's first and last op (the parallelogram) and the step
- * length; ZB-H1's cool-down W's must beat 1F1B's 3(m + pp - 1) slots. */
+ * length; ZB-H1's cool-down W's must beat 1F1B's 3(m + pp - 1) slots.
+ * The p2p timeline: every message leaves before the op that takes it, and
+ * the engine's loop (ops, and between them the message phases as batches
+ * with NCCL's rendezvous rule) runs to the end on every stage. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -247,6 +250,80 @@ static int in_flight(px_schedule s, int pp, int vpp, int stage, int m)
     return px_schedule_max_in_flight(ops, n);
 }
 
+/* The timeline of (s, pp, vpp, m) is consistent, and the engine's p2p loop
+ * (px_exec.c px_exec_step: ops in order, the phases up to the next op's slot
+ * between them, each phase one batch that completes only when every peer
+ * with a message in it has posted the same phase) never blocks for good. */
+static void check_timeline(px_schedule s, int pp, int vpp, int m)
+{
+    px_timeline tl;
+    px_error err;
+    px_status st = px_timeline_build(&tl, s, pp, vpp, m, &err);
+    CHECK_MSG(st == PX_OK, "timeline %s pp %d vpp %d m %d: %s", px_schedule_name(s), pp, vpp,
+              m, err.msg);
+    if (st)
+        return;
+    int n_mc = pp * vpp;
+    for (int r = 0; r < pp; r++)
+        for (int i = 1; i < tl.n_ops[r]; i++)
+            CHECK(tl.slot[r][i] > tl.slot[r][i - 1]);
+    for (int k = 0; k < tl.n_msgs; k++) {
+        const px_pipe_msg *g = &tl.msgs[k];
+        int to = g->kind == 'F' ? g->mc + 1 : g->mc - 1;
+        CHECK(to >= 0 && to < n_mc && g->src == g->mc % pp && g->dst == to % pp);
+        CHECK(k == 0 || tl.msgs[k - 1].slot <= g->slot);
+        /* one message per stage per phase */
+        for (int q = k + 1; q < tl.n_msgs && tl.msgs[q].slot == g->slot; q++)
+            CHECK(tl.msgs[q].src != g->src);
+        /* the consumer runs after the phase */
+        int found = 0;
+        for (int i = 0; i < tl.n_ops[g->dst]; i++) {
+            px_sched_op o = tl.ops[g->dst][i];
+            if (o.kind == g->kind && o.chunk * pp + g->dst == to && o.micro == g->micro) {
+                CHECK_MSG(tl.slot[g->dst][i] > g->slot,
+                          "%s pp %d vpp %d m %d: %c of chunk %d micro %d at slot %d, its input "
+                          "leaves at %d", px_schedule_name(s), pp, vpp, m, o.kind, to, o.micro,
+                          tl.slot[g->dst][i], g->slot);
+                found++;
+            }
+        }
+        CHECK(found == 1);
+    }
+    /* The loop: at[r] = next op; phase[r] = next phase; blocked in a phase
+     * until all its peers stand in it too. */
+    int at[8] = {0}, phase[8] = {0}, done = 0, guard = 0;
+    while (done < pp && guard++ < 100000) {
+        done = 0;
+        for (int r = 0; r < pp; r++) {
+            int next_slot = at[r] < tl.n_ops[r] ? tl.slot[r][at[r]] : tl.n_slots;
+            if (phase[r] >= next_slot) {
+                if (at[r] < tl.n_ops[r])
+                    at[r]++; /* run the op */
+                else
+                    done++;
+                continue;
+            }
+            int t = phase[r], ready = 1;
+            for (int k = 0; k < tl.n_msgs; k++) {
+                const px_pipe_msg *g = &tl.msgs[k];
+                if (g->slot != t || (g->src != r && g->dst != r))
+                    continue;
+                int peer = g->src == r ? g->dst : g->src;
+                int peer_next = at[peer] < tl.n_ops[peer] ? tl.slot[peer][at[peer]] : tl.n_slots;
+                /* the peer stands in phase t: it ran its ops before t and
+                 * has not passed t (phase t lies before its next op) */
+                if (phase[peer] < t || (phase[peer] == t && peer_next <= t))
+                    ready = 0;
+            }
+            if (ready)
+                phase[r]++;
+        }
+    }
+    CHECK_MSG(done == pp, "%s pp %d vpp %d m %d: the p2p phases block", px_schedule_name(s), pp,
+              vpp, m);
+    px_timeline_free(&tl);
+}
+
 int main(void)
 {
     int pps[] = {1, 2, 3, 4};
@@ -292,6 +369,19 @@ int main(void)
     check_well_formed(PX_SCHED_ZB_H1, 4, 2, 4);
     check_well_formed(PX_SCHED_ZB_H1, 4, 2, 8);
     check_well_formed(PX_SCHED_ZB_H1, 2, 3, 6);
+
+    for (int pp = 1; pp <= 4; pp++)
+        for (int m = 1; m <= 12; m++) {
+            for (int sch = PX_SCHED_GPIPE; sch <= PX_SCHED_ZB_H2; sch++)
+                if (sch != PX_SCHED_INTERLEAVED)
+                    check_timeline((px_schedule)sch, pp, 1, m);
+            for (int vpp = 2; vpp <= 3 && pp > 1 && m % pp == 0; vpp++) {
+                check_timeline(PX_SCHED_INTERLEAVED, pp, vpp, m);
+                check_timeline(PX_SCHED_ZB_H1, pp, vpp, m);
+            }
+        }
+    check_timeline(PX_SCHED_ZB_H2, 8, 1, 24);
+    check_timeline(PX_SCHED_INTERLEAVED, 8, 2, 16);
 
     /* Memory follows the schedule. */
     CHECK(in_flight(PX_SCHED_GPIPE, 4, 1, 0, 8) == 8);

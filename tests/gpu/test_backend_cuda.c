@@ -72,7 +72,7 @@ int main(int argc, char **argv)
     CHECK(be.comm_init(&be, &solo, &err) == PX_OK);
     CHECK(solo.native == NULL);
     be.copy(&be, o, x, sizeof hx);
-    CHECK(be.all_reduce(&be, o, T * C, PX_REDUCE_SUM, &solo, &err) == PX_OK);
+    CHECK(be.all_reduce(&be, o, T * C, PX_F32, PX_REDUCE_SUM, &solo, &err) == PX_OK);
     be.download(&be, got, o, sizeof got);
     CHECK(memcmp(got, hx, sizeof hx) == 0);
 

@@ -354,6 +354,90 @@ static void test_attention(bool f32)
     cudaFree(junk);
 }
 
+/* Context parallelism: rank `rank` of cp holds chunks rank and 2 cp - 1 - rank
+ * of the 2 cp chunks of the sequence (the executor's layout) as its query
+ * rows, against all S kv rows; px_cuda_attention_kv_* against the CPU twin.
+ * dq and dkv start random, so the zeroed heads are checked too. */
+static void test_attention_kv_case(bool f32, int64_t S, int cp, int rank, int64_t B, int64_t NH,
+                                   int64_t NKV, int64_t HD)
+{
+    const int64_t chunk = S / (2 * cp), Sq = 2 * chunk, W = (NH + 2 * NKV) * HD;
+    const int64_t nkv = S * B * W, nq = Sq * B * W, no = Sq * B * NH * HD, nl = B * NH * Sq;
+    int32_t *qpos = malloc((size_t)Sq * 4);
+    for (int64_t i = 0; i < chunk; i++) {
+        qpos[i] = (int32_t)(rank * chunk + i);
+        qpos[chunk + i] = (int32_t)((2 * cp - 1 - rank) * chunk + i);
+    }
+    float *kv = rand_vec(nkv, -2, 2), *q = malloc((size_t)nq * 4);
+    dten dkv_in = dten_up(kv, nkv, f32);
+    for (int64_t i = 0; i < nkv; i++)
+        kv[i] = round_bf16(kv[i]); /* the tensor cores see bf16 either way */
+    for (int64_t r = 0; r < Sq * B; r++)
+        memcpy(q + r * W, kv + ((int64_t)qpos[r / B] * B + r % B) * W, (size_t)W * 4);
+    dten dq_in = dten_up(q, nq, f32);
+    int32_t *dpos = i32_up(qpos, Sq);
+
+    float *out = malloc((size_t)no * 4), *lse = malloc((size_t)nl * 4);
+    px_cpu_attention_kv_fwd(out, lse, q, qpos, kv, Sq, S, B, NH, NKV, HD);
+    dten dout = dten_up(rand_vec(no, 0, 1), no, f32);
+    float *dlse = f32_up(rand_vec(nl, 0, 1), nl); /* overwritten */
+    PX_OK_OR_FAIL(f32 ? px_cuda_attention_kv_fwd_f32(dout.p, dlse, dq_in.p, dpos, dkv_in.p, Sq,
+                                                     S, B, NH, NKV, HD, 0, &perr)
+                      : px_cuda_attention_kv_fwd(dout.p, dlse, dq_in.p, dpos, dkv_in.p, Sq, S, B,
+                                                 NH, NKV, HD, 0, &perr));
+    char l[112];
+    snprintf(l, sizeof l, "attention_kv_fwd S=%lld cp=%d r=%d HD=%lld %lld/%lld [%s]",
+             (long long)S, cp, rank, (long long)HD, (long long)NH, (long long)NKV, kind(f32));
+    compare(l, dten_down(dout), out, no, 2e-2, 2e-2);
+    compare("  lse", f32_down(dlse, nl), lse, nl, 2e-3, 2e-3);
+
+    float *g = rand_vec(no, -1, 1), *dq = malloc((size_t)nq * 4), *dkv = malloc((size_t)nkv * 4);
+    dten dg = dten_up(g, no, f32), dref_out = dten_up(out, no, f32); /* rounds out for bf16 */
+    float *dlse2 = f32_up(lse, nl);
+    px_cpu_attention_kv_bwd(dq, dkv, g, out, lse, q, qpos, kv, Sq, S, B, NH, NKV, HD);
+    dten ddq = dten_up(rand_vec(nq, 0, 1), nq, f32), ddkv = dten_up(rand_vec(nkv, 0, 1), nkv, f32);
+    PX_OK_OR_FAIL(f32 ? px_cuda_attention_kv_bwd_f32(ddq.p, ddkv.p, dg.p, dref_out.p, dlse2,
+                                                     dq_in.p, dpos, dkv_in.p, Sq, S, B, NH, NKV,
+                                                     HD, 0, &perr)
+                      : px_cuda_attention_kv_bwd(ddq.p, ddkv.p, dg.p, dref_out.p, dlse2, dq_in.p,
+                                                 dpos, dkv_in.p, Sq, S, B, NH, NKV, HD, 0, &perr));
+    float *got_q = dten_down(ddq), *got_kv = dten_down(ddkv);
+    /* each head group apart (their scales differ); the zeroed ones must be 0 */
+    const size_t big = (size_t)(nq > nkv ? nq : nkv) * 4;
+    float *gs = malloc(big), *rs = malloc(big);
+    const char *part[6] = {"  dq: q heads", "  dq: k heads (0)", "  dq: v heads (0)",
+                           "  dkv: q heads (0)", "  dkv: k heads", "  dkv: v heads"};
+    const int64_t c0[3] = {0, NH * HD, (NH + NKV) * HD}, c1[3] = {NH * HD, (NH + NKV) * HD, W};
+    for (int p = 0; p < 6; p++) {
+        const float *got = p < 3 ? got_q : got_kv, *ref = p < 3 ? dq : dkv;
+        const int64_t rows = (p < 3 ? Sq : S) * B;
+        int64_t m = 0;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = c0[p % 3]; c < c1[p % 3]; c++) {
+                gs[m] = got[r * W + c];
+                rs[m] = ref[r * W + c];
+                m++;
+            }
+        compare(part[p], gs, rs, m, 3e-2, 3e-2);
+    }
+}
+
+static void test_attention_kv(bool f32)
+{
+    test_attention_kv_case(f32, 200, 2, 0, 2, 4, 2, 64);  /* GQA, chunks of 50: ragged tiles */
+    test_attention_kv_case(f32, 512, 4, 3, 1, 2, 2, 128); /* the middle chunks, HD 128 */
+    test_attention_kv_case(f32, 384, 3, 0, 1, 8, 1, 32);  /* MQA: first and last chunk */
+    test_attention_kv_case(f32, 140, 1, 0, 3, 2, 1, 16);  /* cp 1: plain causal attention */
+
+    /* the positions are required */
+    float *junk = NULL;
+    cuda_fail(cudaMalloc((void **)&junk, 4096), "cudaMalloc");
+    px_error_clear(&perr);
+    CHECK(px_cuda_attention_kv_fwd_f32(junk, junk, junk, NULL, junk, 4, 4, 1, 1, 1, 64, 0,
+                                       &perr) == PX_ERR_INVALID);
+    cudaFree(junk);
+}
+
 static void test_mlp(bool f32)
 {
     int64_t T = 50, F = 70, n = 1000;
@@ -429,6 +513,152 @@ static void test_xent(bool f32)
     compare(l, dten_down(dlog), dl, T * Vl, TOL_A(f32), TOL_R(f32));
 }
 
+/* ---- mixture of experts ------------------------------------------------------
+ * Router (ties between experts every third token, E above and below a warp),
+ * its backward, then the executor's dispatch of the chosen experts (rows by
+ * expert, slots t k + j): permute plain and gated, unpermute in its gather
+ * form (gated, and with slots but no gate) and its atomic form, gate
+ * gradient.  The gather is run twice and must give the same bits. */
+static int32_t *i32_down(const int32_t *p, int64_t n)
+{
+    int32_t *x = malloc((size_t)(n > 0 ? n : 1) * 4);
+    cuda_fail(cudaDeviceSynchronize(), "kernel execution");
+    cuda_fail(cudaMemcpy(x, p, (size_t)n * 4, cudaMemcpyDeviceToHost), "download");
+    return x;
+}
+
+static void moe_dispatch(const int32_t *idx, int64_t T, int64_t E, int64_t k, int32_t *rows,
+                         int32_t *slots)
+{
+    int64_t *pos = calloc((size_t)E + 1, sizeof *pos);
+    for (int64_t i = 0; i < T * k; i++)
+        pos[idx[i] + 1]++;
+    for (int64_t e = 0; e < E; e++)
+        pos[e + 1] += pos[e];
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t j = 0; j < k; j++) {
+            int64_t a = pos[idx[t * k + j]]++;
+            rows[a] = (int32_t)t;
+            slots[a] = (int32_t)(t * k + j);
+        }
+    free(pos);
+}
+
+static void test_moe_shape(bool f32, int64_t T, int64_t E, int64_t k, int64_t C)
+{
+    char l[96];
+    float *logits = rand_vec(T * E, -3, 3);
+    for (int64_t t = 0; t < T; t += 3) { /* three experts share the maximum */
+        logits[t * E + t % E] = 3.5f;
+        logits[t * E + (t * 7 + 3) % E] = 3.5f;
+        logits[t * E + (t * 5 + 1) % E] = 3.5f;
+    }
+    dten dlog = dten_up(logits, T * E, f32); /* rounds logits for the CPU too */
+    float *probs = malloc((size_t)(T * E) * 4), *gate = malloc((size_t)(T * k) * 4);
+    int32_t *idx = malloc((size_t)(T * k) * 4);
+    px_cpu_moe_router_fwd(probs, idx, gate, logits, T, E, k);
+    float *dprobs = f32_up(logits, T * E), *dgate = f32_up(logits, T * k);
+    int32_t *didx = i32_up(idx, T * k);
+    cuda_fail(cudaMemset(didx, 0xff, (size_t)(T * k) * 4), "cudaMemset");
+    PX_OK_OR_FAIL(f32 ? px_cuda_moe_router_fwd_f32(dprobs, didx, dgate, dlog.p, T, E, k, 0, &perr)
+                      : px_cuda_moe_router_fwd(dprobs, didx, dgate, dlog.p, T, E, k, 0, &perr));
+    snprintf(l, sizeof l, "moe_router_fwd E=%lld k=%lld [%s]", (long long)E, (long long)k,
+             kind(f32));
+    compare(l, f32_down(dprobs, T * E), probs, T * E, ACC_ATOL, ACC_RTOL);
+    int32_t *gidx = i32_down(didx, T * k);
+    float *fi = malloc((size_t)(T * k) * 4), *fg = malloc((size_t)(T * k) * 4);
+    for (int64_t i = 0; i < T * k; i++) {
+        fi[i] = (float)idx[i];
+        fg[i] = (float)gidx[i];
+    }
+    compare("  idx (exact, ties to the lower index)", fg, fi, T * k, 0, 0);
+    compare("  gate (fp32)", f32_down(dgate, T * k), gate, T * k, ACC_ATOL, ACC_RTOL);
+
+    float *dg = rand_vec(T * k, -1, 1), *dl = malloc((size_t)(T * E) * 4);
+    float *ddg = f32_up(dg, T * k);
+    px_cpu_moe_router_bwd(dl, probs, idx, dg, T, E, k);
+    float *dprobs_ref = f32_up(probs, T * E);
+    dten ddl = dten_up(rand_vec(T * E, -1, 1), T * E, f32);
+    PX_OK_OR_FAIL(f32 ? px_cuda_moe_router_bwd_f32(ddl.p, dprobs_ref, didx, ddg, T, E, k, 0, &perr)
+                      : px_cuda_moe_router_bwd(ddl.p, dprobs_ref, didx, ddg, T, E, k, 0, &perr));
+    label(l, sizeof l, "moe_router_bwd dlogits", f32);
+    compare(l, dten_down(ddl), dl, T * E, TOL_A(f32), TOL_R(f32));
+
+    /* the dispatch of the CPU's choice (equal to the GPU's, checked above) */
+    int64_t n = T * k;
+    int32_t *rows = malloc((size_t)n * 4), *slots = malloc((size_t)n * 4);
+    moe_dispatch(idx, T, E, k, rows, slots);
+    int32_t *drows = i32_up(rows, n), *dslots = i32_up(slots, n);
+    float *x = rand_vec(T * C, -2, 2), *g = rand_vec(T * k, 0.05f, 1.0f);
+    dten dx = dten_up(x, T * C, f32);
+    float *dgt = f32_up(g, T * k);
+    for (int scaled = 0; scaled < 2; scaled++) {
+        float *ref = malloc((size_t)(n * C) * 4);
+        px_cpu_moe_permute(ref, x, rows, scaled ? g : NULL, scaled ? slots : NULL, n, C);
+        dten dout = dten_up(rand_vec(n * C, -1, 1), n * C, f32);
+        PX_OK_OR_FAIL(f32 ? px_cuda_moe_permute_f32(dout.p, dx.p, drows, scaled ? dgt : NULL,
+                                                    scaled ? dslots : NULL, n, C, 0, &perr)
+                          : px_cuda_moe_permute(dout.p, dx.p, drows, scaled ? dgt : NULL,
+                                                scaled ? dslots : NULL, n, C, 0, &perr));
+        label(l, sizeof l, scaled ? "moe_permute x gate" : "moe_permute (exact)", f32);
+        compare(l, dten_down(dout), ref, n * C, scaled ? TOL_A(f32) : 0, scaled ? TOL_R(f32) : 0);
+    }
+
+    float *y = rand_vec(n * C, -2, 2);
+    dten dy = dten_up(y, n * C, f32);
+    static const char *what[] = {"moe_unpermute gather x gate +=", "moe_unpermute gather +=",
+                                 "moe_unpermute atomics +="};
+    for (int mode = 0; mode < 3; mode++) {
+        float *out = rand_vec(T * C, -1, 1);
+        dten dout = dten_up(out, T * C, f32), dout2 = dten_up(copy_vec(out, T * C), T * C, f32);
+        const float *cg = mode == 0 ? g : NULL;
+        px_cpu_moe_unpermute(out, y, rows, cg, mode == 0 ? slots : NULL, n, C);
+        float *dgp = mode == 0 ? dgt : NULL;
+        int32_t *dsp = mode < 2 ? dslots : NULL;
+        for (int rep = 0; rep < 2; rep++) {
+            dten o = rep ? dout2 : dout;
+            void *op = o.p;
+            PX_OK_OR_FAIL(f32 ? px_cuda_moe_unpermute_f32(op, dy.p, drows, dgp, dsp, n, C, 0, &perr)
+                              : px_cuda_moe_unpermute(op, dy.p, drows, dgp, dsp, n, C, 0, &perr));
+        }
+        float *got = dten_down(dout), *got2 = dten_down(dout2);
+        double t = mode == 2 && !f32 ? 2 * BF_ATOL : TOL_A(f32);
+        label(l, sizeof l, what[mode], f32);
+        compare(l, got, out, T * C, t, t);
+        if (mode < 2)
+            CHECK_MSG(memcmp(got, got2, (size_t)(T * C) * 4) == 0,
+                      "%s: two runs differ (the gather must be deterministic)", l);
+    }
+
+    float *dy2 = rand_vec(T * C, -1, 1), *dgr = rand_vec(T * k, -1, 1);
+    dten ddy = dten_up(dy2, T * C, f32);
+    float *ddgr = f32_up(dgr, T * k);
+    px_cpu_moe_gate_bwd(dgr, dy2, y, rows, slots, n, C);
+    PX_OK_OR_FAIL(f32 ? px_cuda_moe_gate_bwd_f32(ddgr, ddy.p, dy.p, drows, dslots, n, C, 0, &perr)
+                      : px_cuda_moe_gate_bwd(ddgr, ddy.p, dy.p, drows, dslots, n, C, 0, &perr));
+    label(l, sizeof l, "moe_gate_bwd dgate (fp32)", f32);
+    compare(l, f32_down(ddgr, T * k), dgr, T * k, ACC_ATOL, ACC_RTOL);
+}
+
+static void test_moe(bool f32)
+{
+    test_moe_shape(f32, 301, 64, 6, 200); /* E above a warp, many tokens per block */
+    test_moe_shape(f32, 257, 8, 2, 1024); /* Mixtral's top-2 of 8 */
+    if (f32)
+        return;
+    /* refused before touching the device */
+    px_error_clear(&perr);
+    CHECK(px_cuda_moe_router_fwd(NULL, NULL, NULL, NULL, 4, 16, 9, 0, &perr) == PX_ERR_INVALID);
+    CHECK(px_cuda_moe_router_fwd(NULL, NULL, NULL, NULL, 4, 4, 5, 0, &perr) == PX_ERR_INVALID);
+    CHECK(px_cuda_moe_router_bwd(NULL, NULL, NULL, NULL, 4, 16, 0, 0, &perr) == PX_ERR_INVALID);
+    float one = 1.0f;
+    int32_t r0 = 0;
+    CHECK(px_cuda_moe_unpermute(NULL, NULL, &r0, &one, NULL, 1, 8, 0, &perr) == PX_ERR_INVALID);
+    CHECK(px_cuda_moe_gate_bwd(NULL, NULL, NULL, &r0, NULL, 1, 8, 0, &perr) == PX_ERR_INVALID);
+    printf("  moe: k > %d, k > E, gate without slots refused: %s\n", PX_MOE_MAX_K,
+           px_test_failures ? "FAIL" : "ok");
+}
+
 static void test_adamw(bool f32)
 {
     if (f32)
@@ -497,7 +727,8 @@ static const group groups[] = {
     {"rmsnorm", test_rmsnorm},     {"layernorm", test_layernorm}, {"matmul", test_matmul},
     {"bias_residual", test_bias_residual}, {"rope", test_rope},  {"attention", test_attention},
     {"mlp", test_mlp},             {"xent", test_xent},           {"adamw", test_adamw},
-    {"alloc", test_alloc},
+    {"alloc", test_alloc},         {"moe", test_moe},
+    {"attention_kv", test_attention_kv},
 };
 
 int main(int argc, char **argv)

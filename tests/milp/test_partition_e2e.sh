@@ -67,9 +67,10 @@ assert uneven or mixed, "uniform split and one recompute choice: nothing for the
 assert lpc[1] < lpc[0], "the last stage (LM head) should hold fewer layers: %s" % lpc
 PY
 
-mpirun --oversubscribe -np 2 "$EXE" --plan "$tmp/pp2.json" --steps 2 --report "$tmp/r2.json" \
+# Both in fp32: the reference plan's profile (h100-sxm) would pick bf16 storage.
+mpirun --oversubscribe -np 2 "$EXE" --plan "$tmp/pp2.json" --dtype fp32 --steps 2 --report "$tmp/r2.json" \
   >"$tmp/o2.txt" 2>&1 || { cat "$tmp/o2.txt"; fail "execute pp2"; }
-mpirun --oversubscribe -np 1 "$EXE" --plan "$tmp/ref.json" --steps 2 --report "$tmp/r1.json" \
+mpirun --oversubscribe -np 1 "$EXE" --plan "$tmp/ref.json" --dtype fp32 --steps 2 --report "$tmp/r1.json" \
   >"$tmp/o1.txt" 2>&1 || { cat "$tmp/o1.txt"; fail "execute ref"; }
 grep -q "recompute per-layer" "$tmp/o2.txt" || fail "execute did not take the per-layer choices"
 

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# bf16 storage (execute --dtype bf16) on the CPU backend: activations and the
+# compute copy of the weights in bf16, master weights, gradients and AdamW
+# state in fp32.
+#   bf16_equivalence.sh BUILD_DIR
+# For tiny-llama (TP 2 + SP, PP 2 1F1B, DP 2 with ZeRO-1/2/3, CP 2), tiny-gpt
+# (TP 2 + SP: LayerNorm, biases, learned positions) and tiny-moe (EP 2 x DP 2),
+# 3 steps of each bf16 split against
+#   - the fp32 single-rank run (the reference every fp32 split equals to 1e-5
+#     in equivalence.sh): losses within 5e-4 relative;
+#   - the bf16 single-rank run: losses within 5e-4 relative where the split
+#     moves the rounding points (TP/SP and CP round partial sums and gathered
+#     rows to bf16; EP rounds expert rows), 1e-5 where it does not (PP, DP,
+#     ZeRO: the same bf16 values in the same order, fp32 gradient sums).
+# Why 5e-4: bf16 keeps 8 significant bits (unit roundoff 2^-9 = 2e-3 per
+# value), but the loss is a mean over 128 tokens of log-sums computed in fp32
+# from fp32-accumulated GEMMs, so rounding errors average out: bf16 vs fp32
+# and bf16 across splits differ by <= 1e-4 here, a missing reduction or a
+# wrong slice moves the loss by 1e-2 or more.
+# Weights (the fp32 master, gathered for the dump): DP/PP/ZeRO splits within
+# equivalence.sh's 1e-4 + 1e-3 |w|; TP/CP/EP within 1e-2 absolute: AdamW's
+# step m / sqrt(v) is O(1) per element whatever the gradient's size, so a
+# rounding-level gradient difference on a near-zero gradient can move a weight
+# by up to ~2 lr per step (3 steps, lr 1e-3); a wrong slice of weights drawn
+# with std 0.02 misses by more.
+set -u
+build=$1
+command -v mpirun >/dev/null || { echo "no mpirun: skipped"; exit 77; }
+export OPENBLAS_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+work=$(mktemp -d "${TMPDIR:-/tmp}/px-bf16-equiv.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mkplan="$build/tests/executor/px_mkplan"
+cmp="$build/tests/executor/px_cmp"
+exe="$build/execute"
+failed=0
+
+# run NAME NP DTYPE MODEL PLAN-ARGS...: plan, execute 3 steps, keep report + weights.
+run() {
+  local name=$1 np=$2 dtype=$3 model=$4
+  shift 4
+  "$mkplan" --model "$model" --layers 4 --seq 32 --micro-batch 1 --n-micro 4 "$@" \
+    -o "$work/$name.json" 2>/dev/null || { echo "FAIL $name: px_mkplan $*"; return 1; }
+  if ! timeout 120 mpirun --oversubscribe -np "$np" "$exe" --plan "$work/$name.json" \
+      --steps 3 --warmup 0 --dtype "$dtype" --report "$work/$name.r.json" \
+      --dump-weights "$work/$name.w" >"$work/$name.out" 2>&1; then
+    echo "FAIL $name: execute exited non-zero"; cat "$work/$name.out"; return 1
+  fi
+  if ! grep -q "^# storage: $dtype" "$work/$name.out"; then
+    echo "FAIL $name: execute did not run $dtype storage"; cat "$work/$name.out"; return 1
+  fi
+}
+
+expect() { # LABEL PX_CMP-ARGS...
+  local label=$1
+  shift
+  if out=$("$cmp" "$@" 2>&1); then echo "ok   $label: $(echo "$out" | tail -1)"
+  else echo "FAIL $label: $(echo "$out" | tail -3)"; failed=$((failed + 1)); fi
+}
+
+# check NAME NP MODEL LOSS_RTOL W_ATOL W_RTOL PLAN-ARGS...: a bf16 split against
+# the model's fp32 and bf16 single-rank runs.
+check() {
+  local name=$1 np=$2 model=$3 lrtol=$4 watol=$5 wrtol=$6
+  shift 6
+  run "$name" "$np" bf16 "$model" "$@" || { failed=$((failed + 1)); return; }
+  expect "$name vs fp32 1 rank (losses)" losses "$work/$model.f32.r.json" "$work/$name.r.json" 5e-4
+  expect "$name vs bf16 1 rank (losses)" losses "$work/$model.bf16.r.json" "$work/$name.r.json" \
+    "$lrtol"
+  expect "$name vs bf16 1 rank (weights)" weights "$work/$model.bf16.w" "$work/$name.w" \
+    "$watol" "$wrtol"
+}
+
+for model in tiny-llama tiny-gpt tiny-moe; do
+  run "$model.f32" 1 fp32 "$model" || exit 1
+  run "$model.bf16" 1 bf16 "$model" || exit 1
+  expect "$model: bf16 vs fp32, 1 rank (losses)" losses "$work/$model.f32.r.json" \
+    "$work/$model.bf16.r.json" 5e-4
+  # bf16 must not be fp32 under another name: the losses differ at all
+  expect "$model: bf16 is not fp32" differ_any "$work/$model.f32.r.json" "$work/$model.bf16.r.json"
+done
+
+check tp2_sp      2 tiny-llama 5e-4 1e-2 0    --tp 2 --sp
+check pp2_1f1b    2 tiny-llama 1e-5 1e-4 1e-3 --pp 2 --schedule 1f1b
+check dp2_zero1   2 tiny-llama 1e-5 1e-4 1e-3 --dp 2 --n-micro 2 --zero 1
+check dp2_zero2   2 tiny-llama 1e-5 1e-4 1e-3 --dp 2 --n-micro 2 --zero 2
+check dp2_zero3   2 tiny-llama 1e-5 1e-4 1e-3 --dp 2 --n-micro 2 --zero 3
+check cp2         2 tiny-llama 5e-4 1e-2 0    --cp 2
+check gpt_tp2_sp  2 tiny-gpt   5e-4 1e-2 0    --tp 2 --sp
+check moe_ep2_dp2 2 tiny-moe   5e-4 1e-2 0    --ep 2 --dp 2 --n-micro 2
+echo "$failed failed"
+[ "$failed" -eq 0 ]
