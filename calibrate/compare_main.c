@@ -3,9 +3,12 @@
  *   compare [--max-time-err F] [--max-mem-err F] [--json] report.json ...
  *
  * Prints one fixed-column row per run (step time, tokens/s, MFU, peak
- * memory: predicted, measured, relative error = (pred - meas) / meas) and a
- * summary; with the limits, exits 1 when any run's |step-time error| or
- * |peak-memory error| exceeds them (the table is printed either way).
+ * memory: predicted, measured, relative error = (pred - meas) / meas), then,
+ * for reports that carry per-stage predictions, a row per rank against its
+ * own pipeline stage, and a summary; with the limits, exits 1 when any run's
+ * |step-time error|, |peak-memory error| (worst stage vs worst rank) or any
+ * rank's |error against its own stage| exceeds them (the table is printed
+ * either way).
  * --json prints the same content as JSON (sorted keys).  Exit 2: bad
  * arguments (a limit outside (0, 1]) or an unreadable report (also one whose
  * step time or peak memory is negative).  A report whose plan file cannot be
@@ -28,7 +31,9 @@ static void usage(FILE *f)
                "  --max-time-err F  fail (exit 1) when |predicted/measured - 1| of the step\n"
                "                    time exceeds F for any run; F a fraction in (0, 1]\n"
                "                    (0.25 for 25 %%)\n"
-               "  --max-mem-err F   the same for the peak memory (e.g. 0.10)\n"
+               "  --max-mem-err F   the same for the peak memory (e.g. 0.10): the worst\n"
+               "                    stage against the worst rank, and every rank against\n"
+               "                    its own pipeline stage where the report has them\n"
                "  --json            the table as JSON on stdout\n");
 }
 
@@ -97,6 +102,91 @@ static void warn_unread_plan(const char *path)
     json_decref(root);
 }
 
+/* Each rank against its own pipeline stage's prediction: execute's reports
+ * carry per_rank_peak_memory_bytes, per_rank_stage and
+ * per_rank_predicted_peak_memory_bytes (docs/executor.md).  The worst-stage
+ * comparison alone lets a stage that is off hide behind another: with 1F1B
+ * stage 0 holds the most micro-batches and the last stage the head, so the
+ * worst measured rank and the worst predicted stage need not be the same
+ * stage.  Reports without the arrays (older ones, hand-made ones) have no
+ * per-rank check (n = 0). */
+typedef struct {
+    int n;               /* ranks, 0: the report has no per-stage prediction */
+    int *stage;          /* [n] */
+    int64_t *pred_bytes; /* [n] the rank's stage's prediction */
+    int64_t *meas_bytes; /* [n] */
+    int worst;           /* the rank with the largest |error| */
+    double worst_err;    /* its error (signed) */
+} rank_mem;
+
+/* Reads an array of n integers >= 0 (n: the first array's length when *n <
+ * 0).  Returns false with a message naming the file and the field. */
+static bool read_counts(const char *path, json_t *root, const char *key, int *n, int64_t **out)
+{
+    json_t *a = json_object_get(root, key);
+    if (!json_is_array(a)) {
+        fprintf(stderr, "compare: %s: %s: expected an array of integers (one per rank)\n",
+                path, key);
+        return false;
+    }
+    if (*n < 0)
+        *n = (int)json_array_size(a);
+    if ((int)json_array_size(a) != *n || *n == 0) {
+        fprintf(stderr, "compare: %s: %s has %zu entries; expected %d (one per rank)\n", path,
+                key, json_array_size(a), *n);
+        return false;
+    }
+    *out = calloc((size_t)*n, sizeof **out);
+    if (!*out)
+        return false;
+    for (int i = 0; i < *n; i++) {
+        json_t *v = json_array_get(a, (size_t)i);
+        if (!json_is_integer(v) || json_integer_value(v) < 0) {
+            fprintf(stderr, "compare: %s: %s[%d]: expected an integer >= 0\n", path, key, i);
+            return false;
+        }
+        (*out)[i] = (int64_t)json_integer_value(v);
+    }
+    return true;
+}
+
+/* Fills rm from the report at path; false (after a message) when the arrays
+ * are present but malformed. */
+static bool read_rank_mem(const char *path, rank_mem *rm)
+{
+    memset(rm, 0, sizeof *rm);
+    json_t *root = json_load_file(path, 0, NULL);
+    if (!root || !json_object_get(root, "per_rank_predicted_peak_memory_bytes")) {
+        json_decref(root);
+        return true;
+    }
+    int n = -1;
+    int64_t *stage = NULL;
+    bool ok = read_counts(path, root, "per_rank_peak_memory_bytes", &n, &rm->meas_bytes) &&
+              read_counts(path, root, "per_rank_predicted_peak_memory_bytes", &n,
+                          &rm->pred_bytes) &&
+              read_counts(path, root, "per_rank_stage", &n, &stage);
+    if (ok) {
+        rm->stage = calloc((size_t)n, sizeof *rm->stage);
+        ok = rm->stage != NULL;
+        for (int i = 0; ok && i < n; i++)
+            rm->stage[i] = (int)stage[i];
+    }
+    free(stage);
+    json_decref(root);
+    if (!ok)
+        return false;
+    rm->n = n;
+    for (int i = 0; i < n; i++) {
+        double e = px_report_rel_err((double)rm->pred_bytes[i], (double)rm->meas_bytes[i]);
+        if (i == 0 || !(fabs(e) <= fabs(rm->worst_err))) {
+            rm->worst = i;
+            rm->worst_err = e;
+        }
+    }
+    return true;
+}
+
 static void pct(char *buf, size_t n, double e)
 {
     if (isinf(e))
@@ -142,7 +232,8 @@ int main(int argc, char **argv)
         return 2;
     }
     px_report *runs = calloc((size_t)n_paths, sizeof *runs);
-    if (!runs)
+    rank_mem *rms = calloc((size_t)n_paths, sizeof *rms);
+    if (!runs || !rms)
         return 2;
     for (int i = 0; i < n_paths; i++) {
         px_error err;
@@ -156,25 +247,32 @@ int main(int argc, char **argv)
         if (!check_side(paths[i], "measured", &runs[i].measured) ||
             !check_side(paths[i], "predicted", &runs[i].predicted))
             return 2;
+        if (!read_rank_mem(paths[i], &rms[i]))
+            return 2;
         warn_unread_plan(paths[i]);
     }
 
     int n_bad = 0;
-    double worst_time = 0.0, worst_mem = 0.0;
+    double worst_time = 0.0, worst_mem = 0.0, worst_rank = 0.0;
+    bool any_rank = false;
     json_t *jruns = json_array();
     if (!as_json) {
         printf("# compare: predicted (cost model) vs measured (execute), "
                "err = (predicted - measured) / measured\n");
         if (max_time >= 0.0 || max_mem >= 0.0)
-            printf("# limits: |step time err| <= %.0f%%, |peak memory err| <= %.0f%%\n",
+            printf("# limits: |step time err| <= %.0f%%, |peak memory err| <= %.0f%% (the "
+                   "worst stage, and each rank against its own stage)\n",
                    max_time >= 0.0 ? 100.0 * max_time : INFINITY,
                    max_mem >= 0.0 ? 100.0 * max_mem : INFINITY);
-        printf("%-44s %5s | %9s %9s %7s | %9s %9s %7s | %6s %6s %7s | %9s %9s %7s | %s\n",
+        printf("# mem: the worst stage predicted vs the worst rank measured; rank_err: the "
+               "rank furthest from its own stage's prediction (n/a: no per-stage numbers)\n");
+        printf("%-44s %5s | %9s %9s %7s | %9s %9s %7s | %6s %6s %7s | %9s %9s %7s | %12s | "
+               "%s\n",
                "run", "ranks", "step_s", "step_s", "err", "tok/s", "tok/s", "err", "MFU%",
-               "MFU%", "err", "mem_MB", "mem_MB", "err", "ok");
-        printf("%-44s %5s | %9s %9s %7s | %9s %9s %7s | %6s %6s %7s | %9s %9s %7s |\n", "",
-               "", "pred", "meas", "", "pred", "meas", "", "pred", "meas", "", "pred", "meas",
-               "");
+               "MFU%", "err", "mem_MB", "mem_MB", "err", "rank_err", "ok");
+        printf("%-44s %5s | %9s %9s %7s | %9s %9s %7s | %6s %6s %7s | %9s %9s %7s | %12s |\n",
+               "", "", "pred", "meas", "", "pred", "meas", "", "pred", "meas", "", "pred",
+               "meas", "", "");
     }
     for (int i = 0; i < n_paths; i++) {
         const px_report *r = &runs[i];
@@ -184,11 +282,17 @@ int main(int argc, char **argv)
         double e_mfu = px_report_rel_err(p->mfu, m->mfu);
         double e_mem = px_report_rel_err((double)p->peak_memory_bytes,
                                          (double)m->peak_memory_bytes);
+        const rank_mem *rm = &rms[i];
         bool ok = (max_time < 0.0 || fabs(e_time) <= max_time) &&
-                  (max_mem < 0.0 || fabs(e_mem) <= max_mem);
+                  (max_mem < 0.0 || fabs(e_mem) <= max_mem) &&
+                  (max_mem < 0.0 || rm->n == 0 || fabs(rm->worst_err) <= max_mem);
         n_bad += !ok;
         worst_time = fmax(worst_time, fabs(e_time));
         worst_mem = fmax(worst_mem, fabs(e_mem));
+        if (rm->n > 0) {
+            any_rank = true;
+            worst_rank = fmax(worst_rank, fabs(rm->worst_err));
+        }
         if (as_json) {
             json_t *o = json_pack(
                 "{s:s, s:s, s:i, s:b, s:{s:f, s:f, s:f, s:f, s:I}, s:{s:f, s:f, s:f, s:f, s:I}}",
@@ -206,10 +310,34 @@ int main(int argc, char **argv)
                 json_object_set_new(rel, keys[k], isfinite(errs[k]) ? json_real(errs[k])
                                                                     : json_null());
             json_object_set_new(o, "relative_error", rel);
+            if (rm->n > 0) {
+                json_t *ranks = json_array();
+                for (int k = 0; k < rm->n; k++) {
+                    double e = px_report_rel_err((double)rm->pred_bytes[k],
+                                                 (double)rm->meas_bytes[k]);
+                    json_array_append_new(
+                        ranks, json_pack("{s:i, s:i, s:I, s:I, s:o}", "rank", k, "stage",
+                                         rm->stage[k], "predicted_peak_memory_bytes",
+                                         (json_int_t)rm->pred_bytes[k],
+                                         "measured_peak_memory_bytes",
+                                         (json_int_t)rm->meas_bytes[k], "relative_error",
+                                         isfinite(e) ? json_real(e) : json_null()));
+                }
+                json_object_set_new(o, "per_rank", ranks);
+                json_object_set_new(o, "worst_rank", json_integer(rm->worst));
+                json_object_set_new(o, "worst_rank_memory_err",
+                                    isfinite(rm->worst_err) ? json_real(rm->worst_err)
+                                                            : json_null());
+            }
             json_array_append_new(jruns, o);
             continue;
         }
-        char et[16], ek[16], ef[16], em[16], ranks[16];
+        char et[16], ek[16], ef[16], em[16], ranks[16], er[32] = "n/a";
+        if (rm->n > 0) {
+            char e[16];
+            pct(e, sizeof e, rm->worst_err);
+            snprintf(er, sizeof er, "%s r%d", e, rm->worst);
+        }
         pct(et, sizeof et, e_time);
         pct(ek, sizeof ek, e_tok);
         pct(ef, sizeof ef, e_mfu);
@@ -219,11 +347,28 @@ int main(int argc, char **argv)
         else
             snprintf(ranks, sizeof ranks, "?");
         printf("%-44.44s %5s | %9.4f %9.4f %7s | %9.0f %9.0f %7s | %6.1f %6.1f %7s | "
-               "%9.2f %9.2f %7s | %s\n",
+               "%9.2f %9.2f %7s | %12s | %s\n",
                r->label, ranks, p->step_time_s, m->step_time_s, et, p->tokens_per_s,
                m->tokens_per_s, ek, 100.0 * p->mfu, 100.0 * m->mfu, ef,
-               (double)p->peak_memory_bytes / 1e6, (double)m->peak_memory_bytes / 1e6, em,
+               (double)p->peak_memory_bytes / 1e6, (double)m->peak_memory_bytes / 1e6, em, er,
                ok ? "yes" : "NO");
+    }
+    /* every rank against its own stage, after the runs' table */
+    if (!as_json && any_rank) {
+        printf("# peak memory per rank against its own pipeline stage's prediction\n");
+        printf("%-44s %5s %5s | %9s %9s %7s\n", "run", "rank", "stage", "mem_MB", "mem_MB",
+               "err");
+        printf("%-44s %5s %5s | %9s %9s %7s\n", "", "", "", "pred", "meas", "");
+        for (int i = 0; i < n_paths; i++)
+            for (int k = 0; k < rms[i].n; k++) {
+                char e[16];
+                pct(e, sizeof e,
+                    px_report_rel_err((double)rms[i].pred_bytes[k],
+                                      (double)rms[i].meas_bytes[k]));
+                printf("%-44.44s %5d %5d | %9.2f %9.2f %7s\n", runs[i].label, k,
+                       rms[i].stage[k], (double)rms[i].pred_bytes[k] / 1e6,
+                       (double)rms[i].meas_bytes[k] / 1e6, e);
+            }
     }
     if (as_json) {
         json_t *root = json_pack("{s:o, s:o, s:o, s:i, s:i}", "runs", jruns,
@@ -232,6 +377,9 @@ int main(int argc, char **argv)
                                  "worst_peak_memory_err",
                                  isfinite(worst_mem) ? json_real(worst_mem) : json_null(),
                                  "n_runs", n_paths, "n_failed", n_bad);
+        if (any_rank)
+            json_object_set_new(root, "worst_rank_peak_memory_err",
+                                isfinite(worst_rank) ? json_real(worst_rank) : json_null());
         if (max_time >= 0.0)
             json_object_set_new(root, "max_time_err", json_real(max_time));
         if (max_mem >= 0.0)
@@ -244,10 +392,19 @@ int main(int argc, char **argv)
         json_decref(root);
     } else {
         json_decref(jruns);
-        printf("# %d run(s); worst |step time err| %.1f%%, worst |peak memory err| %.1f%%; "
+        char wr[48] = "";
+        if (any_rank)
+            snprintf(wr, sizeof wr, ", worst |rank memory err| %.1f%%", 100.0 * worst_rank);
+        printf("# %d run(s); worst |step time err| %.1f%%, worst |peak memory err| %.1f%%%s; "
                "%d outside the limits\n",
-               n_paths, 100.0 * worst_time, 100.0 * worst_mem, n_bad);
+               n_paths, 100.0 * worst_time, 100.0 * worst_mem, wr, n_bad);
     }
+    for (int i = 0; i < n_paths; i++) {
+        free(rms[i].stage);
+        free(rms[i].pred_bytes);
+        free(rms[i].meas_bytes);
+    }
+    free(rms);
     free(runs);
     free(paths);
     return n_bad ? 1 : 0;

@@ -743,9 +743,10 @@ static px_status take_sticky(px_error *err)
 }
 
 /* bf16 reductions: widened into fp32 scratch, reduced by MPI in fp32, rounded
- * back (NCCL reduces bf16 in fp32 too: the same rounding points, a wider wire
- * format).  Moves without arithmetic (all-gather, all-to-all) send the raw
- * 16-bit values. */
+ * back once.  NCCL rounds each hop's partial sum to bf16 instead (p - 1
+ * roundings over p ranks), so the two agree exactly at 2 ranks and within
+ * bf16 rounding above.  Moves without arithmetic (all-gather, all-to-all)
+ * send the raw 16-bit values. */
 static MPI_Datatype mpi_type(px_dtype t)
 {
     return t == PX_BF16 ? MPI_UINT16_T : MPI_FLOAT;

@@ -616,7 +616,7 @@ static px_status cu_all_reduce(px_backend *be, void *buf, int64_t n, px_dtype t,
         return take_sticky(err);
     ncclComm_t nc = (ncclComm_t)c->native;
     PX_TRY(before_comm(err));
-    /* bf16: NCCL adds in fp32 and rounds the result to bf16. */
+    /* bf16: NCCL adds in fp32, rounding each hop's partial sum to bf16. */
     PX_NCCL_TRY(err, nc,
                 ncclAllReduce(buf, buf, (size_t)n, nccl_type(t),
                               op == PX_REDUCE_MAX ? ncclMax : ncclSum, nc, G->comm));
@@ -819,6 +819,7 @@ extern "C" px_status px_backend_cuda_create(px_backend *out, MPI_Comm world, px_
     out->dtypes = PX_DTYPE_BIT(PX_F32) | PX_DTYPE_BIT(PX_BF16);
     out->dtype = PX_F32;
     out->set_dtype = cu_set_dtype;
+    out->flash_only = true;
     out->timer_start = cu_timer_start;
     out->timer_stop = cu_timer_stop;
     out->alloc = cu_alloc;

@@ -305,6 +305,15 @@ int main(int argc, char **argv)
                 run.peak_breakdown[r][k] = all[r * (1 + PX_MEM_KINDS) + 1 + k];
         }
         px_measure_measure(&run, &plan);
+        /* the prediction per pipeline stage, for the per-rank table and the
+         * report; without it both keep the worst-stage comparison only */
+        px_error serr;
+        px_error_clear(&serr);
+        if (px_measure_stages(&run, &plan, &serr) != PX_OK) {
+            char sm[1024];
+            px_error_format(&serr, sm, sizeof sm);
+            fprintf(stderr, "execute: warning: no per-stage memory prediction: %s\n", sm);
+        }
         px_measure_print_summary(stdout, &run, &plan);
         if (c.report_path && px_measure_write(c.report_path, &run, &plan, c.plan_path, &err)) {
             print_error(rank, &err);
@@ -325,6 +334,7 @@ int main(int argc, char **argv)
     free(run.device_time_s);
     free(run.peak_memory_bytes);
     free(run.peak_breakdown);
+    px_measure_free_stages(&run);
     MPI_Finalize();
     return any ? 1 : 0;
 }

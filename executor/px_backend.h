@@ -13,9 +13,10 @@
  * px_dtype: tensor-, context- and expert-parallel traffic, pipeline messages
  * and the ZeRO weight all-gathers move the activation dtype (the bf16 compute
  * copy of the weights), gradient reductions and the loss statistics stay
- * fp32.  Reductions of bf16 add in fp32 (NCCL on the GPU; the CPU backend
- * widens, reduces with MPI in fp32 and rounds back: another wire format, the
- * same rounding points). */
+ * fp32.  Reductions of bf16: the CPU backend widens, reduces with MPI in
+ * fp32 and rounds once; NCCL's ring and tree add in fp32 but round each
+ * partial sum to bf16 between hops (p - 1 roundings over p ranks; the same
+ * result at p = 2). */
 #ifndef PX_BACKEND_H
 #define PX_BACKEND_H
 
@@ -208,6 +209,10 @@ struct px_backend {
      * and the one its kernel table `k` follows now (PX_F32 after create).
      * set_dtype installs the table of another dtype (PX_ERR_UNSUPPORTED when
      * it is not in dtypes); the engine calls it once, before any kernel. */
+    /* Attention never keeps the s x s probabilities (a FlashAttention-style
+     * core only): plans with flash_attention false are refused up front. */
+    bool flash_only;
+
     unsigned dtypes;
     px_dtype dtype;
     px_status (*set_dtype)(px_backend *be, px_dtype t, px_error *err);

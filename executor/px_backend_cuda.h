@@ -1,9 +1,9 @@
 /* px_backend_cuda.h — the CUDA backend of the executor (backend_cuda.cu):
  * device memory from the tracked stream-ordered allocator, the px_cuda_*
  * kernels (bf16 storage) or their _f32 instantiations (fp32 storage, the
- * table after create) and cuBLAS on one compute stream, NCCL collectives on their own
- * stream ordered against compute with events, point-to-point through MPI
- * (see docs/cuda-backend.md for why).  Available when the build has CUDA
+ * table after create) and cuBLAS on one compute stream, NCCL collectives and
+ * grouped ncclSend/ncclRecv point-to-point on their own stream, ordered
+ * against compute with events (docs/cuda-backend.md).  Available when the build has CUDA
  * (PX_HAVE_CUDA defined for the executor). */
 #ifndef PX_BACKEND_CUDA_H
 #define PX_BACKEND_CUDA_H

@@ -147,6 +147,8 @@ static px_status gemms(cal *k, px_hw *hw, bool quick, px_calib_cuda_result *res,
             int64_t shapes[][3] = {{t, h, h},     {t, 3 * h, h}, {t, 8 * h, h},
                                    {t, h, 4 * h}, {h, h, t},     {t, 32000, h}};
             for (int s = 0; s < 6 && hw->n_gemm_points < PX_HW_MAX_GEMM_POINTS; s++) {
+                if (s == 4 && h == t) /* {h, h, t} is {t, h, h}: one point, not two */
+                    continue;
                 double f16 = 0.0, f32 = 0.0;
                 PX_TRY(time_gemm(k, true, shapes[s][0], shapes[s][1], shapes[s][2], reps, &f16,
                                  err));
@@ -333,14 +335,21 @@ static px_status coll_time(cal *k, ncclComm_t nc, MPI_Comm comm, px_calib_coll_k
     return PX_OK;
 }
 
-/* Times every size of the CPU sweep on comm and fits lat/bw over the sizes
- * the CPU fit uses (>= PX_CALIB_FIT_MIN_BYTES). */
+/* Times every size of the CPU sweep, and larger ones, on comm and fits lat/bw
+ * over the sizes the CPU fit uses (>= PX_CALIB_FIT_MIN_BYTES). */
 static px_status sweep_fit(cal *k, ncclComm_t nc, MPI_Comm comm, px_calib_coll_kind kind, int g,
                            bool quick, px_coll_point *out, px_error *err)
 {
-    int64_t sizes[16];
+    int64_t sizes[20];
     int ns = px_calib_coll_sizes(quick, sizes, 16);
-    double x[16], t[16];
+    /* NVLink reaches its bandwidth only with messages of hundreds of MB (the
+     * gradients of a data-parallel step are GBs): extend the CPU sweep, as
+     * far as the 2 GiB buffers hold g pieces. */
+    for (int64_t b = (int64_t)128 << 20; b <= (quick ? (int64_t)128 << 20 : (int64_t)512 << 20);
+         b *= 4)
+        if ((size_t)b * (kind == PX_CALIB_P2P ? (size_t)g : 1) <= CAL_BC_BYTES)
+            sizes[ns++] = b;
+    double x[20], t[20];
     int nfit = 0;
     for (int i = 0; i < ns; i++) {
         double ti = 0.0;

@@ -9,6 +9,8 @@
 
 #include "px_cuda_status.h"
 
+enum { PCI_ID_LEN = 32 }; /* "0000:00:00.0" with room to spare */
+
 /* djb2 over the host name: equal on one node, and collisions between nodes
  * only merge local-rank counts (a wrong GPU choice, caught by NCCL). */
 static uint64_t host_hash(void)
@@ -71,19 +73,71 @@ px_status px_cuda_select_device(MPI_Comm mpi_world, int *local_rank, int *local_
             (*local_rank)++;
         (*local_size)++;
     }
-    free(hashes);
     int n_dev = px_cuda_device_count();
-    if (n_dev <= 0)
-        return PX_FAIL(err, PX_ERR_CUDA, "rank %d: no CUDA device visible", rank);
     /* One visible device: the launcher already gave each rank its own GPU
      * (CUDA_VISIBLE_DEVICES per rank, as Slurm does).  Several: pick by
      * node-local rank, one rank per GPU. */
-    if (n_dev > 1 && *local_size > n_dev)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "rank %d: %d ranks on this node but %d GPUs; launch one rank per GPU",
-                       rank, *local_size, n_dev);
     *device = n_dev == 1 ? 0 : *local_rank;
-    PX_CUDA_TRY(err, cudaSetDevice(*device));
+    char bus[PCI_ID_LEN] = "";
+    bool usable = n_dev >= 1 && !(n_dev > 1 && *local_size > n_dev);
+    if (usable && (cudaSetDevice(*device) != cudaSuccess ||
+                   cudaDeviceGetPCIBusId(bus, PCI_ID_LEN, *device) != cudaSuccess))
+        bus[0] = '\0';
+    /* Every rank learns every rank's GPU (PCI bus id, "" for none) before any
+     * gives up, so all fail together, and two ranks of one node on one GPU
+     * (which NCCL refuses with a bare "invalid usage") get a clear error. */
+    char *all = malloc((size_t)size * PCI_ID_LEN);
+    if (!all) {
+        free(hashes);
+        return PX_FAIL(err, PX_ERR_NOMEM, "PCI bus ids");
+    }
+    rc = MPI_Allgather(bus, PCI_ID_LEN, MPI_CHAR, all, PCI_ID_LEN, MPI_CHAR, mpi_world);
+    px_status st = mpi_status(rc, "MPI_Allgather(PCI bus ids)", __LINE__, err);
+    for (int r = 0; r < size && !st; r++) {
+        const char *b = all + (size_t)r * PCI_ID_LEN;
+        if (!b[0])
+            st = PX_FAIL(err, PX_ERR_CUDA,
+                         r == rank && n_dev > 1
+                             ? "rank %d: %d ranks on this node but %d GPUs; launch one rank "
+                               "per GPU"
+                             : "rank %d: no CUDA device it can use (%d ranks on its node, %d GPUs "
+                               "visible here)",
+                         r, *local_size, n_dev);
+        for (int q = 0; q < r && !st; q++)
+            if (hashes[q] == hashes[r] && !strcmp(b, all + (size_t)q * PCI_ID_LEN))
+                st = PX_FAIL(err, PX_ERR_INVALID,
+                             "ranks %d and %d of one node share GPU %s: launch one rank per "
+                             "GPU (CUDA_VISIBLE_DEVICES per rank, or fewer ranks)",
+                             q, r, b);
+    }
+    free(all);
+    free(hashes);
+    return st;
+}
+
+/* Group rank 0 makes the NCCL id and broadcasts it with a status word, so a
+ * failure there ends every member's wait instead of hanging them in the
+ * broadcast. */
+static px_status share_unique_id(MPI_Comm group, int rank, ncclUniqueId *id, px_error *err)
+{
+    struct {
+        int ok;
+        ncclUniqueId id;
+    } msg;
+    memset(&msg, 0, sizeof msg);
+    px_status st = PX_OK;
+    if (rank == 0) {
+        ncclResult_t r = ncclGetUniqueId(&msg.id);
+        if (r != ncclSuccess)
+            st = px_nccl_status(r, NULL, "ncclGetUniqueId", __FILE__, __LINE__, err);
+        msg.ok = st == PX_OK;
+    }
+    MPI_TRY(err, MPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, 0, group));
+    if (st)
+        return st;
+    if (!msg.ok)
+        return PX_FAIL(err, PX_ERR_CUDA, "NCCL: the group's rank 0 could not create its id");
+    *id = msg.id;
     return PX_OK;
 }
 
@@ -96,10 +150,7 @@ px_status px_nccl_comm_from_mpi(MPI_Comm group, ncclComm_t *out, px_error *err)
     if (size <= 1)
         return PX_OK;
     ncclUniqueId id;
-    memset(&id, 0, sizeof id);
-    if (rank == 0)
-        PX_NCCL_TRY(err, NULL, ncclGetUniqueId(&id));
-    MPI_TRY(err, MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, group));
+    PX_TRY(share_unique_id(group, rank, &id, err));
     PX_NCCL_TRY(err, NULL, ncclCommInitRank(out, size, id, rank));
     return PX_OK;
 }
@@ -125,10 +176,7 @@ px_status px_cuda_comm_init(px_cuda_comm *c, MPI_Comm mpi_world, const px_layout
 
     /* World communicator: rank 0's id, broadcast over MPI. */
     ncclUniqueId id;
-    memset(&id, 0, sizeof id);
-    if (c->world_rank == 0)
-        PX_NCCL_TRY(err, NULL, ncclGetUniqueId(&id));
-    MPI_TRY(err, MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, mpi_world));
+    PX_TRY(share_unique_id(mpi_world, c->world_rank, &id, err));
     PX_NCCL_TRY(err, NULL, ncclCommInitRank(&c->world, c->world_size, id, c->world_rank));
 
     /* One communicator per dimension, split with the layout's colour/key.

@@ -13,8 +13,10 @@
  * Streams: kernels and GEMMs run on `compute`; NCCL runs on `comm`.  Before a
  * collective reads a buffer the comm stream waits on an event recorded on the
  * compute stream (px_cuda_comm_after_compute); compute waits for NCCL's result
- * the same way (px_cuda_comm_join) — so communication overlaps any compute
- * issued in between, and nothing is ever host-synchronised for ordering. */
+ * the same way (px_cuda_comm_join) — so communication overlaps whatever
+ * compute is issued between the two calls, and nothing is ever
+ * host-synchronised for ordering.  (The executor backend joins right after
+ * each collective: its engine needs the result next.) */
 #ifndef PX_COMM_CUDA_H
 #define PX_COMM_CUDA_H
 

@@ -92,11 +92,12 @@ px_status px_exec_check_plan(const px_plan *plan, int world_size, px_error *err)
                            "model \"%s\": n_shared_experts = %lld: shared experts are not "
                            "supported by the executor; allowed: 0",
                            m->name, (long long)m->n_shared_experts);
-        if (p->etp != 1)
-            return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                           "etp = %d: the executor keeps each expert whole on one rank; "
-                           "allowed: etp = 1",
-                           p->etp);
+        /* Expert TP splits each expert's ffn (px_moe.c): etp must divide it. */
+        if (p->etp < 1 || m->moe_ffn % p->etp)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "etp = %d must divide moe_ffn = %lld (each expert-TP rank holds "
+                           "moe_ffn / etp of every expert's ffn)",
+                           p->etp, (long long)m->moe_ffn);
         if (p->ep < 1 || m->n_experts % p->ep)
             return PX_FAIL(err, PX_ERR_INVALID,
                            "ep = %d must divide n_experts = %lld (each EP rank holds E / ep "
@@ -327,8 +328,8 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
         return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");
     *out = ex;
     ex->tp.mpi = ex->pp.mpi = ex->dp.mpi = ex->emb.mpi = MPI_COMM_NULL;
-    ex->cp.mpi = ex->grad.mpi = ex->ep.mpi = ex->edp.mpi = MPI_COMM_NULL;
-    ex->ep.size = ex->edp.size = 1;
+    ex->cp.mpi = ex->grad.mpi = ex->ep.mpi = ex->edp.mpi = ex->etp.mpi = MPI_COMM_NULL;
+    ex->ep.size = ex->edp.size = ex->etp.size = 1;
     ex->plan = *plan;
     ex->opt = *opt;
     ex->be = be;
@@ -365,6 +366,8 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
         TRY(make_comm(ex, world, colour, key, &ex->ep, "MPI_Comm_split (ep)", err));
         px_layout_group(&ex->lay, rank, PX_DIM_EDP, &colour, &key);
         TRY(make_comm(ex, world, colour, key, &ex->edp, "MPI_Comm_split (edp)", err));
+        px_layout_group(&ex->lay, rank, PX_DIM_ETP, &colour, &key);
+        TRY(make_comm(ex, world, colour, key, &ex->etp, "MPI_Comm_split (etp)", err));
     }
     if (p->cp > 1 && (!be->k->attention_kv_fwd || !be->k->attention_kv_bwd))
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
@@ -407,6 +410,7 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     ex->E_l = ex->moe ? m->n_experts / p->ep : 0;
     ex->top_k = m->top_k;
     ex->fe = m->moe_ffn;
+    ex->fe_l = ex->moe ? m->moe_ffn / p->etp : 0;
     /* MoE token shard: the SP shard, or this TP rank's slice of the rows. */
     ex->Tm = p->tp > 1 ? ex->T / t : ex->T;
     ex->row0_m = ex->sp || p->tp == 1 ? 0 : ex->tp_rank * ex->Tm;
@@ -420,6 +424,11 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     ex->norm_eps = 1e-5f;
     ex->rope_theta = 10000.0f;
     ex->store_probs_allowed = !p->flash_attention;
+    if (ex->store_probs_allowed && be->flash_only)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "plan field parallel.flash_attention = false: the %s backend's attention "
+                       "never stores the s x s probabilities; allowed: true",
+                       be->name);
     /* both zero-bubble schedules split each backward into B and W */
     ex->zero_bubble = p->schedule == PX_SCHED_ZB_H1 || p->schedule == PX_SCHED_ZB_H2;
     ex->rc = calloc((size_t)ex->L, sizeof *ex->rc);
@@ -429,7 +438,8 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
         ex->rc[l] = p->n_layer_recompute ? (px_recompute)p->layer_recompute[l] : p->recompute;
 
     /* Parameters: one buffer each for weights, gradients and the two moments. */
-    TRY(px_params_build_ep(&ex->tab, m, p, ex->tp_rank, ex->stage, ex->ep.rank, err));
+    TRY(px_params_build_etp(&ex->tab, m, p, ex->tp_rank, ex->stage, ex->ep.rank, ex->etp.rank,
+                            err));
     ex->n_params = ex->tab.n_elems;
     /* The distributed optimizer shards over every rank that sums the
      * gradients: dp x cp.  Dense region first (padded to a multiple of
@@ -1113,6 +1123,7 @@ void px_exec_destroy(px_exec *ex)
         free_comm(ex, &ex->emb);
         free_comm(ex, &ex->ep);
         free_comm(ex, &ex->edp);
+        free_comm(ex, &ex->etp);
     }
     free(ex);
 }

@@ -43,8 +43,10 @@ typedef struct {
     int32_t *m_idx;            /* [Tm, k] chosen experts */
     float *m_gate;             /* [Tm, k] their probabilities (fp32) */
     int32_t *m_rows, *m_slots; /* [n_send] token row and gate slot of each sent row */
-    void *m_xr;                /* [n_recv, h] rows received for this rank's experts */
-    void *m_h1;                /* [n_recv, 2 f_e] their gate|up outputs */
+    void *m_xr;                /* [n_g, h] rows for this rank's experts: those received
+                                * (n_recv), all-gathered over etp (n_g = their sum
+                                * over the etp group; n_recv when etp = 1) */
+    void *m_h1;                /* [n_g, 2 fe_l] their gate|up outputs (this rank's slice) */
     void *m_yr;                /* [n_send, h] expert outputs back, in dispatch order */
     struct px_moe_route *m_route; /* host row counts of the all-to-alls */
 } px_layer_act;
@@ -96,10 +98,13 @@ struct px_exec {
     int tp_rank, stage, dp_rank, cp_rank;
     /* Mixture of experts: ep = the expert-parallel group (experts folded over
      * tp x cp x dp of a stage), edp = the ranks holding the same experts
-     * (their gradients are summed there).  Size-1 groups for dense models. */
-    px_comm ep, edp;
+     * (their gradients are summed there), etp = the expert-tensor-parallel
+     * group (the ranks sharing the ffn of the same experts; the ep group is
+     * the ranks of one etp rank).  Size-1 groups for dense models. */
+    px_comm ep, edp, etp;
     bool moe;
     int64_t E, E_l, top_k, fe; /* experts, per rank, chosen per token, expert ffn */
+    int64_t fe_l;              /* this rank's slice of the expert ffn: fe / etp */
     int64_t Tm, row0_m;        /* tokens an MoE layer routes here, first row in the
                                 * [Ts, h] norm output (T / tp, tp_rank T / tp without SP) */
     int64_t n_dense, n_exp;    /* parameter regions: dense (padded to dp x cp), experts */

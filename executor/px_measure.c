@@ -4,8 +4,11 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdlib.h>
 
+#include "px_cost.h"
 #include "px_flops.h"
+#include "px_layout.h"
 #include "px_memtrack.h"
 
 static int64_t seq_len_of(const px_plan *p)
@@ -77,6 +80,67 @@ void px_measure_predicted(const px_plan *plan, px_measure *out)
     out->peak_memory_bytes = (double)plan->pred.mem.total;
 }
 
+px_status px_measure_stages(px_run *run, const px_plan *plan, px_error *err)
+{
+    run->n_stages = 0;
+    if (plan->pred.mem.total <= 0)
+        return PX_OK; /* the plan carries no prediction (as the summary's n/a) */
+    int pp = plan->par.pp;
+    if (pp < 1 || pp > PX_MAX_CHUNKS)
+        return PX_FAIL(err, PX_ERR_INVALID, "plan pp = %d: allowed 1..%d", pp, PX_MAX_CHUNKS);
+    px_layout lay;
+    px_status st = px_layout_init(&lay, &plan->par, err);
+    if (st != PX_OK)
+        return st;
+    if (lay.world != run->world)
+        return PX_FAIL(err, PX_ERR_INVALID, "plan needs %d ranks, the run has %d", lay.world,
+                       run->world);
+    /* the context is ~10 KB of memo tables: off the stack */
+    px_cost_ctx *ctx = malloc(sizeof *ctx);
+    int64_t *stage = calloc((size_t)pp, sizeof *stage);
+    int *rank_stage = calloc((size_t)run->world, sizeof *rank_stage);
+    if (!ctx || !stage || !rank_stage) {
+        st = PX_FAIL(err, PX_ERR_NOMEM, "per-stage memory: out of memory");
+        goto fail;
+    }
+    st = px_cost_ctx_init(ctx, &plan->model, &plan->hw, err);
+    if (st != PX_OK)
+        goto fail;
+    /* px_cost_stages is the function behind the plan's worst-stage total
+     * (pred.mem.total = its largest entry), so the two cannot disagree */
+    px_cost_stages(ctx, &plan->par, NULL, stage);
+    for (int r = 0; r < run->world; r++)
+        rank_stage[r] = px_layout_coord(&lay, r, PX_DIM_PP);
+    free(ctx);
+    run->n_stages = pp;
+    run->predicted_stage_peak_bytes = stage;
+    run->rank_stage = rank_stage;
+    return PX_OK;
+fail:
+    free(ctx);
+    free(stage);
+    free(rank_stage);
+    return st;
+}
+
+void px_measure_free_stages(px_run *run)
+{
+    free(run->predicted_stage_peak_bytes);
+    free(run->rank_stage);
+    run->predicted_stage_peak_bytes = NULL;
+    run->rank_stage = NULL;
+    run->n_stages = 0;
+}
+
+/* The prediction for rank r's stage, or 0 when there is none. */
+static int64_t rank_predicted(const px_run *run, int r)
+{
+    if (run->n_stages < 1 || !run->rank_stage || !run->predicted_stage_peak_bytes)
+        return 0;
+    int s = run->rank_stage[r];
+    return s >= 0 && s < run->n_stages ? run->predicted_stage_peak_bytes[s] : 0;
+}
+
 void px_measure_print_header(FILE *f, const px_plan *plan, int64_t steps, int64_t warmup)
 {
     const px_parallel *p = &plan->par;
@@ -141,12 +205,31 @@ void px_measure_print_summary(FILE *f, const px_run *run, const px_plan *plan)
         fprintf(f, "# %-18s %16.6g   (device clock, CUDA events; step_time_s is wall clock)\n",
                 "device_step_s", sum / (double)run->steps);
     }
-    fprintf(f, "# %-6s %18s", "rank", "peak_mem_bytes");
+    if (run->n_stages > 0) {
+        fprintf(f, "# predicted peak per pipeline stage (bytes):");
+        for (int s = 0; s < run->n_stages; s++)
+            fprintf(f, " %lld", (long long)run->predicted_stage_peak_bytes[s]);
+        fprintf(f, "\n");
+    }
+    /* each rank against its own stage's prediction (the summary above
+     * compares the worst rank with the worst stage) */
+    fprintf(f, "# %-6s %5s %18s %18s %10s", "rank", "stage", "peak_mem_bytes", "predicted_bytes",
+            "rel_error");
     for (int k = 0; k < PX_MEM_KINDS; k++)
         fprintf(f, " %12s", px_mem_kind_name((px_mem_kind)k));
     fprintf(f, "\n");
     for (int r = 0; r < run->world; r++) {
-        fprintf(f, "# %-6d %18lld", r, (long long)run->peak_memory_bytes[r]);
+        int64_t pred = rank_predicted(run, r);
+        double e = rel_err((double)run->peak_memory_bytes[r], (double)pred);
+        char stage[16] = "n/a", pv[24] = "n/a", ev[16] = "n/a";
+        if (run->n_stages > 0) {
+            snprintf(stage, sizeof stage, "%d", run->rank_stage[r]);
+            snprintf(pv, sizeof pv, "%lld", (long long)pred);
+        }
+        if (!isnan(e))
+            snprintf(ev, sizeof ev, "%+.4f", e);
+        fprintf(f, "# %-6d %5s %18lld %18s %10s", r, stage, (long long)run->peak_memory_bytes[r],
+                pv, ev);
         for (int k = 0; k < PX_MEM_KINDS; k++)
             fprintf(f, " %12lld", (long long)run->peak_breakdown[r][k]);
         fprintf(f, "\n");
@@ -212,6 +295,24 @@ px_status px_measure_write(const char *path, const px_run *run, const px_plan *p
     json_object_set_new(rel, "peak_memory_bytes",
                         rel_json(x->peak_memory_bytes, pr.peak_memory_bytes));
     json_object_set_new(root, "relative_error", rel);
+    if (run->n_stages > 0) {
+        json_t *stages = json_array(), *rank_pred = json_array(), *rank_stage = json_array();
+        json_t *rank_err = json_array();
+        for (int s = 0; s < run->n_stages; s++)
+            json_array_append_new(stages,
+                                   json_integer((json_int_t)run->predicted_stage_peak_bytes[s]));
+        for (int r = 0; r < run->world; r++) {
+            int64_t pred = rank_predicted(run, r);
+            json_array_append_new(rank_stage, json_integer(run->rank_stage[r]));
+            json_array_append_new(rank_pred, json_integer((json_int_t)pred));
+            json_array_append_new(rank_err,
+                                  rel_json((double)run->peak_memory_bytes[r], (double)pred));
+        }
+        json_object_set_new(root, "predicted_stage_peak_memory_bytes", stages);
+        json_object_set_new(root, "per_rank_stage", rank_stage);
+        json_object_set_new(root, "per_rank_predicted_peak_memory_bytes", rank_pred);
+        json_object_set_new(root, "per_rank_peak_memory_relative_error", rank_err);
+    }
     json_object_set_new(root, "per_rank_peak_memory_bytes", peaks);
     json_object_set_new(root, "per_rank_memory_at_peak_bytes", breakdown);
     json_object_set_new(root, "world_size", json_integer(run->world));

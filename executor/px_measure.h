@@ -31,8 +31,25 @@ typedef struct {
     const char *backend;             /* px_backend name */
     int64_t *peak_memory_bytes;      /* [world], over the timed steps */
     int64_t (*peak_breakdown)[PX_MEM_KINDS]; /* [world][kind] at each rank's peak */
+    /* The plan's predicted peak per pipeline stage and each rank's stage, so
+     * that every rank is compared with its own stage, not only the worst
+     * (px_measure_stages fills them; n_stages 0: not available). */
+    int n_stages;                          /* plan->par.pp */
+    int64_t *predicted_stage_peak_bytes;   /* [n_stages] */
+    int *rank_stage;                       /* [world] */
     px_measure measured;
 } px_run;
+
+/* Fills run->n_stages, predicted_stage_peak_bytes and rank_stage (allocated
+ * here; px_measure_free_stages frees them) from the plan with the planner's
+ * px_cost_stages (the same model as the plan's worst-stage prediction) and
+ * the rank layout (px_layout).  run->world must be set.  A plan without a
+ * prediction (memory total 0) gets none per stage either (PX_OK, n_stages
+ * 0).  On an error
+ * (the plan's model or profile does not set up a cost model, a layout the
+ * world does not match, out of memory) n_stages stays 0. */
+px_status px_measure_stages(px_run *run, const px_plan *plan, px_error *err);
+void px_measure_free_stages(px_run *run);
 
 /* Measured numbers from the timed steps (mean step time) and the plan. */
 void px_measure_measure(px_run *run, const px_plan *plan);

@@ -10,8 +10,28 @@
  * all-to-all.  No capacity limit, no token dropping: every split computes
  * exactly the single-rank sum, so the results match it.
  *
+ * Expert tensor parallelism (etp > 1, Megatron's design): the etp ranks of an
+ * expert group each hold ffn rows [r fe_l, (r + 1) fe_l) of every local
+ * expert's gate and up (column-parallel) and those columns of its down
+ * projection (row-parallel).  The EP all-to-all runs among the ranks of one
+ * etp rank (PX_DIM_EP groups are exactly those), so each etp rank receives
+ * the rows its own EP peers route to the group's experts; the rows are then
+ * all-gathered over etp (every slice of an expert needs every row of it),
+ * each rank computes its slice of the SwiGLU and a partial down projection,
+ * and the partial outputs are reduce-scattered over etp back to the rank
+ * that received each row, which returns them with the combine all-to-all.
+ * Why this and not one all-to-all over ep x etp: the EP groups and their
+ * all-to-all stay as they are, and the extra traffic is one all-gather plus
+ * one reduce-scatter of the routed rows per pass, the all-reduce over etp
+ * of T k etp / tp rows that px_cost.c charges (forward and backward).
+ * The row counts differ per rank, so both run as all-to-alls with per-peer
+ * counts (the all-gather sends its rows to every peer; the reduce-scatter
+ * receives every peer's partial of its rows and sums them in etp rank
+ * order: deterministic).
+ *
  * The row counts are computed on the host from the router's choices (one
- * download of Tm k ints) and exchanged with MPI_Alltoall before the data. */
+ * download of Tm k ints) and exchanged with MPI_Alltoall before the data
+ * (and all-gathered over etp). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +45,12 @@ struct px_moe_route {
     int64_t *send_rows; /* [ep] rows to EP rank j */
     int64_t *recv_rows; /* [ep] rows from EP rank i */
     int64_t *recv_blk;  /* [ep E_l] rows from rank i for local expert le, at i E_l + le */
+    /* After the all-gather over etp: n_g rows, etp rank q's n_recv (g_rows[q])
+     * first, in its (source, expert) blocks g_blk[q ep E_l + i E_l + le].
+     * With etp = 1 these are the fields above (g_rows = &n_recv). */
+    int64_t n_g;
+    int64_t *g_rows; /* [etp] */
+    int64_t *g_blk;  /* [etp ep E_l] */
 };
 
 void px_moe_route_free(px_layer_act *a)
@@ -35,6 +61,10 @@ void px_moe_route_free(px_layer_act *a)
     free(r->send_rows);
     free(r->recv_rows);
     free(r->recv_blk);
+    if (r->g_blk != r->recv_blk)
+        free(r->g_blk);
+    if (r->g_rows != &r->n_recv)
+        free(r->g_rows);
     free(r);
     a->m_route = NULL;
 }
@@ -57,6 +87,98 @@ static px_status a2a_rows(px_exec *ex, void *out, const int64_t *recv_rows, cons
     scale_counts(cnt + n, recv_rows, n, w);
     px_status st =
         ex->be->all_to_all_v(ex->be, out, cnt + n, in, cnt, ex->act_dtype, &ex->ep, err);
+    free(cnt);
+    return st;
+}
+
+/* The row counts of the etp group (see struct px_moe_route). */
+static px_status gather_counts(px_exec *ex, struct px_moe_route *r, px_error *err)
+{
+    int etp = ex->etp.size;
+    int64_t nb = (int64_t)ex->ep.size * ex->E_l;
+    if (etp == 1) {
+        r->n_g = r->n_recv;
+        r->g_rows = &r->n_recv;
+        r->g_blk = r->recv_blk;
+        return PX_OK;
+    }
+    r->g_rows = calloc((size_t)etp, sizeof *r->g_rows);
+    r->g_blk = calloc((size_t)(etp * nb), sizeof *r->g_blk);
+    if (!r->g_rows || !r->g_blk)
+        return PX_FAIL(err, PX_ERR_NOMEM, "MoE: out of memory (etp row counts)");
+    TRY(px_mpi_check(MPI_Allgather(r->recv_blk, (int)nb, MPI_INT64_T, r->g_blk, (int)nb,
+                                   MPI_INT64_T, ex->etp.mpi),
+                     "MPI_Allgather (MoE expert-TP row counts)", err));
+    r->n_g = 0;
+    for (int q = 0; q < etp; q++) {
+        for (int64_t b = 0; b < nb; b++)
+            r->g_rows[q] += r->g_blk[q * nb + b];
+        r->n_g += r->g_rows[q];
+    }
+    return PX_OK;
+}
+
+/* All-gather over etp of this rank's n_recv rows own [n_recv, w] into
+ * out [n_g, w] (etp rank order): an all-to-all that sends the same rows to
+ * every peer (the counts differ per rank, which all_gather does not allow).
+ * With etp = 1 a copy. */
+static px_status etp_gather(px_exec *ex, const struct px_moe_route *r, void *out,
+                            const void *own, int64_t w, px_error *err)
+{
+    int etp = ex->etp.size;
+    if (etp == 1) {
+        ex->be->copy(ex->be, out, own, px_ex_bytes(ex, r->n_recv * w));
+        return PX_OK;
+    }
+    void *rep = NULL;
+    int64_t *cnt = malloc((size_t)(2 * etp) * sizeof *cnt);
+    if (!cnt)
+        return PX_FAIL(err, PX_ERR_NOMEM, "MoE: out of memory (counts)");
+    px_status st = px_ex_alloc_act(ex, PX_MEM_TEMP, etp * r->n_recv * w, &rep, err);
+    for (int q = 0; q < etp && !st; q++) {
+        ex->be->copy(ex->be, px_ex_at(ex, rep, q * r->n_recv * w), own,
+                     px_ex_bytes(ex, r->n_recv * w));
+        cnt[q] = r->n_recv * w;
+        cnt[etp + q] = r->g_rows[q] * w;
+    }
+    if (!st)
+        st = ex->be->all_to_all_v(ex->be, out, cnt + etp, rep, cnt, ex->act_dtype, &ex->etp,
+                                  err);
+    px_ex_free(ex, &rep);
+    free(cnt);
+    return st;
+}
+
+/* Reduce-scatter over etp of partial [n_g, w] (etp rank order) into
+ * out [n_recv, w]: every peer's partial of this rank's rows arrives by an
+ * all-to-all and they are summed in etp rank order.  With etp = 1 a copy. */
+static px_status etp_reduce(px_exec *ex, const struct px_moe_route *r, void *out,
+                            const void *partial, int64_t w, px_error *err)
+{
+    int etp = ex->etp.size;
+    int64_t n = r->n_recv * w;
+    if (etp == 1) {
+        ex->be->copy(ex->be, out, partial, px_ex_bytes(ex, n));
+        return PX_OK;
+    }
+    void *parts = NULL;
+    int64_t *cnt = malloc((size_t)(2 * etp) * sizeof *cnt);
+    if (!cnt)
+        return PX_FAIL(err, PX_ERR_NOMEM, "MoE: out of memory (counts)");
+    for (int q = 0; q < etp; q++) {
+        cnt[q] = r->g_rows[q] * w;
+        cnt[etp + q] = n;
+    }
+    px_status st = px_ex_alloc_act(ex, PX_MEM_TEMP, etp * n, &parts, err);
+    if (!st)
+        st = ex->be->all_to_all_v(ex->be, parts, cnt + etp, partial, cnt, ex->act_dtype,
+                                  &ex->etp, err);
+    if (!st) {
+        ex->be->copy(ex->be, out, parts, px_ex_bytes(ex, n));
+        for (int q = 1; q < etp; q++)
+            ex->k->residual_fwd(out, out, px_ex_at(ex, parts, q * n), n);
+    }
+    px_ex_free(ex, &parts);
     free(cnt);
     return st;
 }
@@ -84,11 +206,24 @@ static px_status route(px_exec *ex, px_layer_act *a, px_error *err)
         st = PX_FAIL(err, PX_ERR_NOMEM, "MoE: out of memory (routing)");
         goto out;
     }
+    /* A failed kernel before this point leaves idx undefined: surface its
+     * error first (the backend keeps it until sync). */
+    st = ex->be->sync(ex->be, err);
+    if (st)
+        goto out;
     ex->be->download(ex->be, idx, a->m_idx, n * (int64_t)sizeof(int32_t));
     /* Expert e lives on EP rank e / E_l as local expert e % E_l, so ordering
      * rows by e orders them by (peer, local expert). */
-    for (int64_t i = 0; i < n; i++)
+    for (int64_t i = 0; i < n; i++) {
+        if (idx[i] < 0 || idx[i] >= E) {
+            st = PX_FAIL(err, PX_ERR_INTERNAL,
+                         "MoE router: token %lld chose expert %d, allowed 0..%lld "
+                         "(non-finite router logits?)",
+                         (long long)(i / k), (int)idx[i], (long long)E - 1);
+            goto out;
+        }
         blk[idx[i]]++;
+    }
     for (int64_t e = 0; e < E; e++) {
         pos[e + 1] = pos[e] + blk[e];
         r->send_rows[e / El] += blk[e];
@@ -114,6 +249,9 @@ static px_status route(px_exec *ex, px_layer_act *a, px_error *err)
             r->recv_rows[i] += r->recv_blk[i * El + le];
             r->n_recv += r->recv_blk[i * El + le];
         }
+    st = gather_counts(ex, r, err);
+    if (st)
+        goto out;
     st = px_ex_alloc_i32(ex, PX_MEM_ACTIVATIONS, n, &a->m_rows, err);
     if (!st)
         st = px_ex_alloc_i32(ex, PX_MEM_ACTIVATIONS, n, &a->m_slots, err);
@@ -129,13 +267,65 @@ out:
     return st;
 }
 
+/* The expert blocks of the n_g rows, in order: (etp rank q, source EP rank
+ * i, local expert le); calls fn on each non-empty one with its first row. */
+typedef void (*px_moe_blk_fn)(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
+                              void *const *buf, int64_t le, int64_t off, int64_t n);
+
+static void for_blocks(px_exec *ex, const struct px_moe_route *r, const px_layer_params *lp,
+                       px_layer_act *a, void *const *buf, px_moe_blk_fn fn)
+{
+    int64_t El = ex->E_l, nb = (int64_t)ex->ep.size * El, off = 0;
+    for (int64_t b = 0; b < (int64_t)ex->etp.size * nb; b++) {
+        int64_t n = r->g_blk[b];
+        if (n == 0)
+            continue;
+        fn(ex, lp, a, buf, b % El, off, n);
+        off += n;
+    }
+}
+
+/* Forward of one block: buf = {h2, yl}.  This rank's slice of the expert:
+ * gate|up rows [2 fe_l, h], down columns [h, fe_l]; yl is partial over etp. */
+static void expert_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
+                       void *const *buf, int64_t le, int64_t off, int64_t n)
+{
+    const px_kernels *k = ex->k;
+    int64_t h = ex->h, fl = ex->fe_l;
+    void *h1 = px_ex_at(ex, a->m_h1, off * 2 * fl), *h2 = px_ex_at(ex, buf[0], off * fl);
+    k->matmul_fwd(h1, px_ex_at(ex, a->m_xr, off * h), W(lp->ew1 + le * 2 * fl * h), NULL, n, h,
+                  2 * fl);
+    k->swiglu_fwd(h2, h1, n, fl);
+    k->matmul_fwd(px_ex_at(ex, buf[1], off * h), h2, W(lp->ew2 + le * h * fl), NULL, n, fl, h);
+}
+
+/* Backward of one block: buf = {dyg, dxg, h2, dh2, dh1} (h2, dh2, dh1 are
+ * scratch of n_g rows, used at the block's rows); dxg is partial over etp.
+ * The SwiGLU output is recomputed from the kept gate|up (cheap). */
+static void expert_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
+                       void *const *buf, int64_t le, int64_t off, int64_t n)
+{
+    const px_kernels *k = ex->k;
+    int64_t h = ex->h, fl = ex->fe_l;
+    const void *h1 = px_ex_at(ex, a->m_h1, off * 2 * fl);
+    void *h2 = px_ex_at(ex, buf[2], off * fl), *dh2 = px_ex_at(ex, buf[3], off * fl);
+    void *dh1 = px_ex_at(ex, buf[4], off * 2 * fl);
+    int64_t w1 = lp->ew1 + le * 2 * fl * h, w2 = lp->ew2 + le * h * fl;
+    k->swiglu_fwd(h2, h1, n, fl);
+    k->matmul_bwd(dh2, G(w2), NULL, px_ex_at(ex, buf[0], off * h), h2, W(w2), n, fl, h);
+    k->swiglu_bwd(dh1, dh2, h1, n, fl);
+    k->matmul_bwd(px_ex_at(ex, buf[1], off * h), G(w1), NULL, dh1,
+                  px_ex_at(ex, a->m_xr, off * h), W(w1), n, h, 2 * fl);
+}
+
 px_status px_moe_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, const void *x,
                      void **y, px_error *err)
 {
     const px_kernels *k = ex->k;
-    int64_t Tm = ex->Tm, h = ex->h, E = ex->E, fe = ex->fe, El = ex->E_l;
+    int64_t Tm = ex->Tm, h = ex->h, E = ex->E, fl = ex->fe_l;
+    bool etp = ex->etp.size > 1;
     px_mem_kind A = PX_MEM_ACTIVATIONS, X = PX_MEM_TEMP;
-    void *logits = NULL, *xs = NULL, *yl = NULL, *h2 = NULL;
+    void *logits = NULL, *xs = NULL, *own = NULL, *buf[2] = {NULL, NULL};
 
     TRY(px_ex_alloc_act(ex, X, Tm * E, &logits, err));
     k->matmul_fwd(logits, x, W(lp->router), NULL, Tm, h, E);
@@ -147,37 +337,38 @@ px_status px_moe_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, co
     TRY(route(ex, a, err));
     struct px_moe_route *r = a->m_route;
 
-    /* Dispatch. */
+    /* Dispatch over ep, then (etp > 1) the all-gather over etp. */
     TRY(px_ex_alloc_act(ex, X, r->n_send * h, &xs, err));
     k->moe_permute(xs, x, a->m_rows, NULL, NULL, r->n_send, h);
-    TRY(px_ex_alloc_act(ex, A, r->n_recv * h, &a->m_xr, err));
-    TRY(a2a_rows(ex, a->m_xr, r->recv_rows, xs, r->send_rows, h, err));
+    TRY(px_ex_alloc_act(ex, A, r->n_g * h, &a->m_xr, err));
+    if (etp)
+        TRY(px_ex_alloc_act(ex, X, r->n_recv * h, &own, err));
+    TRY(a2a_rows(ex, etp ? own : a->m_xr, r->recv_rows, xs, r->send_rows, h, err));
     px_ex_free(ex, &xs);
+    if (etp) {
+        TRY(etp_gather(ex, r, a->m_xr, own, h, err));
+        px_ex_free(ex, &own);
+    }
 
-    /* This rank's experts, one block per (source, expert). */
-    TRY(px_ex_alloc_act(ex, A, r->n_recv * 2 * fe, &a->m_h1, err));
-    TRY(px_ex_alloc_act(ex, X, r->n_recv * fe, &h2, err));
-    TRY(px_ex_alloc_act(ex, X, r->n_recv * h, &yl, err));
-    int64_t off = 0;
-    for (int i = 0; i < ex->ep.size; i++)
-        for (int64_t le = 0; le < El; le++) {
-            int64_t n = r->recv_blk[i * El + le];
-            if (n == 0)
-                continue;
-            void *h1 = px_ex_at(ex, a->m_h1, off * 2 * fe), *h2o = px_ex_at(ex, h2, off * fe);
-            k->matmul_fwd(h1, px_ex_at(ex, a->m_xr, off * h), W(lp->ew1 + le * 2 * fe * h), NULL,
-                          n, h, 2 * fe);
-            k->swiglu_fwd(h2o, h1, n, fe);
-            k->matmul_fwd(px_ex_at(ex, yl, off * h), h2o, W(lp->ew2 + le * h * fe), NULL, n, fe,
-                          h);
-            off += n;
-        }
-    px_ex_free(ex, &h2);
+    /* This rank's experts (its slice of them), one block per (etp rank,
+     * source, expert). */
+    TRY(px_ex_alloc_act(ex, A, r->n_g * 2 * fl, &a->m_h1, err));
+    TRY(px_ex_alloc_act(ex, X, r->n_g * fl, &buf[0], err));
+    TRY(px_ex_alloc_act(ex, X, r->n_g * h, &buf[1], err));
+    for_blocks(ex, r, lp, a, buf, expert_fwd);
+    px_ex_free(ex, &buf[0]);
+    if (etp) { /* the row-parallel sum: back to the rank that received each row */
+        TRY(px_ex_alloc_act(ex, X, r->n_recv * h, &own, err));
+        TRY(etp_reduce(ex, r, own, buf[1], h, err));
+        px_ex_free(ex, &buf[1]);
+    } else {
+        own = buf[1];
+    }
 
     /* Combine: back to the token's rank, scaled by its gate and summed. */
     TRY(px_ex_alloc_act(ex, A, r->n_send * h, &a->m_yr, err));
-    TRY(a2a_rows(ex, a->m_yr, r->send_rows, yl, r->recv_rows, h, err));
-    px_ex_free(ex, &yl);
+    TRY(a2a_rows(ex, a->m_yr, r->send_rows, own, r->recv_rows, h, err));
+    px_ex_free(ex, &own);
     TRY(px_ex_alloc_act(ex, X, Tm * h, y, err));
     k->moe_unpermute(*y, a->m_yr, a->m_rows, a->m_gate, a->m_slots, r->n_send, h);
     return PX_OK;
@@ -187,12 +378,13 @@ px_status px_moe_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, co
                      const void *x, void **dx, px_error *err)
 {
     const px_kernels *k = ex->k;
-    int64_t Tm = ex->Tm, h = ex->h, E = ex->E, fe = ex->fe, El = ex->E_l;
+    int64_t Tm = ex->Tm, h = ex->h, E = ex->E, fl = ex->fe_l;
+    bool etp = ex->etp.size > 1;
     px_mem_kind X = PX_MEM_TEMP;
     struct px_moe_route *r = a->m_route;
     float *dgate = NULL;
-    void *dys = NULL, *dyr = NULL, *dxr = NULL, *h2 = NULL, *dh2 = NULL;
-    void *dh1 = NULL, *dxs = NULL, *dlogits = NULL, *dxrt = NULL;
+    void *dys = NULL, *dyr = NULL, *dxr = NULL, *dxs = NULL, *dlogits = NULL, *dxrt = NULL;
+    void *buf[5] = {NULL, NULL, NULL, NULL, NULL};
 
     /* Gates: d(gate) = <dy_t, expert output>; the rows sent back scaled. */
     TRY(px_ex_alloc_f32(ex, X, Tm * ex->top_k, &dgate, err));
@@ -202,31 +394,33 @@ px_status px_moe_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, co
     TRY(px_ex_alloc_act(ex, X, r->n_recv * h, &dyr, err));
     TRY(a2a_rows(ex, dyr, r->recv_rows, dys, r->send_rows, h, err));
     px_ex_free(ex, &dys);
+    if (etp) { /* every slice of an expert needs the gradient of all its rows */
+        TRY(px_ex_alloc_act(ex, X, r->n_g * h, &buf[0], err));
+        TRY(etp_gather(ex, r, buf[0], dyr, h, err));
+        px_ex_free(ex, &dyr);
+    } else {
+        buf[0] = dyr;
+        dyr = NULL;
+    }
 
-    /* Experts: SwiGLU output recomputed from the kept gate|up (cheap). */
-    TRY(px_ex_alloc_act(ex, X, r->n_recv * h, &dxr, err));
-    TRY(px_ex_alloc_act(ex, X, r->n_recv * fe, &h2, err));
-    TRY(px_ex_alloc_act(ex, X, r->n_recv * fe, &dh2, err));
-    TRY(px_ex_alloc_act(ex, X, r->n_recv * 2 * fe, &dh1, err));
-    int64_t off = 0;
-    for (int i = 0; i < ex->ep.size; i++)
-        for (int64_t le = 0; le < El; le++) {
-            int64_t n = r->recv_blk[i * El + le];
-            if (n == 0)
-                continue;
-            const void *h1 = px_ex_at(ex, a->m_h1, off * 2 * fe);
-            int64_t w1 = lp->ew1 + le * 2 * fe * h, w2 = lp->ew2 + le * h * fe;
-            k->swiglu_fwd(h2, h1, n, fe);
-            k->matmul_bwd(dh2, G(w2), NULL, px_ex_at(ex, dyr, off * h), h2, W(w2), n, fe, h);
-            k->swiglu_bwd(dh1, dh2, h1, n, fe);
-            k->matmul_bwd(px_ex_at(ex, dxr, off * h), G(w1), NULL, dh1,
-                          px_ex_at(ex, a->m_xr, off * h), W(w1), n, h, 2 * fe);
-            off += n;
-        }
-    px_ex_free(ex, &h2);
-    px_ex_free(ex, &dh2);
-    px_ex_free(ex, &dh1);
-    px_ex_free(ex, &dyr);
+    /* Experts: input gradients partial over etp, this slice's weight
+     * gradients complete for the rows of this etp group. */
+    TRY(px_ex_alloc_act(ex, X, r->n_g * h, &buf[1], err));
+    TRY(px_ex_alloc_act(ex, X, r->n_g * fl, &buf[2], err));
+    TRY(px_ex_alloc_act(ex, X, r->n_g * fl, &buf[3], err));
+    TRY(px_ex_alloc_act(ex, X, r->n_g * 2 * fl, &buf[4], err));
+    for_blocks(ex, r, lp, a, buf, expert_bwd);
+    px_ex_free(ex, &buf[2]);
+    px_ex_free(ex, &buf[3]);
+    px_ex_free(ex, &buf[4]);
+    px_ex_free(ex, &buf[0]);
+    if (etp) {
+        TRY(px_ex_alloc_act(ex, X, r->n_recv * h, &dxr, err));
+        TRY(etp_reduce(ex, r, dxr, buf[1], h, err));
+        px_ex_free(ex, &buf[1]);
+    } else {
+        dxr = buf[1];
+    }
     TRY(px_ex_alloc_act(ex, X, r->n_send * h, &dxs, err));
     TRY(a2a_rows(ex, dxs, r->send_rows, dxr, r->recv_rows, h, err));
     px_ex_free(ex, &dxr);

@@ -120,17 +120,33 @@ static px_status build_layer(px_param_table *t, const px_model *m, int tp, int t
     return PX_OK;
 }
 
-/* This rank's experts of one MoE layer: gate|up and down, expert by expert. */
+/* This rank's experts of one MoE layer: gate|up and down, expert by expert.
+ * Under expert TP (fe_l < moe_ffn) a rank holds the ffn rows [fe0, fe0 +
+ * fe_l) of each expert's gate and of its up projection, which are not
+ * contiguous in the stacked [E 2 f_e, h] tensor: two segments per expert,
+ * placed gate_l then up_l so that each local expert is one [2 fe_l, h]
+ * gate|up block, the layout the SwiGLU kernels read.  The down projections'
+ * columns [fe0, fe0 + fe_l) of consecutive experts form one rectangle. */
 static px_status build_experts(px_param_table *t, const px_model *m, px_layer_params *lp,
                                px_error *err)
 {
     int64_t h = m->hidden, fe = m->moe_ffn, E = m->n_experts;
-    int64_t e0 = t->expert0, el = t->n_experts_local;
-    int64_t layer = lp->layer;
-    TRY(add_seg(t, PX_TID_LAYER(layer, PX_T_EXP_W1), E * 2 * fe, h, e0 * 2 * fe, el * 2 * fe, 0,
-                h, PX_INIT_NORMAL, false, &lp->ew1, err));
-    t->segs[t->n_segs - 1].expert = true;
-    TRY(add_seg(t, PX_TID_LAYER(layer, PX_T_EXP_W2), E * h, fe, e0 * h, el * h, 0, fe,
+    int64_t e0 = t->expert0, el = t->n_experts_local, fe0 = t->fe0, fl = t->fe_l;
+    int64_t layer = lp->layer, id1 = PX_TID_LAYER(layer, PX_T_EXP_W1);
+    if (fl == fe) {
+        TRY(add_seg(t, id1, E * 2 * fe, h, e0 * 2 * fe, el * 2 * fe, 0, h, PX_INIT_NORMAL, false,
+                    &lp->ew1, err));
+        t->segs[t->n_segs - 1].expert = true;
+    } else {
+        for (int64_t le = 0; le < el; le++)
+            for (int half = 0; half < 2; half++) { /* gate, then up */
+                int64_t row0 = (e0 + le) * 2 * fe + half * fe + fe0;
+                TRY(add_seg(t, id1, E * 2 * fe, h, row0, fl, 0, h, PX_INIT_NORMAL, false,
+                            le == 0 && half == 0 ? &lp->ew1 : NULL, err));
+                t->segs[t->n_segs - 1].expert = true;
+            }
+    }
+    TRY(add_seg(t, PX_TID_LAYER(layer, PX_T_EXP_W2), E * h, fe, e0 * h, el * h, fe0, fl,
                 PX_INIT_NORMAL, false, &lp->ew2, err));
     t->segs[t->n_segs - 1].expert = true;
     return PX_OK;
@@ -145,10 +161,18 @@ px_status px_params_build(px_param_table *t, const px_model *m, const px_paralle
 px_status px_params_build_ep(px_param_table *t, const px_model *m, const px_parallel *par,
                              int tp_rank, int stage, int ep_rank, px_error *err)
 {
+    return px_params_build_etp(t, m, par, tp_rank, stage, ep_rank, 0, err);
+}
+
+px_status px_params_build_etp(px_param_table *t, const px_model *m, const px_parallel *par,
+                              int tp_rank, int stage, int ep_rank, int etp_rank, px_error *err)
+{
     memset(t, 0, sizeof *t);
-    int ep = par->ep > 0 ? par->ep : 1;
+    int ep = par->ep > 0 ? par->ep : 1, etp = par->etp > 0 ? par->etp : 1;
     t->n_experts_local = m->n_experts / ep;
     t->expert0 = ep_rank * t->n_experts_local;
+    t->fe_l = m->moe_ffn / etp;
+    t->fe0 = etp_rank * t->fe_l;
     t->word_emb = t->pos_emb = t->final_norm_w = t->final_norm_b = t->lm_head = -1;
     int tp = par->tp, pp = par->pp, vpp = par->vpp;
     int n_total = pp * vpp;

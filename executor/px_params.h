@@ -53,7 +53,8 @@ typedef struct {
     int64_t layer; /* global index */
     int64_t ln1_w, ln1_b, wqkv, bqkv, wo, bo, ln2_w, ln2_b, w1, b1, w2, b2;
     /* MoE layer (w1 .. b2 are -1 then): router, and this rank's experts'
-     * gate|up [E_l 2 f_e, h] and down [E_l h, f_e] (in the expert region). */
+     * gate|up [E_l 2 f_e, h] and down [E_l h, f_e] (in the expert region;
+     * f_e is the table's fe_l: moe_ffn / etp). */
     int64_t router, ew1, ew2;
 } px_layer_params;
 
@@ -75,6 +76,10 @@ typedef struct {
      * dense region alone). */
     int64_t n_dense;
     int64_t expert0, n_experts_local; /* this rank's experts [expert0, +n_experts_local) */
+    /* Expert tensor parallelism: this rank holds rows [fe0, fe0 + fe_l) of
+     * each of its experts' gate and up projections and the same columns of
+     * their down projections (fe_l = moe_ffn / etp, fe0 = etp_rank fe_l). */
+    int64_t fe0, fe_l;
     int n_chunks;        /* local chunks (vpp) */
     px_chunk_params *chunks;
     int64_t word_emb, pos_emb, final_norm_w, final_norm_b, lm_head; /* -1 when absent */
@@ -94,6 +99,15 @@ px_status px_params_build(px_param_table *tab, const px_model *m, const px_paral
  * experts [ep_rank E / ep, (ep_rank + 1) E / ep) of every MoE layer. */
 px_status px_params_build_ep(px_param_table *tab, const px_model *m, const px_parallel *par,
                              int tp_rank, int stage, int ep_rank, px_error *err);
+/* The same for a rank at etp_rank of its expert-tensor-parallel group too:
+ * its slice of every expert it holds is ffn rows (gate and up: column-
+ * parallel) and columns (down: row-parallel) [etp_rank fe_l, +fe_l), with
+ * fe_l = moe_ffn / etp.  Its expert region is then, per expert,
+ * [gate_l; up_l] ([2 fe_l, h]) back to back, then per expert down_l
+ * ([h, fe_l]).  Requires etp to divide moe_ffn (px_exec_check_plan). */
+px_status px_params_build_etp(px_param_table *tab, const px_model *m, const px_parallel *par,
+                              int tp_rank, int stage, int ep_rank, int etp_rank,
+                              px_error *err);
 void px_params_free(px_param_table *tab);
 
 /* The initial value of element (row, col) of tensor `tensor_id`. */

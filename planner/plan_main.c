@@ -14,6 +14,11 @@
 #include "px_search.h"
 #include "px_validate.h"
 
+/* PX_SEARCH_TOP_MAX as text for the usage string (it is a plain number) */
+#define PX_STR_(x) #x
+#define PX_STR(x) PX_STR_(x)
+#define PX_TOP_MAX_STR PX_STR(PX_SEARCH_TOP_MAX)
+
 static const char usage_text[] =
     "usage: plan --model NAME|FILE --gpus G [options]\n"
     "       plan --validate [FILE] [--json] [--check]   (as build/validate: docs/validation.md)\n"
@@ -45,7 +50,8 @@ static const char usage_text[] =
     "                         uniform layers per stage; --no-milp = --partition uniform\n"
     "  --milp-time-limit S    GLPK time limit per candidate, seconds (default 0.5,\n"
     "                         0.05 for interleaved candidates)\n"
-    "  --top K                rows in the table (default 10)\n"
+    "  --top K                rows in the table (default 10, at most " PX_TOP_MAX_STR "); with\n"
+    "                         the GLPK program on, K rows whenever K configurations fit\n"
     "  --tokens D             time to train D tokens, with goodput (suffixes K M B T)\n"
     "  --gpu-mtbf-hours H     per-GPU mean time between failures (default: the profile's)\n"
     "  --explain              memory and time breakdown, rule-of-thumb plan beside the best\n"

@@ -120,10 +120,13 @@ void px_cost_act_layer(const px_act_shape *sh, px_act_ops *o)
          * the CPU executor rebuilds it in the backward as a temporary of the
          * same size, alive at the backward's peak), and the expert output
          * sent back (the combine buffer, needed for the gradient of the
-         * gate probabilities) */
+         * gate probabilities).  The combine buffer holds only this GPU's
+         * own tm·k rows: under expert TP the partial outputs are
+         * reduce-scattered back to the GPU that received each row before it
+         * keeps them (executor/px_moe.c) */
         o->moe_recv = tok * e * sh->h;
         o->moe_gate_up = tok * e * (up + 1.0) * sh->moe_f / etp;
-        o->moe_combine = tok * e * sh->h;
+        o->moe_combine = tm * sh->top_k * e * sh->h;
         /* routing tables, 4-byte ints / fp32: chosen expert and its gate
          * for each of the tm·k copies, and the token row and gate slot of
          * each row sent */

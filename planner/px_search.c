@@ -70,15 +70,23 @@ static bool better(const px_candidate *a, const px_candidate *b)
     return a->pred.mem.total < b->pred.mem.total;
 }
 
-static void insert_top(px_search_result *res, int keep, const px_parallel *par,
+/* The analytic pass ranks into a pool larger than the result's list: with
+ * the partition program on, --top K keeps K + (K + PX_SEARCH_MILP_EXTRA)
+ * candidates (see px_search_run), and the program's rescued misses are
+ * appended after them.  One search at a time per process, like ctx. */
+#define POOL_MAX (2 * PX_SEARCH_TOP_MAX + PX_SEARCH_MILP_EXTRA + PX_SEARCH_MILP_MISSES)
+static px_candidate pool[POOL_MAX];
+
+/* Inserts (par, pred) into list[0..*n), best first, keeping at most keep. */
+static void insert_top(px_candidate *list, int *n_list, int keep, const px_parallel *par,
                        const px_prediction *pred)
 {
     px_candidate c;
-    int n = res->n_top;
+    int n = *n_list;
     if (n == keep) {
         c.par = *par;
         c.pred = *pred;
-        if (!better(&c, &res->top[n - 1]))
+        if (!better(&c, &list[n - 1]))
             return;
         n--; /* drop the last */
     } else {
@@ -86,12 +94,12 @@ static void insert_top(px_search_result *res, int keep, const px_parallel *par,
         c.pred = *pred;
     }
     int pos = n;
-    while (pos > 0 && better(&c, &res->top[pos - 1])) {
-        res->top[pos] = res->top[pos - 1];
+    while (pos > 0 && better(&c, &list[pos - 1])) {
+        list[pos] = list[pos - 1];
         pos--;
     }
-    res->top[pos] = c;
-    res->n_top = n + 1;
+    list[pos] = c;
+    *n_list = n + 1;
 }
 
 static void fmt_gb(char *buf, size_t n, double bytes)
@@ -243,56 +251,112 @@ static bool refine_one(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
     return true;
 }
 
-/* After the analytic pass: every top candidate and the closest misses through
- * the partition program, then the top list re-ranked. */
+/* Sorts cand[0..n_cand) best first (stable insertion sort of pointers: the
+ * pool's order on ties) and puts the first of each configuration, at most
+ * keep, in kept.  Returns how many. */
+static int rank_unique(const px_candidate **cand, int n_cand, int keep,
+                       const px_candidate **kept)
+{
+    for (int i = 1; i < n_cand; i++) {
+        const px_candidate *c = cand[i];
+        int j = i;
+        while (j > 0 && better(c, cand[j - 1])) {
+            cand[j] = cand[j - 1];
+            j--;
+        }
+        cand[j] = c;
+    }
+    int n = 0;
+    for (int i = 0; i < n_cand && n < keep; i++) {
+        bool dup = false;
+        for (int j = 0; j < n && !dup; j++)
+            dup = same_config(&cand[i]->par, &kept[j]->par);
+        if (!dup)
+            kept[n++] = cand[i];
+    }
+    return n;
+}
+
+/* After the analytic pass: the first keep + PX_SEARCH_MILP_EXTRA candidates
+ * of the pool and the closest misses through the partition program, then the
+ * pool re-ranked, merged candidates removed and the best `keep` copied into
+ * res->top.
+ *
+ * Why --top K still gets K rows: the analytic candidates are distinct
+ * configurations, but two of them can meet once the program has rewritten
+ * one (selective recompute, which FlashAttention makes no leaner than none,
+ * becomes none with the other's split).  Each meeting involves at least one
+ * candidate the program changed, so
+ *   1. the pool holds K + n_refine candidates, so even if every changed one
+ *      were lost in a meeting, K distinct ones remain;
+ *   2. when the pool was not full (fewer feasible configurations than that)
+ *      and the list still comes out short, a changed candidate that met
+ *      another is listed in its analytic version too: a distinct feasible
+ *      configuration, scored by the same model.  Only then, so that a list
+ *      that is long enough is exactly the refined ranking.
+ * Together they give K rows whenever the analytic pass found K feasible
+ * configurations. */
 static void refine_top(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
-                       const px_search_opts *o, px_search_result *res, int keep,
+                       const px_search_opts *o, px_search_result *res, int n_pool, int keep,
                        px_candidate *misses, int n_miss)
 {
     double t0 = now_s();
     double budget = o->milp_budget_s > 0.0 ? o->milp_budget_s : PX_SEARCH_MILP_BUDGET_S;
     res->milp_ran = true;
     /* the program sees the first keep + PX_SEARCH_MILP_EXTRA; the rest stay
-     * as the analytic pass scored them, to fill the list when candidates
-     * collapse into one (selective recompute the program turns into none) */
-    int n_refine = res->n_top < keep + PX_SEARCH_MILP_EXTRA ? res->n_top
-                                                             : keep + PX_SEARCH_MILP_EXTRA;
+     * as the analytic pass scored them */
+    int n_refine = n_pool < keep + PX_SEARCH_MILP_EXTRA ? n_pool : keep + PX_SEARCH_MILP_EXTRA;
     res->milp_top = n_refine;
     res->milp_misses = n_miss;
-    for (int k = 0; k < n_refine; k++)
-        if (refine_one(m, hw, ctx, o, res, &res->top[k], false, budget - (now_s() - t0)))
+    /* originals of the refined candidates (indices 0..n_refine of the pool) */
+    static px_candidate orig[PX_SEARCH_TOP_MAX + PX_SEARCH_MILP_EXTRA];
+    static bool changed[POOL_MAX];
+    memset(changed, 0, sizeof changed);
+    for (int k = 0; k < n_refine; k++) {
+        orig[k] = pool[k];
+        if (refine_one(m, hw, ctx, o, res, &pool[k], false, budget - (now_s() - t0))) {
             res->milp_changed++;
-    for (int k = 0; k < n_miss; k++) {
+            changed[k] = true;
+        }
+    }
+    for (int k = 0; k < n_miss && n_pool < POOL_MAX; k++) {
         static px_candidate c;
         c = misses[k];
         if (refine_one(m, hw, ctx, o, res, &c, true, budget - (now_s() - t0))) {
             res->milp_changed++;
             res->milp_rescued++;
             res->n_valid++;
-            insert_top(res, PX_SEARCH_TOP_MAX, &c.par, &c.pred);
+            pool[n_pool++] = c; /* no analytic version: it did not fit */
         }
     }
-    /* re-rank (insertion sort: at most PX_SEARCH_TOP_MAX entries) */
-    for (int i = 1; i < res->n_top; i++) {
-        px_candidate c = res->top[i];
-        int j = i;
-        while (j > 0 && better(&c, &res->top[j - 1])) {
-            res->top[j] = res->top[j - 1];
-            j--;
+    /* every refined candidate, ranked, the first of each configuration */
+    static const px_candidate *cand[POOL_MAX + PX_SEARCH_TOP_MAX + PX_SEARCH_MILP_EXTRA];
+    static const px_candidate *kept[PX_SEARCH_TOP_MAX];
+    int n_cand = 0;
+    for (int i = 0; i < n_pool; i++)
+        cand[n_cand++] = &pool[i];
+    int n = rank_unique(cand, n_cand, keep, kept);
+    if (n < keep) {
+        /* short (the pool was not full): add the analytic version of each
+         * changed candidate that met another (2. above) and rank again */
+        for (int i = 0; i < n_refine; i++) {
+            if (!changed[i])
+                continue;
+            /* met: another candidate, or another's analytic version (which
+             * may come back here); then each candidate keeps a distinct
+             * representative -- itself, or its analytic version -- and the
+             * list holds min(K, feasible) rows */
+            bool meets = false;
+            for (int j = 0; j < n_pool && !meets; j++)
+                meets = j != i && (same_config(&pool[i].par, &pool[j].par) ||
+                                   (j < n_refine && same_config(&pool[i].par, &orig[j].par)));
+            if (meets)
+                cand[n_cand++] = &orig[i];
         }
-        res->top[j] = c;
+        n = rank_unique(cand, n_cand, keep, kept);
     }
-    /* candidates that differed only in what the program chose (selective
-     * recompute, which FlashAttention makes no leaner than none, becomes
-     * none) can meet: keep the first of each */
-    int n = 0;
-    for (int i = 0; i < res->n_top; i++) {
-        bool dup = false;
-        for (int j = 0; j < n && !dup; j++)
-            dup = same_config(&res->top[i].par, &res->top[j].par);
-        if (!dup && n < keep)
-            res->top[n++] = res->top[i];
-    }
+    for (int i = 0; i < n; i++)
+        res->top[i] = *kept[i];
     res->n_top = n;
     res->milp_s = now_s() - t0;
 }
@@ -494,13 +558,14 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
         return st;
     int keep = o->top > 0 ? (o->top < PX_SEARCH_TOP_MAX ? o->top : PX_SEARCH_TOP_MAX)
                           : PX_SEARCH_TOP_DEFAULT;
-    /* with the partition program, the analytic pass keeps a few more: some
-     * collapse into one after it, and the list is cut back to `keep` */
+    /* with the partition program, the analytic pass keeps keep + n_refine
+     * (n_refine = keep + PX_SEARCH_MILP_EXTRA, the candidates the program
+     * sees): some collapse into one after it, and the list is cut back to
+     * `keep` (refine_top says why that leaves `keep` rows) */
     int keep_out = keep;
     if (o->milp)
-        keep = 2 * keep + PX_SEARCH_MILP_EXTRA < PX_SEARCH_TOP_MAX
-                   ? 2 * keep + PX_SEARCH_MILP_EXTRA
-                   : PX_SEARCH_TOP_MAX;
+        keep = 2 * keep + PX_SEARCH_MILP_EXTRA;
+    int n_pool = 0;
     res->mem_limit_bytes = hw->hbm_bytes - hw->mem_reserve_bytes;
     static px_cost_ctx ctx; /* ~10 KB; one search at a time per process */
     st = px_cost_ctx_init(&ctx, m, hw, err);
@@ -693,7 +758,7 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                                                 continue;
                                             }
                                             res->n_valid++;
-                                            insert_top(res, keep, &par, &pred);
+                                            insert_top(pool, &n_pool, keep, &par, &pred);
                                         }
                             }
                         }
@@ -701,8 +766,13 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
             }
         }
     }
-    if (o->milp)
-        refine_top(m, hw, &ctx, o, res, keep_out, misses, n_miss);
+    if (o->milp) {
+        refine_top(m, hw, &ctx, o, res, n_pool, keep_out, misses, n_miss);
+    } else {
+        for (int i = 0; i < n_pool; i++)
+            res->top[i] = pool[i];
+        res->n_top = n_pool;
+    }
     px_error rerr;
     px_search_rule_of_thumb(m, hw, gpus, o, res, &rerr);
     res->elapsed_s = now_s() - t0;

@@ -114,6 +114,15 @@ px_status px_cuda_malloc(px_cuda_alloc *a, int64_t n_bytes, void **out, px_error
         PX_TRY(grow(a, err));
     void *p = NULL;
     cudaError_t e = cudaMallocAsync(&p, (size_t)n_bytes, a->stream);
+    if (e == cudaErrorMemoryAllocation) {
+        /* The pool keeps what it freed (release threshold "never"), in
+         * blocks that may not fit this request: hand them back to the
+         * driver once the stream is idle, and try again. */
+        (void)cudaGetLastError();
+        (void)cudaStreamSynchronize(a->stream);
+        (void)cudaMemPoolTrimTo(a->pool, 0);
+        e = cudaMallocAsync(&p, (size_t)n_bytes, a->stream);
+    }
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return px_error_set(err, e == cudaErrorMemoryAllocation ? PX_ERR_NOMEM : PX_ERR_CUDA,

@@ -310,7 +310,7 @@ static __device__ __forceinline__ int last_key32(const int32_t *qpos, int r0, in
 /* ---- forward -------------------------------------------------------------------------- */
 
 /* bf16 storage: three blocks per SM.  3 x 68 KiB of shared memory fit an SM of
- * sm_80/sm_90, and the bound caps ptxas at 168 registers (unbounded it chose
+ * sm_90 (228 KiB; an A100's 164 KiB holds two), and the bound caps ptxas at 168 registers (unbounded it chose
  * 171 at HD 128, which leaves room for two).  fp32 storage would spill under
  * the cap (its loads convert in registers), so it is left unbounded. */
 template <int HD, typename TS>
@@ -858,13 +858,24 @@ template <typename TS> struct att_args {
     int Sq, Skv, B, NH, NKV;
 };
 
+/* Opts a kernel in to `bytes` of dynamic shared memory, and asks for the
+ * largest shared-memory carveout so that the blocks per SM its launch bounds
+ * plan for actually fit (the driver's default split may leave less). */
+template <typename K> static px_status smem_opt_in(K *kernel, int bytes, px_error *err)
+{
+    PX_CUDA_TRY(err, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          bytes));
+    PX_CUDA_TRY(err, cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                          (int)cudaSharedmemCarveoutMaxShared));
+    return PX_OK;
+}
+
 template <int HD, typename TS>
 static px_status launch_fwd(TS *out, float *lse, const att_args<TS> &a, cudaStream_t stream,
                             px_error *err)
 {
     const int smem = fwd_smem<HD>();
-    PX_CUDA_TRY(err, cudaFuncSetAttribute(k_attn_fwd<HD, TS>,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    PX_TRY(smem_opt_in(k_attn_fwd<HD, TS>, smem, err));
     dim3 grid((unsigned)((a.Sq + ATT_BQ - 1) / ATT_BQ), (unsigned)a.NH, (unsigned)a.B);
     const float scale_log2 = LOG2E / sqrtf((float)HD);
     k_attn_fwd<HD, TS><<<grid, ATT_THREADS, smem, stream>>>(
@@ -880,10 +891,8 @@ static px_status launch_bwd(TS *dq, TS *dkv, const TS *dout, const float *lse,
 {
     const float scale = 1.0f / sqrtf((float)HD), scale_log2 = LOG2E * scale;
     const int sdq = dq_smem<HD>(), skv = dkdv_smem<HD>();
-    PX_CUDA_TRY(err, cudaFuncSetAttribute(k_attn_bwd_dq<HD, TS>,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize, sdq));
-    PX_CUDA_TRY(err, cudaFuncSetAttribute(k_attn_bwd_dkdv<HD, TS>,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize, skv));
+    PX_TRY(smem_opt_in(k_attn_bwd_dq<HD, TS>, sdq, err));
+    PX_TRY(smem_opt_in(k_attn_bwd_dkdv<HD, TS>, skv, err));
     const unsigned tiles_q = (unsigned)((a.Sq + ATT_BQ - 1) / ATT_BQ);
     const unsigned tiles_k = (unsigned)((a.Skv + ATT_BK - 1) / ATT_BK);
     k_attn_bwd_dq<HD, TS>

@@ -14,6 +14,7 @@
 
 struct px_cuda_blas {
     cublasHandle_t handle;
+    cudaStream_t stream; /* the handle's: every GEMM is queued there */
     void *workspace;
     int64_t workspace_bytes;
 };
@@ -28,6 +29,7 @@ px_status px_cuda_blas_new(cudaStream_t stream, px_cuda_blas **out, px_error *er
         return PX_FAIL(err, PX_ERR_NOMEM, "cuBLAS context");
     px_status st = px_cublas_status(cublasCreate(&b->handle), "cublasCreate", __FILE__,
                                     __LINE__, err);
+    b->stream = stream;
     if (st == PX_OK)
         st = px_cublas_status(cublasSetStream(b->handle, stream), "cublasSetStream", __FILE__,
                               __LINE__, err);
@@ -65,6 +67,8 @@ void px_cuda_blas_delete(px_cuda_blas *b)
 }
 
 int64_t px_cuda_blas_workspace_bytes(const px_cuda_blas *b) { return b->workspace_bytes; }
+
+cudaStream_t px_cuda_blas_stream(const px_cuda_blas *b) { return b->stream; }
 
 /* Checks the row-major shape contract before cuBLAS sees it, so a wrong ld
  * is reported with the engine's names rather than as CUBLAS_STATUS_INVALID_VALUE. */

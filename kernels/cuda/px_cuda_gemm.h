@@ -32,6 +32,8 @@ typedef struct px_cuda_blas px_cuda_blas;
 px_status px_cuda_blas_new(cudaStream_t stream, px_cuda_blas **out, px_error *err);
 void px_cuda_blas_delete(px_cuda_blas *b);
 int64_t px_cuda_blas_workspace_bytes(const px_cuda_blas *b);
+/* The stream every GEMM of this handle is queued on. */
+cudaStream_t px_cuda_blas_stream(const px_cuda_blas *b);
 
 /* a, b: bf16 device pointers; c: bf16 or fp32 (c_type). */
 px_status px_cuda_gemm(px_cuda_blas *blas, bool trans_a, bool trans_b, int64_t m, int64_t n,

@@ -74,7 +74,10 @@ static __global__ void k_moe_router_fwd(float *probs, int32_t *idx, float *gate,
             }
             float m = warp_max(best);
             float cand = (best_e >= 0 && best == m) ? (float)best_e : INFINITY;
-            int e_star = (int)(-warp_max(-cand)); /* the lowest index holding m */
+            float low = -warp_max(-cand); /* the lowest index holding m */
+            /* No candidate anywhere (NaN probabilities): -1, which the host's
+             * routing check reports, rather than INF converted to an int. */
+            int e_star = isinf(low) ? -1 : (int)low;
             chosen[j] = e_star;
             if (lane == 0) {
                 idx[t * k + j] = (int32_t)e_star;

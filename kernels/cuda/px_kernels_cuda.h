@@ -278,9 +278,9 @@ px_status px_cuda_moe_gate_bwd_f32(float *dgate, const float *dout, const float 
 
 /* ---- fp32-storage variants ---------------------------------------------------
  * The same kernels instantiated for fp32 tensors (the argument order of the
- * twins with float in place of px_bf16).  They serve the executor's engine,
- * whose buffers are fp32 on every backend (executor/px_backend.h):
- * element-wise work runs in fp32, attention rounds its tiles to bf16 for the
+ * twins with float in place of px_bf16).  They serve the executor's engine
+ * in fp32 storage (`execute --dtype fp32`; bf16 storage uses the kernels
+ * above): element-wise work runs in fp32, attention rounds its tiles to bf16 for the
  * tensor cores and accumulates in fp32, and the matmuls use cuBLAS with
  * CUBLAS_COMPUTE_32F_FAST_16BF (bf16 tensor cores, fp32 in and out). */
 px_status px_cuda_embedding_fwd_f32(float *out, const int32_t *tokens, const float *table,

@@ -4,14 +4,16 @@
 # state in fp32.
 #   bf16_equivalence.sh BUILD_DIR
 # For tiny-llama (TP 2 + SP, PP 2 1F1B, DP 2 with ZeRO-1/2/3, CP 2), tiny-gpt
-# (TP 2 + SP: LayerNorm, biases, learned positions) and tiny-moe (EP 2 x DP 2),
+# (TP 2 + SP: LayerNorm, biases, learned positions) and tiny-moe (EP 2 x DP 2;
+# EP 2 x expert TP 2 x DP 4: partial expert outputs summed in bf16),
 # 3 steps of each bf16 split against
 #   - the fp32 single-rank run (the reference every fp32 split equals to 1e-5
 #     in equivalence.sh): losses within 5e-4 relative;
 #   - the bf16 single-rank run: losses within 5e-4 relative where the split
 #     moves the rounding points (TP/SP and CP round partial sums and gathered
-#     rows to bf16; EP rounds expert rows), 1e-5 where it does not (PP, DP,
-#     ZeRO: the same bf16 values in the same order, fp32 gradient sums).
+#     rows to bf16; EP rounds expert rows, expert TP their partial sums),
+#     1e-5 where it does not (PP, DP, ZeRO: the same bf16 values in the same
+#     order, fp32 gradient sums).
 # Why 5e-4: bf16 keeps 8 significant bits (unit roundoff 2^-9 = 2e-3 per
 # value), but the loss is a mean over 128 tokens of log-sums computed in fp32
 # from fp32-accumulated GEMMs, so rounding errors average out: bf16 vs fp32
@@ -87,5 +89,6 @@ check dp2_zero3   2 tiny-llama 1e-5 1e-4 1e-3 --dp 2 --n-micro 2 --zero 3
 check cp2         2 tiny-llama 5e-4 1e-2 0    --cp 2
 check gpt_tp2_sp  2 tiny-gpt   5e-4 1e-2 0    --tp 2 --sp
 check moe_ep2_dp2 2 tiny-moe   5e-4 1e-2 0    --ep 2 --dp 2 --n-micro 2
+check moe_ep2_etp2 4 tiny-moe  5e-4 1e-2 0    --ep 2 --etp 2 --dp 4 --n-micro 1
 echo "$failed failed"
 [ "$failed" -eq 0 ]

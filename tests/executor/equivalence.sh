@@ -9,7 +9,9 @@
 # of expert-parallel splits: experts over DP (with edp 1 and 2), over the TP
 # ranks of the attention, with pipeline stages, context parallelism, ZeRO 1-3
 # (experts sharded over their expert-data-parallel group), a zero-bubble
-# schedule and full recompute.
+# schedule and full recompute; and expert tensor parallelism (each expert's
+# ffn split over etp ranks): etp alone, with ep, with ZeRO-1 and ZeRO-3 (edp 2),
+# with TP (rows sliced over TP, and SP), with pipeline stages.
 # Weights: |diff| <= 1e-4 + 1e-3 |w|.  AdamW turns fp32 rounding noise on
 # near-zero gradients into differences of a few 1e-5 (lr 1e-3, 3 steps); a
 # wrong slice or a missing reduction moves weights by ~1e-3 or more.
@@ -69,6 +71,13 @@ if [ "$model" = tiny-moe ]; then
   check ep2_dp4_zero2     4 nodump --ep 2 --dp 4 --n-micro 1 --zero 2
   check ep2_dp4_zero3     4 dump   --ep 2 --dp 4 --n-micro 1 --zero 3
   check ep2_tp2sp_dp2_z3  4 dump   --ep 2 --tp 2 --sp --dp 2 --n-micro 2 --zero 3
+  check etp2_dp2          2 dump   --etp 2 --dp 2 --n-micro 2
+  check ep2_etp2_dp4      4 dump   --ep 2 --etp 2 --dp 4 --n-micro 1
+  check ep2_etp2_dp4_z1   4 dump   --ep 2 --etp 2 --dp 4 --n-micro 1 --zero 1
+  check etp2_dp4_z3       4 dump   --etp 2 --dp 4 --n-micro 1 --zero 3
+  check etp2_tp2          2 dump   --etp 2 --tp 2
+  check ep2_etp2_tp2sp_z1 4 dump   --ep 2 --etp 2 --tp 2 --sp --dp 2 --n-micro 2 --zero 1
+  check pp2_etp2_zbh1     4 nodump --pp 2 --etp 2 --dp 2 --n-micro 2 --schedule zb-h1 --recompute full
   echo "$failed failed"
   [ "$failed" -eq 0 ]
   exit

@@ -53,6 +53,10 @@ expect zero4_invalid "zero: 4 is not one of 0, 1, 2, 3" 2 --plan "$work/zero4.js
 # none to split.
 "$mkplan" --model tiny-moe --dp 3 --ep 3 -o "$work/moe_ep3.json" 2>/dev/null
 expect moe_ep_divides "ep = 3 must divide n_experts = 4" 3 --plan "$work/moe_ep3.json"
+# Expert tensor parallelism splits each expert's ffn (moe_ffn = 64): etp 3
+# cannot.
+"$mkplan" --model tiny-moe --dp 3 --etp 3 -o "$work/moe_etp3.json" 2>/dev/null
+expect moe_etp_divides "etp = 3 must divide moe_ffn = 64" 3 --plan "$work/moe_etp3.json"
 "$mkplan" --model tiny-llama --dp 2 --ep 2 -o "$work/dense_ep2.json" 2>/dev/null
 expect dense_ep "ep = 2, etp = 1 on dense model \"tiny-llama\"" 2 --plan "$work/dense_ep2.json"
 # ZB-H2 has no interleaved (vpp > 1) form in this executor: every rank says so.

@@ -2,7 +2,7 @@
  * every dimension given on the command line, so the tests never carry
  * hand-written plans that go stale:
  *   px_mkplan --model tiny-llama [--layers N] [--tp N] [--cp N] [--pp N] [--vpp N]
- *             [--dp N] [--ep N] [--sp] [--zero N] [--schedule S] [--recompute R]
+ *             [--dp N] [--ep N] [--etp N] [--sp] [--zero N] [--schedule S] [--recompute R]
  *             [--layer-recompute r,r,...] [--chunks n,n,...] [--micro-batch N]
  *             [--n-micro N] [--seq N] [--no-flash] [--hw NAME] -o plan.json
  * The prediction comes from the cost model (px_cost_evaluate) when it
@@ -87,6 +87,8 @@ int main(int argc, char **argv)
             NEEDV par.vpp = atoi(v);
         } else if (!strcmp(a, "--ep")) {
             NEEDV par.ep = atoi(v);
+        } else if (!strcmp(a, "--etp")) {
+            NEEDV par.etp = atoi(v);
         } else if (!strcmp(a, "--dp")) {
             NEEDV par.dp = atoi(v);
         } else if (!strcmp(a, "--zero")) {

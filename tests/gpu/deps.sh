@@ -21,7 +21,7 @@ set -u
 PKGS="libjansson4 libjansson-dev libglpk40 libglpk-dev libamd2 libcolamd2 libsuitesparseconfig5
       libgmp10 libltdl7 libopenblas0-pthread libopenblas-pthread-dev libgfortran5 libquadmath0
       libopenmpi3 libopenmpi-dev openmpi-bin openmpi-common libhwloc15 libevent-core-2.1-7
-      libevent-pthreads-2.1-7 libpmix2 libmunge2 pkgconf pkgconf-bin libpkgconf3"
+      libevent-pthreads-2.1-7 libpmix2 libmunge2 pkgconf pkgconf-bin libpkgconf3 libudev1 zlib1g"
 ARCH=x86_64-linux-gnu
 
 pack() {
@@ -45,6 +45,13 @@ pack() {
       cp -a "$f" "$stage$f"
       n=$((n + 1))
     done < <(dpkg -L "$p")
+  done
+  # zlib and libudev (needed by Open MPI's hwloc) are in every usual base
+  # image, newer than Debian 12's: put them aside, used only where the
+  # machine lacks them (env), so Python and the rest keep the system's.
+  for p in z udev; do
+    mkdir -p "$stage/usr/lib/$ARCH/fallback/$p"
+    mv "$stage/usr/lib/$ARCH/lib$p.so."* "$stage/usr/lib/$ARCH/fallback/$p/" 2>/dev/null
   done
   # The development links Debian routes through /etc/alternatives.
   for f in libopenblas.so libopenblas.so.0; do
@@ -84,6 +91,10 @@ export PKG_CONFIG_PATH="$r/usr/lib/$ARCH/pkgconfig:$r/usr/lib/$ARCH/openblas-pth
 export OPAL_PREFIX="$r/usr"
 export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader
 EOF
+  local p
+  for p in z udev; do
+    echo "ldconfig -p 2>/dev/null | grep -q 'lib$p\\.so\\.1 ' || export LD_LIBRARY_PATH=\"\$LD_LIBRARY_PATH:$r/usr/lib/$ARCH/fallback/$p\""
+  done
 }
 
 case "${1:-}" in

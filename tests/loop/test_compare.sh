@@ -4,7 +4,10 @@
 # (0 within, 1 outside, table printed either way), --json parses and
 # carries the same numbers, and malformed or incomplete reports are named;
 # limits outside (0, 1] and negative or non-numeric step times or memory are
-# refused; a report whose plan file is gone gets a warning.
+# refused; a report whose plan file is gone gets a warning.  Then a real
+# PP 2 run (plan, execute under mpirun): the report carries the predicted
+# peak per pipeline stage, the stages differ, each rank is within 10 % of
+# its own stage, and compare checks every rank against its own stage.
 set -u
 build=${PARALLAX_BUILD_ROOT:?}
 cmp=$build/compare
@@ -108,4 +111,88 @@ grep -q 'warning: .*orphan.json: plan "no-such-plan.json".*cannot be opened' "$t
   || fail "unopenable plan not reported: $(cat "$tmp/e9")"
 "$cmp" "$tmp/good.json" 2>"$tmp/e10" >/dev/null
 [ ! -s "$tmp/e10" ] || fail "warning without a plan field: $(cat "$tmp/e10")"
+
+# A real pipeline run: every rank against its own stage's prediction.
+# loop-gpt (tied embeddings: the LM head on the last stage) at PP 2 under
+# 1F1B: stage 0 holds two micro-batches in flight, stage 1 one and the head,
+# so the two stages' predictions differ (about 10 %).  fp32 storage (an
+# h100-sxm profile with dtype_bytes 4) so the CPU executor runs what the
+# plan costed; memory is counted, not timed, so the load does not matter.
+if ! command -v mpirun >/dev/null 2>&1; then
+  echo "test_compare: ok (no mpirun: the pipeline run skipped)"
+  exit 0
+fi
+export OPENBLAS_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+src=${PARALLAX_SOURCE_ROOT:?}
+python3 - "$src/hw_profiles/h100-sxm.json" "$tmp/fp32.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["name"], d["dtype_bytes"] = "h100-fp32", 4
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$build/plan" --model "$src/tests/loop/models/loop-gpt.json" --gpus 2 --hw "$tmp/fp32.json" \
+  --seq 128 --tp 1 --pp 2 --dp 1 --micro-batch 2 --global-batch 8 --schedule 1f1b \
+  --recompute none --zero 0 --overlap off -o "$tmp/pp2.plan.json" >"$tmp/pp2.plan.txt" 2>&1 \
+  || fail "plan pp2: $(cat "$tmp/pp2.plan.txt")"
+timeout 120 mpirun --oversubscribe -np 2 "$build/execute" --plan "$tmp/pp2.plan.json" \
+  --steps 1 --warmup 0 --report "$tmp/pp2.json" >"$tmp/pp2.exec.txt" 2>&1 \
+  || fail "execute pp2: $(tail -5 "$tmp/pp2.exec.txt")"
+grep -A3 '^# rank' "$tmp/pp2.exec.txt"
+grep -q '^# predicted peak per pipeline stage (bytes): [0-9]* [0-9]*$' "$tmp/pp2.exec.txt" \
+  || fail "execute printed no per-stage prediction"
+grep -Eq '^# rank +stage +peak_mem_bytes +predicted_bytes +rel_error' "$tmp/pp2.exec.txt" \
+  || fail "execute's per-rank table has no stage / predicted columns"
+python3 - "$tmp/pp2.json" <<'PY' || fail "per-stage memory in the report"
+import json, sys
+d = json.load(open(sys.argv[1]))
+st = d["predicted_stage_peak_memory_bytes"]
+assert len(st) == 2 and all(isinstance(v, int) and v > 0 for v in st), st
+assert abs(st[0] - st[1]) > 0.02 * max(st), "stages do not differ: %s" % st
+# the worst stage is the plan's single prediction
+assert max(st) == d["predicted"]["peak_memory_bytes"], (st, d["predicted"])
+assert d["per_rank_stage"] == [0, 1], d["per_rank_stage"]
+pred = d["per_rank_predicted_peak_memory_bytes"]
+meas = d["per_rank_peak_memory_bytes"]
+assert pred == [st[s] for s in d["per_rank_stage"]], pred
+for r, (p, m) in enumerate(zip(pred, meas)):
+    e = (p - m) / m
+    assert abs(e - d["per_rank_peak_memory_relative_error"][r]) < 1e-12
+    assert abs(e) <= 0.10, "rank %d: predicted %d, measured %d (%+.1f%%)" % (r, p, m, 100 * e)
+    print("rank %d stage %d: predicted %d measured %d (%+.1f%%)" % (r, r, p, m, 100 * e))
+PY
+"$cmp" --max-mem-err 0.10 "$tmp/pp2.json" >"$tmp/out4" || fail "pp2 run outside 10 %: $(cat "$tmp/out4")"
+cat "$tmp/out4"
+[ "$(grep -c 'loop-gpt tp1 pp2 dp1 mb2x4 1f1b  *[01]  *[01] |' "$tmp/out4")" = 2 ] \
+  || fail "compare: no row per rank with its stage"
+"$cmp" --json "$tmp/pp2.json" >"$tmp/j2" || fail "compare --json pp2"
+python3 - "$tmp/j2" "$tmp/pp2.json" <<'PY' || fail "compare --json per rank"
+import json, sys
+c, d = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+run = c["runs"][0]
+assert [x["stage"] for x in run["per_rank"]] == [0, 1]
+assert [x["predicted_peak_memory_bytes"] for x in run["per_rank"]] == d["per_rank_predicted_peak_memory_bytes"]
+assert abs(c["worst_rank_peak_memory_err"] - max(abs(e) for e in d["per_rank_peak_memory_relative_error"])) < 1e-12
+PY
+
+# A stage that is off while the worst-stage comparison holds: rank 1's own
+# stage predicted 25 % low fails --max-mem-err 0.10 (exit 1, row NO); the
+# worst-stage column alone would not have caught it.
+python3 - "$tmp/pp2.json" "$tmp/skew.json" "$tmp/short.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+lo = int(d["per_rank_peak_memory_bytes"][1] * 0.75)
+d["per_rank_predicted_peak_memory_bytes"][1] = lo
+d["predicted_stage_peak_memory_bytes"][1] = lo
+d["predicted"]["peak_memory_bytes"] = max(d["per_rank_peak_memory_bytes"])  # worst stage exact
+json.dump(d, open(sys.argv[2], "w"))
+d["per_rank_stage"] = [0]
+json.dump(d, open(sys.argv[3], "w"))
+PY
+"$cmp" --max-mem-err 0.10 "$tmp/skew.json" >"$tmp/out5"; rc=$?
+[ "$rc" = 1 ] || fail "a rank 25 % off its own stage passed (exit $rc): $(cat "$tmp/out5")"
+grep -q ' +0.0% | *-25.0% r1 | NO$' "$tmp/out5" || fail "skewed run's row: $(cat "$tmp/out5")"
+"$cmp" "$tmp/short.json" 2>"$tmp/e11" >/dev/null; rc=$?
+[ "$rc" = 2 ] || fail "per_rank_stage of the wrong length: exit $rc, want 2"
+grep -q 'short.json: per_rank_stage has 1 entries; expected 2' "$tmp/e11" \
+  || fail "wrong length not named: $(cat "$tmp/e11")"
 echo "test_compare: ok"
