@@ -722,6 +722,20 @@ static px_status cu_p2p_batch(px_backend *be, const px_p2p_op *ops, int n_ops, p
     return after_comm(err);
 }
 
+/* ---- device memory as the pool saw it ---------------------------------------------- */
+
+static int64_t cu_reserved_peak_bytes(px_backend *be)
+{
+    (void)be;
+    return px_cuda_alloc_pool_peak_bytes(G->alloc);
+}
+
+static void cu_reset_reserved_peak(px_backend *be)
+{
+    (void)be;
+    px_cuda_alloc_reset_peak(G->alloc);
+}
+
 /* ---- device clock ---------------------------------------------------------------------- */
 
 /* Events on the compute stream: the engine joins every collective and message
@@ -822,6 +836,8 @@ extern "C" px_status px_backend_cuda_create(px_backend *out, MPI_Comm world, px_
     out->flash_only = true;
     out->timer_start = cu_timer_start;
     out->timer_stop = cu_timer_stop;
+    out->reserved_peak_bytes = cu_reserved_peak_bytes;
+    out->reset_reserved_peak = cu_reset_reserved_peak;
     out->alloc = cu_alloc;
     out->free = cu_free;
     out->zero = cu_zero;

@@ -250,8 +250,11 @@ int main(int argc, char **argv)
         fail_rank = -1;
 
     for (int64_t i = 0; i < total; i++) {
-        if (i == c.warmup) /* peak memory over the timed steps */
+        if (i == c.warmup) { /* peak memory over the timed steps */
             px_exec_reset_peak(ex);
+            if (be.reset_reserved_peak)
+                be.reset_reserved_peak(&be);
+        }
         if (MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS) {
             px_error_set(&err, PX_ERR_MPI, NULL, 0, 0, "MPI_Barrier failed");
             fail_abort(rank, &err);
@@ -287,22 +290,31 @@ int main(int argc, char **argv)
     }
 
     const px_memtrack *mt = px_exec_memory(ex);
-    int64_t mine[1 + PX_MEM_KINDS];
+    /* per rank: tracked peak, its breakdown by kind, the device allocator's
+     * reserved peak (-1 where the backend has none) */
+    enum { N_MEM = 2 + PX_MEM_KINDS };
+    int64_t mine[N_MEM];
     mine[0] = mt->peak_bytes;
     for (int k = 0; k < PX_MEM_KINDS; k++)
         mine[1 + k] = mt->at_peak[k];
-    int64_t *all = calloc((size_t)world * (1 + PX_MEM_KINDS), sizeof *all);
-    if (!all || MPI_Gather(mine, 1 + PX_MEM_KINDS, MPI_INT64_T, all, 1 + PX_MEM_KINDS,
-                           MPI_INT64_T, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
+    mine[1 + PX_MEM_KINDS] = be.reserved_peak_bytes ? be.reserved_peak_bytes(&be) : -1;
+    int64_t *all = calloc((size_t)world * N_MEM, sizeof *all);
+    if (be.reserved_peak_bytes)
+        run.reserved_peak_bytes = calloc((size_t)world, sizeof *run.reserved_peak_bytes);
+    if (!all || (be.reserved_peak_bytes && !run.reserved_peak_bytes) ||
+        MPI_Gather(mine, N_MEM, MPI_INT64_T, all, N_MEM, MPI_INT64_T, 0, MPI_COMM_WORLD) !=
+            MPI_SUCCESS) {
         px_error_set(&err, PX_ERR_MPI, NULL, 0, 0, "gathering the peak memory failed");
         fail_abort(rank, &err);
     }
     int status = 0;
     if (rank == 0) {
         for (int r = 0; r < world; r++) {
-            run.peak_memory_bytes[r] = all[r * (1 + PX_MEM_KINDS)];
+            run.peak_memory_bytes[r] = all[r * N_MEM];
             for (int k = 0; k < PX_MEM_KINDS; k++)
-                run.peak_breakdown[r][k] = all[r * (1 + PX_MEM_KINDS) + 1 + k];
+                run.peak_breakdown[r][k] = all[r * N_MEM + 1 + k];
+            if (run.reserved_peak_bytes)
+                run.reserved_peak_bytes[r] = all[r * N_MEM + 1 + PX_MEM_KINDS];
         }
         px_measure_measure(&run, &plan);
         /* the prediction per pipeline stage, for the per-rank table and the
@@ -332,6 +344,7 @@ int main(int argc, char **argv)
     free(run.losses);
     free(run.step_time_s);
     free(run.device_time_s);
+    free(run.reserved_peak_bytes);
     free(run.peak_memory_bytes);
     free(run.peak_breakdown);
     px_measure_free_stages(&run);

@@ -222,6 +222,12 @@ struct px_backend {
      * and gives the device time between the two (CUDA events). */
     px_status (*timer_start)(px_backend *be, px_error *err);
     px_status (*timer_stop)(px_backend *be, double *elapsed_s, px_error *err);
+
+    /* Optional (NULL on the CPU): the bytes the device allocator really
+     * reserved at its peak since the last reset, at least the tracked peak
+     * (pool granularity, fragmentation): what the device had to hold. */
+    int64_t (*reserved_peak_bytes)(px_backend *be);
+    void (*reset_reserved_peak)(px_backend *be);
 };
 
 /* The CPU backend (host memory, OpenBLAS, MPI). */

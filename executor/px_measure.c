@@ -205,6 +205,12 @@ void px_measure_print_summary(FILE *f, const px_run *run, const px_plan *plan)
         fprintf(f, "# %-18s %16.6g   (device clock, CUDA events; step_time_s is wall clock)\n",
                 "device_step_s", sum / (double)run->steps);
     }
+    if (run->reserved_peak_bytes) {
+        fprintf(f, "# device allocator reserved at its peak (bytes; tracked peak above):");
+        for (int r = 0; r < run->world; r++)
+            fprintf(f, " %lld", (long long)run->reserved_peak_bytes[r]);
+        fprintf(f, "\n");
+    }
     if (run->n_stages > 0) {
         fprintf(f, "# predicted peak per pipeline stage (bytes):");
         for (int s = 0; s < run->n_stages; s++)
@@ -312,6 +318,12 @@ px_status px_measure_write(const char *path, const px_run *run, const px_plan *p
         json_object_set_new(root, "per_rank_stage", rank_stage);
         json_object_set_new(root, "per_rank_predicted_peak_memory_bytes", rank_pred);
         json_object_set_new(root, "per_rank_peak_memory_relative_error", rank_err);
+    }
+    if (run->reserved_peak_bytes) {
+        json_t *res = json_array();
+        for (int r = 0; r < run->world; r++)
+            json_array_append_new(res, json_integer((json_int_t)run->reserved_peak_bytes[r]));
+        json_object_set_new(root, "per_rank_device_reserved_peak_bytes", res);
     }
     json_object_set_new(root, "per_rank_peak_memory_bytes", peaks);
     json_object_set_new(root, "per_rank_memory_at_peak_bytes", breakdown);

@@ -27,6 +27,8 @@ typedef struct {
     double *device_time_s; /* [warmup + steps], slowest rank, by the device's clock
                             * (CUDA events); NULL where the backend has none */
     const char *dtype;     /* storage of activations and weights: "bf16", "fp32" */
+    int64_t *reserved_peak_bytes; /* [world] the device allocator's reserved peak over
+                                   * the timed steps; NULL where the backend has none */
     int world;
     const char *backend;             /* px_backend name */
     int64_t *peak_memory_bytes;      /* [world], over the timed steps */

@@ -64,6 +64,16 @@ done
 # the peak: activations are bf16 too (norm statistics and lse
 # stay fp32), which outweighs the fp32 master here
 expect "peak memory bf16 < fp32" peak2 "$work/z1.f32.r.json" 0 "$work/z1.r.json" 0
+# the report names the storage; the CPU backend has no device clock or pool
+if python3 - "$work/z1.r.json" "$work/z1.f32.r.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+assert a["dtype"] == "bf16" and b["dtype"] == "fp32", (a["dtype"], b["dtype"])
+for r in (a, b):
+    assert "device_step_times_s" not in r and "per_rank_device_reserved_peak_bytes" not in r
+PY
+then echo "ok   report dtype bf16 / fp32, no device keys on the CPU"
+else fail "report dtype / device keys"; fi
 
 plan cpu --n-micro 2 && run cpu 1 fp32
 
