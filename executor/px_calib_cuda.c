@@ -238,6 +238,57 @@ static px_status hbm(cal *k, px_hw *hw, bool quick, px_calib_cuda_result *res, p
     return PX_OK;
 }
 
+/* ---- attention ------------------------------------------------------------------------ */
+
+/* The engine's own attention core (bf16 storage, MHA, one sequence), forward
+ * + backward at the sequence lengths of 1B-8B Llama training, in the cost
+ * model's FLOPs (the causal half of the s x s products, forward once and
+ * backward 2.5 times: px_hw.h attn_eff) per second: against the peak, that
+ * is the profile's attn_eff, as the CPU calibration measures its kernel.
+ * Without it the cost model would assume FlashAttention-class speed. */
+static px_status attention(cal *k, px_hw *hw, bool quick, px_calib_cuda_result *res,
+                           px_error *err)
+{
+    static const int64_t shapes[][2] = {{4096, 16}, {8192, 16}}; /* S, heads; HD 128 */
+    const int64_t HD = 128;
+    int n_shapes = quick ? 1 : 2, reps = quick ? 3 : 10;
+    double flops = 0.0, secs = 0.0;
+    for (int i = 0; i < n_shapes; i++) {
+        int64_t S = shapes[i][0], NH = shapes[i][1], row = 3 * NH * HD;
+        /* random bf16 operands from fill_random: qkv in a; out, dout in c;
+         * dqkv and lse in b (all far inside the buffers) */
+        const px_bf16 *qkv = (const px_bf16 *)k->a;
+        px_bf16 *out = (px_bf16 *)k->c, *dout = out + S * NH * HD;
+        px_bf16 *dqkv = (px_bf16 *)k->b;
+        float *lse = (float *)(dqkv + S * row);
+        for (int r = 0; r < reps + 1; r++) {
+            if (r == 1)
+                PX_CUDA_TRY(err, cudaEventRecord(k->t0, k->stream));
+            PX_TRY(px_cuda_attention_fwd(out, lse, NULL, qkv, S, 1, NH, NH, HD, k->stream,
+                                         err));
+            PX_TRY(px_cuda_attention_bwd(dqkv, dout, out, lse, NULL, qkv, S, 1, NH, NH, HD,
+                                         k->stream, err));
+        }
+        PX_CUDA_TRY(err, cudaEventRecord(k->t1, k->stream));
+        float ms = 0.0f;
+        PX_TRY(elapsed_ms(k, &ms, err));
+        double t = ms * 1e-3 / reps;
+        double f = 3.5 * 0.5 * 2.0 * (double)S * (double)S * (double)NH * 2.0 * (double)HD;
+        flops += f;
+        secs += t;
+        if (k->log)
+            fprintf(k->log, "calibrate-cuda: attention s=%-5lld heads=%lld d=%lld fwd+bwd %8.3f "
+                            "ms, %6.1f TFLOP/s (cost-model FLOPs)\n",
+                    (long long)S, (long long)NH, (long long)HD, 1e3 * t, f / t / 1e12);
+    }
+    res->attn_flops = flops / secs;
+    hw->attn_eff = res->attn_flops / hw->peak_flops;
+    if (k->log)
+        fprintf(k->log, "calibrate-cuda: attention %.1f TFLOP/s = attn_eff %.3f of the peak\n",
+                res->attn_flops / 1e12, hw->attn_eff);
+    return PX_OK;
+}
+
 /* ---- NCCL ---------------------------------------------------------------------------- */
 
 /* One call of `kind` on nc (g ranks, this one `rank`) with per_rank floats
@@ -575,6 +626,7 @@ static px_status run(cal *k, px_hw *hw, const px_calib_cuda_opts *o, MPI_Comm wo
     PX_TRY(fill_random(k, err));
     PX_TRY(gemms(k, hw, o->quick, res, err));
     PX_TRY(hbm(k, hw, o->quick, res, err));
+    PX_TRY(attention(k, hw, o->quick, res, err));
     PX_TRY(collectives(k, hw, world, o->quick, res, err));
     return PX_OK;
 }

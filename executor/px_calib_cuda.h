@@ -44,6 +44,7 @@ typedef struct {
     double copy_bw;              /* cudaMemcpyAsync device to device, reads + writes */
     double kernel_bw;            /* the residual-add kernel, reads + writes */
     const char *hbm_source;      /* which of the two hbm_bw holds */
+    double attn_flops;           /* the attention core, fwd + bwd, cost-model FLOP/s */
     char note[160];              /* one line for the profile's description */
 } px_calib_cuda_result;
 
@@ -56,7 +57,8 @@ typedef struct {
 /* Collective over world (MPI_COMM_WORLD or a communicator of the ranks to
  * measure together; one rank per GPU, device chosen by node-local rank; its
  * error handler should be MPI_ERRORS_RETURN).  Overwrites: gemm_points
- * (bf16 storage), gemm_eff_max, hbm_bw, hbm_bytes, mem_bound_eff,
+ * (bf16 storage), gemm_eff_max, hbm_bw, hbm_bytes, mem_bound_eff, attn_eff (the
+ * executor's attention kernel),
  * dtype_bytes (2), gpus_per_node (at least the ranks on a node), and with
  * > 1 rank intra_lat_s / intra_bw (p2p on one node), inter_* (p2p across
  * nodes, when a rank is on another node) and the allreduce, allgather,

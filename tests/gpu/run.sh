@@ -378,10 +378,10 @@ PROFILE="$OUT_DIR/gpu-profile.json"
 if [ "$build_ok" = 1 ] && [ "$GPU_RUN" = 1 ]; then
   if step "$OUT_DIR/calibrate.log" 60 90 "$BUILD/calibrate" --gpu -o "$PROFILE"; then
     log "calibrated in $STEP_S s"
-    grep -E "^# |best bf16|HBM|nccl|one rank|warning" "$OUT_DIR/calibrate.log" | head -40
+    grep -E "^# |best bf16|HBM|attention|nccl|one rank|warning" "$OUT_DIR/calibrate.log" | head -40
     # The profile must be one the cost model can use: bf16 (dtype_bytes 2),
     # every GEMM point positive and below the datasheet peak, HBM between
-    # 0.5 and 10 TB/s, mem_bound_eff in (0, 1].
+    # 0.5 and 10 TB/s, mem_bound_eff and attn_eff in (0, 1].
     cal=$(python3 - "$PROFILE" "$OUT_DIR/calibrate.log" <<'PY'
 import json, re, sys
 h = json.load(open(sys.argv[1]))
@@ -394,10 +394,11 @@ if h.get("dtype_bytes") != 2: bad.append("dtype_bytes %s" % h.get("dtype_bytes")
 if not pts or any(not (0 < p["flops"] <= peak) for p in pts): bad.append("GEMM points vs peak")
 if not (0.5e12 <= h.get("hbm_bw", 0) <= 10e12): bad.append("hbm_bw %.3g" % h.get("hbm_bw", 0))
 if not (0 < h.get("mem_bound_eff", 0) <= 1): bad.append("mem_bound_eff %s" % h.get("mem_bound_eff"))
-print("FAIL" if bad else "ok", "bf16 GEMM %.0f TFLOP/s (%.0f%% of %.0f)%s, HBM %.2f TB/s, %d shapes%s" % (
+if not (0 < h.get("attn_eff", 0) <= 1): bad.append("attn_eff %s" % h.get("attn_eff"))
+print("FAIL" if bad else "ok", "bf16 GEMM %.0f TFLOP/s (%.0f%% of %.0f)%s, attention %.0f%% of peak, HBM %.2f TB/s, %d shapes%s" % (
     best / 1e12, 100 * best / peak if peak else 0, peak / 1e12,
     ", fp32-storage %.0f" % (float(f32.group(1)) / 1e12) if f32 else "",
-    h.get("hbm_bw", 0) / 1e12, len(pts), "; bad: " + ", ".join(bad) if bad else ""))
+    100 * h.get("attn_eff", 0), h.get("hbm_bw", 0) / 1e12, len(pts), "; bad: " + ", ".join(bad) if bad else ""))
 PY
 )
     [ -n "$cal" ] || cal="FAIL profile unreadable ($PROFILE)"
