@@ -58,10 +58,16 @@ static float *fill_normal(size_t n, float std, uint32_t seed)
 
 typedef void (*group_fn)(bufs *b);
 
+px_calib_ew_shape px_calib_kernels_shape(void)
+{
+    px_calib_ew_shape s = {K_T, K_C, K_F_GELU, K_F_SWIGLU, K_NH, K_NKV, K_HD, K_V, K_ADAM_N};
+    return s;
+}
+
 /* One class of element-wise operator: its forward + backward kernels, run
- * once per call, and the bytes the cost model charges for that work
- * (planner/px_cost.c: forward reads + writes, x3 for forward + backward;
- * cross-entropy, AdamW and the embedding with their own totals). */
+ * once per call (px_calib_kernels.h says what each call does); the bytes the
+ * cost model charges for that work are px_calib_class_bytes of the shape
+ * above in fp32 storage. */
 static void norm_fb(bufs *b)
 {
     const int64_t T = K_T, C = K_C;
@@ -71,35 +77,30 @@ static void norm_fb(bufs *b)
     px_cpu_layernorm_fwd(b->y, b->stat1, b->stat2, b->x, b->wt, b->bias, T, C, 1e-5f);
     px_cpu_layernorm_bwd(b->z, b->dwt, b->stat3, b->y, b->x, b->wt, b->stat1, b->stat2, T, C);
 }
-static double norm_bytes(void) { return 2.0 * 3.0 * (2.0 * 4.0 * K_T * K_C); }
 
 static void residual_fb(bufs *b)
 {
     px_cpu_residual_fwd(b->z, b->x, b->y, (int64_t)K_T * K_C);
     px_cpu_residual_bwd(b->w, b->z, b->y, (int64_t)K_T * K_C);
 }
-static double residual_bytes(void) { return 3.0 * (3.0 * 4.0 * K_T * K_C); }
 
 static void gelu_fb(bufs *b)
 {
     px_cpu_gelu_fwd(b->big2, b->big1, (int64_t)K_T * K_F_GELU);
     px_cpu_gelu_bwd(b->w, b->big2, b->big1, (int64_t)K_T * K_F_GELU);
 }
-static double gelu_bytes(void) { return 3.0 * (2.0 * 4.0 * K_T * K_F_GELU); }
 
 static void swiglu_fb(bufs *b)
 {
     px_cpu_swiglu_fwd(b->big2, b->big1, K_T, K_F_SWIGLU);
     px_cpu_swiglu_bwd(b->w, b->big2, b->big1, K_T, K_F_SWIGLU);
 }
-static double swiglu_bytes(void) { return 3.0 * (3.0 * 4.0 * K_T * K_F_SWIGLU); }
 
 static void rope_fb(bufs *b)
 {
     px_cpu_rope_fwd(b->qkv, K_T, 1, K_NH, K_NKV, K_HD, 0, 10000.0f);
     px_cpu_rope_bwd(b->dqkv, K_T, 1, K_NH, K_NKV, K_HD, 0, 10000.0f);
 }
-static double rope_bytes(void) { return 3.0 * (2.0 * 4.0 * K_T * (K_NH + K_NKV) * K_HD); }
 
 static void xent_fb(bufs *b)
 {
@@ -109,7 +110,6 @@ static void xent_fb(bufs *b)
     px_cpu_xent_loss_fwd(b->x, b->stat1, b->stat2, b->stat3, K_T);
     px_cpu_xent_bwd(b->big2, b->big1, b->stat1, b->stat2, b->tok, 1.0f / K_T, K_T, K_V, 0);
 }
-static double xent_bytes(void) { return 4.0 * 4.0 * (double)K_T * K_V; }
 
 static void adamw_fb(bufs *b)
 {
@@ -117,15 +117,12 @@ static void adamw_fb(bufs *b)
     px_cpu_adamw_step(b->big1, b->big2, b->adam_m, b->adam_v, K_ADAM_N, 1e-4f, 0.9f, 0.95f,
                       1e-8f, 0.1f, ++step);
 }
-/* fp32: 2 x 8 optimizer bytes + 4 grad bytes per parameter */
-static double adamw_bytes(void) { return 20.0 * K_ADAM_N; }
 
 static void embed_fb(bufs *b)
 {
     px_cpu_embedding_fwd(b->y, b->tok, b->big1, K_T, K_C, 0, K_V);
     px_cpu_embedding_bwd(b->big2, b->y, b->tok, K_T, K_C, 0, K_V);
 }
-static double embed_bytes(void) { return 3.0 * 2.0 * 4.0 * K_T * K_C; }
 
 /* Seconds per call of fn: the fastest of 3 batches filling min_time_s. */
 static double time_group(const px_calib_opts *o, group_fn fn, bufs *b)
@@ -229,25 +226,27 @@ px_status px_calib_kernels_run(const px_calib_opts *o, px_calib_kernels_result *
         struct {
             const char *name;
             group_fn fn;
-            double bytes;
+            px_mem_class cls;
             double *bw;
             bool in_layer; /* part of the per-layer mix behind mem_bound_eff */
         } groups[] = {
-            {"norm (rmsnorm + layernorm)", norm_fb, norm_bytes(), &r->norm_bw, true},
-            {"residual", residual_fb, residual_bytes(), &r->residual_bw, true},
-            {"gelu", gelu_fb, gelu_bytes(), &r->gelu_bw, true},
-            {"swiglu", swiglu_fb, swiglu_bytes(), &r->swiglu_bw, true},
-            {"rope", rope_fb, rope_bytes(), &r->rope_bw, true},
-            {"cross-entropy", xent_fb, xent_bytes(), &r->xent_bw, false},
-            {"adamw", adamw_fb, adamw_bytes(), &r->adamw_bw, false},
-            {"embedding", embed_fb, embed_bytes(), &r->embed_bw, false},
+            {"norm (rmsnorm + layernorm)", norm_fb, PX_MEM_NORM, &r->norm_bw, true},
+            {"residual", residual_fb, PX_MEM_RESIDUAL, &r->residual_bw, true},
+            {"gelu", gelu_fb, PX_MEM_GELU, &r->gelu_bw, true},
+            {"swiglu", swiglu_fb, PX_MEM_SWIGLU, &r->swiglu_bw, true},
+            {"rope", rope_fb, PX_MEM_ROPE, &r->rope_bw, true},
+            {"cross-entropy", xent_fb, PX_MEM_XENT, &r->xent_bw, false},
+            {"adamw", adamw_fb, PX_MEM_ADAMW, &r->adamw_bw, false},
+            {"embedding", embed_fb, PX_MEM_EMBED, &r->embed_bw, false},
         };
+        px_calib_ew_shape shape = px_calib_kernels_shape();
         double bytes = 0.0, secs = 0.0;
         for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
             double t = time_group(o, groups[g].fn, &b);
-            *groups[g].bw = groups[g].bytes / t;
+            double gb = px_calib_class_bytes(groups[g].cls, &shape, 4);
+            *groups[g].bw = gb / t;
             if (groups[g].in_layer) {
-                bytes += groups[g].bytes;
+                bytes += gb;
                 secs += t;
             }
             px_calib_say(o, "kernels: %-28s %8.2f GB/s in cost-model bytes (%.3f ms fwd+bwd)",

@@ -844,6 +844,11 @@ static px_status cpu_p2p_batch(px_backend *be, const px_p2p_op *ops, int n_ops, 
     if (n_ops < 0 || n_ops > P2P_MAX_OPS)
         return PX_FAIL(err, PX_ERR_INVALID, "p2p batch of %d messages: 0 to %d allowed", n_ops,
                        (int)P2P_MAX_OPS);
+    for (int i = 0; i < n_ops; i++)
+        if (ops[i].n < 0 || ops[i].peer < 0 || ops[i].peer >= c->size)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "p2p message %d: %lld elements to/from rank %d of a group of %d", i,
+                           (long long)ops[i].n, ops[i].peer, c->size);
     MPI_Request req[P2P_MAX_OPS];
     int posted = 0;
     px_status st = PX_OK;

@@ -10,6 +10,7 @@
 
 #include "px_calib_coll.h" /* calibrate/: the message sizes and names of the CPU sweep */
 #include "px_calib_fit.h"  /* calibrate/: the lat/bw fit */
+#include "px_calib_kernels.h" /* calibrate/: the element-wise classes' shapes and bytes */
 #include "px_comm_cuda.h"
 #include "px_cuda_gemm.h"
 #include "px_cuda_status.h"
@@ -287,6 +288,283 @@ static px_status attention(cal *k, px_hw *hw, bool quick, px_calib_cuda_result *
         fprintf(k->log, "calibrate-cuda: attention %.1f TFLOP/s = attn_eff %.3f of the peak\n",
                 res->attn_flops / 1e12, hw->attn_eff);
     return PX_OK;
+}
+
+/* ---- element-wise kernel classes ------------------------------------------------------ */
+
+/* The executor's bf16 element-wise kernels, class by class (px_hw norm_bw ...
+ * embed_bw), at the shape of one layer of a 1B-8B Llama step: 8192 tokens,
+ * hidden 4096, SwiGLU ffn 14336 (GeLU 4 x hidden, GPT's), 32 query heads and 8
+ * kv heads of 128, a 32000-entry vocabulary shard (a 128k vocabulary over TP
+ * 4) and AdamW over 64M parameters.  Each class's rate is the bytes the cost
+ * model charges for the work in bf16 storage (px_calib_class_bytes, the
+ * count the CPU calibration divides in fp32) over the measured time, so the
+ * model's time for the class is the measured one: the norms' block
+ * reductions, the loss's passes over a vocabulary and AdamW over its fp32
+ * state each get their own rate instead of the residual add's. */
+static const px_calib_ew_shape ew_shape = PX_CALIB_GPU_SHAPE;
+
+/* Carves the calibration's buffers: a holds the random operands and is only
+ * read; outputs go to b and c. */
+typedef struct {
+    char *base;
+    size_t used, cap;
+} arena;
+
+static void *take(arena *r, size_t bytes)
+{
+    size_t at = (r->used + 255) & ~(size_t)255;
+    if (at > r->cap || bytes > r->cap - at)
+        return NULL;
+    r->used = at + bytes;
+    return r->base + at;
+}
+
+/* Operands of one class (each class uses some). */
+typedef struct {
+    const px_bf16 *x, *x2, *dy, *w, *bias; /* random inputs, in a */
+    px_bf16 *y, *dx, *dx2;                 /* bf16 outputs */
+    float *s1, *s2, *s3, *s4;              /* fp32 row statistics */
+    float *dw, *db;                        /* fp32 parameter gradients (+=) */
+    const float *grad;                     /* AdamW: fp32 gradient (random) */
+    float *param, *m, *v;                  /* AdamW: fp32 master weights and moments */
+    const int32_t *tok;                    /* [tokens] ids in [0, vocab) */
+    int64_t step;
+} ew_args;
+
+typedef px_status (*ew_fn)(cal *k, ew_args *p, px_error *err);
+
+static px_status ew_norm(cal *k, ew_args *p, px_error *err)
+{
+    const int64_t T = ew_shape.tokens, C = ew_shape.hidden;
+    PX_TRY(px_cuda_rmsnorm_fwd(p->y, p->s1, p->x, p->w, T, C, 1e-5f, k->stream, err));
+    PX_TRY(px_cuda_rmsnorm_bwd(p->dx, p->dw, p->dy, p->x, p->w, p->s1, T, C, k->stream, err));
+    PX_TRY(px_cuda_layernorm_fwd(p->y, p->s1, p->s2, p->x, p->w, p->bias, T, C, 1e-5f,
+                                 k->stream, err));
+    return px_cuda_layernorm_bwd(p->dx, p->dw, p->db, p->dy, p->x, p->w, p->s1, p->s2, T, C,
+                                 k->stream, err);
+}
+
+static px_status ew_residual(cal *k, ew_args *p, px_error *err)
+{
+    const int64_t n = ew_shape.tokens * ew_shape.hidden;
+    PX_TRY(px_cuda_residual_fwd(p->y, p->x, p->x2, n, k->stream, err));
+    return px_cuda_residual_bwd(p->dx, p->dx2, p->dy, n, k->stream, err);
+}
+
+static px_status ew_gelu(cal *k, ew_args *p, px_error *err)
+{
+    const int64_t n = ew_shape.tokens * ew_shape.ffn_gelu;
+    PX_TRY(px_cuda_gelu_fwd(p->y, p->x, n, k->stream, err));
+    return px_cuda_gelu_bwd(p->dx, p->dy, p->x, n, k->stream, err);
+}
+
+static px_status ew_swiglu(cal *k, ew_args *p, px_error *err)
+{
+    const int64_t T = ew_shape.tokens, F = ew_shape.ffn_swiglu;
+    PX_TRY(px_cuda_swiglu_fwd(p->y, p->x, T, F, k->stream, err));
+    return px_cuda_swiglu_bwd(p->dx, p->dy, p->x, T, F, k->stream, err);
+}
+
+static px_status ew_rope(cal *k, ew_args *p, px_error *err)
+{
+    const px_calib_ew_shape *s = &ew_shape;
+    PX_TRY(px_cuda_rope_fwd(p->y, s->tokens, 1, s->heads, s->kv_heads, s->head_dim, 0, 10000.0f,
+                            k->stream, err));
+    return px_cuda_rope_bwd(p->dx, s->tokens, 1, s->heads, s->kv_heads, s->head_dim, 0,
+                            10000.0f, k->stream, err);
+}
+
+static px_status ew_xent(cal *k, ew_args *p, px_error *err)
+{
+    const int64_t T = ew_shape.tokens, V = ew_shape.vocab;
+    PX_TRY(px_cuda_xent_max_fwd(p->s1, p->x, T, V, k->stream, err));
+    PX_TRY(px_cuda_xent_sumexp_fwd(p->s2, p->s3, p->x, p->s1, p->tok, T, V, 0, k->stream, err));
+    PX_TRY(px_cuda_xent_loss_fwd(p->s4, p->s1, p->s2, p->s3, T, k->stream, err));
+    return px_cuda_xent_bwd(p->dx, p->x, p->s1, p->s2, p->tok, 1.0f / (float)T, T, V, 0,
+                            k->stream, err);
+}
+
+static px_status ew_adamw(cal *k, ew_args *p, px_error *err)
+{
+    /* with the bf16 copy the GEMMs read, as the executor steps */
+    return px_cuda_adamw_step(p->param, p->grad, p->m, p->v, ew_shape.adam_params, 1e-4f, 0.9f,
+                              0.95f, 1e-8f, 0.1f, ++p->step, p->y, k->stream, err);
+}
+
+static px_status ew_embed(cal *k, ew_args *p, px_error *err)
+{
+    const int64_t T = ew_shape.tokens, C = ew_shape.hidden, V = ew_shape.vocab;
+    PX_TRY(px_cuda_embedding_fwd(p->y, p->tok, p->x, T, C, 0, V, k->stream, err));
+    return px_cuda_embedding_bwd(p->dw, p->dy, p->tok, T, C, 0, V, k->stream, err);
+}
+
+/* Operands of class c carved from the buffers; fp32 accumulators zeroed,
+ * AdamW's master weights copied from the random operands (finite) and its
+ * moments zeroed (v >= 0), the token ids written: untimed. */
+static px_status ew_setup(cal *k, px_mem_class c, const int32_t *tok_host, ew_args *p,
+                          px_error *err)
+{
+    const px_calib_ew_shape *s = &ew_shape;
+    const size_t bf = sizeof(px_bf16), f4 = sizeof(float);
+    const size_t T = (size_t)s->tokens, C = (size_t)s->hidden;
+    arena a = {(char *)k->a, 0, CAL_A_BYTES}, b = {(char *)k->b, 0, CAL_BC_BYTES},
+          cc = {(char *)k->c, 0, CAL_BC_BYTES};
+    memset(p, 0, sizeof *p);
+    bool ok = true;
+#define EW_TAKE(dst, ar, bytes) ok = ok && ((dst) = take(&(ar), (bytes))) != NULL
+    size_t n_in = 0, n_out = 0, n_dy = 0; /* elements of x (and x2), of y/dx, of dy */
+    switch (c) {
+    case PX_MEM_NORM: n_in = n_out = n_dy = T * C; break;
+    case PX_MEM_RESIDUAL: n_in = n_out = n_dy = T * C; break;
+    case PX_MEM_GELU: n_in = n_out = n_dy = T * (size_t)s->ffn_gelu; break;
+    case PX_MEM_SWIGLU:
+        n_in = 2 * T * (size_t)s->ffn_swiglu; /* gate and up */
+        n_out = n_in;                         /* y uses half; dx is [T, 2F] */
+        n_dy = T * (size_t)s->ffn_swiglu;
+        break;
+    case PX_MEM_ROPE: n_out = T * (size_t)(s->heads + 2 * s->kv_heads) * (size_t)s->head_dim; break;
+    case PX_MEM_XENT: n_in = n_out = T * (size_t)s->vocab; break;
+    case PX_MEM_ADAMW: n_out = (size_t)s->adam_params; break;
+    case PX_MEM_EMBED:
+        n_in = (size_t)s->vocab * C; /* the table shard */
+        n_out = n_dy = T * C;
+        break;
+    default:
+        return PX_FAIL(err, PX_ERR_INTERNAL, "calibrate-cuda: element-wise class %d", (int)c);
+    }
+    const px_bf16 *x = NULL, *x2 = NULL, *dy = NULL;
+    if (n_in)
+        EW_TAKE(x, a, n_in * bf);
+    if (c == PX_MEM_RESIDUAL)
+        EW_TAKE(x2, a, n_in * bf);
+    if (n_dy)
+        EW_TAKE(dy, a, n_dy * bf);
+    p->x = x;
+    p->x2 = x2;
+    p->dy = dy;
+    EW_TAKE(p->w, a, C * bf);
+    EW_TAKE(p->bias, a, C * bf);
+    EW_TAKE(p->y, b, n_out * bf);
+    EW_TAKE(p->dx, b, n_out * bf);
+    if (c == PX_MEM_RESIDUAL)
+        EW_TAKE(p->dx2, b, n_out * bf);
+    EW_TAKE(p->s1, cc, T * f4);
+    EW_TAKE(p->s2, cc, T * f4);
+    EW_TAKE(p->s3, cc, T * f4);
+    EW_TAKE(p->s4, cc, T * f4);
+    int32_t *tok = NULL;
+    EW_TAKE(tok, cc, T * sizeof *tok);
+    p->tok = tok;
+    size_t n_dw = c == PX_MEM_EMBED ? (size_t)s->vocab * C : C;
+    EW_TAKE(p->dw, cc, n_dw * f4);
+    EW_TAKE(p->db, cc, C * f4);
+    if (c == PX_MEM_ADAMW) {
+        size_t n = (size_t)s->adam_params;
+        const float *grad = NULL;
+        EW_TAKE(grad, a, n * f4);
+        p->grad = grad;
+        EW_TAKE(p->param, b, n * f4);
+        EW_TAKE(p->m, cc, n * f4);
+        EW_TAKE(p->v, cc, n * f4);
+    }
+#undef EW_TAKE
+    if (!ok)
+        return PX_FAIL(err, PX_ERR_INTERNAL, "calibrate-cuda: element-wise class %d does not fit "
+                       "the calibration buffers", (int)c);
+    PX_CUDA_TRY(err, cudaMemcpyAsync(tok, tok_host, T * sizeof *tok, cudaMemcpyHostToDevice,
+                                     k->stream));
+    PX_TRY(px_cuda_fill_f32(p->dw, 0.0f, (int64_t)n_dw, k->stream, err));
+    PX_TRY(px_cuda_fill_f32(p->db, 0.0f, (int64_t)C, k->stream, err));
+    if (c == PX_MEM_ADAMW) {
+        size_t n = (size_t)s->adam_params;
+        PX_CUDA_TRY(err, cudaMemcpyAsync(p->param, k->a, n * f4, cudaMemcpyDeviceToDevice,
+                                         k->stream));
+        PX_TRY(px_cuda_fill_f32(p->m, 0.0f, (int64_t)n, k->stream, err));
+        PX_TRY(px_cuda_fill_f32(p->v, 0.0f, (int64_t)n, k->stream, err));
+    }
+    /* the host ids must outlive the copy */
+    PX_CUDA_TRY(err, cudaStreamSynchronize(k->stream));
+    return PX_OK;
+}
+
+/* Seconds of one call of fn: a warm-up call, one timed call that sizes the
+ * batches (a window of 5 ms quick, 25 ms full), the fastest of 3 batches. */
+static px_status ew_time(cal *k, ew_fn fn, ew_args *p, bool quick, double *secs, px_error *err)
+{
+    PX_TRY(fn(k, p, err));
+    PX_CUDA_TRY(err, cudaEventRecord(k->t0, k->stream));
+    PX_TRY(fn(k, p, err));
+    PX_CUDA_TRY(err, cudaEventRecord(k->t1, k->stream));
+    float ms = 0.0f;
+    PX_TRY(elapsed_ms(k, &ms, err));
+    double window_s = quick ? 5e-3 : 25e-3;
+    long reps = (long)ceil(window_s / fmax(ms * 1e-3, 1e-6));
+    reps = reps < 1 ? 1 : reps > 1000 ? 1000 : reps;
+    double best = INFINITY;
+    for (int batch = 0; batch < 3; batch++) {
+        PX_CUDA_TRY(err, cudaEventRecord(k->t0, k->stream));
+        for (long r = 0; r < reps; r++)
+            PX_TRY(fn(k, p, err));
+        PX_CUDA_TRY(err, cudaEventRecord(k->t1, k->stream));
+        PX_TRY(elapsed_ms(k, &ms, err));
+        best = fmin(best, ms * 1e-3 / (double)reps);
+    }
+    *secs = best;
+    return PX_OK;
+}
+
+static px_status elementwise(cal *k, px_hw *hw, bool quick, px_calib_cuda_result *res,
+                             px_error *err)
+{
+    struct {
+        const char *name;
+        px_mem_class cls;
+        ew_fn fn;
+        double *bw;
+    } classes[] = {
+        {"norm (rmsnorm + layernorm)", PX_MEM_NORM, ew_norm, &hw->norm_bw},
+        {"residual", PX_MEM_RESIDUAL, ew_residual, &hw->residual_bw},
+        {"gelu", PX_MEM_GELU, ew_gelu, &hw->gelu_bw},
+        {"swiglu", PX_MEM_SWIGLU, ew_swiglu, &hw->swiglu_bw},
+        {"rope", PX_MEM_ROPE, ew_rope, &hw->rope_bw},
+        {"cross-entropy", PX_MEM_XENT, ew_xent, &hw->xent_bw},
+        {"adamw (+ bf16 copy)", PX_MEM_ADAMW, ew_adamw, &hw->adamw_bw},
+        {"embedding", PX_MEM_EMBED, ew_embed, &hw->embed_bw},
+    };
+    int32_t *tok = malloc((size_t)ew_shape.tokens * sizeof *tok);
+    if (!tok)
+        return PX_FAIL(err, PX_ERR_NOMEM, "calibrate-cuda: %lld token ids",
+                       (long long)ew_shape.tokens);
+    for (int64_t i = 0; i < ew_shape.tokens; i++)
+        tok[i] = (int32_t)((i * 7919) % ew_shape.vocab);
+    if (k->log)
+        fprintf(k->log, "calibrate-cuda: element-wise kernels (bf16), %lld tokens, hidden %lld, "
+                        "ffn %lld, vocab shard %lld, AdamW over %lld parameters\n",
+                (long long)ew_shape.tokens, (long long)ew_shape.hidden,
+                (long long)ew_shape.ffn_swiglu, (long long)ew_shape.vocab,
+                (long long)ew_shape.adam_params);
+    px_status st = PX_OK;
+    res->n_classes = 0;
+    for (size_t i = 0; i < sizeof classes / sizeof classes[0] && st == PX_OK; i++) {
+        ew_args p;
+        double t = 0.0;
+        st = ew_setup(k, classes[i].cls, tok, &p, err);
+        if (st == PX_OK)
+            st = ew_time(k, classes[i].fn, &p, quick, &t, err);
+        if (st != PX_OK)
+            break;
+        double bytes = px_calib_class_bytes(classes[i].cls, &ew_shape, 2);
+        *classes[i].bw = bytes / t;
+        res->class_bw[classes[i].cls] = *classes[i].bw;
+        res->n_classes++;
+        if (k->log)
+            fprintf(k->log, "calibrate-cuda: kernels: %-28s %8.1f GB/s in cost-model bytes "
+                            "(%.3f ms fwd+bwd)\n", classes[i].name, *classes[i].bw / 1e9,
+                    1e3 * t);
+    }
+    free(tok);
+    return st;
 }
 
 /* ---- NCCL ---------------------------------------------------------------------------- */
@@ -627,6 +905,7 @@ static px_status run(cal *k, px_hw *hw, const px_calib_cuda_opts *o, MPI_Comm wo
     PX_TRY(gemms(k, hw, o->quick, res, err));
     PX_TRY(hbm(k, hw, o->quick, res, err));
     PX_TRY(attention(k, hw, o->quick, res, err));
+    PX_TRY(elementwise(k, hw, o->quick, res, err));
     PX_TRY(collectives(k, hw, world, o->quick, res, err));
     return PX_OK;
 }
@@ -663,12 +942,13 @@ px_status px_calib_cuda(px_hw *hw, const px_calib_cuda_opts *opts, MPI_Comm worl
         return st;
     if (res.comm_measured)
         snprintf(res.note, sizeof res.note,
-                 "bf16 cuBLAS GEMMs by shape, HBM by %s, NCCL p2p%s + 4 collectives on %d ranks",
-                 res.hbm_source, res.inter_measured ? " (inter-node too)" : "", res.n_ranks);
+                 "bf16 cuBLAS GEMMs by shape, HBM by %s, %d element-wise classes, NCCL p2p%s + "
+                 "4 collectives on %d ranks", res.hbm_source, res.n_classes,
+                 res.inter_measured ? " (inter-node too)" : "", res.n_ranks);
     else
         snprintf(res.note, sizeof res.note,
-                 "bf16 cuBLAS GEMMs by shape, HBM by %s; 1 rank: NCCL not measured (links and "
-                 "collectives of the datasheet)", res.hbm_source);
+                 "bf16 cuBLAS GEMMs by shape, HBM by %s, %d element-wise classes; 1 rank: NCCL "
+                 "not measured (datasheet links)", res.hbm_source, res.n_classes);
     if (o->result)
         *o->result = res;
     return PX_OK;

@@ -6,6 +6,10 @@
  *     bf16 tensor cores (`execute --dtype fp32`: printed beside it);
  *   - HBM bandwidth, as a cudaMemcpyAsync device copy and as the engine's
  *     own element-wise kernel (a residual add), the larger kept as hbm_bw;
+ *   - the engine's attention kernel (attn_eff) and its bf16 element-wise
+ *     kernels class by class (norm_bw ... embed_bw: the bytes the cost model
+ *     charges for bf16 storage, calibrate/px_calib_kernels.h
+ *     px_calib_class_bytes, over the measured time);
  *   - with more than one rank, NCCL point-to-point (ping-pong of ncclSend /
  *     ncclRecv), all-reduce, all-gather, reduce-scatter and all-to-all
  *     (grouped ncclSend/ncclRecv to every peer) at the message sizes of the
@@ -16,8 +20,10 @@
  * carry the achieved efficiency.
  *
  * Linking: px_calib_cuda.c calls px_calib_fit_lat_bw, px_calib_coll_sizes
- * and px_calib_coll_name; an executable that calls px_calib_cuda also links
- * calibrate/px_calib.c, px_calib_fit.c and px_calib_coll.c (calibrate does). */
+ * and px_calib_coll_name (and the header-only px_calib_class_bytes of
+ * calibrate/px_calib_kernels.h); an executable that calls px_calib_cuda also
+ * links calibrate/px_calib.c, px_calib_fit.c and px_calib_coll.c (calibrate
+ * does). */
 #ifndef PX_CALIB_CUDA_H
 #define PX_CALIB_CUDA_H
 
@@ -30,6 +36,7 @@
 extern "C" {
 #endif
 
+#include "px_efficiency.h"
 #include "px_error.h"
 #include "px_hw.h"
 
@@ -45,6 +52,9 @@ typedef struct {
     double kernel_bw;            /* the residual-add kernel, reads + writes */
     const char *hbm_source;      /* which of the two hbm_bw holds */
     double attn_flops;           /* the attention core, fwd + bwd, cost-model FLOP/s */
+    int n_classes;               /* element-wise classes measured (8 on success) */
+    double class_bw[PX_MEM_COUNT]; /* by px_mem_class: hw's norm_bw ... embed_bw, bytes/s of
+                                    * the cost model's bf16 byte count (0: generic) */
     char note[160];              /* one line for the profile's description */
 } px_calib_cuda_result;
 
@@ -58,7 +68,8 @@ typedef struct {
  * measure together; one rank per GPU, device chosen by node-local rank; its
  * error handler should be MPI_ERRORS_RETURN).  Overwrites: gemm_points
  * (bf16 storage), gemm_eff_max, hbm_bw, hbm_bytes, mem_bound_eff, attn_eff (the
- * executor's attention kernel),
+ * executor's attention kernel), norm_bw, residual_bw, gelu_bw, swiglu_bw,
+ * rope_bw, xent_bw, adamw_bw and embed_bw (its element-wise kernels),
  * dtype_bytes (2), gpus_per_node (at least the ranks on a node), and with
  * > 1 rank intra_lat_s / intra_bw (p2p on one node), inter_* (p2p across
  * nodes, when a rank is on another node) and the allreduce, allgather,

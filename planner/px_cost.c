@@ -31,6 +31,48 @@ px_bytes_per_param px_cost_bytes_per_param(int dtype_bytes, bool grad_fp32)
     return b;
 }
 
+/* ================================================================== */
+/* Element-wise time: the bytes of each class (see px_cost.h)          */
+
+/* Written as (coefficient x e) x elems so that the products the model-level
+ * code used to spell out (4e x Th for two norms...) round identically: the
+ * coefficients and e are small integers, their products exact. */
+double px_cost_class_fwd_bytes(px_mem_class c, double elems, int dtype_bytes)
+{
+    double e = dtype_bytes > 0 ? dtype_bytes : 2;
+    switch (c) {
+    case PX_MEM_NORM:
+    case PX_MEM_GELU:
+    case PX_MEM_ROPE:
+    case PX_MEM_GENERIC: return 2.0 * e * elems; /* read + write */
+    case PX_MEM_RESIDUAL:
+    case PX_MEM_SWIGLU: return 3.0 * e * elems;  /* 2 reads + 1 write */
+    default: return 0.0;                         /* charged as a total */
+    }
+}
+
+double px_cost_class_bytes(px_mem_class c, double elems, int dtype_bytes, bool grad_fp32)
+{
+    int e = dtype_bytes > 0 ? dtype_bytes : 2;
+    switch (c) {
+    case PX_MEM_XENT:
+        /* the executor's loss kernels: max, sum of exponentials (with the
+         * target's logit), backward, charged as 4 passes over fp32 logits */
+        return 4.0 * 4.0 * elems;
+    case PX_MEM_ADAMW: {
+        /* master weights, m and v read + written, the gradient read, the
+         * low-precision copy written */
+        px_bytes_per_param b = px_cost_bytes_per_param(e, grad_fp32);
+        return elems * (2.0 * b.optimizer + b.grads + (e < 4 ? b.weights : 0.0));
+    }
+    case PX_MEM_EMBED:
+        /* gather the rows forward, scatter-add them backward */
+        return 3.0 * 2.0 * e * elems;
+    default:
+        return 3.0 * px_cost_class_fwd_bytes(c, elems, e); /* backward 2x forward */
+    }
+}
+
 /* Bytes of `params` elements under ZeRO stage `zero` sharded over `shard`
  * ranks; fills weights/grads/optimizer. */
 static void static_bytes(double params, double shard, int zero, px_bytes_per_param bpp,
@@ -755,20 +797,23 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     /* GPT blocks fuse the output dropout into the residual add (Megatron's
      * bias-dropout-add kernel: read x and the residual, write the sum and the
      * mask); a datasheet profile charges that fused forward */
-    double res_f = 6.0 * e * Th, drop_f = drop;
+    double res_f = px_cost_class_fwd_bytes(PX_MEM_RESIDUAL, 2.0 * Th, (int)e), drop_f = drop;
     if (sh.dropout && !mem_class_measured(hw, PX_MEM_RESIDUAL)) {
         res_f = 2.0 * (3.0 * e + 1.0) * Th;
         drop_f = 0.0;
     }
     double mf = 0.0, mb = 0.0;
     mem_class_fb(hw, PX_MEM_GENERIC, mem + drop_f, mem + drop, &mf, &mb);
-    mem_class_fb(hw, PX_MEM_NORM, 4.0 * e * Th, 6.0 * e * Th, &mf, &mb);
+    /* forward bytes of a measured class from px_cost_class_fwd_bytes (what
+     * calibrate divides); the backward bytes here are the datasheet's */
+    mem_class_fb(hw, PX_MEM_NORM, px_cost_class_fwd_bytes(PX_MEM_NORM, 2.0 * Th, (int)e),
+                 6.0 * e * Th, &mf, &mb);
     mem_class_fb(hw, PX_MEM_RESIDUAL, res_f, 6.0 * e * Th, &mf, &mb);
-    mem_class_fb(hw, sh.gated ? PX_MEM_SWIGLU : PX_MEM_GELU,
-                 (sh.gated ? 3.0 : 2.0) * e * act_elems, (sh.gated ? 5.0 : 3.0) * e * act_elems,
-                 &mf, &mb);
+    px_mem_class act = sh.gated ? PX_MEM_SWIGLU : PX_MEM_GELU;
+    mem_class_fb(hw, act, px_cost_class_fwd_bytes(act, act_elems, (int)e),
+                 (sh.gated ? 5.0 : 3.0) * e * act_elems, &mf, &mb);
     if (sh.gated) {
-        double rope = 2.0 * e * T * (a_t + kv_t) * sh.dq;
+        double rope = px_cost_class_fwd_bytes(PX_MEM_ROPE, T * (a_t + kv_t) * sh.dq, (int)e);
         mem_class_fb(hw, PX_MEM_ROPE, rope, rope, &mf, &mb);
     }
     lt->mem_fwd_s = mf;
@@ -1195,7 +1240,8 @@ static void extras_time(const px_cost_ctx *ctx, const px_parallel *par, double *
     double T = (double)par->micro_batch * (double)seq_of(ctx, par) / par->cp;
     double h = (double)m->hidden, V = (double)m->vocab;
     /* embedding: gather rows forward, scatter-add backward (fwd + bwd bytes) */
-    *first_s = px_time_mem_class_s(hw, PX_MEM_EMBED, 3.0 * 2.0 * e * T * h / tsp);
+    *first_s = px_time_mem_class_s(
+        hw, PX_MEM_EMBED, px_cost_class_bytes(PX_MEM_EMBED, T * h, (int)e, false) / tsp);
     /* LM head GEMM (fwd + 2x bwd), the final norm (read + write, 3x for fwd +
      * bwd), and the fp32 cross-entropy over the V/t logits of every token,
      * forward and backward together: 4 fp32 passes where the profile has a
@@ -1206,9 +1252,13 @@ static void extras_time(const px_cost_ctx *ctx, const px_parallel *par, double *
      * (read e, write 4), max (read 4), subtract (read 4, write 4), exp (read
      * 4, write 4), sum (read 4), normalise (read 4, write 4); backward scale
      * (read 4, write 4) and cast back (read 4, write e): 48 + 2e bytes. */
-    double xent = mem_class_measured(hw, PX_MEM_XENT) ? 4.0 * 4.0 : 48.0 + 2.0 * e;
-    *last_s = 3.0 * head + px_time_mem_class_s(hw, PX_MEM_NORM, 3.0 * 2.0 * e * T * h / tsp) +
-              px_time_mem_class_s(hw, PX_MEM_XENT, xent * T * V / t);
+    double xent = mem_class_measured(hw, PX_MEM_XENT)
+                      ? px_cost_class_bytes(PX_MEM_XENT, T * V, (int)e, false)
+                      : (48.0 + 2.0 * e) * T * V;
+    *last_s = 3.0 * head +
+              px_time_mem_class_s(hw, PX_MEM_NORM,
+                                  px_cost_class_bytes(PX_MEM_NORM, T * h, (int)e, false) / tsp) +
+              px_time_mem_class_s(hw, PX_MEM_XENT, xent / t);
 }
 
 void px_cost_stage_extras(px_cost_ctx *ctx, const px_parallel *par, px_stage_extras *out)
@@ -1524,8 +1574,9 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     double shard = par->zero >= 1 ? (double)ddp : 1.0;
     double eshard = par->zero >= 1 ? (double)edp : 1.0;
     double opt_params = w_dense_p / shard + w_exp_p / eshard;
-    double opt_bpp = 2.0 * bpp.optimizer + bpp.grads + (elem_of(ctx) < 4 ? bpp.weights : 0.0);
-    double opt_s = px_time_mem_class_s(hw, PX_MEM_ADAMW, opt_params * opt_bpp);
+    double opt_s = px_time_mem_class_s(
+        hw, PX_MEM_ADAMW, px_cost_class_bytes(PX_MEM_ADAMW, opt_params, elem_of(ctx),
+                                              par->grad_fp32));
     if (!mem_class_measured(hw, PX_MEM_ADAMW)) {
         /* around Adam (datasheet profiles): the gradient norm for clipping
          * reads the shard's gradients, the low-precision copy reads the fp32

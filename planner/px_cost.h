@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "px_efficiency.h"
 #include "px_error.h"
 #include "px_hw.h"
 #include "px_model.h"
@@ -33,6 +34,39 @@ typedef struct {
 } px_bytes_per_param;
 
 px_bytes_per_param px_cost_bytes_per_param(int dtype_bytes, bool grad_fp32);
+
+/* ------------------------------------------------------------------ */
+/* Element-wise operator classes (spec "Element-wise time")            */
+
+/* The bytes the cost model charges for `elems` elements of element-wise
+ * class c, forward + backward, when the profile has a measured rate for the
+ * class (px_hw norm_bw ... embed_bw).  The one place these byte counts live:
+ * px_cost.c multiplies by them and both calibrations (calibrate/
+ * px_calib_kernels.c, dtype 4; executor/px_calib_cuda.c, dtype 2) divide them
+ * by the measured time, so a measured rate reproduces the measured time.
+ * e = dtype_bytes (the activation dtype; 0 means 2).  `elems` per class:
+ *  NORM      one normalised [tokens, hidden] tensor: fwd read + write 2e,
+ *            total 6e (backward 2x forward);
+ *  RESIDUAL  one residual sum: fwd 2 reads + 1 write 3e, total 9e;
+ *  GELU      activation outputs: fwd 2e, total 6e;
+ *  SWIGLU    activation outputs [tokens, f]: fwd 3e, total 9e;
+ *  ROPE      rotated q and k elements: fwd 2e, total 6e;
+ *  XENT      logits [tokens, vocab shard]: 4 fp32 passes, 16 whatever e;
+ *  ADAMW     parameters: 2 x optimizer state + gradient (+ the low-precision
+ *            weight copy when e < 4) of px_cost_bytes_per_param: 20 (fp32),
+ *            30 (bf16, fp32 grads), 28 (bf16 grads);
+ *  EMBED     gathered [tokens, hidden] elements: gather + scatter-add, 6e;
+ *  GENERIC   never measured: a read + write per pass, 6e.
+ * (The datasheet fallbacks in px_cost.c charge some classes more: Megatron's
+ * unfused cross-entropy, its fused bias-dropout-add, the extra passes around
+ * Adam; those are not what the executor's kernels do and are not measured.) */
+double px_cost_class_bytes(px_mem_class c, double elems, int dtype_bytes, bool grad_fp32);
+
+/* The forward share of px_cost_class_bytes for the per-layer classes
+ * (NORM, RESIDUAL, GELU, SWIGLU, ROPE, GENERIC): a third of the total,
+ * the backward being charged twice the forward.  0 for XENT, ADAMW and
+ * EMBED, which are charged as one forward + backward total. */
+double px_cost_class_fwd_bytes(px_mem_class c, double elems, int dtype_bytes);
 
 /* Weights, grads and optimizer bytes per GPU for n_params split over tp·pp
  * and sharded over dp by ZeRO stage `zero` (1: optimizer /dp, 2: + grads,

@@ -42,7 +42,7 @@ fake=$(mktemp -d "${TMPDIR:-/tmp}/px-run-dry.XXXXXX")
 trap 'rm -rf "$fake"' EXIT
 touch "$fake/build.ninja"
 mkdir -p "$fake/tests/gpu" "$fake/bench"
-for b in plan calibrate compare tests/gpu/test_gpu_kernels tests/gpu/test_nccl; do
+for b in plan calibrate compare tests/gpu/test_gpu_kernels tests/gpu/test_nccl tests/gpu/test_backend_nccl; do
   ln -s "$BUILD/$b" "$fake/$b"
 done
 cat >"$fake/execute" <<EOF
