@@ -695,17 +695,7 @@ static double comm_sm_fraction(const px_hw *hw)
  * for it; datasheet profiles get the per-operator counts below. */
 static bool mem_class_measured(const px_hw *hw, px_mem_class c)
 {
-    switch (c) {
-    case PX_MEM_NORM: return hw->norm_bw > 0.0;
-    case PX_MEM_RESIDUAL: return hw->residual_bw > 0.0;
-    case PX_MEM_GELU: return hw->gelu_bw > 0.0;
-    case PX_MEM_SWIGLU: return hw->swiglu_bw > 0.0;
-    case PX_MEM_ROPE: return hw->rope_bw > 0.0;
-    case PX_MEM_XENT: return hw->xent_bw > 0.0;
-    case PX_MEM_ADAMW: return hw->adamw_bw > 0.0;
-    case PX_MEM_EMBED: return hw->embed_bw > 0.0;
-    default: return false;
-    }
+    return px_hw_class_bw_of(hw, c) > 0.0;
 }
 
 /* Forward and backward seconds of element-wise class c moving fwd_bytes

@@ -97,20 +97,30 @@ double px_time_mem_s(const px_hw *hw, double bytes)
     return bytes / (hw->hbm_bw * eff);
 }
 
+double *px_hw_class_bw(px_hw *hw, px_mem_class c)
+{
+    switch (c) {
+    case PX_MEM_NORM: return &hw->norm_bw;
+    case PX_MEM_RESIDUAL: return &hw->residual_bw;
+    case PX_MEM_GELU: return &hw->gelu_bw;
+    case PX_MEM_SWIGLU: return &hw->swiglu_bw;
+    case PX_MEM_ROPE: return &hw->rope_bw;
+    case PX_MEM_XENT: return &hw->xent_bw;
+    case PX_MEM_ADAMW: return &hw->adamw_bw;
+    case PX_MEM_EMBED: return &hw->embed_bw;
+    default: return NULL;
+    }
+}
+
+double px_hw_class_bw_of(const px_hw *hw, px_mem_class c)
+{
+    const double *bw = px_hw_class_bw((px_hw *)hw, c);
+    return bw ? *bw : 0.0;
+}
+
 double px_time_mem_class_s(const px_hw *hw, px_mem_class c, double bytes)
 {
-    double bw = 0.0;
-    switch (c) {
-    case PX_MEM_NORM: bw = hw->norm_bw; break;
-    case PX_MEM_RESIDUAL: bw = hw->residual_bw; break;
-    case PX_MEM_GELU: bw = hw->gelu_bw; break;
-    case PX_MEM_SWIGLU: bw = hw->swiglu_bw; break;
-    case PX_MEM_ROPE: bw = hw->rope_bw; break;
-    case PX_MEM_XENT: bw = hw->xent_bw; break;
-    case PX_MEM_ADAMW: bw = hw->adamw_bw; break;
-    case PX_MEM_EMBED: bw = hw->embed_bw; break;
-    default: break;
-    }
+    double bw = px_hw_class_bw_of(hw, c);
     if (bw > 0.0)
         return bytes > 0.0 ? bytes / bw : 0.0;
     return px_time_mem_s(hw, bytes);

@@ -50,6 +50,11 @@ typedef enum {
     PX_MEM_COUNT
 } px_mem_class;
 
+/* The profile's measured bandwidth field of class c (&hw->norm_bw ...), NULL
+ * for PX_MEM_GENERIC and out-of-range values: the one class -> field map. */
+double *px_hw_class_bw(px_hw *hw, px_mem_class c);
+double px_hw_class_bw_of(const px_hw *hw, px_mem_class c); /* 0 where none */
+
 /* Seconds to move `bytes` through an operator of class c. */
 double px_time_mem_class_s(const px_hw *hw, px_mem_class c, double bytes);
 

@@ -64,21 +64,6 @@ static void per_element(void)
           px_cost_class_bytes(PX_MEM_NORM, 10.0, 2, true));
 }
 
-static double *class_bw(px_hw *hw, px_mem_class c)
-{
-    switch (c) {
-    case PX_MEM_NORM: return &hw->norm_bw;
-    case PX_MEM_RESIDUAL: return &hw->residual_bw;
-    case PX_MEM_GELU: return &hw->gelu_bw;
-    case PX_MEM_SWIGLU: return &hw->swiglu_bw;
-    case PX_MEM_ROPE: return &hw->rope_bw;
-    case PX_MEM_XENT: return &hw->xent_bw;
-    case PX_MEM_ADAMW: return &hw->adamw_bw;
-    case PX_MEM_EMBED: return &hw->embed_bw;
-    default: return NULL;
-    }
-}
-
 static double step_s(const px_model *m, const px_hw *hw, const px_parallel *par)
 {
     px_cost_ctx ctx;
@@ -103,7 +88,7 @@ static void against_model(const char *model, int dtype_bytes, bool grad_fp32)
     CHECK(px_hw_load("h200", NULL, &hw, &err) == PX_OK);
     hw.dtype_bytes = dtype_bytes;
     for (int c = 1; c < PX_MEM_COUNT; c++)
-        *class_bw(&hw, (px_mem_class)c) = 1e12 * (1.0 + 0.25 * c);
+        *px_hw_class_bw(&hw, (px_mem_class)c) = 1e12 * (1.0 + 0.25 * c);
     px_parallel par;
     px_parallel_init(&par);
     par.grad_fp32 = grad_fp32;
@@ -132,7 +117,7 @@ static void against_model(const char *model, int dtype_bytes, bool grad_fp32)
 
     double base = step_s(&m, &hw, &par);
     for (int c = 1; c < PX_MEM_COUNT; c++) {
-        double *bw = class_bw(&hw, (px_mem_class)c), b0 = *bw;
+        double *bw = px_hw_class_bw(&hw, (px_mem_class)c), b0 = *bw;
         *bw = 2.0 * b0;
         double faster = step_s(&m, &hw, &par);
         *bw = b0;

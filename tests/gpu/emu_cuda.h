@@ -404,4 +404,33 @@ template <> __nv_bfloat16 to_ts<__nv_bfloat16>(float x) { return __float2bfloat1
 static float from_ts(float x) { return x; }
 static float from_ts(__nv_bfloat16 x) { return __bfloat162float(x); }
 
+
+/* Test data: random values already rounded to bf16 (so the CPU twin sees
+ * exactly what the kernel stores), and copies to / from a storage type. */
+typedef std::vector<float> vec;
+
+static inline vec rnd(int64_t n, float lo, float hi)
+{
+    vec v((size_t)n);
+    for (auto &x : v)
+        x = round_bf16(uniform(lo, hi));
+    return v;
+}
+
+template <typename TS> static std::vector<TS> dev(const vec &x)
+{
+    std::vector<TS> d(x.size());
+    for (size_t i = 0; i < x.size(); i++)
+        d[i] = to_ts<TS>(x[i]);
+    return d;
+}
+
+template <typename TS> static vec host(const std::vector<TS> &d)
+{
+    vec x(d.size());
+    for (size_t i = 0; i < d.size(); i++)
+        x[i] = from_ts(d[i]);
+    return x;
+}
+
 #endif

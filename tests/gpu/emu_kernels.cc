@@ -14,31 +14,6 @@ extern "C" {
 #include "px_kernels_cpu.h"
 }
 
-typedef std::vector<float> vec;
-
-static vec rnd(int64_t n, float lo, float hi)
-{
-    vec v((size_t)n);
-    for (auto &x : v)
-        x = round_bf16(uniform(lo, hi));
-    return v;
-}
-
-template <typename TS> static std::vector<TS> dev(const vec &x)
-{
-    std::vector<TS> d(x.size());
-    for (size_t i = 0; i < x.size(); i++)
-        d[i] = to_ts<TS>(x[i]);
-    return d;
-}
-
-template <typename TS> static vec host(const std::vector<TS> &d)
-{
-    vec x(d.size());
-    for (size_t i = 0; i < d.size(); i++)
-        x[i] = from_ts(d[i]);
-    return x;
-}
 
 /* The storage rounds what a kernel writes: the reference is rounded alike
  * for in-place / accumulating outputs before it is compared. */

@@ -33,32 +33,7 @@ extern "C" {
 #include "px_kernels_cpu.h"
 }
 
-typedef std::vector<float> vec;
 typedef std::vector<int32_t> ivec;
-
-static vec rnd(int64_t n, float lo, float hi)
-{
-    vec v((size_t)n);
-    for (auto &x : v)
-        x = round_bf16(uniform(lo, hi));
-    return v;
-}
-
-template <typename TS> static std::vector<TS> dev(const vec &x)
-{
-    std::vector<TS> d(x.size());
-    for (size_t i = 0; i < x.size(); i++)
-        d[i] = to_ts<TS>(x[i]);
-    return d;
-}
-
-template <typename TS> static vec host(const std::vector<TS> &d)
-{
-    vec x(d.size());
-    for (size_t i = 0; i < d.size(); i++)
-        x[i] = from_ts(d[i]);
-    return x;
-}
 
 template <typename TS> static const char *kind() { return sizeof(TS) == 4 ? "f32" : "bf16"; }
 template <typename TS> static double tol() { return sizeof(TS) == 4 ? 2e-5 : 1e-2; }

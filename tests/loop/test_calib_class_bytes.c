@@ -61,21 +61,6 @@ static void counts(void)
     CHECK(T * g.vocab * 2.0 <= (double)(1u << 30));
 }
 
-static double *class_bw(px_hw *hw, px_mem_class c)
-{
-    switch (c) {
-    case PX_MEM_NORM: return &hw->norm_bw;
-    case PX_MEM_RESIDUAL: return &hw->residual_bw;
-    case PX_MEM_GELU: return &hw->gelu_bw;
-    case PX_MEM_SWIGLU: return &hw->swiglu_bw;
-    case PX_MEM_ROPE: return &hw->rope_bw;
-    case PX_MEM_XENT: return &hw->xent_bw;
-    case PX_MEM_ADAMW: return &hw->adamw_bw;
-    case PX_MEM_EMBED: return &hw->embed_bw;
-    default: return NULL;
-    }
-}
-
 static double step_s(const px_model *m, const px_hw *hw, const px_parallel *par)
 {
     px_cost_ctx ctx;
@@ -121,7 +106,7 @@ static void round_trip(void)
     double t_call[PX_MEM_COUNT] = {0};
     for (int c = 1; c < PX_MEM_COUNT; c++) {
         t_call[c] = 1e-4 * (1.0 + 0.3 * c);
-        *class_bw(&hw, (px_mem_class)c) = px_calib_class_bytes((px_mem_class)c, &g, 2) /
+        *px_hw_class_bw(&hw, (px_mem_class)c) = px_calib_class_bytes((px_mem_class)c, &g, 2) /
                                           t_call[c];
     }
     /* calibration calls in the step: 3 norms (2 a layer + the final one)
@@ -135,7 +120,7 @@ static void round_trip(void)
 
     double base = step_s(&m, &hw, &par);
     for (int c = 1; c < PX_MEM_COUNT; c++) {
-        double *bw = class_bw(&hw, (px_mem_class)c), b0 = *bw;
+        double *bw = px_hw_class_bw(&hw, (px_mem_class)c), b0 = *bw;
         *bw = 2.0 * b0; /* the class twice as fast: half its time saved */
         double saved = base - step_s(&m, &hw, &par);
         *bw = b0;
