@@ -1,0 +1,57 @@
+/* px_caps.h — what a consumer of plans can run: the planner's search under a
+ * framework profile (frameworks/), the CPU executor, the CUDA executor, an
+ * exporter.  One function, px_plan_check (px_plan_check.h), decides whether a
+ * model and a parallel configuration are legal for a capability set; every
+ * other module asks it rather than restating a rule. */
+#ifndef PX_CAPS_H
+#define PX_CAPS_H
+
+#include <stdbool.h>
+
+#include "px_plan.h"
+#include "px_precision.h"
+
+/* Context-parallel attention flavours (bits of px_caps.cp_flavours). */
+typedef enum {
+    PX_CP_RING_P2P = 1 << 0,   /* KV blocks passed around a ring (Megatron "p2p") */
+    PX_CP_ALL_GATHER = 1 << 1, /* KV all-gathered per layer (Megatron "all_gather", Llama 3) */
+    PX_CP_ALL_TO_ALL = 1 << 2  /* heads <-> sequence all-to-all (Ulysses, Megatron "a2a") */
+} px_cp_flavour;
+
+/* Model features a consumer may or may not run (bits of px_caps.model_features). */
+typedef enum {
+    PX_FEAT_MLA = 1 << 0,            /* multi-head latent attention */
+    PX_FEAT_QK_NORM = 1 << 1,        /* per-head RMSNorm on q and k */
+    PX_FEAT_SHARED_EXPERTS = 1 << 2, /* always-active experts beside the routed ones */
+    PX_FEAT_DENSE_FIRST = 1 << 3,    /* leading dense layers in an MoE model */
+    PX_FEAT_MTP = 1 << 4,            /* multi-token-prediction modules */
+    PX_FEAT_MOE = 1 << 5,            /* routed experts at all */
+    PX_FEAT_GPT_BLOCK = 1 << 6,      /* LayerNorm / GeLU / learned positions */
+    PX_FEAT_LLAMA_BLOCK = 1 << 7     /* RMSNorm / SwiGLU / RoPE */
+} px_model_feature;
+
+typedef struct {
+    char name[32];                       /* "parallax", "megatron", "cpu-executor", ... */
+    bool schedules[PX_SCHED_COUNT];      /* pipeline schedules it runs */
+    bool recompute[PX_RECOMPUTE_COUNT];  /* uniform recompute modes it runs */
+    bool per_layer_recompute;            /* a recompute choice per layer */
+    bool uneven_stages;                  /* layers per pipeline chunk may differ */
+    bool uneven_virtual_chunks;          /* interleaved chunks of unequal size */
+    bool zero[4];                        /* ZeRO / FSDP stages 0..3 it runs */
+    bool hybrid_shard;                   /* shard within groups, replicate across */
+    bool sp;                             /* sequence parallelism with TP */
+    bool tp_without_sp;                  /* TP with SP off */
+    bool ep;                             /* expert parallelism */
+    bool etp;                            /* expert tensor parallelism != tp */
+    unsigned cp_flavours;                /* px_cp_flavour bits; 0: no CP */
+    bool grad_bf16;                      /* bf16 main gradients */
+    bool pads_vocab;                     /* pads the vocabulary to a multiple of
+                                          * vocab_pad_multiple * tp (Megatron); else
+                                          * the vocabulary must divide by tp */
+    int vocab_pad_multiple;              /* 128 in Megatron (--make-vocab-size-divisible-by) */
+    bool needs_flash_attention;          /* cannot store the s x s scores */
+    unsigned precisions;                 /* PX_PREC_BIT mask */
+    unsigned model_features;             /* px_model_feature bits */
+} px_caps;
+
+#endif
