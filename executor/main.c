@@ -2,8 +2,10 @@
  *   mpirun -np G execute --plan plan.json [--steps N] [--warmup N] [--seed N]
  *          [--data FILE] [--report report.json] [--dump-weights DIR]
  *          [--lr X] [--init-std X] [--backend cpu|cuda] [--dtype bf16|fp32]
+ *          [--timeout S] [--save DIR --save-interval N] [--load DIR]
  * Only rank 0 prints the step table; errors name the rank.  See
  * docs/executor.md. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,13 +19,17 @@
 #ifdef PX_HAVE_CUDA
 #include "px_backend_cuda.h"
 #endif
+#include "px_ckpt.h"
 #include "px_exec.h"
 #include "px_memtrack.h"
 #include "px_measure.h"
+#include "px_watchdog.h"
 
 typedef struct {
     const char *plan_path, *report_path, *dump_dir, *backend;
-    int64_t steps, warmup;
+    const char *save_dir, *load_dir; /* checkpoints (px_ckpt.h) */
+    int64_t steps, warmup, save_interval;
+    double timeout_s;
     px_exec_options opt;
 } cli;
 
@@ -34,8 +40,12 @@ static void usage(FILE *f)
             "                            [--data FILE] [--report report.json]\n"
             "                            [--dump-weights DIR] [--lr X] [--init-std X]\n"
             "                            [--backend cpu|cuda] [--dtype bf16|fp32]\n"
+            "                            [--timeout S] [--save DIR --save-interval N]\n"
+            "                            [--load DIR]\n"
             "  --plan FILE         plan JSON written by `plan -o` (required)\n"
-            "  --steps N           timed optimizer steps (default 3)\n"
+            "  --steps N           timed optimizer steps (default 3); with --save or --load\n"
+            "                      the job's total steps (Megatron's --train-iters): a\n"
+            "                      checkpoint of step 2 with --steps 4 runs steps 3 and 4\n"
             "  --warmup N          untimed steps before them (default 1)\n"
             "  --seed N            weights and synthetic tokens (default 1)\n"
             "  --data FILE         token ids, little-endian uint32, no header (default: synthetic)\n"
@@ -47,7 +57,15 @@ static void usage(FILE *f)
             "  --dtype NAME        storage of activations and the weights the kernels read:\n"
             "                      bf16 (fp32 master weights, gradients and AdamW state) or\n"
             "                      fp32 (default: the plan's hardware profile, dtype_bytes 2\n"
-            "                      -> bf16, 4 -> fp32)\n");
+            "                      -> bf16, 4 -> fp32)\n"
+            "  --timeout S         seconds any one collective or point-to-point may take\n"
+            "                      before the job ends, naming the rank and the operation\n"
+            "                      (default 600)\n"
+            "  --save DIR          write a sharded checkpoint under DIR every\n"
+            "  --save-interval N   N steps (and after the last step)\n"
+            "  --load DIR          resume from DIR's latest checkpoint (or an iter_* dir)\n"
+            "A step whose loss or gradient norm is NaN or infinite stops the job (exit 1)\n"
+            "after the report is written.\n");
 }
 
 static int parse_i64(const char *s, int64_t min, int64_t *out)
@@ -66,6 +84,7 @@ static int parse_args(int argc, char **argv, cli *c, char *buf, size_t n)
     memset(c, 0, sizeof *c);
     c->steps = 3;
     c->warmup = 1;
+    c->timeout_s = PX_WATCHDOG_DEFAULT_TIMEOUT_S;
     c->backend = "cpu";
     px_exec_options_default(&c->opt);
     for (int i = 1; i < argc; i++) {
@@ -86,6 +105,26 @@ static int parse_args(int argc, char **argv, cli *c, char *buf, size_t n)
             c->opt.data_path = v;
         } else if (!strcmp(a, "--dump-weights")) {
             c->dump_dir = v;
+        } else if (!strcmp(a, "--save")) {
+            c->save_dir = v;
+        } else if (!strcmp(a, "--load")) {
+            c->load_dir = v;
+        } else if (!strcmp(a, "--save-interval")) {
+            if (parse_i64(v, 1, &x) || x > (INT64_C(1) << 40)) {
+                snprintf(buf, n, "option --save-interval: \"%s\" is not an integer in 1..2^40",
+                         v);
+                return 2;
+            }
+            c->save_interval = x;
+        } else if (!strcmp(a, "--timeout")) {
+            char *end = NULL;
+            double d = strtod(v, &end);
+            if (!end || *end || !(d > 0.0 && d <= 1e6)) {
+                snprintf(buf, n, "option --timeout: \"%s\" is not a number of seconds in "
+                                 "(0, 1e6]", v);
+                return 2;
+            }
+            c->timeout_s = d;
         } else if (!strcmp(a, "--dtype")) {
             if (strcmp(v, "bf16") && strcmp(v, "fp32")) {
                 snprintf(buf, n, "option --dtype: \"%s\": allowed values are bf16, fp32", v);
@@ -99,7 +138,8 @@ static int parse_args(int argc, char **argv, cli *c, char *buf, size_t n)
             }
             c->backend = v;
         } else if (!strcmp(a, "--steps") || !strcmp(a, "--warmup") || !strcmp(a, "--seed")) {
-            if (parse_i64(v, !strcmp(a, "--steps") ? 1 : 0, &x)) {
+            if (parse_i64(v, !strcmp(a, "--steps") ? 1 : 0, &x) ||
+                (strcmp(a, "--seed") && x > (INT64_C(1) << 40))) {
                 snprintf(buf, n, "option %s: \"%s\" is not an integer >= %d", a, v,
                          !strcmp(a, "--steps") ? 1 : 0);
                 return 2;
@@ -113,8 +153,9 @@ static int parse_args(int argc, char **argv, cli *c, char *buf, size_t n)
         } else if (!strcmp(a, "--lr") || !strcmp(a, "--init-std")) {
             char *end = NULL;
             double d = strtod(v, &end);
-            if (!end || *end || !(d >= 0.0)) {
-                snprintf(buf, n, "option %s: \"%s\" is not a number >= 0", a, v);
+            if (!end || *end || !(d >= 0.0) || !isfinite((float)d)) {
+                snprintf(buf, n, "option %s: \"%s\" is not a finite number >= 0 (a float)",
+                         a, v);
                 return 2;
             }
             if (!strcmp(a, "--lr"))
@@ -128,6 +169,10 @@ static int parse_args(int argc, char **argv, cli *c, char *buf, size_t n)
     }
     if (!c->plan_path) {
         snprintf(buf, n, "--plan FILE is required");
+        return 2;
+    }
+    if ((c->save_dir != NULL) != (c->save_interval > 0)) {
+        snprintf(buf, n, "--save DIR and --save-interval N go together");
         return 2;
     }
     return 0;
@@ -171,6 +216,14 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return pr == 1 ? 0 : 2;
     }
+    /* Test switch: PX_EXECUTE_INJECT_NAN="RANK:STEP" makes that rank's loss
+     * and gradients NaN at that step, to test the divergence stop. */
+    const char *inject_nan = getenv("PX_EXECUTE_INJECT_NAN");
+    int nan_rank = -1;
+    long long nan_step = -1;
+    if (inject_nan && sscanf(inject_nan, "%d:%lld", &nan_rank, &nan_step) == 2 &&
+        nan_rank == rank)
+        c.opt.inject_nan_step = nan_step;
 #ifdef PX_HAVE_OPENBLAS
     /* Ranks share the cores: one BLAS thread each unless the user says. */
     if (!getenv("OPENBLAS_NUM_THREADS"))
@@ -197,28 +250,59 @@ int main(int argc, char **argv)
                           "-Dcuda=enabled on a machine with nvcc, cuBLAS and NCCL)");
 #endif
     }
+    /* Every blocking communication from here on is bounded by --timeout. */
+    if (!st)
+        st = px_watchdog_start(c.timeout_s, rank, &err);
+    if (!st)
+        px_watchdog_wrap_backend(&be);
     if (!st)
         st = px_exec_create(&ex, &plan, &c.opt, &be, MPI_COMM_WORLD, &err);
     /* Every rank learns whether set-up failed anywhere, so no rank waits in
      * a collective for one that gave up. */
     int bad = st != PX_OK, any_bad = bad;
+    px_watchdog_enter("MPI_Allreduce (set-up status)");
     if (MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
         any_bad = 1;
+    px_watchdog_leave();
+    int64_t start = 0; /* steps already done (a loaded checkpoint's) */
+    if (!any_bad && c.load_dir) {
+        st = px_ckpt_load(ex, c.load_dir, &start, &err);
+        bad = any_bad = st != PX_OK; /* px_ckpt_load agrees across the ranks */
+    }
     if (any_bad) {
         if (bad)
             print_error(rank, &err);
         px_exec_destroy(ex);
         if (be.destroy)
             be.destroy(&be);
+        px_watchdog_stop();
         MPI_Finalize();
         return 1;
     }
 
-    int64_t total = c.warmup + c.steps;
+    /* Steps [start, end): warmup + steps, or with checkpoints --steps in all
+     * (Megatron's --train-iters), the first ones of this run untimed. */
+    bool ckpt = c.save_dir || c.load_dir;
+    int64_t end = ckpt ? c.steps : c.warmup + c.steps;
+    if (end <= start) {
+        if (rank == 0)
+            fprintf(stderr, "execute: the checkpoint in %s is at step %lld: --steps %lld (the "
+                            "total, with --load) leaves no step to run\n",
+                    c.load_dir, (long long)start, (long long)c.steps);
+        px_exec_destroy(ex);
+        be.destroy(&be);
+        px_watchdog_stop();
+        MPI_Finalize();
+        return 2;
+    }
+    int64_t total = end - start;
+    int64_t warmup = !ckpt ? c.warmup : (c.warmup < total ? c.warmup : total - 1);
     px_run run;
     memset(&run, 0, sizeof run);
-    run.steps = c.steps;
-    run.warmup = c.warmup;
+    run.steps = total - warmup;
+    run.warmup = warmup;
+    run.first_step = start;
+    run.diverged_step = -1;
     run.world = world;
     run.backend = be.name;
     run.dtype = px_dtype_name(px_exec_dtype(ex));
@@ -226,16 +310,17 @@ int main(int argc, char **argv)
     if (device_clock)
         run.device_time_s = calloc((size_t)total, sizeof *run.device_time_s);
     run.losses = calloc((size_t)total, sizeof *run.losses);
+    run.grad_norms = calloc((size_t)total, sizeof *run.grad_norms);
     run.step_time_s = calloc((size_t)total, sizeof *run.step_time_s);
     run.peak_memory_bytes = calloc((size_t)world, sizeof *run.peak_memory_bytes);
     run.peak_breakdown = calloc((size_t)world, sizeof *run.peak_breakdown);
-    if (!run.losses || !run.step_time_s || !run.peak_memory_bytes || !run.peak_breakdown ||
+    if (!run.losses || !run.grad_norms || !run.step_time_s || !run.peak_memory_bytes || !run.peak_breakdown ||
         (device_clock && !run.device_time_s)) {
         px_error_set(&err, PX_ERR_NOMEM, NULL, 0, 0, "out of memory");
         fail_abort(rank, &err);
     }
     if (rank == 0) {
-        px_measure_print_header(stdout, &plan, c.steps, c.warmup);
+        px_measure_print_header(stdout, &plan, run.steps, run.warmup);
         printf("# storage: %s activations and weights%s\n", px_dtype_name(px_exec_dtype(ex)),
                px_exec_dtype(ex) == PX_BF16 ? " (fp32 master weights, gradients, AdamW state)"
                                             : "");
@@ -249,16 +334,20 @@ int main(int argc, char **argv)
     if (inject && sscanf(inject, "%d:%lld", &fail_rank, &fail_step) != 2)
         fail_rank = -1;
 
-    for (int64_t i = 0; i < total; i++) {
-        if (i == c.warmup) { /* peak memory over the timed steps */
+    for (int64_t i = start; i < end; i++) {
+        int64_t j = i - start; /* this run's j-th step */
+        px_watchdog_set_step(i);
+        if (j == warmup) { /* peak memory over the timed steps */
             px_exec_reset_peak(ex);
             if (be.reset_reserved_peak)
                 be.reset_reserved_peak(&be);
         }
+        px_watchdog_enter("MPI_Barrier (step start)");
         if (MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS) {
             px_error_set(&err, PX_ERR_MPI, NULL, 0, 0, "MPI_Barrier failed");
             fail_abort(rank, &err);
         }
+        px_watchdog_leave();
         double t0 = MPI_Wtime(), loss = 0.0;
         if (rank == fail_rank && i == fail_step) {
             px_error_set(&err, PX_ERR_INTERNAL, NULL, 0, 0,
@@ -266,6 +355,8 @@ int main(int argc, char **argv)
                          (long long)i);
             fail_abort(rank, &err);
         }
+        px_watchdog_enter("training step (computing, or the loss and gradient-check "
+                          "all-reduce)");
         if (device_clock && be.timer_start(&be, &err))
             fail_abort(rank, &err);
         if (px_exec_step(ex, i, true, &loss, &err))
@@ -273,20 +364,37 @@ int main(int argc, char **argv)
         double dev = 0.0, dev_max = 0.0;
         if (device_clock && be.timer_stop(&be, &dev, &err))
             fail_abort(rank, &err);
+        px_watchdog_leave();
         double dt = MPI_Wtime() - t0, dt_max = dt;
         int64_t peak = px_exec_memory(ex)->peak_bytes, peak_max = peak;
+        px_watchdog_enter("MPI_Reduce (step time and memory)");
         if (MPI_Reduce(&dt, &dt_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD) ||
             MPI_Reduce(&peak, &peak_max, 1, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD) ||
             MPI_Reduce(&dev, &dev_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD)) {
             px_error_set(&err, PX_ERR_MPI, NULL, 0, 0, "MPI_Reduce of the step numbers failed");
             fail_abort(rank, &err);
         }
-        run.losses[i] = loss;
-        run.step_time_s[i] = dt_max;
+        px_watchdog_leave();
+        run.losses[j] = loss;
+        run.grad_norms[j] = px_exec_grad_norm(ex);
+        run.step_time_s[j] = dt_max;
         if (device_clock)
-            run.device_time_s[i] = dev_max;
+            run.device_time_s[j] = dev_max;
         if (rank == 0)
-            px_measure_print_step(stdout, i, i < c.warmup, loss, dt_max, &plan, peak_max);
+            px_measure_print_step(stdout, i, j < warmup, loss, dt_max, &plan, peak_max);
+        if (px_exec_diverged(ex)) { /* the same on every rank */
+            if (rank == 0)
+                fprintf(stderr, "execute: diverged at step %lld: loss %g, gradient norm %g (NaN "
+                                "or infinite); that step did not update the weights; stopping\n",
+                        (long long)i, loss, px_exec_grad_norm(ex));
+            run.diverged_step = i;
+            run.warmup = j + 1 < warmup ? j + 1 : warmup; /* the steps run so far */
+            run.steps = j + 1 - run.warmup;
+            break;
+        }
+        if (c.save_dir && ((i + 1) % c.save_interval == 0 || i + 1 == end) &&
+            px_ckpt_save(ex, c.save_dir, i + 1, &err))
+            fail_abort(rank, &err);
     }
 
     const px_memtrack *mt = px_exec_memory(ex);
@@ -337,11 +445,17 @@ int main(int argc, char **argv)
         print_error(rank, &err);
         status = 1;
     }
+    if (run.diverged_step >= 0)
+        status = 1;
     int any = status;
+    px_watchdog_enter("MPI_Allreduce (exit status)");
     MPI_Allreduce(&status, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    px_watchdog_leave();
+    px_watchdog_stop();
     px_exec_destroy(ex);
     be.destroy(&be);
     free(run.losses);
+    free(run.grad_norms);
     free(run.step_time_s);
     free(run.device_time_s);
     free(run.reserved_peak_bytes);

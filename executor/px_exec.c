@@ -3,6 +3,7 @@
  * the pipeline schedule over micro-batches, gradient reduction
  * (TP-replicated tensors, tied embeddings, DP / ZeRO-1) and AdamW. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ void px_exec_options_default(px_exec_options *o)
     o->adam_eps = 1e-8f;
     o->weight_decay = 0.1f;
     o->init_std = 0.02f;
+    o->inject_nan_step = -1;
 }
 
 px_status px_ex_alloc(px_exec *ex, px_mem_kind kind, int64_t n, px_dtype t, void **out,
@@ -464,6 +466,8 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     /* Moments: the dense shard, plus the experts whole below ZeRO-2 (from
      * ZeRO-2 on, n_shard already holds this rank's pieces of the experts). */
     int64_t n_moments = ex->n_shard + (p->zero >= 2 ? 0 : ex->n_exp);
+    ex->n_weights = n_weights;
+    ex->n_moments = n_moments;
     if (ex->act_dtype != PX_F32)
         TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->master, err));
     TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_m, err));
@@ -962,9 +966,8 @@ px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_
     TRY(reduce_grads(ex, err));
     if (!update && ex->grad.size > 1 && ex->zero < 2) /* still report the full gradient */
         TRY(be->all_reduce(be, ex->grads, ex->n_dense, PX_F32, PX_REDUCE_SUM, &ex->grad, err));
-    if (update)
-        TRY(optimizer_step(ex, err));
-    /* The loss: every last-stage TP rank 0 holds its replica's token losses. */
+    /* The loss first: every last-stage TP rank 0 holds its replica's token
+     * losses; a NaN or infinite loss or gradient stops the update. */
     bool owner = ex->tab.chunks[ex->vpp - 1].is_last && ex->tp_rank == 0;
     if (owner) {
         int64_t n = ex->m * ex->T;
@@ -977,10 +980,27 @@ px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_
         free(host);
     }
     double local = owner ? ex->loss_sum : 0.0, total = 0.0;
+    if (step == ex->opt.inject_nan_step) {
+        px_ex_inject_nan(ex);
+        local = NAN;
+    }
     TRY(px_mpi_check(MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
                      "MPI_Allreduce (loss)", err));
     *loss = total / ex->global_tokens;
+    TRY(px_ex_check_health(ex, *loss, err));
+    if (update && !ex->diverged)
+        TRY(optimizer_step(ex, err));
     return be->sync(be, err);
+}
+
+double px_exec_grad_norm(const px_exec *ex)
+{
+    return ex->grad_norm;
+}
+
+bool px_exec_diverged(const px_exec *ex)
+{
+    return ex->diverged;
 }
 
 /* ---- accessors, dump, teardown ---------------------------------------------------------- */
@@ -1112,6 +1132,7 @@ void px_exec_destroy(px_exec *ex)
     px_timeline_free(&ex->tl);
     free(ex->rc);
     free(ex->units);
+    free(ex->host_grads);
     px_data_close(&ex->data);
     px_params_free(&ex->tab);
     if (ex->be) {

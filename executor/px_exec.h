@@ -24,6 +24,8 @@ typedef struct {
     int dtype_bytes;       /* storage of activations and the compute copy of the
                             * weights: 2 bf16 (fp32 master, gradients and moments),
                             * 4 fp32; 0 (default): the plan's hw.dtype_bytes */
+    int64_t inject_nan_step; /* test switch: this rank's loss and gradients are NaN
+                              * at this step (-1, the default: never) */
 } px_exec_options;
 
 /* lr 1e-3, betas (0.9, 0.95), eps 1e-8, weight decay 0.1, init std 0.02, seed 1. */
@@ -43,8 +45,17 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
 /* One training step (collective): forward and backward of every
  * micro-batch under the schedule, gradient reduction, and the AdamW update
  * when `update`.  `step` (0-based) picks the data.  *loss is the mean token
- * loss of the global batch (same value on every rank). */
+ * loss of the global batch (same value on every rank).  A step whose loss or
+ * gradients are not finite on any rank (px_exec_diverged) does not update
+ * the weights: they stay those of the last good step. */
 px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_error *err);
+
+/* The last step's gradient norm: the largest over the ranks of the norm of
+ * each rank's gradient buffer, NaN when any rank's is not finite; and
+ * whether that step diverged (its loss or a gradient NaN or infinite).  The
+ * same on every rank. */
+double px_exec_grad_norm(const px_exec *ex);
+bool px_exec_diverged(const px_exec *ex);
 
 /* This rank's fp32 parameter and gradient buffers (device memory; host
  * memory on the CPU backend), laid out as px_exec_table: n = the table's

@@ -151,6 +151,10 @@ struct px_exec {
     int n_ops;
     px_timeline tl;   /* every stage's ops and messages on one clock (p2p phases) */
     double loss_sum; /* this step's token losses on this rank's last chunk */
+    double grad_norm; /* px_exec_grad_norm of the last step */
+    bool diverged;    /* the last step's loss or gradients were not finite */
+    float *host_grads;/* [n_grads] host staging of the gradient check (px_health.c) */
+    int64_t n_weights, n_moments; /* elements of params and of master / adam_m / adam_v */
     float *loss_tok; /* [m][T] those token losses on the device (last stage) */
 };
 
@@ -191,6 +195,13 @@ static inline int64_t px_ex_bytes(const px_exec *ex, int64_t n)
 {
     return n * px_dtype_bytes(ex->act_dtype);
 }
+
+/* ---- divergence (px_health.c) ------------------------------------------- */
+/* Test switch: this rank's gradients and loss NaN (opt.inject_nan_step). */
+void px_ex_inject_nan(px_exec *ex);
+/* Collective: checks this step's loss and every rank's gradients for NaN or
+ * infinity (one all-reduce); sets ex->grad_norm and ex->diverged. */
+px_status px_ex_check_health(px_exec *ex, double loss, px_error *err);
 
 /* ---- ZeRO-2/3 (px_shard.c) ----------------------------------------------
  * Under ZeRO-2 ex->grads is this rank's gradient shard (n_shard elements, the

@@ -8,6 +8,7 @@
 
 #include "px_cost.h"
 #include "px_flops.h"
+#include "px_io.h"
 #include "px_layout.h"
 #include "px_memtrack.h"
 
@@ -242,13 +243,20 @@ void px_measure_print_summary(FILE *f, const px_run *run, const px_plan *plan)
     }
 }
 
+/* A number, or null where it is NaN or infinite (JSON has neither): a
+ * value is never dropped. */
+static json_t *num_json(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
 static json_t *measure_json(const px_measure *x)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "step_time_s", json_real(x->step_time_s));
-    json_object_set_new(o, "tokens_per_s", json_real(x->tokens_per_s));
-    json_object_set_new(o, "mfu", json_real(x->mfu));
-    json_object_set_new(o, "hfu", json_real(x->hfu));
+    json_object_set_new(o, "step_time_s", num_json(x->step_time_s));
+    json_object_set_new(o, "tokens_per_s", num_json(x->tokens_per_s));
+    json_object_set_new(o, "mfu", num_json(x->mfu));
+    json_object_set_new(o, "hfu", num_json(x->hfu));
     json_object_set_new(o, "peak_memory_bytes", json_integer((json_int_t)x->peak_memory_bytes));
     return o;
 }
@@ -256,7 +264,7 @@ static json_t *measure_json(const px_measure *x)
 static json_t *rel_json(double m, double p)
 {
     double e = rel_err(m, p);
-    return isnan(e) ? json_null() : json_real(e);
+    return num_json(e);
 }
 
 px_status px_measure_write(const char *path, const px_run *run, const px_plan *plan,
@@ -268,10 +276,22 @@ px_status px_measure_write(const char *path, const px_run *run, const px_plan *p
     json_t *root = json_object();
     json_t *losses = json_array(), *times = json_array(), *peaks = json_array();
     json_t *breakdown = json_array();
+    json_t *norms = json_array();
+    bool non_finite = false;
     for (int64_t i = 0; i < run->warmup + run->steps; i++) {
-        json_array_append_new(losses, json_real(run->losses[i]));
-        json_array_append_new(times, json_real(run->step_time_s[i]));
+        non_finite = non_finite || !isfinite(run->losses[i]);
+        json_array_append_new(losses, num_json(run->losses[i]));
+        json_array_append_new(times, num_json(run->step_time_s[i]));
+        if (run->grad_norms)
+            json_array_append_new(norms, num_json(run->grad_norms[i]));
     }
+    json_object_set_new(root, "grad_norms", norms);
+    json_object_set_new(root, "first_step", json_integer(run->first_step));
+    /* null in losses / grad_norms means NaN or infinite there */
+    json_object_set_new(root, "non_finite_losses", json_boolean(non_finite));
+    json_object_set_new(root, "diverged_step", run->diverged_step >= 0
+                                                   ? json_integer(run->diverged_step)
+                                                   : json_null());
     for (int r = 0; r < run->world; r++) {
         json_array_append_new(peaks, json_integer((json_int_t)run->peak_memory_bytes[r]));
         json_t *b = json_object();
@@ -283,7 +303,7 @@ px_status px_measure_write(const char *path, const px_run *run, const px_plan *p
     if (run->device_time_s) {
         json_t *dev = json_array();
         for (int64_t i = 0; i < run->warmup + run->steps; i++)
-            json_array_append_new(dev, json_real(run->device_time_s[i]));
+            json_array_append_new(dev, num_json(run->device_time_s[i]));
         json_object_set_new(root, "device_step_times_s", dev);
     }
     json_object_set_new(root, "dtype", json_string(run->dtype ? run->dtype : ""));
@@ -335,9 +355,7 @@ px_status px_measure_write(const char *path, const px_run *run, const px_plan *p
                         json_real(px_flops_model_per_step(&plan->model, seq_len_of(plan),
                                                           tokens_per_step(plan))));
     json_object_set_new(root, "hw_flops_per_step", json_real(hw_flops_per_step(plan)));
-    int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_SORT_KEYS);
+    px_status st = px_io_write_json(path, root, JSON_INDENT(2) | JSON_SORT_KEYS, err);
     json_decref(root);
-    if (rc != 0)
-        return px_error_set(err, PX_ERR_IO, path, 0, 0, "cannot write the report");
-    return PX_OK;
+    return st;
 }

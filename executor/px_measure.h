@@ -22,7 +22,11 @@ typedef struct {
 
 typedef struct {
     int64_t steps, warmup;
-    double *losses;      /* [warmup + steps], in order */
+    int64_t first_step;  /* the first step's index (a resumed run's checkpoint step) */
+    double *losses;      /* [warmup + steps], in order (NaN / inf kept: null in JSON) */
+    double *grad_norms;  /* [warmup + steps] px_exec_grad_norm; NULL: not recorded */
+    int64_t diverged_step; /* the step whose loss or gradients were not finite, at
+                            * which the run stopped; -1: none */
     double *step_time_s; /* [warmup + steps], slowest rank */
     double *device_time_s; /* [warmup + steps], slowest rank, by the device's clock
                             * (CUDA events); NULL where the backend has none */

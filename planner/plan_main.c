@@ -171,6 +171,19 @@ static void note_seen(bool *seen, const char *flag)
     seen[i] = true;
 }
 
+/* A token count (parse_amount's form), bounded before it becomes an integer. */
+static int64_t parse_tokens(const char *flag, const char *s)
+{
+    double v = parse_amount(flag, s);
+    if (v > (double)PX_SEARCH_MAX_TOKENS_PER_STEP) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s \"%%s\": out of range (allowed: 1..%lld tokens, 2^50)",
+                 flag, (long long)PX_SEARCH_MAX_TOKENS_PER_STEP);
+        die_usage(msg, s);
+    }
+    return (int64_t)llround(v);
+}
+
 static void parse_args(int argc, char **argv, cli *c)
 {
     memset(c, 0, sizeof *c);
@@ -236,7 +249,7 @@ static void parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(flag, "--global-batch"))
             o->global_batch = parse_int(flag, v, 1, big);
         else if (!strcmp(flag, "--tokens-per-step"))
-            o->tokens_per_step = (int64_t)llround(parse_amount(flag, v));
+            o->tokens_per_step = parse_tokens(flag, v);
         else if (!strcmp(flag, "--tp"))
             o->tp = (int)parse_int(flag, v, 1, 1 << 20);
         else if (!strcmp(flag, "--cp"))

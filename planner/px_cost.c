@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "px_checked.h"
 #include "px_efficiency.h"
 #include "px_flops.h"
 #include "px_layout.h"
@@ -93,9 +94,9 @@ void px_cost_static_formula(double n_params, int tp, int pp, int dp, int zero,
     double w, g, o;
     static_bytes(per_gpu, dp, zero, px_cost_bytes_per_param(dtype_bytes, grad_fp32), &w, &g,
                  &o);
-    out->weights = (int64_t)llround(w);
-    out->grads = (int64_t)llround(g);
-    out->optimizer = (int64_t)llround(o);
+    out->weights = px_i64_from_double_sat(w);
+    out->grads = px_i64_from_double_sat(g);
+    out->optimizer = px_i64_from_double_sat(o);
     out->total = out->weights + out->grads + out->optimizer;
 }
 
@@ -1172,14 +1173,14 @@ static int worst_memory(px_cost_ctx *ctx, const px_parallel *par, const stage_la
 
 static void fill_memory(const stage_mem *w, int stage, px_memory *mem)
 {
-    mem->weights = (int64_t)llround(w->w);
-    mem->grads = (int64_t)llround(w->g);
-    mem->optimizer = (int64_t)llround(w->o);
-    mem->activations = (int64_t)llround(w->act);
-    mem->act_attention = (int64_t)llround(w->act_att);
-    mem->act_mlp = (int64_t)llround(w->act_mlp);
-    mem->act_norm = (int64_t)llround(w->act_norm);
-    mem->buffers = (int64_t)llround(w->buf_emb + w->buf_final + w->buf_logits + w->buf_loss +
+    mem->weights = px_i64_from_double_sat(w->w);
+    mem->grads = px_i64_from_double_sat(w->g);
+    mem->optimizer = px_i64_from_double_sat(w->o);
+    mem->activations = px_i64_from_double_sat(w->act);
+    mem->act_attention = px_i64_from_double_sat(w->act_att);
+    mem->act_mlp = px_i64_from_double_sat(w->act_mlp);
+    mem->act_norm = px_i64_from_double_sat(w->act_norm);
+    mem->buffers = px_i64_from_double_sat(w->buf_emb + w->buf_final + w->buf_logits + w->buf_loss +
                                     w->buf_rc + w->buf_p2p + w->buf_zero3 + w->buf_zb);
     mem->total = mem->weights + mem->grads + mem->optimizer + mem->activations + mem->buffers;
     mem->worst_stage = stage;
@@ -1201,7 +1202,7 @@ static void fill_memory_detail(px_cost_ctx *ctx, const px_parallel *par, const s
     detail->inflight = w->inflight;
     detail->inflight_bw = w->inflight_bw;
     detail->buf_zb_grads = w->buf_zb;
-    detail->params_per_gpu = (int64_t)llround(w->dense_params + w->expert_params);
+    detail->params_per_gpu = px_i64_from_double_sat(w->dense_params + w->expert_params);
     px_act_ops ops[2][PX_RECOMPUTE_COUNT];
     layer_ops(ctx, par, ops);
     detail->layer_act_bytes = ops[ctx->dense_layer_params > 0 ? 0 : 1][par->recompute].total;
@@ -1280,7 +1281,7 @@ void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_l
     double dense = (double)(moe ? ctx->moe_layer_params - ctx->expert_params
                                 : ctx->dense_layer_params) / par->tp;
     double expert = moe ? (double)ctx->expert_params / (par->ep * par->etp) : 0.0;
-    out->params = (int64_t)llround(dense + expert);
+    out->params = px_i64_from_double_sat(dense + expert);
     px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
     double w, g, o, w2, g2, o2;
     static_bytes(dense, (double)par->dp * par->cp, par->zero, bpp, &w, &g, &o);

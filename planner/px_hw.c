@@ -9,57 +9,74 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "px_io.h"
 #include "px_jfield.h"
 #include "px_plan_json.h"
 
-#define HD(key, field, req, mn) {key, PX_JF_DBL, offsetof(px_hw, field), 0, req, mn, NULL, 0}
-#define HI(key, field, req, mn) {key, PX_JF_INT, offsetof(px_hw, field), 0, req, mn, NULL, 0}
+#define HD(key, field, req, mn, mx) \
+    {key, PX_JF_DBL, offsetof(px_hw, field), 0, req, mn, NULL, 0, mx}
+#define HI(key, field, req, mn, mx) \
+    {key, PX_JF_INT, offsetof(px_hw, field), 0, req, mn, NULL, 0, mx}
+
+/* Bounds: a rate is finite and positive, from a slow CPU core's (MFLOP/s,
+ * kB/s) to 1000x today's fastest device, so every time the cost model
+ * divides by one is finite.  Optional rates that 0 means "not measured"
+ * are checked again in px_hw_validate (0, or at least the minimum). */
+#define MIN_FLOPS 1e6   /* FLOP/s */
+#define MAX_FLOPS 1e19
+#define MIN_BW 1e3      /* bytes/s */
+#define MAX_BW 1e16
+#define MAX_LAT_S 10.0  /* seconds: a collective's fixed latency */
+#define MAX_BYTES 1125899906842624.0 /* 2^50 bytes of memory a device */
 
 /* One line a field; optional ones keep px_hw_init's defaults. */
 static const px_jfield hw_fields[] = {
-    {"name", PX_JF_STR, offsetof(px_hw, name), sizeof(((px_hw *)0)->name), true, 0, NULL, 0},
+    {"name", PX_JF_STR, offsetof(px_hw, name), sizeof(((px_hw *)0)->name), true, 0, NULL, 0,
+     0},
     {"description", PX_JF_STR, offsetof(px_hw, description),
-     sizeof(((px_hw *)0)->description), false, 0, NULL, 0},
-    HD("peak_flops", peak_flops, true, 0),
-    {"hbm_bytes", PX_JF_I64, offsetof(px_hw, hbm_bytes), 0, true, 1, NULL, 0},
-    HD("hbm_bw", hbm_bw, true, 0),
-    {"mem_reserve_bytes", PX_JF_I64, offsetof(px_hw, mem_reserve_bytes), 0, false, 0, NULL, 0},
-    HI("dtype_bytes", dtype_bytes, true, 1),
-    HD("gemm_eff_max", gemm_eff_max, false, 0),
-    HD("gemm_eff_half_dim", gemm_eff_half_dim, false, 0),
-    HD("mem_bound_eff", mem_bound_eff, false, 0),
-    HD("attn_eff", attn_eff, false, 0),
-    HD("comm_overlap_cost", comm_overlap_cost, false, 0),
-    HD("norm_bw", norm_bw, false, 0),
-    HD("residual_bw", residual_bw, false, 0),
-    HD("gelu_bw", gelu_bw, false, 0),
-    HD("swiglu_bw", swiglu_bw, false, 0),
-    HD("rope_bw", rope_bw, false, 0),
-    HD("xent_bw", xent_bw, false, 0),
-    HD("adamw_bw", adamw_bw, false, 0),
-    HD("embed_bw", embed_bw, false, 0),
-    HI("gpus_per_node", gpus_per_node, true, 1),
-    {"torus", PX_JF_BOOL, offsetof(px_hw, torus), 0, false, 0, NULL, 0},
-    HD("intra_bw", intra_bw, true, 0),
-    HD("intra_lat_s", intra_lat_s, true, 0),
-    HD("inter_bw", inter_bw, true, 0),
-    HD("inter_lat_s", inter_lat_s, true, 0),
-    HD("gpu_mtbf_hours", gpu_mtbf_hours, false, 0),
-    HD("ckpt_write_bw", ckpt_write_bw, false, 0),
-    HD("restart_s", restart_s, false, 0),
+     sizeof(((px_hw *)0)->description), false, 0, NULL, 0, 0},
+    HD("peak_flops", peak_flops, true, MIN_FLOPS, MAX_FLOPS),
+    {"hbm_bytes", PX_JF_I64, offsetof(px_hw, hbm_bytes), 0, true, 1, NULL, 0, MAX_BYTES},
+    HD("hbm_bw", hbm_bw, true, MIN_BW, MAX_BW),
+    {"mem_reserve_bytes", PX_JF_I64, offsetof(px_hw, mem_reserve_bytes), 0, false, 0, NULL, 0,
+     MAX_BYTES},
+    HI("dtype_bytes", dtype_bytes, true, 1, 8),
+    HD("gemm_eff_max", gemm_eff_max, false, 1e-3, 1),
+    HD("gemm_eff_half_dim", gemm_eff_half_dim, false, 0, 1e6),
+    HD("mem_bound_eff", mem_bound_eff, false, 1e-3, 1),
+    HD("attn_eff", attn_eff, false, 0, 1),
+    HD("comm_overlap_cost", comm_overlap_cost, false, 0, 1),
+    HD("norm_bw", norm_bw, false, 0, MAX_BW),
+    HD("residual_bw", residual_bw, false, 0, MAX_BW),
+    HD("gelu_bw", gelu_bw, false, 0, MAX_BW),
+    HD("swiglu_bw", swiglu_bw, false, 0, MAX_BW),
+    HD("rope_bw", rope_bw, false, 0, MAX_BW),
+    HD("xent_bw", xent_bw, false, 0, MAX_BW),
+    HD("adamw_bw", adamw_bw, false, 0, MAX_BW),
+    HD("embed_bw", embed_bw, false, 0, MAX_BW),
+    HI("gpus_per_node", gpus_per_node, true, 1, 1 << 16),
+    {"torus", PX_JF_BOOL, offsetof(px_hw, torus), 0, false, 0, NULL, 0, 0},
+    HD("intra_bw", intra_bw, true, MIN_BW, MAX_BW),
+    HD("intra_lat_s", intra_lat_s, true, 0, MAX_LAT_S),
+    HD("inter_bw", inter_bw, true, MIN_BW, MAX_BW),
+    HD("inter_lat_s", inter_lat_s, true, 0, MAX_LAT_S),
+    HD("gpu_mtbf_hours", gpu_mtbf_hours, false, 1e-3, 1e9),
+    HD("ckpt_write_bw", ckpt_write_bw, false, MIN_BW, MAX_BW),
+    HD("restart_s", restart_s, false, 0, 1e7),
 };
 #define N_HW_FIELDS ((int)(sizeof hw_fields / sizeof hw_fields[0]))
 
 static const px_jfield gemm_fields[] = {
-    {"m", PX_JF_I64, offsetof(px_gemm_point, m), 0, true, 1, NULL, 0},
-    {"n", PX_JF_I64, offsetof(px_gemm_point, n), 0, true, 1, NULL, 0},
-    {"k", PX_JF_I64, offsetof(px_gemm_point, k), 0, true, 1, NULL, 0},
-    {"flops", PX_JF_DBL, offsetof(px_gemm_point, flops), 0, true, 0, NULL, 0},
+    {"m", PX_JF_I64, offsetof(px_gemm_point, m), 0, true, 1, NULL, 0, 1 << 24},
+    {"n", PX_JF_I64, offsetof(px_gemm_point, n), 0, true, 1, NULL, 0, 1 << 24},
+    {"k", PX_JF_I64, offsetof(px_gemm_point, k), 0, true, 1, NULL, 0, 1 << 24},
+    {"flops", PX_JF_DBL, offsetof(px_gemm_point, flops), 0, true, MIN_FLOPS, NULL, 0,
+     MAX_FLOPS},
 };
 static const px_jfield coll_fields[] = {
-    {"n_ranks", PX_JF_INT, offsetof(px_coll_point, n_ranks), 0, true, 1, NULL, 0},
-    {"lat_s", PX_JF_DBL, offsetof(px_coll_point, lat_s), 0, true, 0, NULL, 0},
-    {"bw", PX_JF_DBL, offsetof(px_coll_point, bw), 0, true, 0, NULL, 0},
+    {"n_ranks", PX_JF_INT, offsetof(px_coll_point, n_ranks), 0, true, 1, NULL, 0, 1 << 20},
+    {"lat_s", PX_JF_DBL, offsetof(px_coll_point, lat_s), 0, true, 0, NULL, 0, MAX_LAT_S},
+    {"bw", PX_JF_DBL, offsetof(px_coll_point, bw), 0, true, MIN_BW, NULL, 0, MAX_BW},
 };
 /* The calibrated collective arrays: key, array, count (one line each). */
 typedef struct {
@@ -99,9 +116,39 @@ const char *px_hw_profiles_dir_default(void)
     return PX_SOURCE_ROOT "/hw_profiles";
 }
 
+/* The element-wise class rates (*_bw, optional, 0 = not measured) and
+ * attn_eff (0 = default): 0 or at least the minimum, so no time divides by
+ * a near-zero rate. */
+static px_status check_optional_rates(const px_hw *hw, px_error *err)
+{
+    for (int i = 0; i < N_HW_FIELDS; i++) {
+        const px_jfield *f = &hw_fields[i];
+        size_t len = strlen(f->key);
+        if (f->type != PX_JF_DBL || f->min != 0 || len < 3 || strcmp(f->key + len - 3, "_bw"))
+            continue;
+        double x = *(const double *)((const char *)hw + f->offset);
+        if (x != 0 && x < MIN_BW)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "profile %s: %s: %g is out of range (allowed: 0 = not measured, or "
+                           "%g..%g bytes/s)", hw->name, f->key, x, MIN_BW, f->max);
+    }
+    if (hw->attn_eff != 0 && hw->attn_eff < 1e-3)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "profile %s: attn_eff: %g is out of range (allowed: 0 = default, or "
+                       "0.001..1)", hw->name, hw->attn_eff);
+    return PX_OK;
+}
+
 px_status px_hw_validate(const px_hw *hw, px_error *err)
 {
     const char *n = hw->name;
+    char where[160];
+    snprintf(where, sizeof where, "profile %s", n);
+    px_status bst = px_jf_check_bounds(hw_fields, N_HW_FIELDS, hw, NULL, where, err);
+    if (bst == PX_OK)
+        bst = check_optional_rates(hw, err);
+    if (bst != PX_OK)
+        return bst;
     if (!(hw->peak_flops > 0) || !(hw->hbm_bw > 0) || hw->hbm_bytes <= 0)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "profile %s: peak_flops, hbm_bw and hbm_bytes must be > 0", n);
@@ -254,11 +301,9 @@ px_status px_hw_save(const px_hw *hw, const char *path, px_error *err)
     st = px_hw_to_json(hw, &obj, err);
     if (st != PX_OK)
         return st;
-    int rc = json_dump_file(obj, path, JSON_SORT_KEYS | JSON_INDENT(2));
+    st = px_io_write_json(path, obj, JSON_SORT_KEYS | JSON_INDENT(2), err);
     json_decref(obj);
-    if (rc != 0)
-        return px_error_set(err, PX_ERR_IO, path, 0, 0, "cannot write the profile");
-    return PX_OK;
+    return st;
 }
 
 static bool is_path(const char *s)

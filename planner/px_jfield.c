@@ -1,6 +1,7 @@
 /* px_jfield.c — strict, table-driven JSON <-> struct mapping (see px_jfield.h). */
 #include "px_jfield.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -70,6 +71,38 @@ static const char *type_word(px_jf_type t)
     return "?";
 }
 
+/* The largest value a field allows: its table bound, else its type's. */
+static double int_max(const px_jfield *f)
+{
+    double type_max = f->type == PX_JF_INT ? (double)INT32_MAX : 9007199254740992.0; /* 2^53 */
+    return f->max > 0 && f->max < type_max ? f->max : type_max;
+}
+
+static double dbl_max(const px_jfield *f)
+{
+    return f->max > 0 ? f->max : DBL_MAX;
+}
+
+static px_status check_int(const px_jfield *f, int64_t x, const char *file, const char *fpath,
+                           px_error *err)
+{
+    if ((double)x < f->min || (double)x > int_max(f))
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "%s: %lld is out of range (allowed: integer %.0f..%.0f)", fpath,
+                            (long long)x, f->min, int_max(f));
+    return PX_OK;
+}
+
+static px_status check_dbl(const px_jfield *f, double x, const char *file, const char *fpath,
+                           px_error *err)
+{
+    if (!(x >= f->min && x <= dbl_max(f)))
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "%s: %g is out of range (allowed: number %g..%g)", fpath, x,
+                            f->min, dbl_max(f));
+    return PX_OK;
+}
+
 static px_status read_one(const px_jfield *f, json_t *v, void *base, const char *file,
                           const char *fpath, px_error *err)
 {
@@ -79,34 +112,27 @@ static px_status read_one(const px_jfield *f, json_t *v, void *base, const char 
     case PX_JF_I64: {
         if (!json_is_integer(v))
             return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
-                                "%s: expected an integer >= %.0f, got %s", fpath, f->min,
-                                px_jf_type_name(v));
+                                "%s: expected an integer in %.0f..%.0f, got %s", fpath, f->min,
+                                int_max(f), px_jf_type_name(v));
         json_int_t x = json_integer_value(v);
-        if ((double)x < f->min)
-            return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
-                                "%s: %lld is out of range (allowed: integer >= %.0f)", fpath,
-                                (long long)x, f->min);
-        if (f->type == PX_JF_INT) {
-            if (x > INT32_MAX)
-                return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
-                                    "%s: %lld is out of range (allowed: %.0f..%d)", fpath,
-                                    (long long)x, f->min, INT32_MAX);
+        px_status st = check_int(f, (int64_t)x, file, fpath, err);
+        if (st != PX_OK)
+            return st;
+        if (f->type == PX_JF_INT)
             *(int *)p = (int)x;
-        } else {
+        else
             *(int64_t *)p = (int64_t)x;
-        }
         return PX_OK;
     }
     case PX_JF_DBL: {
         if (!json_is_number(v))
             return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
-                                "%s: expected a number >= %g, got %s", fpath, f->min,
-                                px_jf_type_name(v));
+                                "%s: expected a number in %g..%g, got %s", fpath, f->min,
+                                dbl_max(f), px_jf_type_name(v));
         double x = json_number_value(v);
-        if (!(x >= f->min))
-            return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
-                                "%s: %g is out of range (allowed: number >= %g)", fpath, x,
-                                f->min);
+        px_status st = check_dbl(f, x, file, fpath, err);
+        if (st != PX_OK)
+            return st;
         *(double *)p = x;
         return PX_OK;
     }
@@ -207,6 +233,27 @@ px_status px_jf_read(const px_jfield *fields, int n_fields, json_t *obj, void *b
                                 type_word(fields[i].type));
         }
         px_status st = read_one(&fields[i], v, base, file, fpath, err);
+        if (st != PX_OK)
+            return st;
+    }
+    return PX_OK;
+}
+
+px_status px_jf_check_bounds(const px_jfield *fields, int n_fields, const void *base,
+                             const char *file, const char *path, px_error *err)
+{
+    for (int i = 0; i < n_fields; i++) {
+        const px_jfield *f = &fields[i];
+        const char *p = (const char *)base + f->offset;
+        char fpath[256];
+        px_jf_join(fpath, sizeof fpath, path, f->key);
+        px_status st = PX_OK;
+        if (f->type == PX_JF_INT)
+            st = check_int(f, *(const int *)p, file, fpath, err);
+        else if (f->type == PX_JF_I64)
+            st = check_int(f, *(const int64_t *)p, file, fpath, err);
+        else if (f->type == PX_JF_DBL)
+            st = check_dbl(f, *(const double *)p, file, fpath, err);
         if (st != PX_OK)
             return st;
     }

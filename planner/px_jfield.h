@@ -36,6 +36,7 @@ typedef struct {
     double min;                /* numeric lower bound (inclusive) */
     const char *const *names;  /* PX_JF_ENUM: allowed names, index = value */
     int n_names;
+    double max;                /* numeric upper bound (inclusive); 0: the type's own */
 } px_jfield;
 
 /* Reads obj into base by the table.  path is the JSON path of obj used in
@@ -45,6 +46,12 @@ typedef struct {
 px_status px_jf_read(const px_jfield *fields, int n_fields, json_t *obj, void *base,
                      const char *file, const char *path, const char *const *extra_keys,
                      px_error *err);
+
+/* Checks the numeric fields of base (already filled, e.g. from another
+ * format) against the table's bounds; the message names file, path.key, the
+ * value and the allowed range, as px_jf_read's does. */
+px_status px_jf_check_bounds(const px_jfield *fields, int n_fields, const void *base,
+                             const char *file, const char *path, px_error *err);
 
 /* Adds every field of the table to obj (which must be an object).  Fails on a
  * non-finite double (JSON has no NaN/inf), naming the field. */

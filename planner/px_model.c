@@ -9,48 +9,60 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "px_checked.h"
 #include "px_jfield.h"
+#include "px_plan.h"
 #include "px_plan_json.h"
 
 static const char *const block_names[] = {"gpt", "llama"};
 static const char *const attn_names[] = {"standard", "mla"};
 
-#define F_(key, type, field, req, mn) \
-    {key, type, offsetof(px_model, field), 0, req, mn, NULL, 0}
-#define FI(key, field, req, mn) F_(key, PX_JF_I64, field, req, mn)
-#define FB(key, field) F_(key, PX_JF_BOOL, field, false, 0)
+#define F_(key, type, field, req, mn, mx) \
+    {key, type, offsetof(px_model, field), 0, req, mn, NULL, 0, mx}
+#define FI(key, field, req, mn, mx) F_(key, PX_JF_I64, field, req, mn, mx)
+#define FB(key, field) F_(key, PX_JF_BOOL, field, false, 0, 0)
+
+/* Upper bounds: about 50x the largest published model's value (hidden 25 600,
+ * ffn 73 728, vocab 256 000, 256 experts, 128 heads, contexts of 10^6
+ * tokens), far beyond any real model, small enough that the products the
+ * cost model forms of them stay inside 64 bits (px_model_validate checks
+ * the parameter count itself with checked arithmetic). */
+#define MAX_WIDTH (1 << 20)  /* hidden, ffn, moe_ffn, low-rank sizes */
+#define MAX_HEADS (1 << 14)  /* heads, head dims */
+#define MAX_TOKENS (1 << 24) /* vocab, seq_len, max_positions */
+#define MAX_EXPERTS (1 << 16)
 
 /* The preset schema, one line a field (documented in docs/model-schema.md).
  * Optional fields keep the defaults of model_defaults(). */
 static const px_jfield model_fields[] = {
     {"name", PX_JF_STR, offsetof(px_model, name), sizeof(((px_model *)0)->name), true, 0,
-     NULL, 0},
-    {"block", PX_JF_ENUM, offsetof(px_model, block), 0, true, 0, block_names, 2},
-    {"attention", PX_JF_ENUM, offsetof(px_model, attn), 0, false, 0, attn_names, 2},
-    FI("hidden", hidden, true, 1),
-    FI("n_layers", n_layers, true, 1),
-    FI("n_heads", n_heads, true, 1),
-    FI("n_kv_heads", n_kv_heads, false, 1),
-    FI("head_dim", head_dim, false, 1),
-    FI("ffn", ffn, true, 0),
-    FI("vocab", vocab, true, 1),
-    FI("seq_len", seq_len, true, 1),
-    FI("max_positions", max_positions, false, 0),
+     NULL, 0, 0},
+    {"block", PX_JF_ENUM, offsetof(px_model, block), 0, true, 0, block_names, 2, 0},
+    {"attention", PX_JF_ENUM, offsetof(px_model, attn), 0, false, 0, attn_names, 2, 0},
+    FI("hidden", hidden, true, 1, MAX_WIDTH),
+    FI("n_layers", n_layers, true, 1, PX_MAX_LAYERS),
+    FI("n_heads", n_heads, true, 1, MAX_HEADS),
+    FI("n_kv_heads", n_kv_heads, false, 1, MAX_HEADS),
+    FI("head_dim", head_dim, false, 1, MAX_HEADS),
+    FI("ffn", ffn, true, 0, MAX_WIDTH),
+    FI("vocab", vocab, true, 1, MAX_TOKENS),
+    FI("seq_len", seq_len, true, 1, MAX_TOKENS),
+    FI("max_positions", max_positions, false, 0, MAX_TOKENS),
     FB("tied_embeddings", tied_embeddings),
     FB("qkv_bias", qkv_bias),
     FB("qk_norm", qk_norm),
-    FI("n_experts", n_experts, false, 0),
-    FI("top_k", top_k, false, 0),
-    FI("moe_ffn", moe_ffn, false, 0),
-    FI("n_shared_experts", n_shared_experts, false, 0),
-    FI("first_dense_layers", first_dense_layers, false, 0),
-    FI("moe_layer_freq", moe_layer_freq, false, 1),
-    FI("q_lora_rank", q_lora_rank, false, 0),
-    FI("kv_lora_rank", kv_lora_rank, false, 0),
-    FI("qk_nope_head_dim", qk_nope_head_dim, false, 0),
-    FI("qk_rope_head_dim", qk_rope_head_dim, false, 0),
-    FI("v_head_dim", v_head_dim, false, 0),
-    FI("n_mtp_modules", n_mtp_modules, false, 0),
+    FI("n_experts", n_experts, false, 0, MAX_EXPERTS),
+    FI("top_k", top_k, false, 0, MAX_EXPERTS),
+    FI("moe_ffn", moe_ffn, false, 0, MAX_WIDTH),
+    FI("n_shared_experts", n_shared_experts, false, 0, MAX_EXPERTS),
+    FI("first_dense_layers", first_dense_layers, false, 0, PX_MAX_LAYERS),
+    FI("moe_layer_freq", moe_layer_freq, false, 1, PX_MAX_LAYERS),
+    FI("q_lora_rank", q_lora_rank, false, 0, MAX_WIDTH),
+    FI("kv_lora_rank", kv_lora_rank, false, 0, MAX_WIDTH),
+    FI("qk_nope_head_dim", qk_nope_head_dim, false, 0, MAX_HEADS),
+    FI("qk_rope_head_dim", qk_rope_head_dim, false, 0, MAX_HEADS),
+    FI("v_head_dim", v_head_dim, false, 0, MAX_HEADS),
+    FI("n_mtp_modules", n_mtp_modules, false, 0, 64),
 };
 #define N_MODEL_FIELDS ((int)(sizeof model_fields / sizeof model_fields[0]))
 
@@ -87,16 +99,42 @@ const char *px_models_dir_default(void)
 
 /* ---------- validation ---------- */
 
+/* The whole model's parameter count, summed with overflow checks: one
+ * layer's count fits in 64 bits under the schema bounds, the sum over
+ * layers, the embeddings and the MTP modules need not.  At most
+ * PX_MODEL_MAX_PARAMS, so the byte counts formed from it (about 20 bytes a
+ * parameter with Adam) stay exact in int64 and in double. */
+static px_status check_param_count(const px_model *m, px_error *err)
+{
+    int64_t total = 0, emb = 0;
+    bool ok = px_mul_ok(m->vocab + m->max_positions, m->hidden, &emb) &&
+              px_mul_ok(emb, 2, &emb) && px_add_ok(total, emb, &total);
+    for (int64_t l = 0; ok && l < m->n_layers; l++)
+        ok = px_add_ok(total, px_model_layer_params(m, l), &total);
+    int64_t mtp = 0;
+    ok = ok && px_mul_ok(m->n_mtp_modules, px_model_layer_params(m, m->n_layers), &mtp) &&
+         px_add_ok(total, mtp, &total);
+    if (!ok || total > PX_MODEL_MAX_PARAMS)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "model %s: %s%.3g parameters; at most %.3g (2^50) are supported: "
+                       "reduce hidden, ffn, moe_ffn, n_experts or n_layers",
+                       m->name, ok ? "" : "more than ", ok ? (double)total : (double)INT64_MAX,
+                       (double)PX_MODEL_MAX_PARAMS);
+    return PX_OK;
+}
+
 px_status px_model_validate(const px_model *m, px_error *err)
 {
     const char *n = m->name;
+    char where[160];
+    snprintf(where, sizeof where, "model %s", n);
+    px_status bst = px_jf_check_bounds(model_fields, N_MODEL_FIELDS, m, NULL, where, err);
+    if (bst != PX_OK)
+        return bst;
     if (m->hidden <= 0 || m->n_layers <= 0 || m->n_heads <= 0 || m->vocab <= 0 ||
         m->seq_len <= 0)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "model %s: hidden, n_layers, n_heads, vocab and seq_len must be > 0", n);
-    if (m->n_layers > 1024)
-        return PX_FAIL(err, PX_ERR_INVALID, "model %s: n_layers %lld: at most 1024 supported",
-                       n, (long long)m->n_layers);
     if (m->block != PX_BLOCK_GPT && m->block != PX_BLOCK_LLAMA)
         return PX_FAIL(err, PX_ERR_INVALID, "model %s: block: allowed values are gpt, llama", n);
     if (m->n_kv_heads <= 0 || m->n_heads % m->n_kv_heads != 0)
@@ -141,7 +179,7 @@ px_status px_model_validate(const px_model *m, px_error *err)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "model %s: attention: allowed values are standard, mla", n);
     }
-    return PX_OK;
+    return check_param_count(m, err);
 }
 
 /* ---------- parameter counts ---------- */

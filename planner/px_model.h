@@ -9,6 +9,11 @@
 
 #include "px_error.h"
 
+/* The largest parameter count a model may have: 2^50 (1.1e15), about 500x
+ * the largest published model; the byte counts formed from it stay exact in
+ * int64 and double (px_model_validate enforces it with checked sums). */
+#define PX_MODEL_MAX_PARAMS (INT64_C(1) << 50)
+
 /* The two block kinds.  GPT: LayerNorm, learned positions, MHA, GeLU MLP
  * (f = 4h usually), biases.  Llama: RMSNorm, RoPE, GQA, SwiGLU MLP, no biases. */
 typedef enum { PX_BLOCK_GPT = 0, PX_BLOCK_LLAMA = 1 } px_block_kind;

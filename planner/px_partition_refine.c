@@ -5,9 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "px_checked.h"
 #include "px_cost.h"
 
-static int64_t to_bytes(double x) { return x > 0.0 ? (int64_t)llround(x) : 0; }
+static int64_t to_bytes(double x) { return x > 0.0 ? px_i64_from_double_sat(x) : 0; }
 
 px_status px_partition_build(const px_model *m, const px_hw *hw, const px_parallel *par,
                              px_partition_problem *pb, px_error *err)

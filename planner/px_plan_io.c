@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "px_checked.h"
+#include "px_io.h"
 #include "px_jfield.h"
 #include "px_plan.h"
 #include "px_plan_json.h"
@@ -16,9 +18,13 @@
 static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2"};
 static const char *const rc_names[] = {"none", "selective", "full"};
 
-#define PI(key, field, mn) {key, PX_JF_INT, offsetof(px_parallel, field), 0, true, mn, NULL, 0}
-#define PL(key, field, mn) {key, PX_JF_I64, offsetof(px_parallel, field), 0, true, mn, NULL, 0}
-#define PB(key, field) {key, PX_JF_BOOL, offsetof(px_parallel, field), 0, true, 0, NULL, 0}
+/* Degrees and batch counts: at most 2^24 (16M GPUs, micro-batches, tokens). */
+#define MAX_COUNT (1 << 24)
+#define PI(key, field, mn) \
+    {key, PX_JF_INT, offsetof(px_parallel, field), 0, true, mn, NULL, 0, MAX_COUNT}
+#define PL(key, field, mn) \
+    {key, PX_JF_I64, offsetof(px_parallel, field), 0, true, mn, NULL, 0, MAX_COUNT}
+#define PB(key, field) {key, PX_JF_BOOL, offsetof(px_parallel, field), 0, true, 0, NULL, 0, 0}
 
 static const px_jfield parallel_fields[] = {
     PI("tp", tp, 1), PI("cp", cp, 1), PI("pp", pp, 1), PI("vpp", vpp, 1), PI("dp", dp, 1),
@@ -29,17 +35,17 @@ static const px_jfield parallel_fields[] = {
     PB("flash_attention", flash_attention),
     PB("dp_overlap", dp_overlap),
     PB("tp_overlap", tp_overlap),
-    {"schedule", PX_JF_ENUM, offsetof(px_parallel, schedule), 0, true, 0, sched_names, 5},
-    {"recompute", PX_JF_ENUM, offsetof(px_parallel, recompute), 0, true, 0, rc_names, 3},
+    {"schedule", PX_JF_ENUM, offsetof(px_parallel, schedule), 0, true, 0, sched_names, 5, 0},
+    {"recompute", PX_JF_ENUM, offsetof(px_parallel, recompute), 0, true, 0, rc_names, 3, 0},
     PL("micro_batch", micro_batch, 1),
     PL("n_micro", n_micro, 1),
     PL("seq_len", seq_len, 0),
     {"order", PX_JF_STR, offsetof(px_parallel, order), sizeof(((px_parallel *)0)->order), true,
-     0, NULL, 0},
+     0, NULL, 0, 0},
 };
 static const char *const parallel_extra[] = {"layers_per_chunk", "layer_recompute", NULL};
 
-#define MB(key, field) {key, PX_JF_I64, offsetof(px_memory, field), 0, true, 0, NULL, 0}
+#define MB(key, field) {key, PX_JF_I64, offsetof(px_memory, field), 0, true, 0, NULL, 0, 0}
 static const px_jfield memory_fields[] = {
     MB("weights_bytes", weights),
     MB("grads_bytes", grads),
@@ -50,17 +56,17 @@ static const px_jfield memory_fields[] = {
     MB("act_norm_bytes", act_norm),
     MB("buffers_bytes", buffers),
     MB("total_bytes", total),
-    {"worst_stage", PX_JF_INT, offsetof(px_memory, worst_stage), 0, true, 0, NULL, 0},
+    {"worst_stage", PX_JF_INT, offsetof(px_memory, worst_stage), 0, true, 0, NULL, 0, 0},
 };
 
-#define TS(field) {#field, PX_JF_DBL, offsetof(px_time, field), 0, true, 0, NULL, 0}
+#define TS(field) {#field, PX_JF_DBL, offsetof(px_time, field), 0, true, 0, NULL, 0, 0}
 static const px_jfield time_fields[] = {
     TS(step_s), TS(compute_s), TS(recompute_s), TS(tp_comm_s), TS(cp_comm_s),
     TS(cp_comm_total_s), TS(ep_comm_s), TS(pp_comm_s), TS(dp_comm_s), TS(dp_comm_total_s),
     TS(bubble_s), TS(optimizer_s),
 };
 
-#define PD(field) {#field, PX_JF_DBL, offsetof(px_prediction, field), 0, true, 0, NULL, 0}
+#define PD(field) {#field, PX_JF_DBL, offsetof(px_prediction, field), 0, true, 0, NULL, 0, 0}
 static const px_jfield prediction_fields[] = {
     PD(model_flops_per_step), PD(hw_flops_per_step), PD(tokens_per_s), PD(mfu), PD(hfu),
     PD(bubble_fraction),
@@ -68,7 +74,7 @@ static const px_jfield prediction_fields[] = {
 static const px_jfield goodput_fields[] = {
     PD(train_tokens), PD(days_to_train),
     {"ckpt_bytes_per_gpu", PX_JF_DBYTES, offsetof(px_prediction, ckpt_bytes_per_gpu), 0, true,
-     0, NULL, 0},
+     0, NULL, 0, 0},
     PD(ckpt_write_s), PD(ckpt_interval_s), PD(job_mtbf_s), PD(lost_fraction), PD(goodput_days),
 };
 static const char *const prediction_extra[] = {"memory", "time", "goodput", NULL};
@@ -78,8 +84,9 @@ typedef struct {
     int world_size;
 } rank_order;
 static const px_jfield rank_order_fields[] = {
-    {"order", PX_JF_STR, offsetof(rank_order, order), 32, true, 0, NULL, 0},
-    {"world_size", PX_JF_INT, offsetof(rank_order, world_size), 0, true, 1, NULL, 0},
+    {"order", PX_JF_STR, offsetof(rank_order, order), 32, true, 0, NULL, 0, 0},
+    {"world_size", PX_JF_INT, offsetof(rank_order, world_size), 0, true, 1, NULL, 0,
+     MAX_COUNT},
 };
 
 typedef struct {
@@ -88,8 +95,9 @@ typedef struct {
 } batch_info;
 static const px_jfield batch_fields[] = {
     {"global_batch_sequences", PX_JF_I64, offsetof(batch_info, global_batch_sequences), 0,
-     true, 1, NULL, 0},
-    {"tokens_per_step", PX_JF_I64, offsetof(batch_info, tokens_per_step), 0, true, 1, NULL, 0},
+     true, 1, NULL, 0, (double)(INT64_C(1) << 40)},
+    {"tokens_per_step", PX_JF_I64, offsetof(batch_info, tokens_per_step), 0, true, 1, NULL, 0,
+     (double)(INT64_C(1) << 50)},
 };
 
 #define NF(t) ((int)(sizeof t / sizeof t[0]))
@@ -191,11 +199,9 @@ px_status px_plan_write(const px_plan *plan, const char *path, px_error *err)
     px_status st = px_plan_to_json(plan, &root, err);
     if (st != PX_OK)
         return st;
-    int rc = json_dump_file(root, path, JSON_SORT_KEYS | JSON_INDENT(2));
+    st = px_io_write_json(path, root, JSON_SORT_KEYS | JSON_INDENT(2), err);
     json_decref(root);
-    if (rc != 0)
-        return px_error_set(err, PX_ERR_IO, path, 0, 0, "cannot write the plan");
-    return PX_OK;
+    return st;
 }
 
 /* Reads a required sub-object by a table. */
@@ -263,6 +269,28 @@ static px_status read_parallel_arrays(json_t *po, const char *file, const px_mod
         par->layer_recompute[i] = (unsigned char)r;
     }
     par->n_layer_recompute = (int)n;
+    return PX_OK;
+}
+
+/* Each degree and count is bounded by its field; their products are
+ * checked here, before anything multiplies them unchecked. */
+static px_status check_products(const px_plan *plan, const char *file, px_error *err)
+{
+    const px_parallel *p = &plan->par;
+    int64_t g = 0, gb = 0, tokens = 0;
+    bool ok = px_mul_ok(p->tp, p->cp, &g) && px_mul_ok(g, p->pp, &g) &&
+              px_mul_ok(g, p->dp, &g) && g <= MAX_COUNT;
+    if (!ok)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "parallel: tp*cp*pp*dp = %d*%d*%d*%d is more than %d GPUs", p->tp,
+                            p->cp, p->pp, p->dp, MAX_COUNT);
+    ok = px_mul_ok(p->micro_batch, p->n_micro, &gb) && px_mul_ok(gb, p->dp, &gb) &&
+         px_mul_ok(gb, plan_seq_len(plan), &tokens) && tokens <= (INT64_C(1) << 50);
+    if (!ok)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "parallel: micro_batch*n_micro*dp*seq_len = %lld*%lld*%d*%lld is "
+                            "more than 2^50 tokens a step", (long long)p->micro_batch,
+                            (long long)p->n_micro, p->dp, (long long)plan_seq_len(plan));
     return PX_OK;
 }
 
@@ -336,6 +364,9 @@ px_status px_plan_from_json(json_t *root, const char *file, px_plan *out, px_err
     if (st != PX_OK)
         return st;
 
+    st = check_products(out, file, err);
+    if (st != PX_OK)
+        return st;
     /* The derived sections restate the layout for readers that do not
      * recompute it; a mismatch means the file was edited inconsistently. */
     if (strcmp(ro.order, out->par.order) != 0)

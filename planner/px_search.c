@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "px_checked.h"
 #include "px_partition_refine.h"
 
 void px_search_opts_init(px_search_opts *o)
@@ -392,6 +393,10 @@ static px_status resolve_batch(const px_model *m, const px_search_opts *o, px_se
                        (long long)s, (long long)m->max_positions, m->name,
                        (long long)m->max_positions);
     res->seq_len = s;
+    if (o->tokens_per_step > PX_SEARCH_MAX_TOKENS_PER_STEP)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "tokens-per-step %lld is out of range (allowed: 1..%lld, 2^50)",
+                       (long long)o->tokens_per_step, (long long)PX_SEARCH_MAX_TOKENS_PER_STEP);
     if (o->global_batch > 0) {
         res->global_batch = o->global_batch;
     } else if (o->tokens_per_step > 0) {
@@ -401,12 +406,17 @@ static px_status resolve_batch(const px_model *m, const px_search_opts *o, px_se
                            (long long)o->tokens_per_step, (long long)s);
         res->global_batch = o->tokens_per_step / s;
     } else if (o->micro_batch > 0 && o->n_micro > 0 && o->dp > 0) {
-        res->global_batch = o->micro_batch * o->n_micro * o->dp; /* all fixed */
+        res->global_batch = px_mul_sat(px_mul_sat(o->micro_batch, o->n_micro), o->dp);
     } else {
         int64_t gb = PX_SEARCH_TOKENS_PER_STEP_DEFAULT / s;
         res->global_batch = gb > 0 ? gb : 1;
     }
-    res->tokens_per_step = res->global_batch * s;
+    if (!px_mul_ok(res->global_batch, s, &res->tokens_per_step) ||
+        res->tokens_per_step > PX_SEARCH_MAX_TOKENS_PER_STEP)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "global batch %lld sequences x sequence length %lld is more than %lld "
+                       "(2^50) tokens a step", (long long)res->global_batch, (long long)s,
+                       (long long)PX_SEARCH_MAX_TOKENS_PER_STEP);
     return PX_OK;
 }
 

@@ -19,6 +19,9 @@
 
 /* The lecture's global batch: 2^24 tokens (Llama 3's 16 M). */
 #define PX_SEARCH_TOKENS_PER_STEP_DEFAULT 16777216LL
+/* The largest batch a step may have: 2^50 tokens keeps every token and FLOP
+ * count formed from it exact (checked in the batch resolution). */
+#define PX_SEARCH_MAX_TOKENS_PER_STEP (1LL << 50)
 #define PX_SEARCH_TOP_DEFAULT 10
 #define PX_SEARCH_TOP_MAX 100
 
