@@ -51,6 +51,7 @@ void px_partition_opts_init(px_partition_opts *o)
     o->presolve = true;
     o->heuristics = true;
     o->minimise_memory = true;
+    o->exact_dp = true;
 }
 
 static bool allowed(const px_partition_problem *pb, int r)
@@ -283,6 +284,7 @@ static void clear_solver_fields(px_partition_solution *sol)
     sol->gap = -1.0;
     sol->solve_s = 0.0;
     sol->note[0] = '\0';
+    sol->exact_dp = false;
 }
 
 px_status px_partition_uniform(const px_partition_problem *pb, px_recompute rc,
@@ -1049,6 +1051,7 @@ static void find_heuristic(const px_partition_problem *pb, px_partition_solution
             }
         }
         qsort(d.segs, (size_t)d.n_segs, sizeof *d.segs, seg_cmp);
+        double cap = h->have_split ? split->max_stage_time_s * (1.0 + 1e-9) : INFINITY;
         /* lb/ub[s * (L+1) + b]: best worst-stage time with stages 0..s
          * holding layers 0..b-1 */
         for (int s = 0; s < p; s++) {
@@ -1058,8 +1061,15 @@ static void find_heuristic(const px_partition_problem *pb, px_partition_solution
             for (int b = 0; b <= L; b++) {
                 double best_lb = INFINITY, best_ub = INFINITY;
                 int best_a = -1;
+                /* arcs slower than the starting split's T cannot be on a
+                 * better path (layer times are >= 0: scan down to the first) */
+                int a_lo = s * v;
+                if (cap < INFINITY)
+                    for (a_lo = b - v; a_lo > s * v && fixed + d.t0[b] - d.t0[a_lo - 1] <= cap;
+                         a_lo--)
+                        ;
                 if (b >= (s + 1) * v && b <= L - (p - 1 - s) * v && (s < p - 1 || b == L))
-                    for (int a = s * v; a <= b - v; a++) {
+                    for (int a = a_lo; a <= b - v; a++) {
                         double prev_lb = s ? lb[(size_t)(s - 1) * (L + 1) + a] : (a ? INFINITY : 0);
                         double prev_ub = s ? ub[(size_t)(s - 1) * (L + 1) + a] : (a ? INFINITY : 0);
                         if (prev_lb == INFINITY || (prev_lb >= best_lb && prev_ub >= best_ub))
@@ -1181,6 +1191,132 @@ static px_status explain_infeasible(const px_partition_problem *pb, const px_par
                    n_over ? "; also over: stage " : "", others);
 }
 
+/* ---- exact passes without GLPK ------------------------------------------ */
+
+/* The third pass when it is a bottleneck path problem: one chunk per stage
+ * and every layer at its fastest choice (no time spent recomputing, so the
+ * second pass's bound leaves no layer another choice).  Then a stage's time
+ * and memory depend only on its contiguous range [a, b), and the least peak
+ * memory under "every stage's time <= t_cap" is a DP over (stage, last
+ * layer): best[s][b] = min over a of max(best[s-1][a], mem(s, a, b)).  The
+ * result is exact (no gap).  sol is replaced only by a split that fits, keeps
+ * t_cap, and lowers the peak; returns false when the DP does not apply. */
+static bool exact_peak_dp(const px_partition_problem *pb, double t_cap,
+                          px_partition_solution *sol)
+{
+    int L = pb->n_layers, p = pb->pp;
+    if (pb->vpp != 1 || sol->recompute_time_s != 0.0 ||
+        (double)p * (L + 1) * (L + 1) > DP_MAX_ARCS)
+        return false;
+    size_t n = (size_t)p * (size_t)(L + 1);
+    double *best = malloc(n * sizeof *best), *t0 = malloc((size_t)(L + 1) * sizeof *t0);
+    int *arg = malloc(n * sizeof *arg);
+    int64_t *st = malloc((size_t)(L + 1) * sizeof *st), *a0 = malloc((size_t)(L + 1) * sizeof *a0);
+    unsigned char *fast = malloc((size_t)L);
+    px_partition_solution *cand = malloc(sizeof *cand);
+    bool done = false;
+    if (!best || !t0 || !arg || !st || !a0 || !fast || !cand)
+        goto out;
+    t0[0] = 0.0;
+    st[0] = a0[0] = 0;
+    for (int i = 0; i < L; i++) {
+        int pts[R_COUNT];
+        layer_hull(pb, i, pts); /* pts[0]: the fastest allowed, leanest among equals */
+        fast[i] = (unsigned char)pts[0];
+        t0[i + 1] = t0[i] + pb->layer_time_s[i][pts[0]];
+        st[i + 1] = st[i] + pb->layer_static_bytes[i];
+        a0[i + 1] = a0[i] + pb->layer_act_bytes[i][pts[0]];
+    }
+    for (int s = 0; s < p; s++) {
+        double fixed = stage_fixed_time(pb, s);
+        for (int b = 0; b <= L; b++) {
+            double bv = INFINITY;
+            int ba = -1;
+            int a_lo = b - 1; /* ranges slower than t_cap are out (times >= 0) */
+            while (a_lo > s && fixed + (t0[b] - t0[a_lo - 1]) <= t_cap)
+                a_lo--;
+            if (b >= s + 1 && b <= L - (p - 1 - s) && (s < p - 1 || b == L))
+                for (int a = a_lo; a <= b - 1; a++) {
+                    double prev = s ? best[(size_t)(s - 1) * (L + 1) + a] : (a ? INFINITY : 0.0);
+                    if (prev >= bv || fixed + (t0[b] - t0[a]) > t_cap)
+                        continue;
+                    double mem = stage_mem(pb, s, st[b] - st[a], a0[b] - a0[a]);
+                    if (!mem_fits(pb, mem))
+                        continue;
+                    double v = fmax(prev, mem);
+                    if (v < bv) {
+                        bv = v;
+                        ba = a;
+                    }
+                }
+            best[(size_t)s * (L + 1) + b] = bv;
+            arg[(size_t)s * (L + 1) + b] = ba;
+        }
+    }
+    done = true; /* the DP applied; whether it improves is below */
+    if (best[(size_t)(p - 1) * (L + 1) + L] == INFINITY)
+        goto out;
+    *cand = *sol;
+    cand->n_chunks = p;
+    for (int s = p - 1, b = L; s >= 0; s--) {
+        int a = arg[(size_t)s * (L + 1) + b];
+        cand->layers_per_chunk[s] = b - a;
+        b = a;
+    }
+    memcpy(cand->layer_recompute, fast, (size_t)L);
+    if (px_partition_evaluate(pb, cand, NULL) == PX_OK && cand->fits &&
+        cand->max_stage_time_s <= t_cap * (1.0 + 1e-12) &&
+        cand->stage_mem_bytes[cand->fullest_stage] < sol->stage_mem_bytes[sol->fullest_stage]) {
+        cand->proven_optimal = sol->proven_optimal;
+        cand->time_limit_hit = sol->time_limit_hit;
+        cand->gap = sol->gap;
+        memcpy(cand->note, sol->note, sizeof cand->note);
+        *sol = *cand;
+    }
+out:
+    free(best);
+    free(t0);
+    free(arg);
+    free(st);
+    free(a0);
+    free(fast);
+    free(cand);
+    return done;
+}
+
+/* True when the third pass runs (px_partition_solve's rule). */
+static bool wants_peak_pass(const px_partition_problem *pb, const px_partition_opts *o)
+{
+    return o->minimise_memory && o->minimise_recompute && pb->pp > 1;
+}
+
+/* The whole answer without GLPK: the first pass proven by its bound (the
+ * DP split meets the LP bound), no recomputation to minimise, and the third
+ * pass exact by exact_peak_dp.  False (sol untouched) when a pass needs
+ * GLPK. */
+static bool solve_exact(const px_partition_problem *pb, const px_partition_opts *o,
+                        const px_partition_solution *start, px_partition_solution *sol)
+{
+    if (!o->exact_dp || pb->vpp != 1 || start->recompute_time_s != 0.0)
+        return false;
+    *sol = *start;
+    sol->proven_optimal = true;
+    sol->gap = 0.0;
+    sol->time_limit_hit = false;
+    sol->note[0] = '\0';
+    if (wants_peak_pass(pb, o)) {
+        double wt, wc;
+        objective_weights(pb, &wt, &wc);
+        double t_cap = sol->objective_s * (1.0 + o->tie_rel) / wt;
+        if (!exact_peak_dp(pb, t_cap, sol)) {
+            *sol = *start;
+            return false;
+        }
+    }
+    sol->exact_dp = true;
+    return true;
+}
+
 /* Pass 1 (least T) and pass 2 (least recomputation at that T) on one
  * program.  The heuristic split, when there is one, caps T from above and is
  * the answer whenever GLPK cannot better it in time; the DP's bound caps T
@@ -1207,6 +1343,15 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
     heuristic h = {false, 0.0};
     if (o->heuristics)
         find_heuristic(pb, start, &h, &t0, 0.5 * o->time_limit_s);
+    double wt, wc;
+    objective_weights(pb, &wt, &wc);
+    if (h.have_split &&
+        start->objective_s <= (wt + wc / pb->vpp) * h.lower_s * (1.0 + o->mip_gap) + 1e-15 &&
+        solve_exact(pb, o, start, sol)) {
+        free(start);
+        sol->solve_s = elapsed_since(&t0);
+        return PX_OK;
+    }
 
     model m;
     st = model_build(&m, pb, BUILD_TIME, err);
@@ -1324,8 +1469,10 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
      * headroom goes to the stage that needs it; ties in time usually leave
      * a layer free to move off the stage with the most in flight). */
     left = o->time_limit_s - elapsed_since(&t0);
-    if (o->minimise_memory && o->minimise_recompute && pb->pp > 1 && !sol->time_limit_hit &&
-        left > 0.01) {
+    if (wants_peak_pass(pb, o) && o->exact_dp && !sol->time_limit_hit &&
+        exact_peak_dp(pb, j1 * (1.0 + o->tie_rel) / m.wt, sol)) {
+        /* exact without GLPK */
+    } else if (wants_peak_pass(pb, o) && !sol->time_limit_hit && left > 0.01) {
         double peak = (double)sol->stage_mem_bytes[sol->fullest_stage];
         double r2 = sol->recompute_time_s + o->tie_rel * t1;
         px_milp_set_row_bounds(m.mp, m.j_row, -INFINITY, j_cap, NULL);
