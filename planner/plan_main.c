@@ -12,6 +12,7 @@
 #include "px_partition_refine.h"
 #include "px_plan_json.h"
 #include "px_search.h"
+#include "px_sweep.h"
 #include "px_validate.h"
 
 /* PX_SEARCH_TOP_MAX as text for the usage string (it is a plain number) */
@@ -56,6 +57,10 @@ static const char usage_text[] =
     "  --gpu-mtbf-hours H     per-GPU mean time between failures (default: the profile's)\n"
     "  --explain              memory and time breakdown, rule-of-thumb plan beside the best\n"
     "  --json                 print JSON instead of the table\n"
+    "  --threads N            threads of the search (default: the processors; the result\n"
+    "                         is the same for any N)\n"
+    "  --sweep-gpus A..B      the best plan for each GPU count A, 2A, 4A, ... up to B (or a\n"
+    "                         list G1,G2,...), a table or (--json) an array; no --gpus\n"
     "  -o FILE                write the chosen plan (docs/plan-schema.md)\n"
     "  --help                 this text\n";
 
@@ -120,6 +125,7 @@ typedef struct {
     bool json, explain;
     bool partition_given; /* --partition or --no-milp on the command line */
     px_search_opts opts;
+    const char *sweep;    /* --sweep-gpus */
 } cli;
 
 /* The options that take a value, each with its aliases: the first name is
@@ -139,6 +145,7 @@ static const char *const value_flags[][3] = {
     {"--partition", "--no-milp", NULL}, {"--milp-time-limit", NULL, NULL},
     {"--top", NULL, NULL},           {"--tokens", NULL, NULL},
     {"--gpu-mtbf-hours", NULL, NULL},
+    {"--threads", NULL, NULL},       {"--sweep-gpus", NULL, NULL},
 };
 enum { N_VALUE_FLAGS = sizeof value_flags / sizeof value_flags[0] };
 
@@ -325,12 +332,20 @@ static void parse_args(int argc, char **argv, cli *c)
             o->train_tokens = parse_amount(flag, v);
         else if (!strcmp(flag, "--gpu-mtbf-hours"))
             o->gpu_mtbf_hours = parse_amount(flag, v);
+        else if (!strcmp(flag, "--threads"))
+            o->threads = (int)parse_int(flag, v, 1, PX_SEARCH_THREADS_MAX);
+        else if (!strcmp(flag, "--sweep-gpus"))
+            c->sweep = v;
         else
             die_usage("unknown option \"%s\"", flag);
     }
     if (!c->model)
         die_usage("%s", "--model is required (a preset name such as 70b, or a config.json)");
-    if (c->gpus < 1)
+    if (c->sweep && c->gpus > 0)
+        die_usage("%s", "--sweep-gpus and --gpus both set the GPU count: give one of them");
+    if (c->sweep && c->out)
+        die_usage("%s", "-o writes one plan; --sweep-gpus makes one per GPU count: leave -o out");
+    if (c->gpus < 1 && !c->sweep)
         die_usage("%s", "--gpus is required (a positive integer)");
     if (o->global_batch > 0 && o->tokens_per_step > 0)
         die_usage("%s", "--global-batch and --tokens-per-step both set the global batch: give "
@@ -717,6 +732,70 @@ static int validate_cmd(int argc, char **argv)
     return rc;
 }
 
+/* plan --sweep-gpus: one search per GPU count, the best of each as a table
+ * row or a JSON array element.  Exit 1 when no count could be planned. */
+static int sweep_cmd(const cli *c, const px_model *model, const px_hw *hw)
+{
+    px_error err;
+    px_sweep_list list;
+    if (px_sweep_parse(c->sweep, &list, &err) != PX_OK)
+        die_usage("%s", err.msg);
+    px_sweep_row *rows = malloc((size_t)list.n * sizeof *rows);
+    if (!rows || px_sweep_run(model, hw, &list, &c->opts, rows, &err) != PX_OK) {
+        fprintf(stderr, "plan: error: --sweep-gpus: out of memory\n");
+        return 1;
+    }
+    int n_ok = 0;
+    json_t *arr = c->json ? json_array() : NULL;
+    if (!c->json)
+        printf("# plan sweep: %s on %s, the best plan per GPU count (ms = whole search)\n"
+               "%6s %10s %9s %8s %4s %3s %3s %3s %3s %3s %5s %4s %5s %4s %-9s %-11s %8s %10s "
+               "%6s\n",
+               model->name, hw->name, "gpus", "evaluated", "fit", "ms", "TP", "CP", "EP", "ETP",
+               "PP", "VPP", "DP", "mbs", "m", "ZeRO", "recompute", "schedule", "step[s]",
+               "tokens/s", "MFU");
+    for (int i = 0; i < list.n; i++) {
+        const px_sweep_row *r = &rows[i];
+        n_ok += r->st == PX_OK;
+        if (c->json) {
+            json_t *o = json_pack("{s:i,s:I,s:I,s:f}", "gpus", r->gpus, "evaluated",
+                                  (json_int_t)r->n_evaluated, "valid", (json_int_t)r->n_valid,
+                                  "elapsed_s", r->elapsed_s);
+            if (r->st == PX_OK)
+                json_object_set_new(o, "best",
+                                    candidate_json(&r->best, r->seq_len, model->n_layers));
+            else
+                json_object_set_new(o, "error", json_string(r->msg));
+            json_array_append_new(arr, o);
+            continue;
+        }
+        if (r->st != PX_OK) {
+            printf("%6d %10lld %9lld %8.1f  no plan: %s\n", r->gpus, (long long)r->n_evaluated,
+                   (long long)r->n_valid, 1e3 * r->elapsed_s, r->msg);
+            continue;
+        }
+        const px_parallel *p = &r->best.par;
+        printf("%6d %10lld %9lld %8.1f %4d %3d %3d %3d %3d %3d %5d %4lld %5lld %4d %-9s %-11s "
+               "%8.3f %10.4g %5.1f%%\n",
+               r->gpus, (long long)r->n_evaluated, (long long)r->n_valid, 1e3 * r->elapsed_s,
+               p->tp, p->cp, p->ep, p->etp, p->pp, p->vpp, p->dp, (long long)p->micro_batch,
+               (long long)p->n_micro, p->zero, recompute_label(p), px_schedule_name(p->schedule),
+               r->best.pred.time.step_s, r->best.pred.tokens_per_s, 100.0 * r->best.pred.mfu);
+    }
+    if (c->json) {
+        json_t *root = json_pack("{s:s,s:s,s:o}", "model", model->name, "hw", hw->name,
+                                 "sweep", arr);
+        if (json_dumpf(root, stdout, JSON_SORT_KEYS | JSON_INDENT(2)) != 0) {
+            fprintf(stderr, "plan: error: writing JSON to stdout failed\n");
+            return 1;
+        }
+        fputc('\n', stdout);
+        json_decref(root);
+    }
+    free(rows);
+    return n_ok > 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "--validate"))
@@ -748,6 +827,8 @@ int main(int argc, char **argv)
         die_error(&err);
     if (px_hw_load(c.hw, NULL, &hw, &err) != PX_OK)
         die_error(&err);
+    if (c.sweep)
+        return sweep_cmd(&c, &model, &hw);
     /* every dimension fixed: evaluate exactly that configuration, layers
      * split uniformly, unless the program was asked for by name */
     bool fixed_uniform = !c.partition_given && px_search_fully_fixed(&model, c.gpus, &c.opts);
@@ -799,10 +880,11 @@ int main(int argc, char **argv)
         json_object_set_new(root, "chosen", json_integer(0));
         json_object_set_new(
             root, "partition",
-            json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:s}", "method",
+            json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:s}", "method",
                       res.milp_ran ? "milp" : "uniform", "refined", res.milp_refined, "changed",
                       res.milp_changed, "rescued", res.milp_rescued, "failed", res.milp_failed,
                       "not_proven", res.milp_not_proven, "skipped", res.milp_skipped,
+                      "pruned", res.milp_pruned, "exact_dp", res.milp_by_dp,
                       "elapsed_s", res.milp_s, "note",
                       res.milp_note));
         json_object_set_new(root, "stages", stages_json(&model, &hw, best));
@@ -842,10 +924,11 @@ int main(int argc, char **argv)
         if (res.milp_ran)
             printf("# stage partition: GLPK program (docs/partition.md) on %d candidates (top %d "
                    "+ %d closest misses): %d changed, %d made to fit, %d not proven optimal "
-                   "(time limit or gap), %d failed, %d skipped (budget); %.1f ms\n",
+                   "(time limit or gap), %d failed, %d skipped (budget), %d pruned (lower "
+                   "bound), %d solved by the exact DP without GLPK; %.1f ms\n",
                    res.milp_refined, res.milp_top, res.milp_misses, res.milp_changed,
                    res.milp_rescued, res.milp_not_proven, res.milp_failed, res.milp_skipped,
-                   1e3 * res.milp_s);
+                   res.milp_pruned, res.milp_by_dp, 1e3 * res.milp_s);
         else
             printf("# stage partition: uniform (%s): no GLPK program\n",
                    fixed_uniform ? "every dimension fixed; --partition milp runs the program"

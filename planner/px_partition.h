@@ -80,6 +80,11 @@ typedef struct {
     double tie_rel;          /* later passes keep the objective <= J* (1 + tie_rel); default 1e-6 */
     bool presolve;           /* GLPK's MIP presolver; default true */
     bool heuristics;         /* DP bound and greedy starting split; default true */
+    /* Answer without GLPK where a dynamic program is exact (docs/partition.md,
+     * "Exact passes without GLPK"): one chunk per stage, and the first pass's
+     * DP bound met by its split with every layer at its fastest choice.
+     * Default true; false sends every pass GLPK's way (the reference). */
+    bool exact_dp;
 } px_partition_opts;
 
 /* The planner refines its top candidates one after another: a couple of
@@ -115,6 +120,7 @@ typedef struct {
     double gap;                /* relative MILP gap of the first pass (0 proven; -1 unknown) */
     double solve_s;
     char note[256];            /* "" or why the answer is not proven optimal */
+    bool exact_dp;             /* every pass answered by a dynamic program, no GLPK */
 } px_partition_solution;
 
 void px_partition_problem_init(px_partition_problem *pb);

@@ -131,6 +131,8 @@ px_status px_partition_refine_allowed(const px_model *m, const px_hw *hw, px_par
     st = px_partition_solve(pb, opts, &rep->after, err);
     if (st)
         goto out;
+    rep->proven_optimal = rep->after.proven_optimal;
+    rep->exact_dp = rep->after.exact_dp;
     bool better = rep->after.objective_s < rep->before.objective_s * (1.0 - 1e-9) ||
                   (!rep->before.fits && rep->after.fits);
     if (!better) {
@@ -188,4 +190,26 @@ px_status px_partition_refine(const px_model *m, const px_hw *hw, px_parallel *p
                               px_error *err)
 {
     return px_partition_refine_report(m, hw, par, pred, opts, NULL, err);
+}
+
+px_status px_partition_refine_bound(const px_model *m, const px_hw *hw, const px_parallel *par,
+                                    double *stage_lower_s, px_error *err)
+{
+    px_partition_problem *pb = malloc(sizeof *pb);
+    if (!pb)
+        return PX_FAIL(err, PX_ERR_NOMEM, "partition: out of memory");
+    px_status st = px_partition_build(m, hw, par, pb, err);
+    if (st == PX_OK) {
+        double total = pb->embed_time_s + pb->head_time_s;
+        for (int i = 0; i < pb->n_layers; i++) {
+            double fastest = INFINITY;
+            for (int r = 0; r < PX_RECOMPUTE_COUNT; r++)
+                if ((pb->allowed_recompute >> r) & 1u)
+                    fastest = fmin(fastest, pb->layer_time_s[i][r]);
+            total += fastest;
+        }
+        *stage_lower_s = total / pb->pp;
+    }
+    free(pb);
+    return st;
 }

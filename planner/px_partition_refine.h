@@ -32,6 +32,8 @@ typedef struct {
     px_partition_solution after;  /* the program's answer (== before if not better) */
     bool changed;                 /* par and pred were updated */
     int64_t mem_limit_bytes;      /* the limit the program used (px_partition_format_stages) */
+    bool proven_optimal;          /* the program's answer is proven (before the comparison) */
+    bool exact_dp;                /* ... and came from the exact DP, without GLPK */
 } px_partition_report;
 
 /* Solves the partition program for the candidate par and, when its slowest
@@ -63,5 +65,13 @@ px_status px_partition_refine_allowed(const px_model *m, const px_hw *hw, px_par
                                       px_prediction *pred, const px_partition_opts *opts,
                                       unsigned allowed_recompute, px_partition_report *report,
                                       px_error *err);
+
+/* A lower bound on the slowest stage's time per micro-batch (seconds) that
+ * any split and any recompute choice can give par: all the layers at their
+ * fastest choice plus the embedding and the head, spread evenly over the
+ * pp stages (the slowest stage is at least the average).  The planner turns
+ * it into a bound on the step time to skip candidates that cannot win. */
+px_status px_partition_refine_bound(const px_model *m, const px_hw *hw, const px_parallel *par,
+                                    double *stage_lower_s, px_error *err);
 
 #endif

@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <pthread.h>
+#include <stdlib.h>
 
 #include "px_checked.h"
 #include "px_partition_refine.h"
@@ -74,9 +77,8 @@ static bool better(const px_candidate *a, const px_candidate *b)
 /* The analytic pass ranks into a pool larger than the result's list: with
  * the partition program on, --top K keeps K + (K + PX_SEARCH_MILP_EXTRA)
  * candidates (see px_search_run), and the program's rescued misses are
- * appended after them.  One search at a time per process, like ctx. */
+ * appended after them.  The pool belongs to the caller (search_tally). */
 #define POOL_MAX (2 * PX_SEARCH_TOP_MAX + PX_SEARCH_MILP_EXTRA + PX_SEARCH_MILP_MISSES)
-static px_candidate pool[POOL_MAX];
 
 /* Inserts (par, pred) into list[0..*n), best first, keeping at most keep. */
 static void insert_top(px_candidate *list, int *n_list, int keep, const px_parallel *par,
@@ -199,12 +201,25 @@ static bool same_config(const px_parallel *a, const px_parallel *b)
            memcmp(a->layer_recompute, b->layer_recompute, (size_t)a->n_layer_recompute) == 0;
 }
 
+/* What refine_top works in: the originals of the refined candidates, the
+ * ranking arrays and one candidate being rewritten (px_parallel carries
+ * 5 KB of per-layer tables, so these stay off the stack). */
+typedef struct {
+    px_candidate orig[PX_SEARCH_TOP_MAX + PX_SEARCH_MILP_EXTRA];
+    bool changed[POOL_MAX];
+    const px_candidate *cand[POOL_MAX + PX_SEARCH_TOP_MAX + PX_SEARCH_MILP_EXTRA];
+    const px_candidate *kept[PX_SEARCH_TOP_MAX];
+    px_candidate miss;
+    px_parallel next;
+    px_partition_report rep;
+} refine_ws;
+
 /* The stage partitioner on one candidate: on success with a changed split,
  * c is re-scored with the search's own options; on failure (GLPK, nothing
  * fits) c stays as it was.  Returns true when c changed and fits. */
 static bool refine_one(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
                        const px_search_opts *o, px_search_result *res, px_candidate *c,
-                       bool miss, double left_s)
+                       bool miss, double left_s, refine_ws *ws)
 {
     if (left_s <= 0.0) {
         res->milp_skipped++;
@@ -216,14 +231,15 @@ static bool refine_one(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
     popts.time_limit_s = c->par.vpp > 1 && o->milp_time_limit_s <= 0.0 ? lim / 10.0 : lim;
     if (popts.time_limit_s > left_s)
         popts.time_limit_s = left_s;
+    popts.exact_dp = !o->milp_glpk_only;
     unsigned allowed = o->recompute >= 0 ? 1u << o->recompute : 0u;
-    static px_parallel next;
-    static px_partition_report rep;
-    next = c->par;
+    px_parallel *next = &ws->next;
+    *next = c->par;
     px_prediction pred = c->pred;
     px_error perr;
     res->milp_refined++;
-    px_status st = px_partition_refine_allowed(m, hw, &next, &pred, &popts, allowed, &rep, &perr);
+    px_status st =
+        px_partition_refine_allowed(m, hw, next, &pred, &popts, allowed, &ws->rep, &perr);
     if (st == PX_ERR_INFEASIBLE && miss)
         return false; /* a miss that no split makes fit: nothing to report */
     if (st != PX_OK) {
@@ -232,11 +248,13 @@ static bool refine_one(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
             snprintf(res->milp_note, sizeof res->milp_note, "%.250s", perr.msg);
         return false;
     }
-    if (!rep.after.proven_optimal)
+    if (!ws->rep.proven_optimal)
         res->milp_not_proven++;
-    if (!rep.changed)
+    if (ws->rep.exact_dp)
+        res->milp_by_dp++;
+    if (!ws->rep.changed)
         return false;
-    if (px_cost_eval(ctx, &next, o->train_tokens, o->gpu_mtbf_hours, &pred, NULL, &perr) !=
+    if (px_cost_eval(ctx, next, o->train_tokens, o->gpu_mtbf_hours, &pred, NULL, &perr) !=
             PX_OK ||
         pred.mem.total > res->mem_limit_bytes)
         return false; /* the cost model disagrees: keep the uniform split */
@@ -244,10 +262,10 @@ static bool refine_one(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
      * objective charges the slowest chunk, the step's bubble does not) */
     if (!miss && pred.time.step_s > c->pred.time.step_s * (1.0 + 1e-12))
         return false;
-    canonical_split(m, &next);
-    if (same_config(&next, &c->par))
+    canonical_split(m, next);
+    if (same_config(next, &c->par))
         return false; /* the program's split is the one the candidate had */
-    c->par = next;
+    c->par = *next;
     c->pred = pred;
     return true;
 }
@@ -278,10 +296,68 @@ static int rank_unique(const px_candidate **cand, int n_cand, int keep,
     return n;
 }
 
+/* A lower bound on the score (seconds per token) any split and recompute
+ * choice can give candidate c, or -1 when none is known.  The cost model's
+ * step (docs/cost-model.md, "Step time") is m (1 + bubble) x the slowest
+ * stage's micro-batch + the pipeline sends + the exposed DP traffic + the
+ * optimizer; the sends depend on the sizes only, the last two are >= 0, and
+ * the slowest stage is at least the average of all the work at each
+ * layer's fastest choice (px_partition_refine_bound). */
+static double score_lower_bound(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
+                                const px_search_opts *o, const px_candidate *c)
+{
+    double stage_lb;
+    px_error e;
+    if (px_partition_refine_bound(m, hw, &c->par, &stage_lb, &e) != PX_OK)
+        return -1.0;
+    px_prediction pred = c->pred;
+    if (pred.time.step_s <= 0.0 && /* a memory miss: time it as it is */
+        px_cost_eval(ctx, &c->par, o->train_tokens, o->gpu_mtbf_hours, &pred, NULL, &e) != PX_OK)
+        return -1.0;
+    double tokens = pred.tokens_per_s * pred.time.step_s;
+    if (!(tokens > 0.0))
+        return -1.0;
+    const px_parallel *p = &c->par;
+    double bx = px_cost_bubble_over_ideal(p->schedule, p->pp, p->vpp, p->n_micro);
+    double step = (double)p->n_micro * (1.0 + bx) * stage_lb + pred.time.pp_comm_s;
+    return step / tokens * (1.0 - 1e-9); /* rounding of the sums */
+}
+
+/* The score the keep-th distinct candidate of the list would have if it
+ * were cut now: the refined versions of pool[0..k) and the analytic ones of
+ * pool[k..n_pool).  A candidate whose lower bound is not below it cannot
+ * enter the list.  INFINITY while the list is short. */
+static double list_threshold(const px_candidate *pool, int n_pool, int keep, refine_ws *ws)
+{
+    int n_cand = 0;
+    for (int i = 0; i < n_pool; i++)
+        ws->cand[n_cand++] = &pool[i];
+    int n = rank_unique(ws->cand, n_cand, keep, ws->kept);
+    return n < keep ? INFINITY : score(ws->kept[keep - 1]);
+}
+
+/* True when c (pool[k] or a miss) may still enter the list: its lower bound
+ * is below the threshold (or unknown).  Otherwise counted as pruned. */
+static bool worth_refining(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
+                           const px_search_opts *o, px_search_result *res,
+                           const px_candidate *c, const px_candidate *pool, int n_pool,
+                           int keep, refine_ws *ws)
+{
+    if (o->milp_no_prune)
+        return true;
+    double lb = score_lower_bound(m, hw, ctx, o, c);
+    if (lb < 0.0 || lb < list_threshold(pool, n_pool, keep, ws))
+        return true;
+    res->milp_pruned++;
+    return false;
+}
+
 /* After the analytic pass: the first keep + PX_SEARCH_MILP_EXTRA candidates
  * of the pool and the closest misses through the partition program, then the
  * pool re-ranked, merged candidates removed and the best `keep` copied into
- * res->top.
+ * res->top.  A candidate whose proven lower bound (score_lower_bound) cannot
+ * reach the list as it stands is not refined: whatever split it got, it
+ * would rank below the keep-th row.
  *
  * Why --top K still gets K rows: the analytic candidates are distinct
  * configurations, but two of them can meet once the program has rewritten
@@ -297,51 +373,53 @@ static int rank_unique(const px_candidate **cand, int n_cand, int keep,
  *      that is long enough is exactly the refined ranking.
  * Together they give K rows whenever the analytic pass found K feasible
  * configurations. */
-static void refine_top(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
-                       const px_search_opts *o, px_search_result *res, int n_pool, int keep,
-                       px_candidate *misses, int n_miss)
+static px_status refine_top(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
+                            const px_search_opts *o, px_search_result *res, px_candidate *pool,
+                            int n_pool, int keep, const px_candidate *misses, int n_miss,
+                            px_error *err)
 {
     double t0 = now_s();
     double budget = o->milp_budget_s > 0.0 ? o->milp_budget_s : PX_SEARCH_MILP_BUDGET_S;
+    refine_ws *ws = malloc(sizeof *ws);
+    if (!ws)
+        return PX_FAIL(err, PX_ERR_NOMEM, "search: out of memory for the partition pass");
     res->milp_ran = true;
     /* the program sees the first keep + PX_SEARCH_MILP_EXTRA; the rest stay
      * as the analytic pass scored them */
     int n_refine = n_pool < keep + PX_SEARCH_MILP_EXTRA ? n_pool : keep + PX_SEARCH_MILP_EXTRA;
     res->milp_top = n_refine;
     res->milp_misses = n_miss;
-    /* originals of the refined candidates (indices 0..n_refine of the pool) */
-    static px_candidate orig[PX_SEARCH_TOP_MAX + PX_SEARCH_MILP_EXTRA];
-    static bool changed[POOL_MAX];
-    memset(changed, 0, sizeof changed);
+    memset(ws->changed, 0, sizeof ws->changed);
     for (int k = 0; k < n_refine; k++) {
-        orig[k] = pool[k];
-        if (refine_one(m, hw, ctx, o, res, &pool[k], false, budget - (now_s() - t0))) {
+        ws->orig[k] = pool[k];
+        if (!worth_refining(m, hw, ctx, o, res, &pool[k], pool, n_pool, keep, ws))
+            continue;
+        if (refine_one(m, hw, ctx, o, res, &pool[k], false, budget - (now_s() - t0), ws)) {
             res->milp_changed++;
-            changed[k] = true;
+            ws->changed[k] = true;
         }
     }
     for (int k = 0; k < n_miss && n_pool < POOL_MAX; k++) {
-        static px_candidate c;
-        c = misses[k];
-        if (refine_one(m, hw, ctx, o, res, &c, true, budget - (now_s() - t0))) {
+        ws->miss = misses[k];
+        if (!worth_refining(m, hw, ctx, o, res, &ws->miss, pool, n_pool, keep, ws))
+            continue;
+        if (refine_one(m, hw, ctx, o, res, &ws->miss, true, budget - (now_s() - t0), ws)) {
             res->milp_changed++;
             res->milp_rescued++;
             res->n_valid++;
-            pool[n_pool++] = c; /* no analytic version: it did not fit */
+            pool[n_pool++] = ws->miss; /* no analytic version: it did not fit */
         }
     }
     /* every refined candidate, ranked, the first of each configuration */
-    static const px_candidate *cand[POOL_MAX + PX_SEARCH_TOP_MAX + PX_SEARCH_MILP_EXTRA];
-    static const px_candidate *kept[PX_SEARCH_TOP_MAX];
     int n_cand = 0;
     for (int i = 0; i < n_pool; i++)
-        cand[n_cand++] = &pool[i];
-    int n = rank_unique(cand, n_cand, keep, kept);
+        ws->cand[n_cand++] = &pool[i];
+    int n = rank_unique(ws->cand, n_cand, keep, ws->kept);
     if (n < keep) {
         /* short (the pool was not full): add the analytic version of each
          * changed candidate that met another (2. above) and rank again */
         for (int i = 0; i < n_refine; i++) {
-            if (!changed[i])
+            if (!ws->changed[i])
                 continue;
             /* met: another candidate, or another's analytic version (which
              * may come back here); then each candidate keeps a distinct
@@ -349,17 +427,20 @@ static void refine_top(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
              * list holds min(K, feasible) rows */
             bool meets = false;
             for (int j = 0; j < n_pool && !meets; j++)
-                meets = j != i && (same_config(&pool[i].par, &pool[j].par) ||
-                                   (j < n_refine && same_config(&pool[i].par, &orig[j].par)));
+                meets = j != i &&
+                        (same_config(&pool[i].par, &pool[j].par) ||
+                         (j < n_refine && same_config(&pool[i].par, &ws->orig[j].par)));
             if (meets)
-                cand[n_cand++] = &orig[i];
+                ws->cand[n_cand++] = &ws->orig[i];
         }
-        n = rank_unique(cand, n_cand, keep, kept);
+        n = rank_unique(ws->cand, n_cand, keep, ws->kept);
     }
     for (int i = 0; i < n; i++)
-        res->top[i] = *kept[i];
+        res->top[i] = *ws->kept[i];
     res->n_top = n;
     res->milp_s = now_s() - t0;
+    free(ws);
+    return PX_OK;
 }
 
 bool px_search_fully_fixed(const px_model *m, int gpus, const px_search_opts *o)
@@ -547,248 +628,419 @@ static bool has_factorisation(const px_model *m, int gpus, int64_t s, int64_t GB
     return false;
 }
 
-px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_search_opts *o,
-                        px_search_result *res, px_error *err)
+/* ---- the analytic pass ------------------------------------------------ */
+
+/* What every piece of the enumeration reads: the request, resolved. */
+typedef struct {
+    const px_model *m;
+    const px_hw *hw;
+    const px_search_opts *o;
+    int gpus;
+    int64_t s, GB, L, mem_limit;
+    bool moe;
+    int keep; /* pool size */
+} search_spec;
+
+/* One piece of the enumeration: a (tp, cp, pp) with the rest free.  The
+ * pieces are listed in the order of the nested loops, and their tallies are
+ * merged in that order, whichever thread scored them: the result does not
+ * depend on the number of threads. */
+typedef struct {
+    int tp, cp, pp;
+} search_item;
+
+/* What a piece (or the whole pass) found: the best configurations (best
+ * first), the memory misses closest to fitting, and the counts. */
+typedef struct {
+    px_candidate *list; /* [cap] */
+    int n_list, keep;
+    px_candidate misses[PX_SEARCH_MILP_MISSES];
+    int n_miss;
+    bool has_closest_miss;
+    px_candidate closest_miss;
+    int64_t n_evaluated, n_valid, rejected[PX_REJ_COUNT];
+} search_tally;
+
+static search_tally *tally_new(int keep, int cap)
 {
-    memset(res, 0, offsetof(px_search_result, top));
-    res->n_top = 0;
-    res->n_evaluated = res->n_valid = 0;
-    memset(res->rejected, 0, sizeof res->rejected);
-    res->has_closest_miss = res->has_rule = res->rule_fits = false;
-    res->rule_notes[0] = '\0';
-    double t0 = now_s();
-    if (gpus < 1)
-        return PX_FAIL(err, PX_ERR_INVALID, "gpus = %d: must be >= 1", gpus);
-    res->gpus = gpus;
-    px_status st = resolve_batch(m, o, res, err);
-    if (st != PX_OK)
-        return st;
-    st = check_fixed(m, gpus, res->seq_len, o, res, err);
-    if (st != PX_OK)
-        return st;
-    int keep = o->top > 0 ? (o->top < PX_SEARCH_TOP_MAX ? o->top : PX_SEARCH_TOP_MAX)
-                          : PX_SEARCH_TOP_DEFAULT;
-    /* with the partition program, the analytic pass keeps keep + n_refine
-     * (n_refine = keep + PX_SEARCH_MILP_EXTRA, the candidates the program
-     * sees): some collapse into one after it, and the list is cut back to
-     * `keep` (refine_top says why that leaves `keep` rows) */
-    int keep_out = keep;
-    if (o->milp)
-        keep = 2 * keep + PX_SEARCH_MILP_EXTRA;
-    int n_pool = 0;
-    res->mem_limit_bytes = hw->hbm_bytes - hw->mem_reserve_bytes;
-    static px_cost_ctx ctx; /* ~10 KB; one search at a time per process */
-    st = px_cost_ctx_init(&ctx, m, hw, err);
-    if (st != PX_OK)
-        return st;
+    search_tally *t = calloc(1, sizeof *t);
+    if (t && !(t->list = malloc((size_t)cap * sizeof *t->list))) {
+        free(t);
+        return NULL;
+    }
+    if (t)
+        t->keep = keep;
+    return t;
+}
 
-    const int64_t s = res->seq_len, GB = res->global_batch, L = m->n_layers;
-    const bool moe = m->n_experts > 0;
+static void tally_free(search_tally *t)
+{
+    if (t)
+        free(t->list);
+    free(t);
+}
+
+/* Scores par (fully set) into t. */
+static void score_config(const search_spec *sp, px_cost_ctx *ctx, const px_parallel *par,
+                         search_tally *t)
+{
+    const px_search_opts *o = sp->o;
+    t->n_evaluated++;
+    px_prediction pred;
+    px_status fit = px_cost_eval_if_fits(ctx, par, sp->mem_limit, o->train_tokens,
+                                         o->gpu_mtbf_hours, &pred, NULL);
+    if (fit != PX_OK) {
+        t->rejected[PX_REJ_MEMORY]++;
+        if (o->milp)
+            keep_miss(t->misses, &t->n_miss, par, pred.mem.total);
+        if (!t->has_closest_miss || pred.mem.total < t->closest_miss.pred.mem.total) {
+            t->has_closest_miss = true;
+            t->closest_miss.par = *par;
+            memset(&t->closest_miss.pred, 0, sizeof t->closest_miss.pred);
+            t->closest_miss.pred.mem = pred.mem;
+        }
+        return;
+    }
+    t->n_valid++;
+    insert_top(t->list, &t->n_list, t->keep, par, &pred);
+}
+
+/* ZeRO stages, recompute choices and schedules for par's sizes. */
+static void score_states(const search_spec *sp, px_cost_ctx *ctx, px_parallel *par,
+                         search_tally *t)
+{
+    const px_search_opts *o = sp->o;
+    int v = par->vpp, pp = par->pp;
+    /* ZeRO shards over the data-parallel replicas (dp·cp for the dense
+     * weights, the expert-data group for the experts): with none, stages
+     * 1-3 are ZeRO-0 under another name, so only 0 */
+    int ddp = par->dp * par->cp;
+    int edp = sp->moe ? par->tp * par->cp * par->dp / (par->ep * par->etp) : 1;
+    int z0 = 0, z1 = (ddp > 1 || edp > 1) ? 3 : 0;
+    if (o->zero >= 0)
+        z0 = z1 = o->zero;
+    int r0 = 0, r1 = PX_RECOMPUTE_COUNT - 1;
+    if (o->recompute >= 0)
+        r0 = r1 = o->recompute;
+    px_schedule scheds[PX_SCHED_COUNT];
+    int n_s = 0;
+    if (o->schedule >= 0)
+        scheds[n_s++] = (px_schedule)o->schedule;
+    else if (v > 1)
+        scheds[n_s++] = PX_SCHED_INTERLEAVED;
+    else if (pp == 1)
+        scheds[n_s++] = PX_SCHED_1F1B;
+    else {
+        scheds[n_s++] = PX_SCHED_GPIPE;
+        scheds[n_s++] = PX_SCHED_1F1B;
+        scheds[n_s++] = PX_SCHED_ZB_H1;
+        scheds[n_s++] = PX_SCHED_ZB_H2;
+    }
+    for (int z = z0; z <= z1; z++)
+        for (int r = r0; r <= r1; r++)
+            for (int i_s = 0; i_s < n_s; i_s++) {
+                par->zero = z;
+                par->recompute = (px_recompute)r;
+                par->schedule = scheds[i_s];
+                if (par->schedule == PX_SCHED_INTERLEAVED && v < 2) {
+                    t->rejected[PX_REJ_LAYERS]++;
+                    continue;
+                }
+                if (v > 1 && par->schedule != PX_SCHED_INTERLEAVED)
+                    continue; /* vpp only means something interleaved */
+                if (par->schedule == PX_SCHED_INTERLEAVED && par->n_micro < pp) {
+                    t->rejected[PX_REJ_BATCH]++;
+                    continue; /* interleaving needs m >= p */
+                }
+                score_config(sp, ctx, par, t);
+            }
+}
+
+/* Expert sizes and micro-batches for par's tp, cp, pp, vpp, dp. */
+static void score_experts_batches(const search_spec *sp, px_cost_ctx *ctx, px_parallel *par,
+                                  search_tally *t)
+{
+    const px_search_opts *o = sp->o;
+    const px_model *m = sp->m;
     enum { CAP = 256 };
-    int tps[CAP], cps[CAP], pps[CAP], vps[CAP], eps[CAP], etps[CAP];
+    int eps[CAP], etps[CAP];
     int64_t bs[CAP];
+    int tp = par->tp, cp = par->cp, dp = par->dp;
+    int n_ep = 1, n_etp = 1;
+    eps[0] = etps[0] = 1;
+    if (sp->moe) {
+        n_ep = o->ep > 0 ? (eps[0] = o->ep, 1) : divisors(m->n_experts, m->n_experts, eps, CAP);
+        n_etp = o->etp > 0 ? (etps[0] = o->etp, 1) : divisors(tp, tp, etps, CAP);
+    } else if (o->ep > 1 || o->etp > 1) {
+        t->rejected[PX_REJ_EXPERTS]++;
+        return;
+    }
+    int n_b = 0;
+    if (o->micro_batch > 0)
+        bs[n_b++] = o->micro_batch;
+    else
+        for (int64_t b = 1; b <= o->max_micro_batch && n_b < CAP; b *= 2)
+            bs[n_b++] = b;
+    for (int i_ep = 0; i_ep < n_ep; i_ep++)
+        for (int i_etp = 0; i_etp < n_etp; i_etp++) {
+            int ep = eps[i_ep], etp = etps[i_etp];
+            if (sp->moe && (m->n_experts % ep || ((int64_t)tp * cp * dp) % (ep * etp) ||
+                            m->moe_ffn % etp)) {
+                t->rejected[PX_REJ_EXPERTS]++;
+                continue;
+            }
+            for (int i_b = 0; i_b < n_b; i_b++) {
+                int64_t b = bs[i_b];
+                if (sp->GB % (b * dp) != 0) {
+                    t->rejected[PX_REJ_BATCH]++;
+                    continue;
+                }
+                int64_t mm = sp->GB / (b * dp);
+                if (o->n_micro > 0 && mm != o->n_micro) {
+                    t->rejected[PX_REJ_BATCH]++;
+                    continue;
+                }
+                par->ep = ep;
+                par->etp = etp;
+                par->micro_batch = b;
+                par->n_micro = mm;
+                score_states(sp, ctx, par, t);
+            }
+        }
+}
+
+/* Everything under one (tp, cp, pp): the virtual stages and what follows. */
+static void score_item(const search_spec *sp, px_cost_ctx *ctx, px_parallel *par,
+                       const search_item *it, search_tally *t)
+{
+    const px_search_opts *o = sp->o;
+    int pp = it->pp, dp = sp->gpus / it->tp / it->cp / pp;
+    /* virtual stages: 1, or 2..max with the interleaved schedule */
+    int vps[256], n_v = 0;
+    if (o->vpp > 0) {
+        vps[n_v++] = o->vpp;
+    } else {
+        if (o->schedule < 0 || o->schedule != PX_SCHED_INTERLEAVED || pp == 1)
+            vps[n_v++] = 1;
+        if (pp > 1 && (o->schedule < 0 || o->schedule == PX_SCHED_INTERLEAVED))
+            for (int v = 2; v <= o->max_vpp && n_v < 256; v++)
+                vps[n_v++] = v;
+    }
+    for (int i_v = 0; i_v < n_v; i_v++) {
+        int v = vps[i_v];
+        bool uneven = sp->L % ((int64_t)pp * v) != 0;
+        if (uneven && (v > 1 || !o->uneven || pp > sp->L || pp > PX_MAX_CHUNKS)) {
+            t->rejected[PX_REJ_LAYERS]++;
+            continue;
+        }
+        /* An uneven split (v = 1): floor(L/p) layers a stage, the remainder
+         * to the middle stages (the first and last stages also carry the
+         * embedding and the head), recorded so that the plan runs what was
+         * costed. */
+        par->n_chunks = 0;
+        par->tp = it->tp;
+        par->cp = it->cp;
+        par->pp = pp;
+        par->vpp = v;
+        par->dp = dp;
+        par->sp = it->tp > 1 && o->sp != 0;
+        if (uneven)
+            px_cost_record_split(sp->m, par); /* px_cost_default_split's rule */
+        score_experts_batches(sp, ctx, par, t);
+    }
+}
+
+/* The (tp, cp, pp) pieces in loop order; the rejections on the way are
+ * counted in t.  Returns how many (items NULL: count only). */
+static int list_items(const search_spec *sp, search_item *items, search_tally *t)
+{
+    const px_search_opts *o = sp->o;
+    const px_model *m = sp->m;
+    int gpus = sp->gpus, n = 0;
+    enum { CAP = 256 };
+    int tps[CAP], cps[CAP], pps[CAP];
     int n_tp = o->tp > 0 ? (tps[0] = o->tp, 1) : divisors(gpus, o->max_tp, tps, CAP);
-
-    static px_parallel par; /* 5 KB of per-layer tables: keep it off the stack */
-    px_parallel_init(&par);
-    par.seq_len = s;
-    par.grad_fp32 = o->grad_fp32 < 0 ? true : o->grad_fp32 != 0;
-    par.dp_overlap = o->dp_overlap != 0;
-    par.tp_overlap = o->tp_overlap != 0;
-    par.flash_attention = true;
-    double best_miss = INFINITY;
-    static px_candidate misses[PX_SEARCH_MILP_MISSES];
-    int n_miss = 0;
-
     for (int i_tp = 0; i_tp < n_tp; i_tp++) {
         int tp = tps[i_tp];
         if (gpus % tp != 0) {
-            res->rejected[PX_REJ_GPUS]++;
+            t->rejected[PX_REJ_GPUS]++;
             continue;
         }
         if (m->n_heads % tp || m->n_kv_heads % tp || (m->ffn > 0 && m->ffn % tp)) {
-            res->rejected[PX_REJ_HEADS]++;
+            t->rejected[PX_REJ_HEADS]++;
             continue;
         }
         int n_cp = o->cp > 0 ? (cps[0] = o->cp, 1) : divisors(gpus / tp, o->max_cp, cps, CAP);
         for (int i_cp = 0; i_cp < n_cp; i_cp++) {
             int cp = cps[i_cp];
             if ((gpus / tp) % cp != 0) {
-                res->rejected[PX_REJ_GPUS]++;
+                t->rejected[PX_REJ_GPUS]++;
                 continue;
             }
-            if (s % cp != 0) {
-                res->rejected[PX_REJ_SEQ]++;
+            if (sp->s % cp != 0) {
+                t->rejected[PX_REJ_SEQ]++;
                 continue;
             }
             int rest = gpus / tp / cp;
-            int n_pp = o->pp > 0 ? (pps[0] = o->pp, 1) : divisors(rest, L, pps, CAP);
+            int n_pp = o->pp > 0 ? (pps[0] = o->pp, 1) : divisors(rest, sp->L, pps, CAP);
             for (int i_pp = 0; i_pp < n_pp; i_pp++) {
                 int pp = pps[i_pp];
-                if (rest % pp != 0) {
-                    res->rejected[PX_REJ_GPUS]++;
+                if (rest % pp != 0 || (o->dp > 0 && rest / pp != o->dp)) {
+                    t->rejected[PX_REJ_GPUS]++;
                     continue;
                 }
-                int dp = rest / pp;
-                if (o->dp > 0 && dp != o->dp) {
-                    res->rejected[PX_REJ_GPUS]++;
-                    continue;
-                }
-                /* virtual stages: 1, or 2..max with the interleaved schedule */
-                int n_v = 0;
-                if (o->vpp > 0) {
-                    vps[n_v++] = o->vpp;
-                } else {
-                    if (o->schedule < 0 || o->schedule != PX_SCHED_INTERLEAVED || pp == 1)
-                        vps[n_v++] = 1;
-                    if (pp > 1 && (o->schedule < 0 || o->schedule == PX_SCHED_INTERLEAVED))
-                        for (int v = 2; v <= o->max_vpp; v++)
-                            vps[n_v++] = v;
-                }
-                for (int i_v = 0; i_v < n_v; i_v++) {
-                    int v = vps[i_v];
-                    bool uneven = L % ((int64_t)pp * v) != 0;
-                    if (uneven && (v > 1 || !o->uneven || pp > L || pp > PX_MAX_CHUNKS)) {
-                        res->rejected[PX_REJ_LAYERS]++;
-                        continue;
-                    }
-                    /* An uneven split (v = 1): floor(L/p) layers a stage, the
-                     * remainder to the middle stages (the first and last
-                     * stages also carry the embedding and the head),
-                     * recorded so that the plan runs what was costed. */
-                    par.n_chunks = 0;
-                    par.pp = pp;
-                    par.vpp = v;
-                    if (uneven)
-                        px_cost_record_split(m, &par); /* px_cost_default_split's rule */
-                    int n_ep = 1, n_etp = 1;
-                    eps[0] = etps[0] = 1;
-                    if (moe) {
-                        n_ep = o->ep > 0 ? (eps[0] = o->ep, 1)
-                                         : divisors(m->n_experts, m->n_experts, eps, CAP);
-                        n_etp = o->etp > 0 ? (etps[0] = o->etp, 1) : divisors(tp, tp, etps, CAP);
-                    } else if (o->ep > 1 || o->etp > 1) {
-                        res->rejected[PX_REJ_EXPERTS]++;
-                        continue;
-                    }
-                    for (int i_ep = 0; i_ep < n_ep; i_ep++)
-                        for (int i_etp = 0; i_etp < n_etp; i_etp++) {
-                            int ep = eps[i_ep], etp = etps[i_etp];
-                            if (moe && (m->n_experts % ep || ((int64_t)tp * cp * dp) % (ep * etp) ||
-                                        m->moe_ffn % etp)) {
-                                res->rejected[PX_REJ_EXPERTS]++;
-                                continue;
-                            }
-                            int n_b = 0;
-                            if (o->micro_batch > 0)
-                                bs[n_b++] = o->micro_batch;
-                            else
-                                for (int64_t b = 1; b <= o->max_micro_batch && n_b < CAP; b *= 2)
-                                    bs[n_b++] = b;
-                            for (int i_b = 0; i_b < n_b; i_b++) {
-                                int64_t b = bs[i_b];
-                                if (GB % (b * dp) != 0) {
-                                    res->rejected[PX_REJ_BATCH]++;
-                                    continue;
-                                }
-                                int64_t mm = GB / (b * dp);
-                                if (o->n_micro > 0 && mm != o->n_micro) {
-                                    res->rejected[PX_REJ_BATCH]++;
-                                    continue;
-                                }
-                                /* ZeRO shards over the data-parallel replicas
-                                 * (dp·cp for the dense weights, the expert-data
-                                 * group for the experts): with none, stages 1-3
-                                 * are ZeRO-0 under another name, so only 0 */
-                                int ddp = dp * cp, edp = moe ? tp * cp * dp / (ep * etp) : 1;
-                                int z0 = 0, z1 = (ddp > 1 || edp > 1) ? 3 : 0;
-                                if (o->zero >= 0)
-                                    z0 = z1 = o->zero;
-                                int r0 = 0, r1 = PX_RECOMPUTE_COUNT - 1;
-                                if (o->recompute >= 0)
-                                    r0 = r1 = o->recompute;
-                                px_schedule scheds[PX_SCHED_COUNT];
-                                int n_s = 0;
-                                if (o->schedule >= 0)
-                                    scheds[n_s++] = (px_schedule)o->schedule;
-                                else if (v > 1)
-                                    scheds[n_s++] = PX_SCHED_INTERLEAVED;
-                                else if (pp == 1)
-                                    scheds[n_s++] = PX_SCHED_1F1B;
-                                else {
-                                    scheds[n_s++] = PX_SCHED_GPIPE;
-                                    scheds[n_s++] = PX_SCHED_1F1B;
-                                    scheds[n_s++] = PX_SCHED_ZB_H1;
-                                    scheds[n_s++] = PX_SCHED_ZB_H2;
-                                }
-                                par.tp = tp;
-                                par.cp = cp;
-                                par.pp = pp;
-                                par.vpp = v;
-                                par.dp = dp;
-                                par.ep = ep;
-                                par.etp = etp;
-                                par.sp = tp > 1 && o->sp != 0;
-                                par.micro_batch = b;
-                                par.n_micro = mm;
-                                for (int z = z0; z <= z1; z++)
-                                    for (int r = r0; r <= r1; r++)
-                                        for (int i_s = 0; i_s < n_s; i_s++) {
-                                            par.zero = z;
-                                            par.recompute = (px_recompute)r;
-                                            par.schedule = scheds[i_s];
-                                            if (par.schedule == PX_SCHED_INTERLEAVED && v < 2) {
-                                                res->rejected[PX_REJ_LAYERS]++;
-                                                continue;
-                                            }
-                                            if (v > 1 && par.schedule != PX_SCHED_INTERLEAVED)
-                                                continue; /* vpp only means something interleaved */
-                                            if (par.schedule == PX_SCHED_INTERLEAVED && mm < pp) {
-                                                res->rejected[PX_REJ_BATCH]++;
-                                                continue; /* interleaving needs m >= p */
-                                            }
-                                            res->n_evaluated++;
-                                            px_prediction pred;
-                                            px_status fit = px_cost_eval_if_fits(
-                                                &ctx, &par, res->mem_limit_bytes,
-                                                o->train_tokens, o->gpu_mtbf_hours, &pred, NULL);
-                                            const px_memory mem = pred.mem;
-                                            if (fit != PX_OK) {
-                                                res->rejected[PX_REJ_MEMORY]++;
-                                                if (o->milp)
-                                                    keep_miss(misses, &n_miss, &par, mem.total);
-                                                if ((double)mem.total < best_miss) {
-                                                    best_miss = (double)mem.total;
-                                                    res->has_closest_miss = true;
-                                                    res->closest_miss.par = par;
-                                                    memset(&res->closest_miss.pred, 0,
-                                                           sizeof res->closest_miss.pred);
-                                                    res->closest_miss.pred.mem = mem;
-                                                }
-                                                continue;
-                                            }
-                                            res->n_valid++;
-                                            insert_top(pool, &n_pool, keep, &par, &pred);
-                                        }
-                            }
-                        }
-                }
+                if (items)
+                    items[n] = (search_item){tp, cp, pp};
+                n++;
             }
         }
     }
-    if (o->milp) {
-        refine_top(m, hw, &ctx, o, res, n_pool, keep_out, misses, n_miss);
-    } else {
-        for (int i = 0; i < n_pool; i++)
-            res->top[i] = pool[i];
-        res->n_top = n_pool;
-    }
-    px_error rerr;
-    px_search_rule_of_thumb(m, hw, gpus, o, res, &rerr);
-    res->elapsed_s = now_s() - t0;
+    return n;
+}
 
-    if (res->n_top > 0)
-        return PX_OK;
+/* Adds piece t into the whole pass's tally in (merge order matters: ties
+ * keep the earlier piece's configuration, as one loop would). */
+static void tally_merge(search_tally *all, const search_tally *t)
+{
+    for (int i = 0; i < t->n_list; i++)
+        insert_top(all->list, &all->n_list, all->keep, &t->list[i].par, &t->list[i].pred);
+    for (int i = 0; i < t->n_miss; i++)
+        keep_miss(all->misses, &all->n_miss, &t->misses[i].par, t->misses[i].pred.mem.total);
+    if (t->has_closest_miss &&
+        (!all->has_closest_miss ||
+         t->closest_miss.pred.mem.total < all->closest_miss.pred.mem.total)) {
+        all->has_closest_miss = true;
+        all->closest_miss = t->closest_miss;
+    }
+    all->n_evaluated += t->n_evaluated;
+    all->n_valid += t->n_valid;
+    for (int r = 0; r < PX_REJ_COUNT; r++)
+        all->rejected[r] += t->rejected[r];
+}
+
+/* The pieces shared by the threads: each takes the next unscored piece,
+ * scores it into its own tally, and merges every finished piece whose
+ * predecessors are merged. */
+typedef struct {
+    const search_spec *sp;
+    const search_item *items;
+    int n_items, next, merged;
+    search_tally **done; /* [n_items]: finished, not yet merged */
+    search_tally *all;
+    pthread_mutex_t mu;
+    px_status st;
+    px_error err;
+} search_work;
+
+static void *search_worker(void *arg)
+{
+    search_work *w = arg;
+    px_cost_ctx *ctx = malloc(sizeof *ctx);
+    px_parallel *par = malloc(sizeof *par);
+    px_error e;
+    px_status st = ctx && par ? px_cost_ctx_init(ctx, w->sp->m, w->sp->hw, &e)
+                              : PX_FAIL(&e, PX_ERR_NOMEM, "search: out of memory");
+    if (st == PX_OK) {
+        px_parallel_init(par);
+        par->seq_len = w->sp->s;
+        par->grad_fp32 = w->sp->o->grad_fp32 < 0 ? true : w->sp->o->grad_fp32 != 0;
+        par->dp_overlap = w->sp->o->dp_overlap != 0;
+        par->tp_overlap = w->sp->o->tp_overlap != 0;
+        par->flash_attention = true;
+    }
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        int i = st == PX_OK && w->st == PX_OK && w->next < w->n_items ? w->next++ : -1;
+        pthread_mutex_unlock(&w->mu);
+        if (i < 0)
+            break;
+        search_tally *t = tally_new(w->sp->keep, w->sp->keep);
+        if (!t) {
+            st = PX_FAIL(&e, PX_ERR_NOMEM, "search: out of memory");
+            break;
+        }
+        score_item(w->sp, ctx, par, &w->items[i], t);
+        pthread_mutex_lock(&w->mu);
+        w->done[i] = t;
+        while (w->merged < w->n_items && w->done[w->merged]) {
+            tally_merge(w->all, w->done[w->merged]);
+            tally_free(w->done[w->merged]);
+            w->done[w->merged++] = NULL;
+        }
+        pthread_mutex_unlock(&w->mu);
+    }
+    if (st != PX_OK) {
+        pthread_mutex_lock(&w->mu);
+        if (w->st == PX_OK) {
+            w->st = st;
+            w->err = e;
+        }
+        pthread_mutex_unlock(&w->mu);
+    }
+    free(ctx);
+    free(par);
+    return NULL;
+}
+
+/* Threads for the analytic pass: o->threads, or the online processors. */
+static int search_threads(const px_search_opts *o, int n_items)
+{
+    long n = o->threads > 0 ? o->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        n = 1;
+    if (n > PX_SEARCH_THREADS_MAX)
+        n = PX_SEARCH_THREADS_MAX;
+    return n > n_items ? (n_items > 0 ? n_items : 1) : (int)n;
+}
+
+/* The exhaustive scoring of every configuration into all (spread over
+ * threads; the same result for any number of them). */
+static px_status analytic_pass(const search_spec *sp, search_tally *all, px_error *err)
+{
+    int n_items = list_items(sp, NULL, all);
+    search_work w = {.sp = sp, .n_items = n_items, .all = all, .st = PX_OK};
+    search_item *items = malloc((size_t)(n_items > 0 ? n_items : 1) * sizeof *items);
+    w.done = calloc((size_t)(n_items > 0 ? n_items : 1), sizeof *w.done);
+    if (!items || !w.done) {
+        free(items);
+        free(w.done);
+        return PX_FAIL(err, PX_ERR_NOMEM, "search: out of memory");
+    }
+    search_tally scratch; /* the rejections were counted above already */
+    memset(&scratch, 0, sizeof scratch);
+    list_items(sp, items, &scratch);
+    w.items = items;
+    pthread_mutex_init(&w.mu, NULL);
+    int n_threads = search_threads(sp->o, n_items);
+    pthread_t th[PX_SEARCH_THREADS_MAX];
+    int started = 0;
+    for (int i = 1; i < n_threads; i++)
+        if (pthread_create(&th[started], NULL, search_worker, &w) == 0)
+            started++;
+    search_worker(&w); /* this thread too */
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&w.mu);
+    for (int i = 0; i < n_items; i++)
+        tally_free(w.done[i]); /* left only after a failure */
+    free(w.done);
+    free(items);
+    if (w.st != PX_OK) {
+        *err = w.err;
+        return w.st;
+    }
+    return PX_OK;
+}
+
+/* Nothing fits or nothing factors: the message says why (the closest miss
+ * and the rejection counts, or the nearest GPU counts that factor). */
+static px_status explain_empty(const search_spec *sp, const px_search_result *res,
+                               px_error *err)
+{
+    const px_model *m = sp->m;
+    const px_hw *hw = sp->hw;
+    const px_search_opts *o = sp->o;
+    int gpus = sp->gpus;
     char rej[512];
     int off = 0;
     rej[0] = '\0';
@@ -813,9 +1065,9 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
      * the nearest GPU counts that factor (the closest miss of a count) */
     int below = 0, above = 0;
     for (int d = 1; d <= gpus && !(below && above); d++) {
-        if (!below && gpus - d >= 1 && has_factorisation(m, gpus - d, s, GB, o))
+        if (!below && gpus - d >= 1 && has_factorisation(m, gpus - d, sp->s, sp->GB, o))
             below = gpus - d;
-        if (!above && has_factorisation(m, gpus + d, s, GB, o))
+        if (!above && has_factorisation(m, gpus + d, sp->s, sp->GB, o))
             above = gpus + d;
     }
     char near[128] = "";
@@ -831,10 +1083,95 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                    "sequence %lld, pp <= %lld layers%s and micro-batch·dp dividing the global "
                    "batch of %lld sequences%s (rejected: %s)%s",
                    gpus, m->name, o->max_tp, (long long)m->n_heads, (long long)m->n_kv_heads,
-                   (long long)m->ffn, o->max_cp, (long long)s, (long long)L,
-                   m->n_experts > 0 ? ", ep dividing the experts" : "", (long long)GB,
+                   (long long)m->ffn, o->max_cp, (long long)sp->s, (long long)sp->L,
+                   m->n_experts > 0 ? ", ep dividing the experts" : "", (long long)sp->GB,
                    o->n_micro > 0 ? " into the fixed --micro-batches" : "",
                    off ? rej : "nothing to try", near);
+}
+
+/* The result's fields before a search: everything but the candidates. */
+static void result_reset(px_search_result *res)
+{
+    memset(res, 0, offsetof(px_search_result, top));
+    res->n_top = 0;
+    res->n_evaluated = res->n_valid = 0;
+    memset(res->rejected, 0, sizeof res->rejected);
+    res->has_closest_miss = res->has_rule = res->rule_fits = false;
+    res->rule_notes[0] = '\0';
+}
+
+/* The analytic pass, then the partition pass (or the pool as it is) into
+ * res->top. */
+static px_status rank_into(const search_spec *sp, px_cost_ctx *ctx, int keep_out,
+                           px_search_result *res, px_error *err)
+{
+    search_tally *all = tally_new(sp->keep, POOL_MAX);
+    if (!all)
+        return PX_FAIL(err, PX_ERR_NOMEM, "search: out of memory");
+    double t0 = now_s();
+    px_status st = analytic_pass(sp, all, err);
+    res->analytic_s = now_s() - t0;
+    if (st == PX_OK) {
+        res->n_evaluated = all->n_evaluated;
+        res->n_valid = all->n_valid;
+        memcpy(res->rejected, all->rejected, sizeof res->rejected);
+        res->has_closest_miss = all->has_closest_miss;
+        if (all->has_closest_miss)
+            res->closest_miss = all->closest_miss;
+        if (sp->o->milp) {
+            st = refine_top(sp->m, sp->hw, ctx, sp->o, res, all->list, all->n_list, keep_out,
+                            all->misses, all->n_miss, err);
+        } else {
+            for (int i = 0; i < all->n_list; i++)
+                res->top[i] = all->list[i];
+            res->n_top = all->n_list;
+        }
+    }
+    tally_free(all);
+    return st;
+}
+
+px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_search_opts *o,
+                        px_search_result *res, px_error *err)
+{
+    result_reset(res);
+    double t0 = now_s();
+    if (gpus < 1)
+        return PX_FAIL(err, PX_ERR_INVALID, "gpus = %d: must be >= 1", gpus);
+    res->gpus = gpus;
+    px_status st = resolve_batch(m, o, res, err);
+    if (st != PX_OK)
+        return st;
+    st = check_fixed(m, gpus, res->seq_len, o, res, err);
+    if (st != PX_OK)
+        return st;
+    int keep = o->top > 0 ? (o->top < PX_SEARCH_TOP_MAX ? o->top : PX_SEARCH_TOP_MAX)
+                          : PX_SEARCH_TOP_DEFAULT;
+    res->mem_limit_bytes = hw->hbm_bytes - hw->mem_reserve_bytes;
+    /* with the partition program, the analytic pass keeps keep + n_refine
+     * (n_refine = keep + PX_SEARCH_MILP_EXTRA, the candidates the program
+     * sees): some collapse into one after it, and the list is cut back to
+     * `keep` (refine_top says why that leaves `keep` rows) */
+    search_spec sp = {m,           hw,
+                      o,           gpus,
+                      res->seq_len, res->global_batch,
+                      m->n_layers, res->mem_limit_bytes,
+                      m->n_experts > 0, o->milp ? 2 * keep + PX_SEARCH_MILP_EXTRA : keep};
+    px_cost_ctx *ctx = malloc(sizeof *ctx);
+    if (!ctx)
+        return PX_FAIL(err, PX_ERR_NOMEM, "search: out of memory");
+    st = px_cost_ctx_init(ctx, m, hw, err);
+    if (st == PX_OK)
+        st = rank_into(&sp, ctx, keep, res, err);
+    free(ctx);
+    if (st != PX_OK)
+        return st;
+    double t1 = now_s();
+    px_error rerr;
+    px_search_rule_of_thumb(m, hw, gpus, o, res, &rerr);
+    res->rule_s = now_s() - t1;
+    res->elapsed_s = now_s() - t0;
+    return res->n_top > 0 ? PX_OK : explain_empty(&sp, res, err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -905,6 +1242,16 @@ static int rule_ep(const px_model *m, const px_parallel *par, int want)
     return ep;
 }
 
+/* The rule plan's workspace (px_parallel carries 5 KB of per-layer tables). */
+typedef struct {
+    px_cost_ctx ctx;
+    px_parallel par, one;
+} rule_ws;
+
+static px_status rule_plan(const px_model *m, const px_hw *hw, int gpus,
+                           const px_search_opts *o, px_search_result *res, rule_ws *ws,
+                           px_error *err);
+
 px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
                                   const px_search_opts *o, px_search_result *res, px_error *err)
 {
@@ -912,8 +1259,21 @@ px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
     res->rule_fits = false;
     res->rule_same_batch = false;
     res->rule_notes[0] = '\0';
-    static px_cost_ctx ctx;
-    px_status st = px_cost_ctx_init(&ctx, m, hw, err);
+    rule_ws *ws = malloc(sizeof *ws);
+    if (!ws)
+        return PX_FAIL(err, PX_ERR_NOMEM, "rule of thumb: out of memory");
+    px_status st = rule_plan(m, hw, gpus, o, res, ws, err);
+    free(ws);
+    return st;
+}
+
+/* px_search_rule_of_thumb's steps, in ws. */
+static px_status rule_plan(const px_model *m, const px_hw *hw, int gpus,
+                           const px_search_opts *o, px_search_result *res, rule_ws *ws,
+                           px_error *err)
+{
+    px_cost_ctx *ctx = &ws->ctx;
+    px_status st = px_cost_ctx_init(ctx, m, hw, err);
     if (st != PX_OK)
         return st;
     int64_t s = res->seq_len > 0 ? res->seq_len : m->seq_len;
@@ -924,28 +1284,29 @@ px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
     int g = hw->gpus_per_node > 0 ? hw->gpus_per_node : 1;
     if (g > gpus)
         g = gpus;
-    static px_parallel par;
-    px_parallel_init(&par);
-    par.seq_len = s;
-    par.grad_fp32 = o->grad_fp32 < 0 ? true : o->grad_fp32 != 0;
-    par.dp_overlap = o->dp_overlap != 0;
-    par.tp_overlap = o->tp_overlap != 0;
-    par.flash_attention = true;
-    par.schedule = PX_SCHED_1F1B;
+    px_parallel *par = &ws->par;
+    px_parallel_init(par);
+    par->seq_len = s;
+    par->grad_fp32 = o->grad_fp32 < 0 ? true : o->grad_fp32 != 0;
+    par->dp_overlap = o->dp_overlap != 0;
+    par->tp_overlap = o->tp_overlap != 0;
+    par->flash_attention = true;
+    par->schedule = PX_SCHED_1F1B;
     px_memory mem;
     bool batch_ok = false, done = false;
 
     /* step 0: model states + activations of one sequence within one node's
      * memory: FSDP / ZeRO-3 over everything and stop */
-    px_parallel one = par;
-    one.zero = 0;
-    one.micro_batch = one.n_micro = 1;
+    px_parallel *one = &ws->one;
+    *one = *par;
+    one->zero = 0;
+    one->micro_batch = one->n_micro = 1;
     px_memory one_mem;
-    px_cost_memory(&ctx, &one, &one_mem, NULL);
+    px_cost_memory(ctx, one, &one_mem, NULL);
     if ((double)one_mem.total <= (double)g * (double)limit) {
-        par.zero = 3;
-        batch_ok = rule_batch(&par, gpus, GB);
-        if (batch_ok && fits(&ctx, &par, limit, &mem)) {
+        par->zero = 3;
+        batch_ok = rule_batch(par, gpus, GB);
+        if (batch_ok && fits(ctx, par, limit, &mem)) {
             note(res, "model states + activations (%.1f GB) fit in one node: ZeRO-3 over all "
                       "%d GPUs",
                  (double)one_mem.total / 1e9, gpus);
@@ -955,20 +1316,20 @@ px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
                       "all %d GPUs %s: on to the general steps",
                  (double)one_mem.total / 1e9, gpus,
                  batch_ok ? "does not fit" : "cannot split the global batch");
-            par.zero = 0;
+            par->zero = 0;
         }
     }
     if (!done) {
         /* step 1: ZeRO-1 and FlashAttention always; selective recompute from 8K */
-        par.zero = 1;
-        par.recompute = s >= 8192 ? PX_RECOMPUTE_SELECTIVE : PX_RECOMPUTE_NONE;
-        note(res, "ZeRO-1, FlashAttention, recompute %s", px_recompute_name(par.recompute));
+        par->zero = 1;
+        par->recompute = s >= 8192 ? PX_RECOMPUTE_SELECTIVE : PX_RECOMPUTE_NONE;
+        note(res, "ZeRO-1, FlashAttention, recompute %s", px_recompute_name(par->recompute));
         /* CP for s >= 32K: sequence chunks of 8K */
         int cp = 1;
         if (s >= 32768)
             while (gpus % (cp * 2) == 0 && s / (cp * 2) >= 8192 && s % (cp * 2) == 0)
                 cp *= 2;
-        par.cp = cp;
+        par->cp = cp;
         if (cp > 1)
             note(res, "CP %d for s >= 32K (chunks of %lld tokens)", cp, (long long)(s / cp));
         /* TP (and EP) fill the node, innermost; CP goes outside them
@@ -985,21 +1346,21 @@ px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
             tp = gc / ep;
             while (tp > 1 && (m->n_heads % tp || m->n_kv_heads % tp || gpus % (tp * cp)))
                 tp /= 2;
-            par.tp = tp;
-            par.sp = tp > 1;
-            batch_ok = rule_batch(&par, gpus, GB);
-            par.ep = rule_ep(m, &par, ep);
-            note(res, "MoE: EP = min(E, g) = %d, TP = g / EP = %d", par.ep, tp);
+            par->tp = tp;
+            par->sp = tp > 1;
+            batch_ok = rule_batch(par, gpus, GB);
+            par->ep = rule_ep(m, par, ep);
+            note(res, "MoE: EP = min(E, g) = %d, TP = g / EP = %d", par->ep, tp);
         } else {
-            par.tp = 1;
-            batch_ok = rule_batch(&par, gpus, GB);
-            while (!fits(&ctx, &par, limit, &mem) && tp * 2 <= gc &&
+            par->tp = 1;
+            batch_ok = rule_batch(par, gpus, GB);
+            while (!fits(ctx, par, limit, &mem) && tp * 2 <= gc &&
                    m->n_heads % (tp * 2) == 0 && m->n_kv_heads % (tp * 2) == 0 &&
                    (m->ffn <= 0 || m->ffn % (tp * 2) == 0) && gpus % (tp * 2 * cp) == 0) {
                 tp *= 2;
-                par.tp = tp;
-                par.sp = true;
-                batch_ok = rule_batch(&par, gpus, GB);
+                par->tp = tp;
+                par->sp = true;
+                batch_ok = rule_batch(par, gpus, GB);
             }
             note(res, "dense: TP %d (2, 4, 8 until it fits; SP when > 1)", tp);
         }
@@ -1008,59 +1369,59 @@ px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
          * When doubling does not divide the GPUs left, the next pp that
          * does (an uneven split when it does not divide the layers). */
         int rest = gpus / (tp * cp);
-        bool fit = fits(&ctx, &par, limit, &mem);
+        bool fit = fits(ctx, par, limit, &mem);
         while (!fit || !batch_ok) {
-            int pp = par.pp * 2;
+            int pp = par->pp * 2;
             if (pp > m->n_layers || rest % pp) {
-                pp = par.pp + 1;
+                pp = par->pp + 1;
                 while (pp <= m->n_layers && pp <= rest && rest % pp)
                     pp++;
                 if (pp > m->n_layers || pp > rest || pp > PX_MAX_CHUNKS) {
                     note(res, "PP cannot grow past %d (%d GPUs left after TP·CP, %lld layers)",
-                         par.pp, rest, (long long)m->n_layers);
+                         par->pp, rest, (long long)m->n_layers);
                     break;
                 }
                 note(res, "PP %d (doubling to %d does not divide the %d GPUs left)", pp,
-                     par.pp * 2, rest);
+                     par->pp * 2, rest);
             }
-            par.pp = pp;
-            batch_ok = rule_batch(&par, gpus, GB);
-            rule_pp(m, &par, pp);
+            par->pp = pp;
+            batch_ok = rule_batch(par, gpus, GB);
+            rule_pp(m, par, pp);
             if (m->n_experts > 0)
-                par.ep = rule_ep(m, &par, par.ep);
-            fit = fits(&ctx, &par, limit, &mem);
+                par->ep = rule_ep(m, par, par->ep);
+            fit = fits(ctx, par, limit, &mem);
         }
-        if (par.pp > 1)
-            note(res, "PP %d (%s), vpp %d, %s%s", par.pp,
-                 fit ? "doubled until it fits" : "the most the GPUs allow", par.vpp,
-                 px_schedule_name(par.schedule), par.n_chunks ? ", uneven layer split" : "");
+        if (par->pp > 1)
+            note(res, "PP %d (%s), vpp %d, %s%s", par->pp,
+                 fit ? "doubled until it fits" : "the most the GPUs allow", par->vpp,
+                 px_schedule_name(par->schedule), par->n_chunks ? ", uneven layer split" : "");
         /* step 5: m >= max(needed, 20 (p − 1)) */
-        if (par.pp > 1) {
-            int64_t want = 20LL * (par.pp - 1);
-            if (par.n_micro >= want)
-                note(res, "m = %lld >= 20 (p - 1) = %lld", (long long)par.n_micro,
+        if (par->pp > 1) {
+            int64_t want = 20LL * (par->pp - 1);
+            if (par->n_micro >= want)
+                note(res, "m = %lld >= 20 (p - 1) = %lld", (long long)par->n_micro,
                      (long long)want);
             else
                 note(res, "m = %lld < 20 (p - 1) = %lld: the global batch of %lld sequences "
                           "over DP %d allows no more (a larger bubble)",
-                     (long long)par.n_micro, (long long)want, (long long)GB, par.dp);
+                     (long long)par->n_micro, (long long)want, (long long)GB, par->dp);
         }
     }
-    note(res, "DP %d (the rest)", par.dp);
+    note(res, "DP %d (the rest)", par->dp);
     if (!batch_ok)
         note(res, "the global batch of %lld sequences does not split over DP %d: the rule "
                   "plan runs %lld sequences a step instead",
-             (long long)GB, par.dp, (long long)px_parallel_global_batch(&par));
+             (long long)GB, par->dp, (long long)px_parallel_global_batch(par));
     px_error e2;
-    if (px_cost_check(m, &par, &e2) != PX_OK) {
+    if (px_cost_check(m, par, &e2) != PX_OK) {
         note(res, "invalid for this model: %s", e2.msg);
         return PX_FAIL(err, PX_ERR_INFEASIBLE, "rule-of-thumb plan invalid: %s", e2.msg);
     }
-    res->rule.par = par;
-    px_cost_eval(&ctx, &par, o->train_tokens, o->gpu_mtbf_hours, &res->rule.pred, NULL, NULL);
+    res->rule.par = *par;
+    px_cost_eval(ctx, par, o->train_tokens, o->gpu_mtbf_hours, &res->rule.pred, NULL, NULL);
     res->has_rule = true;
     res->rule_fits = res->rule.pred.mem.total <= limit;
-    res->rule_same_batch = px_parallel_global_batch(&par) == GB;
+    res->rule_same_batch = px_parallel_global_batch(par) == GB;
     if (!res->rule_fits)
         note(res, "does NOT fit: %.1f GB > %.1f GB usable, and the procedure has no step left",
              (double)res->rule.pred.mem.total / 1e9, (double)limit / 1e9);

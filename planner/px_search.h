@@ -62,7 +62,18 @@ typedef struct {
      * PX_SEARCH_MILP_BUDGET_S); candidates left when it is spent keep their
      * uniform split (counted in milp_skipped) */
     double milp_budget_s;
+    /* Threads of the analytic pass (0: the online processors, at most
+     * PX_SEARCH_THREADS_MAX).  The result is the same for any number. */
+    int threads;
+    /* The reference search, for tests and benchmarks: every program through
+     * GLPK (no exact DP pass, px_partition_opts.exact_dp off) and every one
+     * of the top candidates refined (no lower-bound pruning).  Default
+     * false. */
+    bool milp_glpk_only;
+    bool milp_no_prune;
 } px_search_opts;
+
+#define PX_SEARCH_THREADS_MAX 64
 
 /* Per candidate; interleaved programs get a tenth (their heuristic split is
  * within about 1 % of the bound, and the top ten must stay well under a
@@ -108,6 +119,9 @@ typedef struct {
     int milp_failed;                  /* program failed: candidate kept as it was */
     int milp_not_proven;              /* time limit or gap: best split found, not proven optimal */
     int milp_skipped;                 /* not refined: the budget was spent */
+    int milp_pruned;                  /* not refined: a proven lower bound on its score
+                                       * cannot reach the list */
+    int milp_by_dp;                   /* answered by the exact DP, without GLPK */
     double milp_s;                    /* seconds in the program */
     char milp_note[256];              /* the first failure's message, or "" */
     px_candidate top[PX_SEARCH_TOP_MAX];
@@ -123,6 +137,8 @@ typedef struct {
     px_candidate rule;
     char rule_notes[1024];            /* the steps the rule took */
     double elapsed_s;
+    double analytic_s;                /* seconds in the analytic pass */
+    double rule_s;                    /* seconds in the rule-of-thumb plan */
 } px_search_result;
 
 /* Runs the search.  Returns PX_ERR_INVALID for bad options (gpus < 1...),
