@@ -317,3 +317,14 @@ int px_args_exit_status(px_status st)
 {
     return st == PX_OK ? 0 : st == PX_ERR_USAGE ? 2 : 1;
 }
+
+int px_args_takes_value(const px_arg *rows, int n_rows, const char *name)
+{
+    int i = row_index(rows, n_rows, name);
+    if (i < 0)
+        return -1;
+    if (rows[i].kind == PX_ARGK_ALIAS && rows[i].implied)
+        return 0;
+    int t = target_row(rows, n_rows, i);
+    return t >= 0 && row_takes_value(&rows[t]) ? 1 : 0;
+}

@@ -90,6 +90,10 @@ void px_args_free(px_args_result *res);
  * at most buf_len bytes. */
 void px_args_names_json(const px_arg *rows, int n_rows, char *buf, size_t buf_len);
 
+/* Whether the option spelled name ("--gpus") takes a value: 1 yes, 0 no (a
+ * switch), -1 no such option. */
+int px_args_takes_value(const px_arg *rows, int n_rows, const char *name);
+
 /* For a tool's main: the message for a failed command ("plan: --gpus
  * needs a value\n(plan --help lists the options)" for a usage error,
  * "plan: error: MESSAGE" otherwise, no final newline) and the exit status

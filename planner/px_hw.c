@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "px_datadir.h"
 #include "px_jfield.h"
 #include "px_plan_json.h"
 
@@ -96,7 +97,7 @@ const char *px_hw_profiles_dir_default(void)
     const char *env = getenv("PARALLAX_HW_DIR");
     if (env && env[0])
         return env;
-    return PX_SOURCE_ROOT "/hw_profiles";
+    return px_datadir_pick(PX_SOURCE_ROOT "/hw_profiles", PX_DATA_DIR "/hw_profiles");
 }
 
 px_status px_hw_validate(const px_hw *hw, px_error *err)

@@ -211,6 +211,11 @@ void px_plan_option_names_json(char *buf, size_t buf_len)
     px_args_names_json(plan_rows, N_PLAN_ROWS, buf, buf_len);
 }
 
+int px_plan_option_takes_value(const char *name)
+{
+    return px_args_takes_value(plan_rows, N_PLAN_ROWS, name);
+}
+
 /* Reads argv into c; *action says whether to run, or print help/version. */
 static px_status parse_args(int argc, char **argv, bool model_given, plan_cli *c,
                             px_args_action *action, px_error *err)

@@ -26,9 +26,16 @@ px_status px_plan_command_model(int argc, char **argv, const px_model *model, FI
 /* plan's option names, without dashes, as a JSON array text. */
 void px_plan_option_names_json(char *buf, size_t buf_len);
 
+/* Whether plan's option name ("--gpus") takes a value: 1, 0 (a switch), -1
+ * (no such option). */
+int px_plan_option_takes_value(const char *name);
+
 /* Runs `validate` (docs/validation.md) with argv, as build/validate and
  * `plan --validate` do.  --check with the published runs outside the bounds
  * returns PX_ERR_INFEASIBLE (after the table). */
 px_status px_validate_command(int argc, char **argv, FILE *out, px_error *err);
+
+/* Whether validate's option name takes a value (as px_plan_option_takes_value). */
+int px_validate_option_takes_value(const char *name);
 
 #endif

@@ -41,6 +41,11 @@ static const px_arg validate_rows[] = {
 };
 enum { N_VALIDATE_ROWS = sizeof validate_rows / sizeof validate_rows[0] };
 
+int px_validate_option_takes_value(const char *name)
+{
+    return px_args_takes_value(validate_rows, N_VALIDATE_ROWS, name);
+}
+
 /* Prints the report of rep as asked for by c. */
 static px_status report(FILE *out, const validate_cli *c, px_val_report *rep, px_error *err)
 {
