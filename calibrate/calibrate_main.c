@@ -33,6 +33,7 @@
 #include "px_calib_cuda.h" /* executor/: the CUDA backend's GPU calibrator */
 #include "px_cuda_status.h"
 #endif
+#include "px_args.h"
 #include "px_error.h"
 #include "px_hw.h"
 
@@ -241,7 +242,9 @@ static void usage(FILE *f)
             "  --cpu         measure the CPU even when a GPU is present\n"
             "  --gpu         measure the GPU (CUDA builds; the default when a GPU is present)\n"
             "  --base NAME   GPU: the datasheet profile to start from (default: the one\n"
-            "                matching the device name, e.g. h200); an error on the CPU path\n");
+            "                matching the device name, e.g. h200); an error on the CPU path\n"
+            "  --version     the Parallax version\n"
+            "Every option takes its value as `--flag value` or `--flag=value`, once.\n");
 }
 
 static int fail(const px_error *err, int rank, bool mpi)
@@ -254,46 +257,49 @@ static int fail(const px_error *err, int rank, bool mpi)
     return 1;
 }
 
+typedef struct {
+    const char *out_path, *name, *base;
+    bool quick, use_mpi, force_cpu, force_gpu;
+    int threads; /* 0: from the environment */
+} calibrate_cli;
+
+static const px_arg calibrate_rows[] = {
+    PX_ARG_STR("-o", calibrate_cli, out_path),
+    PX_ARG_ALIAS("--output", "-o"),
+    PX_ARG_STR("--name", calibrate_cli, name),
+    PX_ARG_SWITCH("--quick", calibrate_cli, quick),
+    PX_ARG_SWITCH("--mpi", calibrate_cli, use_mpi),
+    PX_ARG_SWITCH("--cpu", calibrate_cli, force_cpu),
+    PX_ARG_SWITCH("--gpu", calibrate_cli, force_gpu),
+    PX_ARG_STR("--base", calibrate_cli, base),
+    PX_ARG_INT("--threads", calibrate_cli, threads, 1, 1024),
+};
+
 int main(int argc, char **argv)
 {
-    const char *out_path = "calibrated.json";
-    const char *name = NULL;
-    bool quick = false, use_mpi = false, force_cpu = false, force_gpu = false;
-    const char *base = NULL;
-    int threads = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") && i + 1 < argc)
-            out_path = argv[++i];
-        else if (!strcmp(argv[i], "--name") && i + 1 < argc)
-            name = argv[++i];
-        else if (!strcmp(argv[i], "--quick"))
-            quick = true;
-        else if (!strcmp(argv[i], "--mpi"))
-            use_mpi = true;
-        else if (!strcmp(argv[i], "--cpu"))
-            force_cpu = true;
-        else if (!strcmp(argv[i], "--gpu"))
-            force_gpu = true;
-        else if (!strcmp(argv[i], "--base") && i + 1 < argc)
-            base = argv[++i];
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
-            char *end = NULL;
-            long n = strtol(argv[++i], &end, 10);
-            if (*end || n < 1 || n > 1024) {
-                fprintf(stderr, "calibrate: --threads: \"%s\" is not an integer in 1..1024\n",
-                        argv[i]);
-                return 2;
-            }
-            threads = (int)n;
-        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "calibrate: unknown or incomplete argument \"%s\"\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
+    calibrate_cli cl = {"calibrated.json", NULL, NULL, false, false, false, false, 0};
+    px_args_result args;
+    px_error aerr;
+    if (px_args_parse(calibrate_rows, (int)(sizeof calibrate_rows / sizeof calibrate_rows[0]),
+                      argc, argv, &cl, 0, &args, &aerr) != PX_OK) {
+        char msg[2048];
+        px_args_error_text("calibrate", &aerr, msg, sizeof msg);
+        fprintf(stderr, "%s\n", msg);
+        return 2;
     }
+    px_args_free(&args);
+    if (args.action == PX_ARGS_HELP) {
+        usage(stdout);
+        return 0;
+    }
+    if (args.action == PX_ARGS_VERSION) {
+        printf("calibrate (parallax) %s\n", px_version());
+        return 0;
+    }
+    const char *out_path = cl.out_path, *name = cl.name, *base = cl.base;
+    bool quick = cl.quick, use_mpi = cl.use_mpi, force_cpu = cl.force_cpu,
+         force_gpu = cl.force_gpu;
+    int threads = cl.threads;
 
     if (force_cpu && force_gpu) {
         fprintf(stderr, "calibrate: --cpu and --gpu exclude each other\n");

@@ -22,6 +22,7 @@
 
 #include <jansson.h>
 
+#include "px_args.h"
 #include "px_error.h"
 #include "px_report.h"
 
@@ -34,7 +35,9 @@ static void usage(FILE *f)
                "  --max-mem-err F   the same for the peak memory (e.g. 0.10): the worst\n"
                "                    stage against the worst rank, and every rank against\n"
                "                    its own pipeline stage where the report has them\n"
-               "  --json            the table as JSON on stdout\n");
+               "  --json            the table as JSON on stdout\n"
+               "  --version         the Parallax version\n"
+               "Every option takes its value as `--flag value` or `--flag=value`, once.\n");
 }
 
 /* A limit is a fraction in (0, 1]: "25" meant 25 % would otherwise pass as
@@ -195,37 +198,61 @@ static void pct(char *buf, size_t n, double e)
         snprintf(buf, n, "%+.1f%%", 100.0 * e);
 }
 
+typedef struct {
+    double max_time, max_mem; /* -1: no limit */
+    bool as_json;
+} compare_cli;
+
+/* --max-time-err / --max-mem-err: a fraction in (0, 1]. */
+static px_status read_limit(const char *flag, const char *v, double *out, const char *example,
+                            px_error *err)
+{
+    if (!parse_fraction(v, out))
+        return PX_FAIL(err, PX_ERR_USAGE, "%s %s: a fraction in (0, 1], e.g. %s", flag, v,
+                       example);
+    return PX_OK;
+}
+
+static px_status read_max_time(void *s, const char *flag, const char *v, px_error *err)
+{
+    return read_limit(flag, v, &((compare_cli *)s)->max_time, "0.25 for 25 %", err);
+}
+
+static px_status read_max_mem(void *s, const char *flag, const char *v, px_error *err)
+{
+    return read_limit(flag, v, &((compare_cli *)s)->max_mem, "0.10 for 10 %", err);
+}
+
+static const px_arg compare_rows[] = {
+    PX_ARG_CUSTOM("--max-time-err", read_max_time),
+    PX_ARG_CUSTOM("--max-mem-err", read_max_mem),
+    PX_ARG_SWITCH("--json", compare_cli, as_json),
+};
+
 int main(int argc, char **argv)
 {
-    double max_time = -1.0, max_mem = -1.0;
-    bool as_json = false;
-    int n_paths = 0;
-    const char **paths = calloc((size_t)argc, sizeof *paths);
-    if (!paths)
+    compare_cli cl = {-1.0, -1.0, false};
+    px_args_result args;
+    px_error aerr;
+    if (px_args_parse(compare_rows, (int)(sizeof compare_rows / sizeof compare_rows[0]), argc,
+                      argv, &cl, -1, &args, &aerr) != PX_OK) {
+        char msg[2048];
+        px_args_error_text("compare", &aerr, msg, sizeof msg);
+        fprintf(stderr, "%s\n", msg);
         return 2;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--max-time-err") || !strcmp(argv[i], "--max-mem-err")) {
-            double *dst = argv[i][6] == 't' ? &max_time : &max_mem;
-            if (i + 1 >= argc || !parse_fraction(argv[i + 1], dst)) {
-                fprintf(stderr, "compare: %s %s: a fraction in (0, 1], e.g. %s\n", argv[i],
-                        i + 1 < argc ? argv[i + 1] : "(missing)",
-                        dst == &max_time ? "0.25 for 25 %" : "0.10 for 10 %");
-                return 2;
-            }
-            i++;
-        } else if (!strcmp(argv[i], "--json")) {
-            as_json = true;
-        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "compare: unknown option \"%s\"\n", argv[i]);
-            usage(stderr);
-            return 2;
-        } else {
-            paths[n_paths++] = argv[i];
-        }
     }
+    if (args.action == PX_ARGS_HELP) {
+        usage(stdout);
+        return 0;
+    }
+    if (args.action == PX_ARGS_VERSION) {
+        printf("compare (parallax) %s\n", px_version());
+        return 0;
+    }
+    double max_time = cl.max_time, max_mem = cl.max_mem;
+    bool as_json = cl.as_json;
+    int n_paths = args.n_positional;
+    const char **paths = args.positional;
     if (n_paths == 0) {
         fprintf(stderr, "compare: no report given\n");
         usage(stderr);

@@ -15,6 +15,7 @@
 #include <cblas.h>
 #endif
 
+#include "px_args.h"
 #include "px_backend.h"
 #ifdef PX_HAVE_CUDA
 #include "px_backend_cuda.h"
@@ -64,22 +65,90 @@ static void usage(FILE *f)
             "  --save DIR          write a sharded checkpoint under DIR every\n"
             "  --save-interval N   N steps (and after the last step)\n"
             "  --load DIR          resume from DIR's latest checkpoint (or an iter_* dir)\n"
+            "  --version           the Parallax version\n"
             "A step whose loss or gradient norm is NaN or infinite stops the job (exit 1)\n"
-            "after the report is written.\n");
+            "after the report is written.\n"
+            "Every option takes its value as `--flag value` or `--flag=value`, once.\n");
 }
 
-static int parse_i64(const char *s, int64_t min, int64_t *out)
+static px_status read_dtype(void *s, const char *flag, const char *v, px_error *err)
+{
+    if (strcmp(v, "bf16") && strcmp(v, "fp32"))
+        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": allowed values are bf16, fp32", flag, v);
+    ((cli *)s)->opt.dtype_bytes = !strcmp(v, "bf16") ? 2 : 4;
+    return PX_OK;
+}
+
+static px_status read_backend(void *s, const char *flag, const char *v, px_error *err)
+{
+    if (strcmp(v, "cpu") && strcmp(v, "cuda"))
+        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": allowed values are cpu, cuda", flag, v);
+    ((cli *)s)->backend = v;
+    return PX_OK;
+}
+
+static px_status read_seed(void *s, const char *flag, const char *v, px_error *err)
+{
+    long long x;
+    px_status st = px_args_read_int(flag, v, 0, (double)(1LL << 53), &x, err);
+    if (st == PX_OK)
+        ((cli *)s)->opt.seed = (uint64_t)x;
+    return st;
+}
+
+/* A number >= 0 into *out. */
+static px_status read_nonneg(const char *flag, const char *v, float *out, px_error *err)
 {
     char *end = NULL;
-    long long v = strtoll(s, &end, 10);
-    if (!end || *end || v < min)
-        return -1;
-    *out = v;
-    return 0;
+    double d = strtod(v, &end);
+    if (end == v || *end || !(d >= 0.0) || !(d < 1e30))
+        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": expected a number >= 0", flag, v);
+    *out = (float)d;
+    return PX_OK;
 }
 
-/* Returns 0 ok, 1 help, 2 error (message in buf). */
-static int parse_args(int argc, char **argv, cli *c, char *buf, size_t n)
+static px_status read_timeout(void *s, const char *flag, const char *v, px_error *err)
+{
+    char *end = NULL;
+    double d = strtod(v, &end);
+    if (end == v || *end || !(d > 0.0 && d <= 1e6))
+        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": expected a number of seconds in (0, 1e6]",
+                       flag, v);
+    ((cli *)s)->timeout_s = d;
+    return PX_OK;
+}
+
+static px_status read_lr(void *s, const char *flag, const char *v, px_error *err)
+{
+    return read_nonneg(flag, v, &((cli *)s)->opt.lr, err);
+}
+
+static px_status read_init_std(void *s, const char *flag, const char *v, px_error *err)
+{
+    return read_nonneg(flag, v, &((cli *)s)->opt.init_std, err);
+}
+
+/* execute's options (px_args.h: one row per spelling). */
+static const px_arg execute_rows[] = {
+    PX_ARG_STR("--plan", cli, plan_path),
+    PX_ARG_STR("--report", cli, report_path),
+    PX_ARG_STR("--data", cli, opt.data_path),
+    PX_ARG_STR("--dump-weights", cli, dump_dir),
+    PX_ARG_CUSTOM("--dtype", read_dtype),
+    PX_ARG_CUSTOM("--backend", read_backend),
+    PX_ARG_I64("--steps", cli, steps, 1, (double)(1LL << 40)),
+    PX_ARG_I64("--warmup", cli, warmup, 0, (double)(1LL << 40)),
+    PX_ARG_CUSTOM("--seed", read_seed),
+    PX_ARG_CUSTOM("--lr", read_lr),
+    PX_ARG_CUSTOM("--init-std", read_init_std),
+    PX_ARG_STR("--save", cli, save_dir),
+    PX_ARG_STR("--load", cli, load_dir),
+    PX_ARG_I64("--save-interval", cli, save_interval, 1, (double)(1LL << 40)),
+    PX_ARG_CUSTOM("--timeout", read_timeout),
+};
+
+/* Returns 0 ok, 1 help, 3 version, 2 error (message in err). */
+static int parse_args(int argc, char **argv, cli *c, px_error *err)
 {
     memset(c, 0, sizeof *c);
     c->steps = 3;
@@ -87,92 +156,19 @@ static int parse_args(int argc, char **argv, cli *c, char *buf, size_t n)
     c->timeout_s = PX_WATCHDOG_DEFAULT_TIMEOUT_S;
     c->backend = "cpu";
     px_exec_options_default(&c->opt);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help"))
-            return 1;
-        if (i + 1 >= argc) {
-            snprintf(buf, n, "option %s: missing value (or unknown option)", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        int64_t x;
-        if (!strcmp(a, "--plan")) {
-            c->plan_path = v;
-        } else if (!strcmp(a, "--report")) {
-            c->report_path = v;
-        } else if (!strcmp(a, "--data")) {
-            c->opt.data_path = v;
-        } else if (!strcmp(a, "--dump-weights")) {
-            c->dump_dir = v;
-        } else if (!strcmp(a, "--save")) {
-            c->save_dir = v;
-        } else if (!strcmp(a, "--load")) {
-            c->load_dir = v;
-        } else if (!strcmp(a, "--save-interval")) {
-            if (parse_i64(v, 1, &x) || x > (INT64_C(1) << 40)) {
-                snprintf(buf, n, "option --save-interval: \"%s\" is not an integer in 1..2^40",
-                         v);
-                return 2;
-            }
-            c->save_interval = x;
-        } else if (!strcmp(a, "--timeout")) {
-            char *end = NULL;
-            double d = strtod(v, &end);
-            if (!end || *end || !(d > 0.0 && d <= 1e6)) {
-                snprintf(buf, n, "option --timeout: \"%s\" is not a number of seconds in "
-                                 "(0, 1e6]", v);
-                return 2;
-            }
-            c->timeout_s = d;
-        } else if (!strcmp(a, "--dtype")) {
-            if (strcmp(v, "bf16") && strcmp(v, "fp32")) {
-                snprintf(buf, n, "option --dtype: \"%s\": allowed values are bf16, fp32", v);
-                return 2;
-            }
-            c->opt.dtype_bytes = !strcmp(v, "bf16") ? 2 : 4;
-        } else if (!strcmp(a, "--backend")) {
-            if (strcmp(v, "cpu") && strcmp(v, "cuda")) {
-                snprintf(buf, n, "option --backend: \"%s\": allowed values are cpu, cuda", v);
-                return 2;
-            }
-            c->backend = v;
-        } else if (!strcmp(a, "--steps") || !strcmp(a, "--warmup") || !strcmp(a, "--seed")) {
-            if (parse_i64(v, !strcmp(a, "--steps") ? 1 : 0, &x) ||
-                (strcmp(a, "--seed") && x > (INT64_C(1) << 40))) {
-                snprintf(buf, n, "option %s: \"%s\" is not an integer >= %d", a, v,
-                         !strcmp(a, "--steps") ? 1 : 0);
-                return 2;
-            }
-            if (!strcmp(a, "--steps"))
-                c->steps = x;
-            else if (!strcmp(a, "--warmup"))
-                c->warmup = x;
-            else
-                c->opt.seed = (uint64_t)x;
-        } else if (!strcmp(a, "--lr") || !strcmp(a, "--init-std")) {
-            char *end = NULL;
-            double d = strtod(v, &end);
-            if (!end || *end || !(d >= 0.0) || !isfinite((float)d)) {
-                snprintf(buf, n, "option %s: \"%s\" is not a finite number >= 0 (a float)",
-                         a, v);
-                return 2;
-            }
-            if (!strcmp(a, "--lr"))
-                c->opt.lr = (float)d;
-            else
-                c->opt.init_std = (float)d;
-        } else {
-            snprintf(buf, n, "unknown option %s", a);
-            return 2;
-        }
-    }
+    px_args_result res;
+    if (px_args_parse(execute_rows, (int)(sizeof execute_rows / sizeof execute_rows[0]), argc,
+                      argv, c, 0, &res, err) != PX_OK)
+        return 2;
+    px_args_free(&res);
+    if (res.action != PX_ARGS_RUN)
+        return res.action == PX_ARGS_HELP ? 1 : 3;
     if (!c->plan_path) {
-        snprintf(buf, n, "--plan FILE is required");
+        PX_FAIL(err, PX_ERR_USAGE, "--plan FILE is required");
         return 2;
     }
     if ((c->save_dir != NULL) != (c->save_interval > 0)) {
-        snprintf(buf, n, "--save DIR and --save-interval N go together");
+        PX_FAIL(err, PX_ERR_USAGE, "--save DIR and --save-interval N go together");
         return 2;
     }
     return 0;
@@ -205,16 +201,22 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &world);
 
     cli c;
-    char msg[512] = "";
-    int pr = parse_args(argc, argv, &c, msg, sizeof msg);
+    px_error perr;
+    int pr = parse_args(argc, argv, &c, &perr);
     if (pr) {
         if (rank == 0) {
-            if (pr == 2)
-                fprintf(stderr, "execute: %s\n", msg);
-            usage(pr == 1 ? stdout : stderr);
+            if (pr == 2) {
+                char msg[2048];
+                px_args_error_text("execute", &perr, msg, sizeof msg);
+                fprintf(stderr, "%s\n", msg);
+            } else if (pr == 3) {
+                printf("execute (parallax) %s\n", px_version());
+            } else {
+                usage(stdout);
+            }
         }
         MPI_Finalize();
-        return pr == 1 ? 0 : 2;
+        return pr == 2 ? 2 : 0;
     }
     /* Test switch: PX_EXECUTE_INJECT_NAN="RANK:STEP" makes that rank's loss
      * and gradients NaN at that step, to test the divergence stop. */

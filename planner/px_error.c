@@ -40,6 +40,7 @@ const char *px_status_name(px_status code)
     case PX_ERR_CUDA: return "CUDA error";
     case PX_ERR_UNSUPPORTED: return "unsupported";
     case PX_ERR_INTERNAL: return "internal error";
+    case PX_ERR_USAGE: return "usage error";
     }
     return "unknown error";
 }

@@ -23,7 +23,8 @@ typedef enum {
     PX_ERR_MPI,
     PX_ERR_CUDA,
     PX_ERR_UNSUPPORTED, /* valid but not implemented by this backend */
-    PX_ERR_INTERNAL
+    PX_ERR_INTERNAL,
+    PX_ERR_USAGE        /* a bad command line (an unknown, repeated or malformed option) */
 } px_status;
 
 typedef struct {

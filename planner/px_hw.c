@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "px_io.h"
+#include "px_datadir.h"
 #include "px_jfield.h"
 #include "px_plan_json.h"
 
@@ -113,7 +114,7 @@ const char *px_hw_profiles_dir_default(void)
     const char *env = getenv("PARALLAX_HW_DIR");
     if (env && env[0])
         return env;
-    return PX_SOURCE_ROOT "/hw_profiles";
+    return px_datadir_pick(PX_SOURCE_ROOT "/hw_profiles", PX_DATA_DIR "/hw_profiles");
 }
 
 /* The element-wise class rates (*_bw, optional, 0 = not measured) and

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "px_checked.h"
+#include "px_datadir.h"
 #include "px_jfield.h"
 #include "px_plan.h"
 #include "px_plan_json.h"
@@ -94,7 +95,7 @@ const char *px_models_dir_default(void)
     const char *env = getenv("PARALLAX_MODELS_DIR");
     if (env && env[0])
         return env;
-    return PX_SOURCE_ROOT "/models";
+    return px_datadir_pick(PX_SOURCE_ROOT "/models", PX_DATA_DIR "/models");
 }
 
 /* ---------- validation ---------- */
@@ -582,16 +583,21 @@ static px_status load_hf(json_t *root, const char *file, px_model *m, px_error *
     return st;
 }
 
+px_status px_model_from_any_json(json_t *root, const char *label, px_model *out,
+                                 px_error *err)
+{
+    if (json_is_object(root) && json_object_get(root, "model_type"))
+        return load_hf(root, label, out, err);
+    return px_model_from_json(root, label, "", out, err);
+}
+
 static px_status load_file(const char *path, px_model *out, px_error *err)
 {
     json_t *root = NULL;
     px_status st = px_jf_load_file(path, &root, err);
     if (st != PX_OK)
         return st;
-    if (json_is_object(root) && json_object_get(root, "model_type"))
-        st = load_hf(root, path, out, err);
-    else
-        st = px_model_from_json(root, path, "", out, err);
+    st = px_model_from_any_json(root, path, out, err);
     json_decref(root);
     return st;
 }

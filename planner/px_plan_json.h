@@ -24,6 +24,12 @@ px_status px_model_to_json(const px_model *m, json_t **out, px_error *err);
 px_status px_model_from_json(json_t *obj, const char *file, const char *path, px_model *out,
                              px_error *err);
 
+/* A model from a JSON object in memory: a preset object, or a Hugging Face
+ * config.json object (it has "model_type").  label stands for the file in
+ * messages and names a Hugging Face model ("<dir>/config.json": dir). */
+px_status px_model_from_any_json(json_t *root, const char *label, px_model *out,
+                                 px_error *err);
+
 /* Hardware profile object (docs/hw-schema.md). */
 px_status px_hw_to_json(const px_hw *hw, json_t **out, px_error *err);
 px_status px_hw_from_json(json_t *obj, const char *file, const char *path, px_hw *out,

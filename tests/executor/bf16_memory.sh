@@ -81,7 +81,7 @@ plan cpu --n-micro 2 && run cpu 1 fp32
 plan err --n-micro 2
 if out=$(mpirun --oversubscribe -np 1 "$exe" --plan "$work/err.json" --dtype fp16 2>&1); then
   fail "--dtype fp16 accepted"
-elif ! grep -q 'option --dtype: "fp16": allowed values are bf16, fp32' <<<"$out"; then
+elif ! grep -q -- '--dtype "fp16": allowed values are bf16, fp32' <<<"$out"; then
   fail "--dtype fp16: unclear message: $out"
 else echo "ok   --dtype fp16 refused: $(grep -m1 dtype <<<"$out")"; fi
 sed 's/"grad_fp32"[[:space:]]*:[[:space:]]*true/"grad_fp32": false/' "$work/z0.json" >"$work/g16.json"

@@ -23,7 +23,7 @@ for v in abc 0 -3 4x; do
   err=$("$B/validate" "$DATA" --max-vpp "$v" 2>&1 >/dev/null)
   rc=$?
   [ "$rc" -eq 2 ] || { echo "--max-vpp $v: exit $rc, want 2"; fail=1; }
-  printf '%s\n' "$err" | grep -q -- "--max-vpp $v" || { echo "--max-vpp $v: flag/value not named: $err"; fail=1; }
+  printf '%s\n' "$err" | grep -q -- "--max-vpp \"$v\"" || { echo "--max-vpp $v: flag/value not named: $err"; fail=1; }
 done
 "$B/validate" "$DATA" --explain no-such-row >/dev/null 2>&1
 rc=$?

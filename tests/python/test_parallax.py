@@ -1,0 +1,171 @@
+"""parallax (the installed package) against the command-line tools.
+
+usage: test_parallax.py PLAN SOURCE_ROOT
+
+Checks that parallax.plan(...) is exactly json.loads of `plan --json` for
+several presets and fixed layouts (the search's own timings aside), that a
+Hugging Face config given as a dict plans as the same config given as a
+file, that bad input raises parallax.Error with the tool's message, that an
+unknown keyword raises TypeError, and that explain/validate/export answer.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import parallax
+
+PLAN, SRC = sys.argv[1], sys.argv[2]
+# The search's wall-clock timings differ from run to run; nothing else may.
+TIMINGS = (("search", "elapsed_s"), ("search", "configs_per_s"), ("partition", "elapsed_s"))
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def cli(*args):
+    """plan's stdout and stderr, and its exit status."""
+    r = subprocess.run([PLAN, *args], capture_output=True, text=True, timeout=120)
+    return r.stdout, r.stderr, r.returncode
+
+
+def flags(options):
+    out = []
+    for k, v in options.items():
+        out += ["--" + k.replace("_", "-"), str(v)]
+    return out
+
+
+def without_timings(doc):
+    doc = json.loads(json.dumps(doc))
+    for outer, inner in TIMINGS:
+        check(inner in doc.get(outer, {}), "%s.%s present" % (outer, inner))
+        doc.get(outer, {}).pop(inner, None)
+    return doc
+
+
+def first_difference(a, b, path=""):
+    if type(a) is not type(b):
+        return "%s: %r vs %r" % (path, a, b)
+    if isinstance(a, dict):
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                return "%s.%s: only on one side" % (path, k)
+            d = first_difference(a[k], b[k], path + "." + k)
+            if d:
+                return d
+    elif isinstance(a, list):
+        if len(a) != len(b):
+            return "%s: %d vs %d entries" % (path, len(a), len(b))
+        for i, (x, y) in enumerate(zip(a, b)):
+            d = first_difference(x, y, "%s[%d]" % (path, i))
+            if d:
+                return d
+    elif a != b:
+        return "%s: %r vs %r" % (path, a, b)
+    return None
+
+
+def same_as_cli(model, gpus, options, cli_model=None):
+    """parallax.plan(model, gpus, **options) == plan --json ... (timings aside)."""
+    got = parallax.plan(model=model, gpus=gpus, **options)
+    out, err, rc = cli("--model", cli_model or model, "--gpus", str(gpus), "--json",
+                       *flags(options))
+    check(rc == 0, "plan --json %s %s %s: exit %d: %s" % (model, gpus, options, rc, err))
+    if rc != 0:
+        return got
+    d = first_difference(without_timings(got), without_timings(json.loads(out)))
+    check(d is None, "plan(%s, %d, %s) differs from plan --json at %s" % (
+        cli_model or model, gpus, options, d))
+    return got
+
+
+# Presets with every dimension fixed (one configuration, uniform split).
+same_as_cli("70b", 64, dict(tp=8, pp=4, dp=2, micro_batch=1, zero=1, recompute="selective",
+                            schedule="1f1b"))
+same_as_cli("mixtral-8x7b", 64, dict(tp=2, ep=8, pp=4, dp=8, micro_batch=1,
+                                     global_batch=512, schedule="interleaved", vpp=2))
+same_as_cli("tiny-llama", 4, dict(tp=2, pp=2, dp=1, micro_batch=2, global_batch=16, seq=256,
+                                  overlap="off", grad_dtype="bf16"))
+# Presets searched (uniform splits: the analytic pass alone is deterministic).
+same_as_cli("70b", 1024, dict(partition="uniform", top=5, tokens="2T"))
+same_as_cli("qwen3-235b", 256, dict(partition="uniform", hw="h200", top=3))
+same_as_cli("tiny-gpt", 2, dict(partition="uniform"))
+# underscores and booleans: no_sp=True is --no-sp
+r = parallax.plan(model="70b", gpus=64, tp=8, pp=4, dp=2, micro_batch=1, no_sp=True)
+check(r["plans"][0]["parallel"]["sp"] is False, "no_sp=True turns sequence parallelism off")
+
+# A Hugging Face config as a dict plans as the same file does.
+hf_path = os.path.join(SRC, "tests", "data", "hf", "Qwen3-8B", "config.json")
+with open(hf_path) as f:
+    hf = json.load(f)
+by_file = parallax.Model(hf_path)
+by_dict = parallax.Model(hf, name=by_file.name)
+check(by_dict.spec == by_file.spec, "Model(dict) == Model(config.json path)")
+check(by_dict.params > 7e9 and by_dict.params < 9e9,
+      "Qwen3-8B from a dict: %d parameters, 7e9..9e9" % by_dict.params)
+same_as_cli(by_dict, 16, dict(tp=2, pp=2, dp=4, micro_batch=1, global_batch=64,
+                                partition="uniform"),
+            cli_model=hf_path)
+check(parallax.Model("70b").spec == parallax.Model(parallax.Model("70b").spec).spec,
+      "Model(preset).spec round-trips through Model(dict)")
+
+# Bad input: parallax.Error carrying the tool's message.
+for options, field in ((dict(model="70b", gpus=0), "--gpus"),
+                       (dict(model="70b", gpus=8, schedule="best"), "--schedule"),
+                       (dict(model="nosuch", gpus=8), "unknown model"),
+                       (dict(model="70b", gpus=7, pp=1), "--gpus 7")):
+    try:
+        parallax.plan(**options)
+        check(False, "plan(%s) raised nothing" % options)
+    except parallax.Error as e:
+        model = options.pop("model")
+        gpus = options.pop("gpus")
+        _, err, rc = cli("--model", model, "--gpus", str(gpus), *flags(options))
+        first = err.splitlines()[0] if err else ""
+        want = first[len("plan: error: "):] if first.startswith("plan: error: ") else \
+            first[len("plan: "):]
+        check(rc != 0 and str(e) == want,
+              "Error message %r is the tool's %r" % (str(e), want))
+        check(field in str(e), "Error message %r names %s" % (str(e), field))
+try:
+    parallax.plan(model="70b", gpus=8, bogus_option=1)
+    check(False, "an unknown keyword raised nothing")
+except TypeError as e:
+    check("bogus_option" in str(e), "TypeError names the keyword: %s" % e)
+try:
+    parallax.Model({"hidden_size": 4096, "model_type": "llama"})
+    check(False, "an incomplete HF dict raised nothing")
+except parallax.Error as e:
+    check("num_hidden_layers" in str(e), "incomplete HF dict: %s" % e)
+
+# explain: the text of plan --explain (timing lines aside).
+text = parallax.explain(model="70b", gpus=64, tp=8, pp=4, dp=2, micro_batch=1,
+                        partition="uniform")
+out, _, _ = cli("--model", "70b", "--gpus", "64", "--tp", "8", "--pp", "4", "--dp", "2",
+                "--micro-batch", "1", "--partition", "uniform", "--explain")
+def steady(t):
+    return [l for l in t.splitlines() if not l.startswith("# searched")]
+check(steady(text) == steady(out) and "# memory per GPU" in text,
+      "explain() is plan --explain's text")
+
+# validate: validate --json's document.
+data = os.path.join(SRC, "tests", "validate", "data", "published-megatron.json")
+v = parallax.validate(file=data)
+check(v.get("within_bounds") is True, "validate(): within_bounds true")
+# export: a plan dict through the C API.
+plan_doc = r["plan"]
+try:
+    text = parallax.export(plan_doc, to="slurm")
+    check("srun" in text, "export(to=slurm) runs srun")
+except parallax.Error as e:
+    check("export is not available" in str(e), "export: %s" % e)
+    print("note: this build has no export module:", e)
+
+check(parallax.__version__ == cli("--version")[0].split()[-1], "__version__ is plan --version")
+print("%d failures" % len(failures))
+sys.exit(1 if failures else 0)
