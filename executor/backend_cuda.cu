@@ -553,6 +553,8 @@ static void cu_upload(px_backend *be, void *dst, const void *host_src, int64_t b
                             "cudaMemcpyAsync (upload)", __FILE__, __LINE__, &G->kerr));
 }
 
+static px_status wait_stream(cudaStream_t s, const char *what, px_error *err);
+
 static void cu_download(px_backend *be, void *host_dst, const void *src, int64_t bytes)
 {
     (void)be;

@@ -47,7 +47,7 @@ PX_EXECUTE_INJECT_NAN=1:2 diverge inject_nan 2
 diverge lr_1e30 1 --lr 1e30
 
 # --- a stopped rank: the job ends within the timeout ---
-timeout_s=2
+timeout_s=5
 mpirun --oversubscribe -np 2 "$exe" --plan "$work/tp2.json" --steps 1000000 \
   --timeout $timeout_s </dev/null >"$work/stop.out" 2>&1 &
 mp=$!
