@@ -21,6 +21,7 @@
  * Errors: the kernel table has the CPU's void signatures, so a kernel failure
  * is recorded (the first one) and returned by the next sync, collective or
  * message call; the engine ends every step with sync. */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,10 @@ typedef struct {
     px_error kerr;    /* scratch record of the kernel calls */
     px_error sticky;  /* the first failure of a void call */
     px_status sticky_status;
+    /* Every NCCL communicator of the engine: polled for asynchronous errors
+     * while the host waits on a stream, aborted by px_backend_cuda_abort. */
+    ncclComm_t comms[64];
+    int n_comms;
 } cuda_ctx;
 
 /* The process-wide backend state (the kernel table has no context). */
@@ -548,6 +553,8 @@ static void cu_upload(px_backend *be, void *dst, const void *host_src, int64_t b
                             "cudaMemcpyAsync (upload)", __FILE__, __LINE__, &G->kerr));
 }
 
+static px_status wait_stream(cudaStream_t s, const char *what, px_error *err);
+
 static void cu_download(px_backend *be, void *host_dst, const void *src, int64_t bytes)
 {
     (void)be;
@@ -556,17 +563,51 @@ static void cu_download(px_backend *be, void *host_dst, const void *src, int64_t
     note(px_cuda_status(cudaMemcpyAsync(host_dst, src, (size_t)bytes, cudaMemcpyDeviceToHost,
                                         G->compute),
                         "cudaMemcpyAsync (download)", __FILE__, __LINE__, &G->kerr));
-    note(px_cuda_status(cudaStreamSynchronize(G->compute), "cudaStreamSynchronize (download)",
-                        __FILE__, __LINE__, &G->kerr));
+    note(wait_stream(G->compute, "cudaStreamSynchronize (download)", &G->kerr));
+}
+
+/* Waits for a stream without blocking inside CUDA: polls it and, while it
+ * runs, every communicator's asynchronous NCCL error (a peer that died or
+ * a network failure), so such an error ends the wait with a message instead
+ * of a hang; a peer that merely stops is bounded by the watchdog
+ * (px_watchdog.h), whose abort hook aborts the communicators. */
+static px_status wait_stream(cudaStream_t s, const char *what, px_error *err)
+{
+    for (;;) {
+        cudaError_t q = cudaStreamQuery(s);
+        if (q == cudaSuccess)
+            return PX_OK;
+        if (q != cudaErrorNotReady)
+            return px_cuda_status(q, what, __FILE__, __LINE__, err);
+        for (int i = 0; i < G->n_comms; i++) {
+            ncclResult_t async = ncclSuccess;
+            ncclResult_t r = ncclCommGetAsyncError(G->comms[i], &async);
+            if (r != ncclSuccess || async != ncclSuccess)
+                return PX_FAIL(err, PX_ERR_CUDA, "%s: NCCL asynchronous error on communicator "
+                               "%d: %s (a peer rank failed or the network did)", what, i,
+                               ncclGetErrorString(r != ncclSuccess ? r : async));
+        }
+        sched_yield();
+    }
 }
 
 static px_status cu_sync(px_backend *be, px_error *err)
 {
     (void)be;
     PX_TRY(take_sticky(err));
-    PX_CUDA_TRY(err, cudaStreamSynchronize(G->comm));
-    PX_CUDA_TRY(err, cudaStreamSynchronize(G->compute));
+    PX_TRY(wait_stream(G->comm, "cudaStreamSynchronize (comm)", err));
+    PX_TRY(wait_stream(G->compute, "cudaStreamSynchronize (compute)", err));
     return take_sticky(err);
+}
+
+extern "C" void px_backend_cuda_abort(void *arg)
+{
+    (void)arg;
+    if (!G)
+        return;
+    for (int i = 0; i < G->n_comms; i++)
+        (void)ncclCommAbort(G->comms[i]);
+    G->n_comms = 0;
 }
 
 /* ---- communicators and collectives --------------------------------------------------- */
@@ -577,6 +618,8 @@ static px_status cu_comm_init(px_backend *be, px_comm *c, px_error *err)
     ncclComm_t nc = NULL;
     PX_TRY(px_nccl_comm_from_mpi(c->mpi, &nc, err));
     c->native = nc;
+    if (nc && G->n_comms < (int)(sizeof G->comms / sizeof G->comms[0]))
+        G->comms[G->n_comms++] = nc;
     return PX_OK;
 }
 
@@ -584,6 +627,9 @@ static void cu_comm_free(px_backend *be, px_comm *c)
 {
     (void)be;
     if (c->native) {
+        for (int i = 0; i < G->n_comms; i++)
+            if (G->comms[i] == (ncclComm_t)c->native)
+                G->comms[i--] = G->comms[--G->n_comms];
         (void)cudaStreamSynchronize(G->comm);
         (void)ncclCommDestroy((ncclComm_t)c->native);
         c->native = NULL;

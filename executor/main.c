@@ -257,6 +257,10 @@ int main(int argc, char **argv)
         st = px_watchdog_start(c.timeout_s, rank, &err);
     if (!st)
         px_watchdog_wrap_backend(&be);
+#ifdef PX_HAVE_CUDA
+    if (!st && !strcmp(c.backend, "cuda"))
+        px_watchdog_set_abort_hook(px_backend_cuda_abort, NULL);
+#endif
     if (!st)
         st = px_exec_create(&ex, &plan, &c.opt, &be, MPI_COMM_WORLD, &err);
     /* Every rank learns whether set-up failed anywhere, so no rank waits in

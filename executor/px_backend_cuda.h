@@ -23,6 +23,11 @@ extern "C" {
  * returned by the next sync, collective or message call. */
 px_status px_backend_cuda_create(px_backend *out, MPI_Comm world, px_error *err);
 
+/* Aborts every NCCL communicator of the backend (ncclCommAbort): the
+ * watchdog's abort hook (px_watchdog_set_abort_hook) when a collective
+ * outlives --timeout.  Safe from another thread. */
+void px_backend_cuda_abort(void *arg);
+
 /* Peak bytes the device allocator handed out, and what its pool reserved. */
 int64_t px_backend_cuda_peak_bytes(const px_backend *be);
 int64_t px_backend_cuda_pool_peak_bytes(const px_backend *be);

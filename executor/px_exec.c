@@ -11,6 +11,7 @@
 
 #include "px_bf16.h"
 #include "px_exec_internal.h"
+#include "px_io.h"
 
 #define W(off) px_ex_w(ex, off)
 #define G(off) px_ex_g(ex, off)
@@ -1079,36 +1080,39 @@ px_status px_exec_dump_weights(px_exec *ex, const char *dir, px_error *err)
         free(host);
         return st;
     }
-    FILE *f = fopen(path, "wb");
-    if (!f) {
+    /* Little-endian fp32, byte by byte so the format is host-independent. */
+    unsigned char *bytes = malloc((size_t)(ex->n_params > 0 ? ex->n_params : 1) * 4);
+    if (!bytes) {
         free(host);
-        return px_error_set(err, PX_ERR_IO, path, 0, 0, "cannot write: %s", strerror(errno));
+        return PX_FAIL(err, PX_ERR_NOMEM, "dump: out of memory");
     }
-    /* Little-endian fp32: write byte by byte so the format is host-independent. */
     for (int64_t i = 0; i < ex->n_params; i++) {
         uint32_t u;
         memcpy(&u, &host[i], 4);
-        unsigned char b4[4] = {(unsigned char)u, (unsigned char)(u >> 8),
-                               (unsigned char)(u >> 16), (unsigned char)(u >> 24)};
-        fwrite(b4, 1, 4, f);
+        for (int b = 0; b < 4; b++)
+            bytes[4 * i + b] = (unsigned char)(u >> (8 * b));
     }
     free(host);
-    if (fclose(f) != 0)
-        return px_error_set(err, PX_ERR_IO, path, 0, 0, "write failed");
+    st = px_io_write_atomic(path, bytes, (size_t)ex->n_params * 4, err);
+    free(bytes);
+    if (st)
+        return st;
     snprintf(path, sizeof path, "%s/rank%d.tsv", dir, ex->world_rank);
-    f = fopen(path, "w");
-    if (!f)
-        return px_error_set(err, PX_ERR_IO, path, 0, 0, "cannot write: %s", strerror(errno));
+    size_t cap = (size_t)(ex->tab.n_segs > 0 ? ex->tab.n_segs : 1) * 8 * 21 + 1, used = 0;
+    char *text = malloc(cap);
+    if (!text)
+        return PX_FAIL(err, PX_ERR_NOMEM, "dump: out of memory");
     for (int i = 0; i < ex->tab.n_segs; i++) {
         const px_param_seg *s = &ex->tab.segs[i];
-        fprintf(f, "%lld %lld %lld %lld %lld %lld %lld %lld\n", (long long)s->tensor_id,
-                (long long)s->full_rows, (long long)s->full_cols, (long long)s->row0,
-                (long long)s->n_rows, (long long)s->col0, (long long)s->n_cols,
-                (long long)s->offset);
+        used += (size_t)snprintf(text + used, cap - used, "%lld %lld %lld %lld %lld %lld %lld %lld\n",
+                                 (long long)s->tensor_id, (long long)s->full_rows,
+                                 (long long)s->full_cols, (long long)s->row0,
+                                 (long long)s->n_rows, (long long)s->col0,
+                                 (long long)s->n_cols, (long long)s->offset);
     }
-    if (fclose(f) != 0)
-        return px_error_set(err, PX_ERR_IO, path, 0, 0, "write failed");
-    return PX_OK;
+    st = px_io_write_atomic(path, text, used, err);
+    free(text);
+    return st;
 }
 
 static void free_comm(px_exec *ex, px_comm *c)

@@ -1,0 +1,119 @@
+/* test_units.c — the reliability building blocks on known cases: checked
+ * arithmetic (px_checked.h) at the edges of int64, the atomic writer
+ * (px_io.h) on a new file, over an old one, to /dev/full and under a
+ * file-size limit (the old file survives), and the schema bounds of the
+ * field tables applied to a model built in memory (px_model_validate). */
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "px_checked.h"
+#include "px_io.h"
+#include "px_model.h"
+#include "px_test.h"
+
+static void test_checked(void)
+{
+    int64_t r = 0;
+    CHECK(px_mul_ok(INT64_C(1) << 31, INT64_C(1) << 31, &r) && r == INT64_C(1) << 62);
+    CHECK(!px_mul_ok(INT64_C(1) << 32, INT64_C(1) << 31, &r) && r == INT64_MAX);
+    CHECK(!px_add_ok(INT64_MAX, 1, &r) && r == INT64_MAX);
+    CHECK(px_add_ok(INT64_MAX - 1, 1, &r) && r == INT64_MAX);
+    CHECK(px_mul_sat(INT64_C(1) << 40, INT64_C(1) << 40) == INT64_MAX);
+    CHECK(px_add_sat(INT64_MAX, INT64_MAX) == INT64_MAX);
+    CHECK(px_i64_from_double_sat(1e30) == INT64_MAX);
+    CHECK(px_i64_from_double_sat(9223372036854775808.0) == INT64_MAX);
+    CHECK(px_i64_from_double_sat(0.0 / 0.0) == INT64_MAX);
+    CHECK(px_i64_from_double_sat(-1e30) == -INT64_MAX);
+    CHECK(px_i64_from_double_sat(1234.6) == 1235);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    static char buf[256];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+static void test_atomic(void)
+{
+    char dir[] = "/tmp/px-io-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[128];
+    snprintf(path, sizeof path, "%s/out.json", dir);
+    px_error err;
+    CHECK(px_io_write_atomic(path, "first\n", 6, &err) == PX_OK);
+    char *got = slurp(path);
+    CHECK(got && strcmp(got, "first\n") == 0);
+    CHECK(px_io_write_atomic(path, "second\n", 7, &err) == PX_OK);
+    got = slurp(path);
+    CHECK(got && strcmp(got, "second\n") == 0);
+    /* a full disk: an error naming the device and the reason */
+    CHECK(px_io_write_atomic("/dev/full", "x", 1, &err) == PX_ERR_IO);
+    CHECK_MSG(strstr(err.msg, "No space left") && !strcmp(err.file, "/dev/full"), "%s", err.msg);
+    /* a write that fails half-way (EFBIG under a 512-byte file-size limit)
+     * leaves the previous file whole and no temporary file */
+    static char big[4096];
+    memset(big, 'x', sizeof big);
+    struct rlimit old, lim = {512, 512};
+    getrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, SIG_IGN);
+    lim.rlim_max = old.rlim_max;
+    CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+    px_status st = px_io_write_atomic(path, big, sizeof big, &err);
+    setrlimit(RLIMIT_FSIZE, &old);
+    CHECK_MSG(st == PX_ERR_IO && strstr(err.msg, "unchanged"), "%s", err.msg);
+    got = slurp(path);
+    CHECK(got && strcmp(got, "second\n") == 0);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls %s | grep -v '^out.json$')\"", dir);
+    CHECK(system(cmd) == 0);
+    /* a directory as the target */
+    CHECK(px_io_write_atomic(dir, "x", 1, &err) == PX_ERR_IO);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+static void test_model_bounds(void)
+{
+    px_model m;
+    px_error err;
+    CHECK(px_model_load("llama3-8b", NULL, &m, &err) == PX_OK);
+    px_model bad = m;
+    bad.hidden = INT64_C(1) << 62; /* the parameter count would wrap */
+    CHECK(px_model_validate(&bad, &err) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(err.msg, "hidden: 4611686018427387904 is out of range (allowed: integer "
+                              "1..1048576)") != NULL, "%s", err.msg);
+    bad = m;
+    bad.n_experts = INT32_MAX;
+    bad.top_k = 1;
+    bad.moe_ffn = 1024;
+    CHECK(px_model_validate(&bad, &err) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(err.msg, "n_experts: 2147483647 is out of range") != NULL, "%s", err.msg);
+    /* every field in range, the sum over layers and experts is not */
+    bad = m;
+    bad.n_layers = 1024;
+    bad.n_experts = 65536;
+    bad.top_k = 1;
+    bad.moe_ffn = 1 << 20;
+    CHECK(px_model_validate(&bad, &err) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(err.msg, "parameters; at most") != NULL, "%s", err.msg);
+    CHECK(px_model_validate(&m, &err) == PX_OK);
+}
+
+int main(void)
+{
+    test_checked();
+    test_atomic();
+    test_model_bounds();
+    return px_test_result("reliability_units");
+}
