@@ -208,6 +208,10 @@ px_status px_partition_refine_bound(const px_model *m, const px_hw *hw, const px
             total += fastest;
         }
         *stage_lower_s = total / pb->pp;
+        double dp_lower; /* the memory-aware bound: recomputation the limit forces */
+        st = px_partition_lower_bound(pb, &dp_lower, err);
+        if (st == PX_OK && dp_lower > *stage_lower_s)
+            *stage_lower_s = dp_lower;
     }
     free(pb);
     return st;
