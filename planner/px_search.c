@@ -1232,6 +1232,104 @@ static int rule_ep(const px_model *m, const px_parallel *par, int want)
     return ep;
 }
 
+/* The general steps of the procedure (1: ZeRO-1, recompute, CP; 2: TP and EP
+ * inside a node; 3: PP until it fits; 5: the micro-batch count) on par.
+ * Returns whether the rest of the GPUs split the global batch. */
+static bool rule_general_steps(const px_model *m, px_cost_ctx *ctx, px_parallel *par,
+                               px_search_result *res, int gpus, int64_t GB, int64_t s,
+                               int g, int64_t limit)
+{
+    px_memory mem;
+    bool batch_ok = false;
+    /* step 1: ZeRO-1 and FlashAttention always; selective recompute from 8K */
+    par->zero = 1;
+    par->recompute = s >= 8192 ? PX_RECOMPUTE_SELECTIVE : PX_RECOMPUTE_NONE;
+    note(res, "ZeRO-1, FlashAttention, recompute %s", px_recompute_name(par->recompute));
+    /* CP for s >= 32K: sequence chunks of 8K */
+    int cp = 1;
+    if (s >= 32768)
+        while (gpus % (cp * 2) == 0 && s / (cp * 2) >= 8192 && s % (cp * 2) == 0)
+            cp *= 2;
+    par->cp = cp;
+    if (cp > 1)
+        note(res, "CP %d for s >= 32K (chunks of %lld tokens)", cp, (long long)(s / cp));
+    /* TP (and EP) fill the node, innermost; CP goes outside them
+     * (order TP, CP, EP, PP, DP) */
+    int gc = g;
+    while (gc > 1 && gpus % (gc * cp))
+        gc /= 2;
+    /* step 2: inside the node */
+    int tp = 1;
+    if (m->n_experts > 0) {
+        int ep = (int)(m->n_experts < gc ? m->n_experts : gc);
+        while (ep > 1 && (m->n_experts % ep || gc % ep))
+            ep--;
+        tp = gc / ep;
+        while (tp > 1 && (m->n_heads % tp || m->n_kv_heads % tp || gpus % (tp * cp)))
+            tp /= 2;
+        par->tp = tp;
+        par->sp = tp > 1;
+        batch_ok = rule_batch(par, gpus, GB);
+        par->ep = rule_ep(m, par, ep);
+        note(res, "MoE: EP = min(E, g) = %d, TP = g / EP = %d", par->ep, tp);
+    } else {
+        par->tp = 1;
+        batch_ok = rule_batch(par, gpus, GB);
+        while (!fits(ctx, par, limit, &mem) && tp * 2 <= gc &&
+               m->n_heads % (tp * 2) == 0 && m->n_kv_heads % (tp * 2) == 0 &&
+               (m->ffn <= 0 || m->ffn % (tp * 2) == 0) && gpus % (tp * 2 * cp) == 0) {
+            tp *= 2;
+            par->tp = tp;
+            par->sp = true;
+            batch_ok = rule_batch(par, gpus, GB);
+        }
+        note(res, "dense: TP %d (2, 4, 8 until it fits; SP when > 1)", tp);
+    }
+    /* step 3: still out of memory (or the rest does not split the
+     * batch: the lecture's "shrink DP"): double PP and interleave.
+     * When doubling does not divide the GPUs left, the next pp that
+     * does (an uneven split when it does not divide the layers). */
+    int rest = gpus / (tp * cp);
+    bool fit = fits(ctx, par, limit, &mem);
+    while (!fit || !batch_ok) {
+        int pp = par->pp * 2;
+        if (pp > m->n_layers || rest % pp) {
+            pp = par->pp + 1;
+            while (pp <= m->n_layers && pp <= rest && rest % pp)
+                pp++;
+            if (pp > m->n_layers || pp > rest || pp > PX_MAX_CHUNKS) {
+                note(res, "PP cannot grow past %d (%d GPUs left after TP·CP, %lld layers)",
+                     par->pp, rest, (long long)m->n_layers);
+                break;
+            }
+            note(res, "PP %d (doubling to %d does not divide the %d GPUs left)", pp,
+                 par->pp * 2, rest);
+        }
+        par->pp = pp;
+        batch_ok = rule_batch(par, gpus, GB);
+        rule_pp(m, par, pp);
+        if (m->n_experts > 0)
+            par->ep = rule_ep(m, par, par->ep);
+        fit = fits(ctx, par, limit, &mem);
+    }
+    if (par->pp > 1)
+        note(res, "PP %d (%s), vpp %d, %s%s", par->pp,
+             fit ? "doubled until it fits" : "the most the GPUs allow", par->vpp,
+             px_schedule_name(par->schedule), par->n_chunks ? ", uneven layer split" : "");
+    /* step 5: m >= max(needed, 20 (p − 1)) */
+    if (par->pp > 1) {
+        int64_t want = 20LL * (par->pp - 1);
+        if (par->n_micro >= want)
+            note(res, "m = %lld >= 20 (p - 1) = %lld", (long long)par->n_micro,
+                 (long long)want);
+        else
+            note(res, "m = %lld < 20 (p - 1) = %lld: the global batch of %lld sequences "
+                      "over DP %d allows no more (a larger bubble)",
+                 (long long)par->n_micro, (long long)want, (long long)GB, par->dp);
+    }
+    return batch_ok;
+}
+
 /* The rule plan's workspace (px_parallel carries 5 KB of per-layer tables). */
 typedef struct {
     px_cost_ctx ctx;
@@ -1309,94 +1407,8 @@ static px_status rule_plan(const px_model *m, const px_hw *hw, int gpus,
             par->zero = 0;
         }
     }
-    if (!done) {
-        /* step 1: ZeRO-1 and FlashAttention always; selective recompute from 8K */
-        par->zero = 1;
-        par->recompute = s >= 8192 ? PX_RECOMPUTE_SELECTIVE : PX_RECOMPUTE_NONE;
-        note(res, "ZeRO-1, FlashAttention, recompute %s", px_recompute_name(par->recompute));
-        /* CP for s >= 32K: sequence chunks of 8K */
-        int cp = 1;
-        if (s >= 32768)
-            while (gpus % (cp * 2) == 0 && s / (cp * 2) >= 8192 && s % (cp * 2) == 0)
-                cp *= 2;
-        par->cp = cp;
-        if (cp > 1)
-            note(res, "CP %d for s >= 32K (chunks of %lld tokens)", cp, (long long)(s / cp));
-        /* TP (and EP) fill the node, innermost; CP goes outside them
-         * (order TP, CP, EP, PP, DP) */
-        int gc = g;
-        while (gc > 1 && gpus % (gc * cp))
-            gc /= 2;
-        /* step 2: inside the node */
-        int tp = 1;
-        if (m->n_experts > 0) {
-            int ep = (int)(m->n_experts < gc ? m->n_experts : gc);
-            while (ep > 1 && (m->n_experts % ep || gc % ep))
-                ep--;
-            tp = gc / ep;
-            while (tp > 1 && (m->n_heads % tp || m->n_kv_heads % tp || gpus % (tp * cp)))
-                tp /= 2;
-            par->tp = tp;
-            par->sp = tp > 1;
-            batch_ok = rule_batch(par, gpus, GB);
-            par->ep = rule_ep(m, par, ep);
-            note(res, "MoE: EP = min(E, g) = %d, TP = g / EP = %d", par->ep, tp);
-        } else {
-            par->tp = 1;
-            batch_ok = rule_batch(par, gpus, GB);
-            while (!fits(ctx, par, limit, &mem) && tp * 2 <= gc &&
-                   m->n_heads % (tp * 2) == 0 && m->n_kv_heads % (tp * 2) == 0 &&
-                   (m->ffn <= 0 || m->ffn % (tp * 2) == 0) && gpus % (tp * 2 * cp) == 0) {
-                tp *= 2;
-                par->tp = tp;
-                par->sp = true;
-                batch_ok = rule_batch(par, gpus, GB);
-            }
-            note(res, "dense: TP %d (2, 4, 8 until it fits; SP when > 1)", tp);
-        }
-        /* step 3: still out of memory (or the rest does not split the
-         * batch: the lecture's "shrink DP"): double PP and interleave.
-         * When doubling does not divide the GPUs left, the next pp that
-         * does (an uneven split when it does not divide the layers). */
-        int rest = gpus / (tp * cp);
-        bool fit = fits(ctx, par, limit, &mem);
-        while (!fit || !batch_ok) {
-            int pp = par->pp * 2;
-            if (pp > m->n_layers || rest % pp) {
-                pp = par->pp + 1;
-                while (pp <= m->n_layers && pp <= rest && rest % pp)
-                    pp++;
-                if (pp > m->n_layers || pp > rest || pp > PX_MAX_CHUNKS) {
-                    note(res, "PP cannot grow past %d (%d GPUs left after TP·CP, %lld layers)",
-                         par->pp, rest, (long long)m->n_layers);
-                    break;
-                }
-                note(res, "PP %d (doubling to %d does not divide the %d GPUs left)", pp,
-                     par->pp * 2, rest);
-            }
-            par->pp = pp;
-            batch_ok = rule_batch(par, gpus, GB);
-            rule_pp(m, par, pp);
-            if (m->n_experts > 0)
-                par->ep = rule_ep(m, par, par->ep);
-            fit = fits(ctx, par, limit, &mem);
-        }
-        if (par->pp > 1)
-            note(res, "PP %d (%s), vpp %d, %s%s", par->pp,
-                 fit ? "doubled until it fits" : "the most the GPUs allow", par->vpp,
-                 px_schedule_name(par->schedule), par->n_chunks ? ", uneven layer split" : "");
-        /* step 5: m >= max(needed, 20 (p − 1)) */
-        if (par->pp > 1) {
-            int64_t want = 20LL * (par->pp - 1);
-            if (par->n_micro >= want)
-                note(res, "m = %lld >= 20 (p - 1) = %lld", (long long)par->n_micro,
-                     (long long)want);
-            else
-                note(res, "m = %lld < 20 (p - 1) = %lld: the global batch of %lld sequences "
-                          "over DP %d allows no more (a larger bubble)",
-                     (long long)par->n_micro, (long long)want, (long long)GB, par->dp);
-        }
-    }
+    if (!done)
+        batch_ok = rule_general_steps(m, ctx, par, res, gpus, GB, s, g, limit);
     note(res, "DP %d (the rest)", par->dp);
     if (!batch_ok)
         note(res, "the global batch of %lld sequences does not split over DP %d: the rule "
