@@ -82,7 +82,11 @@ static px_status current_split(const px_partition_problem *pb, const px_parallel
         memcpy(sol->layers_per_chunk, par->layers_per_chunk,
                (size_t)par->n_chunks * sizeof *par->layers_per_chunk);
     } else {
-        px_partition_uniform(pb, PX_RECOMPUTE_NONE, sol, NULL);
+        /* the uniform layout; any allowed choice (they are set below) */
+        px_recompute rc = PX_RECOMPUTE_NONE;
+        while (rc < PX_RECOMPUTE_FULL && !((pb->allowed_recompute >> rc) & 1u))
+            rc++;
+        px_partition_uniform(pb, rc, sol, NULL);
         sol->n_chunks = C;
     }
     for (int i = 0; i < pb->n_layers; i++)
