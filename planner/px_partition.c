@@ -1191,6 +1191,25 @@ static px_status explain_infeasible(const px_partition_problem *pb, const px_par
                    n_over ? "; also over: stage " : "", others);
 }
 
+px_status px_partition_lower_bound(const px_partition_problem *pb, double *t_lower,
+                                   px_error *err)
+{
+    *t_lower = 0.0;
+    px_status st = px_partition_validate(pb, err);
+    if (st)
+        return st;
+    px_partition_solution *split = malloc(sizeof *split);
+    if (!split)
+        return PX_FAIL(err, PX_ERR_NOMEM, "partition: out of memory");
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    heuristic h;
+    find_heuristic(pb, split, &h, &t0, INFINITY);
+    *t_lower = h.lower_s;
+    free(split);
+    return PX_OK;
+}
+
 /* ---- exact passes without GLPK ------------------------------------------ */
 
 /* The third pass when it is a bottleneck path problem: one chunk per stage

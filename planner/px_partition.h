@@ -160,6 +160,13 @@ px_status px_partition_uniform(const px_partition_problem *pb, px_recompute rc,
 px_status px_partition_solve(const px_partition_problem *pb, const px_partition_opts *opts,
                              px_partition_solution *sol, px_error *err);
 
+/* A lower bound on T, the slowest stage's time per micro-batch, over every
+ * split and recompute choice that fits: the DP over the knapsacks' LP costs
+ * (docs/partition.md, "Bounds and a starting split") where it runs (one
+ * chunk per stage, or identical layers), else 0.  Cheap: no GLPK. */
+px_status px_partition_lower_bound(const px_partition_problem *pb, double *t_lower,
+                                   px_error *err);
+
 /* Exhaustive reference for small instances (every boundary placement times
  * every recompute vector); same objective, tie rule and return codes as
  * px_partition_solve.  PX_ERR_INVALID when there are more than

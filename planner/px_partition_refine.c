@@ -83,7 +83,11 @@ static px_status current_split(const px_partition_problem *pb, const px_parallel
         memcpy(sol->layers_per_chunk, par->layers_per_chunk,
                (size_t)par->n_chunks * sizeof *par->layers_per_chunk);
     } else {
-        px_partition_uniform(pb, PX_RECOMPUTE_NONE, sol, NULL);
+        /* the uniform layout; any allowed choice (they are set below) */
+        px_recompute rc = PX_RECOMPUTE_NONE;
+        while (rc < PX_RECOMPUTE_FULL && !((pb->allowed_recompute >> rc) & 1u))
+            rc++;
+        px_partition_uniform(pb, rc, sol, NULL);
         sol->n_chunks = C;
     }
     for (int i = 0; i < pb->n_layers; i++)
@@ -209,6 +213,10 @@ px_status px_partition_refine_bound(const px_model *m, const px_hw *hw, const px
             total += fastest;
         }
         *stage_lower_s = total / pb->pp;
+        double dp_lower; /* the memory-aware bound: recomputation the limit forces */
+        st = px_partition_lower_bound(pb, &dp_lower, err);
+        if (st == PX_OK && dp_lower > *stage_lower_s)
+            *stage_lower_s = dp_lower;
     }
     free(pb);
     return st;

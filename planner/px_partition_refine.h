@@ -69,7 +69,8 @@ px_status px_partition_refine_allowed(const px_model *m, const px_hw *hw, px_par
 /* A lower bound on the slowest stage's time per micro-batch (seconds) that
  * any split and any recompute choice can give par: all the layers at their
  * fastest choice plus the embedding and the head, spread evenly over the
- * pp stages (the slowest stage is at least the average).  The planner turns
+ * pp stages (the slowest stage is at least the average), or the
+ * partitioner's memory-aware bound (px_partition_lower_bound) when larger.  The planner turns
  * it into a bound on the step time to skip candidates that cannot win. */
 px_status px_partition_refine_bound(const px_model *m, const px_hw *hw, const px_parallel *par,
                                     double *stage_lower_s, px_error *err);

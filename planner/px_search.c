@@ -60,18 +60,27 @@ static int divisors(int64_t n, int64_t bound, int *out, int cap)
 
 /* Score used for ranking: seconds per token (= step time at a fixed global
  * batch; fair when a fixed micro-batch count makes the batch vary). */
-static double score(const px_candidate *c)
+static double score_pred(const px_prediction *p)
 {
-    double tokens = c->pred.tokens_per_s * c->pred.time.step_s;
-    return tokens > 0 ? c->pred.time.step_s / tokens : INFINITY;
+    double tokens = p->tokens_per_s * p->time.step_s;
+    return tokens > 0 ? p->time.step_s / tokens : INFINITY;
+}
+
+static double score(const px_candidate *c) { return score_pred(&c->pred); }
+
+/* a ranks before b: a lower score (beyond rounding), or the same with less
+ * memory. */
+static bool better_pred(const px_prediction *a, const px_prediction *b)
+{
+    double sa = score_pred(a), sb = score_pred(b);
+    if (sa != sb)
+        return sa < sb * (1.0 - 1e-12);
+    return a->mem.total < b->mem.total;
 }
 
 static bool better(const px_candidate *a, const px_candidate *b)
 {
-    double sa = score(a), sb = score(b);
-    if (sa != sb)
-        return sa < sb * (1.0 - 1e-12);
-    return a->pred.mem.total < b->pred.mem.total;
+    return better_pred(&a->pred, &b->pred);
 }
 
 /* The analytic pass ranks into a pool larger than the result's list: with
@@ -79,31 +88,6 @@ static bool better(const px_candidate *a, const px_candidate *b)
  * candidates (see px_search_run), and the program's rescued misses are
  * appended after them.  The pool belongs to the caller (search_tally). */
 #define POOL_MAX (2 * PX_SEARCH_TOP_MAX + PX_SEARCH_MILP_EXTRA + PX_SEARCH_MILP_MISSES)
-
-/* Inserts (par, pred) into list[0..*n), best first, keeping at most keep. */
-static void insert_top(px_candidate *list, int *n_list, int keep, const px_parallel *par,
-                       const px_prediction *pred)
-{
-    px_candidate c;
-    int n = *n_list;
-    if (n == keep) {
-        c.par = *par;
-        c.pred = *pred;
-        if (!better(&c, &list[n - 1]))
-            return;
-        n--; /* drop the last */
-    } else {
-        c.par = *par;
-        c.pred = *pred;
-    }
-    int pos = n;
-    while (pos > 0 && better(&c, &list[pos - 1])) {
-        list[pos] = list[pos - 1];
-        pos--;
-    }
-    list[pos] = c;
-    *n_list = n + 1;
-}
 
 static void fmt_gb(char *buf, size_t n, double bytes)
 {
@@ -652,7 +636,8 @@ typedef struct {
 /* What a piece (or the whole pass) found: the best configurations (best
  * first), the memory misses closest to fitting, and the counts. */
 typedef struct {
-    px_candidate *list; /* [cap] */
+    px_candidate *list; /* [keep] slots, in no order */
+    int *order;         /* [keep] slot indices, best first */
     int n_list, keep;
     px_candidate misses[PX_SEARCH_MILP_MISSES];
     int n_miss;
@@ -661,23 +646,53 @@ typedef struct {
     int64_t n_evaluated, n_valid, rejected[PX_REJ_COUNT];
 } search_tally;
 
-static search_tally *tally_new(int keep, int cap)
+static search_tally *tally_new(int keep)
 {
     search_tally *t = calloc(1, sizeof *t);
-    if (t && !(t->list = malloc((size_t)cap * sizeof *t->list))) {
+    if (!t)
+        return NULL;
+    t->list = malloc((size_t)keep * sizeof *t->list);
+    t->order = malloc((size_t)keep * sizeof *t->order);
+    if (!t->list || !t->order) {
+        free(t->list);
+        free(t->order);
         free(t);
         return NULL;
     }
-    if (t)
-        t->keep = keep;
+    t->keep = keep;
     return t;
 }
 
 static void tally_free(search_tally *t)
 {
-    if (t)
+    if (t) {
         free(t->list);
+        free(t->order);
+    }
     free(t);
+}
+
+/* Inserts (par, pred) into t's list, best first, keeping at most t->keep
+ * (ties go after the earlier ones).  Slot indices move, not candidates
+ * (5 KB each): a candidate is copied once, into the slot of the one it
+ * pushes out. */
+static void tally_insert(search_tally *t, const px_parallel *par, const px_prediction *pred)
+{
+    int n = t->n_list, slot = n;
+    if (n == t->keep) {
+        if (!better_pred(pred, &t->list[t->order[n - 1]].pred))
+            return;
+        slot = t->order[--n];
+    }
+    int pos = n;
+    while (pos > 0 && better_pred(pred, &t->list[t->order[pos - 1]].pred)) {
+        t->order[pos] = t->order[pos - 1];
+        pos--;
+    }
+    t->order[pos] = slot;
+    t->list[slot].par = *par;
+    t->list[slot].pred = *pred;
+    t->n_list = n + 1;
 }
 
 /* Scores par (fully set) into t. */
@@ -702,7 +717,7 @@ static void score_config(const search_spec *sp, px_cost_ctx *ctx, const px_paral
         return;
     }
     t->n_valid++;
-    insert_top(t->list, &t->n_list, t->keep, par, &pred);
+    tally_insert(t, par, &pred);
 }
 
 /* ZeRO stages, recompute choices and schedules for par's sizes. */
@@ -902,8 +917,10 @@ static int list_items(const search_spec *sp, search_item *items, search_tally *t
  * keep the earlier piece's configuration, as one loop would). */
 static void tally_merge(search_tally *all, const search_tally *t)
 {
-    for (int i = 0; i < t->n_list; i++)
-        insert_top(all->list, &all->n_list, all->keep, &t->list[i].par, &t->list[i].pred);
+    for (int i = 0; i < t->n_list; i++) {
+        const px_candidate *c = &t->list[t->order[i]];
+        tally_insert(all, &c->par, &c->pred);
+    }
     for (int i = 0; i < t->n_miss; i++)
         keep_miss(all->misses, &all->n_miss, &t->misses[i].par, t->misses[i].pred.mem.total);
     if (t->has_closest_miss &&
@@ -954,7 +971,7 @@ static void *search_worker(void *arg)
         pthread_mutex_unlock(&w->mu);
         if (i < 0)
             break;
-        search_tally *t = tally_new(w->sp->keep, w->sp->keep);
+        search_tally *t = tally_new(w->sp->keep);
         if (!t) {
             st = PX_FAIL(&e, PX_ERR_NOMEM, "search: out of memory");
             break;
@@ -1105,9 +1122,13 @@ static void result_reset(px_search_result *res)
 static px_status rank_into(const search_spec *sp, px_cost_ctx *ctx, int keep_out,
                            px_search_result *res, px_error *err)
 {
-    search_tally *all = tally_new(sp->keep, POOL_MAX);
-    if (!all)
+    search_tally *all = tally_new(sp->keep);
+    px_candidate *pool = malloc(POOL_MAX * sizeof *pool); /* the ranked list, then rescues */
+    if (!all || !pool) {
+        tally_free(all);
+        free(pool);
         return PX_FAIL(err, PX_ERR_NOMEM, "search: out of memory");
+    }
     double t0 = now_s();
     px_status st = analytic_pass(sp, all, err);
     res->analytic_s = now_s() - t0;
@@ -1118,16 +1139,19 @@ static px_status rank_into(const search_spec *sp, px_cost_ctx *ctx, int keep_out
         res->has_closest_miss = all->has_closest_miss;
         if (all->has_closest_miss)
             res->closest_miss = all->closest_miss;
+        for (int i = 0; i < all->n_list; i++)
+            pool[i] = all->list[all->order[i]];
         if (sp->o->milp) {
-            st = refine_top(sp->m, sp->hw, ctx, sp->o, res, all->list, all->n_list, keep_out,
+            st = refine_top(sp->m, sp->hw, ctx, sp->o, res, pool, all->n_list, keep_out,
                             all->misses, all->n_miss, err);
         } else {
             for (int i = 0; i < all->n_list; i++)
-                res->top[i] = all->list[i];
+                res->top[i] = pool[i];
             res->n_top = all->n_list;
         }
     }
     tally_free(all);
+    free(pool);
     return st;
 }
 
@@ -1242,6 +1266,104 @@ static int rule_ep(const px_model *m, const px_parallel *par, int want)
     return ep;
 }
 
+/* The general steps of the procedure (1: ZeRO-1, recompute, CP; 2: TP and EP
+ * inside a node; 3: PP until it fits; 5: the micro-batch count) on par.
+ * Returns whether the rest of the GPUs split the global batch. */
+static bool rule_general_steps(const px_model *m, px_cost_ctx *ctx, px_parallel *par,
+                               px_search_result *res, int gpus, int64_t GB, int64_t s,
+                               int g, int64_t limit)
+{
+    px_memory mem;
+    bool batch_ok = false;
+    /* step 1: ZeRO-1 and FlashAttention always; selective recompute from 8K */
+    par->zero = 1;
+    par->recompute = s >= 8192 ? PX_RECOMPUTE_SELECTIVE : PX_RECOMPUTE_NONE;
+    note(res, "ZeRO-1, FlashAttention, recompute %s", px_recompute_name(par->recompute));
+    /* CP for s >= 32K: sequence chunks of 8K */
+    int cp = 1;
+    if (s >= 32768)
+        while (gpus % (cp * 2) == 0 && s / (cp * 2) >= 8192 && s % (cp * 2) == 0)
+            cp *= 2;
+    par->cp = cp;
+    if (cp > 1)
+        note(res, "CP %d for s >= 32K (chunks of %lld tokens)", cp, (long long)(s / cp));
+    /* TP (and EP) fill the node, innermost; CP goes outside them
+     * (order TP, CP, EP, PP, DP) */
+    int gc = g;
+    while (gc > 1 && gpus % (gc * cp))
+        gc /= 2;
+    /* step 2: inside the node */
+    int tp = 1;
+    if (m->n_experts > 0) {
+        int ep = (int)(m->n_experts < gc ? m->n_experts : gc);
+        while (ep > 1 && (m->n_experts % ep || gc % ep))
+            ep--;
+        tp = gc / ep;
+        while (tp > 1 && (m->n_heads % tp || m->n_kv_heads % tp || gpus % (tp * cp)))
+            tp /= 2;
+        par->tp = tp;
+        par->sp = tp > 1;
+        batch_ok = rule_batch(par, gpus, GB);
+        par->ep = rule_ep(m, par, ep);
+        note(res, "MoE: EP = min(E, g) = %d, TP = g / EP = %d", par->ep, tp);
+    } else {
+        par->tp = 1;
+        batch_ok = rule_batch(par, gpus, GB);
+        while (!fits(ctx, par, limit, &mem) && tp * 2 <= gc &&
+               m->n_heads % (tp * 2) == 0 && m->n_kv_heads % (tp * 2) == 0 &&
+               (m->ffn <= 0 || m->ffn % (tp * 2) == 0) && gpus % (tp * 2 * cp) == 0) {
+            tp *= 2;
+            par->tp = tp;
+            par->sp = true;
+            batch_ok = rule_batch(par, gpus, GB);
+        }
+        note(res, "dense: TP %d (2, 4, 8 until it fits; SP when > 1)", tp);
+    }
+    /* step 3: still out of memory (or the rest does not split the
+     * batch: the lecture's "shrink DP"): double PP and interleave.
+     * When doubling does not divide the GPUs left, the next pp that
+     * does (an uneven split when it does not divide the layers). */
+    int rest = gpus / (tp * cp);
+    bool fit = fits(ctx, par, limit, &mem);
+    while (!fit || !batch_ok) {
+        int pp = par->pp * 2;
+        if (pp > m->n_layers || rest % pp) {
+            pp = par->pp + 1;
+            while (pp <= m->n_layers && pp <= rest && rest % pp)
+                pp++;
+            if (pp > m->n_layers || pp > rest || pp > PX_MAX_CHUNKS) {
+                note(res, "PP cannot grow past %d (%d GPUs left after TP·CP, %lld layers)",
+                     par->pp, rest, (long long)m->n_layers);
+                break;
+            }
+            note(res, "PP %d (doubling to %d does not divide the %d GPUs left)", pp,
+                 par->pp * 2, rest);
+        }
+        par->pp = pp;
+        batch_ok = rule_batch(par, gpus, GB);
+        rule_pp(m, par, pp);
+        if (m->n_experts > 0)
+            par->ep = rule_ep(m, par, par->ep);
+        fit = fits(ctx, par, limit, &mem);
+    }
+    if (par->pp > 1)
+        note(res, "PP %d (%s), vpp %d, %s%s", par->pp,
+             fit ? "doubled until it fits" : "the most the GPUs allow", par->vpp,
+             px_schedule_name(par->schedule), par->n_chunks ? ", uneven layer split" : "");
+    /* step 5: m >= max(needed, 20 (p − 1)) */
+    if (par->pp > 1) {
+        int64_t want = 20LL * (par->pp - 1);
+        if (par->n_micro >= want)
+            note(res, "m = %lld >= 20 (p - 1) = %lld", (long long)par->n_micro,
+                 (long long)want);
+        else
+            note(res, "m = %lld < 20 (p - 1) = %lld: the global batch of %lld sequences "
+                      "over DP %d allows no more (a larger bubble)",
+                 (long long)par->n_micro, (long long)want, (long long)GB, par->dp);
+    }
+    return batch_ok;
+}
+
 /* The rule plan's workspace (px_parallel carries 5 KB of per-layer tables). */
 typedef struct {
     px_cost_ctx ctx;
@@ -1319,94 +1441,8 @@ static px_status rule_plan(const px_model *m, const px_hw *hw, int gpus,
             par->zero = 0;
         }
     }
-    if (!done) {
-        /* step 1: ZeRO-1 and FlashAttention always; selective recompute from 8K */
-        par->zero = 1;
-        par->recompute = s >= 8192 ? PX_RECOMPUTE_SELECTIVE : PX_RECOMPUTE_NONE;
-        note(res, "ZeRO-1, FlashAttention, recompute %s", px_recompute_name(par->recompute));
-        /* CP for s >= 32K: sequence chunks of 8K */
-        int cp = 1;
-        if (s >= 32768)
-            while (gpus % (cp * 2) == 0 && s / (cp * 2) >= 8192 && s % (cp * 2) == 0)
-                cp *= 2;
-        par->cp = cp;
-        if (cp > 1)
-            note(res, "CP %d for s >= 32K (chunks of %lld tokens)", cp, (long long)(s / cp));
-        /* TP (and EP) fill the node, innermost; CP goes outside them
-         * (order TP, CP, EP, PP, DP) */
-        int gc = g;
-        while (gc > 1 && gpus % (gc * cp))
-            gc /= 2;
-        /* step 2: inside the node */
-        int tp = 1;
-        if (m->n_experts > 0) {
-            int ep = (int)(m->n_experts < gc ? m->n_experts : gc);
-            while (ep > 1 && (m->n_experts % ep || gc % ep))
-                ep--;
-            tp = gc / ep;
-            while (tp > 1 && (m->n_heads % tp || m->n_kv_heads % tp || gpus % (tp * cp)))
-                tp /= 2;
-            par->tp = tp;
-            par->sp = tp > 1;
-            batch_ok = rule_batch(par, gpus, GB);
-            par->ep = rule_ep(m, par, ep);
-            note(res, "MoE: EP = min(E, g) = %d, TP = g / EP = %d", par->ep, tp);
-        } else {
-            par->tp = 1;
-            batch_ok = rule_batch(par, gpus, GB);
-            while (!fits(ctx, par, limit, &mem) && tp * 2 <= gc &&
-                   m->n_heads % (tp * 2) == 0 && m->n_kv_heads % (tp * 2) == 0 &&
-                   (m->ffn <= 0 || m->ffn % (tp * 2) == 0) && gpus % (tp * 2 * cp) == 0) {
-                tp *= 2;
-                par->tp = tp;
-                par->sp = true;
-                batch_ok = rule_batch(par, gpus, GB);
-            }
-            note(res, "dense: TP %d (2, 4, 8 until it fits; SP when > 1)", tp);
-        }
-        /* step 3: still out of memory (or the rest does not split the
-         * batch: the lecture's "shrink DP"): double PP and interleave.
-         * When doubling does not divide the GPUs left, the next pp that
-         * does (an uneven split when it does not divide the layers). */
-        int rest = gpus / (tp * cp);
-        bool fit = fits(ctx, par, limit, &mem);
-        while (!fit || !batch_ok) {
-            int pp = par->pp * 2;
-            if (pp > m->n_layers || rest % pp) {
-                pp = par->pp + 1;
-                while (pp <= m->n_layers && pp <= rest && rest % pp)
-                    pp++;
-                if (pp > m->n_layers || pp > rest || pp > PX_MAX_CHUNKS) {
-                    note(res, "PP cannot grow past %d (%d GPUs left after TP·CP, %lld layers)",
-                         par->pp, rest, (long long)m->n_layers);
-                    break;
-                }
-                note(res, "PP %d (doubling to %d does not divide the %d GPUs left)", pp,
-                     par->pp * 2, rest);
-            }
-            par->pp = pp;
-            batch_ok = rule_batch(par, gpus, GB);
-            rule_pp(m, par, pp);
-            if (m->n_experts > 0)
-                par->ep = rule_ep(m, par, par->ep);
-            fit = fits(ctx, par, limit, &mem);
-        }
-        if (par->pp > 1)
-            note(res, "PP %d (%s), vpp %d, %s%s", par->pp,
-                 fit ? "doubled until it fits" : "the most the GPUs allow", par->vpp,
-                 px_schedule_name(par->schedule), par->n_chunks ? ", uneven layer split" : "");
-        /* step 5: m >= max(needed, 20 (p − 1)) */
-        if (par->pp > 1) {
-            int64_t want = 20LL * (par->pp - 1);
-            if (par->n_micro >= want)
-                note(res, "m = %lld >= 20 (p - 1) = %lld", (long long)par->n_micro,
-                     (long long)want);
-            else
-                note(res, "m = %lld < 20 (p - 1) = %lld: the global batch of %lld sequences "
-                          "over DP %d allows no more (a larger bubble)",
-                     (long long)par->n_micro, (long long)want, (long long)GB, par->dp);
-        }
-    }
+    if (!done)
+        batch_ok = rule_general_steps(m, ctx, par, res, gpus, GB, s, g, limit);
     note(res, "DP %d (the rest)", par->dp);
     if (!batch_ok)
         note(res, "the global batch of %lld sequences does not split over DP %d: the rule "

@@ -5,14 +5,15 @@
 # --milp-time-limit: GPT-3 175B on 1024 GPUs has candidates (PP 16 over 2
 # chunks) whose uniform split with greedy recomputation does not fit the
 # program's memory limit (tighter than the search's by one layer's
-# activations, docs/partition.md), so with a microsecond the program has no
+# activations, docs/partition.md), and whose memory needs recomputation, so
+# the exact DP does not answer them; with a microsecond the program has no
 # starting split to fall back on and GLPK stops with none ("time limit ...
-# reached before any split").
+# reached before any split").  --pp 16 --vpp 2 keeps the search on them.
 set -u
 PLAN="$1"; READBACK="$2"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-args="--model gpt3-175b --gpus 1024 --milp-time-limit 0.000001"
+args="--model gpt3-175b --gpus 1024 --pp 16 --vpp 2 --milp-time-limit 0.000001"
 
 "$PLAN" $args -o "$tmp/plan.json" > "$tmp/out.txt" 2> "$tmp/err.txt" \
   || fail "plan exited $?: $(cat "$tmp/err.txt")"

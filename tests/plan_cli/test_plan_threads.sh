@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The search spread over threads returns byte-identical JSON to the search on
+# one thread (timings aside: elapsed_s and configs_per_s).  The analytic pass
+# is cut into (tp, cp, pp) pieces merged in loop order whatever thread scored
+# them (px_search.c, analytic_pass).  The cases are ones whose partition
+# programs are all answered by the exact DP: GLPK's time limit, which a
+# loaded machine can reach, would make two runs differ for another reason;
+# the test checks that precondition.  Also --sweep-gpus: a table row and a
+# JSON element per GPU count, each the best plan `plan --gpus G` chooses.
+set -u
+PLAN="$1"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+strip() { grep -v -e '"elapsed_s"' -e '"configs_per_s"' "$1"; }
+
+for args in "--model 70b --gpus 1024" "--model tiny-moe --gpus 8" \
+            "--model llama3-405b --gpus 16384 --top 20"; do
+  for t in 1 2 5; do
+    "$PLAN" $args --threads "$t" --json > "$tmp/t$t.json" 2> "$tmp/err" \
+      || fail "plan $args --threads $t exited $?: $(cat "$tmp/err")"
+  done
+  grep -q '"exact_dp": 0' "$tmp/t1.json" && fail "plan $args: no program answered by the DP"
+  python3 - "$tmp/t1.json" "$args" <<'PY' || exit 1
+import json, sys
+d = json.load(open(sys.argv[1]))["partition"]
+if d["exact_dp"] != d["refined"] or d["not_proven"] or d["skipped"]:
+    sys.exit("FAIL: plan %s: precondition: every program by the exact DP, got %s" % (sys.argv[2], d))
+PY
+  for t in 2 5; do
+    diff <(strip "$tmp/t1.json") <(strip "$tmp/t$t.json") > "$tmp/diff" \
+      || fail "plan $args: --threads $t differs from --threads 1: $(head -20 "$tmp/diff")"
+  done
+  n=$(strip "$tmp/t1.json" | wc -l)
+  [ "$n" -gt 100 ] || fail "plan $args: only $n lines of JSON"
+done
+
+# --sweep-gpus: rows per count, the same best as plan --gpus
+"$PLAN" --model 70b --sweep-gpus 256..1024 > "$tmp/sweep.txt" 2> "$tmp/err" \
+  || fail "--sweep-gpus exited $?: $(cat "$tmp/err")"
+"$PLAN" --model 70b --sweep-gpus 256..1024 --json > "$tmp/sweep.json" 2> "$tmp/err" \
+  || fail "--sweep-gpus --json exited $?: $(cat "$tmp/err")"
+"$PLAN" --model 70b --gpus 512 --json > "$tmp/g512.json" 2> "$tmp/err" \
+  || fail "plan --gpus 512 exited $?: $(cat "$tmp/err")"
+for g in 256 512 1024; do
+  grep -Eq "^ +$g +[0-9]+" "$tmp/sweep.txt" || fail "--sweep-gpus: no row for $g GPUs"
+done
+python3 - "$tmp/sweep.json" "$tmp/g512.json" <<'PY' || exit 1
+import json, sys
+sw = json.load(open(sys.argv[1]))["sweep"]
+one = json.load(open(sys.argv[2]))["plans"][0]
+if [r["gpus"] for r in sw] != [256, 512, 1024]:
+    sys.exit("FAIL: sweep counts %s" % [r["gpus"] for r in sw])
+best = sw[1]["best"]
+for k in ("parallel", "micro_batch", "num_microbatches", "step_time_s", "layers_per_chunk"):
+    if best[k] != one[k]:
+        sys.exit("FAIL: sweep 512 %s = %s, plan --gpus 512 %s" % (k, best[k], one[k]))
+PY
+"$PLAN" --model 70b --sweep-gpus 64..8 > /dev/null 2> "$tmp/err" && fail "--sweep-gpus 64..8 accepted"
+grep -q "B is below A" "$tmp/err" || fail "--sweep-gpus 64..8: message: $(cat "$tmp/err")"
+"$PLAN" --model 70b --sweep-gpus 8..64 --gpus 8 > /dev/null 2> "$tmp/err" \
+  && fail "--sweep-gpus with --gpus accepted"
+echo "plan threads and sweep: OK"
