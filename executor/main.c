@@ -2,6 +2,7 @@
  *   mpirun -np G execute --plan plan.json [--steps N] [--warmup N] [--seed N]
  *          [--data FILE] [--report report.json] [--dump-weights DIR]
  *          [--lr X] [--init-std X] [--backend cpu|cuda] [--dtype bf16|fp32]
+ *          [--trace FILE]
  * Only rank 0 prints the step table; errors name the rank.  See
  * docs/executor.md. */
 #include <stdio.h>
@@ -20,9 +21,10 @@
 #include "px_exec.h"
 #include "px_memtrack.h"
 #include "px_measure.h"
+#include "px_trace.h"
 
 typedef struct {
-    const char *plan_path, *report_path, *dump_dir, *backend;
+    const char *plan_path, *report_path, *dump_dir, *backend, *trace_path;
     int64_t steps, warmup;
     px_exec_options opt;
 } cli;
@@ -33,7 +35,7 @@ static void usage(FILE *f)
             "usage: mpirun -np G execute --plan plan.json [--steps N] [--warmup N] [--seed N]\n"
             "                            [--data FILE] [--report report.json]\n"
             "                            [--dump-weights DIR] [--lr X] [--init-std X]\n"
-            "                            [--backend cpu|cuda] [--dtype bf16|fp32]\n"
+            "                            [--backend cpu|cuda] [--dtype bf16|fp32] [--trace FILE]\n"
             "  --plan FILE         plan JSON written by `plan -o` (required)\n"
             "  --steps N           timed optimizer steps (default 3)\n"
             "  --warmup N          untimed steps before them (default 1)\n"
@@ -47,7 +49,9 @@ static void usage(FILE *f)
             "  --dtype NAME        storage of activations and the weights the kernels read:\n"
             "                      bf16 (fp32 master weights, gradients and AdamW state) or\n"
             "                      fp32 (default: the plan's hardware profile, dtype_bytes 2\n"
-            "                      -> bf16, 4 -> fp32)\n");
+            "                      -> bf16, 4 -> fp32)\n"
+            "  --trace FILE        every rank's kernels, collectives, pipeline messages and\n"
+            "                      engine spans as Chrome trace-event JSON (Perfetto; pid = rank)\n");
 }
 
 static int parse_i64(const char *s, int64_t min, int64_t *out)
@@ -84,6 +88,8 @@ static int parse_args(int argc, char **argv, cli *c, char *buf, size_t n)
             c->report_path = v;
         } else if (!strcmp(a, "--data")) {
             c->opt.data_path = v;
+        } else if (!strcmp(a, "--trace")) {
+            c->trace_path = v;
         } else if (!strcmp(a, "--dump-weights")) {
             c->dump_dir = v;
         } else if (!strcmp(a, "--dtype")) {
@@ -197,6 +203,14 @@ int main(int argc, char **argv)
                           "-Dcuda=enabled on a machine with nvcc, cuBLAS and NCCL)");
 #endif
     }
+    /* The tracer (px_trace.h): class sums for the report on a synchronous
+     * backend (no device clock), and every span with --trace. */
+    px_trace trace;
+    bool traced = false;
+    if (!st && (c.trace_path || !be.timer_start)) {
+        st = px_trace_attach(&trace, &be, c.trace_path != NULL, &err);
+        traced = st == PX_OK;
+    }
     if (!st)
         st = px_exec_create(&ex, &plan, &c.opt, &be, MPI_COMM_WORLD, &err);
     /* Every rank learns whether set-up failed anywhere, so no rank waits in
@@ -210,6 +224,8 @@ int main(int argc, char **argv)
         px_exec_destroy(ex);
         if (be.destroy)
             be.destroy(&be);
+        if (traced)
+            px_trace_free(&trace);
         MPI_Finalize();
         return 1;
     }
@@ -260,6 +276,10 @@ int main(int argc, char **argv)
             fail_abort(rank, &err);
         }
         double t0 = MPI_Wtime(), loss = 0.0;
+        if (traced && i == 0)
+            px_trace_start(&trace); /* the common origin: right after a barrier */
+        if (traced)
+            px_trace_step_begin(&trace, i, i >= c.warmup);
         if (rank == fail_rank && i == fail_step) {
             px_error_set(&err, PX_ERR_INTERNAL, NULL, 0, 0,
                          "injected failure at step %lld (PX_EXECUTE_INJECT_FAILURE)",
@@ -270,6 +290,8 @@ int main(int argc, char **argv)
             fail_abort(rank, &err);
         if (px_exec_step(ex, i, true, &loss, &err))
             fail_abort(rank, &err);
+        if (traced)
+            px_trace_step_end(&trace);
         double dev = 0.0, dev_max = 0.0;
         if (device_clock && be.timer_stop(&be, &dev, &err))
             fail_abort(rank, &err);
@@ -307,6 +329,21 @@ int main(int argc, char **argv)
         px_error_set(&err, PX_ERR_MPI, NULL, 0, 0, "gathering the peak memory failed");
         fail_abort(rank, &err);
     }
+    /* per rank: seconds per timed step by class, then the rank's own step */
+    double class_mine[PX_TRACE_N_CLASSES + 1];
+    if (traced) {
+        px_trace_class_means(&trace, class_mine);
+        class_mine[PX_TRACE_N_CLASSES] =
+            trace.timed_steps ? trace.step_s / (double)trace.timed_steps : 0.0;
+        if (!be.timer_start && rank == 0)
+            run.class_s = calloc((size_t)world * (PX_TRACE_N_CLASSES + 1), sizeof *run.class_s);
+        if ((!be.timer_start && rank == 0 && !run.class_s) ||
+            MPI_Gather(class_mine, PX_TRACE_N_CLASSES + 1, MPI_DOUBLE, run.class_s,
+                       PX_TRACE_N_CLASSES + 1, MPI_DOUBLE, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
+            px_error_set(&err, PX_ERR_MPI, NULL, 0, 0, "gathering the time by class failed");
+            fail_abort(rank, &err);
+        }
+    }
     int status = 0;
     if (rank == 0) {
         for (int r = 0; r < world; r++) {
@@ -333,6 +370,11 @@ int main(int argc, char **argv)
         }
     }
     free(all);
+    if (c.trace_path && px_trace_write(&trace, c.trace_path, MPI_COMM_WORLD, &err)) {
+        if (rank == 0)
+            print_error(rank, &err);
+        status = 1;
+    }
     if (c.dump_dir && px_exec_dump_weights(ex, c.dump_dir, &err)) {
         print_error(rank, &err);
         status = 1;
@@ -341,12 +383,15 @@ int main(int argc, char **argv)
     MPI_Allreduce(&status, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     px_exec_destroy(ex);
     be.destroy(&be);
+    if (traced) /* last: the backend's table points into the tracer */
+        px_trace_free(&trace);
     free(run.losses);
     free(run.step_time_s);
     free(run.device_time_s);
     free(run.reserved_peak_bytes);
     free(run.peak_memory_bytes);
     free(run.peak_breakdown);
+    free(run.class_s);
     px_measure_free_stages(&run);
     MPI_Finalize();
     return any ? 1 : 0;
