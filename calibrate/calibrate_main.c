@@ -25,6 +25,7 @@
 #include "px_calib_disk.h"
 #include "px_calib_fit.h"
 #include "px_calib_gemm.h"
+#include "px_calib_sustain.h"
 #include "px_calib_kernels.h"
 #include "px_calib_mem.h"
 #ifdef PX_HAVE_CUDA
@@ -137,6 +138,19 @@ static px_status calibrate_cpu(const px_calib_opts *o, MPI_Comm world, bool use_
     px_calib_say(o, "kernels: element-wise %.2f GB/s = mem_bound_eff %.3f of the triad; "
                  "attention %.2f GFLOP/s = attn_eff %.4f of peak", ksum[0] / 1e9,
                  hw->mem_bound_eff, ksum[1] / 1e9, hw->attn_eff);
+
+    /* 3b. The share of those rates a step sustains (px_calib_sustain.h):
+     * the mean over the ranks, which ran the stream at once. */
+    double sus = 1.0, sus_sum;
+    st = px_calib_sustain_run(o, &sus, err);
+    if (st != PX_OK)
+        return st;
+    sus_sum = sus;
+    if (use_mpi && size > 1) {
+        MPI_Allreduce(&sus, &sus_sum, 1, MPI_DOUBLE, MPI_SUM, world);
+        sus_sum /= size;
+    }
+    hw->sustained_frac = sus_sum;
 
     /* 4. Communication. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);

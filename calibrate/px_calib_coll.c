@@ -59,13 +59,17 @@ static int coll_call(MPI_Comm comm, px_calib_coll_kind kind, int rank, int count
                 return rc;
             return MPI_Send(send, count_per_rank, MPI_FLOAT, 0, 7, comm);
         }
+    /* The reductions run in place, as the executor calls them (its gradient
+     * buffers are reduced where they are; Open MPI's in-place paths differ
+     * from the two-buffer ones).  recv holds zeros: repeated sums stay 0. */
     case PX_CALIB_ALLREDUCE:
-        return MPI_Allreduce(send, recv, count_per_rank * g, MPI_FLOAT, MPI_SUM, comm);
+        (void)send;
+        return MPI_Allreduce(MPI_IN_PLACE, recv, count_per_rank * g, MPI_FLOAT, MPI_SUM, comm);
     case PX_CALIB_ALLGATHER:
         return MPI_Allgather(send, count_per_rank, MPI_FLOAT, recv, count_per_rank,
                              MPI_FLOAT, comm);
     case PX_CALIB_REDUCE_SCATTER:
-        return MPI_Reduce_scatter_block(send, recv, count_per_rank, MPI_FLOAT, MPI_SUM,
+        return MPI_Reduce_scatter_block(MPI_IN_PLACE, recv, count_per_rank, MPI_FLOAT, MPI_SUM,
                                         comm);
     case PX_CALIB_ALLTOALL:
         return MPI_Alltoall(send, count_per_rank, MPI_FLOAT, recv, count_per_rank,

@@ -173,6 +173,28 @@ px_status px_measure_predicted_classes(const px_plan *plan, double *out, px_erro
                              d->dp_exposed_s;
         out[PX_TRACE_P2P] = d->pp_exposed_s + pred.time.bubble_s;
         out[PX_TRACE_OPTIMIZER] = pred.time.optimizer_s;
+        /* The cost model books the LM head's GEMM (forward + 2x backward)
+         * with the stage's element-wise extras; the trace times it as a
+         * GEMM.  Move it when the last stage sets the pace. */
+        int p = plan->par.pp;
+        double *mb = calloc((size_t)p, sizeof *mb);
+        if (mb) {
+            px_cost_stages(ctx, &plan->par, mb, NULL);
+            int slowest = 0;
+            for (int s = 1; s < p; s++)
+                slowest = mb[s] > mb[slowest] ? s : slowest;
+            if (slowest == p - 1) {
+                const px_parallel *q = &plan->par;
+                double T = (double)q->micro_batch * (double)seq_len_of(plan) / q->cp;
+                double head = 3.0 * (double)q->n_micro *
+                              px_time_gemm_s(&plan->hw, T, (double)plan->model.vocab / q->tp,
+                                             (double)plan->model.hidden);
+                head = head < out[PX_TRACE_ELEMENTWISE] ? head : out[PX_TRACE_ELEMENTWISE];
+                out[PX_TRACE_GEMM] += head;
+                out[PX_TRACE_ELEMENTWISE] -= head;
+            }
+            free(mb);
+        }
     }
     free(ctx);
     free(d);

@@ -67,6 +67,8 @@ enum {
     N_P2P_BATCH,
     N_COPY,
     N_ZERO,
+    N_ALLOC,
+    N_FREE,
     N_SPAN_BASE
 };
 
@@ -119,6 +121,9 @@ static const leaf_info LEAVES[N_SPAN_BASE] = {
     [N_P2P_BATCH] = {"p2p_batch", PX_TRACE_P2P},
     [N_COPY] = {"copy", PX_TRACE_ELEMENTWISE},
     [N_ZERO] = {"zero", PX_TRACE_ELEMENTWISE},
+    /* allocation: the CPU backend's zeroed buffers are written once more */
+    [N_ALLOC] = {"alloc", PX_TRACE_ELEMENTWISE},
+    [N_FREE] = {"free", PX_TRACE_ELEMENTWISE},
 };
 
 static const char *const SPAN_NAMES[PX_SPAN_COUNT] = {
@@ -524,6 +529,21 @@ static void w_zero(px_backend *be, void *p, int64_t bytes)
     leaf(N_ZERO, t0, bytes, 0, 0);
 }
 
+static px_status w_alloc(px_backend *be, int64_t bytes, void **out, px_error *err)
+{
+    double t0 = clock_s();
+    px_status st = g_active->inner.alloc(be, bytes, out, err);
+    leaf(N_ALLOC, t0, bytes, 0, 0);
+    return st;
+}
+
+static void w_free(px_backend *be, void *p)
+{
+    double t0 = clock_s();
+    g_active->inner.free(be, p);
+    leaf(N_FREE, t0, 0, 0, 0);
+}
+
 /* The engine installs the kernels of its storage dtype: wrap those. */
 static px_status w_set_dtype(px_backend *be, px_dtype t, px_error *err)
 {
@@ -561,6 +581,10 @@ px_status px_trace_attach(px_trace *tr, px_backend *be, bool keep_events, px_err
         be->copy = w_copy;
     if (be->zero)
         be->zero = w_zero;
+    if (be->alloc)
+        be->alloc = w_alloc;
+    if (be->free)
+        be->free = w_free;
     if (be->set_dtype)
         be->set_dtype = w_set_dtype;
     return PX_OK;
@@ -628,7 +652,7 @@ static void print_args(FILE *f, const px_trace_event *e)
         k[0] = "bytes", k[1] = "group_size";
     } else if (n == N_P2P_BATCH) {
         k[0] = "bytes_sent", k[1] = "bytes_received", k[2] = "messages";
-    } else if (n == N_COPY || n == N_ZERO) {
+    } else if (n == N_COPY || n == N_ZERO || n == N_ALLOC) {
         k[0] = "bytes";
     } else {
         k[0] = "d0", k[1] = "d1", k[2] = "d2"; /* the kernel's leading sizes */

@@ -1,6 +1,7 @@
 /* px_cost.c — the cost model; every formula is documented, with its source,
  * in docs/cost-model.md under the heading named in the comment above it. */
 #include "px_cost.h"
+#include "px_blocking.h"
 
 #include <math.h>
 #include <string.h>
@@ -1554,6 +1555,7 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     }
     if (!par->dp_overlap && par->zero <= 2)
         dp_exposed = dp_total; /* reduced (and gathered) after the backward */
+    dp_exposed = px_blocking_dp_exposed(par, dp_total, dp_exposed); /* ZeRO-3 too */
     /* the hidden part still takes SMs from the compute it hides under */
     dp_exposed += comm_sm_fraction(hw) * (dp_total - dp_exposed);
     if (ddp <= 1 && edp <= 1)

@@ -29,6 +29,7 @@ static const px_jfield hw_fields[] = {
     HD("gemm_eff_half_dim", gemm_eff_half_dim, false, 0),
     HD("mem_bound_eff", mem_bound_eff, false, 0),
     HD("attn_eff", attn_eff, false, 0),
+    HD("sustained_frac", sustained_frac, false, 0),
     HD("comm_overlap_cost", comm_overlap_cost, false, 0),
     HD("norm_bw", norm_bw, false, 0),
     HD("residual_bw", residual_bw, false, 0),
@@ -120,6 +121,10 @@ px_status px_hw_validate(const px_hw *hw, px_error *err)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "profile %s: comm_overlap_cost = %g must be in [0, 1]", n,
                        hw->comm_overlap_cost);
+    if (!(hw->sustained_frac >= 0 && hw->sustained_frac <= 1))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "profile %s: sustained_frac = %g must be in [0, 1] (0: not measured)",
+                       n, hw->sustained_frac);
     if (!(hw->gemm_eff_half_dim >= 0))
         return PX_FAIL(err, PX_ERR_INVALID, "profile %s: gemm_eff_half_dim must be >= 0", n);
     if (hw->gpus_per_node < 1)
