@@ -141,16 +141,22 @@ static px_status calibrate_cpu(const px_calib_opts *o, MPI_Comm world, bool use_
 
     /* 3b. The share of those rates a step sustains (px_calib_sustain.h):
      * the mean over the ranks, which ran the stream at once. */
-    double sus = 1.0, sus_sum;
-    st = px_calib_sustain_run(o, &sus, err);
+    px_calib_opts so = *o;
+    if (!(use_mpi && size > 1))
+        so.sync = NULL; /* nothing to wait for */
+    double sus[2] = {1.0, 0.0}, sus_sum[2];
+    st = px_calib_sustain_run(&so, &sus[0], &sus[1], err);
     if (st != PX_OK)
         return st;
-    sus_sum = sus;
+    sus_sum[0] = sus[0];
+    sus_sum[1] = sus[1];
     if (use_mpi && size > 1) {
-        MPI_Allreduce(&sus, &sus_sum, 1, MPI_DOUBLE, MPI_SUM, world);
-        sus_sum /= size;
+        MPI_Allreduce(sus, sus_sum, 2, MPI_DOUBLE, MPI_SUM, world);
+        sus_sum[0] /= size;
+        sus_sum[1] /= size;
     }
-    hw->sustained_frac = sus_sum;
+    hw->sustained_frac = sus_sum[0];
+    hw->sync_wait_s = sus_sum[1];
 
     /* 4. Communication. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);

@@ -1,7 +1,8 @@
 /* px_calib_gemm.h — BLAS GEMM throughput by shape.
  *
  * The sweep is a lattice of (m, n, k) with every dimension in a geometric
- * series of ratio 4 from 16 (a head dimension) to 4096 (1024 with --quick):
+ * series of ratio 4 from 16 (a head dimension) to 4096 (1024 with --quick,
+ * which adds 512: px_calib_gemm_dims):
  * it covers the tokens b*s (32..4096) and the hidden, ffn, head and vocab
  * widths (after TP sharding) of tiny-to-small models, and a regular lattice
  * in log space is what the cost model interpolates over.  Each point is timed

@@ -15,7 +15,7 @@ enum { SUSTAIN_SETS = 8 };
 
 double px_calib_sustain_window_s(bool quick)
 {
-    return quick ? 0.6 : 2.0;
+    return quick ? 1.2 : 3.0;
 }
 
 static void gemm(const float *a, const float *b, float *c)
@@ -24,7 +24,8 @@ static void gemm(const float *a, const float *b, float *c)
                 a, SUSTAIN_K, b, SUSTAIN_K, 0.0f, c, SUSTAIN_N);
 }
 
-px_status px_calib_sustain_run(const px_calib_opts *o, double *frac, px_error *err)
+px_status px_calib_sustain_run(const px_calib_opts *o, double *frac, double *sync_wait_s,
+                               px_error *err)
 {
     const size_t na = (size_t)SUSTAIN_M * SUSTAIN_K, nb = (size_t)SUSTAIN_N * SUSTAIN_K,
                  nc = (size_t)SUSTAIN_M * SUSTAIN_N, per = na + nb + nc;
@@ -58,12 +59,36 @@ px_status px_calib_sustain_run(const px_calib_opts *o, double *frac, px_error *e
         calls++;
         t = px_calib_now_s();
     }
-    free(buf);
     double mean = (t - t0) / (double)calls;
     *frac = fmin(1.0, best / mean);
     px_calib_say(o, "sustained: %ld GEMMs %dx%dx%d in %.2f s, mean %.1f GFLOP/s against the "
                  "best call's %.1f: sustained_frac %.3f", calls, SUSTAIN_M, SUSTAIN_N, SUSTAIN_K,
                  t - t0, 2.0 * SUSTAIN_M * SUSTAIN_N * SUSTAIN_K / mean / 1e9,
                  2.0 * SUSTAIN_M * SUSTAIN_N * SUSTAIN_K / best / 1e9, *frac);
+    /* The wait at a synchronisation: the same GEMMs, each followed by the
+     * barrier every rank reaches after its own call (o->sync; none without
+     * MPI).  The barrier's fastest pass is its own cost; the mean beyond it
+     * is the wait for the rank that an interruption held back. */
+    *sync_wait_s = 0.0;
+    if (o->sync) {
+        double wait = 0.0, fastest = INFINITY;
+        long n = 0;
+        px_calib_sync(o);
+        t0 = px_calib_now_s();
+        for (t = t0; t - t0 < 0.5 * window || n < 8; n++) {
+            float *s = buf + per * (size_t)(n % SUSTAIN_SETS);
+            gemm(s, s + na, s + na + nb);
+            double b0 = px_calib_now_s();
+            px_calib_sync(o);
+            t = px_calib_now_s();
+            wait += t - b0;
+            fastest = fmin(fastest, t - b0);
+        }
+        *sync_wait_s = fmax(0.0, wait / (double)n - fastest);
+        px_calib_say(o, "sustained: %ld synchronisations after a GEMM each, mean wait %.0f us "
+                     "beyond the fastest (%.0f us): sync_wait_s", n, 1e6 * *sync_wait_s,
+                     1e6 * fastest);
+    }
+    free(buf);
     return PX_OK;
 }

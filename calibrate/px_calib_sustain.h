@@ -23,10 +23,16 @@
 #include "px_calib.h"
 #include "px_error.h"
 
-/* Window of the GEMM stream, seconds (quick: 0.6 s, else 2 s). */
+/* Window of the GEMM stream, seconds (quick: 1.2 s, else 3 s); the
+ * synchronised stream takes half of it. */
 double px_calib_sustain_window_s(bool quick);
 
-/* Measures the fraction into *frac (in (0, 1]). */
-px_status px_calib_sustain_run(const px_calib_opts *o, double *frac, px_error *err);
+/* Measures the fraction into *frac (in (0, 1]) and, when o->sync is set
+ * (MPI), the mean wait at a synchronisation after a GEMM of that stream
+ * beyond the synchronisation's own cost into *sync_wait_s (else 0): what
+ * each blocking collective of a step costs on top of its transfer when the
+ * ranks do not progress in lock step (px_hw.sync_wait_s). */
+px_status px_calib_sustain_run(const px_calib_opts *o, double *frac, double *sync_wait_s,
+                               px_error *err);
 
 #endif

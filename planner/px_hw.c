@@ -30,6 +30,7 @@ static const px_jfield hw_fields[] = {
     HD("mem_bound_eff", mem_bound_eff, false, 0),
     HD("attn_eff", attn_eff, false, 0),
     HD("sustained_frac", sustained_frac, false, 0),
+    HD("sync_wait_s", sync_wait_s, false, 0),
     HD("comm_overlap_cost", comm_overlap_cost, false, 0),
     HD("norm_bw", norm_bw, false, 0),
     HD("residual_bw", residual_bw, false, 0),
@@ -125,6 +126,9 @@ px_status px_hw_validate(const px_hw *hw, px_error *err)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "profile %s: sustained_frac = %g must be in [0, 1] (0: not measured)",
                        n, hw->sustained_frac);
+    if (!(hw->sync_wait_s >= 0 && hw->sync_wait_s < 1))
+        return PX_FAIL(err, PX_ERR_INVALID, "profile %s: sync_wait_s = %g must be in [0, 1) s",
+                       n, hw->sync_wait_s);
     if (!(hw->gemm_eff_half_dim >= 0))
         return PX_FAIL(err, PX_ERR_INVALID, "profile %s: gemm_eff_half_dim must be >= 0", n);
     if (hw->gpus_per_node < 1)

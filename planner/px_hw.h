@@ -58,6 +58,9 @@ typedef struct {
                                * mean over a GEMM stream against its best call;
                                * written by `calibrate` on CPUs (px_calib_sustain.h),
                                * optional: 0 = 1 (datasheet rates are sustained) */
+    double sync_wait_s;       /* mean wait of a rank at a blocking collective for the
+                               * peer an interruption held back, beyond the transfer:
+                               * written by `calibrate --mpi` on CPUs, optional (0) */
     double attn_eff;          /* fraction of peak_flops the attention core runs at,
                                * forward + backward together, counting the causal
                                * FLOPs (half the s x s product) 1x forward and 2.5x
