@@ -164,7 +164,9 @@ static px_status sweep_fit(const px_calib_opts *o, MPI_Comm comm, px_calib_coll_
         px_status st = px_calib_coll_time(o, comm, kind, sizes[i], &ti, err);
         if (st != PX_OK)
             return st;
-        if (sizes[i] >= PX_CALIB_FIT_MIN_BYTES) {
+        int64_t min_fit = kind == PX_CALIB_P2P ? PX_CALIB_FIT_MIN_BYTES
+                                               : PX_CALIB_COLL_FIT_MIN_BYTES;
+        if (sizes[i] >= min_fit) {
             if (first_fit < 0)
                 first_fit = i;
             x[nfit] = (double)sizes[i];
