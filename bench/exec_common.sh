@@ -35,13 +35,13 @@ calibrate() {
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("peak %.1f GFLOP/s, attn_eff %.2f" % (d["peak_flops"]/1e9, d["attn_eff"]))' "$profile")"
 }
 
-# plan_fixed NAME FLAGS...: every dimension fixed, uniform split, the
-# CPU executor's blocking communication (--overlap off).
+# plan_fixed NAME FLAGS...: every dimension fixed by FLAGS, uniform split,
+# the CPU executor's blocking communication (--overlap off).
 plan_fixed() {
   local name=$1
   shift
   "$build/plan" --model "$model" --gpus 2 --hw "$profile" --global-batch 16 \
-    --recompute none --overlap off --partition uniform "$@" -o "$work/$name.plan.json" \
+    --overlap off --partition uniform "$@" -o "$work/$name.plan.json" \
     >"$work/$name.plan.txt" 2>&1 || { cat "$work/$name.plan.txt" >&2; exit 1; }
 }
 

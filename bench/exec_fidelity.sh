@@ -32,7 +32,7 @@ for l in "${layouts[@]}"; do
   set -- $l
   name=$1
   shift
-  plan_fixed "$name" --micro-batch 2 "$@"
+  plan_fixed "$name" --micro-batch 2 --recompute none "$@"
   names+=("$name")
 done
 for ((k = 0; k < repeat; k++)); do
