@@ -45,6 +45,19 @@ plan_fixed() {
     >"$work/$name.plan.txt" 2>&1 || { cat "$work/$name.plan.txt" >&2; exit 1; }
 }
 
+# run_rounds NAME...: every configuration once per round, $repeat rounds,
+# odd rounds in reverse order, so that a load that drifts during the run
+# does not line up with the list (the ranking's list is in predicted order).
+run_rounds() {
+  local names=("$@") k i
+  for ((k = 0; k < repeat; k++)); do
+    for ((i = 0; i < ${#names[@]}; i++)); do
+      if ((k % 2)); then run_exec "${names[${#names[@]} - 1 - i]}" "$k"
+      else run_exec "${names[i]}" "$k"; fi
+    done
+  done
+}
+
 # run_exec NAME REPEAT: one execute of the plan, report $work/NAME.REPEAT.json
 run_exec() {
   mpirun --oversubscribe -np 2 "$build/execute" --plan "$work/$1.plan.json" \

@@ -35,9 +35,7 @@ for l in "${layouts[@]}"; do
   plan_fixed "$name" --micro-batch 2 --recompute none "$@"
   names+=("$name")
 done
-for ((k = 0; k < repeat; k++)); do
-  for name in "${names[@]}"; do run_exec "$name" "$k"; done
-done
+run_rounds "${names[@]}"
 echo "# $warmup warm-up + $steps timed steps per run, $repeat runs per layout; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$work" "$repeat" "${names[@]}" <<'PY'
 import json, os, statistics, sys

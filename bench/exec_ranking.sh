@@ -32,9 +32,7 @@ while read -r name flags; do
   plan_fixed "$name" $flags
   names+=("$name")
 done <"$work/rows.txt"
-for ((k = 0; k < repeat; k++)); do
-  for name in "${names[@]}"; do run_exec "$name" "$k"; done
-done
+run_rounds "${names[@]}"
 echo "# $warmup warm-up + $steps timed steps per run, $repeat runs per plan (the smaller median kept); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$work" "$repeat" "$work/rows.txt" "${names[@]}" <<'PY'
 import json, os, sys
