@@ -15,7 +15,7 @@ enum { SUSTAIN_SETS = 8 };
 
 double px_calib_sustain_window_s(bool quick)
 {
-    return quick ? 2.0 : 4.0;
+    return quick ? 1.0 : 4.0;
 }
 
 static void gemm(const float *a, const float *b, float *c)

@@ -23,7 +23,7 @@
 #include "px_calib.h"
 #include "px_error.h"
 
-/* Window of the GEMM stream, seconds (quick: 2 s, else 4 s); the
+/* Window of the GEMM stream, seconds (quick: 1 s, else 4 s); the
  * synchronised stream takes half of it. */
 double px_calib_sustain_window_s(bool quick);
 
