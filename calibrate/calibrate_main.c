@@ -25,6 +25,7 @@
 #include "px_calib_disk.h"
 #include "px_calib_fit.h"
 #include "px_calib_gemm.h"
+#include "px_calib_sustain.h"
 #include "px_calib_kernels.h"
 #include "px_calib_mem.h"
 #ifdef PX_HAVE_CUDA
@@ -138,6 +139,25 @@ static px_status calibrate_cpu(const px_calib_opts *o, MPI_Comm world, bool use_
     px_calib_say(o, "kernels: element-wise %.2f GB/s = mem_bound_eff %.3f of the triad; "
                  "attention %.2f GFLOP/s = attn_eff %.4f of peak", ksum[0] / 1e9,
                  hw->mem_bound_eff, ksum[1] / 1e9, hw->attn_eff);
+
+    /* 3b. The share of those rates a step sustains (px_calib_sustain.h):
+     * the mean over the ranks, which ran the stream at once. */
+    px_calib_opts so = *o;
+    if (!(use_mpi && size > 1))
+        so.sync = NULL; /* nothing to wait for */
+    double sus[2] = {1.0, 0.0}, sus_sum[2];
+    st = px_calib_sustain_run(&so, &sus[0], &sus[1], err);
+    if (st != PX_OK)
+        return st;
+    sus_sum[0] = sus[0];
+    sus_sum[1] = sus[1];
+    if (use_mpi && size > 1) {
+        MPI_Allreduce(sus, sus_sum, 2, MPI_DOUBLE, MPI_SUM, world);
+        sus_sum[0] /= size;
+        sus_sum[1] /= size;
+    }
+    hw->sustained_frac = sus_sum[0];
+    hw->sync_wait_s = sus_sum[1];
 
     /* 4. Communication. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);

@@ -1,6 +1,6 @@
 /* compare — predicted vs measured for one or more `execute --report` runs:
  *
- *   compare [--max-time-err F] [--max-mem-err F] [--json] report.json ...
+ *   compare [--max-time-err F] [--max-mem-err F] [--breakdown] [--json] report.json ...
  *
  * Prints one fixed-column row per run (step time, tokens/s, MFU, peak
  * memory: predicted, measured, relative error = (pred - meas) / meas), then,
@@ -8,7 +8,8 @@
  * own pipeline stage, and a summary; with the limits, exits 1 when any run's
  * |step-time error|, |peak-memory error| (worst stage vs worst rank) or any
  * rank's |error against its own stage| exceeds them (the table is printed
- * either way).
+ * either way).  --breakdown adds each run's step time by class, predicted
+ * against measured (px_breakdown.h).
  * --json prints the same content as JSON (sorted keys).  Exit 2: bad
  * arguments (a limit outside (0, 1]) or an unreadable report (also one whose
  * step time or peak memory is negative).  A report whose plan file cannot be
@@ -24,17 +25,22 @@
 
 #include "px_args.h"
 #include "px_error.h"
+#include "px_breakdown.h"
 #include "px_report.h"
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: compare [--max-time-err F] [--max-mem-err F] [--json] report.json ...\n"
+    fprintf(f, "usage: compare [--max-time-err F] [--max-mem-err F] [--breakdown] [--json] "
+               "report.json ...\n"
                "  --max-time-err F  fail (exit 1) when |predicted/measured - 1| of the step\n"
                "                    time exceeds F for any run; F a fraction in (0, 1]\n"
                "                    (0.25 for 25 %%)\n"
                "  --max-mem-err F   the same for the peak memory (e.g. 0.10): the worst\n"
                "                    stage against the worst rank, and every rank against\n"
                "                    its own pipeline stage where the report has them\n"
+               "  --breakdown       also the step time by class (GEMM, attention, element-wise,\n"
+               "                    exposed communication, bubble + p2p, optimizer, other),\n"
+               "                    predicted vs measured, from the report's *_class_s\n"
                "  --json            the table as JSON on stdout\n"
                "  --version         the Parallax version\n"
                "Every option takes its value as `--flag value` or `--flag=value`, once.\n");
@@ -200,7 +206,7 @@ static void pct(char *buf, size_t n, double e)
 
 typedef struct {
     double max_time, max_mem; /* -1: no limit */
-    bool as_json;
+    bool as_json, breakdown;
 } compare_cli;
 
 /* --max-time-err / --max-mem-err: a fraction in (0, 1]. */
@@ -227,11 +233,12 @@ static const px_arg compare_rows[] = {
     PX_ARG_CUSTOM("--max-time-err", read_max_time),
     PX_ARG_CUSTOM("--max-mem-err", read_max_mem),
     PX_ARG_SWITCH("--json", compare_cli, as_json),
+    PX_ARG_SWITCH("--breakdown", compare_cli, breakdown),
 };
 
 int main(int argc, char **argv)
 {
-    compare_cli cl = {-1.0, -1.0, false};
+    compare_cli cl = {-1.0, -1.0, false, false};
     px_args_result args;
     px_error aerr;
     if (px_args_parse(compare_rows, (int)(sizeof compare_rows / sizeof compare_rows[0]), argc,
@@ -250,7 +257,7 @@ int main(int argc, char **argv)
         return 0;
     }
     double max_time = cl.max_time, max_mem = cl.max_mem;
-    bool as_json = cl.as_json;
+    bool as_json = cl.as_json, breakdown = cl.breakdown;
     int n_paths = args.n_positional;
     const char **paths = args.positional;
     if (n_paths == 0) {
@@ -260,7 +267,8 @@ int main(int argc, char **argv)
     }
     px_report *runs = calloc((size_t)n_paths, sizeof *runs);
     rank_mem *rms = calloc((size_t)n_paths, sizeof *rms);
-    if (!runs || !rms)
+    px_breakdown *bds = calloc((size_t)n_paths, sizeof *bds);
+    if (!runs || !rms || !bds)
         return 2;
     for (int i = 0; i < n_paths; i++) {
         px_error err;
@@ -276,6 +284,13 @@ int main(int argc, char **argv)
             return 2;
         if (!read_rank_mem(paths[i], &rms[i]))
             return 2;
+        px_error_clear(&err);
+        if (breakdown && px_breakdown_read(paths[i], &bds[i], &err) != PX_OK) {
+            char buf[1400];
+            px_error_format(&err, buf, sizeof buf);
+            fprintf(stderr, "compare: %s\n", buf);
+            return 2;
+        }
         warn_unread_plan(paths[i]);
     }
 
@@ -337,6 +352,8 @@ int main(int argc, char **argv)
                 json_object_set_new(rel, keys[k], isfinite(errs[k]) ? json_real(errs[k])
                                                                     : json_null());
             json_object_set_new(o, "relative_error", rel);
+            if (breakdown)
+                json_object_set_new(o, "breakdown", px_breakdown_json(&bds[i]));
             if (rm->n > 0) {
                 json_t *ranks = json_array();
                 for (int k = 0; k < rm->n; k++) {
@@ -397,6 +414,15 @@ int main(int argc, char **argv)
                        (double)rms[i].meas_bytes[k] / 1e6, e);
             }
     }
+    if (!as_json && breakdown) {
+        printf("# time by class, seconds per step: predicted vs measured (the mean over the "
+               "ranks of each rank's mean over the timed steps); step_err = (pred - meas) / "
+               "measured step, the row's part of the step-time error\n");
+        printf("%-44s %-22s | %9s %9s %9s | %8s\n", "run", "class", "pred_s", "meas_s",
+               "diff_s", "step_err");
+        for (int i = 0; i < n_paths; i++)
+            px_breakdown_print(stdout, runs[i].label, &bds[i]);
+    }
     if (as_json) {
         json_t *root = json_pack("{s:o, s:o, s:o, s:i, s:i}", "runs", jruns,
                                  "worst_step_time_err",
@@ -432,6 +458,7 @@ int main(int argc, char **argv)
         free(rms[i].meas_bytes);
     }
     free(rms);
+    free(bds);
     free(runs);
     free(paths);
     return n_bad ? 1 : 0;

@@ -59,13 +59,17 @@ static int coll_call(MPI_Comm comm, px_calib_coll_kind kind, int rank, int count
                 return rc;
             return MPI_Send(send, count_per_rank, MPI_FLOAT, 0, 7, comm);
         }
+    /* The reductions run in place, as the executor calls them (its gradient
+     * buffers are reduced where they are; Open MPI's in-place paths differ
+     * from the two-buffer ones).  recv holds zeros: repeated sums stay 0. */
     case PX_CALIB_ALLREDUCE:
-        return MPI_Allreduce(send, recv, count_per_rank * g, MPI_FLOAT, MPI_SUM, comm);
+        (void)send;
+        return MPI_Allreduce(MPI_IN_PLACE, recv, count_per_rank * g, MPI_FLOAT, MPI_SUM, comm);
     case PX_CALIB_ALLGATHER:
         return MPI_Allgather(send, count_per_rank, MPI_FLOAT, recv, count_per_rank,
                              MPI_FLOAT, comm);
     case PX_CALIB_REDUCE_SCATTER:
-        return MPI_Reduce_scatter_block(send, recv, count_per_rank, MPI_FLOAT, MPI_SUM,
+        return MPI_Reduce_scatter_block(MPI_IN_PLACE, recv, count_per_rank, MPI_FLOAT, MPI_SUM,
                                         comm);
     case PX_CALIB_ALLTOALL:
         return MPI_Alltoall(send, count_per_rank, MPI_FLOAT, recv, count_per_rank,
@@ -160,7 +164,9 @@ static px_status sweep_fit(const px_calib_opts *o, MPI_Comm comm, px_calib_coll_
         px_status st = px_calib_coll_time(o, comm, kind, sizes[i], &ti, err);
         if (st != PX_OK)
             return st;
-        if (sizes[i] >= PX_CALIB_FIT_MIN_BYTES) {
+        int64_t min_fit = kind == PX_CALIB_P2P ? PX_CALIB_FIT_MIN_BYTES
+                                               : PX_CALIB_COLL_FIT_MIN_BYTES;
+        if (sizes[i] >= min_fit) {
             if (first_fit < 0)
                 first_fit = i;
             x[nfit] = (double)sizes[i];

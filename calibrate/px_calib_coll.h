@@ -24,6 +24,14 @@
  * model's 8 KB activations already use the rendezvous protocol). */
 #define PX_CALIB_FIT_MIN_BYTES 4096
 
+/* The MPI sweep's collectives (not p2p) fit from here: Open MPI's reductions
+ * change algorithm again between the L2-resident sizes and the MB-sized
+ * buffers a step reduces (gradients, ZeRO units, TP activations of 0.5 MB
+ * and up), and a relative-error fit that includes 4-32 KB calls follows
+ * those and prices a 12 MB in-place reduce-scatter 4x too fast (measured
+ * here: 0.75 GB/s at 12 MB against a fitted 4.5 GB/s). */
+#define PX_CALIB_COLL_FIT_MIN_BYTES 262144
+
 typedef enum {
     PX_CALIB_P2P = 0,        /* one-way time of a ping-pong */
     PX_CALIB_ALLREDUCE,

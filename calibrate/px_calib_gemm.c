@@ -14,6 +14,22 @@ int px_calib_gemm_dims(bool quick, int64_t *dims, int max)
     return n;
 }
 
+int px_calib_gemm_token_dims(bool quick, int64_t *dims, int max)
+{
+    int64_t top = quick ? 1024 : 4096;
+    int n = 0;
+    for (int64_t d = 16; d <= top && n < max; d *= 4) {
+        /* quick: 512 as well — the CPU executor's token counts (b·s/cp,
+         * 256..1024) straddle the per-core L2 there, where the rate bends
+         * more than one interpolation over a factor of 4 follows */
+        if (quick && d == 1024 && n < max)
+            dims[n++] = 512;
+        if (n < max)
+            dims[n++] = d;
+    }
+    return n;
+}
+
 static void gemm_call(char ta, char tb, int m, int n, int k, const float *a,
                       const float *b, float *c)
 {
@@ -64,11 +80,12 @@ double px_calib_gemm_time_one(const px_calib_opts *o, char ta, char tb, int64_t 
 px_status px_calib_gemm_run(const px_calib_opts *o, px_gemm_point *pts, int max_pts,
                             int *n_pts, px_error *err)
 {
-    int64_t dims[8];
+    int64_t dims[8], mdims[8];
     int nd = px_calib_gemm_dims(o->quick, dims, 8);
-    if (nd * nd * nd > max_pts)
+    int nm = px_calib_gemm_token_dims(o->quick, mdims, 8); /* m: the tokens */
+    if (nm * nd * nd > max_pts)
         return PX_FAIL(err, PX_ERR_INTERNAL,
-                       "gemm sweep: %d points do not fit in %d", nd * nd * nd, max_pts);
+                       "gemm sweep: %d points do not fit in %d", nm * nd * nd, max_pts);
     int threads = px_calib_set_blas_threads(o->blas_threads);
     int64_t top = dims[nd - 1];
     size_t elems = (size_t)(top * top);
@@ -94,23 +111,23 @@ px_status px_calib_gemm_run(const px_calib_opts *o, px_gemm_point *pts, int max_
         c[i] = 0.0f;
     }
     px_calib_say(o, "gemm: %d shapes x 3 forms (NN, NT, TN), dims %lld..%lld, "
-                 "%d BLAS thread(s)", nd * nd * nd, (long long)dims[0], (long long)top,
+                 "%d BLAS thread(s)", nm * nd * nd, (long long)dims[0], (long long)top,
                  threads);
     static const char forms[3][2] = {{'N', 'N'}, {'N', 'T'}, {'T', 'N'}};
     int np = 0;
     double t_start = px_calib_now_s();
-    for (int im = 0; im < nd; im++) {
+    for (int im = 0; im < nm; im++) {
         double slice_best = 0.0, slice_worst = INFINITY;
         for (int in = 0; in < nd; in++) {
             for (int ik = 0; ik < nd; ik++) {
                 double inv_sum = 0.0;
                 for (int f = 0; f < 3; f++) {
-                    double fl = px_calib_gemm_time_one(o, forms[f][0], forms[f][1], dims[im],
+                    double fl = px_calib_gemm_time_one(o, forms[f][0], forms[f][1], mdims[im],
                                                        dims[in], dims[ik], a, b, c);
                     inv_sum += 1.0 / fl;
                 }
                 px_gemm_point *p = &pts[np++];
-                p->m = dims[im];
+                p->m = mdims[im];
                 p->n = dims[in];
                 p->k = dims[ik];
                 p->flops = 3.0 / inv_sum;
@@ -119,7 +136,7 @@ px_status px_calib_gemm_run(const px_calib_opts *o, px_gemm_point *pts, int max_
             }
         }
         px_calib_say(o, "gemm: m=%-5lld done (%d/%d shapes): %.1f..%.1f GFLOP/s, %.1f s",
-                     (long long)dims[im], np, nd * nd * nd, slice_worst / 1e9,
+                     (long long)mdims[im], np, nm * nd * nd, slice_worst / 1e9,
                      slice_best / 1e9, px_calib_now_s() - t_start);
     }
     free(a);

@@ -1,7 +1,8 @@
 /* px_calib_gemm.h — BLAS GEMM throughput by shape.
  *
  * The sweep is a lattice of (m, n, k) with every dimension in a geometric
- * series of ratio 4 from 16 (a head dimension) to 4096 (1024 with --quick):
+ * series of ratio 4 from 16 (a head dimension) to 4096 (1024 with --quick,
+ * whose m, the tokens, also takes 512: px_calib_gemm_token_dims):
  * it covers the tokens b*s (32..4096) and the hidden, ffn, head and vocab
  * widths (after TP sharding) of tiny-to-small models, and a regular lattice
  * in log space is what the cost model interpolates over.  Each point is timed
@@ -20,6 +21,11 @@
 
 /* The lattice's dimensions in increasing order; returns how many (<= max). */
 int px_calib_gemm_dims(bool quick, int64_t *dims, int max);
+
+/* The dimensions of m (the tokens b·s/cp of a layer GEMM): the same, and
+ * with quick 512 between 256 and 1024 (the CPU executor's token counts
+ * straddle the per-core L2 there); returns how many (<= max). */
+int px_calib_gemm_token_dims(bool quick, int64_t *dims, int max);
 
 /* Times one shape in one form ('N'/'T' for A and B, row-major C[m,n] =
  * op(A) op(B)), returning the achieved FLOP/s (2mnk per call).  Buffers must

@@ -2,7 +2,7 @@
  *   mpirun -np G execute --plan plan.json [--steps N] [--warmup N] [--seed N]
  *          [--data FILE] [--report report.json] [--dump-weights DIR]
  *          [--lr X] [--init-std X] [--backend cpu|cuda] [--dtype bf16|fp32]
- *          [--timeout S] [--save DIR --save-interval N] [--load DIR]
+ *          [--timeout S] [--save DIR --save-interval N] [--load DIR] [--trace FILE]
  * Only rank 0 prints the step table; errors name the rank.  See
  * docs/executor.md. */
 #include <math.h>
@@ -24,10 +24,11 @@
 #include "px_exec.h"
 #include "px_memtrack.h"
 #include "px_measure.h"
+#include "px_trace.h"
 #include "px_watchdog.h"
 
 typedef struct {
-    const char *plan_path, *report_path, *dump_dir, *backend;
+    const char *plan_path, *report_path, *dump_dir, *backend, *trace_path;
     const char *save_dir, *load_dir; /* checkpoints (px_ckpt.h) */
     int64_t steps, warmup, save_interval;
     double timeout_s;
@@ -40,7 +41,7 @@ static void usage(FILE *f)
             "usage: mpirun -np G execute --plan plan.json [--steps N] [--warmup N] [--seed N]\n"
             "                            [--data FILE] [--report report.json]\n"
             "                            [--dump-weights DIR] [--lr X] [--init-std X]\n"
-            "                            [--backend cpu|cuda] [--dtype bf16|fp32]\n"
+            "                            [--backend cpu|cuda] [--dtype bf16|fp32] [--trace FILE]\n"
             "                            [--timeout S] [--save DIR --save-interval N]\n"
             "                            [--load DIR]\n"
             "  --plan FILE         plan JSON written by `plan -o` (required)\n"
@@ -59,6 +60,8 @@ static void usage(FILE *f)
             "                      bf16 (fp32 master weights, gradients and AdamW state) or\n"
             "                      fp32 (default: the plan's hardware profile, dtype_bytes 2\n"
             "                      -> bf16, 4 -> fp32)\n"
+            "  --trace FILE        every rank's kernels, collectives, pipeline messages and\n"
+            "                      engine spans as Chrome trace-event JSON (Perfetto; pid = rank)\n"
             "  --timeout S         seconds any one collective or point-to-point may take\n"
             "                      before the job ends, naming the rank and the operation\n"
             "                      (default 600)\n"
@@ -134,6 +137,7 @@ static const px_arg execute_rows[] = {
     PX_ARG_STR("--report", cli, report_path),
     PX_ARG_STR("--data", cli, opt.data_path),
     PX_ARG_STR("--dump-weights", cli, dump_dir),
+    PX_ARG_STR("--trace", cli, trace_path),
     PX_ARG_CUSTOM("--dtype", read_dtype),
     PX_ARG_CUSTOM("--backend", read_backend),
     PX_ARG_I64("--steps", cli, steps, 1, (double)(1LL << 40)),
@@ -261,6 +265,14 @@ int main(int argc, char **argv)
     if (!st && !strcmp(c.backend, "cuda"))
         px_watchdog_set_abort_hook(px_backend_cuda_abort, NULL);
 #endif
+    /* The tracer (px_trace.h): class sums for the report on a synchronous
+     * backend (no device clock), and every span with --trace. */
+    px_trace trace;
+    bool traced = false;
+    if (!st && (c.trace_path || !be.timer_start)) {
+        st = px_trace_attach(&trace, &be, c.trace_path != NULL, &err);
+        traced = st == PX_OK;
+    }
     if (!st)
         st = px_exec_create(&ex, &plan, &c.opt, &be, MPI_COMM_WORLD, &err);
     /* Every rank learns whether set-up failed anywhere, so no rank waits in
@@ -282,6 +294,8 @@ int main(int argc, char **argv)
         if (be.destroy)
             be.destroy(&be);
         px_watchdog_stop();
+        if (traced)
+            px_trace_free(&trace);
         MPI_Finalize();
         return 1;
     }
@@ -355,6 +369,10 @@ int main(int argc, char **argv)
         }
         px_watchdog_leave();
         double t0 = MPI_Wtime(), loss = 0.0;
+        if (traced && i == 0)
+            px_trace_start(&trace); /* the common origin: right after a barrier */
+        if (traced)
+            px_trace_step_begin(&trace, i, i >= c.warmup);
         if (rank == fail_rank && i == fail_step) {
             px_error_set(&err, PX_ERR_INTERNAL, NULL, 0, 0,
                          "injected failure at step %lld (PX_EXECUTE_INJECT_FAILURE)",
@@ -367,6 +385,8 @@ int main(int argc, char **argv)
             fail_abort(rank, &err);
         if (px_exec_step(ex, i, true, &loss, &err))
             fail_abort(rank, &err);
+        if (traced)
+            px_trace_step_end(&trace);
         double dev = 0.0, dev_max = 0.0;
         if (device_clock && be.timer_stop(&be, &dev, &err))
             fail_abort(rank, &err);
@@ -421,6 +441,21 @@ int main(int argc, char **argv)
         px_error_set(&err, PX_ERR_MPI, NULL, 0, 0, "gathering the peak memory failed");
         fail_abort(rank, &err);
     }
+    /* per rank: seconds per timed step by class, then the rank's own step */
+    double class_mine[PX_TRACE_N_CLASSES + 1];
+    if (traced) {
+        px_trace_class_means(&trace, class_mine);
+        class_mine[PX_TRACE_N_CLASSES] =
+            trace.timed_steps ? trace.step_s / (double)trace.timed_steps : 0.0;
+        if (!be.timer_start && rank == 0)
+            run.class_s = calloc((size_t)world * (PX_TRACE_N_CLASSES + 1), sizeof *run.class_s);
+        if ((!be.timer_start && rank == 0 && !run.class_s) ||
+            MPI_Gather(class_mine, PX_TRACE_N_CLASSES + 1, MPI_DOUBLE, run.class_s,
+                       PX_TRACE_N_CLASSES + 1, MPI_DOUBLE, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
+            px_error_set(&err, PX_ERR_MPI, NULL, 0, 0, "gathering the time by class failed");
+            fail_abort(rank, &err);
+        }
+    }
     int status = 0;
     if (rank == 0) {
         for (int r = 0; r < world; r++) {
@@ -447,6 +482,11 @@ int main(int argc, char **argv)
         }
     }
     free(all);
+    if (c.trace_path && px_trace_write(&trace, c.trace_path, MPI_COMM_WORLD, &err)) {
+        if (rank == 0)
+            print_error(rank, &err);
+        status = 1;
+    }
     if (c.dump_dir && px_exec_dump_weights(ex, c.dump_dir, &err)) {
         print_error(rank, &err);
         status = 1;
@@ -460,6 +500,8 @@ int main(int argc, char **argv)
     px_watchdog_stop();
     px_exec_destroy(ex);
     be.destroy(&be);
+    if (traced) /* last: the backend's table points into the tracer */
+        px_trace_free(&trace);
     free(run.losses);
     free(run.grad_norms);
     free(run.step_time_s);
@@ -467,6 +509,7 @@ int main(int argc, char **argv)
     free(run.reserved_peak_bytes);
     free(run.peak_memory_bytes);
     free(run.peak_breakdown);
+    free(run.class_s);
     px_measure_free_stages(&run);
     MPI_Finalize();
     return any ? 1 : 0;

@@ -12,6 +12,7 @@
 #include "px_bf16.h"
 #include "px_exec_internal.h"
 #include "px_io.h"
+#include "px_trace.h"
 
 #define W(off) px_ex_w(ex, off)
 #define G(off) px_ex_g(ex, off)
@@ -955,18 +956,23 @@ px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_
         const px_sched_op *op = &ex->ops[i];
         while (phase < slot[i])
             TRY(exchange(ex, phase++, &cursor, &out, err));
+        double t0 = px_trace_now();
         if (op->kind == 'F')
             TRY(chunk_fwd(ex, op->chunk, op->micro, step, &out, err));
         else if (op->kind == 'B')
             TRY(chunk_bwd(ex, op->chunk, op->micro, &out, err));
         else
             TRY(chunk_wgrad(ex, op->chunk, op->micro, err));
+        px_trace_span(op->kind == 'F' ? PX_SPAN_FWD : op->kind == 'B' ? PX_SPAN_BWD : PX_SPAN_WGRAD,
+                      t0, ex->tab.chunks[op->chunk].model_chunk, op->micro);
     }
     while (phase < ex->tl.n_slots)
         TRY(exchange(ex, phase++, &cursor, &out, err));
+    double t0 = px_trace_now();
     TRY(reduce_grads(ex, err));
     if (!update && ex->grad.size > 1 && ex->zero < 2) /* still report the full gradient */
         TRY(be->all_reduce(be, ex->grads, ex->n_dense, PX_F32, PX_REDUCE_SUM, &ex->grad, err));
+    px_trace_span(PX_SPAN_REDUCE, t0, 0, 0);
     /* The loss first: every last-stage TP rank 0 holds its replica's token
      * losses; a NaN or infinite loss or gradient stops the update. */
     bool owner = ex->tab.chunks[ex->vpp - 1].is_last && ex->tp_rank == 0;
@@ -989,8 +995,11 @@ px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_
                      "MPI_Allreduce (loss)", err));
     *loss = total / ex->global_tokens;
     TRY(px_ex_check_health(ex, *loss, err));
-    if (update && !ex->diverged)
+    if (update && !ex->diverged) {
+        double t1 = px_trace_now();
         TRY(optimizer_step(ex, err));
+        px_trace_span(PX_SPAN_OPTIMIZER, t1, 0, 0);
+    }
     return be->sync(be, err);
 }
 

@@ -11,6 +11,7 @@
 #include "px_io.h"
 #include "px_layout.h"
 #include "px_memtrack.h"
+#include "px_trace.h"
 
 static int64_t seq_len_of(const px_plan *p)
 {
@@ -57,14 +58,34 @@ static void fill_rates(px_measure *x, const px_plan *p)
     x->hfu = peak > 0.0 ? hw_flops_per_step(p) / (t * gpus * peak) : 0.0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median, minimum and mean of t[0, n) (all 0 when n is 0). */
+static void step_stats(const double *t, int64_t n, double *median, double *min, double *mean)
+{
+    *median = *min = *mean = 0.0;
+    double *sorted = n > 0 ? malloc((size_t)n * sizeof *sorted) : NULL;
+    if (!sorted)
+        return;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += sorted[i] = t[i];
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+    *median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    *min = sorted[0];
+    *mean = sum / (double)n;
+    free(sorted);
+}
+
 void px_measure_measure(px_run *run, const px_plan *plan)
 {
     px_measure *x = &run->measured;
-    double sum = 0.0;
-    int64_t n = 0;
-    for (int64_t i = run->warmup; i < run->warmup + run->steps; i++, n++)
-        sum += run->step_time_s[i];
-    x->step_time_s = n ? sum / (double)n : 0.0;
+    step_stats(run->step_time_s + run->warmup, run->steps, &x->step_time_s,
+               &run->step_time_min_s, &run->step_time_mean_s);
     fill_rates(x, plan);
     int64_t worst = 0;
     for (int r = 0; r < run->world; r++)
@@ -131,6 +152,79 @@ void px_measure_free_stages(px_run *run)
     run->predicted_stage_peak_bytes = NULL;
     run->rank_stage = NULL;
     run->n_stages = 0;
+}
+
+px_status px_measure_predicted_classes(const px_plan *plan, double *out, px_error *err)
+{
+    for (int c = 0; c < PX_TRACE_N_CLASSES; c++)
+        out[c] = 0.0;
+    px_cost_ctx *ctx = malloc(sizeof *ctx); /* ~10 KB of memo tables */
+    px_cost_detail *d = malloc(sizeof *d);
+    px_prediction pred;
+    px_status st = ctx && d ? PX_OK : PX_FAIL(err, PX_ERR_NOMEM, "time by class: out of memory");
+    if (!st)
+        st = px_cost_ctx_init(ctx, &plan->model, &plan->hw, err);
+    if (!st)
+        st = px_cost_eval(ctx, &plan->par, 0.0, 0.0, &pred, d, err);
+    if (!st) {
+        out[PX_TRACE_GEMM] = d->gemm_s;
+        out[PX_TRACE_ATTENTION] = d->attn_s;
+        out[PX_TRACE_ELEMENTWISE] = d->membound_s;
+        out[PX_TRACE_COMM] = d->tp_exposed_s + d->cp_exposed_s + d->ep_exposed_s +
+                             d->dp_exposed_s;
+        out[PX_TRACE_P2P] = d->pp_exposed_s + pred.time.bubble_s;
+        out[PX_TRACE_OPTIMIZER] = pred.time.optimizer_s;
+        /* The cost model books the LM head's GEMM (forward + 2x backward)
+         * with the stage's element-wise extras; the trace times it as a
+         * GEMM.  Move it when the last stage sets the pace. */
+        int p = plan->par.pp;
+        double *mb = calloc((size_t)p, sizeof *mb);
+        if (mb) {
+            px_cost_stages(ctx, &plan->par, mb, NULL);
+            int slowest = 0;
+            for (int s = 1; s < p; s++)
+                slowest = mb[s] > mb[slowest] ? s : slowest;
+            if (slowest == p - 1) {
+                const px_parallel *q = &plan->par;
+                double T = (double)q->micro_batch * (double)seq_len_of(plan) / q->cp;
+                double head = 3.0 * (double)q->n_micro *
+                              px_time_gemm_s(&plan->hw, T, (double)plan->model.vocab / q->tp,
+                                             (double)plan->model.hidden);
+                head = head < out[PX_TRACE_ELEMENTWISE] ? head : out[PX_TRACE_ELEMENTWISE];
+                out[PX_TRACE_GEMM] += head;
+                out[PX_TRACE_ELEMENTWISE] -= head;
+            }
+            free(mb);
+        }
+    }
+    free(ctx);
+    free(d);
+    return st;
+}
+
+/* The report's time by class: measured per rank, predicted per step. */
+static void write_classes(json_t *root, const px_run *run, const px_plan *plan)
+{
+    if (!run->class_s)
+        return;
+    json_t *meas = json_object();
+    for (int c = 0; c <= PX_TRACE_N_CLASSES; c++) {
+        json_t *a = json_array();
+        for (int r = 0; r < run->world; r++)
+            json_array_append_new(a, json_real(run->class_s[r * (PX_TRACE_N_CLASSES + 1) + c]));
+        json_object_set_new(meas, c < PX_TRACE_N_CLASSES ? px_trace_class_name(c) : "step", a);
+    }
+    json_object_set_new(root, "measured_class_s", meas);
+    double pc[PX_TRACE_N_CLASSES];
+    px_error e;
+    px_error_clear(&e);
+    if (px_measure_predicted_classes(plan, pc, &e) != PX_OK)
+        return; /* a plan the cost model cannot score: measured only */
+    json_t *pred = json_object();
+    for (int c = 0; c < PX_TRACE_N_CLASSES; c++)
+        json_object_set_new(pred, px_trace_class_name(c), json_real(pc[c]));
+    json_object_set_new(pred, "step", json_real(plan->pred.time.step_s));
+    json_object_set_new(root, "predicted_class_s", pred);
 }
 
 /* The prediction for rank r's stage, or 0 when there is none. */
@@ -311,7 +405,11 @@ px_status px_measure_write(const char *path, const px_run *run, const px_plan *p
     json_object_set_new(root, "step_times_s", times);
     json_object_set_new(root, "warmup_steps", json_integer(run->warmup));
     json_object_set_new(root, "timed_steps", json_integer(run->steps));
-    json_object_set_new(root, "measured", measure_json(x));
+    json_t *mj = measure_json(x);
+    json_object_set_new(mj, "step_time_min_s", json_real(run->step_time_min_s));
+    json_object_set_new(mj, "step_time_mean_s", json_real(run->step_time_mean_s));
+    json_object_set_new(root, "measured", mj);
+    write_classes(root, run, plan);
     json_object_set_new(root, "predicted", measure_json(&pr));
     json_t *rel = json_object();
     json_object_set_new(rel, "step_time_s", rel_json(x->step_time_s, pr.step_time_s));

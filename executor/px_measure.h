@@ -43,7 +43,12 @@ typedef struct {
     int n_stages;                          /* plan->par.pp */
     int64_t *predicted_stage_peak_bytes;   /* [n_stages] */
     int *rank_stage;                       /* [world] */
-    px_measure measured;
+    px_measure measured;       /* step_time_s: the median of the timed steps */
+    double step_time_min_s, step_time_mean_s; /* of the timed steps */
+    /* [world][PX_TRACE_N_CLASSES + 1]: each rank's seconds per timed step
+     * by class (px_trace.h), then its own step time; NULL when not measured
+     * (a backend with a device clock runs asynchronously) */
+    double *class_s;
 } px_run;
 
 /* Fills run->n_stages, predicted_stage_peak_bytes and rank_stage (allocated
@@ -57,7 +62,9 @@ typedef struct {
 px_status px_measure_stages(px_run *run, const px_plan *plan, px_error *err);
 void px_measure_free_stages(px_run *run);
 
-/* Measured numbers from the timed steps (mean step time) and the plan. */
+/* Measured numbers from the timed steps and the plan: the step time is the
+ * median of the timed steps (warm-up excluded; one slow step from another
+ * process on the machine does not move it), min and mean beside it. */
 void px_measure_measure(px_run *run, const px_plan *plan);
 
 /* The plan's prediction as the same five numbers. */
@@ -68,6 +75,14 @@ void px_measure_print_header(FILE *f, const px_plan *plan, int64_t steps, int64_
 void px_measure_print_step(FILE *f, int64_t step, bool warmup, double loss, double time_s,
                           const px_plan *plan, int64_t peak_bytes);
 void px_measure_print_summary(FILE *f, const px_run *run, const px_plan *plan);
+
+/* The cost model's step by the classes of px_trace.h (seconds per step):
+ * gemm, attention and elementwise of the slowest stage's micro-batches;
+ * comm: the exposed TP, CP, EP and DP / ZeRO collectives; p2p: the
+ * pipeline messages and the bubble; optimizer: the optimizer step.  They
+ * sum to the predicted step.  Re-evaluates the plan's configuration with
+ * px_cost_eval on the plan's model and profile. */
+px_status px_measure_predicted_classes(const px_plan *plan, double *out, px_error *err);
 
 /* Writes the report JSON (sorted keys). */
 px_status px_measure_write(const char *path, const px_run *run, const px_plan *plan,

@@ -1,6 +1,7 @@
 /* px_cost.c — the cost model; every formula is documented, with its source,
  * in docs/cost-model.md under the heading named in the comment above it. */
 #include "px_cost.h"
+#include "px_blocking.h"
 
 #include <math.h>
 #include <string.h>
@@ -1472,6 +1473,11 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
 
     double mm = (double)par->n_micro;
     double v = par->vpp;
+    px_blocking_sync sync; /* waits at blocking collectives (px_blocking.h) */
+    px_blocking_sync_s(m, hw, par, &sync);
+    w_tp += sync.tp;
+    w_cp += sync.cp;
+    worst_mb += sync.tp + sync.cp;
     double ideal = mm * worst_mb;
     double bubble_x = px_cost_bubble_over_ideal(par->schedule, p, par->vpp, par->n_micro);
     double bubble = bubble_x * ideal;
@@ -1555,10 +1561,12 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     }
     if (!par->dp_overlap && par->zero <= 2)
         dp_exposed = dp_total; /* reduced (and gathered) after the backward */
+    dp_exposed = px_blocking_dp_exposed(par, dp_total, dp_exposed); /* ZeRO-3 too */
     /* the hidden part still takes SMs from the compute it hides under */
     dp_exposed += comm_sm_fraction(hw) * (dp_total - dp_exposed);
     if (ddp <= 1 && edp <= 1)
         dp_total = dp_exposed = dp_bytes = 0.0;
+    dp_exposed += mm * sync.dp_mb + sync.dp_step;
 
     /* optimizer step: Adam streams master weights, m, v (read + write), the
      * gradient (read) and writes the low-precision weights */

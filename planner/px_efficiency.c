@@ -82,11 +82,17 @@ double px_eff_gemm(const px_hw *hw, double m, double n, double k)
     return eff_max(hw) * shape_factor(half_dim(hw), m, n, k);
 }
 
+double px_eff_sustained(const px_hw *hw)
+{
+    return hw->sustained_frac > 0.0 ? hw->sustained_frac : 1.0;
+}
+
 double px_time_gemm_s(const px_hw *hw, double m, double n, double k)
 {
     if (m <= 0.0 || n <= 0.0 || k <= 0.0 || hw->peak_flops <= 0.0)
         return 0.0;
-    return 2.0 * m * n * k / (hw->peak_flops * px_eff_gemm(hw, m, n, k));
+    return 2.0 * m * n * k /
+           (hw->peak_flops * px_eff_gemm(hw, m, n, k) * px_eff_sustained(hw));
 }
 
 double px_time_mem_s(const px_hw *hw, double bytes)
@@ -94,7 +100,7 @@ double px_time_mem_s(const px_hw *hw, double bytes)
     double eff = hw->mem_bound_eff > 0.0 ? hw->mem_bound_eff : PX_EFF_MEM_BOUND_DEFAULT;
     if (bytes <= 0.0 || hw->hbm_bw <= 0.0)
         return 0.0;
-    return bytes / (hw->hbm_bw * eff);
+    return bytes / (hw->hbm_bw * eff * px_eff_sustained(hw));
 }
 
 double *px_hw_class_bw(px_hw *hw, px_mem_class c)
@@ -122,7 +128,7 @@ double px_time_mem_class_s(const px_hw *hw, px_mem_class c, double bytes)
 {
     double bw = px_hw_class_bw_of(hw, c);
     if (bw > 0.0)
-        return bytes > 0.0 ? bytes / bw : 0.0;
+        return bytes > 0.0 ? bytes / (bw * px_eff_sustained(hw)) : 0.0;
     return px_time_mem_s(hw, bytes);
 }
 
@@ -131,7 +137,7 @@ double px_time_attn_s(const px_hw *hw, double flops)
     if (flops <= 0.0 || hw->peak_flops <= 0.0)
         return 0.0;
     if (hw->attn_eff > 0.0)
-        return flops / (hw->peak_flops * hw->attn_eff);
+        return flops / (hw->peak_flops * hw->attn_eff * px_eff_sustained(hw));
     /* With measured GEMM points the large-GEMM rate is the best measured one. */
     double e = eff_max(hw);
     if (hw->n_gemm_points > 0) {
@@ -142,7 +148,7 @@ double px_time_attn_s(const px_hw *hw, double flops)
         if (e <= 0.0)
             e = eff_max(hw);
     }
-    return flops / (hw->peak_flops * e * PX_EFF_FLASH_REL);
+    return flops / (hw->peak_flops * e * PX_EFF_FLASH_REL * px_eff_sustained(hw));
 }
 
 const char *px_coll_name(px_coll c)

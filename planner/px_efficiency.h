@@ -31,6 +31,10 @@ double px_eff_gemm(const px_hw *hw, double m, double n, double k);
 /* Seconds for that GEMM (2·m·n·k FLOPs).  0 when any dimension is 0. */
 double px_time_gemm_s(const px_hw *hw, double m, double n, double k);
 
+/* The profile's sustained_frac, 1 when it is 0 (not measured): every compute
+ * time (GEMM, attention, element-wise, optimizer) is divided by it. */
+double px_eff_sustained(const px_hw *hw);
+
 /* Seconds to stream `bytes` through HBM at hw->mem_bound_eff of hbm_bw. */
 double px_time_mem_s(const px_hw *hw, double bytes);
 

@@ -46,6 +46,8 @@ static const px_jfield hw_fields[] = {
     HD("gemm_eff_half_dim", gemm_eff_half_dim, false, 0, 1e6),
     HD("mem_bound_eff", mem_bound_eff, false, 1e-3, 1),
     HD("attn_eff", attn_eff, false, 0, 1),
+    HD("sustained_frac", sustained_frac, false, 0, 1),
+    HD("sync_wait_s", sync_wait_s, false, 0, 1),
     HD("comm_overlap_cost", comm_overlap_cost, false, 0, 1),
     HD("norm_bw", norm_bw, false, 0, MAX_BW),
     HD("residual_bw", residual_bw, false, 0, MAX_BW),
@@ -168,6 +170,13 @@ px_status px_hw_validate(const px_hw *hw, px_error *err)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "profile %s: comm_overlap_cost = %g must be in [0, 1]", n,
                        hw->comm_overlap_cost);
+    if (!(hw->sustained_frac >= 0 && hw->sustained_frac <= 1))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "profile %s: sustained_frac = %g must be in [0, 1] (0: not measured)",
+                       n, hw->sustained_frac);
+    if (!(hw->sync_wait_s >= 0 && hw->sync_wait_s < 1))
+        return PX_FAIL(err, PX_ERR_INVALID, "profile %s: sync_wait_s = %g must be in [0, 1) s",
+                       n, hw->sync_wait_s);
     if (!(hw->gemm_eff_half_dim >= 0))
         return PX_FAIL(err, PX_ERR_INVALID, "profile %s: gemm_eff_half_dim must be >= 0", n);
     if (hw->gpus_per_node < 1)

@@ -52,6 +52,15 @@ typedef struct {
                                * while it hides under computation: NCCL/MPI run it on
                                * SMs (cores) the GEMMs then lack; 0 where DMA engines
                                * move the data (TPU ICI) */
+    double sustained_frac;    /* fraction of the calibrated (best-of) compute rates a
+                               * rank sustains through a training step: its share of
+                               * the core and the cold caches a long run sees, the
+                               * mean over a GEMM stream against its best call;
+                               * written by `calibrate` on CPUs (px_calib_sustain.h),
+                               * optional: 0 = 1 (datasheet rates are sustained) */
+    double sync_wait_s;       /* mean wait of a rank at a blocking collective for the
+                               * peer an interruption held back, beyond the transfer:
+                               * written by `calibrate --mpi` on CPUs, optional (0) */
     double attn_eff;          /* fraction of peak_flops the attention core runs at,
                                * forward + backward together, counting the causal
                                * FLOPs (half the s x s product) 1x forward and 2.5x

@@ -114,11 +114,17 @@ static void test_gemm_lattice(void)
 {
     int64_t d[8], dq[8];
     int n = px_calib_gemm_dims(false, d, 8), nq = px_calib_gemm_dims(true, dq, 8);
-    CHECK(n == 5 && nq == 4);
-    CHECK(n * n * n <= PX_HW_MAX_GEMM_POINTS);
+    int64_t tq[8];
+    int ntq = px_calib_gemm_token_dims(true, tq, 8);
+    CHECK(n == 5 && nq == 4 && ntq == 5);
+    CHECK(n * n * n <= PX_HW_MAX_GEMM_POINTS && ntq * nq * nq <= PX_HW_MAX_GEMM_POINTS);
     CHECK(d[0] == 16 && d[n - 1] == 4096 && dq[nq - 1] == 1024);
     for (int i = 1; i < n; i++)
         CHECK(d[i] == 4 * d[i - 1]);
+    /* quick: the same series to 1024; m also takes 512 */
+    int64_t want_q[5] = {16, 64, 256, 512, 1024};
+    for (int i = 0; i < ntq && i < 5; i++)
+        CHECK(tq[i] == want_q[i]);
 }
 
 int main(void)

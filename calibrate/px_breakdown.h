@@ -1,0 +1,42 @@
+/* px_breakdown.h — a run's step time by class, predicted against measured,
+ * from an `execute --report` file (its `predicted_class_s` and
+ * `measured_class_s`, docs/executor.md): the rows `compare --breakdown`
+ * prints, so that a cost the model misses shows as the row whose measured
+ * time exceeds its prediction. */
+#ifndef PX_BREAKDOWN_H
+#define PX_BREAKDOWN_H
+
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "px_error.h"
+
+/* The executor's classes (executor/px_trace.h), in report-key order, then
+ * "other": the measured time no traced span covers (host work between
+ * kernels, the loss bookkeeping, barriers). */
+enum { PX_BD_CLASSES = 6, PX_BD_ROWS = PX_BD_CLASSES + 1 };
+
+typedef struct {
+    int ranks;
+    double pred[PX_BD_ROWS];  /* seconds per step; other = step - sum of the classes */
+    double meas[PX_BD_ROWS];  /* mean over the ranks of each rank's mean per timed step */
+    double pred_step, meas_step;
+} px_breakdown;
+
+/* The report key of row i ("gemm" ... "optimizer", "other") and its label. */
+const char *px_breakdown_key(int i);
+const char *px_breakdown_label(int i);
+
+/* Reads the two objects from the report at path; an error names the file
+ * and the field (a report without them: execute writes them on the CPU
+ * backend). */
+px_status px_breakdown_read(const char *path, px_breakdown *out, px_error *err);
+
+/* The rows as text (one line per class, run label first) and as JSON
+ * ({class: {predicted_s, measured_s, step_error}}; step_error = (pred -
+ * meas) / measured step, the row's part of the step-time error). */
+void px_breakdown_print(FILE *f, const char *label, const px_breakdown *b);
+json_t *px_breakdown_json(const px_breakdown *b);
+
+#endif

@@ -1,0 +1,94 @@
+/* px_calib_sustain.c — the sustained fraction of the compute rates
+ * (px_calib_sustain.h). */
+#include "px_calib_sustain.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* The shape: a layer GEMM of the executor's size class (tokens x hidden x
+ * ffn of the small models it runs), large enough to be compute-bound. */
+enum { SUSTAIN_M = 512, SUSTAIN_N = 1024, SUSTAIN_K = 512 };
+/* Operand sets: 8 x (A + B + C) = 8 x 6 MiB, beyond a last-level cache. */
+enum { SUSTAIN_SETS = 8 };
+
+double px_calib_sustain_window_s(bool quick)
+{
+    return quick ? 1.0 : 4.0;
+}
+
+static void gemm(const float *a, const float *b, float *c)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, SUSTAIN_M, SUSTAIN_N, SUSTAIN_K, 1.0f,
+                a, SUSTAIN_K, b, SUSTAIN_K, 0.0f, c, SUSTAIN_N);
+}
+
+px_status px_calib_sustain_run(const px_calib_opts *o, double *frac, double *sync_wait_s,
+                               px_error *err)
+{
+    const size_t na = (size_t)SUSTAIN_M * SUSTAIN_K, nb = (size_t)SUSTAIN_N * SUSTAIN_K,
+                 nc = (size_t)SUSTAIN_M * SUSTAIN_N, per = na + nb + nc;
+    float *buf = malloc(per * SUSTAIN_SETS * sizeof *buf);
+    if (!buf)
+        return PX_FAIL(err, PX_ERR_NOMEM, "sustained rate: cannot allocate %zu floats",
+                       per * SUSTAIN_SETS);
+    uint32_t x = 2463534242u; /* non-zero, non-denormal data, as the GEMM sweep */
+    for (size_t i = 0; i < per * SUSTAIN_SETS; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        buf[i] = (float)(x % 2001u) * 1e-3f - 1.0f;
+    }
+    /* the best single call, operands warm (what the sweep reports) */
+    px_calib_sync(o);
+    double best = INFINITY;
+    for (int r = 0; r < 5; r++) {
+        double t0 = px_calib_now_s();
+        gemm(buf, buf + na, buf + na + nb);
+        best = fmin(best, px_calib_now_s() - t0);
+    }
+    /* the stream: one call after another on the next operand set */
+    px_calib_sync(o);
+    double window = px_calib_sustain_window_s(o->quick);
+    long calls = 0;
+    double t0 = px_calib_now_s(), t = t0;
+    while (t - t0 < window) {
+        float *s = buf + per * (size_t)(calls % SUSTAIN_SETS);
+        gemm(s, s + na, s + na + nb);
+        calls++;
+        t = px_calib_now_s();
+    }
+    double mean = (t - t0) / (double)calls;
+    *frac = fmin(1.0, best / mean);
+    px_calib_say(o, "sustained: %ld GEMMs %dx%dx%d in %.2f s, mean %.1f GFLOP/s against the "
+                 "best call's %.1f: sustained_frac %.3f", calls, SUSTAIN_M, SUSTAIN_N, SUSTAIN_K,
+                 t - t0, 2.0 * SUSTAIN_M * SUSTAIN_N * SUSTAIN_K / mean / 1e9,
+                 2.0 * SUSTAIN_M * SUSTAIN_N * SUSTAIN_K / best / 1e9, *frac);
+    /* The wait at a synchronisation: the same GEMMs, each followed by the
+     * barrier every rank reaches after its own call (o->sync; none without
+     * MPI).  The barrier's fastest pass is its own cost; the mean beyond it
+     * is the wait for the rank that an interruption held back. */
+    *sync_wait_s = 0.0;
+    if (o->sync) {
+        double wait = 0.0, fastest = INFINITY;
+        long n = 0;
+        px_calib_sync(o);
+        t0 = px_calib_now_s();
+        for (t = t0; t - t0 < 0.5 * window || n < 8; n++) {
+            float *s = buf + per * (size_t)(n % SUSTAIN_SETS);
+            gemm(s, s + na, s + na + nb);
+            double b0 = px_calib_now_s();
+            px_calib_sync(o);
+            t = px_calib_now_s();
+            wait += t - b0;
+            fastest = fmin(fastest, t - b0);
+        }
+        *sync_wait_s = fmax(0.0, wait / (double)n - fastest);
+        px_calib_say(o, "sustained: %ld synchronisations after a GEMM each, mean wait %.0f us "
+                     "beyond the fastest (%.0f us): sync_wait_s", n, 1e6 * *sync_wait_s,
+                     1e6 * fastest);
+    }
+    free(buf);
+    return PX_OK;
+}

@@ -1,0 +1,43 @@
+/* px_blocking.h — communication that runs blocking, between the compute
+ * kernels: what `execute` does (its CPU backend and its engine never
+ * overlap a collective with compute) and what `--overlap off` asks the cost
+ * model to price (par.dp_overlap and par.tp_overlap false).
+ * docs/cost-model.md, "Blocking communication (the executor)". */
+#ifndef PX_BLOCKING_H
+#define PX_BLOCKING_H
+
+#include "px_hw.h"
+#include "px_model.h"
+#include "px_plan.h"
+
+/* Seconds of waiting at blocking collectives: hw->sync_wait_s (measured by
+ * `calibrate --mpi`; 0 elsewhere) for every synchronisation of a step on
+ * the slowest stage, by the kind of collective.  tp, cp: per micro-batch
+ * (they lie between the stage's kernels); dp_mb per micro-batch and
+ * dp_step once a step (they lie after the backward). */
+typedef struct {
+    double tp, cp, dp_mb, dp_step;
+} px_blocking_sync;
+
+/* Counts, per layer and micro-batch, as the executor issues them: TP with
+ * SP an all-gather and a reduce-scatter per block forward and three
+ * collectives per block backward (10), without SP an all-reduce per block
+ * each way (4), plus the cross-entropy's two all-reduces per micro-batch on
+ * the last stage; CP the K/V all-gather forward, all-gather and
+ * reduce-scatter backward (3); ZeRO-3 a weight all-gather forward and
+ * backward and a gradient reduce-scatter (3), ZeRO-2 the reduce-scatter
+ * (1).  Per step: the gradient all-reduce (ZeRO-0), reduce-scatter +
+ * all-gather (ZeRO-1), the TP all-reduces of the SP-replicated gradients
+ * (two norms a layer and the final norm) and the loss all-reduce. */
+void px_blocking_sync_s(const px_model *m, const px_hw *hw, const px_parallel *par,
+                        px_blocking_sync *out);
+
+/* The exposed DP / ZeRO time.  With par->dp_overlap off every stage's
+ * collectives are exposed in full: ZeRO 0-2 reduce after the backward, and
+ * ZeRO-3 gathers each layer's weights right before the layer runs (forward
+ * and again in the backward) and reduce-scatters its gradients right after
+ * (the executor's px_shard.c), each a blocking call on the critical path.
+ * Otherwise `exposed` as the overlap model computed it. */
+double px_blocking_dp_exposed(const px_parallel *par, double total, double exposed);
+
+#endif
