@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "px_cost.h"
+#include "px_html.h"
 #include "px_partition_refine.h"
+#include "px_run_cost.h"
 #include "px_plan_json.h"
 #include "px_search.h"
 #include "px_validate.h"
@@ -54,7 +56,11 @@ static const char usage_text[] =
     "                         the GLPK program on, K rows whenever K configurations fit\n"
     "  --tokens D             time to train D tokens, with goodput (suffixes K M B T)\n"
     "  --gpu-mtbf-hours H     per-GPU mean time between failures (default: the profile's)\n"
+    "  --price-per-gpu-hour P US dollars per GPU-hour for the --tokens cost (default: the\n"
+    "                         profile's price_per_gpu_hour, docs/hw-schema.md)\n"
     "  --explain              memory and time breakdown, rule-of-thumb plan beside the best\n"
+    "  --html FILE            write a self-contained HTML report: the chosen plan's pipeline\n"
+    "                         timeline, per-stage memory, time breakdown, the top plans\n"
     "  --json                 print JSON instead of the table\n"
     "  -o FILE                write the chosen plan (docs/plan-schema.md)\n"
     "  --help                 this text\n";
@@ -116,6 +122,8 @@ static double parse_amount(const char *flag, const char *s)
 
 typedef struct {
     const char *model, *hw, *out;
+    const char *html;          /* --html FILE */
+    double price_per_gpu_hour; /* --price-per-gpu-hour; 0: the profile's */
     int gpus;
     bool json, explain;
     bool partition_given; /* --partition or --no-milp on the command line */
@@ -139,6 +147,7 @@ static const char *const value_flags[][3] = {
     {"--partition", "--no-milp", NULL}, {"--milp-time-limit", NULL, NULL},
     {"--top", NULL, NULL},           {"--tokens", NULL, NULL},
     {"--gpu-mtbf-hours", NULL, NULL},
+    {"--price-per-gpu-hour", NULL, NULL}, {"--html", NULL, NULL},
 };
 enum { N_VALUE_FLAGS = sizeof value_flags / sizeof value_flags[0] };
 
@@ -312,6 +321,10 @@ static void parse_args(int argc, char **argv, cli *c)
             o->train_tokens = parse_amount(flag, v);
         else if (!strcmp(flag, "--gpu-mtbf-hours"))
             o->gpu_mtbf_hours = parse_amount(flag, v);
+        else if (!strcmp(flag, "--price-per-gpu-hour"))
+            c->price_per_gpu_hour = parse_amount(flag, v);
+        else if (!strcmp(flag, "--html"))
+            c->html = v;
         else
             die_usage("unknown option \"%s\"", flag);
     }
@@ -532,10 +545,12 @@ static json_t *stages_json(const px_model *m, const px_hw *hw, const px_candidat
                      "uniform_max_stage_time_s", uni.n_chunks > 0 ? uni.max_stage_time_s : -1.0);
 }
 
-static void print_goodput(const px_prediction *q)
+static void print_goodput(const px_prediction *q, int gpus, const px_hw *hw, double price)
 {
     if (q->train_tokens <= 0)
         return;
+    px_run_cost rc;
+    bool has_cost = px_run_cost_of(q, gpus, hw, price, &rc);
     printf("\n# time to train %.3g tokens at %.4g tokens/s\n", q->train_tokens, q->tokens_per_s);
     printf("  %-34s %10.1f\n", "days (no failures)", q->days_to_train);
     printf("  %-34s %10.0f s (%.2f h)\n", "job MTBF", q->job_mtbf_s, q->job_mtbf_s / 3600.0);
@@ -544,6 +559,36 @@ static void print_goodput(const px_prediction *q)
     printf("  %-34s %10.0f s (Young/Daly)\n", "checkpoint interval", q->ckpt_interval_s);
     printf("  %-34s %10.2f %%\n", "time lost to failures", 100.0 * q->lost_fraction);
     printf("  %-34s %10.1f\n", "goodput-adjusted days", q->goodput_days);
+    if (!has_cost) {
+        printf("  %-34s %10s   (no finite time to train)\n", "GPU-hours, energy, cost", "n/a");
+        return;
+    }
+    printf("  %-34s %10.4g   (%d GPUs x %.1f days)\n", "GPU-hours", rc.gpu_hours, gpus, rc.days);
+    if (rc.has_energy)
+        printf("  %-34s %10.4g   (%.0f W a GPU, board power only)\n", "energy [MWh]",
+               rc.energy_mwh, rc.power_w);
+    else
+        printf("  %-34s %10s   (profile %s has no power_w)\n", "energy [MWh]", "n/a", hw->name);
+    if (rc.has_cost)
+        printf("  %-34s %10.4g   (%.2f USD a GPU-hour%s)\n", "cost [USD]", rc.cost_usd,
+               rc.price_per_gpu_hour, price > 0 ? ", --price-per-gpu-hour" : ", the profile's");
+    else
+        printf("  %-34s %10s   (profile %s has no price: give --price-per-gpu-hour)\n",
+               "cost [USD]", "n/a", hw->name);
+}
+
+/* The cost of the run for --json: null where the profile does not say. */
+static json_t *run_cost_json(const px_prediction *q, int gpus, const px_hw *hw, double price)
+{
+    px_run_cost rc;
+    if (!px_run_cost_of(q, gpus, hw, price, &rc))
+        return json_null();
+    return json_pack("{s:f,s:f,s:o,s:o,s:o,s:o}", "days", rc.days, "gpu_hours", rc.gpu_hours,
+                     "power_w", rc.power_w > 0 ? json_real(rc.power_w) : json_null(),
+                     "energy_mwh", rc.has_energy ? json_real(rc.energy_mwh) : json_null(),
+                     "price_per_gpu_hour",
+                     rc.has_cost ? json_real(rc.price_per_gpu_hour) : json_null(), "cost_usd",
+                     rc.has_cost ? json_real(rc.cost_usd) : json_null());
 }
 
 /* ------------------------------------------------------------------ */
@@ -665,6 +710,30 @@ static void make_plan(px_plan *plan, const px_model *m, const px_hw *hw, const p
     px_cost_record_split(m, &plan->par);
 }
 
+/* --html FILE: the top plans side by side, the chosen one in detail. */
+static void write_html(const char *path, const px_model *m, const px_hw *hw, int gpus,
+                       const px_search_result *res)
+{
+    static px_html_run runs[PX_SEARCH_TOP_MAX];
+    static char labels[PX_SEARCH_TOP_MAX][32];
+    for (int i = 0; i < res->n_top; i++) {
+        snprintf(labels[i], sizeof labels[i], i == 0 ? "rank 1 (chosen)" : "rank %d", i + 1);
+        runs[i] = (px_html_run){.label = labels[i], .model = m, .hw = hw,
+                                .par = &res->top[i].par, .pred = &res->top[i].pred,
+                                .detail = i == 0};
+    }
+    char title[160], sub[320];
+    snprintf(title, sizeof title, "Parallax plan: %s on %d x %s", m->name, gpus, hw->name);
+    snprintf(sub, sizeof sub, "sequence %lld, global batch %lld sequences (%lld tokens); "
+             "memory limit %.1f GB per GPU; %d plans ranked by predicted step time",
+             (long long)res->seq_len, (long long)res->global_batch,
+             (long long)res->tokens_per_step, (double)res->mem_limit_bytes / 1e9, res->n_top);
+    px_error err;
+    px_error_clear(&err);
+    if (px_html_write(path, title, sub, runs, res->n_top, &err) != PX_OK)
+        die_error(&err);
+}
+
 /* plan --validate [FILE] [--json] [--check]: the published-runs check of
  * docs/validation.md, the same library call as build/validate. */
 static int validate_cmd(int argc, char **argv)
@@ -779,6 +848,11 @@ int main(int argc, char **argv)
         json_t *plans = json_array();
         for (int i = 0; i < res.n_top; i++) {
             json_t *cj = candidate_json(&res.top[i], res.seq_len, model.n_layers);
+            json_t *ttt = json_object_get(cj, "time_to_train");
+            if (ttt) /* days, GPU-hours, energy and cost beside the goodput */
+                json_object_set_new(ttt, "run_cost",
+                                    run_cost_json(&res.top[i].pred, c.gpus, &hw,
+                                                  c.price_per_gpu_hour));
             json_object_set_new(cj, "breakdown", detail_json(&ctx, &res.top[i]));
             json_array_append_new(plans, cj);
         }
@@ -873,7 +947,8 @@ int main(int argc, char **argv)
                 die_error(&err);
             explain(&ctx, best, &res, &hw);
             explain_stages(&model, &hw, best, &res);
-            printf("\n# the lecture's rule of thumb (section 11) beside the searched best\n");
+            printf("\n# the rule-of-thumb plan (ZeRO within a node if it fits, else TP, "
+                   "then PP, the rest DP) beside the searched best\n");
             if (res.has_rule) {
                 printf("# rule steps: %s\n", res.rule_notes);
                 print_header();
@@ -898,7 +973,12 @@ int main(int argc, char **argv)
                 printf("# no rule-of-thumb plan is valid for this model and GPU count\n");
             }
         }
-        print_goodput(&best->pred);
+        print_goodput(&best->pred, c.gpus, &hw, c.price_per_gpu_hour);
+    }
+    if (c.html) {
+        write_html(c.html, &model, &hw, c.gpus, &res);
+        if (!c.json)
+            printf("# wrote %s\n", c.html);
     }
     if (c.out) {
         errno = 0;

@@ -377,6 +377,18 @@ bool px_search_fully_fixed(const px_model *m, int gpus, const px_search_opts *o)
     return o->vpp > 0 || vpp_implied;
 }
 
+int64_t px_search_default_tokens_per_step(const px_model *m)
+{
+    px_param_count pc;
+    px_model_count_params(m, &pc);
+    double scale = sqrt(fmin(1.0, (double)pc.total / PX_SEARCH_BATCH_FULL_PARAMS));
+    double want = (double)PX_SEARCH_TOKENS_PER_STEP_DEFAULT * scale;
+    int64_t tokens = 1;
+    while ((double)(tokens * 2) <= want)
+        tokens *= 2;
+    return tokens;
+}
+
 static px_status resolve_batch(const px_model *m, const px_search_opts *o, px_search_result *res,
                                px_error *err)
 {
@@ -403,7 +415,7 @@ static px_status resolve_batch(const px_model *m, const px_search_opts *o, px_se
     } else if (o->micro_batch > 0 && o->n_micro > 0 && o->dp > 0) {
         res->global_batch = o->micro_batch * o->n_micro * o->dp; /* all fixed */
     } else {
-        int64_t gb = PX_SEARCH_TOKENS_PER_STEP_DEFAULT / s;
+        int64_t gb = px_search_default_tokens_per_step(m) / s;
         res->global_batch = gb > 0 ? gb : 1;
     }
     res->tokens_per_step = res->global_batch * s;
@@ -907,7 +919,8 @@ px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
     if (st != PX_OK)
         return st;
     int64_t s = res->seq_len > 0 ? res->seq_len : m->seq_len;
-    int64_t GB = res->global_batch > 0 ? res->global_batch : PX_SEARCH_TOKENS_PER_STEP_DEFAULT / s;
+    int64_t GB = res->global_batch > 0 ? res->global_batch
+                                       : px_search_default_tokens_per_step(m) / s;
     if (GB < 1)
         GB = 1;
     int64_t limit = hw->hbm_bytes - hw->mem_reserve_bytes;

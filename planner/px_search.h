@@ -17,8 +17,20 @@
 #include "px_model.h"
 #include "px_plan.h"
 
-/* The lecture's global batch: 2^24 tokens (Llama 3's 16 M). */
+/* The lecture's global batch: 2^24 tokens (Llama 3's 16 M), the default for
+ * models of PX_SEARCH_BATCH_FULL_PARAMS parameters and more. */
 #define PX_SEARCH_TOKENS_PER_STEP_DEFAULT 16777216LL
+/* The lecture's 70B example trains with the full 2^24 tokens a step. */
+#define PX_SEARCH_BATCH_FULL_PARAMS 7e10
+
+/* The default global batch in tokens when none is given: the lecture's 2^24
+ * tokens scaled by sqrt(N / 70e9) for a model of N < 70e9 parameters (all
+ * of them, experts included), rounded down to a power of two.  The square
+ * root follows the published batch sizes: GPT-3 (Brown et al. 2020,
+ * Table 2.1) 0.5M tokens at 125M parameters (the rule: 2^19) up to 3.2M at
+ * 175B; Llama 2 4M at 7B-70B; Llama 3 16M at 405B; a critical batch that
+ * grows slower than the model.  A 1M-parameter model gets 2^15 tokens. */
+int64_t px_search_default_tokens_per_step(const px_model *m);
 #define PX_SEARCH_TOP_DEFAULT 10
 #define PX_SEARCH_TOP_MAX 100
 
