@@ -159,7 +159,7 @@ static const char css[] =
     "border-bottom:1px solid #ccc}h3{font-size:15px;margin:18px 0 4px}"
     "p.sub{color:#555;margin:0 0 12px}p.note{color:#555;font-size:12px;margin:2px 0 8px}"
     "table{border-collapse:collapse;font-size:13px}"
-    "td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}"
+    "td,th{border:1px solid #ccc;padding:3px 7px;text-align:right;white-space:nowrap}"
     "th{background:#f2f2f2}td.l,th.l{text-align:left}"
     "tr.chosen td{font-weight:bold}"
     "svg text{font-family:sans-serif;font-size:11px;fill:#222}"
@@ -171,7 +171,8 @@ static const char css[] =
     ".t-optimizer{fill:#edc948}.t-other{fill:#bab0ac}"
     ".limit{stroke:#d62728;stroke-width:2;stroke-dasharray:6 3}"
     ".hbm{stroke:#555;stroke-width:1}.axis{stroke:#888;stroke-width:1}"
-    ".meas{stroke:#000;stroke-width:3}"
+    ".meas{stroke:#000;stroke-width:3}.pred{stroke:#4e79a7;stroke-width:3;"
+    "stroke-dasharray:3 2}"
     ".legend span{display:inline-block;margin-right:14px;font-size:12px}"
     ".legend i{display:inline-block;width:12px;height:12px;margin-right:4px;"
     "vertical-align:-2px}";
@@ -289,8 +290,12 @@ static void memory_svg(px_buf *b, const px_memory *stages, int pp, const px_hw *
                           mem_parts[k], mem_parts[k], (long long)part[k], x, y, bar_w, h,
                           mem_parts[k], (double)part[k] / 1e9);
         }
-        px_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\">%.1f</text>", x, y - 3,
-                      (double)m->total / 1e9);
+        if (m->total >= 1000000000)
+            px_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\">%.1f GB</text>", x, y - 3,
+                          (double)m->total / 1e9);
+        else
+            px_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\">%.3g MB</text>", x, y - 3,
+                          (double)m->total / 1e6);
         px_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\">%d</text></g>\n", x + bar_w / 2 - 3,
                       base + 14, s);
     }
@@ -330,12 +335,13 @@ static time_parts split_time(const px_time *t)
 /* One stacked bar a run, the same scale for all: the runs side by side. */
 static void time_bars_svg(px_buf *b, const px_html_run *runs, int n)
 {
-    const double left = 150, width = 900, row_h = 24;
-    double smax = 0;
+    const double width = 820, row_h = 24;
+    double smax = 0, left = 120;
     for (int i = 0; i < n; i++) {
         smax = fmax(smax, runs[i].pred->time.step_s);
         if (runs[i].has_measured)
-            smax = fmax(smax, runs[i].meas_step_s);
+            smax = fmax(smax, fmax(runs[i].meas_step_s, runs[i].cmp_step_s));
+        left = fmax(left, 6.5 * (double)strlen(runs[i].label) + 12); /* the label column */
     }
     double sx = smax > 0 ? width / (1.05 * smax) : 0;
     px_buf_printf(b, "<svg class=\"time-bars\" xmlns=\"http://www.w3.org/2000/svg\" "
@@ -362,6 +368,13 @@ static void time_bars_svg(px_buf *b, const px_html_run *runs, int n)
                       runs[i].pred->time.step_s);
         if (runs[i].has_measured) {
             double xm = left + runs[i].meas_step_s * sx;
+            if (runs[i].cmp_step_s != runs[i].pred->time.step_s) { /* the report's own */
+                double xp = left + runs[i].cmp_step_s * sx;
+                px_buf_printf(b, "<line class=\"pred\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" "
+                                 "y2=\"%.0f\"><title>predicted in the report %.4g s</title>"
+                                 "</line>",
+                              xp, xp, y - 2, y + 18, runs[i].cmp_step_s);
+            }
             px_buf_printf(b, "<line class=\"meas\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" "
                              "y2=\"%.0f\"><title>measured %.4g s</title></line>",
                           xm, xm, y - 2, y + 18, runs[i].meas_step_s);
@@ -391,6 +404,14 @@ static void plans_table(px_buf *b, const px_html_run *runs, int n)
         const px_prediction *q = runs[i].pred;
         px_buf_printf(b, "<tr class=\"plan-row%s\"><td class=\"l\">", i == 0 ? " chosen" : "");
         px_buf_html(b, runs[i].label);
+        if (!p) { /* a measured run whose plan file is not at hand */
+            px_buf_printf(b, "</td><td colspan=\"14\" class=\"l\">(plan file not readable)</td>"
+                             "<td>%.1f</td><td>%.4g</td><td>%.4g</td><td>%.1f %%</td>"
+                             "<td></td></tr>\n",
+                          (double)q->mem.total / 1e9, q->time.step_s, q->tokens_per_s,
+                          100.0 * q->mfu);
+            continue;
+        }
         px_buf_printf(b, "</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td>"
                          "<td>%d</td><td>%d</td><td>%lld</td><td>%lld</td><td>%d</td>"
                          "<td class=\"l\">%s%s</td><td class=\"l\">%s</td><td>%s</td>"
@@ -426,17 +447,17 @@ static void measured_table(px_buf *b, const px_html_run *runs, int n)
         const px_html_run *r = &runs[i];
         if (!r->has_measured)
             continue;
-        const px_prediction *q = r->pred;
         px_buf_printf(b, "<tr class=\"measured-row\" data-run=\"%d\"><td class=\"l\">", i);
         px_buf_html(b, r->label);
-        px_buf_printf(b, "</td><td>%.4g</td><td>%.4g</td>", q->time.step_s, r->meas_step_s);
-        err_cell(b, rel_err(q->time.step_s, r->meas_step_s));
-        px_buf_printf(b, "<td>%.4g</td><td>%.4g</td>", q->tokens_per_s, r->meas_tokens_per_s);
-        err_cell(b, rel_err(q->tokens_per_s, r->meas_tokens_per_s));
-        px_buf_printf(b, "<td>%.1f %%</td><td>%.1f %%</td><td>%.3f</td><td>%.3f</td>",
-                      100.0 * q->mfu, 100.0 * r->meas_mfu, (double)q->mem.total / 1e9,
+        px_buf_printf(b, "</td><td>%.4g</td><td>%.4g</td>", r->cmp_step_s, r->meas_step_s);
+        err_cell(b, rel_err(r->cmp_step_s, r->meas_step_s));
+        px_buf_printf(b, "<td>%.4g</td><td>%.4g</td>", r->cmp_tokens_per_s,
+                      r->meas_tokens_per_s);
+        err_cell(b, rel_err(r->cmp_tokens_per_s, r->meas_tokens_per_s));
+        px_buf_printf(b, "<td>%.1f %%</td><td>%.1f %%</td><td>%.4g</td><td>%.4g</td>",
+                      100.0 * r->cmp_mfu, 100.0 * r->meas_mfu, (double)r->cmp_peak_bytes / 1e9,
                       (double)r->meas_peak_bytes / 1e9);
-        err_cell(b, rel_err((double)q->mem.total, (double)r->meas_peak_bytes));
+        err_cell(b, rel_err((double)r->cmp_peak_bytes, (double)r->meas_peak_bytes));
         px_buf_puts(b, "</tr>\n");
     }
     px_buf_puts(b, "</table>\n");
@@ -522,7 +543,8 @@ px_status px_html_write(const char *path, const char *title, const char *subtitl
     px_buf_html(&b, subtitle);
     px_buf_puts(&b, "</p>\n<h2>Plans side by side</h2>\n");
     plans_table(&b, runs, n_runs);
-    px_buf_puts(&b, "<h3>Time of a step, predicted (a black tick: measured)</h3>\n");
+    px_buf_puts(&b, "<h3>Time of a step, predicted (black tick: measured; dashed tick: the "
+                   "report's own prediction where it differs from the plan's)</h3>\n");
     static const char *const t_items[][2] = {
         {"compute", "#4e79a7"}, {"exposed communication", "#b07aa1"},
         {"pipeline bubble", "#d9d9d9"}, {"optimizer step", "#edc948"}, {"other", "#bab0ac"}};
@@ -535,7 +557,7 @@ px_status px_html_write(const char *path, const char *title, const char *subtitl
         measured_table(&b, runs, n_runs);
     px_status st = PX_OK;
     for (int i = 0; i < n_runs && st == PX_OK; i++)
-        if (runs[i].detail)
+        if (runs[i].detail && runs[i].par)
             st = detail_section(&b, &runs[i], i, err);
     px_buf_puts(&b, "</body></html>\n");
     if (st == PX_OK)

@@ -22,12 +22,16 @@ typedef struct {
     const char *label;            /* "rank 1", a run's label */
     const px_model *model;
     const px_hw *hw;
-    const px_parallel *par;
+    const px_parallel *par;       /* NULL: a measured run without its plan (a row only) */
     const px_prediction *pred;
     bool detail;                  /* draw its timeline, memory and time breakdown */
     bool has_measured;            /* an `execute --report` gave the numbers below */
     double meas_step_s, meas_tokens_per_s, meas_mfu;
     int64_t meas_peak_bytes;      /* the worst rank's */
+    /* the prediction the measurement is compared against (the report's own,
+     * which `compare` tabulates; pred's when the caller copies them) */
+    double cmp_step_s, cmp_tokens_per_s, cmp_mfu;
+    int64_t cmp_peak_bytes;
 } px_html_run;
 
 /* Writes the page to path atomically.  title and subtitle are plain text
