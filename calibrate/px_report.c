@@ -75,7 +75,7 @@ static void label_from_parallel(json_t *root, char *label, size_t n)
     if (zero > 0)
         snprintf(z, sizeof z, "/z%d", zero);
     snprintf(label, n, "tp%d%s pp%d%s dp%d%s mb%dx%d %s%s%s", tp,
-             json_is_true(sp) ? "+sp" : "", pp, extra, dp, z, mb, nm,
+             json_is_true(sp) && tp > 1 ? "+sp" : "", pp, extra, dp, z, mb, nm,
              json_is_string(sched) ? json_string_value(sched) : "",
              json_is_string(rc) && strcmp(json_string_value(rc), "none") ? " rc:" : "",
              json_is_string(rc) && strcmp(json_string_value(rc), "none")
