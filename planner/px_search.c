@@ -228,7 +228,7 @@ static bool refine_one(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
     if (st != PX_OK) {
         res->milp_failed++;
         if (!res->milp_note[0])
-            snprintf(res->milp_note, sizeof res->milp_note, "%.250s", perr.msg);
+            snprintf(res->milp_note, sizeof res->milp_note, "%s", perr.msg);
         return false;
     }
     if (!rep.after.proven_optimal)
@@ -377,6 +377,16 @@ bool px_search_fully_fixed(const px_model *m, int gpus, const px_search_opts *o)
     return o->vpp > 0 || vpp_implied;
 }
 
+int64_t px_search_default_tokens_per_step(const px_model *m)
+{
+    px_param_count pc;
+    px_model_count_params(m, &pc);
+    double scale = sqrt(fmin(1.0, (double)pc.total / PX_SEARCH_BATCH_FULL_PARAMS));
+    /* the nearest power of two (in log2): a model a little under 70e9 keeps 2^24 */
+    int e = (int)lround(log2((double)PX_SEARCH_TOKENS_PER_STEP_DEFAULT * scale));
+    return (int64_t)1 << (e > 0 ? e : 0);
+}
+
 static px_status resolve_batch(const px_model *m, const px_search_opts *o, px_search_result *res,
                                px_error *err)
 {
@@ -403,7 +413,7 @@ static px_status resolve_batch(const px_model *m, const px_search_opts *o, px_se
     } else if (o->micro_batch > 0 && o->n_micro > 0 && o->dp > 0) {
         res->global_batch = o->micro_batch * o->n_micro * o->dp; /* all fixed */
     } else {
-        int64_t gb = PX_SEARCH_TOKENS_PER_STEP_DEFAULT / s;
+        int64_t gb = px_search_default_tokens_per_step(m) / s;
         res->global_batch = gb > 0 ? gb : 1;
     }
     res->tokens_per_step = res->global_batch * s;
@@ -828,7 +838,7 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
 }
 
 /* ------------------------------------------------------------------ */
-/* The lecture's section-11 decision procedure                          */
+/* The lecture's rule-of-thumb decision procedure                      */
 
 static void note(px_search_result *res, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -907,7 +917,8 @@ px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
     if (st != PX_OK)
         return st;
     int64_t s = res->seq_len > 0 ? res->seq_len : m->seq_len;
-    int64_t GB = res->global_batch > 0 ? res->global_batch : PX_SEARCH_TOKENS_PER_STEP_DEFAULT / s;
+    int64_t GB = res->global_batch > 0 ? res->global_batch
+                                       : px_search_default_tokens_per_step(m) / s;
     if (GB < 1)
         GB = 1;
     int64_t limit = hw->hbm_bytes - hw->mem_reserve_bytes;
