@@ -244,7 +244,7 @@ px_status px_framework_load(const char *name_or_path, const char *dir, px_framew
 /* ------------------------------------------------------------------ */
 /* The capability test                                                 */
 
-static unsigned model_features(const px_model *m)
+unsigned px_model_features(const px_model *m)
 {
     unsigned f = m->block == PX_BLOCK_GPT ? PX_FEAT_GPT_BLOCK : PX_FEAT_LLAMA_BLOCK;
     if (m->attn == PX_ATTN_MLA)
@@ -266,7 +266,7 @@ static unsigned model_features(const px_model *m)
 bool px_caps_allow(const px_caps *c, const px_model *m, const px_parallel *p, const char **why)
 {
     const char *w = NULL;
-    unsigned missing = model_features(m) & ~c->model_features;
+    unsigned missing = px_model_features(m) & ~c->model_features;
     if (missing)
         w = "model_features";
     else if (!c->schedules[p->schedule])
