@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "px_export_formats.h"
+#include "px_framework.h"
 
 static const char *const target_names[PX_EXPORT_COUNT] = {"megatron", "nemo", "torchtitan",
                                                           "deepspeed", "slurm"};
@@ -36,94 +37,25 @@ px_status px_export_target_parse(const char *s, px_export_target *out, px_error 
 }
 
 /* ---- what each target runs ------------------------------------------------
- * FALLBACK CAPABILITIES: these stand in for the framework profiles
- * (frameworks/<name>.json, read by px_framework) until those are in this
- * tree; px_export_target_caps is the one place to switch over.  The reasons
- * for each value are in docs/export.md, "What each target runs". */
-static void caps_all(px_caps *c, const char *name)
-{
-    memset(c, 0, sizeof *c);
-    snprintf(c->name, sizeof c->name, "%s", name);
-    for (int i = 0; i < PX_SCHED_COUNT; i++)
-        c->schedules[i] = true;
-    for (int i = 0; i < PX_RECOMPUTE_COUNT; i++)
-        c->recompute[i] = true;
-    for (int i = 0; i < 4; i++)
-        c->zero[i] = true;
-    c->per_layer_recompute = c->uneven_stages = c->uneven_virtual_chunks = true;
-    c->hybrid_shard = c->sp = c->tp_without_sp = c->ep = c->etp = c->grad_bf16 = true;
-    c->cp_flavours = PX_CP_RING_P2P | PX_CP_ALL_GATHER | PX_CP_ALL_TO_ALL;
-    c->pads_vocab = true;
-    c->vocab_pad_multiple = 128;
-    c->precisions = PX_PREC_ALL;
-    c->model_features = ~0u;
-}
-
-static void caps_fallback(px_export_target t, px_caps *c)
-{
-    caps_all(c, px_export_target_name(t));
-    switch (t) {
-    case PX_EXPORT_MEGATRON:
-    case PX_EXPORT_NEMO: /* Megatron-Core under both */
-        c->schedules[PX_SCHED_GPIPE] = false;
-        c->schedules[PX_SCHED_ZB_H1] = c->schedules[PX_SCHED_ZB_H2] = false;
-        c->per_layer_recompute = false;
-        c->uneven_virtual_chunks = false;
-        break;
-    case PX_EXPORT_TORCHTITAN:
-        c->schedules[PX_SCHED_ZB_H2] = false;
-        c->per_layer_recompute = false;
-        c->uneven_stages = c->uneven_virtual_chunks = false;
-        c->zero[1] = false; /* FSDP2 shards parameters too; ZeRO-2 = no reshard */
-        c->tp_without_sp = false;
-        c->cp_flavours = PX_CP_ALL_GATHER | PX_CP_ALL_TO_ALL;
-        c->pads_vocab = false;
-        c->model_features &= ~(unsigned)(PX_FEAT_GPT_BLOCK | PX_FEAT_MTP);
-        break;
-    case PX_EXPORT_DEEPSPEED:
-        for (int i = 0; i < PX_SCHED_COUNT; i++)
-            c->schedules[i] = i == PX_SCHED_1F1B;
-        c->per_layer_recompute = false;
-        c->uneven_stages = c->uneven_virtual_chunks = false;
-        c->sp = false;
-        c->ep = c->etp = false;
-        c->cp_flavours = 0;
-        c->pads_vocab = false;
-        c->model_features &= ~(unsigned)(PX_FEAT_MLA | PX_FEAT_MTP | PX_FEAT_MOE |
-                                          PX_FEAT_SHARED_EXPERTS | PX_FEAT_DENSE_FIRST);
-        break;
-    default: /* slurm: Parallax's executor runs every plan the planner writes */
-        break;
-    }
-}
+ * The framework profiles (frameworks/<name>.json, px_framework) say what a
+ * framework runs; NeMo / Megatron-Bridge run Megatron-Core, and the slurm
+ * script runs Parallax's own executor. */
+static const char *const target_framework[PX_EXPORT_COUNT] = {"megatron", "megatron",
+                                                              "torchtitan", "deepspeed",
+                                                              "parallax"};
 
 px_status px_export_target_caps(px_export_target t, px_caps *out, px_error *err)
 {
     if (t < 0 || t >= PX_EXPORT_COUNT)
         return PX_FAIL(err, PX_ERR_INVALID, "export target %d out of range", (int)t);
-    caps_fallback(t, out);
-    return PX_OK;
+    static _Thread_local px_framework fw;
+    px_status st = px_framework_load(target_framework[t], NULL, &fw, err);
+    if (st == PX_OK)
+        *out = fw.caps;
+    return st;
 }
 
 /* ---- the refusal ------------------------------------------------------- */
-
-static unsigned model_features(const px_model *m)
-{
-    unsigned f = m->block == PX_BLOCK_GPT ? PX_FEAT_GPT_BLOCK : PX_FEAT_LLAMA_BLOCK;
-    if (m->attn == PX_ATTN_MLA)
-        f |= PX_FEAT_MLA;
-    if (m->qk_norm)
-        f |= PX_FEAT_QK_NORM;
-    if (m->n_experts > 0)
-        f |= PX_FEAT_MOE;
-    if (m->n_shared_experts > 0)
-        f |= PX_FEAT_SHARED_EXPERTS;
-    if (m->n_experts > 0 && m->first_dense_layers > 0)
-        f |= PX_FEAT_DENSE_FIRST;
-    if (m->n_mtp_modules > 0)
-        f |= PX_FEAT_MTP;
-    return f;
-}
 
 static const char *feature_name(unsigned bit)
 {
@@ -150,81 +82,50 @@ static void schedule_list(const px_caps *c, char *buf, size_t n)
                                     px_schedule_name((px_schedule)s));
 }
 
-static bool per_layer_mixed(const px_parallel *p)
-{
-    for (int i = 1; i < p->n_layer_recompute; i++)
-        if (p->layer_recompute[i] != p->layer_recompute[0])
-            return true;
-    return false;
-}
-
-static bool split_uneven(const px_parallel *p)
-{
-    for (int i = 1; i < p->n_chunks; i++)
-        if (p->layers_per_chunk[i] != p->layers_per_chunk[0])
-            return true;
-    return false;
-}
-
-static px_status refuse(px_error *err, const char *target, const char *what)
-{
-    return PX_FAIL(err, PX_ERR_UNSUPPORTED, "%s cannot run this plan: %s", target, what);
-}
-
-/* The parallel layout against the capabilities (one feature at a time, in
- * the order a user would change them). */
-static px_status check_layout(const px_plan *plan, const px_caps *c, px_error *err)
+/* The capability px_caps_allow names (a px_caps field), in words, with
+ * the plan's value. */
+static void describe(const char *cap, const px_plan *plan, const px_caps *c, char *why,
+                     size_t n)
 {
     const px_parallel *p = &plan->par;
-    char why[256], list[128];
-    if (p->pp > 1 && !c->schedules[p->schedule]) {
+    char list[128];
+    if (!strcmp(cap, "model_features")) {
+        unsigned missing = px_model_features(&plan->model) & ~c->model_features;
+        unsigned bit = missing & (~missing + 1u); /* the lowest one */
+        snprintf(why, n, "%s", feature_name(bit));
+    } else if (!strcmp(cap, "schedules")) {
         schedule_list(c, list, sizeof list);
-        snprintf(why, sizeof why, "pipeline schedule %s (it runs %s)",
-                 px_schedule_name(p->schedule), list);
-        return refuse(err, c->name, why);
+        snprintf(why, n, "pipeline schedule %s (it runs %s)", px_schedule_name(p->schedule),
+                 list);
+    } else if (!strcmp(cap, "max_pp")) {
+        snprintf(why, n, "pipeline parallelism of %d stages (at most %d)", p->pp, c->max_pp);
+    } else if (!strcmp(cap, "per_layer_recompute")) {
+        snprintf(why, n, "a recompute choice per layer; plan with --partition uniform");
+    } else if (!strcmp(cap, "recompute")) {
+        snprintf(why, n, "recompute %s", px_recompute_name(p->recompute));
+    } else if (!strcmp(cap, "zero")) {
+        snprintf(why, n, "ZeRO stage %d", p->zero);
+    } else if (!strcmp(cap, "sp")) {
+        snprintf(why, n, "sequence parallelism with tensor parallelism (plan with --sp off)");
+    } else if (!strcmp(cap, "tp_without_sp")) {
+        snprintf(why, n, "tensor parallelism without sequence parallelism (plan with --sp on)");
+    } else if (!strcmp(cap, "cp_flavours")) {
+        snprintf(why, n, "context parallelism");
+    } else if (!strcmp(cap, "ep")) {
+        snprintf(why, n, "expert parallelism");
+    } else if (!strcmp(cap, "etp")) {
+        snprintf(why, n, "expert tensor parallelism %d different from TP %d", p->etp, p->tp);
+    } else if (!strcmp(cap, "needs_flash_attention")) {
+        snprintf(why, n, "attention that stores the s x s scores");
+    } else if (!strcmp(cap, "uneven_virtual_chunks")) {
+        snprintf(why, n, "interleaved chunks of unequal size; plan with --partition uniform");
+    } else if (!strcmp(cap, "uneven_stages")) {
+        snprintf(why, n, "an uneven pipeline split; plan with --partition uniform");
+    } else if (!strcmp(cap, "grad_bf16")) {
+        snprintf(why, n, "bf16 gradients (plan with --grad-dtype fp32)");
+    } else {
+        snprintf(why, n, "%s", cap);
     }
-    if (per_layer_mixed(p) && !c->per_layer_recompute)
-        return refuse(err, c->name, "a recompute choice per layer (the stage partition "
-                                    "program's); plan with --partition uniform");
-    px_recompute r = p->n_layer_recompute > 0 ? (px_recompute)p->layer_recompute[0] : p->recompute;
-    if (r < PX_RECOMPUTE_COUNT && !c->recompute[r]) {
-        snprintf(why, sizeof why, "recompute %s", px_recompute_name(r));
-        return refuse(err, c->name, why);
-    }
-    if (split_uneven(p) && p->vpp == 1 && !c->uneven_stages)
-        return refuse(err, c->name, "an uneven pipeline split (layers per stage differ); "
-                                    "plan with --partition uniform");
-    if (split_uneven(p) && p->vpp > 1 && !c->uneven_virtual_chunks)
-        return refuse(err, c->name, "interleaved chunks of unequal size; plan with "
-                                    "--partition uniform");
-    if (p->zero < 0 || p->zero > 3 || !c->zero[p->zero]) {
-        snprintf(why, sizeof why, "ZeRO stage %d", p->zero);
-        return refuse(err, c->name, why);
-    }
-    if (p->tp > 1 && p->sp && !c->sp)
-        return refuse(err, c->name, "sequence parallelism with tensor parallelism (--sp off)");
-    if (p->tp > 1 && !p->sp && !c->tp_without_sp)
-        return refuse(err, c->name, "tensor parallelism without sequence parallelism (--sp on)");
-    if (p->ep > 1 && !c->ep)
-        return refuse(err, c->name, "expert parallelism");
-    if (p->etp > 1 && p->etp != p->tp && !c->etp)
-        return refuse(err, c->name, "expert tensor parallelism different from TP");
-    if (p->cp > 1 && c->cp_flavours == 0)
-        return refuse(err, c->name, "context parallelism");
-    if (!p->grad_fp32 && !c->grad_bf16)
-        return refuse(err, c->name, "bf16 gradients (--grad-dtype fp32)");
-    if (!p->flash_attention && c->needs_flash_attention)
-        return refuse(err, c->name, "attention that stores the s x s scores");
-    if (!c->pads_vocab && plan->model.vocab % p->tp != 0) {
-        snprintf(why, sizeof why, "a vocabulary of %lld that TP %d does not divide (no padding)",
-                 (long long)plan->model.vocab, p->tp);
-        return refuse(err, c->name, why);
-    }
-    unsigned missing = model_features(&plan->model) & ~c->model_features;
-    for (unsigned bit = 1; missing && bit; bit <<= 1)
-        if (missing & bit)
-            return refuse(err, c->name, feature_name(bit));
-    return PX_OK;
 }
 
 px_status px_export_check(const px_plan *plan, px_export_target t, px_error *err)
@@ -233,9 +134,13 @@ px_status px_export_check(const px_plan *plan, px_export_target t, px_error *err
     px_status st = px_export_target_caps(t, &caps, err);
     if (st != PX_OK)
         return st;
-    st = check_layout(plan, &caps, err);
-    if (st != PX_OK)
-        return st;
+    const char *cap = NULL;
+    if (!px_caps_allow(&caps, &plan->model, &plan->par, &cap)) {
+        char why[256];
+        describe(cap ? cap : "?", plan, &caps, why, sizeof why);
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED, "%s cannot run this plan: %s (frameworks/%s.json)",
+                       px_export_target_name(t), why, target_framework[t]);
+    }
     return px_export_format_check(plan, t, err); /* what the file format cannot say */
 }
 

@@ -52,14 +52,57 @@ static void safe_name(const char *s, char *out, size_t n)
     out[i] = '\0';
 }
 
-/* Megatron names a split by its first and last stage; the middle stages
- * must then hold equal counts. */
-static bool middle_even(const px_parallel *p)
+/* Megatron names a split by its first and last stage when the middle
+ * stages hold equal counts (vpp 1); any other split is a layout string. */
+static bool first_last_split(const px_parallel *p)
 {
+    if (p->vpp > 1)
+        return false;
     for (int i = 2; i < p->n_chunks - 1; i++)
         if (p->layers_per_chunk[i] != p->layers_per_chunk[1])
             return false;
     return true;
+}
+
+static bool recompute_mixed(const px_parallel *p)
+{
+    for (int i = 1; i < p->n_layer_recompute; i++)
+        if (p->layer_recompute[i] != p->layer_recompute[0])
+            return true;
+    return false;
+}
+
+/* Megatron's per-layer recompute (--recompute-method block
+ * --recompute-num-layers N): full recompute of the first N layers of every
+ * pipeline chunk, none for the rest.  Returns N, or -1 when the plan's
+ * choices are not of that form. */
+static int block_recompute_layers(const px_plan *plan)
+{
+    const px_parallel *p = &plan->par;
+    int chunks = p->pp * p->vpp, first = 0, n = -1;
+    for (int c = 0; c < chunks; c++) {
+        int len = p->n_chunks > 0 ? p->layers_per_chunk[c]
+                                  : (int)(plan->model.n_layers / chunks);
+        int k = 0;
+        while (k < len && first + k < p->n_layer_recompute &&
+               p->layer_recompute[first + k] == PX_RECOMPUTE_FULL)
+            k++;
+        for (int i = k; i < len; i++)
+            if (first + i >= p->n_layer_recompute ||
+                p->layer_recompute[first + i] != PX_RECOMPUTE_NONE)
+                return -1;
+        if (n >= 0 && k != n)
+            return -1;
+        n = k;
+        first += len;
+    }
+    return n;
+}
+
+static px_status format_refuse(px_error *err, px_export_target t, const char *what)
+{
+    return PX_FAIL(err, PX_ERR_UNSUPPORTED, "%s cannot run this plan as exported: %s",
+                   px_export_target_name(t), what);
 }
 
 px_status px_export_format_check(const px_plan *plan, px_export_target t, px_error *err)
@@ -67,25 +110,46 @@ px_status px_export_format_check(const px_plan *plan, px_export_target t, px_err
     const px_parallel *p = &plan->par;
     plan_facts f;
     facts_of(plan, &f);
-    const char *name = px_export_target_name(t);
-    if ((t == PX_EXPORT_MEGATRON || t == PX_EXPORT_NEMO) && f.uneven && !middle_even(p))
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "%s cannot run this plan: an uneven pipeline split whose middle stages "
-                       "differ (Megatron sets the first and last stage only); plan with "
-                       "--partition uniform", name);
-    if (t == PX_EXPORT_DEEPSPEED && p->pp > 1 && p->zero >= 2)
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "deepspeed cannot run this plan: ZeRO stage %d with pipeline parallelism "
-                       "(DeepSpeed's pipeline engine runs ZeRO 0 and 1 only)", p->zero);
-    if (t == PX_EXPORT_TORCHTITAN && p->pp > 1 && p->schedule == PX_SCHED_ZB_H1 && p->vpp < 2)
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "torchtitan cannot run this plan: zb-h1 with one chunk a stage "
-                       "(torchtitan's zero-bubble schedule, InterleavedZeroBubble, needs VPP >= 2)");
-    if (t == PX_EXPORT_TORCHTITAN && plan->model.n_layers % (p->pp * p->vpp) != 0)
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "torchtitan cannot run this plan: %lld layers do not split evenly over "
-                       "%d pipeline chunks", (long long)plan->model.n_layers, p->pp * p->vpp);
-    return PX_OK;
+    bool uneven = false;
+    for (int i = 1; i < p->n_chunks; i++)
+        uneven = uneven || p->layers_per_chunk[i] != p->layers_per_chunk[0];
+    switch (t) {
+    case PX_EXPORT_MEGATRON:
+    case PX_EXPORT_NEMO:
+        if (recompute_mixed(p) && block_recompute_layers(plan) < 0)
+            return format_refuse(err, t, "a recompute choice per layer other than full "
+                                         "recompute of the first N layers of every stage "
+                                         "(--recompute-method block); plan with "
+                                         "--partition uniform");
+        return PX_OK;
+    case PX_EXPORT_TORCHTITAN:
+        if (recompute_mixed(p))
+            return format_refuse(err, t, "a recompute choice per layer; plan with "
+                                         "--partition uniform");
+        if (p->pp > 1 && p->schedule == PX_SCHED_ZB_H1 && p->vpp < 2)
+            return format_refuse(err, t, "zb-h1 with one chunk a stage (torchtitan's "
+                                         "zero-bubble schedule, InterleavedZeroBubble, needs "
+                                         "VPP >= 2)");
+        return PX_OK;
+    case PX_EXPORT_DEEPSPEED:
+        if (p->pp > 1 && p->zero >= 2)
+            return format_refuse(err, t, p->zero == 2 ? "ZeRO stage 2 with pipeline "
+                                                        "parallelism (DeepSpeed's pipeline "
+                                                        "engine runs ZeRO 0 and 1)"
+                                                      : "ZeRO stage 3 with pipeline "
+                                                        "parallelism (DeepSpeed's pipeline "
+                                                        "engine runs ZeRO 0 and 1)");
+        if (p->ep > 1)
+            return format_refuse(err, t, "expert parallelism (no DeepSpeed config key: the "
+                                         "MoE layers take ep_size in the model code, "
+                                         "Megatron-DeepSpeed from the megatron export)");
+        if (uneven)
+            return format_refuse(err, t, "an uneven pipeline split (the config partitions "
+                                         "uniformly); plan with --partition uniform");
+        return PX_OK;
+    default:
+        return PX_OK;
+    }
 }
 
 /* ---- Megatron-LM --------------------------------------------------------- */
@@ -157,9 +221,17 @@ static void megatron_parallel(const px_plan *plan, const plan_facts *f, px_buf *
     arg_i(b, "--pipeline-model-parallel-size", p->pp);
     if (p->vpp > 1)
         arg_i(b, "--num-virtual-stages-per-pipeline-rank", p->vpp);
-    if (f->uneven) {
+    if (f->uneven && first_last_split(p)) {
         arg_i(b, "--decoder-first-pipeline-num-layers", f->first_layers);
         arg_i(b, "--decoder-last-pipeline-num-layers", f->last_layers);
+    } else if (f->uneven) { /* E embedding, t a layer, L the loss; chunks in model order */
+        px_buf_puts(b, "--pipeline-model-parallel-layout ");
+        for (int c = 0; c < p->n_chunks; c++) {
+            px_buf_puts(b, c ? "|" : "E");
+            for (int l = 0; l < p->layers_per_chunk[c]; l++)
+                px_buf_puts(b, "t");
+        }
+        px_buf_puts(b, "L\n");
     }
     arg_i(b, "--context-parallel-size", p->cp);
     if (p->cp > 1)
@@ -183,9 +255,13 @@ static void megatron_parallel(const px_plan *plan, const plan_facts *f, px_buf *
         arg(b, "--no-gradient-accumulation-fusion");
         arg(b, "--ckpt-format fsdp_dtensor");
     }
-    if (f->recompute == PX_RECOMPUTE_SELECTIVE)
+    if (recompute_mixed(p)) { /* full on the first N layers of each chunk */
+        arg(b, "--recompute-granularity full");
+        arg(b, "--recompute-method block");
+        arg_i(b, "--recompute-num-layers", block_recompute_layers(plan));
+    } else if (f->recompute == PX_RECOMPUTE_SELECTIVE) {
         arg(b, "--recompute-granularity selective");
-    else if (f->recompute == PX_RECOMPUTE_FULL) {
+    } else if (f->recompute == PX_RECOMPUTE_FULL) {
         arg(b, "--recompute-granularity full");
         arg(b, "--recompute-method uniform");
         arg(b, "--recompute-num-layers 1");
@@ -257,9 +333,17 @@ static void nemo_model(const px_plan *plan, const plan_facts *f, px_buf *b)
         y_i(b, "virtual_pipeline_model_parallel_size", p->vpp);
     else
         px_buf_puts(b, "  virtual_pipeline_model_parallel_size: null\n");
-    if (f->uneven) {
+    if (f->uneven && first_last_split(p)) {
         y_i(b, "num_layers_in_first_pipeline_stage", f->first_layers);
         y_i(b, "num_layers_in_last_pipeline_stage", f->last_layers);
+    } else if (f->uneven) { /* as Megatron's --pipeline-model-parallel-layout */
+        px_buf_puts(b, "  pipeline_model_parallel_layout: \"");
+        for (int c = 0; c < p->n_chunks; c++) {
+            px_buf_puts(b, c ? "|" : "E");
+            for (int l = 0; l < p->layers_per_chunk[c]; l++)
+                px_buf_puts(b, "t");
+        }
+        px_buf_puts(b, "L\"\n");
     }
     y_i(b, "context_parallel_size", p->cp);
     y_i(b, "expert_model_parallel_size", p->ep);
@@ -279,7 +363,10 @@ static void nemo_model(const px_plan *plan, const plan_facts *f, px_buf *b)
         y_i(b, "moe_router_topk", m->top_k);
         y_i(b, "moe_ffn_hidden_size", m->moe_ffn);
     }
-    if (f->recompute == PX_RECOMPUTE_SELECTIVE)
+    if (recompute_mixed(p))
+        px_buf_printf(b, "  recompute_granularity: full\n  recompute_method: block\n"
+                         "  recompute_num_layers: %d\n", block_recompute_layers(plan));
+    else if (f->recompute == PX_RECOMPUTE_SELECTIVE)
         px_buf_puts(b, "  recompute_granularity: selective\n");
     else if (f->recompute == PX_RECOMPUTE_FULL)
         px_buf_puts(b, "  recompute_granularity: full\n  recompute_method: uniform\n"
@@ -355,6 +442,31 @@ static void titan_model(const px_model *m, const char **family, char *flavor, si
     safe_name(m->name, flavor, n);
 }
 
+/* An uneven split as the modules of each model part, in model order:
+ * embedding on the first, final norm and output on the last. */
+static void titan_split(const px_plan *plan, px_buf *b)
+{
+    const px_parallel *p = &plan->par;
+    px_buf_puts(b, "module_fqns_per_model_part = [\n");
+    int layer = 0;
+    for (int c = 0; c < p->n_chunks; c++) {
+        px_buf_puts(b, "  [");
+        bool first = true;
+        if (c == 0) {
+            px_buf_puts(b, "\"tok_embeddings\"");
+            first = false;
+        }
+        for (int l = 0; l < p->layers_per_chunk[c]; l++, layer++) {
+            px_buf_printf(b, "%s\"layers.%d\"", first ? "" : ", ", layer);
+            first = false;
+        }
+        if (c == p->n_chunks - 1)
+            px_buf_printf(b, "%s\"norm\", \"output\"", first ? "" : ", ");
+        px_buf_puts(b, c == p->n_chunks - 1 ? "]\n" : "],\n");
+    }
+    px_buf_puts(b, "]\n");
+}
+
 px_status px_export_torchtitan(const px_plan *plan, px_buf *b, px_error *err)
 {
     (void)err;
@@ -393,15 +505,19 @@ px_status px_export_torchtitan(const px_plan *plan, px_buf *b, px_error *err)
                      "pipeline_parallel_degree = %d\n",
                   shard ? 1 : p->dp, shard ? p->dp : 1, p->zero == 2 ? "never" : "default",
                   p->tp, p->tp_overlap && p->tp > 1 ? "true" : "false", p->pp);
-    if (p->pp > 1)
+    if (p->pp > 1) {
         px_buf_printf(b, "pipeline_parallel_schedule = \"%s\"\n"
-                         "pipeline_parallel_microbatch_size = %lld\n"
-                         "pipeline_parallel_layers_per_stage = %lld\n",
-                      titan_schedule(p), (long long)p->micro_batch,
-                      (long long)f.layers_per_chunk);
+                         "pipeline_parallel_microbatch_size = %lld\n",
+                      titan_schedule(p), (long long)p->micro_batch);
+        if (f.uneven)
+            titan_split(plan, b);
+        else
+            px_buf_printf(b, "pipeline_parallel_layers_per_stage = %lld\n",
+                          (long long)f.layers_per_chunk);
+    }
     px_buf_printf(b, "context_parallel_degree = %d\n", p->cp);
     if (p->cp > 1)
-        px_buf_puts(b, "context_parallel_rotate_method = \"allgather\"\n");
+        px_buf_puts(b, "context_parallel_rotate_method = \"alltoall\"\n"); /* the ring */
     px_buf_printf(b, "expert_parallel_degree = %d\nexpert_tensor_parallel_degree = %d\n", p->ep,
                   p->etp);
     px_buf_printf(b, "\n[activation_checkpoint]\nmode = \"%s\"\n",
@@ -434,6 +550,8 @@ px_status px_export_deepspeed(const px_plan *plan, px_buf *b, px_error *err)
     if (p->tp > 1)
         json_object_set_new(root, "tensor_parallel",
                             json_pack("{s:i}", "autotp_size", p->tp));
+    if (p->cp > 1) /* Ulysses: heads <-> sequence all-to-all */
+        json_object_set_new(root, "sequence_parallel_size", json_integer(p->cp));
     char *s = json_dumps(root, JSON_SORT_KEYS | JSON_INDENT(2));
     json_decref(root);
     if (!s)

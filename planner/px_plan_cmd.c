@@ -14,6 +14,7 @@
 
 #include "px_args.h"
 #include "px_cost.h"
+#include "px_framework.h"
 #include "px_html.h"
 #include "px_partition_refine.h"
 #include "px_plan_json.h"
@@ -38,6 +39,10 @@ static const char usage_text[] =
     "  --model NAME|FILE      model preset (models/), or a preset / Hugging Face config.json\n"
     "  --gpus G               number of GPUs\n"
     "  --hw NAME|FILE         hardware profile (hw_profiles/; default " PX_HW_DEFAULT ")\n"
+    "  --framework NAME|FILE  the framework that will run the plan (frameworks/: parallax,\n"
+    "                         megatron, torchtitan, llm-foundry, maxtext, deepspeed; default\n"
+    "                         " PX_FRAMEWORK_DEFAULT ", this project's executor): only what it can run is\n"
+    "                         searched, costed as it runs it (docs/framework-schema.md)\n"
     "  --seq S                sequence length (default: the model's); alias --seq-len\n"
     "  --global-batch SEQS    global batch in sequences (default: 2^24 tokens / S)\n"
     "  --tokens-per-step T    global batch in tokens\n"
@@ -51,8 +56,8 @@ static const char usage_text[] =
     "  --grad-dtype bf16|fp32 gradient dtype (default fp32 main gradients)\n"
     "  --no-sp                sequence parallelism off (default on when TP > 1); --sp on|off\n"
     "  --overlap on|off       gradient reduction and backward TP collectives hidden under\n"
-    "                         the backward (default on, as Megatron runs; off for `execute`\n"
-    "                         on CPUs, which runs them after the compute)\n"
+    "                         the backward (default: the framework's overlap traits; off\n"
+    "                         for `execute` on CPUs, which runs them after the compute)\n"
     "  --partition milp|uniform\n"
     "                         stage split and per-layer recompute of the top candidates:\n"
     "                         chosen by the GLPK program (default; docs/partition.md) or\n"
@@ -77,7 +82,7 @@ static const char usage_text[] =
 
 /* What the command line asks for. */
 typedef struct {
-    const char *model, *hw, *out;
+    const char *model, *hw, *out, *framework;
     const char *html;          /* --html FILE */
     double price_per_gpu_hour; /* --price-per-gpu-hour; 0: the profile's */
     int gpus;
@@ -177,6 +182,7 @@ static px_status read_milp_time_limit(void *s, const char *flag, const char *v, 
 static const px_arg plan_rows[] = {
     PX_ARG_STR("--model", plan_cli, model),
     PX_ARG_STR("--hw", plan_cli, hw),
+    PX_ARG_STR("--framework", plan_cli, framework),
     PX_ARG_STR("-o", plan_cli, out),
     PX_ARG_ALIAS("--output", "-o"),
     PX_ARG_INT("--gpus", plan_cli, gpus, 1, 1 << 24),
@@ -690,8 +696,8 @@ static px_status write_html(const char *path, const px_model *m, const px_hw *hw
 
 /* The JSON document of `plan --json` (docs/plan-cli.md). */
 static px_status write_json(FILE *out, const plan_cli *c, const px_model *model,
-                            const px_hw *hw, const px_search_result *res, const px_plan *plan,
-                            px_error *err)
+                            const px_hw *hw, const px_framework *fw,
+                            const px_search_result *res, const px_plan *plan, px_error *err)
 {
     const px_candidate *best = &res->top[0];
     px_param_count pc;
@@ -707,6 +713,7 @@ static px_status write_json(FILE *out, const plan_cli *c, const px_model *model,
     json_t *root = json_object();
     json_object_set_new(root, "model", json_string(model->name));
     json_object_set_new(root, "hw", json_string(hw->name));
+    json_object_set_new(root, "framework", json_string(fw->name));
     json_object_set_new(root, "gpus", json_integer(c->gpus));
     json_object_set_new(root, "seq_len", json_integer(res->seq_len));
     json_object_set_new(root, "global_batch", json_integer(res->global_batch));
@@ -795,7 +802,8 @@ static void explain_rule(FILE *out, const px_candidate *best, const px_search_re
 
 /* The search's '#' header lines of the table. */
 static void table_header(FILE *out, const plan_cli *c, const px_model *model, const px_hw *hw,
-                         const px_search_result *res, bool fixed_uniform)
+                         const px_framework *fw, const px_search_result *res,
+                         bool fixed_uniform)
 {
     px_param_count pc;
     px_model_count_params(model, &pc);
@@ -804,6 +812,7 @@ static void table_header(FILE *out, const plan_cli *c, const px_model *model, co
             model->name, (double)pc.total / (billions ? 1e9 : 1e6), billions ? "B" : "M",
             (long long)model->n_layers, c->gpus, hw->name, hw->gpus_per_node,
             hw->torus ? ", torus" : "");
+    fprintf(out, "# framework: %s (%s)\n", fw->name, fw->path);
     fprintf(out, "# sequence %lld, global batch %lld sequences = %lld tokens; memory limit %.1f "
                  "GB per GPU (%.1f HBM - %.1f reserve)\n",
             (long long)res->seq_len, (long long)res->global_batch,
@@ -839,11 +848,11 @@ static void table_header(FILE *out, const plan_cli *c, const px_model *model, co
 /* The people's table: header lines, ranked rows, the chosen plan, and with
  * --explain its breakdown. */
 static px_status write_table(FILE *out, const plan_cli *c, const px_model *model,
-                             const px_hw *hw, const px_search_result *res, bool fixed_uniform,
-                             px_error *err)
+                             const px_hw *hw, const px_framework *fw,
+                             const px_search_result *res, bool fixed_uniform, px_error *err)
 {
     const px_candidate *best = &res->top[0];
-    table_header(out, c, model, hw, res, fixed_uniform);
+    table_header(out, c, model, hw, fw, res, fixed_uniform);
     print_header(out);
     for (int i = 0; i < res->n_top; i++) {
         char label[16];
@@ -905,6 +914,7 @@ static px_status probe_output(const char *path, px_error *err)
 typedef struct {
     px_model model;
     px_hw hw;
+    px_framework fw;
     px_search_result res;
     px_plan plan;
 } plan_work;
@@ -926,6 +936,12 @@ static px_status run_search(plan_cli *c, const px_model *model, FILE *out, px_er
         st = px_model_load(c->model, NULL, &w->model, err);
     if (st == PX_OK)
         st = px_hw_load(c->hw, NULL, &w->hw, err);
+    if (st == PX_OK)
+        st = px_framework_load(c->framework, NULL, &w->fw, err);
+    if (st == PX_OK) {
+        c->opts.caps = &w->fw.caps;
+        c->opts.run = &w->fw.run; /* --overlap, when given, has set the opts it overrides */
+    }
     /* every dimension fixed: evaluate exactly that configuration, layers
      * split uniformly, unless the program was asked for by name */
     bool fixed_uniform = st == PX_OK && !c->partition_given &&
@@ -936,8 +952,10 @@ static px_status run_search(plan_cli *c, const px_model *model, FILE *out, px_er
         st = px_search_run(&w->model, &w->hw, c->gpus, &c->opts, &w->res, err);
     if (st == PX_OK) {
         make_plan(&w->plan, &w->model, &w->hw, &w->res.top[0]);
-        st = c->json ? write_json(out, c, &w->model, &w->hw, &w->res, &w->plan, err)
-                     : write_table(out, c, &w->model, &w->hw, &w->res, fixed_uniform, err);
+        snprintf(w->plan.framework, sizeof w->plan.framework, "%s", w->fw.name);
+        st = c->json ? write_json(out, c, &w->model, &w->hw, &w->fw, &w->res, &w->plan, err)
+                     : write_table(out, c, &w->model, &w->hw, &w->fw, &w->res, fixed_uniform,
+                                   err);
     }
     if (st == PX_OK && c->html) {
         st = write_html(c->html, &w->model, &w->hw, c->gpus, &w->res, err);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "px_framework.h"
 #include "px_partition_refine.h"
 
 void px_search_opts_init(px_search_opts *o)
@@ -16,6 +17,7 @@ void px_search_opts_init(px_search_opts *o)
     memset(o, 0, sizeof *o);
     o->zero = o->recompute = o->schedule = o->sp = o->grad_fp32 = -1;
     o->dp_overlap = o->tp_overlap = -1;
+    o->flash_attention = -1;
     o->top = PX_SEARCH_TOP_DEFAULT;
     /* TP beyond a node is allowed (and scored with the inter-node links), up
      * to the widest TP anyone runs; CP up to 64 (Nemotron's long-context
@@ -33,7 +35,7 @@ const char *px_reject_name(px_reject r)
     static const char *const names[PX_REJ_COUNT] = {
         "gpus not divisible",  "heads not divisible",   "sequence not divisible",
         "layers not divisible", "experts not divisible", "batch not divisible",
-        "out of memory"};
+        "out of memory", "not run by the framework"};
     return (r >= 0 && r < PX_REJ_COUNT) ? names[r] : "?";
 }
 
@@ -244,6 +246,8 @@ static bool refine_one(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
     if (!miss && pred.time.step_s > c->pred.time.step_s * (1.0 + 1e-12))
         return false;
     canonical_split(m, &next);
+    if (o->caps && !px_caps_allow(o->caps, m, &next, NULL))
+        return false; /* a split or recompute choice the framework cannot run */
     if (same_config(&next, &c->par))
         return false; /* the program's split is the one the candidate had */
     c->par = next;
@@ -547,6 +551,66 @@ static bool has_factorisation(const px_model *m, int gpus, int64_t s, int64_t GB
     return false;
 }
 
+/* A dimension fixed on the command line that the framework cannot run is
+ * an error naming the capability (the enumeration would only count it). */
+static px_status framework_refuses(const px_caps *c, px_error *err, const char *flag,
+                                   const char *cap, const char *what)
+{
+    return PX_FAIL(err, PX_ERR_INFEASIBLE,
+                   "%s: framework %s cannot run %s (capability %s of frameworks/%s.json)", flag,
+                   c->name, what, cap, c->name);
+}
+
+px_status px_search_check_framework(const px_model *m, const px_search_opts *o, px_error *err)
+{
+    const px_caps *c = o->caps;
+    if (!c)
+        return PX_OK;
+    char what[128];
+    if (o->schedule >= 0 && !c->schedules[o->schedule]) {
+        snprintf(what, sizeof what, "the %s schedule", px_schedule_name((px_schedule)o->schedule));
+        return framework_refuses(c, err, "--schedule", "schedules", what);
+    }
+    if (o->vpp > 1 && !c->schedules[PX_SCHED_INTERLEAVED])
+        return framework_refuses(c, err, "--vpp", "schedules",
+                                 "interleaved virtual pipeline stages");
+    if (o->pp > 1 && c->max_pp > 0 && o->pp > c->max_pp) {
+        snprintf(what, sizeof what, "pipeline parallelism of %d stages (at most %d)", o->pp,
+                 c->max_pp);
+        return framework_refuses(c, err, "--pp", "max_pp", what);
+    }
+    if (o->recompute >= 0 && !c->recompute[o->recompute]) {
+        snprintf(what, sizeof what, "recompute %s", px_recompute_name((px_recompute)o->recompute));
+        return framework_refuses(c, err, "--recompute", "recompute", what);
+    }
+    if (o->zero >= 0 && o->zero <= 3 && !c->zero[o->zero]) {
+        snprintf(what, sizeof what, "ZeRO stage %d", o->zero);
+        return framework_refuses(c, err, "--zero", "zero", what);
+    }
+    if (o->cp > 1 && !c->cp_flavours)
+        return framework_refuses(c, err, "--cp", "cp_flavours", "context parallelism");
+    if (o->ep > 1 && !c->ep)
+        return framework_refuses(c, err, "--ep", "ep", "expert parallelism");
+    if (o->tp > 1 && o->sp == 1 && !c->sp)
+        return framework_refuses(c, err, "--sp on", "sp", "sequence parallelism");
+    if (o->tp > 1 && o->sp == 0 && !c->tp_without_sp)
+        return framework_refuses(c, err, "--sp off", "tp_without_sp",
+                                 "tensor parallelism without sequence parallelism");
+    if (o->grad_fp32 == 0 && !c->grad_bf16)
+        return framework_refuses(c, err, "--grad-dtype bf16", "grad_bf16", "bf16 gradients");
+    px_parallel probe;
+    px_parallel_init(&probe);
+    probe.schedule = PX_SCHED_1F1B;
+    probe.recompute = PX_RECOMPUTE_NONE;
+    const char *why = NULL;
+    if (!c->schedules[PX_SCHED_1F1B])
+        probe.schedule = PX_SCHED_GPIPE;
+    probe.recompute = c->recompute[0] ? PX_RECOMPUTE_NONE : PX_RECOMPUTE_FULL;
+    if (!px_caps_allow(c, m, &probe, &why) && why && !strcmp(why, "model_features"))
+        return framework_refuses(c, err, "--model", "model_features", m->name);
+    return PX_OK;
+}
+
 px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_search_opts *o,
                         px_search_result *res, px_error *err)
 {
@@ -564,6 +628,9 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     if (st != PX_OK)
         return st;
     st = check_fixed(m, gpus, res->seq_len, o, res, err);
+    if (st != PX_OK)
+        return st;
+    st = px_search_check_framework(m, o, err);
     if (st != PX_OK)
         return st;
     int keep = o->top > 0 ? (o->top < PX_SEARCH_TOP_MAX ? o->top : PX_SEARCH_TOP_MAX)
@@ -593,9 +660,13 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     px_parallel_init(&par);
     par.seq_len = s;
     par.grad_fp32 = o->grad_fp32 < 0 ? true : o->grad_fp32 != 0;
-    par.dp_overlap = o->dp_overlap != 0;
-    par.tp_overlap = o->tp_overlap != 0;
-    par.flash_attention = true;
+    par.dp_overlap = o->dp_overlap < 0 ? (!o->run || o->run->dp_overlap) : o->dp_overlap != 0;
+    par.tp_overlap = o->tp_overlap < 0 ? (!o->run || o->run->tp_overlap) : o->tp_overlap != 0;
+    par.flash_attention = o->flash_attention < 0 ? (!o->run || o->run->fused_attention)
+                                                 : o->flash_attention != 0;
+    /* sequence parallelism when free: on with TP, unless the framework runs
+     * TP only without it */
+    int sp_free = o->caps && !o->caps->sp ? 0 : 1;
     double best_miss = INFINITY;
     static px_candidate misses[PX_SEARCH_MILP_MISSES];
     int n_miss = 0;
@@ -728,7 +799,7 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                                 par.dp = dp;
                                 par.ep = ep;
                                 par.etp = etp;
-                                par.sp = tp > 1 && o->sp != 0;
+                                par.sp = tp > 1 && (o->sp < 0 ? sp_free : o->sp) != 0;
                                 par.micro_batch = b;
                                 par.n_micro = mm;
                                 for (int z = z0; z <= z1; z++)
@@ -746,6 +817,11 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                                             if (par.schedule == PX_SCHED_INTERLEAVED && mm < pp) {
                                                 res->rejected[PX_REJ_BATCH]++;
                                                 continue; /* interleaving needs m >= p */
+                                            }
+                                            if (o->caps &&
+                                                !px_caps_allow(o->caps, m, &par, NULL)) {
+                                                res->rejected[PX_REJ_FRAMEWORK]++;
+                                                continue;
                                             }
                                             res->n_evaluated++;
                                             px_prediction pred;

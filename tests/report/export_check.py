@@ -40,6 +40,7 @@ def megatron_parser():
             "--position-embedding-type": ["rope", "learned_absolute"],
             "--attention-backend": ["flash", "fused", "unfused", "local", "auto"],
             "--tokenizer-type": ["NullTokenizer"], "--ckpt-format": ["fsdp_dtensor"],
+            "--pipeline-model-parallel-layout": None,
             "--moe-layer-freq": None}
     for f, choices in strs.items():
         p.add_argument(f, choices=choices)
@@ -66,6 +67,34 @@ def facts(plan):
     uneven = len(set(lpc)) > 1
     rc = par["layer_recompute"][0] if par["layer_recompute"] else par["recompute"]
     return par, m, g, gb, uneven, lpc, rc
+
+
+def check_split(what, first, last, layout, par):
+    """The split as first/last stage counts or a layout string (E t... | ... L)."""
+    lpc, pp, vpp = par["layers_per_chunk"], par["pp"], par["vpp"]
+    if len(set(lpc)) <= 1:
+        eq(what + " split", (first, last, layout), (None, None, None))
+        return
+    if layout is not None:
+        parts = layout.split("|")
+        assert parts[0].startswith("E") and parts[-1].endswith("L"), layout
+        eq(what + " layout chunks", [p.count("t") for p in parts], lpc)
+        eq(what + " first/last", (first, last), (None, None))
+    else:
+        eq(what + " first stage", first, lpc[0])
+        eq(what + " last stage", last, lpc[-1])
+        middle = (sum(lpc) - first - last) // (pp - 2) if pp > 2 else None
+        assert pp <= 2 or all(x == middle for x in lpc[1:-1]), lpc
+
+
+def check_block(n, par, m):
+    """--recompute-method block N: full on the first N layers of every chunk."""
+    lpc = par["layers_per_chunk"] or [m["n_layers"] // (par["pp"] * par["vpp"])] * (
+        par["pp"] * par["vpp"])
+    want, i = [], 0
+    for c in lpc:
+        want += ["full"] * n + ["none"] * (c - n)
+    eq("per-layer recompute (block)", want, par["layer_recompute"])
 
 
 def check_megatron(text, plan):
@@ -96,8 +125,10 @@ def check_megatron(text, plan):
     eq("FSDP strategy", a.data_parallel_sharding_strategy,
        {2: "optim_grads", 3: "optim_grads_params"}.get(par["zero"]))
     eq("recompute", a.recompute_granularity, None if rc == "none" else rc)
-    eq("first stage layers", a.decoder_first_pipeline_num_layers, lpc[0] if uneven else None)
-    eq("last stage layers", a.decoder_last_pipeline_num_layers, lpc[-1] if uneven else None)
+    check_split("megatron", a.decoder_first_pipeline_num_layers,
+                a.decoder_last_pipeline_num_layers, a.pipeline_model_parallel_layout, par)
+    if a.recompute_method == "block":
+        check_block(a.recompute_num_layers, par, m)
     eq("bf16", a.bf16, plan["hw"]["dtype_bytes"] == 2)
     eq("layers", a.num_layers, m["n_layers"])
     eq("hidden", a.hidden_size, m["hidden"])
@@ -121,8 +152,9 @@ def check_nemo(text, plan):
     eq("EP", mo["expert_model_parallel_size"], par["ep"])
     eq("ETP", mo["expert_tensor_parallel_size"], par["etp"])
     eq("SP", mo["sequence_parallel"], par["tp"] > 1 and par["sp"])
-    eq("first stage", mo.get("num_layers_in_first_pipeline_stage"), lpc[0] if uneven else None)
-    eq("last stage", mo.get("num_layers_in_last_pipeline_stage"), lpc[-1] if uneven else None)
+    check_split("nemo", mo.get("num_layers_in_first_pipeline_stage"),
+                mo.get("num_layers_in_last_pipeline_stage"),
+                mo.get("pipeline_model_parallel_layout"), par)
     for k, pk in (("num_layers", "n_layers"), ("hidden_size", "hidden"), ("ffn_hidden_size", "ffn"),
                   ("num_attention_heads", "n_heads"), ("num_query_groups", "n_kv_heads"),
                   ("vocab_size", "vocab")):
@@ -151,8 +183,15 @@ def check_torchtitan(text, plan):
     eq("ETP", p["expert_tensor_parallel_degree"], par["etp"])
     if par["pp"] > 1:
         eq("micro-batch", p["pipeline_parallel_microbatch_size"], par["micro_batch"])
-        eq("layers per stage", p["pipeline_parallel_layers_per_stage"] * par["pp"] * par["vpp"],
-           m["n_layers"])
+        if uneven:
+            parts = p["module_fqns_per_model_part"]
+            eq("model parts", [sum(x.startswith("layers.") for x in q) for q in parts], lpc)
+            flat = [x for q in parts for x in q]
+            eq("modules in order", flat, ["tok_embeddings"] +
+               ["layers.%d" % i for i in range(m["n_layers"])] + ["norm", "output"])
+        else:
+            eq("layers per stage", p["pipeline_parallel_layers_per_stage"] * par["pp"] *
+               par["vpp"], m["n_layers"])
         eq("schedule", p["pipeline_parallel_schedule"],
            {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "Interleaved1F1B",
             "zb-h1": "InterleavedZeroBubble"}[par["schedule"]])
@@ -172,11 +211,13 @@ def check_deepspeed(text, plan):
     eq("train_batch_size", d["train_batch_size"], gb)
     eq("micro-batch", d["train_micro_batch_size_per_gpu"], par["micro_batch"])
     eq("accumulation", d["gradient_accumulation_steps"], par["n_micro"])
-    eq("batch identity", d["train_micro_batch_size_per_gpu"] * d["gradient_accumulation_steps"]
-       * (g // (par["tp"] * par["pp"])), d["train_batch_size"])
     eq("ZeRO", d["zero_optimization"]["stage"], par["zero"])
     eq("pipeline stages", d["pipeline"]["stages"], par["pp"])
     eq("TP", d.get("tensor_parallel", {}).get("autotp_size", 1), par["tp"])
+    eq("CP (Ulysses)", d.get("sequence_parallel_size", 1), par["cp"])
+    eq("batch identity with CP", d["train_micro_batch_size_per_gpu"] *
+       d["gradient_accumulation_steps"] * (g // (par["tp"] * par["pp"] * par["cp"])),
+       d["train_batch_size"])
     eq("bf16", d["bf16"]["enabled"], plan["hw"]["dtype_bytes"] == 2)
 
 

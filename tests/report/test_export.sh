@@ -47,7 +47,7 @@ export_ok titan torchtitan
 export_ok titan slurm
 # a DeepSpeed plan: ZeRO-1, TP without SP
 plan ds --model llama3-8b --gpus 64 --zero 1 --pp 2 --schedule 1f1b --cp 1 --sp off \
-  --partition uniform --top 1
+  --recompute none --partition uniform --top 1
 export_ok ds deepspeed
 export_ok ds megatron
 # an MoE model to Megatron (experts, expert TP)
@@ -64,6 +64,29 @@ plan cpu --model tiny-llama --gpus 3 --global-batch 6 --hw "$tmp/cpu.hw.json" --
 export_ok cpu slurm
 grep -q -- '--backend cpu' "$tmp/cpu.slurm" || fail "a CPU plan's script runs the CUDA backend"
 
+# a plan from each framework profile (plan --framework) exports to its targets
+plan fw-megatron --model 70b --gpus 256 --framework megatron --top 1
+for t in megatron nemo slurm; do export_ok fw-megatron $t; done
+plan fw-deepspeed --model 70b --gpus 256 --framework deepspeed --top 1
+export_ok fw-deepspeed deepspeed
+plan fw-parallax --model 70b --gpus 256 --top 1
+export_ok fw-parallax slurm
+plan fw-titan --model 70b --gpus 256 --framework torchtitan --schedule interleaved \
+  --partition uniform --top 1
+export_ok fw-titan torchtitan
+# torchtitan's profile admits zb-h1 with one chunk a stage and a recompute
+# choice per layer, which its job file cannot say: such a plan is refused,
+# naming which
+plan fw-titan-any --model 70b --gpus 256 --framework torchtitan --top 1
+if ! "$build/export" --plan "$tmp/fw-titan-any.json" --to torchtitan -o "$tmp/fw-titan-any.toml" \
+  2>"$tmp/err"; then
+  grep -q "zb-h1 with one chunk a stage\|a recompute choice per layer" "$tmp/err" \
+    || fail "torchtitan refusal: $(cat "$tmp/err")"
+else
+  python3 "$check" torchtitan "$tmp/fw-titan-any.toml" "$tmp/fw-titan-any.json" \
+    || fail "fw-titan-any exported to torchtitan"
+fi
+
 # refusals, each naming the feature
 plan zb --model 70b --gpus 64 --tp 8 --pp 4 --cp 1 --zero 3 --schedule zb-h1 --partition uniform --top 1
 refused zb megatron "pipeline schedule zb-h1"
@@ -71,16 +94,29 @@ refused zb nemo "pipeline schedule zb-h1"
 refused zb deepspeed "pipeline schedule zb-h1"
 refused zb torchtitan "zb-h1 with one chunk a stage"
 refused inter torchtitan "ZeRO stage 1"
-refused titan deepspeed "sequence parallelism"
+refused titan deepspeed "recompute selective"
 plan ds3 --model llama3-8b --gpus 64 --zero 3 --pp 2 --schedule 1f1b --cp 1 --sp off \
-  --partition uniform --top 1
+  --recompute none --partition uniform --top 1
 refused ds3 deepspeed "ZeRO stage 3 with pipeline parallelism"
-refused uneven torchtitan "uneven pipeline split"
-plan moe1 --model mixtral-8x7b --gpus 64 --tp 1 --cp 1 --schedule 1f1b --partition uniform \
-  --top 1
-refused moe1 deepspeed "expert parallelism\|mixture of experts"
+plan moe1 --model mixtral-8x7b --gpus 64 --tp 1 --cp 1 --ep 8 --schedule 1f1b \
+  --recompute none --partition uniform --top 1
+refused moe1 deepspeed "expert parallelism"
 plan gpt --model tiny-gpt --gpus 2 --zero 3 --top 1
 refused gpt torchtitan "GPT block"
+# a split Megatron names by a layout string (interleaved, unequal chunks)
+# (the interleaved plan with one layer moved from the first chunk to the last)
+python3 - "$tmp/inter.json" "$tmp/layout.json" <<'PY' || fail "making the uneven interleaved plan"
+import json, sys
+d = json.load(open(sys.argv[1])); p = d["parallel"]
+n = p["pp"] * p["vpp"]; assert n > 2 and p["vpp"] > 1, p
+lpc = [d["model"]["n_layers"] // n] * n
+lpc[0] -= 1; lpc[-1] += 1
+p["layers_per_chunk"] = lpc
+json.dump(d, open(sys.argv[2], "w"))
+PY
+export_ok layout megatron
+grep -q -- "--pipeline-model-parallel-layout E" "$tmp/layout.megatron" || fail "no layout string"
+export_ok layout nemo
 for fw in llm-foundry maxtext; do
   "$build/export" --plan "$tmp/inter.json" --to "$fw" >/dev/null 2>"$tmp/err"
   [ $? = 2 ] || fail "--to $fw: expected exit 2"
