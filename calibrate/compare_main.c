@@ -26,11 +26,12 @@
 #include "px_args.h"
 #include "px_error.h"
 #include "px_breakdown.h"
+#include "px_html.h"
 #include "px_report.h"
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: compare [--max-time-err F] [--max-mem-err F] [--breakdown] [--json] "
+    fprintf(f, "usage: compare [--max-time-err F] [--max-mem-err F] [--breakdown] [--json] [--html FILE] "
                "report.json ...\n"
                "  --max-time-err F  fail (exit 1) when |predicted/measured - 1| of the step\n"
                "                    time exceeds F for any run; F a fraction in (0, 1]\n"
@@ -42,7 +43,11 @@ static void usage(FILE *f)
                "                    exposed communication, bubble + p2p, optimizer, other),\n"
                "                    predicted vs measured, from the report's *_class_s\n"
                "  --json            the table as JSON on stdout\n"
+               "  --html FILE       also write a self-contained HTML report: predicted vs\n"
+               "                    measured, and each run's pipeline timeline, per-stage\n"
+               "                    memory and time breakdown from its plan file\n"
                "  --version         the Parallax version\n"
+               "Runs of the same plan are told apart by their report's file name.\n"
                "Every option takes its value as `--flag value` or `--flag=value`, once.\n");
 }
 
@@ -196,6 +201,57 @@ static bool read_rank_mem(const char *path, rank_mem *rm)
     return true;
 }
 
+/* --html: every run, in detail where its plan file can be read. */
+static int write_html(const char *path, const px_report *runs, int n)
+{
+    px_plan *plans = calloc((size_t)n, sizeof *plans);
+    px_html_run *hr = calloc((size_t)n, sizeof *hr);
+    px_prediction *preds = calloc((size_t)n, sizeof *preds);
+    if (!plans || !hr || !preds) {
+        fprintf(stderr, "compare: --html: out of memory\n");
+        return 1;
+    }
+    for (int i = 0; i < n; i++) {
+        px_error err;
+        bool have_plan = px_report_read_plan(runs[i].path, &plans[i], &err) == PX_OK;
+        if (have_plan) {
+            preds[i] = plans[i].pred;
+        } else { /* the report's own prediction, without the plan's details */
+            preds[i].time.step_s = runs[i].predicted.step_time_s;
+            preds[i].tokens_per_s = runs[i].predicted.tokens_per_s;
+            preds[i].mfu = runs[i].predicted.mfu;
+            preds[i].mem.total = runs[i].predicted.peak_memory_bytes;
+        }
+        hr[i] = (px_html_run){.label = runs[i].label, .model = &plans[i].model,
+                              .hw = &plans[i].hw, .par = have_plan ? &plans[i].par : NULL,
+                              .pred = &preds[i], .detail = have_plan, .has_measured = true,
+                              .meas_step_s = runs[i].measured.step_time_s,
+                              .meas_tokens_per_s = runs[i].measured.tokens_per_s,
+                              .meas_mfu = runs[i].measured.mfu,
+                              .meas_peak_bytes = runs[i].measured.peak_memory_bytes,
+                              .cmp_step_s = runs[i].predicted.step_time_s,
+                              .cmp_tokens_per_s = runs[i].predicted.tokens_per_s,
+                              .cmp_mfu = runs[i].predicted.mfu,
+                              .cmp_peak_bytes = runs[i].predicted.peak_memory_bytes};
+    }
+    char sub[64];
+    snprintf(sub, sizeof sub, "%d run%s of execute, predicted by the cost model", n,
+             n == 1 ? "" : "s");
+    px_error err;
+    px_error_clear(&err);
+    int rc = 0;
+    if (px_html_write(path, "Parallax: predicted vs measured", sub, hr, n, &err) != PX_OK) {
+        char buf[1400];
+        px_error_format(&err, buf, sizeof buf);
+        fprintf(stderr, "compare: --html: %s\n", buf);
+        rc = 1;
+    }
+    free(plans);
+    free(hr);
+    free(preds);
+    return rc;
+}
+
 static void pct(char *buf, size_t n, double e)
 {
     if (isinf(e))
@@ -207,6 +263,7 @@ static void pct(char *buf, size_t n, double e)
 typedef struct {
     double max_time, max_mem; /* -1: no limit */
     bool as_json, breakdown;
+    const char *html_path;
 } compare_cli;
 
 /* --max-time-err / --max-mem-err: a fraction in (0, 1]. */
@@ -234,11 +291,12 @@ static const px_arg compare_rows[] = {
     PX_ARG_CUSTOM("--max-mem-err", read_max_mem),
     PX_ARG_SWITCH("--json", compare_cli, as_json),
     PX_ARG_SWITCH("--breakdown", compare_cli, breakdown),
+    PX_ARG_STR("--html", compare_cli, html_path),
 };
 
 int main(int argc, char **argv)
 {
-    compare_cli cl = {-1.0, -1.0, false, false};
+    compare_cli cl = {-1.0, -1.0, false, false, NULL};
     px_args_result args;
     px_error aerr;
     if (px_args_parse(compare_rows, (int)(sizeof compare_rows / sizeof compare_rows[0]), argc,
@@ -258,6 +316,7 @@ int main(int argc, char **argv)
     }
     double max_time = cl.max_time, max_mem = cl.max_mem;
     bool as_json = cl.as_json, breakdown = cl.breakdown;
+    const char *html_path = cl.html_path;
     int n_paths = args.n_positional;
     const char **paths = args.positional;
     if (n_paths == 0) {
@@ -293,6 +352,13 @@ int main(int argc, char **argv)
         }
         warn_unread_plan(paths[i]);
     }
+    px_report_label_apart(runs, n_paths);
+    int w = 44; /* the run column: as wide as the longest label */
+    for (int i = 0; i < n_paths; i++)
+        if ((int)strlen(runs[i].label) > w)
+            w = (int)strlen(runs[i].label);
+    if (html_path && write_html(html_path, runs, n_paths) != 0)
+        return 2;
 
     int n_bad = 0;
     double worst_time = 0.0, worst_mem = 0.0, worst_rank = 0.0;
@@ -308,12 +374,12 @@ int main(int argc, char **argv)
                    max_mem >= 0.0 ? 100.0 * max_mem : INFINITY);
         printf("# mem: the worst stage predicted vs the worst rank measured; rank_err: the "
                "rank furthest from its own stage's prediction (n/a: no per-stage numbers)\n");
-        printf("%-44s %5s | %9s %9s %7s | %9s %9s %7s | %6s %6s %7s | %9s %9s %7s | %12s | "
+        printf("%-*s %5s | %9s %9s %7s | %9s %9s %7s | %6s %6s %7s | %9s %9s %7s | %12s | "
                "%s\n",
-               "run", "ranks", "step_s", "step_s", "err", "tok/s", "tok/s", "err", "MFU%",
+               w, "run", "ranks", "step_s", "step_s", "err", "tok/s", "tok/s", "err", "MFU%",
                "MFU%", "err", "mem_MB", "mem_MB", "err", "rank_err", "ok");
-        printf("%-44s %5s | %9s %9s %7s | %9s %9s %7s | %6s %6s %7s | %9s %9s %7s | %12s |\n",
-               "", "", "pred", "meas", "", "pred", "meas", "", "pred", "meas", "", "pred",
+        printf("%-*s %5s | %9s %9s %7s | %9s %9s %7s | %6s %6s %7s | %9s %9s %7s | %12s |\n",
+               w, "", "", "pred", "meas", "", "pred", "meas", "", "pred", "meas", "", "pred",
                "meas", "", "");
     }
     for (int i = 0; i < n_paths; i++) {
@@ -390,9 +456,9 @@ int main(int argc, char **argv)
             snprintf(ranks, sizeof ranks, "%d", r->world);
         else
             snprintf(ranks, sizeof ranks, "?");
-        printf("%-44.44s %5s | %9.4f %9.4f %7s | %9.0f %9.0f %7s | %6.1f %6.1f %7s | "
+        printf("%-*s %5s | %9.4f %9.4f %7s | %9.0f %9.0f %7s | %6.1f %6.1f %7s | "
                "%9.2f %9.2f %7s | %12s | %s\n",
-               r->label, ranks, p->step_time_s, m->step_time_s, et, p->tokens_per_s,
+               w, r->label, ranks, p->step_time_s, m->step_time_s, et, p->tokens_per_s,
                m->tokens_per_s, ek, 100.0 * p->mfu, 100.0 * m->mfu, ef,
                (double)p->peak_memory_bytes / 1e6, (double)m->peak_memory_bytes / 1e6, em, er,
                ok ? "yes" : "NO");
@@ -400,16 +466,16 @@ int main(int argc, char **argv)
     /* every rank against its own stage, after the runs' table */
     if (!as_json && any_rank) {
         printf("# peak memory per rank against its own pipeline stage's prediction\n");
-        printf("%-44s %5s %5s | %9s %9s %7s\n", "run", "rank", "stage", "mem_MB", "mem_MB",
+        printf("%-*s %5s %5s | %9s %9s %7s\n", w, "run", "rank", "stage", "mem_MB", "mem_MB",
                "err");
-        printf("%-44s %5s %5s | %9s %9s %7s\n", "", "", "", "pred", "meas", "");
+        printf("%-*s %5s %5s | %9s %9s %7s\n", w, "", "", "", "pred", "meas", "");
         for (int i = 0; i < n_paths; i++)
             for (int k = 0; k < rms[i].n; k++) {
                 char e[16];
                 pct(e, sizeof e,
                     px_report_rel_err((double)rms[i].pred_bytes[k],
                                       (double)rms[i].meas_bytes[k]));
-                printf("%-44.44s %5d %5d | %9.2f %9.2f %7s\n", runs[i].label, k,
+                printf("%-*s %5d %5d | %9.2f %9.2f %7s\n", w, runs[i].label, k,
                        rms[i].stage[k], (double)rms[i].pred_bytes[k] / 1e6,
                        (double)rms[i].meas_bytes[k] / 1e6, e);
             }

@@ -75,12 +75,81 @@ static void label_from_parallel(json_t *root, char *label, size_t n)
     if (zero > 0)
         snprintf(z, sizeof z, "/z%d", zero);
     snprintf(label, n, "tp%d%s pp%d%s dp%d%s mb%dx%d %s%s%s", tp,
-             json_is_true(sp) ? "+sp" : "", pp, extra, dp, z, mb, nm,
+             json_is_true(sp) && tp > 1 ? "+sp" : "", pp, extra, dp, z, mb, nm,
              json_is_string(sched) ? json_string_value(sched) : "",
              json_is_string(rc) && strcmp(json_string_value(rc), "none") ? " rc:" : "",
              json_is_string(rc) && strcmp(json_string_value(rc), "none")
                  ? json_string_value(rc)
                  : "");
+}
+
+/* The plan file a report names: as given, else beside the report. */
+static px_status read_plan_of(const char *plan_path, const char *report_path, px_plan *plan,
+                              px_error *err)
+{
+    px_status st = px_plan_read(plan_path, plan, err);
+    if (st != PX_OK && plan_path[0] != '/') {
+        char alt[1024];
+        const char *slash = strrchr(report_path, '/');
+        int dir_len = slash ? (int)(slash - report_path) : 1;
+        snprintf(alt, sizeof alt, "%.*s/%s", dir_len, slash ? report_path : ".", plan_path);
+        st = px_plan_read(alt, plan, err);
+    }
+    return st;
+}
+
+px_status px_report_read_plan(const char *report_path, px_plan *plan, px_error *err)
+{
+    json_t *root = json_load_file(report_path, 0, NULL);
+    json_t *pp = json_object_get(root, "plan");
+    px_status st;
+    if (!json_is_string(pp))
+        st = px_error_set(err, PX_ERR_NOT_FOUND, report_path, 0, 0,
+                          "the report names no plan file (\"plan\": a path)");
+    else
+        st = read_plan_of(json_string_value(pp), report_path, plan, err);
+    json_decref(root);
+    return st;
+}
+
+/* Runs of one plan share a label: the report's file name (without its
+ * folder and extension) tells them apart, and a count where that is shared
+ * too. */
+void px_report_label_apart(px_report *runs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        bool shared = false;
+        for (int j = 0; j < n && !shared; j++)
+            shared = j != i && !strcmp(runs[i].label, runs[j].label);
+        runs[i].label_shared = shared;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!runs[i].label_shared)
+            continue;
+        const char *base = strrchr(runs[i].path, '/');
+        base = base ? base + 1 : runs[i].path;
+        char stem[128];
+        snprintf(stem, sizeof stem, "%s", base);
+        char *dot = strrchr(stem, '.');
+        if (dot && dot != stem)
+            *dot = '\0';
+        int k = 1; /* earlier runs of the same label and stem */
+        for (int j = 0; j < i; j++)
+            k += runs[j].label_shared && !strcmp(runs[j].label_base, runs[i].label) &&
+                 !strcmp(runs[j].stem, stem);
+        snprintf(runs[i].label_base, sizeof runs[i].label_base, "%s", runs[i].label);
+        snprintf(runs[i].stem, sizeof runs[i].stem, "%s", stem);
+        char tail[160];
+        if (k > 1)
+            snprintf(tail, sizeof tail, " [%.60s #%d]", stem, k);
+        else
+            snprintf(tail, sizeof tail, " [%.60s]", stem);
+        /* the tail always fits: the label gives way */
+        size_t len = strlen(runs[i].label), room = sizeof runs[i].label - 1 - strlen(tail);
+        if (len > room)
+            len = room;
+        snprintf(runs[i].label + len, sizeof runs[i].label - len, "%s", tail);
+    }
 }
 
 /* The same label from the plan file the report names (as given, else
@@ -90,14 +159,7 @@ static void label_from_plan_file(const char *plan_path, const char *report_path,
 {
     static px_plan plan; /* large (profile and per-layer arrays): not on the stack */
     px_error err;
-    px_status st = px_plan_read(plan_path, &plan, &err);
-    if (st != PX_OK && plan_path[0] != '/') {
-        char alt[1024];
-        const char *slash = strrchr(report_path, '/');
-        int dir_len = slash ? (int)(slash - report_path) : 1;
-        snprintf(alt, sizeof alt, "%.*s/%s", dir_len, slash ? report_path : ".", plan_path);
-        st = px_plan_read(alt, &plan, &err);
-    }
+    px_status st = read_plan_of(plan_path, report_path, &plan, &err);
     if (st != PX_OK)
         return;
     const px_parallel *p = &plan.par;

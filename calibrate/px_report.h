@@ -6,9 +6,11 @@
 #ifndef PX_REPORT_H
 #define PX_REPORT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "px_error.h"
+#include "px_plan.h"
 
 typedef struct {
     double step_time_s;
@@ -25,9 +27,19 @@ typedef struct {
     px_report_side measured;
     px_report_side predicted;
     int n_losses;
+    /* px_report_label_apart's working fields */
+    bool label_shared;
+    char label_base[128], stem[128];
 } px_report;
 
 px_status px_report_read(const char *path, px_report *out, px_error *err);
+
+/* Appends the report's file name (and a count where names repeat) to the
+ * labels that several runs share, so that runs of one plan stay apart. */
+void px_report_label_apart(px_report *runs, int n);
+
+/* Reads the plan file a report names (as given, else beside the report). */
+px_status px_report_read_plan(const char *report_path, px_plan *plan, px_error *err);
 
 /* (predicted - measured) / measured; 0 when both are 0, +inf when only
  * measured is 0. */

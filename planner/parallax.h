@@ -56,9 +56,12 @@ int parallax_plan_options(char **result);
 int parallax_validate(const char *request, char **result);
 
 /* export: {"plan": PLAN (the object of a plan file, or its path), "to":
- * "megatron" | "nemo" | "torchtitan" | "deepspeed" | "slurm"}; the result
- * is {"text": "..."}, the exported file.  A library built without the
- * export module answers PX_ERR_UNSUPPORTED ("export is not available"). */
+ * "megatron" | "nemo" | "torchtitan" | "deepspeed" | "slurm",
+ * "plan_path": the plan file the slurm script runs (default: the given
+ * path, else "plan.json"), "execute_path": the executor it runs (default
+ * "execute")}; the result is {"text": "..."}, the file `export` writes.  A
+ * plan the target cannot run is refused (PX_ERR_UNSUPPORTED, the feature
+ * named). */
 int parallax_export(const char *request, char **result);
 
 /* The model of {"model": NAME | PATH | OBJECT, "name": NAME (optional, to

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "px_args.h"
+#include "px_export_cmd.h"
 #include "px_hw.h"
 #include "px_plan_cmd.h"
 #include "px_plan_json.h"
@@ -311,13 +312,62 @@ int parallax_validate(const char *request, char **result)
     return PARALLAX_OK;
 }
 
+/* The plan of a request's "plan": a plan object or a plan file's path. */
+static px_status request_plan(json_t *req, px_plan *plan, px_error *err)
+{
+    json_t *v = json_object_get(req, "plan");
+    if (json_is_string(v))
+        return px_plan_read(json_string_value(v), plan, err);
+    if (json_is_object(v))
+        return px_plan_from_json(v, "plan", plan, err);
+    return PX_FAIL(err, PX_ERR_USAGE, "plan: expected a plan object or the path of a plan file");
+}
+
+/* A string key of the request, or def when absent. */
+static px_status string_key(json_t *req, const char *key, const char *def, const char **out,
+                            px_error *err)
+{
+    json_t *v = json_object_get(req, key);
+    *out = def;
+    if (!v || json_is_null(v))
+        return def ? PX_OK : PX_FAIL(err, PX_ERR_USAGE, "%s is required", key);
+    if (!json_is_string(v))
+        return PX_FAIL(err, PX_ERR_USAGE, "%s: expected a string", key);
+    *out = json_string_value(v);
+    return PX_OK;
+}
+
 int parallax_export(const char *request, char **result)
 {
-    (void)request;
     px_error err;
-    PX_FAIL(&err, PX_ERR_UNSUPPORTED,
-            "export is not available: this build of libparallax has no export module");
-    return fail(&err, result);
+    px_error_clear(&err);
+    json_t *req = NULL;
+    char *text = NULL;
+    const char *to = NULL, *plan_path = NULL, *exe = NULL;
+    px_plan *plan = calloc(1, sizeof *plan);
+    px_status st = plan ? parse_request(request, &req, &err)
+                        : PX_FAIL(&err, PX_ERR_NOMEM, "out of memory");
+    json_t *pv = req ? json_object_get(req, "plan") : NULL;
+    if (st == PX_OK)
+        st = string_key(req, "to", NULL, &to, &err);
+    /* what the slurm script runs: the plan file (the request's path, else
+     * plan.json beside the script) and build/execute (else on PATH) */
+    if (st == PX_OK)
+        st = string_key(req, "plan_path", json_is_string(pv) ? json_string_value(pv)
+                                                             : "plan.json", &plan_path, &err);
+    if (st == PX_OK)
+        st = string_key(req, "execute_path", "execute", &exe, &err);
+    if (st == PX_OK)
+        st = request_plan(req, plan, &err);
+    if (st == PX_OK)
+        st = px_export_text(plan, to, plan_path, exe, &text, &err);
+    free(plan);
+    json_decref(req);
+    if (st != PX_OK)
+        return fail(&err, result);
+    int rc = answer(json_pack("{s:s}", "text", text), result);
+    free(text);
+    return rc;
 }
 
 /* The model of a request's "model" (a name, a path or an object). */

@@ -236,7 +236,7 @@ double px_cost_inflight(px_schedule sched, int p, int v, int64_t m, int stage)
         /* Qi et al.'s parallelogram: stage 0 warms up with 2p−1 forwards and
          * the last stage ends with 2p−1 W's, each holding its activations
          * until then: 2p−1 on every stage (the executor's order, checked in
-         * tests/executor/test_schedule.c). */
+         * tests/unit/test_schedule.c). */
         return dmin(2.0 * p - 1.0, mm);
     case PX_SCHED_1F1B:
     default: return dmin(left, mm);
@@ -257,7 +257,7 @@ double px_cost_inflight_bw(px_schedule sched, int p, int v, int64_t m, int stage
          * ahead of their W's (the tail of 2i + 1 W's): p + i of the 2p − 1
          * past B when stage 0 peaks, fewer when m is short of the count the
          * warm-up needs, m − 2(p−1−i).  Read off the unit-time order of
-         * executor/px_schedule.c for p = 1..8 and all m. */
+         * planner/px_schedule.c for p = 1..8 and all m. */
         if (p <= 1)
             return dmin(1.0, mm);
         double n = dmin(mm - 2.0 * (p - 1 - stage), (double)(p + stage));
@@ -1694,4 +1694,17 @@ px_status px_cost_evaluate(const px_model *m, const px_hw *hw, const px_parallel
     if (st != PX_OK)
         return st;
     return px_cost_eval(&ctx, par, 0.0, 0.0, pred, NULL, err);
+}
+
+void px_cost_stage_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *per_stage)
+{
+    static _Thread_local stage_layers sl[PX_MAX_CHUNKS];
+    stage_counts(ctx, par, sl);
+    px_act_ops ops[2][PX_RECOMPUTE_COUNT];
+    layer_ops(ctx, par, ops);
+    for (int st = 0; st < par->pp; st++) {
+        stage_mem sm;
+        memory_of_stage(ctx, par, st, &sl[st], ops, &sm);
+        fill_memory(&sm, st, &per_stage[st]);
+    }
 }

@@ -134,7 +134,7 @@ double px_cost_inflight(px_schedule sched, int p, int v, int64_t m, int stage);
  * needs (docs/cost-model.md, "Zero-bubble gradients").  ZB-H1 1 (W right
  * after B; v chunks: 1/v); ZB-H2 max(1, min(m − 2(p−1−i), p + i)); other
  * schedules 0.  The executor's orders reach these counts
- * (tests/executor/test_schedule.c). */
+ * (tests/unit/test_schedule.c). */
 double px_cost_inflight_bw(px_schedule sched, int p, int v, int64_t m, int stage);
 
 /* Activation bytes of one layer for the lecture's GPT block (no dropout
@@ -327,5 +327,10 @@ bool px_cost_record_split(const px_model *m, px_parallel *par);
  * worst stage).  Arrays need par->pp entries; either may be NULL. */
 void px_cost_stages(px_cost_ctx *ctx, const px_parallel *par, double *stage_mb_s,
                     int64_t *stage_mem_bytes);
+
+/* The memory of every pipeline stage by part (per GPU; the parts sum to
+ * total, and the worst stage's equals pred->mem): per_stage needs par->pp
+ * entries. */
+void px_cost_stage_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *per_stage);
 
 #endif

@@ -17,7 +17,7 @@ static double half_dim(const px_hw *hw)
 
 /* The shape factor of the parametric model: each dimension x saturates as
  * x/(x + x_half), so a thin GEMM (TP-sharded, few tokens per expert) loses
- * efficiency the way the lecture's section 6.2 describes. */
+ * efficiency the way the lecture describes for sharded GEMMs. */
 static double shape_factor(double x_half, double m, double n, double k)
 {
     return (m / (m + x_half)) * (n / (n + x_half)) * (k / (k + x_half));

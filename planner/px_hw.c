@@ -3,6 +3,7 @@
 #include "px_hw.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,8 @@ static const px_jfield hw_fields[] = {
     HD("gpu_mtbf_hours", gpu_mtbf_hours, false, 1e-3, 1e9),
     HD("ckpt_write_bw", ckpt_write_bw, false, MIN_BW, MAX_BW),
     HD("restart_s", restart_s, false, 0, 1e7),
+    HD("power_w", power_w, false, 0, 1e5),
+    HD("price_per_gpu_hour", price_per_gpu_hour, false, 0, 1e5),
 };
 #define N_HW_FIELDS ((int)(sizeof hw_fields / sizeof hw_fields[0]))
 
@@ -189,6 +192,10 @@ px_status px_hw_validate(const px_hw *hw, px_error *err)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "profile %s: gpu_mtbf_hours and ckpt_write_bw must be > 0, restart_s >= 0",
                        n);
+    if (!(hw->power_w >= 0) || !(hw->price_per_gpu_hour >= 0) || !isfinite(hw->power_w) ||
+        !isfinite(hw->price_per_gpu_hour))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "profile %s: power_w and price_per_gpu_hour must be >= 0 (0: unknown)", n);
     if (hw->n_gemm_points < 0 || hw->n_gemm_points > PX_HW_MAX_GEMM_POINTS)
         return PX_FAIL(err, PX_ERR_INVALID, "profile %s: at most %d gemm_points", n,
                        PX_HW_MAX_GEMM_POINTS);

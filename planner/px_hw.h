@@ -108,6 +108,10 @@ typedef struct {
     double gpu_mtbf_hours;    /* mean time between failures of one device */
     double ckpt_write_bw;     /* storage bandwidth per device for sharded checkpoints */
     double restart_s;         /* time to restart a job after a failure */
+
+    /* Cost of a run (px_run_cost.h); 0 = unknown, printed "n/a" */
+    double power_w;           /* board power of one device at full load, watts */
+    double price_per_gpu_hour;/* default rental price of one device-hour, US dollars */
 } px_hw;
 
 /* Loads a profile by name (hw_profiles/<name>.json) or path. */

@@ -14,8 +14,11 @@
 
 #include "px_args.h"
 #include "px_cost.h"
+#include "px_framework.h"
+#include "px_html.h"
 #include "px_partition_refine.h"
 #include "px_plan_json.h"
+#include "px_run_cost.h"
 #include "px_search.h"
 #include "px_sweep.h"
 #include "px_validate.h"
@@ -37,6 +40,10 @@ static const char usage_text[] =
     "  --model NAME|FILE      model preset (models/), or a preset / Hugging Face config.json\n"
     "  --gpus G               number of GPUs\n"
     "  --hw NAME|FILE         hardware profile (hw_profiles/; default " PX_HW_DEFAULT ")\n"
+    "  --framework NAME|FILE  the framework that will run the plan (frameworks/: parallax,\n"
+    "                         megatron, torchtitan, llm-foundry, maxtext, deepspeed; default\n"
+    "                         " PX_FRAMEWORK_DEFAULT ", this project's executor): only what it can run is\n"
+    "                         searched, costed as it runs it (docs/framework-schema.md)\n"
     "  --seq S                sequence length (default: the model's); alias --seq-len\n"
     "  --global-batch SEQS    global batch in sequences (default: 2^24 tokens / S)\n"
     "  --tokens-per-step T    global batch in tokens\n"
@@ -50,8 +57,8 @@ static const char usage_text[] =
     "  --grad-dtype bf16|fp32 gradient dtype (default fp32 main gradients)\n"
     "  --no-sp                sequence parallelism off (default on when TP > 1); --sp on|off\n"
     "  --overlap on|off       gradient reduction and backward TP collectives hidden under\n"
-    "                         the backward (default on, as Megatron runs; off for `execute`\n"
-    "                         on CPUs, which runs them after the compute)\n"
+    "                         the backward (default: the framework's overlap traits; off\n"
+    "                         for `execute` on CPUs, which runs them after the compute)\n"
     "  --partition milp|uniform\n"
     "                         stage split and per-layer recompute of the top candidates:\n"
     "                         chosen by the GLPK program (default; docs/partition.md) or\n"
@@ -62,7 +69,11 @@ static const char usage_text[] =
     "                         the GLPK program on, K rows whenever K configurations fit\n"
     "  --tokens D             time to train D tokens, with goodput (suffixes K M B T)\n"
     "  --gpu-mtbf-hours H     per-GPU mean time between failures (default: the profile's)\n"
+    "  --price-per-gpu-hour P US dollars per GPU-hour for the --tokens cost (default: the\n"
+    "                         profile's price_per_gpu_hour, docs/hw-schema.md)\n"
     "  --explain              memory and time breakdown, rule-of-thumb plan beside the best\n"
+    "  --html FILE            write a self-contained HTML report: the chosen plan's pipeline\n"
+    "                         timeline, per-stage memory, time breakdown, the top plans\n"
     "  --json                 print JSON instead of the table\n"
     "  --threads N            threads of the search (default: the processors; the result\n"
     "                         is the same for any N)\n"
@@ -76,7 +87,9 @@ static const char usage_text[] =
 
 /* What the command line asks for. */
 typedef struct {
-    const char *model, *hw, *out;
+    const char *model, *hw, *out, *framework;
+    const char *html;          /* --html FILE */
+    double price_per_gpu_hour; /* --price-per-gpu-hour; 0: the profile's */
     int gpus;
     bool json, explain, list_models, list_hw;
     bool partition_given; /* --partition or --no-milp on the command line */
@@ -180,6 +193,7 @@ static px_status read_milp_time_limit(void *s, const char *flag, const char *v, 
 static const px_arg plan_rows[] = {
     PX_ARG_STR("--model", plan_cli, model),
     PX_ARG_STR("--hw", plan_cli, hw),
+    PX_ARG_STR("--framework", plan_cli, framework),
     PX_ARG_STR("-o", plan_cli, out),
     PX_ARG_ALIAS("--output", "-o"),
     PX_ARG_INT("--gpus", plan_cli, gpus, 1, 1 << 24),
@@ -210,6 +224,8 @@ static const px_arg plan_rows[] = {
     PX_ARG_INT("--top", plan_cli, opts.top, 1, PX_SEARCH_TOP_MAX),
     PX_ARG_AMOUNT("--tokens", plan_cli, opts.train_tokens),
     PX_ARG_AMOUNT("--gpu-mtbf-hours", plan_cli, opts.gpu_mtbf_hours),
+    PX_ARG_AMOUNT("--price-per-gpu-hour", plan_cli, price_per_gpu_hour),
+    PX_ARG_STR("--html", plan_cli, html),
     PX_ARG_SWITCH("--explain", plan_cli, explain),
     PX_ARG_SWITCH("--json", plan_cli, json),
     PX_ARG_INT("--threads", plan_cli, opts.threads, 1, PX_SEARCH_THREADS_MAX),
@@ -498,18 +514,55 @@ static json_t *stages_json(const px_model *m, const px_hw *hw, const px_candidat
     return o;
 }
 
-static void print_goodput(FILE *out, const px_prediction *q)
+static void print_goodput(FILE *out, const px_prediction *q, int gpus, const px_hw *hw,
+                          double price)
 {
     if (q->train_tokens <= 0)
         return;
-    fprintf(out, "\n# time to train %.3g tokens at %.4g tokens/s\n", q->train_tokens, q->tokens_per_s);
+    px_run_cost rc;
+    bool has_cost = px_run_cost_of(q, gpus, hw, price, &rc);
+    fprintf(out, "\n# time to train %.3g tokens at %.4g tokens/s\n", q->train_tokens,
+            q->tokens_per_s);
     fprintf(out, "  %-34s %10.1f\n", "days (no failures)", q->days_to_train);
     fprintf(out, "  %-34s %10.0f s (%.2f h)\n", "job MTBF", q->job_mtbf_s, q->job_mtbf_s / 3600.0);
     fprintf(out, "  %-34s %10.2f GB, %.1f s to write\n", "sharded checkpoint per GPU",
-           gb(q->ckpt_bytes_per_gpu), q->ckpt_write_s);
+            gb(q->ckpt_bytes_per_gpu), q->ckpt_write_s);
     fprintf(out, "  %-34s %10.0f s (Young/Daly)\n", "checkpoint interval", q->ckpt_interval_s);
     fprintf(out, "  %-34s %10.2f %%\n", "time lost to failures", 100.0 * q->lost_fraction);
     fprintf(out, "  %-34s %10.1f\n", "goodput-adjusted days", q->goodput_days);
+    if (!has_cost) {
+        fprintf(out, "  %-34s %10s   (no finite time to train)\n", "GPU-hours, energy, cost",
+                "n/a");
+        return;
+    }
+    fprintf(out, "  %-34s %10.4g   (%d GPUs x %.1f days)\n", "GPU-hours", rc.gpu_hours, gpus,
+            rc.days);
+    if (rc.has_energy)
+        fprintf(out, "  %-34s %10.4g   (%.0f W a GPU, board power only)\n", "energy [MWh]",
+                rc.energy_mwh, rc.power_w);
+    else
+        fprintf(out, "  %-34s %10s   (profile %s has no power_w)\n", "energy [MWh]", "n/a",
+                hw->name);
+    if (rc.has_cost)
+        fprintf(out, "  %-34s %10.4g   (%.2f USD a GPU-hour%s)\n", "cost [USD]", rc.cost_usd,
+                rc.price_per_gpu_hour, price > 0 ? ", --price-per-gpu-hour" : ", the profile's");
+    else
+        fprintf(out, "  %-34s %10s   (profile %s has no price: give --price-per-gpu-hour)\n",
+                "cost [USD]", "n/a", hw->name);
+}
+
+/* The cost of the run for --json: null where the profile does not say. */
+static json_t *run_cost_json(const px_prediction *q, int gpus, const px_hw *hw, double price)
+{
+    px_run_cost rc;
+    if (!px_run_cost_of(q, gpus, hw, price, &rc))
+        return json_null();
+    return json_pack("{s:f,s:f,s:o,s:o,s:o,s:o}", "days", rc.days, "gpu_hours", rc.gpu_hours,
+                     "power_w", rc.power_w > 0 ? json_real(rc.power_w) : json_null(),
+                     "energy_mwh", rc.has_energy ? json_real(rc.energy_mwh) : json_null(),
+                     "price_per_gpu_hour",
+                     rc.has_cost ? json_real(rc.price_per_gpu_hour) : json_null(), "cost_usd",
+                     rc.has_cost ? json_real(rc.cost_usd) : json_null());
 }
 
 /* ------------------------------------------------------------------ */
@@ -631,10 +684,39 @@ static void make_plan(px_plan *plan, const px_model *m, const px_hw *hw, const p
     px_cost_record_split(m, &plan->par);
 }
 
+/* --html FILE: the top plans side by side, the chosen one in detail. */
+static px_status write_html(const char *path, const px_model *m, const px_hw *hw, int gpus,
+                            const px_search_result *res, px_error *err)
+{
+    px_html_run *runs = calloc(PX_SEARCH_TOP_MAX, sizeof *runs);
+    char(*labels)[32] = calloc(PX_SEARCH_TOP_MAX, sizeof *labels);
+    if (!runs || !labels) {
+        free(runs);
+        free(labels);
+        return PX_FAIL(err, PX_ERR_NOMEM, "out of memory for the HTML report");
+    }
+    for (int i = 0; i < res->n_top; i++) {
+        snprintf(labels[i], sizeof labels[i], i == 0 ? "rank 1 (chosen)" : "rank %d", i + 1);
+        runs[i] = (px_html_run){.label = labels[i], .model = m, .hw = hw,
+                                .par = &res->top[i].par, .pred = &res->top[i].pred,
+                                .detail = i == 0};
+    }
+    char title[160], sub[320];
+    snprintf(title, sizeof title, "Parallax plan: %s on %d x %s", m->name, gpus, hw->name);
+    snprintf(sub, sizeof sub, "sequence %lld, global batch %lld sequences (%lld tokens); "
+             "memory limit %.1f GB per GPU; %d plans ranked by predicted step time",
+             (long long)res->seq_len, (long long)res->global_batch,
+             (long long)res->tokens_per_step, (double)res->mem_limit_bytes / 1e9, res->n_top);
+    px_status st = px_html_write(path, title, sub, runs, res->n_top, err);
+    free(runs);
+    free(labels);
+    return st;
+}
+
 /* The JSON document of `plan --json` (docs/plan-cli.md). */
 static px_status write_json(FILE *out, const plan_cli *c, const px_model *model,
-                            const px_hw *hw, const px_search_result *res, const px_plan *plan,
-                            px_error *err)
+                            const px_hw *hw, const px_framework *fw,
+                            const px_search_result *res, const px_plan *plan, px_error *err)
 {
     const px_candidate *best = &res->top[0];
     px_param_count pc;
@@ -650,6 +732,7 @@ static px_status write_json(FILE *out, const plan_cli *c, const px_model *model,
     json_t *root = json_object();
     json_object_set_new(root, "model", json_string(model->name));
     json_object_set_new(root, "hw", json_string(hw->name));
+    json_object_set_new(root, "framework", json_string(fw->name));
     json_object_set_new(root, "gpus", json_integer(c->gpus));
     json_object_set_new(root, "seq_len", json_integer(res->seq_len));
     json_object_set_new(root, "global_batch", json_integer(res->global_batch));
@@ -668,6 +751,10 @@ static px_status write_json(FILE *out, const plan_cli *c, const px_model *model,
     json_t *plans = json_array();
     for (int i = 0; i < res->n_top; i++) {
         json_t *cj = candidate_json(&res->top[i], res->seq_len, model->n_layers);
+        json_t *ttt = json_object_get(cj, "time_to_train");
+        if (ttt) /* days, GPU-hours, energy and cost beside the goodput */
+            json_object_set_new(ttt, "run_cost", run_cost_json(&res->top[i].pred, c->gpus, hw,
+                                                               c->price_per_gpu_hour));
         json_object_set_new(cj, "breakdown", detail_json(ctx, &res->top[i]));
         json_array_append_new(plans, cj);
     }
@@ -704,7 +791,8 @@ static px_status write_json(FILE *out, const plan_cli *c, const px_model *model,
 /* The rule of thumb beside the searched best (--explain). */
 static void explain_rule(FILE *out, const px_candidate *best, const px_search_result *res)
 {
-    fprintf(out, "\n# the lecture's rule of thumb beside the searched best\n");
+    fprintf(out, "\n# the rule-of-thumb plan (ZeRO within a node if it fits, else TP, then PP, "
+                 "the rest DP) beside the searched best\n");
     if (!res->has_rule) {
         fprintf(out, "# no rule-of-thumb plan is valid for this model and GPU count\n");
         return;
@@ -732,7 +820,8 @@ static void explain_rule(FILE *out, const px_candidate *best, const px_search_re
 
 /* The search's '#' header lines of the table. */
 static void table_header(FILE *out, const plan_cli *c, const px_model *model, const px_hw *hw,
-                         const px_search_result *res, bool fixed_uniform)
+                         const px_framework *fw, const px_search_result *res,
+                         bool fixed_uniform)
 {
     px_param_count pc;
     px_model_count_params(model, &pc);
@@ -741,6 +830,7 @@ static void table_header(FILE *out, const plan_cli *c, const px_model *model, co
             model->name, (double)pc.total / (billions ? 1e9 : 1e6), billions ? "B" : "M",
             (long long)model->n_layers, c->gpus, hw->name, hw->gpus_per_node,
             hw->torus ? ", torus" : "");
+    fprintf(out, "# framework: %s (%s)\n", fw->name, fw->path);
     fprintf(out, "# sequence %lld, global batch %lld sequences = %lld tokens; memory limit %.1f "
                  "GB per GPU (%.1f HBM - %.1f reserve)\n",
             (long long)res->seq_len, (long long)res->global_batch,
@@ -777,11 +867,11 @@ static void table_header(FILE *out, const plan_cli *c, const px_model *model, co
 /* The people's table: header lines, ranked rows, the chosen plan, and with
  * --explain its breakdown. */
 static px_status write_table(FILE *out, const plan_cli *c, const px_model *model,
-                             const px_hw *hw, const px_search_result *res, bool fixed_uniform,
-                             px_error *err)
+                             const px_hw *hw, const px_framework *fw,
+                             const px_search_result *res, bool fixed_uniform, px_error *err)
 {
     const px_candidate *best = &res->top[0];
-    table_header(out, c, model, hw, res, fixed_uniform);
+    table_header(out, c, model, hw, fw, res, fixed_uniform);
     print_header(out);
     for (int i = 0; i < res->n_top; i++) {
         char label[16];
@@ -817,7 +907,7 @@ static px_status write_table(FILE *out, const plan_cli *c, const px_model *model
         if (st != PX_OK)
             return st;
     }
-    print_goodput(out, &best->pred);
+    print_goodput(out, &best->pred, c->gpus, hw, c->price_per_gpu_hour);
     return PX_OK;
 }
 
@@ -917,6 +1007,7 @@ static px_status run_sweep(const plan_cli *c, const px_model *model, const px_hw
 typedef struct {
     px_model model;
     px_hw hw;
+    px_framework fw;
     px_search_result res;
     px_plan plan;
 } plan_work;
@@ -938,6 +1029,12 @@ static px_status run_search(plan_cli *c, const px_model *model, FILE *out, px_er
         st = px_model_load(c->model, NULL, &w->model, err);
     if (st == PX_OK)
         st = px_hw_load(c->hw, NULL, &w->hw, err);
+    if (st == PX_OK)
+        st = px_framework_load(c->framework, NULL, &w->fw, err);
+    if (st == PX_OK) {
+        c->opts.caps = &w->fw.caps;
+        c->opts.run = &w->fw.run; /* --overlap, when given, has set the opts it overrides */
+    }
     if (st == PX_OK && c->sweep) {
         st = run_sweep(c, &w->model, &w->hw, out, err);
         free(w);
@@ -953,8 +1050,15 @@ static px_status run_search(plan_cli *c, const px_model *model, FILE *out, px_er
         st = px_search_run(&w->model, &w->hw, c->gpus, &c->opts, &w->res, err);
     if (st == PX_OK) {
         make_plan(&w->plan, &w->model, &w->hw, &w->res.top[0]);
-        st = c->json ? write_json(out, c, &w->model, &w->hw, &w->res, &w->plan, err)
-                     : write_table(out, c, &w->model, &w->hw, &w->res, fixed_uniform, err);
+        snprintf(w->plan.framework, sizeof w->plan.framework, "%s", w->fw.name);
+        st = c->json ? write_json(out, c, &w->model, &w->hw, &w->fw, &w->res, &w->plan, err)
+                     : write_table(out, c, &w->model, &w->hw, &w->fw, &w->res, fixed_uniform,
+                                   err);
+    }
+    if (st == PX_OK && c->html) {
+        st = write_html(c->html, &w->model, &w->hw, c->gpus, &w->res, err);
+        if (st == PX_OK && !c->json)
+            fprintf(out, "# wrote %s\n", c->html);
     }
     if (st == PX_OK && c->out) {
         errno = 0;

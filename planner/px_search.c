@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "px_checked.h"
+#include "px_framework.h"
 #include "px_partition_refine.h"
 
 void px_search_opts_init(px_search_opts *o)
@@ -20,6 +21,7 @@ void px_search_opts_init(px_search_opts *o)
     memset(o, 0, sizeof *o);
     o->zero = o->recompute = o->schedule = o->sp = o->grad_fp32 = -1;
     o->dp_overlap = o->tp_overlap = -1;
+    o->flash_attention = -1;
     o->top = PX_SEARCH_TOP_DEFAULT;
     /* TP beyond a node is allowed (and scored with the inter-node links), up
      * to the widest TP anyone runs; CP up to 64 (Nemotron's long-context
@@ -37,7 +39,7 @@ const char *px_reject_name(px_reject r)
     static const char *const names[PX_REJ_COUNT] = {
         "gpus not divisible",  "heads not divisible",   "sequence not divisible",
         "layers not divisible", "experts not divisible", "batch not divisible",
-        "out of memory"};
+        "out of memory", "not run by the framework"};
     return (r >= 0 && r < PX_REJ_COUNT) ? names[r] : "?";
 }
 
@@ -229,7 +231,7 @@ static bool refine_one(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
     if (st != PX_OK) {
         res->milp_failed++;
         if (!res->milp_note[0])
-            snprintf(res->milp_note, sizeof res->milp_note, "%.250s", perr.msg);
+            snprintf(res->milp_note, sizeof res->milp_note, "%s", perr.msg);
         return false;
     }
     if (!ws->rep.proven_optimal)
@@ -247,6 +249,8 @@ static bool refine_one(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
     if (!miss && pred.time.step_s > c->pred.time.step_s * (1.0 + 1e-12))
         return false;
     canonical_split(m, next);
+    if (o->caps && !px_caps_allow(o->caps, m, next, NULL))
+        return false; /* a split or recompute choice the framework cannot run */
     if (same_config(next, &c->par))
         return false; /* the program's split is the one the candidate had */
     c->par = *next;
@@ -443,6 +447,16 @@ bool px_search_fully_fixed(const px_model *m, int gpus, const px_search_opts *o)
     return o->vpp > 0 || vpp_implied;
 }
 
+int64_t px_search_default_tokens_per_step(const px_model *m)
+{
+    px_param_count pc;
+    px_model_count_params(m, &pc);
+    double scale = sqrt(fmin(1.0, (double)pc.total / PX_SEARCH_BATCH_FULL_PARAMS));
+    /* the nearest power of two (in log2): a model a little under 70e9 keeps 2^24 */
+    int e = (int)lround(log2((double)PX_SEARCH_TOKENS_PER_STEP_DEFAULT * scale));
+    return (int64_t)1 << (e > 0 ? e : 0);
+}
+
 static px_status resolve_batch(const px_model *m, const px_search_opts *o, px_search_result *res,
                                px_error *err)
 {
@@ -473,7 +487,7 @@ static px_status resolve_batch(const px_model *m, const px_search_opts *o, px_se
     } else if (o->micro_batch > 0 && o->n_micro > 0 && o->dp > 0) {
         res->global_batch = px_mul_sat(px_mul_sat(o->micro_batch, o->n_micro), o->dp);
     } else {
-        int64_t gb = PX_SEARCH_TOKENS_PER_STEP_DEFAULT / s;
+        int64_t gb = px_search_default_tokens_per_step(m) / s;
         res->global_batch = gb > 0 ? gb : 1;
     }
     if (!px_mul_ok(res->global_batch, s, &res->tokens_per_step) ||
@@ -663,6 +677,66 @@ static search_tally *tally_new(int keep)
     return t;
 }
 
+/* A dimension fixed on the command line that the framework cannot run is
+ * an error naming the capability (the enumeration would only count it). */
+static px_status framework_refuses(const px_caps *c, px_error *err, const char *flag,
+                                   const char *cap, const char *what)
+{
+    return PX_FAIL(err, PX_ERR_INFEASIBLE,
+                   "%s: framework %s cannot run %s (capability %s of frameworks/%s.json)", flag,
+                   c->name, what, cap, c->name);
+}
+
+px_status px_search_check_framework(const px_model *m, const px_search_opts *o, px_error *err)
+{
+    const px_caps *c = o->caps;
+    if (!c)
+        return PX_OK;
+    char what[128];
+    if (o->schedule >= 0 && !c->schedules[o->schedule]) {
+        snprintf(what, sizeof what, "the %s schedule", px_schedule_name((px_schedule)o->schedule));
+        return framework_refuses(c, err, "--schedule", "schedules", what);
+    }
+    if (o->vpp > 1 && !c->schedules[PX_SCHED_INTERLEAVED])
+        return framework_refuses(c, err, "--vpp", "schedules",
+                                 "interleaved virtual pipeline stages");
+    if (o->pp > 1 && c->max_pp > 0 && o->pp > c->max_pp) {
+        snprintf(what, sizeof what, "pipeline parallelism of %d stages (at most %d)", o->pp,
+                 c->max_pp);
+        return framework_refuses(c, err, "--pp", "max_pp", what);
+    }
+    if (o->recompute >= 0 && !c->recompute[o->recompute]) {
+        snprintf(what, sizeof what, "recompute %s", px_recompute_name((px_recompute)o->recompute));
+        return framework_refuses(c, err, "--recompute", "recompute", what);
+    }
+    if (o->zero >= 0 && o->zero <= 3 && !c->zero[o->zero]) {
+        snprintf(what, sizeof what, "ZeRO stage %d", o->zero);
+        return framework_refuses(c, err, "--zero", "zero", what);
+    }
+    if (o->cp > 1 && !c->cp_flavours)
+        return framework_refuses(c, err, "--cp", "cp_flavours", "context parallelism");
+    if (o->ep > 1 && !c->ep)
+        return framework_refuses(c, err, "--ep", "ep", "expert parallelism");
+    if (o->tp > 1 && o->sp == 1 && !c->sp)
+        return framework_refuses(c, err, "--sp on", "sp", "sequence parallelism");
+    if (o->tp > 1 && o->sp == 0 && !c->tp_without_sp)
+        return framework_refuses(c, err, "--sp off", "tp_without_sp",
+                                 "tensor parallelism without sequence parallelism");
+    if (o->grad_fp32 == 0 && !c->grad_bf16)
+        return framework_refuses(c, err, "--grad-dtype bf16", "grad_bf16", "bf16 gradients");
+    px_parallel probe;
+    px_parallel_init(&probe);
+    probe.schedule = PX_SCHED_1F1B;
+    probe.recompute = PX_RECOMPUTE_NONE;
+    const char *why = NULL;
+    if (!c->schedules[PX_SCHED_1F1B])
+        probe.schedule = PX_SCHED_GPIPE;
+    probe.recompute = c->recompute[0] ? PX_RECOMPUTE_NONE : PX_RECOMPUTE_FULL;
+    if (!px_caps_allow(c, m, &probe, &why) && why && !strcmp(why, "model_features"))
+        return framework_refuses(c, err, "--model", "model_features", m->name);
+    return PX_OK;
+}
+
 static void tally_free(search_tally *t)
 {
     if (t) {
@@ -695,11 +769,33 @@ static void tally_insert(search_tally *t, const px_parallel *par, const px_predi
     t->n_list = n + 1;
 }
 
+/* The settings a configuration takes from the command line or, when not
+ * given, from how the framework runs (px_framework.h): gradient reduction and
+ * TP collectives overlapped, fused attention. */
+static void search_defaults(px_parallel *par, const px_search_opts *o)
+{
+    par->dp_overlap = o->dp_overlap < 0 ? (!o->run || o->run->dp_overlap) : o->dp_overlap != 0;
+    par->tp_overlap = o->tp_overlap < 0 ? (!o->run || o->run->tp_overlap) : o->tp_overlap != 0;
+    par->flash_attention = o->flash_attention < 0 ? (!o->run || o->run->fused_attention)
+                                                  : o->flash_attention != 0;
+}
+
+/* Sequence parallelism when free: on with TP, unless the framework runs TP
+ * only without it. */
+static int sp_free(const px_search_opts *o)
+{
+    return o->caps && !o->caps->sp ? 0 : 1;
+}
+
 /* Scores par (fully set) into t. */
 static void score_config(const search_spec *sp, px_cost_ctx *ctx, const px_parallel *par,
                          search_tally *t)
 {
     const px_search_opts *o = sp->o;
+    if (o->caps && !px_caps_allow(o->caps, sp->m, par, NULL)) {
+        t->rejected[PX_REJ_FRAMEWORK]++;
+        return;
+    }
     t->n_evaluated++;
     px_prediction pred;
     px_status fit = px_cost_eval_if_fits(ctx, par, sp->mem_limit, o->train_tokens,
@@ -858,7 +954,7 @@ static void score_item(const search_spec *sp, px_cost_ctx *ctx, px_parallel *par
         par->pp = pp;
         par->vpp = v;
         par->dp = dp;
-        par->sp = it->tp > 1 && o->sp != 0;
+        par->sp = it->tp > 1 && (o->sp < 0 ? sp_free(o) : o->sp) != 0;
         if (uneven)
             px_cost_record_split(sp->m, par); /* px_cost_default_split's rule */
         score_experts_batches(sp, ctx, par, t);
@@ -961,9 +1057,7 @@ static void *search_worker(void *arg)
         px_parallel_init(par);
         par->seq_len = w->sp->s;
         par->grad_fp32 = w->sp->o->grad_fp32 < 0 ? true : w->sp->o->grad_fp32 != 0;
-        par->dp_overlap = w->sp->o->dp_overlap != 0;
-        par->tp_overlap = w->sp->o->tp_overlap != 0;
-        par->flash_attention = true;
+        search_defaults(par, w->sp->o);
     }
     for (;;) {
         pthread_mutex_lock(&w->mu);
@@ -1169,6 +1263,9 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     st = check_fixed(m, gpus, res->seq_len, o, res, err);
     if (st != PX_OK)
         return st;
+    st = px_search_check_framework(m, o, err);
+    if (st != PX_OK)
+        return st;
     int keep = o->top > 0 ? (o->top < PX_SEARCH_TOP_MAX ? o->top : PX_SEARCH_TOP_MAX)
                           : PX_SEARCH_TOP_DEFAULT;
     res->mem_limit_bytes = hw->hbm_bytes - hw->mem_reserve_bytes;
@@ -1199,7 +1296,7 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
 }
 
 /* ------------------------------------------------------------------ */
-/* The lecture's section-11 decision procedure                          */
+/* The lecture's rule-of-thumb decision procedure                      */
 
 static void note(px_search_result *res, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -1399,7 +1496,8 @@ static px_status rule_plan(const px_model *m, const px_hw *hw, int gpus,
     if (st != PX_OK)
         return st;
     int64_t s = res->seq_len > 0 ? res->seq_len : m->seq_len;
-    int64_t GB = res->global_batch > 0 ? res->global_batch : PX_SEARCH_TOKENS_PER_STEP_DEFAULT / s;
+    int64_t GB = res->global_batch > 0 ? res->global_batch
+                                       : px_search_default_tokens_per_step(m) / s;
     if (GB < 1)
         GB = 1;
     int64_t limit = hw->hbm_bytes - hw->mem_reserve_bytes;

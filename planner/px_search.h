@@ -3,7 +3,7 @@
  * ZeRO stage, recomputation and schedule for G GPUs and a target global
  * batch, scored by px_cost and ranked by predicted step time (ties: less
  * memory).  Rejected combinations are counted by reason; any dimension can be
- * fixed.  Also the lecture's section-11 rule-of-thumb plan, scored by the
+ * fixed.  Also the lecture's rule-of-thumb plan, scored by the
  * same model.  See docs/cost-model.md, "Search". */
 #ifndef PX_SEARCH_H
 #define PX_SEARCH_H
@@ -11,17 +11,30 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "px_caps.h"
 #include "px_cost.h"
 #include "px_error.h"
 #include "px_hw.h"
 #include "px_model.h"
 #include "px_plan.h"
 
-/* The lecture's global batch: 2^24 tokens (Llama 3's 16 M). */
+/* The lecture's global batch: 2^24 tokens (Llama 3's 16 M), the default for
+ * models of PX_SEARCH_BATCH_FULL_PARAMS parameters and more. */
 #define PX_SEARCH_TOKENS_PER_STEP_DEFAULT 16777216LL
 /* The largest batch a step may have: 2^50 tokens keeps every token and FLOP
  * count formed from it exact (checked in the batch resolution). */
 #define PX_SEARCH_MAX_TOKENS_PER_STEP (1LL << 50)
+/* The lecture's 70B example trains with the full 2^24 tokens a step. */
+#define PX_SEARCH_BATCH_FULL_PARAMS 7e10
+
+/* The default global batch in tokens when none is given: the lecture's 2^24
+ * tokens scaled by sqrt(N / 70e9) for a model of N < 70e9 parameters (all
+ * of them, experts included), rounded to the nearest power of two.  The square
+ * root follows the published batch sizes: GPT-3 (Brown et al. 2020,
+ * Table 2.1) 0.5M tokens at 125M parameters (the rule: 2^19) up to 3.2M at
+ * 175B; Llama 2 4M at 7B-70B; Llama 3 16M at 405B; a critical batch that
+ * grows slower than the model.  A 1M-parameter model gets 2^16 tokens. */
+int64_t px_search_default_tokens_per_step(const px_model *m);
 #define PX_SEARCH_TOP_DEFAULT 10
 #define PX_SEARCH_TOP_MAX 100
 
@@ -71,6 +84,13 @@ typedef struct {
      * false. */
     bool milp_glpk_only;
     bool milp_no_prune;
+    /* The framework the plan is for (px_framework.h): the search scores only
+     * configurations its capabilities allow (a fixed dimension it cannot run
+     * is an error naming the capability), and takes the overlap and attention
+     * defaults from how it runs.  NULL: everything, the planner's defaults. */
+    const px_caps *caps;
+    const struct px_fw_runtime *run;
+    int flash_attention;     /* -1: the framework's fused attention (on without one); 0 off; 1 on */
 } px_search_opts;
 
 #define PX_SEARCH_THREADS_MAX 64
@@ -96,6 +116,7 @@ typedef enum {
     PX_REJ_BATCH,      /* global batch not divisible by micro-batch · dp (or fixed m);
                         * interleaving with fewer than pp micro-batches */
     PX_REJ_MEMORY,     /* does not fit in hbm_bytes − mem_reserve_bytes */
+    PX_REJ_FRAMEWORK,  /* the framework (opts.caps) cannot run it */
     PX_REJ_COUNT
 } px_reject;
 
@@ -123,7 +144,7 @@ typedef struct {
                                        * cannot reach the list */
     int milp_by_dp;                   /* answered by the exact DP, without GLPK */
     double milp_s;                    /* seconds in the program */
-    char milp_note[256];              /* the first failure's message, or "" */
+    char milp_note[1100];             /* the first failure's message (whole), or "" */
     px_candidate top[PX_SEARCH_TOP_MAX];
     int n_top;
     int64_t n_evaluated;              /* configurations scored (memory at least) */
@@ -131,7 +152,7 @@ typedef struct {
     int64_t rejected[PX_REJ_COUNT];
     bool has_closest_miss;            /* the least-memory configuration that did not fit */
     px_candidate closest_miss;
-    bool has_rule;                    /* the section-11 rule-of-thumb plan */
+    bool has_rule;                    /* the rule-of-thumb plan */
     bool rule_fits;
     bool rule_same_batch;             /* the rule plan runs the search's global batch */
     px_candidate rule;
@@ -151,14 +172,19 @@ typedef struct {
  * recomputation and the schedule fixed (the schedule may be left free at
  * pp 1, where only 1F1B is scored; cp counts as fixed when tp·pp·dp = G
  * leaves it 1).  plan then keeps the uniform split
- * unless --partition milp is given (issue #2: "with all fixed it evaluates
- * exactly that configuration"). */
+ * unless --partition milp is given: with all fixed it evaluates exactly
+ * that configuration. */
 bool px_search_fully_fixed(const px_model *m, int gpus, const px_search_opts *o);
 
 px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_search_opts *o,
                         px_search_result *res, px_error *err);
 
-/* The section-11 decision procedure as a plan (scored with px_cost);
+/* The dimensions fixed in o that the framework o->caps cannot run:
+ * PX_ERR_INFEASIBLE naming the flag and the capability (PX_OK without
+ * caps).  Called by px_search_run. */
+px_status px_search_check_framework(const px_model *m, const px_search_opts *o, px_error *err);
+
+/* The rule-of-thumb decision procedure as a plan (scored with px_cost);
  * fills res->rule, rule_fits, rule_notes.  Called by px_search_run. */
 px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
                                   const px_search_opts *o, px_search_result *res,

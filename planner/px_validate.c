@@ -187,7 +187,7 @@ static bool parse_row(const json_t *jr, px_val_row *row)
     m->moe_layer_freq = 1;
     px_error e;
     if (px_model_validate(m, &e) != PX_OK) {
-        snprintf(row->note, sizeof row->note, "%.150s", e.msg);
+        snprintf(row->note, sizeof row->note, "%s", e.msg);
         return false;
     }
 

@@ -23,7 +23,7 @@
 #include "px_model.h"
 #include "px_plan.h"
 
-/* The issue-7 bounds: mean absolute relative error of predicted throughput
+/* The accuracy bounds: mean absolute relative error of predicted throughput
  * over every row with a measured throughput, and of any one group's rows. */
 #define PX_VALIDATE_MAX_MAE 0.10
 #define PX_VALIDATE_MAX_GROUP_MAE 0.15
@@ -86,7 +86,7 @@ typedef struct {
     px_val_on on;
     double err;            /* relative error of the primary metric: (pred − meas) / meas */
     double err_step;       /* relative error of the step time, 0 if not measured */
-    char note[160];        /* why a row could not be evaluated, or an assumption taken */
+    char note[1100];       /* why a row could not be evaluated, or an assumption taken */
 } px_val_row;
 
 /* Mean and worst absolute relative error over a set of rows. */
@@ -141,7 +141,7 @@ px_status px_validate_file(const char *path, const char *profiles_dir, px_val_re
 
 void px_validate_free(px_val_report *r);
 
-/* True when the issue-7 bounds hold: overall throughput MAE, every group's
+/* True when the accuracy bounds hold: overall throughput MAE, every group's
  * MAE and every recompute ratio.  why (may be NULL) names the first failure. */
 bool px_validate_within_bounds(const px_val_report *r, char *why, int why_len);
 

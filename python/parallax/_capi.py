@@ -42,9 +42,11 @@ def _find_library():
 
 
 def _use_packaged_presets():
-    """The package carries the presets (data/models, data/hw_profiles); the
+    """The package carries the presets (data/models, data/hw_profiles,
+    data/frameworks); the
     library reads them from there unless the environment names others."""
-    for var, sub in (("PARALLAX_MODELS_DIR", "models"), ("PARALLAX_HW_DIR", "hw_profiles")):
+    for var, sub in (("PARALLAX_MODELS_DIR", "models"), ("PARALLAX_HW_DIR", "hw_profiles"),
+                     ("PARALLAX_FRAMEWORK_DIR", "frameworks")):
         path = os.path.join(_HERE, "data", sub)
         if os.path.isdir(path):
             os.environ.setdefault(var, path)

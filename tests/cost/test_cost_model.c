@@ -146,7 +146,7 @@ static void schedules(void)
     CHECK(px_cost_inflight_bw(PX_SCHED_ZB_H2, 4, 1, 8, 0) == 2);
     CHECK(px_cost_inflight_bw(PX_SCHED_ZB_H2, 4, 1, 8, 2) == 6);
     CHECK(px_cost_inflight_bw(PX_SCHED_ZB_H2, 4, 1, 3, 1) == 1);
-    /* ZB-H2: 2p − 1 on every stage (tests/executor/test_schedule.c checks
+    /* ZB-H2: 2p − 1 on every stage (tests/unit/test_schedule.c checks
      * that the executor's order holds exactly that) */
     CHECK(px_cost_inflight(PX_SCHED_ZB_H2, 8, 1, 64, 0) == 15);
     CHECK(px_cost_inflight(PX_SCHED_ZB_H2, 8, 1, 64, 7) == 15);

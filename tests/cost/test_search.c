@@ -40,7 +40,8 @@ static void ranking_and_topology(void)
         load(cases[i].model, "h100-sxm");
         CHECK_MSG(run(cases[i].gpus, &o, &err) == PX_OK, "%s: %s", cases[i].model, err.msg);
         CHECK(res.n_top == PX_SEARCH_TOP_DEFAULT);
-        CHECK(res.tokens_per_step == (PX_SEARCH_TOKENS_PER_STEP_DEFAULT / model.seq_len) * model.seq_len);
+        CHECK(res.tokens_per_step ==
+              (px_search_default_tokens_per_step(&model) / model.seq_len) * model.seq_len);
         for (int k = 1; k < res.n_top; k++)
             CHECK(res.top[k].pred.time.step_s >= res.top[k - 1].pred.time.step_s);
         const px_parallel *b = &res.top[0].par;
@@ -450,8 +451,38 @@ static void fully_fixed(void)
     CHECK(px_search_fully_fixed(&model, 1024, &o));
 }
 
+/* The default global batch grows with the model: 2^24 tokens from 70B up,
+ * a power of two shrinking as sqrt(N) below. */
+static void default_batch_rule(void)
+{
+    const struct {
+        const char *model;
+        int64_t tokens; /* 0: only the general checks */
+    } cases[] = {{"70b", 1LL << 24}, {"llama3-405b", 1LL << 24}, {"llama3-8b", 1LL << 22},
+                 {"tiny-llama", 0}, {"tiny-gpt", 0}};
+    int64_t prev_small = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        load(cases[i].model, "h100-sxm");
+        int64_t t = px_search_default_tokens_per_step(&model);
+        CHECK_MSG(t > 0 && (t & (t - 1)) == 0, "%s: %lld tokens is not a power of two",
+                  cases[i].model, (long long)t);
+        if (cases[i].tokens)
+            CHECK_MSG(t == cases[i].tokens, "%s: %lld tokens, expected %lld", cases[i].model,
+                      (long long)t, (long long)cases[i].tokens);
+        else
+            CHECK_MSG(t <= (1LL << 20), "%s (a tiny model): %lld tokens a step",
+                      cases[i].model, (long long)t);
+        px_param_count pc;
+        px_model_count_params(&model, &pc);
+        if (pc.total < 1000000000)
+            prev_small = t;
+    }
+    CHECK(prev_small > 0);
+}
+
 int main(void)
 {
+    default_batch_rule();
     ranking_and_topology();
     partition_pass();
     fixed_dimensions();

@@ -17,7 +17,8 @@ static int same_hw(const px_hw *a, const px_hw *b)
                EQ(dtype_bytes) && EQ(gemm_eff_max) && EQ(gemm_eff_half_dim) &&
                EQ(n_gemm_points) && EQ(mem_bound_eff) && EQ(gpus_per_node) && EQ(torus) &&
                EQ(intra_bw) && EQ(intra_lat_s) && EQ(inter_bw) && EQ(inter_lat_s) &&
-               EQ(n_coll_points) && EQ(gpu_mtbf_hours) && EQ(ckpt_write_bw) && EQ(restart_s);
+               EQ(n_coll_points) && EQ(gpu_mtbf_hours) && EQ(ckpt_write_bw) && EQ(restart_s) &&
+               EQ(power_w) && EQ(price_per_gpu_hour);
     for (int i = 0; same && i < a->n_gemm_points; i++)
         same = EQ(gemm_points[i].m) && EQ(gemm_points[i].n) && EQ(gemm_points[i].k) &&
                EQ(gemm_points[i].flops);

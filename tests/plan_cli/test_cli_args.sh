@@ -12,7 +12,7 @@ bad() { echo "FAIL: $*"; fail=1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-for tool in plan validate compare calibrate execute; do
+for tool in plan validate compare calibrate execute export; do
   v=$("$B/$tool" --version 2>&1) || bad "$tool --version: exit $?"
   [ "$v" = "$tool (parallax) $VERSION" ] || bad "$tool --version: \"$v\", want \"$tool (parallax) $VERSION\""
 done
@@ -45,6 +45,7 @@ expect_usage calibrate '--threads given more than once' --threads 1 --threads=2
 expect_usage calibrate '--threads "0": expected an integer in 1\.\.1024' --threads=0
 expect_usage execute '--steps given more than once' --plan p.json --steps 2 --steps=3
 expect_usage execute '--dtype "fp8": allowed values are bf16, fp32' --plan=p.json --dtype=fp8
+expect_usage export '--to given more than once' --plan p.json --to megatron --to=nemo
 
 # plan --list-models / --list-hw: one preset a line, every file listed
 for kind in models:models hw:hw_profiles; do

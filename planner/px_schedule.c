@@ -33,7 +33,7 @@ static px_sched_op interleaved_op(char kind, int k, int pp, int vpp)
  * arriving every second slot (while the last stage can still alternate F
  * and B) to every third (F-B-W), and the switch lands at a different op on
  * each stage; the rule above is short, and the properties the engine relies
- * on are checked by tests/executor/test_schedule.c: stage i starts with
+ * on are checked by tests/unit/test_schedule.c: stage i starts with
  * min(2(pp - i) - 1, m) forwards (what fills the slots before its first B
  * arrives), holds at most min(2pp - 1, m) micro-batches between F and W, and
  * with m >= 2pp - 1 ends with 2i + 1 W's and never idles between its first

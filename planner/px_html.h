@@ -1,0 +1,42 @@
+/* px_html.h — the HTML report of `plan --html` and `compare --html`: one
+ * self-contained page (inline SVG and CSS; no script, image, font or
+ * stylesheet loaded from anywhere) with, for each run drawn in detail, the
+ * pipeline timeline per stage (the executor's op order, px_timeline_build,
+ * timed with the cost model's per-stage times), the per-stage memory as
+ * stacked bars against the HBM limit and the step's time breakdown; the runs
+ * side by side; predicted vs measured where a run was measured.  The page's
+ * elements carry data- attributes (stage, bytes, seconds) so that tests can
+ * read the numbers back (docs/html-report.md). */
+#ifndef PX_HTML_H
+#define PX_HTML_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "px_error.h"
+#include "px_hw.h"
+#include "px_model.h"
+#include "px_plan.h"
+
+typedef struct {
+    const char *label;            /* "rank 1", a run's label */
+    const px_model *model;
+    const px_hw *hw;
+    const px_parallel *par;       /* NULL: a measured run without its plan (a row only) */
+    const px_prediction *pred;
+    bool detail;                  /* draw its timeline, memory and time breakdown */
+    bool has_measured;            /* an `execute --report` gave the numbers below */
+    double meas_step_s, meas_tokens_per_s, meas_mfu;
+    int64_t meas_peak_bytes;      /* the worst rank's */
+    /* the prediction the measurement is compared against (the report's own,
+     * which `compare` tabulates; pred's when the caller copies them) */
+    double cmp_step_s, cmp_tokens_per_s, cmp_mfu;
+    int64_t cmp_peak_bytes;
+} px_html_run;
+
+/* Writes the page to path atomically.  title and subtitle are plain text
+ * (escaped here). */
+px_status px_html_write(const char *path, const char *title, const char *subtitle,
+                        const px_html_run *runs, int n_runs, px_error *err);
+
+#endif

@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""Reads an export of `build/export` back with a real reader of its format
+and checks every degree, batch and model dimension against the plan file.
+
+  export_check.py TARGET EXPORT PLAN
+
+megatron: an argparse mirror of the pretrain_gpt.py flags the exporter may
+write (an unknown flag fails); nemo: PyYAML; torchtitan: tomllib; deepspeed:
+json; slurm: the #SBATCH lines and `bash -n`.
+"""
+import argparse
+import json
+import re
+import shlex
+import subprocess
+import sys
+
+
+def megatron_parser():
+    p = argparse.ArgumentParser(prog="pretrain_gpt.py", allow_abbrev=False,
+                                exit_on_error=False)
+    ints = ["--tensor-model-parallel-size", "--pipeline-model-parallel-size",
+            "--num-virtual-stages-per-pipeline-rank", "--decoder-first-pipeline-num-layers",
+            "--decoder-last-pipeline-num-layers", "--context-parallel-size",
+            "--expert-model-parallel-size", "--expert-tensor-parallel-size",
+            "--micro-batch-size", "--global-batch-size", "--seq-length",
+            "--max-position-embeddings", "--recompute-num-layers", "--num-layers",
+            "--hidden-size", "--ffn-hidden-size", "--num-attention-heads", "--num-query-groups",
+            "--kv-channels", "--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
+            "--moe-shared-expert-intermediate-size", "--q-lora-rank", "--kv-lora-rank",
+            "--qk-head-dim", "--qk-pos-emb-head-dim", "--v-head-dim", "--mtp-num-layers",
+            "--vocab-size", "--make-vocab-size-divisible-by"]
+    for f in ints:
+        p.add_argument(f, type=int)
+    strs = {"--cp-comm-type": ["p2p", "a2a", "allgather"],
+            "--data-parallel-sharding-strategy": ["optim", "optim_grads", "optim_grads_params"],
+            "--recompute-granularity": ["full", "selective"],
+            "--recompute-method": ["uniform", "block"],
+            "--normalization": ["LayerNorm", "RMSNorm"],
+            "--position-embedding-type": ["rope", "learned_absolute"],
+            "--attention-backend": ["flash", "fused", "unfused", "local", "auto"],
+            "--tokenizer-type": ["NullTokenizer"], "--ckpt-format": ["fsdp_dtensor"],
+            "--pipeline-model-parallel-layout": None,
+            "--moe-layer-freq": None}
+    for f, choices in strs.items():
+        p.add_argument(f, choices=choices)
+    for f in ["--sequence-parallel", "--use-distributed-optimizer", "--use-megatron-fsdp",
+              "--no-gradient-accumulation-fusion", "--overlap-grad-reduce",
+              "--overlap-param-gather", "--tp-comm-overlap", "--grad-reduce-in-bf16", "--bf16",
+              "--group-query-attention", "--swiglu", "--disable-bias-linear", "--add-qkv-bias",
+              "--untie-embeddings-and-output-weights", "--qk-layernorm",
+              "--multi-latent-attention"]:
+        p.add_argument(f, action="store_true")
+    return p
+
+
+def eq(what, got, want):
+    assert got == want, "%s: export has %r, the plan %r" % (what, got, want)
+
+
+def facts(plan):
+    par, m = plan["parallel"], plan["model"]
+    g = par["tp"] * par["cp"] * par["pp"] * par["dp"]
+    gb = par["micro_batch"] * par["n_micro"] * par["dp"]
+    eq("batch.global_batch_sequences", plan["batch"]["global_batch_sequences"], gb)
+    lpc = par["layers_per_chunk"]
+    uneven = len(set(lpc)) > 1
+    rc = par["layer_recompute"][0] if par["layer_recompute"] else par["recompute"]
+    return par, m, g, gb, uneven, lpc, rc
+
+
+def check_split(what, first, last, layout, par):
+    """The split as first/last stage counts or a layout string (E t... | ... L)."""
+    lpc, pp, vpp = par["layers_per_chunk"], par["pp"], par["vpp"]
+    if len(set(lpc)) <= 1:
+        eq(what + " split", (first, last, layout), (None, None, None))
+        return
+    if layout is not None:
+        parts = layout.split("|")
+        assert parts[0].startswith("E") and parts[-1].endswith("L"), layout
+        eq(what + " layout chunks", [p.count("t") for p in parts], lpc)
+        eq(what + " first/last", (first, last), (None, None))
+    else:
+        eq(what + " first stage", first, lpc[0])
+        eq(what + " last stage", last, lpc[-1])
+        middle = (sum(lpc) - first - last) // (pp - 2) if pp > 2 else None
+        assert pp <= 2 or all(x == middle for x in lpc[1:-1]), lpc
+
+
+def check_block(n, par, m):
+    """--recompute-method block N: full on the first N layers of every chunk."""
+    lpc = par["layers_per_chunk"] or [m["n_layers"] // (par["pp"] * par["vpp"])] * (
+        par["pp"] * par["vpp"])
+    want, i = [], 0
+    for c in lpc:
+        want += ["full"] * n + ["none"] * (c - n)
+    eq("per-layer recompute (block)", want, par["layer_recompute"])
+
+
+def check_megatron(text, plan):
+    par, m, g, gb, uneven, lpc, rc = facts(plan)
+    argv = []
+    for line in text.splitlines():
+        if line.strip() and not line.startswith("#"):
+            argv += shlex.split(line)
+    a = megatron_parser().parse_args(argv)
+    nodes, per = map(int, re.search(r"torchrun --nnodes (\d+) --nproc-per-node (\d+)",
+                                     text).groups())
+    eq("GPUs (torchrun)", nodes * per, g)
+    eq("TP", a.tensor_model_parallel_size, par["tp"])
+    eq("PP", a.pipeline_model_parallel_size, par["pp"])
+    eq("VPP", a.num_virtual_stages_per_pipeline_rank, par["vpp"] if par["vpp"] > 1 else None)
+    eq("CP", a.context_parallel_size, par["cp"])
+    eq("EP", a.expert_model_parallel_size, par["ep"])
+    eq("ETP", a.expert_tensor_parallel_size, par["etp"] if m["n_experts"] > 0 else None)
+    eq("DP (derived)", g // (a.tensor_model_parallel_size * a.pipeline_model_parallel_size *
+                             a.context_parallel_size), par["dp"])
+    eq("SP", a.sequence_parallel, par["tp"] > 1 and par["sp"])
+    eq("micro-batch", a.micro_batch_size, par["micro_batch"])
+    eq("global batch", a.global_batch_size, gb)
+    eq("micro-batches (derived)", a.global_batch_size // (a.micro_batch_size * par["dp"]),
+       par["n_micro"])
+    eq("sequence", a.seq_length, par["seq_len"])
+    eq("distributed optimizer", a.use_distributed_optimizer, par["zero"] >= 1)
+    eq("FSDP strategy", a.data_parallel_sharding_strategy,
+       {2: "optim_grads", 3: "optim_grads_params"}.get(par["zero"]))
+    eq("recompute", a.recompute_granularity, None if rc == "none" else rc)
+    check_split("megatron", a.decoder_first_pipeline_num_layers,
+                a.decoder_last_pipeline_num_layers, a.pipeline_model_parallel_layout, par)
+    if a.recompute_method == "block":
+        check_block(a.recompute_num_layers, par, m)
+    eq("bf16", a.bf16, plan["hw"]["dtype_bytes"] == 2)
+    eq("layers", a.num_layers, m["n_layers"])
+    eq("hidden", a.hidden_size, m["hidden"])
+    eq("ffn", a.ffn_hidden_size, m["ffn"])
+    eq("heads", a.num_attention_heads, m["n_heads"])
+    eq("kv heads", a.num_query_groups,
+       m["n_kv_heads"] if m["n_kv_heads"] < m["n_heads"] else None)
+    eq("vocab", a.vocab_size, m["vocab"])
+    eq("experts", a.num_experts, m["n_experts"] if m["n_experts"] > 0 else None)
+
+
+def check_nemo(text, plan):
+    import yaml
+    par, m, g, gb, uneven, lpc, rc = facts(plan)
+    d = yaml.safe_load(text)
+    mo = d["model"]
+    eq("TP", mo["tensor_model_parallel_size"], par["tp"])
+    eq("PP", mo["pipeline_model_parallel_size"], par["pp"])
+    eq("VPP", mo["virtual_pipeline_model_parallel_size"], par["vpp"] if par["vpp"] > 1 else None)
+    eq("CP", mo["context_parallel_size"], par["cp"])
+    eq("EP", mo["expert_model_parallel_size"], par["ep"])
+    eq("ETP", mo["expert_tensor_parallel_size"], par["etp"])
+    eq("SP", mo["sequence_parallel"], par["tp"] > 1 and par["sp"])
+    check_split("nemo", mo.get("num_layers_in_first_pipeline_stage"),
+                mo.get("num_layers_in_last_pipeline_stage"),
+                mo.get("pipeline_model_parallel_layout"), par)
+    for k, pk in (("num_layers", "n_layers"), ("hidden_size", "hidden"), ("ffn_hidden_size", "ffn"),
+                  ("num_attention_heads", "n_heads"), ("num_query_groups", "n_kv_heads"),
+                  ("vocab_size", "vocab")):
+        eq(k, mo[k], m[pk])
+    eq("seq_length", mo["seq_length"], par["seq_len"])
+    eq("recompute", mo["recompute_granularity"], None if rc == "none" else rc)
+    eq("global batch", d["train"]["global_batch_size"], gb)
+    eq("micro-batch", d["train"]["micro_batch_size"], par["micro_batch"])
+    eq("distributed optimizer", d["ddp"]["use_distributed_optimizer"], par["zero"] >= 1)
+    eq("bf16", mo["bf16"], plan["hw"]["dtype_bytes"] == 2)
+
+
+def check_torchtitan(text, plan):
+    import tomllib
+    par, m, g, gb, uneven, lpc, rc = facts(plan)
+    d = tomllib.loads(text)
+    p, t = d["parallelism"], d["training"]
+    eq("DP (replicate x shard)", p["data_parallel_replicate_degree"] *
+       p["data_parallel_shard_degree"], par["dp"])
+    eq("FSDP", p["data_parallel_shard_degree"] > 1 or par["dp"] == 1,
+       par["zero"] >= 2 or par["dp"] == 1)
+    eq("TP", p["tensor_parallel_degree"], par["tp"])
+    eq("PP", p["pipeline_parallel_degree"], par["pp"])
+    eq("CP", p["context_parallel_degree"], par["cp"])
+    eq("EP", p["expert_parallel_degree"], par["ep"])
+    eq("ETP", p["expert_tensor_parallel_degree"], par["etp"])
+    if par["pp"] > 1:
+        eq("micro-batch", p["pipeline_parallel_microbatch_size"], par["micro_batch"])
+        if uneven:
+            parts = p["module_fqns_per_model_part"]
+            eq("model parts", [sum(x.startswith("layers.") for x in q) for q in parts], lpc)
+            flat = [x for q in parts for x in q]
+            eq("modules in order", flat, ["tok_embeddings"] +
+               ["layers.%d" % i for i in range(m["n_layers"])] + ["norm", "output"])
+        else:
+            eq("layers per stage", p["pipeline_parallel_layers_per_stage"] * par["pp"] *
+               par["vpp"], m["n_layers"])
+        eq("schedule", p["pipeline_parallel_schedule"],
+           {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "Interleaved1F1B",
+            "zb-h1": "InterleavedZeroBubble"}[par["schedule"]])
+    eq("local batch", t["local_batch_size"], par["micro_batch"] * par["n_micro"])
+    eq("global batch", t["global_batch_size"], gb)
+    eq("sequence", t["seq_len"], par["seq_len"])
+    eq("activation checkpointing", d["activation_checkpoint"]["mode"], rc)
+    dims = dict(re.findall(r"(\w+) = (\d+)", text.split("[job]")[0]))
+    for k, pk in (("n_layers", "n_layers"), ("dim", "hidden"), ("n_heads", "n_heads"),
+                  ("n_kv_heads", "n_kv_heads"), ("ffn_dim", "ffn"), ("vocab_size", "vocab")):
+        eq("model " + k, int(dims[k]), m[pk])
+
+
+def check_deepspeed(text, plan):
+    par, m, g, gb, uneven, lpc, rc = facts(plan)
+    d = json.loads(text)
+    eq("train_batch_size", d["train_batch_size"], gb)
+    eq("micro-batch", d["train_micro_batch_size_per_gpu"], par["micro_batch"])
+    eq("accumulation", d["gradient_accumulation_steps"], par["n_micro"])
+    eq("ZeRO", d["zero_optimization"]["stage"], par["zero"])
+    eq("pipeline stages", d["pipeline"]["stages"], par["pp"])
+    eq("TP", d.get("tensor_parallel", {}).get("autotp_size", 1), par["tp"])
+    eq("CP (Ulysses)", d.get("sequence_parallel_size", 1), par["cp"])
+    eq("batch identity with CP", d["train_micro_batch_size_per_gpu"] *
+       d["gradient_accumulation_steps"] * (g // (par["tp"] * par["pp"] * par["cp"])),
+       d["train_batch_size"])
+    eq("bf16", d["bf16"]["enabled"], plan["hw"]["dtype_bytes"] == 2)
+
+
+def check_slurm(text, plan, path):
+    par, m, g, gb, uneven, lpc, rc = facts(plan)
+    sb = dict(re.findall(r"^#SBATCH --([\w-]+)=(\S+)", text, re.M))
+    nodes = int(sb["nodes"])
+    tasks = int(sb["ntasks-per-node"]) * nodes if "ntasks-per-node" in sb else int(sb["ntasks"])
+    eq("tasks", tasks, g)
+    gpn = plan["hw"]["gpus_per_node"]
+    eq("nodes", nodes, -(-g // gpn))
+    if plan["hw"]["dtype_bytes"] == 2 and "gpus-per-node" in sb:
+        eq("GPUs per node", int(sb["gpus-per-node"]), int(sb["ntasks-per-node"]))
+    assert re.search(r"srun --mpi=pmix \"\$EXECUTE\" --plan \"\$PLAN\"", text), "no srun line"
+    subprocess.run(["bash", "-n", path], check=True)
+
+
+if __name__ == "__main__":
+    target, path, plan_path = sys.argv[1:4]
+    text = open(path).read()
+    plan = json.load(open(plan_path))
+    if target == "slurm":
+        check_slurm(text, plan, path)
+    else:
+        globals()["check_" + target](text, plan)
+    print("%s export ok: %s" % (target, path))

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# test_export.sh — build/export: each target's file is read back with a
+# real reader of its format (export_check.py: argparse mirror of the
+# Megatron flags, PyYAML, tomllib, json, bash -n) and every degree, batch
+# and model dimension checked against the plan; plans a target cannot run
+# are refused naming the feature (exit 1); frameworks without an exporter
+# are refused by name; bad arguments exit 2.
+set -u
+build=${PARALLAX_BUILD_ROOT:?}
+here=$(cd "$(dirname "$0")" && pwd)
+check="$here/export_check.py"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+python3 -c 'import yaml, tomllib' 2>/dev/null || fail "python3 with tomllib (3.11) and PyYAML (python3-yaml, scripts/setup) needed"
+
+plan() { # name args...: a plan file
+  local name=$1; shift
+  "$build/plan" "$@" -o "$tmp/$name.json" >"$tmp/$name.txt" 2>&1 \
+    || fail "plan $name: $(tail -3 "$tmp/$name.txt")"
+}
+export_ok() { # plan target
+  "$build/export" --plan "$tmp/$1.json" --to "$2" -o "$tmp/$1.$2" 2>"$tmp/err" \
+    || fail "export $1 to $2: $(cat "$tmp/err")"
+  python3 "$check" "$2" "$tmp/$1.$2" "$tmp/$1.json" || fail "$1 exported to $2"
+}
+refused() { # plan target feature-text
+  "$build/export" --plan "$tmp/$1.json" --to "$2" -o "$tmp/$1.$2" >/dev/null 2>"$tmp/err"
+  local rc=$?
+  [ "$rc" = 1 ] || fail "export $1 to $2: exit $rc, expected 1 (refused)"
+  grep -q "$3" "$tmp/err" || fail "export $1 to $2: the refusal does not name \"$3\": $(cat "$tmp/err")"
+  [ ! -e "$tmp/$1.$2" ] || fail "export $1 to $2 left a file behind"
+}
+
+# Megatron-style plans: interleaved 1F1B, then an uneven first/last split
+plan inter --model 70b --gpus 1024 --schedule interleaved --partition uniform --top 1
+for t in megatron nemo slurm; do export_ok inter $t; done
+plan uneven --model 70b --gpus 96 --tp 8 --pp 3 --cp 1 --schedule 1f1b --recompute full \
+  --partition uniform --top 1
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["parallel"]; assert len(set(p["layers_per_chunk"]))>1, p' \
+  "$tmp/uneven.json" || fail "80 layers over 3 stages should split unevenly"
+for t in megatron nemo slurm; do export_ok uneven $t; done
+# a torchtitan plan: FSDP (ZeRO-3), selective recompute, 1F1B pipeline
+plan titan --model llama3-8b --gpus 64 --zero 3 --pp 2 --schedule 1f1b --recompute selective \
+  --partition uniform --top 1
+export_ok titan torchtitan
+export_ok titan slurm
+# a DeepSpeed plan: ZeRO-1, TP without SP
+plan ds --model llama3-8b --gpus 64 --zero 1 --pp 2 --schedule 1f1b --cp 1 --sp off \
+  --recompute none --partition uniform --top 1
+export_ok ds deepspeed
+export_ok ds megatron
+# an MoE model to Megatron (experts, expert TP)
+plan moe --model mixtral-8x7b --gpus 256 --schedule 1f1b --partition uniform --top 1
+export_ok moe megatron
+export_ok moe nemo
+# a CPU plan (fp32 profile) to slurm: the executor's CPU backend, 3 ranks
+python3 - "$PARALLAX_SOURCE_ROOT/hw_profiles/h100-sxm.json" "$tmp/cpu.hw.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["name"], d["dtype_bytes"] = "cpu-fp32", 4
+json.dump(d, open(sys.argv[2], "w"))
+PY
+plan cpu --model tiny-llama --gpus 3 --global-batch 6 --hw "$tmp/cpu.hw.json" --top 1
+export_ok cpu slurm
+grep -q -- '--backend cpu' "$tmp/cpu.slurm" || fail "a CPU plan's script runs the CUDA backend"
+
+# a plan from each framework profile (plan --framework) exports to its targets
+plan fw-megatron --model 70b --gpus 256 --framework megatron --top 1
+for t in megatron nemo slurm; do export_ok fw-megatron $t; done
+plan fw-deepspeed --model 70b --gpus 256 --framework deepspeed --top 1
+export_ok fw-deepspeed deepspeed
+plan fw-parallax --model 70b --gpus 256 --top 1
+export_ok fw-parallax slurm
+plan fw-titan --model 70b --gpus 256 --framework torchtitan --schedule interleaved \
+  --partition uniform --top 1
+export_ok fw-titan torchtitan
+# torchtitan's profile admits zb-h1 with one chunk a stage and a recompute
+# choice per layer, which its job file cannot say: such a plan is refused,
+# naming which
+plan fw-titan-any --model 70b --gpus 256 --framework torchtitan --top 1
+if ! "$build/export" --plan "$tmp/fw-titan-any.json" --to torchtitan -o "$tmp/fw-titan-any.toml" \
+  2>"$tmp/err"; then
+  grep -q "zb-h1 with one chunk a stage\|a recompute choice per layer" "$tmp/err" \
+    || fail "torchtitan refusal: $(cat "$tmp/err")"
+else
+  python3 "$check" torchtitan "$tmp/fw-titan-any.toml" "$tmp/fw-titan-any.json" \
+    || fail "fw-titan-any exported to torchtitan"
+fi
+
+# refusals, each naming the feature
+plan zb --model 70b --gpus 64 --tp 8 --pp 4 --cp 1 --zero 3 --schedule zb-h1 --partition uniform --top 1
+refused zb megatron "pipeline schedule zb-h1"
+refused zb nemo "pipeline schedule zb-h1"
+refused zb deepspeed "pipeline schedule zb-h1"
+refused zb torchtitan "zb-h1 with one chunk a stage"
+refused inter torchtitan "ZeRO stage 1"
+refused titan deepspeed "recompute selective"
+plan ds3 --model llama3-8b --gpus 64 --zero 3 --pp 2 --schedule 1f1b --cp 1 --sp off \
+  --recompute none --partition uniform --top 1
+refused ds3 deepspeed "ZeRO stage 3 with pipeline parallelism"
+plan moe1 --model mixtral-8x7b --gpus 64 --tp 1 --cp 1 --ep 8 --schedule 1f1b \
+  --recompute none --partition uniform --top 1
+refused moe1 deepspeed "expert parallelism"
+plan gpt --model tiny-gpt --gpus 2 --zero 3 --top 1
+refused gpt torchtitan "GPT block"
+# a split Megatron names by a layout string (interleaved, unequal chunks)
+# (the interleaved plan with one layer moved from the first chunk to the last)
+python3 - "$tmp/inter.json" "$tmp/layout.json" <<'PY' || fail "making the uneven interleaved plan"
+import json, sys
+d = json.load(open(sys.argv[1])); p = d["parallel"]
+n = p["pp"] * p["vpp"]; assert n > 2 and p["vpp"] > 1, p
+lpc = [d["model"]["n_layers"] // n] * n
+lpc[0] -= 1; lpc[-1] += 1
+p["layers_per_chunk"] = lpc
+json.dump(d, open(sys.argv[2], "w"))
+PY
+export_ok layout megatron
+grep -q -- "--pipeline-model-parallel-layout E" "$tmp/layout.megatron" || fail "no layout string"
+export_ok layout nemo
+for fw in llm-foundry maxtext; do
+  "$build/export" --plan "$tmp/inter.json" --to "$fw" >/dev/null 2>"$tmp/err"
+  [ $? = 2 ] || fail "--to $fw: expected exit 2"
+  grep -q "$fw has no exporter" "$tmp/err" || fail "--to $fw not refused by name: $(cat "$tmp/err")"
+done
+"$build/export" --plan "$tmp/inter.json" >/dev/null 2>&1; [ $? = 2 ] || fail "missing --to: exit 2"
+"$build/export" --plan "$tmp/inter.json" --to megatron --to nemo >/dev/null 2>&1
+[ $? = 2 ] || fail "a repeated --to: exit 2"
+"$build/export" --plan "$tmp/nope.json" --to megatron >/dev/null 2>"$tmp/err"
+[ $? = 1 ] && grep -q "nope.json" "$tmp/err" || fail "a missing plan file is not named"
+# --flag=value and standard output
+"$build/export" --plan="$tmp/inter.json" --to=megatron >"$tmp/stdout.megatron" 2>"$tmp/err" \
+  || fail "--flag=value: $(cat "$tmp/err")"
+cmp -s "$tmp/stdout.megatron" "$tmp/inter.megatron" || fail "stdout and -o differ"
+echo "test_export: ok"
