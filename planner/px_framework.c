@@ -269,8 +269,8 @@ bool px_caps_allow(const px_caps *c, const px_model *m, const px_parallel *p, co
     unsigned missing = model_features(m) & ~c->model_features;
     if (missing)
         w = "model_features";
-    else if (!c->schedules[p->schedule])
-        w = "schedules";
+    else if (p->pp > 1 && !c->schedules[p->schedule])
+        w = "schedules"; /* at pp 1 there is no pipeline schedule to run */
     else if (c->max_pp > 0 && p->pp > c->max_pp)
         w = "max_pp";
     else if (p->n_layer_recompute > 0 ? !c->per_layer_recompute : !c->recompute[p->recompute])

@@ -11,6 +11,7 @@
 
 #include "px_framework.h"
 #include "px_partition_refine.h"
+#include "px_split_megatron.h"
 
 void px_search_opts_init(px_search_opts *o)
 {
@@ -541,6 +542,20 @@ static bool has_factorisation(const px_model *m, int gpus, int64_t s, int64_t GB
     return false;
 }
 
+/* Megatron's split of L layers over pp x v chunks with the embedding and
+ * the loss counted as pipeline layers (px_split_megatron.h), recorded in
+ * par; false when it does not apply. */
+static bool megatron_uneven_split(int64_t L, int pp, int v, px_parallel *par)
+{
+    if ((int64_t)pp * v > PX_MAX_CHUNKS)
+        return false;
+    px_megatron_split how = {0, 0, true, true};
+    if (!px_split_megatron(L, pp, v, &how, par->layers_per_chunk))
+        return false;
+    par->n_chunks = pp * v;
+    return true;
+}
+
 /* A dimension fixed on the command line that the framework cannot run is
  * an error naming the capability (the enumeration would only count it). */
 static px_status framework_refuses(const px_caps *c, px_error *err, const char *flag,
@@ -709,7 +724,13 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                 for (int i_v = 0; i_v < n_v; i_v++) {
                     int v = vps[i_v];
                     bool uneven = L % ((int64_t)pp * v) != 0;
-                    if (uneven && (v > 1 || !o->uneven || pp > L || pp > PX_MAX_CHUNKS)) {
+                    /* a fixed vpp that does not divide the layers: Megatron's
+                     * split with the embedding and loss as pipeline layers */
+                    bool mega = uneven && v > 1 && o->vpp > 0 &&
+                                (!o->caps || o->caps->uneven_virtual_chunks) &&
+                                megatron_uneven_split(L, pp, v, &par);
+                    if (uneven && !mega &&
+                        (v > 1 || !o->uneven || pp > L || pp > PX_MAX_CHUNKS)) {
                         res->rejected[PX_REJ_LAYERS]++;
                         continue;
                     }
@@ -717,10 +738,11 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                      * remainder to the middle stages (the first and last
                      * stages also carry the embedding and the head),
                      * recorded so that the plan runs what was costed. */
-                    par.n_chunks = 0;
+                    if (!mega)
+                        par.n_chunks = 0;
                     par.pp = pp;
                     par.vpp = v;
-                    if (uneven)
+                    if (uneven && !mega)
                         px_cost_record_split(m, &par); /* px_cost_default_split's rule */
                     int n_ep = 1, n_etp = 1;
                     eps[0] = etps[0] = 1;
