@@ -39,6 +39,8 @@ static const char usage_text[] =
     "  --tokens-per-step T    global batch in tokens\n"
     "  --tp N --cp N --ep N --etp N --pp N --vpp N --dp N\n"
     "                         fix a parallel dimension (etp: expert tensor parallel)\n"
+    "  --shard-group N        ZeRO-3 hybrid sharding: shard within groups of N data-parallel\n"
+    "                         ranks, replicate across them (frameworks with hybrid_shard)\n"
     "  --micro-batch N        fix the micro-batch size (sequences); alias --mbs\n"
     "  --micro-batches N      fix the micro-batches per step per replica (m)\n"
     "  --zero 0..3            fix the ZeRO stage\n"
@@ -131,7 +133,7 @@ typedef struct {
  * the one messages use. */
 static const char *const value_flags[][3] = {
     {"--model", NULL, NULL},         {"--hw", NULL, NULL},
-    {"--framework", NULL, NULL},
+    {"--framework", NULL, NULL},     {"--shard-group", NULL, NULL},
     {"-o", "--output", NULL},        {"--gpus", NULL, NULL},
     {"--seq", "--seq-len", NULL},    {"--global-batch", NULL, NULL},
     {"--tokens-per-step", NULL, NULL}, {"--tp", NULL, NULL},
@@ -235,6 +237,8 @@ static void parse_args(int argc, char **argv, cli *c)
             c->hw = v;
         else if (!strcmp(flag, "--framework"))
             c->framework = v;
+        else if (!strcmp(flag, "--shard-group"))
+            o->shard_group = (int)parse_int(flag, v, 1, 1 << 20);
         else if (!strcmp(flag, "-o") || !strcmp(flag, "--output"))
             c->out = v;
         else if (!strcmp(flag, "--gpus"))

@@ -295,6 +295,8 @@ bool px_caps_allow(const px_caps *c, const px_model *m, const px_parallel *p, co
         w = "uneven_stages";
     else if (!p->grad_fp32 && !c->grad_bf16)
         w = "grad_bf16";
+    else if (p->shard_group > 0 && p->zero >= 3 && !c->hybrid_shard)
+        w = "hybrid_shard";
     if (why)
         *why = w;
     return w == NULL;

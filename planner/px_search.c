@@ -601,6 +601,8 @@ px_status px_search_check_framework(const px_model *m, const px_search_opts *o, 
     if (o->tp > 1 && o->sp == 0 && !c->tp_without_sp)
         return framework_refuses(c, err, "--sp off", "tp_without_sp",
                                  "tensor parallelism without sequence parallelism");
+    if (o->shard_group > 0 && !c->hybrid_shard)
+        return framework_refuses(c, err, "--shard-group", "hybrid_shard", "hybrid sharding");
     if (o->grad_fp32 == 0 && !c->grad_bf16)
         return framework_refuses(c, err, "--grad-dtype bf16", "grad_bf16", "bf16 gradients");
     px_parallel probe;
@@ -653,6 +655,7 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     st = px_cost_ctx_init(&ctx, m, hw, err);
     if (st != PX_OK)
         return st;
+    ctx.run = o->run;
 
     const int64_t s = res->seq_len, GB = res->global_batch, L = m->n_layers;
     const bool moe = m->n_experts > 0;
@@ -669,6 +672,7 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     par.tp_overlap = o->tp_overlap < 0 ? (!o->run || o->run->tp_overlap) : o->tp_overlap != 0;
     par.flash_attention = o->flash_attention < 0 ? (!o->run || o->run->fused_attention)
                                                  : o->flash_attention != 0;
+    par.shard_group = o->shard_group;
     /* sequence parallelism when free: on with TP, unless the framework runs
      * TP only without it */
     int sp_free = o->caps && !o->caps->sp ? 0 : 1;
@@ -784,6 +788,10 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                                  * group for the experts): with none, stages 1-3
                                  * are ZeRO-0 under another name, so only 0 */
                                 int ddp = dp * cp, edp = moe ? tp * cp * dp / (ep * etp) : 1;
+                                if (o->shard_group > 0 && ddp % o->shard_group != 0) {
+                                    res->rejected[PX_REJ_GPUS]++;
+                                    continue; /* the shard groups must tile dp·cp */
+                                }
                                 int z0 = 0, z1 = (ddp > 1 || edp > 1) ? 3 : 0;
                                 if (o->zero >= 0)
                                     z0 = z1 = o->zero;

@@ -67,6 +67,8 @@ typedef struct {
     const px_caps *caps;
     const struct px_fw_runtime *run;
     int flash_attention;     /* -1: the framework's fused attention (on without one); 0 off; 1 on */
+    int shard_group;         /* ZeRO-3 hybrid sharding: shard within groups of N dp ranks
+                              * (px_parallel.shard_group); 0: over the whole group */
 } px_search_opts;
 
 /* Per candidate; interleaved programs get a tenth (their heuristic split is

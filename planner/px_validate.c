@@ -355,6 +355,10 @@ static bool parse_row(const json_t *jr, px_val_row *row)
     /* sequence parallelism is Megatron's 2022 release: earlier runs had none */
     if (row->sp < 0 && year > 0 && year < 2022)
         row->sp = 0;
+    /* Megatron-LM's 2020 training scripts (examples/pretrain_gpt*.sh)
+     * always pass --checkpoint-activations: full recompute when unpublished */
+    if (row->recompute < 0 && year > 0 && year <= 2020 && !strcmp(row->framework, "megatron"))
+        row->recompute = PX_RECOMPUTE_FULL;
     /* gradient precision is not published: Megatron's default, fp32 main
      * gradients (the planner's default too) */
     row->grad_fp32 = true;
@@ -487,6 +491,20 @@ static bool row_split(const px_model *m, px_parallel *par, const char **why)
     return true;
 }
 
+/* The row's GPUs per node replace the profile's NVLink domain when the
+ * domain is the host (DGX, HGX); a profile whose NVLink domain spans several
+ * hosts (GB200 NVL72: 18 trays of 4 GPUs on one NVLink switch fabric) keeps
+ * it: the row's node is a tray inside the domain. */
+static void row_node_size(const px_val_row *row, px_hw *hw)
+{
+    int g = row->gpus_per_node;
+    if (g <= 0)
+        return;
+    if (hw->gpus_per_node > g && hw->gpus_per_node % g == 0 && hw->gpus_per_node > 16)
+        return;
+    hw->gpus_per_node = g;
+}
+
 /* The published-runs comparison (shared/data/README.md): tokens/s per GPU
  * when published, else MFU, else step time; + means predicted too fast. */
 static void family_error(px_val_row *row)
@@ -515,8 +533,7 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
     px_status st = px_hw_load(row->hw_name, profiles_dir, &hw, err);
     if (st != PX_OK)
         return st;
-    if (row->gpus_per_node > 0)
-        hw.gpus_per_node = row->gpus_per_node;
+    row_node_size(row, &hw);
     static px_cost_ctx ctx; /* large; one row at a time */
     st = px_cost_ctx_init(&ctx, &row->model, &hw, err);
     if (st != PX_OK)
@@ -538,6 +555,7 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
         if (!row->note[0])
             snprintf(row->note, sizeof row->note, "global batch unpublished: one micro-batch");
     }
+    ctx.run = &fw.run;
     int64_t unit = (int64_t)row->dp * (row->micro_batch > 0 ? row->micro_batch : 1);
     if (gb % unit != 0) {
         /* the layout runs the nearest global batch it divides (as plan does) */
@@ -601,6 +619,7 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
                         par.cp = row->cp;
                         par.ep = row->ep;
                         par.etp = row_etp(row);
+                        par.shard_group = row->shard_group;
                         par.vpp = row->pp > 1 ? v : 1;
                         par.schedule = par.vpp > 1 ? PX_SCHED_INTERLEAVED : PX_SCHED_1F1B;
                         par.sp = sp && row->tp > 1;
@@ -1090,6 +1109,11 @@ px_status px_validate_explain(const px_val_report *r, const char *id, FILE *out,
     st = px_cost_ctx_init(&ctx, &w->model, &hw, err);
     if (st != PX_OK)
         return st;
+    static px_framework fw;
+    st = px_framework_load(w->framework[0] ? w->framework : NULL, NULL, &fw, err);
+    if (st != PX_OK)
+        return st;
+    ctx.run = &fw.run;
     px_prediction p;
     px_cost_detail d;
     st = px_cost_eval(&ctx, &w->par, 0.0, 0.0, &p, &d, err);
@@ -1124,6 +1148,14 @@ px_status px_validate_explain(const px_val_report *r, const char *id, FILE *out,
         fprintf(out, "%-28s %12.4f %7.1f%%\n", q[i].name, q[i].v,
                 t->step_s > 0 ? 100.0 * q[i].v / t->step_s : 0.0);
     fprintf(out, "%-28s %12.2f GB\n", "memory per GPU", (double)p.mem.total / 1e9);
+    const struct {
+        const char *name;
+        int64_t v;
+    } mq[] = {{"  weights", p.mem.weights},         {"  gradients", p.mem.grads},
+              {"  optimizer", p.mem.optimizer},     {"  activations", p.mem.activations},
+              {"  buffers", p.mem.buffers}};
+    for (size_t i = 0; i < sizeof mq / sizeof mq[0]; i++)
+        fprintf(out, "%-28s %12.2f GB\n", mq[i].name, (double)mq[i].v / 1e9);
     fprintf(out, "%-28s %12.3f\n", "mfu", p.mfu);
     fprintf(out, "%-28s %12.3f\n", "hfu", p.hfu);
     return PX_OK;

@@ -34,9 +34,9 @@
  * its usable bf16/fp16 rows): what the cost model achieves today, so that a
  * change that makes it worse fails (docs/validation.md says where the gap to
  * the goals lies). */
-#define PX_VALIDATE_RUNS_MAX_MEAN 0.21
+#define PX_VALIDATE_RUNS_MAX_MEAN 0.165
 #define PX_VALIDATE_RUNS_MAX_FAMILY 0.72
-#define PX_VALIDATE_RUNS_MAX_REFUSED 0.41
+#define PX_VALIDATE_RUNS_MAX_REFUSED 0.05
 
 /* Interleaving searched when a row leaves it unpublished: 1 (plain 1F1B) or
  * 2..8 chunks a stage (the planner's own bound). */
