@@ -35,7 +35,8 @@ static const char usage_text[] =
     "                         " PX_FRAMEWORK_DEFAULT ", this project's executor): only what it can run is\n"
     "                         searched, costed as it runs it (docs/framework-schema.md)\n"
     "  --seq S                sequence length (default: the model's); alias --seq-len\n"
-    "  --global-batch SEQS    global batch in sequences (default: 2^24 tokens / S)\n"
+    "  --global-batch SEQS    global batch in sequences (default: 2^24 tokens / S, moved to\n"
+    "                         the nearest the fixed layout divides, said so)\n"
     "  --tokens-per-step T    global batch in tokens\n"
     "  --tp N --cp N --ep N --etp N --pp N --vpp N --dp N\n"
     "                         fix a parallel dimension (etp: expert tensor parallel)\n"
@@ -774,6 +775,8 @@ int main(int argc, char **argv)
         json_object_set_new(root, "model", json_string(model.name));
         json_object_set_new(root, "hw", json_string(hw.name));
         json_object_set_new(root, "framework", json_string(fw.name));
+        if (res.batch_note[0])
+            json_object_set_new(root, "batch_note", json_string(res.batch_note));
         json_object_set_new(root, "gpus", json_integer(c.gpus));
         json_object_set_new(root, "seq_len", json_integer(res.seq_len));
         json_object_set_new(root, "global_batch", json_integer(res.global_batch));
@@ -836,6 +839,8 @@ int main(int argc, char **argv)
                (long long)model.n_layers, c.gpus, hw.name, hw.gpus_per_node,
                hw.torus ? ", torus" : "");
         printf("# framework: %s (%s)\n", fw.name, fw.path);
+        if (res.batch_note[0])
+            printf("# %s\n", res.batch_note);
         printf("# sequence %lld, global batch %lld sequences = %lld tokens; memory limit %.1f GB "
                "per GPU (%.1f HBM - %.1f reserve)\n",
                (long long)res.seq_len, (long long)res.global_batch,

@@ -542,6 +542,37 @@ static bool has_factorisation(const px_model *m, int gpus, int64_t s, int64_t GB
     return false;
 }
 
+/* The global batch was not given (the default tokens per step) but the
+ * layout is fixed: the nearest batch that dp (x a fixed micro-batch, x a
+ * fixed micro-batch count) divides, rather than no plan at all (TP 8 PP 5
+ * DP 25 on 1000 GPUs runs 2050 sequences, not 2048). */
+static void nearest_batch(int gpus, const px_search_opts *o, px_search_result *res)
+{
+    if (o->global_batch > 0 || o->tokens_per_step > 0)
+        return;
+    int64_t dp = o->dp;
+    if (dp <= 0 && o->tp > 0 && o->pp > 0 && o->cp > 0 &&
+        gpus % ((int64_t)o->tp * o->pp * o->cp) == 0)
+        dp = gpus / ((int64_t)o->tp * o->pp * o->cp);
+    if (dp <= 0)
+        return;
+    int64_t unit = dp * (o->micro_batch > 0 ? o->micro_batch : 1) *
+                   (o->n_micro > 0 ? o->n_micro : 1);
+    int64_t gb = res->global_batch;
+    if (gb % unit == 0)
+        return;
+    int64_t near = (gb + unit / 2) / unit * unit;
+    if (near < unit)
+        near = unit;
+    snprintf(res->batch_note, sizeof res->batch_note,
+             "global batch %lld sequences (the default) is not divisible by dp%s%s = %lld: "
+             "the nearest the layout divides, %lld, is used",
+             (long long)gb, o->micro_batch > 0 ? " x micro-batch" : "",
+             o->n_micro > 0 ? " x micro-batches" : "", (long long)unit, (long long)near);
+    res->global_batch = near;
+    res->tokens_per_step = near * res->seq_len;
+}
+
 /* Megatron's split of L layers over pp x v chunks with the embedding and
  * the loss counted as pipeline layers (px_split_megatron.h), recorded in
  * par; false when it does not apply. */
@@ -634,6 +665,8 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     px_status st = resolve_batch(m, o, res, err);
     if (st != PX_OK)
         return st;
+    res->batch_note[0] = '\0';
+    nearest_batch(gpus, o, res);
     st = check_fixed(m, gpus, res->seq_len, o, res, err);
     if (st != PX_OK)
         return st;

@@ -131,6 +131,9 @@ typedef struct {
     px_candidate rule;
     char rule_notes[1024];            /* the steps the rule took */
     double elapsed_s;
+    /* the default global batch moved to the nearest one the fixed layout
+     * divides ("" = not moved) */
+    char batch_note[256];
 } px_search_result;
 
 /* Runs the search.  Returns PX_ERR_INVALID for bad options (gpus < 1...),
