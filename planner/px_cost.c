@@ -744,6 +744,10 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     double attn_flops = 2.0 * T * sh.s_kv * a_t * (sh.dq + sh.dv);
     if (par->flash_attention) {
         lt->attn_fwd_s = px_time_attn_s(hw, 0.5 * attn_flops);
+        /* FlashAttention 1 runs at half FlashAttention-2's rate (Dao 2023:
+         * FA2 is about 2x FA1); a calibrated attn_eff is the kernel's own */
+        if (ctx->run && ctx->run->flash_attention_version == 1 && hw->attn_eff <= 0.0)
+            lt->attn_fwd_s *= 2.0;
         lt->attn_bwd_s = 2.5 * lt->attn_fwd_s; /* the backward recomputes the scores */
     } else {
         attn_core_unfused(hw, &sh, T, a_t, &lt->attn_fwd_s, &lt->attn_bwd_s);
@@ -1419,7 +1423,9 @@ static void fsdp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const
     bool cross_rep = !hw->torus && replicas > 1 && dim_crosses(st * group, replicas, g);
     double n = (double)ctx->model->n_layers / par->pp;
     px_fsdp_time ft;
-    px_cost_fsdp_time(hw, ctx->run, group, replicas, cross_group, cross_rep, stage_params / n, n,
+    double rails = px_cost_fsdp_rails(hw, ctx->run, group, st);
+    px_cost_fsdp_time(hw, ctx->run, group, replicas, cross_group, cross_rep, rails,
+                      stage_params / n, n,
                       elem_of(ctx), bpp.grads, (double)par->n_micro, fwd_s, bwd_s,
                       comm_sm_fraction(hw), &ft);
     *total = ft.total_s;

@@ -27,10 +27,22 @@ double px_cost_fsdp_buffers(const px_fw_runtime *run, double layer_params, doubl
     return layer_params * (gathered * elem_bytes + grad);
 }
 
+double px_cost_fsdp_rails(const px_hw *hw, const px_fw_runtime *run, int group, int stride)
+{
+    int g = hw->gpus_per_node > 0 ? hw->gpus_per_node : 1;
+    if (!run->fsdp_flat_collectives || stride < 1 || stride >= g || hw->inter_bw <= 0.0)
+        return 1.0;
+    double k = (double)(g / stride);
+    if (k > group)
+        k = group;
+    double cap = hw->intra_bw / hw->inter_bw; /* each GPU still forwards at NVLink rate */
+    return k < cap ? k : (cap > 1.0 ? cap : 1.0);
+}
+
 void px_cost_fsdp_time(const px_hw *hw, const px_fw_runtime *run, int group, int replicas,
-                       bool cross_group, bool cross_rep, double layer_params, double n_layers,
-                       double elem_bytes, double grad_bytes, double m, double fwd_s,
-                       double bwd_s, double sm_fraction, px_fsdp_time *out)
+                       bool cross_group, bool cross_rep, double rails, double layer_params,
+                       double n_layers, double elem_bytes, double grad_bytes, double m,
+                       double fwd_s, double bwd_s, double sm_fraction, px_fsdp_time *out)
 {
     out->total_s = out->exposed_s = out->bytes = 0.0;
     if (n_layers < 1.0 || layer_params <= 0.0)
@@ -38,8 +50,11 @@ void px_cost_fsdp_time(const px_hw *hw, const px_fw_runtime *run, int group, int
     double wb = layer_params * elem_bytes, gb = layer_params * grad_bytes;
     double ag = 0.0, rs = 0.0, ar = 0.0;
     if (group > 1) {
-        ag = px_time_coll_s(hw, PX_COLL_ALLGATHER, group, wb, cross_group);
-        rs = px_time_coll_s(hw, PX_COLL_REDUCE_SCATTER, group, gb, cross_group);
+        /* over k NICs a node: the bandwidth term shrinks k times, the
+         * latency steps stay */
+        double k = cross_group && rails > 1.0 ? rails : 1.0;
+        ag = px_time_coll_s(hw, PX_COLL_ALLGATHER, group, wb / k, cross_group);
+        rs = px_time_coll_s(hw, PX_COLL_REDUCE_SCATTER, group, gb / k, cross_group);
         out->bytes = m * n_layers *
                      ((run->fsdp_reshard_after_forward ? 2.0 : 1.0) *
                           px_coll_wire_bytes(PX_COLL_ALLGATHER, group, wb) +

@@ -42,11 +42,19 @@ typedef struct {
 /* One step of m micro-batches on a stage of n_layers layers of layer_params
  * parameters each (per GPU after TP), forward / backward compute of one
  * micro-batch fwd_s / bwd_s.  group: the shard group size (crossing a node:
- * cross_group); replicas > 1: hybrid sharding, their all-reduce crossing
- * nodes when cross_rep. */
+ * cross_group, over `rails` NICs a node: px_cost_fsdp_rails); replicas > 1:
+ * hybrid sharding, their all-reduce crossing nodes when cross_rep. */
 void px_cost_fsdp_time(const px_hw *hw, const px_fw_runtime *run, int group, int replicas,
-                       bool cross_group, bool cross_rep, double layer_params, double n_layers,
-                       double elem_bytes, double grad_bytes, double m, double fwd_s,
-                       double bwd_s, double sm_fraction, px_fsdp_time *out);
+                       bool cross_group, bool cross_rep, double rails, double layer_params,
+                       double n_layers, double elem_bytes, double grad_bytes, double m,
+                       double fwd_s, double bwd_s, double sm_fraction, px_fsdp_time *out);
+
+/* NICs one shard group's collectives use per node: with flat per-layer
+ * buffers (run->fsdp_flat_collectives) NCCL builds one ring per NIC, and a
+ * group that holds k GPUs of every node it spans (k = node size / the
+ * data-parallel rank stride tp·cp·pp) moves its node-crossing bytes over k
+ * NICs: k times one NIC's rate, at most the NVLink rate each GPU forwards
+ * at.  1 otherwise (per-parameter collectives ride one ring). */
+double px_cost_fsdp_rails(const px_hw *hw, const px_fw_runtime *run, int group, int stride);
 
 #endif

@@ -100,7 +100,9 @@ static const px_jfield runtime_fields[] = {
     {"fsdp_prefetch_layers", PX_JF_INT, offsetof(px_fw_runtime, fsdp_prefetch_layers), 0, true,
      0, NULL, 0},
     RB(fsdp_reshard_after_forward), RB(fused_attention), RB(fused_cross_entropy),
-    RB(fused_norm), RB(fused_rope), RB(grouped_gemm),
+    RB(fused_norm), RB(fused_rope), RB(grouped_gemm), RB(fsdp_flat_collectives),
+    {"flash_attention_version", PX_JF_INT, offsetof(px_fw_runtime, flash_attention_version), 0,
+     true, 1, NULL, 0},
 };
 
 static const px_jfield root_fields[] = {

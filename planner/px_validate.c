@@ -140,6 +140,16 @@ static const char *framework_for(const char *fw)
     return "megatron";
 }
 
+/* A ZeRO-3 row of a comparison with DeepSpeed ZeRO-3 ("Megatron-LM (PTD-P)
+ * vs DeepSpeed ZeRO-3": Narayanan et al. 2021, Table 2) ran DeepSpeed's
+ * ZeRO-3, not Megatron's layers. */
+static const char *framework_for_row(const char *fw, int zero)
+{
+    if (zero == 3 && contains_ci(fw, "DeepSpeed ZeRO-3"))
+        return "deepspeed";
+    return framework_for(fw);
+}
+
 static int parse_recompute(const char *s)
 {
     if (!s)
@@ -334,6 +344,9 @@ static bool parse_row(const json_t *jr, px_val_row *row)
     } else {
         row->zero = (int)jint_or(jp, "zero_stage", -1);
     }
+    snprintf(row->framework, sizeof row->framework, "%s",
+             framework_for_row(jstr(jr, "framework"), row->zero));
+    row_family(jr, row);
     row->recompute = parse_recompute(jstr(jp, "recompute"));
     row->micro_batch = jint_or(jp, "micro_batch", 0);
     row->global_batch = jint_or(jp, "global_batch", 0);
@@ -359,6 +372,12 @@ static bool parse_row(const json_t *jr, px_val_row *row)
      * always pass --checkpoint-activations: full recompute when unpublished */
     if (row->recompute < 0 && year > 0 && year <= 2020 && !strcmp(row->framework, "megatron"))
         row->recompute = PX_RECOMPUTE_FULL;
+    /* a run of the torch 1.13 era predates FlashAttention-2 (July 2023) and
+     * ran flash-attn 1 (the llm-foundry benchmark tables: "torch 1.13/2.x
+     * era"; their README: "TODO: Update tables with torch 2.0 after next
+     * Composer release") */
+    if (contains_ci(jstr(jr, "notes"), "torch 1.13"))
+        row->flash_version = 1;
     /* gradient precision is not published: Megatron's default, fp32 main
      * gradients (the planner's default too) */
     row->grad_fp32 = true;
@@ -555,7 +574,11 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
         if (!row->note[0])
             snprintf(row->note, sizeof row->note, "global batch unpublished: one micro-batch");
     }
-    ctx.run = &fw.run;
+    static px_fw_runtime run;
+    run = fw.run;
+    if (row->flash_version > 0)
+        run.flash_attention_version = row->flash_version;
+    ctx.run = &run;
     int64_t unit = (int64_t)row->dp * (row->micro_batch > 0 ? row->micro_batch : 1);
     if (gb % unit != 0) {
         /* the layout runs the nearest global batch it divides (as plan does) */
@@ -1113,6 +1136,8 @@ px_status px_validate_explain(const px_val_report *r, const char *id, FILE *out,
     st = px_framework_load(w->framework[0] ? w->framework : NULL, NULL, &fw, err);
     if (st != PX_OK)
         return st;
+    if (w->flash_version > 0)
+        fw.run.flash_attention_version = w->flash_version;
     ctx.run = &fw.run;
     px_prediction p;
     px_cost_detail d;

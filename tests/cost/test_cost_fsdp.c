@@ -42,25 +42,50 @@ static void timing(void)
     double rs = px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 8, 2e8 * 4, false);
     px_fsdp_time t;
     /* long layers: only the first gather and the last reduce-scatter show */
-    px_cost_fsdp_time(&hw, &run, 8, 1, false, false, 2e8, 32, 2, 4, 1, 32.0, 64.0, 0.0, &t);
+    px_cost_fsdp_time(&hw, &run, 8, 1, false, false, 1.0, 2e8, 32, 2, 4, 1, 32.0, 64.0, 0.0, &t);
     CHECK_CLOSE(t.exposed_s, ag + rs, 1e-9, 0);
     CHECK_CLOSE(t.total_s, 32 * (2 * ag + rs) - ag, 1e-9, 0);
     /* no prefetch: every gather waits */
     run.fsdp_prefetch_layers = 0;
-    px_cost_fsdp_time(&hw, &run, 8, 1, false, false, 2e8, 32, 2, 4, 1, 32.0, 64.0, 0.0, &t);
+    px_cost_fsdp_time(&hw, &run, 8, 1, false, false, 1.0, 2e8, 32, 2, 4, 1, 32.0, 64.0, 0.0, &t);
     CHECK(t.exposed_s > 31 * ag);
     run.fsdp_prefetch_layers = 1;
     /* short layers: the communication that does not fit shows */
-    px_cost_fsdp_time(&hw, &run, 8, 1, false, false, 2e8, 32, 2, 4, 1, 32 * ag / 2, 32 * ag / 2,
+    px_cost_fsdp_time(&hw, &run, 8, 1, false, false, 1.0, 2e8, 32, 2, 4, 1, 32 * ag / 2, 32 * ag / 2,
                       0.0, &t);
     CHECK(t.exposed_s > 31 * (ag / 2) && t.exposed_s < t.total_s);
     /* hybrid: the gathers stay in the node; the replicas all-reduce once */
     px_fsdp_time full, hyb;
-    px_cost_fsdp_time(&hw, &run, 64, 1, true, false, 2e8, 32, 2, 4, 4, 1.0, 2.0, 0.0, &full);
-    px_cost_fsdp_time(&hw, &run, 8, 8, false, true, 2e8, 32, 2, 4, 4, 1.0, 2.0, 0.0, &hyb);
+    px_cost_fsdp_time(&hw, &run, 64, 1, true, false, 1.0, 2e8, 32, 2, 4, 4, 1.0, 2.0, 0.0, &full);
+    px_cost_fsdp_time(&hw, &run, 8, 8, false, true, 1.0, 2e8, 32, 2, 4, 4, 1.0, 2.0, 0.0, &hyb);
     CHECK_MSG(hyb.total_s < full.total_s, "hybrid %.3f s, full %.3f s", hyb.total_s,
               full.total_s);
     CHECK(hyb.total_s > 4 * 32 * (2 * ag + rs) - 4 * ag); /* + the replicas' all-reduce */
+}
+
+/* flat per-layer collectives over whole nodes use every NIC of the node */
+static void rails(void)
+{
+    px_hw hw;
+    px_error err;
+    CHECK(px_hw_load("h100-sxm", NULL, &hw, &err) == PX_OK);
+    px_fw_runtime run;
+    memset(&run, 0, sizeof run);
+    run.fsdp_flat_collectives = true;
+    CHECK_CLOSE(px_cost_fsdp_rails(&hw, &run, 256, 1), 8.0, 1e-12, 0); /* 8 NICs, 450/50 = 9 */
+    CHECK_CLOSE(px_cost_fsdp_rails(&hw, &run, 256, 2), 4.0, 1e-12, 0); /* TP 2: 4 a node */
+    CHECK_CLOSE(px_cost_fsdp_rails(&hw, &run, 32, 8), 1.0, 1e-12, 0);  /* TP 8: one a node */
+    run.fsdp_flat_collectives = false;
+    CHECK_CLOSE(px_cost_fsdp_rails(&hw, &run, 256, 1), 1.0, 1e-12, 0);
+    run.fsdp_flat_collectives = true;
+    run.fsdp_prefetch_layers = 1;
+    run.fsdp_reshard_after_forward = true;
+    px_fsdp_time one, eight;
+    px_cost_fsdp_time(&hw, &run, 256, 1, true, false, 1.0, 1e9, 80, 2, 2, 1, 1.0, 2.0, 0.0, &one);
+    px_cost_fsdp_time(&hw, &run, 256, 1, true, false, 8.0, 1e9, 80, 2, 2, 1, 1.0, 2.0, 0.0,
+                      &eight);
+    /* the bandwidth term 8x shorter, the 255 latency steps the same */
+    CHECK(eight.total_s < one.total_s / 4.0 && eight.total_s > one.total_s / 8.0 - 1e-9);
 }
 
 static void megatron_split(void)
@@ -131,6 +156,7 @@ int main(void)
 {
     buffers();
     timing();
+    rails();
     megatron_split();
     search_shard_group();
     return px_test_result("cost_fsdp");
