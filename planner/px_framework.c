@@ -101,7 +101,9 @@ static const px_jfield runtime_fields[] = {
     {"fsdp_prefetch_layers", PX_JF_INT, offsetof(px_fw_runtime, fsdp_prefetch_layers), 0, true,
      0, NULL, 0},
     RB(fsdp_reshard_after_forward), RB(fused_attention), RB(fused_cross_entropy),
-    RB(fused_norm), RB(fused_rope), RB(grouped_gemm),
+    RB(fused_norm), RB(fused_rope), RB(grouped_gemm), RB(fsdp_flat_collectives),
+    {"flash_attention_version", PX_JF_INT, offsetof(px_fw_runtime, flash_attention_version), 0,
+     true, 1, NULL, 0},
 };
 
 static const px_jfield root_fields[] = {
@@ -270,8 +272,8 @@ bool px_caps_allow(const px_caps *c, const px_model *m, const px_parallel *p, co
     unsigned missing = px_model_features(m) & ~c->model_features;
     if (missing)
         w = "model_features";
-    else if (!c->schedules[p->schedule])
-        w = "schedules";
+    else if (p->pp > 1 && !c->schedules[p->schedule])
+        w = "schedules"; /* at pp 1 there is no pipeline schedule to run */
     else if (c->max_pp > 0 && p->pp > c->max_pp)
         w = "max_pp";
     else if (p->n_layer_recompute > 0 ? !c->per_layer_recompute : !c->recompute[p->recompute])
@@ -296,6 +298,8 @@ bool px_caps_allow(const px_caps *c, const px_model *m, const px_parallel *p, co
         w = "uneven_stages";
     else if (!p->grad_fp32 && !c->grad_bf16)
         w = "grad_bf16";
+    else if (p->shard_group > 0 && p->zero >= 3 && !c->hybrid_shard)
+        w = "hybrid_shard";
     if (why)
         *why = w;
     return w == NULL;

@@ -31,6 +31,13 @@ typedef struct px_fw_runtime {
     bool fused_norm;                 /* norm fused with its neighbours */
     bool fused_rope;                 /* RoPE fused */
     bool grouped_gemm;               /* the local experts in one grouped GEMM */
+    bool fsdp_flat_collectives;      /* ZeRO-3 gathers / reduce-scatters one flat buffer per
+                                      * layer, which NCCL spreads over every NIC of a node
+                                      * the group fills (px_cost_fsdp.h) */
+    int flash_attention_version;     /* FlashAttention generation of the fused attention
+                                      * kernel: 2 (FlashAttention-2 class, the cost model's
+                                      * PX_EFF_FLASH_REL), 1 (FlashAttention 1: half the rate,
+                                      * Dao 2023) */
 } px_fw_runtime;
 
 typedef struct {

@@ -45,10 +45,14 @@ static const char usage_text[] =
     "                         " PX_FRAMEWORK_DEFAULT ", this project's executor): only what it can run is\n"
     "                         searched, costed as it runs it (docs/framework-schema.md)\n"
     "  --seq S                sequence length (default: the model's); alias --seq-len\n"
-    "  --global-batch SEQS    global batch in sequences (default: 2^24 tokens / S)\n"
+    "  --global-batch SEQS    global batch in sequences (default: 2^24 tokens / S for 70B\n"
+    "                         parameters and more, scaled by sqrt(N / 70e9) below; moved to\n"
+    "                         the nearest the fixed layout divides, said so)\n"
     "  --tokens-per-step T    global batch in tokens\n"
     "  --tp N --cp N --ep N --etp N --pp N --vpp N --dp N\n"
     "                         fix a parallel dimension (etp: expert tensor parallel)\n"
+    "  --shard-group N        ZeRO-3 hybrid sharding: shard within groups of N data-parallel\n"
+    "                         ranks, replicate across them (frameworks with hybrid_shard)\n"
     "  --micro-batch N        fix the micro-batch size (sequences); alias --mbs\n"
     "  --micro-batches N      fix the micro-batches per step per replica (m)\n"
     "  --zero 0..3            fix the ZeRO stage\n"
@@ -208,6 +212,7 @@ static const px_arg plan_rows[] = {
     PX_ARG_INT("--pp", plan_cli, opts.pp, 1, 1 << 20),
     PX_ARG_INT("--vpp", plan_cli, opts.vpp, 1, 1 << 10),
     PX_ARG_INT("--dp", plan_cli, opts.dp, 1, 1 << 24),
+    PX_ARG_INT("--shard-group", plan_cli, opts.shard_group, 1, 1 << 20),
     PX_ARG_I64("--micro-batch", plan_cli, opts.micro_batch, 1, BIG),
     PX_ARG_ALIAS("--mbs", "--micro-batch"),
     PX_ARG_I64("--micro-batches", plan_cli, opts.n_micro, 1, BIG),
@@ -733,6 +738,8 @@ static px_status write_json(FILE *out, const plan_cli *c, const px_model *model,
     json_object_set_new(root, "model", json_string(model->name));
     json_object_set_new(root, "hw", json_string(hw->name));
     json_object_set_new(root, "framework", json_string(fw->name));
+    if (res->batch_note[0])
+        json_object_set_new(root, "batch_note", json_string(res->batch_note));
     json_object_set_new(root, "gpus", json_integer(c->gpus));
     json_object_set_new(root, "seq_len", json_integer(res->seq_len));
     json_object_set_new(root, "global_batch", json_integer(res->global_batch));
@@ -831,6 +838,8 @@ static void table_header(FILE *out, const plan_cli *c, const px_model *model, co
             (long long)model->n_layers, c->gpus, hw->name, hw->gpus_per_node,
             hw->torus ? ", torus" : "");
     fprintf(out, "# framework: %s (%s)\n", fw->name, fw->path);
+    if (res->batch_note[0])
+        fprintf(out, "# %s\n", res->batch_note);
     fprintf(out, "# sequence %lld, global batch %lld sequences = %lld tokens; memory limit %.1f "
                  "GB per GPU (%.1f HBM - %.1f reserve)\n",
             (long long)res->seq_len, (long long)res->global_batch,

@@ -42,6 +42,8 @@ static const px_jfield parallel_fields[] = {
     PL("seq_len", seq_len, 0),
     {"order", PX_JF_STR, offsetof(px_parallel, order), sizeof(((px_parallel *)0)->order), true,
      0, NULL, 0, 0},
+    {"shard_group", PX_JF_INT, offsetof(px_parallel, shard_group), 0, false, 0, NULL, 0,
+     1 << 20},
 };
 static const char *const parallel_extra[] = {"layers_per_chunk", "layer_recompute", NULL};
 

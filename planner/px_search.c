@@ -15,6 +15,7 @@
 #include "px_checked.h"
 #include "px_framework.h"
 #include "px_partition_refine.h"
+#include "px_split_megatron.h"
 
 void px_search_opts_init(px_search_opts *o)
 {
@@ -626,6 +627,49 @@ static bool has_factorisation(const px_model *m, int gpus, int64_t s, int64_t GB
     return false;
 }
 
+/* The global batch was not given (the default tokens per step) but the
+ * layout is fixed: the nearest batch that dp (x a fixed micro-batch, x a
+ * fixed micro-batch count) divides, rather than no plan at all (TP 8 PP 5
+ * DP 25 on 1000 GPUs runs 2050 sequences, not 2048). */
+static void nearest_batch(int gpus, const px_search_opts *o, px_search_result *res)
+{
+    if (o->global_batch > 0 || o->tokens_per_step > 0)
+        return;
+    int64_t dp = o->dp;
+    if (dp <= 0 && o->tp > 0 && o->pp > 0 && o->cp > 0 &&
+        gpus % ((int64_t)o->tp * o->pp * o->cp) == 0)
+        dp = gpus / ((int64_t)o->tp * o->pp * o->cp);
+    if (dp <= 0)
+        return;
+    int64_t unit = dp * (o->micro_batch > 0 ? o->micro_batch : 1) *
+                   (o->n_micro > 0 ? o->n_micro : 1);
+    int64_t gb = res->global_batch;
+    if (gb % unit == 0)
+        return;
+    int64_t near = (gb + unit / 2) / unit * unit;
+    if (near < unit)
+        near = unit;
+    snprintf(res->batch_note, sizeof res->batch_note,
+             "global batch %lld sequences (the default) is not divisible by dp%s%s = %lld: "
+             "the nearest the layout divides, %lld, is used",
+             (long long)gb, o->micro_batch > 0 ? " x micro-batch" : "",
+             o->n_micro > 0 ? " x micro-batches" : "", (long long)unit, (long long)near);
+    res->global_batch = near;
+    res->tokens_per_step = near * res->seq_len;
+}
+
+/* Megatron's split of L layers over pp x v chunks with the embedding and
+ * the loss counted as pipeline layers (px_split_megatron.h), recorded in
+ * par; false when it does not apply. */
+static bool megatron_uneven_split(int64_t L, int pp, int v, px_parallel *par)
+{
+    if ((int64_t)pp * v > PX_MAX_CHUNKS)
+        return false;
+    px_megatron_split how = {0, 0, true, true};
+    if (!px_split_megatron(L, pp, v, &how, par->layers_per_chunk))
+        return false;
+    par->n_chunks = pp * v;
+    return true;
 /* ---- the analytic pass ------------------------------------------------ */
 
 /* What every piece of the enumeration reads: the request, resolved. */
@@ -722,6 +766,8 @@ px_status px_search_check_framework(const px_model *m, const px_search_opts *o, 
     if (o->tp > 1 && o->sp == 0 && !c->tp_without_sp)
         return framework_refuses(c, err, "--sp off", "tp_without_sp",
                                  "tensor parallelism without sequence parallelism");
+    if (o->shard_group > 0 && !c->hybrid_shard)
+        return framework_refuses(c, err, "--shard-group", "hybrid_shard", "hybrid sharding");
     if (o->grad_fp32 == 0 && !c->grad_bf16)
         return framework_refuses(c, err, "--grad-dtype bf16", "grad_bf16", "bf16 gradients");
     px_parallel probe;
@@ -778,6 +824,7 @@ static void search_defaults(px_parallel *par, const px_search_opts *o)
     par->tp_overlap = o->tp_overlap < 0 ? (!o->run || o->run->tp_overlap) : o->tp_overlap != 0;
     par->flash_attention = o->flash_attention < 0 ? (!o->run || o->run->fused_attention)
                                                   : o->flash_attention != 0;
+    par->shard_group = o->shard_group;
 }
 
 /* Sequence parallelism when free: on with TP, unless the framework runs TP
@@ -827,6 +874,10 @@ static void score_states(const search_spec *sp, px_cost_ctx *ctx, px_parallel *p
      * 1-3 are ZeRO-0 under another name, so only 0 */
     int ddp = par->dp * par->cp;
     int edp = sp->moe ? par->tp * par->cp * par->dp / (par->ep * par->etp) : 1;
+    if (o->shard_group > 0 && ddp % o->shard_group != 0) {
+        t->rejected[PX_REJ_GPUS]++;
+        return; /* the shard groups must tile dp·cp */
+    }
     int z0 = 0, z1 = (ddp > 1 || edp > 1) ? 3 : 0;
     if (o->zero >= 0)
         z0 = z1 = o->zero;
@@ -940,7 +991,12 @@ static void score_item(const search_spec *sp, px_cost_ctx *ctx, px_parallel *par
     for (int i_v = 0; i_v < n_v; i_v++) {
         int v = vps[i_v];
         bool uneven = sp->L % ((int64_t)pp * v) != 0;
-        if (uneven && (v > 1 || !o->uneven || pp > sp->L || pp > PX_MAX_CHUNKS)) {
+        /* a fixed vpp that does not divide the layers: Megatron's split with
+         * the embedding and loss as pipeline layers */
+        bool mega = uneven && v > 1 && o->vpp > 0 &&
+                    (!o->caps || o->caps->uneven_virtual_chunks) &&
+                    megatron_uneven_split(sp->L, pp, v, par);
+        if (uneven && !mega && (v > 1 || !o->uneven || pp > sp->L || pp > PX_MAX_CHUNKS)) {
             t->rejected[PX_REJ_LAYERS]++;
             continue;
         }
@@ -948,14 +1004,15 @@ static void score_item(const search_spec *sp, px_cost_ctx *ctx, px_parallel *par
          * to the middle stages (the first and last stages also carry the
          * embedding and the head), recorded so that the plan runs what was
          * costed. */
-        par->n_chunks = 0;
+        if (!mega)
+            par->n_chunks = 0;
         par->tp = it->tp;
         par->cp = it->cp;
         par->pp = pp;
         par->vpp = v;
         par->dp = dp;
         par->sp = it->tp > 1 && (o->sp < 0 ? sp_free(o) : o->sp) != 0;
-        if (uneven)
+        if (uneven && !mega)
             px_cost_record_split(sp->m, par); /* px_cost_default_split's rule */
         score_experts_batches(sp, ctx, par, t);
     }
@@ -1053,6 +1110,8 @@ static void *search_worker(void *arg)
     px_error e;
     px_status st = ctx && par ? px_cost_ctx_init(ctx, w->sp->m, w->sp->hw, &e)
                               : PX_FAIL(&e, PX_ERR_NOMEM, "search: out of memory");
+    if (st == PX_OK)
+        ctx->run = w->sp->o->run; /* how the framework runs it (FSDP, ...) */
     if (st == PX_OK) {
         px_parallel_init(par);
         par->seq_len = w->sp->s;
@@ -1209,6 +1268,7 @@ static void result_reset(px_search_result *res)
     memset(res->rejected, 0, sizeof res->rejected);
     res->has_closest_miss = res->has_rule = res->rule_fits = false;
     res->rule_notes[0] = '\0';
+    res->batch_note[0] = '\0';
 }
 
 /* The analytic pass, then the partition pass (or the pool as it is) into
@@ -1260,6 +1320,7 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     px_status st = resolve_batch(m, o, res, err);
     if (st != PX_OK)
         return st;
+    nearest_batch(gpus, o, res);
     st = check_fixed(m, gpus, res->seq_len, o, res, err);
     if (st != PX_OK)
         return st;
@@ -1282,6 +1343,7 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     if (!ctx)
         return PX_FAIL(err, PX_ERR_NOMEM, "search: out of memory");
     st = px_cost_ctx_init(ctx, m, hw, err);
+    ctx->run = o->run;
     if (st == PX_OK)
         st = rank_into(&sp, ctx, keep, res, err);
     free(ctx);

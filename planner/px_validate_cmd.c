@@ -12,29 +12,37 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: validate [FILE] [--json | --explain ID] [--check] [--max-vpp N] [--hw-dir DIR]\n"
+            "usage: validate [FILE] [--json | --explain ID] [--check] [--check-families]\n"
+            "                [--max-vpp N] [--hw-dir DIR]\n"
             "  FILE        published runs (JSON array); default: the shared data file\n"
             "  --json      write the report as JSON (sorted keys) instead of the table\n"
             "  --explain   the cost model's breakdown of row ID's predicted configuration\n"
             "  --check     exit 1 when the fidelity bounds do not hold (throughput MAE <= %.0f%%,\n"
             "              every group <= %.0f%%, full/selective ratios within %.0f%%)\n"
+            "  --check-families\n"
+            "              exit 1 when the families of the usable bf16/fp16 rows pass the bounds\n"
+            "              kept on published-runs.json (mean |error| <= %.0f%%, every family\n"
+            "              <= %.0f%%, at most %.0f%% of the usable rows refused)\n"
             "  --max-vpp   search interleaving up to N chunks a stage where a row leaves it\n"
             "              unpublished (default %d; 1: plain 1F1B)\n"
             "  --hw-dir    directory of hardware profiles (default: hw_profiles/)\n"
             "  --version   the Parallax version\n",
             100.0 * PX_VALIDATE_MAX_MAE, 100.0 * PX_VALIDATE_MAX_GROUP_MAE,
-            100.0 * PX_VALIDATE_MAX_RATIO_ERR, PX_VALIDATE_MAX_VPP);
+            100.0 * PX_VALIDATE_MAX_RATIO_ERR, 100.0 * PX_VALIDATE_RUNS_MAX_MEAN,
+            100.0 * PX_VALIDATE_RUNS_MAX_FAMILY, 100.0 * PX_VALIDATE_RUNS_MAX_REFUSED,
+            PX_VALIDATE_MAX_VPP);
 }
 
 typedef struct {
     const char *hw_dir, *explain;
-    bool json, check;
+    bool json, check, check_families;
     int max_vpp;
 } validate_cli;
 
 static const px_arg validate_rows[] = {
     PX_ARG_SWITCH("--json", validate_cli, json),
     PX_ARG_SWITCH("--check", validate_cli, check),
+    PX_ARG_SWITCH("--check-families", validate_cli, check_families),
     PX_ARG_STR("--explain", validate_cli, explain),
     PX_ARG_INT("--max-vpp", validate_cli, max_vpp, 1, 1 << 10),
     PX_ARG_STR("--hw-dir", validate_cli, hw_dir),
@@ -63,6 +71,11 @@ static px_status report(FILE *out, const validate_cli *c, px_val_report *rep, px
         st = PX_FAIL(err, PX_ERR_INFEASIBLE,
                      "--check: the predictions are outside the fidelity bounds "
                      "(docs/validation.md)");
+    char why[512];
+    if (st == PX_OK && c->check_families &&
+        !px_validate_family_bounds(rep, PX_VALIDATE_RUNS_MAX_MEAN, PX_VALIDATE_RUNS_MAX_FAMILY,
+                                   PX_VALIDATE_RUNS_MAX_REFUSED, why, sizeof why))
+        st = PX_FAIL(err, PX_ERR_INFEASIBLE, "--check-families: family bounds: %s", why);
     return st;
 }
 
