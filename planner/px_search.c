@@ -670,6 +670,8 @@ static bool megatron_uneven_split(int64_t L, int pp, int v, px_parallel *par)
         return false;
     par->n_chunks = pp * v;
     return true;
+}
+
 /* ---- the analytic pass ------------------------------------------------ */
 
 /* What every piece of the enumeration reads: the request, resolved. */
