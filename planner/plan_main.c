@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "px_cost.h"
+#include "px_cost_precision.h"
 #include "px_partition_refine.h"
 #include "px_plan_json.h"
 #include "px_search.h"
@@ -40,6 +41,11 @@ static const char usage_text[] =
     "  --recompute none|selective|full\n"
     "  --schedule gpipe|1f1b|interleaved|zb-h1|zb-h2\n"
     "  --grad-dtype bf16|fp32 gradient dtype (default fp32 main gradients)\n"
+    "  --precision P          number format of the layers' GEMMs: bf16 (default), fp16,\n"
+    "                         fp8, fp8-cs, fp8-rowwise, fp8-block, mxfp8, nvfp4; refused\n"
+    "                         when the profile has no tensor-core path for it\n"
+    "  --cp-comm p2p|all-gather|a2a\n"
+    "                         CP attention communication (default p2p: ring)\n"
     "  --no-sp                sequence parallelism off (default on when TP > 1); --sp on|off\n"
     "  --overlap on|off       gradient reduction and backward TP collectives hidden under\n"
     "                         the backward (default on, as Megatron runs; off for `execute`\n"
@@ -139,6 +145,7 @@ static const char *const value_flags[][3] = {
     {"--partition", "--no-milp", NULL}, {"--milp-time-limit", NULL, NULL},
     {"--top", NULL, NULL},           {"--tokens", NULL, NULL},
     {"--gpu-mtbf-hours", NULL, NULL},
+    {"--precision", NULL, NULL},     {"--cp-comm", NULL, NULL},
 };
 enum { N_VALUE_FLAGS = sizeof value_flags / sizeof value_flags[0] };
 
@@ -271,6 +278,14 @@ static void parse_args(int argc, char **argv, cli *c)
                           "zb-h1, zb-h2",
                           v);
             o->schedule = (int)s;
+        } else if (!strcmp(flag, "--precision")) {
+            px_error perr = {0};
+            if (px_precision_parse(v, &o->precision, &perr) != PX_OK)
+                die_usage("--%s", perr.msg);
+        } else if (!strcmp(flag, "--cp-comm")) {
+            px_error perr = {0};
+            if (px_cp_comm_parse(v, &o->cp_comm, &perr) != PX_OK)
+                die_usage("--%s", perr.msg);
         } else if (!strcmp(flag, "--grad-dtype")) {
             if (!strcmp(v, "bf16"))
                 o->grad_fp32 = 0;
@@ -373,6 +388,19 @@ static void print_row(const char *label, const px_candidate *c, bool chosen)
            (long long)p->n_micro, p->zero, recompute_label(p),
            px_schedule_name(p->schedule), p->sp ? "on" : "off", gb((double)q->mem.total),
            q->time.step_s, q->tokens_per_s, 100.0 * q->mfu, chosen ? "*" : "");
+}
+
+/* The precision line of the table's header. */
+static void print_precision(const px_hw *hw, const px_search_opts *o)
+{
+    px_precision p = o->precision;
+    printf("# precision %s: linear GEMMs at %.0f TFLOP/s dense%s; MFU counts against the bf16 "
+           "peak %.0f TFLOP/s", px_precision_name(p), px_prec_peak_flops(hw, p) / 1e12,
+           px_prec_is_low(p) ? " (attention core, LM head and router in bf16)" : "",
+           hw->peak_flops / 1e12);
+    if (o->cp_comm != PX_CPC_P2P)
+        printf("; CP communication %s", px_cp_comm_name(o->cp_comm));
+    printf("\n");
 }
 
 static void print_header(void)
@@ -626,6 +654,9 @@ static json_t *candidate_json(const px_candidate *c, int64_t seq, int64_t n_laye
     for (int i = 0; i < p->n_chunks; i++)
         json_array_append_new(lpc, json_integer(p->layers_per_chunk[i]));
     json_object_set_new(o, "layers_per_chunk", lpc); /* [] = uniform */
+    json_object_set_new(o, "mfu_causal", json_real(q->mfu_causal));
+    json_object_set_new(par, "precision", json_string(px_precision_name(p->precision)));
+    json_object_set_new(par, "cp_comm", json_string(px_cp_comm_name(p->cp_comm)));
     json_t *lrc = json_array(); /* [] = every layer as parallel.recompute */
     for (int i = 0; i < p->n_layer_recompute; i++)
         json_array_append_new(lrc, json_string(px_recompute_name(
@@ -822,6 +853,7 @@ int main(int argc, char **argv)
                (long long)res.tokens_per_step, gb((double)res.mem_limit_bytes),
                gb((double)hw.hbm_bytes), gb((double)hw.mem_reserve_bytes));
         double analytic_s = res.elapsed_s - res.milp_s; /* the stage partitioner's below */
+        print_precision(&hw, &c.opts);
         printf("# searched %lld configurations in %.1f ms (%.3g per second); %lld fit\n",
                (long long)res.n_evaluated, 1e3 * analytic_s,
                analytic_s > 0 ? (double)res.n_evaluated / analytic_s : 0.0,
@@ -857,12 +889,13 @@ int main(int argc, char **argv)
         int cnt[PX_RECOMPUTE_COUNT];
         layer_counts(&best->par, model.n_layers, cnt);
         printf("# chosen: rank 1: TP %d, CP %d, EP %d, ETP %d, PP %d, VPP %d, DP %d, micro-batch "
-               "%lld x %lld, ZeRO-%d, recompute %s, %s, %.3f s a step, MFU %.1f %%\n",
+               "%lld x %lld, ZeRO-%d, recompute %s, %s, %s, %.3f s a step, MFU %.1f %% "
+               "(attention as executed: MFU_causal %.1f %%)\n",
                best->par.tp, best->par.cp, best->par.ep, best->par.etp, best->par.pp, best->par.vpp,
                best->par.dp, (long long)best->par.micro_batch, (long long)best->par.n_micro,
                best->par.zero, recompute_label(&best->par),
-               px_schedule_name(best->par.schedule), best->pred.time.step_s,
-               100.0 * best->pred.mfu);
+               px_schedule_name(best->par.schedule), px_precision_name(best->par.precision),
+               best->pred.time.step_s, 100.0 * best->pred.mfu, 100.0 * best->pred.mfu_causal);
         printf("# chosen split: layers per chunk %s; layers recomputing: none %d, selective %d, "
                "full %d\n",
                split, cnt[PX_RECOMPUTE_NONE], cnt[PX_RECOMPUTE_SELECTIVE],

@@ -29,6 +29,23 @@ double px_flops_model_per_token(const px_model *m, int64_t seq_len)
     return 3.0 * fwd;
 }
 
+double px_flops_causal_keys(int64_t seq_len)
+{
+    return seq_len > 0 ? 0.5 * ((double)seq_len + 1.0) : 0.0;
+}
+
+double px_flops_model_causal_per_token(const px_model *m, int64_t seq_len)
+{
+    /* the convention's core is linear in the keys: scale it to the causal count */
+    double full = 0.0, causal = 0.0;
+    for (int64_t l = 0; l < m->n_layers; l++) {
+        double core = attn_core_fwd_per_token(m, seq_len);
+        full += core;
+        causal += seq_len > 0 ? core * px_flops_causal_keys(seq_len) / (double)seq_len : 0.0;
+    }
+    return px_flops_model_per_token(m, seq_len) - 3.0 * (full - causal);
+}
+
 double px_flops_hw_per_token(const px_model *m, int64_t seq_len, px_recompute rc)
 {
     double extra = 0.0;

@@ -47,6 +47,9 @@ static const px_jfield hw_fields[] = {
     HD("gpu_mtbf_hours", gpu_mtbf_hours, false, 0),
     HD("ckpt_write_bw", ckpt_write_bw, false, 0),
     HD("restart_s", restart_s, false, 0),
+    HD("fp8_flops", fp8_flops, false, 0),
+    HD("mxfp8_flops", mxfp8_flops, false, 0),
+    HD("fp4_flops", fp4_flops, false, 0),
 };
 #define N_HW_FIELDS ((int)(sizeof hw_fields / sizeof hw_fields[0]))
 
@@ -132,6 +135,10 @@ px_status px_hw_validate(const px_hw *hw, px_error *err)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "profile %s: gpu_mtbf_hours and ckpt_write_bw must be > 0, restart_s >= 0",
                        n);
+    if (!(hw->fp8_flops >= 0) || !(hw->mxfp8_flops >= 0) || !(hw->fp4_flops >= 0))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "profile %s: fp8_flops, mxfp8_flops and fp4_flops must be >= 0 "
+                       "(0: no such tensor-core path)", n);
     if (hw->n_gemm_points < 0 || hw->n_gemm_points > PX_HW_MAX_GEMM_POINTS)
         return PX_FAIL(err, PX_ERR_INVALID, "profile %s: at most %d gemm_points", n,
                        PX_HW_MAX_GEMM_POINTS);

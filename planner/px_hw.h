@@ -99,6 +99,17 @@ typedef struct {
     double gpu_mtbf_hours;    /* mean time between failures of one device */
     double ckpt_write_bw;     /* storage bandwidth per device for sharded checkpoints */
     double restart_s;         /* time to restart a job after a failure */
+
+    /* Dense tensor-core peaks of the low-precision formats, FLOP/s per
+     * device (datasheet, without sparsity); 0: the device has no such
+     * tensor-core path and a plan in that precision is refused
+     * (px_cost_precision.h).  fp8: E4M3/E5M2 with per-tensor or per-row
+     * scales applied outside the MMA; mxfp8: FP8 with 32-element E8M0 block
+     * scales applied by the tensor cores (Blackwell); fp4: FP4 (E2M1) with
+     * hardware block scales (NVFP4, MXFP4). */
+    double fp8_flops;
+    double mxfp8_flops;
+    double fp4_flops;
 } px_hw;
 
 /* Loads a profile by name (hw_profiles/<name>.json) or path. */

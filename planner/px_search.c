@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "px_cost_precision.h"
 #include "px_partition_refine.h"
 
 void px_search_opts_init(px_search_opts *o)
@@ -16,6 +17,8 @@ void px_search_opts_init(px_search_opts *o)
     memset(o, 0, sizeof *o);
     o->zero = o->recompute = o->schedule = o->sp = o->grad_fp32 = -1;
     o->dp_overlap = o->tp_overlap = -1;
+    o->precision = PX_PREC_BF16;
+    o->cp_comm = PX_CPC_P2P;
     o->top = PX_SEARCH_TOP_DEFAULT;
     /* TP beyond a node is allowed (and scored with the inter-node links), up
      * to the widest TP anyone runs; CP up to 64 (Nemotron's long-context
@@ -550,7 +553,10 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     if (gpus < 1)
         return PX_FAIL(err, PX_ERR_INVALID, "gpus = %d: must be >= 1", gpus);
     res->gpus = gpus;
-    px_status st = resolve_batch(m, o, res, err);
+    px_status st = px_prec_check_hw(hw, o->precision, err);
+    if (st != PX_OK)
+        return st;
+    st = resolve_batch(m, o, res, err);
     if (st != PX_OK)
         return st;
     st = check_fixed(m, gpus, res->seq_len, o, res, err);
@@ -586,6 +592,8 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     par.dp_overlap = o->dp_overlap != 0;
     par.tp_overlap = o->tp_overlap != 0;
     par.flash_attention = true;
+    par.precision = o->precision;
+    par.cp_comm = o->cp_comm;
     double best_miss = INFINITY;
     static px_candidate misses[PX_SEARCH_MILP_MISSES];
     int n_miss = 0;
@@ -921,6 +929,8 @@ px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
     par.dp_overlap = o->dp_overlap != 0;
     par.tp_overlap = o->tp_overlap != 0;
     par.flash_attention = true;
+    par.precision = o->precision;
+    par.cp_comm = o->cp_comm;
     par.schedule = PX_SCHED_1F1B;
     px_memory mem;
     bool batch_ok = false, done = false;
