@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "px_cost_cp.h"
+#include "px_cost_moe.h"
 #include "px_cost_precision.h"
 #include "px_efficiency.h"
 #include "px_flops.h"
@@ -770,10 +771,15 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
         double tok = T * r * etp / t;           /* routed copies on this GPU */
         double per_expert = tok * ep / E;       /* tokens per local expert */
         double n_local = E / ep;
-        g += n_local * (px_prec_time_gemm_s(hw, pq, per_expert, up * fe / etp, h) +
-                        px_prec_time_gemm_s(hw, pq, per_expert, h, fe / etp));
+        /* the busiest EP rank sets the pace of the expert GEMMs
+         * (px_cost_moe.c: balanced, dropless routing) */
+        double imb = px_moe_imbalance(par->ep, T * r / t);
+        g += imb * n_local * (px_prec_time_gemm_s(hw, pq, per_expert, up * fe / etp, h) +
+                              px_prec_time_gemm_s(hw, pq, per_expert, h, fe / etp));
         act_elems += tok * fe / etp;
-        mem += 4.0 * e * tok * h; /* permute and un-permute the routed tokens */
+        /* permute and un-permute the routed tokens: Megatron's dispatcher
+         * passes (px_cost_moe.c); the fp32 CPU executor's two */
+        mem += e >= 4.0 ? 4.0 * e * tok * h : px_moe_permute_bytes(e, tok, h);
         if (m->n_shared_experts > 0) {
             double fs = sh.n_shared * fe;
             g += px_prec_time_gemm_s(hw, pq, T, up * fs / t, h) + px_prec_time_gemm_s(hw, pq, T, h, fs / t);
@@ -872,7 +878,8 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
         /* EP: dispatch + combine all-to-all, forward and backward, of this
          * GPU's (sequence-parallel) share of the routed tokens */
         double amsg = e * (T / t) * h * sh.top_k;
-        double a2a = px_time_coll_s(hw, PX_COLL_ALLTOALL, par->ep, amsg, x->ep);
+        double a2a = px_time_coll_s(hw, PX_COLL_ALLTOALL, par->ep, amsg, x->ep) *
+                     px_moe_imbalance(par->ep, T * sh.top_k / t);
         lt->ep_s = 4.0 * a2a;
         lt->ep_bytes = 4.0 * px_coll_wire_bytes(PX_COLL_ALLTOALL, par->ep, amsg);
     }
