@@ -10,6 +10,7 @@
 
 #include "px_bf16.h"
 #include "px_exec_internal.h"
+#include "px_sliding.h"
 
 #define W(off) px_ex_w(ex, off)
 #define G(off) px_ex_g(ex, off)
@@ -437,6 +438,12 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
                        "plan field parallel.precision = %s: the %s backend runs bf16 GEMMs "
                        "(fp32 storage mode: fp32) only; allowed: bf16 (plan --precision bf16)",
                        px_precision_name(p->precision), be->name);
+    if (px_model_n_sliding_layers(m) > 0)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "model field sliding_window = %lld on %lld layers: the %s backend's "
+                       "attention is full causal; allowed: 0 (no sliding window)",
+                       (long long)m->sliding_window, (long long)px_model_n_sliding_layers(m),
+                       be->name);
     if (p->cp > 1 && p->cp_comm == PX_CPC_A2A)
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "plan field parallel.cp_comm = a2a: the %s backend exchanges the "

@@ -11,6 +11,7 @@
 #include "px_efficiency.h"
 #include "px_flops.h"
 #include "px_layout.h"
+#include "px_sliding.h"
 
 static double dmax(double a, double b) { return a > b ? a : b; }
 static double dmin(double a, double b) { return a < b ? a : b; }
@@ -754,7 +755,9 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
      * causal kernel does half of it */
     double attn_flops = 2.0 * T * sh.s_kv * a_t * (sh.dq + sh.dv);
     if (par->flash_attention) {
-        lt->attn_fwd_s = px_time_attn_s(hw, 0.5 * attn_flops);
+        /* sliding-window layers: the model's mean share of a causal core */
+        lt->attn_fwd_s = px_time_attn_s(hw, 0.5 * attn_flops *
+                                                px_sliding_causal_fraction(m, seq_of(ctx, par)));
         lt->attn_bwd_s = 2.5 * lt->attn_fwd_s; /* the backward recomputes the scores */
     } else {
         attn_core_unfused(hw, &sh, T, a_t, &lt->attn_fwd_s, &lt->attn_bwd_s);
@@ -1024,7 +1027,8 @@ static double zb_grad_bytes(const px_cost_ctx *ctx, const px_parallel *par, bool
 static double prec_weight_copies(const px_cost_ctx *ctx, const px_parallel *par, int64_t nd,
                                  int64_t nm)
 {
-    double per = px_prec_weight_bytes_per_param(ctx->hw, par->precision, elem_of(ctx));
+    double per = px_prec_weight_bytes_per_param(ctx->hw, par->precision, elem_of(ctx),
+                                                par->quantized_params);
     if (per == 0.0 || par->zero >= 3)
         return 0.0;
     double dl = (double)ctx->dense_layer_params / par->tp;
@@ -1541,8 +1545,11 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
     int ddp = par->dp * par->cp;
     int edp = par->tp * par->cp * par->dp / (par->ep * par->etp);
-    double grad_b = w_dense_p * bpp.grads, wt_b = w_dense_p * bpp.weights;
-    double egrad_b = w_exp_p * bpp.grads, ewt_b = w_exp_p * bpp.weights;
+    /* quantised parameters are gathered quantised (px_cost_precision.h) */
+    double gath = par->quantized_params ? px_prec_param_gather_bytes(par->precision, bpp.weights)
+                                        : bpp.weights;
+    double grad_b = w_dense_p * bpp.grads, wt_b = w_dense_p * gath;
+    double egrad_b = w_exp_p * bpp.grads, ewt_b = w_exp_p * gath;
     bool dcross = x.dp || x.cp;
     double t_ar = px_time_coll_s(hw, PX_COLL_ALLREDUCE, ddp, grad_b, dcross) +
                   px_time_coll_s(hw, PX_COLL_ALLREDUCE, edp, egrad_b, x.edp);

@@ -51,6 +51,11 @@ void px_cost_cp_time(const px_hw *hw, px_cp_comm flavour, int c, double kv_bytes
         out->total_s = cm1 * 3.0 * step;
         out->fwd_exposed_s = cm1 * dmax(0.0, step - block);
         out->exposed_s = out->fwd_exposed_s + cm1 * dmax(0.0, 2.0 * step - 2.5 * block);
+        /* the hidden transfers run on SMs the attention kernel then lacks
+         * (NCCL send/recv channels): the profile's comm_overlap_cost of them */
+        double hidden = out->total_s - out->exposed_s;
+        out->exposed_s += hw->comm_overlap_cost * hidden;
+        out->fwd_exposed_s += hw->comm_overlap_cost * cm1 * (step < block ? step : block);
         out->bytes = cm1 * 3.0 * kv_bytes;
         return;
     }

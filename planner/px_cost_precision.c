@@ -145,11 +145,17 @@ void px_prec_cast_bytes(const px_hw *hw, px_precision p, double e_b, const px_pr
     }
 }
 
-double px_prec_weight_bytes_per_param(const px_hw *hw, px_precision p, double e_b)
+double px_prec_weight_bytes_per_param(const px_hw *hw, px_precision p, double e_b,
+                                      bool quantized_params)
 {
     if (!px_prec_is_low(p))
         return 0.0;
-    return copies(hw, p) * (data_bytes(p) + scale_bytes(p)) - e_b;
+    return copies(hw, p) * (data_bytes(p) + scale_bytes(p)) - (quantized_params ? e_b : 0.0);
+}
+
+double px_prec_param_gather_bytes(px_precision p, double e_b)
+{
+    return px_prec_elem_bytes(p, e_b);
 }
 
 double px_prec_saved_act_bytes(px_precision p, double e_b)

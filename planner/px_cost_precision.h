@@ -67,8 +67,19 @@ void px_prec_cast_bytes(const px_hw *hw, px_precision p, double e_b, const px_pr
  * the parameters quantised, the fp32 master in the optimizer), with the
  * transposed / columnwise copy the backward needs cached beside them.
  * Hopper FP8: 1 + 1 - 2 = 0; MXFP8: 2·(1 + 1/32) - 2; NVFP4: 2·(0.5 +
- * 1/16) - 2.  0 for bf16 / fp16. */
-double px_prec_weight_bytes_per_param(const px_hw *hw, px_precision p, double e_b);
+ * 1/16) - 2.  0 for bf16 / fp16.  Without quantized_params (bf16 weights,
+ * the framework caches the quantised copies beside them: Megatron without
+ * fp8_params, TE's weight workspace): the copies' full size. */
+double px_prec_weight_bytes_per_param(const px_hw *hw, px_precision p, double e_b,
+                                      bool quantized_params);
+
+/* Bytes per parameter the data-parallel parameter all-gather moves (ZeRO
+ * 1-3 after the update, FSDP before each layer): the quantised element and
+ * its scales for the low-precision formats (Megatron's fp8_param_gather,
+ * which NeMo's FP8 recipes turn on with fp8_params; torchao's
+ * enable_fsdp_float8_all_gather), e_b otherwise.  The whole stage's
+ * parameters are counted so, the bf16 embedding and head included. */
+double px_prec_param_gather_bytes(px_precision p, double e_b);
 
 /* Bytes per element of an activation a linear layer saves for its backward
  * (its quantised input), e_b for bf16 / fp16. */

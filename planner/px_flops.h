@@ -33,7 +33,9 @@ double px_flops_causal_keys(int64_t seq_len);
 /* Model FLOPs per token with the attention core counted as executed (the
  * `mfu_causal` numerator): query i multiplies against its i + 1 keys, so
  * the core is 12·a·d·(s + 1)/2 per token per layer for fwd+bwd instead of
- * the convention's 12·a·d·s; everything else as px_flops_model_per_token. */
+ * the convention's 12·a·d·s (on a sliding-window layer of window w < s:
+ * 12·a·d·(w − w(w − 1)/(2s)) instead of 12·a·d·w); everything else as
+ * px_flops_model_per_token. */
 double px_flops_model_causal_per_token(const px_model *m, int64_t seq_len);
 
 /* Same, per training step of `tokens` tokens. */

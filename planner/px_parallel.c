@@ -77,6 +77,7 @@ void px_parallel_init(px_parallel *p)
     p->seq_len = 0; /* 0: the model's default */
     p->precision = PX_PREC_BF16;
     p->cp_comm = PX_CPC_P2P;
+    p->quantized_params = true;
     snprintf(p->order, sizeof p->order, "%s", "tp-cp-ep-pp-dp");
 }
 

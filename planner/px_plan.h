@@ -72,6 +72,10 @@ typedef struct {
     int64_t seq_len;          /* s */
     px_precision precision;   /* number format of the transformer layers' GEMMs */
     px_cp_comm cp_comm;       /* how CP attention exchanges keys and values */
+    bool quantized_params;    /* low precision: the linear weights are kept quantised (in
+                               * place of their bf16 copy) and gathered quantised by ZeRO
+                               * / FSDP (NeMo's fp8_params); false: bf16 weights with a
+                               * cached quantised copy, bf16 gathers */
     char order[32];           /* rank order, innermost first: "tp-cp-ep-pp-dp" */
 
     /* Per pipeline chunk (pp*vpp, in model order), layer counts; 0 entries

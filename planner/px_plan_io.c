@@ -42,6 +42,8 @@ static const px_jfield parallel_fields[] = {
      PX_PREC_COUNT},
     {"cp_comm", PX_JF_ENUM, offsetof(px_parallel, cp_comm), 0, false, 0, cp_comm_names,
      PX_CPC_COUNT},
+    {"quantized_params", PX_JF_BOOL, offsetof(px_parallel, quantized_params), 0, false, 0, NULL,
+     0},
     {"order", PX_JF_STR, offsetof(px_parallel, order), sizeof(((px_parallel *)0)->order), true,
      0, NULL, 0},
 };

@@ -136,9 +136,13 @@ static void test_cast_bytes(void)
     px_prec_cast_bytes(&b200, PX_PREC_BF16, 2.0, &l, 1, &f, &b, &w);
     CHECK(f == 0.0 && b == 0.0 && w == 0.0);
     /* weights beyond the bf16 copy: Hopper FP8 1 + 1 - 2; B200 FP8 1 - 2 */
-    CHECK_CLOSE(px_prec_weight_bytes_per_param(&h100, PX_PREC_FP8, 2.0), 0.0, 0, 1e-12);
-    CHECK_CLOSE(px_prec_weight_bytes_per_param(&b200, PX_PREC_FP8, 2.0), -1.0, 0, 1e-12);
-    CHECK_CLOSE(px_prec_weight_bytes_per_param(&b200, PX_PREC_MXFP8, 2.0), 2.0 / 32, 0, 1e-12);
+    CHECK_CLOSE(px_prec_weight_bytes_per_param(&h100, PX_PREC_FP8, 2.0, true), 0.0, 0, 1e-12);
+    CHECK_CLOSE(px_prec_weight_bytes_per_param(&b200, PX_PREC_FP8, 2.0, true), -1.0, 0, 1e-12);
+    CHECK_CLOSE(px_prec_weight_bytes_per_param(&b200, PX_PREC_MXFP8, 2.0, true), 2.0 / 32, 0,
+                1e-12);
+    /* bf16 weights kept: the cached quantised copies come on top */
+    CHECK_CLOSE(px_prec_weight_bytes_per_param(&h100, PX_PREC_FP8, 2.0, false), 2.0, 0, 1e-12);
+    CHECK_CLOSE(px_prec_weight_bytes_per_param(&h100, PX_PREC_BF16, 2.0, false), 0.0, 0, 1e-12);
 }
 
 static px_model load_model(const char *name)
@@ -181,6 +185,10 @@ static void test_memory(void)
     par.precision = PX_PREC_FP8;
     CHECK(px_cost_evaluate(&m, &h100, &par, &p8, &err) == PX_OK);
     CHECK(fabs((double)(p16.mem.weights - p8.mem.weights)) <= 2.0);
+    par.quantized_params = false;
+    CHECK(px_cost_evaluate(&m, &h100, &par, &p8, &err) == PX_OK);
+    CHECK_CLOSE((double)(p8.mem.weights - p16.mem.weights), 2.0 * layers, 1e-6, 2.0);
+    par.quantized_params = true;
     /* saved activations: the four linear inputs at 1 byte instead of 2 */
     px_act_shape sh = {0};
     sh.s = 8192, sh.s_kv = 8192, sh.b = 1, sh.h = 4096, sh.a = 32, sh.kv = 8;
@@ -301,7 +309,8 @@ static void test_cp_flavours(void)
     px_cost_cp_time(&h, PX_CPC_P2P, c, kv, q, out, 10.0, false, &t);
     double step = px_time_coll_s(&h, PX_COLL_P2P, 2, kv, false);
     CHECK_CLOSE(t.total_s, 3.0 * (c - 1) * step, 1e-12, 0);
-    CHECK(t.exposed_s == 0.0);
+    /* hidden: only the SMs its channels take, comm_overlap_cost of it */
+    CHECK_CLOSE(t.exposed_s, h.comm_overlap_cost * t.total_s, 1e-12, 0);
     px_cost_cp_time(&h, PX_CPC_P2P, c, kv, q, out, 0.0, false, &t);
     CHECK_CLOSE(t.exposed_s, t.total_s, 1e-12, 0);
     px_cost_cp_time(&h, PX_CPC_A2A, 1, kv, q, out, 0.0, false, &t);
