@@ -10,6 +10,7 @@
 
 #include "px_cost.h"
 #include "px_cost_precision.h"
+#include "px_framework.h"
 #include "px_partition_refine.h"
 #include "px_plan_json.h"
 #include "px_search.h"
@@ -30,6 +31,10 @@ static const char usage_text[] =
     "  --model NAME|FILE      model preset (models/), or a preset / Hugging Face config.json\n"
     "  --gpus G               number of GPUs\n"
     "  --hw NAME|FILE         hardware profile (hw_profiles/; default " PX_HW_DEFAULT ")\n"
+    "  --framework NAME|FILE  the framework that will run the plan (frameworks/: parallax,\n"
+    "                         megatron, torchtitan, llm-foundry, maxtext, deepspeed; default\n"
+    "                         " PX_FRAMEWORK_DEFAULT ", this project's executor): only what it can run is\n"
+    "                         searched, costed as it runs it (docs/framework-schema.md)\n"
     "  --seq S                sequence length (default: the model's); alias --seq-len\n"
     "  --global-batch SEQS    global batch in sequences (default: 2^24 tokens / S)\n"
     "  --tokens-per-step T    global batch in tokens\n"
@@ -48,8 +53,8 @@ static const char usage_text[] =
     "                         CP attention communication (default p2p: ring)\n"
     "  --no-sp                sequence parallelism off (default on when TP > 1); --sp on|off\n"
     "  --overlap on|off       gradient reduction and backward TP collectives hidden under\n"
-    "                         the backward (default on, as Megatron runs; off for `execute`\n"
-    "                         on CPUs, which runs them after the compute)\n"
+    "                         the backward (default: the framework's overlap traits; off\n"
+    "                         for `execute` on CPUs, which runs them after the compute)\n"
     "  --partition milp|uniform\n"
     "                         stage split and per-layer recompute of the top candidates:\n"
     "                         chosen by the GLPK program (default; docs/partition.md) or\n"
@@ -121,7 +126,7 @@ static double parse_amount(const char *flag, const char *s)
 }
 
 typedef struct {
-    const char *model, *hw, *out;
+    const char *model, *hw, *out, *framework;
     int gpus;
     bool json, explain;
     bool partition_given; /* --partition or --no-milp on the command line */
@@ -132,6 +137,7 @@ typedef struct {
  * the one messages use. */
 static const char *const value_flags[][3] = {
     {"--model", NULL, NULL},         {"--hw", NULL, NULL},
+    {"--framework", NULL, NULL},
     {"-o", "--output", NULL},        {"--gpus", NULL, NULL},
     {"--seq", "--seq-len", NULL},    {"--global-batch", NULL, NULL},
     {"--tokens-per-step", NULL, NULL}, {"--tp", NULL, NULL},
@@ -234,6 +240,8 @@ static void parse_args(int argc, char **argv, cli *c)
             c->model = v;
         else if (!strcmp(flag, "--hw"))
             c->hw = v;
+        else if (!strcmp(flag, "--framework"))
+            c->framework = v;
         else if (!strcmp(flag, "-o") || !strcmp(flag, "--output"))
             c->out = v;
         else if (!strcmp(flag, "--gpus"))
@@ -766,6 +774,11 @@ int main(int argc, char **argv)
         die_error(&err);
     if (px_hw_load(c.hw, NULL, &hw, &err) != PX_OK)
         die_error(&err);
+    static px_framework fw;
+    if (px_framework_load(c.framework, NULL, &fw, &err) != PX_OK)
+        die_error(&err);
+    c.opts.caps = &fw.caps;
+    c.opts.run = &fw.run; /* --overlap, when given, has set the opts it overrides */
     /* every dimension fixed: evaluate exactly that configuration, layers
      * split uniformly, unless the program was asked for by name */
     bool fixed_uniform = !c.partition_given && px_search_fully_fixed(&model, c.gpus, &c.opts);
@@ -781,11 +794,13 @@ int main(int argc, char **argv)
     px_model_count_params(&model, &pc);
     static px_plan plan;
     make_plan(&plan, &model, &hw, best);
+    snprintf(plan.framework, sizeof plan.framework, "%s", fw.name);
 
     if (c.json) {
         json_t *root = json_object();
         json_object_set_new(root, "model", json_string(model.name));
         json_object_set_new(root, "hw", json_string(hw.name));
+        json_object_set_new(root, "framework", json_string(fw.name));
         json_object_set_new(root, "gpus", json_integer(c.gpus));
         json_object_set_new(root, "seq_len", json_integer(res.seq_len));
         json_object_set_new(root, "global_batch", json_integer(res.global_batch));
@@ -847,6 +862,7 @@ int main(int argc, char **argv)
                model.name, (double)pc.total / (billions ? 1e9 : 1e6), billions ? "B" : "M",
                (long long)model.n_layers, c.gpus, hw.name, hw.gpus_per_node,
                hw.torus ? ", torus" : "");
+        printf("# framework: %s (%s)\n", fw.name, fw.path);
         printf("# sequence %lld, global batch %lld sequences = %lld tokens; memory limit %.1f GB "
                "per GPU (%.1f HBM - %.1f reserve)\n",
                (long long)res.seq_len, (long long)res.global_batch,

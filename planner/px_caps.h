@@ -52,6 +52,8 @@ typedef struct {
     bool needs_flash_attention;          /* cannot store the s x s scores */
     unsigned precisions;                 /* PX_PREC_BIT mask */
     unsigned model_features;             /* px_model_feature bits */
+    int max_pp;                          /* largest pipeline size it runs; 0: no limit,
+                                          * 1: no pipeline parallelism (FSDP-only stacks) */
 } px_caps;
 
 #endif

@@ -153,6 +153,8 @@ typedef struct {
     px_hw hw;
     px_parallel par;
     px_prediction pred;
+    char framework[32];           /* the framework profile it was planned for
+                                   * (frameworks/); "" = not recorded */
 } px_plan;
 
 #define PX_PLAN_VERSION 1

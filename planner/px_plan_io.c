@@ -106,7 +106,7 @@ static const px_jfield batch_fields[] = {
 #define NF(t) ((int)(sizeof t / sizeof t[0]))
 static const char *const root_keys[] = {"version", "kind",       "model", "hw",
                                         "parallel", "rank_order", "batch", "prediction",
-                                        NULL};
+                                        "framework", NULL};
 #define PX_PLAN_KIND "parallax-plan"
 
 static int64_t plan_seq_len(const px_plan *p)
@@ -143,6 +143,8 @@ px_status px_plan_to_json(const px_plan *plan, json_t **out, px_error *err)
         return PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
     json_object_set_new(root, "version", json_integer(PX_PLAN_VERSION));
     json_object_set_new(root, "kind", json_string(PX_PLAN_KIND));
+    if (plan->framework[0])
+        json_object_set_new(root, "framework", json_string(plan->framework));
 
     json_t *m = NULL, *hw = NULL, *po = NULL, *pred = NULL;
     px_status st = px_model_to_json(&plan->model, &m, err);
@@ -293,7 +295,7 @@ px_status px_plan_from_json(json_t *root, const char *file, px_plan *out, px_err
         if (!known)
             return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
                                 "%s: unknown key \"%s\"; allowed keys: version, kind, model, hw, "
-                                "parallel, rank_order, batch, prediction", key, key);
+                                "parallel, rank_order, batch, prediction, framework", key, key);
     }
     json_t *kind = json_object_get(root, "kind");
     if (!json_is_string(kind) || strcmp(json_string_value(kind), PX_PLAN_KIND) != 0)
@@ -304,6 +306,13 @@ px_status px_plan_from_json(json_t *root, const char *file, px_plan *out, px_err
         return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
                             "version: this build reads plan version %d only", PX_PLAN_VERSION);
     out->version = PX_PLAN_VERSION;
+    json_t *fw = json_object_get(root, "framework");
+    if (fw && (!json_is_string(fw) || strlen(json_string_value(fw)) >= sizeof out->framework))
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "framework: expected a framework profile name (a string of at most "
+                            "%zu characters), got %s",
+                            sizeof out->framework - 1, px_jf_type_name(fw));
+    snprintf(out->framework, sizeof out->framework, "%s", fw ? json_string_value(fw) : "");
 
     json_t *m = json_object_get(root, "model"), *hw = json_object_get(root, "hw");
     if (!m || !hw)

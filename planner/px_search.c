@@ -10,7 +10,9 @@
 #include <time.h>
 
 #include "px_cost_precision.h"
+#include "px_framework.h"
 #include "px_partition_refine.h"
+#include "px_split_megatron.h"
 
 void px_search_opts_init(px_search_opts *o)
 {
@@ -19,6 +21,7 @@ void px_search_opts_init(px_search_opts *o)
     o->dp_overlap = o->tp_overlap = -1;
     o->precision = PX_PREC_BF16;
     o->cp_comm = PX_CPC_P2P;
+    o->flash_attention = -1;
     o->top = PX_SEARCH_TOP_DEFAULT;
     /* TP beyond a node is allowed (and scored with the inter-node links), up
      * to the widest TP anyone runs; CP up to 64 (Nemotron's long-context
@@ -36,7 +39,7 @@ const char *px_reject_name(px_reject r)
     static const char *const names[PX_REJ_COUNT] = {
         "gpus not divisible",  "heads not divisible",   "sequence not divisible",
         "layers not divisible", "experts not divisible", "batch not divisible",
-        "out of memory"};
+        "out of memory", "not run by the framework"};
     return (r >= 0 && r < PX_REJ_COUNT) ? names[r] : "?";
 }
 
@@ -247,6 +250,8 @@ static bool refine_one(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
     if (!miss && pred.time.step_s > c->pred.time.step_s * (1.0 + 1e-12))
         return false;
     canonical_split(m, &next);
+    if (o->caps && !px_caps_allow(o->caps, m, &next, NULL))
+        return false; /* a split or recompute choice the framework cannot run */
     if (same_config(&next, &c->par))
         return false; /* the program's split is the one the candidate had */
     c->par = next;
@@ -540,6 +545,80 @@ static bool has_factorisation(const px_model *m, int gpus, int64_t s, int64_t GB
     return false;
 }
 
+/* Megatron's split of L layers over pp x v chunks with the embedding and
+ * the loss counted as pipeline layers (px_split_megatron.h), recorded in
+ * par; false when it does not apply. */
+static bool megatron_uneven_split(int64_t L, int pp, int v, px_parallel *par)
+{
+    if ((int64_t)pp * v > PX_MAX_CHUNKS)
+        return false;
+    px_megatron_split how = {0, 0, true, true};
+    if (!px_split_megatron(L, pp, v, &how, par->layers_per_chunk))
+        return false;
+    par->n_chunks = pp * v;
+    return true;
+}
+
+/* A dimension fixed on the command line that the framework cannot run is
+ * an error naming the capability (the enumeration would only count it). */
+static px_status framework_refuses(const px_caps *c, px_error *err, const char *flag,
+                                   const char *cap, const char *what)
+{
+    return PX_FAIL(err, PX_ERR_INFEASIBLE,
+                   "%s: framework %s cannot run %s (capability %s of frameworks/%s.json)", flag,
+                   c->name, what, cap, c->name);
+}
+
+px_status px_search_check_framework(const px_model *m, const px_search_opts *o, px_error *err)
+{
+    const px_caps *c = o->caps;
+    if (!c)
+        return PX_OK;
+    char what[128];
+    if (o->schedule >= 0 && !c->schedules[o->schedule]) {
+        snprintf(what, sizeof what, "the %s schedule", px_schedule_name((px_schedule)o->schedule));
+        return framework_refuses(c, err, "--schedule", "schedules", what);
+    }
+    if (o->vpp > 1 && !c->schedules[PX_SCHED_INTERLEAVED])
+        return framework_refuses(c, err, "--vpp", "schedules",
+                                 "interleaved virtual pipeline stages");
+    if (o->pp > 1 && c->max_pp > 0 && o->pp > c->max_pp) {
+        snprintf(what, sizeof what, "pipeline parallelism of %d stages (at most %d)", o->pp,
+                 c->max_pp);
+        return framework_refuses(c, err, "--pp", "max_pp", what);
+    }
+    if (o->recompute >= 0 && !c->recompute[o->recompute]) {
+        snprintf(what, sizeof what, "recompute %s", px_recompute_name((px_recompute)o->recompute));
+        return framework_refuses(c, err, "--recompute", "recompute", what);
+    }
+    if (o->zero >= 0 && o->zero <= 3 && !c->zero[o->zero]) {
+        snprintf(what, sizeof what, "ZeRO stage %d", o->zero);
+        return framework_refuses(c, err, "--zero", "zero", what);
+    }
+    if (o->cp > 1 && !c->cp_flavours)
+        return framework_refuses(c, err, "--cp", "cp_flavours", "context parallelism");
+    if (o->ep > 1 && !c->ep)
+        return framework_refuses(c, err, "--ep", "ep", "expert parallelism");
+    if (o->tp > 1 && o->sp == 1 && !c->sp)
+        return framework_refuses(c, err, "--sp on", "sp", "sequence parallelism");
+    if (o->tp > 1 && o->sp == 0 && !c->tp_without_sp)
+        return framework_refuses(c, err, "--sp off", "tp_without_sp",
+                                 "tensor parallelism without sequence parallelism");
+    if (o->grad_fp32 == 0 && !c->grad_bf16)
+        return framework_refuses(c, err, "--grad-dtype bf16", "grad_bf16", "bf16 gradients");
+    px_parallel probe;
+    px_parallel_init(&probe);
+    probe.schedule = PX_SCHED_1F1B;
+    probe.recompute = PX_RECOMPUTE_NONE;
+    const char *why = NULL;
+    if (!c->schedules[PX_SCHED_1F1B])
+        probe.schedule = PX_SCHED_GPIPE;
+    probe.recompute = c->recompute[0] ? PX_RECOMPUTE_NONE : PX_RECOMPUTE_FULL;
+    if (!px_caps_allow(c, m, &probe, &why) && why && !strcmp(why, "model_features"))
+        return framework_refuses(c, err, "--model", "model_features", m->name);
+    return PX_OK;
+}
+
 px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_search_opts *o,
                         px_search_result *res, px_error *err)
 {
@@ -560,6 +639,9 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     if (st != PX_OK)
         return st;
     st = check_fixed(m, gpus, res->seq_len, o, res, err);
+    if (st != PX_OK)
+        return st;
+    st = px_search_check_framework(m, o, err);
     if (st != PX_OK)
         return st;
     int keep = o->top > 0 ? (o->top < PX_SEARCH_TOP_MAX ? o->top : PX_SEARCH_TOP_MAX)
@@ -589,9 +671,13 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     px_parallel_init(&par);
     par.seq_len = s;
     par.grad_fp32 = o->grad_fp32 < 0 ? true : o->grad_fp32 != 0;
-    par.dp_overlap = o->dp_overlap != 0;
-    par.tp_overlap = o->tp_overlap != 0;
-    par.flash_attention = true;
+    par.dp_overlap = o->dp_overlap < 0 ? (!o->run || o->run->dp_overlap) : o->dp_overlap != 0;
+    par.tp_overlap = o->tp_overlap < 0 ? (!o->run || o->run->tp_overlap) : o->tp_overlap != 0;
+    par.flash_attention = o->flash_attention < 0 ? (!o->run || o->run->fused_attention)
+                                                 : o->flash_attention != 0;
+    /* sequence parallelism when free: on with TP, unless the framework runs
+     * TP only without it */
+    int sp_free = o->caps && !o->caps->sp ? 0 : 1;
     par.precision = o->precision;
     par.cp_comm = o->cp_comm;
     double best_miss = INFINITY;
@@ -646,7 +732,13 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                 for (int i_v = 0; i_v < n_v; i_v++) {
                     int v = vps[i_v];
                     bool uneven = L % ((int64_t)pp * v) != 0;
-                    if (uneven && (v > 1 || !o->uneven || pp > L || pp > PX_MAX_CHUNKS)) {
+                    /* a fixed vpp that does not divide the layers: Megatron's
+                     * split with the embedding and loss as pipeline layers */
+                    bool mega = uneven && v > 1 && o->vpp > 0 &&
+                                (!o->caps || o->caps->uneven_virtual_chunks) &&
+                                megatron_uneven_split(L, pp, v, &par);
+                    if (uneven && !mega &&
+                        (v > 1 || !o->uneven || pp > L || pp > PX_MAX_CHUNKS)) {
                         res->rejected[PX_REJ_LAYERS]++;
                         continue;
                     }
@@ -654,10 +746,11 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                      * remainder to the middle stages (the first and last
                      * stages also carry the embedding and the head),
                      * recorded so that the plan runs what was costed. */
-                    par.n_chunks = 0;
+                    if (!mega)
+                        par.n_chunks = 0;
                     par.pp = pp;
                     par.vpp = v;
-                    if (uneven)
+                    if (uneven && !mega)
                         px_cost_record_split(m, &par); /* px_cost_default_split's rule */
                     int n_ep = 1, n_etp = 1;
                     eps[0] = etps[0] = 1;
@@ -726,7 +819,7 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                                 par.dp = dp;
                                 par.ep = ep;
                                 par.etp = etp;
-                                par.sp = tp > 1 && o->sp != 0;
+                                par.sp = tp > 1 && (o->sp < 0 ? sp_free : o->sp) != 0;
                                 par.micro_batch = b;
                                 par.n_micro = mm;
                                 for (int z = z0; z <= z1; z++)
@@ -744,6 +837,11 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                                             if (par.schedule == PX_SCHED_INTERLEAVED && mm < pp) {
                                                 res->rejected[PX_REJ_BATCH]++;
                                                 continue; /* interleaving needs m >= p */
+                                            }
+                                            if (o->caps &&
+                                                !px_caps_allow(o->caps, m, &par, NULL)) {
+                                                res->rejected[PX_REJ_FRAMEWORK]++;
+                                                continue;
                                             }
                                             res->n_evaluated++;
                                             px_prediction pred;

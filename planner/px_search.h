@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "px_caps.h"
 #include "px_cost.h"
 #include "px_error.h"
 #include "px_hw.h"
@@ -62,6 +63,13 @@ typedef struct {
      * PX_SEARCH_MILP_BUDGET_S); candidates left when it is spent keep their
      * uniform split (counted in milp_skipped) */
     double milp_budget_s;
+    /* The framework the plan is for (px_framework.h): the search scores only
+     * configurations its capabilities allow (a fixed dimension it cannot run
+     * is an error naming the capability), and takes the overlap and attention
+     * defaults from how it runs.  NULL: everything, the planner's defaults. */
+    const px_caps *caps;
+    const struct px_fw_runtime *run;
+    int flash_attention;     /* -1: the framework's fused attention (on without one); 0 off; 1 on */
 } px_search_opts;
 
 /* Per candidate; interleaved programs get a tenth (their heuristic split is
@@ -85,6 +93,7 @@ typedef enum {
     PX_REJ_BATCH,      /* global batch not divisible by micro-batch · dp (or fixed m);
                         * interleaving with fewer than pp micro-batches */
     PX_REJ_MEMORY,     /* does not fit in hbm_bytes − mem_reserve_bytes */
+    PX_REJ_FRAMEWORK,  /* the framework (opts.caps) cannot run it */
     PX_REJ_COUNT
 } px_reject;
 
@@ -141,6 +150,11 @@ bool px_search_fully_fixed(const px_model *m, int gpus, const px_search_opts *o)
 
 px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_search_opts *o,
                         px_search_result *res, px_error *err);
+
+/* The dimensions fixed in o that the framework o->caps cannot run:
+ * PX_ERR_INFEASIBLE naming the flag and the capability (PX_OK without
+ * caps).  Called by px_search_run. */
+px_status px_search_check_framework(const px_model *m, const px_search_opts *o, px_error *err);
 
 /* The section-11 decision procedure as a plan (scored with px_cost);
  * fills res->rule, rule_fits, rule_notes.  Called by px_search_run. */

@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include "px_cost.h"
+#include "px_framework.h"
+#include "px_precision.h"
+#include "px_split_megatron.h"
 
 /* ------------------------------------------------------------------ */
 /* JSON helpers: a null or missing field reads as "unpublished"        */
@@ -79,12 +82,16 @@ static int year_in(const char *s)
 /* ------------------------------------------------------------------ */
 /* Row → model, hardware, published dimensions                          */
 
-/* The clusters of the file: DGX A100 (Selene), DGX H100; the profile carries
- * the NVLink and per-GPU InfiniBand bandwidths. */
-static const char *profile_for_gpu(const char *gpu)
+/* The row's GPU and memory -> a hardware profile (shared/data/README.md):
+ * V100 v100; A100 40 GB a100-40g, other A100 a100-80g (Selene); H100
+ * h100-sxm; GB200 gb200-nvl72.  The profile carries the NVLink and per-GPU
+ * InfiniBand bandwidths. */
+static const char *profile_for_gpu(const char *gpu, double mem_gb)
 {
+    if (contains_ci(gpu, "V100"))
+        return "v100";
     if (contains_ci(gpu, "A100"))
-        return "a100-80g";
+        return mem_gb > 0 && mem_gb <= 40.5 ? "a100-40g" : "a100-80g";
     if (contains_ci(gpu, "H100"))
         return "h100-sxm";
     if (contains_ci(gpu, "H200"))
@@ -96,6 +103,41 @@ static const char *profile_for_gpu(const char *gpu)
     if (contains_ci(gpu, "B200"))
         return "b200";
     return NULL;
+}
+
+/* The row's precision -> the format the cost model runs (README: bf16,
+ * amp_bf16 and "fp16/bf16" -> bf16; fp16 -> fp16; fp8 -> fp8; a row that
+ * states none is taken as bf16, the planner's format).  The one
+ * place a precision is mapped and judged: returns false with a note for a
+ * format the cost model does not model yet. */
+static bool row_precision(const char *s, px_val_row *row)
+{
+    row->precision = -1;
+    if (!s || starts_with_ci(s, "bf16") || starts_with_ci(s, "amp_bf16") ||
+        starts_with_ci(s, "fp16/bf16"))
+        row->precision = PX_PREC_BF16;
+    else if (starts_with_ci(s, "fp16"))
+        row->precision = PX_PREC_FP16;
+    else if (starts_with_ci(s, "fp8"))
+        row->precision = PX_PREC_FP8;
+    if (row->precision == PX_PREC_BF16 || row->precision == PX_PREC_FP16)
+        return true;
+    snprintf(row->note, sizeof row->note, "precision %s not modelled (bf16 and fp16 are)",
+             row->precision == PX_PREC_FP8 ? "fp8" : (s ? s : "(null)"));
+    return false;
+}
+
+/* The row's framework -> a profile of frameworks/ (README): llm-foundry or
+ * Metaseq -> llm-foundry (PyTorch FSDP); MaxText or Paxml -> maxtext;
+ * everything else (Megatron-LM, Megatron-DeepSpeed, NeMo) -> megatron. */
+static const char *framework_for(const char *fw)
+{
+    if (contains_ci(fw, "llm-foundry") || contains_ci(fw, "Composer") ||
+        contains_ci(fw, "Metaseq"))
+        return "llm-foundry";
+    if (contains_ci(fw, "MaxText") || contains_ci(fw, "Paxml"))
+        return "maxtext";
+    return "megatron";
 }
 
 static int parse_recompute(const char *s)
@@ -119,6 +161,78 @@ static int tri_bool(const json_t *obj, const char *key)
     return json_is_true(v) ? 1 : 0;
 }
 
+static bool has_key_value(const json_t *obj, const char *key)
+{
+    json_t *v = obj ? json_object_get(obj, key) : NULL;
+    return v && !json_is_null(v);
+}
+
+/* The model of a row: a Hugging Face style config (README) — llama-type
+ * (RMSNorm, SwiGLU, RoPE, untied) when the MLP is gated, gpt2-type
+ * (LayerNorm, GeLU, learned positions, biases, tied) otherwise; MoE rows
+ * qwen3_moe-type (gated experts, every layer routed unless moe_layers says
+ * fewer).  MLA rows are not modelled by this mapping. */
+static bool row_model(const json_t *jm, px_val_row *row)
+{
+    px_model *m = &row->model;
+    const char *notes = jstr(jm, "arch_notes");
+    static const char *const need[] = {"layers", "hidden", "heads", "vocab", "seq_len"};
+    for (int i = 0; i < 5; i++)
+        if (jint_or(jm, need[i], 0) <= 0) {
+            snprintf(row->note, sizeof row->note, "model.%s unpublished", need[i]);
+            return false;
+        }
+    const json_t *moe = json_object_get(jm, "moe");
+    row->moe = moe && json_is_object(moe);
+    if (contains_ci(notes, "MLA")) {
+        snprintf(row->note, sizeof row->note, "multi-head latent attention rows not modelled");
+        return false;
+    }
+    bool gated = row->moe || contains_ci(notes, "SwiGLU") || contains_ci(notes, "GeGLU");
+    snprintf(m->name, sizeof m->name, "%.63s", row->id);
+    m->block = gated ? PX_BLOCK_LLAMA : PX_BLOCK_GPT;
+    m->attn = PX_ATTN_STANDARD;
+    m->hidden = jint_or(jm, "hidden", 0);
+    m->n_layers = jint_or(jm, "layers", 0);
+    m->n_heads = jint_or(jm, "heads", 0);
+    m->n_kv_heads = jint_or(jm, "kv_heads", m->n_heads);
+    m->head_dim = m->n_heads > 0 ? m->hidden / m->n_heads : 0;
+    m->vocab = jint_or(jm, "vocab", 0);
+    m->seq_len = jint_or(jm, "seq_len", 0);
+    m->max_positions = gated ? 0 : m->seq_len;
+    m->tied_embeddings = !gated;
+    m->qkv_bias = !gated;
+    m->moe_layer_freq = 1;
+    if (row->moe) {
+        m->n_experts = jint_or(moe, "experts", 0);
+        m->top_k = jint_or(moe, "top_k", 1);
+        m->moe_ffn = jint_or(moe, "expert_ffn", 0);
+        m->n_shared_experts = jint_or(moe, "shared_experts", 0);
+        int64_t moe_layers = jint_or(moe, "moe_layers", m->n_layers);
+        if (moe_layers < m->n_layers)
+            m->first_dense_layers = m->n_layers - moe_layers;
+    }
+    m->ffn = jint_or(jm, "ffn", row->moe ? m->moe_ffn : 4 * m->hidden);
+    px_error e;
+    if (px_model_validate(m, &e) != PX_OK) {
+        snprintf(row->note, sizeof row->note, "%.150s", e.msg);
+        return false;
+    }
+    return true;
+}
+
+/* Family: id prefix / framework profile / GPU / precision / dense|moe. */
+static void row_family(const json_t *jr, px_val_row *row)
+{
+    const char *id = row->id, *dash = strchr(id, '-');
+    int plen = dash ? (int)(dash - id) : (int)strlen(id);
+    const char *gpu = jstr(json_object_get(jr, "hardware"), "gpu");
+    static const char *const prec[] = {"bf16", "fp16", "fp8"};
+    const char *p = row->precision >= 0 && row->precision <= 2 ? prec[row->precision] : "other";
+    snprintf(row->family, sizeof row->family, "%.*s/%s/%.12s/%s/%s", plen > 24 ? 24 : plen, id,
+             row->framework, gpu ? gpu : "?", p, row->moe ? "moe" : "dense");
+}
+
 /* Fills one row; returns false (with row->note) when it cannot be modelled. */
 static bool parse_row(const json_t *jr, px_val_row *row)
 {
@@ -128,6 +242,8 @@ static bool parse_row(const json_t *jr, px_val_row *row)
     snprintf(row->group, sizeof row->group, "%s", group ? group : "?");
     row->meas_tflops = row->meas_mfu = row->meas_hfu = row->meas_step_s = -1.0;
     row->meas_layer_fwd_s = row->meas_layer_bwd_s = -1.0;
+    row->meas_tok_gpu = row->pred_tok_gpu = -1.0;
+    row->cp = row->ep = 1;
 
     const json_t *jm = json_object_get(jr, "model"), *jh = json_object_get(jr, "hardware"),
                  *jp = json_object_get(jr, "parallel"), *je = json_object_get(jr, "measured"),
@@ -138,6 +254,7 @@ static bool parse_row(const json_t *jr, px_val_row *row)
     row->meas_mfu = jpos_or(je, "mfu", -1.0);
     row->meas_hfu = jpos_or(je, "hfu", -1.0);
     row->meas_step_s = jpos_or(je, "step_time_s", -1.0);
+    row->meas_tok_gpu = jpos_or(je, "tokens_per_sec_per_gpu", -1.0);
     double fwd_ms = jpos_or(je, "layer_forward_ms", -1.0),
            bwd_ms = jpos_or(je, "layer_backward_ms", -1.0);
     if (fwd_ms > 0 && bwd_ms > 0) {
@@ -152,8 +269,22 @@ static bool parse_row(const json_t *jr, px_val_row *row)
                     ? PX_VAL_CONV_HW
                     : PX_VAL_CONV_MODEL;
 
+    /* usable (README): dense or MoE, tp, pp and dp published, and a measured
+     * tokens/s per GPU, MFU or step time */
+    row->usable = jm && has_key_value(jp, "tp") && has_key_value(jp, "pp") &&
+                  has_key_value(jp, "dp") &&
+                  (row->meas_tok_gpu > 0 || row->meas_mfu > 0 || row->meas_step_s > 0);
+    snprintf(row->framework, sizeof row->framework, "%s", framework_for(jstr(jr, "framework")));
+    bool prec_ok = row_precision(jstr(jr, "precision"), row);
+    const json_t *moe = jm ? json_object_get(jm, "moe") : NULL;
+    row->moe = moe && json_is_object(moe);
+    row_family(jr, row);
+    if (!prec_ok)
+        return false;
+
     /* hardware */
-    const char *prof = profile_for_gpu(jstr(jh, "gpu"));
+    double mem_gb;
+    const char *prof = profile_for_gpu(jstr(jh, "gpu"), jnum(jh, "gpu_memory_gb", &mem_gb) ? mem_gb : 0.0);
     row->gpus = (int)jint_or(jh, "num_gpus", 0);
     row->gpus_per_node = (int)jint_or(jh, "gpus_per_node", 0);
     if (!prof) {
@@ -162,54 +293,47 @@ static bool parse_row(const json_t *jr, px_val_row *row)
         return false;
     }
     snprintf(row->hw_name, sizeof row->hw_name, "%s", prof);
-
-    /* model: a GPT block (LayerNorm, learned positions, GeLU, biases, tied
-     * embeddings: Megatron's GPT), f = 4h unless the row says otherwise */
-    if (!jm || (json_object_get(jm, "moe") && !json_is_null(json_object_get(jm, "moe")))) {
-        snprintf(row->note, sizeof row->note, "MoE rows are not modelled by this harness yet");
+    if (!jm || !row_model(jm, row))
         return false;
-    }
-    px_model *m = &row->model;
-    snprintf(m->name, sizeof m->name, "%.63s", row->id);
-    m->block = PX_BLOCK_GPT;
-    m->attn = PX_ATTN_STANDARD;
-    m->hidden = jint_or(jm, "hidden", 0);
-    m->n_layers = jint_or(jm, "layers", 0);
-    m->n_heads = jint_or(jm, "heads", 0);
-    m->n_kv_heads = jint_or(jm, "kv_heads", m->n_heads);
-    m->head_dim = m->n_heads > 0 ? m->hidden / m->n_heads : 0;
-    m->ffn = jint_or(jm, "ffn", 4 * m->hidden);
-    m->vocab = jint_or(jm, "vocab", 0);
-    m->seq_len = jint_or(jm, "seq_len", 0);
-    m->max_positions = m->seq_len;
-    m->tied_embeddings = true;
-    m->qkv_bias = true;
-    m->moe_layer_freq = 1;
-    px_error e;
-    if (px_model_validate(m, &e) != PX_OK) {
-        snprintf(row->note, sizeof row->note, "%.150s", e.msg);
-        return false;
-    }
 
-    /* parallel: published values fixed, nulls free */
-    int cp = (int)jint_or(jp, "cp", 1);
+    /* parallel: published values fixed, nulls free; cp follows from
+     * tp·pp·dp when it is not published */
     row->tp = (int)jint_or(jp, "tp", 1);
     row->pp = (int)jint_or(jp, "pp", 1);
     row->vpp = (int)jint_or(jp, "vpp", 0);
     row->dp = (int)jint_or(jp, "dp", 0);
-    if (cp != 1 || jint_or(jp, "ep", 1) != 1) {
-        snprintf(row->note, sizeof row->note, "cp/ep > 1 not handled by this harness");
+    row->cp = (int)jint_or(jp, "cp", 0);
+    row->ep = (int)jint_or(jp, "ep", 1);
+    row->etp = (int)jint_or(jp, "etp", 0);
+    if (row->cp <= 0)
+        row->cp = row->dp > 0 && row->tp > 0 && row->pp > 0 &&
+                          row->gpus % (row->tp * row->pp * row->dp) == 0
+                      ? row->gpus / (row->tp * row->pp * row->dp)
+                      : 1;
+    if (row->dp <= 0 && row->tp > 0 && row->pp > 0 && row->cp > 0)
+        row->dp = row->gpus / (row->tp * row->pp * row->cp);
+    if (row->tp < 1 || row->pp < 1 || row->dp < 1 || row->cp < 1 ||
+        (int64_t)row->tp * row->pp * row->dp * row->cp != row->gpus) {
+        snprintf(row->note, sizeof row->note, "tp %d x cp %d x pp %d x dp %d != %d GPUs",
+                 row->tp, row->cp, row->pp, row->dp, row->gpus);
         return false;
     }
-    if (row->dp <= 0 && row->tp > 0 && row->pp > 0)
-        row->dp = row->gpus / (row->tp * row->pp);
-    if (row->tp < 1 || row->pp < 1 || row->dp < 1 || row->tp * row->pp * row->dp != row->gpus) {
-        snprintf(row->note, sizeof row->note, "tp %d x pp %d x dp %d != %d GPUs", row->tp,
-                 row->pp, row->dp, row->gpus);
+    if (!row->moe && row->ep > 1) {
+        snprintf(row->note, sizeof row->note, "ep %d on a dense model", row->ep);
         return false;
     }
     row->sp = tri_bool(jp, "sp");
-    row->zero = (int)jint_or(jp, "zero_stage", -1);
+    /* fsdp true or a shard-group size => ZeRO-3 (a size below the
+     * data-parallel degree is hybrid sharding) */
+    json_t *jf = json_object_get(jp, "fsdp");
+    if (jf && (json_is_true(jf) || json_is_integer(jf))) {
+        row->zero = 3;
+        int64_t g = json_is_integer(jf) ? json_integer_value(jf) : 0;
+        if (g > 0 && g < (int64_t)row->dp * row->cp)
+            row->shard_group = (int)g;
+    } else {
+        row->zero = (int)jint_or(jp, "zero_stage", -1);
+    }
     row->recompute = parse_recompute(jstr(jp, "recompute"));
     row->micro_batch = jint_or(jp, "micro_batch", 0);
     row->global_batch = jint_or(jp, "global_batch", 0);
@@ -228,6 +352,9 @@ static bool parse_row(const json_t *jr, px_val_row *row)
     /* the asynchronous backward TP all-reduce came with Megatron's 2022
      * sequence-parallel release; the 2021 runs blocked on it */
     row->tp_overlap = year == 0 || year >= 2022;
+    /* sequence parallelism is Megatron's 2022 release: earlier runs had none */
+    if (row->sp < 0 && year > 0 && year < 2022)
+        row->sp = 0;
     /* gradient precision is not published: Megatron's default, fp32 main
      * gradients (the planner's default too) */
     row->grad_fp32 = true;
@@ -324,6 +451,63 @@ static double score_of(const px_prediction *p)
     return p->time.step_s;
 }
 
+/* Expert tensor parallelism when unpublished: Megatron-Core's default,
+ * the dense TP (--expert-tensor-parallel-size defaults to
+ * --tensor-model-parallel-size), when ep x tp fits the tp·cp·dp GPUs of a
+ * stage; else 1. */
+static int row_etp(const px_val_row *row)
+{
+    if (!row->moe)
+        return 1;
+    if (row->etp > 0)
+        return row->etp;
+    int64_t stage = (int64_t)row->tp * row->cp * row->dp;
+    return stage % ((int64_t)row->ep * row->tp) == 0 ? row->tp : 1;
+}
+
+/* Layers that do not divide over pp x vpp chunks: with one chunk a stage the
+ * planner's balanced uneven split; interleaved, Megatron's split with the
+ * embedding and the loss counted as pipeline layers (px_split_megatron.h). */
+static bool row_split(const px_model *m, px_parallel *par, const char **why)
+{
+    par->n_chunks = 0;
+    int chunks = par->pp * par->vpp;
+    if (m->n_layers % chunks == 0)
+        return true;
+    if (par->vpp == 1)
+        return px_cost_record_split(m, par) || true;
+    px_megatron_split how = {0, 0, true, true};
+    if (chunks > PX_MAX_CHUNKS || !px_split_megatron(m->n_layers, par->pp, par->vpp, &how,
+                                                     par->layers_per_chunk)) {
+        *why = "layers do not split over pp x vpp chunks, also with the embedding and loss "
+               "counted as pipeline layers";
+        return false;
+    }
+    par->n_chunks = chunks;
+    return true;
+}
+
+/* The published-runs comparison (shared/data/README.md): tokens/s per GPU
+ * when published, else MFU, else step time; + means predicted too fast. */
+static void family_error(px_val_row *row)
+{
+    const px_prediction *p = &row->pred;
+    row->pred_tok_gpu = row->gpus > 0 ? p->tokens_per_s / row->gpus : 0.0;
+    row->fam_on = 0;
+    if (!row->usable || row->refused || p->time.step_s <= 0)
+        return;
+    if (row->meas_tok_gpu > 0) {
+        row->fam_on = 1;
+        row->fam_err = row->pred_tok_gpu / row->meas_tok_gpu - 1.0;
+    } else if (row->meas_mfu > 0) {
+        row->fam_on = 2;
+        row->fam_err = p->mfu / row->meas_mfu - 1.0;
+    } else if (row->meas_step_s > 0) {
+        row->fam_on = 3;
+        row->fam_err = row->meas_step_s / p->time.step_s - 1.0;
+    }
+}
+
 static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_vpp,
                              px_error *err)
 {
@@ -340,6 +524,13 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
     const px_model *m = &row->model;
     int64_t limit = hw.hbm_bytes - hw.mem_reserve_bytes;
 
+    static px_framework fw;
+    if (strcmp(fw.name, row->framework) != 0) {
+        st = px_framework_load(row->framework, NULL, &fw, err);
+        if (st != PX_OK)
+            return st;
+    }
+
     /* per-layer rows need a micro-batch but no step: one micro-batch */
     int64_t gb = row->global_batch;
     if (gb <= 0) {
@@ -347,10 +538,16 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
         if (!row->note[0])
             snprintf(row->note, sizeof row->note, "global batch unpublished: one micro-batch");
     }
-    if (gb % row->dp != 0) {
-        snprintf(row->note, sizeof row->note, "global batch %lld not divisible by dp %d",
-                 (long long)gb, row->dp);
-        return PX_OK;
+    int64_t unit = (int64_t)row->dp * (row->micro_batch > 0 ? row->micro_batch : 1);
+    if (gb % unit != 0) {
+        /* the layout runs the nearest global batch it divides (as plan does) */
+        int64_t near = (gb + unit / 2) / unit * unit;
+        if (near < unit)
+            near = unit;
+        snprintf(row->note, sizeof row->note,
+                 "global batch %lld not divisible by dp x micro-batch %lld: nearest %lld",
+                 (long long)gb, (long long)unit, (long long)near);
+        gb = near;
     }
     int64_t per_replica = gb / row->dp;
 
@@ -378,6 +575,8 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
     int z0 = row->zero >= 0 ? row->zero : 0, z1 = row->zero >= 0 ? row->zero : 1;
 
     static px_parallel par, best_par;
+    const char *why = NULL;
+    static char why_buf[256];
     bool have = false, best_fits = false;
     px_prediction best;
     memset(&best, 0, sizeof best);
@@ -399,6 +598,9 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
                         par.tp = row->tp;
                         par.pp = row->pp;
                         par.dp = row->dp;
+                        par.cp = row->cp;
+                        par.ep = row->ep;
+                        par.etp = row_etp(row);
                         par.vpp = row->pp > 1 ? v : 1;
                         par.schedule = par.vpp > 1 ? PX_SCHED_INTERLEAVED : PX_SCHED_1F1B;
                         par.sp = sp && row->tp > 1;
@@ -411,8 +613,21 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
                         par.dp_overlap = row->dp_overlap;
                         par.tp_overlap = row->tp_overlap;
                         par.grad_fp32 = row->grad_fp32;
-                        if (px_cost_check(m, &par, NULL) != PX_OK)
+                        if (!row_split(m, &par, &why))
                             continue;
+                        px_error ce;
+                        if (px_cost_check(m, &par, &ce) != PX_OK) {
+                            snprintf(why_buf, sizeof why_buf, "%.200s", ce.msg);
+                            why = why_buf;
+                            continue;
+                        }
+                        const char *cap = NULL;
+                        if (!px_caps_allow(&fw.caps, m, &par, &cap)) {
+                            snprintf(why_buf, sizeof why_buf,
+                                     "framework %s cannot run it (capability %s)", fw.name, cap);
+                            why = why_buf;
+                            continue;
+                        }
                         px_prediction pred;
                         if (px_cost_eval(&ctx, &par, 0.0, 0.0, &pred, NULL, NULL) != PX_OK)
                             continue;
@@ -432,8 +647,17 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
                     }
     row->n_searched = n_scored;
     if (!have) {
-        snprintf(row->note, sizeof row->note, "no valid configuration (divisibility)");
+        snprintf(row->note, sizeof row->note, "no valid configuration: %.130s",
+                 why ? why : "divisibility");
+        row->refused = row->usable;
         return PX_OK;
+    }
+    if (!best_fits && row->usable) {
+        /* the planner would refuse it; the prediction stays for the table */
+        row->refused = true;
+        snprintf(row->note, sizeof row->note,
+                 "does not fit: %.1f GB per GPU > %.1f GB (HBM - reserve)",
+                 (double)best.mem.total / 1e9, (double)limit / 1e9);
     }
     row->evaluated = true;
     row->fits = best_fits;
@@ -463,6 +687,7 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
     }
     if (row->meas_step_s > 0 && !row->global_batch_borrowed && row->global_batch > 0)
         row->err_step = step / row->meas_step_s - 1.0;
+    family_error(row);
     return PX_OK;
 }
 
@@ -542,6 +767,91 @@ static void find_ratios(px_val_report *rep)
     }
 }
 
+static void family_add(px_val_family *f, const px_val_row *row)
+{
+    f->n_usable++;
+    if (row->fam_on == 0) {
+        f->n_refused++;
+        return;
+    }
+    double a = fabs(row->fam_err);
+    f->mean_abs = (f->mean_abs * f->n_pred + a) / (f->n_pred + 1);
+    f->bias = (f->bias * f->n_pred + row->fam_err) / (f->n_pred + 1);
+    f->n_pred++;
+    if (a > f->worst_abs || f->n_pred == 1) {
+        f->worst_abs = a;
+        snprintf(f->worst_id, sizeof f->worst_id, "%s", row->id);
+    }
+}
+
+/* Families of the usable rows; all_usable holds the bf16 / fp16 ones (the
+ * formats the cost model runs).  A usable row without a prediction counts as
+ * refused (its note says why). */
+static px_status families(px_val_report *rep, px_error *err)
+{
+    rep->n_families = 0;
+    memset(&rep->all_usable, 0, sizeof rep->all_usable);
+    snprintf(rep->all_usable.name, sizeof rep->all_usable.name, "all bf16/fp16");
+    for (int i = 0; i < rep->n_rows; i++) {
+        px_val_row *row = &rep->rows[i];
+        if (!row->usable)
+            continue;
+        if (row->fam_on == 0)
+            row->refused = true;
+        int g = 0;
+        while (g < rep->n_families && strcmp(rep->families[g].name, row->family) != 0)
+            g++;
+        if (g == rep->n_families) {
+            if (rep->n_families >= PX_VALIDATE_MAX_FAMILIES)
+                return PX_FAIL(err, PX_ERR_INVALID, "more than %d families in %s",
+                               PX_VALIDATE_MAX_FAMILIES, rep->path);
+            memset(&rep->families[g], 0, sizeof rep->families[g]);
+            snprintf(rep->families[g].name, sizeof rep->families[g].name, "%s", row->family);
+            rep->n_families++;
+        }
+        family_add(&rep->families[g], row);
+        if (row->precision == PX_PREC_BF16 || row->precision == PX_PREC_FP16)
+            family_add(&rep->all_usable, row);
+    }
+    return PX_OK;
+}
+
+bool px_validate_family_bounds(const px_val_report *r, double max_mean, double max_family,
+                               double max_refused, char *why, int why_len)
+{
+    char dummy[8];
+    if (!why) {
+        why = dummy;
+        why_len = (int)sizeof dummy;
+    }
+    why[0] = '\0';
+    const px_val_family *a = &r->all_usable;
+    if (a->n_usable == 0 || a->n_pred == 0) {
+        snprintf(why, (size_t)why_len, "no usable bf16/fp16 row was predicted");
+        return false;
+    }
+    if (a->mean_abs > max_mean) {
+        snprintf(why, (size_t)why_len, "mean |error| %.1f%% over %d rows > %.1f%%",
+                 100.0 * a->mean_abs, a->n_pred, 100.0 * max_mean);
+        return false;
+    }
+    double refused = (double)a->n_refused / a->n_usable;
+    if (refused > max_refused) {
+        snprintf(why, (size_t)why_len, "%d of %d usable rows refused (%.1f%% > %.1f%%)",
+                 a->n_refused, a->n_usable, 100.0 * refused, 100.0 * max_refused);
+        return false;
+    }
+    for (int g = 0; g < r->n_families; g++) {
+        const px_val_family *f = &r->families[g];
+        if (f->n_pred > 0 && f->mean_abs > max_family && !strstr(f->name, "/fp8/")) {
+            snprintf(why, (size_t)why_len, "family %s: mean |error| %.1f%% > %.1f%%", f->name,
+                     100.0 * f->mean_abs, 100.0 * max_family);
+            return false;
+        }
+    }
+    return true;
+}
+
 px_status px_validate_run(px_val_report *rep, px_error *err)
 {
     const char *dir = rep->profiles_dir[0] ? rep->profiles_dir : NULL;
@@ -577,7 +887,7 @@ px_status px_validate_run(px_val_report *rep, px_error *err)
             stat_add(&rep->overall_step, row->id, row->err_step);
     }
     find_ratios(rep);
-    return PX_OK;
+    return families(rep, err);
 }
 
 px_status px_validate_file(const char *path, const char *profiles_dir, px_val_report *out,
@@ -648,6 +958,34 @@ static void fmt_pct(char *buf, size_t n, bool have, double e)
         snprintf(buf, n, "%+.1f", 100.0 * e);
     else
         snprintf(buf, n, "n/a");
+}
+
+/* The families of the usable rows and the refused rows with the reason. */
+static void write_families(const px_val_report *r, FILE *out)
+{
+    if (r->n_families == 0)
+        return;
+    fprintf(out, "\n# families (id prefix / framework / GPU / precision / dense|moe) of the "
+                 "usable rows: tokens/s per GPU, else MFU, else step time; err = pred/meas - 1 "
+                 "(step: meas/pred - 1), + = predicted too fast\n");
+    fprintf(out, "%-44s %6s %6s %7s %8s %8s %8s  %s\n", "family", "usable", "pred", "refused",
+            "mean|e|%", "bias%", "worst%", "worst row");
+    for (int g = 0; g <= r->n_families; g++) {
+        const px_val_family *f = g < r->n_families ? &r->families[g] : &r->all_usable;
+        fprintf(out, "%-44.44s %6d %6d %7d %8.1f %+8.1f %8.1f  %s\n", f->name, f->n_usable,
+                f->n_pred, f->n_refused, 100.0 * f->mean_abs, 100.0 * f->bias,
+                100.0 * f->worst_abs, f->n_pred ? f->worst_id : "-");
+    }
+    bool any = false;
+    for (int i = 0; i < r->n_rows; i++) {
+        const px_val_row *w = &r->rows[i];
+        if (!w->usable || !w->refused)
+            continue;
+        if (!any)
+            fprintf(out, "\n# refused usable rows and the planner's reason\n");
+        any = true;
+        fprintf(out, "%-48.48s %s\n", w->id, w->note);
+    }
 }
 
 void px_validate_write_table(const px_val_report *r, FILE *out)
@@ -724,6 +1062,7 @@ void px_validate_write_table(const px_val_report *r, FILE *out)
     for (int k = 0; k < 2; k++)
         fprintf(out, "%-28.28s %4d %8.1f %8.1f  %s\n", all[k]->name, all[k]->n,
                 100.0 * all[k]->mean_abs, 100.0 * all[k]->worst_abs, all[k]->worst_id);
+    write_families(r, out);
     char why[256];
     bool ok = px_validate_within_bounds(r, why, sizeof why);
     fprintf(out, "# bounds (throughput MAE <= %.0f%%, group MAE <= %.0f%%, ratios <= %.0f%%): %s%s%s\n",
@@ -814,8 +1153,15 @@ px_status px_validate_write_json(const px_val_report *r, FILE *out, px_error *er
     }
     for (int i = 0; i < r->n_rows; i++) {
         const px_val_row *w = &r->rows[i];
-        json_t *o = json_pack("{s:s, s:s, s:b, s:s}", "id", w->id, "group", w->group,
-                              "evaluated", w->evaluated, "note", w->note);
+        json_t *o = json_pack("{s:s, s:s, s:b, s:s, s:s, s:s, s:b, s:b}", "id", w->id, "group",
+                              w->group, "evaluated", w->evaluated, "note", w->note, "family",
+                              w->family, "framework", w->framework, "usable", w->usable,
+                              "refused", w->refused);
+        if (w->fam_on)
+            json_object_set_new(o, "family_err", json_real(w->fam_err));
+        if (w->evaluated)
+            json_object_set_new(o, "pred_tokens_per_s_per_gpu", json_real(w->pred_tok_gpu));
+        json_object_set_new(o, "meas_tokens_per_s_per_gpu", num_or_null(w->meas_tok_gpu));
         if (w->evaluated) {
             const px_parallel *p = &w->par;
             json_object_set_new(o, "config",
@@ -860,6 +1206,19 @@ px_status px_validate_write_json(const px_val_report *r, FILE *out, px_error *er
     json_object_set_new(root, "overall_tflops", stat_json(&r->overall_tflops));
     json_object_set_new(root, "overall_step", stat_json(&r->overall_step));
     json_object_set_new(root, "within_bounds", json_boolean(px_validate_within_bounds(r, NULL, 0)));
+    json_t *fams = json_array();
+    for (int g = 0; g <= r->n_families; g++) {
+        const px_val_family *f = g < r->n_families ? &r->families[g] : &r->all_usable;
+        json_t *o = json_pack("{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:s}", "name", f->name,
+                              "usable", f->n_usable, "predicted", f->n_pred, "refused",
+                              f->n_refused, "mean_abs_err", f->mean_abs, "bias", f->bias,
+                              "worst_abs_err", f->worst_abs, "worst_id", f->worst_id);
+        if (g < r->n_families)
+            json_array_append_new(fams, o);
+        else
+            json_object_set_new(root, "all_usable", o);
+    }
+    json_object_set_new(root, "families", fams);
     int rc = json_dumpf(root, out, JSON_SORT_KEYS | JSON_INDENT(1) | JSON_REAL_PRECISION(6));
     json_decref(root);
     if (rc != 0)

@@ -30,6 +30,14 @@
 /* Korthikanti's full-vs-selective recompute ratios (Table 4 layer times,
  * Table 5 step times) must be reproduced within this relative error. */
 #define PX_VALIDATE_MAX_RATIO_ERR 0.05
+/* The bounds the test suite keeps on published-runs.json (the families of
+ * its usable bf16/fp16 rows): what the cost model achieves today, so that a
+ * change that makes it worse fails (docs/validation.md says where the gap to
+ * the goals lies). */
+#define PX_VALIDATE_RUNS_MAX_MEAN 0.21
+#define PX_VALIDATE_RUNS_MAX_FAMILY 0.72
+#define PX_VALIDATE_RUNS_MAX_REFUSED 0.41
+
 /* Interleaving searched when a row leaves it unpublished: 1 (plain 1F1B) or
  * 2..8 chunks a stage (the planner's own bound). */
 #define PX_VALIDATE_MAX_VPP 8
@@ -87,7 +95,29 @@ typedef struct {
     double err;            /* relative error of the primary metric: (pred − meas) / meas */
     double err_step;       /* relative error of the step time, 0 if not measured */
     char note[160];        /* why a row could not be evaluated, or an assumption taken */
+
+    /* The published-runs schema's mapping (docs/validation.md, "Families") */
+    char family[96];       /* id prefix / framework profile / GPU / precision / dense|moe */
+    char framework[32];    /* frameworks/<name>.json the row maps to */
+    int precision;         /* px_precision, -1: not recognised */
+    bool moe;
+    int cp, ep, etp;       /* 1 unless published (etp 0: unpublished) */
+    int shard_group;       /* FSDP shard group (hybrid sharding); 0: the whole DP group */
+    bool usable;           /* tp, pp, dp published and a tokens/s, MFU or step time measured */
+    bool refused;          /* usable, but not predicted: note says the planner's reason */
+    double meas_tok_gpu, pred_tok_gpu; /* tokens/s per GPU (< 0 unpublished) */
+    int fam_on;            /* 1 tokens/s per GPU, 2 MFU, 3 step time, 0 none */
+    double fam_err;        /* + = predicted too fast (step: meas/pred - 1) */
 } px_val_row;
+
+/* Errors of one family of rows of the published-runs schema. */
+typedef struct {
+    char name[96];
+    int n_usable, n_pred, n_refused;
+    double mean_abs, bias;  /* mean |fam_err| and mean fam_err over the predicted */
+    double worst_abs;
+    char worst_id[96];
+} px_val_family;
 
 /* Mean and worst absolute relative error over a set of rows. */
 typedef struct {
@@ -106,6 +136,7 @@ typedef struct {
 
 #define PX_VALIDATE_MAX_GROUPS 32
 #define PX_VALIDATE_MAX_RATIOS 32
+#define PX_VALIDATE_MAX_FAMILIES 64
 
 typedef struct {
     char path[512];
@@ -121,7 +152,18 @@ typedef struct {
     int n_ratios;
     px_val_ratio ratios[PX_VALIDATE_MAX_RATIOS];
     double worst_ratio_err;
+    /* the published-runs families (bf16/fp16 and fp8 alike) and the total
+     * over every usable row */
+    int n_families;
+    px_val_family families[PX_VALIDATE_MAX_FAMILIES];
+    px_val_family all_usable;
 } px_val_report;
+
+/* Bounds on the families of a published-runs file: the mean |error| over
+ * every predicted usable row, every family's, and the fraction of usable
+ * rows refused.  why (may be NULL) names the first failure. */
+bool px_validate_family_bounds(const px_val_report *r, double max_mean, double max_family,
+                               double max_refused, char *why, int why_len);
 
 /* Reads the rows of `path` (a JSON array of published runs) and loads the
  * hardware profile each maps to (profiles_dir may be NULL for the default).

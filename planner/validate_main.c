@@ -13,17 +13,24 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: validate [FILE] [--json | --explain ID] [--check] [--max-vpp N] [--hw-dir DIR]\n"
+            "usage: validate [FILE] [--json | --explain ID] [--check] [--check-families] [--max-vpp N]\n"
+            "                [--hw-dir DIR]\n"
             "  FILE        published runs (JSON array); default: the shared data file\n"
             "  --json      write the report as JSON (sorted keys) instead of the table\n"
             "  --explain   the cost model's breakdown of row ID's predicted configuration\n"
             "  --check     exit 1 when the issue-7 bounds do not hold (throughput MAE <= %.0f%%,\n"
             "              every group <= %.0f%%, full/selective ratios within %.0f%%)\n"
+            "  --check-families\n"
+            "              exit 1 when the families of the usable bf16/fp16 rows pass the bounds\n"
+            "              kept on published-runs.json (mean |error| <= %.0f%%, every family\n"
+            "              <= %.0f%%, at most %.0f%% of the usable rows refused)\n"
             "  --max-vpp   search interleaving up to N chunks a stage where a row leaves it\n"
             "              unpublished (default %d; 1: plain 1F1B)\n"
             "  --hw-dir    directory of hardware profiles (default: hw_profiles/)\n",
             100.0 * PX_VALIDATE_MAX_MAE, 100.0 * PX_VALIDATE_MAX_GROUP_MAE,
-            100.0 * PX_VALIDATE_MAX_RATIO_ERR, PX_VALIDATE_MAX_VPP);
+            100.0 * PX_VALIDATE_MAX_RATIO_ERR, 100.0 * PX_VALIDATE_RUNS_MAX_MEAN,
+            100.0 * PX_VALIDATE_RUNS_MAX_FAMILY, 100.0 * PX_VALIDATE_RUNS_MAX_REFUSED,
+            PX_VALIDATE_MAX_VPP);
 }
 
 /* The whole string a decimal integer >= 1: atoi() read "abc" and "0" as a
@@ -42,13 +49,15 @@ static bool parse_count(const char *s, int *out)
 int main(int argc, char **argv)
 {
     const char *path = NULL, *hw_dir = NULL, *explain = NULL;
-    bool json = false, check = false;
+    bool json = false, check = false, check_families = false;
     int max_vpp = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
             json = true;
         else if (strcmp(argv[i], "--check") == 0)
             check = true;
+        else if (strcmp(argv[i], "--check-families") == 0)
+            check_families = true;
         else if (strcmp(argv[i], "--explain") == 0 && i + 1 < argc)
             explain = argv[++i];
         else if (strcmp(argv[i], "--max-vpp") == 0 && i + 1 < argc) {
@@ -113,6 +122,13 @@ int main(int argc, char **argv)
     }
     if (rc == 0 && check && !px_validate_within_bounds(&rep, NULL, 0))
         rc = 1;
+    char why[512];
+    if (rc == 0 && check_families &&
+        !px_validate_family_bounds(&rep, PX_VALIDATE_RUNS_MAX_MEAN, PX_VALIDATE_RUNS_MAX_FAMILY,
+                                   PX_VALIDATE_RUNS_MAX_REFUSED, why, sizeof why)) {
+        fprintf(stderr, "validate: family bounds: %s\n", why);
+        rc = 1;
+    }
     px_validate_free(&rep);
     return rc;
 }

@@ -16,6 +16,18 @@ plan_out=$("$B/plan" --validate "$DATA") || { echo "plan --validate exited $?"; 
 [ "$plan_out" = "$out" ] || { echo "plan --validate differs from validate"; fail=1; }
 "$B/validate" "$DATA" --json | grep -q '"within_bounds": true' || { echo "--json: no within_bounds true"; fail=1; }
 "$B/validate" "$DATA" --explain korthikanti22-22B-seqsel | grep -q '^step ' || { echo "--explain: no step line"; fail=1; }
+RUNS="$S/tests/validate/data/published-runs.json"
+runs=$("$B/validate" "$RUNS" --check-families) || { echo "validate published-runs --check-families exited $?"; fail=1; }
+printf '%s\n' "$runs" | grep -q '^# families' || { echo "published-runs: no families table"; fail=1; }
+printf '%s\n' "$runs" | grep -q '^all bf16/fp16 ' || { echo "published-runs: no all bf16/fp16 line"; fail=1; }
+printf '%s\n' "$runs" | grep -q 'fp8 not modelled' || { echo "published-runs: fp8 rows not refused with the reason"; fail=1; }
+"$B/validate" "$RUNS" --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["families"] and d["all_usable"]["usable"] >= 240, d["all_usable"]
+refused = [r for r in d["rows"] if r["usable"] and r["refused"]]
+assert all(r["note"] for r in refused)
+' || { echo "published-runs --json: families / refused rows"; fail=1; }
 "$B/validate" /nonexistent/published.json >/dev/null 2>&1
 rc=$?
 [ "$rc" -eq 1 ] || { echo "missing file: exit $rc, want 1 (a library error, as plan --validate)"; fail=1; }

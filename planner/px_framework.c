@@ -1,0 +1,301 @@
+/* px_framework.c — framework profiles: loading (strict, table-driven like
+ * px_plan_io.c) and the capability test the search applies; see
+ * px_framework.h and docs/framework-schema.md. */
+#include "px_framework.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "px_hw.h"
+#include "px_jfield.h"
+
+const char *px_framework_dir_default(void)
+{
+    const char *env = getenv("PARALLAX_FRAMEWORK_DIR");
+    if (env && env[0])
+        return env;
+    return PX_SOURCE_ROOT "/frameworks";
+}
+
+/* ------------------------------------------------------------------ */
+/* Name sets: a JSON array of names -> a bit mask                      */
+
+static const char *const sched_names[PX_SCHED_COUNT] = {"gpipe", "1f1b", "interleaved",
+                                                        "zb-h1", "zb-h2"};
+static const char *const rc_names[PX_RECOMPUTE_COUNT] = {"none", "selective", "full"};
+static const char *const zero_names[4] = {"0", "1", "2", "3"};
+static const char *const cp_names[3] = {"ring_p2p", "all_gather", "all_to_all"};
+/* px_precision's spellings (px_precision.h), index = px_precision */
+static const char *const prec_names[PX_PREC_COUNT] = {"bf16",        "fp16",      "fp8",
+                                                      "fp8-cs",      "fp8-rowwise", "fp8-block",
+                                                      "mxfp8",       "nvfp4"};
+/* bit i = px_model_feature 1 << i */
+static const char *const feat_names[8] = {"mla", "qk_norm", "shared_experts", "dense_first",
+                                          "mtp", "moe",     "gpt_block",      "llama_block"};
+
+/* Reads root[key] (an array of names from names[0..n), integers allowed
+ * when integers is true: "zero": [0, 1]) into a bit mask. */
+static px_status read_set(json_t *obj, const char *key, const char *const *names, int n,
+                          bool integers, const char *file, unsigned *mask, px_error *err)
+{
+    char allowed[256] = "";
+    for (int i = 0; i < n; i++) {
+        size_t u = strlen(allowed);
+        snprintf(allowed + u, sizeof allowed - u, "%s%s", i ? ", " : "", names[i]);
+    }
+    json_t *a = json_object_get(obj, key);
+    if (!a)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "capabilities.%s: missing (an array of: %s)", key, allowed);
+    if (!json_is_array(a))
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "capabilities.%s: expected an array of names (%s), got %s", key,
+                            allowed, px_jf_type_name(a));
+    *mask = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v) {
+        char buf[32];
+        if (integers && json_is_integer(v))
+            snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
+        else if (json_is_string(v))
+            snprintf(buf, sizeof buf, "%s", json_string_value(v));
+        else
+            return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                                "capabilities.%s[%zu]: expected one of %s, got %s", key, i,
+                                allowed, px_jf_type_name(v));
+        int k = 0;
+        while (k < n && strcmp(buf, names[k]) != 0)
+            k++;
+        if (k == n)
+            return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                                "capabilities.%s[%zu]: \"%s\" is not one of: %s", key, i, buf,
+                                allowed);
+        *mask |= 1u << k;
+    }
+    return PX_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Field tables                                                        */
+
+#define CB(key) {#key, PX_JF_BOOL, offsetof(px_caps, key), 0, true, 0, NULL, 0}
+static const px_jfield caps_fields[] = {
+    CB(per_layer_recompute), CB(uneven_stages), CB(uneven_virtual_chunks), CB(hybrid_shard),
+    CB(sp),  CB(tp_without_sp), CB(ep), CB(etp), CB(grad_bf16), CB(pads_vocab),
+    {"vocab_pad_multiple", PX_JF_INT, offsetof(px_caps, vocab_pad_multiple), 0, true, 1, NULL,
+     0},
+    CB(needs_flash_attention),
+    {"max_pp", PX_JF_INT, offsetof(px_caps, max_pp), 0, true, 0, NULL, 0},
+};
+static const char *const caps_sets[] = {"schedules", "recompute", "zero", "cp_flavours",
+                                        "precisions", "model_features", NULL};
+
+#define RB(key) {#key, PX_JF_BOOL, offsetof(px_fw_runtime, key), 0, true, 0, NULL, 0}
+static const px_jfield runtime_fields[] = {
+    RB(dp_overlap), RB(tp_overlap),
+    {"fsdp_prefetch_layers", PX_JF_INT, offsetof(px_fw_runtime, fsdp_prefetch_layers), 0, true,
+     0, NULL, 0},
+    RB(fsdp_reshard_after_forward), RB(fused_attention), RB(fused_cross_entropy),
+    RB(fused_norm), RB(fused_rope), RB(grouped_gemm),
+};
+
+static const px_jfield root_fields[] = {
+    {"name", PX_JF_STR, offsetof(px_framework, name), sizeof(((px_framework *)0)->name), true, 0,
+     NULL, 0},
+    {"description", PX_JF_STR, offsetof(px_framework, description),
+     sizeof(((px_framework *)0)->description), true, 0, NULL, 0},
+};
+static const char *const root_extra[] = {"capabilities", "runtime", "sources", NULL};
+
+#define NF(t) ((int)(sizeof t / sizeof t[0]))
+
+static json_t *section(json_t *root, const char *key, const char *file, px_error *err)
+{
+    json_t *o = json_object_get(root, key);
+    if (!o || !json_is_object(o)) {
+        px_error_set(err, PX_ERR_INVALID, file, 0, 0, "%s: %s (expected an object)", key,
+                     o ? "not an object" : "missing");
+        return NULL;
+    }
+    return o;
+}
+
+/* Every trait of capabilities and runtime names its source, and sources
+ * holds nothing else: a trait without a citation is an error. */
+static px_status check_sources(json_t *root, const char *file, px_error *err)
+{
+    json_t *src = section(root, "sources", file, err);
+    if (!src)
+        return PX_ERR_INVALID;
+    const char *secs[2] = {"capabilities", "runtime"};
+    for (int s = 0; s < 2; s++) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(root, secs[s]), k, v) {
+            json_t *c = json_object_get(src, k);
+            if (!c || !json_is_string(c) || !json_string_value(c)[0])
+                return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                                    "sources.%s: missing: every trait of %s cites the "
+                                    "framework's documentation or code it comes from",
+                                    k, secs[s]);
+        }
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(src, k, v) {
+        if (!json_object_get(json_object_get(root, "capabilities"), k) &&
+            !json_object_get(json_object_get(root, "runtime"), k))
+            return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                                "sources.%s: not a trait of capabilities or runtime", k);
+    }
+    return PX_OK;
+}
+
+static px_status from_json(json_t *root, const char *file, px_framework *out, px_error *err)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->path, sizeof out->path, "%.511s", file);
+    if (!json_is_object(root))
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0, "top level: expected an object");
+    px_status st = px_jf_read(root_fields, NF(root_fields), root, out, file, "", root_extra, err);
+    if (st != PX_OK)
+        return st;
+    json_t *jc = section(root, "capabilities", file, err);
+    json_t *jr = jc ? section(root, "runtime", file, err) : NULL;
+    if (!jc || !jr)
+        return PX_ERR_INVALID;
+    px_caps *c = &out->caps;
+    snprintf(c->name, sizeof c->name, "%s", out->name);
+    st = px_jf_read(caps_fields, NF(caps_fields), jc, c, file, "capabilities", caps_sets, err);
+    if (st != PX_OK)
+        return st;
+    unsigned sched, rc, zero, cp, prec, feat;
+    if ((st = read_set(jc, "schedules", sched_names, PX_SCHED_COUNT, false, file, &sched, err)) ||
+        (st = read_set(jc, "recompute", rc_names, PX_RECOMPUTE_COUNT, false, file, &rc, err)) ||
+        (st = read_set(jc, "zero", zero_names, 4, true, file, &zero, err)) ||
+        (st = read_set(jc, "cp_flavours", cp_names, 3, false, file, &cp, err)) ||
+        (st = read_set(jc, "precisions", prec_names, PX_PREC_COUNT, false, file, &prec, err)) ||
+        (st = read_set(jc, "model_features", feat_names, 8, false, file, &feat, err)))
+        return st;
+    for (int i = 0; i < PX_SCHED_COUNT; i++)
+        c->schedules[i] = sched >> i & 1u;
+    for (int i = 0; i < PX_RECOMPUTE_COUNT; i++)
+        c->recompute[i] = rc >> i & 1u;
+    for (int i = 0; i < 4; i++)
+        c->zero[i] = zero >> i & 1u;
+    c->cp_flavours = cp;
+    c->precisions = prec;
+    c->model_features = feat;
+    if (!sched)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "capabilities.schedules: empty (give 1f1b for a framework without "
+                            "pipeline parallelism: one micro-batch after another)");
+    if (!rc || !(zero & 1u) || !prec)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "capabilities.%s: must hold %s",
+                            !rc ? "recompute" : !(zero & 1u) ? "zero" : "precisions",
+                            !rc ? "at least one mode" : !(zero & 1u) ? "0 (plain data parallelism)"
+                                                                     : "at least one format");
+    st = px_jf_read(runtime_fields, NF(runtime_fields), jr, &out->run, file, "runtime", NULL, err);
+    if (st != PX_OK)
+        return st;
+    return check_sources(root, file, err);
+}
+
+static bool is_path(const char *s)
+{
+    return strchr(s, '/') != NULL || strstr(s, ".json") != NULL;
+}
+
+px_status px_framework_load(const char *name_or_path, const char *dir, px_framework *out,
+                            px_error *err)
+{
+    if (!name_or_path || !name_or_path[0])
+        name_or_path = PX_FRAMEWORK_DEFAULT;
+    char path[1024];
+    struct stat sb;
+    if (is_path(name_or_path)) {
+        snprintf(path, sizeof path, "%s", name_or_path);
+    } else {
+        const char *d = dir ? dir : px_framework_dir_default();
+        snprintf(path, sizeof path, "%s/%s.json", d, name_or_path);
+        if (stat(path, &sb) != 0) {
+            char known[1024];
+            px_hw_list_profiles(d, known, sizeof known); /* the *.json names of a folder */
+            return PX_FAIL(err, PX_ERR_NOT_FOUND,
+                           "--framework \"%s\": unknown; allowed values (frameworks in %s): %s; "
+                           "or a path to a framework profile",
+                           name_or_path, d, known[0] ? known : "(none)");
+        }
+    }
+    json_t *root = NULL;
+    px_status st = px_jf_load_file(path, &root, err);
+    if (st != PX_OK)
+        return st;
+    st = from_json(root, path, out, err);
+    json_decref(root);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* The capability test                                                 */
+
+static unsigned model_features(const px_model *m)
+{
+    unsigned f = m->block == PX_BLOCK_GPT ? PX_FEAT_GPT_BLOCK : PX_FEAT_LLAMA_BLOCK;
+    if (m->attn == PX_ATTN_MLA)
+        f |= PX_FEAT_MLA;
+    if (m->qk_norm)
+        f |= PX_FEAT_QK_NORM;
+    if (m->n_experts > 0) {
+        f |= PX_FEAT_MOE;
+        if (m->n_shared_experts > 0)
+            f |= PX_FEAT_SHARED_EXPERTS;
+        if (m->first_dense_layers > 0)
+            f |= PX_FEAT_DENSE_FIRST;
+    }
+    if (m->n_mtp_modules > 0)
+        f |= PX_FEAT_MTP;
+    return f;
+}
+
+bool px_caps_allow(const px_caps *c, const px_model *m, const px_parallel *p, const char **why)
+{
+    const char *w = NULL;
+    unsigned missing = model_features(m) & ~c->model_features;
+    if (missing)
+        w = "model_features";
+    else if (p->pp > 1 && !c->schedules[p->schedule])
+        w = "schedules"; /* at pp 1 there is no pipeline schedule to run */
+    else if (c->max_pp > 0 && p->pp > c->max_pp)
+        w = "max_pp";
+    else if (p->n_layer_recompute > 0 ? !c->per_layer_recompute : !c->recompute[p->recompute])
+        w = p->n_layer_recompute > 0 ? "per_layer_recompute" : "recompute";
+    else if (!c->zero[p->zero])
+        w = "zero";
+    else if (p->tp > 1 && p->sp && !c->sp)
+        w = "sp";
+    else if (p->tp > 1 && !p->sp && !c->tp_without_sp)
+        w = "tp_without_sp";
+    else if (p->cp > 1 && !c->cp_flavours)
+        w = "cp_flavours";
+    else if (p->ep > 1 && !c->ep)
+        w = "ep";
+    else if (m->n_experts > 0 && p->etp != p->tp && p->etp != 1 && !c->etp)
+        w = "etp";
+    else if (!p->flash_attention && c->needs_flash_attention)
+        w = "needs_flash_attention";
+    else if (p->n_chunks > 0 && p->vpp > 1 && !c->uneven_virtual_chunks)
+        w = "uneven_virtual_chunks";
+    else if (p->n_chunks > 0 && !c->uneven_stages)
+        w = "uneven_stages";
+    else if (!p->grad_fp32 && !c->grad_bf16)
+        w = "grad_bf16";
+    if (why)
+        *why = w;
+    return w == NULL;
+}

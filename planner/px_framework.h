@@ -1,0 +1,59 @@
+/* px_framework.h — framework profiles (frameworks/<name>.json; schema:
+ * docs/framework-schema.md): what a training framework can run (the shared
+ * capability set px_caps) and how it runs it (px_fw_runtime: which
+ * collectives it overlaps, how FSDP prefetches and reshards, which kernels
+ * it fuses).  `plan --framework NAME` searches only what the framework can
+ * run and costs it the way the framework runs it. */
+#ifndef PX_FRAMEWORK_H
+#define PX_FRAMEWORK_H
+
+#include <stdbool.h>
+
+#include "px_caps.h"
+#include "px_error.h"
+#include "px_model.h"
+#include "px_plan.h"
+
+#define PX_FRAMEWORK_DEFAULT "parallax"
+
+/* How a framework runs a plan; read by the search (overlap, attention) and
+ * the cost model (FSDP, fused kernels). */
+typedef struct px_fw_runtime {
+    bool dp_overlap;                 /* gradient reduction (and ZeRO / FSDP gathers) under
+                                      * the compute */
+    bool tp_overlap;                 /* backward TP collectives asynchronous under GEMMs */
+    int fsdp_prefetch_layers;        /* layers whose parameters are gathered ahead of the
+                                      * one computing (ZeRO-3 / FSDP) */
+    bool fsdp_reshard_after_forward; /* gathered parameters freed after each layer's
+                                      * forward and gathered again for its backward */
+    bool fused_attention;            /* FlashAttention-class kernel: no s x s scores */
+    bool fused_cross_entropy;        /* logits, softmax and loss in one pass */
+    bool fused_norm;                 /* norm fused with its neighbours */
+    bool fused_rope;                 /* RoPE fused */
+    bool grouped_gemm;               /* the local experts in one grouped GEMM */
+} px_fw_runtime;
+
+typedef struct {
+    char name[32];
+    char description[256];
+    char path[512];                  /* the file it was read from */
+    px_caps caps;
+    px_fw_runtime run;
+} px_framework;
+
+/* $PARALLAX_FRAMEWORK_DIR if set, else frameworks/ of the source tree. */
+const char *px_framework_dir_default(void);
+
+/* Reads frameworks/<name>.json (dir NULL: the default), or the file when
+ * name_or_path is a path.  Strict: unknown keys, wrong types, unknown names
+ * in the lists and traits without a source are errors naming the file, the
+ * field and the allowed values. */
+px_status px_framework_load(const char *name_or_path, const char *dir, px_framework *out,
+                            px_error *err);
+
+/* Whether caps allows configuration p of model m; on false, *why (if not
+ * NULL) names the capability it lacks ("schedules: zb-h1"...). */
+bool px_caps_allow(const px_caps *caps, const px_model *m, const px_parallel *p,
+                   const char **why);
+
+#endif

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# plan --framework: the profile in the table, the JSON and the plan file; a
+# fixed dimension the framework cannot run is an error naming the capability;
+# an unknown framework lists the known ones.
+set -u
+PLAN="$1"
+READBACK="$2"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_error() {
+  local what="$1" re="$2"; shift 2
+  "$PLAN" "$@" > "$tmp/out" 2> "$tmp/err"
+  local rc=$?
+  [ $rc -ne 0 ] || fail "$what: exit 0"
+  grep -qE -e "$re" "$tmp/err" || fail "$what: stderr lacks /$re/: $(cat "$tmp/err")"
+  echo "ok: $what (exit $rc): $(head -1 "$tmp/err")"
+}
+expect_error "zb-h1 under megatron" 'schedule.*megatron.*zb-h1.*capability schedules' \
+  --model tiny-llama --gpus 8 --framework megatron --schedule zb-h1
+expect_error "pp under llm-foundry" 'llm-foundry.*capability max_pp' \
+  --model tiny-llama --gpus 8 --framework llm-foundry --pp 2
+expect_error "ZeRO-1 under torchtitan" 'torchtitan.*ZeRO stage 1.*capability zero' \
+  --model tiny-llama --gpus 8 --framework torchtitan --zero 1
+expect_error "unknown framework" 'unknown; allowed values.*deepspeed.*llm-foundry.*maxtext.*megatron.*parallax.*torchtitan' \
+  --model tiny-llama --gpus 8 --framework nosuch
+
+"$PLAN" --model tiny-llama --gpus 8 --framework megatron --no-milp --top 20 -o "$tmp/p.json" \
+  > "$tmp/t.txt" || fail "plan --framework megatron"
+grep -q '^# framework: megatron' "$tmp/t.txt" || fail "table does not name the framework"
+python3 - "$tmp/p.json" <<'PY' || fail "plan file"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["framework"] == "megatron", p.get("framework")
+PY
+"$READBACK" "$tmp/p.json" > /dev/null || fail "the plan with a framework does not read back"
+awk '/^ +[0-9]+ /{print $13}' "$tmp/t.txt" | grep -vqE '^(1f1b|interleaved)$' \
+  && fail "megatron plan with a schedule it does not run: $(cat "$tmp/t.txt")"
+"$PLAN" --model tiny-llama --gpus 8 --framework llm-foundry --no-milp --json > "$tmp/j.json" \
+  || fail "plan --framework llm-foundry --json"
+python3 - "$tmp/j.json" <<'PY' || fail "llm-foundry JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["framework"] == "llm-foundry"
+assert d["plan"]["framework"] == "llm-foundry"
+for c in d["plans"]:
+    assert c["parallel"]["pp"] == 1 and c["parallel"]["cp"] == 1, c["parallel"]
+assert d["search"]["rejected"]["not run by the framework"] > 0
+PY
+# --overlap overrides the profile (torchtitan: no async TP by default)
+"$PLAN" --model tiny-llama --gpus 8 --framework torchtitan --tp 2 --no-milp -o "$tmp/a.json" > /dev/null || fail "torchtitan"
+"$PLAN" --model tiny-llama --gpus 8 --framework torchtitan --tp 2 --no-milp --overlap on -o "$tmp/b.json" > /dev/null || fail "torchtitan --overlap on"
+python3 - "$tmp/a.json" "$tmp/b.json" <<'PY' || fail "--overlap override"
+import json, sys
+a = json.load(open(sys.argv[1]))["parallel"]; b = json.load(open(sys.argv[2]))["parallel"]
+assert a["tp_overlap"] is False and b["tp_overlap"] is True, (a["tp_overlap"], b["tp_overlap"])
+PY
+echo "plan --framework: ok"

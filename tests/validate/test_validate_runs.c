@@ -1,0 +1,120 @@
+/* test_validate_runs.c — the published-runs file (data/published-runs.json,
+ * a copy of shared/data/): every row is read, mapped as
+ * shared/data/README.md says (hardware and framework profiles, precision,
+ * FSDP as ZeRO-3, fixed dimensions), the usable bf16/fp16 rows are predicted
+ * or refused with a reason, and the family errors stay within the bounds of
+ * px_validate.h (PX_VALIDATE_RUNS_*: the mean |error| over the usable rows,
+ * every family's, the fraction refused). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "px_precision.h"
+#include "px_test.h"
+#include "px_validate.h"
+
+static bool same_file(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    bool same = fa && fb;
+    while (same) {
+        int ca = fgetc(fa), cb = fgetc(fb);
+        if (ca != cb)
+            same = false;
+        if (ca == EOF || cb == EOF)
+            break;
+    }
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return same;
+}
+
+static const px_val_row *find(const px_val_report *r, const char *id)
+{
+    for (int i = 0; i < r->n_rows; i++)
+        if (!strcmp(r->rows[i].id, id))
+            return &r->rows[i];
+    return NULL;
+}
+
+int main(void)
+{
+    const char *root = getenv("PARALLAX_SOURCE_ROOT");
+    if (!root)
+        root = PX_SOURCE_ROOT;
+    char copy[1024], shared[1024];
+    snprintf(copy, sizeof copy, "%s/tests/validate/data/published-runs.json", root);
+    snprintf(shared, sizeof shared, "%s/../shared/data/published-runs.json", root);
+    FILE *probe = fopen(shared, "rb");
+    if (probe) {
+        fclose(probe);
+        CHECK_MSG(same_file(copy, shared), "%s differs from %s: copy the shared file here", copy,
+                  shared);
+    }
+    px_val_report rep;
+    px_error err;
+    px_status st = px_validate_file(copy, NULL, &rep, &err);
+    CHECK_MSG(st == PX_OK, "%s", err.msg);
+    if (st != PX_OK)
+        return px_test_result("validate_runs");
+    px_validate_write_table(&rep, stdout);
+    fflush(stdout);
+    CHECK(rep.n_rows == 351);
+
+    int usable = 0, fp8 = 0;
+    for (int i = 0; i < rep.n_rows; i++) {
+        const px_val_row *w = &rep.rows[i];
+        if (!w->usable)
+            continue;
+        usable++;
+        /* a usable row is predicted or refused with the reason */
+        CHECK_MSG(w->fam_on != 0 || (w->refused && w->note[0]), "%s: neither predicted nor "
+                  "refused with a reason", w->id);
+        if (w->precision == PX_PREC_FP8) {
+            fp8++;
+            CHECK(w->refused && strstr(w->note, "fp8 not modelled"));
+        }
+        if (w->fam_on && w->evaluated) {
+            /* every published dimension is the one predicted */
+            CHECK_MSG(w->par.tp == w->tp && w->par.pp == w->pp && w->par.dp == w->dp &&
+                          w->par.cp == w->cp,
+                      "%s: predicted layout differs from the published one", w->id);
+            if (w->micro_batch > 0)
+                CHECK(w->par.micro_batch == w->micro_batch);
+            if (w->vpp > 0 && w->pp > 1)
+                CHECK(w->par.vpp == w->vpp);
+            if (w->zero >= 0)
+                CHECK(w->par.zero == w->zero);
+        }
+    }
+    CHECK_MSG(usable >= 340 && fp8 >= 100, "usable %d, fp8 %d", usable, fp8);
+
+    /* the README's mappings */
+    const px_val_row *w = find(&rep, "megatron2020-mp-v100-1B");
+    CHECK(w && !strcmp(w->hw_name, "v100") && !strcmp(w->framework, "megatron"));
+    w = find(&rep, "foundry-mpt70b-a10040-bf16-128gpu-seq2048-mb4-gbs512");
+    CHECK_MSG(w && !strcmp(w->hw_name, "a100-40g") && !strcmp(w->framework, "llm-foundry") &&
+                  w->zero == 3,
+              "%s", w ? w->hw_name : "row missing");
+    w = find(&rep, "dgxc-v25.01-llama2-70b-bf16-h100-512gpu-maxtext");
+    CHECK(w && !strcmp(w->framework, "maxtext") && w->zero == 3 && w->shard_group == 128);
+    w = find(&rep, "dgxc-v25.05-llama31-405b-bf16-gb200-128gpu");
+    CHECK(w && !strcmp(w->hw_name, "gb200-nvl72"));
+    /* Llama 3.1 405B, 126 layers on pp 8 x vpp 8: Megatron's split with the
+     * embedding and the loss as pipeline layers */
+    w = find(&rep, "dgxc-v25.04-llama31-405b-bf16-h100-512gpu");
+    CHECK(w && w->evaluated && w->par.n_chunks == 64);
+    if (w && w->evaluated && w->par.n_chunks == 64)
+        CHECK(w->par.layers_per_chunk[0] == 1 && w->par.layers_per_chunk[63] == 1 &&
+              w->par.layers_per_chunk[1] == 2);
+
+    char why[512];
+    bool ok = px_validate_family_bounds(&rep, PX_VALIDATE_RUNS_MAX_MEAN,
+                                        PX_VALIDATE_RUNS_MAX_FAMILY,
+                                        PX_VALIDATE_RUNS_MAX_REFUSED, why, sizeof why);
+    CHECK_MSG(ok, "%s", why);
+    px_validate_free(&rep);
+    return px_test_result("validate_runs");
+}
