@@ -101,6 +101,8 @@ static const px_jfield runtime_fields[] = {
      0, NULL, 0},
     RB(fsdp_reshard_after_forward), RB(fused_attention), RB(fused_cross_entropy),
     RB(fused_norm), RB(fused_rope), RB(grouped_gemm),
+    {"quantized_params", PX_JF_BOOL, offsetof(px_fw_runtime, quantized_params), 0, false, 0,
+     NULL, 0},
 };
 
 static const px_jfield root_fields[] = {
@@ -295,6 +297,10 @@ bool px_caps_allow(const px_caps *c, const px_model *m, const px_parallel *p, co
         w = "uneven_stages";
     else if (!p->grad_fp32 && !c->grad_bf16)
         w = "grad_bf16";
+    else if (!(c->precisions & PX_PREC_BIT(p->precision)))
+        w = "precisions";
+    else if (p->cp > 1 && !(c->cp_flavours & (1u << p->cp_comm)))
+        w = "cp_flavours";
     if (why)
         *why = w;
     return w == NULL;

@@ -31,6 +31,9 @@ typedef struct px_fw_runtime {
     bool fused_norm;                 /* norm fused with its neighbours */
     bool fused_rope;                 /* RoPE fused */
     bool grouped_gemm;               /* the local experts in one grouped GEMM */
+    bool quantized_params;           /* low precision: linear weights kept quantised and
+                                      * gathered quantised (px_parallel.quantized_params);
+                                      * optional, default false */
 } px_fw_runtime;
 
 typedef struct {

@@ -50,6 +50,7 @@ static const px_jfield hw_fields[] = {
     HD("fp8_flops", fp8_flops, false, 0),
     HD("mxfp8_flops", mxfp8_flops, false, 0),
     HD("fp4_flops", fp4_flops, false, 0),
+    HI("gpus_per_host", gpus_per_host, false, 0),
 };
 #define N_HW_FIELDS ((int)(sizeof hw_fields / sizeof hw_fields[0]))
 
@@ -127,6 +128,10 @@ px_status px_hw_validate(const px_hw *hw, px_error *err)
         return PX_FAIL(err, PX_ERR_INVALID, "profile %s: gemm_eff_half_dim must be >= 0", n);
     if (hw->gpus_per_node < 1)
         return PX_FAIL(err, PX_ERR_INVALID, "profile %s: gpus_per_node must be >= 1", n);
+    if (hw->gpus_per_host < 0 || hw->gpus_per_host > hw->gpus_per_node)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "profile %s: gpus_per_host %d must be in 0..gpus_per_node (%d); 0: one "
+                       "host per node", n, hw->gpus_per_host, hw->gpus_per_node);
     if (!(hw->intra_bw > 0) || !(hw->inter_bw > 0) || !(hw->intra_lat_s >= 0) ||
         !(hw->inter_lat_s >= 0))
         return PX_FAIL(err, PX_ERR_INVALID,

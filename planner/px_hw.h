@@ -110,6 +110,9 @@ typedef struct {
     double fp8_flops;
     double mxfp8_flops;
     double fp4_flops;
+    /* GPUs in one host (a compute tray), when the fast domain spans several
+     * (GB200 / GB300 NVL72: 4 a tray, 72 on NVLink); 0: gpus_per_node */
+    int gpus_per_host;
 } px_hw;
 
 /* Loads a profile by name (hw_profiles/<name>.json) or path. */

@@ -606,6 +606,14 @@ px_status px_search_check_framework(const px_model *m, const px_search_opts *o, 
                                  "tensor parallelism without sequence parallelism");
     if (o->grad_fp32 == 0 && !c->grad_bf16)
         return framework_refuses(c, err, "--grad-dtype bf16", "grad_bf16", "bf16 gradients");
+    if (!(c->precisions & PX_PREC_BIT(o->precision))) {
+        snprintf(what, sizeof what, "%s GEMMs", px_precision_name(o->precision));
+        return framework_refuses(c, err, "--precision", "precisions", what);
+    }
+    if (o->cp > 1 && !(c->cp_flavours & (1u << o->cp_comm))) {
+        snprintf(what, sizeof what, "%s context parallelism", px_cp_comm_name(o->cp_comm));
+        return framework_refuses(c, err, "--cp-comm", "cp_flavours", what);
+    }
     px_parallel probe;
     px_parallel_init(&probe);
     probe.schedule = PX_SCHED_1F1B;
@@ -680,6 +688,7 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     int sp_free = o->caps && !o->caps->sp ? 0 : 1;
     par.precision = o->precision;
     par.cp_comm = o->cp_comm;
+    par.quantized_params = !o->run || o->run->quantized_params;
     double best_miss = INFINITY;
     static px_candidate misses[PX_SEARCH_MILP_MISSES];
     int n_miss = 0;
