@@ -84,6 +84,12 @@ static void test_profiles(void)
     bad.fp4_flops = -1.0;
     CHECK(px_hw_validate(&bad, &err) == PX_ERR_INVALID);
     CHECK_MSG(strstr(err.msg, "fp4_flops"), "%s", err.msg);
+    /* NVL72: trays of 4 hosts on one NVLink domain of 72 */
+    CHECK(gb300.gpus_per_host == 4 && h100.gpus_per_host == 0);
+    bad = gb300;
+    bad.gpus_per_host = 80;
+    CHECK(px_hw_validate(&bad, &err) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(err.msg, "gpus_per_host"), "%s", err.msg);
 }
 
 /* GEMM rate: 1/(peak ratio) at large shapes; the k dimension's half point
