@@ -13,6 +13,7 @@
 #include "px_exec_internal.h"
 #include "px_io.h"
 #include "px_trace.h"
+#include "px_sliding.h"
 
 #define W(off) px_ex_w(ex, off)
 #define G(off) px_ex_g(ex, off)
@@ -432,6 +433,26 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "plan field parallel.flash_attention = false: the %s backend's attention "
                        "never stores the s x s probabilities; allowed: true",
+                       be->name);
+    /* the engine's GEMMs run in its storage dtype (bf16 or fp32): a plan
+     * costed for FP8 / FP4 GEMMs, or fp16 with loss scaling, is not what it
+     * would measure */
+    if (p->precision != PX_PREC_BF16)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "plan field parallel.precision = %s: the %s backend runs bf16 GEMMs "
+                       "(fp32 storage mode: fp32) only; allowed: bf16 (plan --precision bf16)",
+                       px_precision_name(p->precision), be->name);
+    if (px_model_n_sliding_layers(m) > 0)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "model field sliding_window = %lld on %lld layers: the %s backend's "
+                       "attention is full causal; allowed: 0 (no sliding window)",
+                       (long long)m->sliding_window, (long long)px_model_n_sliding_layers(m),
+                       be->name);
+    if (p->cp > 1 && p->cp_comm == PX_CPC_A2A)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "plan field parallel.cp_comm = a2a: the %s backend exchanges the "
+                       "sequence's keys and values (all-gather / reduce-scatter), not heads; "
+                       "allowed: p2p, all-gather",
                        be->name);
     /* both zero-bubble schedules split each backward into B and W */
     ex->zero_bubble = p->schedule == PX_SCHED_ZB_H1 || p->schedule == PX_SCHED_ZB_H2;

@@ -8,9 +8,13 @@
 #include <string.h>
 
 #include "px_checked.h"
+#include "px_cost_cp.h"
+#include "px_cost_moe.h"
+#include "px_cost_precision.h"
 #include "px_efficiency.h"
 #include "px_flops.h"
 #include "px_layout.h"
+#include "px_sliding.h"
 
 static double dmax(double a, double b) { return a > b ? a : b; }
 static double dmin(double a, double b) { return a < b ? a : b; }
@@ -369,6 +373,7 @@ px_status px_cost_ctx_init(px_cost_ctx *ctx, const px_model *m, const px_hw *hw,
     int64_t s = m->seq_len > 0 ? m->seq_len : 1;
     ctx->flops_seq_len = s;
     ctx->model_flops_per_token = px_flops_model_per_token(m, s);
+    ctx->model_flops_causal_per_token = px_flops_model_causal_per_token(m, s);
     for (int r = 0; r < PX_RECOMPUTE_COUNT; r++)
         ctx->hw_flops_per_token[r] = px_flops_hw_per_token(m, s, (px_recompute)r);
     return PX_OK;
@@ -392,6 +397,11 @@ px_status px_cost_check(const px_model *m, const px_parallel *par, px_error *err
     if (s < 1 || s % par->cp != 0)
         return PX_FAIL(err, PX_ERR_INVALID, "cp = %d does not divide the sequence length %lld",
                        par->cp, (long long)s);
+    if (par->cp > 1 && par->cp_comm == PX_CPC_A2A && (m->n_heads / par->tp) % par->cp != 0)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "cp-comm a2a: cp = %d does not divide the %lld heads per TP rank "
+                       "(the all-to-all shards heads)", par->cp,
+                       (long long)(m->n_heads / par->tp));
     if (par->zero < 0 || par->zero > 3)
         return PX_FAIL(err, PX_ERR_INVALID, "zero = %d: allowed 0, 1, 2, 3", par->zero);
     if (par->micro_batch < 1 || par->n_micro < 1)
@@ -716,10 +726,13 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
 {
     const px_model *m = ctx->model;
     const px_hw *hw = ctx->hw;
+    /* the linear GEMMs run in the plan's precision (the router, the
+     * attention core and the LM head stay in bf16) */
+    const px_precision pq = par->precision;
     memset(lt, 0, sizeof *lt);
     px_act_shape sh;
     make_shape(ctx, par, moe, PX_RECOMPUTE_NONE, &sh);
-    double e = sh.elem_bytes, t = par->tp, c = par->cp;
+    double e = sh.elem_bytes, t = par->tp;
     double tsp = sh.sp ? t : 1.0;
     double T = sh.b * sh.s; /* tokens this GPU sees in attention */
     double h = sh.h, a_t = sh.a / t, kv_t = sh.kv >= t ? sh.kv / t : 1.0;
@@ -729,23 +742,25 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     if (m->attn == PX_ATTN_MLA) {
         double rope = (double)m->qk_rope_head_dim, nope = sh.dq - rope;
         if (m->q_lora_rank > 0) {
-            g += px_time_gemm_s(hw, T, (double)m->q_lora_rank, h);
-            g += px_time_gemm_s(hw, T, a_t * sh.dq, (double)m->q_lora_rank);
+            g += px_prec_time_gemm_s(hw, pq, T, (double)m->q_lora_rank, h);
+            g += px_prec_time_gemm_s(hw, pq, T, a_t * sh.dq, (double)m->q_lora_rank);
         } else {
-            g += px_time_gemm_s(hw, T, a_t * sh.dq, h);
+            g += px_prec_time_gemm_s(hw, pq, T, a_t * sh.dq, h);
         }
-        g += px_time_gemm_s(hw, T, (double)m->kv_lora_rank + rope, h);
-        g += px_time_gemm_s(hw, T, a_t * (nope + sh.dv), (double)m->kv_lora_rank);
+        g += px_prec_time_gemm_s(hw, pq, T, (double)m->kv_lora_rank + rope, h);
+        g += px_prec_time_gemm_s(hw, pq, T, a_t * (nope + sh.dv), (double)m->kv_lora_rank);
     } else {
-        g += px_time_gemm_s(hw, T, a_t * sh.dq + kv_t * (sh.dq + sh.dv), h);
+        g += px_prec_time_gemm_s(hw, pq, T, a_t * sh.dq + kv_t * (sh.dq + sh.dv), h);
     }
     double g_col_attn = g; /* column-parallel projections: the TP overlap window */
-    g += px_time_gemm_s(hw, T, h, a_t * sh.dv);
+    g += px_prec_time_gemm_s(hw, pq, T, h, a_t * sh.dv);
     /* attention core: the FLOP convention counts the full s×s product; a
      * causal kernel does half of it */
     double attn_flops = 2.0 * T * sh.s_kv * a_t * (sh.dq + sh.dv);
     if (par->flash_attention) {
-        lt->attn_fwd_s = px_time_attn_s(hw, 0.5 * attn_flops);
+        /* sliding-window layers: the model's mean share of a causal core */
+        lt->attn_fwd_s = px_time_attn_s(hw, 0.5 * attn_flops *
+                                                px_sliding_causal_fraction(m, seq_of(ctx, par)));
         /* FlashAttention 1 runs at half FlashAttention-2's rate (Dao 2023:
          * FA2 is about 2x FA1); a calibrated attn_eff is the kernel's own */
         if (ctx->run && ctx->run->flash_attention_version == 1 && hw->attn_eff <= 0.0)
@@ -766,18 +781,23 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
         double tok = T * r * etp / t;           /* routed copies on this GPU */
         double per_expert = tok * ep / E;       /* tokens per local expert */
         double n_local = E / ep;
-        g += n_local * (px_time_gemm_s(hw, per_expert, up * fe / etp, h) +
-                        px_time_gemm_s(hw, per_expert, h, fe / etp));
+        /* the busiest EP rank sets the pace of the expert GEMMs
+         * (px_cost_moe.c: balanced, dropless routing) */
+        double imb = px_moe_imbalance(par->ep, T * r / t);
+        g += imb * n_local * (px_prec_time_gemm_s(hw, pq, per_expert, up * fe / etp, h) +
+                              px_prec_time_gemm_s(hw, pq, per_expert, h, fe / etp));
         act_elems += tok * fe / etp;
-        mem += 4.0 * e * tok * h; /* permute and un-permute the routed tokens */
+        /* permute and un-permute the routed tokens: Megatron's dispatcher
+         * passes (px_cost_moe.c); the fp32 CPU executor's two */
+        mem += e >= 4.0 ? 4.0 * e * tok * h : px_moe_permute_bytes(e, tok, h);
         if (m->n_shared_experts > 0) {
             double fs = sh.n_shared * fe;
-            g += px_time_gemm_s(hw, T, up * fs / t, h) + px_time_gemm_s(hw, T, h, fs / t);
+            g += px_prec_time_gemm_s(hw, pq, T, up * fs / t, h) + px_prec_time_gemm_s(hw, pq, T, h, fs / t);
             act_elems += T * fs / t;
         }
     } else {
-        g_col_mlp = px_time_gemm_s(hw, T, up * sh.f / t, h);
-        g += g_col_mlp + px_time_gemm_s(hw, T, h, sh.f / t);
+        g_col_mlp = px_prec_time_gemm_s(hw, pq, T, up * sh.f / t, h);
+        g += g_col_mlp + px_prec_time_gemm_s(hw, pq, T, h, sh.f / t);
         act_elems += T * sh.f / t;
     }
     lt->gemm_fwd_s = g;
@@ -813,8 +833,10 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
         double rope = px_cost_class_fwd_bytes(PX_MEM_ROPE, T * (a_t + kv_t) * sh.dq, (int)e);
         mem_class_fb(hw, PX_MEM_ROPE, rope, rope, &mf, &mb);
     }
-    lt->mem_fwd_s = mf;
-    lt->mem_bwd_s = mb;
+    double qf, qb; /* quantisation kernels of low-precision GEMMs */
+    px_prec_layer_cast_s(hw, &sh, par->precision, par->n_micro, &qf, &qb);
+    lt->mem_fwd_s = mf + qf;
+    lt->mem_bwd_s = mb + qb;
 
     lt->fwd_s = lt->gemm_fwd_s + lt->attn_fwd_s + lt->mem_fwd_s;
     /* backward: 2x the GEMMs (dgrad + wgrad), the attention core's backward */
@@ -866,23 +888,23 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
         /* EP: dispatch + combine all-to-all, forward and backward, of this
          * GPU's (sequence-parallel) share of the routed tokens */
         double amsg = e * (T / t) * h * sh.top_k;
-        double a2a = px_time_coll_s(hw, PX_COLL_ALLTOALL, par->ep, amsg, x->ep);
+        double a2a = px_time_coll_s(hw, PX_COLL_ALLTOALL, par->ep, amsg, x->ep) *
+                     px_moe_imbalance(par->ep, T * sh.top_k / t);
         lt->ep_s = 4.0 * a2a;
         lt->ep_bytes = 4.0 * px_coll_wire_bytes(PX_COLL_ALLTOALL, par->ep, amsg);
     }
-    /* CP ring: c−1 steps of this rank's K and V block forward, twice the
-     * bytes backward (K, V and their gradients); each step overlaps with one
-     * block of the attention core */
+    /* CP: ring p2p overlapped with the attention core, all-gather, or the
+     * Ulysses all-to-all (px_cost_cp.c) */
     if (par->cp > 1) {
         double kvmsg = e * T * kv_t * (sh.dq + sh.dv);
         if (m->attn == PX_ATTN_MLA)
             kvmsg = e * T * ((double)m->kv_lora_rank + (double)m->qk_rope_head_dim);
-        double step = px_time_coll_s(hw, PX_COLL_P2P, 2, kvmsg, x->cp);
-        double block = lt->attn_fwd_s / c;
-        lt->cp_total_s = (c - 1.0) * 3.0 * step;
-        lt->cp_exposed_s = (c - 1.0) * (dmax(0.0, step - block) +
-                                        dmax(0.0, 2.0 * step - 2.5 * block));
-        lt->cp_bytes = (c - 1.0) * 3.0 * kvmsg;
+        px_cp_time cpt;
+        px_cost_cp_time(hw, par->cp_comm, par->cp, kvmsg, e * T * a_t * sh.dq,
+                        e * T * a_t * sh.dv, lt->attn_fwd_s, x->cp, &cpt);
+        lt->cp_total_s = cpt.total_s;
+        lt->cp_exposed_s = cpt.exposed_s;
+        lt->cp_bytes = cpt.bytes;
     }
 }
 
@@ -1005,6 +1027,23 @@ static double zb_grad_bytes(const px_cost_ctx *ctx, const px_parallel *par, bool
     return bytes;
 }
 
+/* The low-precision weights of the stage's linear layers in place of their
+ * bf16 copies (px_prec_weight_bytes_per_param): the difference in bytes,
+ * negative where the quantised weights are smaller.  ZeRO-3 shards them
+ * with the rest (counted in its gathered-layer buffer only). */
+static double prec_weight_copies(const px_cost_ctx *ctx, const px_parallel *par, int64_t nd,
+                                 int64_t nm)
+{
+    double per = px_prec_weight_bytes_per_param(ctx->hw, par->precision, elem_of(ctx),
+                                                par->quantized_params);
+    if (per == 0.0 || par->zero >= 3)
+        return 0.0;
+    double dl = (double)ctx->dense_layer_params / par->tp;
+    double ml = (double)(ctx->moe_layer_params - ctx->expert_params) / par->tp +
+                (double)ctx->expert_params / (par->ep * par->etp);
+    return per * ((double)nd * dl + (double)nm * ml);
+}
+
 /* ops[k][r]: one layer of kind k (0 dense, 1 MoE) under recompute choice r. */
 static void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
                             const stage_layers *sl,
@@ -1050,7 +1089,7 @@ static void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int 
         px_cost_fsdp_static(dense, gsh, bpp.grads, &w1, &g1, &o1);
         px_cost_fsdp_static(expert, esh, bpp.grads, &w2, &g2, &o2);
     }
-    sm->w = w1 + w2;
+    sm->w = w1 + w2 + prec_weight_copies(ctx, par, nd, nm);
     sm->g = g1 + g2;
     sm->o = o1 + o2;
 
@@ -1145,7 +1184,8 @@ static void layer_ops(px_cost_ctx *ctx, const px_parallel *par,
     px_cost_ops_memo *mo = &ctx->ops_memo;
     if (mo->valid && mo->tp == par->tp && mo->cp == par->cp && mo->ep == par->ep &&
         mo->etp == par->etp && mo->sp == sp && mo->flash == par->flash_attention &&
-        mo->micro_batch == par->micro_batch && mo->seq_len == seq) {
+        mo->micro_batch == par->micro_batch && mo->seq_len == seq &&
+        mo->precision == par->precision) {
         memcpy(ops, mo->ops, sizeof mo->ops);
         return;
     }
@@ -1155,6 +1195,7 @@ static void layer_ops(px_cost_ctx *ctx, const px_parallel *par,
             px_act_shape sh;
             make_shape(ctx, par, k == 1, (px_recompute)r, &sh);
             px_cost_act_layer(&sh, &ops[k][r]);
+            px_prec_act_adjust(&sh, par->precision, &ops[k][r]);
         }
     memcpy(mo->ops, ops, sizeof mo->ops);
     mo->tp = par->tp;
@@ -1165,6 +1206,7 @@ static void layer_ops(px_cost_ctx *ctx, const px_parallel *par,
     mo->flash = par->flash_attention;
     mo->micro_batch = par->micro_batch;
     mo->seq_len = seq;
+    mo->precision = par->precision;
     mo->valid = true;
 }
 
@@ -1312,11 +1354,13 @@ void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_l
     static_bytes(expert, (double)par->tp * par->cp * par->dp / (par->ep * par->etp), par->zero,
                  bpp, &w2, &g2, &o2);
     out->static_bytes = w + g + o + w2 + g2 + o2;
+    out->static_bytes += prec_weight_copies(ctx, par, moe ? 0 : 1, moe ? 1 : 0);
     for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
         px_act_shape sh;
         make_shape(ctx, par, moe, (px_recompute)r, &sh);
         px_act_ops ops;
         px_cost_act_layer(&sh, &ops);
+        px_prec_act_adjust(&sh, par->precision, &ops);
         out->act_bytes[r] = ops.total;
         out->recompute_s[r] = lt.rc_s[r] + (r == PX_RECOMPUTE_FULL ? lt.tp_rc_s : 0.0);
     }
@@ -1557,8 +1601,11 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
     int ddp = par->dp * par->cp;
     int edp = par->tp * par->cp * par->dp / (par->ep * par->etp);
-    double grad_b = w_dense_p * bpp.grads, wt_b = w_dense_p * bpp.weights;
-    double egrad_b = w_exp_p * bpp.grads, ewt_b = w_exp_p * bpp.weights;
+    /* quantised parameters are gathered quantised (px_cost_precision.h) */
+    double gath = par->quantized_params ? px_prec_param_gather_bytes(par->precision, bpp.weights)
+                                        : bpp.weights;
+    double grad_b = w_dense_p * bpp.grads, wt_b = w_dense_p * gath;
+    double egrad_b = w_exp_p * bpp.grads, ewt_b = w_exp_p * gath;
     bool dcross = x.dp || x.cp;
     double t_ar = px_time_coll_s(hw, PX_COLL_ALLREDUCE, ddp, grad_b, dcross) +
                   px_time_coll_s(hw, PX_COLL_ALLREDUCE, edp, egrad_b, x.edp);
@@ -1660,6 +1707,7 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
         /* FLOPs per token depend on s (attention): recompute once per length */
         ctx->flops_seq_len = s;
         ctx->model_flops_per_token = px_flops_model_per_token(m, s);
+        ctx->model_flops_causal_per_token = px_flops_model_causal_per_token(m, s);
         for (int r = 0; r < PX_RECOMPUTE_COUNT; r++)
             ctx->hw_flops_per_token[r] = px_flops_hw_per_token(m, s, (px_recompute)r);
     }
@@ -1684,6 +1732,7 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     pred->tokens_per_s = tokens / step;
     pred->mfu = pred->model_flops_per_step / (step * gpus * hw->peak_flops);
     pred->hfu = pred->hw_flops_per_step / (step * gpus * hw->peak_flops);
+    pred->mfu_causal = ctx->model_flops_causal_per_token * tokens / (step * gpus * hw->peak_flops);
     pred->bubble_fraction = bubble / step;
 
     if (train_tokens > 0.0) {

@@ -196,6 +196,7 @@ typedef struct {
     int tp, cp, ep, etp;
     bool sp, flash;
     int64_t micro_batch, seq_len;
+    px_precision precision;
     px_act_ops ops[2][PX_RECOMPUTE_COUNT];
 } px_cost_ops_memo;
 
@@ -212,6 +213,7 @@ typedef struct {
     int64_t head_params;         /* LM head (V·h, also when tied and pp > 1) */
     int64_t flops_seq_len;       /* the sequence length the two below are for */
     double model_flops_per_token;
+    double model_flops_causal_per_token; /* attention as executed (mfu_causal) */
     double hw_flops_per_token[PX_RECOMPUTE_COUNT];
     /* small cache of "does this group leave a node" for expert groups */
     struct {

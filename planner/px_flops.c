@@ -1,19 +1,22 @@
 /* px_flops.c — FLOP counts, see px_flops.h for the convention. */
 #include "px_flops.h"
 
-/* Attention-core forward FLOPs per token per layer: Q K^T and P V over the
- * whole sequence (non-causal convention). */
-static double attn_core_fwd_per_token(const px_model *m, int64_t seq_len)
+#include "px_sliding.h"
+
+/* Attention-core forward FLOPs per token of layer `layer`: Q K^T and P V over
+ * the whole sequence (non-causal convention), or over the window on a
+ * sliding-window layer (px_sliding.h). */
+static double attn_core_fwd_per_token(const px_model *m, int64_t layer, int64_t seq_len)
 {
     double a = (double)m->n_heads;
-    return 2.0 * (double)seq_len * a *
+    return 2.0 * px_sliding_keys_full(m, layer, seq_len) * a *
            (double)(px_model_qk_head_dim(m) + px_model_v_head_dim(m));
 }
 
 double px_flops_layer_fwd_per_token(const px_model *m, int64_t layer, int64_t seq_len)
 {
     return 2.0 * (double)px_model_layer_matmul_params(m, layer, true) +
-           attn_core_fwd_per_token(m, seq_len);
+           attn_core_fwd_per_token(m, layer, seq_len);
 }
 
 double px_flops_head_fwd_per_token(const px_model *m)
@@ -29,6 +32,24 @@ double px_flops_model_per_token(const px_model *m, int64_t seq_len)
     return 3.0 * fwd;
 }
 
+double px_flops_causal_keys(int64_t seq_len)
+{
+    return seq_len > 0 ? 0.5 * ((double)seq_len + 1.0) : 0.0;
+}
+
+double px_flops_model_causal_per_token(const px_model *m, int64_t seq_len)
+{
+    /* the convention's core is linear in the keys: scale it to the causal count */
+    double full = 0.0, causal = 0.0;
+    for (int64_t l = 0; l < m->n_layers; l++) {
+        double core = attn_core_fwd_per_token(m, l, seq_len);
+        double keys = px_sliding_keys_full(m, l, seq_len);
+        full += core;
+        causal += keys > 0.0 ? core * px_sliding_keys_causal(m, l, seq_len) / keys : 0.0;
+    }
+    return px_flops_model_per_token(m, seq_len) - 3.0 * (full - causal);
+}
+
 double px_flops_hw_per_token(const px_model *m, int64_t seq_len, px_recompute rc)
 {
     double extra = 0.0;
@@ -36,7 +57,7 @@ double px_flops_hw_per_token(const px_model *m, int64_t seq_len, px_recompute rc
         if (rc == PX_RECOMPUTE_FULL)
             extra += px_flops_layer_fwd_per_token(m, l, seq_len);
         else if (rc == PX_RECOMPUTE_SELECTIVE)
-            extra += attn_core_fwd_per_token(m, seq_len);
+            extra += attn_core_fwd_per_token(m, l, seq_len);
     }
     return px_flops_model_per_token(m, seq_len) + extra;
 }

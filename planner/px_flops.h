@@ -26,6 +26,18 @@ double px_flops_model_per_token(const px_model *m, int64_t seq_len);
  * attention core's forward). */
 double px_flops_hw_per_token(const px_model *m, int64_t seq_len, px_recompute rc);
 
+/* Keys one query attends to on average in a causal attention of length s:
+ * (s + 1)/2. */
+double px_flops_causal_keys(int64_t seq_len);
+
+/* Model FLOPs per token with the attention core counted as executed (the
+ * `mfu_causal` numerator): query i multiplies against its i + 1 keys, so
+ * the core is 12·a·d·(s + 1)/2 per token per layer for fwd+bwd instead of
+ * the convention's 12·a·d·s (on a sliding-window layer of window w < s:
+ * 12·a·d·(w − w(w − 1)/(2s)) instead of 12·a·d·w); everything else as
+ * px_flops_model_per_token. */
+double px_flops_model_causal_per_token(const px_model *m, int64_t seq_len);
+
 /* Same, per training step of `tokens` tokens. */
 double px_flops_model_per_step(const px_model *m, int64_t seq_len, double tokens);
 double px_flops_hw_per_step(const px_model *m, int64_t seq_len, double tokens,

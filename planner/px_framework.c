@@ -104,6 +104,8 @@ static const px_jfield runtime_fields[] = {
     RB(fused_norm), RB(fused_rope), RB(grouped_gemm), RB(fsdp_flat_collectives),
     {"flash_attention_version", PX_JF_INT, offsetof(px_fw_runtime, flash_attention_version), 0,
      true, 1, NULL, 0},
+    {"quantized_params", PX_JF_BOOL, offsetof(px_fw_runtime, quantized_params), 0, false, 0,
+     NULL, 0},
 };
 
 static const px_jfield root_fields[] = {
@@ -300,6 +302,10 @@ bool px_caps_allow(const px_caps *c, const px_model *m, const px_parallel *p, co
         w = "grad_bf16";
     else if (p->shard_group > 0 && p->zero >= 3 && !c->hybrid_shard)
         w = "hybrid_shard";
+    else if (!(c->precisions & PX_PREC_BIT(p->precision)))
+        w = "precisions";
+    else if (p->cp > 1 && !(c->cp_flavours & (1u << p->cp_comm)))
+        w = "cp_flavours";
     if (why)
         *why = w;
     return w == NULL;

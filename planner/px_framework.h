@@ -38,6 +38,9 @@ typedef struct px_fw_runtime {
                                       * kernel: 2 (FlashAttention-2 class, the cost model's
                                       * PX_EFF_FLASH_REL), 1 (FlashAttention 1: half the rate,
                                       * Dao 2023) */
+    bool quantized_params;           /* low precision: linear weights kept quantised and
+                                      * gathered quantised (px_parallel.quantized_params);
+                                      * optional, default false */
 } px_fw_runtime;
 
 typedef struct {

@@ -69,6 +69,10 @@ static const px_jfield hw_fields[] = {
     HD("restart_s", restart_s, false, 0, 1e7),
     HD("power_w", power_w, false, 0, 1e5),
     HD("price_per_gpu_hour", price_per_gpu_hour, false, 0, 1e5),
+    HD("fp8_flops", fp8_flops, false, 0, MAX_FLOPS),
+    HD("mxfp8_flops", mxfp8_flops, false, 0, MAX_FLOPS),
+    HD("fp4_flops", fp4_flops, false, 0, MAX_FLOPS),
+    HI("gpus_per_host", gpus_per_host, false, 0, 1 << 16),
 };
 #define N_HW_FIELDS ((int)(sizeof hw_fields / sizeof hw_fields[0]))
 
@@ -184,6 +188,10 @@ px_status px_hw_validate(const px_hw *hw, px_error *err)
         return PX_FAIL(err, PX_ERR_INVALID, "profile %s: gemm_eff_half_dim must be >= 0", n);
     if (hw->gpus_per_node < 1)
         return PX_FAIL(err, PX_ERR_INVALID, "profile %s: gpus_per_node must be >= 1", n);
+    if (hw->gpus_per_host < 0 || hw->gpus_per_host > hw->gpus_per_node)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "profile %s: gpus_per_host %d must be in 0..gpus_per_node (%d); 0: one "
+                       "host per node", n, hw->gpus_per_host, hw->gpus_per_node);
     if (!(hw->intra_bw > 0) || !(hw->inter_bw > 0) || !(hw->intra_lat_s >= 0) ||
         !(hw->inter_lat_s >= 0))
         return PX_FAIL(err, PX_ERR_INVALID,
@@ -196,6 +204,10 @@ px_status px_hw_validate(const px_hw *hw, px_error *err)
         !isfinite(hw->price_per_gpu_hour))
         return PX_FAIL(err, PX_ERR_INVALID,
                        "profile %s: power_w and price_per_gpu_hour must be >= 0 (0: unknown)", n);
+    if (!(hw->fp8_flops >= 0) || !(hw->mxfp8_flops >= 0) || !(hw->fp4_flops >= 0))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "profile %s: fp8_flops, mxfp8_flops and fp4_flops must be >= 0 "
+                       "(0: no such tensor-core path)", n);
     if (hw->n_gemm_points < 0 || hw->n_gemm_points > PX_HW_MAX_GEMM_POINTS)
         return PX_FAIL(err, PX_ERR_INVALID, "profile %s: at most %d gemm_points", n,
                        PX_HW_MAX_GEMM_POINTS);

@@ -112,6 +112,19 @@ typedef struct {
     /* Cost of a run (px_run_cost.h); 0 = unknown, printed "n/a" */
     double power_w;           /* board power of one device at full load, watts */
     double price_per_gpu_hour;/* default rental price of one device-hour, US dollars */
+    /* Dense tensor-core peaks of the low-precision formats, FLOP/s per
+     * device (datasheet, without sparsity); 0: the device has no such
+     * tensor-core path and a plan in that precision is refused
+     * (px_cost_precision.h).  fp8: E4M3/E5M2 with per-tensor or per-row
+     * scales applied outside the MMA; mxfp8: FP8 with 32-element E8M0 block
+     * scales applied by the tensor cores (Blackwell); fp4: FP4 (E2M1) with
+     * hardware block scales (NVFP4, MXFP4). */
+    double fp8_flops;
+    double mxfp8_flops;
+    double fp4_flops;
+    /* GPUs in one host (a compute tray), when the fast domain spans several
+     * (GB200 / GB300 NVL72: 4 a tray, 72 on NVLink); 0: gpus_per_node */
+    int gpus_per_host;
 } px_hw;
 
 /* Loads a profile by name (hw_profiles/<name>.json) or path. */

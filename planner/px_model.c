@@ -13,6 +13,7 @@
 #include "px_datadir.h"
 #include "px_jfield.h"
 #include "px_plan.h"
+#include "px_sliding.h"
 #include "px_plan_json.h"
 
 static const char *const block_names[] = {"gpt", "llama"};
@@ -64,11 +65,15 @@ static const px_jfield model_fields[] = {
     FI("qk_rope_head_dim", qk_rope_head_dim, false, 0, MAX_HEADS),
     FI("v_head_dim", v_head_dim, false, 0, MAX_HEADS),
     FI("n_mtp_modules", n_mtp_modules, false, 0, 64),
+    FI("sliding_window", sliding_window, false, 0, 1LL << 40),
 };
 #define N_MODEL_FIELDS ((int)(sizeof model_fields / sizeof model_fields[0]))
 
 /* Keys a preset file may carry that are not part of px_model. */
-static const char *const preset_extra_keys[] = {"aliases", "description", "source", NULL};
+static const char *const preset_extra_keys[] = {"aliases", "description", "source",
+                                                 "layer_types", NULL};
+/* a model inside a plan file: the per-layer attention kinds only */
+static const char *const embedded_extra_keys[] = {"layer_types", NULL};
 
 /* Optional fields' defaults; n_kv_heads and head_dim are derived afterwards
  * (0 here means "not given"). */
@@ -337,10 +342,16 @@ px_status px_model_from_json(json_t *obj, const char *file, const char *path, px
 {
     model_defaults(out);
     px_status st = px_jf_read(model_fields, N_MODEL_FIELDS, obj, out, file, path,
-                              path && path[0] ? NULL : preset_extra_keys, err);
+                              path && path[0] ? embedded_extra_keys : preset_extra_keys, err);
     if (st != PX_OK)
         return st;
     model_derive(out);
+    char key[256];
+    snprintf(key, sizeof key, "%s%slayer_types", path && path[0] ? path : "",
+             path && path[0] ? "." : "");
+    st = px_sliding_read(out, json_object_get(obj, "layer_types"), file, key, err);
+    if (st != PX_OK)
+        return st;
     if (!path || !path[0]) {
         json_t *al = json_object_get(obj, "aliases");
         if (al) {
@@ -377,6 +388,9 @@ px_status px_model_to_json(const px_model *m, json_t **out, px_error *err)
         json_decref(obj);
         return st;
     }
+    json_t *types = px_sliding_write(m);
+    if (types)
+        json_object_set_new(obj, "layer_types", types);
     *out = obj;
     return PX_OK;
 }
@@ -451,7 +465,7 @@ static bool hf_bool(hf_ctx *c, const char *key, bool dflt)
 #define PX_HF_SEQ_CAP 8192
 
 static const char *const hf_types[] = {"llama", "mistral", "mixtral", "qwen2", "qwen3",
-                                        "qwen3_moe", "deepseek_v3", "gpt2", NULL};
+                                        "qwen3_moe", "deepseek_v3", "gpt_oss", "gpt2", NULL};
 
 static void hf_name(const char *file, const char *model_type, char *buf, size_t n)
 {
@@ -527,7 +541,11 @@ static px_status load_hf(json_t *root, const char *file, px_model *m, px_error *
         /* attention_bias: q, k, v biases (Qwen2 always has them) */
         m->qkv_bias = hf_bool(&c, "attention_bias", strcmp(t, "qwen2") == 0);
         m->qk_norm = strcmp(t, "qwen3") == 0 || strcmp(t, "qwen3_moe") == 0;
-        if (strcmp(t, "mixtral") == 0) {
+        if (strcmp(t, "mixtral") == 0 || strcmp(t, "gpt_oss") == 0) {
+            /* gpt-oss: experts of intermediate_size; its attention sinks (one
+             * learned logit per head in the softmax) cost nothing to count */
+            if (strcmp(t, "gpt_oss") == 0)
+                m->qkv_bias = hf_bool(&c, "attention_bias", true);
             m->n_experts = hf_size(&c, "num_local_experts", -1);
             m->top_k = hf_size(&c, "num_experts_per_tok", -1);
             m->moe_ffn = m->ffn;
@@ -559,8 +577,19 @@ static px_status load_hf(json_t *root, const char *file, px_model *m, px_error *
             m->head_dim = m->qk_nope_head_dim + m->qk_rope_head_dim;
         }
     }
+    /* sliding-window attention: Mistral (every layer), Qwen2 when
+     * use_sliding_window, gpt-oss / Gemma by layer_types */
+    bool window = strcmp(t, "qwen2") != 0 || hf_bool(&c, "use_sliding_window", false);
+    if (m->block == PX_BLOCK_LLAMA && window)
+        m->sliding_window = hf_int(&c, "sliding_window", 0);
     if (c.st != PX_OK)
         return c.st;
+    if (m->sliding_window > 0 || json_object_get(root, "layer_types")) {
+        px_status sst = px_sliding_read(m, json_object_get(root, "layer_types"), file,
+                                        "layer_types", err);
+        if (sst != PX_OK)
+            return sst;
+    }
     /* the head layout, in the config's own names */
     bool gpt = m->block == PX_BLOCK_GPT;
     const char *k_hidden = gpt ? "n_embd" : "hidden_size";

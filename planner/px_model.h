@@ -57,6 +57,13 @@ typedef struct {
 
     /* Multi-token prediction modules (DeepSeek-V3: 1); counted separately. */
     int64_t n_mtp_modules;
+
+    /* Sliding-window attention (Mistral, Gemma, gpt-oss): a query attends to
+     * at most sliding_window keys (itself and the ones before it) on the
+     * layers whose bit is set in layer_sliding (bit l % 8 of byte l / 8);
+     * 0: full causal attention on every layer (px_sliding.h). */
+    int64_t sliding_window;
+    uint8_t layer_sliding[128];
 } px_model;
 
 /* Parameter counts, in elements. */

@@ -25,6 +25,24 @@ px_status px_schedule_parse(const char *s, px_schedule *out, px_error *err)
                    s);
 }
 
+static const char *const cp_comm_names[PX_CPC_COUNT] = {"p2p", "all-gather", "a2a"};
+
+const char *px_cp_comm_name(px_cp_comm c)
+{
+    return (c >= 0 && c < PX_CPC_COUNT) ? cp_comm_names[c] : "?";
+}
+
+px_status px_cp_comm_parse(const char *s, px_cp_comm *out, px_error *err)
+{
+    for (int i = 0; s && i < PX_CPC_COUNT; i++)
+        if (strcmp(s, cp_comm_names[i]) == 0) {
+            *out = (px_cp_comm)i;
+            return PX_OK;
+        }
+    return PX_FAIL(err, PX_ERR_INVALID, "cp-comm \"%s\": allowed values are p2p, all-gather, a2a",
+                   s ? s : "(null)");
+}
+
 const char *px_recompute_name(px_recompute r)
 {
     return (r >= 0 && r < PX_RECOMPUTE_COUNT) ? recompute_names[r] : "?";
@@ -57,6 +75,9 @@ void px_parallel_init(px_parallel *p)
     p->micro_batch = 1;
     p->n_micro = 1;
     p->seq_len = 0; /* 0: the model's default */
+    p->precision = PX_PREC_BF16;
+    p->cp_comm = PX_CPC_P2P;
+    p->quantized_params = true;
     snprintf(p->order, sizeof p->order, "%s", "tp-cp-ep-pp-dp");
 }
 

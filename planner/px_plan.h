@@ -10,6 +10,7 @@
 #include "px_error.h"
 #include "px_hw.h"
 #include "px_model.h"
+#include "px_precision.h"
 
 typedef enum {
     PX_SCHED_GPIPE = 0,
@@ -31,6 +32,18 @@ const char *px_schedule_name(px_schedule s);            /* "1f1b", "gpipe", ... 
 px_status px_schedule_parse(const char *s, px_schedule *out, px_error *err);
 const char *px_recompute_name(px_recompute r);          /* "none", "selective", "full" */
 px_status px_recompute_parse(const char *s, px_recompute *out, px_error *err);
+
+/* Context-parallel attention communication; 1 << value is the matching
+ * px_cp_flavour bit of px_caps.h. */
+typedef enum {
+    PX_CPC_P2P = 0,   /* ring: KV blocks passed to the next rank, overlapped (Megatron "p2p") */
+    PX_CPC_ALLGATHER, /* KV all-gathered before the attention (Megatron "all_gather", Llama 3) */
+    PX_CPC_A2A,       /* heads <-> sequence all-to-all around the attention (Ulysses, "a2a") */
+    PX_CPC_COUNT
+} px_cp_comm;
+
+const char *px_cp_comm_name(px_cp_comm c); /* "p2p", "all-gather", "a2a" */
+px_status px_cp_comm_parse(const char *s, px_cp_comm *out, px_error *err);
 
 #define PX_MAX_CHUNKS 1024 /* pp * vpp */
 #define PX_MAX_LAYERS 1024
@@ -57,6 +70,12 @@ typedef struct {
     int64_t micro_batch;      /* b, sequences */
     int64_t n_micro;          /* m, micro-batches per step per DP replica */
     int64_t seq_len;          /* s */
+    px_precision precision;   /* number format of the transformer layers' GEMMs */
+    px_cp_comm cp_comm;       /* how CP attention exchanges keys and values */
+    bool quantized_params;    /* low precision: the linear weights are kept quantised (in
+                               * place of their bf16 copy) and gathered quantised by ZeRO
+                               * / FSDP (NeMo's fp8_params); false: bf16 weights with a
+                               * cached quantised copy, bf16 gathers */
     char order[32];           /* rank order, innermost first: "tp-cp-ep-pp-dp" */
 
     /* Per pipeline chunk (pp*vpp, in model order), layer counts; 0 entries
@@ -117,6 +136,8 @@ typedef struct {
     double tokens_per_s;
     double mfu;
     double hfu;
+    double mfu_causal;            /* attention counted as executed (causal / windowed)
+                                   * rather than as the full s x s product */
     double bubble_fraction;       /* of the step */
     /* Time to train and goodput (0 when --tokens not given) */
     double train_tokens;

@@ -14,6 +14,7 @@
 
 #include "px_args.h"
 #include "px_cost.h"
+#include "px_cost_precision.h"
 #include "px_framework.h"
 #include "px_html.h"
 #include "px_partition_refine.h"
@@ -59,6 +60,11 @@ static const char usage_text[] =
     "  --recompute none|selective|full\n"
     "  --schedule gpipe|1f1b|interleaved|zb-h1|zb-h2\n"
     "  --grad-dtype bf16|fp32 gradient dtype (default fp32 main gradients)\n"
+    "  --precision P          number format of the layers' GEMMs: bf16 (default), fp16,\n"
+    "                         fp8, fp8-cs, fp8-rowwise, fp8-block, mxfp8, nvfp4; refused\n"
+    "                         when the profile has no tensor-core path for it\n"
+    "  --cp-comm p2p|all-gather|a2a\n"
+    "                         CP attention communication (default p2p: ring)\n"
     "  --no-sp                sequence parallelism off (default on when TP > 1); --sp on|off\n"
     "  --overlap on|off       gradient reduction and backward TP collectives hidden under\n"
     "                         the backward (default: the framework's overlap traits; off\n"
@@ -152,6 +158,22 @@ static px_status read_grad_dtype(void *s, const char *flag, const char *v, px_er
     return PX_OK;
 }
 
+static px_status read_precision(void *s, const char *flag, const char *v, px_error *err)
+{
+    px_error e;
+    if (px_precision_parse(v, &((plan_cli *)s)->opts.precision, &e) != PX_OK)
+        return PX_FAIL(err, PX_ERR_USAGE, "%s: %s", flag, e.msg);
+    return PX_OK;
+}
+
+static px_status read_cp_comm(void *s, const char *flag, const char *v, px_error *err)
+{
+    px_error e;
+    if (px_cp_comm_parse(v, &((plan_cli *)s)->opts.cp_comm, &e) != PX_OK)
+        return PX_FAIL(err, PX_ERR_USAGE, "%s: %s", flag, e.msg);
+    return PX_OK;
+}
+
 static px_status read_overlap(void *s, const char *flag, const char *v, px_error *err)
 {
     px_search_opts *o = &((plan_cli *)s)->opts;
@@ -220,6 +242,8 @@ static const px_arg plan_rows[] = {
     PX_ARG_CUSTOM("--recompute", read_recompute),
     PX_ARG_CUSTOM("--schedule", read_schedule),
     PX_ARG_CUSTOM("--grad-dtype", read_grad_dtype),
+    PX_ARG_CUSTOM("--precision", read_precision),
+    PX_ARG_CUSTOM("--cp-comm", read_cp_comm),
     PX_ARG_CUSTOM("--overlap", read_overlap),
     PX_ARG_CUSTOM("--sp", read_sp),
     PX_ARG_MEANS("--no-sp", "--sp", "off"),
@@ -650,6 +674,9 @@ static json_t *candidate_json(const px_candidate *c, int64_t seq, int64_t n_laye
     for (int i = 0; i < p->n_chunks; i++)
         json_array_append_new(lpc, json_integer(p->layers_per_chunk[i]));
     json_object_set_new(o, "layers_per_chunk", lpc); /* [] = uniform */
+    json_object_set_new(o, "mfu_causal", json_real(q->mfu_causal));
+    json_object_set_new(par, "precision", json_string(px_precision_name(p->precision)));
+    json_object_set_new(par, "cp_comm", json_string(px_cp_comm_name(p->cp_comm)));
     json_t *lrc = json_array(); /* [] = every layer as parallel.recompute */
     for (int i = 0; i < p->n_layer_recompute; i++)
         json_array_append_new(lrc, json_string(px_recompute_name(
@@ -825,6 +852,20 @@ static void explain_rule(FILE *out, const px_candidate *best, const px_search_re
                 !res->rule_fits ? "does not fit" : "runs a different global batch");
 }
 
+/* The precision line of the table's header. */
+static void print_precision(FILE *out, const px_hw *hw, const px_search_opts *o)
+{
+    px_precision p = o->precision;
+    fprintf(out, "# precision %s: linear GEMMs at %.0f TFLOP/s dense%s; MFU counts against the "
+                 "bf16 peak %.0f TFLOP/s",
+            px_precision_name(p), px_prec_peak_flops(hw, p) / 1e12,
+            px_prec_is_low(p) ? " (attention core, LM head and router in bf16)" : "",
+            hw->peak_flops / 1e12);
+    if (o->cp_comm != PX_CPC_P2P)
+        fprintf(out, "; CP communication %s", px_cp_comm_name(o->cp_comm));
+    fprintf(out, "\n");
+}
+
 /* The search's '#' header lines of the table. */
 static void table_header(FILE *out, const plan_cli *c, const px_model *model, const px_hw *hw,
                          const px_framework *fw, const px_search_result *res,
@@ -846,6 +887,7 @@ static void table_header(FILE *out, const plan_cli *c, const px_model *model, co
             (long long)res->tokens_per_step, gb((double)res->mem_limit_bytes),
             gb((double)hw->hbm_bytes), gb((double)hw->mem_reserve_bytes));
     double analytic_s = res->analytic_s; /* the stage partitioner's below */
+    print_precision(out, hw, &c->opts);
     fprintf(out, "# searched %lld configurations in %.1f ms (%.3g per second); %lld fit\n",
             (long long)res->n_evaluated, 1e3 * analytic_s,
             analytic_s > 0 ? (double)res->n_evaluated / analytic_s : 0.0,
@@ -892,13 +934,13 @@ static px_status write_table(FILE *out, const plan_cli *c, const px_model *model
     int cnt[PX_RECOMPUTE_COUNT];
     layer_counts(&best->par, model->n_layers, cnt);
     fprintf(out, "# chosen: rank 1: TP %d, CP %d, EP %d, ETP %d, PP %d, VPP %d, DP %d, "
-                 "micro-batch %lld x %lld, ZeRO-%d, recompute %s, %s, %.3f s a step, MFU %.1f "
-                 "%%\n",
+                 "micro-batch %lld x %lld, ZeRO-%d, recompute %s, %s, %s, %.3f s a step, MFU "
+                 "%.1f %% (attention as executed: MFU_causal %.1f %%)\n",
             best->par.tp, best->par.cp, best->par.ep, best->par.etp, best->par.pp,
             best->par.vpp, best->par.dp, (long long)best->par.micro_batch,
             (long long)best->par.n_micro, best->par.zero, recompute_label(&best->par),
-            px_schedule_name(best->par.schedule), best->pred.time.step_s,
-            100.0 * best->pred.mfu);
+            px_schedule_name(best->par.schedule), px_precision_name(best->par.precision),
+            best->pred.time.step_s, 100.0 * best->pred.mfu, 100.0 * best->pred.mfu_causal);
     fprintf(out, "# chosen split: layers per chunk %s; layers recomputing: none %d, selective "
                  "%d, full %d\n",
             split, cnt[PX_RECOMPUTE_NONE], cnt[PX_RECOMPUTE_SELECTIVE], cnt[PX_RECOMPUTE_FULL]);

@@ -17,6 +17,9 @@
 
 static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2"};
 static const char *const rc_names[] = {"none", "selective", "full"};
+static const char *const prec_names[] = {"bf16",        "fp16",      "fp8",   "fp8-cs",
+                                         "fp8-rowwise", "fp8-block", "mxfp8", "nvfp4"};
+static const char *const cp_comm_names[] = {"p2p", "all-gather", "a2a"};
 
 /* Degrees and batch counts: at most 2^24 (16M GPUs, micro-batches, tokens). */
 #define MAX_COUNT (1 << 24)
@@ -40,6 +43,13 @@ static const px_jfield parallel_fields[] = {
     PL("micro_batch", micro_batch, 1),
     PL("n_micro", n_micro, 1),
     PL("seq_len", seq_len, 0),
+    /* optional: plans written before these fields read as bf16 and ring CP */
+    {"precision", PX_JF_ENUM, offsetof(px_parallel, precision), 0, false, 0, prec_names,
+     PX_PREC_COUNT},
+    {"cp_comm", PX_JF_ENUM, offsetof(px_parallel, cp_comm), 0, false, 0, cp_comm_names,
+     PX_CPC_COUNT},
+    {"quantized_params", PX_JF_BOOL, offsetof(px_parallel, quantized_params), 0, false, 0, NULL,
+     0},
     {"order", PX_JF_STR, offsetof(px_parallel, order), sizeof(((px_parallel *)0)->order), true,
      0, NULL, 0, 0},
     {"shard_group", PX_JF_INT, offsetof(px_parallel, shard_group), 0, false, 0, NULL, 0,
@@ -71,6 +81,7 @@ static const px_jfield time_fields[] = {
 #define PD(field) {#field, PX_JF_DBL, offsetof(px_prediction, field), 0, true, 0, NULL, 0, 0}
 static const px_jfield prediction_fields[] = {
     PD(model_flops_per_step), PD(hw_flops_per_step), PD(tokens_per_s), PD(mfu), PD(hfu),
+    {"mfu_causal", PX_JF_DBL, offsetof(px_prediction, mfu_causal), 0, false, 0, NULL, 0},
     PD(bubble_fraction),
 };
 static const px_jfield goodput_fields[] = {

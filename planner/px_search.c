@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "px_checked.h"
+#include "px_cost_precision.h"
 #include "px_framework.h"
 #include "px_partition_refine.h"
 #include "px_split_megatron.h"
@@ -22,6 +23,8 @@ void px_search_opts_init(px_search_opts *o)
     memset(o, 0, sizeof *o);
     o->zero = o->recompute = o->schedule = o->sp = o->grad_fp32 = -1;
     o->dp_overlap = o->tp_overlap = -1;
+    o->precision = PX_PREC_BF16;
+    o->cp_comm = PX_CPC_P2P;
     o->flash_attention = -1;
     o->top = PX_SEARCH_TOP_DEFAULT;
     /* TP beyond a node is allowed (and scored with the inter-node links), up
@@ -772,6 +775,14 @@ px_status px_search_check_framework(const px_model *m, const px_search_opts *o, 
         return framework_refuses(c, err, "--shard-group", "hybrid_shard", "hybrid sharding");
     if (o->grad_fp32 == 0 && !c->grad_bf16)
         return framework_refuses(c, err, "--grad-dtype bf16", "grad_bf16", "bf16 gradients");
+    if (!(c->precisions & PX_PREC_BIT(o->precision))) {
+        snprintf(what, sizeof what, "%s GEMMs", px_precision_name(o->precision));
+        return framework_refuses(c, err, "--precision", "precisions", what);
+    }
+    if (o->cp > 1 && !(c->cp_flavours & (1u << o->cp_comm))) {
+        snprintf(what, sizeof what, "%s context parallelism", px_cp_comm_name(o->cp_comm));
+        return framework_refuses(c, err, "--cp-comm", "cp_flavours", what);
+    }
     px_parallel probe;
     px_parallel_init(&probe);
     probe.schedule = PX_SCHED_1F1B;
@@ -827,6 +838,9 @@ static void search_defaults(px_parallel *par, const px_search_opts *o)
     par->flash_attention = o->flash_attention < 0 ? (!o->run || o->run->fused_attention)
                                                   : o->flash_attention != 0;
     par->shard_group = o->shard_group;
+    par->precision = o->precision;
+    par->cp_comm = o->cp_comm;
+    par->quantized_params = !o->run || o->run->quantized_params;
 }
 
 /* Sequence parallelism when free: on with TP, unless the framework runs TP
@@ -1319,7 +1333,10 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     if (gpus < 1)
         return PX_FAIL(err, PX_ERR_INVALID, "gpus = %d: must be >= 1", gpus);
     res->gpus = gpus;
-    px_status st = resolve_batch(m, o, res, err);
+    px_status st = px_prec_check_hw(hw, o->precision, err);
+    if (st != PX_OK)
+        return st;
+    st = resolve_batch(m, o, res, err);
     if (st != PX_OK)
         return st;
     nearest_batch(gpus, o, res);
@@ -1575,6 +1592,8 @@ static px_status rule_plan(const px_model *m, const px_hw *hw, int gpus,
     par->dp_overlap = o->dp_overlap != 0;
     par->tp_overlap = o->tp_overlap != 0;
     par->flash_attention = true;
+    par->precision = o->precision;
+    par->cp_comm = o->cp_comm;
     par->schedule = PX_SCHED_1F1B;
     px_memory mem;
     bool batch_ok = false, done = false;

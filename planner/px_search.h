@@ -49,6 +49,9 @@ typedef struct {
     int grad_fp32;           /* -1: default (fp32 main gradients); 0 bf16; 1 fp32 */
     int dp_overlap;          /* -1: default (on); 0: gradient reduction after the backward */
     int tp_overlap;          /* -1: default (on); 0: backward TP collectives not hidden */
+    px_precision precision;  /* the linear GEMMs' number format (default bf16); a
+                              * precision the profile lacks is refused */
+    px_cp_comm cp_comm;      /* CP attention communication (default ring p2p) */
     int64_t seq_len;         /* 0: the model's */
     int64_t global_batch;    /* sequences; 0: tokens_per_step / seq_len */
     int64_t tokens_per_step; /* 0: PX_SEARCH_TOKENS_PER_STEP_DEFAULT */

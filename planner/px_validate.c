@@ -120,10 +120,10 @@ static bool row_precision(const char *s, px_val_row *row)
         row->precision = PX_PREC_FP16;
     else if (starts_with_ci(s, "fp8"))
         row->precision = PX_PREC_FP8;
-    if (row->precision == PX_PREC_BF16 || row->precision == PX_PREC_FP16)
+    if (row->precision >= 0)
         return true;
-    snprintf(row->note, sizeof row->note, "precision %s not modelled (bf16 and fp16 are)",
-             row->precision == PX_PREC_FP8 ? "fp8" : (s ? s : "(null)"));
+    snprintf(row->note, sizeof row->note, "precision %s not modelled (bf16, fp16, fp8 are)",
+             s ? s : "(null)");
     return false;
 }
 
@@ -510,20 +510,6 @@ static bool row_split(const px_model *m, px_parallel *par, const char **why)
     return true;
 }
 
-/* The row's GPUs per node replace the profile's NVLink domain when the
- * domain is the host (DGX, HGX); a profile whose NVLink domain spans several
- * hosts (GB200 NVL72: 18 trays of 4 GPUs on one NVLink switch fabric) keeps
- * it: the row's node is a tray inside the domain. */
-static void row_node_size(const px_val_row *row, px_hw *hw)
-{
-    int g = row->gpus_per_node;
-    if (g <= 0)
-        return;
-    if (hw->gpus_per_node > g && hw->gpus_per_node % g == 0 && hw->gpus_per_node > 16)
-        return;
-    hw->gpus_per_node = g;
-}
-
 /* The published-runs comparison (shared/data/README.md): tokens/s per GPU
  * when published, else MFU, else step time; + means predicted too fast. */
 static void family_error(px_val_row *row)
@@ -545,6 +531,15 @@ static void family_error(px_val_row *row)
     }
 }
 
+/* A row's gpus_per_node counts the GPUs of one host.  Where the profile's
+ * fast domain spans several hosts (gpus_per_host: GB200 NVL72's trays of 4
+ * on one NVLink domain of 72), a row that gives the host size keeps the
+ * domain; otherwise the row's count is the node. */
+static bool host_is_node(const px_hw *hw, int row_gpus_per_node)
+{
+    return hw->gpus_per_host > 0 && row_gpus_per_node == hw->gpus_per_host;
+}
+
 static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_vpp,
                              px_error *err)
 {
@@ -552,7 +547,8 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
     px_status st = px_hw_load(row->hw_name, profiles_dir, &hw, err);
     if (st != PX_OK)
         return st;
-    row_node_size(row, &hw);
+    if (row->gpus_per_node > 0 && !host_is_node(&hw, row->gpus_per_node))
+        hw.gpus_per_node = row->gpus_per_node;
     static px_cost_ctx ctx; /* large; one row at a time */
     st = px_cost_ctx_init(&ctx, &row->model, &hw, err);
     if (st != PX_OK)
@@ -655,6 +651,8 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
                         par.dp_overlap = row->dp_overlap;
                         par.tp_overlap = row->tp_overlap;
                         par.grad_fp32 = row->grad_fp32;
+                        par.precision = (px_precision)row->precision;
+                        par.quantized_params = fw.run.quantized_params;
                         if (!row_split(m, &par, &why))
                             continue;
                         px_error ce;
@@ -834,6 +832,8 @@ static px_status families(px_val_report *rep, px_error *err)
     rep->n_families = 0;
     memset(&rep->all_usable, 0, sizeof rep->all_usable);
     snprintf(rep->all_usable.name, sizeof rep->all_usable.name, "all bf16/fp16");
+    memset(&rep->all_lowp_moe, 0, sizeof rep->all_lowp_moe);
+    snprintf(rep->all_lowp_moe.name, sizeof rep->all_lowp_moe.name, "all fp8 or moe");
     for (int i = 0; i < rep->n_rows; i++) {
         px_val_row *row = &rep->rows[i];
         if (!row->usable)
@@ -854,6 +854,8 @@ static px_status families(px_val_report *rep, px_error *err)
         family_add(&rep->families[g], row);
         if (row->precision == PX_PREC_BF16 || row->precision == PX_PREC_FP16)
             family_add(&rep->all_usable, row);
+        if ((row->precision != PX_PREC_BF16 && row->precision != PX_PREC_FP16) || row->moe)
+            family_add(&rep->all_lowp_moe, row);
     }
     return PX_OK;
 }
@@ -886,6 +888,44 @@ bool px_validate_family_bounds(const px_val_report *r, double max_mean, double m
     for (int g = 0; g < r->n_families; g++) {
         const px_val_family *f = &r->families[g];
         if (f->n_pred > 0 && f->mean_abs > max_family && !strstr(f->name, "/fp8/")) {
+            snprintf(why, (size_t)why_len, "family %s: mean |error| %.1f%% > %.1f%%", f->name,
+                     100.0 * f->mean_abs, 100.0 * max_family);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool px_validate_lowp_moe_bounds(const px_val_report *r, double max_mean, double max_family,
+                                 double max_refused, char *why, int why_len)
+{
+    char dummy[8];
+    if (!why) {
+        why = dummy;
+        why_len = (int)sizeof dummy;
+    }
+    why[0] = '\0';
+    const px_val_family *a = &r->all_lowp_moe;
+    if (a->n_usable == 0 || a->n_pred == 0) {
+        snprintf(why, (size_t)why_len, "no usable fp8 or MoE row was predicted");
+        return false;
+    }
+    if (a->mean_abs > max_mean) {
+        snprintf(why, (size_t)why_len, "fp8/MoE: mean |error| %.1f%% over %d rows > %.1f%%",
+                 100.0 * a->mean_abs, a->n_pred, 100.0 * max_mean);
+        return false;
+    }
+    double refused = (double)a->n_refused / a->n_usable;
+    if (refused > max_refused) {
+        snprintf(why, (size_t)why_len, "fp8/MoE: %d of %d usable rows refused (%.1f%% > %.1f%%)",
+                 a->n_refused, a->n_usable, 100.0 * refused, 100.0 * max_refused);
+        return false;
+    }
+    for (int g = 0; g < r->n_families; g++) {
+        const px_val_family *f = &r->families[g];
+        size_t n = strlen(f->name);
+        bool lowp_moe = strstr(f->name, "/fp8/") || (n > 4 && !strcmp(f->name + n - 4, "/moe"));
+        if (lowp_moe && f->n_pred > 0 && f->mean_abs > max_family) {
             snprintf(why, (size_t)why_len, "family %s: mean |error| %.1f%% > %.1f%%", f->name,
                      100.0 * f->mean_abs, 100.0 * max_family);
             return false;
@@ -1012,8 +1052,10 @@ static void write_families(const px_val_report *r, FILE *out)
                  "(step: meas/pred - 1), + = predicted too fast\n");
     fprintf(out, "%-44s %6s %6s %7s %8s %8s %8s  %s\n", "family", "usable", "pred", "refused",
             "mean|e|%", "bias%", "worst%", "worst row");
-    for (int g = 0; g <= r->n_families; g++) {
-        const px_val_family *f = g < r->n_families ? &r->families[g] : &r->all_usable;
+    for (int g = 0; g <= r->n_families + 1; g++) {
+        const px_val_family *f = g < r->n_families    ? &r->families[g]
+                                 : g == r->n_families ? &r->all_usable
+                                                      : &r->all_lowp_moe;
         fprintf(out, "%-44.44s %6d %6d %7d %8.1f %+8.1f %8.1f  %s\n", f->name, f->n_usable,
                 f->n_pred, f->n_refused, 100.0 * f->mean_abs, 100.0 * f->bias,
                 100.0 * f->worst_abs, f->n_pred ? f->worst_id : "-");
@@ -1126,7 +1168,7 @@ px_status px_validate_explain(const px_val_report *r, const char *id, FILE *out,
     px_status st = px_hw_load(w->hw_name, r->profiles_dir[0] ? r->profiles_dir : NULL, &hw, err);
     if (st != PX_OK)
         return st;
-    if (w->gpus_per_node > 0)
+    if (w->gpus_per_node > 0 && !host_is_node(&hw, w->gpus_per_node))
         hw.gpus_per_node = w->gpus_per_node;
     static px_cost_ctx ctx;
     st = px_cost_ctx_init(&ctx, &w->model, &hw, err);
@@ -1264,8 +1306,10 @@ px_status px_validate_write_json(const px_val_report *r, FILE *out, px_error *er
     json_object_set_new(root, "overall_step", stat_json(&r->overall_step));
     json_object_set_new(root, "within_bounds", json_boolean(px_validate_within_bounds(r, NULL, 0)));
     json_t *fams = json_array();
-    for (int g = 0; g <= r->n_families; g++) {
-        const px_val_family *f = g < r->n_families ? &r->families[g] : &r->all_usable;
+    for (int g = 0; g <= r->n_families + 1; g++) {
+        const px_val_family *f = g < r->n_families    ? &r->families[g]
+                                 : g == r->n_families ? &r->all_usable
+                                                      : &r->all_lowp_moe;
         json_t *o = json_pack("{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:s}", "name", f->name,
                               "usable", f->n_usable, "predicted", f->n_pred, "refused",
                               f->n_refused, "mean_abs_err", f->mean_abs, "bias", f->bias,
@@ -1273,7 +1317,7 @@ px_status px_validate_write_json(const px_val_report *r, FILE *out, px_error *er
         if (g < r->n_families)
             json_array_append_new(fams, o);
         else
-            json_object_set_new(root, "all_usable", o);
+            json_object_set_new(root, g == r->n_families ? "all_usable" : "all_lowp_moe", o);
     }
     json_object_set_new(root, "families", fams);
     int rc = json_dumpf(root, out, JSON_SORT_KEYS | JSON_INDENT(1) | JSON_REAL_PRECISION(6));

@@ -64,6 +64,20 @@ expect dense_ep "ep = 2, etp = 1 on dense model \"tiny-llama\"" 2 --plan "$work/
   -o "$work/zbh2_v2.json" 2>/dev/null
 expect zbh2_vpp "rank 1: unsupported: schedule \"zb-h2\" with vpp = 2 is not supported" 2 \
   --plan "$work/zbh2_v2.json"
+# The engine runs bf16 (or fp32) GEMMs: a plan costed in another precision is
+# refused, naming the field and what it runs; a plan written before the
+# field existed reads as bf16 (the field is optional).
+sed 's/"precision": "bf16"/"precision": "fp8"/' "$work/tp2.json" >"$work/fp8.json"
+grep -q '"precision": "fp8"' "$work/fp8.json" || { echo "FAIL fp8 plan: no precision field"; failed=$((failed + 1)); }
+expect precision_fp8 "parallel.precision = fp8: the .* backend runs bf16 GEMMs.*allowed: bf16" 2 \
+  --plan "$work/fp8.json"
+sed 's/"precision": "bf16"/"precision": "nvfp4"/' "$work/tp2.json" >"$work/nvfp4.json"
+expect precision_nvfp4 "parallel.precision = nvfp4" 2 --plan "$work/nvfp4.json"
+sed 's/"precision": "bf16"/"precision": "fp7"/' "$work/tp2.json" >"$work/fp7.json"
+expect precision_unknown "precision: .*fp7.*|fp7.*bf16, fp16, fp8" 2 --plan "$work/fp7.json"
+"$mkplan" --model tiny-llama --cp 2 -o "$work/cp2.json" 2>/dev/null
+sed 's/"cp_comm": "p2p"/"cp_comm": "a2a"/' "$work/cp2.json" >"$work/cp2a2a.json"
+expect cp_comm_a2a "parallel.cp_comm = a2a: .*allowed: p2p, all-gather" 2 --plan "$work/cp2a2a.json"
 # A failure on one rank while the others are inside the step: the job ends.
 "$mkplan" --model tiny-llama --tp 2 --pp 2 -o "$work/tp2pp2.json" 2>/dev/null
 PX_EXECUTE_INJECT_FAILURE=3:1 expect rank_failure "rank 3: .*injected failure" 4 \

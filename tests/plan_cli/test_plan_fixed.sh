@@ -32,7 +32,8 @@ for d in (pp4, pp1, nosp):
     assert d["plan"]["parallel"]["layers_per_chunk"] == [], d["plan"]["parallel"]
 p = pp4["plans"][0]; m = p["memory"]; b = p["breakdown"]
 assert p["parallel"] == {"tp": 8, "cp": 1, "ep": 1, "etp": 1, "pp": 4, "vpp": 1, "dp": 32, "sp": True,
-                         "zero": 1, "schedule": "1f1b", "recompute": "none", "grad_dtype": "bf16"}, p["parallel"]
+                         "zero": 1, "schedule": "1f1b", "recompute": "none", "grad_dtype": "bf16",
+                         "precision": "bf16", "cp_comm": "p2p"}, p["parallel"]
 assert p["num_microbatches"] == 64
 close("TP8 PP4 DP32: weights", m["weights_bytes"], 4.38e9)
 close("TP8 PP4 DP32: grads (bf16)", m["grads_bytes"], 4.38e9)

@@ -20,11 +20,13 @@ RUNS="$S/tests/validate/data/published-runs.json"
 runs=$("$B/validate" "$RUNS" --check-families) || { echo "validate published-runs --check-families exited $?"; fail=1; }
 printf '%s\n' "$runs" | grep -q '^# families' || { echo "published-runs: no families table"; fail=1; }
 printf '%s\n' "$runs" | grep -q '^all bf16/fp16 ' || { echo "published-runs: no all bf16/fp16 line"; fail=1; }
-printf '%s\n' "$runs" | grep -q 'fp8 not modelled' || { echo "published-runs: fp8 rows not refused with the reason"; fail=1; }
+printf '%s\n' "$runs" | grep -q '^all fp8 or moe ' || { echo "published-runs: no all fp8 or moe line"; fail=1; }
+printf '%s\n' "$runs" | grep -q 'fp8 not modelled' && { echo "published-runs: fp8 rows refused"; fail=1; }
 "$B/validate" "$RUNS" --json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 assert d["families"] and d["all_usable"]["usable"] >= 240, d["all_usable"]
+assert d["all_lowp_moe"]["predicted"] >= 100, d["all_lowp_moe"]
 refused = [r for r in d["rows"] if r["usable"] and r["refused"]]
 assert all(r["note"] for r in refused)
 ' || { echo "published-runs --json: families / refused rows"; fail=1; }

@@ -1,0 +1,63 @@
+/* px_cost_cp.c — CP attention communication (px_cost_cp.h). */
+#include "px_cost_cp.h"
+
+#include <string.h>
+
+#include "px_efficiency.h"
+
+static double dmax(double a, double b) { return a > b ? a : b; }
+
+void px_cost_cp_time(const px_hw *hw, px_cp_comm flavour, int c, double kv_bytes,
+                     double q_bytes, double o_bytes, double attn_fwd_s, bool crosses,
+                     px_cp_time *out)
+{
+    memset(out, 0, sizeof *out);
+    if (c <= 1)
+        return;
+    double cm1 = (double)c - 1.0;
+    switch (flavour) {
+    case PX_CPC_ALLGATHER: {
+        /* Megatron's "all_gather" (Llama 3's CP): every rank gathers the
+         * whole sequence's K and V before its attention (message c·kv), and
+         * the backward reduce-scatters their gradients; neither overlaps */
+        double ag = px_time_coll_s(hw, PX_COLL_ALLGATHER, c, (double)c * kv_bytes, crosses);
+        double rs = px_time_coll_s(hw, PX_COLL_REDUCE_SCATTER, c, (double)c * kv_bytes, crosses);
+        out->total_s = out->exposed_s = ag + rs;
+        out->fwd_exposed_s = ag;
+        out->bytes = px_coll_wire_bytes(PX_COLL_ALLGATHER, c, (double)c * kv_bytes) +
+                     px_coll_wire_bytes(PX_COLL_REDUCE_SCATTER, c, (double)c * kv_bytes);
+        return;
+    }
+    case PX_CPC_A2A: {
+        /* Ulysses / Megatron "a2a": q, k, v go from sequence- to head-sharded
+         * before the attention and the output back after it; the backward
+         * moves their gradients the same way; on the critical path */
+        double in = q_bytes + kv_bytes;
+        double t_in = px_time_coll_s(hw, PX_COLL_ALLTOALL, c, in, crosses);
+        double t_out = px_time_coll_s(hw, PX_COLL_ALLTOALL, c, o_bytes, crosses);
+        out->total_s = out->exposed_s = 2.0 * (t_in + t_out);
+        out->fwd_exposed_s = t_in + t_out;
+        out->bytes = 2.0 * (px_coll_wire_bytes(PX_COLL_ALLTOALL, c, in) +
+                            px_coll_wire_bytes(PX_COLL_ALLTOALL, c, o_bytes));
+        return;
+    }
+    default: {
+        /* ring (Megatron "p2p", ring attention): c-1 steps passing the K and V
+         * block forward, twice the bytes backward (K, V and their gradients);
+         * each step overlaps one 1/c block of the attention core (2.5x in
+         * the backward) */
+        double step = px_time_coll_s(hw, PX_COLL_P2P, 2, kv_bytes, crosses);
+        double block = attn_fwd_s / (double)c;
+        out->total_s = cm1 * 3.0 * step;
+        out->fwd_exposed_s = cm1 * dmax(0.0, step - block);
+        out->exposed_s = out->fwd_exposed_s + cm1 * dmax(0.0, 2.0 * step - 2.5 * block);
+        /* the hidden transfers run on SMs the attention kernel then lacks
+         * (NCCL send/recv channels): the profile's comm_overlap_cost of them */
+        double hidden = out->total_s - out->exposed_s;
+        out->exposed_s += hw->comm_overlap_cost * hidden;
+        out->fwd_exposed_s += hw->comm_overlap_cost * cm1 * (step < block ? step : block);
+        out->bytes = cm1 * 3.0 * kv_bytes;
+        return;
+    }
+    }
+}

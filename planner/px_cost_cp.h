@@ -1,0 +1,31 @@
+/* px_cost_cp.h — the communication of context-parallel attention in its
+ * three flavours (px_cp_comm): ring p2p overlapped block by block with the
+ * attention core, KV all-gather before it, and the Ulysses all-to-all of
+ * heads and sequence around it.  Formulas and sources: docs/cost-model.md,
+ * "Communication", CP. */
+#ifndef PX_COST_CP_H
+#define PX_COST_CP_H
+
+#include <stdbool.h>
+
+#include "px_hw.h"
+#include "px_plan.h"
+
+typedef struct {
+    double total_s;   /* every CP transfer of one layer, one micro-batch, fwd + bwd */
+    double exposed_s; /* of it, on the critical path */
+    double fwd_exposed_s; /* the exposed part in the forward (full recompute reruns it) */
+    double bytes;     /* bytes one GPU sends */
+} px_cp_time;
+
+/* One layer's CP communication for one micro-batch on one GPU.
+ * c: CP size; kv_bytes: this rank's K and V (or MLA latent) block;
+ * q_bytes, o_bytes: this rank's queries and attention output (a2a only);
+ * attn_fwd_s: this rank's attention-core forward time (the ring overlaps a
+ * 1/c block of it per step, the backward 2.5x); crosses: the CP group
+ * leaves a node. */
+void px_cost_cp_time(const px_hw *hw, px_cp_comm flavour, int c, double kv_bytes,
+                     double q_bytes, double o_bytes, double attn_fwd_s, bool crosses,
+                     px_cp_time *out);
+
+#endif

@@ -1,0 +1,17 @@
+/* px_cost_moe.c — routed-expert extras (px_cost_moe.h). */
+#include "px_cost_moe.h"
+
+#include <math.h>
+
+double px_moe_imbalance(int ep, double copies_per_rank)
+{
+    if (ep <= 1 || copies_per_rank <= 0.0)
+        return 1.0;
+    double n = (double)ep * copies_per_rank;
+    return 1.0 + sqrt(2.0 * log((double)ep)) * sqrt(((double)ep - 1.0) / n);
+}
+
+double px_moe_permute_bytes(double e, double copies, double h)
+{
+    return copies > 0.0 ? 8.0 * e * copies * h : 0.0;
+}
