@@ -126,6 +126,7 @@ static void search_shard_group(void)
     caps.zero[0] = caps.zero[3] = true;
     caps.model_features = PX_FEAT_LLAMA_BLOCK;
     caps.max_pp = 1;
+    caps.precisions = PX_PREC_BIT(PX_PREC_BF16);
     static px_search_result res;
     px_search_opts o;
     px_search_opts_init(&o);
