@@ -48,7 +48,7 @@ px_status px_export_target_caps(px_export_target t, px_caps *out, px_error *err)
 {
     if (t < 0 || t >= PX_EXPORT_COUNT)
         return PX_FAIL(err, PX_ERR_INVALID, "export target %d out of range", (int)t);
-    static _Thread_local px_framework fw;
+    px_framework fw; /* about 1 KB */
     px_status st = px_framework_load(target_framework[t], NULL, &fw, err);
     if (st == PX_OK)
         *out = fw.caps;

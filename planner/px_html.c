@@ -392,6 +392,17 @@ static double rel_err(double pred, double meas)
     return meas != 0.0 ? (pred - meas) / meas : (pred == 0.0 ? 0.0 : INFINITY);
 }
 
+/* The uniform recompute choice, or "mixed" where the layers differ. */
+static const char *recompute_label(const px_parallel *p)
+{
+    for (int i = 1; i < p->n_layer_recompute; i++)
+        if (p->layer_recompute[i] != p->layer_recompute[0])
+            return "mixed (per layer)";
+    if (p->n_layer_recompute > 0 && p->layer_recompute[0] < PX_RECOMPUTE_COUNT)
+        return px_recompute_name((px_recompute)p->layer_recompute[0]);
+    return px_recompute_name(p->recompute);
+}
+
 static void plans_table(px_buf *b, const px_html_run *runs, int n)
 {
     px_buf_puts(b, "<table class=\"plans\"><tr><th class=\"l\">run</th><th>TP</th><th>CP</th>"
@@ -414,12 +425,12 @@ static void plans_table(px_buf *b, const px_html_run *runs, int n)
         }
         px_buf_printf(b, "</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td>"
                          "<td>%d</td><td>%d</td><td>%lld</td><td>%lld</td><td>%d</td>"
-                         "<td class=\"l\">%s%s</td><td class=\"l\">%s</td><td>%s</td>"
+                         "<td class=\"l\">%s</td><td class=\"l\">%s</td><td>%s</td>"
                          "<td>%.1f</td><td>%.4g</td><td>%.4g</td><td>%.1f %%</td>"
                          "<td>%.1f %%</td></tr>\n",
                       p->tp, p->cp, p->ep, p->etp, p->pp, p->vpp, p->dp,
                       (long long)p->micro_batch, (long long)p->n_micro, p->zero,
-                      px_recompute_name(p->recompute), p->n_layer_recompute > 0 ? " (per layer)" : "",
+                      recompute_label(p),
                       px_schedule_name(p->schedule), p->sp ? "on" : "off",
                       (double)q->mem.total / 1e9, q->time.step_s, q->tokens_per_s,
                       100.0 * q->mfu, 100.0 * q->bubble_fraction);
