@@ -272,6 +272,13 @@ px_status px_args_parse(const px_arg *rows, int n_rows, int argc, char **argv,
                 st = apply(rows, n_rows, i, optarg, settings, seen, err);
         }
     }
+    /* after "--" every argument is positional */
+    for (int i = optind; st == PX_OK && res->action == PX_ARGS_RUN && i < argc; i++) {
+        if (max_positional >= 0 && res->n_positional >= max_positional)
+            st = PX_FAIL(err, PX_ERR_USAGE, "unexpected argument \"%s\"", argv[i]);
+        else
+            res->positional[res->n_positional++] = argv[i];
+    }
     free(longs);
     free(seen);
     if (st != PX_OK)

@@ -54,7 +54,7 @@ plan() { # NAME PLAN-ARGS...
 for z in 0 1 3; do
   plan "z$z" --n-micro 2 --dp 2 --zero "$z" --hw h100-sxm || continue
   run "z$z" 2 bf16 || continue
-  cp "$work/z$z.json" "$work/z$z.f32.json"   # the same plan, run with fp32 storage
+  cp "$work/z$z.json" "$work/z$z.f32.json"   # the same plan, run in fp32 storage
   run "z$z.f32" 2 fp32 --dtype fp32 || continue
   [ "$z" -lt 2 ] && expect "zero $z: measured = predicted (dtype_bytes 2)" kinds \
     "$work/z$z.r.json" "$work/z$z.json"
