@@ -31,6 +31,7 @@ static const px_jfield hw_fields[] = {
     HD("attn_eff", attn_eff, false, 0),
     HD("sustained_frac", sustained_frac, false, 0),
     HD("sync_wait_s", sync_wait_s, false, 0),
+    HD("sync_interval_s", sync_interval_s, false, 0),
     HD("comm_overlap_cost", comm_overlap_cost, false, 0),
     HD("norm_bw", norm_bw, false, 0),
     HD("residual_bw", residual_bw, false, 0),
