@@ -145,19 +145,19 @@ static px_status calibrate_cpu(const px_calib_opts *o, MPI_Comm world, bool use_
     px_calib_opts so = *o;
     if (!(use_mpi && size > 1))
         so.sync = NULL; /* nothing to wait for */
-    double sus[2] = {1.0, 0.0}, sus_sum[2];
-    st = px_calib_sustain_run(&so, &sus[0], &sus[1], err);
+    double sus[3] = {1.0, 0.0, 0.0}, sus_sum[3];
+    st = px_calib_sustain_run(&so, &sus[0], &sus[1], &sus[2], err);
     if (st != PX_OK)
         return st;
-    sus_sum[0] = sus[0];
-    sus_sum[1] = sus[1];
+    memcpy(sus_sum, sus, sizeof sus);
     if (use_mpi && size > 1) {
-        MPI_Allreduce(sus, sus_sum, 2, MPI_DOUBLE, MPI_SUM, world);
-        sus_sum[0] /= size;
-        sus_sum[1] /= size;
+        MPI_Allreduce(sus, sus_sum, 3, MPI_DOUBLE, MPI_SUM, world);
+        for (int i = 0; i < 3; i++)
+            sus_sum[i] /= size;
     }
     hw->sustained_frac = sus_sum[0];
     hw->sync_wait_s = sus_sum[1];
+    hw->sync_interval_s = hw->sync_wait_s > 0.0 ? sus_sum[2] : 0.0;
 
     /* 4. Communication. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);

@@ -25,7 +25,7 @@ static void gemm(const float *a, const float *b, float *c)
 }
 
 px_status px_calib_sustain_run(const px_calib_opts *o, double *frac, double *sync_wait_s,
-                               px_error *err)
+                               double *sync_interval_s, px_error *err)
 {
     const size_t na = (size_t)SUSTAIN_M * SUSTAIN_K, nb = (size_t)SUSTAIN_N * SUSTAIN_K,
                  nc = (size_t)SUSTAIN_M * SUSTAIN_N, per = na + nb + nc;
@@ -70,6 +70,7 @@ px_status px_calib_sustain_run(const px_calib_opts *o, double *frac, double *syn
      * MPI).  The barrier's fastest pass is its own cost; the mean beyond it
      * is the wait for the rank that an interruption held back. */
     *sync_wait_s = 0.0;
+    *sync_interval_s = mean; /* a synchronisation after each GEMM of the stream */
     if (o->sync) {
         double wait = 0.0, fastest = INFINITY;
         long n = 0;

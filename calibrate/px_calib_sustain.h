@@ -31,8 +31,9 @@ double px_calib_sustain_window_s(bool quick);
  * (MPI), the mean wait at a synchronisation after a GEMM of that stream
  * beyond the synchronisation's own cost into *sync_wait_s (else 0): what
  * each blocking collective of a step costs on top of its transfer when the
- * ranks do not progress in lock step (px_hw.sync_wait_s). */
+ * ranks do not progress in lock step (px_hw.sync_wait_s), and the mean
+ * compute between two synchronisations then (*sync_interval_s). */
 px_status px_calib_sustain_run(const px_calib_opts *o, double *frac, double *sync_wait_s,
-                               px_error *err);
+                               double *sync_interval_s, px_error *err);
 
 #endif

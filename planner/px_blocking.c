@@ -2,7 +2,7 @@
 #include "px_blocking.h"
 
 void px_blocking_sync_s(const px_model *m, const px_hw *hw, const px_parallel *par,
-                        px_blocking_sync *out)
+                        double stage_mb_s, px_blocking_sync *out)
 {
     *out = (px_blocking_sync){0.0, 0.0, 0.0, 0.0};
     double w = hw->sync_wait_s;
@@ -26,6 +26,14 @@ void px_blocking_sync_s(const px_model *m, const px_hw *hw, const px_parallel *p
         out->dp_step += w * (par->zero == 1 ? 2.0 : par->zero == 0 ? 1.0 : layers);
     }
     out->dp_step += w; /* the loss */
+    double n_mb = (out->tp + out->cp + out->dp_mb) / w; /* synchronisations a micro-batch */
+    if (n_mb > 0.0 && hw->sync_interval_s > 0.0) {
+        double f = stage_mb_s / n_mb / hw->sync_interval_s;
+        f = f < 1.0 ? f : 1.0;
+        out->tp *= f;
+        out->cp *= f;
+        out->dp_mb *= f;
+    }
 }
 
 double px_blocking_dp_exposed(const px_parallel *par, double total, double exposed)

@@ -28,9 +28,14 @@ typedef struct {
  * backward and a gradient reduce-scatter (3), ZeRO-2 the reduce-scatter
  * (1).  Per step: the gradient all-reduce (ZeRO-0), reduce-scatter +
  * all-gather (ZeRO-1), the TP all-reduces of the SP-replicated gradients
- * (two norms a layer and the final norm) and the loss all-reduce. */
+ * (two norms a layer and the final norm) and the loss all-reduce.
+ * An interruption can only hold a rank back by what it hits between two
+ * synchronisations: the per-micro-batch waits are scaled by min(1, interval
+ * / hw->sync_interval_s), the interval being stage_mb_s (the slowest stage's
+ * micro-batch) over its synchronisations; the per-step ones follow the
+ * whole backward and keep the full wait. */
 void px_blocking_sync_s(const px_model *m, const px_hw *hw, const px_parallel *par,
-                        px_blocking_sync *out);
+                        double stage_mb_s, px_blocking_sync *out);
 
 /* The exposed DP / ZeRO time.  With par->dp_overlap off every stage's
  * collectives are exposed in full: ZeRO 0-2 reduce after the backward, and

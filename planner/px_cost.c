@@ -1567,7 +1567,7 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     double mm = (double)par->n_micro;
     double v = par->vpp;
     px_blocking_sync sync; /* waits at blocking collectives (px_blocking.h) */
-    px_blocking_sync_s(m, hw, par, &sync);
+    px_blocking_sync_s(m, hw, par, worst_mb, &sync);
     w_tp += sync.tp;
     w_cp += sync.cp;
     worst_mb += sync.tp + sync.cp;

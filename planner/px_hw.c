@@ -49,6 +49,7 @@ static const px_jfield hw_fields[] = {
     HD("attn_eff", attn_eff, false, 0, 1),
     HD("sustained_frac", sustained_frac, false, 0, 1),
     HD("sync_wait_s", sync_wait_s, false, 0, 1),
+    HD("sync_interval_s", sync_interval_s, false, 0, 1e3),
     HD("comm_overlap_cost", comm_overlap_cost, false, 0, 1),
     HD("norm_bw", norm_bw, false, 0, MAX_BW),
     HD("residual_bw", residual_bw, false, 0, MAX_BW),

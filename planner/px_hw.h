@@ -61,6 +61,9 @@ typedef struct {
     double sync_wait_s;       /* mean wait of a rank at a blocking collective for the
                                * peer an interruption held back, beyond the transfer:
                                * written by `calibrate --mpi` on CPUs, optional (0) */
+    double sync_interval_s;   /* the compute between two of those synchronisations
+                               * when sync_wait_s was measured: a shorter interval
+                               * is interrupted proportionally less (px_blocking.h) */
     double attn_eff;          /* fraction of peak_flops the attention core runs at,
                                * forward + backward together, counting the causal
                                * FLOPs (half the s x s product) 1x forward and 2.5x
