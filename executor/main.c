@@ -2,8 +2,10 @@
  *   mpirun -np G execute --plan plan.json [--steps N] [--warmup N] [--seed N]
  *          [--data FILE] [--report report.json] [--dump-weights DIR]
  *          [--lr X] [--init-std X] [--backend cpu|cuda] [--dtype bf16|fp32]
- * Only rank 0 prints the step table; errors name the rank.  See
- * docs/executor.md. */
+ *   execute --check --plan plan.json [--backend cpu|cuda]
+ * Only rank 0 prints the step table; errors name the rank.  --check runs as
+ * one process without mpirun: it validates the plan's own consistency and this
+ * executor's capabilities and runs nothing.  See docs/executor.md. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,7 @@
 typedef struct {
     const char *plan_path, *report_path, *dump_dir, *backend;
     int64_t steps, warmup;
+    bool check; /* --check: validate the plan, run nothing */
     px_exec_options opt;
 } cli;
 
@@ -34,6 +37,9 @@ static void usage(FILE *f)
             "                            [--data FILE] [--report report.json]\n"
             "                            [--dump-weights DIR] [--lr X] [--init-std X]\n"
             "                            [--backend cpu|cuda] [--dtype bf16|fp32]\n"
+            "       execute --check --plan plan.json [--backend cpu|cuda]\n"
+            "  --check             validate the plan (its own consistency and what this\n"
+            "                      executor runs) in one process, without mpirun; runs nothing\n"
             "  --plan FILE         plan JSON written by `plan -o` (required)\n"
             "  --steps N           timed optimizer steps (default 3)\n"
             "  --warmup N          untimed steps before them (default 1)\n"
@@ -72,6 +78,10 @@ static int parse_args(int argc, char **argv, cli *c, char *buf, size_t n)
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help"))
             return 1;
+        if (!strcmp(a, "--check")) {
+            c->check = true;
+            continue;
+        }
         if (i + 1 >= argc) {
             snprintf(buf, n, "option %s: missing value (or unknown option)", a);
             return 2;
@@ -151,8 +161,45 @@ static void fail_abort(int rank, const px_error *err)
     exit(1);
 }
 
+/* execute --check: the plan against this executor's capability set, in one
+ * process without MPI.  Exit 0 when it would run, 1 when not, 2 on bad usage. */
+static int check_only(const cli *c)
+{
+    px_error err;
+    px_error_clear(&err);
+    px_plan plan;
+    px_caps caps;
+    px_exec_caps(c->backend, &caps);
+    px_status st = px_plan_read(c->plan_path, &plan, &err);
+    if (st == PX_OK)
+        st = px_exec_check_plan(&plan, &caps, &err);
+    if (st != PX_OK) {
+        char msg[2048];
+        px_error_format(&err, msg, sizeof msg);
+        fprintf(stderr, "execute: %s: %s\n", px_status_name(err.code), msg);
+        return 1;
+    }
+    const px_parallel *p = &plan.par;
+    printf("%s: runs on the %s: %s on %d ranks (tp %d, cp %d, pp %d, vpp %d, dp %d, ep %d, "
+           "etp %d, %s, zero %d)\n",
+           c->plan_path, caps.name, plan.model.name, px_parallel_gpus(p), p->tp, p->cp, p->pp,
+           p->vpp, p->dp, p->ep, p->etp, px_schedule_name(p->schedule), p->zero);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--check")) { /* no MPI: one process, no launcher */
+            cli c;
+            char msg[512] = "";
+            int pr = parse_args(argc, argv, &c, msg, sizeof msg);
+            if (pr == 2)
+                fprintf(stderr, "execute: %s\n", msg);
+            if (pr)
+                usage(pr == 1 ? stdout : stderr);
+            return pr == 1 ? 0 : pr == 2 ? 2 : check_only(&c);
+        }
     MPI_Init(&argc, &argv);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int rank = 0, world = 1;
@@ -183,8 +230,12 @@ int main(int argc, char **argv)
     px_status st = px_plan_read(c.plan_path, &plan, &err);
     px_backend be;
     px_exec *ex = NULL;
+    px_caps caps;
+    px_exec_caps(c.backend, &caps);
     if (!st)
-        st = px_exec_check_plan(&plan, world, &err);
+        st = px_exec_check_plan(&plan, &caps, &err);
+    if (!st)
+        st = px_exec_check_world(&plan, world, &err);
     memset(&be, 0, sizeof be);
     if (!st && !strcmp(c.backend, "cpu"))
         st = px_backend_cpu_create(&be, &err);

@@ -58,9 +58,21 @@ px_recompute px_ex_layer_rc(const px_exec *ex, int64_t l)
 
 /* ---- plan check --------------------------------------------------------- */
 
-px_status px_exec_check_plan(const px_plan *plan, int world_size, px_error *err)
+void px_exec_caps(const char *backend, px_caps *out)
 {
-    const px_model *m = &plan->model;
+    if (backend && !strcmp(backend, "cuda"))
+        px_caps_cuda_executor(out);
+    else
+        px_caps_cpu_executor(out);
+}
+
+px_status px_exec_check_plan(const px_plan *plan, const px_caps *caps, px_error *err)
+{
+    return px_plan_check(&plan->model, &plan->par, caps, err);
+}
+
+px_status px_exec_check_world(const px_plan *plan, int world_size, px_error *err)
+{
     const px_parallel *p = &plan->par;
     int gpus = px_parallel_gpus(p);
     if (gpus != world_size)
@@ -68,148 +80,6 @@ px_status px_exec_check_plan(const px_plan *plan, int world_size, px_error *err)
                        "the plan needs tp x cp x pp x dp = %d x %d x %d x %d = %d ranks, but "
                        "the job has %d (run mpirun -np %d)",
                        p->tp, p->cp, p->pp, p->dp, gpus, world_size, gpus);
-    if (m->n_layers < 1 || m->hidden < 1 || m->n_heads < 1 || m->n_kv_heads < 1 ||
-        m->head_dim < 1 || m->ffn < 1 || m->vocab < 2)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "model \"%s\": n_layers, hidden, n_heads, n_kv_heads, head_dim, ffn must "
-                       "be >= 1 and vocab >= 2",
-                       m->name);
-    if (m->block != PX_BLOCK_GPT && m->block != PX_BLOCK_LLAMA)
-        return PX_FAIL(err, PX_ERR_INVALID, "model block kind %d: allowed gpt, llama", m->block);
-    if (m->attn != PX_ATTN_STANDARD)
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "model \"%s\": multi-head latent attention is not supported by the "
-                       "executor; supported: standard (MHA/GQA) attention",
-                       m->name);
-    if (m->n_experts > 0) {
-        if (m->block != PX_BLOCK_LLAMA)
-            return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                           "model \"%s\": mixture-of-experts layers run with llama blocks "
-                           "(SwiGLU experts) only",
-                           m->name);
-        if (m->n_shared_experts > 0)
-            return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                           "model \"%s\": n_shared_experts = %lld: shared experts are not "
-                           "supported by the executor; allowed: 0",
-                           m->name, (long long)m->n_shared_experts);
-        /* Expert TP splits each expert's ffn (px_moe.c): etp must divide it. */
-        if (p->etp < 1 || m->moe_ffn % p->etp)
-            return PX_FAIL(err, PX_ERR_INVALID,
-                           "etp = %d must divide moe_ffn = %lld (each expert-TP rank holds "
-                           "moe_ffn / etp of every expert's ffn)",
-                           p->etp, (long long)m->moe_ffn);
-        if (p->ep < 1 || m->n_experts % p->ep)
-            return PX_FAIL(err, PX_ERR_INVALID,
-                           "ep = %d must divide n_experts = %lld (each EP rank holds E / ep "
-                           "experts)",
-                           p->ep, (long long)m->n_experts);
-    } else if (p->ep != 1 || p->etp != 1) {
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "ep = %d, etp = %d on dense model \"%s\": expert parallelism needs "
-                       "experts; allowed: 1",
-                       p->ep, p->etp, m->name);
-    }
-    if (m->qk_norm)
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "model \"%s\": qk_norm is not supported by the executor", m->name);
-    if (m->n_heads % m->n_kv_heads != 0)
-        return PX_FAIL(err, PX_ERR_INVALID, "n_heads = %lld must be a multiple of n_kv_heads = %lld",
-                       (long long)m->n_heads, (long long)m->n_kv_heads);
-    if (m->block == PX_BLOCK_LLAMA && m->head_dim % 2 != 0)
-        return PX_FAIL(err, PX_ERR_INVALID, "head_dim = %lld must be even for RoPE",
-                       (long long)m->head_dim);
-    if (p->zero < 0 || p->zero > 3)
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "zero = %d: the executor runs ZeRO stage 0 (gradient all-reduce), 1 "
-                       "(sharded optimizer), 2 (+ sharded gradients) or 3 (+ sharded "
-                       "weights); allowed: 0, 1, 2, 3",
-                       p->zero);
-    int64_t t = p->tp;
-    if (m->n_heads % t || m->n_kv_heads % t || m->ffn % t || m->vocab % t)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "tp = %d must divide n_heads = %lld, n_kv_heads = %lld, ffn = %lld and "
-                       "vocab = %lld",
-                       p->tp, (long long)m->n_heads, (long long)m->n_kv_heads,
-                       (long long)m->ffn, (long long)m->vocab);
-    int64_t s = p->seq_len > 0 ? p->seq_len : m->seq_len;
-    if (s < 1)
-        return PX_FAIL(err, PX_ERR_INVALID, "seq_len = %lld: must be >= 1", (long long)s);
-    if (p->cp < 1 || (p->cp > 1 && s % (2 * p->cp)))
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "context parallelism: seq_len = %lld must be a multiple of 2 x cp = %d "
-                       "(each rank holds two of 2 cp chunks)",
-                       (long long)s, 2 * p->cp);
-    if (p->sp && p->tp > 1 && (s / p->cp) % t)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "sequence parallelism: tp = %d must divide seq_len / cp = %lld", p->tp,
-                       (long long)(s / p->cp));
-    if (m->n_experts > 0 && p->tp > 1 && (s / p->cp * p->micro_batch) % t)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "mixture of experts: tp = %d must divide the tokens of a micro-batch "
-                       "(seq_len / cp x micro_batch = %lld): each TP rank routes a slice",
-                       p->tp, (long long)(s / p->cp * p->micro_batch));
-    if (m->block == PX_BLOCK_GPT && m->max_positions < s)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "seq_len = %lld exceeds the learned position table (max_positions = "
-                       "%lld)",
-                       (long long)s, (long long)m->max_positions);
-    if (p->micro_batch < 1 || p->n_micro < 1)
-        return PX_FAIL(err, PX_ERR_INVALID, "micro_batch = %lld and n_micro = %lld must be >= 1",
-                       (long long)p->micro_batch, (long long)p->n_micro);
-    if (p->vpp < 1 || (p->vpp > 1 && p->pp < 2))
-        return PX_FAIL(err, PX_ERR_INVALID, "vpp = %d: must be >= 1, and > 1 only with pp > 1",
-                       p->vpp);
-    int chunks = p->pp * p->vpp;
-    if (p->n_chunks != 0) {
-        if (p->n_chunks != chunks)
-            return PX_FAIL(err, PX_ERR_INVALID,
-                           "layers_per_chunk has %d entries; pp x vpp = %d needs that many",
-                           p->n_chunks, chunks);
-        int64_t sum = 0;
-        for (int i = 0; i < chunks; i++) {
-            if (p->layers_per_chunk[i] < 1)
-                return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                               "layers_per_chunk[%d] = %d: every pipeline chunk needs at least "
-                               "one layer",
-                               i, p->layers_per_chunk[i]);
-            sum += p->layers_per_chunk[i];
-        }
-        if (sum != m->n_layers)
-            return PX_FAIL(err, PX_ERR_INVALID,
-                           "layers_per_chunk sums to %lld, the model has %lld layers",
-                           (long long)sum, (long long)m->n_layers);
-    } else if (m->n_layers < chunks) {
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "%lld layers cannot fill pp x vpp = %d pipeline chunks",
-                       (long long)m->n_layers, chunks);
-    }
-    if (p->n_layer_recompute != 0) {
-        if (p->n_layer_recompute != m->n_layers)
-            return PX_FAIL(err, PX_ERR_INVALID,
-                           "layer_recompute has %d entries, the model has %lld layers",
-                           p->n_layer_recompute, (long long)m->n_layers);
-        for (int i = 0; i < p->n_layer_recompute; i++)
-            if (p->layer_recompute[i] >= PX_RECOMPUTE_COUNT)
-                return PX_FAIL(err, PX_ERR_INVALID,
-                               "layer_recompute[%d] = %d: allowed none, selective, full", i,
-                               p->layer_recompute[i]);
-    }
-    if (p->recompute < 0 || p->recompute >= PX_RECOMPUTE_COUNT)
-        return PX_FAIL(err, PX_ERR_INVALID, "recompute = %d: allowed none, selective, full",
-                       p->recompute);
-    if (p->schedule == PX_SCHED_ZB_H2 && p->vpp > 1)
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "schedule \"zb-h2\" with vpp = %d is not supported by this executor "
-                       "(zb-h2 needs vpp = 1; with vpp > 1 use \"interleaved\" or \"zb-h1\")",
-                       p->vpp);
-    if (p->vpp > 1 && p->schedule != PX_SCHED_INTERLEAVED && p->schedule != PX_SCHED_ZB_H1)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "vpp = %d needs schedule \"interleaved\" or \"zb-h1\" (got \"%s\")",
-                       p->vpp, px_schedule_name(p->schedule));
-    if (p->vpp > 1 && p->n_micro % p->pp)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "interleaved schedule: n_micro = %lld must be a multiple of pp = %d",
-                       (long long)p->n_micro, p->pp);
     return PX_OK;
 }
 
@@ -322,7 +192,10 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     int rank, size;
     MPI_Comm_rank(world, &rank);
     MPI_Comm_size(world, &size);
-    TRY(px_exec_check_plan(plan, size, err));
+    px_caps caps;
+    px_exec_caps(be->name, &caps);
+    TRY(px_exec_check_plan(plan, &caps, err));
+    TRY(px_exec_check_world(plan, size, err));
     px_exec *ex = calloc(1, sizeof *ex);
     if (!ex)
         return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");
@@ -404,7 +277,12 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     ex->nh_l = ex->nh / t;
     ex->nkv_l = ex->nkv / t;
     ex->f_l = ex->f / t;
-    ex->V_l = ex->V / t;
+    /* Padded to a multiple of tp (px_params_vocab_rows); this rank's rows past
+     * the vocabulary are never a target nor looked up, and its logits cover
+     * its V_own real rows only, so the padding takes no part in the loss. */
+    ex->V_l = px_params_vocab_rows(m, p->tp) / t;
+    ex->V_own = ex->V - ex->tp_rank * ex->V_l;
+    ex->V_own = ex->V_own < 0 ? 0 : ex->V_own > ex->V_l ? ex->V_l : ex->V_own;
     ex->qkv_l = (ex->nh_l + 2 * ex->nkv_l) * ex->hd;
     ex->E = m->n_experts;
     ex->E_l = ex->moe ? m->n_experts / p->ep : 0;
@@ -715,18 +593,26 @@ static px_status chunk_fwd(px_exec *ex, int j, int64_t micro, int64_t step, px_m
     void *g = ca->fn_out;
     if (ex->sp)
         TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
-    TRY(px_ex_alloc_act(ex, PX_MEM_BUFFERS, T * ex->V_l, &ca->logits, err));
+    int64_t Vo = ex->V_own; /* 0: a shard of padding only */
+    TRY(px_ex_alloc_act(ex, PX_MEM_BUFFERS, T * (Vo > 0 ? Vo : 1), &ca->logits, err));
     TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
-    k->matmul_fwd(ca->logits, g, W(ex->tab.lm_head), NULL, T, h, ex->V_l);
+    if (Vo > 0)
+        k->matmul_fwd(ca->logits, g, W(ex->tab.lm_head), NULL, T, h, Vo);
     px_ex_done_w(ex, ex->tab.lm_head);
     if (g != ca->fn_out)
         px_ex_free(ex, &g);
     TRY(px_ex_alloc_f32(ex, PX_MEM_BUFFERS, 3 * T, &ca->xent, err));
     float *xmax = ca->xent, *xsum = ca->xent + T, *xtgt = ca->xent + 2 * T;
-    k->xent_max_fwd(xmax, ca->logits, T, ex->V_l);
+    /* a padding-only shard adds nothing to the sums and offers 0 to the
+     * max (the loss is the same for any shift; 0 only bounds it below) */
+    if (Vo > 0)
+        k->xent_max_fwd(xmax, ca->logits, T, Vo);
+    else
+        be->zero(be, ca->xent, 3 * T * (int64_t)sizeof(float));
     TRY(be->all_reduce(be, xmax, T, PX_F32, PX_REDUCE_MAX, &ex->tp, err));
-    k->xent_sumexp_fwd(xsum, xtgt, ca->logits, xmax, ca->targets, T, ex->V_l,
-                       ex->tp_rank * ex->V_l);
+    if (Vo > 0)
+        k->xent_sumexp_fwd(xsum, xtgt, ca->logits, xmax, ca->targets, T, Vo,
+                           ex->tp_rank * ex->V_l);
     /* sumexp | target */
     TRY(be->all_reduce(be, xsum, 2 * T, PX_F32, PX_REDUCE_SUM, &ex->tp, err));
     /* fp32 in both storages; read once at the end of the step, so that no
@@ -751,8 +637,9 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_msg *out, px_er
         /* d(mean loss over the global batch)/d(token loss) */
         double tokens = ex->global_tokens;
         float *xmax = ca->xent, *xsum = ca->xent + T;
-        k->xent_bwd(ca->logits, ca->logits, xmax, xsum, ca->targets, (float)(1.0 / tokens), T,
-                    ex->V_l, ex->tp_rank * ex->V_l);
+        if (ex->V_own > 0)
+            k->xent_bwd(ca->logits, ca->logits, xmax, xsum, ca->targets, (float)(1.0 / tokens),
+                        T, ex->V_own, ex->tp_rank * ex->V_l);
         void *g = NULL, *dg = NULL, *dfn = NULL;
         if (!defer) {
             g = ca->fn_out;
@@ -763,8 +650,11 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_msg *out, px_er
         TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
         if (!defer)
             TRY(px_ex_use_g(ex, ex->tab.lm_head, err));
-        k->matmul_bwd(dg, defer ? NULL : G(ex->tab.lm_head), NULL, ca->logits, g,
-                      W(ex->tab.lm_head), T, h, ex->V_l);
+        if (ex->V_own > 0)
+            k->matmul_bwd(dg, defer ? NULL : G(ex->tab.lm_head), NULL, ca->logits, g,
+                          W(ex->tab.lm_head), T, h, ex->V_own);
+        else
+            be->zero(be, dg, T * h * px_dtype_bytes(ex->act_dtype));
         if (!defer)
             TRY(px_ex_done_g(ex, ex->tab.lm_head, err));
         px_ex_done_w(ex, ex->tab.lm_head);
@@ -845,8 +735,9 @@ static px_status chunk_wgrad(px_exec *ex, int j, int64_t micro, px_error *err)
             TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
         TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
         TRY(px_ex_use_g(ex, ex->tab.lm_head, err));
-        ex->k->matmul_bwd(NULL, G(ex->tab.lm_head), NULL, ca->logits, g, W(ex->tab.lm_head),
-                          ex->T, ex->h, ex->V_l);
+        if (ex->V_own > 0)
+            ex->k->matmul_bwd(NULL, G(ex->tab.lm_head), NULL, ca->logits, g,
+                              W(ex->tab.lm_head), ex->T, ex->h, ex->V_own);
         TRY(px_ex_done_g(ex, ex->tab.lm_head, err));
         px_ex_done_w(ex, ex->tab.lm_head);
         if (g != ca->fn_out)

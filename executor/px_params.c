@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "px_plan_check.h"
+
 void px_chunk_layers(const px_parallel *par, int64_t n_layers, int k, int64_t *first,
                      int64_t *count)
 {
@@ -152,6 +154,14 @@ static px_status build_experts(px_param_table *t, const px_model *m, px_layer_pa
     return PX_OK;
 }
 
+/* Both executors' capability sets pad the vocabulary alike (px_plan_check.c). */
+int64_t px_params_vocab_rows(const px_model *m, int tp)
+{
+    px_caps caps;
+    px_caps_cpu_executor(&caps);
+    return px_caps_vocab_rows(&caps, m->vocab, tp);
+}
+
 px_status px_params_build(px_param_table *t, const px_model *m, const px_parallel *par,
                           int tp_rank, int stage, px_error *err)
 {
@@ -176,7 +186,7 @@ px_status px_params_build_etp(px_param_table *t, const px_model *m, const px_par
     t->word_emb = t->pos_emb = t->final_norm_w = t->final_norm_b = t->lm_head = -1;
     int tp = par->tp, pp = par->pp, vpp = par->vpp;
     int n_total = pp * vpp;
-    int64_t V_l = m->vocab / tp, h = m->hidden;
+    int64_t V_rows = px_params_vocab_rows(m, tp), V_l = V_rows / tp, h = m->hidden;
     t->n_chunks = vpp;
     t->chunks = calloc((size_t)vpp, sizeof *t->chunks);
     if (!t->chunks)
@@ -188,7 +198,7 @@ px_status px_params_build_etp(px_param_table *t, const px_model *m, const px_par
         c->is_last = c->model_chunk == n_total - 1;
         px_chunk_layers(par, m->n_layers, c->model_chunk, &c->first_layer, &c->n_layers);
         if (c->is_first) {
-            TRY(add_seg(t, PX_T_WORD_EMB, m->vocab, h, tp_rank * V_l, V_l, 0, h, PX_INIT_NORMAL,
+            TRY(add_seg(t, PX_T_WORD_EMB, V_rows, h, tp_rank * V_l, V_l, 0, h, PX_INIT_NORMAL,
                         false, &t->word_emb, err));
             if (m->block == PX_BLOCK_GPT)
                 TRY(add_seg(t, PX_T_POS_EMB, m->max_positions, h, 0, m->max_positions, 0, h,
@@ -210,7 +220,7 @@ px_status px_params_build_etp(px_param_table *t, const px_model *m, const px_par
                  * tensor id (same initial values); the engine sums its gradient
                  * with the first stage's. */
                 int64_t id = m->tied_embeddings ? PX_T_WORD_EMB : PX_T_LM_HEAD;
-                TRY(add_seg(t, id, m->vocab, h, tp_rank * V_l, V_l, 0, h, PX_INIT_NORMAL, false,
+                TRY(add_seg(t, id, V_rows, h, tp_rank * V_l, V_l, 0, h, PX_INIT_NORMAL, false,
                             &t->lm_head, err));
             }
         }

@@ -52,6 +52,8 @@ typedef struct {
     bool needs_flash_attention;          /* cannot store the s x s scores */
     unsigned precisions;                 /* PX_PREC_BIT mask */
     unsigned model_features;             /* px_model_feature bits */
+    bool zb_virtual_chunks;              /* zb-h1 over vpp > 1 chunks per stage */
+    bool moe_gpt_block;                  /* experts in GPT (LayerNorm/GeLU) blocks */
 } px_caps;
 
 #endif

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "px_partition_refine.h"
+#include "px_plan_check.h"
 
 void px_search_opts_init(px_search_opts *o)
 {
@@ -377,6 +378,15 @@ bool px_search_fully_fixed(const px_model *m, int gpus, const px_search_opts *o)
     return o->vpp > 0 || vpp_implied;
 }
 
+/* The capability set a search works under (px_search_opts.caps). */
+static const px_caps *search_caps(const px_search_opts *o, px_caps *storage)
+{
+    if (o->caps)
+        return o->caps;
+    px_caps_parallax(storage);
+    return storage;
+}
+
 static px_status resolve_batch(const px_model *m, const px_search_opts *o, px_search_result *res,
                                px_error *err)
 {
@@ -429,51 +439,57 @@ static px_status reject_fixed(px_search_result *res, px_reject r, px_error *err,
     return PX_FAIL(err, PX_ERR_INFEASIBLE, "%s", msg);
 }
 
+/* A fixed size against one rule (px_plan_check.h): the message names the flag. */
+static px_status fixed_rule(px_search_result *res, px_reject r, px_status rule, const char *flag,
+                            int val, const px_error *e, px_error *err)
+{
+    if (rule == PX_OK)
+        return PX_OK;
+    return reject_fixed(res, r, err, "--%s %d: %s", flag, val, e->msg);
+}
+
 static px_status check_fixed(const px_model *m, int gpus, int64_t s, const px_search_opts *o,
                              px_search_result *res, px_error *err)
 {
-    bool moe = m->n_experts > 0;
-    if (!moe && (o->ep > 1 || o->etp > 1))
-        return reject_fixed(
-            res, PX_REJ_EXPERTS, err,
-            "%s %d: ep and etp (expert parallelism) need a mixture-of-experts model; "
-            "%s is dense (no experts): leave --ep and --etp out or set them to 1",
-            o->ep > 1 ? "--ep" : "--etp", o->ep > 1 ? o->ep : o->etp, m->name);
-    if (o->tp > 0) {
-        if (m->n_heads % o->tp)
-            return reject_fixed(
-                res, PX_REJ_HEADS, err,
-                "--tp %d does not divide the %lld attention heads / %lld kv heads of "
-                "%s: each tensor-parallel rank needs whole heads",
-                o->tp, (long long)m->n_heads, (long long)m->n_kv_heads, m->name);
-        if (m->n_kv_heads % o->tp)
-            return reject_fixed(
-                res, PX_REJ_HEADS, err,
-                "--tp %d does not divide the %lld kv heads of %s (it divides the %lld "
-                "attention heads): each tensor-parallel rank needs whole kv heads, "
-                "so tp <= %lld",
-                o->tp, (long long)m->n_kv_heads, m->name, (long long)m->n_heads,
-                (long long)m->n_kv_heads);
-        if (m->ffn > 0 && m->ffn % o->tp)
-            return reject_fixed(res, PX_REJ_HEADS, err,
-                                "--tp %d does not divide the ffn size %lld of %s", o->tp,
-                                (long long)m->ffn, m->name);
+    px_caps cs;
+    const px_caps *caps = search_caps(o, &cs);
+    px_error e;
+    px_status st = PX_OK;
+    if (m->n_experts <= 0 && (o->ep > 1 || o->etp > 1))
+        st = fixed_rule(res, PX_REJ_EXPERTS, px_rule_experts(m, 1, 1, 1, o->ep > 1 ? o->ep : 1,
+                                                             o->etp > 1 ? o->etp : 1, caps, &e),
+                        o->ep > 1 ? "ep" : "etp", o->ep > 1 ? o->ep : o->etp, &e, err);
+    if (st == PX_OK && o->tp > 0)
+        st = fixed_rule(res, PX_REJ_HEADS, px_rule_tp(m, o->tp, caps, &e), "tp", o->tp, &e, err);
+    if (st == PX_OK && o->cp > 0)
+        st = fixed_rule(res, PX_REJ_SEQ, px_rule_cp(s, o->cp, caps, &e), "cp", o->cp, &e, err);
+    if (st == PX_OK && o->pp > 0)
+        st = fixed_rule(res, PX_REJ_LAYERS,
+                        px_rule_pipeline(m, o->pp, 1, PX_SCHED_1F1B, caps, &e), "pp", o->pp,
+                        &e, err);
+    /* vpp > 1: with pp fixed (or implied by the other fixed sizes), else
+     * with the least pp that interleaves */
+    int pp_implied = o->pp > 0 ? o->pp
+                     : (o->tp > 0 && o->cp > 0 && o->dp > 0 &&
+                        (int64_t)o->tp * o->cp * o->dp == gpus) ? 1 : 0;
+    if (st == PX_OK && o->vpp > 1) { /* pp free: the least pp that interleaves */
+        px_schedule sc = o->schedule >= 0 ? (px_schedule)o->schedule : PX_SCHED_INTERLEAVED;
+        st = fixed_rule(res, PX_REJ_LAYERS,
+                        px_rule_pipeline(m, pp_implied > 0 ? pp_implied : 2, o->vpp, sc, caps,
+                                         &e),
+                        "vpp", o->vpp, &e, err);
     }
-    if (o->cp > 0 && s % o->cp)
-        return reject_fixed(res, PX_REJ_SEQ, err,
-                            "--cp %d does not divide the sequence length %lld", o->cp,
-                            (long long)s);
-    if (o->pp > 0 && o->pp > m->n_layers)
-        return reject_fixed(res, PX_REJ_LAYERS, err, "--pp %d exceeds the %lld layers of %s", o->pp,
-                            (long long)m->n_layers, m->name);
-    if (moe && o->ep > 0 && m->n_experts % o->ep)
-        return reject_fixed(res, PX_REJ_EXPERTS, err,
-                            "--ep %d does not divide the %lld experts of %s", o->ep,
-                            (long long)m->n_experts, m->name);
-    if (moe && o->etp > 0 && m->moe_ffn % o->etp)
-        return reject_fixed(res, PX_REJ_HEADS, err,
-                            "--etp %d does not divide the expert ffn size %lld of %s", o->etp,
-                            (long long)m->moe_ffn, m->name);
+    /* ep and etp alone: the stage's GPUs are not fixed yet, so they are
+     * checked against a stage of tp·ep·etp GPUs, which they divide */
+    if (st == PX_OK && m->n_experts > 0 && (o->ep > 0 || o->etp > 0)) {
+        int ep = o->ep > 0 ? o->ep : 1, etp = o->etp > 0 ? o->etp : 1;
+        int tp = o->tp > 0 ? o->tp : (caps->etp ? 1 : etp);
+        st = fixed_rule(res, PX_REJ_EXPERTS,
+                        px_rule_experts(m, tp, 1, ep * etp, ep, etp, caps, &e),
+                        o->ep > 0 ? "ep" : "etp", o->ep > 0 ? o->ep : o->etp, &e, err);
+    }
+    if (st != PX_OK)
+        return st;
     /* the product of the fixed sizes against --gpus */
     const char *names[4] = {"tp", "cp", "pp", "dp"};
     int vals[4] = {o->tp, o->cp, o->pp, o->dp};
@@ -505,12 +521,13 @@ static px_status check_fixed(const px_model *m, int gpus, int64_t s, const px_se
 static bool has_factorisation(const px_model *m, int gpus, int64_t s, int64_t GB,
                               const px_search_opts *o)
 {
+    px_caps cs;
+    const px_caps *caps = search_caps(o, &cs);
     for (int tp = 1; tp <= gpus && tp <= o->max_tp; tp++) {
-        if (gpus % tp || (o->tp > 0 && tp != o->tp) || m->n_heads % tp ||
-            m->n_kv_heads % tp || (m->ffn > 0 && m->ffn % tp))
+        if (gpus % tp || (o->tp > 0 && tp != o->tp) || px_rule_tp(m, tp, caps, NULL))
             continue;
         for (int cp = 1; cp <= gpus / tp && cp <= o->max_cp; cp++) {
-            if ((gpus / tp) % cp || (o->cp > 0 && cp != o->cp) || s % cp)
+            if ((gpus / tp) % cp || (o->cp > 0 && cp != o->cp) || px_rule_cp(s, cp, caps, NULL))
                 continue;
             int rest = gpus / tp / cp;
             for (int pp = 1; pp <= rest && pp <= m->n_layers; pp++) {
@@ -521,11 +538,11 @@ static bool has_factorisation(const px_model *m, int gpus, int64_t s, int64_t GB
                     continue;
                 if (!o->uneven && m->n_layers % pp)
                     continue;
-                if (m->n_experts > 0) {
-                    int ep = o->ep > 0 ? o->ep : 1;
-                    if (m->n_experts % ep || ((int64_t)tp * cp * dp) % ep)
-                        continue;
-                }
+                int ep = o->ep > 0 ? o->ep : 1, etp = o->etp > 0 ? o->etp : 1;
+                if (m->n_experts > 0 && !caps->etp && o->etp <= 0)
+                    etp = tp;
+                if (m->n_experts > 0 && px_rule_experts(m, tp, cp, dp, ep, etp, caps, NULL))
+                    continue;
                 for (int64_t b = o->micro_batch > 0 ? o->micro_batch : 1;
                      b <= (o->micro_batch > 0 ? o->micro_batch : o->max_micro_batch); b *= 2)
                     if (GB % (b * dp) == 0 &&
@@ -550,6 +567,8 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     if (gpus < 1)
         return PX_FAIL(err, PX_ERR_INVALID, "gpus = %d: must be >= 1", gpus);
     res->gpus = gpus;
+    px_caps caps_storage;
+    const px_caps *caps = search_caps(o, &caps_storage);
     px_status st = resolve_batch(m, o, res, err);
     if (st != PX_OK)
         return st;
@@ -596,7 +615,7 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
             res->rejected[PX_REJ_GPUS]++;
             continue;
         }
-        if (m->n_heads % tp || m->n_kv_heads % tp || (m->ffn > 0 && m->ffn % tp)) {
+        if (px_rule_tp(m, tp, caps, NULL) != PX_OK) {
             res->rejected[PX_REJ_HEADS]++;
             continue;
         }
@@ -607,7 +626,7 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                 res->rejected[PX_REJ_GPUS]++;
                 continue;
             }
-            if (s % cp != 0) {
+            if (px_rule_cp(s, cp, caps, NULL) != PX_OK) {
                 res->rejected[PX_REJ_SEQ]++;
                 continue;
             }
@@ -638,7 +657,8 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                 for (int i_v = 0; i_v < n_v; i_v++) {
                     int v = vps[i_v];
                     bool uneven = L % ((int64_t)pp * v) != 0;
-                    if (uneven && (v > 1 || !o->uneven || pp > L || pp > PX_MAX_CHUNKS)) {
+                    if (uneven && (v > 1 || !o->uneven || !caps->uneven_stages ||
+                                   px_rule_pipeline(m, pp, 1, PX_SCHED_1F1B, caps, NULL))) {
                         res->rejected[PX_REJ_LAYERS]++;
                         continue;
                     }
@@ -664,8 +684,7 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                     for (int i_ep = 0; i_ep < n_ep; i_ep++)
                         for (int i_etp = 0; i_etp < n_etp; i_etp++) {
                             int ep = eps[i_ep], etp = etps[i_etp];
-                            if (moe && (m->n_experts % ep || ((int64_t)tp * cp * dp) % (ep * etp) ||
-                                        m->moe_ffn % etp)) {
+                            if (px_rule_experts(m, tp, cp, dp, ep, etp, caps, NULL) != PX_OK) {
                                 res->rejected[PX_REJ_EXPERTS]++;
                                 continue;
                             }
@@ -727,15 +746,17 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                                             par.zero = z;
                                             par.recompute = (px_recompute)r;
                                             par.schedule = scheds[i_s];
-                                            if (par.schedule == PX_SCHED_INTERLEAVED && v < 2) {
+                                            if (v > 1 && par.schedule != PX_SCHED_INTERLEAVED)
+                                                continue; /* vpp only means something interleaved */
+                                            if (px_rule_pipeline(m, pp, v, par.schedule, caps,
+                                                                 NULL) != PX_OK) {
                                                 res->rejected[PX_REJ_LAYERS]++;
                                                 continue;
                                             }
-                                            if (v > 1 && par.schedule != PX_SCHED_INTERLEAVED)
-                                                continue; /* vpp only means something interleaved */
-                                            if (par.schedule == PX_SCHED_INTERLEAVED && mm < pp) {
+                                            if (px_rule_sp(m, s, tp, cp, par.sp, b, caps, NULL) ||
+                                                px_rule_batch(pp, v, par.schedule, b, mm, NULL)) {
                                                 res->rejected[PX_REJ_BATCH]++;
-                                                continue; /* interleaving needs m >= p */
+                                                continue;
                                             }
                                             res->n_evaluated++;
                                             px_prediction pred;
@@ -875,7 +896,9 @@ static void rule_pp(const px_model *m, px_parallel *par, int pp)
 {
     par->pp = pp;
     par->n_chunks = 0;
-    if (pp > 1 && m->n_layers % (pp * 2) == 0 && par->n_micro >= pp) {
+    if (pp > 1 && m->n_layers % (pp * 2) == 0 &&
+        px_rule_batch(pp, 2, PX_SCHED_INTERLEAVED, par->micro_batch, par->n_micro, NULL) ==
+            PX_OK) {
         par->vpp = 2;
         par->schedule = PX_SCHED_INTERLEAVED;
     } else {
@@ -889,8 +912,10 @@ static void rule_pp(const px_model *m, px_parallel *par, int pp)
  * the tp·cp·dp GPUs the experts are spread over. */
 static int rule_ep(const px_model *m, const px_parallel *par, int want)
 {
+    px_caps caps;
+    px_caps_parallax(&caps);
     int ep = want;
-    while (ep > 1 && (m->n_experts % ep || ((int64_t)par->tp * par->cp * par->dp) % ep))
+    while (ep > 1 && px_rule_experts(m, par->tp, par->cp, par->dp, ep, 1, &caps, NULL))
         ep--;
     return ep;
 }
@@ -902,6 +927,8 @@ px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
     res->rule_fits = false;
     res->rule_same_batch = false;
     res->rule_notes[0] = '\0';
+    px_caps caps_storage;
+    const px_caps *caps = search_caps(o, &caps_storage);
     static px_cost_ctx ctx;
     px_status st = px_cost_ctx_init(&ctx, m, hw, err);
     if (st != PX_OK)
@@ -956,7 +983,8 @@ px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
         /* CP for s >= 32K: sequence chunks of 8K */
         int cp = 1;
         if (s >= 32768)
-            while (gpus % (cp * 2) == 0 && s / (cp * 2) >= 8192 && s % (cp * 2) == 0)
+            while (gpus % (cp * 2) == 0 && s / (cp * 2) >= 8192 &&
+                   px_rule_cp(s, cp * 2, caps, NULL) == PX_OK)
                 cp *= 2;
         par.cp = cp;
         if (cp > 1)
@@ -973,7 +1001,7 @@ px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
             while (ep > 1 && (m->n_experts % ep || gc % ep))
                 ep--;
             tp = gc / ep;
-            while (tp > 1 && (m->n_heads % tp || m->n_kv_heads % tp || gpus % (tp * cp)))
+            while (tp > 1 && (px_rule_tp(m, tp, caps, NULL) || gpus % (tp * cp)))
                 tp /= 2;
             par.tp = tp;
             par.sp = tp > 1;
@@ -984,8 +1012,7 @@ px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
             par.tp = 1;
             batch_ok = rule_batch(&par, gpus, GB);
             while (!fits(&ctx, &par, limit, &mem) && tp * 2 <= gc &&
-                   m->n_heads % (tp * 2) == 0 && m->n_kv_heads % (tp * 2) == 0 &&
-                   (m->ffn <= 0 || m->ffn % (tp * 2) == 0) && gpus % (tp * 2 * cp) == 0) {
+                   px_rule_tp(m, tp * 2, caps, NULL) == PX_OK && gpus % (tp * 2 * cp) == 0) {
                 tp *= 2;
                 par.tp = tp;
                 par.sp = true;
@@ -1042,7 +1069,7 @@ px_status px_search_rule_of_thumb(const px_model *m, const px_hw *hw, int gpus,
                   "plan runs %lld sequences a step instead",
              (long long)GB, par.dp, (long long)px_parallel_global_batch(&par));
     px_error e2;
-    if (px_cost_check(m, &par, &e2) != PX_OK) {
+    if (px_plan_check(m, &par, caps, &e2) != PX_OK) {
         note(res, "invalid for this model: %s", e2.msg);
         return PX_FAIL(err, PX_ERR_INFEASIBLE, "rule-of-thumb plan invalid: %s", e2.msg);
     }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "px_caps.h"
 #include "px_cost.h"
 #include "px_error.h"
 #include "px_hw.h"
@@ -59,6 +60,9 @@ typedef struct {
      * PX_SEARCH_MILP_BUDGET_S); candidates left when it is spent keep their
      * uniform split (counted in milp_skipped) */
     double milp_budget_s;
+    /* What the plans must run on (px_plan_check); NULL: px_caps_parallax,
+     * the whole space the cost model prices. */
+    const px_caps *caps;
 } px_search_opts;
 
 /* Per candidate; interleaved programs get a tenth (their heuristic split is
