@@ -26,6 +26,7 @@
 #include <mpi.h>
 
 #include "px_error.h"
+#include "px_error_mpi.h"
 
 /* One communication group (TP, PP, DP, ...). */
 typedef struct {
@@ -233,8 +234,6 @@ struct px_backend {
 /* The CPU backend (host memory, OpenBLAS, MPI). */
 px_status px_backend_cpu_create(px_backend *out, px_error *err);
 
-/* Wraps an MPI return code: PX_OK, or PX_ERR_MPI with the MPI error string
- * and `what` (the call) in err. */
-px_status px_mpi_check(int rc, const char *what, px_error *err);
+/* MPI return codes: px_mpi_check (px_error_mpi.h). */
 
 #endif

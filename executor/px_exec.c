@@ -37,7 +37,7 @@ px_status px_ex_alloc_f32(px_exec *ex, px_mem_kind kind, int64_t n, float **out,
                           px_error *err)
 {
     void *p = NULL;
-    TRY(px_ex_alloc(ex, kind, n, PX_F32, &p, err));
+    PX_TRY(px_ex_alloc(ex, kind, n, PX_F32, &p, err));
     *out = p;
     return PX_OK;
 }
@@ -46,7 +46,7 @@ px_status px_ex_alloc_i32(px_exec *ex, px_mem_kind kind, int64_t n, int32_t **ou
                           px_error *err)
 {
     void *p = NULL;
-    TRY(px_mem_alloc(&ex->mem, kind, n * (int64_t)sizeof(int32_t), &p, err));
+    PX_TRY(px_mem_alloc(&ex->mem, kind, n * (int64_t)sizeof(int32_t), &p, err));
     *out = p;
     return PX_OK;
 }
@@ -117,7 +117,7 @@ static px_status pick_dtype(px_exec *ex, const px_plan *plan, const px_exec_opti
                        "grad_fp32 = false: the executor accumulates and reduces gradients in "
                        "fp32 under bf16 storage; allowed: grad_fp32 = true (plan --grad-dtype "
                        "fp32)");
-    TRY(be->set_dtype(be, t, err));
+    PX_TRY(be->set_dtype(be, t, err));
     ex->act_dtype = t;
     ex->k = be->k;
     return PX_OK;
@@ -194,8 +194,8 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     MPI_Comm_size(world, &size);
     px_caps caps;
     px_exec_caps(be->name, &caps);
-    TRY(px_exec_check_plan(plan, &caps, err));
-    TRY(px_exec_check_world(plan, size, err));
+    PX_TRY(px_exec_check_plan(plan, &caps, err));
+    PX_TRY(px_exec_check_world(plan, size, err));
     px_exec *ex = calloc(1, sizeof *ex);
     if (!ex)
         return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");
@@ -207,25 +207,25 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     ex->opt = *opt;
     ex->be = be;
     ex->k = be->k;
-    TRY(pick_dtype(ex, plan, opt, be, err));
+    PX_TRY(pick_dtype(ex, plan, opt, be, err));
     ex->world_rank = rank;
     ex->world_size = size;
     px_mem_init(&ex->mem, be);
     const px_model *m = &ex->plan.model;
     const px_parallel *p = &ex->plan.par;
-    TRY(px_layout_init(&ex->lay, p, err));
+    PX_TRY(px_layout_init(&ex->lay, p, err));
 
     int colour, key;
     px_layout_group(&ex->lay, rank, PX_DIM_TP, &colour, &key);
-    TRY(make_comm(ex, world, colour, key, &ex->tp, "MPI_Comm_split (tp)", err));
+    PX_TRY(make_comm(ex, world, colour, key, &ex->tp, "MPI_Comm_split (tp)", err));
     px_layout_group(&ex->lay, rank, PX_DIM_PP, &colour, &key);
-    TRY(make_comm(ex, world, colour, key, &ex->pp, "MPI_Comm_split (pp)", err));
+    PX_TRY(make_comm(ex, world, colour, key, &ex->pp, "MPI_Comm_split (pp)", err));
     px_layout_group(&ex->lay, rank, PX_DIM_DP, &colour, &key);
-    TRY(make_comm(ex, world, colour, key, &ex->dp, "MPI_Comm_split (dp)", err));
+    PX_TRY(make_comm(ex, world, colour, key, &ex->dp, "MPI_Comm_split (dp)", err));
     px_layout_group(&ex->lay, rank, PX_DIM_CP, &colour, &key);
-    TRY(make_comm(ex, world, colour, key, &ex->cp, "MPI_Comm_split (cp)", err));
+    PX_TRY(make_comm(ex, world, colour, key, &ex->cp, "MPI_Comm_split (cp)", err));
     px_layout_group(&ex->lay, rank, PX_DIM_DPCP, &colour, &key);
-    TRY(make_comm(ex, world, colour, key, &ex->grad, "MPI_Comm_split (dp x cp)", err));
+    PX_TRY(make_comm(ex, world, colour, key, &ex->grad, "MPI_Comm_split (dp x cp)", err));
     ex->cp_rank = px_layout_coord(&ex->lay, rank, PX_DIM_CP);
     ex->moe = m->n_experts > 0;
     if (ex->moe) {
@@ -236,11 +236,11 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
                            "all-to-all",
                            m->name, be->name);
         px_layout_group(&ex->lay, rank, PX_DIM_EP, &colour, &key);
-        TRY(make_comm(ex, world, colour, key, &ex->ep, "MPI_Comm_split (ep)", err));
+        PX_TRY(make_comm(ex, world, colour, key, &ex->ep, "MPI_Comm_split (ep)", err));
         px_layout_group(&ex->lay, rank, PX_DIM_EDP, &colour, &key);
-        TRY(make_comm(ex, world, colour, key, &ex->edp, "MPI_Comm_split (edp)", err));
+        PX_TRY(make_comm(ex, world, colour, key, &ex->edp, "MPI_Comm_split (edp)", err));
         px_layout_group(&ex->lay, rank, PX_DIM_ETP, &colour, &key);
-        TRY(make_comm(ex, world, colour, key, &ex->etp, "MPI_Comm_split (etp)", err));
+        PX_TRY(make_comm(ex, world, colour, key, &ex->etp, "MPI_Comm_split (etp)", err));
     }
     if (p->cp > 1 && (!be->k->attention_kv_fwd || !be->k->attention_kv_bwd))
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
@@ -254,7 +254,7 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     bool emb_member = m->tied_embeddings && p->pp > 1 &&
                       (ex->stage == 0 || ex->stage == p->pp - 1);
     px_layout_group(&ex->lay, rank, PX_DIM_PP, &colour, &key);
-    TRY(make_comm(ex, world, emb_member ? colour : MPI_UNDEFINED, key, &ex->emb,
+    PX_TRY(make_comm(ex, world, emb_member ? colour : MPI_UNDEFINED, key, &ex->emb,
                   "MPI_Comm_split (embedding)", err));
 
     int64_t t = p->tp;
@@ -316,7 +316,7 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
         ex->rc[l] = p->n_layer_recompute ? (px_recompute)p->layer_recompute[l] : p->recompute;
 
     /* Parameters: one buffer each for weights, gradients and the two moments. */
-    TRY(px_params_build_etp(&ex->tab, m, p, ex->tp_rank, ex->stage, ex->ep.rank, ex->etp.rank,
+    PX_TRY(px_params_build_etp(&ex->tab, m, p, ex->tp_rank, ex->stage, ex->ep.rank, ex->etp.rank,
                             err));
     ex->n_params = ex->tab.n_elems;
     /* The distributed optimizer shards over every rank that sums the
@@ -329,7 +329,7 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     ex->n_padded = ex->n_dense + ex->n_exp;
     ex->n_shard = p->zero >= 1 ? ex->n_dense / dp : ex->n_dense;
     if (p->zero >= 2) /* per-unit shards (px_shard.c): n_shard = the pieces' sum */
-        TRY(px_ex_units_build(ex, err));
+        PX_TRY(px_ex_units_build(ex, err));
     /* Weights: full (ZeRO 0-2) or this rank's pieces (ZeRO-3); gradients:
      * full (ZeRO 0-1) or the pieces (ZeRO-2/3). */
     int64_t n_weights = p->zero >= 3 ? ex->n_shard : ex->n_padded;
@@ -337,18 +337,18 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     /* The weights in the compute dtype (bf16: the cost model's 2 B/param of
      * weights); in bf16 storage the fp32 master beside the moments, sharded
      * as they are (its 4 B/param of the optimizer's 12). */
-    TRY(px_ex_alloc_act(ex, PX_MEM_WEIGHTS, n_weights, &ex->params, err));
-    TRY(px_ex_alloc_f32(ex, PX_MEM_GRADS, ex->n_grads, &ex->grads, err));
+    PX_TRY(px_ex_alloc_act(ex, PX_MEM_WEIGHTS, n_weights, &ex->params, err));
+    PX_TRY(px_ex_alloc_f32(ex, PX_MEM_GRADS, ex->n_grads, &ex->grads, err));
     /* Moments: the dense shard, plus the experts whole below ZeRO-2 (from
      * ZeRO-2 on, n_shard already holds this rank's pieces of the experts). */
     int64_t n_moments = ex->n_shard + (p->zero >= 2 ? 0 : ex->n_exp);
     if (ex->act_dtype != PX_F32)
-        TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->master, err));
-    TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_m, err));
-    TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_v, err));
-    TRY(init_weights(ex, n_weights, n_moments, err));
+        PX_TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->master, err));
+    PX_TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_m, err));
+    PX_TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_v, err));
+    PX_TRY(init_weights(ex, n_weights, n_moments, err));
 
-    TRY(px_data_open(&ex->data, opt->data_path, ex->V, ex->s, opt->seed, err));
+    PX_TRY(px_data_open(&ex->data, opt->data_path, ex->V, ex->s, opt->seed, err));
     ex->stash = calloc((size_t)(ex->vpp * ex->m), sizeof *ex->stash);
     ex->ops = calloc((size_t)(3 * ex->vpp * ex->m), sizeof *ex->ops);
     if (!ex->stash || !ex->ops)
@@ -360,9 +360,9 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
             if (!ca->layers)
                 return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");
         }
-    TRY(px_schedule_build(p->schedule, p->pp, p->vpp, ex->stage, (int)ex->m, ex->ops,
+    PX_TRY(px_schedule_build(p->schedule, p->pp, p->vpp, ex->stage, (int)ex->m, ex->ops,
                           &ex->n_ops, err));
-    TRY(px_timeline_build(&ex->tl, p->schedule, p->pp, p->vpp, (int)ex->m, err));
+    PX_TRY(px_timeline_build(&ex->tl, p->schedule, p->pp, p->vpp, (int)ex->m, err));
     if (p->cp > 1) { /* global positions of this rank's rows, for the attention masks */
         int32_t *host = malloc((size_t)ex->s_l * sizeof *host);
         if (!host)
@@ -373,10 +373,10 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
         if (!st)
             be->upload(be, ex->qpos, host, ex->s_l * (int64_t)sizeof(int32_t));
         free(host);
-        TRY(st);
+        PX_TRY(st);
     }
     if (ex->tab.chunks[ex->vpp - 1].is_last)
-        TRY(px_ex_alloc_f32(ex, PX_MEM_BUFFERS, ex->m * ex->T, &ex->loss_tok, err));
+        PX_TRY(px_ex_alloc_f32(ex, PX_MEM_BUFFERS, ex->m * ex->T, &ex->loss_tok, err));
     px_mem_reset_peak(&ex->mem);
     return PX_OK;
 }
@@ -420,7 +420,7 @@ static void pos_run(px_exec *ex, int64_t row, int64_t n, int64_t pos, void *arg)
 static px_status positions(px_exec *ex, void *x, bool bwd, px_error *err)
 {
     int64_t off = ex->tab.pos_emb;
-    TRY(bwd ? px_ex_use_g(ex, off, err) : px_ex_use_w(ex, off, err));
+    PX_TRY(bwd ? px_ex_use_g(ex, off, err) : px_ex_use_w(ex, off, err));
     pos_arg a = {x, bwd};
     px_ex_pos_runs(ex, ex->row0_sp, ex->row0_sp + ex->S_local, pos_run, &a);
     if (bwd)
@@ -467,7 +467,7 @@ static px_status exchange(px_exec *ex, int t, int *cursor, px_msg *out, px_error
             int to = g->kind == 'F' ? g->mc + 1 : g->mc - 1;
             px_chunk_act *ca = &ex->stash[(to / ex->pp_size) * ex->m + g->micro];
             void *buf = NULL;
-            TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, ex->Ts * ex->h, &buf, err));
+            PX_TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, ex->Ts * ex->h, &buf, err));
             if (g->kind == 'F')
                 ca->in_x = buf;
             else
@@ -476,7 +476,7 @@ static px_status exchange(px_exec *ex, int t, int *cursor, px_msg *out, px_error
         }
     }
     if (n)
-        TRY(ex->be->p2p_batch(ex->be, ops, n, &ex->pp, err));
+        PX_TRY(ex->be->p2p_batch(ex->be, ops, n, &ex->pp, err));
     if (out->buf)
         px_ex_free(ex, &out->buf);
     return PX_OK;
@@ -489,17 +489,17 @@ static px_status exchange(px_exec *ex, int t, int *cursor, px_msg *out, px_error
 static px_status layer_use(px_exec *ex, const px_layer_params *lp, bool grads, px_error *err)
 {
     if (grads) {
-        TRY(px_ex_use_g(ex, lp->ln1_w, err));
+        PX_TRY(px_ex_use_g(ex, lp->ln1_w, err));
         return px_ex_use_g(ex, lp->ew1, err);
     }
-    TRY(px_ex_use_w(ex, lp->ln1_w, err));
+    PX_TRY(px_ex_use_w(ex, lp->ln1_w, err));
     return px_ex_use_w(ex, lp->ew1, err);
 }
 
 static px_status layer_done(px_exec *ex, const px_layer_params *lp, bool grads, px_error *err)
 {
     if (grads) {
-        TRY(px_ex_done_g(ex, lp->ln1_w, err));
+        PX_TRY(px_ex_done_g(ex, lp->ln1_w, err));
         return px_ex_done_g(ex, lp->ew1, err);
     }
     px_ex_done_w(ex, lp->ln1_w);
@@ -552,19 +552,19 @@ static px_status chunk_fwd(px_exec *ex, int j, int64_t micro, int64_t step, px_m
     int64_t h = ex->h, T = ex->T, Ts = ex->Ts;
     ca->live = true;
     if (c->is_first || c->is_last)
-        TRY(load_tokens(ex, ca, step, micro, err));
+        PX_TRY(load_tokens(ex, ca, step, micro, err));
     void *x = NULL;
     if (c->is_first) {
         void *e = NULL; /* without SP the reduced lookup itself is the chunk input */
-        TRY(px_ex_alloc_act(ex, ex->sp ? PX_MEM_TEMP : PX_MEM_ACTIVATIONS, T * h, &e, err));
-        TRY(px_ex_use_w(ex, ex->tab.word_emb, err));
+        PX_TRY(px_ex_alloc_act(ex, ex->sp ? PX_MEM_TEMP : PX_MEM_ACTIVATIONS, T * h, &e, err));
+        PX_TRY(px_ex_use_w(ex, ex->tab.word_emb, err));
         k->embedding_fwd(e, ca->tokens, W(ex->tab.word_emb), T, h, ex->tp_rank * ex->V_l,
                          (ex->tp_rank + 1) * ex->V_l);
         px_ex_done_w(ex, ex->tab.word_emb);
         /* vocabulary-parallel: each shard looked up its own rows */
-        TRY(px_ex_tp_reduce(ex, e, &x, PX_MEM_ACTIVATIONS, err));
+        PX_TRY(px_ex_tp_reduce(ex, e, &x, PX_MEM_ACTIVATIONS, err));
         if (ex->has_pos)
-            TRY(positions(ex, x, false, err));
+            PX_TRY(positions(ex, x, false, err));
     } else {
         x = ca->in_x;
         ca->in_x = NULL;
@@ -573,10 +573,10 @@ static px_status chunk_fwd(px_exec *ex, int j, int64_t micro, int64_t step, px_m
         px_layer_act *a = &ca->layers[l];
         px_recompute rc = ex->rc[c->first_layer + l];
         a->x_in = x;
-        TRY(layer_use(ex, &c->layers[l], false, err)); /* gathered (ZeRO-3) */
-        TRY(px_layer_fwd(ex, &c->layers[l], a, rc != PX_RECOMPUTE_FULL,
+        PX_TRY(layer_use(ex, &c->layers[l], false, err)); /* gathered (ZeRO-3) */
+        PX_TRY(px_layer_fwd(ex, &c->layers[l], a, rc != PX_RECOMPUTE_FULL,
                          rc == PX_RECOMPUTE_SELECTIVE, &x, err));
-        TRY(layer_done(ex, &c->layers[l], false, err));
+        PX_TRY(layer_done(ex, &c->layers[l], false, err));
     }
     if (!c->is_last) {
         *out = (px_msg){x, c->model_chunk, (int)micro};
@@ -585,23 +585,23 @@ static px_status chunk_fwd(px_exec *ex, int j, int64_t micro, int64_t step, px_m
 
     /* Final norm, LM head (vocabulary-parallel) and the cross-entropy. */
     ca->fn_in = x;
-    TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, &ca->fn_out, err));
-    TRY(px_ex_use_w(ex, ex->tab.final_norm_w, err));
-    TRY(px_ex_norm_fwd(ex, ca->fn_out, &ca->fn_mean, &ca->fn_rstd, x, ex->tab.final_norm_w,
+    PX_TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, &ca->fn_out, err));
+    PX_TRY(px_ex_use_w(ex, ex->tab.final_norm_w, err));
+    PX_TRY(px_ex_norm_fwd(ex, ca->fn_out, &ca->fn_mean, &ca->fn_rstd, x, ex->tab.final_norm_w,
                        ex->tab.final_norm_b, PX_MEM_ACTIVATIONS, err));
     px_ex_done_w(ex, ex->tab.final_norm_w);
     void *g = ca->fn_out;
     if (ex->sp)
-        TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
+        PX_TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
     int64_t Vo = ex->V_own; /* 0: a shard of padding only */
-    TRY(px_ex_alloc_act(ex, PX_MEM_BUFFERS, T * (Vo > 0 ? Vo : 1), &ca->logits, err));
-    TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
+    PX_TRY(px_ex_alloc_act(ex, PX_MEM_BUFFERS, T * (Vo > 0 ? Vo : 1), &ca->logits, err));
+    PX_TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
     if (Vo > 0)
         k->matmul_fwd(ca->logits, g, W(ex->tab.lm_head), NULL, T, h, Vo);
     px_ex_done_w(ex, ex->tab.lm_head);
     if (g != ca->fn_out)
         px_ex_free(ex, &g);
-    TRY(px_ex_alloc_f32(ex, PX_MEM_BUFFERS, 3 * T, &ca->xent, err));
+    PX_TRY(px_ex_alloc_f32(ex, PX_MEM_BUFFERS, 3 * T, &ca->xent, err));
     float *xmax = ca->xent, *xsum = ca->xent + T, *xtgt = ca->xent + 2 * T;
     /* a padding-only shard adds nothing to the sums and offers 0 to the
      * max (the loss is the same for any shift; 0 only bounds it below) */
@@ -609,12 +609,12 @@ static px_status chunk_fwd(px_exec *ex, int j, int64_t micro, int64_t step, px_m
         k->xent_max_fwd(xmax, ca->logits, T, Vo);
     else
         be->zero(be, ca->xent, 3 * T * (int64_t)sizeof(float));
-    TRY(be->all_reduce(be, xmax, T, PX_F32, PX_REDUCE_MAX, &ex->tp, err));
+    PX_TRY(be->all_reduce(be, xmax, T, PX_F32, PX_REDUCE_MAX, &ex->tp, err));
     if (Vo > 0)
         k->xent_sumexp_fwd(xsum, xtgt, ca->logits, xmax, ca->targets, T, Vo,
                            ex->tp_rank * ex->V_l);
     /* sumexp | target */
-    TRY(be->all_reduce(be, xsum, 2 * T, PX_F32, PX_REDUCE_SUM, &ex->tp, err));
+    PX_TRY(be->all_reduce(be, xsum, 2 * T, PX_F32, PX_REDUCE_SUM, &ex->tp, err));
     /* fp32 in both storages; read once at the end of the step, so that no
      * micro-batch waits for the device */
     k->xent_loss_fwd(ex->loss_tok + micro * T, xmax, xsum, xtgt, T);
@@ -644,32 +644,32 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_msg *out, px_er
         if (!defer) {
             g = ca->fn_out;
             if (ex->sp)
-                TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
+                PX_TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
         }
-        TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, T * h, &dg, err));
-        TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
+        PX_TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, T * h, &dg, err));
+        PX_TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
         if (!defer)
-            TRY(px_ex_use_g(ex, ex->tab.lm_head, err));
+            PX_TRY(px_ex_use_g(ex, ex->tab.lm_head, err));
         if (ex->V_own > 0)
             k->matmul_bwd(dg, defer ? NULL : G(ex->tab.lm_head), NULL, ca->logits, g,
                           W(ex->tab.lm_head), T, h, ex->V_own);
         else
             be->zero(be, dg, T * h * px_dtype_bytes(ex->act_dtype));
         if (!defer)
-            TRY(px_ex_done_g(ex, ex->tab.lm_head, err));
+            PX_TRY(px_ex_done_g(ex, ex->tab.lm_head, err));
         px_ex_done_w(ex, ex->tab.lm_head);
         if (g && g != ca->fn_out)
             px_ex_free(ex, &g);
         if (!defer) /* else the logits gradient and fn_out wait for W */
             px_ex_free(ex, &ca->logits);
         px_ex_free(ex, &ca->xent);
-        TRY(px_ex_tp_reduce(ex, dg, &dfn, PX_MEM_TEMP, err));
-        TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, &dx, err));
-        TRY(px_ex_use_w(ex, ex->tab.final_norm_w, err));
-        TRY(px_ex_use_g(ex, ex->tab.final_norm_w, err));
+        PX_TRY(px_ex_tp_reduce(ex, dg, &dfn, PX_MEM_TEMP, err));
+        PX_TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, &dx, err));
+        PX_TRY(px_ex_use_w(ex, ex->tab.final_norm_w, err));
+        PX_TRY(px_ex_use_g(ex, ex->tab.final_norm_w, err));
         px_ex_norm_bwd(ex, dx, dfn, ca->fn_in, ex->tab.final_norm_w, ex->tab.final_norm_b,
                        ca->fn_mean, ca->fn_rstd);
-        TRY(px_ex_done_g(ex, ex->tab.final_norm_w, err));
+        PX_TRY(px_ex_done_g(ex, ex->tab.final_norm_w, err));
         px_ex_done_w(ex, ex->tab.final_norm_w);
         px_ex_free(ex, &dfn);
         px_ex_free(ex, &ca->fn_in);
@@ -684,17 +684,17 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_msg *out, px_er
     for (int64_t l = c->n_layers - 1; l >= 0; l--) {
         px_layer_act *a = &ca->layers[l];
         px_recompute rc = ex->rc[c->first_layer + l];
-        TRY(layer_use(ex, &c->layers[l], false, err)); /* gathered again (ZeRO-3) */
+        PX_TRY(layer_use(ex, &c->layers[l], false, err)); /* gathered again (ZeRO-3) */
         if (rc == PX_RECOMPUTE_FULL) { /* rebuild the layer's activations from its input */
             void *y = NULL;
-            TRY(px_layer_fwd(ex, &c->layers[l], a, true, false, &y, err));
+            PX_TRY(px_layer_fwd(ex, &c->layers[l], a, true, false, &y, err));
             px_ex_free(ex, &y);
         }
         void *dx_in = NULL;
-        TRY(layer_use(ex, &c->layers[l], true, err));
-        TRY(px_layer_bwd(ex, &c->layers[l], a, dx, defer, &dx_in, err));
-        TRY(layer_done(ex, &c->layers[l], true, err)); /* reduce-scattered now (ZeRO-2/3) */
-        TRY(layer_done(ex, &c->layers[l], false, err));
+        PX_TRY(layer_use(ex, &c->layers[l], true, err));
+        PX_TRY(px_layer_bwd(ex, &c->layers[l], a, dx, defer, &dx_in, err));
+        PX_TRY(layer_done(ex, &c->layers[l], true, err)); /* reduce-scattered now (ZeRO-2/3) */
+        PX_TRY(layer_done(ex, &c->layers[l], false, err));
         px_ex_free(ex, &dx);
         if (!defer)
             px_layer_act_free(ex, a); /* freed as soon as its backward is done */
@@ -702,14 +702,14 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_msg *out, px_er
     }
     if (c->is_first) {
         if (ex->has_pos)
-            TRY(positions(ex, dx, true, err));
+            PX_TRY(positions(ex, dx, true, err));
         void *full = dx;
         if (ex->sp)
-            TRY(px_ex_tp_gather(ex, dx, &full, err));
-        TRY(px_ex_use_g(ex, ex->tab.word_emb, err));
+            PX_TRY(px_ex_tp_gather(ex, dx, &full, err));
+        PX_TRY(px_ex_use_g(ex, ex->tab.word_emb, err));
         k->embedding_bwd(G(ex->tab.word_emb), full, ca->tokens, T, h, ex->tp_rank * ex->V_l,
                          (ex->tp_rank + 1) * ex->V_l);
-        TRY(px_ex_done_g(ex, ex->tab.word_emb, err));
+        PX_TRY(px_ex_done_g(ex, ex->tab.word_emb, err));
         if (full != dx)
             px_ex_free(ex, &full);
         px_ex_free(ex, &dx);
@@ -732,13 +732,13 @@ static px_status chunk_wgrad(px_exec *ex, int j, int64_t micro, px_error *err)
     if (c->is_last) {
         void *g = ca->fn_out;
         if (ex->sp)
-            TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
-        TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
-        TRY(px_ex_use_g(ex, ex->tab.lm_head, err));
+            PX_TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
+        PX_TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
+        PX_TRY(px_ex_use_g(ex, ex->tab.lm_head, err));
         if (ex->V_own > 0)
             ex->k->matmul_bwd(NULL, G(ex->tab.lm_head), NULL, ca->logits, g,
                               W(ex->tab.lm_head), ex->T, ex->h, ex->V_own);
-        TRY(px_ex_done_g(ex, ex->tab.lm_head, err));
+        PX_TRY(px_ex_done_g(ex, ex->tab.lm_head, err));
         px_ex_done_w(ex, ex->tab.lm_head);
         if (g != ca->fn_out)
             px_ex_free(ex, &g);
@@ -746,11 +746,11 @@ static px_status chunk_wgrad(px_exec *ex, int j, int64_t micro, px_error *err)
         px_ex_free(ex, &ca->fn_out);
     }
     for (int64_t l = c->n_layers - 1; l >= 0; l--) {
-        TRY(layer_use(ex, &c->layers[l], false, err));
-        TRY(layer_use(ex, &c->layers[l], true, err));
-        TRY(px_layer_wgrad(ex, &c->layers[l], &ca->layers[l], err));
-        TRY(layer_done(ex, &c->layers[l], true, err));
-        TRY(layer_done(ex, &c->layers[l], false, err));
+        PX_TRY(layer_use(ex, &c->layers[l], false, err));
+        PX_TRY(layer_use(ex, &c->layers[l], true, err));
+        PX_TRY(px_layer_wgrad(ex, &c->layers[l], &ca->layers[l], err));
+        PX_TRY(layer_done(ex, &c->layers[l], true, err));
+        PX_TRY(layer_done(ex, &c->layers[l], false, err));
         px_layer_act_free(ex, &ca->layers[l]);
     }
     ca->live = false;
@@ -770,7 +770,7 @@ static px_status reduce_grads(px_exec *ex, px_error *err)
         for (int i = 0; i < ex->tab.n_segs; i++) {
             const px_param_seg *s = &ex->tab.segs[i];
             if (s->tp_replicated && !s->tp_sum)
-                TRY(be->all_reduce(be, G(s->offset), s->n_rows * s->n_cols, PX_F32, PX_REDUCE_SUM,
+                PX_TRY(be->all_reduce(be, G(s->offset), s->n_rows * s->n_cols, PX_F32, PX_REDUCE_SUM,
                                    &ex->tp, err));
         }
     /* The router saw only this TP rank's slice of the tokens, SP or not. */
@@ -778,18 +778,18 @@ static px_status reduce_grads(px_exec *ex, px_error *err)
         for (int i = 0; i < ex->tab.n_segs; i++) {
             const px_param_seg *s = &ex->tab.segs[i];
             if (s->tp_sum)
-                TRY(be->all_reduce(be, G(s->offset), s->n_rows * s->n_cols, PX_F32, PX_REDUCE_SUM,
+                PX_TRY(be->all_reduce(be, G(s->offset), s->n_rows * s->n_cols, PX_F32, PX_REDUCE_SUM,
                                    &ex->tp, err));
         }
     /* Expert weights: every rank of the expert-data-parallel group routed
      * other tokens to the same experts. */
     if (ex->n_exp > 0)
-        TRY(be->all_reduce(be, ex->grads + ex->n_dense, ex->n_exp, PX_F32, PX_REDUCE_SUM,
+        PX_TRY(be->all_reduce(be, ex->grads + ex->n_dense, ex->n_exp, PX_F32, PX_REDUCE_SUM,
                            &ex->edp, err));
     /* Tied embeddings split over the first and last stage. */
     if (ex->emb.mpi != MPI_COMM_NULL) {
         int64_t off = ex->stage == 0 ? ex->tab.word_emb : ex->tab.lm_head;
-        TRY(be->all_reduce(be, G(off), ex->V_l * ex->h, PX_F32, PX_REDUCE_SUM, &ex->emb, err));
+        PX_TRY(be->all_reduce(be, G(off), ex->V_l * ex->h, PX_F32, PX_REDUCE_SUM, &ex->emb, err));
     }
     return PX_OK;
 }
@@ -807,7 +807,7 @@ static px_status optimizer_step(px_exec *ex, px_error *err)
          * the weights with its shard of the moments, all-gather the weights
          * (the compute copy: bf16 in mixed precision).  The master is the
          * shard itself in bf16 storage, the weights' own range in fp32. */
-        TRY(be->reduce_scatter(be, ex->grads, ex->grads, ex->n_shard, PX_F32, &ex->grad, err));
+        PX_TRY(be->reduce_scatter(be, ex->grads, ex->grads, ex->n_shard, PX_F32, &ex->grad, err));
         void *w = px_ex_at(ex, ex->params, (int64_t)ex->grad.rank * ex->n_shard);
         ex->k->adamw_step(mixed ? ex->master : w, ex->grads, ex->adam_m, ex->adam_v, ex->n_shard,
                           o->lr, o->beta1, o->beta2, o->adam_eps, o->weight_decay,
@@ -821,7 +821,7 @@ static px_status optimizer_step(px_exec *ex, px_error *err)
         }
         return be->all_gather(be, ex->params, w, ex->n_shard, ex->act_dtype, &ex->grad, err);
     }
-    TRY(be->all_reduce(be, ex->grads, ex->n_dense, PX_F32, PX_REDUCE_SUM, &ex->grad, err));
+    PX_TRY(be->all_reduce(be, ex->grads, ex->n_dense, PX_F32, PX_REDUCE_SUM, &ex->grad, err));
     ex->k->adamw_step(px_ex_master(ex), ex->grads, ex->adam_m, ex->adam_v, ex->n_padded, o->lr,
                       o->beta1, o->beta2, o->adam_eps, o->weight_decay, ex->adam_steps,
                       mixed ? ex->params : NULL);
@@ -840,21 +840,21 @@ px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_
     for (int i = 0; i < ex->n_ops; i++) {
         const px_sched_op *op = &ex->ops[i];
         while (phase < slot[i])
-            TRY(exchange(ex, phase++, &cursor, &out, err));
+            PX_TRY(exchange(ex, phase++, &cursor, &out, err));
         if (op->kind == 'F')
-            TRY(chunk_fwd(ex, op->chunk, op->micro, step, &out, err));
+            PX_TRY(chunk_fwd(ex, op->chunk, op->micro, step, &out, err));
         else if (op->kind == 'B')
-            TRY(chunk_bwd(ex, op->chunk, op->micro, &out, err));
+            PX_TRY(chunk_bwd(ex, op->chunk, op->micro, &out, err));
         else
-            TRY(chunk_wgrad(ex, op->chunk, op->micro, err));
+            PX_TRY(chunk_wgrad(ex, op->chunk, op->micro, err));
     }
     while (phase < ex->tl.n_slots)
-        TRY(exchange(ex, phase++, &cursor, &out, err));
-    TRY(reduce_grads(ex, err));
+        PX_TRY(exchange(ex, phase++, &cursor, &out, err));
+    PX_TRY(reduce_grads(ex, err));
     if (!update && ex->grad.size > 1 && ex->zero < 2) /* still report the full gradient */
-        TRY(be->all_reduce(be, ex->grads, ex->n_dense, PX_F32, PX_REDUCE_SUM, &ex->grad, err));
+        PX_TRY(be->all_reduce(be, ex->grads, ex->n_dense, PX_F32, PX_REDUCE_SUM, &ex->grad, err));
     if (update)
-        TRY(optimizer_step(ex, err));
+        PX_TRY(optimizer_step(ex, err));
     /* The loss: every last-stage TP rank 0 holds its replica's token losses. */
     bool owner = ex->tab.chunks[ex->vpp - 1].is_last && ex->tp_rank == 0;
     if (owner) {
@@ -868,7 +868,7 @@ px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_
         free(host);
     }
     double local = owner ? ex->loss_sum : 0.0, total = 0.0;
-    TRY(px_mpi_check(MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+    PX_TRY(px_mpi_check(MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
                      "MPI_Allreduce (loss)", err));
     *loss = total / ex->global_tokens;
     return be->sync(be, err);
@@ -903,7 +903,7 @@ static px_status master_to_host(px_exec *ex, float *host, px_error *err)
     }
     /* ZeRO-1 in bf16 storage: the dense shards of dp x cp, then the experts. */
     float *full = NULL;
-    TRY(px_ex_alloc_f32(ex, PX_MEM_TEMP, ex->n_padded, &full, err));
+    PX_TRY(px_ex_alloc_f32(ex, PX_MEM_TEMP, ex->n_padded, &full, err));
     px_status st = be->all_gather(be, full, ex->master, ex->n_shard, PX_F32, &ex->grad, err);
     if (!st) {
         be->copy(be, full + ex->n_dense, ex->master + ex->n_shard,

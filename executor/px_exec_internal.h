@@ -9,13 +9,6 @@
 #include "px_layout.h"
 #include "px_schedule.h"
 
-#define TRY(x)                                                                           \
-    do {                                                                                 \
-        px_status st_ = (x);                                                             \
-        if (st_)                                                                         \
-            return st_;                                                                  \
-    } while (0)
-
 /* What one layer keeps for its backward (docs/executor.md, "Activations").
  * Ts = tokens of this rank's sequence shard (T / tp under SP, else T). */
 typedef struct {
