@@ -57,6 +57,7 @@ static const char usage_text[] =
     "  --explain              memory and time breakdown, rule-of-thumb plan beside the best\n"
     "  --json                 print JSON instead of the table\n"
     "  -o FILE                write the chosen plan (docs/plan-schema.md)\n"
+    "  --write-top DIR        write every ranked plan too, as DIR/rank-<N>.json\n"
     "  --help                 this text\n";
 
 static void die_usage(const char *fmt, const char *arg)
@@ -116,6 +117,7 @@ static double parse_amount(const char *flag, const char *s)
 
 typedef struct {
     const char *model, *hw, *out;
+    const char *top_dir; /* --write-top */
     int gpus;
     bool json, explain;
     bool partition_given; /* --partition or --no-milp on the command line */
@@ -138,7 +140,7 @@ static const char *const value_flags[][3] = {
     {"--overlap", NULL, NULL},       {"--sp", "--no-sp", NULL},
     {"--partition", "--no-milp", NULL}, {"--milp-time-limit", NULL, NULL},
     {"--top", NULL, NULL},           {"--tokens", NULL, NULL},
-    {"--gpu-mtbf-hours", NULL, NULL},
+    {"--gpu-mtbf-hours", NULL, NULL}, {"--write-top", NULL, NULL},
 };
 enum { N_VALUE_FLAGS = sizeof value_flags / sizeof value_flags[0] };
 
@@ -229,6 +231,8 @@ static void parse_args(int argc, char **argv, cli *c)
             c->hw = v;
         else if (!strcmp(flag, "-o") || !strcmp(flag, "--output"))
             c->out = v;
+        else if (!strcmp(flag, "--write-top"))
+            c->top_dir = v;
         else if (!strcmp(flag, "--gpus"))
             c->gpus = (int)parse_int(flag, v, 1, 1 << 24);
         else if (!strcmp(flag, "--seq") || !strcmp(flag, "--seq-len"))
@@ -900,6 +904,16 @@ int main(int argc, char **argv)
         }
         print_goodput(&best->pred);
     }
+    /* every ranked plan, as -o writes the chosen one */
+    for (int i = 0; c.top_dir && i < res.n_top; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/rank-%d.json", c.top_dir, i + 1);
+        make_plan(&plan, &model, &hw, &res.top[i]);
+        if (px_plan_write(&plan, path, &err) != PX_OK)
+            die_error(&err);
+    }
+    if (c.top_dir) /* -o below writes the chosen plan */
+        make_plan(&plan, &model, &hw, best);
     if (c.out) {
         errno = 0;
         if (px_plan_write(&plan, c.out, &err) != PX_OK) {

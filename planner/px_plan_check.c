@@ -440,8 +440,6 @@ px_status px_plan_check(const px_model *m, const px_parallel *p, const px_caps *
                         px_error *err)
 {
     px_status st = check_model_shape(m, err);
-    if (st == PX_OK)
-        st = check_features(m, caps, err);
     if (st != PX_OK)
         return st;
     if (p->tp < 1 || p->cp < 1 || p->pp < 1 || p->vpp < 1 || p->dp < 1 || p->ep < 1 ||
@@ -471,5 +469,8 @@ px_status px_plan_check(const px_model *m, const px_parallel *p, const px_caps *
         st = check_split(m, p, caps, err);
     if (st == PX_OK)
         st = check_options(p, caps, err);
+    /* last, so that a refusal by feature says every other rule holds */
+    if (st == PX_OK)
+        st = check_features(m, caps, err);
     return st;
 }

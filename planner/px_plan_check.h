@@ -35,8 +35,9 @@ const char *px_model_feature_name(unsigned feature);
  * up, and take no part in the loss. */
 int64_t px_caps_vocab_rows(const px_caps *c, int64_t vocab, int tp);
 
-/* The whole check: sizes, model features, every divisibility rule, the
- * pipeline split, the schedule and what the consumer runs.  The message names
+/* The whole check: sizes, every divisibility rule, the pipeline split, the
+ * schedule, what the consumer runs, and last the model features (so that a
+ * refusal by feature means every other rule holds).  The message names
  * the field, its value and what is allowed; features and schedules a
  * consumer lacks are PX_ERR_UNSUPPORTED, broken rules PX_ERR_INVALID. */
 px_status px_plan_check(const px_model *m, const px_parallel *par, const px_caps *caps,
