@@ -1,5 +1,5 @@
 /* bench_search.c — how fast the planner searches: configurations scored per
- * second and the wall time of whole searches (issue 2, "Performance").
+ * second and the wall time of whole searches.
  * Prints a table; not a test (no pass/fail).  Usage: bench_search [REPEATS] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,9 +32,9 @@ int main(int argc, char **argv)
     static px_model m;
     static px_hw hw;
     printf("# plan search speed, best of %d runs (wall time of px_search_run, one thread)\n"
-           "# analytic = the exhaustive scoring pass alone (issue 2's goal: < 100 ms for 1024\n"
+           "# analytic = the exhaustive scoring pass alone (the goal: < 100 ms for 1024\n"
            "# GPUs, >= 1e6 configurations/s); +glpk = with the stage-partition programs on the\n"
-           "# top candidates (issue 5), as `plan` runs by default\n",
+           "# top candidates (docs/partition.md), as `plan` runs by default\n",
            repeats);
     printf("%-16s %-9s %6s %10s %9s %13s %12s %11s  %s\n", "model", "hw", "gpus", "evaluated",
            "fit", "analytic[ms]", "configs/s", "+glpk[ms]", "best (tp cp ep pp vpp dp mbs m zero)");

@@ -136,8 +136,8 @@ typedef struct {
  * recomputation and the schedule fixed (the schedule may be left free at
  * pp 1, where only 1F1B is scored; cp counts as fixed when tp·pp·dp = G
  * leaves it 1).  plan then keeps the uniform split
- * unless --partition milp is given (issue #2: "with all fixed it evaluates
- * exactly that configuration"). */
+ * unless --partition milp is given (with all fixed it evaluates exactly
+ * that configuration). */
 bool px_search_fully_fixed(const px_model *m, int gpus, const px_search_opts *o);
 
 px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_search_opts *o,

@@ -17,7 +17,7 @@ static void usage(FILE *f)
             "  FILE        published runs (JSON array); default: the shared data file\n"
             "  --json      write the report as JSON (sorted keys) instead of the table\n"
             "  --explain   the cost model's breakdown of row ID's predicted configuration\n"
-            "  --check     exit 1 when the issue-7 bounds do not hold (throughput MAE <= %.0f%%,\n"
+            "  --check     exit 1 when the validation bounds do not hold (throughput MAE <= %.0f%%,\n"
             "              every group <= %.0f%%, full/selective ratios within %.0f%%)\n"
             "  --max-vpp   search interleaving up to N chunks a stage where a row leaves it\n"
             "              unpublished (default %d; 1: plain 1F1B)\n"

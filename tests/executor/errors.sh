@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Errors of `execute` (issue 3): a world size different from the plan's GPU
+# Errors of `execute`: a world size different from the plan's GPU
 # count, a malformed plan, a plan the executor cannot run (ZB-H2 with vpp > 1
 # among them), and a failure on one
 # rank mid-step all end with a clear message and a non-zero exit, never a hang.
