@@ -630,26 +630,12 @@ static void b_moe_gate_bwd(float *dg, const void *g, const void *y, const int32_
     tmp_done(&s);
 }
 
+/* Both tables from the one kernel list (px_backend.h). */
+#define PX_CPU_SLOT(p, name) .name = p##name,
 #define PX_CPU_TABLE(p)                                                                  \
     {                                                                                    \
-        .embedding_fwd = p##embedding_fwd, .embedding_bwd = p##embedding_bwd,            \
-        .positions_fwd = p##positions_fwd, .positions_bwd = p##positions_bwd,            \
-        .rmsnorm_fwd = p##rmsnorm_fwd, .rmsnorm_bwd = p##rmsnorm_bwd,                    \
-        .layernorm_fwd = p##layernorm_fwd, .layernorm_bwd = p##layernorm_bwd,            \
-        .matmul_fwd = p##matmul_fwd, .matmul_bwd = p##matmul_bwd,                        \
-        .bias_add_fwd = p##bias_add_fwd, .bias_add_bwd = p##bias_add_bwd,                \
-        .residual_fwd = p##residual_fwd, .residual_bwd = p##residual_bwd,                \
-        .rope_fwd = p##rope_fwd, .rope_bwd = p##rope_bwd,                                \
-        .attention_fwd = p##attention_fwd, .attention_bwd = p##attention_bwd,            \
-        .attention_kv_fwd = p##attention_kv_fwd, .attention_kv_bwd = p##attention_kv_bwd,\
-        .swiglu_fwd = p##swiglu_fwd, .swiglu_bwd = p##swiglu_bwd,                        \
-        .gelu_fwd = p##gelu_fwd, .gelu_bwd = p##gelu_bwd,                                \
-        .xent_max_fwd = p##xent_max_fwd, .xent_sumexp_fwd = p##xent_sumexp_fwd,          \
-        .xent_loss_fwd = px_cpu_xent_loss_fwd, .xent_bwd = p##xent_bwd,                  \
-        .adamw_step = p##adamw_step, .add_f32 = k_add_f32,                               \
-        .moe_router_fwd = p##moe_router_fwd, .moe_router_bwd = p##moe_router_bwd,        \
-        .moe_permute = p##moe_permute, .moe_unpermute = p##moe_unpermute,                \
-        .moe_gate_bwd = p##moe_gate_bwd,                                                 \
+        PX_KERNEL_LIST(PX_CPU_SLOT, p).xent_loss_fwd = px_cpu_xent_loss_fwd,             \
+        .add_f32 = k_add_f32,                                                            \
     }
 
 static const px_kernels cpu_kernels_f32 = PX_CPU_TABLE(f_);
