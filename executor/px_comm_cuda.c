@@ -52,7 +52,7 @@ px_status px_cuda_select_device(MPI_Comm mpi_world, int *local_rank, int *local_
                            mpi_world);
     if (rc != MPI_SUCCESS) {
         free(hashes);
-        return mpi_status(rc, "MPI_Allgather(host hashes)", __LINE__, err);
+        return px_mpi_check(rc, "MPI_Allgather(host hashes)", err);
     }
     *local_rank = 0;
     *local_size = 0;
@@ -82,7 +82,7 @@ px_status px_cuda_select_device(MPI_Comm mpi_world, int *local_rank, int *local_
         return PX_FAIL(err, PX_ERR_NOMEM, "PCI bus ids");
     }
     rc = MPI_Allgather(bus, PCI_ID_LEN, MPI_CHAR, all, PCI_ID_LEN, MPI_CHAR, mpi_world);
-    px_status st = mpi_status(rc, "MPI_Allgather(PCI bus ids)", __LINE__, err);
+    px_status st = px_mpi_check(rc, "MPI_Allgather(PCI bus ids)", err);
     for (int r = 0; r < size && !st; r++) {
         const char *b = all + (size_t)r * PCI_ID_LEN;
         if (!b[0])
