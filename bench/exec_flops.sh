@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# exec_flops.sh [BUILD_DIR] — issue 4's benchmark: the executor's achieved
+# exec_flops.sh [BUILD_DIR] — the executor benchmark: the executor's achieved
 # FLOP/s for a GEMM-heavy plan on one rank against the calibrated GEMM peak
 # (the best GEMM shape `calibrate` measured, the profile's peak_flops).  The
 # goal is >= 70% of that peak for the whole step, attention and element-wise

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "px_calib_fit.h"
+#include "px_error_mpi.h"
 
 const char *px_calib_coll_name(px_calib_coll_kind kind)
 {
@@ -30,16 +31,6 @@ int px_calib_coll_sizes(bool quick, int64_t *bytes, int max)
     for (int64_t b = 8; b <= top && n < max; b *= step)
         bytes[n++] = b;
     return n;
-}
-
-static px_status mpi_check(int rc, const char *what, px_error *err)
-{
-    if (rc == MPI_SUCCESS)
-        return PX_OK;
-    char text[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(rc, text, &len);
-    return PX_FAIL(err, PX_ERR_MPI, "%s failed: %s", what, text);
 }
 
 /* One call of the operation; buffers sized by the caller. */
@@ -85,9 +76,9 @@ px_status px_calib_coll_time(const px_calib_opts *o, MPI_Comm comm,
                              px_error *err)
 {
     int rank = 0, g = 0;
-    px_status st = mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", err);
+    px_status st = px_mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", err);
     if (st == PX_OK)
-        st = mpi_check(MPI_Comm_size(comm, &g), "MPI_Comm_size", err);
+        st = px_mpi_check(MPI_Comm_size(comm, &g), "MPI_Comm_size", err);
     if (st != PX_OK)
         return st;
     if (kind == PX_CALIB_P2P && g != 2)
@@ -141,7 +132,7 @@ px_status px_calib_coll_time(const px_calib_opts *o, MPI_Comm comm,
     }
     free(send);
     free(recv);
-    st = mpi_check(rc, px_calib_coll_name(kind), err);
+    st = px_mpi_check(rc, px_calib_coll_name(kind), err);
     if (st != PX_OK)
         return st;
     /* A ping-pong's time is a round trip: the one-way time is half. */
@@ -200,14 +191,14 @@ static px_status sweep_fit(const px_calib_opts *o, MPI_Comm comm, px_calib_coll_
 static px_status pair_comm(MPI_Comm world, int rank, int peer, MPI_Comm *pair, px_error *err)
 {
     int colour = (rank == 0 || rank == peer) ? 0 : MPI_UNDEFINED;
-    return mpi_check(MPI_Comm_split(world, colour, rank, pair), "MPI_Comm_split", err);
+    return px_mpi_check(MPI_Comm_split(world, colour, rank, pair), "MPI_Comm_split", err);
 }
 
 /* Broadcasts one point from world rank 0 (its only measurer for p2p). */
 static px_status bcast_point(MPI_Comm world, px_coll_point *p, px_error *err)
 {
     double v[3] = {(double)p->n_ranks, p->lat_s, p->bw};
-    px_status st = mpi_check(MPI_Bcast(v, 3, MPI_DOUBLE, 0, world), "MPI_Bcast", err);
+    px_status st = px_mpi_check(MPI_Bcast(v, 3, MPI_DOUBLE, 0, world), "MPI_Bcast", err);
     p->n_ranks = (int)v[0];
     p->lat_s = v[1];
     p->bw = v[2];
@@ -218,33 +209,33 @@ px_status px_calib_coll_run(const px_calib_opts *o, MPI_Comm world, px_hw *hw,
                             px_error *err)
 {
     int rank = 0, size = 0;
-    px_status st = mpi_check(MPI_Comm_rank(world, &rank), "MPI_Comm_rank", err);
+    px_status st = px_mpi_check(MPI_Comm_rank(world, &rank), "MPI_Comm_rank", err);
     if (st == PX_OK)
-        st = mpi_check(MPI_Comm_size(world, &size), "MPI_Comm_size", err);
+        st = px_mpi_check(MPI_Comm_size(world, &size), "MPI_Comm_size", err);
     if (st != PX_OK)
         return st;
 
     /* Node structure: the world rank of each rank's node leader. */
     MPI_Comm node = MPI_COMM_NULL;
-    st = mpi_check(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL,
+    st = px_mpi_check(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL,
                                        &node), "MPI_Comm_split_type", err);
     if (st != PX_OK)
         return st;
     int node_size = 0, node_rank = 0, leader = rank;
     MPI_Comm_size(node, &node_size);
     MPI_Comm_rank(node, &node_rank);
-    st = mpi_check(MPI_Bcast(&leader, 1, MPI_INT, 0, node), "MPI_Bcast", err);
+    st = px_mpi_check(MPI_Bcast(&leader, 1, MPI_INT, 0, node), "MPI_Bcast", err);
     MPI_Comm_free(&node);
     if (st != PX_OK)
         return st;
     int *leaders = malloc((size_t)size * sizeof *leaders);
     if (!leaders)
         return PX_FAIL(err, PX_ERR_NOMEM, "cannot allocate %d ints", size);
-    st = mpi_check(MPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, world),
+    st = px_mpi_check(MPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, world),
                    "MPI_Allgather", err);
     int ppn = node_size;
     if (st == PX_OK)
-        st = mpi_check(MPI_Bcast(&ppn, 1, MPI_INT, 0, world), "MPI_Bcast", err);
+        st = px_mpi_check(MPI_Bcast(&ppn, 1, MPI_INT, 0, world), "MPI_Bcast", err);
     int remote = -1;
     for (int r = 1; r < size && remote < 0; r++)
         if (leaders[r] != leaders[0])
@@ -299,7 +290,7 @@ px_status px_calib_coll_run(const px_calib_opts *o, MPI_Comm world, px_hw *hw,
     hw->n_reduce_scatter_points = hw->n_alltoall_points = 0;
     for (int g = 2; g <= size && g - 2 < PX_HW_MAX_COLL_POINTS && st == PX_OK; g++) {
         MPI_Comm sub = MPI_COMM_NULL;
-        st = mpi_check(MPI_Comm_split(world, rank < g ? 0 : MPI_UNDEFINED, rank, &sub),
+        st = px_mpi_check(MPI_Comm_split(world, rank < g ? 0 : MPI_UNDEFINED, rank, &sub),
                        "MPI_Comm_split", err);
         if (st != PX_OK)
             break;

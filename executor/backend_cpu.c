@@ -630,49 +630,16 @@ static void b_moe_gate_bwd(float *dg, const void *g, const void *y, const int32_
     tmp_done(&s);
 }
 
+/* Both tables from the one kernel list (px_backend.h). */
+#define PX_CPU_SLOT(p, name) .name = p##name,
 #define PX_CPU_TABLE(p)                                                                  \
     {                                                                                    \
-        .embedding_fwd = p##embedding_fwd, .embedding_bwd = p##embedding_bwd,            \
-        .positions_fwd = p##positions_fwd, .positions_bwd = p##positions_bwd,            \
-        .rmsnorm_fwd = p##rmsnorm_fwd, .rmsnorm_bwd = p##rmsnorm_bwd,                    \
-        .layernorm_fwd = p##layernorm_fwd, .layernorm_bwd = p##layernorm_bwd,            \
-        .matmul_fwd = p##matmul_fwd, .matmul_bwd = p##matmul_bwd,                        \
-        .bias_add_fwd = p##bias_add_fwd, .bias_add_bwd = p##bias_add_bwd,                \
-        .residual_fwd = p##residual_fwd, .residual_bwd = p##residual_bwd,                \
-        .rope_fwd = p##rope_fwd, .rope_bwd = p##rope_bwd,                                \
-        .attention_fwd = p##attention_fwd, .attention_bwd = p##attention_bwd,            \
-        .attention_kv_fwd = p##attention_kv_fwd, .attention_kv_bwd = p##attention_kv_bwd,\
-        .swiglu_fwd = p##swiglu_fwd, .swiglu_bwd = p##swiglu_bwd,                        \
-        .gelu_fwd = p##gelu_fwd, .gelu_bwd = p##gelu_bwd,                                \
-        .xent_max_fwd = p##xent_max_fwd, .xent_sumexp_fwd = p##xent_sumexp_fwd,          \
-        .xent_loss_fwd = px_cpu_xent_loss_fwd, .xent_bwd = p##xent_bwd,                  \
-        .adamw_step = p##adamw_step, .add_f32 = k_add_f32,                               \
-        .moe_router_fwd = p##moe_router_fwd, .moe_router_bwd = p##moe_router_bwd,        \
-        .moe_permute = p##moe_permute, .moe_unpermute = p##moe_unpermute,                \
-        .moe_gate_bwd = p##moe_gate_bwd,                                                 \
+        PX_KERNEL_LIST(PX_CPU_SLOT, p).xent_loss_fwd = px_cpu_xent_loss_fwd,             \
+        .add_f32 = k_add_f32,                                                            \
     }
 
 static const px_kernels cpu_kernels_f32 = PX_CPU_TABLE(f_);
 static const px_kernels cpu_kernels_bf16 = PX_CPU_TABLE(b_);
-
-px_status px_mpi_check(int rc, const char *what, px_error *err)
-{
-    if (rc == MPI_SUCCESS)
-        return PX_OK;
-    char msg[MPI_MAX_ERROR_STRING] = "";
-    int len = 0;
-    MPI_Error_string(rc, msg, &len);
-    int rank = -1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    return PX_FAIL(err, PX_ERR_MPI, "rank %d: %s failed: %s", rank, what, msg);
-}
-
-#define TRY_ST(x)                                                                        \
-    do {                                                                                 \
-        px_status st_ = (x);                                                             \
-        if (st_)                                                                         \
-            return st_;                                                                  \
-    } while (0)
 
 /* MPI counts are int: the engine's messages are far below, but check. */
 static px_status check_count(int64_t n, const char *what, px_error *err)
@@ -756,10 +723,10 @@ static px_status cpu_all_reduce(px_backend *be, void *buf, int64_t n, px_dtype t
                                 px_reduce_op op, px_comm *c, px_error *err)
 {
     (void)be;
-    TRY_ST(take_sticky(err));
+    PX_TRY(take_sticky(err));
     if (c->size <= 1)
         return PX_OK;
-    TRY_ST(check_count(n, "all-reduce", err));
+    PX_TRY(check_count(n, "all-reduce", err));
     MPI_Op mop = op == PX_REDUCE_MAX ? MPI_MAX : MPI_SUM;
     if (t == PX_F32)
         return px_mpi_check(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, mop, c->mpi),
@@ -781,14 +748,14 @@ static px_status cpu_all_gather(px_backend *be, void *out, const void *in, int64
                                 px_dtype t, px_comm *c, px_error *err)
 {
     (void)be;
-    TRY_ST(take_sticky(err));
+    PX_TRY(take_sticky(err));
     int64_t es = px_dtype_bytes(t);
     if (c->size <= 1) {
         if (out != in)
             memmove(out, in, (size_t)(n * es));
         return PX_OK;
     }
-    TRY_ST(check_count(n, "all-gather", err));
+    PX_TRY(check_count(n, "all-gather", err));
     const void *send =
         in == px_dtype_at(out, (int64_t)c->rank * n, t) ? MPI_IN_PLACE : (const void *)in;
     return px_mpi_check(
@@ -800,13 +767,13 @@ static px_status cpu_reduce_scatter(px_backend *be, void *out, const void *in, i
                                     px_dtype t, px_comm *c, px_error *err)
 {
     (void)be;
-    TRY_ST(take_sticky(err));
+    PX_TRY(take_sticky(err));
     if (c->size <= 1) {
         if (out != in)
             memmove(out, in, (size_t)(n * px_dtype_bytes(t)));
         return PX_OK;
     }
-    TRY_ST(check_count(n * c->size, "reduce-scatter", err));
+    PX_TRY(check_count(n * c->size, "reduce-scatter", err));
     if (t == PX_F32) {
         /* in == out: in place, the result lands at the start of the buffer. */
         const void *send = in == out ? MPI_IN_PLACE : (const void *)in;
@@ -879,7 +846,7 @@ static px_status cpu_all_to_all_v(px_backend *be, void *out, const int64_t *recv
                                   px_comm *c, px_error *err)
 {
     (void)be;
-    TRY_ST(take_sticky(err));
+    PX_TRY(take_sticky(err));
     if (c->size <= 1) {
         if (out != in)
             memmove(out, in, (size_t)(send_n[0] * px_dtype_bytes(t)));

@@ -453,45 +453,17 @@ static void b_moe_gate_bwd(float *dgate, const void *g, const void *y, const int
 
 #undef S
 
-/* Every entry of px_kernels, for one storage dtype (prefix f_ or b_). */
+/* Every entry of px_kernels for one storage dtype (prefix f_ or b_), from
+ * the one kernel list (px_backend.h); assignments, as C++ initializers must
+ * follow the declaration order. */
+#define PX_CUDA_SLOT(p, name) px_table_->name = p##name;
 #define PX_CUDA_TABLE(k, p)                                                              \
     do {                                                                                 \
-        memset(&(k), 0, sizeof(k));                                                      \
-        (k).embedding_fwd = p##embedding_fwd;                                            \
-        (k).embedding_bwd = p##embedding_bwd;                                            \
-        (k).positions_fwd = p##positions_fwd;                                            \
-        (k).positions_bwd = p##positions_bwd;                                            \
-        (k).rmsnorm_fwd = p##rmsnorm_fwd;                                                \
-        (k).rmsnorm_bwd = p##rmsnorm_bwd;                                                \
-        (k).layernorm_fwd = p##layernorm_fwd;                                            \
-        (k).layernorm_bwd = p##layernorm_bwd;                                            \
-        (k).matmul_fwd = p##matmul_fwd;                                                  \
-        (k).matmul_bwd = p##matmul_bwd;                                                  \
-        (k).bias_add_fwd = p##bias_add_fwd;                                              \
-        (k).bias_add_bwd = p##bias_add_bwd;                                              \
-        (k).residual_fwd = p##residual_fwd;                                              \
-        (k).residual_bwd = p##residual_bwd;                                              \
-        (k).rope_fwd = p##rope_fwd;                                                      \
-        (k).rope_bwd = p##rope_bwd;                                                      \
-        (k).attention_fwd = p##attention_fwd;                                            \
-        (k).attention_bwd = p##attention_bwd;                                            \
-        (k).swiglu_fwd = p##swiglu_fwd;                                                  \
-        (k).swiglu_bwd = p##swiglu_bwd;                                                  \
-        (k).gelu_fwd = p##gelu_fwd;                                                      \
-        (k).gelu_bwd = p##gelu_bwd;                                                      \
-        (k).xent_max_fwd = p##xent_max_fwd;                                              \
-        (k).xent_sumexp_fwd = p##xent_sumexp_fwd;                                        \
-        (k).xent_loss_fwd = k_xent_loss_fwd;                                             \
-        (k).xent_bwd = p##xent_bwd;                                                      \
-        (k).adamw_step = p##adamw_step;                                                  \
-        (k).attention_kv_fwd = p##attention_kv_fwd;                                      \
-        (k).attention_kv_bwd = p##attention_kv_bwd;                                      \
-        (k).moe_router_fwd = p##moe_router_fwd;                                          \
-        (k).moe_router_bwd = p##moe_router_bwd;                                          \
-        (k).moe_permute = p##moe_permute;                                                \
-        (k).moe_unpermute = p##moe_unpermute;                                            \
-        (k).moe_gate_bwd = p##moe_gate_bwd;                                              \
-        (k).add_f32 = k_add_f32;                                                         \
+        px_kernels *px_table_ = &(k);                                                    \
+        memset(px_table_, 0, sizeof *px_table_);                                         \
+        PX_KERNEL_LIST(PX_CUDA_SLOT, p)                                                  \
+        px_table_->xent_loss_fwd = k_xent_loss_fwd;                                      \
+        px_table_->add_f32 = k_add_f32;                                                  \
     } while (0)
 
 static px_kernels cuda_kernels_f32, cuda_kernels_bf16;

@@ -3,8 +3,10 @@
  *          [--data FILE] [--report report.json] [--dump-weights DIR]
  *          [--lr X] [--init-std X] [--backend cpu|cuda] [--dtype bf16|fp32]
  *          [--timeout S] [--save DIR --save-interval N] [--load DIR] [--trace FILE]
- * Only rank 0 prints the step table; errors name the rank.  See
- * docs/executor.md. */
+ *   execute --check --plan plan.json [--backend cpu|cuda]
+ * Only rank 0 prints the step table; errors name the rank.  --check runs as
+ * one process without mpirun: it validates the plan's own consistency and this
+ * executor's capabilities and runs nothing.  See docs/executor.md. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +34,7 @@ typedef struct {
     const char *save_dir, *load_dir; /* checkpoints (px_ckpt.h) */
     int64_t steps, warmup, save_interval;
     double timeout_s;
+    bool check; /* --check: validate the plan, run nothing */
     px_exec_options opt;
 } cli;
 
@@ -44,6 +47,9 @@ static void usage(FILE *f)
             "                            [--backend cpu|cuda] [--dtype bf16|fp32] [--trace FILE]\n"
             "                            [--timeout S] [--save DIR --save-interval N]\n"
             "                            [--load DIR]\n"
+            "       execute --check --plan plan.json [--backend cpu|cuda]\n"
+            "  --check             validate the plan (its own consistency and what this\n"
+            "                      executor runs) in one process, without mpirun; runs nothing\n"
             "  --plan FILE         plan JSON written by `plan -o` (required)\n"
             "  --steps N           timed optimizer steps (default 3); with --save or --load\n"
             "                      the job's total steps (Megatron's --train-iters): a\n"
@@ -138,6 +144,7 @@ static const px_arg execute_rows[] = {
     PX_ARG_STR("--data", cli, opt.data_path),
     PX_ARG_STR("--dump-weights", cli, dump_dir),
     PX_ARG_STR("--trace", cli, trace_path),
+    PX_ARG_SWITCH("--check", cli, check),
     PX_ARG_CUSTOM("--dtype", read_dtype),
     PX_ARG_CUSTOM("--backend", read_backend),
     PX_ARG_I64("--steps", cli, steps, 1, (double)(1LL << 40)),
@@ -196,8 +203,50 @@ static void fail_abort(int rank, const px_error *err)
     exit(1);
 }
 
+/* execute --check: the plan against this executor's capability set, in one
+ * process without MPI.  Exit 0 when it would run, 1 when not, 2 on bad usage. */
+static int check_only(const cli *c)
+{
+    px_error err;
+    px_error_clear(&err);
+    px_plan plan;
+    px_caps caps;
+    px_exec_caps(c->backend, &caps);
+    px_status st = px_plan_read(c->plan_path, &plan, &err);
+    if (st == PX_OK)
+        st = px_exec_check_plan(&plan, &caps, &err);
+    if (st != PX_OK) {
+        char msg[2048];
+        px_error_format(&err, msg, sizeof msg);
+        fprintf(stderr, "execute: %s: %s\n", px_status_name(err.code), msg);
+        return 1;
+    }
+    const px_parallel *p = &plan.par;
+    printf("%s: runs on the %s: %s on %d ranks (tp %d, cp %d, pp %d, vpp %d, dp %d, ep %d, "
+           "etp %d, %s, zero %d)\n",
+           c->plan_path, caps.name, plan.model.name, px_parallel_gpus(p), p->tp, p->cp, p->pp,
+           p->vpp, p->dp, p->ep, p->etp, px_schedule_name(p->schedule), p->zero);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--check")) { /* no MPI: one process, no launcher */
+            cli c;
+            px_error perr;
+            int pr = parse_args(argc, argv, &c, &perr);
+            if (pr == 2) {
+                char msg[2048];
+                px_args_error_text("execute", &perr, msg, sizeof msg);
+                fprintf(stderr, "%s\n", msg);
+            } else if (pr == 3) {
+                printf("execute (parallax) %s\n", px_version());
+            } else if (pr == 1) {
+                usage(stdout);
+            }
+            return pr == 2 ? 2 : pr ? 0 : check_only(&c);
+        }
     MPI_Init(&argc, &argv);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int rank = 0, world = 1;
@@ -242,8 +291,12 @@ int main(int argc, char **argv)
     px_status st = px_plan_read(c.plan_path, &plan, &err);
     px_backend be;
     px_exec *ex = NULL;
+    px_caps caps;
+    px_exec_caps(c.backend, &caps);
     if (!st)
-        st = px_exec_check_plan(&plan, world, &err);
+        st = px_exec_check_plan(&plan, &caps, &err);
+    if (!st)
+        st = px_exec_check_world(&plan, world, &err);
     memset(&be, 0, sizeof be);
     if (!st && !strcmp(c.backend, "cpu"))
         st = px_backend_cpu_create(&be, &err);

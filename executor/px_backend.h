@@ -26,6 +26,7 @@
 #include <mpi.h>
 
 #include "px_error.h"
+#include "px_error_mpi.h"
 
 /* One communication group (TP, PP, DP, ...). */
 typedef struct {
@@ -153,6 +154,23 @@ typedef struct {
                          const int32_t *, int64_t, int64_t);
 } px_kernels;
 
+/* Every slot of px_kernels that has an fp32 and a bf16 form, in one list:
+ * a backend names its wrappers PREFIX<slot> (f_ fp32, b_ bf16) and builds
+ * both tables from this list (X-macro: X(prefix, slot) for each), so adding
+ * a kernel is its slot above, its name here and its wrappers in each
+ * backend.  xent_loss_fwd and add_f32 are fp32 whatever the storage: each
+ * backend sets them once. */
+#define PX_KERNEL_LIST(X, p)                                                             \
+    X(p, embedding_fwd) X(p, embedding_bwd) X(p, positions_fwd) X(p, positions_bwd)      \
+    X(p, rmsnorm_fwd) X(p, rmsnorm_bwd) X(p, layernorm_fwd) X(p, layernorm_bwd)          \
+    X(p, matmul_fwd) X(p, matmul_bwd) X(p, bias_add_fwd) X(p, bias_add_bwd)              \
+    X(p, residual_fwd) X(p, residual_bwd) X(p, rope_fwd) X(p, rope_bwd)                  \
+    X(p, attention_fwd) X(p, attention_bwd) X(p, attention_kv_fwd) X(p, attention_kv_bwd) \
+    X(p, swiglu_fwd) X(p, swiglu_bwd) X(p, gelu_fwd) X(p, gelu_bwd)                      \
+    X(p, xent_max_fwd) X(p, xent_sumexp_fwd) X(p, xent_bwd) X(p, adamw_step)             \
+    X(p, moe_router_fwd) X(p, moe_router_bwd) X(p, moe_permute) X(p, moe_unpermute)      \
+    X(p, moe_gate_bwd)
+
 typedef struct px_backend px_backend;
 struct px_backend {
     const char *name; /* "cpu", "cuda" */
@@ -233,8 +251,6 @@ struct px_backend {
 /* The CPU backend (host memory, OpenBLAS, MPI). */
 px_status px_backend_cpu_create(px_backend *out, px_error *err);
 
-/* Wraps an MPI return code: PX_OK, or PX_ERR_MPI with the MPI error string
- * and `what` (the call) in err. */
-px_status px_mpi_check(int rc, const char *what, px_error *err);
+/* MPI return codes: px_mpi_check (px_error_mpi.h). */
 
 #endif

@@ -14,6 +14,7 @@
 #include "px_comm_cuda.h"
 #include "px_cuda_gemm.h"
 #include "px_cuda_status.h"
+#include "px_error_mpi.h"
 #include "px_kernels_cuda.h"
 
 typedef struct {
@@ -26,16 +27,6 @@ typedef struct {
 
 #define CAL_A_BYTES ((size_t)1 << 30)
 #define CAL_BC_BYTES ((size_t)1 << 31)
-
-static px_status mpi_check(int rc, const char *what, px_error *err)
-{
-    if (rc == MPI_SUCCESS)
-        return PX_OK;
-    char text[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(rc, text, &len);
-    return PX_FAIL(err, PX_ERR_MPI, "%s failed: %s", what, text);
-}
 
 /* Milliseconds between the two events, after waiting for the second. */
 static px_status elapsed_ms(cal *k, float *ms, px_error *err)
@@ -621,8 +612,8 @@ static px_status coll_time(cal *k, ncclComm_t nc, MPI_Comm comm, px_calib_coll_k
                            int64_t bytes, bool quick, double *time_s, px_error *err)
 {
     int rank = 0, g = 1;
-    PX_TRY(mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", err));
-    PX_TRY(mpi_check(MPI_Comm_size(comm, &g), "MPI_Comm_size", err));
+    PX_TRY(px_mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", err));
+    PX_TRY(px_mpi_check(MPI_Comm_size(comm, &g), "MPI_Comm_size", err));
     int64_t total = (bytes + (int64_t)sizeof(float) - 1) / (int64_t)sizeof(float);
     int64_t per = kind == PX_CALIB_P2P ? total : (total + g - 1) / g;
     if (per < 1)
@@ -636,7 +627,7 @@ static px_status coll_time(cal *k, ncclComm_t nc, MPI_Comm comm, px_calib_coll_k
     for (int w = 0; w < 2; w++)
         PX_TRY(nccl_call(k, nc, kind, rank, g, (size_t)per, err));
     PX_CUDA_TRY(err, cudaStreamSynchronize(k->stream));
-    PX_TRY(mpi_check(MPI_Barrier(comm), "MPI_Barrier", err));
+    PX_TRY(px_mpi_check(MPI_Barrier(comm), "MPI_Barrier", err));
     PX_CUDA_TRY(err, cudaEventRecord(k->t0, k->stream));
     PX_TRY(nccl_call(k, nc, kind, rank, g, (size_t)per, err));
     PX_CUDA_TRY(err, cudaEventRecord(k->t1, k->stream));
@@ -645,17 +636,17 @@ static px_status coll_time(cal *k, ncclComm_t nc, MPI_Comm comm, px_calib_coll_k
     double window_s = quick ? 1e-3 : 3e-3;
     long reps = (long)ceil(window_s / fmax(ms * 1e-3, 1e-6));
     reps = reps < 1 ? 1 : reps > 2000 ? 2000 : reps;
-    PX_TRY(mpi_check(MPI_Bcast(&reps, 1, MPI_LONG, 0, comm), "MPI_Bcast", err));
+    PX_TRY(px_mpi_check(MPI_Bcast(&reps, 1, MPI_LONG, 0, comm), "MPI_Bcast", err));
     double best = INFINITY;
     for (int batch = 0; batch < 3; batch++) {
-        PX_TRY(mpi_check(MPI_Barrier(comm), "MPI_Barrier", err));
+        PX_TRY(px_mpi_check(MPI_Barrier(comm), "MPI_Barrier", err));
         PX_CUDA_TRY(err, cudaEventRecord(k->t0, k->stream));
         for (long r = 0; r < reps; r++)
             PX_TRY(nccl_call(k, nc, kind, rank, g, (size_t)per, err));
         PX_CUDA_TRY(err, cudaEventRecord(k->t1, k->stream));
         PX_TRY(elapsed_ms(k, &ms, err));
         double mine = ms * 1e-3 / (double)reps, slowest = mine;
-        PX_TRY(mpi_check(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm),
+        PX_TRY(px_mpi_check(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm),
                          "MPI_Allreduce", err));
         best = fmin(best, slowest);
     }
@@ -717,7 +708,7 @@ static px_status sweep_fit(cal *k, ncclComm_t nc, MPI_Comm comm, px_calib_coll_k
 static px_status agree(MPI_Comm world, px_status mine, const char *what, px_error *err)
 {
     int ok = mine == PX_OK, all_ok = 0;
-    px_status st = mpi_check(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, world),
+    px_status st = px_mpi_check(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, world),
                              "MPI_Allreduce", err);
     if (mine != PX_OK)
         return mine;
@@ -729,7 +720,7 @@ static px_status agree(MPI_Comm world, px_status mine, const char *what, px_erro
 static px_status bcast_point(MPI_Comm world, px_coll_point *p, px_error *err)
 {
     double v[3] = {(double)p->n_ranks, p->lat_s, p->bw};
-    PX_TRY(mpi_check(MPI_Bcast(v, 3, MPI_DOUBLE, 0, world), "MPI_Bcast", err));
+    PX_TRY(px_mpi_check(MPI_Bcast(v, 3, MPI_DOUBLE, 0, world), "MPI_Bcast", err));
     p->n_ranks = (int)v[0];
     p->lat_s = v[1];
     p->bw = v[2];
@@ -744,7 +735,7 @@ static px_status group_sweep(cal *k, MPI_Comm world, int rank, bool member, int 
                              px_coll_point *pts, px_error *err)
 {
     MPI_Comm sub = MPI_COMM_NULL;
-    PX_TRY(mpi_check(MPI_Comm_split(world, member ? 0 : MPI_UNDEFINED, rank, &sub),
+    PX_TRY(px_mpi_check(MPI_Comm_split(world, member ? 0 : MPI_UNDEFINED, rank, &sub),
                      "MPI_Comm_split", err));
     ncclComm_t nc = NULL;
     px_status st = PX_OK;
@@ -769,7 +760,7 @@ static px_status group_sweep(cal *k, MPI_Comm world, int rank, bool member, int 
         st = st == PX_OK ? s : st;
     }
     if (sub != MPI_COMM_NULL) {
-        px_status s = mpi_check(MPI_Comm_free(&sub), "MPI_Comm_free",
+        px_status s = px_mpi_check(MPI_Comm_free(&sub), "MPI_Comm_free",
                                 st == PX_OK ? err : &scratch);
         st = st == PX_OK ? s : st;
     }
@@ -780,8 +771,8 @@ static px_status collectives(cal *k, px_hw *hw, MPI_Comm world, bool quick,
                              px_calib_cuda_result *res, px_error *err)
 {
     int rank = 0, size = 1;
-    PX_TRY(mpi_check(MPI_Comm_rank(world, &rank), "MPI_Comm_rank", err));
-    PX_TRY(mpi_check(MPI_Comm_size(world, &size), "MPI_Comm_size", err));
+    PX_TRY(px_mpi_check(MPI_Comm_rank(world, &rank), "MPI_Comm_rank", err));
+    PX_TRY(px_mpi_check(MPI_Comm_size(world, &size), "MPI_Comm_size", err));
     res->n_ranks = size;
     if (size < 2) {
         if (k->log)
@@ -793,22 +784,22 @@ static px_status collectives(cal *k, px_hw *hw, MPI_Comm world, bool quick,
     /* Node structure: which ranks share rank 0's node, and the first rank
      * on another node (the inter-node peer). */
     MPI_Comm node = MPI_COMM_NULL;
-    PX_TRY(mpi_check(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
+    PX_TRY(px_mpi_check(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
                      "MPI_Comm_split_type", err));
     int node_size = 1, leader = rank;
-    px_status st = mpi_check(MPI_Comm_size(node, &node_size), "MPI_Comm_size", err);
+    px_status st = px_mpi_check(MPI_Comm_size(node, &node_size), "MPI_Comm_size", err);
     if (st == PX_OK)
-        st = mpi_check(MPI_Bcast(&leader, 1, MPI_INT, 0, node), "MPI_Bcast", err);
+        st = px_mpi_check(MPI_Bcast(&leader, 1, MPI_INT, 0, node), "MPI_Bcast", err);
     MPI_Comm_free(&node);
     PX_TRY(st);
     int *leaders = malloc((size_t)size * sizeof *leaders);
     if (!leaders)
         return PX_FAIL(err, PX_ERR_NOMEM, "calibrate-cuda: %d ints", size);
-    st = mpi_check(MPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, world),
+    st = px_mpi_check(MPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, world),
                    "MPI_Allgather", err);
     int ppn = node_size, remote = -1;
     if (st == PX_OK)
-        st = mpi_check(MPI_Bcast(&ppn, 1, MPI_INT, 0, world), "MPI_Bcast", err);
+        st = px_mpi_check(MPI_Bcast(&ppn, 1, MPI_INT, 0, world), "MPI_Bcast", err);
     for (int r = 1; r < size && remote < 0 && st == PX_OK; r++)
         if (leaders[r] != leaders[0])
             remote = r;

@@ -1,5 +1,5 @@
-/* px_calib_cuda.h — measures a GPU for the cost model (issue #6's
- * "calibrate on a GPU"):
+/* px_calib_cuda.h — measures a GPU for the cost model ("calibrate on a
+ * GPU"):
  *   - cuBLAS GEMM throughput by shape in two storage forms: bf16 in / bf16
  *     out with fp32 accumulation (what the cost model assumes and the
  *     engine's bf16 storage runs: kept in gemm_points) and fp32 storage on

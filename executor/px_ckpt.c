@@ -46,7 +46,7 @@ static uint64_t fnv1a64(const void *data, size_t n)
 static px_status plan_fingerprint(const px_exec *ex, char *buf, size_t n, px_error *err)
 {
     json_t *root = NULL;
-    TRY(px_plan_to_json(&ex->plan, &root, err));
+    PX_TRY(px_plan_to_json(&ex->plan, &root, err));
     json_t *id = json_object();
     static const char *const keys[] = {"model", "parallel", "rank_order", "batch"};
     for (int i = 0; i < 4; i++)
@@ -133,7 +133,7 @@ static px_status write_manifest(px_exec *ex, const char *iter_dir, int64_t step,
                                 const uint64_t *hashes, const int64_t *sizes, px_error *err)
 {
     char fp[32], path[8192];
-    TRY(plan_fingerprint(ex, fp, sizeof fp, err));
+    PX_TRY(plan_fingerprint(ex, fp, sizeof fp, err));
     json_t *shards = json_array();
     for (int r = 0; r < ex->world_size; r++) {
         char file[32], hex[32];
@@ -170,7 +170,7 @@ px_status px_ckpt_save(px_exec *ex, const char *dir, int64_t step, px_error *err
             st = make_dir(iter_dir, err);
     }
     int bad = -1;
-    TRY(agree(st != PX_OK, &bad, err));
+    PX_TRY(agree(st != PX_OK, &bad, err));
     if (bad >= 0)
         return st ? st : PX_FAIL(err, PX_ERR_IO, "checkpoint: rank 0 could not create %s",
                                  iter_dir);
@@ -184,7 +184,7 @@ px_status px_ckpt_save(px_exec *ex, const char *dir, int64_t step, px_error *err
         st = px_io_write_atomic(path, buf, (size_t)n, err);
     }
     free(buf);
-    TRY(agree(st != PX_OK, &bad, err));
+    PX_TRY(agree(st != PX_OK, &bad, err));
     if (bad >= 0)
         return st ? st : PX_FAIL(err, PX_ERR_IO, "checkpoint: rank %d could not write its "
                                  "shard of step %lld", bad, (long long)step);
@@ -272,7 +272,7 @@ typedef struct {
 static px_status check_manifest(px_exec *ex, const char *path, shard_entry *e, px_error *err)
 {
     json_t *m = NULL;
-    TRY(px_jf_load_file(path, &m, err));
+    PX_TRY(px_jf_load_file(path, &m, err));
     const char *kind = "", *fp = "", *dtype = "";
     int version = 0, world = 0;
     json_int_t step = -1, seed = 0;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "px_cuda_status.h"
+#include "px_error_mpi.h"
 
 enum { PCI_ID_LEN = 32 }; /* "0000:00:00.0" with room to spare */
 
@@ -25,17 +26,6 @@ static uint64_t host_hash(void)
     return h;
 }
 
-static px_status mpi_status(int rc, const char *what, int line, px_error *err)
-{
-    if (rc == MPI_SUCCESS)
-        return PX_OK;
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(rc, msg, &len);
-    return px_error_set(err, PX_ERR_MPI, "px_comm_cuda.c", line, 0, "%s: %s", what, msg);
-}
-
-#define MPI_TRY(err, call) PX_TRY(mpi_status((call), #call, __LINE__, (err)))
 
 int px_nccl_type_bytes(ncclDataType_t t)
 {
@@ -52,8 +42,8 @@ px_status px_cuda_select_device(MPI_Comm mpi_world, int *local_rank, int *local_
                                 int *device, px_error *err)
 {
     int rank = 0, size = 1;
-    MPI_TRY(err, MPI_Comm_rank(mpi_world, &rank));
-    MPI_TRY(err, MPI_Comm_size(mpi_world, &size));
+    PX_MPI_TRY(err, MPI_Comm_rank(mpi_world, &rank));
+    PX_MPI_TRY(err, MPI_Comm_size(mpi_world, &size));
     uint64_t *hashes = malloc((size_t)size * sizeof *hashes);
     if (!hashes)
         return PX_FAIL(err, PX_ERR_NOMEM, "host hashes");
@@ -62,7 +52,7 @@ px_status px_cuda_select_device(MPI_Comm mpi_world, int *local_rank, int *local_
                            mpi_world);
     if (rc != MPI_SUCCESS) {
         free(hashes);
-        return mpi_status(rc, "MPI_Allgather(host hashes)", __LINE__, err);
+        return px_mpi_check(rc, "MPI_Allgather(host hashes)", err);
     }
     *local_rank = 0;
     *local_size = 0;
@@ -92,7 +82,7 @@ px_status px_cuda_select_device(MPI_Comm mpi_world, int *local_rank, int *local_
         return PX_FAIL(err, PX_ERR_NOMEM, "PCI bus ids");
     }
     rc = MPI_Allgather(bus, PCI_ID_LEN, MPI_CHAR, all, PCI_ID_LEN, MPI_CHAR, mpi_world);
-    px_status st = mpi_status(rc, "MPI_Allgather(PCI bus ids)", __LINE__, err);
+    px_status st = px_mpi_check(rc, "MPI_Allgather(PCI bus ids)", err);
     for (int r = 0; r < size && !st; r++) {
         const char *b = all + (size_t)r * PCI_ID_LEN;
         if (!b[0])
@@ -132,7 +122,7 @@ static px_status share_unique_id(MPI_Comm group, int rank, ncclUniqueId *id, px_
             st = px_nccl_status(r, NULL, "ncclGetUniqueId", __FILE__, __LINE__, err);
         msg.ok = st == PX_OK;
     }
-    MPI_TRY(err, MPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, 0, group));
+    PX_MPI_TRY(err, MPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, 0, group));
     if (st)
         return st;
     if (!msg.ok)
@@ -145,8 +135,8 @@ px_status px_nccl_comm_from_mpi(MPI_Comm group, ncclComm_t *out, px_error *err)
 {
     *out = NULL;
     int rank = 0, size = 1;
-    MPI_TRY(err, MPI_Comm_rank(group, &rank));
-    MPI_TRY(err, MPI_Comm_size(group, &size));
+    PX_MPI_TRY(err, MPI_Comm_rank(group, &rank));
+    PX_MPI_TRY(err, MPI_Comm_size(group, &size));
     if (size <= 1)
         return PX_OK;
     ncclUniqueId id;
@@ -160,8 +150,8 @@ px_status px_cuda_comm_init(px_cuda_comm *c, MPI_Comm mpi_world, const px_layout
 {
     memset(c, 0, sizeof *c);
     c->layout = *lay;
-    MPI_TRY(err, MPI_Comm_rank(mpi_world, &c->world_rank));
-    MPI_TRY(err, MPI_Comm_size(mpi_world, &c->world_size));
+    PX_MPI_TRY(err, MPI_Comm_rank(mpi_world, &c->world_rank));
+    PX_MPI_TRY(err, MPI_Comm_size(mpi_world, &c->world_size));
     if (c->world_size != lay->world)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "MPI world has %d ranks but the plan's layout has %d GPUs; launch "

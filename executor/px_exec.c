@@ -42,7 +42,7 @@ px_status px_ex_alloc_f32(px_exec *ex, px_mem_kind kind, int64_t n, float **out,
                           px_error *err)
 {
     void *p = NULL;
-    TRY(px_ex_alloc(ex, kind, n, PX_F32, &p, err));
+    PX_TRY(px_ex_alloc(ex, kind, n, PX_F32, &p, err));
     *out = p;
     return PX_OK;
 }
@@ -51,7 +51,7 @@ px_status px_ex_alloc_i32(px_exec *ex, px_mem_kind kind, int64_t n, int32_t **ou
                           px_error *err)
 {
     void *p = NULL;
-    TRY(px_mem_alloc(&ex->mem, kind, n * (int64_t)sizeof(int32_t), &p, err));
+    PX_TRY(px_mem_alloc(&ex->mem, kind, n * (int64_t)sizeof(int32_t), &p, err));
     *out = p;
     return PX_OK;
 }
@@ -63,9 +63,21 @@ px_recompute px_ex_layer_rc(const px_exec *ex, int64_t l)
 
 /* ---- plan check --------------------------------------------------------- */
 
-px_status px_exec_check_plan(const px_plan *plan, int world_size, px_error *err)
+void px_exec_caps(const char *backend, px_caps *out)
 {
-    const px_model *m = &plan->model;
+    if (backend && !strcmp(backend, "cuda"))
+        px_caps_cuda_executor(out);
+    else
+        px_caps_cpu_executor(out);
+}
+
+px_status px_exec_check_plan(const px_plan *plan, const px_caps *caps, px_error *err)
+{
+    return px_plan_check(&plan->model, &plan->par, caps, err);
+}
+
+px_status px_exec_check_world(const px_plan *plan, int world_size, px_error *err)
+{
     const px_parallel *p = &plan->par;
     int gpus = px_parallel_gpus(p);
     if (gpus != world_size)
@@ -73,148 +85,6 @@ px_status px_exec_check_plan(const px_plan *plan, int world_size, px_error *err)
                        "the plan needs tp x cp x pp x dp = %d x %d x %d x %d = %d ranks, but "
                        "the job has %d (run mpirun -np %d)",
                        p->tp, p->cp, p->pp, p->dp, gpus, world_size, gpus);
-    if (m->n_layers < 1 || m->hidden < 1 || m->n_heads < 1 || m->n_kv_heads < 1 ||
-        m->head_dim < 1 || m->ffn < 1 || m->vocab < 2)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "model \"%s\": n_layers, hidden, n_heads, n_kv_heads, head_dim, ffn must "
-                       "be >= 1 and vocab >= 2",
-                       m->name);
-    if (m->block != PX_BLOCK_GPT && m->block != PX_BLOCK_LLAMA)
-        return PX_FAIL(err, PX_ERR_INVALID, "model block kind %d: allowed gpt, llama", m->block);
-    if (m->attn != PX_ATTN_STANDARD)
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "model \"%s\": multi-head latent attention is not supported by the "
-                       "executor; supported: standard (MHA/GQA) attention",
-                       m->name);
-    if (m->n_experts > 0) {
-        if (m->block != PX_BLOCK_LLAMA)
-            return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                           "model \"%s\": mixture-of-experts layers run with llama blocks "
-                           "(SwiGLU experts) only",
-                           m->name);
-        if (m->n_shared_experts > 0)
-            return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                           "model \"%s\": n_shared_experts = %lld: shared experts are not "
-                           "supported by the executor; allowed: 0",
-                           m->name, (long long)m->n_shared_experts);
-        /* Expert TP splits each expert's ffn (px_moe.c): etp must divide it. */
-        if (p->etp < 1 || m->moe_ffn % p->etp)
-            return PX_FAIL(err, PX_ERR_INVALID,
-                           "etp = %d must divide moe_ffn = %lld (each expert-TP rank holds "
-                           "moe_ffn / etp of every expert's ffn)",
-                           p->etp, (long long)m->moe_ffn);
-        if (p->ep < 1 || m->n_experts % p->ep)
-            return PX_FAIL(err, PX_ERR_INVALID,
-                           "ep = %d must divide n_experts = %lld (each EP rank holds E / ep "
-                           "experts)",
-                           p->ep, (long long)m->n_experts);
-    } else if (p->ep != 1 || p->etp != 1) {
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "ep = %d, etp = %d on dense model \"%s\": expert parallelism needs "
-                       "experts; allowed: 1",
-                       p->ep, p->etp, m->name);
-    }
-    if (m->qk_norm)
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "model \"%s\": qk_norm is not supported by the executor", m->name);
-    if (m->n_heads % m->n_kv_heads != 0)
-        return PX_FAIL(err, PX_ERR_INVALID, "n_heads = %lld must be a multiple of n_kv_heads = %lld",
-                       (long long)m->n_heads, (long long)m->n_kv_heads);
-    if (m->block == PX_BLOCK_LLAMA && m->head_dim % 2 != 0)
-        return PX_FAIL(err, PX_ERR_INVALID, "head_dim = %lld must be even for RoPE",
-                       (long long)m->head_dim);
-    if (p->zero < 0 || p->zero > 3)
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "zero = %d: the executor runs ZeRO stage 0 (gradient all-reduce), 1 "
-                       "(sharded optimizer), 2 (+ sharded gradients) or 3 (+ sharded "
-                       "weights); allowed: 0, 1, 2, 3",
-                       p->zero);
-    int64_t t = p->tp;
-    if (m->n_heads % t || m->n_kv_heads % t || m->ffn % t || m->vocab % t)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "tp = %d must divide n_heads = %lld, n_kv_heads = %lld, ffn = %lld and "
-                       "vocab = %lld",
-                       p->tp, (long long)m->n_heads, (long long)m->n_kv_heads,
-                       (long long)m->ffn, (long long)m->vocab);
-    int64_t s = p->seq_len > 0 ? p->seq_len : m->seq_len;
-    if (s < 1)
-        return PX_FAIL(err, PX_ERR_INVALID, "seq_len = %lld: must be >= 1", (long long)s);
-    if (p->cp < 1 || (p->cp > 1 && s % (2 * p->cp)))
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "context parallelism: seq_len = %lld must be a multiple of 2 x cp = %d "
-                       "(each rank holds two of 2 cp chunks)",
-                       (long long)s, 2 * p->cp);
-    if (p->sp && p->tp > 1 && (s / p->cp) % t)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "sequence parallelism: tp = %d must divide seq_len / cp = %lld", p->tp,
-                       (long long)(s / p->cp));
-    if (m->n_experts > 0 && p->tp > 1 && (s / p->cp * p->micro_batch) % t)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "mixture of experts: tp = %d must divide the tokens of a micro-batch "
-                       "(seq_len / cp x micro_batch = %lld): each TP rank routes a slice",
-                       p->tp, (long long)(s / p->cp * p->micro_batch));
-    if (m->block == PX_BLOCK_GPT && m->max_positions < s)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "seq_len = %lld exceeds the learned position table (max_positions = "
-                       "%lld)",
-                       (long long)s, (long long)m->max_positions);
-    if (p->micro_batch < 1 || p->n_micro < 1)
-        return PX_FAIL(err, PX_ERR_INVALID, "micro_batch = %lld and n_micro = %lld must be >= 1",
-                       (long long)p->micro_batch, (long long)p->n_micro);
-    if (p->vpp < 1 || (p->vpp > 1 && p->pp < 2))
-        return PX_FAIL(err, PX_ERR_INVALID, "vpp = %d: must be >= 1, and > 1 only with pp > 1",
-                       p->vpp);
-    int chunks = p->pp * p->vpp;
-    if (p->n_chunks != 0) {
-        if (p->n_chunks != chunks)
-            return PX_FAIL(err, PX_ERR_INVALID,
-                           "layers_per_chunk has %d entries; pp x vpp = %d needs that many",
-                           p->n_chunks, chunks);
-        int64_t sum = 0;
-        for (int i = 0; i < chunks; i++) {
-            if (p->layers_per_chunk[i] < 1)
-                return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                               "layers_per_chunk[%d] = %d: every pipeline chunk needs at least "
-                               "one layer",
-                               i, p->layers_per_chunk[i]);
-            sum += p->layers_per_chunk[i];
-        }
-        if (sum != m->n_layers)
-            return PX_FAIL(err, PX_ERR_INVALID,
-                           "layers_per_chunk sums to %lld, the model has %lld layers",
-                           (long long)sum, (long long)m->n_layers);
-    } else if (m->n_layers < chunks) {
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "%lld layers cannot fill pp x vpp = %d pipeline chunks",
-                       (long long)m->n_layers, chunks);
-    }
-    if (p->n_layer_recompute != 0) {
-        if (p->n_layer_recompute != m->n_layers)
-            return PX_FAIL(err, PX_ERR_INVALID,
-                           "layer_recompute has %d entries, the model has %lld layers",
-                           p->n_layer_recompute, (long long)m->n_layers);
-        for (int i = 0; i < p->n_layer_recompute; i++)
-            if (p->layer_recompute[i] >= PX_RECOMPUTE_COUNT)
-                return PX_FAIL(err, PX_ERR_INVALID,
-                               "layer_recompute[%d] = %d: allowed none, selective, full", i,
-                               p->layer_recompute[i]);
-    }
-    if (p->recompute < 0 || p->recompute >= PX_RECOMPUTE_COUNT)
-        return PX_FAIL(err, PX_ERR_INVALID, "recompute = %d: allowed none, selective, full",
-                       p->recompute);
-    if (p->schedule == PX_SCHED_ZB_H2 && p->vpp > 1)
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "schedule \"zb-h2\" with vpp = %d is not supported by this executor "
-                       "(zb-h2 needs vpp = 1; with vpp > 1 use \"interleaved\" or \"zb-h1\")",
-                       p->vpp);
-    if (p->vpp > 1 && p->schedule != PX_SCHED_INTERLEAVED && p->schedule != PX_SCHED_ZB_H1)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "vpp = %d needs schedule \"interleaved\" or \"zb-h1\" (got \"%s\")",
-                       p->vpp, px_schedule_name(p->schedule));
-    if (p->vpp > 1 && p->n_micro % p->pp)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "interleaved schedule: n_micro = %lld must be a multiple of pp = %d",
-                       (long long)p->n_micro, p->pp);
     return PX_OK;
 }
 
@@ -252,7 +122,7 @@ static px_status pick_dtype(px_exec *ex, const px_plan *plan, const px_exec_opti
                        "grad_fp32 = false: the executor accumulates and reduces gradients in "
                        "fp32 under bf16 storage; allowed: grad_fp32 = true (plan --grad-dtype "
                        "fp32)");
-    TRY(be->set_dtype(be, t, err));
+    PX_TRY(be->set_dtype(be, t, err));
     ex->act_dtype = t;
     ex->k = be->k;
     return PX_OK;
@@ -327,7 +197,10 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     int rank, size;
     MPI_Comm_rank(world, &rank);
     MPI_Comm_size(world, &size);
-    TRY(px_exec_check_plan(plan, size, err));
+    px_caps caps;
+    px_exec_caps(be->name, &caps);
+    PX_TRY(px_exec_check_plan(plan, &caps, err));
+    PX_TRY(px_exec_check_world(plan, size, err));
     px_exec *ex = calloc(1, sizeof *ex);
     if (!ex)
         return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");
@@ -339,25 +212,25 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     ex->opt = *opt;
     ex->be = be;
     ex->k = be->k;
-    TRY(pick_dtype(ex, plan, opt, be, err));
+    PX_TRY(pick_dtype(ex, plan, opt, be, err));
     ex->world_rank = rank;
     ex->world_size = size;
     px_mem_init(&ex->mem, be);
     const px_model *m = &ex->plan.model;
     const px_parallel *p = &ex->plan.par;
-    TRY(px_layout_init(&ex->lay, p, err));
+    PX_TRY(px_layout_init(&ex->lay, p, err));
 
     int colour, key;
     px_layout_group(&ex->lay, rank, PX_DIM_TP, &colour, &key);
-    TRY(make_comm(ex, world, colour, key, &ex->tp, "MPI_Comm_split (tp)", err));
+    PX_TRY(make_comm(ex, world, colour, key, &ex->tp, "MPI_Comm_split (tp)", err));
     px_layout_group(&ex->lay, rank, PX_DIM_PP, &colour, &key);
-    TRY(make_comm(ex, world, colour, key, &ex->pp, "MPI_Comm_split (pp)", err));
+    PX_TRY(make_comm(ex, world, colour, key, &ex->pp, "MPI_Comm_split (pp)", err));
     px_layout_group(&ex->lay, rank, PX_DIM_DP, &colour, &key);
-    TRY(make_comm(ex, world, colour, key, &ex->dp, "MPI_Comm_split (dp)", err));
+    PX_TRY(make_comm(ex, world, colour, key, &ex->dp, "MPI_Comm_split (dp)", err));
     px_layout_group(&ex->lay, rank, PX_DIM_CP, &colour, &key);
-    TRY(make_comm(ex, world, colour, key, &ex->cp, "MPI_Comm_split (cp)", err));
+    PX_TRY(make_comm(ex, world, colour, key, &ex->cp, "MPI_Comm_split (cp)", err));
     px_layout_group(&ex->lay, rank, PX_DIM_DPCP, &colour, &key);
-    TRY(make_comm(ex, world, colour, key, &ex->grad, "MPI_Comm_split (dp x cp)", err));
+    PX_TRY(make_comm(ex, world, colour, key, &ex->grad, "MPI_Comm_split (dp x cp)", err));
     ex->cp_rank = px_layout_coord(&ex->lay, rank, PX_DIM_CP);
     ex->moe = m->n_experts > 0;
     if (ex->moe) {
@@ -368,11 +241,11 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
                            "all-to-all",
                            m->name, be->name);
         px_layout_group(&ex->lay, rank, PX_DIM_EP, &colour, &key);
-        TRY(make_comm(ex, world, colour, key, &ex->ep, "MPI_Comm_split (ep)", err));
+        PX_TRY(make_comm(ex, world, colour, key, &ex->ep, "MPI_Comm_split (ep)", err));
         px_layout_group(&ex->lay, rank, PX_DIM_EDP, &colour, &key);
-        TRY(make_comm(ex, world, colour, key, &ex->edp, "MPI_Comm_split (edp)", err));
+        PX_TRY(make_comm(ex, world, colour, key, &ex->edp, "MPI_Comm_split (edp)", err));
         px_layout_group(&ex->lay, rank, PX_DIM_ETP, &colour, &key);
-        TRY(make_comm(ex, world, colour, key, &ex->etp, "MPI_Comm_split (etp)", err));
+        PX_TRY(make_comm(ex, world, colour, key, &ex->etp, "MPI_Comm_split (etp)", err));
     }
     if (p->cp > 1 && (!be->k->attention_kv_fwd || !be->k->attention_kv_bwd))
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
@@ -386,7 +259,7 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     bool emb_member = m->tied_embeddings && p->pp > 1 &&
                       (ex->stage == 0 || ex->stage == p->pp - 1);
     px_layout_group(&ex->lay, rank, PX_DIM_PP, &colour, &key);
-    TRY(make_comm(ex, world, emb_member ? colour : MPI_UNDEFINED, key, &ex->emb,
+    PX_TRY(make_comm(ex, world, emb_member ? colour : MPI_UNDEFINED, key, &ex->emb,
                   "MPI_Comm_split (embedding)", err));
 
     int64_t t = p->tp;
@@ -409,7 +282,12 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     ex->nh_l = ex->nh / t;
     ex->nkv_l = ex->nkv / t;
     ex->f_l = ex->f / t;
-    ex->V_l = ex->V / t;
+    /* Padded to a multiple of tp (px_params_vocab_rows); this rank's rows past
+     * the vocabulary are never a target nor looked up, and its logits cover
+     * its V_own real rows only, so the padding takes no part in the loss. */
+    ex->V_l = px_params_vocab_rows(m, p->tp) / t;
+    ex->V_own = ex->V - ex->tp_rank * ex->V_l;
+    ex->V_own = ex->V_own < 0 ? 0 : ex->V_own > ex->V_l ? ex->V_l : ex->V_own;
     ex->qkv_l = (ex->nh_l + 2 * ex->nkv_l) * ex->hd;
     ex->E = m->n_experts;
     ex->E_l = ex->moe ? m->n_experts / p->ep : 0;
@@ -463,7 +341,7 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
         ex->rc[l] = p->n_layer_recompute ? (px_recompute)p->layer_recompute[l] : p->recompute;
 
     /* Parameters: one buffer each for weights, gradients and the two moments. */
-    TRY(px_params_build_etp(&ex->tab, m, p, ex->tp_rank, ex->stage, ex->ep.rank, ex->etp.rank,
+    PX_TRY(px_params_build_etp(&ex->tab, m, p, ex->tp_rank, ex->stage, ex->ep.rank, ex->etp.rank,
                             err));
     ex->n_params = ex->tab.n_elems;
     /* The distributed optimizer shards over every rank that sums the
@@ -476,7 +354,7 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     ex->n_padded = ex->n_dense + ex->n_exp;
     ex->n_shard = p->zero >= 1 ? ex->n_dense / dp : ex->n_dense;
     if (p->zero >= 2) /* per-unit shards (px_shard.c): n_shard = the pieces' sum */
-        TRY(px_ex_units_build(ex, err));
+        PX_TRY(px_ex_units_build(ex, err));
     /* Weights: full (ZeRO 0-2) or this rank's pieces (ZeRO-3); gradients:
      * full (ZeRO 0-1) or the pieces (ZeRO-2/3). */
     int64_t n_weights = p->zero >= 3 ? ex->n_shard : ex->n_padded;
@@ -484,20 +362,20 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     /* The weights in the compute dtype (bf16: the cost model's 2 B/param of
      * weights); in bf16 storage the fp32 master beside the moments, sharded
      * as they are (its 4 B/param of the optimizer's 12). */
-    TRY(px_ex_alloc_act(ex, PX_MEM_WEIGHTS, n_weights, &ex->params, err));
-    TRY(px_ex_alloc_f32(ex, PX_MEM_GRADS, ex->n_grads, &ex->grads, err));
+    PX_TRY(px_ex_alloc_act(ex, PX_MEM_WEIGHTS, n_weights, &ex->params, err));
+    PX_TRY(px_ex_alloc_f32(ex, PX_MEM_GRADS, ex->n_grads, &ex->grads, err));
     /* Moments: the dense shard, plus the experts whole below ZeRO-2 (from
      * ZeRO-2 on, n_shard already holds this rank's pieces of the experts). */
     int64_t n_moments = ex->n_shard + (p->zero >= 2 ? 0 : ex->n_exp);
     ex->n_weights = n_weights;
     ex->n_moments = n_moments;
     if (ex->act_dtype != PX_F32)
-        TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->master, err));
-    TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_m, err));
-    TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_v, err));
-    TRY(init_weights(ex, n_weights, n_moments, err));
+        PX_TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->master, err));
+    PX_TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_m, err));
+    PX_TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_v, err));
+    PX_TRY(init_weights(ex, n_weights, n_moments, err));
 
-    TRY(px_data_open(&ex->data, opt->data_path, ex->V, ex->s, opt->seed, err));
+    PX_TRY(px_data_open(&ex->data, opt->data_path, ex->V, ex->s, opt->seed, err));
     ex->stash = calloc((size_t)(ex->vpp * ex->m), sizeof *ex->stash);
     ex->ops = calloc((size_t)(3 * ex->vpp * ex->m), sizeof *ex->ops);
     if (!ex->stash || !ex->ops)
@@ -509,9 +387,9 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
             if (!ca->layers)
                 return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");
         }
-    TRY(px_schedule_build(p->schedule, p->pp, p->vpp, ex->stage, (int)ex->m, ex->ops,
+    PX_TRY(px_schedule_build(p->schedule, p->pp, p->vpp, ex->stage, (int)ex->m, ex->ops,
                           &ex->n_ops, err));
-    TRY(px_timeline_build(&ex->tl, p->schedule, p->pp, p->vpp, (int)ex->m, err));
+    PX_TRY(px_timeline_build(&ex->tl, p->schedule, p->pp, p->vpp, (int)ex->m, err));
     if (p->cp > 1) { /* global positions of this rank's rows, for the attention masks */
         int32_t *host = malloc((size_t)ex->s_l * sizeof *host);
         if (!host)
@@ -522,10 +400,10 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
         if (!st)
             be->upload(be, ex->qpos, host, ex->s_l * (int64_t)sizeof(int32_t));
         free(host);
-        TRY(st);
+        PX_TRY(st);
     }
     if (ex->tab.chunks[ex->vpp - 1].is_last)
-        TRY(px_ex_alloc_f32(ex, PX_MEM_BUFFERS, ex->m * ex->T, &ex->loss_tok, err));
+        PX_TRY(px_ex_alloc_f32(ex, PX_MEM_BUFFERS, ex->m * ex->T, &ex->loss_tok, err));
     px_mem_reset_peak(&ex->mem);
     return PX_OK;
 }
@@ -569,7 +447,7 @@ static void pos_run(px_exec *ex, int64_t row, int64_t n, int64_t pos, void *arg)
 static px_status positions(px_exec *ex, void *x, bool bwd, px_error *err)
 {
     int64_t off = ex->tab.pos_emb;
-    TRY(bwd ? px_ex_use_g(ex, off, err) : px_ex_use_w(ex, off, err));
+    PX_TRY(bwd ? px_ex_use_g(ex, off, err) : px_ex_use_w(ex, off, err));
     pos_arg a = {x, bwd};
     px_ex_pos_runs(ex, ex->row0_sp, ex->row0_sp + ex->S_local, pos_run, &a);
     if (bwd)
@@ -616,7 +494,7 @@ static px_status exchange(px_exec *ex, int t, int *cursor, px_msg *out, px_error
             int to = g->kind == 'F' ? g->mc + 1 : g->mc - 1;
             px_chunk_act *ca = &ex->stash[(to / ex->pp_size) * ex->m + g->micro];
             void *buf = NULL;
-            TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, ex->Ts * ex->h, &buf, err));
+            PX_TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, ex->Ts * ex->h, &buf, err));
             if (g->kind == 'F')
                 ca->in_x = buf;
             else
@@ -625,7 +503,7 @@ static px_status exchange(px_exec *ex, int t, int *cursor, px_msg *out, px_error
         }
     }
     if (n)
-        TRY(ex->be->p2p_batch(ex->be, ops, n, &ex->pp, err));
+        PX_TRY(ex->be->p2p_batch(ex->be, ops, n, &ex->pp, err));
     if (out->buf)
         px_ex_free(ex, &out->buf);
     return PX_OK;
@@ -638,17 +516,17 @@ static px_status exchange(px_exec *ex, int t, int *cursor, px_msg *out, px_error
 static px_status layer_use(px_exec *ex, const px_layer_params *lp, bool grads, px_error *err)
 {
     if (grads) {
-        TRY(px_ex_use_g(ex, lp->ln1_w, err));
+        PX_TRY(px_ex_use_g(ex, lp->ln1_w, err));
         return px_ex_use_g(ex, lp->ew1, err);
     }
-    TRY(px_ex_use_w(ex, lp->ln1_w, err));
+    PX_TRY(px_ex_use_w(ex, lp->ln1_w, err));
     return px_ex_use_w(ex, lp->ew1, err);
 }
 
 static px_status layer_done(px_exec *ex, const px_layer_params *lp, bool grads, px_error *err)
 {
     if (grads) {
-        TRY(px_ex_done_g(ex, lp->ln1_w, err));
+        PX_TRY(px_ex_done_g(ex, lp->ln1_w, err));
         return px_ex_done_g(ex, lp->ew1, err);
     }
     px_ex_done_w(ex, lp->ln1_w);
@@ -701,19 +579,19 @@ static px_status chunk_fwd(px_exec *ex, int j, int64_t micro, int64_t step, px_m
     int64_t h = ex->h, T = ex->T, Ts = ex->Ts;
     ca->live = true;
     if (c->is_first || c->is_last)
-        TRY(load_tokens(ex, ca, step, micro, err));
+        PX_TRY(load_tokens(ex, ca, step, micro, err));
     void *x = NULL;
     if (c->is_first) {
         void *e = NULL; /* without SP the reduced lookup itself is the chunk input */
-        TRY(px_ex_alloc_act(ex, ex->sp ? PX_MEM_TEMP : PX_MEM_ACTIVATIONS, T * h, &e, err));
-        TRY(px_ex_use_w(ex, ex->tab.word_emb, err));
+        PX_TRY(px_ex_alloc_act(ex, ex->sp ? PX_MEM_TEMP : PX_MEM_ACTIVATIONS, T * h, &e, err));
+        PX_TRY(px_ex_use_w(ex, ex->tab.word_emb, err));
         k->embedding_fwd(e, ca->tokens, W(ex->tab.word_emb), T, h, ex->tp_rank * ex->V_l,
                          (ex->tp_rank + 1) * ex->V_l);
         px_ex_done_w(ex, ex->tab.word_emb);
         /* vocabulary-parallel: each shard looked up its own rows */
-        TRY(px_ex_tp_reduce(ex, e, &x, PX_MEM_ACTIVATIONS, err));
+        PX_TRY(px_ex_tp_reduce(ex, e, &x, PX_MEM_ACTIVATIONS, err));
         if (ex->has_pos)
-            TRY(positions(ex, x, false, err));
+            PX_TRY(positions(ex, x, false, err));
     } else {
         x = ca->in_x;
         ca->in_x = NULL;
@@ -722,10 +600,10 @@ static px_status chunk_fwd(px_exec *ex, int j, int64_t micro, int64_t step, px_m
         px_layer_act *a = &ca->layers[l];
         px_recompute rc = ex->rc[c->first_layer + l];
         a->x_in = x;
-        TRY(layer_use(ex, &c->layers[l], false, err)); /* gathered (ZeRO-3) */
-        TRY(px_layer_fwd(ex, &c->layers[l], a, rc != PX_RECOMPUTE_FULL,
+        PX_TRY(layer_use(ex, &c->layers[l], false, err)); /* gathered (ZeRO-3) */
+        PX_TRY(px_layer_fwd(ex, &c->layers[l], a, rc != PX_RECOMPUTE_FULL,
                          rc == PX_RECOMPUTE_SELECTIVE, &x, err));
-        TRY(layer_done(ex, &c->layers[l], false, err));
+        PX_TRY(layer_done(ex, &c->layers[l], false, err));
     }
     if (!c->is_last) {
         *out = (px_msg){x, c->model_chunk, (int)micro};
@@ -734,28 +612,36 @@ static px_status chunk_fwd(px_exec *ex, int j, int64_t micro, int64_t step, px_m
 
     /* Final norm, LM head (vocabulary-parallel) and the cross-entropy. */
     ca->fn_in = x;
-    TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, &ca->fn_out, err));
-    TRY(px_ex_use_w(ex, ex->tab.final_norm_w, err));
-    TRY(px_ex_norm_fwd(ex, ca->fn_out, &ca->fn_mean, &ca->fn_rstd, x, ex->tab.final_norm_w,
+    PX_TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, &ca->fn_out, err));
+    PX_TRY(px_ex_use_w(ex, ex->tab.final_norm_w, err));
+    PX_TRY(px_ex_norm_fwd(ex, ca->fn_out, &ca->fn_mean, &ca->fn_rstd, x, ex->tab.final_norm_w,
                        ex->tab.final_norm_b, PX_MEM_ACTIVATIONS, err));
     px_ex_done_w(ex, ex->tab.final_norm_w);
     void *g = ca->fn_out;
     if (ex->sp)
-        TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
-    TRY(px_ex_alloc_act(ex, PX_MEM_BUFFERS, T * ex->V_l, &ca->logits, err));
-    TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
-    k->matmul_fwd(ca->logits, g, W(ex->tab.lm_head), NULL, T, h, ex->V_l);
+        PX_TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
+    int64_t Vo = ex->V_own; /* 0: a shard of padding only */
+    PX_TRY(px_ex_alloc_act(ex, PX_MEM_BUFFERS, T * (Vo > 0 ? Vo : 1), &ca->logits, err));
+    PX_TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
+    if (Vo > 0)
+        k->matmul_fwd(ca->logits, g, W(ex->tab.lm_head), NULL, T, h, Vo);
     px_ex_done_w(ex, ex->tab.lm_head);
     if (g != ca->fn_out)
         px_ex_free(ex, &g);
-    TRY(px_ex_alloc_f32(ex, PX_MEM_BUFFERS, 3 * T, &ca->xent, err));
+    PX_TRY(px_ex_alloc_f32(ex, PX_MEM_BUFFERS, 3 * T, &ca->xent, err));
     float *xmax = ca->xent, *xsum = ca->xent + T, *xtgt = ca->xent + 2 * T;
-    k->xent_max_fwd(xmax, ca->logits, T, ex->V_l);
-    TRY(be->all_reduce(be, xmax, T, PX_F32, PX_REDUCE_MAX, &ex->tp, err));
-    k->xent_sumexp_fwd(xsum, xtgt, ca->logits, xmax, ca->targets, T, ex->V_l,
-                       ex->tp_rank * ex->V_l);
+    /* a padding-only shard adds nothing to the sums and offers 0 to the
+     * max (the loss is the same for any shift; 0 only bounds it below) */
+    if (Vo > 0)
+        k->xent_max_fwd(xmax, ca->logits, T, Vo);
+    else
+        be->zero(be, ca->xent, 3 * T * (int64_t)sizeof(float));
+    PX_TRY(be->all_reduce(be, xmax, T, PX_F32, PX_REDUCE_MAX, &ex->tp, err));
+    if (Vo > 0)
+        k->xent_sumexp_fwd(xsum, xtgt, ca->logits, xmax, ca->targets, T, Vo,
+                           ex->tp_rank * ex->V_l);
     /* sumexp | target */
-    TRY(be->all_reduce(be, xsum, 2 * T, PX_F32, PX_REDUCE_SUM, &ex->tp, err));
+    PX_TRY(be->all_reduce(be, xsum, 2 * T, PX_F32, PX_REDUCE_SUM, &ex->tp, err));
     /* fp32 in both storages; read once at the end of the step, so that no
      * micro-batch waits for the device */
     k->xent_loss_fwd(ex->loss_tok + micro * T, xmax, xsum, xtgt, T);
@@ -778,35 +664,39 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_msg *out, px_er
         /* d(mean loss over the global batch)/d(token loss) */
         double tokens = ex->global_tokens;
         float *xmax = ca->xent, *xsum = ca->xent + T;
-        k->xent_bwd(ca->logits, ca->logits, xmax, xsum, ca->targets, (float)(1.0 / tokens), T,
-                    ex->V_l, ex->tp_rank * ex->V_l);
+        if (ex->V_own > 0)
+            k->xent_bwd(ca->logits, ca->logits, xmax, xsum, ca->targets, (float)(1.0 / tokens),
+                        T, ex->V_own, ex->tp_rank * ex->V_l);
         void *g = NULL, *dg = NULL, *dfn = NULL;
         if (!defer) {
             g = ca->fn_out;
             if (ex->sp)
-                TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
+                PX_TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
         }
-        TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, T * h, &dg, err));
-        TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
+        PX_TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, T * h, &dg, err));
+        PX_TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
         if (!defer)
-            TRY(px_ex_use_g(ex, ex->tab.lm_head, err));
-        k->matmul_bwd(dg, defer ? NULL : G(ex->tab.lm_head), NULL, ca->logits, g,
-                      W(ex->tab.lm_head), T, h, ex->V_l);
+            PX_TRY(px_ex_use_g(ex, ex->tab.lm_head, err));
+        if (ex->V_own > 0)
+            k->matmul_bwd(dg, defer ? NULL : G(ex->tab.lm_head), NULL, ca->logits, g,
+                          W(ex->tab.lm_head), T, h, ex->V_own);
+        else
+            be->zero(be, dg, T * h * px_dtype_bytes(ex->act_dtype));
         if (!defer)
-            TRY(px_ex_done_g(ex, ex->tab.lm_head, err));
+            PX_TRY(px_ex_done_g(ex, ex->tab.lm_head, err));
         px_ex_done_w(ex, ex->tab.lm_head);
         if (g && g != ca->fn_out)
             px_ex_free(ex, &g);
         if (!defer) /* else the logits gradient and fn_out wait for W */
             px_ex_free(ex, &ca->logits);
         px_ex_free(ex, &ca->xent);
-        TRY(px_ex_tp_reduce(ex, dg, &dfn, PX_MEM_TEMP, err));
-        TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, &dx, err));
-        TRY(px_ex_use_w(ex, ex->tab.final_norm_w, err));
-        TRY(px_ex_use_g(ex, ex->tab.final_norm_w, err));
+        PX_TRY(px_ex_tp_reduce(ex, dg, &dfn, PX_MEM_TEMP, err));
+        PX_TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, &dx, err));
+        PX_TRY(px_ex_use_w(ex, ex->tab.final_norm_w, err));
+        PX_TRY(px_ex_use_g(ex, ex->tab.final_norm_w, err));
         px_ex_norm_bwd(ex, dx, dfn, ca->fn_in, ex->tab.final_norm_w, ex->tab.final_norm_b,
                        ca->fn_mean, ca->fn_rstd);
-        TRY(px_ex_done_g(ex, ex->tab.final_norm_w, err));
+        PX_TRY(px_ex_done_g(ex, ex->tab.final_norm_w, err));
         px_ex_done_w(ex, ex->tab.final_norm_w);
         px_ex_free(ex, &dfn);
         px_ex_free(ex, &ca->fn_in);
@@ -821,17 +711,17 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_msg *out, px_er
     for (int64_t l = c->n_layers - 1; l >= 0; l--) {
         px_layer_act *a = &ca->layers[l];
         px_recompute rc = ex->rc[c->first_layer + l];
-        TRY(layer_use(ex, &c->layers[l], false, err)); /* gathered again (ZeRO-3) */
+        PX_TRY(layer_use(ex, &c->layers[l], false, err)); /* gathered again (ZeRO-3) */
         if (rc == PX_RECOMPUTE_FULL) { /* rebuild the layer's activations from its input */
             void *y = NULL;
-            TRY(px_layer_fwd(ex, &c->layers[l], a, true, false, &y, err));
+            PX_TRY(px_layer_fwd(ex, &c->layers[l], a, true, false, &y, err));
             px_ex_free(ex, &y);
         }
         void *dx_in = NULL;
-        TRY(layer_use(ex, &c->layers[l], true, err));
-        TRY(px_layer_bwd(ex, &c->layers[l], a, dx, defer, &dx_in, err));
-        TRY(layer_done(ex, &c->layers[l], true, err)); /* reduce-scattered now (ZeRO-2/3) */
-        TRY(layer_done(ex, &c->layers[l], false, err));
+        PX_TRY(layer_use(ex, &c->layers[l], true, err));
+        PX_TRY(px_layer_bwd(ex, &c->layers[l], a, dx, defer, &dx_in, err));
+        PX_TRY(layer_done(ex, &c->layers[l], true, err)); /* reduce-scattered now (ZeRO-2/3) */
+        PX_TRY(layer_done(ex, &c->layers[l], false, err));
         px_ex_free(ex, &dx);
         if (!defer)
             px_layer_act_free(ex, a); /* freed as soon as its backward is done */
@@ -839,14 +729,14 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_msg *out, px_er
     }
     if (c->is_first) {
         if (ex->has_pos)
-            TRY(positions(ex, dx, true, err));
+            PX_TRY(positions(ex, dx, true, err));
         void *full = dx;
         if (ex->sp)
-            TRY(px_ex_tp_gather(ex, dx, &full, err));
-        TRY(px_ex_use_g(ex, ex->tab.word_emb, err));
+            PX_TRY(px_ex_tp_gather(ex, dx, &full, err));
+        PX_TRY(px_ex_use_g(ex, ex->tab.word_emb, err));
         k->embedding_bwd(G(ex->tab.word_emb), full, ca->tokens, T, h, ex->tp_rank * ex->V_l,
                          (ex->tp_rank + 1) * ex->V_l);
-        TRY(px_ex_done_g(ex, ex->tab.word_emb, err));
+        PX_TRY(px_ex_done_g(ex, ex->tab.word_emb, err));
         if (full != dx)
             px_ex_free(ex, &full);
         px_ex_free(ex, &dx);
@@ -869,12 +759,13 @@ static px_status chunk_wgrad(px_exec *ex, int j, int64_t micro, px_error *err)
     if (c->is_last) {
         void *g = ca->fn_out;
         if (ex->sp)
-            TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
-        TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
-        TRY(px_ex_use_g(ex, ex->tab.lm_head, err));
-        ex->k->matmul_bwd(NULL, G(ex->tab.lm_head), NULL, ca->logits, g, W(ex->tab.lm_head),
-                          ex->T, ex->h, ex->V_l);
-        TRY(px_ex_done_g(ex, ex->tab.lm_head, err));
+            PX_TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
+        PX_TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
+        PX_TRY(px_ex_use_g(ex, ex->tab.lm_head, err));
+        if (ex->V_own > 0)
+            ex->k->matmul_bwd(NULL, G(ex->tab.lm_head), NULL, ca->logits, g,
+                              W(ex->tab.lm_head), ex->T, ex->h, ex->V_own);
+        PX_TRY(px_ex_done_g(ex, ex->tab.lm_head, err));
         px_ex_done_w(ex, ex->tab.lm_head);
         if (g != ca->fn_out)
             px_ex_free(ex, &g);
@@ -882,11 +773,11 @@ static px_status chunk_wgrad(px_exec *ex, int j, int64_t micro, px_error *err)
         px_ex_free(ex, &ca->fn_out);
     }
     for (int64_t l = c->n_layers - 1; l >= 0; l--) {
-        TRY(layer_use(ex, &c->layers[l], false, err));
-        TRY(layer_use(ex, &c->layers[l], true, err));
-        TRY(px_layer_wgrad(ex, &c->layers[l], &ca->layers[l], err));
-        TRY(layer_done(ex, &c->layers[l], true, err));
-        TRY(layer_done(ex, &c->layers[l], false, err));
+        PX_TRY(layer_use(ex, &c->layers[l], false, err));
+        PX_TRY(layer_use(ex, &c->layers[l], true, err));
+        PX_TRY(px_layer_wgrad(ex, &c->layers[l], &ca->layers[l], err));
+        PX_TRY(layer_done(ex, &c->layers[l], true, err));
+        PX_TRY(layer_done(ex, &c->layers[l], false, err));
         px_layer_act_free(ex, &ca->layers[l]);
     }
     ca->live = false;
@@ -906,7 +797,7 @@ static px_status reduce_grads(px_exec *ex, px_error *err)
         for (int i = 0; i < ex->tab.n_segs; i++) {
             const px_param_seg *s = &ex->tab.segs[i];
             if (s->tp_replicated && !s->tp_sum)
-                TRY(be->all_reduce(be, G(s->offset), s->n_rows * s->n_cols, PX_F32, PX_REDUCE_SUM,
+                PX_TRY(be->all_reduce(be, G(s->offset), s->n_rows * s->n_cols, PX_F32, PX_REDUCE_SUM,
                                    &ex->tp, err));
         }
     /* The router saw only this TP rank's slice of the tokens, SP or not. */
@@ -914,18 +805,18 @@ static px_status reduce_grads(px_exec *ex, px_error *err)
         for (int i = 0; i < ex->tab.n_segs; i++) {
             const px_param_seg *s = &ex->tab.segs[i];
             if (s->tp_sum)
-                TRY(be->all_reduce(be, G(s->offset), s->n_rows * s->n_cols, PX_F32, PX_REDUCE_SUM,
+                PX_TRY(be->all_reduce(be, G(s->offset), s->n_rows * s->n_cols, PX_F32, PX_REDUCE_SUM,
                                    &ex->tp, err));
         }
     /* Expert weights: every rank of the expert-data-parallel group routed
      * other tokens to the same experts. */
     if (ex->n_exp > 0)
-        TRY(be->all_reduce(be, ex->grads + ex->n_dense, ex->n_exp, PX_F32, PX_REDUCE_SUM,
+        PX_TRY(be->all_reduce(be, ex->grads + ex->n_dense, ex->n_exp, PX_F32, PX_REDUCE_SUM,
                            &ex->edp, err));
     /* Tied embeddings split over the first and last stage. */
     if (ex->emb.mpi != MPI_COMM_NULL) {
         int64_t off = ex->stage == 0 ? ex->tab.word_emb : ex->tab.lm_head;
-        TRY(be->all_reduce(be, G(off), ex->V_l * ex->h, PX_F32, PX_REDUCE_SUM, &ex->emb, err));
+        PX_TRY(be->all_reduce(be, G(off), ex->V_l * ex->h, PX_F32, PX_REDUCE_SUM, &ex->emb, err));
     }
     return PX_OK;
 }
@@ -943,7 +834,7 @@ static px_status optimizer_step(px_exec *ex, px_error *err)
          * the weights with its shard of the moments, all-gather the weights
          * (the compute copy: bf16 in mixed precision).  The master is the
          * shard itself in bf16 storage, the weights' own range in fp32. */
-        TRY(be->reduce_scatter(be, ex->grads, ex->grads, ex->n_shard, PX_F32, &ex->grad, err));
+        PX_TRY(be->reduce_scatter(be, ex->grads, ex->grads, ex->n_shard, PX_F32, &ex->grad, err));
         void *w = px_ex_at(ex, ex->params, (int64_t)ex->grad.rank * ex->n_shard);
         ex->k->adamw_step(mixed ? ex->master : w, ex->grads, ex->adam_m, ex->adam_v, ex->n_shard,
                           o->lr, o->beta1, o->beta2, o->adam_eps, o->weight_decay,
@@ -957,7 +848,7 @@ static px_status optimizer_step(px_exec *ex, px_error *err)
         }
         return be->all_gather(be, ex->params, w, ex->n_shard, ex->act_dtype, &ex->grad, err);
     }
-    TRY(be->all_reduce(be, ex->grads, ex->n_dense, PX_F32, PX_REDUCE_SUM, &ex->grad, err));
+    PX_TRY(be->all_reduce(be, ex->grads, ex->n_dense, PX_F32, PX_REDUCE_SUM, &ex->grad, err));
     ex->k->adamw_step(px_ex_master(ex), ex->grads, ex->adam_m, ex->adam_v, ex->n_padded, o->lr,
                       o->beta1, o->beta2, o->adam_eps, o->weight_decay, ex->adam_steps,
                       mixed ? ex->params : NULL);
@@ -976,23 +867,23 @@ px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_
     for (int i = 0; i < ex->n_ops; i++) {
         const px_sched_op *op = &ex->ops[i];
         while (phase < slot[i])
-            TRY(exchange(ex, phase++, &cursor, &out, err));
+            PX_TRY(exchange(ex, phase++, &cursor, &out, err));
         double t0 = px_trace_now();
         if (op->kind == 'F')
-            TRY(chunk_fwd(ex, op->chunk, op->micro, step, &out, err));
+            PX_TRY(chunk_fwd(ex, op->chunk, op->micro, step, &out, err));
         else if (op->kind == 'B')
-            TRY(chunk_bwd(ex, op->chunk, op->micro, &out, err));
+            PX_TRY(chunk_bwd(ex, op->chunk, op->micro, &out, err));
         else
-            TRY(chunk_wgrad(ex, op->chunk, op->micro, err));
+            PX_TRY(chunk_wgrad(ex, op->chunk, op->micro, err));
         px_trace_span(op->kind == 'F' ? PX_SPAN_FWD : op->kind == 'B' ? PX_SPAN_BWD : PX_SPAN_WGRAD,
                       t0, ex->tab.chunks[op->chunk].model_chunk, op->micro);
     }
     while (phase < ex->tl.n_slots)
-        TRY(exchange(ex, phase++, &cursor, &out, err));
+        PX_TRY(exchange(ex, phase++, &cursor, &out, err));
     double t0 = px_trace_now();
-    TRY(reduce_grads(ex, err));
+    PX_TRY(reduce_grads(ex, err));
     if (!update && ex->grad.size > 1 && ex->zero < 2) /* still report the full gradient */
-        TRY(be->all_reduce(be, ex->grads, ex->n_dense, PX_F32, PX_REDUCE_SUM, &ex->grad, err));
+        PX_TRY(be->all_reduce(be, ex->grads, ex->n_dense, PX_F32, PX_REDUCE_SUM, &ex->grad, err));
     px_trace_span(PX_SPAN_REDUCE, t0, 0, 0);
     /* The loss first: every last-stage TP rank 0 holds its replica's token
      * losses; a NaN or infinite loss or gradient stops the update. */
@@ -1012,13 +903,13 @@ px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_
         px_ex_inject_nan(ex);
         local = NAN;
     }
-    TRY(px_mpi_check(MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+    PX_TRY(px_mpi_check(MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
                      "MPI_Allreduce (loss)", err));
     *loss = total / ex->global_tokens;
-    TRY(px_ex_check_health(ex, *loss, err));
+    PX_TRY(px_ex_check_health(ex, *loss, err));
     if (update && !ex->diverged) {
         double t1 = px_trace_now();
-        TRY(optimizer_step(ex, err));
+        PX_TRY(optimizer_step(ex, err));
         px_trace_span(PX_SPAN_OPTIMIZER, t1, 0, 0);
     }
     return be->sync(be, err);
@@ -1063,7 +954,7 @@ static px_status master_to_host(px_exec *ex, float *host, px_error *err)
     }
     /* ZeRO-1 in bf16 storage: the dense shards of dp x cp, then the experts. */
     float *full = NULL;
-    TRY(px_ex_alloc_f32(ex, PX_MEM_TEMP, ex->n_padded, &full, err));
+    PX_TRY(px_ex_alloc_f32(ex, PX_MEM_TEMP, ex->n_padded, &full, err));
     px_status st = be->all_gather(be, full, ex->master, ex->n_shard, PX_F32, &ex->grad, err);
     if (!st) {
         be->copy(be, full + ex->n_dense, ex->master + ex->n_shard,

@@ -15,6 +15,7 @@
 #include "px_memtrack.h"
 #include "px_params.h"
 #include "px_plan.h"
+#include "px_plan_check.h"
 
 typedef struct {
     const char *data_path; /* NULL: synthetic tokens */
@@ -33,9 +34,15 @@ void px_exec_options_default(px_exec_options *o);
 
 typedef struct px_exec px_exec;
 
-/* Checks that this executor can run the plan on `world_size` ranks; the
- * message says which field is wrong and what is allowed. */
-px_status px_exec_check_plan(const px_plan *plan, int world_size, px_error *err);
+/* The capability set of a backend ("cpu", "cuda"): px_plan_check.h. */
+void px_exec_caps(const char *backend, px_caps *out);
+
+/* Checks that this executor can run the plan (px_plan_check under its
+ * capability set); the message says which field is wrong and what is allowed. */
+px_status px_exec_check_plan(const px_plan *plan, const px_caps *caps, px_error *err);
+
+/* Checks the plan's tp x cp x pp x dp against the MPI job's ranks. */
+px_status px_exec_check_world(const px_plan *plan, int world_size, px_error *err);
 
 /* Collective over `world`: splits the communicators, builds this rank's
  * parameter slices and initialises them.  be must outlive the engine. */

@@ -9,13 +9,6 @@
 #include "px_layout.h"
 #include "px_schedule.h"
 
-#define TRY(x)                                                                           \
-    do {                                                                                 \
-        px_status st_ = (x);                                                             \
-        if (st_)                                                                         \
-            return st_;                                                                  \
-    } while (0)
-
 /* What one layer keeps for its backward (docs/executor.md, "Activations").
  * Ts = tokens of this rank's sequence shard (T / tp under SP, else T). */
 typedef struct {
@@ -60,7 +53,7 @@ typedef struct {
     void *fn_in;               /* [Ts, h] final norm input (last chunk) */
     void *fn_out;
     float *fn_mean, *fn_rstd;
-    void *logits;              /* [T, V_l] */
+    void *logits;              /* [T, V_own] */
     float *xent;               /* [3T]: max | sumexp | target logit */
     void *in_x, *in_dx;        /* received from the pipeline neighbour, until the F / B
                                 * that takes them (Ts x h) */
@@ -119,6 +112,7 @@ struct px_exec {
     int32_t *qpos;            /* [s_l] global positions (device; cp > 1 only) */
     double global_tokens;     /* s b m dp: the loss is the mean over these */
     int64_t nh_l, nkv_l, f_l, V_l, qkv_l, w1_rows;
+    int64_t V_own;             /* rows of this V_l-row shard inside the vocabulary */
     int64_t L, m;
     int pp_size, vpp;
     bool llama, sp, has_pos;

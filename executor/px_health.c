@@ -37,9 +37,9 @@ static px_status local_sumsq(px_exec *ex, double *out, px_error *err)
 
 px_status px_ex_check_health(px_exec *ex, double loss, px_error *err)
 {
-    TRY(ex->be->sync(ex->be, err));
+    PX_TRY(ex->be->sync(ex->be, err));
     double sumsq = 0.0;
-    TRY(local_sumsq(ex, &sumsq, err));
+    PX_TRY(local_sumsq(ex, &sumsq, err));
     /* MPI_MAX may drop a NaN (it compares): carry "not finite" as flags. */
     double mine[3] = {isfinite(loss) ? 0.0 : 1.0, isfinite(sumsq) ? 0.0 : 1.0,
                       isfinite(sumsq) ? sumsq : 0.0};
@@ -48,7 +48,7 @@ px_status px_ex_check_health(px_exec *ex, double loss, px_error *err)
     px_status st = px_mpi_check(MPI_Allreduce(mine, all, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD),
                                 "MPI_Allreduce (gradient check)", err);
     px_watchdog_leave();
-    TRY(st);
+    PX_TRY(st);
     ex->grad_norm = all[1] != 0.0 ? NAN : sqrt(all[2]);
     ex->diverged = all[0] != 0.0 || all[1] != 0.0;
     return PX_OK;

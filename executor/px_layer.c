@@ -16,12 +16,12 @@
 px_status px_ex_norm_fwd(px_exec *ex, void *out, float **mean, float **rstd, const void *x,
                          int64_t w_off, int64_t b_off, px_mem_kind kind, px_error *err)
 {
-    TRY(px_ex_alloc_f32(ex, kind, ex->Ts, rstd, err));
+    PX_TRY(px_ex_alloc_f32(ex, kind, ex->Ts, rstd, err));
     if (ex->llama) {
         ex->k->rmsnorm_fwd(out, *rstd, x, W(w_off), ex->Ts, ex->h, ex->norm_eps);
         return PX_OK;
     }
-    TRY(px_ex_alloc_f32(ex, kind, ex->Ts, mean, err));
+    PX_TRY(px_ex_alloc_f32(ex, kind, ex->Ts, mean, err));
     ex->k->layernorm_fwd(out, *mean, *rstd, x, W(w_off), W(b_off), ex->Ts, ex->h,
                          ex->norm_eps);
     return PX_OK;
@@ -39,7 +39,7 @@ void px_ex_norm_bwd(px_exec *ex, void *dx, const void *dout, const void *x, int6
 
 px_status px_ex_tp_gather(px_exec *ex, const void *shard, void **full, px_error *err)
 {
-    TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, ex->T * ex->h, full, err));
+    PX_TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, ex->T * ex->h, full, err));
     return ex->be->all_gather(ex->be, *full, shard, ex->Ts * ex->h, ex->act_dtype, &ex->tp, err);
 }
 
@@ -51,7 +51,7 @@ px_status px_ex_tp_reduce(px_exec *ex, void *partial, void **out, px_mem_kind ki
         return ex->be->all_reduce(ex->be, partial, ex->T * ex->h, ex->act_dtype, PX_REDUCE_SUM,
                                   &ex->tp, err);
     }
-    TRY(px_ex_alloc_act(ex, kind, ex->Ts * ex->h, out, err));
+    PX_TRY(px_ex_alloc_act(ex, kind, ex->Ts * ex->h, out, err));
     px_status st = ex->be->reduce_scatter(ex->be, *out, partial, ex->Ts * ex->h, ex->act_dtype,
                                           &ex->tp, err);
     px_ex_free(ex, &partial);
@@ -123,9 +123,9 @@ static px_status gather_kv(px_exec *ex, const void *qkv, void **kv, px_error *er
 {
     int64_t rowlen = ex->b * ex->qkv_l, n = ex->T * ex->qkv_l, c = ex->cp_chunk;
     void *all = NULL;
-    TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, n * ex->cp.size, &all, err));
-    TRY(ex->be->all_gather(ex->be, all, qkv, n, ex->act_dtype, &ex->cp, err));
-    TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, ex->s * rowlen, kv, err));
+    PX_TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, n * ex->cp.size, &all, err));
+    PX_TRY(ex->be->all_gather(ex->be, all, qkv, n, ex->act_dtype, &ex->cp, err));
+    PX_TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, ex->s * rowlen, kv, err));
     for (int r = 0; r < ex->cp.size; r++)
         for (int half = 0; half < 2; half++) {
             int64_t p = half * c, g = px_ex_pos(ex, r, p);
@@ -142,15 +142,15 @@ static px_status scatter_dkv(px_exec *ex, void *dkv, void *dqkv, px_error *err)
 {
     int64_t rowlen = ex->b * ex->qkv_l, n = ex->T * ex->qkv_l, c = ex->cp_chunk;
     void *blocks = NULL, *mine = NULL;
-    TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, n * ex->cp.size, &blocks, err));
+    PX_TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, n * ex->cp.size, &blocks, err));
     for (int r = 0; r < ex->cp.size; r++)
         for (int half = 0; half < 2; half++) {
             int64_t p = half * c, g = px_ex_pos(ex, r, p);
             ex->be->copy(ex->be, px_ex_at(ex, blocks, r * n + p * rowlen),
                          px_ex_at(ex, dkv, g * rowlen), px_ex_bytes(ex, c * rowlen));
         }
-    TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, n, &mine, err));
-    TRY(ex->be->reduce_scatter(ex->be, mine, blocks, n, ex->act_dtype, &ex->cp, err));
+    PX_TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, n, &mine, err));
+    PX_TRY(ex->be->reduce_scatter(ex->be, mine, blocks, n, ex->act_dtype, &ex->cp, err));
     px_ex_free(ex, &blocks);
     ex->k->residual_fwd(dqkv, dqkv, mine, n);
     px_ex_free(ex, &mine);
@@ -166,7 +166,7 @@ static px_status attn_fwd(px_exec *ex, const px_layer_act *a, void *out, float *
         return PX_OK;
     }
     void *kv = NULL;
-    TRY(gather_kv(ex, a->qkv, &kv, err));
+    PX_TRY(gather_kv(ex, a->qkv, &kv, err));
     ex->k->attention_kv_fwd(out, lse, a->qkv, ex->qpos, kv, ex->s_l, ex->s, ex->b, ex->nh_l,
                             ex->nkv_l, ex->hd);
     px_ex_free(ex, &kv);
@@ -183,10 +183,10 @@ static px_status attn_bwd(px_exec *ex, const px_layer_act *a, const void *datt, 
     void *tmp_out = NULL, *kv = NULL, *dkv = NULL;
     bool cp = ex->cp.size > 1;
     if (cp)
-        TRY(gather_kv(ex, a->qkv, &kv, err));
+        PX_TRY(gather_kv(ex, a->qkv, &kv, err));
     if (!lse) { /* selective recompute: rerun the attention core for its statistics */
-        TRY(px_ex_alloc_f32(ex, X, ex->b * ex->nh_l * ex->s_l, &lse, err));
-        TRY(px_ex_alloc_act(ex, X, ex->T * ex->nh_l * ex->hd, &tmp_out, err));
+        PX_TRY(px_ex_alloc_f32(ex, X, ex->b * ex->nh_l * ex->s_l, &lse, err));
+        PX_TRY(px_ex_alloc_act(ex, X, ex->T * ex->nh_l * ex->hd, &tmp_out, err));
         if (cp)
             k->attention_kv_fwd(tmp_out, lse, a->qkv, ex->qpos, kv, ex->s_l, ex->s, ex->b,
                                 ex->nh_l, ex->nkv_l, ex->hd);
@@ -195,13 +195,13 @@ static px_status attn_bwd(px_exec *ex, const px_layer_act *a, const void *datt, 
                              ex->hd);
         px_ex_free(ex, &tmp_out);
     }
-    TRY(px_ex_alloc_act(ex, X, ex->T * ex->qkv_l, dqkv, err));
+    PX_TRY(px_ex_alloc_act(ex, X, ex->T * ex->qkv_l, dqkv, err));
     if (cp) {
-        TRY(px_ex_alloc_act(ex, X, ex->s * ex->b * ex->qkv_l, &dkv, err));
+        PX_TRY(px_ex_alloc_act(ex, X, ex->s * ex->b * ex->qkv_l, &dkv, err));
         k->attention_kv_bwd(*dqkv, dkv, datt, a->att, lse, a->qkv, ex->qpos, kv, ex->s_l, ex->s,
                             ex->b, ex->nh_l, ex->nkv_l, ex->hd);
         px_ex_free(ex, &kv);
-        TRY(scatter_dkv(ex, dkv, *dqkv, err));
+        PX_TRY(scatter_dkv(ex, dkv, *dqkv, err));
         px_ex_free(ex, &dkv);
     } else {
         k->attention_bwd(*dqkv, datt, a->att, lse, a->probs, a->qkv, ex->s, ex->b, ex->nh_l,
@@ -226,14 +226,14 @@ static px_status moe_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a
 {
     int64_t h = ex->h, Ts = ex->Ts;
     void *y = NULL, *yfull = NULL;
-    TRY(px_moe_fwd(ex, lp, a, px_ex_at(ex, a->n2_out, ex->row0_m * h), &y, err));
+    PX_TRY(px_moe_fwd(ex, lp, a, px_ex_at(ex, a->n2_out, ex->row0_m * h), &y, err));
     yfull = y;
     if (moe_sliced(ex)) {
-        TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, ex->T * h, &yfull, err));
-        TRY(ex->be->all_gather(ex->be, yfull, y, ex->Tm * h, ex->act_dtype, &ex->tp, err));
+        PX_TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, ex->T * h, &yfull, err));
+        PX_TRY(ex->be->all_gather(ex->be, yfull, y, ex->Tm * h, ex->act_dtype, &ex->tp, err));
         px_ex_free(ex, &y);
     }
-    TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, x_out, err));
+    PX_TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, x_out, err));
     ex->k->residual_fwd(*x_out, a->x_mid, yfull, Ts * h);
     px_ex_free(ex, &yfull);
     return PX_OK;
@@ -245,14 +245,14 @@ static px_status moe_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a
 {
     int64_t h = ex->h, Ts = ex->Ts, r0 = ex->row0_m * h;
     void *dxm = NULL, *dn = NULL;
-    TRY(px_moe_bwd(ex, lp, a, px_ex_at(ex, dx_out, r0), px_ex_at(ex, a->n2_out, r0), &dxm, err));
+    PX_TRY(px_moe_bwd(ex, lp, a, px_ex_at(ex, dx_out, r0), px_ex_at(ex, a->n2_out, r0), &dxm, err));
     dn = dxm;
     if (moe_sliced(ex)) {
-        TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, ex->T * h, &dn, err));
-        TRY(ex->be->all_gather(ex->be, dn, dxm, ex->Tm * h, ex->act_dtype, &ex->tp, err));
+        PX_TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, ex->T * h, &dn, err));
+        PX_TRY(ex->be->all_gather(ex->be, dn, dxm, ex->Tm * h, ex->act_dtype, &ex->tp, err));
         px_ex_free(ex, &dxm);
     }
-    TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, Ts * h, dx_mid, err));
+    PX_TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, Ts * h, dx_mid, err));
     ex->be->copy(ex->be, *dx_mid, dx_out, px_ex_bytes(ex, Ts * h));
     px_ex_norm_bwd(ex, *dx_mid, dn, a->x_mid, lp->ln2_w, lp->ln2_b, a->n2_mean, a->n2_rstd);
     px_ex_free(ex, &dn);
@@ -268,55 +268,55 @@ px_status px_layer_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, 
     void *g = NULL, *o = NULL, *o_s = NULL, *y = NULL, *y_s = NULL;
 
     /* ---- attention ---- */
-    TRY(px_ex_alloc_act(ex, A, Ts * h, &a->n1_out, err));
-    TRY(px_ex_norm_fwd(ex, a->n1_out, &a->n1_mean, &a->n1_rstd, a->x_in, lp->ln1_w, lp->ln1_b,
+    PX_TRY(px_ex_alloc_act(ex, A, Ts * h, &a->n1_out, err));
+    PX_TRY(px_ex_norm_fwd(ex, a->n1_out, &a->n1_mean, &a->n1_rstd, a->x_in, lp->ln1_w, lp->ln1_b,
                        A, err));
-    TRY(col_input(ex, a->n1_out, &g, err));
-    TRY(px_ex_alloc_act(ex, A, T * ex->qkv_l, &a->qkv, err));
+    PX_TRY(col_input(ex, a->n1_out, &g, err));
+    PX_TRY(px_ex_alloc_act(ex, A, T * ex->qkv_l, &a->qkv, err));
     k->matmul_fwd(a->qkv, g, W(lp->wqkv), WOPT(lp->bqkv), T, h, ex->qkv_l);
     col_input_done(ex, a->n1_out, &g);
     if (ex->llama)
         rope(ex, a->qkv, 1);
-    TRY(px_ex_alloc_act(ex, A, T * ex->nh_l * ex->hd, &a->att, err));
-    TRY(px_ex_alloc_f32(ex, selective ? PX_MEM_TEMP : A, ex->b * ex->nh_l * ex->s_l, &a->lse,
+    PX_TRY(px_ex_alloc_act(ex, A, T * ex->nh_l * ex->hd, &a->att, err));
+    PX_TRY(px_ex_alloc_f32(ex, selective ? PX_MEM_TEMP : A, ex->b * ex->nh_l * ex->s_l, &a->lse,
                         err));
     bool probs = keep && ex->store_probs_allowed && !selective && ex->cp.size <= 1;
     if (probs)
-        TRY(px_ex_alloc_f32(ex, A, ex->b * ex->nh_l * ex->s * ex->s, &a->probs, err));
-    TRY(attn_fwd(ex, a, a->att, a->lse, a->probs, err));
+        PX_TRY(px_ex_alloc_f32(ex, A, ex->b * ex->nh_l * ex->s * ex->s, &a->probs, err));
+    PX_TRY(attn_fwd(ex, a, a->att, a->lse, a->probs, err));
     if (selective) /* recomputed in backward with the attention core */
         px_ex_free(ex, &a->lse);
-    TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, T * h, &o, err));
+    PX_TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, T * h, &o, err));
     k->matmul_fwd(o, a->att, W(lp->wo), NULL, T, ex->nh_l * ex->hd, h);
-    TRY(px_ex_tp_reduce(ex, o, &o_s, PX_MEM_TEMP, err));
+    PX_TRY(px_ex_tp_reduce(ex, o, &o_s, PX_MEM_TEMP, err));
     if (lp->bo >= 0)
         k->bias_add_fwd(o_s, W(lp->bo), Ts, h);
-    TRY(px_ex_alloc_act(ex, A, Ts * h, &a->x_mid, err));
+    PX_TRY(px_ex_alloc_act(ex, A, Ts * h, &a->x_mid, err));
     k->residual_fwd(a->x_mid, a->x_in, o_s, Ts * h);
     px_ex_free(ex, &o_s);
 
     /* ---- MLP ---- */
-    TRY(px_ex_alloc_act(ex, A, Ts * h, &a->n2_out, err));
-    TRY(px_ex_norm_fwd(ex, a->n2_out, &a->n2_mean, &a->n2_rstd, a->x_mid, lp->ln2_w, lp->ln2_b,
+    PX_TRY(px_ex_alloc_act(ex, A, Ts * h, &a->n2_out, err));
+    PX_TRY(px_ex_norm_fwd(ex, a->n2_out, &a->n2_mean, &a->n2_rstd, a->x_mid, lp->ln2_w, lp->ln2_b,
                        A, err));
     if (lp->router >= 0) {
-        TRY(moe_fwd(ex, lp, a, x_out, err));
+        PX_TRY(moe_fwd(ex, lp, a, x_out, err));
     } else {
-        TRY(col_input(ex, a->n2_out, &g, err));
-        TRY(px_ex_alloc_act(ex, A, T * ex->w1_rows, &a->h1, err));
+        PX_TRY(col_input(ex, a->n2_out, &g, err));
+        PX_TRY(px_ex_alloc_act(ex, A, T * ex->w1_rows, &a->h1, err));
         k->matmul_fwd(a->h1, g, W(lp->w1), WOPT(lp->b1), T, h, ex->w1_rows);
         col_input_done(ex, a->n2_out, &g);
-        TRY(px_ex_alloc_act(ex, A, T * ex->f_l, &a->h2, err));
+        PX_TRY(px_ex_alloc_act(ex, A, T * ex->f_l, &a->h2, err));
         if (ex->llama)
             k->swiglu_fwd(a->h2, a->h1, T, ex->f_l);
         else
             k->gelu_fwd(a->h2, a->h1, T * ex->f_l);
-        TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, T * h, &y, err));
+        PX_TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, T * h, &y, err));
         k->matmul_fwd(y, a->h2, W(lp->w2), NULL, T, ex->f_l, h);
-        TRY(px_ex_tp_reduce(ex, y, &y_s, PX_MEM_TEMP, err));
+        PX_TRY(px_ex_tp_reduce(ex, y, &y_s, PX_MEM_TEMP, err));
         if (lp->b2 >= 0)
             k->bias_add_fwd(y_s, W(lp->b2), Ts, h);
-        TRY(px_ex_alloc_act(ex, A, Ts * h, x_out, err));
+        PX_TRY(px_ex_alloc_act(ex, A, Ts * h, x_out, err));
         k->residual_fwd(*x_out, a->x_mid, y_s, Ts * h);
         px_ex_free(ex, &y_s);
     }
@@ -345,24 +345,24 @@ static px_status mlp_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a
     if (lp->b2 >= 0)
         k->bias_add_bwd(G(lp->b2), dx_out, Ts, h);
     if (ex->sp)
-        TRY(px_ex_tp_gather(ex, dx_out, &dy, err));
+        PX_TRY(px_ex_tp_gather(ex, dx_out, &dy, err));
     const void *dyv = ex->sp ? dy : dx_out;
-    TRY(px_ex_alloc_act(ex, X, T * ex->f_l, &dh2, err));
+    PX_TRY(px_ex_alloc_act(ex, X, T * ex->f_l, &dh2, err));
     k->matmul_bwd(dh2, WG(lp->w2), NULL, dyv, a->h2, W(lp->w2), T, ex->f_l, h);
     px_ex_free(ex, &dy);
     if (defer_w) {
-        TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, &a->w_dy, err));
+        PX_TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, &a->w_dy, err));
         be->copy(be, a->w_dy, dx_out, px_ex_bytes(ex, Ts * h));
     }
-    TRY(px_ex_alloc_act(ex, X, T * ex->w1_rows, &dh1, err));
+    PX_TRY(px_ex_alloc_act(ex, X, T * ex->w1_rows, &dh1, err));
     if (ex->llama)
         k->swiglu_bwd(dh1, dh2, a->h1, T, ex->f_l);
     else
         k->gelu_bwd(dh1, dh2, a->h1, T * ex->f_l);
     px_ex_free(ex, &dh2);
     if (!defer_w) /* the input is only needed for the weight gradient */
-        TRY(col_input(ex, a->n2_out, &g, err));
-    TRY(px_ex_alloc_act(ex, X, T * h, &dg, err));
+        PX_TRY(col_input(ex, a->n2_out, &g, err));
+    PX_TRY(px_ex_alloc_act(ex, X, T * h, &dg, err));
     k->matmul_bwd(dg, WG(lp->w1), GOPT(lp->b1), dh1, g, W(lp->w1), T, h, ex->w1_rows);
     if (g)
         col_input_done(ex, a->n2_out, &g);
@@ -372,8 +372,8 @@ static px_status mlp_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a
         dh1 = NULL;
     }
     px_ex_free(ex, &dh1);
-    TRY(px_ex_tp_reduce(ex, dg, &dn, X, err));
-    TRY(px_ex_alloc_act(ex, X, Ts * h, dx_mid, err));
+    PX_TRY(px_ex_tp_reduce(ex, dg, &dn, X, err));
+    PX_TRY(px_ex_alloc_act(ex, X, Ts * h, dx_mid, err));
     be->copy(be, *dx_mid, dx_out, px_ex_bytes(ex, Ts * h));
     px_ex_norm_bwd(ex, *dx_mid, dn, a->x_mid, lp->ln2_w, lp->ln2_b, a->n2_mean, a->n2_rstd);
     px_ex_free(ex, &dn);
@@ -395,26 +395,26 @@ px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
 
     /* ---- MLP (MoE: its weight gradients are never deferred) ---- */
     if (lp->router >= 0)
-        TRY(moe_bwd(ex, lp, a, dx_out, &dx_mid, err));
+        PX_TRY(moe_bwd(ex, lp, a, dx_out, &dx_mid, err));
     else
-        TRY(mlp_bwd(ex, lp, a, dx_out, defer_w, &dx_mid, err));
+        PX_TRY(mlp_bwd(ex, lp, a, dx_out, defer_w, &dx_mid, err));
 
     /* ---- attention: x_mid = x_in + Wo attn(rope(Wqkv norm1(x_in))) ---- */
     if (lp->bo >= 0)
         k->bias_add_bwd(G(lp->bo), dx_mid, Ts, h);
     if (ex->sp)
-        TRY(px_ex_tp_gather(ex, dx_mid, &dy, err));
+        PX_TRY(px_ex_tp_gather(ex, dx_mid, &dy, err));
     const void *dyv = ex->sp ? dy : dx_mid;
-    TRY(px_ex_alloc_act(ex, X, T * ex->nh_l * ex->hd, &datt, err));
+    PX_TRY(px_ex_alloc_act(ex, X, T * ex->nh_l * ex->hd, &datt, err));
     k->matmul_bwd(datt, WG(lp->wo), NULL, dyv, a->att, W(lp->wo), T, ex->nh_l * ex->hd, h);
     px_ex_free(ex, &dy);
-    TRY(attn_bwd(ex, a, datt, &dqkv, err));
+    PX_TRY(attn_bwd(ex, a, datt, &dqkv, err));
     px_ex_free(ex, &datt);
     if (ex->llama)
         rope(ex, dqkv, -1);
     if (!defer_w)
-        TRY(col_input(ex, a->n1_out, &g, err));
-    TRY(px_ex_alloc_act(ex, X, T * h, &dg, err));
+        PX_TRY(col_input(ex, a->n1_out, &g, err));
+    PX_TRY(px_ex_alloc_act(ex, X, T * h, &dg, err));
     k->matmul_bwd(dg, WG(lp->wqkv), GOPT(lp->bqkv), dqkv, g, W(lp->wqkv), T, h, ex->qkv_l);
     if (g)
         col_input_done(ex, a->n1_out, &g);
@@ -424,8 +424,8 @@ px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
         dqkv = NULL;
     }
     px_ex_free(ex, &dqkv);
-    TRY(px_ex_tp_reduce(ex, dg, &dn, X, err));
-    TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, dx_in, err));
+    PX_TRY(px_ex_tp_reduce(ex, dg, &dn, X, err));
+    PX_TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, dx_in, err));
     be->copy(be, *dx_in, dx_mid, px_ex_bytes(ex, Ts * h));
     px_ex_norm_bwd(ex, *dx_in, dn, a->x_in, lp->ln1_w, lp->ln1_b, a->n1_mean, a->n1_rstd);
     px_ex_free(ex, &dn);
@@ -448,23 +448,23 @@ px_status px_layer_wgrad(px_exec *ex, const px_layer_params *lp, px_layer_act *a
     if (lp->router < 0) { /* (MoE: the MLP's gradients were taken in B) */
         /* W2: d(MLP output) x act output */
         if (ex->sp)
-            TRY(px_ex_tp_gather(ex, a->w_dy, &dy, err));
+            PX_TRY(px_ex_tp_gather(ex, a->w_dy, &dy, err));
         k->matmul_bwd(NULL, G(lp->w2), NULL, ex->sp ? dy : a->w_dy, a->h2, W(lp->w2), T,
                       ex->f_l, h);
         px_ex_free(ex, &dy);
         /* W1: d(gate|up or fc) x norm 2 output */
-        TRY(col_input(ex, a->n2_out, &g, err));
+        PX_TRY(col_input(ex, a->n2_out, &g, err));
         k->matmul_bwd(NULL, G(lp->w1), NULL, a->w_dh1, g, W(lp->w1), T, h, ex->w1_rows);
         col_input_done(ex, a->n2_out, &g);
     }
     /* Wo: d(attention block output) x attention output */
     if (ex->sp)
-        TRY(px_ex_tp_gather(ex, a->w_do, &dy, err));
+        PX_TRY(px_ex_tp_gather(ex, a->w_do, &dy, err));
     k->matmul_bwd(NULL, G(lp->wo), NULL, ex->sp ? dy : a->w_do, a->att, W(lp->wo), T,
                   ex->nh_l * ex->hd, h);
     px_ex_free(ex, &dy);
     /* Wqkv: d(qkv before RoPE) x norm 1 output */
-    TRY(col_input(ex, a->n1_out, &g, err));
+    PX_TRY(col_input(ex, a->n1_out, &g, err));
     k->matmul_bwd(NULL, G(lp->wqkv), NULL, a->w_dqkv, g, W(lp->wqkv), T, h, ex->qkv_l);
     col_input_done(ex, a->n1_out, &g);
     px_ex_free(ex, &a->w_dy);

@@ -106,7 +106,7 @@ static px_status gather_counts(px_exec *ex, struct px_moe_route *r, px_error *er
     r->g_blk = calloc((size_t)(etp * nb), sizeof *r->g_blk);
     if (!r->g_rows || !r->g_blk)
         return PX_FAIL(err, PX_ERR_NOMEM, "MoE: out of memory (etp row counts)");
-    TRY(px_mpi_check(MPI_Allgather(r->recv_blk, (int)nb, MPI_INT64_T, r->g_blk, (int)nb,
+    PX_TRY(px_mpi_check(MPI_Allgather(r->recv_blk, (int)nb, MPI_INT64_T, r->g_blk, (int)nb,
                                    MPI_INT64_T, ex->etp.mpi),
                      "MPI_Allgather (MoE expert-TP row counts)", err));
     r->n_g = 0;
@@ -327,49 +327,49 @@ px_status px_moe_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, co
     px_mem_kind A = PX_MEM_ACTIVATIONS, X = PX_MEM_TEMP;
     void *logits = NULL, *xs = NULL, *own = NULL, *buf[2] = {NULL, NULL};
 
-    TRY(px_ex_alloc_act(ex, X, Tm * E, &logits, err));
+    PX_TRY(px_ex_alloc_act(ex, X, Tm * E, &logits, err));
     k->matmul_fwd(logits, x, W(lp->router), NULL, Tm, h, E);
-    TRY(px_ex_alloc_f32(ex, A, Tm * E, &a->m_probs, err));
-    TRY(px_ex_alloc_i32(ex, A, Tm * ex->top_k, &a->m_idx, err));
-    TRY(px_ex_alloc_f32(ex, A, Tm * ex->top_k, &a->m_gate, err));
+    PX_TRY(px_ex_alloc_f32(ex, A, Tm * E, &a->m_probs, err));
+    PX_TRY(px_ex_alloc_i32(ex, A, Tm * ex->top_k, &a->m_idx, err));
+    PX_TRY(px_ex_alloc_f32(ex, A, Tm * ex->top_k, &a->m_gate, err));
     k->moe_router_fwd(a->m_probs, a->m_idx, a->m_gate, logits, Tm, E, ex->top_k);
     px_ex_free(ex, &logits);
-    TRY(route(ex, a, err));
+    PX_TRY(route(ex, a, err));
     struct px_moe_route *r = a->m_route;
 
     /* Dispatch over ep, then (etp > 1) the all-gather over etp. */
-    TRY(px_ex_alloc_act(ex, X, r->n_send * h, &xs, err));
+    PX_TRY(px_ex_alloc_act(ex, X, r->n_send * h, &xs, err));
     k->moe_permute(xs, x, a->m_rows, NULL, NULL, r->n_send, h);
-    TRY(px_ex_alloc_act(ex, A, r->n_g * h, &a->m_xr, err));
+    PX_TRY(px_ex_alloc_act(ex, A, r->n_g * h, &a->m_xr, err));
     if (etp)
-        TRY(px_ex_alloc_act(ex, X, r->n_recv * h, &own, err));
-    TRY(a2a_rows(ex, etp ? own : a->m_xr, r->recv_rows, xs, r->send_rows, h, err));
+        PX_TRY(px_ex_alloc_act(ex, X, r->n_recv * h, &own, err));
+    PX_TRY(a2a_rows(ex, etp ? own : a->m_xr, r->recv_rows, xs, r->send_rows, h, err));
     px_ex_free(ex, &xs);
     if (etp) {
-        TRY(etp_gather(ex, r, a->m_xr, own, h, err));
+        PX_TRY(etp_gather(ex, r, a->m_xr, own, h, err));
         px_ex_free(ex, &own);
     }
 
     /* This rank's experts (its slice of them), one block per (etp rank,
      * source, expert). */
-    TRY(px_ex_alloc_act(ex, A, r->n_g * 2 * fl, &a->m_h1, err));
-    TRY(px_ex_alloc_act(ex, X, r->n_g * fl, &buf[0], err));
-    TRY(px_ex_alloc_act(ex, X, r->n_g * h, &buf[1], err));
+    PX_TRY(px_ex_alloc_act(ex, A, r->n_g * 2 * fl, &a->m_h1, err));
+    PX_TRY(px_ex_alloc_act(ex, X, r->n_g * fl, &buf[0], err));
+    PX_TRY(px_ex_alloc_act(ex, X, r->n_g * h, &buf[1], err));
     for_blocks(ex, r, lp, a, buf, expert_fwd);
     px_ex_free(ex, &buf[0]);
     if (etp) { /* the row-parallel sum: back to the rank that received each row */
-        TRY(px_ex_alloc_act(ex, X, r->n_recv * h, &own, err));
-        TRY(etp_reduce(ex, r, own, buf[1], h, err));
+        PX_TRY(px_ex_alloc_act(ex, X, r->n_recv * h, &own, err));
+        PX_TRY(etp_reduce(ex, r, own, buf[1], h, err));
         px_ex_free(ex, &buf[1]);
     } else {
         own = buf[1];
     }
 
     /* Combine: back to the token's rank, scaled by its gate and summed. */
-    TRY(px_ex_alloc_act(ex, A, r->n_send * h, &a->m_yr, err));
-    TRY(a2a_rows(ex, a->m_yr, r->send_rows, own, r->recv_rows, h, err));
+    PX_TRY(px_ex_alloc_act(ex, A, r->n_send * h, &a->m_yr, err));
+    PX_TRY(a2a_rows(ex, a->m_yr, r->send_rows, own, r->recv_rows, h, err));
     px_ex_free(ex, &own);
-    TRY(px_ex_alloc_act(ex, X, Tm * h, y, err));
+    PX_TRY(px_ex_alloc_act(ex, X, Tm * h, y, err));
     k->moe_unpermute(*y, a->m_yr, a->m_rows, a->m_gate, a->m_slots, r->n_send, h);
     return PX_OK;
 }
@@ -387,16 +387,16 @@ px_status px_moe_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, co
     void *buf[5] = {NULL, NULL, NULL, NULL, NULL};
 
     /* Gates: d(gate) = <dy_t, expert output>; the rows sent back scaled. */
-    TRY(px_ex_alloc_f32(ex, X, Tm * ex->top_k, &dgate, err));
+    PX_TRY(px_ex_alloc_f32(ex, X, Tm * ex->top_k, &dgate, err));
     k->moe_gate_bwd(dgate, dy, a->m_yr, a->m_rows, a->m_slots, r->n_send, h);
-    TRY(px_ex_alloc_act(ex, X, r->n_send * h, &dys, err));
+    PX_TRY(px_ex_alloc_act(ex, X, r->n_send * h, &dys, err));
     k->moe_permute(dys, dy, a->m_rows, a->m_gate, a->m_slots, r->n_send, h);
-    TRY(px_ex_alloc_act(ex, X, r->n_recv * h, &dyr, err));
-    TRY(a2a_rows(ex, dyr, r->recv_rows, dys, r->send_rows, h, err));
+    PX_TRY(px_ex_alloc_act(ex, X, r->n_recv * h, &dyr, err));
+    PX_TRY(a2a_rows(ex, dyr, r->recv_rows, dys, r->send_rows, h, err));
     px_ex_free(ex, &dys);
     if (etp) { /* every slice of an expert needs the gradient of all its rows */
-        TRY(px_ex_alloc_act(ex, X, r->n_g * h, &buf[0], err));
-        TRY(etp_gather(ex, r, buf[0], dyr, h, err));
+        PX_TRY(px_ex_alloc_act(ex, X, r->n_g * h, &buf[0], err));
+        PX_TRY(etp_gather(ex, r, buf[0], dyr, h, err));
         px_ex_free(ex, &dyr);
     } else {
         buf[0] = dyr;
@@ -405,36 +405,36 @@ px_status px_moe_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, co
 
     /* Experts: input gradients partial over etp, this slice's weight
      * gradients complete for the rows of this etp group. */
-    TRY(px_ex_alloc_act(ex, X, r->n_g * h, &buf[1], err));
-    TRY(px_ex_alloc_act(ex, X, r->n_g * fl, &buf[2], err));
-    TRY(px_ex_alloc_act(ex, X, r->n_g * fl, &buf[3], err));
-    TRY(px_ex_alloc_act(ex, X, r->n_g * 2 * fl, &buf[4], err));
+    PX_TRY(px_ex_alloc_act(ex, X, r->n_g * h, &buf[1], err));
+    PX_TRY(px_ex_alloc_act(ex, X, r->n_g * fl, &buf[2], err));
+    PX_TRY(px_ex_alloc_act(ex, X, r->n_g * fl, &buf[3], err));
+    PX_TRY(px_ex_alloc_act(ex, X, r->n_g * 2 * fl, &buf[4], err));
     for_blocks(ex, r, lp, a, buf, expert_bwd);
     px_ex_free(ex, &buf[2]);
     px_ex_free(ex, &buf[3]);
     px_ex_free(ex, &buf[4]);
     px_ex_free(ex, &buf[0]);
     if (etp) {
-        TRY(px_ex_alloc_act(ex, X, r->n_recv * h, &dxr, err));
-        TRY(etp_reduce(ex, r, dxr, buf[1], h, err));
+        PX_TRY(px_ex_alloc_act(ex, X, r->n_recv * h, &dxr, err));
+        PX_TRY(etp_reduce(ex, r, dxr, buf[1], h, err));
         px_ex_free(ex, &buf[1]);
     } else {
         dxr = buf[1];
     }
-    TRY(px_ex_alloc_act(ex, X, r->n_send * h, &dxs, err));
-    TRY(a2a_rows(ex, dxs, r->send_rows, dxr, r->recv_rows, h, err));
+    PX_TRY(px_ex_alloc_act(ex, X, r->n_send * h, &dxs, err));
+    PX_TRY(a2a_rows(ex, dxs, r->send_rows, dxr, r->recv_rows, h, err));
     px_ex_free(ex, &dxr);
-    TRY(px_ex_alloc_act(ex, X, Tm * h, dx, err));
+    PX_TRY(px_ex_alloc_act(ex, X, Tm * h, dx, err));
     /* slots without gates: the CUDA kernel then sums each token's k rows in
      * a fixed order (no atomics), the CPU one ignores them */
     k->moe_unpermute(*dx, dxs, a->m_rows, NULL, a->m_slots, r->n_send, h);
     px_ex_free(ex, &dxs);
 
     /* Router: through the softmax into its weight and the input. */
-    TRY(px_ex_alloc_act(ex, X, Tm * E, &dlogits, err));
+    PX_TRY(px_ex_alloc_act(ex, X, Tm * E, &dlogits, err));
     k->moe_router_bwd(dlogits, a->m_probs, a->m_idx, dgate, Tm, E, ex->top_k);
     px_ex_free(ex, &dgate);
-    TRY(px_ex_alloc_act(ex, X, Tm * h, &dxrt, err));
+    PX_TRY(px_ex_alloc_act(ex, X, Tm * h, &dxrt, err));
     k->matmul_bwd(dxrt, G(lp->router), NULL, dlogits, x, W(lp->router), Tm, h, E);
     k->residual_fwd(*dx, *dx, dxrt, Tm * h);
     px_ex_free(ex, &dxrt);

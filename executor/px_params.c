@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "px_plan_check.h"
+
 void px_chunk_layers(const px_parallel *par, int64_t n_layers, int k, int64_t *first,
                      int64_t *count)
 {
@@ -44,13 +46,6 @@ static px_status add_seg(px_param_table *t, int64_t id, int64_t full_rows, int64
     return PX_OK;
 }
 
-#define TRY(x)                                                                           \
-    do {                                                                                 \
-        px_status st_ = (x);                                                             \
-        if (st_)                                                                         \
-            return st_;                                                                  \
-    } while (0)
-
 /* A full vector [n, 1] replicated on every TP rank. */
 static px_status add_vec(px_param_table *t, int64_t id, int64_t n, px_init_kind init,
                          int64_t *off, px_error *err)
@@ -69,53 +64,53 @@ static px_status build_layer(px_param_table *t, const px_model *m, int tp, int t
     memset(lp, 0xff, sizeof *lp); /* every offset -1 */
     lp->layer = layer;
 #define LID(kind) PX_TID_LAYER(layer, kind)
-    TRY(add_vec(t, LID(PX_T_LN1_W), h, PX_INIT_ONES, &lp->ln1_w, err));
+    PX_TRY(add_vec(t, LID(PX_T_LN1_W), h, PX_INIT_ONES, &lp->ln1_w, err));
     if (gpt)
-        TRY(add_vec(t, LID(PX_T_LN1_B), h, PX_INIT_ZEROS, &lp->ln1_b, err));
+        PX_TRY(add_vec(t, LID(PX_T_LN1_B), h, PX_INIT_ZEROS, &lp->ln1_b, err));
     /* Column-parallel: this rank's heads are rows [tp_rank * n_l, +n_l). */
-    TRY(add_seg(t, LID(PX_T_WQ), nq, h, tp_rank * nq_l, nq_l, 0, h, PX_INIT_NORMAL, false,
+    PX_TRY(add_seg(t, LID(PX_T_WQ), nq, h, tp_rank * nq_l, nq_l, 0, h, PX_INIT_NORMAL, false,
                 &lp->wqkv, err));
-    TRY(add_seg(t, LID(PX_T_WK), nk, h, tp_rank * nk_l, nk_l, 0, h, PX_INIT_NORMAL, false, NULL,
+    PX_TRY(add_seg(t, LID(PX_T_WK), nk, h, tp_rank * nk_l, nk_l, 0, h, PX_INIT_NORMAL, false, NULL,
                 err));
-    TRY(add_seg(t, LID(PX_T_WV), nk, h, tp_rank * nk_l, nk_l, 0, h, PX_INIT_NORMAL, false, NULL,
+    PX_TRY(add_seg(t, LID(PX_T_WV), nk, h, tp_rank * nk_l, nk_l, 0, h, PX_INIT_NORMAL, false, NULL,
                 err));
     if (qkv_bias) {
-        TRY(add_seg(t, LID(PX_T_BQ), nq, 1, tp_rank * nq_l, nq_l, 0, 1, PX_INIT_ZEROS, false,
+        PX_TRY(add_seg(t, LID(PX_T_BQ), nq, 1, tp_rank * nq_l, nq_l, 0, 1, PX_INIT_ZEROS, false,
                     &lp->bqkv, err));
-        TRY(add_seg(t, LID(PX_T_BK), nk, 1, tp_rank * nk_l, nk_l, 0, 1, PX_INIT_ZEROS, false,
+        PX_TRY(add_seg(t, LID(PX_T_BK), nk, 1, tp_rank * nk_l, nk_l, 0, 1, PX_INIT_ZEROS, false,
                     NULL, err));
-        TRY(add_seg(t, LID(PX_T_BV), nk, 1, tp_rank * nk_l, nk_l, 0, 1, PX_INIT_ZEROS, false,
+        PX_TRY(add_seg(t, LID(PX_T_BV), nk, 1, tp_rank * nk_l, nk_l, 0, 1, PX_INIT_ZEROS, false,
                     NULL, err));
     }
     /* Row-parallel: this rank's columns of Wo. */
-    TRY(add_seg(t, LID(PX_T_WO), h, nq, 0, h, tp_rank * nq_l, nq_l, PX_INIT_NORMAL, false,
+    PX_TRY(add_seg(t, LID(PX_T_WO), h, nq, 0, h, tp_rank * nq_l, nq_l, PX_INIT_NORMAL, false,
                 &lp->wo, err));
     if (gpt)
-        TRY(add_vec(t, LID(PX_T_BO), h, PX_INIT_ZEROS, &lp->bo, err));
-    TRY(add_vec(t, LID(PX_T_LN2_W), h, PX_INIT_ONES, &lp->ln2_w, err));
+        PX_TRY(add_vec(t, LID(PX_T_BO), h, PX_INIT_ZEROS, &lp->bo, err));
+    PX_TRY(add_vec(t, LID(PX_T_LN2_W), h, PX_INIT_ONES, &lp->ln2_w, err));
     if (gpt)
-        TRY(add_vec(t, LID(PX_T_LN2_B), h, PX_INIT_ZEROS, &lp->ln2_b, err));
+        PX_TRY(add_vec(t, LID(PX_T_LN2_B), h, PX_INIT_ZEROS, &lp->ln2_b, err));
     if (px_model_layer_is_moe(m, layer)) { /* experts come later, in the expert region */
-        TRY(add_seg(t, LID(PX_T_ROUTER), m->n_experts, h, 0, m->n_experts, 0, h,
+        PX_TRY(add_seg(t, LID(PX_T_ROUTER), m->n_experts, h, 0, m->n_experts, 0, h,
                     PX_INIT_NORMAL, true, &lp->router, err));
         t->segs[t->n_segs - 1].tp_sum = true;
         return PX_OK;
     }
     if (gpt) {
-        TRY(add_seg(t, LID(PX_T_W_FC), f, h, tp_rank * f_l, f_l, 0, h, PX_INIT_NORMAL, false,
+        PX_TRY(add_seg(t, LID(PX_T_W_FC), f, h, tp_rank * f_l, f_l, 0, h, PX_INIT_NORMAL, false,
                     &lp->w1, err));
-        TRY(add_seg(t, LID(PX_T_B_FC), f, 1, tp_rank * f_l, f_l, 0, 1, PX_INIT_ZEROS, false,
+        PX_TRY(add_seg(t, LID(PX_T_B_FC), f, 1, tp_rank * f_l, f_l, 0, 1, PX_INIT_ZEROS, false,
                     &lp->b1, err));
     } else {
-        TRY(add_seg(t, LID(PX_T_W_GATE), f, h, tp_rank * f_l, f_l, 0, h, PX_INIT_NORMAL, false,
+        PX_TRY(add_seg(t, LID(PX_T_W_GATE), f, h, tp_rank * f_l, f_l, 0, h, PX_INIT_NORMAL, false,
                     &lp->w1, err));
-        TRY(add_seg(t, LID(PX_T_W_UP), f, h, tp_rank * f_l, f_l, 0, h, PX_INIT_NORMAL, false,
+        PX_TRY(add_seg(t, LID(PX_T_W_UP), f, h, tp_rank * f_l, f_l, 0, h, PX_INIT_NORMAL, false,
                     NULL, err));
     }
-    TRY(add_seg(t, LID(PX_T_W_DOWN), h, f, 0, h, tp_rank * f_l, f_l, PX_INIT_NORMAL, false,
+    PX_TRY(add_seg(t, LID(PX_T_W_DOWN), h, f, 0, h, tp_rank * f_l, f_l, PX_INIT_NORMAL, false,
                 &lp->w2, err));
     if (gpt)
-        TRY(add_vec(t, LID(PX_T_B_DOWN), h, PX_INIT_ZEROS, &lp->b2, err));
+        PX_TRY(add_vec(t, LID(PX_T_B_DOWN), h, PX_INIT_ZEROS, &lp->b2, err));
 #undef LID
     return PX_OK;
 }
@@ -134,22 +129,30 @@ static px_status build_experts(px_param_table *t, const px_model *m, px_layer_pa
     int64_t e0 = t->expert0, el = t->n_experts_local, fe0 = t->fe0, fl = t->fe_l;
     int64_t layer = lp->layer, id1 = PX_TID_LAYER(layer, PX_T_EXP_W1);
     if (fl == fe) {
-        TRY(add_seg(t, id1, E * 2 * fe, h, e0 * 2 * fe, el * 2 * fe, 0, h, PX_INIT_NORMAL, false,
+        PX_TRY(add_seg(t, id1, E * 2 * fe, h, e0 * 2 * fe, el * 2 * fe, 0, h, PX_INIT_NORMAL, false,
                     &lp->ew1, err));
         t->segs[t->n_segs - 1].expert = true;
     } else {
         for (int64_t le = 0; le < el; le++)
             for (int half = 0; half < 2; half++) { /* gate, then up */
                 int64_t row0 = (e0 + le) * 2 * fe + half * fe + fe0;
-                TRY(add_seg(t, id1, E * 2 * fe, h, row0, fl, 0, h, PX_INIT_NORMAL, false,
+                PX_TRY(add_seg(t, id1, E * 2 * fe, h, row0, fl, 0, h, PX_INIT_NORMAL, false,
                             le == 0 && half == 0 ? &lp->ew1 : NULL, err));
                 t->segs[t->n_segs - 1].expert = true;
             }
     }
-    TRY(add_seg(t, PX_TID_LAYER(layer, PX_T_EXP_W2), E * h, fe, e0 * h, el * h, fe0, fl,
+    PX_TRY(add_seg(t, PX_TID_LAYER(layer, PX_T_EXP_W2), E * h, fe, e0 * h, el * h, fe0, fl,
                 PX_INIT_NORMAL, false, &lp->ew2, err));
     t->segs[t->n_segs - 1].expert = true;
     return PX_OK;
+}
+
+/* Both executors' capability sets pad the vocabulary alike (px_plan_check.c). */
+int64_t px_params_vocab_rows(const px_model *m, int tp)
+{
+    px_caps caps;
+    px_caps_cpu_executor(&caps);
+    return px_caps_vocab_rows(&caps, m->vocab, tp);
 }
 
 px_status px_params_build(px_param_table *t, const px_model *m, const px_parallel *par,
@@ -176,7 +179,7 @@ px_status px_params_build_etp(px_param_table *t, const px_model *m, const px_par
     t->word_emb = t->pos_emb = t->final_norm_w = t->final_norm_b = t->lm_head = -1;
     int tp = par->tp, pp = par->pp, vpp = par->vpp;
     int n_total = pp * vpp;
-    int64_t V_l = m->vocab / tp, h = m->hidden;
+    int64_t V_rows = px_params_vocab_rows(m, tp), V_l = V_rows / tp, h = m->hidden;
     t->n_chunks = vpp;
     t->chunks = calloc((size_t)vpp, sizeof *t->chunks);
     if (!t->chunks)
@@ -188,21 +191,21 @@ px_status px_params_build_etp(px_param_table *t, const px_model *m, const px_par
         c->is_last = c->model_chunk == n_total - 1;
         px_chunk_layers(par, m->n_layers, c->model_chunk, &c->first_layer, &c->n_layers);
         if (c->is_first) {
-            TRY(add_seg(t, PX_T_WORD_EMB, m->vocab, h, tp_rank * V_l, V_l, 0, h, PX_INIT_NORMAL,
+            PX_TRY(add_seg(t, PX_T_WORD_EMB, V_rows, h, tp_rank * V_l, V_l, 0, h, PX_INIT_NORMAL,
                         false, &t->word_emb, err));
             if (m->block == PX_BLOCK_GPT)
-                TRY(add_seg(t, PX_T_POS_EMB, m->max_positions, h, 0, m->max_positions, 0, h,
+                PX_TRY(add_seg(t, PX_T_POS_EMB, m->max_positions, h, 0, m->max_positions, 0, h,
                             PX_INIT_NORMAL, true, &t->pos_emb, err));
         }
         c->layers = calloc((size_t)(c->n_layers > 0 ? c->n_layers : 1), sizeof *c->layers);
         if (!c->layers)
             return PX_FAIL(err, PX_ERR_NOMEM, "parameter table: out of memory");
         for (int64_t l = 0; l < c->n_layers; l++)
-            TRY(build_layer(t, m, tp, tp_rank, c->first_layer + l, &c->layers[l], err));
+            PX_TRY(build_layer(t, m, tp, tp_rank, c->first_layer + l, &c->layers[l], err));
         if (c->is_last) {
-            TRY(add_vec(t, PX_T_FINAL_NORM_W, h, PX_INIT_ONES, &t->final_norm_w, err));
+            PX_TRY(add_vec(t, PX_T_FINAL_NORM_W, h, PX_INIT_ONES, &t->final_norm_w, err));
             if (m->block == PX_BLOCK_GPT)
-                TRY(add_vec(t, PX_T_FINAL_NORM_B, h, PX_INIT_ZEROS, &t->final_norm_b, err));
+                PX_TRY(add_vec(t, PX_T_FINAL_NORM_B, h, PX_INIT_ZEROS, &t->final_norm_b, err));
             if (m->tied_embeddings && t->word_emb >= 0) {
                 t->lm_head = t->word_emb; /* one tensor, both uses */
             } else {
@@ -210,7 +213,7 @@ px_status px_params_build_etp(px_param_table *t, const px_model *m, const px_par
                  * tensor id (same initial values); the engine sums its gradient
                  * with the first stage's. */
                 int64_t id = m->tied_embeddings ? PX_T_WORD_EMB : PX_T_LM_HEAD;
-                TRY(add_seg(t, id, m->vocab, h, tp_rank * V_l, V_l, 0, h, PX_INIT_NORMAL, false,
+                PX_TRY(add_seg(t, id, V_rows, h, tp_rank * V_l, V_l, 0, h, PX_INIT_NORMAL, false,
                             &t->lm_head, err));
             }
         }
@@ -223,7 +226,7 @@ px_status px_params_build_etp(px_param_table *t, const px_model *m, const px_par
         for (int j = 0; j < vpp; j++)
             for (int64_t l = 0; l < t->chunks[j].n_layers; l++)
                 if (t->chunks[j].layers[l].router >= 0)
-                    TRY(build_experts(t, m, &t->chunks[j].layers[l], err));
+                    PX_TRY(build_experts(t, m, &t->chunks[j].layers[l], err));
     }
     return PX_OK;
 }

@@ -93,6 +93,10 @@ void px_chunk_layers(const px_parallel *par, int64_t n_layers, int k, int64_t *f
 
 /* Builds the table of the rank at (tp_rank, stage) of plan's grid (expert
  * parallel rank 0). */
+/* The rows of the embedding and LM-head tables at tensor-parallel size tp:
+ * the vocabulary padded to a multiple of tp (the executors' px_caps). */
+int64_t px_params_vocab_rows(const px_model *m, int tp);
+
 px_status px_params_build(px_param_table *tab, const px_model *m, const px_parallel *par,
                           int tp_rank, int stage, px_error *err);
 /* The same for a rank at ep_rank of its expert-parallel group: it holds

@@ -92,7 +92,7 @@ px_status px_ex_use_w(px_exec *ex, int64_t off, px_error *err)
         return PX_OK;
     /* The compute copy moves (bf16 in mixed precision), never the master. */
     int64_t r = u->comm->rank;
-    TRY(px_ex_alloc_act(ex, PX_MEM_WEIGHTS, u->piece * u->comm->size, &u->w, err));
+    PX_TRY(px_ex_alloc_act(ex, PX_MEM_WEIGHTS, u->piece * u->comm->size, &u->w, err));
     void *mine = px_ex_at(ex, u->w, r * u->piece);
     ex->be->copy(ex->be, mine, px_ex_at(ex, ex->params, u->shard_off),
                  px_ex_bytes(ex, u->piece));
@@ -156,14 +156,14 @@ px_status px_ex_shard_reduce(px_exec *ex, px_error *err)
             if (hi > p1)
                 hi = p1;
             if (hi > lo)
-                TRY(be->all_reduce(be, ex->grads + u->shard_off + (lo - p0), hi - lo, PX_F32,
+                PX_TRY(be->all_reduce(be, ex->grads + u->shard_off + (lo - p0), hi - lo, PX_F32,
                                    PX_REDUCE_SUM, &ex->tp, err));
         }
     /* Tied embeddings over a pipeline: the embedding (stage 0) and its copy
      * (last stage) are units of equal size, so the pieces match. */
     if (ex->emb.mpi != MPI_COMM_NULL) {
         px_unit *u = px_ex_unit(ex, ex->stage == 0 ? ex->tab.word_emb : ex->tab.lm_head);
-        TRY(be->all_reduce(be, ex->grads + u->shard_off, u->piece, PX_F32, PX_REDUCE_SUM,
+        PX_TRY(be->all_reduce(be, ex->grads + u->shard_off, u->piece, PX_F32, PX_REDUCE_SUM,
                            &ex->emb, err));
     }
     return PX_OK;
@@ -197,7 +197,7 @@ px_status px_ex_shard_update(px_exec *ex, px_error *err)
         if (d == 1)
             continue;
         void *tmp = NULL;
-        TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, u->piece * d, &tmp, err));
+        PX_TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, u->piece * d, &tmp, err));
         void *mine = px_ex_at(ex, tmp, r * u->piece);
         if (len > 0)
             be->copy(be, mine, w, px_ex_bytes(ex, len));
@@ -205,7 +205,7 @@ px_status px_ex_shard_update(px_exec *ex, px_error *err)
         if (!st)
             be->copy(be, px_ex_at(ex, ex->params, u->start), tmp, px_ex_bytes(ex, u->n));
         px_ex_free(ex, &tmp);
-        TRY(st);
+        PX_TRY(st);
     }
     return PX_OK;
 }
@@ -229,14 +229,14 @@ px_status px_ex_gather_all(px_exec *ex, float *host, px_error *err)
         px_unit *u = &ex->units[i];
         int64_t r = u->comm->rank;
         float *win = NULL;
-        TRY(px_ex_alloc_f32(ex, PX_MEM_TEMP, u->piece * u->comm->size, &win, err));
+        PX_TRY(px_ex_alloc_f32(ex, PX_MEM_TEMP, u->piece * u->comm->size, &win, err));
         float *mine = win + r * u->piece;
         ex->be->copy(ex->be, mine, pieces + u->shard_off, u->piece * (int64_t)sizeof(float));
         px_status st = ex->be->all_gather(ex->be, win, mine, u->piece, PX_F32, u->comm, err);
         if (!st)
             ex->be->download(ex->be, host + u->start, win, u->n * (int64_t)sizeof(float));
         px_ex_free(ex, &win);
-        TRY(st);
+        PX_TRY(st);
     }
     return PX_OK;
 }

@@ -54,6 +54,8 @@ typedef struct {
     unsigned model_features;             /* px_model_feature bits */
     int max_pp;                          /* largest pipeline size it runs; 0: no limit,
                                           * 1: no pipeline parallelism (FSDP-only stacks) */
+    bool zb_virtual_chunks;              /* zb-h1 over vpp > 1 chunks per stage */
+    bool moe_gpt_block;                  /* experts in GPT (LayerNorm/GeLU) blocks */
 } px_caps;
 
 #endif

@@ -15,6 +15,7 @@
 #include "px_flops.h"
 #include "px_layout.h"
 #include "px_sliding.h"
+#include "px_plan_check.h"
 
 static double dmax(double a, double b) { return a > b ? a : b; }
 static double dmin(double a, double b) { return a < b ? a : b; }
@@ -381,89 +382,9 @@ px_status px_cost_ctx_init(px_cost_ctx *ctx, const px_model *m, const px_hw *hw,
 
 px_status px_cost_check(const px_model *m, const px_parallel *par, px_error *err)
 {
-    int64_t s = par->seq_len > 0 ? par->seq_len : m->seq_len;
-    if (par->tp < 1 || par->cp < 1 || par->pp < 1 || par->dp < 1 || par->vpp < 1 ||
-        par->ep < 1 || par->etp < 1)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "parallel sizes tp %d cp %d pp %d vpp %d dp %d ep %d etp %d: each must "
-                       "be >= 1",
-                       par->tp, par->cp, par->pp, par->vpp, par->dp, par->ep, par->etp);
-    if (m->n_heads % par->tp != 0)
-        return PX_FAIL(err, PX_ERR_INVALID, "tp = %d does not divide the %lld attention heads",
-                       par->tp, (long long)m->n_heads);
-    if (m->n_kv_heads % par->tp != 0)
-        return PX_FAIL(err, PX_ERR_INVALID, "tp = %d does not divide the %lld kv heads",
-                       par->tp, (long long)m->n_kv_heads);
-    if (s < 1 || s % par->cp != 0)
-        return PX_FAIL(err, PX_ERR_INVALID, "cp = %d does not divide the sequence length %lld",
-                       par->cp, (long long)s);
-    if (par->cp > 1 && par->cp_comm == PX_CPC_A2A && (m->n_heads / par->tp) % par->cp != 0)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "cp-comm a2a: cp = %d does not divide the %lld heads per TP rank "
-                       "(the all-to-all shards heads)", par->cp,
-                       (long long)(m->n_heads / par->tp));
-    if (par->zero < 0 || par->zero > 3)
-        return PX_FAIL(err, PX_ERR_INVALID, "zero = %d: allowed 0, 1, 2, 3", par->zero);
-    if (par->micro_batch < 1 || par->n_micro < 1)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "micro_batch = %lld, n_micro = %lld: each must be >= 1",
-                       (long long)par->micro_batch, (long long)par->n_micro);
-    if (par->vpp > 1 && (par->schedule != PX_SCHED_INTERLEAVED || par->pp < 2))
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "vpp = %d needs schedule interleaved and pp >= 2 (schedule %s, pp %d)",
-                       par->vpp, px_schedule_name(par->schedule), par->pp);
-    if (par->schedule == PX_SCHED_INTERLEAVED && par->vpp < 2)
-        return PX_FAIL(err, PX_ERR_INVALID, "schedule interleaved needs vpp >= 2 (vpp = %d)",
-                       par->vpp);
-    if (par->schedule == PX_SCHED_INTERLEAVED && par->n_micro < par->pp)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "schedule interleaved needs at least pp = %d micro-batches (m = %lld)",
-                       par->pp, (long long)par->n_micro);
-    int chunks = par->pp * par->vpp;
-    if (par->n_chunks > 0) {
-        if (par->n_chunks != chunks)
-            return PX_FAIL(err, PX_ERR_INVALID,
-                           "layers_per_chunk has %d entries: must have pp x vpp = %d",
-                           par->n_chunks, chunks);
-        int64_t sum = 0;
-        for (int i = 0; i < par->n_chunks; i++) {
-            if (par->layers_per_chunk[i] < 1)
-                return PX_FAIL(err, PX_ERR_INVALID, "layers_per_chunk[%d] = %d: must be >= 1",
-                               i, par->layers_per_chunk[i]);
-            sum += par->layers_per_chunk[i];
-        }
-        if (sum != m->n_layers)
-            return PX_FAIL(err, PX_ERR_INVALID,
-                           "layers_per_chunk sums to %lld: must equal the %lld layers",
-                           (long long)sum, (long long)m->n_layers);
-    } else if (chunks > m->n_layers) {
-        /* an uneven split without layers_per_chunk is costed with
-         * px_cost_default_split; every chunk still needs a layer */
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "pp x vpp = %d exceeds the %lld layers: every chunk needs a layer",
-                       chunks, (long long)m->n_layers);
-    }
-    if (m->n_experts > 0) {
-        if (m->n_experts % par->ep != 0)
-            return PX_FAIL(err, PX_ERR_INVALID, "ep = %d does not divide the %lld experts",
-                           par->ep, (long long)m->n_experts);
-        int dense = par->tp * par->cp * par->dp;
-        if (dense % (par->ep * par->etp) != 0)
-            return PX_FAIL(err, PX_ERR_INVALID,
-                           "ep x etp = %d does not divide tp x cp x dp = %d", par->ep * par->etp,
-                           dense);
-        if (m->moe_ffn % par->etp != 0)
-            return PX_FAIL(err, PX_ERR_INVALID, "etp = %d does not divide moe_ffn %lld",
-                           par->etp, (long long)m->moe_ffn);
-    } else if (par->ep != 1 || par->etp != 1) {
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "ep = %d, etp = %d: a dense model allows only ep = etp = 1", par->ep,
-                       par->etp);
-    }
-    if (m->ffn > 0 && m->ffn % par->tp != 0)
-        return PX_FAIL(err, PX_ERR_INVALID, "tp = %d does not divide the ffn size %lld",
-                       par->tp, (long long)m->ffn);
-    return PX_OK;
+    px_caps caps; /* the cost model prices the planner's whole space */
+    px_caps_parallax(&caps);
+    return px_plan_check(m, par, &caps, err);
 }
 
 /* ---------------- node crossing ---------------- */

@@ -262,9 +262,8 @@ typedef struct {
         dp_bytes_per_step, tp_bytes_per_layer;
 } px_cost_detail;
 
-/* Checks the configuration against the model (divisibility of heads, kv
- * heads, layers, experts, sequence, ZeRO range, schedule vs vpp...).  The
- * message names the field and the rule. */
+/* px_plan_check (px_plan_check.h) under the planner's capability set
+ * (px_caps_parallax): the configurations the cost model can price. */
 px_status px_cost_check(const px_model *m, const px_parallel *par, px_error *err);
 
 /* Scores one configuration.  par->seq_len 0 means the model's.  train_tokens

@@ -52,4 +52,13 @@ void px_error_format(const px_error *err, char *buf, int buf_len);
 /* Convenience: set an error without a file position. */
 #define PX_FAIL(err, code, ...) px_error_set((err), (code), NULL, 0, 0, __VA_ARGS__)
 
+/* Propagates a px_status from a callee unchanged (err already filled): the
+ * one propagate macro of the project.  MPI return codes: px_error_mpi.h. */
+#define PX_TRY(call)                                                                  \
+    do {                                                                              \
+        px_status px_try_st_ = (call);                                                \
+        if (px_try_st_ != PX_OK)                                                      \
+            return px_try_st_;                                                        \
+    } while (0)
+
 #endif

@@ -91,6 +91,10 @@ static const px_jfield caps_fields[] = {
      0},
     CB(needs_flash_attention),
     {"max_pp", PX_JF_INT, offsetof(px_caps, max_pp), 0, true, 0, NULL, 0},
+    /* optional: zb-h1 over virtual chunks (default false), experts in GPT
+     * blocks (default true: every framework's MoE layer takes either block) */
+    {"zb_virtual_chunks", PX_JF_BOOL, offsetof(px_caps, zb_virtual_chunks), 0, false, 0, NULL, 0},
+    {"moe_gpt_block", PX_JF_BOOL, offsetof(px_caps, moe_gpt_block), 0, false, 0, NULL, 0},
 };
 static const char *const caps_sets[] = {"schedules", "recompute", "zero", "cp_flavours",
                                         "precisions", "model_features", NULL};
@@ -175,6 +179,7 @@ static px_status from_json(json_t *root, const char *file, px_framework *out, px
         return PX_ERR_INVALID;
     px_caps *c = &out->caps;
     snprintf(c->name, sizeof c->name, "%s", out->name);
+    c->moe_gpt_block = true;
     st = px_jf_read(caps_fields, NF(caps_fields), jc, c, file, "capabilities", caps_sets, err);
     if (st != PX_OK)
         return st;
@@ -248,25 +253,6 @@ px_status px_framework_load(const char *name_or_path, const char *dir, px_framew
 
 /* ------------------------------------------------------------------ */
 /* The capability test                                                 */
-
-unsigned px_model_features(const px_model *m)
-{
-    unsigned f = m->block == PX_BLOCK_GPT ? PX_FEAT_GPT_BLOCK : PX_FEAT_LLAMA_BLOCK;
-    if (m->attn == PX_ATTN_MLA)
-        f |= PX_FEAT_MLA;
-    if (m->qk_norm)
-        f |= PX_FEAT_QK_NORM;
-    if (m->n_experts > 0) {
-        f |= PX_FEAT_MOE;
-        if (m->n_shared_experts > 0)
-            f |= PX_FEAT_SHARED_EXPERTS;
-        if (m->first_dense_layers > 0)
-            f |= PX_FEAT_DENSE_FIRST;
-    }
-    if (m->n_mtp_modules > 0)
-        f |= PX_FEAT_MTP;
-    return f;
-}
 
 bool px_caps_allow(const px_caps *c, const px_model *m, const px_parallel *p, const char **why)
 {

@@ -13,6 +13,7 @@
 #include "px_error.h"
 #include "px_model.h"
 #include "px_plan.h"
+#include "px_plan_check.h" /* px_model_features */
 
 #define PX_FRAMEWORK_DEFAULT "parallax"
 
@@ -61,9 +62,6 @@ const char *px_framework_dir_default(void);
 px_status px_framework_load(const char *name_or_path, const char *dir, px_framework *out,
                             px_error *err);
 
-/* The px_model_feature bits of model m (the block kind, MLA, q/k norm, MoE
- * and its shared experts and leading dense layers, MTP). */
-unsigned px_model_features(const px_model *m);
 
 /* Whether caps allows configuration p of model m; on false, *why (if not
  * NULL) names the capability it lacks ("schedules: zb-h1"...). */

@@ -1,6 +1,8 @@
 /* px_layout.c — mixed-radix rank arithmetic for the parallel grid. */
 #include "px_layout.h"
 
+#include "px_plan_check.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -16,13 +18,12 @@ px_status px_layout_init(px_layout *lay, const px_parallel *par, px_error *err)
 {
     memset(lay, 0, sizeof *lay);
     int sizes[4] = {par->tp, par->cp, par->pp, par->dp};
-    for (int i = 0; i < 4; i++)
-        if (sizes[i] < 1)
-            return PX_FAIL(err, PX_ERR_INVALID, "parallel size %s = %d: must be >= 1",
-                           dim_names[i], sizes[i]);
-    if (par->ep < 1 || par->etp < 1)
-        return PX_FAIL(err, PX_ERR_INVALID, "ep = %d, etp = %d: must be >= 1", par->ep,
-                       par->etp);
+    /* sizes >= 1 and ep x etp folded over a stage (px_plan_check.h) */
+    px_status st = px_rule_expert_fold(par->tp, par->cp, par->dp, par->ep, par->etp, err);
+    if (st != PX_OK)
+        return st;
+    if (par->pp < 1)
+        return PX_FAIL(err, PX_ERR_INVALID, "parallel size pp = %d: must be >= 1", par->pp);
 
     /* Parse the order string: tokens separated by '-', innermost first. */
     const char *order = par->order[0] ? par->order : "tp-cp-ep-pp-dp";
@@ -55,11 +56,6 @@ px_status px_layout_init(px_layout *lay, const px_parallel *par, px_error *err)
     lay->world = stride;
 
     int dense = par->tp * par->cp * par->dp;
-    if (dense % (par->ep * par->etp) != 0)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "ep x etp = %d x %d must divide tp x cp x dp = %d (experts are folded "
-                       "over the GPUs of one pipeline stage)",
-                       par->ep, par->etp, dense);
     lay->ep = par->ep;
     lay->etp = par->etp;
     lay->edp = dense / (par->ep * par->etp);

@@ -90,6 +90,7 @@ static const char usage_text[] =
     "  --sweep-gpus A..B      the best plan for each GPU count A, 2A, 4A, ... up to B (or a\n"
     "                         list G1,G2,...), a table or (--json) an array; no --gpus\n"
     "  -o FILE                write the chosen plan (docs/plan-schema.md); alias --output\n"
+    "  --write-top DIR        write every ranked plan too, as DIR/rank-<N>.json\n"
     "  --list-models          the model presets and their aliases\n"
     "  --list-hw              the hardware profiles\n"
     "  --version              the Parallax version\n"
@@ -105,6 +106,7 @@ typedef struct {
     bool partition_given; /* --partition or --no-milp on the command line */
     px_search_opts opts;
     const char *sweep;    /* --sweep-gpus */
+    const char *top_dir;  /* --write-top */
 } plan_cli;
 
 /* ---- readers of the options whose values are words ---- */
@@ -259,6 +261,7 @@ static const px_arg plan_rows[] = {
     PX_ARG_SWITCH("--json", plan_cli, json),
     PX_ARG_INT("--threads", plan_cli, opts.threads, 1, PX_SEARCH_THREADS_MAX),
     PX_ARG_STR("--sweep-gpus", plan_cli, sweep),
+    PX_ARG_STR("--write-top", plan_cli, top_dir),
     PX_ARG_SWITCH("--list-models", plan_cli, list_models),
     PX_ARG_SWITCH("--list-hw", plan_cli, list_hw),
 };
@@ -1061,6 +1064,7 @@ typedef struct {
     px_framework fw;
     px_search_result res;
     px_plan plan;
+    px_plan ranked; /* --write-top: one ranked plan at a time */
 } plan_work;
 
 static px_status run_search(plan_cli *c, const px_model *model, FILE *out, px_error *err)
@@ -1110,6 +1114,15 @@ static px_status run_search(plan_cli *c, const px_model *model, FILE *out, px_er
         st = write_html(c->html, &w->model, &w->hw, c->gpus, &w->res, err);
         if (st == PX_OK && !c->json)
             fprintf(out, "# wrote %s\n", c->html);
+    }
+    /* every ranked plan, as -o writes the chosen one */
+    for (int i = 0; st == PX_OK && c->top_dir && i < w->res.n_top; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/rank-%d.json", c->top_dir, i + 1);
+        px_plan *p = &w->ranked;
+        make_plan(p, &w->model, &w->hw, &w->res.top[i]);
+        snprintf(p->framework, sizeof p->framework, "%s", w->fw.name);
+        st = px_plan_write(p, path, err);
     }
     if (st == PX_OK && c->out) {
         errno = 0;

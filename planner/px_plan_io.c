@@ -14,6 +14,7 @@
 #include "px_jfield.h"
 #include "px_plan.h"
 #include "px_plan_json.h"
+#include "px_plan_check.h"
 
 static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2"};
 static const char *const rc_names[] = {"none", "selective", "full"};
@@ -233,8 +234,8 @@ static px_status read_section(json_t *parent, const char *ppath, const char *key
     return px_jf_read(f, n, o, base, file, path, extra, err);
 }
 
-static px_status read_parallel_arrays(json_t *po, const char *file, const px_model *model,
-                                      px_parallel *par, px_error *err)
+static px_status read_parallel_arrays(json_t *po, const char *file, px_parallel *par,
+                                      px_error *err)
 {
     json_t *lpc = json_object_get(po, "layers_per_chunk");
     json_t *lrc = json_object_get(po, "layer_recompute");
@@ -248,11 +249,12 @@ static px_status read_parallel_arrays(json_t *po, const char *file, const px_mod
                             "[] for uniform)", lrc ? "expected an array" : "missing required field");
     size_t n = json_array_size(lpc), i;
     json_t *v;
-    if (n > 0 && n != (size_t)par->pp * (size_t)par->vpp)
+    /* the arrays' bounds here; their agreement with pp, vpp and the layers
+     * is px_plan_check's */
+    if (n > PX_MAX_CHUNKS)
         return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
-                            "parallel.layers_per_chunk: %zu entries, must be 0 or pp*vpp = %d", n,
-                            par->pp * par->vpp);
-    int64_t sum = 0;
+                            "parallel.layers_per_chunk: %zu entries, at most %d", n,
+                            PX_MAX_CHUNKS);
     json_array_foreach(lpc, i, v) {
         if (!json_is_integer(v) || json_integer_value(v) < 0 ||
             json_integer_value(v) > PX_MAX_LAYERS)
@@ -260,18 +262,13 @@ static px_status read_parallel_arrays(json_t *po, const char *file, const px_mod
                                 "parallel.layers_per_chunk[%zu]: expected an integer in 0..%d",
                                 i, PX_MAX_LAYERS);
         par->layers_per_chunk[i] = (int)json_integer_value(v);
-        sum += par->layers_per_chunk[i];
     }
     par->n_chunks = (int)n;
-    if (n > 0 && sum != model->n_layers)
-        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
-                            "parallel.layers_per_chunk: sums to %lld, the model has %lld layers",
-                            (long long)sum, (long long)model->n_layers);
     n = json_array_size(lrc);
-    if (n > 0 && n != (size_t)model->n_layers)
+    if (n > PX_MAX_LAYERS)
         return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
-                            "parallel.layer_recompute: %zu entries, must be 0 or n_layers = %lld",
-                            n, (long long)model->n_layers);
+                            "parallel.layer_recompute: %zu entries, at most %d", n,
+                            PX_MAX_LAYERS);
     json_array_foreach(lrc, i, v) {
         int r = -1;
         for (int k = 0; k < PX_RECOMPUTE_COUNT && json_is_string(v); k++)
@@ -355,13 +352,15 @@ px_status px_plan_from_json(json_t *root, const char *file, px_plan *out, px_err
         st = read_section(root, "", "parallel", parallel_fields, NF(parallel_fields), &out->par,
                           file, parallel_extra, err);
     if (st == PX_OK)
-        st = read_parallel_arrays(json_object_get(root, "parallel"), file, &out->model,
-                                  &out->par, err);
+        st = read_parallel_arrays(json_object_get(root, "parallel"), file, &out->par, err);
     if (st != PX_OK)
         return st;
-    if (out->par.zero > 3)
-        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
-                            "parallel.zero: %d is not one of 0, 1, 2, 3", out->par.zero);
+    /* legal for some consumer; each consumer checks its own capabilities */
+    px_caps any;
+    px_caps_any(&any);
+    px_error e;
+    if (px_plan_check(&out->model, &out->par, &any, &e) != PX_OK)
+        return px_error_set(err, e.code, file, 0, 0, "parallel: %s", e.msg);
 
     rank_order ro;
     batch_info b;

@@ -5,6 +5,8 @@
 
 #include "px_schedule.h"
 
+#include "px_plan_check.h"
+
 /* Megatron's interleaved order: virtual micro-step k runs model chunk
  * (k / pp) % vpp of micro-batch (k / (pp * vpp)) * pp + k % pp; backwards (and
  * their weight-gradient halves W) walk the chunks in reverse. */
@@ -97,23 +99,17 @@ px_status px_schedule_build(px_schedule s, int pp, int vpp, int stage, int n_mic
                        "schedule: pp = %d, vpp = %d, stage = %d, m = %d: need pp, vpp, m >= 1 "
                        "and 0 <= stage < pp",
                        pp, vpp, stage, n_micro);
-    if (s == PX_SCHED_ZB_H2 && vpp > 1)
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "schedule \"zb-h2\" with vpp = %d is not supported by this executor "
-                       "(zb-h2 needs vpp = 1; with vpp > 1 use \"interleaved\" or \"zb-h1\")",
-                       vpp);
+    /* the plan rules (px_plan_check.h) under the executors' capabilities */
+    px_caps caps;
+    px_caps_cpu_executor(&caps);
+    px_status st = px_rule_schedule(pp, vpp, s, &caps, err);
+    if (st == PX_OK)
+        st = px_rule_batch(pp, vpp, s, 1, n_micro, err);
+    if (st != PX_OK)
+        return st;
     if (s == PX_SCHED_ZB_H2)
         return zb_h2_order(pp, stage, n_micro, ops, n_ops, err);
-    if (vpp > 1 && s != PX_SCHED_INTERLEAVED && s != PX_SCHED_ZB_H1)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "vpp = %d needs schedule \"interleaved\" or \"zb-h1\" (got \"%s\")",
-                       vpp, px_schedule_name(s));
     if (vpp > 1) { /* interleaved; under ZB-H1 with W split off as below */
-        if (n_micro % pp != 0)
-            return PX_FAIL(err, PX_ERR_INVALID,
-                           "interleaved schedule: micro-batches m = %d must be a multiple of "
-                           "pp = %d",
-                           n_micro, pp);
         bool zb = s == PX_SCHED_ZB_H1;
         int total = n_micro * vpp;
         int warm = (pp - stage - 1) * 2 + (vpp - 1) * pp;

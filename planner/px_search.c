@@ -17,6 +17,7 @@
 #include "px_framework.h"
 #include "px_partition_refine.h"
 #include "px_split_megatron.h"
+#include "px_plan_check.h"
 
 void px_search_opts_init(px_search_opts *o)
 {
@@ -451,6 +452,15 @@ bool px_search_fully_fixed(const px_model *m, int gpus, const px_search_opts *o)
     return o->vpp > 0 || vpp_implied;
 }
 
+/* The capability set a search works under (px_search_opts.caps). */
+static const px_caps *search_caps(const px_search_opts *o, px_caps *storage)
+{
+    if (o->caps)
+        return o->caps;
+    px_caps_parallax(storage);
+    return storage;
+}
+
 int64_t px_search_default_tokens_per_step(const px_model *m)
 {
     px_param_count pc;
@@ -522,51 +532,57 @@ static px_status reject_fixed(px_search_result *res, px_reject r, px_error *err,
     return PX_FAIL(err, PX_ERR_INFEASIBLE, "%s", msg);
 }
 
+/* A fixed size against one rule (px_plan_check.h): the message names the flag. */
+static px_status fixed_rule(px_search_result *res, px_reject r, px_status rule, const char *flag,
+                            int val, const px_error *e, px_error *err)
+{
+    if (rule == PX_OK)
+        return PX_OK;
+    return reject_fixed(res, r, err, "--%s %d: %s", flag, val, e->msg);
+}
+
 static px_status check_fixed(const px_model *m, int gpus, int64_t s, const px_search_opts *o,
                              px_search_result *res, px_error *err)
 {
-    bool moe = m->n_experts > 0;
-    if (!moe && (o->ep > 1 || o->etp > 1))
-        return reject_fixed(
-            res, PX_REJ_EXPERTS, err,
-            "%s %d: ep and etp (expert parallelism) need a mixture-of-experts model; "
-            "%s is dense (no experts): leave --ep and --etp out or set them to 1",
-            o->ep > 1 ? "--ep" : "--etp", o->ep > 1 ? o->ep : o->etp, m->name);
-    if (o->tp > 0) {
-        if (m->n_heads % o->tp)
-            return reject_fixed(
-                res, PX_REJ_HEADS, err,
-                "--tp %d does not divide the %lld attention heads / %lld kv heads of "
-                "%s: each tensor-parallel rank needs whole heads",
-                o->tp, (long long)m->n_heads, (long long)m->n_kv_heads, m->name);
-        if (m->n_kv_heads % o->tp)
-            return reject_fixed(
-                res, PX_REJ_HEADS, err,
-                "--tp %d does not divide the %lld kv heads of %s (it divides the %lld "
-                "attention heads): each tensor-parallel rank needs whole kv heads, "
-                "so tp <= %lld",
-                o->tp, (long long)m->n_kv_heads, m->name, (long long)m->n_heads,
-                (long long)m->n_kv_heads);
-        if (m->ffn > 0 && m->ffn % o->tp)
-            return reject_fixed(res, PX_REJ_HEADS, err,
-                                "--tp %d does not divide the ffn size %lld of %s", o->tp,
-                                (long long)m->ffn, m->name);
+    px_caps cs;
+    const px_caps *caps = search_caps(o, &cs);
+    px_error e;
+    px_status st = PX_OK;
+    if (m->n_experts <= 0 && (o->ep > 1 || o->etp > 1))
+        st = fixed_rule(res, PX_REJ_EXPERTS, px_rule_experts(m, 1, 1, 1, o->ep > 1 ? o->ep : 1,
+                                                             o->etp > 1 ? o->etp : 1, caps, &e),
+                        o->ep > 1 ? "ep" : "etp", o->ep > 1 ? o->ep : o->etp, &e, err);
+    if (st == PX_OK && o->tp > 0)
+        st = fixed_rule(res, PX_REJ_HEADS, px_rule_tp(m, o->tp, caps, &e), "tp", o->tp, &e, err);
+    if (st == PX_OK && o->cp > 0)
+        st = fixed_rule(res, PX_REJ_SEQ, px_rule_cp(s, o->cp, caps, &e), "cp", o->cp, &e, err);
+    if (st == PX_OK && o->pp > 0)
+        st = fixed_rule(res, PX_REJ_LAYERS,
+                        px_rule_pipeline(m, o->pp, 1, PX_SCHED_1F1B, caps, &e), "pp", o->pp,
+                        &e, err);
+    /* vpp > 1: with pp fixed (or implied by the other fixed sizes), else
+     * with the least pp that interleaves */
+    int pp_implied = o->pp > 0 ? o->pp
+                     : (o->tp > 0 && o->cp > 0 && o->dp > 0 &&
+                        (int64_t)o->tp * o->cp * o->dp == gpus) ? 1 : 0;
+    if (st == PX_OK && o->vpp > 1) { /* pp free: the least pp that interleaves */
+        px_schedule sc = o->schedule >= 0 ? (px_schedule)o->schedule : PX_SCHED_INTERLEAVED;
+        st = fixed_rule(res, PX_REJ_LAYERS,
+                        px_rule_pipeline(m, pp_implied > 0 ? pp_implied : 2, o->vpp, sc, caps,
+                                         &e),
+                        "vpp", o->vpp, &e, err);
     }
-    if (o->cp > 0 && s % o->cp)
-        return reject_fixed(res, PX_REJ_SEQ, err,
-                            "--cp %d does not divide the sequence length %lld", o->cp,
-                            (long long)s);
-    if (o->pp > 0 && o->pp > m->n_layers)
-        return reject_fixed(res, PX_REJ_LAYERS, err, "--pp %d exceeds the %lld layers of %s", o->pp,
-                            (long long)m->n_layers, m->name);
-    if (moe && o->ep > 0 && m->n_experts % o->ep)
-        return reject_fixed(res, PX_REJ_EXPERTS, err,
-                            "--ep %d does not divide the %lld experts of %s", o->ep,
-                            (long long)m->n_experts, m->name);
-    if (moe && o->etp > 0 && m->moe_ffn % o->etp)
-        return reject_fixed(res, PX_REJ_HEADS, err,
-                            "--etp %d does not divide the expert ffn size %lld of %s", o->etp,
-                            (long long)m->moe_ffn, m->name);
+    /* ep and etp alone: the stage's GPUs are not fixed yet, so they are
+     * checked against a stage of tp·ep·etp GPUs, which they divide */
+    if (st == PX_OK && m->n_experts > 0 && (o->ep > 0 || o->etp > 0)) {
+        int ep = o->ep > 0 ? o->ep : 1, etp = o->etp > 0 ? o->etp : 1;
+        int tp = o->tp > 0 ? o->tp : (caps->etp ? 1 : etp);
+        st = fixed_rule(res, PX_REJ_EXPERTS,
+                        px_rule_experts(m, tp, 1, ep * etp, ep, etp, caps, &e),
+                        o->ep > 0 ? "ep" : "etp", o->ep > 0 ? o->ep : o->etp, &e, err);
+    }
+    if (st != PX_OK)
+        return st;
     /* the product of the fixed sizes against --gpus */
     const char *names[4] = {"tp", "cp", "pp", "dp"};
     int vals[4] = {o->tp, o->cp, o->pp, o->dp};
@@ -598,12 +614,13 @@ static px_status check_fixed(const px_model *m, int gpus, int64_t s, const px_se
 static bool has_factorisation(const px_model *m, int gpus, int64_t s, int64_t GB,
                               const px_search_opts *o)
 {
+    px_caps cs;
+    const px_caps *caps = search_caps(o, &cs);
     for (int tp = 1; tp <= gpus && tp <= o->max_tp; tp++) {
-        if (gpus % tp || (o->tp > 0 && tp != o->tp) || m->n_heads % tp ||
-            m->n_kv_heads % tp || (m->ffn > 0 && m->ffn % tp))
+        if (gpus % tp || (o->tp > 0 && tp != o->tp) || px_rule_tp(m, tp, caps, NULL))
             continue;
         for (int cp = 1; cp <= gpus / tp && cp <= o->max_cp; cp++) {
-            if ((gpus / tp) % cp || (o->cp > 0 && cp != o->cp) || s % cp)
+            if ((gpus / tp) % cp || (o->cp > 0 && cp != o->cp) || px_rule_cp(s, cp, caps, NULL))
                 continue;
             int rest = gpus / tp / cp;
             for (int pp = 1; pp <= rest && pp <= m->n_layers; pp++) {
@@ -614,11 +631,11 @@ static bool has_factorisation(const px_model *m, int gpus, int64_t s, int64_t GB
                     continue;
                 if (!o->uneven && m->n_layers % pp)
                     continue;
-                if (m->n_experts > 0) {
-                    int ep = o->ep > 0 ? o->ep : 1;
-                    if (m->n_experts % ep || ((int64_t)tp * cp * dp) % ep)
-                        continue;
-                }
+                int ep = o->ep > 0 ? o->ep : 1, etp = o->etp > 0 ? o->etp : 1;
+                if (m->n_experts > 0 && !caps->etp && o->etp <= 0)
+                    etp = tp;
+                if (m->n_experts > 0 && px_rule_experts(m, tp, cp, dp, ep, etp, caps, NULL))
+                    continue;
                 for (int64_t b = o->micro_batch > 0 ? o->micro_batch : 1;
                      b <= (o->micro_batch > 0 ? o->micro_batch : o->max_micro_batch); b *= 2)
                     if (GB % (b * dp) == 0 &&
@@ -686,6 +703,7 @@ typedef struct {
     int64_t s, GB, L, mem_limit;
     bool moe;
     int keep; /* pool size */
+    const px_caps *caps; /* the rules' capability set (px_plan_check.h) */
 } search_spec;
 
 /* One piece of the enumeration: a (tp, cp, pp) with the rest free.  The
@@ -920,15 +938,18 @@ static void score_states(const search_spec *sp, px_cost_ctx *ctx, px_parallel *p
                 par->zero = z;
                 par->recompute = (px_recompute)r;
                 par->schedule = scheds[i_s];
-                if (par->schedule == PX_SCHED_INTERLEAVED && v < 2) {
+                if (v > 1 && par->schedule != PX_SCHED_INTERLEAVED)
+                    continue; /* vpp only means something interleaved */
+                if (px_rule_pipeline(sp->m, pp, v, par->schedule, sp->caps, NULL) != PX_OK) {
                     t->rejected[PX_REJ_LAYERS]++;
                     continue;
                 }
-                if (v > 1 && par->schedule != PX_SCHED_INTERLEAVED)
-                    continue; /* vpp only means something interleaved */
-                if (par->schedule == PX_SCHED_INTERLEAVED && par->n_micro < pp) {
+                if (px_rule_sp(sp->m, sp->s, par->tp, par->cp, par->sp, par->micro_batch,
+                               sp->caps, NULL) != PX_OK ||
+                    px_rule_batch(pp, v, par->schedule, par->micro_batch, par->n_micro, NULL) !=
+                        PX_OK) {
                     t->rejected[PX_REJ_BATCH]++;
-                    continue; /* interleaving needs m >= p */
+                    continue;
                 }
                 score_config(sp, ctx, par, t);
             }
@@ -962,8 +983,7 @@ static void score_experts_batches(const search_spec *sp, px_cost_ctx *ctx, px_pa
     for (int i_ep = 0; i_ep < n_ep; i_ep++)
         for (int i_etp = 0; i_etp < n_etp; i_etp++) {
             int ep = eps[i_ep], etp = etps[i_etp];
-            if (sp->moe && (m->n_experts % ep || ((int64_t)tp * cp * dp) % (ep * etp) ||
-                            m->moe_ffn % etp)) {
+            if (sp->moe && px_rule_experts(m, tp, cp, dp, ep, etp, sp->caps, NULL) != PX_OK) {
                 t->rejected[PX_REJ_EXPERTS]++;
                 continue;
             }
@@ -1050,7 +1070,7 @@ static int list_items(const search_spec *sp, search_item *items, search_tally *t
             t->rejected[PX_REJ_GPUS]++;
             continue;
         }
-        if (m->n_heads % tp || m->n_kv_heads % tp || (m->ffn > 0 && m->ffn % tp)) {
+        if (px_rule_tp(m, tp, sp->caps, NULL) != PX_OK) {
             t->rejected[PX_REJ_HEADS]++;
             continue;
         }
@@ -1061,7 +1081,7 @@ static int list_items(const search_spec *sp, search_item *items, search_tally *t
                 t->rejected[PX_REJ_GPUS]++;
                 continue;
             }
-            if (sp->s % cp != 0) {
+            if (px_rule_cp(sp->s, cp, sp->caps, NULL) != PX_OK) {
                 t->rejected[PX_REJ_SEQ]++;
                 continue;
             }
@@ -1357,7 +1377,10 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                       o,           gpus,
                       res->seq_len, res->global_batch,
                       m->n_layers, res->mem_limit_bytes,
-                      m->n_experts > 0, o->milp ? 2 * keep + PX_SEARCH_MILP_EXTRA : keep};
+                      m->n_experts > 0, o->milp ? 2 * keep + PX_SEARCH_MILP_EXTRA : keep,
+                      NULL};
+    px_caps caps_storage;
+    sp.caps = search_caps(o, &caps_storage);
     px_cost_ctx *ctx = malloc(sizeof *ctx);
     if (!ctx)
         return PX_FAIL(err, PX_ERR_NOMEM, "search: out of memory");
@@ -1424,7 +1447,9 @@ static void rule_pp(const px_model *m, px_parallel *par, int pp)
 {
     par->pp = pp;
     par->n_chunks = 0;
-    if (pp > 1 && m->n_layers % (pp * 2) == 0 && par->n_micro >= pp) {
+    if (pp > 1 && m->n_layers % (pp * 2) == 0 &&
+        px_rule_batch(pp, 2, PX_SCHED_INTERLEAVED, par->micro_batch, par->n_micro, NULL) ==
+            PX_OK) {
         par->vpp = 2;
         par->schedule = PX_SCHED_INTERLEAVED;
     } else {
@@ -1438,8 +1463,10 @@ static void rule_pp(const px_model *m, px_parallel *par, int pp)
  * the tp·cp·dp GPUs the experts are spread over. */
 static int rule_ep(const px_model *m, const px_parallel *par, int want)
 {
+    px_caps caps;
+    px_caps_parallax(&caps);
     int ep = want;
-    while (ep > 1 && (m->n_experts % ep || ((int64_t)par->tp * par->cp * par->dp) % ep))
+    while (ep > 1 && px_rule_experts(m, par->tp, par->cp, par->dp, ep, 1, &caps, NULL))
         ep--;
     return ep;
 }
@@ -1451,6 +1478,8 @@ static bool rule_general_steps(const px_model *m, px_cost_ctx *ctx, px_parallel 
                                px_search_result *res, int gpus, int64_t GB, int64_t s,
                                int g, int64_t limit)
 {
+    px_caps caps; /* the rules of the planner's whole space */
+    px_caps_parallax(&caps);
     px_memory mem;
     bool batch_ok = false;
     /* step 1: ZeRO-1 and FlashAttention always; selective recompute from 8K */
@@ -1477,7 +1506,7 @@ static bool rule_general_steps(const px_model *m, px_cost_ctx *ctx, px_parallel 
         while (ep > 1 && (m->n_experts % ep || gc % ep))
             ep--;
         tp = gc / ep;
-        while (tp > 1 && (m->n_heads % tp || m->n_kv_heads % tp || gpus % (tp * cp)))
+        while (tp > 1 && (px_rule_tp(m, tp, &caps, NULL) != PX_OK || gpus % (tp * cp)))
             tp /= 2;
         par->tp = tp;
         par->sp = tp > 1;
@@ -1488,8 +1517,7 @@ static bool rule_general_steps(const px_model *m, px_cost_ctx *ctx, px_parallel 
         par->tp = 1;
         batch_ok = rule_batch(par, gpus, GB);
         while (!fits(ctx, par, limit, &mem) && tp * 2 <= gc &&
-               m->n_heads % (tp * 2) == 0 && m->n_kv_heads % (tp * 2) == 0 &&
-               (m->ffn <= 0 || m->ffn % (tp * 2) == 0) && gpus % (tp * 2 * cp) == 0) {
+               px_rule_tp(m, tp * 2, &caps, NULL) == PX_OK && gpus % (tp * 2 * cp) == 0) {
             tp *= 2;
             par->tp = tp;
             par->sp = true;

@@ -90,7 +90,8 @@ typedef struct {
     /* The framework the plan is for (px_framework.h): the search scores only
      * configurations its capabilities allow (a fixed dimension it cannot run
      * is an error naming the capability), and takes the overlap and attention
-     * defaults from how it runs.  NULL: everything, the planner's defaults. */
+     * defaults from how it runs.  NULL: px_caps_parallax (px_plan_check.h), the
+     * whole space the cost model prices, with the planner's defaults. */
     const px_caps *caps;
     const struct px_fw_runtime *run;
     int flash_attention;     /* -1: the framework's fused attention (on without one); 0 off; 1 on */

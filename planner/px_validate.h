@@ -23,7 +23,7 @@
 #include "px_model.h"
 #include "px_plan.h"
 
-/* The accuracy bounds: mean absolute relative error of predicted throughput
+/* The validation bounds (docs/validation.md): mean absolute relative error of predicted throughput
  * over every row with a measured throughput, and of any one group's rows. */
 #define PX_VALIDATE_MAX_MAE 0.10
 #define PX_VALIDATE_MAX_GROUP_MAE 0.15
@@ -196,7 +196,7 @@ px_status px_validate_file(const char *path, const char *profiles_dir, px_val_re
 
 void px_validate_free(px_val_report *r);
 
-/* True when the accuracy bounds hold: overall throughput MAE, every group's
+/* True when the validation bounds hold: overall throughput MAE, every group's
  * MAE and every recompute ratio.  why (may be NULL) names the first failure. */
 bool px_validate_within_bounds(const px_val_report *r, char *why, int why_len);
 

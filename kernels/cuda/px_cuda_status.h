@@ -72,12 +72,6 @@ int px_cuda_device_count(void);
             return px_nccl_status(px_r_, (comm), #call, __FILE__, __LINE__, (err));   \
     } while (0)
 
-/* Propagate a px_status from a callee unchanged (err already filled). */
-#define PX_TRY(call)                                                                  \
-    do {                                                                              \
-        px_status px_st_ = (call);                                                    \
-        if (px_st_ != PX_OK)                                                          \
-            return px_st_;                                                            \
-    } while (0)
+/* PX_TRY (px_error.h) propagates a px_status. */
 
 #endif

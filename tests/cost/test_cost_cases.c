@@ -2,7 +2,7 @@
  * tests/cost/cases/ holds input.json (a model preset, a hardware profile and
  * a fully fixed parallel configuration) and expected.json (quantities and a
  * relative tolerance).  The model comes from its preset, so the spec's
- * numbers (computed with N = 70e9) are matched within 5 %, as the issue asks. */
+ * numbers (computed with N = 70e9) are matched within 5 %. */
 #include <dirent.h>
 #include <jansson.h>
 #include <math.h>

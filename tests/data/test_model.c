@@ -69,7 +69,7 @@ int main(void)
     check_published("deepseek-v3", 671e9, 0.005, 37e9, 0.015);
     check_published("qwen3-235b-a22b", 235e9, 0.01, 22e9, 0.01);
 
-    /* The 70.6 B for Llama 3 70B. */
+    /* 70.6 B for Llama 3 70B (the lecture's count). */
     px_model l70 = load("70b");
     CHECK(strcmp(l70.name, "llama3-70b") == 0);
     px_param_count c;

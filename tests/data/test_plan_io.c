@@ -152,9 +152,9 @@ int main(int argc, char **argv)
     expect_bad(file, m_world, "rank_order.world_size");
     expect_bad(file, m_version, "version");
     expect_bad(file, m_kind, "kind");
-    expect_bad(file, m_zero, "parallel.zero: 4 is not one of 0, 1, 2, 3");
+    expect_bad(file, m_zero, "parallel: zero = 4: allowed 0, 1, 2, 3");
     expect_bad(file, m_bytes_real, "prediction.memory.total_bytes: expected an integer");
-    expect_bad(file, m_chunks, "parallel.layers_per_chunk: sums to");
+    expect_bad(file, m_chunks, "parallel: layers_per_chunk sums to");
     expect_bad(file, m_lrc, "parallel.layer_recompute[5]");
     expect_bad(file, m_no_time, "prediction.time: missing required field");
     expect_bad(file, m_step, "prediction.time.step_s: missing required field");

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# --data FILE (issue 3): a flat file of little-endian uint32 token ids drives
+# --data FILE: a flat file of little-endian uint32 token ids drives
 # the step (losses differ from the synthetic run), gives the same losses under
 # a split (TP 2 x DP 2 vs one rank), and a bad file is a clear error.
 #   data.sh BUILD_DIR

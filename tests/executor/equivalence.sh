@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Equivalence of every split with the single-rank run (issue 3): for MODEL,
+# Equivalence of every split with the single-rank run: for MODEL,
 # the losses of 3 optimizer steps under each split equal the single-rank
 # losses within 1e-5 relative, and the updated weight slices of several
 # splits equal the matching slices of the single-rank weights.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Errors of `execute` (issue 3): a world size different from the plan's GPU
+# Errors of `execute`: a world size different from the plan's GPU
 # count, a malformed plan, a plan the executor cannot run (ZB-H2 with vpp > 1
 # among them), and a failure on one
 # rank mid-step all end with a clear message and a non-zero exit, never a hang.
@@ -46,23 +46,23 @@ expect no_plan "--plan FILE is required" 1 --steps 2
 # Plans this executor cannot run: tp must divide the heads; ZeRO stage 4
 # does not exist (the plan reader names the field and the allowed values).
 "$mkplan" --model tiny-llama --tp 3 -o "$work/tp3.json" 2>/dev/null
-expect tp_divides "tp = 3 must divide" 3 --plan "$work/tp3.json"
+expect tp_divides "tp = 3 does not divide the 4 attention heads" 3 --plan "$work/tp3.json"
 sed 's/"zero": 0/"zero": 4/' "$work/tp2.json" >"$work/zero4.json"
-expect zero4_invalid "zero: 4 is not one of 0, 1, 2, 3" 2 --plan "$work/zero4.json"
+expect zero4_invalid "zero = 4: allowed 0, 1, 2, 3" 2 --plan "$work/zero4.json"
 # Expert parallelism: experts must split evenly over ep, and a dense model has
 # none to split.
 "$mkplan" --model tiny-moe --dp 3 --ep 3 -o "$work/moe_ep3.json" 2>/dev/null
-expect moe_ep_divides "ep = 3 must divide n_experts = 4" 3 --plan "$work/moe_ep3.json"
+expect moe_ep_divides "ep = 3 does not divide the 4 experts" 3 --plan "$work/moe_ep3.json"
 # Expert tensor parallelism splits each expert's ffn (moe_ffn = 64): etp 3
 # cannot.
 "$mkplan" --model tiny-moe --dp 3 --etp 3 -o "$work/moe_etp3.json" 2>/dev/null
-expect moe_etp_divides "etp = 3 must divide moe_ffn = 64" 3 --plan "$work/moe_etp3.json"
+expect moe_etp_divides "etp = 3 does not divide the expert ffn size moe_ffn = 64" 3 --plan "$work/moe_etp3.json"
 "$mkplan" --model tiny-llama --dp 2 --ep 2 -o "$work/dense_ep2.json" 2>/dev/null
-expect dense_ep "ep = 2, etp = 1 on dense model \"tiny-llama\"" 2 --plan "$work/dense_ep2.json"
-# ZB-H2 has no interleaved (vpp > 1) form in this executor: every rank says so.
+expect dense_ep "ep = 2, etp = 1: ep and etp .* need a mixture-of-experts model; tiny-llama is dense" 2 --plan "$work/dense_ep2.json"
+# ZB-H2 has no interleaved (vpp > 1) form: every rank says so.
 "$mkplan" --model tiny-llama --layers 4 --pp 2 --vpp 2 --n-micro 4 --schedule zb-h2 \
   -o "$work/zbh2_v2.json" 2>/dev/null
-expect zbh2_vpp "rank 1: unsupported: schedule \"zb-h2\" with vpp = 2 is not supported" 2 \
+expect zbh2_vpp "rank 1: .*vpp = 2 needs schedule \"interleaved\" or \"zb-h1\" \(schedule \"zb-h2\"\)" 2 \
   --plan "$work/zbh2_v2.json"
 # The engine runs bf16 (or fp32) GEMMs: a plan costed in another precision is
 # refused, naming the field and what it runs; a plan written before the
@@ -78,6 +78,29 @@ expect precision_unknown "precision: .*fp7.*|fp7.*bf16, fp16, fp8" 2 --plan "$wo
 "$mkplan" --model tiny-llama --cp 2 -o "$work/cp2.json" 2>/dev/null
 sed 's/"cp_comm": "p2p"/"cp_comm": "a2a"/' "$work/cp2.json" >"$work/cp2a2a.json"
 expect cp_comm_a2a "parallel.cp_comm = a2a: .*allowed: p2p, all-gather" 2 --plan "$work/cp2a2a.json"
+# execute --check: one process, no mpirun, no comparison with a world size;
+# exit 0 when this executor runs the plan, 1 (naming the field) when not.
+# check_ok NAME PATTERN ARGS... / check_bad NAME PATTERN ARGS...
+check_case() {
+  local want=$1 name=$2 pattern=$3
+  shift 3
+  timeout 60 "$exe" --check "$@" >"$work/$name.out" 2>&1
+  local rc=$?
+  if [ $rc -ne "$want" ] || ! grep -Eq -e "$pattern" "$work/$name.out"; then
+    echo "FAIL $name: exit $rc (want $want), output: $(cat "$work/$name.out")"
+    failed=$((failed + 1)); return
+  fi
+  echo "ok   $name (exit $rc): $(grep -E -e "$pattern" "$work/$name.out" | head -1)"
+}
+check_case 0 check_tp2 "runs on the cpu-executor: tiny-llama on 2 ranks" --plan "$work/tp2.json"
+check_case 0 check_tp2_cuda "runs on the cuda-executor" --plan "$work/tp2.json" --backend cuda
+check_case 1 check_zero4 "zero = 4: allowed 0, 1, 2, 3" --plan "$work/zero4.json"
+check_case 1 check_zbh2 "vpp = 2 needs schedule" --plan "$work/zbh2_v2.json"
+"$mkplan" --model deepseek-v3 --layers 4 --seq 64 -o "$work/mla.json" 2>/dev/null
+check_case 1 check_mla "unsupported: .*multi-head latent attention .* not supported by cpu-executor" \
+  --plan "$work/mla.json"
+check_case 2 check_no_plan "--plan FILE is required"
+
 # A failure on one rank while the others are inside the step: the job ends.
 "$mkplan" --model tiny-llama --tp 2 --pp 2 -o "$work/tp2pp2.json" 2>/dev/null
 PX_EXECUTE_INJECT_FAILURE=3:1 expect rank_failure "rank 3: .*injected failure" 4 \

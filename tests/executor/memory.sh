@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Peak memory per rank follows the pipeline schedule (issue 3): the tracked
+# Peak memory per rank follows the pipeline schedule: the tracked
 # peak of stage 0 is larger under GPipe (m micro-batches in flight) than under
 # 1F1B (pp), stage 0 holds more than the last stage under 1F1B,
 # interleaving holds more on stage 0 than plain 1F1B, ZB-H1 holds 1F1B's

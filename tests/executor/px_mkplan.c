@@ -1,7 +1,7 @@
 /* px_mkplan — writes a plan JSON for the executor tests with px_plan_write,
  * every dimension given on the command line, so the tests never carry
  * hand-written plans that go stale:
- *   px_mkplan --model tiny-llama [--layers N] [--tp N] [--cp N] [--pp N] [--vpp N]
+ *   px_mkplan --model tiny-llama [--layers N] [--vocab N] [--tp N] [--cp N] [--pp N] [--vpp N]
  *             [--dp N] [--ep N] [--etp N] [--sp] [--zero N] [--schedule S] [--recompute R]
  *             [--layer-recompute r,r,...] [--chunks n,n,...] [--micro-batch N]
  *             [--n-micro N] [--seq N] [--no-flash] [--hw NAME] -o plan.json
@@ -51,7 +51,7 @@ static int int_list(const char *s, int *out, int max, int *n)
 int main(int argc, char **argv)
 {
     const char *model = "tiny-llama", *out = NULL, *hw_name = NULL, *lrc = NULL;
-    int64_t layers = 0;
+    int64_t layers = 0, vocab = 0;
     px_parallel par;
     px_parallel_init(&par);
     px_error err;
@@ -77,6 +77,8 @@ int main(int argc, char **argv)
             NEEDV hw_name = v;
         } else if (!strcmp(a, "--layers")) {
             NEEDV layers = atoll(v);
+        } else if (!strcmp(a, "--vocab")) {
+            NEEDV vocab = atoll(v);
         } else if (!strcmp(a, "--tp")) {
             NEEDV par.tp = atoi(v);
         } else if (!strcmp(a, "--cp")) {
@@ -134,6 +136,8 @@ int main(int argc, char **argv)
     }
     if (layers > 0)
         plan.model.n_layers = layers;
+    if (vocab > 0)
+        plan.model.vocab = vocab;
     if (lrc) {
         char buf[4096];
         snprintf(buf, sizeof buf, "%s", lrc);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh [--dry-run | --preflight] — the one script a machine with a GPU runs (issue #6):
+# tests/gpu/run.sh [--dry-run | --preflight] — the one script a machine with a GPU runs:
 #   0. preflight: the tools and libraries the build needs, and the GPUs;
 #   1. builds the CUDA backend (build dir $PX_GPU_BUILD, default build-gpu);
 #   2. runs every kernel against its CPU twin on fresh random data (the `gpu`
@@ -21,7 +21,7 @@
 # every step passed, 1 otherwise, 77 without a GPU (unless --dry-run).
 #
 # Time budget on one H200 (16 cores): steps stop being started after
-# PX_GPU_BUDGET_S (default 460 s, under the 8 minutes a session gives the
+# PX_GPU_BUDGET_S (default 460 s, under the 8 minutes a GPU machine gives the
 # script); each step gets min(its cap, what is left - what later steps keep).
 #   step                                  expected    cap      keeps for later
 #   0 preflight                              1 s        -
@@ -34,7 +34,7 @@
 #   5 attention_bench --quick                5-10 s    30 s
 #   6 llama-1b again with fp32 storage        30-40 s    90 s
 # So steps 2-3 cannot eat the 150 s step 4 (the MFU row) needs, and a hung
-# step costs its cap, not the session.
+# step costs its cap, not the whole run.
 #
 # PX_GPU_DEPS=FILE.tar.gz (or a directory): the non-CUDA libraries as a
 # bundle made by `tests/gpu/deps.sh pack` on a Debian/Ubuntu machine, for a
@@ -42,7 +42,7 @@
 # search paths before step 0.  PX_GPU_BUILD_CAP_S: the build's cap (180 s).
 #
 # --preflight: step 0 alone (a second or two): which tools and libraries
-# are missing on this machine, before a GPU session spends minutes building.
+# are missing on this machine, before the GPU machine spends minutes building.
 #
 # --dry-run (or PX_GPU_DRY_RUN=1): without a GPU, do everything that does not
 # need one — configure and build (or reuse the build dir as is with
@@ -242,7 +242,7 @@ if [ "$build_ok" = 1 ] && [ ! -x "$BUILD/tests/gpu/test_gpu_kernels" ]; then
   fail_row "build" "no CUDA backend in $BUILD (meson configure -Dcuda=enabled)"; build_ok=0
 fi
 # Every binary and option used below, so a missing one is named here and not
-# discovered minutes into a GPU session.
+# discovered minutes into a run on the GPU machine.
 if [ "$build_ok" = 1 ]; then
   bad=""
   for b in plan execute calibrate compare tests/gpu/test_gpu_kernels tests/gpu/test_nccl tests/gpu/test_backend_nccl \

@@ -130,7 +130,7 @@ static double step_s(const px_model *m, const px_hw *hw)
     px_parallel_init(&par);
     par.micro_batch = 4;
     par.n_micro = 2;
-    par.seq_len = 128;
+    par.seq_len = 64; /* tiny-gpt's learned positions: max_positions 64 */
     px_prediction pred;
     px_error err;
     if (px_cost_evaluate(m, hw, &par, &pred, &err) != PX_OK) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_loop.sh — issue 4's loop, end to end on this machine:
+# test_loop.sh — the calibrate, plan, execute, compare loop, end to end on this machine:
 #   calibrate (or reuse a fresh calibration) -> plan with every dimension
 #   fixed on the calibrated profile -> execute under mpirun -> compare.
 # Fails when a predicted step time misses the measured one by more than 25%

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End to end (issue 5): `plan` chooses an uneven split and per-layer
+# End to end: `plan` chooses an uneven split and per-layer
 # recomputation with the GLPK program, the plan file records both, and
 # `execute` runs exactly that plan on 2 MPI ranks with the same losses as a
 # single-rank run of the same model.

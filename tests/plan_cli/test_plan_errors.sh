@@ -27,15 +27,17 @@ expect_error "bad number" '--gpus "abc"' --model 70b --gpus abc
 expect_error "unknown option" 'unknown option "--frobnicate"' --model 70b --gpus 8 --frobnicate 1
 expect_error "GPUs nothing divides" '--gpus 7: no tp·cp·pp·dp factorisation.*nearest GPU counts that factor: 4 and 8' --model 70b --gpus 7 --pp 1
 expect_error "model cannot fit: closest miss" 'fits in 76.0 GB.*closest miss.*GB over' --model 70b --gpus 8
-expect_error "fixed tp not dividing heads" '--tp 3 does not divide the 64 attention heads / 8 kv heads' --model 70b --gpus 48 --tp 3
+expect_error "fixed tp not dividing heads" "--tp 3: tp = 3 does not divide the 64 attention heads" --model 70b --gpus 48 --tp 3
 # sizes that do not divide: the flag, the model size, and the closest miss
 expect_error "--gpus 1000: the nearest counts" '--gpus 1000: no tp·cp·pp·dp factorisation.*tp <= 64 dividing the 64 heads, 8 kv heads.*nearest GPU counts that factor: [0-9]+ and [0-9]+' --model 70b --gpus 1000
 expect_error "fixed product != --gpus" 'tp·cp·pp·dp = 8·8·8·8 = 4096 ≠ --gpus 64' --model 70b --tp 8 --cp 8 --pp 8 --dp 8 --gpus 64
 expect_error "partial product does not divide" 'tp·pp = 8·16 = 128 does not divide --gpus 64' --model 70b --gpus 64 --tp 8 --pp 16
-expect_error "--tp 16: the kv heads are the limit" '--tp 16 does not divide the 8 kv heads' --model 70b --gpus 64 --tp 16
-expect_error "--etp on a dense model" '--etp 2: ep and etp .* need a mixture-of-experts model' --model 70b --gpus 64 --etp 2
-expect_error "--ep on a dense model" '--ep 4: ep and etp .* need a mixture-of-experts model' --model 70b --gpus 64 --ep 4
-expect_error "--ep not dividing the experts" '--ep 3 does not divide the 8 experts' --model mixtral-8x7b --gpus 48 --ep 3
+expect_error "--tp 16: the kv heads are the limit" '--tp 16: tp = 16 does not divide the 8 kv heads' --model 70b --gpus 64 --tp 16
+expect_error "--vpp without pipeline parallelism" '--vpp 2: vpp = 2 without pipeline parallelism \(pp = 1\)' --model tiny-llama --gpus 4 --vpp 2 --pp 1
+expect_error "--vpp with too few layers for pp 2" '--vpp 2: pp x vpp = 4 exceeds the 2 layers' --model tiny-llama --gpus 1 --vpp 2
+expect_error "--etp on a dense model" '--etp 2: .*ep and etp .* need a mixture-of-experts model' --model 70b --gpus 64 --etp 2
+expect_error "--ep on a dense model" '--ep 4: .*ep and etp .* need a mixture-of-experts model' --model 70b --gpus 64 --ep 4
+expect_error "--ep not dividing the experts" '--ep 3: ep = 3 does not divide the 8 experts' --model mixtral-8x7b --gpus 48 --ep 3
 # conflicting and repeated flags
 expect_error "--tokens-per-step with --global-batch" '--global-batch and --tokens-per-step both set the global batch' --model 70b --gpus 64 --tokens-per-step 1M --global-batch 2048
 expect_error "repeated --gpus" '--gpus given more than once' --model 70b --gpus 64 --gpus 128

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# --json: one object that python3 -m json.tool accepts, with the keys the
-# issue names, bytes as integers, plans ranked best first; --explain prints
+# --json: one object that python3 -m json.tool accepts, with the documented
+# keys (docs/plan-cli.md), bytes as integers, plans ranked best first; --explain prints
 # the breakdowns and the rule-of-thumb plan; --tokens adds time to train.
 set -u
 PLAN="$1"

@@ -1,4 +1,4 @@
-/* test_validate.c — issue 7: predicts the published Megatron runs, prints the
+/* test_validate.c — predicts the published Megatron runs, prints the
  * table, and fails when the mean absolute error of predicted throughput (all
  * rows, or any group) or a full/selective recompute ratio passes the bounds
  * of px_validate.h.  Also checks the two FLOP conventions against the papers'

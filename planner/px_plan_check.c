@@ -1,0 +1,507 @@
+/* px_plan_check.c — the rules of a legal plan and the built-in capability
+ * sets (px_plan_check.h). */
+#include "px_plan_check.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- capability sets ---------------------------------------------------- */
+
+static void caps_all(px_caps *c, const char *name)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    for (int s = 0; s < PX_SCHED_COUNT; s++)
+        c->schedules[s] = true;
+    for (int r = 0; r < PX_RECOMPUTE_COUNT; r++)
+        c->recompute[r] = true;
+    for (int z = 0; z < 4; z++)
+        c->zero[z] = true;
+    c->per_layer_recompute = c->uneven_stages = c->uneven_virtual_chunks = true;
+    c->sp = c->tp_without_sp = c->ep = c->etp = true;
+    c->cp_flavours = PX_CP_RING_P2P | PX_CP_ALL_GATHER | PX_CP_ALL_TO_ALL;
+    c->grad_bf16 = true;
+    c->precisions = PX_PREC_ALL;
+    c->model_features = PX_FEAT_MLA | PX_FEAT_QK_NORM | PX_FEAT_SHARED_EXPERTS |
+                        PX_FEAT_DENSE_FIRST | PX_FEAT_MTP | PX_FEAT_MOE | PX_FEAT_GPT_BLOCK |
+                        PX_FEAT_LLAMA_BLOCK;
+    c->moe_gpt_block = true;
+}
+
+/* Everything the cost model prices.  The vocabulary is padded as Megatron
+ * pads it (--make-vocab-size-divisible-by 128, times tp), so tp need not
+ * divide it; zb-h1 over virtual chunks is not priced. */
+void px_caps_parallax(px_caps *c)
+{
+    caps_all(c, "parallax");
+    c->pads_vocab = true;
+    c->vocab_pad_multiple = 128;
+    c->zb_virtual_chunks = false;
+}
+
+/* What the engine (executor/px_exec.c) runs, on either backend: the ring CP
+ * (KV blocks passed around), experts in SwiGLU (llama) blocks, fp32 or bf16
+ * storage (px_exec's pick_dtype checks the storage against the gradients).
+ * It pads the vocabulary only to a multiple of tp: no kernel needs more
+ * alignment, and the padding stays below tp rows.  Multi-head latent
+ * attention, qk_norm, shared experts and MTP modules have no kernels. */
+static void caps_engine(px_caps *c, const char *name)
+{
+    caps_all(c, name);
+    c->cp_flavours = PX_CP_RING_P2P;
+    c->pads_vocab = true;
+    c->vocab_pad_multiple = 1;
+    c->precisions = PX_PREC_BIT(PX_PREC_BF16);
+    c->model_features = PX_FEAT_DENSE_FIRST | PX_FEAT_MOE | PX_FEAT_GPT_BLOCK |
+                        PX_FEAT_LLAMA_BLOCK;
+    c->zb_virtual_chunks = true;
+    c->moe_gpt_block = false;
+}
+
+/* Any consumer's: what some consumer runs (plan I/O reads a plan against it,
+ * then each consumer checks its own set). */
+void px_caps_any(px_caps *c)
+{
+    caps_all(c, "any consumer");
+    c->pads_vocab = true;
+    c->vocab_pad_multiple = 1;
+    c->zb_virtual_chunks = true;
+}
+
+void px_caps_cpu_executor(px_caps *c)
+{
+    caps_engine(c, "cpu-executor");
+}
+
+/* The CUDA backend runs the same engine with a kernel for every CPU one
+ * (kernels/cuda/), so the same set. */
+void px_caps_cuda_executor(px_caps *c)
+{
+    caps_engine(c, "cuda-executor");
+}
+
+/* ---- model features ----------------------------------------------------- */
+
+unsigned px_model_features(const px_model *m)
+{
+    unsigned f = m->block == PX_BLOCK_GPT ? PX_FEAT_GPT_BLOCK : PX_FEAT_LLAMA_BLOCK;
+    if (m->attn == PX_ATTN_MLA)
+        f |= PX_FEAT_MLA;
+    if (m->qk_norm)
+        f |= PX_FEAT_QK_NORM;
+    if (m->n_experts > 0) {
+        f |= PX_FEAT_MOE;
+        if (m->n_shared_experts > 0)
+            f |= PX_FEAT_SHARED_EXPERTS;
+        if (m->first_dense_layers > 0)
+            f |= PX_FEAT_DENSE_FIRST;
+    }
+    if (m->n_mtp_modules > 0)
+        f |= PX_FEAT_MTP;
+    return f;
+}
+
+const char *px_model_feature_name(unsigned feature)
+{
+    switch (feature) {
+    case PX_FEAT_MLA: return "multi-head latent attention (attn \"mla\")";
+    case PX_FEAT_QK_NORM: return "qk_norm (RMSNorm on q and k per head)";
+    case PX_FEAT_SHARED_EXPERTS: return "shared experts (n_shared_experts > 0)";
+    case PX_FEAT_DENSE_FIRST: return "leading dense layers (first_dense_layers > 0)";
+    case PX_FEAT_MTP: return "multi-token prediction (n_mtp_modules > 0)";
+    case PX_FEAT_MOE: return "mixture of experts (n_experts > 0)";
+    case PX_FEAT_GPT_BLOCK: return "GPT blocks (block \"gpt\")";
+    case PX_FEAT_LLAMA_BLOCK: return "llama blocks (block \"llama\")";
+    default: return "?";
+    }
+}
+
+static px_status check_features(const px_model *m, const px_caps *caps, px_error *err)
+{
+    unsigned missing = px_model_features(m) & ~caps->model_features;
+    for (unsigned bit = 1; missing; bit <<= 1)
+        if (missing & bit)
+            return PX_FAIL(err, PX_ERR_UNSUPPORTED, "model \"%s\": %s is not supported by %s",
+                           m->name, px_model_feature_name(bit), caps->name);
+    if (m->n_experts > 0 && m->block == PX_BLOCK_GPT && !caps->moe_gpt_block)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "model \"%s\": %s runs experts in llama blocks (SwiGLU) only; the "
+                       "model has GPT blocks",
+                       m->name, caps->name);
+    return PX_OK;
+}
+
+/* The shape rules every consumer shares (px_model_validate checks a model as
+ * it is read; a plan built in code is checked here too). */
+static px_status check_model_shape(const px_model *m, px_error *err)
+{
+    if (m->n_layers < 1 || m->hidden < 1 || m->n_heads < 1 || m->n_kv_heads < 1 ||
+        m->head_dim < 1 || m->vocab < 2)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "model \"%s\": n_layers, hidden, n_heads, n_kv_heads, head_dim must be "
+                       ">= 1 and vocab >= 2",
+                       m->name);
+    if (m->n_heads % m->n_kv_heads != 0)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "model \"%s\": n_heads = %lld must be a multiple of n_kv_heads = %lld",
+                       m->name, (long long)m->n_heads, (long long)m->n_kv_heads);
+    if (m->block == PX_BLOCK_LLAMA && m->attn == PX_ATTN_STANDARD && m->head_dim % 2 != 0)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "model \"%s\": head_dim = %lld must be even for RoPE", m->name,
+                       (long long)m->head_dim);
+    return PX_OK;
+}
+
+/* ---- the rules ------------------------------------------------------------ */
+
+int64_t px_plan_seq_len(const px_model *m, const px_parallel *par)
+{
+    return par->seq_len > 0 ? par->seq_len : m->seq_len;
+}
+
+int64_t px_caps_vocab_rows(const px_caps *c, int64_t vocab, int tp)
+{
+    if (!c->pads_vocab || tp < 1)
+        return vocab;
+    int64_t q = (int64_t)(c->vocab_pad_multiple > 0 ? c->vocab_pad_multiple : 1) * tp;
+    return (vocab + q - 1) / q * q;
+}
+
+px_status px_rule_tp(const px_model *m, int tp, const px_caps *caps, px_error *err)
+{
+    if (tp < 1)
+        return PX_FAIL(err, PX_ERR_INVALID, "tp = %d: must be >= 1", tp);
+    if (m->n_heads % tp)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "tp = %d does not divide the %lld attention heads of %s: each "
+                       "tensor-parallel rank needs whole heads",
+                       tp, (long long)m->n_heads, m->name);
+    if (m->n_kv_heads % tp)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "tp = %d does not divide the %lld kv heads of %s (each tensor-parallel "
+                       "rank needs whole kv heads): tp <= %lld",
+                       tp, (long long)m->n_kv_heads, m->name, (long long)m->n_kv_heads);
+    if (m->ffn > 0 && m->ffn % tp)
+        return PX_FAIL(err, PX_ERR_INVALID, "tp = %d does not divide the ffn size %lld of %s",
+                       tp, (long long)m->ffn, m->name);
+    if (!caps->pads_vocab && m->vocab % tp)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "tp = %d does not divide the vocabulary %lld of %s (%s does not pad it)",
+                       tp, (long long)m->vocab, m->name, caps->name);
+    return PX_OK;
+}
+
+px_status px_rule_cp(int64_t seq, int cp, const px_caps *caps, px_error *err)
+{
+    if (cp < 1)
+        return PX_FAIL(err, PX_ERR_INVALID, "cp = %d: must be >= 1", cp);
+    if (seq < 1)
+        return PX_FAIL(err, PX_ERR_INVALID, "seq_len = %lld: must be >= 1", (long long)seq);
+    if (cp == 1)
+        return PX_OK;
+    if (!caps->cp_flavours)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "cp = %d: %s runs no context parallelism; allowed: 1", cp, caps->name);
+    if (seq % (2 * (int64_t)cp))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "cp = %d: the sequence length %lld must be a multiple of 2 x cp = %d "
+                       "(each rank holds two of 2 cp chunks, which balances causal attention)",
+                       cp, (long long)seq, 2 * cp);
+    return PX_OK;
+}
+
+px_status px_rule_sp(const px_model *m, int64_t seq, int tp, int cp, bool sp,
+                     int64_t micro_batch, const px_caps *caps, px_error *err)
+{
+    if (tp < 2 || cp < 1)
+        return PX_OK;
+    if (sp && !caps->sp)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "sp = true: %s runs no sequence parallelism; allowed: false", caps->name);
+    if (!sp && !caps->tp_without_sp)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "sp = false with tp = %d: %s runs tensor parallelism with sequence "
+                       "parallelism only",
+                       tp, caps->name);
+    if (sp && (seq / cp) % tp)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "sequence parallelism: tp = %d must divide seq_len / cp = %lld", tp,
+                       (long long)(seq / cp));
+    if (m->n_experts > 0 && (seq / cp * micro_batch) % tp)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "mixture of experts: tp = %d must divide the tokens of a micro-batch "
+                       "(seq_len / cp x micro_batch = %lld): each TP rank routes a slice",
+                       tp, (long long)(seq / cp * micro_batch));
+    return PX_OK;
+}
+
+px_status px_rule_expert_fold(int tp, int cp, int dp, int ep, int etp, px_error *err)
+{
+    if (tp < 1 || cp < 1 || dp < 1 || ep < 1 || etp < 1)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "tp %d, cp %d, dp %d, ep %d, etp %d: each must be >= 1", tp, cp, dp, ep,
+                       etp);
+    int64_t dense = (int64_t)tp * cp * dp;
+    if (dense % ((int64_t)ep * etp))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "ep x etp = %d x %d must divide tp x cp x dp = %lld (experts are folded "
+                       "over the GPUs of one pipeline stage)",
+                       ep, etp, (long long)dense);
+    return PX_OK;
+}
+
+px_status px_rule_experts(const px_model *m, int tp, int cp, int dp, int ep, int etp,
+                          const px_caps *caps, px_error *err)
+{
+    if (ep < 1 || etp < 1)
+        return PX_FAIL(err, PX_ERR_INVALID, "ep = %d, etp = %d: each must be >= 1", ep, etp);
+    if (m->n_experts <= 0) {
+        if (ep != 1 || etp != 1)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "ep = %d, etp = %d: ep and etp (expert parallelism) need a "
+                           "mixture-of-experts model; %s is dense (no experts): allowed ep = "
+                           "etp = 1",
+                           ep, etp, m->name);
+        return PX_OK;
+    }
+    if (ep > 1 && !caps->ep)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "ep = %d: %s runs no expert parallelism; allowed: 1", ep, caps->name);
+    if (etp != tp && !caps->etp)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "etp = %d: %s runs experts at the attention's tp = %d only", etp,
+                       caps->name, tp);
+    if (m->n_experts % ep)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "ep = %d does not divide the %lld experts of %s (each EP rank holds E / "
+                       "ep experts)",
+                       ep, (long long)m->n_experts, m->name);
+    px_status st = px_rule_expert_fold(tp, cp, dp, ep, etp, err);
+    if (st != PX_OK)
+        return st;
+    if (m->moe_ffn % etp)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "etp = %d does not divide the expert ffn size moe_ffn = %lld of %s",
+                       etp, (long long)m->moe_ffn, m->name);
+    return PX_OK;
+}
+
+px_status px_rule_schedule(int pp, int vpp, px_schedule schedule, const px_caps *caps,
+                           px_error *err)
+{
+    if (pp < 1 || vpp < 1)
+        return PX_FAIL(err, PX_ERR_INVALID, "pp = %d, vpp = %d: each must be >= 1", pp, vpp);
+    if ((int)schedule < 0 || schedule >= PX_SCHED_COUNT)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "schedule %d: allowed gpipe, 1f1b, interleaved, zb-h1, zb-h2",
+                       (int)schedule);
+    if (pp > 1 && !caps->schedules[schedule])
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED, "schedule \"%s\" is not run by %s",
+                       px_schedule_name(schedule), caps->name);
+    if (vpp > 1 && pp < 2)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "vpp = %d without pipeline parallelism (pp = %d): virtual stages "
+                       "interleave the chunks of pp >= 2 stages; allowed: vpp 1 or pp >= 2",
+                       vpp, pp);
+    bool zb_chunks = schedule == PX_SCHED_ZB_H1 && caps->zb_virtual_chunks;
+    /* a zero-bubble schedule over chunks is a capability; gpipe or 1f1b over
+     * chunks means nothing */
+    bool zb = schedule == PX_SCHED_ZB_H1 || schedule == PX_SCHED_ZB_H2;
+    if (vpp > 1 && schedule != PX_SCHED_INTERLEAVED && !zb_chunks)
+        return PX_FAIL(err, zb ? PX_ERR_UNSUPPORTED : PX_ERR_INVALID,
+                       "vpp = %d needs schedule \"interleaved\"%s (schedule \"%s\")", vpp,
+                       caps->zb_virtual_chunks ? " or \"zb-h1\"" : "",
+                       px_schedule_name(schedule));
+    if (schedule == PX_SCHED_INTERLEAVED && vpp < 2)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "schedule \"interleaved\" needs vpp >= 2 virtual stages (vpp = %d)", vpp);
+    return PX_OK;
+}
+
+px_status px_rule_pipeline(const px_model *m, int pp, int vpp, px_schedule schedule,
+                           const px_caps *caps, px_error *err)
+{
+    px_status st = px_rule_schedule(pp, vpp, schedule, caps, err);
+    if (st != PX_OK)
+        return st;
+    if ((int64_t)pp * vpp > m->n_layers)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "pp x vpp = %d exceeds the %lld layers of %s: every chunk needs a "
+                       "layer",
+                       pp * vpp, (long long)m->n_layers, m->name);
+    if (pp * vpp > PX_MAX_CHUNKS)
+        return PX_FAIL(err, PX_ERR_INVALID, "pp x vpp = %d: at most %d pipeline chunks",
+                       pp * vpp, PX_MAX_CHUNKS);
+    return PX_OK;
+}
+
+px_status px_rule_batch(int pp, int vpp, px_schedule schedule, int64_t micro_batch,
+                        int64_t n_micro, px_error *err)
+{
+    if (micro_batch < 1 || n_micro < 1)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "micro_batch = %lld, n_micro = %lld: each must be >= 1",
+                       (long long)micro_batch, (long long)n_micro);
+    /* The interleaved schedule runs the micro-batches in groups of pp
+     * through each virtual stage (Megatron's rule). */
+    if (vpp > 1 && (schedule == PX_SCHED_INTERLEAVED || schedule == PX_SCHED_ZB_H1) &&
+        n_micro % pp)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "schedule \"%s\" over vpp = %d chunks: n_micro = %lld must be a "
+                       "multiple of pp = %d (micro-batches go through a virtual stage in "
+                       "groups of pp)",
+                       px_schedule_name(schedule), vpp, (long long)n_micro, pp);
+    return PX_OK;
+}
+
+/* The stored split: pp·vpp chunks of >= 1 layer adding up to the model, and
+ * the per-layer recompute choices. */
+static px_status check_split(const px_model *m, const px_parallel *p, const px_caps *caps,
+                             px_error *err)
+{
+    int chunks = p->pp * p->vpp;
+    bool uneven = m->n_layers % chunks != 0;
+    if (p->n_chunks != 0) {
+        if (p->n_chunks != chunks)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "layers_per_chunk has %d entries: must have pp x vpp = %d",
+                           p->n_chunks, chunks);
+        int64_t sum = 0;
+        for (int i = 0; i < chunks; i++) {
+            if (p->layers_per_chunk[i] < 1)
+                return PX_FAIL(err, PX_ERR_INVALID,
+                               "layers_per_chunk[%d] = %d: every pipeline chunk needs at "
+                               "least one layer",
+                               i, p->layers_per_chunk[i]);
+            sum += p->layers_per_chunk[i];
+            uneven = uneven || p->layers_per_chunk[i] != p->layers_per_chunk[0];
+        }
+        if (sum != m->n_layers)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "layers_per_chunk sums to %lld: must equal the %lld layers",
+                           (long long)sum, (long long)m->n_layers);
+    }
+    if (uneven && !caps->uneven_stages)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "%s runs equal pipeline chunks only: pp x vpp = %d must divide the "
+                       "%lld layers",
+                       caps->name, chunks, (long long)m->n_layers);
+    if (uneven && p->vpp > 1 && !caps->uneven_virtual_chunks)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "%s runs equal virtual chunks only: pp x vpp = %d must divide the %lld "
+                       "layers",
+                       caps->name, chunks, (long long)m->n_layers);
+    if (p->n_layer_recompute != 0) {
+        if (p->n_layer_recompute != m->n_layers)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "layer_recompute has %d entries, the model has %lld layers",
+                           p->n_layer_recompute, (long long)m->n_layers);
+        if (!caps->per_layer_recompute)
+            return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                           "layer_recompute: %s runs one recompute mode for every layer",
+                           caps->name);
+        for (int i = 0; i < p->n_layer_recompute; i++)
+            if (p->layer_recompute[i] >= PX_RECOMPUTE_COUNT ||
+                !caps->recompute[p->layer_recompute[i]])
+                return PX_FAIL(err, PX_ERR_INVALID,
+                               "layer_recompute[%d] = %d: allowed none, selective, full (as %s "
+                               "runs them)",
+                               i, p->layer_recompute[i], caps->name);
+    }
+    return PX_OK;
+}
+
+/* ZeRO stage, recompute mode, gradient dtype and attention storage. */
+static px_status check_options(const px_parallel *p, const px_caps *caps, px_error *err)
+{
+    if (p->zero < 0 || p->zero > 3)
+        return PX_FAIL(err, PX_ERR_INVALID, "zero = %d: allowed 0, 1, 2, 3", p->zero);
+    if (!caps->zero[p->zero])
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED, "zero = %d is not run by %s", p->zero,
+                       caps->name);
+    if ((int)p->recompute < 0 || p->recompute >= PX_RECOMPUTE_COUNT)
+        return PX_FAIL(err, PX_ERR_INVALID, "recompute = %d: allowed none, selective, full",
+                       (int)p->recompute);
+    if (p->n_layer_recompute == 0 && !caps->recompute[p->recompute])
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED, "recompute \"%s\" is not run by %s",
+                       px_recompute_name(p->recompute), caps->name);
+    if (!p->grad_fp32 && !caps->grad_bf16)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "grad_fp32 = false: %s keeps fp32 main gradients; allowed: true",
+                       caps->name);
+    if (!p->flash_attention && caps->needs_flash_attention)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "flash_attention = false: %s does not store the s x s attention scores",
+                       caps->name);
+    if (caps->max_pp > 0 && p->pp > caps->max_pp)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED, "pp = %d: %s runs at most %d pipeline stages",
+                       p->pp, caps->name, caps->max_pp);
+    if (p->shard_group > 0 && p->zero >= 3 && !caps->hybrid_shard)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "shard_group = %d: %s runs no hybrid sharding; allowed: 0", p->shard_group,
+                       caps->name);
+    if ((int)p->precision < 0 || p->precision >= PX_PREC_COUNT ||
+        !(caps->precisions & PX_PREC_BIT(p->precision)))
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED, "precision %s is not run by %s",
+                       px_precision_name(p->precision), caps->name);
+    return PX_OK;
+}
+
+/* The CP flavour: one the consumer runs; the all-to-all (Ulysses) shards the
+ * heads of a TP rank over cp. */
+static px_status check_cp_comm(const px_model *m, const px_parallel *p, const px_caps *caps,
+                               px_error *err)
+{
+    if (p->cp <= 1)
+        return PX_OK;
+    if (!(caps->cp_flavours & (1u << p->cp_comm)))
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED, "cp_comm %s is not run by %s",
+                       px_cp_comm_name(p->cp_comm), caps->name);
+    if (p->cp_comm == PX_CPC_A2A && (m->n_heads / p->tp) % p->cp != 0)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "cp-comm a2a: cp = %d does not divide the %lld heads per TP rank "
+                       "(the all-to-all shards heads)",
+                       p->cp, (long long)(m->n_heads / p->tp));
+    return PX_OK;
+}
+
+px_status px_plan_check(const px_model *m, const px_parallel *p, const px_caps *caps,
+                        px_error *err)
+{
+    px_status st = check_model_shape(m, err);
+    if (st != PX_OK)
+        return st;
+    if (p->tp < 1 || p->cp < 1 || p->pp < 1 || p->vpp < 1 || p->dp < 1 || p->ep < 1 ||
+        p->etp < 1)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "parallel sizes tp %d cp %d pp %d vpp %d dp %d ep %d etp %d: each must "
+                       "be >= 1",
+                       p->tp, p->cp, p->pp, p->vpp, p->dp, p->ep, p->etp);
+    int64_t s = px_plan_seq_len(m, p);
+    if (m->block == PX_BLOCK_GPT && m->max_positions > 0 && s > m->max_positions)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "seq_len = %lld exceeds the learned position table of %s "
+                       "(max_positions = %lld)",
+                       (long long)s, m->name, (long long)m->max_positions);
+    st = px_rule_tp(m, p->tp, caps, err);
+    if (st == PX_OK)
+        st = px_rule_cp(s, p->cp, caps, err);
+    if (st == PX_OK)
+        st = px_rule_sp(m, s, p->tp, p->cp, p->sp, p->micro_batch, caps, err);
+    if (st == PX_OK)
+        st = px_rule_experts(m, p->tp, p->cp, p->dp, p->ep, p->etp, caps, err);
+    if (st == PX_OK)
+        st = px_rule_pipeline(m, p->pp, p->vpp, p->schedule, caps, err);
+    if (st == PX_OK)
+        st = px_rule_batch(p->pp, p->vpp, p->schedule, p->micro_batch, p->n_micro, err);
+    if (st == PX_OK)
+        st = check_split(m, p, caps, err);
+    if (st == PX_OK)
+        st = check_options(p, caps, err);
+    if (st == PX_OK)
+        st = check_cp_comm(m, p, caps, err);
+    /* last, so that a refusal by feature says every other rule holds */
+    if (st == PX_OK)
+        st = check_features(m, caps, err);
+    return st;
+}

@@ -1,0 +1,79 @@
+/* px_plan_check.h — the rules of a legal plan, in one place.
+ *
+ * A model and a parallel configuration are legal for a consumer (the search,
+ * the CPU or CUDA executor, an exporter) when px_plan_check accepts them under
+ * that consumer's capability set (px_caps.h).  The search, the cost model,
+ * plan I/O and `execute` all call it; none restates a rule.
+ *
+ * The per-dimension rules are exported too, so that the search can prune its
+ * enumeration dimension by dimension (tp before it picks cp, ...) and count a
+ * rejection under its reason; px_plan_check runs every one of them. */
+#ifndef PX_PLAN_CHECK_H
+#define PX_PLAN_CHECK_H
+
+#include <stdint.h>
+
+#include "px_caps.h"
+#include "px_error.h"
+#include "px_model.h"
+#include "px_plan.h"
+
+/* The built-in capability sets. */
+void px_caps_parallax(px_caps *c);      /* the planner's full search space */
+void px_caps_cpu_executor(px_caps *c);  /* `execute --backend cpu` */
+void px_caps_cuda_executor(px_caps *c); /* `execute --backend cuda` */
+void px_caps_any(px_caps *c);           /* the union of them (plan I/O) */
+
+/* The model features (px_model_feature bits) a model uses. */
+unsigned px_model_features(const px_model *m);
+/* "multi-head latent attention (attn mla)" ... for one feature bit. */
+const char *px_model_feature_name(unsigned feature);
+
+/* The vocabulary rows a consumer holds at tensor-parallel size tp: the
+ * vocabulary itself, or (pads_vocab) the next multiple of
+ * vocab_pad_multiple x tp.  Rows past m->vocab are never a target nor looked
+ * up, and take no part in the loss. */
+int64_t px_caps_vocab_rows(const px_caps *c, int64_t vocab, int tp);
+
+/* The whole check: sizes, every divisibility rule, the pipeline split, the
+ * schedule, what the consumer runs, and last the model features (so that a
+ * refusal by feature means every other rule holds).  The message names
+ * the field, its value and what is allowed; features and schedules a
+ * consumer lacks are PX_ERR_UNSUPPORTED, broken rules PX_ERR_INVALID. */
+px_status px_plan_check(const px_model *m, const px_parallel *par, const px_caps *caps,
+                        px_error *err);
+
+/* ---- the rules, dimension by dimension (px_plan_check runs them all) ---- */
+
+/* The sequence length a configuration trains: par->seq_len, else the model's. */
+int64_t px_plan_seq_len(const px_model *m, const px_parallel *par);
+
+/* tp divides the attention heads, the kv heads, the dense ffn and (unless the
+ * consumer pads it) the vocabulary. */
+px_status px_rule_tp(const px_model *m, int tp, const px_caps *caps, px_error *err);
+/* cp divides the sequence into 2·cp chunks (each rank holds the i-th and the
+ * (2cp-1-i)-th, which balances causal attention); a consumer without CP runs
+ * cp = 1 only. */
+px_status px_rule_cp(int64_t seq, int cp, const px_caps *caps, px_error *err);
+/* Sequence parallelism splits each rank's s/cp positions over tp; a MoE layer
+ * routes a tp-th of a micro-batch's tokens on each TP rank. */
+px_status px_rule_sp(const px_model *m, int64_t seq, int tp, int cp, bool sp,
+                     int64_t micro_batch, const px_caps *caps, px_error *err);
+/* Experts: ep divides them, ep·etp the tp·cp·dp GPUs of a stage, etp the
+ * expert ffn; a dense model runs ep = etp = 1. */
+px_status px_rule_experts(const px_model *m, int tp, int cp, int dp, int ep, int etp,
+                          const px_caps *caps, px_error *err);
+/* The fold alone (no model): ep·etp divides the tp·cp·dp GPUs of a stage. */
+px_status px_rule_expert_fold(int tp, int cp, int dp, int ep, int etp, px_error *err);
+/* The schedule: one the consumer runs; vpp > 1 only with pp >= 2 and an
+ * interleaved schedule (or zb-h1 where the consumer runs it over chunks). */
+px_status px_rule_schedule(int pp, int vpp, px_schedule schedule, const px_caps *caps,
+                           px_error *err);
+/* Pipeline: px_rule_schedule, and pp·vpp chunks, each with a layer. */
+px_status px_rule_pipeline(const px_model *m, int pp, int vpp, px_schedule schedule,
+                           const px_caps *caps, px_error *err);
+/* Micro-batches: b, m >= 1; interleaving needs m a multiple of pp. */
+px_status px_rule_batch(int pp, int vpp, px_schedule schedule, int64_t micro_batch,
+                        int64_t n_micro, px_error *err);
+
+#endif

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The plan contract: what `plan` writes, `execute` runs.
+#  1. For each tiny preset on 1, 2, 4 and 8 GPUs: the chosen plan as written
+#     (-o, its stage split included) and every plan of `plan --top 20`
+#     (--write-top) run one step under mpirun (CPU backend, oversubscribed).
+#     Identical plan files run once.
+#  2. For the big presets on 8 ... 16384 GPUs: `execute --check` (one process,
+#     no mpirun) accepts the chosen plan and every ranked plan, or refuses it
+#     for a model feature this executor has no kernels for, by name: the
+#     feature check comes last in px_plan_check, so such a plan passed every
+#     other rule.
+#   plan_contract.sh BUILD_DIR
+set -u
+build=$1
+command -v mpirun >/dev/null || { echo "no mpirun: skipped"; exit 77; }
+export OPENBLAS_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+work=$(mktemp -d "${TMPDIR:-/tmp}/px-contract.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+plan="$build/plan"
+exe="$build/execute"
+failed=0
+runs=0
+checks=0
+t0=$(date +%s)
+
+# plans DIR ARGS...: the chosen plan and the ranked ones into DIR.
+plans() {
+  local dir=$1
+  shift
+  mkdir -p "$dir"
+  "$plan" "$@" --write-top "$dir" -o "$dir/chosen.json" >"$dir/plan.out" 2>&1 ||
+    { echo "FAIL plan $*: $(tail -2 "$dir/plan.out")"; failed=$((failed + 1)); return 1; }
+}
+
+for model in tiny-gpt tiny-llama tiny-moe; do
+  for gpus in 1 2 4 8; do
+    dir="$work/$model-$gpus"
+    plans "$dir" --model "$model" --gpus "$gpus" --global-batch 8 --top 20 || continue
+    declare -A seen=()
+    for f in "$dir"/chosen.json "$dir"/rank-*.json; do
+      key=$(sed -n '/"parallel"/,/}/p' "$f" | md5sum | cut -d' ' -f1)
+      [ -n "${seen[$key]:-}" ] && continue
+      seen[$key]=1
+      runs=$((runs + 1))
+      if ! timeout 120 mpirun --oversubscribe -np "$gpus" "$exe" --plan "$f" --steps 1 \
+          --warmup 0 </dev/null >"$f.out" 2>&1; then
+        echo "FAIL $model on $gpus GPUs, $(basename "$f"): execute exited non-zero"
+        tail -5 "$f.out"; failed=$((failed + 1))
+      fi
+    done
+    unset seen
+    echo "ran   $model on $gpus GPUs: $(ls "$dir"/rank-*.json | wc -l) ranked plans + the chosen one"
+  done
+done
+t1=$(date +%s)
+
+for model in llama3-70b llama3-405b gpt3-175b mixtral-8x7b deepseek-v3 qwen3-235b-a22b; do
+  for gpus in 8 64 512 4096 16384; do
+    dir="$work/$model-$gpus"
+    mkdir -p "$dir"
+    if ! "$plan" --model "$model" --gpus "$gpus" --top 20 --write-top "$dir" \
+        -o "$dir/chosen.json" >"$dir/plan.out" 2>&1; then
+      # the search's own answer that nothing fits is no plan to check
+      if grep -q "error: no configuration of .* fits in" "$dir/plan.out"; then
+        echo "none  $model on $gpus GPUs: nothing fits"; continue
+      fi
+      echo "FAIL plan $model $gpus: $(tail -2 "$dir/plan.out")"; failed=$((failed + 1)); continue
+    fi
+    refused=""
+    for f in "$dir"/chosen.json "$dir"/rank-*.json; do
+      checks=$((checks + 1))
+      if "$exe" --check --plan "$f" >"$f.chk" 2>&1; then continue; fi
+      # only a named model feature without kernels may refuse a planned plan
+      if grep -q "unsupported: model \"$model\": .* is not supported by cpu-executor" "$f.chk"; then
+        refused=$(grep -o ': [^:]* is not supported by' "$f.chk" | head -1)
+        continue
+      fi
+      echo "FAIL $model on $gpus GPUs, $(basename "$f"): $(cat "$f.chk")"
+      failed=$((failed + 1))
+    done
+    echo "check $model on $gpus GPUs: $(ls "$dir"/rank-*.json | wc -l) ranked plans + the chosen one${refused:+, refused by feature$refused the cpu-executor}"
+  done
+done
+t2=$(date +%s)
+echo "$runs plans executed in $((t1 - t0)) s, $checks plans checked in $((t2 - t1)) s"
+[ $failed -eq 0 ] || { echo "$failed failed"; exit 1; }
