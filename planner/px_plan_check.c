@@ -19,6 +19,7 @@ static void caps_all(px_caps *c, const char *name)
         c->zero[z] = true;
     c->per_layer_recompute = c->uneven_stages = c->uneven_virtual_chunks = true;
     c->sp = c->tp_without_sp = c->ep = c->etp = true;
+    c->hybrid_shard = true;
     c->cp_flavours = PX_CP_RING_P2P | PX_CP_ALL_GATHER | PX_CP_ALL_TO_ALL;
     c->grad_bf16 = true;
     c->precisions = PX_PREC_ALL;
@@ -56,6 +57,7 @@ static void caps_engine(px_caps *c, const char *name)
                         PX_FEAT_LLAMA_BLOCK;
     c->zb_virtual_chunks = true;
     c->moe_gpt_block = false;
+    c->hybrid_shard = false; /* ZeRO-3 shards over the whole data-parallel group */
 }
 
 /* Any consumer's: what some consumer runs (plan I/O reads a plan against it,

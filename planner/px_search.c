@@ -452,6 +452,14 @@ bool px_search_fully_fixed(const px_model *m, int gpus, const px_search_opts *o)
     return o->vpp > 0 || vpp_implied;
 }
 
+/* Where a broken rule is counted: under the framework when it is a
+ * capability the consumer lacks (PX_ERR_UNSUPPORTED), else under the rule's
+ * own reason. */
+static px_reject rule_reject(px_status st, px_reject structural)
+{
+    return st == PX_ERR_UNSUPPORTED ? PX_REJ_FRAMEWORK : structural;
+}
+
 /* The capability set a search works under (px_search_opts.caps). */
 static const px_caps *search_caps(const px_search_opts *o, px_caps *storage)
 {
@@ -940,15 +948,18 @@ static void score_states(const search_spec *sp, px_cost_ctx *ctx, px_parallel *p
                 par->schedule = scheds[i_s];
                 if (v > 1 && par->schedule != PX_SCHED_INTERLEAVED)
                     continue; /* vpp only means something interleaved */
-                if (px_rule_pipeline(sp->m, pp, v, par->schedule, sp->caps, NULL) != PX_OK) {
-                    t->rejected[PX_REJ_LAYERS]++;
+                px_status rst = px_rule_pipeline(sp->m, pp, v, par->schedule, sp->caps, NULL);
+                if (rst != PX_OK) {
+                    t->rejected[rule_reject(rst, PX_REJ_LAYERS)]++;
                     continue;
                 }
-                if (px_rule_sp(sp->m, sp->s, par->tp, par->cp, par->sp, par->micro_batch,
-                               sp->caps, NULL) != PX_OK ||
-                    px_rule_batch(pp, v, par->schedule, par->micro_batch, par->n_micro, NULL) !=
-                        PX_OK) {
-                    t->rejected[PX_REJ_BATCH]++;
+                rst = px_rule_sp(sp->m, sp->s, par->tp, par->cp, par->sp, par->micro_batch,
+                                 sp->caps, NULL);
+                if (rst == PX_OK)
+                    rst = px_rule_batch(pp, v, par->schedule, par->micro_batch, par->n_micro,
+                                        NULL);
+                if (rst != PX_OK) {
+                    t->rejected[rule_reject(rst, PX_REJ_BATCH)]++;
                     continue;
                 }
                 score_config(sp, ctx, par, t);
@@ -983,8 +994,10 @@ static void score_experts_batches(const search_spec *sp, px_cost_ctx *ctx, px_pa
     for (int i_ep = 0; i_ep < n_ep; i_ep++)
         for (int i_etp = 0; i_etp < n_etp; i_etp++) {
             int ep = eps[i_ep], etp = etps[i_etp];
-            if (sp->moe && px_rule_experts(m, tp, cp, dp, ep, etp, sp->caps, NULL) != PX_OK) {
-                t->rejected[PX_REJ_EXPERTS]++;
+            px_status rst = sp->moe ? px_rule_experts(m, tp, cp, dp, ep, etp, sp->caps, NULL)
+                                    : PX_OK;
+            if (rst != PX_OK) {
+                t->rejected[rule_reject(rst, PX_REJ_EXPERTS)]++;
                 continue;
             }
             for (int i_b = 0; i_b < n_b; i_b++) {
@@ -1070,8 +1083,9 @@ static int list_items(const search_spec *sp, search_item *items, search_tally *t
             t->rejected[PX_REJ_GPUS]++;
             continue;
         }
-        if (px_rule_tp(m, tp, sp->caps, NULL) != PX_OK) {
-            t->rejected[PX_REJ_HEADS]++;
+        px_status rst = px_rule_tp(m, tp, sp->caps, NULL);
+        if (rst != PX_OK) {
+            t->rejected[rule_reject(rst, PX_REJ_HEADS)]++;
             continue;
         }
         int n_cp = o->cp > 0 ? (cps[0] = o->cp, 1) : divisors(gpus / tp, o->max_cp, cps, CAP);
@@ -1081,8 +1095,9 @@ static int list_items(const search_spec *sp, search_item *items, search_tally *t
                 t->rejected[PX_REJ_GPUS]++;
                 continue;
             }
-            if (px_rule_cp(sp->s, cp, sp->caps, NULL) != PX_OK) {
-                t->rejected[PX_REJ_SEQ]++;
+            px_status cst = px_rule_cp(sp->s, cp, sp->caps, NULL);
+            if (cst != PX_OK) {
+                t->rejected[rule_reject(cst, PX_REJ_SEQ)]++;
                 continue;
             }
             int rest = gpus / tp / cp;
