@@ -1,6 +1,7 @@
 /* px_cost.c — the cost model; every formula is documented, with its source,
  * in docs/cost-model.md under the heading named in the comment above it. */
 #include "px_cost.h"
+#include "px_cost_fsdp.h"
 
 #include <math.h>
 #include <string.h>
@@ -758,6 +759,10 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
         /* sliding-window layers: the model's mean share of a causal core */
         lt->attn_fwd_s = px_time_attn_s(hw, 0.5 * attn_flops *
                                                 px_sliding_causal_fraction(m, seq_of(ctx, par)));
+        /* FlashAttention 1 runs at half FlashAttention-2's rate (Dao 2023:
+         * FA2 is about 2x FA1); a calibrated attn_eff is the kernel's own */
+        if (ctx->run && ctx->run->flash_attention_version == 1 && hw->attn_eff <= 0.0)
+            lt->attn_fwd_s *= 2.0;
         lt->attn_bwd_s = 2.5 * lt->attn_fwd_s; /* the backward recomputes the scores */
     } else {
         attn_core_unfused(hw, &sh, T, a_t, &lt->attn_fwd_s, &lt->attn_bwd_s);
@@ -1074,6 +1079,14 @@ static void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int 
     double w1, g1, o1, w2, g2, o2;
     static_bytes(dense, dshard, par->zero, bpp, &w1, &g1, &o1);
     static_bytes(expert, eshard, par->zero, bpp, &w2, &g2, &o2);
+    if (par->zero >= 3 && ctx->run) {
+        /* FSDP: the fp32 shard is the weight; hybrid sharding shards over
+         * the group only (px_cost_fsdp.h) */
+        double gsh = par->shard_group > 0 ? (double)par->shard_group : dshard;
+        double esh = par->shard_group > 0 && eshard > gsh ? gsh : eshard;
+        px_cost_fsdp_static(dense, gsh, bpp.grads, &w1, &g1, &o1);
+        px_cost_fsdp_static(expert, esh, bpp.grads, &w2, &g2, &o2);
+    }
     sm->w = w1 + w2 + prec_weight_copies(ctx, par, nd, nm);
     sm->g = g1 + g2;
     sm->o = o1 + o2;
@@ -1126,6 +1139,13 @@ static void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int 
          * kept in the activation dtype until W computes the head's */
         sm->buf_loss = (inflight - sm->inflight_bw) * 4.0 * tok * V / t +
                        sm->inflight_bw * e * tok * V / t;
+        if (ctx->run && ctx->run->fused_cross_entropy) {
+            /* a fused cross-entropy keeps the GEMM's logits (compute dtype)
+             * and a log-sum-exp per token, and turns the logits into their
+             * gradient in place: no fp32 copies */
+            sm->buf_logits = e * tok * V / t;
+            sm->buf_loss = (inflight - 1.0) * e * tok * V / t + inflight * 4.0 * tok;
+        }
     }
     /* a stage with a full-recompute layer holds that layer's full
      * activations while it reruns it (the largest such layer's) */
@@ -1142,6 +1162,9 @@ static void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int 
                                  ? ctx->moe_layer_params
                                  : ctx->dense_layer_params);
         sm->buf_zero3 = 2.0 * lp / t * bpp.weights;
+        if (ctx->run)
+            sm->buf_zero3 = px_cost_fsdp_buffers(ctx->run, lp / t, (double)(nd + nm), e,
+                                                 bpp.grads);
     }
     sm->total = sm->w + sm->g + sm->o + sm->act + sm->buf_emb + sm->buf_final + sm->buf_logits +
                 sm->buf_loss + sm->buf_rc + sm->buf_p2p + sm->buf_zero3 + sm->buf_zb;
@@ -1428,6 +1451,32 @@ void px_cost_stages(px_cost_ctx *ctx, const px_parallel *par, double *stage_mb_s
     }
 }
 
+/* ZeRO-3 as the framework runs it, layer by layer (px_cost_fsdp.h):
+ * replaces the whole-stage estimate of eval_impl. */
+static void fsdp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const crossings *x,
+                           double stage_params, px_bytes_per_param bpp, double fwd_s,
+                           double bwd_s, double *total, double *exposed, double *bytes)
+{
+    const px_hw *hw = ctx->hw;
+    int ddp = par->dp * par->cp;
+    int group = par->shard_group > 0 && par->shard_group < ddp ? par->shard_group : ddp;
+    int replicas = ddp / group;
+    int g = hw->gpus_per_node > 0 ? hw->gpus_per_node : 1;
+    int st = par->tp * par->cp * par->pp; /* dp rank stride, default order */
+    bool cross_group = !hw->torus && (group == ddp ? (x->dp || x->cp) : dim_crosses(st, group, g));
+    bool cross_rep = !hw->torus && replicas > 1 && dim_crosses(st * group, replicas, g);
+    double n = (double)ctx->model->n_layers / par->pp;
+    px_fsdp_time ft;
+    double rails = px_cost_fsdp_rails(hw, ctx->run, group, st);
+    px_cost_fsdp_time(hw, ctx->run, group, replicas, cross_group, cross_rep, rails,
+                      stage_params / n, n,
+                      elem_of(ctx), bpp.grads, (double)par->n_micro, fwd_s, bwd_s,
+                      comm_sm_fraction(hw), &ft);
+    *total = ft.total_s;
+    *exposed = ft.exposed_s;
+    *bytes = ft.bytes;
+}
+
 static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem_limit,
                            double train_tokens, double gpu_mtbf_hours, px_prediction *pred,
                            px_cost_detail *detail, px_error *err);
@@ -1603,6 +1652,9 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
         dp_exposed = dp_total; /* reduced (and gathered) after the backward */
     /* the hidden part still takes SMs from the compute it hides under */
     dp_exposed += comm_sm_fraction(hw) * (dp_total - dp_exposed);
+    if (par->zero >= 3 && ctx->run && (ddp > 1 || edp > 1))
+        fsdp_step_comm(ctx, par, &x, w_dense_p + w_exp_p, bpp, fwd_win, bwd_win, &dp_total,
+                       &dp_exposed, &dp_bytes);
     if (ddp <= 1 && edp <= 1)
         dp_total = dp_exposed = dp_bytes = 0.0;
 

@@ -226,6 +226,10 @@ typedef struct {
      * search scores ZeRO stages, recompute choices and schedules (up to 48
      * configurations) on one such shape */
     px_cost_ops_memo ops_memo;
+    /* How the framework runs the plan (px_framework.h); NULL: the planner's
+     * defaults.  Read by the FSDP terms (px_cost_fsdp.h) and the fused
+     * cross-entropy buffers. */
+    const struct px_fw_runtime *run;
 } px_cost_ctx;
 
 px_status px_cost_ctx_init(px_cost_ctx *ctx, const px_model *m, const px_hw *hw,

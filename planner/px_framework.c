@@ -100,7 +100,9 @@ static const px_jfield runtime_fields[] = {
     {"fsdp_prefetch_layers", PX_JF_INT, offsetof(px_fw_runtime, fsdp_prefetch_layers), 0, true,
      0, NULL, 0},
     RB(fsdp_reshard_after_forward), RB(fused_attention), RB(fused_cross_entropy),
-    RB(fused_norm), RB(fused_rope), RB(grouped_gemm),
+    RB(fused_norm), RB(fused_rope), RB(grouped_gemm), RB(fsdp_flat_collectives),
+    {"flash_attention_version", PX_JF_INT, offsetof(px_fw_runtime, flash_attention_version), 0,
+     true, 1, NULL, 0},
     {"quantized_params", PX_JF_BOOL, offsetof(px_fw_runtime, quantized_params), 0, false, 0,
      NULL, 0},
 };
@@ -301,6 +303,8 @@ bool px_caps_allow(const px_caps *c, const px_model *m, const px_parallel *p, co
         w = "precisions";
     else if (p->cp > 1 && !(c->cp_flavours & (1u << p->cp_comm)))
         w = "cp_flavours";
+    else if (p->shard_group > 0 && p->zero >= 3 && !c->hybrid_shard)
+        w = "hybrid_shard";
     if (why)
         *why = w;
     return w == NULL;

@@ -34,6 +34,13 @@ typedef struct px_fw_runtime {
     bool quantized_params;           /* low precision: linear weights kept quantised and
                                       * gathered quantised (px_parallel.quantized_params);
                                       * optional, default false */
+    bool fsdp_flat_collectives;      /* ZeRO-3 gathers / reduce-scatters one flat buffer per
+                                      * layer, which NCCL spreads over every NIC of a node
+                                      * the group fills (px_cost_fsdp.h) */
+    int flash_attention_version;     /* FlashAttention generation of the fused attention
+                                      * kernel: 2 (FlashAttention-2 class, the cost model's
+                                      * PX_EFF_FLASH_REL), 1 (FlashAttention 1: half the rate,
+                                      * Dao 2023) */
 } px_fw_runtime;
 
 typedef struct {

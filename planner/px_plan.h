@@ -85,6 +85,11 @@ typedef struct {
     /* Per layer recompute choice; n_layer_recompute == 0 means uniform. */
     int n_layer_recompute;
     unsigned char layer_recompute[PX_MAX_LAYERS];
+    /* ZeRO-3 / FSDP hybrid sharding: parameters, gradients and optimizer
+     * state sharded within groups of this many data-parallel ranks and
+     * replicated across the groups (HSDP); 0 = shard over the whole dp·cp
+     * group. */
+    int shard_group;
 } px_parallel;
 
 /* Sets every field to the single-GPU defaults (all sizes 1, 1F1B, ZeRO 0,

@@ -46,6 +46,7 @@ static const px_jfield parallel_fields[] = {
      0},
     {"order", PX_JF_STR, offsetof(px_parallel, order), sizeof(((px_parallel *)0)->order), true,
      0, NULL, 0},
+    {"shard_group", PX_JF_INT, offsetof(px_parallel, shard_group), 0, false, 0, NULL, 0},
 };
 static const char *const parallel_extra[] = {"layers_per_chunk", "layer_recompute", NULL};
 

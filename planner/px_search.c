@@ -545,6 +545,37 @@ static bool has_factorisation(const px_model *m, int gpus, int64_t s, int64_t GB
     return false;
 }
 
+/* The global batch was not given (the default tokens per step) but the
+ * layout is fixed: the nearest batch that dp (x a fixed micro-batch, x a
+ * fixed micro-batch count) divides, rather than no plan at all (TP 8 PP 5
+ * DP 25 on 1000 GPUs runs 2050 sequences, not 2048). */
+static void nearest_batch(int gpus, const px_search_opts *o, px_search_result *res)
+{
+    if (o->global_batch > 0 || o->tokens_per_step > 0)
+        return;
+    int64_t dp = o->dp;
+    if (dp <= 0 && o->tp > 0 && o->pp > 0 && o->cp > 0 &&
+        gpus % ((int64_t)o->tp * o->pp * o->cp) == 0)
+        dp = gpus / ((int64_t)o->tp * o->pp * o->cp);
+    if (dp <= 0)
+        return;
+    int64_t unit = dp * (o->micro_batch > 0 ? o->micro_batch : 1) *
+                   (o->n_micro > 0 ? o->n_micro : 1);
+    int64_t gb = res->global_batch;
+    if (gb % unit == 0)
+        return;
+    int64_t near = (gb + unit / 2) / unit * unit;
+    if (near < unit)
+        near = unit;
+    snprintf(res->batch_note, sizeof res->batch_note,
+             "global batch %lld sequences (the default) is not divisible by dp%s%s = %lld: "
+             "the nearest the layout divides, %lld, is used",
+             (long long)gb, o->micro_batch > 0 ? " x micro-batch" : "",
+             o->n_micro > 0 ? " x micro-batches" : "", (long long)unit, (long long)near);
+    res->global_batch = near;
+    res->tokens_per_step = near * res->seq_len;
+}
+
 /* Megatron's split of L layers over pp x v chunks with the embedding and
  * the loss counted as pipeline layers (px_split_megatron.h), recorded in
  * par; false when it does not apply. */
@@ -604,6 +635,8 @@ px_status px_search_check_framework(const px_model *m, const px_search_opts *o, 
     if (o->tp > 1 && o->sp == 0 && !c->tp_without_sp)
         return framework_refuses(c, err, "--sp off", "tp_without_sp",
                                  "tensor parallelism without sequence parallelism");
+    if (o->shard_group > 0 && !c->hybrid_shard)
+        return framework_refuses(c, err, "--shard-group", "hybrid_shard", "hybrid sharding");
     if (o->grad_fp32 == 0 && !c->grad_bf16)
         return framework_refuses(c, err, "--grad-dtype bf16", "grad_bf16", "bf16 gradients");
     if (!(c->precisions & PX_PREC_BIT(o->precision))) {
@@ -646,6 +679,8 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     st = resolve_batch(m, o, res, err);
     if (st != PX_OK)
         return st;
+    res->batch_note[0] = '\0';
+    nearest_batch(gpus, o, res);
     st = check_fixed(m, gpus, res->seq_len, o, res, err);
     if (st != PX_OK)
         return st;
@@ -667,6 +702,7 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     st = px_cost_ctx_init(&ctx, m, hw, err);
     if (st != PX_OK)
         return st;
+    ctx.run = o->run;
 
     const int64_t s = res->seq_len, GB = res->global_batch, L = m->n_layers;
     const bool moe = m->n_experts > 0;
@@ -683,6 +719,7 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     par.tp_overlap = o->tp_overlap < 0 ? (!o->run || o->run->tp_overlap) : o->tp_overlap != 0;
     par.flash_attention = o->flash_attention < 0 ? (!o->run || o->run->fused_attention)
                                                  : o->flash_attention != 0;
+    par.shard_group = o->shard_group;
     /* sequence parallelism when free: on with TP, unless the framework runs
      * TP only without it */
     int sp_free = o->caps && !o->caps->sp ? 0 : 1;
@@ -801,6 +838,10 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                                  * group for the experts): with none, stages 1-3
                                  * are ZeRO-0 under another name, so only 0 */
                                 int ddp = dp * cp, edp = moe ? tp * cp * dp / (ep * etp) : 1;
+                                if (o->shard_group > 0 && ddp % o->shard_group != 0) {
+                                    res->rejected[PX_REJ_GPUS]++;
+                                    continue; /* the shard groups must tile dp·cp */
+                                }
                                 int z0 = 0, z1 = (ddp > 1 || edp > 1) ? 3 : 0;
                                 if (o->zero >= 0)
                                     z0 = z1 = o->zero;

@@ -70,6 +70,8 @@ typedef struct {
     const px_caps *caps;
     const struct px_fw_runtime *run;
     int flash_attention;     /* -1: the framework's fused attention (on without one); 0 off; 1 on */
+    int shard_group;         /* ZeRO-3 hybrid sharding: shard within groups of N dp ranks
+                              * (px_parallel.shard_group); 0: over the whole group */
 } px_search_opts;
 
 /* Per candidate; interleaved programs get a tenth (their heuristic split is
@@ -132,6 +134,9 @@ typedef struct {
     px_candidate rule;
     char rule_notes[1024];            /* the steps the rule took */
     double elapsed_s;
+    /* the default global batch moved to the nearest one the fixed layout
+     * divides ("" = not moved) */
+    char batch_note[256];
 } px_search_result;
 
 /* Runs the search.  Returns PX_ERR_INVALID for bad options (gpus < 1...),

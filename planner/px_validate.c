@@ -140,6 +140,16 @@ static const char *framework_for(const char *fw)
     return "megatron";
 }
 
+/* A ZeRO-3 row of a comparison with DeepSpeed ZeRO-3 ("Megatron-LM (PTD-P)
+ * vs DeepSpeed ZeRO-3": Narayanan et al. 2021, Table 2) ran DeepSpeed's
+ * ZeRO-3, not Megatron's layers. */
+static const char *framework_for_row(const char *fw, int zero)
+{
+    if (zero == 3 && contains_ci(fw, "DeepSpeed ZeRO-3"))
+        return "deepspeed";
+    return framework_for(fw);
+}
+
 static int parse_recompute(const char *s)
 {
     if (!s)
@@ -334,6 +344,9 @@ static bool parse_row(const json_t *jr, px_val_row *row)
     } else {
         row->zero = (int)jint_or(jp, "zero_stage", -1);
     }
+    snprintf(row->framework, sizeof row->framework, "%s",
+             framework_for_row(jstr(jr, "framework"), row->zero));
+    row_family(jr, row);
     row->recompute = parse_recompute(jstr(jp, "recompute"));
     row->micro_batch = jint_or(jp, "micro_batch", 0);
     row->global_batch = jint_or(jp, "global_batch", 0);
@@ -355,6 +368,16 @@ static bool parse_row(const json_t *jr, px_val_row *row)
     /* sequence parallelism is Megatron's 2022 release: earlier runs had none */
     if (row->sp < 0 && year > 0 && year < 2022)
         row->sp = 0;
+    /* Megatron-LM's 2020 training scripts (examples/pretrain_gpt*.sh)
+     * always pass --checkpoint-activations: full recompute when unpublished */
+    if (row->recompute < 0 && year > 0 && year <= 2020 && !strcmp(row->framework, "megatron"))
+        row->recompute = PX_RECOMPUTE_FULL;
+    /* a run of the torch 1.13 era predates FlashAttention-2 (July 2023) and
+     * ran flash-attn 1 (the llm-foundry benchmark tables: "torch 1.13/2.x
+     * era"; their README: "TODO: Update tables with torch 2.0 after next
+     * Composer release") */
+    if (contains_ci(jstr(jr, "notes"), "torch 1.13"))
+        row->flash_version = 1;
     /* gradient precision is not published: Megatron's default, fp32 main
      * gradients (the planner's default too) */
     row->grad_fp32 = true;
@@ -487,6 +510,20 @@ static bool row_split(const px_model *m, px_parallel *par, const char **why)
     return true;
 }
 
+/* The row's GPUs per node replace the profile's NVLink domain when the
+ * domain is the host (DGX, HGX); a profile whose NVLink domain spans several
+ * hosts (GB200 NVL72: 18 trays of 4 GPUs on one NVLink switch fabric) keeps
+ * it: the row's node is a tray inside the domain. */
+static void row_node_size(const px_val_row *row, px_hw *hw)
+{
+    int g = row->gpus_per_node;
+    if (g <= 0)
+        return;
+    if (hw->gpus_per_node > g && hw->gpus_per_node % g == 0 && hw->gpus_per_node > 16)
+        return;
+    hw->gpus_per_node = g;
+}
+
 /* The published-runs comparison (shared/data/README.md): tokens/s per GPU
  * when published, else MFU, else step time; + means predicted too fast. */
 static void family_error(px_val_row *row)
@@ -508,15 +545,6 @@ static void family_error(px_val_row *row)
     }
 }
 
-/* A row's gpus_per_node counts the GPUs of one host.  Where the profile's
- * fast domain spans several hosts (gpus_per_host: GB200 NVL72's trays of 4
- * on one NVLink domain of 72), a row that gives the host size keeps the
- * domain; otherwise the row's count is the node. */
-static bool host_is_node(const px_hw *hw, int row_gpus_per_node)
-{
-    return hw->gpus_per_host > 0 && row_gpus_per_node == hw->gpus_per_host;
-}
-
 static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_vpp,
                              px_error *err)
 {
@@ -524,8 +552,7 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
     px_status st = px_hw_load(row->hw_name, profiles_dir, &hw, err);
     if (st != PX_OK)
         return st;
-    if (row->gpus_per_node > 0 && !host_is_node(&hw, row->gpus_per_node))
-        hw.gpus_per_node = row->gpus_per_node;
+    row_node_size(row, &hw);
     static px_cost_ctx ctx; /* large; one row at a time */
     st = px_cost_ctx_init(&ctx, &row->model, &hw, err);
     if (st != PX_OK)
@@ -547,6 +574,11 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
         if (!row->note[0])
             snprintf(row->note, sizeof row->note, "global batch unpublished: one micro-batch");
     }
+    static px_fw_runtime run;
+    run = fw.run;
+    if (row->flash_version > 0)
+        run.flash_attention_version = row->flash_version;
+    ctx.run = &run;
     int64_t unit = (int64_t)row->dp * (row->micro_batch > 0 ? row->micro_batch : 1);
     if (gb % unit != 0) {
         /* the layout runs the nearest global batch it divides (as plan does) */
@@ -610,6 +642,7 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
                         par.cp = row->cp;
                         par.ep = row->ep;
                         par.etp = row_etp(row);
+                        par.shard_group = row->shard_group;
                         par.vpp = row->pp > 1 ? v : 1;
                         par.schedule = par.vpp > 1 ? PX_SCHED_INTERLEAVED : PX_SCHED_1F1B;
                         par.sp = sp && row->tp > 1;
@@ -1139,12 +1172,18 @@ px_status px_validate_explain(const px_val_report *r, const char *id, FILE *out,
     px_status st = px_hw_load(w->hw_name, r->profiles_dir[0] ? r->profiles_dir : NULL, &hw, err);
     if (st != PX_OK)
         return st;
-    if (w->gpus_per_node > 0 && !host_is_node(&hw, w->gpus_per_node))
-        hw.gpus_per_node = w->gpus_per_node;
+    row_node_size(w, &hw);
     static px_cost_ctx ctx;
     st = px_cost_ctx_init(&ctx, &w->model, &hw, err);
     if (st != PX_OK)
         return st;
+    static px_framework fw;
+    st = px_framework_load(w->framework[0] ? w->framework : NULL, NULL, &fw, err);
+    if (st != PX_OK)
+        return st;
+    if (w->flash_version > 0)
+        fw.run.flash_attention_version = w->flash_version;
+    ctx.run = &fw.run;
     px_prediction p;
     px_cost_detail d;
     st = px_cost_eval(&ctx, &w->par, 0.0, 0.0, &p, &d, err);
@@ -1179,6 +1218,14 @@ px_status px_validate_explain(const px_val_report *r, const char *id, FILE *out,
         fprintf(out, "%-28s %12.4f %7.1f%%\n", q[i].name, q[i].v,
                 t->step_s > 0 ? 100.0 * q[i].v / t->step_s : 0.0);
     fprintf(out, "%-28s %12.2f GB\n", "memory per GPU", (double)p.mem.total / 1e9);
+    const struct {
+        const char *name;
+        int64_t v;
+    } mq[] = {{"  weights", p.mem.weights},         {"  gradients", p.mem.grads},
+              {"  optimizer", p.mem.optimizer},     {"  activations", p.mem.activations},
+              {"  buffers", p.mem.buffers}};
+    for (size_t i = 0; i < sizeof mq / sizeof mq[0]; i++)
+        fprintf(out, "%-28s %12.2f GB\n", mq[i].name, (double)mq[i].v / 1e9);
     fprintf(out, "%-28s %12.3f\n", "mfu", p.mfu);
     fprintf(out, "%-28s %12.3f\n", "hfu", p.hfu);
     return PX_OK;

@@ -23,7 +23,8 @@ static const char *good =
     " \"runtime\": {\"dp_overlap\": true, \"tp_overlap\": false, \"fsdp_prefetch_layers\": 1,\n"
     "  \"fsdp_reshard_after_forward\": true, \"fused_attention\": true,\n"
     "  \"fused_cross_entropy\": false, \"fused_norm\": false, \"fused_rope\": false,\n"
-    "  \"grouped_gemm\": false},\n"
+    "  \"grouped_gemm\": false, \"fsdp_flat_collectives\": true,\n"
+    "  \"flash_attention_version\": 2},\n"
     " \"sources\": {\"schedules\": \"s\", \"recompute\": \"s\", \"per_layer_recompute\": \"s\",\n"
     "  \"uneven_stages\": \"s\", \"uneven_virtual_chunks\": \"s\", \"zero\": \"s\",\n"
     "  \"hybrid_shard\": \"s\", \"sp\": \"s\", \"tp_without_sp\": \"s\", \"ep\": \"s\", \"etp\": \"s\",\n"
@@ -32,6 +33,7 @@ static const char *good =
     "  \"max_pp\": \"s\", \"dp_overlap\": \"s\", \"tp_overlap\": \"s\", \"fsdp_prefetch_layers\": \"s\",\n"
     "  \"fsdp_reshard_after_forward\": \"s\", \"fused_attention\": \"s\",\n"
     "  \"fused_cross_entropy\": \"s\", \"fused_norm\": \"s\", \"fused_rope\": \"s\",\n"
+    "  \"fsdp_flat_collectives\": \"s\", \"flash_attention_version\": \"s\",\n"
     "  \"grouped_gemm\": \"s\"}}\n";
 
 static px_status load_variant(const char *old, const char *new_, px_error *err)

@@ -54,4 +54,16 @@ import json, sys
 a = json.load(open(sys.argv[1]))["parallel"]; b = json.load(open(sys.argv[2]))["parallel"]
 assert a["tp_overlap"] is False and b["tp_overlap"] is True, (a["tp_overlap"], b["tp_overlap"])
 PY
+# a fixed layout and the default global batch it does not divide: the
+# nearest batch it divides, said so
+"$PLAN" --model llama3-70b --gpus 1000 --tp 8 --pp 5 --dp 25 --no-milp --json > "$tmp/nb.json" \
+  || fail "TP8 PP5 DP25 on 1000 GPUs refused"
+python3 - "$tmp/nb.json" <<'PY' || fail "nearest global batch"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["global_batch"] == 2050, d["global_batch"]
+assert "nearest" in d["batch_note"] and "2048" in d["batch_note"], d["batch_note"]
+PY
+"$PLAN" --model llama3-70b --gpus 1000 --tp 8 --pp 5 --dp 25 --global-batch 2048 --no-milp \
+  > /dev/null 2> "$tmp/gb.err" && fail "an explicit --global-batch 2048 on dp 25 was changed"
 echo "plan --framework: ok"

@@ -1,0 +1,60 @@
+/* px_cost_fsdp.h — ZeRO-3 / FSDP as the frameworks run it (PyTorch FSDP and
+ * FSDP2, Megatron-FSDP, DeepSpeed ZeRO-3, MaxText's fsdp axis): the
+ * parameters, gradients and optimizer state are sharded over a group; each
+ * layer's parameters are all-gathered (in the compute dtype) just before its
+ * forward, the next `fsdp_prefetch_layers` layers' gathers run under its
+ * compute; after the forward the gathered copy is freed
+ * (`fsdp_reshard_after_forward`) and gathered again for the backward, whose
+ * unsharded gradients are reduce-scattered layer by layer under the
+ * backward of the layer before.  Only the first gather of a pass and the
+ * last reduce-scatter cannot hide.  Hybrid sharding (`shard_group` N):
+ * sharded within groups of N, replicated across them; the replicas
+ * all-reduce their gradient shards once per step.  See docs/cost-model.md,
+ * "FSDP / ZeRO-3 as frameworks run it". */
+#ifndef PX_COST_FSDP_H
+#define PX_COST_FSDP_H
+
+#include <stdbool.h>
+
+#include "px_framework.h"
+#include "px_hw.h"
+
+/* Bytes per GPU of the sharded model state: the fp32 master parameters
+ * (the weights FSDP keeps), the gradient shard (grad_bytes per parameter)
+ * and Adam's two moments, for `params` elements sharded over `shard`. */
+void px_cost_fsdp_static(double params, double shard, double grad_bytes, double *weights,
+                         double *grads, double *optimizer);
+
+/* Transient bytes: the gathered compute-dtype parameters of the layers in
+ * flight (the computing one and the prefetched ones; all the stage's layers
+ * when the framework keeps them gathered between forward and backward) and
+ * the unsharded gradient of the layer whose backward is running, before its
+ * reduce-scatter.  layer_params per GPU (after TP), n_layers on the stage. */
+double px_cost_fsdp_buffers(const px_fw_runtime *run, double layer_params, double n_layers,
+                            double elem_bytes, double grad_bytes);
+
+typedef struct {
+    double total_s;   /* every gather, reduce-scatter (and replica all-reduce) of a step */
+    double exposed_s; /* on the critical path */
+    double bytes;     /* sent per GPU per step */
+} px_fsdp_time;
+
+/* One step of m micro-batches on a stage of n_layers layers of layer_params
+ * parameters each (per GPU after TP), forward / backward compute of one
+ * micro-batch fwd_s / bwd_s.  group: the shard group size (crossing a node:
+ * cross_group, over `rails` NICs a node: px_cost_fsdp_rails); replicas > 1:
+ * hybrid sharding, their all-reduce crossing nodes when cross_rep. */
+void px_cost_fsdp_time(const px_hw *hw, const px_fw_runtime *run, int group, int replicas,
+                       bool cross_group, bool cross_rep, double rails, double layer_params,
+                       double n_layers, double elem_bytes, double grad_bytes, double m,
+                       double fwd_s, double bwd_s, double sm_fraction, px_fsdp_time *out);
+
+/* NICs one shard group's collectives use per node: with flat per-layer
+ * buffers (run->fsdp_flat_collectives) NCCL builds one ring per NIC, and a
+ * group that holds k GPUs of every node it spans (k = node size / the
+ * data-parallel rank stride tp·cp·pp) moves its node-crossing bytes over k
+ * NICs: k times one NIC's rate, at most the NVLink rate each GPU forwards
+ * at.  1 otherwise (per-parameter collectives ride one ring). */
+double px_cost_fsdp_rails(const px_hw *hw, const px_fw_runtime *run, int group, int stride);
+
+#endif

@@ -1,0 +1,164 @@
+/* test_cost_fsdp.c — ZeRO-3 / FSDP as frameworks run it (px_cost_fsdp.h):
+ * the gathered-parameter buffers follow prefetch and reshard, the
+ * per-layer gathers and reduce-scatters hide under the layers' compute but
+ * the first and the last, hybrid sharding adds the replicas' all-reduce and
+ * shards the state over the group only; Megatron's uneven split; a search
+ * under a framework that has no hybrid sharding refuses --shard-group. */
+#include <string.h>
+
+#include "px_cost.h"
+#include "px_cost_fsdp.h"
+#include "px_search.h"
+#include "px_split_megatron.h"
+#include "px_test.h"
+
+static void buffers(void)
+{
+    px_fw_runtime run;
+    memset(&run, 0, sizeof run);
+    run.fsdp_prefetch_layers = 1;
+    run.fsdp_reshard_after_forward = true;
+    /* two layers gathered (bf16) and one unsharded gradient (bf16 + its
+     * fp32 reduce copy) */
+    CHECK_CLOSE(px_cost_fsdp_buffers(&run, 1e8, 32, 2, 4), 1e8 * (2 * 2 + 2 + 4), 1e-12, 0);
+    /* kept gathered between forward and backward: every layer of the stage */
+    run.fsdp_reshard_after_forward = false;
+    CHECK_CLOSE(px_cost_fsdp_buffers(&run, 1e8, 32, 2, 2), 1e8 * (32 * 2 + 2), 1e-12, 0);
+    double w, g, o;
+    px_cost_fsdp_static(8e9, 8, 4, &w, &g, &o);
+    CHECK_CLOSE(w + g + o, 8e9 * 16 / 8, 1e-12, 0); /* fp32 master + grads + Adam */
+}
+
+static void timing(void)
+{
+    px_hw hw;
+    px_error err;
+    CHECK(px_hw_load("a100-80g", NULL, &hw, &err) == PX_OK);
+    px_fw_runtime run;
+    memset(&run, 0, sizeof run);
+    run.fsdp_prefetch_layers = 1;
+    run.fsdp_reshard_after_forward = true;
+    double ag = px_time_coll_s(&hw, PX_COLL_ALLGATHER, 8, 2e8 * 2, false);
+    double rs = px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 8, 2e8 * 4, false);
+    px_fsdp_time t;
+    /* long layers: only the first gather and the last reduce-scatter show */
+    px_cost_fsdp_time(&hw, &run, 8, 1, false, false, 1.0, 2e8, 32, 2, 4, 1, 32.0, 64.0, 0.0, &t);
+    CHECK_CLOSE(t.exposed_s, ag + rs, 1e-9, 0);
+    CHECK_CLOSE(t.total_s, 32 * (2 * ag + rs) - ag, 1e-9, 0);
+    /* no prefetch: every gather waits */
+    run.fsdp_prefetch_layers = 0;
+    px_cost_fsdp_time(&hw, &run, 8, 1, false, false, 1.0, 2e8, 32, 2, 4, 1, 32.0, 64.0, 0.0, &t);
+    CHECK(t.exposed_s > 31 * ag);
+    run.fsdp_prefetch_layers = 1;
+    /* short layers: the communication that does not fit shows */
+    px_cost_fsdp_time(&hw, &run, 8, 1, false, false, 1.0, 2e8, 32, 2, 4, 1, 32 * ag / 2, 32 * ag / 2,
+                      0.0, &t);
+    CHECK(t.exposed_s > 31 * (ag / 2) && t.exposed_s < t.total_s);
+    /* hybrid: the gathers stay in the node; the replicas all-reduce once */
+    px_fsdp_time full, hyb;
+    px_cost_fsdp_time(&hw, &run, 64, 1, true, false, 1.0, 2e8, 32, 2, 4, 4, 1.0, 2.0, 0.0, &full);
+    px_cost_fsdp_time(&hw, &run, 8, 8, false, true, 1.0, 2e8, 32, 2, 4, 4, 1.0, 2.0, 0.0, &hyb);
+    CHECK_MSG(hyb.total_s < full.total_s, "hybrid %.3f s, full %.3f s", hyb.total_s,
+              full.total_s);
+    CHECK(hyb.total_s > 4 * 32 * (2 * ag + rs) - 4 * ag); /* + the replicas' all-reduce */
+}
+
+/* flat per-layer collectives over whole nodes use every NIC of the node */
+static void rails(void)
+{
+    px_hw hw;
+    px_error err;
+    CHECK(px_hw_load("h100-sxm", NULL, &hw, &err) == PX_OK);
+    px_fw_runtime run;
+    memset(&run, 0, sizeof run);
+    run.fsdp_flat_collectives = true;
+    CHECK_CLOSE(px_cost_fsdp_rails(&hw, &run, 256, 1), 8.0, 1e-12, 0); /* 8 NICs, 450/50 = 9 */
+    CHECK_CLOSE(px_cost_fsdp_rails(&hw, &run, 256, 2), 4.0, 1e-12, 0); /* TP 2: 4 a node */
+    CHECK_CLOSE(px_cost_fsdp_rails(&hw, &run, 32, 8), 1.0, 1e-12, 0);  /* TP 8: one a node */
+    run.fsdp_flat_collectives = false;
+    CHECK_CLOSE(px_cost_fsdp_rails(&hw, &run, 256, 1), 1.0, 1e-12, 0);
+    run.fsdp_flat_collectives = true;
+    run.fsdp_prefetch_layers = 1;
+    run.fsdp_reshard_after_forward = true;
+    px_fsdp_time one, eight;
+    px_cost_fsdp_time(&hw, &run, 256, 1, true, false, 1.0, 1e9, 80, 2, 2, 1, 1.0, 2.0, 0.0, &one);
+    px_cost_fsdp_time(&hw, &run, 256, 1, true, false, 8.0, 1e9, 80, 2, 2, 1, 1.0, 2.0, 0.0,
+                      &eight);
+    /* the bandwidth term 8x shorter, the 255 latency steps the same */
+    CHECK(eight.total_s < one.total_s / 4.0 && eight.total_s > one.total_s / 8.0 - 1e-9);
+}
+
+static void megatron_split(void)
+{
+    int lpc[64];
+    px_megatron_split how = {0, 0, true, true};
+    CHECK(px_split_megatron(126, 8, 8, &how, lpc));
+    int sum = 0;
+    for (int i = 0; i < 64; i++)
+        sum += lpc[i];
+    CHECK(sum == 126 && lpc[0] == 1 && lpc[63] == 1 && lpc[1] == 2 && lpc[8] == 2);
+    /* 30 layers on 32 chunks: the first and last chunks would be empty */
+    CHECK(!px_split_megatron(30, 4, 8, &how, lpc));
+    /* fixed first and last stages */
+    px_megatron_split fl = {3, 5, false, false};
+    CHECK(px_split_megatron(32, 4, 1, &fl, lpc));
+    CHECK(lpc[0] == 3 && lpc[1] == 12 && lpc[2] == 12 && lpc[3] == 5);
+    CHECK(!px_split_megatron(33, 4, 1, &fl, lpc));
+}
+
+static void search_shard_group(void)
+{
+    px_model m;
+    px_hw hw;
+    px_error err;
+    CHECK(px_model_load("llama3-8b", NULL, &m, &err) == PX_OK);
+    CHECK(px_hw_load("h100-sxm", NULL, &hw, &err) == PX_OK);
+    px_fw_runtime run;
+    memset(&run, 0, sizeof run);
+    run.dp_overlap = run.tp_overlap = run.fused_attention = true;
+    run.fsdp_prefetch_layers = 1;
+    run.fsdp_reshard_after_forward = true;
+    px_caps caps;
+    memset(&caps, 0, sizeof caps);
+    snprintf(caps.name, sizeof caps.name, "test");
+    caps.schedules[PX_SCHED_1F1B] = true;
+    caps.recompute[PX_RECOMPUTE_NONE] = true;
+    caps.zero[0] = caps.zero[3] = true;
+    caps.model_features = PX_FEAT_LLAMA_BLOCK;
+    caps.precisions = PX_PREC_BIT(PX_PREC_BF16);
+    caps.max_pp = 1;
+    static px_search_result res;
+    px_search_opts o;
+    px_search_opts_init(&o);
+    o.caps = &caps;
+    o.run = &run;
+    o.milp = false;
+    o.tp = o.pp = 1;
+    o.dp = 64;
+    o.zero = 3;
+    o.micro_batch = 1;
+    o.global_batch = 256;
+    CHECK(px_search_run(&m, &hw, 64, &o, &res, &err) == PX_OK);
+    double full_mem = (double)res.top[0].pred.mem.total;
+    o.shard_group = 8;
+    /* no hybrid sharding in the capabilities: refused by name */
+    CHECK(px_search_run(&m, &hw, 64, &o, &res, &err) == PX_ERR_INFEASIBLE);
+    CHECK_MSG(strstr(err.msg, "hybrid_shard") != NULL, "%s", err.msg);
+    caps.hybrid_shard = true;
+    CHECK_MSG(px_search_run(&m, &hw, 64, &o, &res, &err) == PX_OK, "%s", err.msg);
+    CHECK(res.top[0].par.shard_group == 8);
+    /* the state is sharded over 8, not 64: more memory */
+    CHECK((double)res.top[0].pred.mem.total > full_mem + 8e9 * 16 * (1.0 / 8 - 1.0 / 64) * 0.9);
+    o.shard_group = 48; /* does not tile dp 64 */
+    CHECK(px_search_run(&m, &hw, 64, &o, &res, &err) == PX_ERR_INFEASIBLE);
+}
+
+int main(void)
+{
+    buffers();
+    timing();
+    rails();
+    megatron_split();
+    search_shard_group();
+    return px_test_result("cost_fsdp");
+}
