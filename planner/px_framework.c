@@ -83,40 +83,41 @@ static px_status read_set(json_t *obj, const char *key, const char *const *names
 /* ------------------------------------------------------------------ */
 /* Field tables                                                        */
 
-#define CB(key) {#key, PX_JF_BOOL, offsetof(px_caps, key), 0, true, 0, NULL, 0}
+#define CB(key) {#key, PX_JF_BOOL, offsetof(px_caps, key), 0, true, 0, NULL, 0, 0}
 static const px_jfield caps_fields[] = {
     CB(per_layer_recompute), CB(uneven_stages), CB(uneven_virtual_chunks), CB(hybrid_shard),
     CB(sp),  CB(tp_without_sp), CB(ep), CB(etp), CB(grad_bf16), CB(pads_vocab),
     {"vocab_pad_multiple", PX_JF_INT, offsetof(px_caps, vocab_pad_multiple), 0, true, 1, NULL,
-     0},
+     0, 1 << 16},
     CB(needs_flash_attention),
-    {"max_pp", PX_JF_INT, offsetof(px_caps, max_pp), 0, true, 0, NULL, 0},
+    {"max_pp", PX_JF_INT, offsetof(px_caps, max_pp), 0, true, 0, NULL, 0, 1 << 20},
     /* optional: zb-h1 over virtual chunks (default false), experts in GPT
      * blocks (default true: every framework's MoE layer takes either block) */
-    {"zb_virtual_chunks", PX_JF_BOOL, offsetof(px_caps, zb_virtual_chunks), 0, false, 0, NULL, 0},
-    {"moe_gpt_block", PX_JF_BOOL, offsetof(px_caps, moe_gpt_block), 0, false, 0, NULL, 0},
+    {"zb_virtual_chunks", PX_JF_BOOL, offsetof(px_caps, zb_virtual_chunks), 0, false, 0, NULL, 0,
+     0},
+    {"moe_gpt_block", PX_JF_BOOL, offsetof(px_caps, moe_gpt_block), 0, false, 0, NULL, 0, 0},
 };
 static const char *const caps_sets[] = {"schedules", "recompute", "zero", "cp_flavours",
                                         "precisions", "model_features", NULL};
 
-#define RB(key) {#key, PX_JF_BOOL, offsetof(px_fw_runtime, key), 0, true, 0, NULL, 0}
+#define RB(key) {#key, PX_JF_BOOL, offsetof(px_fw_runtime, key), 0, true, 0, NULL, 0, 0}
 static const px_jfield runtime_fields[] = {
     RB(dp_overlap), RB(tp_overlap),
     {"fsdp_prefetch_layers", PX_JF_INT, offsetof(px_fw_runtime, fsdp_prefetch_layers), 0, true,
-     0, NULL, 0},
+     0, NULL, 0, 1 << 10},
     RB(fsdp_reshard_after_forward), RB(fused_attention), RB(fused_cross_entropy),
     RB(fused_norm), RB(fused_rope), RB(grouped_gemm), RB(fsdp_flat_collectives),
     {"flash_attention_version", PX_JF_INT, offsetof(px_fw_runtime, flash_attention_version), 0,
-     true, 1, NULL, 0},
+     true, 1, NULL, 0, 3},
     {"quantized_params", PX_JF_BOOL, offsetof(px_fw_runtime, quantized_params), 0, false, 0,
-     NULL, 0},
+     NULL, 0, 0},
 };
 
 static const px_jfield root_fields[] = {
     {"name", PX_JF_STR, offsetof(px_framework, name), sizeof(((px_framework *)0)->name), true, 0,
-     NULL, 0},
+     NULL, 0, 0},
     {"description", PX_JF_STR, offsetof(px_framework, description),
-     sizeof(((px_framework *)0)->description), true, 0, NULL, 0},
+     sizeof(((px_framework *)0)->description), true, 0, NULL, 0, 0},
 };
 static const char *const root_extra[] = {"capabilities", "runtime", "sources", NULL};
 

@@ -69,6 +69,9 @@ static const char usage_text[] =
     "  --overlap on|off       gradient reduction and backward TP collectives hidden under\n"
     "                         the backward (default: the framework's overlap traits; off\n"
     "                         for `execute` on CPUs, which runs them after the compute)\n"
+    ;
+/* (two strings: C11 compilers need to take only 4095 characters in one) */
+static const char usage_text_2[] =
     "  --partition milp|uniform\n"
     "                         stage split and per-layer recompute of the top candidates:\n"
     "                         chosen by the GLPK program (default; docs/partition.md) or\n"
@@ -1183,6 +1186,7 @@ px_status px_plan_command_model(int argc, char **argv, const px_model *model, FI
         return st;
     if (action == PX_ARGS_HELP) {
         fputs(usage_text, out);
+        fputs(usage_text_2, out);
         return PX_OK;
     }
     if (action == PX_ARGS_VERSION) {

@@ -510,6 +510,18 @@ static bool row_split(const px_model *m, px_parallel *par, const char **why)
     return true;
 }
 
+/* A row's gpus_per_node counts the GPUs of one host; they replace the
+ * profile's node unless the profile's fast domain spans several hosts
+ * (gpus_per_host: GB200 NVL72's trays of 4 on one NVLink domain of 72) and
+ * the row gives the host's size. */
+static void row_node_size(const px_val_row *row, px_hw *hw)
+{
+    int g = row->gpus_per_node;
+    if (g <= 0 || (hw->gpus_per_host > 0 && g == hw->gpus_per_host))
+        return;
+    hw->gpus_per_node = g;
+}
+
 /* The published-runs comparison (shared/data/README.md): tokens/s per GPU
  * when published, else MFU, else step time; + means predicted too fast. */
 static void family_error(px_val_row *row)
@@ -531,15 +543,6 @@ static void family_error(px_val_row *row)
     }
 }
 
-/* A row's gpus_per_node counts the GPUs of one host.  Where the profile's
- * fast domain spans several hosts (gpus_per_host: GB200 NVL72's trays of 4
- * on one NVLink domain of 72), a row that gives the host size keeps the
- * domain; otherwise the row's count is the node. */
-static bool host_is_node(const px_hw *hw, int row_gpus_per_node)
-{
-    return hw->gpus_per_host > 0 && row_gpus_per_node == hw->gpus_per_host;
-}
-
 static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_vpp,
                              px_error *err)
 {
@@ -547,8 +550,7 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
     px_status st = px_hw_load(row->hw_name, profiles_dir, &hw, err);
     if (st != PX_OK)
         return st;
-    if (row->gpus_per_node > 0 && !host_is_node(&hw, row->gpus_per_node))
-        hw.gpus_per_node = row->gpus_per_node;
+    row_node_size(row, &hw);
     static px_cost_ctx ctx; /* large; one row at a time */
     st = px_cost_ctx_init(&ctx, &row->model, &hw, err);
     if (st != PX_OK)
@@ -1168,8 +1170,7 @@ px_status px_validate_explain(const px_val_report *r, const char *id, FILE *out,
     px_status st = px_hw_load(w->hw_name, r->profiles_dir[0] ? r->profiles_dir : NULL, &hw, err);
     if (st != PX_OK)
         return st;
-    if (w->gpus_per_node > 0 && !host_is_node(&hw, w->gpus_per_node))
-        hw.gpus_per_node = w->gpus_per_node;
+    row_node_size(w, &hw);
     static px_cost_ctx ctx;
     st = px_cost_ctx_init(&ctx, &w->model, &hw, err);
     if (st != PX_OK)

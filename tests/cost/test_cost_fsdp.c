@@ -125,6 +125,7 @@ static void search_shard_group(void)
     caps.recompute[PX_RECOMPUTE_NONE] = true;
     caps.zero[0] = caps.zero[3] = true;
     caps.model_features = PX_FEAT_LLAMA_BLOCK;
+    caps.precisions = PX_PREC_BIT(PX_PREC_BF16);
     caps.max_pp = 1;
     caps.precisions = PX_PREC_BIT(PX_PREC_BF16);
     static px_search_result res;
