@@ -442,10 +442,20 @@ static px_status check_options(const px_parallel *p, const px_caps *caps, px_err
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "shard_group = %d: %s runs no hybrid sharding; allowed: 0", p->shard_group,
                        caps->name);
-    if ((int)p->precision < 0 || p->precision >= PX_PREC_COUNT ||
-        !(caps->precisions & PX_PREC_BIT(p->precision)))
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED, "precision %s is not run by %s",
-                       px_precision_name(p->precision), caps->name);
+    if ((int)p->precision < 0 || p->precision >= PX_PREC_COUNT)
+        return PX_FAIL(err, PX_ERR_INVALID, "parallel.precision = %d: out of range",
+                       (int)p->precision);
+    if (!(caps->precisions & PX_PREC_BIT(p->precision))) {
+        char allowed[128] = "";
+        for (int q = 0; q < PX_PREC_COUNT; q++)
+            if (caps->precisions & PX_PREC_BIT(q))
+                snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s%s",
+                         allowed[0] ? ", " : "", px_precision_name((px_precision)q));
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "parallel.precision = %s: %s does not run %s GEMMs; allowed: %s",
+                       px_precision_name(p->precision), caps->name,
+                       px_precision_name(p->precision), allowed);
+    }
     return PX_OK;
 }
 
@@ -456,9 +466,16 @@ static px_status check_cp_comm(const px_model *m, const px_parallel *p, const px
 {
     if (p->cp <= 1)
         return PX_OK;
-    if (!(caps->cp_flavours & (1u << p->cp_comm)))
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED, "cp_comm %s is not run by %s",
-                       px_cp_comm_name(p->cp_comm), caps->name);
+    if (!(caps->cp_flavours & (1u << p->cp_comm))) {
+        char allowed[64] = "";
+        for (int f = 0; f < 3; f++)
+            if (caps->cp_flavours & (1u << f))
+                snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s%s",
+                         allowed[0] ? ", " : "", px_cp_comm_name((px_cp_comm)f));
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "parallel.cp_comm = %s: %s does not run that CP flavour; allowed: %s",
+                       px_cp_comm_name(p->cp_comm), caps->name, allowed);
+    }
     if (p->cp_comm == PX_CPC_A2A && (m->n_heads / p->tp) % p->cp != 0)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "cp-comm a2a: cp = %d does not divide the %lld heads per TP rank "
