@@ -269,6 +269,8 @@ enum { ATTN_BR = 32, ATTN_BC = 64 };
 static inline float attn_exp(float x)
 {
     float t = x * 1.44269504088896341f;
+    if (t != t) /* NaN (a diverged run): stays NaN; the int cast below would be undefined */
+        return t;
     t = t < -126.0f ? -126.0f : t;
     t = t > 126.0f ? 126.0f : t;
     /* round to nearest with the 1.5 * 2^23 trick (no libm call, no SSE4.1) */
