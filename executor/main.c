@@ -110,8 +110,9 @@ static px_status read_nonneg(const char *flag, const char *v, float *out, px_err
 {
     char *end = NULL;
     double d = strtod(v, &end);
-    if (end == v || *end || !(d >= 0.0) || !(d < 1e30))
-        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": expected a number >= 0", flag, v);
+    if (end == v || *end || !(d >= 0.0) || !isfinite((float)d))
+        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": is not a finite number >= 0 (a float)",
+                       flag, v);
     *out = (float)d;
     return PX_OK;
 }
@@ -121,7 +122,7 @@ static px_status read_timeout(void *s, const char *flag, const char *v, px_error
     char *end = NULL;
     double d = strtod(v, &end);
     if (end == v || *end || !(d > 0.0 && d <= 1e6))
-        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": expected a number of seconds in (0, 1e6]",
+        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": is not a number of seconds in (0, 1e6]",
                        flag, v);
     ((cli *)s)->timeout_s = d;
     return PX_OK;

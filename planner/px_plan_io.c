@@ -46,11 +46,11 @@ static const px_jfield parallel_fields[] = {
     PL("seq_len", seq_len, 0),
     /* optional: plans written before these fields read as bf16 and ring CP */
     {"precision", PX_JF_ENUM, offsetof(px_parallel, precision), 0, false, 0, prec_names,
-     PX_PREC_COUNT},
+     PX_PREC_COUNT, 0},
     {"cp_comm", PX_JF_ENUM, offsetof(px_parallel, cp_comm), 0, false, 0, cp_comm_names,
-     PX_CPC_COUNT},
+     PX_CPC_COUNT, 0},
     {"quantized_params", PX_JF_BOOL, offsetof(px_parallel, quantized_params), 0, false, 0, NULL,
-     0},
+     0, 0},
     {"order", PX_JF_STR, offsetof(px_parallel, order), sizeof(((px_parallel *)0)->order), true,
      0, NULL, 0, 0},
     {"shard_group", PX_JF_INT, offsetof(px_parallel, shard_group), 0, false, 0, NULL, 0,
@@ -82,7 +82,7 @@ static const px_jfield time_fields[] = {
 #define PD(field) {#field, PX_JF_DBL, offsetof(px_prediction, field), 0, true, 0, NULL, 0, 0}
 static const px_jfield prediction_fields[] = {
     PD(model_flops_per_step), PD(hw_flops_per_step), PD(tokens_per_s), PD(mfu), PD(hfu),
-    {"mfu_causal", PX_JF_DBL, offsetof(px_prediction, mfu_causal), 0, false, 0, NULL, 0},
+    {"mfu_causal", PX_JF_DBL, offsetof(px_prediction, mfu_causal), 0, false, 0, NULL, 0, 0},
     PD(bubble_fraction),
 };
 static const px_jfield goodput_fields[] = {
@@ -353,6 +353,8 @@ px_status px_plan_from_json(json_t *root, const char *file, px_plan *out, px_err
                           file, parallel_extra, err);
     if (st == PX_OK)
         st = read_parallel_arrays(json_object_get(root, "parallel"), file, &out->par, err);
+    if (st == PX_OK)
+        st = check_products(out, file, err); /* before any rule multiplies them */
     if (st != PX_OK)
         return st;
     /* legal for some consumer; each consumer checks its own capabilities */
@@ -382,10 +384,6 @@ px_status px_plan_from_json(json_t *root, const char *file, px_plan *out, px_err
     if (st == PX_OK)
         st = read_section(pred, "prediction", "goodput", goodput_fields, NF(goodput_fields),
                           &out->pred, file, NULL, err);
-    if (st != PX_OK)
-        return st;
-
-    st = check_products(out, file, err);
     if (st != PX_OK)
         return st;
     /* The derived sections restate the layout for readers that do not

@@ -53,11 +53,11 @@ refused "--global-batch x --seq overflow" 'more than 1125899906842624 \(2\^50\) 
 if command -v mpirun >/dev/null; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
   "$plan" --model tiny-llama --gpus 1 -o "$work/p1.json" >/dev/null 2>&1
-  refused "execute --lr 1e309" '--lr: "1e309" is not a finite number' \
+  refused "execute --lr 1e309" '--lr "1e309": is not a finite number' \
     mpirun -np 1 "$build/execute" --plan "$work/p1.json" --lr 1e309
-  refused "execute --init-std 1e39" '--init-std: "1e39" is not a finite number' \
+  refused "execute --init-std 1e39" '--init-std "1e39": is not a finite number' \
     mpirun -np 1 "$build/execute" --plan "$work/p1.json" --init-std 1e39
-  refused "execute --timeout 0" '--timeout: "0" is not a number of seconds' \
+  refused "execute --timeout 0" '--timeout "0": is not a number of seconds' \
     mpirun -np 1 "$build/execute" --plan "$work/p1.json" --timeout 0
 fi
 
