@@ -862,8 +862,19 @@ static px_status families(px_val_report *rep, px_error *err)
     return PX_OK;
 }
 
-bool px_validate_family_bounds(const px_val_report *r, double max_mean, double max_family,
-                               double max_refused, char *why, int why_len)
+/* Which families a bound covers: the bf16/fp16 families, or the fp8 and
+ * MoE ones. */
+static bool family_is_lowp_moe(const char *name)
+{
+    size_t n = strlen(name);
+    return strstr(name, "/fp8/") || (n > 4 && !strcmp(name + n - 4, "/moe"));
+}
+
+/* The bounds on one set of rows (all, the total over them) and its
+ * families (those with lowp_moe as asked); label names the set. */
+static bool set_bounds(const px_val_report *r, const px_val_family *all, bool lowp_moe,
+                       const char *label, double max_mean, double max_family,
+                       double max_refused, char *why, int why_len)
 {
     char dummy[8];
     if (!why) {
@@ -871,25 +882,25 @@ bool px_validate_family_bounds(const px_val_report *r, double max_mean, double m
         why_len = (int)sizeof dummy;
     }
     why[0] = '\0';
-    const px_val_family *a = &r->all_usable;
-    if (a->n_usable == 0 || a->n_pred == 0) {
-        snprintf(why, (size_t)why_len, "no usable bf16/fp16 row was predicted");
+    if (all->n_usable == 0 || all->n_pred == 0) {
+        snprintf(why, (size_t)why_len, "no usable %s row was predicted", label);
         return false;
     }
-    if (a->mean_abs > max_mean) {
-        snprintf(why, (size_t)why_len, "mean |error| %.1f%% over %d rows > %.1f%%",
-                 100.0 * a->mean_abs, a->n_pred, 100.0 * max_mean);
+    if (all->mean_abs > max_mean) {
+        snprintf(why, (size_t)why_len, "%s: mean |error| %.1f%% over %d rows > %.1f%%", label,
+                 100.0 * all->mean_abs, all->n_pred, 100.0 * max_mean);
         return false;
     }
-    double refused = (double)a->n_refused / a->n_usable;
+    double refused = (double)all->n_refused / all->n_usable;
     if (refused > max_refused) {
-        snprintf(why, (size_t)why_len, "%d of %d usable rows refused (%.1f%% > %.1f%%)",
-                 a->n_refused, a->n_usable, 100.0 * refused, 100.0 * max_refused);
+        snprintf(why, (size_t)why_len, "%s: %d of %d usable rows refused (%.1f%% > %.1f%%)",
+                 label, all->n_refused, all->n_usable, 100.0 * refused, 100.0 * max_refused);
         return false;
     }
     for (int g = 0; g < r->n_families; g++) {
         const px_val_family *f = &r->families[g];
-        if (f->n_pred > 0 && f->mean_abs > max_family && !strstr(f->name, "/fp8/")) {
+        bool in_set = lowp_moe ? family_is_lowp_moe(f->name) : !strstr(f->name, "/fp8/");
+        if (in_set && f->n_pred > 0 && f->mean_abs > max_family) {
             snprintf(why, (size_t)why_len, "family %s: mean |error| %.1f%% > %.1f%%", f->name,
                      100.0 * f->mean_abs, 100.0 * max_family);
             return false;
@@ -898,42 +909,18 @@ bool px_validate_family_bounds(const px_val_report *r, double max_mean, double m
     return true;
 }
 
+bool px_validate_family_bounds(const px_val_report *r, double max_mean, double max_family,
+                               double max_refused, char *why, int why_len)
+{
+    return set_bounds(r, &r->all_usable, false, "bf16/fp16", max_mean, max_family, max_refused,
+                      why, why_len);
+}
+
 bool px_validate_lowp_moe_bounds(const px_val_report *r, double max_mean, double max_family,
                                  double max_refused, char *why, int why_len)
 {
-    char dummy[8];
-    if (!why) {
-        why = dummy;
-        why_len = (int)sizeof dummy;
-    }
-    why[0] = '\0';
-    const px_val_family *a = &r->all_lowp_moe;
-    if (a->n_usable == 0 || a->n_pred == 0) {
-        snprintf(why, (size_t)why_len, "no usable fp8 or MoE row was predicted");
-        return false;
-    }
-    if (a->mean_abs > max_mean) {
-        snprintf(why, (size_t)why_len, "fp8/MoE: mean |error| %.1f%% over %d rows > %.1f%%",
-                 100.0 * a->mean_abs, a->n_pred, 100.0 * max_mean);
-        return false;
-    }
-    double refused = (double)a->n_refused / a->n_usable;
-    if (refused > max_refused) {
-        snprintf(why, (size_t)why_len, "fp8/MoE: %d of %d usable rows refused (%.1f%% > %.1f%%)",
-                 a->n_refused, a->n_usable, 100.0 * refused, 100.0 * max_refused);
-        return false;
-    }
-    for (int g = 0; g < r->n_families; g++) {
-        const px_val_family *f = &r->families[g];
-        size_t n = strlen(f->name);
-        bool lowp_moe = strstr(f->name, "/fp8/") || (n > 4 && !strcmp(f->name + n - 4, "/moe"));
-        if (lowp_moe && f->n_pred > 0 && f->mean_abs > max_family) {
-            snprintf(why, (size_t)why_len, "family %s: mean |error| %.1f%% > %.1f%%", f->name,
-                     100.0 * f->mean_abs, 100.0 * max_family);
-            return false;
-        }
-    }
-    return true;
+    return set_bounds(r, &r->all_lowp_moe, true, "fp8/MoE", max_mean, max_family, max_refused,
+                      why, why_len);
 }
 
 px_status px_validate_run(px_val_report *rep, px_error *err)
