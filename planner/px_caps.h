@@ -56,6 +56,8 @@ typedef struct {
                                           * 1: no pipeline parallelism (FSDP-only stacks) */
     bool zb_virtual_chunks;              /* zb-h1 over vpp > 1 chunks per stage */
     bool moe_gpt_block;                  /* experts in GPT (LayerNorm/GeLU) blocks */
+    int max_zero_with_pp;                /* highest ZeRO stage it runs with pp > 1 (3: any;
+                                          * DeepSpeed's pipeline engine: 1) */
 } px_caps;
 
 #endif

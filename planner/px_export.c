@@ -93,6 +93,9 @@ static void describe(const char *cap, const px_plan *plan, const px_caps *c, cha
         unsigned missing = px_model_features(&plan->model) & ~c->model_features;
         unsigned bit = missing & (~missing + 1u); /* the lowest one */
         snprintf(why, n, "%s", feature_name(bit));
+    } else if (!strcmp(cap, "max_zero_with_pp")) {
+        snprintf(why, n, "ZeRO stage %d with pipeline parallelism (it runs up to stage %d with "
+                         "a pipeline)", p->zero, c->max_zero_with_pp);
     } else if (!strcmp(cap, "schedules")) {
         schedule_list(c, list, sizeof list);
         snprintf(why, n, "pipeline schedule %s (it runs %s)", px_schedule_name(p->schedule),

@@ -96,6 +96,9 @@ static const px_jfield caps_fields[] = {
     {"zb_virtual_chunks", PX_JF_BOOL, offsetof(px_caps, zb_virtual_chunks), 0, false, 0, NULL, 0,
      0},
     {"moe_gpt_block", PX_JF_BOOL, offsetof(px_caps, moe_gpt_block), 0, false, 0, NULL, 0, 0},
+    /* optional, default 3 (any stage with a pipeline) */
+    {"max_zero_with_pp", PX_JF_INT, offsetof(px_caps, max_zero_with_pp), 0, false, 0, NULL, 0,
+     3},
 };
 static const char *const caps_sets[] = {"schedules", "recompute", "zero", "cp_flavours",
                                         "precisions", "model_features", NULL};
@@ -181,6 +184,7 @@ static px_status from_json(json_t *root, const char *file, px_framework *out, px
     px_caps *c = &out->caps;
     snprintf(c->name, sizeof c->name, "%s", out->name);
     c->moe_gpt_block = true;
+    c->max_zero_with_pp = 3;
     st = px_jf_read(caps_fields, NF(caps_fields), jc, c, file, "capabilities", caps_sets, err);
     if (st != PX_OK)
         return st;
@@ -269,6 +273,8 @@ bool px_caps_allow(const px_caps *c, const px_model *m, const px_parallel *p, co
         w = p->n_layer_recompute > 0 ? "per_layer_recompute" : "recompute";
     else if (!c->zero[p->zero])
         w = "zero";
+    else if (p->pp > 1 && p->zero > c->max_zero_with_pp)
+        w = "max_zero_with_pp";
     else if (p->tp > 1 && p->sp && !c->sp)
         w = "sp";
     else if (p->tp > 1 && !p->sp && !c->tp_without_sp)

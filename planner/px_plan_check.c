@@ -27,6 +27,7 @@ static void caps_all(px_caps *c, const char *name)
                         PX_FEAT_DENSE_FIRST | PX_FEAT_MTP | PX_FEAT_MOE | PX_FEAT_GPT_BLOCK |
                         PX_FEAT_LLAMA_BLOCK;
     c->moe_gpt_block = true;
+    c->max_zero_with_pp = 3;
 }
 
 /* Everything the cost model prices.  The vocabulary is padded as Megatron
@@ -435,6 +436,10 @@ static px_status check_options(const px_parallel *p, const px_caps *caps, px_err
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "flash_attention = false: %s does not store the s x s attention scores",
                        caps->name);
+    if (p->pp > 1 && p->zero > caps->max_zero_with_pp)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "zero = %d with pp = %d: %s runs ZeRO up to stage %d with pipeline "
+                       "parallelism", p->zero, p->pp, caps->name, caps->max_zero_with_pp);
     if (caps->max_pp > 0 && p->pp > caps->max_pp)
         return PX_FAIL(err, PX_ERR_UNSUPPORTED, "pp = %d: %s runs at most %d pipeline stages",
                        p->pp, caps->name, caps->max_pp);
