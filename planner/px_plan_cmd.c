@@ -373,6 +373,26 @@ static void print_header(FILE *out)
            "schedule", "SP", "mem[GB]", "step[s]", "tokens/s", "MFU", "chosen");
 }
 
+/* One communication kind of the cost detail, for the table and the JSON. */
+typedef struct {
+    const char *label, *key; /* "TP/SP" in the table, "tp" in the JSON */
+    double tot, exp, bytes;
+    bool cross;
+} comm_row;
+enum { N_COMM_KINDS = 5 };
+
+static void comm_rows(const px_cost_detail *d, comm_row rows[N_COMM_KINDS])
+{
+    const comm_row r[N_COMM_KINDS] = {
+        {"TP/SP", "tp", d->tp_total_s, d->tp_exposed_s, d->tp_bytes_per_step, d->tp_crosses},
+        {"CP ring", "cp", d->cp_total_s, d->cp_exposed_s, d->cp_bytes_per_step, d->cp_crosses},
+        {"EP a2a", "ep", d->ep_total_s, d->ep_exposed_s, d->ep_bytes_per_step, d->ep_crosses},
+        {"PP p2p", "pp", d->pp_total_s, d->pp_exposed_s, d->pp_bytes_per_step, d->pp_crosses},
+        {"DP/ZeRO", "dp", d->dp_total_s, d->dp_exposed_s, d->dp_bytes_per_step, d->dp_crosses},
+    };
+    memcpy(rows, r, sizeof r);
+}
+
 static void explain(FILE *out, px_cost_ctx *ctx, const px_candidate *c, const px_search_result *res,
                     const px_hw *hw)
 {
@@ -414,19 +434,10 @@ static void explain(FILE *out, px_cost_ctx *ctx, const px_candidate *c, const px
     fprintf(out, "    %-32s %10.4f\n", "memory-bound ops, head, loss", d.membound_s);
     fprintf(out, "  %-10s %12s %12s %12s  %s\n", "comm", "total", "exposed", "overlapped",
            "GB/step   link");
-    struct {
-        const char *name;
-        double tot, exp, bytes;
-        bool cross;
-    } rows[5] = {
-        {"TP/SP", d.tp_total_s, d.tp_exposed_s, d.tp_bytes_per_step, d.tp_crosses},
-        {"CP ring", d.cp_total_s, d.cp_exposed_s, d.cp_bytes_per_step, d.cp_crosses},
-        {"EP a2a", d.ep_total_s, d.ep_exposed_s, d.ep_bytes_per_step, d.ep_crosses},
-        {"PP p2p", d.pp_total_s, d.pp_exposed_s, d.pp_bytes_per_step, d.pp_crosses},
-        {"DP/ZeRO", d.dp_total_s, d.dp_exposed_s, d.dp_bytes_per_step, d.dp_crosses},
-    };
-    for (int i = 0; i < 5; i++)
-        fprintf(out, "  %-10s %12.4f %12.4f %12.4f  %8.2f  %s\n", rows[i].name, rows[i].tot,
+    comm_row rows[N_COMM_KINDS];
+    comm_rows(&d, rows);
+    for (int i = 0; i < N_COMM_KINDS; i++)
+        fprintf(out, "  %-10s %12.4f %12.4f %12.4f  %8.2f  %s\n", rows[i].label, rows[i].tot,
                rows[i].exp, rows[i].tot - rows[i].exp, gb(rows[i].bytes),
                hw->torus ? "torus" : rows[i].cross ? "inter-node" : "intra-node");
     fprintf(out, "  %-34s %10.4f   (%.2f %% of the step; %.4f of ideal)\n", "pipeline bubble",
@@ -612,19 +623,10 @@ static json_t *detail_json(px_cost_ctx *ctx, const px_candidate *c)
     px_prediction pr;
     px_cost_eval(ctx, &c->par, 0.0, 0.0, &pr, &d, NULL);
     json_t *comm = json_object();
-    struct {
-        const char *name;
-        double tot, exp, bytes;
-        bool cross;
-    } rows[5] = {
-        {"tp", d.tp_total_s, d.tp_exposed_s, d.tp_bytes_per_step, d.tp_crosses},
-        {"cp", d.cp_total_s, d.cp_exposed_s, d.cp_bytes_per_step, d.cp_crosses},
-        {"ep", d.ep_total_s, d.ep_exposed_s, d.ep_bytes_per_step, d.ep_crosses},
-        {"pp", d.pp_total_s, d.pp_exposed_s, d.pp_bytes_per_step, d.pp_crosses},
-        {"dp", d.dp_total_s, d.dp_exposed_s, d.dp_bytes_per_step, d.dp_crosses},
-    };
-    for (int i = 0; i < 5; i++)
-        json_object_set_new(comm, rows[i].name,
+    comm_row rows[N_COMM_KINDS];
+    comm_rows(&d, rows);
+    for (int i = 0; i < N_COMM_KINDS; i++)
+        json_object_set_new(comm, rows[i].key,
                             json_pack("{s:f,s:f,s:I,s:b}", "total_s", rows[i].tot, "exposed_s",
                                       rows[i].exp, "bytes_per_step", ib(rows[i].bytes),
                                       "crosses_node", rows[i].cross));
