@@ -58,6 +58,8 @@ typedef struct {
     bool moe_gpt_block;                  /* experts in GPT (LayerNorm/GeLU) blocks */
     int max_zero_with_pp;                /* highest ZeRO stage it runs with pp > 1 (3: any;
                                           * DeepSpeed's pipeline engine: 1) */
+    bool empty_end_chunks;               /* the first / last pipeline chunk may hold no
+                                          * layer (only the embedding / the loss) */
 } px_caps;
 
 #endif

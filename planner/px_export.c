@@ -122,6 +122,8 @@ static void describe(const char *cap, const px_plan *plan, const px_caps *c, cha
         snprintf(why, n, "attention that stores the s x s scores");
     } else if (!strcmp(cap, "uneven_virtual_chunks")) {
         snprintf(why, n, "interleaved chunks of unequal size; plan with --partition uniform");
+    } else if (!strcmp(cap, "empty_end_chunks")) {
+        snprintf(why, n, "a pipeline chunk holding only the embedding or the loss");
     } else if (!strcmp(cap, "uneven_stages")) {
         snprintf(why, n, "an uneven pipeline split; plan with --partition uniform");
     } else if (!strcmp(cap, "grad_bf16")) {

@@ -99,6 +99,9 @@ static const px_jfield caps_fields[] = {
     /* optional, default 3 (any stage with a pipeline) */
     {"max_zero_with_pp", PX_JF_INT, offsetof(px_caps, max_zero_with_pp), 0, false, 0, NULL, 0,
      3},
+    /* optional, default false */
+    {"empty_end_chunks", PX_JF_BOOL, offsetof(px_caps, empty_end_chunks), 0, false, 0, NULL, 0,
+     0},
 };
 static const char *const caps_sets[] = {"schedules", "recompute", "zero", "cp_flavours",
                                         "precisions", "model_features", NULL};
@@ -291,6 +294,9 @@ bool px_caps_allow(const px_caps *c, const px_model *m, const px_parallel *p, co
         w = "uneven_virtual_chunks";
     else if (p->n_chunks > 0 && !c->uneven_stages)
         w = "uneven_stages";
+    else if (p->n_chunks > 0 && !c->empty_end_chunks &&
+             (p->layers_per_chunk[0] < 1 || p->layers_per_chunk[p->n_chunks - 1] < 1))
+        w = "empty_end_chunks";
     else if (!p->grad_fp32 && !c->grad_bf16)
         w = "grad_bf16";
     else if (p->shard_group > 0 && p->zero >= 3 && !c->hybrid_shard)

@@ -28,6 +28,7 @@ static void caps_all(px_caps *c, const char *name)
                         PX_FEAT_LLAMA_BLOCK;
     c->moe_gpt_block = true;
     c->max_zero_with_pp = 3;
+    c->empty_end_chunks = true;
 }
 
 /* Everything the cost model prices.  The vocabulary is padded as Megatron
@@ -59,6 +60,7 @@ static void caps_engine(px_caps *c, const char *name)
     c->zb_virtual_chunks = true;
     c->moe_gpt_block = false;
     c->hybrid_shard = false; /* ZeRO-3 shards over the whole data-parallel group */
+    c->empty_end_chunks = false; /* every chunk runs at least one layer */
 }
 
 /* Any consumer's: what some consumer runs (plan I/O reads a plan against it,
@@ -327,7 +329,8 @@ px_status px_rule_pipeline(const px_model *m, int pp, int vpp, px_schedule sched
     px_status st = px_rule_schedule(pp, vpp, schedule, caps, err);
     if (st != PX_OK)
         return st;
-    if ((int64_t)pp * vpp > m->n_layers)
+    /* two chunks may be empty where the embedding and the loss are chunks */
+    if ((int64_t)pp * vpp > m->n_layers + (caps->empty_end_chunks ? 2 : 0))
         return PX_FAIL(err, PX_ERR_INVALID,
                        "pp x vpp = %d exceeds the %lld layers of %s: every chunk needs a "
                        "layer",
@@ -357,8 +360,9 @@ px_status px_rule_batch(int pp, int vpp, px_schedule schedule, int64_t micro_bat
     return PX_OK;
 }
 
-/* The stored split: pp·vpp chunks of >= 1 layer adding up to the model, and
- * the per-layer recompute choices. */
+/* The stored split: pp·vpp chunks of >= 1 layer adding up to the model (the
+ * first and the last may be empty where the consumer runs the embedding or
+ * the loss as a chunk of its own), and the per-layer recompute choices. */
 static px_status check_split(const px_model *m, const px_parallel *p, const px_caps *caps,
                              px_error *err)
 {
@@ -371,7 +375,8 @@ static px_status check_split(const px_model *m, const px_parallel *p, const px_c
                            p->n_chunks, chunks);
         int64_t sum = 0;
         for (int i = 0; i < chunks; i++) {
-            if (p->layers_per_chunk[i] < 1)
+            bool end = i == 0 || i == chunks - 1;
+            if (p->layers_per_chunk[i] < (end && caps->empty_end_chunks ? 0 : 1))
                 return PX_FAIL(err, PX_ERR_INVALID,
                                "layers_per_chunk[%d] = %d: every pipeline chunk needs at "
                                "least one layer",

@@ -693,7 +693,7 @@ static bool megatron_uneven_split(int64_t L, int pp, int v, px_parallel *par)
 {
     if ((int64_t)pp * v > PX_MAX_CHUNKS)
         return false;
-    px_megatron_split how = {0, 0, true, true};
+    px_megatron_split how = {0, 0, true, true, false};
     if (!px_split_megatron(L, pp, v, &how, par->layers_per_chunk))
         return false;
     par->n_chunks = pp * v;

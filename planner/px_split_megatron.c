@@ -50,7 +50,8 @@ bool px_split_megatron(int64_t L, int pp, int vpp, const px_megatron_split *how,
                 c--;
             if (k == vpp - 1 && l)
                 c--;
-            if (c < 1)
+            bool slot = (k == 0 && e) || (k == vpp - 1 && l);
+            if (c < (slot && how->allow_empty_ends ? 0 : 1))
                 return false;
             layers_per_chunk[k * pp + s] = (int)c;
         }

@@ -23,11 +23,14 @@ typedef struct {
     int last_stage_layers;    /* N; 0: not set */
     bool account_embedding;
     bool account_loss;
+    bool allow_empty_ends;    /* the chunk of the embedding / loss slot may hold no
+                               * decoder layer (Megatron-Core asserts only >= 0) */
 } px_megatron_split;
 
 /* Fills layers_per_chunk[0 .. pp*vpp) for L layers; false when the rule does
  * not apply (a stage's layers do not divide evenly, or a chunk would hold
- * no layer). */
+ * no layer, unless it is the embedding's or the loss's and allow_empty_ends
+ * is set). */
 bool px_split_megatron(int64_t L, int pp, int vpp, const px_megatron_split *how,
                        int *layers_per_chunk);
 

@@ -499,7 +499,8 @@ static bool row_split(const px_model *m, px_parallel *par, const char **why)
         return true;
     if (par->vpp == 1)
         return px_cost_record_split(m, par) || true;
-    px_megatron_split how = {0, 0, true, true};
+    /* an empty end chunk is refused later unless the framework runs it */
+    px_megatron_split how = {0, 0, true, true, true};
     if (chunks > PX_MAX_CHUNKS || !px_split_megatron(m->n_layers, par->pp, par->vpp, &how,
                                                      par->layers_per_chunk)) {
         *why = "layers do not split over pp x vpp chunks, also with the embedding and loss "

@@ -91,7 +91,7 @@ static void rails(void)
 static void megatron_split(void)
 {
     int lpc[64];
-    px_megatron_split how = {0, 0, true, true};
+    px_megatron_split how = {0, 0, true, true, false};
     CHECK(px_split_megatron(126, 8, 8, &how, lpc));
     int sum = 0;
     for (int i = 0; i < 64; i++)
@@ -99,8 +99,14 @@ static void megatron_split(void)
     CHECK(sum == 126 && lpc[0] == 1 && lpc[63] == 1 && lpc[1] == 2 && lpc[8] == 2);
     /* 30 layers on 32 chunks: the first and last chunks would be empty */
     CHECK(!px_split_megatron(30, 4, 8, &how, lpc));
+    /* ... which Megatron-Core runs: the embedding and the loss alone */
+    px_megatron_split ends = {0, 0, true, true, true};
+    CHECK(px_split_megatron(30, 4, 8, &ends, lpc));
+    CHECK(lpc[0] == 0 && lpc[31] == 0 && lpc[1] == 1 && lpc[30] == 1);
+    /* only the embedding's and the loss's chunks may be empty */
+    CHECK(!px_split_megatron(29, 4, 8, &ends, lpc));
     /* fixed first and last stages */
-    px_megatron_split fl = {3, 5, false, false};
+    px_megatron_split fl = {3, 5, false, false, false};
     CHECK(px_split_megatron(32, 4, 1, &fl, lpc));
     CHECK(lpc[0] == 3 && lpc[1] == 12 && lpc[2] == 12 && lpc[3] == 5);
     CHECK(!px_split_megatron(33, 4, 1, &fl, lpc));
