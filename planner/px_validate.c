@@ -12,6 +12,7 @@
 #include "px_cost.h"
 #include "px_framework.h"
 #include "px_precision.h"
+#include "px_model_defs.h"
 #include "px_split_megatron.h"
 
 /* ------------------------------------------------------------------ */
@@ -182,13 +183,19 @@ static bool has_key_value(const json_t *obj, const char *key)
  * (LayerNorm, GeLU, learned positions, biases, tied) otherwise; MoE rows
  * qwen3_moe-type (gated experts, every layer routed unless moe_layers says
  * fewer).  MLA rows are not modelled by this mapping. */
-static bool row_model(const json_t *jm, px_val_row *row)
+static bool row_model(const json_t *jm, const char *framework, px_val_row *row)
 {
     px_model *m = &row->model;
     const char *notes = jstr(jm, "arch_notes");
+    /* an unpublished vocabulary: the framework's model definition of that
+     * shape, when it has one (px_model_defs.h) */
+    int64_t def_vocab = 0;
+    if (jint_or(jm, "vocab", 0) <= 0)
+        px_model_def_vocab(framework, jint_or(jm, "layers", 0), jint_or(jm, "hidden", 0),
+                           jint_or(jm, "heads", 0), &def_vocab, NULL);
     static const char *const need[] = {"layers", "hidden", "heads", "vocab", "seq_len"};
     for (int i = 0; i < 5; i++)
-        if (jint_or(jm, need[i], 0) <= 0) {
+        if (jint_or(jm, need[i], 0) <= 0 && !(i == 3 && def_vocab > 0)) {
             snprintf(row->note, sizeof row->note, "model.%s unpublished", need[i]);
             return false;
         }
@@ -207,7 +214,7 @@ static bool row_model(const json_t *jm, px_val_row *row)
     m->n_heads = jint_or(jm, "heads", 0);
     m->n_kv_heads = jint_or(jm, "kv_heads", m->n_heads);
     m->head_dim = m->n_heads > 0 ? m->hidden / m->n_heads : 0;
-    m->vocab = jint_or(jm, "vocab", 0);
+    m->vocab = jint_or(jm, "vocab", def_vocab);
     m->seq_len = jint_or(jm, "seq_len", 0);
     m->max_positions = gated ? 0 : m->seq_len;
     m->tied_embeddings = !gated;
@@ -303,7 +310,7 @@ static bool parse_row(const json_t *jr, px_val_row *row)
         return false;
     }
     snprintf(row->hw_name, sizeof row->hw_name, "%s", prof);
-    if (!jm || !row_model(jm, row))
+    if (!jm || !row_model(jm, jstr(jr, "framework"), row))
         return false;
 
     /* parallel: published values fixed, nulls free; cp follows from
@@ -371,6 +378,11 @@ static bool parse_row(const json_t *jr, px_val_row *row)
     /* Megatron-LM's 2020 training scripts (examples/pretrain_gpt*.sh)
      * always pass --checkpoint-activations: full recompute when unpublished */
     if (row->recompute < 0 && year > 0 && year <= 2020 && !strcmp(row->framework, "megatron"))
+        row->recompute = PX_RECOMPUTE_FULL;
+    /* Paxml's language-model experiments inherit CHECKPOINT_POLICY =
+     * SAVE_NOTHING (paxml/tasks/lm/model_params.py, TransformerLmSpmdAdafactor):
+     * every layer recomputed, when a run does not say otherwise */
+    if (row->recompute < 0 && starts_with_ci(jstr(jr, "framework"), "Paxml"))
         row->recompute = PX_RECOMPUTE_FULL;
     /* a run of the torch 1.13 era predates FlashAttention-2 (July 2023) and
      * ran flash-attn 1 (the llm-foundry benchmark tables: "torch 1.13/2.x

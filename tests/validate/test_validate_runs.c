@@ -112,6 +112,20 @@ int main(void)
         CHECK(w->par.layers_per_chunk[0] == 1 && w->par.layers_per_chunk[63] == 1 &&
               w->par.layers_per_chunk[1] == 2);
 
+    /* the 30-layer proxy on pp 4 x vpp 8: 32 slots, the first chunk the
+     * embedding alone, the last the loss alone (Megatron-Core runs them) */
+    w = find(&rep, "dgxc-v25.04-llama31-405b-bf16-h100-64gpu-30L");
+    CHECK_MSG(w && w->evaluated && w->par.n_chunks == 32, "%s", w ? w->note : "row missing");
+    if (w && w->evaluated && w->par.n_chunks == 32)
+        CHECK(w->par.layers_per_chunk[0] == 0 && w->par.layers_per_chunk[31] == 0 &&
+              w->par.layers_per_chunk[1] == 1);
+    /* Paxml's GPT5B leaves its vocabulary to the experiment config (50304)
+     * and its remat to the default policy, SAVE_NOTHING */
+    w = find(&rep, "dgxc-v25.01-paxml-5b-bf16-16gpu");
+    CHECK_MSG(w && w->evaluated && w->model.vocab == 50304 &&
+                  w->par.recompute == PX_RECOMPUTE_FULL,
+              "%s", w ? w->note : "row missing");
+
     /* llm-foundry's MPT-7B/13B/30B on 8 A100-80GB ran: with FSDP as PyTorch
      * runs it (fp32 shards, two gathered layers, the fused cross-entropy)
      * every one of them fits */
