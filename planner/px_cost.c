@@ -550,8 +550,10 @@ static void make_shape(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     sh->elem_bytes = elem_of(ctx);
     /* GPT blocks train with dropout in Megatron (Korthikanti's masks); an
      * fp32 profile describes the CPU backend, which has none
-     * (docs/executor.md), so neither its masks nor its passes are charged */
-    sh->dropout = m->block == PX_BLOCK_GPT && sh->elem_bytes != 4;
+     * (docs/executor.md), so neither its masks nor its passes are charged;
+     * nor where the framework's models train at dropout 0 (dropout_off) */
+    sh->dropout = m->block == PX_BLOCK_GPT && sh->elem_bytes != 4 &&
+                  !(ctx->run && ctx->run->dropout_off);
     sh->tp = par->tp;
     sh->sp = par->sp && par->tp > 1;
     sh->flash = par->flash_attention;

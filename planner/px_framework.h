@@ -42,6 +42,8 @@ typedef struct px_fw_runtime {
     bool quantized_params;           /* low precision: linear weights kept quantised and
                                       * gathered quantised (px_parallel.quantized_params);
                                       * optional, default false */
+    bool dropout_off;                /* its GPT blocks train at dropout 0: no masks kept,
+                                      * no dropout passes; optional, default false */
 } px_fw_runtime;
 
 typedef struct {
