@@ -375,6 +375,18 @@ static bool parse_row(const json_t *jr, px_val_row *row)
     /* sequence parallelism is Megatron's 2022 release: earlier runs had none */
     if (row->sp < 0 && year > 0 && year < 2022)
         row->sp = 0;
+    /* Megatron-DeepSpeed runs its layers under DeepSpeed's pipeline engine,
+     * which reduces the gradients after the last backward (TrainSchedule:
+     * ReduceGrads before OptimizerStep); its fork of Megatron's layers
+     * predates the asynchronous TP all-reduce and sequence parallelism, and
+     * FlashAttention is opt-in there (--use-flash-attn, default off) */
+    if (contains_ci(jstr(jr, "framework"), "Megatron-DeepSpeed")) {
+        row->dp_overlap = ov ? row->dp_overlap : false;
+        row->tp_overlap = false;
+        row->flash_attention = false;
+        if (row->sp < 0)
+            row->sp = 0;
+    }
     /* Megatron-LM's 2020 training scripts (examples/pretrain_gpt*.sh)
      * always pass --checkpoint-activations: full recompute when unpublished */
     if (row->recompute < 0 && year > 0 && year <= 2020 && !strcmp(row->framework, "megatron"))
