@@ -7,13 +7,17 @@
  *    with the partition program's own evaluation (px_partition_evaluate) stage
  *    by stage, in time exactly and in memory up to the one-layer rerun buffer
  *    that the program takes off its limit instead (docs/partition.md), for
- *    Llama 3 8B, Mixtral, Qwen3 and DeepSeek-V3. */
+ *    Llama 3 8B, Mixtral, Qwen3 and DeepSeek-V3;
+ *  - first and last chunks holding only the embedding or the loss: legal
+ *    for the cost model, refused by the executor's capabilities. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "px_cost.h"
 #include "px_partition_refine.h"
+#include "px_plan_check.h"
+#include "px_split_megatron.h"
 #include "px_test.h"
 
 static px_model model;
@@ -103,6 +107,35 @@ static void uneven_default_split(void)
     big.pp = 64;
     CHECK(px_cost_check(&model, &big, &err) == PX_ERR_INVALID);
     CHECK(strstr(err.msg, "every chunk needs a layer") != NULL);
+}
+
+/* Chunks holding only the embedding or the loss (Megatron-Core's split with
+ * both counted as layers): legal for the cost model, not for the executor,
+ * and costed as the layers they hold. */
+static void empty_end_chunks(void)
+{
+    if (!load("llama3-8b"))
+        return;
+    px_parallel par = base(1, 2, 8, 1);
+    par.vpp = 17; /* 32 layers + 2 = 34 slots: one a chunk, the ends empty */
+    par.schedule = PX_SCHED_INTERLEAVED;
+    px_megatron_split how = {0, 0, true, true, true};
+    CHECK(px_split_megatron(model.n_layers, par.pp, par.vpp, &how, par.layers_per_chunk));
+    par.n_chunks = 34;
+    CHECK(par.layers_per_chunk[0] == 0 && par.layers_per_chunk[33] == 0);
+    px_error err;
+    CHECK_MSG(px_cost_check(&model, &par, &err) == PX_OK, "%s", err.msg);
+    px_caps engine;
+    px_caps_cpu_executor(&engine);
+    CHECK(px_plan_check(&model, &par, &engine, &err) != PX_OK);
+    /* an empty chunk in the middle is never legal */
+    px_parallel mid = par;
+    mid.layers_per_chunk[0] = 1;
+    mid.layers_per_chunk[5] = 0;
+    CHECK(px_cost_check(&model, &mid, &err) == PX_ERR_INVALID);
+    px_prediction pred;
+    CHECK_MSG(px_cost_evaluate(&model, &hw, &par, &pred, &err) == PX_OK, "%s", err.msg);
+    CHECK(pred.time.step_s > 0.0);
 }
 
 /* Per-stage agreement between px_cost and the partition program, with an
@@ -297,6 +330,7 @@ int main(void)
 {
     worst_stage_shortcut();
     uneven_default_split();
+    empty_end_chunks();
     agree("llama3-8b", 2, 4, 8, 1);
     agree("mixtral-8x7b", 2, 4, 8, 8);
     agree("qwen3-235b-a22b", 4, 4, 8, 8);
