@@ -329,8 +329,7 @@ px_status px_rule_pipeline(const px_model *m, int pp, int vpp, px_schedule sched
     px_status st = px_rule_schedule(pp, vpp, schedule, caps, err);
     if (st != PX_OK)
         return st;
-    /* two chunks may be empty where the embedding and the loss are chunks */
-    if ((int64_t)pp * vpp > m->n_layers + (caps->empty_end_chunks ? 2 : 0))
+    if ((int64_t)pp * vpp > m->n_layers)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "pp x vpp = %d exceeds the %lld layers of %s: every chunk needs a "
                        "layer",
@@ -519,8 +518,13 @@ px_status px_plan_check(const px_model *m, const px_parallel *p, const px_caps *
         st = px_rule_sp(m, s, p->tp, p->cp, p->sp, p->micro_batch, caps, err);
     if (st == PX_OK)
         st = px_rule_experts(m, p->tp, p->cp, p->dp, p->ep, p->etp, caps, err);
+    /* a recorded split may hold two chunks more than layers where its end
+     * chunks hold only the embedding and the loss (check_split judges it) */
+    bool end_slots = p->n_chunks > 0 && caps->empty_end_chunks &&
+                     (int64_t)p->pp * p->vpp <= m->n_layers + 2;
     if (st == PX_OK)
-        st = px_rule_pipeline(m, p->pp, p->vpp, p->schedule, caps, err);
+        st = end_slots ? px_rule_schedule(p->pp, p->vpp, p->schedule, caps, err)
+                       : px_rule_pipeline(m, p->pp, p->vpp, p->schedule, caps, err);
     if (st == PX_OK)
         st = px_rule_batch(p->pp, p->vpp, p->schedule, p->micro_batch, p->n_micro, err);
     if (st == PX_OK)
