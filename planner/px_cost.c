@@ -1131,6 +1131,42 @@ static void layer_ops(px_cost_ctx *ctx, const px_parallel *par,
     mo->valid = true;
 }
 
+/* ZB-H2: a middle stage's memory is its layers' times its in-flight counts
+ * (px_cost_inflight, _bw), which never fall with the stage index (checked
+ * here), so of the middle stages holding the same layers the last is the
+ * worst, and the first with its counts on a tie.  Marks those in score[]
+ * (with the first and last stages); false when the counts do fall or the
+ * layers come in too many kinds (then every stage is scored). */
+static bool later_middle_dominates(const px_parallel *par, const stage_layers *sl, bool *score)
+{
+    int p = par->pp, seen[PX_SEEN_MAX], best[PX_SEEN_MAX], n_seen = 0;
+    double fl_best[PX_SEEN_MAX], bw_best[PX_SEEN_MAX];
+    for (int st = 0; st < p; st++)
+        score[st] = st == 0 || st == p - 1;
+    for (int st = 1; st < p - 1; st++) {
+        double fl = px_cost_inflight(par->schedule, p, par->vpp, par->n_micro, st);
+        double bw = px_cost_inflight_bw(par->schedule, p, par->vpp, par->n_micro, st);
+        int k = 0;
+        while (k < n_seen && memcmp(sl[seen[k]].n, sl[st].n, sizeof sl[st].n))
+            k++;
+        if (k == n_seen) {
+            if (n_seen == PX_SEEN_MAX)
+                return false;
+            seen[n_seen++] = st;
+        } else if (fl < fl_best[k] || bw < bw_best[k]) {
+            return false; /* a count fell */
+        } else if (fl == fl_best[k] && bw == bw_best[k]) {
+            continue; /* the same memory as the earlier stage */
+        }
+        best[k] = st;
+        fl_best[k] = fl;
+        bw_best[k] = bw;
+    }
+    for (int k = 0; k < n_seen; k++)
+        score[best[k]] = true;
+    return true;
+}
+
 /* sl: stage_counts of par */
 static int worst_memory(px_cost_ctx *ctx, const px_parallel *par, const stage_layers *sl,
                         stage_mem *worst)
@@ -1140,9 +1176,12 @@ static int worst_memory(px_cost_ctx *ctx, const px_parallel *par, const stage_la
     int ws = 0;
     bool skip = middle_stages_identical(ctx, par);
     int seen[PX_SEEN_MAX], n_seen = 0;
+    bool zb_score[PX_MAX_CHUNKS];
+    bool zb_later = par->schedule == PX_SCHED_ZB_H2 && later_middle_dominates(par, sl, zb_score);
     for (int st = 0; st < par->pp; st++) {
-        /* (under ZB-H2 a later stage keeps more B -> W gradients: score each) */
-        if (par->schedule != PX_SCHED_ZB_H2 && repeats_middle(sl, st, par->pp, seen, &n_seen))
+        /* (under ZB-H2 a later stage keeps more B -> W gradients) */
+        if (par->schedule == PX_SCHED_ZB_H2 ? zb_later && !zb_score[st]
+                                            : repeats_middle(sl, st, par->pp, seen, &n_seen))
             continue;
         stage_mem sm;
         memory_of_stage(ctx, par, st, &sl[st], ops, &sm);
