@@ -423,6 +423,21 @@ static bool expert_dim_crosses(const px_parallel *par, int which, int g)
     int64_t na = which == 0 ? etp : which == 1 ? ep : etp;
     int64_t nb = which == 0 ? edp : which == 1 ? edp : ep;
     int64_t stages = (tc % g == 0) ? 1 : pp; /* aligned stages repeat the pattern */
+    /* Moving a group's indices by tc·g (or its stage by g) moves both ends'
+     * ranks by a multiple of g: the answer repeats, so g stages and the
+     * values of b whose steps (bstep each) reach distinct first indices
+     * modulo tc·g cover every case. */
+    int64_t period = tc * g, bstep = which == 2 ? etp : etp * ep;
+    int64_t x = period, y = bstep; /* gcd */
+    while (y) {
+        int64_t r = x % y;
+        x = y;
+        y = r;
+    }
+    if (stages > g)
+        stages = g;
+    if (nb > period / x)
+        nb = period / x;
     for (int64_t st = 0; st < stages; st++)
         for (int64_t b = 0; b < nb; b++)
             for (int64_t a = 0; a < na; a++) {
