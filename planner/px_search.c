@@ -981,6 +981,9 @@ static void score_states(const search_spec *sp, px_cost_ctx *ctx, px_parallel *p
         scheds[n_s++] = PX_SCHED_ZB_H2;
     }
     bool timed = may_rank(sp, ctx, par, scheds, n_s, t);
+    /* the SP rule reads the sizes only: once for all the states */
+    px_status sp_rule = px_rule_sp(sp->m, sp->s, par->tp, par->cp, par->sp, par->micro_batch,
+                                   sp->caps, NULL);
     for (int z = z0; z <= z1; z++)
         for (int r = r0; r <= r1; r++)
             for (int i_s = 0; i_s < n_s; i_s++) {
@@ -994,8 +997,7 @@ static void score_states(const search_spec *sp, px_cost_ctx *ctx, px_parallel *p
                     t->rejected[rule_reject(rst, PX_REJ_LAYERS)]++;
                     continue;
                 }
-                rst = px_rule_sp(sp->m, sp->s, par->tp, par->cp, par->sp, par->micro_batch,
-                                 sp->caps, NULL);
+                rst = sp_rule;
                 if (rst == PX_OK)
                     rst = px_rule_batch(pp, v, par->schedule, par->micro_batch, par->n_micro,
                                         NULL);
