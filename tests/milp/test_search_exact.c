@@ -2,7 +2,10 @@
  * lets reach the list, exact DP where it applies, candidates pruned by a
  * proven lower bound) finds the plan the reference finds: every
  * configuration that fits timed, every partition program through GLPK with
- * a generous time limit and every top candidate refined.
+ * a generous time limit and every top candidate refined.  (The analytic
+ * pass alone is compared with the exhaustive one on the large MoE presets
+ * in tests/cost/test_search_bound.c: the reference's GLPK programs there
+ * take minutes.)
  * Across presets and GPU counts: the same best score (seconds per token)
  * wherever the reference's programs were all proven, and never a worse one
  * anywhere.  Also the analytic pass on 1 and 3 threads: the same ranking. */
@@ -66,8 +69,7 @@ int main(void)
     } cases[] = {
         {"tiny-llama", 8},  {"tiny-moe", 8},     {"tiny-gpt", 16},
         {"llama3-8b", 8},   {"llama3-8b", 64},   {"llama3-8b", 512},
-        {"mixtral-8x7b", 64}, {"llama3-70b", 64}, {"mixtral-8x7b", 512},
-        {"qwen3-235b-a22b", 256}, {"deepseek-v3", 512},
+        {"mixtral-8x7b", 64}, {"llama3-70b", 64},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         compare(cases[i].model, cases[i].gpus, fast, ref);
