@@ -423,6 +423,21 @@ static bool expert_dim_crosses(const px_parallel *par, int which, int g)
     int64_t na = which == 0 ? etp : which == 1 ? ep : etp;
     int64_t nb = which == 0 ? edp : which == 1 ? edp : ep;
     int64_t stages = (tc % g == 0) ? 1 : pp; /* aligned stages repeat the pattern */
+    /* Moving a group's indices by tc·g (or its stage by g) moves both ends'
+     * ranks by a multiple of g: the answer repeats, so g stages and the
+     * values of b whose steps (bstep each) reach distinct first indices
+     * modulo tc·g cover every case. */
+    int64_t period = tc * g, bstep = which == 2 ? etp : etp * ep;
+    int64_t x = period, y = bstep; /* gcd */
+    while (y) {
+        int64_t r = x % y;
+        x = y;
+        y = r;
+    }
+    if (stages > g)
+        stages = g;
+    if (nb > period / x)
+        nb = period / x;
     for (int64_t st = 0; st < stages; st++)
         for (int64_t b = 0; b < nb; b++)
             for (int64_t a = 0; a < na; a++) {
@@ -1133,6 +1148,42 @@ static void layer_ops(px_cost_ctx *ctx, const px_parallel *par,
     mo->valid = true;
 }
 
+/* ZB-H2: a middle stage's memory is its layers' times its in-flight counts
+ * (px_cost_inflight, _bw), which never fall with the stage index (checked
+ * here), so of the middle stages holding the same layers the last is the
+ * worst, and the first with its counts on a tie.  Marks those in score[]
+ * (with the first and last stages); false when the counts do fall or the
+ * layers come in too many kinds (then every stage is scored). */
+static bool later_middle_dominates(const px_parallel *par, const stage_layers *sl, bool *score)
+{
+    int p = par->pp, seen[PX_SEEN_MAX], best[PX_SEEN_MAX], n_seen = 0;
+    double fl_best[PX_SEEN_MAX], bw_best[PX_SEEN_MAX];
+    for (int st = 0; st < p; st++)
+        score[st] = st == 0 || st == p - 1;
+    for (int st = 1; st < p - 1; st++) {
+        double fl = px_cost_inflight(par->schedule, p, par->vpp, par->n_micro, st);
+        double bw = px_cost_inflight_bw(par->schedule, p, par->vpp, par->n_micro, st);
+        int k = 0;
+        while (k < n_seen && memcmp(sl[seen[k]].n, sl[st].n, sizeof sl[st].n))
+            k++;
+        if (k == n_seen) {
+            if (n_seen == PX_SEEN_MAX)
+                return false;
+            seen[n_seen++] = st;
+        } else if (fl < fl_best[k] || bw < bw_best[k]) {
+            return false; /* a count fell */
+        } else if (fl == fl_best[k] && bw == bw_best[k]) {
+            continue; /* the same memory as the earlier stage */
+        }
+        best[k] = st;
+        fl_best[k] = fl;
+        bw_best[k] = bw;
+    }
+    for (int k = 0; k < n_seen; k++)
+        score[best[k]] = true;
+    return true;
+}
+
 /* sl: stage_counts of par */
 static int worst_memory(px_cost_ctx *ctx, const px_parallel *par, const stage_layers *sl,
                         stage_mem *worst)
@@ -1142,9 +1193,12 @@ static int worst_memory(px_cost_ctx *ctx, const px_parallel *par, const stage_la
     int ws = 0;
     bool skip = middle_stages_identical(ctx, par);
     int seen[PX_SEEN_MAX], n_seen = 0;
+    bool zb_score[PX_MAX_CHUNKS];
+    bool zb_later = par->schedule == PX_SCHED_ZB_H2 && later_middle_dominates(par, sl, zb_score);
     for (int st = 0; st < par->pp; st++) {
-        /* (under ZB-H2 a later stage keeps more B -> W gradients: score each) */
-        if (par->schedule != PX_SCHED_ZB_H2 && repeats_middle(sl, st, par->pp, seen, &n_seen))
+        /* (under ZB-H2 a later stage keeps more B -> W gradients) */
+        if (par->schedule == PX_SCHED_ZB_H2 ? zb_later && !zb_score[st]
+                                            : repeats_middle(sl, st, par->pp, seen, &n_seen))
             continue;
         stage_mem sm;
         memory_of_stage(ctx, par, st, &sl[st], ops, &sm);

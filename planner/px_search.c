@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "px_bound.h"
 #include "px_checked.h"
 #include "px_cost_precision.h"
 #include "px_framework.h"
@@ -712,6 +713,7 @@ typedef struct {
     bool moe;
     int keep; /* pool size */
     const px_caps *caps; /* the rules' capability set (px_plan_check.h) */
+    px_bound_layers bound; /* the model's layer kinds, for the lower bound */
 } search_spec;
 
 /* One piece of the enumeration: a (tp, cp, pp) with the rest free.  The
@@ -732,7 +734,11 @@ typedef struct {
     int n_miss;
     bool has_closest_miss;
     px_candidate closest_miss;
-    int64_t n_evaluated, n_valid, rejected[PX_REJ_COUNT];
+    int64_t n_evaluated, n_valid, n_pruned, rejected[PX_REJ_COUNT];
+    /* a score the whole pass's list already beats (its keep-th row when the
+     * piece started; INFINITY: none yet): configurations proven worse are
+     * not timed */
+    double cutoff;
 } search_tally;
 
 static search_tally *tally_new(int keep)
@@ -749,7 +755,16 @@ static search_tally *tally_new(int keep)
         return NULL;
     }
     t->keep = keep;
+    t->cutoff = INFINITY;
     return t;
+}
+
+/* The score a configuration must beat to enter t's list or the whole
+ * pass's (INFINITY while both are short). */
+static double tally_cutoff(const search_tally *t)
+{
+    double c = t->n_list == t->keep ? score(&t->list[t->order[t->keep - 1]]) : INFINITY;
+    return c < t->cutoff ? c : t->cutoff;
 }
 
 /* A dimension fixed on the command line that the framework cannot run is
@@ -876,9 +891,11 @@ static int sp_free(const px_search_opts *o)
     return o->caps && !o->caps->sp ? 0 : 1;
 }
 
-/* Scores par (fully set) into t. */
+/* Scores par (fully set) into t: its memory, and its time when `timed`
+ * (otherwise it is proven unable to reach the list: only whether it fits
+ * counts, and a miss's memory). */
 static void score_config(const search_spec *sp, px_cost_ctx *ctx, const px_parallel *par,
-                         search_tally *t)
+                         bool timed, search_tally *t)
 {
     const px_search_opts *o = sp->o;
     if (o->caps && !px_caps_allow(o->caps, sp->m, par, NULL)) {
@@ -887,8 +904,14 @@ static void score_config(const search_spec *sp, px_cost_ctx *ctx, const px_paral
     }
     t->n_evaluated++;
     px_prediction pred;
-    px_status fit = px_cost_eval_if_fits(ctx, par, sp->mem_limit, o->train_tokens,
-                                         o->gpu_mtbf_hours, &pred, NULL);
+    px_status fit;
+    if (timed) {
+        fit = px_cost_eval_if_fits(ctx, par, sp->mem_limit, o->train_tokens, o->gpu_mtbf_hours,
+                                   &pred, NULL);
+    } else {
+        px_cost_memory(ctx, par, &pred.mem, NULL);
+        fit = pred.mem.total > sp->mem_limit ? PX_ERR_INFEASIBLE : PX_OK;
+    }
     if (fit != PX_OK) {
         t->rejected[PX_REJ_MEMORY]++;
         if (o->milp)
@@ -902,7 +925,24 @@ static void score_config(const search_spec *sp, px_cost_ctx *ctx, const px_paral
         return;
     }
     t->n_valid++;
-    tally_insert(t, par, &pred);
+    if (timed)
+        tally_insert(t, par, &pred);
+    else
+        t->n_pruned++;
+}
+
+/* False when no ZeRO stage, recompute choice or schedule of sched[0..n)
+ * can give par's sizes a score that enters t's list or the whole pass's:
+ * its lower bound (px_bound.h) is above the cutoff by more than rounding. */
+static bool may_rank(const search_spec *sp, px_cost_ctx *ctx, const px_parallel *par,
+                     const px_schedule *sched, int n, const search_tally *t)
+{
+    double cut = tally_cutoff(t);
+    if (sp->o->exhaustive || !(cut < INFINITY))
+        return true;
+    double tokens = (double)par->micro_batch * (double)par->n_micro * par->dp * (double)sp->s;
+    double lb = px_bound_step_s(ctx, &sp->bound, par, sched, n) / tokens;
+    return !(lb > cut * (1.0 + 1e-9));
 }
 
 /* ZeRO stages, recompute choices and schedules for par's sizes. */
@@ -940,6 +980,10 @@ static void score_states(const search_spec *sp, px_cost_ctx *ctx, px_parallel *p
         scheds[n_s++] = PX_SCHED_ZB_H1;
         scheds[n_s++] = PX_SCHED_ZB_H2;
     }
+    bool timed = may_rank(sp, ctx, par, scheds, n_s, t);
+    /* the SP rule reads the sizes only: once for all the states */
+    px_status sp_rule = px_rule_sp(sp->m, sp->s, par->tp, par->cp, par->sp, par->micro_batch,
+                                   sp->caps, NULL);
     for (int z = z0; z <= z1; z++)
         for (int r = r0; r <= r1; r++)
             for (int i_s = 0; i_s < n_s; i_s++) {
@@ -953,8 +997,7 @@ static void score_states(const search_spec *sp, px_cost_ctx *ctx, px_parallel *p
                     t->rejected[rule_reject(rst, PX_REJ_LAYERS)]++;
                     continue;
                 }
-                rst = px_rule_sp(sp->m, sp->s, par->tp, par->cp, par->sp, par->micro_batch,
-                                 sp->caps, NULL);
+                rst = sp_rule;
                 if (rst == PX_OK)
                     rst = px_rule_batch(pp, v, par->schedule, par->micro_batch, par->n_micro,
                                         NULL);
@@ -962,7 +1005,7 @@ static void score_states(const search_spec *sp, px_cost_ctx *ctx, px_parallel *p
                     t->rejected[rule_reject(rst, PX_REJ_BATCH)]++;
                     continue;
                 }
-                score_config(sp, ctx, par, t);
+                score_config(sp, ctx, par, timed, t);
             }
 }
 
@@ -1135,6 +1178,7 @@ static void tally_merge(search_tally *all, const search_tally *t)
     }
     all->n_evaluated += t->n_evaluated;
     all->n_valid += t->n_valid;
+    all->n_pruned += t->n_pruned;
     for (int r = 0; r < PX_REJ_COUNT; r++)
         all->rejected[r] += t->rejected[r];
 }
@@ -1180,6 +1224,9 @@ static void *search_worker(void *arg)
             st = PX_FAIL(&e, PX_ERR_NOMEM, "search: out of memory");
             break;
         }
+        pthread_mutex_lock(&w->mu);
+        t->cutoff = tally_cutoff(w->all); /* what the merged pieces' list beats */
+        pthread_mutex_unlock(&w->mu);
         score_item(w->sp, ctx, par, &w->items[i], t);
         pthread_mutex_lock(&w->mu);
         w->done[i] = t;
@@ -1315,7 +1362,7 @@ static void result_reset(px_search_result *res)
 {
     memset(res, 0, offsetof(px_search_result, top));
     res->n_top = 0;
-    res->n_evaluated = res->n_valid = 0;
+    res->n_evaluated = res->n_valid = res->n_pruned = 0;
     memset(res->rejected, 0, sizeof res->rejected);
     res->has_closest_miss = res->has_rule = res->rule_fits = false;
     res->rule_notes[0] = '\0';
@@ -1340,6 +1387,7 @@ static px_status rank_into(const search_spec *sp, px_cost_ctx *ctx, int keep_out
     if (st == PX_OK) {
         res->n_evaluated = all->n_evaluated;
         res->n_valid = all->n_valid;
+        res->n_pruned = all->n_pruned;
         memcpy(res->rejected, all->rejected, sizeof res->rejected);
         res->has_closest_miss = all->has_closest_miss;
         if (all->has_closest_miss)
@@ -1393,9 +1441,10 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
                       res->seq_len, res->global_batch,
                       m->n_layers, res->mem_limit_bytes,
                       m->n_experts > 0, o->milp ? 2 * keep + PX_SEARCH_MILP_EXTRA : keep,
-                      NULL};
+                      NULL,        {-1, -1}};
     px_caps caps_storage;
     sp.caps = search_caps(o, &caps_storage);
+    px_bound_init(m, &sp.bound);
     px_cost_ctx *ctx = malloc(sizeof *ctx);
     if (!ctx)
         return PX_FAIL(err, PX_ERR_NOMEM, "search: out of memory");

@@ -87,6 +87,10 @@ typedef struct {
      * false. */
     bool milp_glpk_only;
     bool milp_no_prune;
+    /* The reference analytic pass, for tests and benchmarks: every
+     * configuration that fits is timed (no skipping by the lower bound of
+     * px_bound.h).  The result is the same either way.  Default false. */
+    bool exhaustive;
     /* The framework the plan is for (px_framework.h): the search scores only
      * configurations its capabilities allow (a fixed dimension it cannot run
      * is an error naming the capability), and takes the overlap and attention
@@ -155,6 +159,10 @@ typedef struct {
     int n_top;
     int64_t n_evaluated;              /* configurations scored (memory at least) */
     int64_t n_valid;                  /* ... that fit */
+    int64_t n_pruned;                 /* ... that fit and were not timed: a proven lower
+                                       * bound on their score (px_bound.h) could not reach
+                                       * the list (the count depends on the threads' timing,
+                                       * the result does not) */
     int64_t rejected[PX_REJ_COUNT];
     bool has_closest_miss;            /* the least-memory configuration that did not fit */
     px_candidate closest_miss;
