@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "px_checked.h"
+#include "px_attn_eff.h"
 #include "px_cost_cp.h"
 #include "px_cost_moe.h"
 #include "px_cost_precision.h"
@@ -682,6 +683,9 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
         /* sliding-window layers: the model's mean share of a causal core */
         lt->attn_fwd_s = px_time_attn_s(hw, 0.5 * attn_flops *
                                                 px_sliding_causal_fraction(m, seq_of(ctx, par)));
+        /* the kernel generation, head width and block length (px_attn_eff.h) */
+        lt->attn_fwd_s /= px_attn_rate_rel(hw, ctx->run ? ctx->run->flash_attention_version : 0,
+                                           sh.dq, sh.s);
         /* FlashAttention 1 runs at half FlashAttention-2's rate (Dao 2023:
          * FA2 is about 2x FA1); a calibrated attn_eff is the kernel's own */
         if (ctx->run && ctx->run->flash_attention_version == 1 && hw->attn_eff <= 0.0)
