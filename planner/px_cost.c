@@ -715,6 +715,8 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
         /* permute and un-permute the routed tokens: Megatron's dispatcher
          * passes (px_cost_moe.c); the fp32 CPU executor's two */
         mem += e >= 4.0 ? 4.0 * e * tok * h : px_moe_permute_bytes(e, tok, h);
+        if (px_prec_is_low(pq) && ctx->run && ctx->run->grouped_gemm)
+            mem += px_moe_fp8_pad_bytes(e, tok, h); /* FP8 row alignment */
         if (m->n_shared_experts > 0) {
             double fs = sh.n_shared * fe;
             g += px_prec_time_gemm_s(hw, pq, T, up * fs / t, h) + px_prec_time_gemm_s(hw, pq, T, h, fs / t);
