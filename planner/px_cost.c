@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "px_checked.h"
+#include "px_attn_eff.h"
 #include "px_cost_cp.h"
 #include "px_cost_moe.h"
 #include "px_cost_precision.h"
@@ -699,6 +700,9 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
         /* sliding-window layers: the model's mean share of a causal core */
         lt->attn_fwd_s = px_time_attn_s(hw, 0.5 * attn_flops *
                                                 px_sliding_causal_fraction(m, seq_of(ctx, par)));
+        /* the kernel generation, head width and block length (px_attn_eff.h) */
+        lt->attn_fwd_s /= px_attn_rate_rel(hw, ctx->run ? ctx->run->flash_attention_version : 0,
+                                           sh.dq, sh.s);
         /* FlashAttention 1 runs at half FlashAttention-2's rate (Dao 2023:
          * FA2 is about 2x FA1); a calibrated attn_eff is the kernel's own */
         if (ctx->run && ctx->run->flash_attention_version == 1 && hw->attn_eff <= 0.0)
@@ -728,6 +732,8 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
         /* permute and un-permute the routed tokens: Megatron's dispatcher
          * passes (px_cost_moe.c); the fp32 CPU executor's two */
         mem += e >= 4.0 ? 4.0 * e * tok * h : px_moe_permute_bytes(e, tok, h);
+        if (px_prec_is_low(pq) && ctx->run && ctx->run->grouped_gemm)
+            mem += px_moe_fp8_pad_bytes(e, tok, h); /* FP8 row alignment */
         if (m->n_shared_experts > 0) {
             double fs = sh.n_shared * fe;
             g += px_prec_time_gemm_s(hw, pq, T, up * fs / t, h) + px_prec_time_gemm_s(hw, pq, T, h, fs / t);

@@ -11,6 +11,11 @@ double px_moe_imbalance(int ep, double copies_per_rank)
     return 1.0 + sqrt(2.0 * log((double)ep)) * sqrt(((double)ep - 1.0) / n);
 }
 
+double px_moe_fp8_pad_bytes(double e, double copies, double h)
+{
+    return copies > 0.0 ? 4.0 * e * copies * h : 0.0;
+}
+
 double px_moe_permute_bytes(double e, double copies, double h)
 {
     return copies > 0.0 ? 8.0 * e * copies * h : 0.0;

@@ -23,4 +23,13 @@ double px_moe_imbalance(int ep, double copies_per_rank);
  * combine: 8·e·copies·h. */
 double px_moe_permute_bytes(double e, double copies, double h);
 
+/* HBM bytes, one direction, of padding the routed rows of each local expert
+ * to the 16-row multiple FP8 tensor-core GEMMs need and un-padding the
+ * output (Megatron's TEGroupedMLP under fp8: Transformer Engine's
+ * Fp8Padding before linear_fc1 and Fp8Unpadding after linear_fc2; dropless
+ * routing gives unaligned counts, so the copies run): each reads and
+ * writes the e-byte rows, 4·e·copies·h; the backward pads and un-pads the
+ * gradients the same way. */
+double px_moe_fp8_pad_bytes(double e, double copies, double h);
+
 #endif

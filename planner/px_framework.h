@@ -36,9 +36,10 @@ typedef struct px_fw_runtime {
                                       * layer, which NCCL spreads over every NIC of a node
                                       * the group fills (px_cost_fsdp.h) */
     int flash_attention_version;     /* FlashAttention generation of the fused attention
-                                      * kernel: 2 (FlashAttention-2 class, the cost model's
-                                      * PX_EFF_FLASH_REL), 1 (FlashAttention 1: half the rate,
-                                      * Dao 2023) */
+                                      * kernel: 3 (Hopper-native: FlashAttention-3, cuDNN's
+                                      * sm90+ kernels), 2 (flash-attn 2: the native rate on
+                                      * Ampere, less on later GPUs, px_attn_eff.h), 1
+                                      * (FlashAttention 1: half FA2's rate, Dao 2023) */
     bool quantized_params;           /* low precision: linear weights kept quantised and
                                       * gathered quantised (px_parallel.quantized_params);
                                       * optional, default false */

@@ -47,6 +47,8 @@ static const px_jfield hw_fields[] = {
     HD("gemm_eff_half_dim", gemm_eff_half_dim, false, 0, 1e6),
     HD("mem_bound_eff", mem_bound_eff, false, 1e-3, 1),
     HD("attn_eff", attn_eff, false, 0, 1),
+    HI("attn_native_version", attn_native_version, false, 0, 3),
+    HD("exp_rate", exp_rate, false, 0, MAX_FLOPS),
     HD("sustained_frac", sustained_frac, false, 0, 1),
     HD("sync_wait_s", sync_wait_s, false, 0, 1),
     HD("sync_interval_s", sync_interval_s, false, 0, 1e3),
@@ -128,7 +130,7 @@ const char *px_hw_profiles_dir_default(void)
 }
 
 /* The element-wise class rates (*_bw, optional, 0 = not measured) and
- * attn_eff (0 = default): 0 or at least the minimum, so no time divides by
+ * attn_eff (0 = default) and exp_rate (0 = not modelled): 0 or at least the minimum, so no time divides by
  * a near-zero rate. */
 static px_status check_optional_rates(const px_hw *hw, px_error *err)
 {
@@ -147,6 +149,10 @@ static px_status check_optional_rates(const px_hw *hw, px_error *err)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "profile %s: attn_eff: %g is out of range (allowed: 0 = default, or "
                        "0.001..1)", hw->name, hw->attn_eff);
+    if (hw->exp_rate != 0 && hw->exp_rate < MIN_FLOPS)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "profile %s: exp_rate: %g is out of range (allowed: 0 = not modelled, or "
+                       "%g..%g per second)", hw->name, hw->exp_rate, MIN_FLOPS, MAX_FLOPS);
     return PX_OK;
 }
 

@@ -70,6 +70,14 @@ typedef struct {
                                * backward as the cost model does; written by
                                * `calibrate` (the executor's own kernel), optional:
                                * 0 = the cost model's FlashAttention default */
+    int attn_native_version;  /* FlashAttention generation written for this GPU's
+                               * tensor cores (2: Ampere's mma.sync; 3: Hopper's
+                               * wgmma and TMA, and later parts); a framework's
+                               * older kernel runs slower (px_attn_eff.h);
+                               * optional: 0 = every generation is native */
+    double exp_rate;          /* exponentials per second of the special-function
+                               * units (the softmax's exp in an attention kernel);
+                               * optional: 0 = not modelled (no head-width term) */
     /* Element-wise operator classes as `calibrate` measures the executor's
      * own kernels (on a CPU they differ 100x: a residual add streams, a GeLU
      * computes a tanh per element).  Each is bytes/s in the cost model's byte

@@ -80,6 +80,20 @@ static int year_in(const char *s)
     return 0;
 }
 
+/* NeMo's container release "NeMo YY.MM" as YY * 100 + MM, 0 when the
+ * framework names none. */
+static int nemo_release(const char *fw)
+{
+    const char *p = fw ? strstr(fw, "NeMo ") : NULL;
+    if (!p)
+        return 0;
+    p += 5;
+    if (!isdigit((unsigned char)p[0]) || !isdigit((unsigned char)p[1]) || p[2] != '.' ||
+        !isdigit((unsigned char)p[3]) || !isdigit((unsigned char)p[4]))
+        return 0;
+    return (p[0] - '0') * 1000 + (p[1] - '0') * 100 + (p[3] - '0') * 10 + (p[4] - '0');
+}
+
 /* ------------------------------------------------------------------ */
 /* Row → model, hardware, published dimensions                          */
 
@@ -402,6 +416,13 @@ static bool parse_row(const json_t *jr, px_val_row *row)
      * Composer release") */
     if (contains_ci(jstr(jr, "notes"), "torch 1.13"))
         row->flash_version = 1;
+    /* NeMo containers before 24.07 ship Transformer Engine 1.7 or older,
+     * whose DotProductAttention prefers flash-attn 2 over cuDNN's fused
+     * attention on every GPU (and runs CP only with it); TE 1.8 made cuDNN's
+     * Hopper kernels the choice (frameworks/megatron.json) */
+    int nemo = nemo_release(jstr(jr, "framework"));
+    if (nemo > 0 && nemo < 2407)
+        row->flash_version = 2;
     /* gradient precision is not published: Megatron's default, fp32 main
      * gradients (the planner's default too) */
     row->grad_fp32 = true;

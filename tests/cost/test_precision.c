@@ -331,6 +331,9 @@ static void test_moe(void)
     /* more rows per rank, closer to balanced */
     CHECK(px_moe_imbalance(8, 1e6) < px_moe_imbalance(8, 1e3));
     CHECK_CLOSE(px_moe_permute_bytes(2, 100, 10), 8.0 * 2 * 100 * 10, 1e-12, 0);
+    /* FP8 row alignment: pad the input, un-pad the output, read + write each */
+    CHECK_CLOSE(px_moe_fp8_pad_bytes(2, 100, 10), 4.0 * 2 * 100 * 10, 1e-12, 0);
+    CHECK(px_moe_fp8_pad_bytes(2, 0, 10) == 0.0);
 }
 
 int main(void)

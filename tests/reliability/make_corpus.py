@@ -78,6 +78,7 @@ put("profile", "latency_huge", with_(hw, inter_lat_s=1e9), r"inter_lat_s: 1e\+09
 put("profile", "class_bw_tiny", with_(hw, gelu_bw=1e-300),
     r"gelu_bw: 1e-300 is out of range \(allowed: 0 = not measured")
 put("profile", "attn_eff_tiny", with_(hw, attn_eff=1e-12), r"attn_eff: 1e-12 is out of range")
+put("profile", "exp_rate_tiny", with_(hw, exp_rate=1e-3), r"exp_rate: 0\.001 is out of range")
 put("profile", "eff_above_one", with_(hw, gemm_eff_max=1.5), r"gemm_eff_max: 1\.5 is out of range")
 put("profile", "gpus_per_node_zero", with_(hw, gpus_per_node=0), r"gpus_per_node: 0 is out of range")
 put("profile", "hbm_bytes_huge", with_(hw, hbm_bytes=1 << 62), r"hbm_bytes: 4611686018427387904 is out of range")

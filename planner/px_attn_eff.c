@@ -1,0 +1,25 @@
+/* px_attn_eff.c — attention kernel efficiency (px_attn_eff.h). */
+#include "px_attn_eff.h"
+
+#include "px_efficiency.h"
+
+double px_attn_rate_rel(const px_hw *hw, int flash_version, double head_dim, double s_q)
+{
+    if (hw->attn_eff > 0.0)
+        return 1.0;
+    double rel = 1.0;
+    /* an older kernel generation than the GPU's own (FA1's factor 2 is
+     * px_cost.c's; this is FA2 on Hopper and later) */
+    if (flash_version >= 2 && hw->attn_native_version > flash_version)
+        rel *= PX_ATTN_OLD_GEN_REL;
+    if (head_dim > 0.0 && hw->exp_rate > 0.0) {
+        double rate = 1e12 / px_time_attn_s(hw, 1e12) * rel; /* the kernel's FLOP/s */
+        double c = rate / (4.0 * hw->exp_rate); /* head width the exp costs */
+        rel *= (head_dim / (head_dim + c)) / (PX_ATTN_HEAD_REF / (PX_ATTN_HEAD_REF + c));
+    }
+    if (s_q > 0.0)
+        rel *= s_q / (s_q + PX_ATTN_SEQ_HALF);
+    /* never faster than the GEMMs the kernel is built from */
+    double cap = 1.0 / PX_EFF_FLASH_REL;
+    return rel < cap ? rel : cap;
+}
