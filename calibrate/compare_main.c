@@ -85,16 +85,13 @@ static bool check_side(const char *path, const char *side, const px_report_side 
  * from it; when that file cannot be read the label silently becomes the
  * report's file name.  Say so, with the reason, so that a moved plan is
  * noticed. */
-static void warn_unread_plan(const char *path)
+static void warn_unread_plan(const char *path, json_t *root)
 {
-    json_t *root = json_load_file(path, 0, NULL);
     json_t *plan = json_object_get(root, "plan");
     bool has_par = json_is_object(json_object_get(root, "parallel")) ||
                    json_is_object(json_object_get(plan, "parallel"));
-    if (!json_is_string(plan) || has_par) {
-        json_decref(root);
+    if (!json_is_string(plan) || has_par)
         return;
-    }
     const char *pp = json_string_value(plan);
     FILE *f = pp[0] ? fopen(pp, "r") : NULL;
     char alt[1100] = "";
@@ -113,7 +110,6 @@ static void warn_unread_plan(const char *path)
         fprintf(stderr, "compare: warning: %s: plan \"%s\"%s%s%s cannot be opened (%s): "
                         "the run is labelled by the report's file name\n", path, pp,
                 alt[0] ? " (nor " : "", alt[0] ? alt : "", alt[0] ? ")" : "", strerror(errno));
-    json_decref(root);
 }
 
 /* Each rank against its own pipeline stage's prediction: execute's reports
@@ -133,72 +129,21 @@ typedef struct {
     double worst_err;    /* its error (signed) */
 } rank_mem;
 
-/* Reads an array of n integers >= 0 (n: the first array's length when *n <
- * 0).  Returns false with a message naming the file and the field. */
-static bool read_counts(const char *path, json_t *root, const char *key, int *n, int64_t **out)
-{
-    json_t *a = json_object_get(root, key);
-    if (!json_is_array(a)) {
-        fprintf(stderr, "compare: %s: %s: expected an array of integers (one per rank)\n",
-                path, key);
-        return false;
-    }
-    if (*n < 0)
-        *n = (int)json_array_size(a);
-    if ((int)json_array_size(a) != *n || *n == 0) {
-        fprintf(stderr, "compare: %s: %s has %zu entries; expected %d (one per rank)\n", path,
-                key, json_array_size(a), *n);
-        return false;
-    }
-    *out = calloc((size_t)*n, sizeof **out);
-    if (!*out)
-        return false;
-    for (int i = 0; i < *n; i++) {
-        json_t *v = json_array_get(a, (size_t)i);
-        if (!json_is_integer(v) || json_integer_value(v) < 0) {
-            fprintf(stderr, "compare: %s: %s[%d]: expected an integer >= 0\n", path, key, i);
-            return false;
-        }
-        (*out)[i] = (int64_t)json_integer_value(v);
-    }
-    return true;
-}
-
-/* Fills rm from the report at path; false (after a message) when the arrays
- * are present but malformed. */
-static bool read_rank_mem(const char *path, rank_mem *rm)
+/* Fills rm from the report's per-rank arrays (px_report_ranks). */
+static void rank_mem_of(const px_report_ranks *r, rank_mem *rm)
 {
     memset(rm, 0, sizeof *rm);
-    json_t *root = json_load_file(path, 0, NULL);
-    if (!root || !json_object_get(root, "per_rank_predicted_peak_memory_bytes")) {
-        json_decref(root);
-        return true;
-    }
-    int n = -1;
-    int64_t *stage = NULL;
-    bool ok = read_counts(path, root, "per_rank_peak_memory_bytes", &n, &rm->meas_bytes) &&
-              read_counts(path, root, "per_rank_predicted_peak_memory_bytes", &n,
-                          &rm->pred_bytes) &&
-              read_counts(path, root, "per_rank_stage", &n, &stage);
-    if (ok) {
-        rm->stage = calloc((size_t)n, sizeof *rm->stage);
-        ok = rm->stage != NULL;
-        for (int i = 0; ok && i < n; i++)
-            rm->stage[i] = (int)stage[i];
-    }
-    free(stage);
-    json_decref(root);
-    if (!ok)
-        return false;
-    rm->n = n;
-    for (int i = 0; i < n; i++) {
+    rm->n = r->n;
+    rm->stage = r->stage;
+    rm->pred_bytes = r->pred_bytes;
+    rm->meas_bytes = r->meas_bytes;
+    for (int i = 0; i < rm->n; i++) {
         double e = px_report_rel_err((double)rm->pred_bytes[i], (double)rm->meas_bytes[i]);
         if (i == 0 || !(fabs(e) <= fabs(rm->worst_err))) {
             rm->worst = i;
             rm->worst_err = e;
         }
     }
-    return true;
 }
 
 /* --html: every run, in detail where its plan file can be read. */
@@ -333,6 +278,7 @@ int main(int argc, char **argv)
         px_error err;
         px_error_clear(&err);
         if (px_report_read(paths[i], &runs[i], &err) != PX_OK) {
+            px_report_free(&runs[i]);
             char buf[1400];
             px_error_format(&err, buf, sizeof buf);
             fprintf(stderr, "compare: %s\n", buf);
@@ -341,16 +287,16 @@ int main(int argc, char **argv)
         if (!check_side(paths[i], "measured", &runs[i].measured) ||
             !check_side(paths[i], "predicted", &runs[i].predicted))
             return 2;
-        if (!read_rank_mem(paths[i], &rms[i]))
-            return 2;
+        rank_mem_of(&runs[i].file.ranks, &rms[i]);
         px_error_clear(&err);
-        if (breakdown && px_breakdown_read(paths[i], &bds[i], &err) != PX_OK) {
+        if (breakdown &&
+            px_breakdown_from_report(&runs[i].file, paths[i], &bds[i], &err) != PX_OK) {
             char buf[1400];
             px_error_format(&err, buf, sizeof buf);
             fprintf(stderr, "compare: %s\n", buf);
             return 2;
         }
-        warn_unread_plan(paths[i]);
+        warn_unread_plan(paths[i], runs[i].file.root);
     }
     px_report_label_apart(runs, n_paths);
     int w = 44; /* the run column: as wide as the longest label */
@@ -518,11 +464,8 @@ int main(int argc, char **argv)
                "%d outside the limits\n",
                n_paths, 100.0 * worst_time, 100.0 * worst_mem, wr, n_bad);
     }
-    for (int i = 0; i < n_paths; i++) {
-        free(rms[i].stage);
-        free(rms[i].pred_bytes);
-        free(rms[i].meas_bytes);
-    }
+    for (int i = 0; i < n_paths; i++)
+        px_report_free(&runs[i]); /* rms[i] points into it */
     free(rms);
     free(bds);
     free(runs);

@@ -11,11 +11,12 @@
 #include <jansson.h>
 
 #include "px_error.h"
+#include "px_report_io.h"
 
 /* The executor's classes (executor/px_trace.h), in report-key order, then
  * "other": the measured time no traced span covers (host work between
  * kernels, the loss bookkeeping, barriers). */
-enum { PX_BD_CLASSES = 6, PX_BD_ROWS = PX_BD_CLASSES + 1 };
+enum { PX_BD_CLASSES = PX_REPORT_CLASSES, PX_BD_ROWS = PX_BD_CLASSES + 1 };
 
 typedef struct {
     int ranks;
@@ -28,10 +29,11 @@ typedef struct {
 const char *px_breakdown_key(int i);
 const char *px_breakdown_label(int i);
 
-/* Reads the two objects from the report at path; an error names the file
- * and the field (a report without them: execute writes them on the CPU
- * backend). */
-px_status px_breakdown_read(const char *path, px_breakdown *out, px_error *err);
+/* The rows from a report read by px_report_file_read (path: its file, for
+ * the message); an error when the report has no class objects (execute
+ * writes them on the CPU backend). */
+px_status px_breakdown_from_report(const px_report_file *rep, const char *path,
+                                   px_breakdown *out, px_error *err);
 
 /* The rows as text (one line per class, run label first) and as JSON
  * ({class: {predicted_s, measured_s, step_error}}; step_error = (pred -

@@ -10,45 +10,6 @@
 
 #include <jansson.h>
 
-static px_status get_number(json_t *obj, const char *side, const char *key, double *out,
-                            const char *path, px_error *err)
-{
-    json_t *v = json_object_get(obj, key);
-    if (!v)
-        return px_error_set(err, PX_ERR_INVALID, path, 0, 0, "%s.%s: missing (a number)",
-                            side, key);
-    if (!json_is_number(v))
-        return px_error_set(err, PX_ERR_INVALID, path, 0, 0, "%s.%s: not a number", side,
-                            key);
-    *out = json_number_value(v);
-    return PX_OK;
-}
-
-static px_status read_side(json_t *root, const char *side, px_report_side *out,
-                           const char *path, px_error *err)
-{
-    json_t *obj = json_object_get(root, side);
-    if (!json_is_object(obj))
-        return px_error_set(err, PX_ERR_INVALID, path, 0, 0,
-                            "%s: missing or not an object (step_time_s, tokens_per_s, mfu, "
-                            "hfu, peak_memory_bytes)", side);
-    px_status st = get_number(obj, side, "step_time_s", &out->step_time_s, path, err);
-    if (st == PX_OK)
-        st = get_number(obj, side, "tokens_per_s", &out->tokens_per_s, path, err);
-    if (st == PX_OK)
-        st = get_number(obj, side, "mfu", &out->mfu, path, err);
-    if (st == PX_OK)
-        st = get_number(obj, side, "hfu", &out->hfu, path, err);
-    if (st != PX_OK)
-        return st;
-    json_t *mem = json_object_get(obj, "peak_memory_bytes");
-    if (!json_is_integer(mem))
-        return px_error_set(err, PX_ERR_INVALID, path, 0, 0,
-                            "%s.peak_memory_bytes: missing or not an integer (bytes)", side);
-    out->peak_memory_bytes = (int64_t)json_integer_value(mem);
-    return PX_OK;
-}
-
 static int get_int(json_t *obj, const char *key, int dflt)
 {
     json_t *v = json_object_get(obj, key);
@@ -66,7 +27,7 @@ static void label_from_parallel(json_t *root, char *label, size_t n)
         return;
     int tp = get_int(par, "tp", 1), pp = get_int(par, "pp", 1), dp = get_int(par, "dp", 1);
     int vpp = get_int(par, "vpp", 1), mb = get_int(par, "micro_batch", 1);
-    int nm = get_int(par, "n_micro", 1), zero = get_int(par, "zero", 0);
+    int nm = get_int(par, "num_microbatches", 1), zero = get_int(par, "zero", 0);
     json_t *sp = json_object_get(par, "sp"), *sched = json_object_get(par, "schedule");
     json_t *rc = json_object_get(par, "recompute");
     char extra[64] = "", z[16] = "";
@@ -89,7 +50,7 @@ static px_status read_plan_of(const char *plan_path, const char *report_path, px
 {
     px_status st = px_plan_read(plan_path, plan, err);
     if (st != PX_OK && plan_path[0] != '/') {
-        char alt[1024];
+        char alt[2048];
         const char *slash = strrchr(report_path, '/');
         int dir_len = slash ? (int)(slash - report_path) : 1;
         snprintf(alt, sizeof alt, "%.*s/%s", dir_len, slash ? report_path : ".", plan_path);
@@ -100,15 +61,14 @@ static px_status read_plan_of(const char *plan_path, const char *report_path, px
 
 px_status px_report_read_plan(const char *report_path, px_plan *plan, px_error *err)
 {
-    json_t *root = json_load_file(report_path, 0, NULL);
-    json_t *pp = json_object_get(root, "plan");
-    px_status st;
-    if (!json_is_string(pp))
+    px_report_file f;
+    px_status st = px_report_file_read(report_path, &f, err);
+    if (st == PX_OK && !f.plan[0])
         st = px_error_set(err, PX_ERR_NOT_FOUND, report_path, 0, 0,
                           "the report names no plan file (\"plan\": a path)");
-    else
-        st = read_plan_of(json_string_value(pp), report_path, plan, err);
-    json_decref(root);
+    if (st == PX_OK)
+        st = read_plan_of(f.plan, report_path, plan, err);
+    px_report_file_free(&f);
     return st;
 }
 
@@ -179,44 +139,30 @@ px_status px_report_read(const char *path, px_report *out, px_error *err)
 {
     memset(out, 0, sizeof *out);
     snprintf(out->path, sizeof out->path, "%s", path);
-    json_error_t jerr;
-    json_t *root = json_load_file(path, 0, &jerr);
-    if (!root) {
-        bool missing = jerr.line <= 0;
-        return px_error_set(err, missing ? PX_ERR_IO : PX_ERR_PARSE, path, jerr.line,
-                            jerr.column, "%s", jerr.text);
+    px_status st = px_report_file_read(path, &out->file, err);
+    if (st != PX_OK)
+        return st;
+    out->measured = out->file.measured;
+    out->predicted = out->file.predicted;
+    out->n_losses = out->file.n_losses;
+    out->world = out->file.world;
+    label_from_parallel(out->file.root, out->label, sizeof out->label);
+    if (!out->label[0] && out->file.plan[0])
+        label_from_plan_file(out->file.plan, path, out->label, sizeof out->label);
+    if (!out->label[0]) {
+        const char *base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        snprintf(out->label, sizeof out->label, "%s", base);
+        char *dot = strrchr(out->label, '.');
+        if (dot && dot != out->label)
+            *dot = '\0';
     }
-    px_status st = PX_OK;
-    if (!json_is_object(root))
-        st = px_error_set(err, PX_ERR_INVALID, path, 0, 0, "the report is not a JSON object");
-    if (st == PX_OK)
-        st = read_side(root, "measured", &out->measured, path, err);
-    if (st == PX_OK)
-        st = read_side(root, "predicted", &out->predicted, path, err);
-    if (st == PX_OK) {
-        json_t *losses = json_object_get(root, "losses");
-        out->n_losses = json_is_array(losses) ? (int)json_array_size(losses) : 0;
-        out->world = get_int(root, "world_size", 0);
-        if (!out->world)
-            out->world = get_int(root, "ranks", 0);
-        json_t *pr = json_object_get(root, "per_rank");
-        if (!out->world && json_is_array(pr))
-            out->world = (int)json_array_size(pr);
-        label_from_parallel(root, out->label, sizeof out->label);
-        json_t *plan = json_object_get(root, "plan");
-        if (!out->label[0] && json_is_string(plan))
-            label_from_plan_file(json_string_value(plan), path, out->label, sizeof out->label);
-        if (!out->label[0]) {
-            const char *base = strrchr(path, '/');
-            base = base ? base + 1 : path;
-            snprintf(out->label, sizeof out->label, "%s", base);
-            char *dot = strrchr(out->label, '.');
-            if (dot && dot != out->label)
-                *dot = '\0';
-        }
-    }
-    json_decref(root);
-    return st;
+    return PX_OK;
+}
+
+void px_report_free(px_report *r)
+{
+    px_report_file_free(&r->file);
 }
 
 double px_report_rel_err(double predicted, double measured)

@@ -1,8 +1,6 @@
-/* px_report.h — reading what `execute --report` writes (docs/executor.md):
- * the measured and the predicted step time, tokens/s, MFU, HFU and peak
- * memory of one run, for `compare` to tabulate.  Unknown keys are ignored
- * (the executor may add more); the ones read here must be present and of the
- * right type. */
+/* px_report.h — a run of `execute --report` as `compare` tabulates it: the
+ * report (read by px_report_io.h, the one reader of the file) and a label
+ * naming the run's split. */
 #ifndef PX_REPORT_H
 #define PX_REPORT_H
 
@@ -11,14 +9,7 @@
 
 #include "px_error.h"
 #include "px_plan.h"
-
-typedef struct {
-    double step_time_s;
-    double tokens_per_s;
-    double mfu;
-    double hfu;
-    int64_t peak_memory_bytes; /* the worst rank's */
-} px_report_side;
+#include "px_report_io.h"
 
 typedef struct {
     char path[512];
@@ -27,12 +18,15 @@ typedef struct {
     px_report_side measured;
     px_report_side predicted;
     int n_losses;
+    px_report_file file;  /* the whole report as read (px_report_io.h); px_report_free */
     /* px_report_label_apart's working fields */
     bool label_shared;
     char label_base[128], stem[128];
 } px_report;
 
+/* Reads the report through px_report_file_read and labels the run. */
 px_status px_report_read(const char *path, px_report *out, px_error *err);
+void px_report_free(px_report *r);
 
 /* Appends the report's file name (and a count where names repeat) to the
  * labels that several runs share, so that runs of one plan stay apart. */

@@ -119,8 +119,8 @@ static px_status pick_dtype(px_exec *ex, const px_plan *plan, const px_exec_opti
      * default); bf16 gradient accumulation is not implemented. */
     if (t == PX_BF16 && !plan->par.grad_fp32)
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "grad_fp32 = false: the executor accumulates and reduces gradients in "
-                       "fp32 under bf16 storage; allowed: grad_fp32 = true (plan --grad-dtype "
+                       "grad_dtype = bf16: the executor accumulates and reduces gradients in "
+                       "fp32 under bf16 storage; allowed: grad_dtype = fp32 (plan --grad-dtype "
                        "fp32)");
     PX_TRY(be->set_dtype(be, t, err));
     ex->act_dtype = t;

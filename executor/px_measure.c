@@ -1,12 +1,12 @@
 /* px_measure.c — measured vs predicted step numbers, the step table and the
  * report JSON. */
 #include "px_measure.h"
+#include "px_report_io.h"
 
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 
-#include "px_cost.h"
 #include "px_flops.h"
 #include "px_io.h"
 #include "px_layout.h"
@@ -105,11 +105,12 @@ void px_measure_predicted(const px_plan *plan, px_measure *out)
 px_status px_measure_stages(px_run *run, const px_plan *plan, px_error *err)
 {
     run->n_stages = 0;
-    if (plan->pred.mem.total <= 0)
+    if (plan->n_stages == 0)
         return PX_OK; /* the plan carries no prediction (as the summary's n/a) */
     int pp = plan->par.pp;
-    if (pp < 1 || pp > PX_MAX_CHUNKS)
-        return PX_FAIL(err, PX_ERR_INVALID, "plan pp = %d: allowed 1..%d", pp, PX_MAX_CHUNKS);
+    if (plan->n_stages != pp)
+        return PX_FAIL(err, PX_ERR_INVALID, "plan: %d stage predictions for pp = %d",
+                       plan->n_stages, pp);
     px_layout lay;
     px_status st = px_layout_init(&lay, &plan->par, err);
     if (st != PX_OK)
@@ -117,32 +118,22 @@ px_status px_measure_stages(px_run *run, const px_plan *plan, px_error *err)
     if (lay.world != run->world)
         return PX_FAIL(err, PX_ERR_INVALID, "plan needs %d ranks, the run has %d", lay.world,
                        run->world);
-    /* the context is ~10 KB of memo tables: off the stack */
-    px_cost_ctx *ctx = malloc(sizeof *ctx);
     int64_t *stage = calloc((size_t)pp, sizeof *stage);
     int *rank_stage = calloc((size_t)run->world, sizeof *rank_stage);
-    if (!ctx || !stage || !rank_stage) {
-        st = PX_FAIL(err, PX_ERR_NOMEM, "per-stage memory: out of memory");
-        goto fail;
+    if (!stage || !rank_stage) {
+        free(stage);
+        free(rank_stage);
+        return PX_FAIL(err, PX_ERR_NOMEM, "per-stage memory: out of memory");
     }
-    st = px_cost_ctx_init(ctx, &plan->model, &plan->hw, err);
-    if (st != PX_OK)
-        goto fail;
-    /* px_cost_stages is the function behind the plan's worst-stage total
-     * (pred.mem.total = its largest entry), so the two cannot disagree */
-    px_cost_stages(ctx, &plan->par, NULL, stage);
+    /* the plan file's per-stage prediction: the numbers `plan` wrote */
+    for (int s = 0; s < pp; s++)
+        stage[s] = plan->stages[s].total;
     for (int r = 0; r < run->world; r++)
         rank_stage[r] = px_layout_coord(&lay, r, PX_DIM_PP);
-    free(ctx);
     run->n_stages = pp;
     run->predicted_stage_peak_bytes = stage;
     run->rank_stage = rank_stage;
     return PX_OK;
-fail:
-    free(ctx);
-    free(stage);
-    free(rank_stage);
-    return st;
 }
 
 void px_measure_free_stages(px_run *run)
@@ -154,52 +145,16 @@ void px_measure_free_stages(px_run *run)
     run->n_stages = 0;
 }
 
-px_status px_measure_predicted_classes(const px_plan *plan, double *out, px_error *err)
+bool px_measure_predicted_classes(const px_plan *plan, double *out)
 {
-    for (int c = 0; c < PX_TRACE_N_CLASSES; c++)
-        out[c] = 0.0;
-    px_cost_ctx *ctx = malloc(sizeof *ctx); /* ~10 KB of memo tables */
-    px_cost_detail *d = malloc(sizeof *d);
-    px_prediction pred;
-    px_status st = ctx && d ? PX_OK : PX_FAIL(err, PX_ERR_NOMEM, "time by class: out of memory");
-    if (!st)
-        st = px_cost_ctx_init(ctx, &plan->model, &plan->hw, err);
-    if (!st)
-        st = px_cost_eval(ctx, &plan->par, 0.0, 0.0, &pred, d, err);
-    if (!st) {
-        out[PX_TRACE_GEMM] = d->gemm_s;
-        out[PX_TRACE_ATTENTION] = d->attn_s;
-        out[PX_TRACE_ELEMENTWISE] = d->membound_s;
-        out[PX_TRACE_COMM] = d->tp_exposed_s + d->cp_exposed_s + d->ep_exposed_s +
-                             d->dp_exposed_s;
-        out[PX_TRACE_P2P] = d->pp_exposed_s + pred.time.bubble_s;
-        out[PX_TRACE_OPTIMIZER] = pred.time.optimizer_s;
-        /* The cost model books the LM head's GEMM (forward + 2x backward)
-         * with the stage's element-wise extras; the trace times it as a
-         * GEMM.  Move it when the last stage sets the pace. */
-        int p = plan->par.pp;
-        double *mb = calloc((size_t)p, sizeof *mb);
-        if (mb) {
-            px_cost_stages(ctx, &plan->par, mb, NULL);
-            int slowest = 0;
-            for (int s = 1; s < p; s++)
-                slowest = mb[s] > mb[slowest] ? s : slowest;
-            if (slowest == p - 1) {
-                const px_parallel *q = &plan->par;
-                double T = (double)q->micro_batch * (double)seq_len_of(plan) / q->cp;
-                double head = 3.0 * (double)q->n_micro *
-                              px_time_gemm_s(&plan->hw, T, (double)plan->model.vocab / q->tp,
-                                             (double)plan->model.hidden);
-                head = head < out[PX_TRACE_ELEMENTWISE] ? head : out[PX_TRACE_ELEMENTWISE];
-                out[PX_TRACE_GEMM] += head;
-                out[PX_TRACE_ELEMENTWISE] -= head;
-            }
-            free(mb);
-        }
-    }
-    free(ctx);
-    free(d);
-    return st;
+    const px_class_time *c = &plan->class_time;
+    out[PX_TRACE_GEMM] = c->gemm_s;
+    out[PX_TRACE_ATTENTION] = c->attention_s;
+    out[PX_TRACE_ELEMENTWISE] = c->elementwise_s;
+    out[PX_TRACE_COMM] = c->comm_s;
+    out[PX_TRACE_P2P] = c->p2p_s;
+    out[PX_TRACE_OPTIMIZER] = c->optimizer_s;
+    return plan->n_stages > 0; /* the plan carries a prediction */
 }
 
 /* The report's time by class: measured per rank, predicted per step. */
@@ -216,10 +171,8 @@ static void write_classes(json_t *root, const px_run *run, const px_plan *plan)
     }
     json_object_set_new(root, "measured_class_s", meas);
     double pc[PX_TRACE_N_CLASSES];
-    px_error e;
-    px_error_clear(&e);
-    if (px_measure_predicted_classes(plan, pc, &e) != PX_OK)
-        return; /* a plan the cost model cannot score: measured only */
+    if (!px_measure_predicted_classes(plan, pc))
+        return; /* a plan without a prediction: measured only */
     json_t *pred = json_object();
     for (int c = 0; c < PX_TRACE_N_CLASSES; c++)
         json_object_set_new(pred, px_trace_class_name(c), json_real(pc[c]));
@@ -379,6 +332,7 @@ px_status px_measure_write(const char *path, const px_run *run, const px_plan *p
         if (run->grad_norms)
             json_array_append_new(norms, num_json(run->grad_norms[i]));
     }
+    json_object_set_new(root, "schema_version", json_integer(PX_REPORT_VERSION));
     json_object_set_new(root, "grad_norms", norms);
     json_object_set_new(root, "first_step", json_integer(run->first_step));
     /* null in losses / grad_norms means NaN or infinite there */

@@ -52,13 +52,11 @@ typedef struct {
 } px_run;
 
 /* Fills run->n_stages, predicted_stage_peak_bytes and rank_stage (allocated
- * here; px_measure_free_stages frees them) from the plan with the planner's
- * px_cost_stages (the same model as the plan's worst-stage prediction) and
- * the rank layout (px_layout).  run->world must be set.  A plan without a
- * prediction (memory total 0) gets none per stage either (PX_OK, n_stages
- * 0).  On an error
- * (the plan's model or profile does not set up a cost model, a layout the
- * world does not match, out of memory) n_stages stays 0. */
+ * here; px_measure_free_stages frees them) from the plan file's per-stage
+ * prediction (prediction.stages) and the rank layout (px_layout).
+ * run->world must be set.  A plan without a prediction gets none per stage
+ * either (PX_OK, n_stages 0).  On an error (a layout the world does not
+ * match, out of memory) n_stages stays 0. */
 px_status px_measure_stages(px_run *run, const px_plan *plan, px_error *err);
 void px_measure_free_stages(px_run *run);
 
@@ -76,13 +74,13 @@ void px_measure_print_step(FILE *f, int64_t step, bool warmup, double loss, doub
                           const px_plan *plan, int64_t peak_bytes);
 void px_measure_print_summary(FILE *f, const px_run *run, const px_plan *plan);
 
-/* The cost model's step by the classes of px_trace.h (seconds per step):
- * gemm, attention and elementwise of the slowest stage's micro-batches;
- * comm: the exposed TP, CP, EP and DP / ZeRO collectives; p2p: the
- * pipeline messages and the bubble; optimizer: the optimizer step.  They
- * sum to the predicted step.  Re-evaluates the plan's configuration with
- * px_cost_eval on the plan's model and profile. */
-px_status px_measure_predicted_classes(const px_plan *plan, double *out, px_error *err);
+/* The plan's predicted step by the classes of px_trace.h (seconds per
+ * step, from the plan file's prediction.time_by_class): gemm, attention and
+ * elementwise of the slowest stage's micro-batches; comm: the exposed TP,
+ * CP, EP and DP / ZeRO collectives; p2p: the pipeline messages and the
+ * bubble; optimizer: the optimizer step.  They sum to the predicted step.
+ * False (out all zero) when the plan carries no prediction. */
+bool px_measure_predicted_classes(const px_plan *plan, double *out);
 
 /* Writes the report JSON (sorted keys). */
 px_status px_measure_write(const char *path, const px_run *run, const px_plan *plan,

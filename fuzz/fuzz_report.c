@@ -10,5 +10,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     px_error_clear(&err);
     px_status st = px_report_read(px_fuzz_file(data, size, ".json"), &rep, &err);
     px_fuzz_check_error(st, &err);
+    px_report_free(&rep);
     return 0;
 }

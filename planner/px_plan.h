@@ -150,19 +150,45 @@ typedef struct {
     double goodput_days;
 } px_prediction;
 
+/* The cost model's prediction for one pipeline stage, per GPU of the stage
+ * (px_plan_predict.h fills it): memory by kind (bytes; the parts sum to
+ * total_bytes, and the worst stage's equal px_prediction.mem) and the time
+ * of one micro-batch through the stage (forward + backward + recompute +
+ * exposed TP/CP/EP communication + embedding / head), seconds. */
+typedef struct {
+    int layers;                   /* transformer layers over the stage's vpp chunks */
+    int64_t weights, grads, optimizer, activations, buffers, total;
+    double microbatch_s;
+} px_stage_prediction;
+
+/* The predicted step time by class, seconds per step, in the classes the
+ * executor's tracer times (docs/executor.md): GEMMs, attention cores,
+ * element-wise kernels, exposed TP/CP/EP/DP communication, pipeline p2p with
+ * the bubble, the optimizer. */
+typedef struct {
+    double gemm_s, attention_s, elementwise_s, comm_s, p2p_s, optimizer_s;
+} px_class_time;
+
 /* A whole plan: what `execute` needs to reproduce the configuration and what
  * it compares against. */
 typedef struct {
-    int version;                  /* PX_PLAN_VERSION */
+    int version;                  /* PX_PLAN_VERSION (schema_version in the file) */
     px_model model;
     px_hw hw;
     px_parallel par;
     px_prediction pred;
+    /* per pipeline stage, in stage order; n_stages = par.pp, or 0 when the
+     * plan carries no prediction (pred all zero) */
+    int n_stages;
+    px_stage_prediction stages[PX_MAX_CHUNKS];
+    px_class_time class_time;
     char framework[32];           /* the framework profile it was planned for
                                    * (frameworks/); "" = not recorded */
 } px_plan;
 
-#define PX_PLAN_VERSION 1
+/* 2: schema_version at the root, parallel.num_microbatches / grad_dtype
+ * (the spellings of `plan --json`), prediction.stages and time_by_class. */
+#define PX_PLAN_VERSION 2
 
 px_status px_plan_write(const px_plan *plan, const char *path, px_error *err);
 px_status px_plan_read(const char *path, px_plan *out, px_error *err);

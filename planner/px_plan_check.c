@@ -345,14 +345,14 @@ px_status px_rule_batch(int pp, int vpp, px_schedule schedule, int64_t micro_bat
 {
     if (micro_batch < 1 || n_micro < 1)
         return PX_FAIL(err, PX_ERR_INVALID,
-                       "micro_batch = %lld, n_micro = %lld: each must be >= 1",
+                       "micro_batch = %lld, num_microbatches = %lld: each must be >= 1",
                        (long long)micro_batch, (long long)n_micro);
     /* The interleaved schedule runs the micro-batches in groups of pp
      * through each virtual stage (Megatron's rule). */
     if (vpp > 1 && (schedule == PX_SCHED_INTERLEAVED || schedule == PX_SCHED_ZB_H1) &&
         n_micro % pp)
         return PX_FAIL(err, PX_ERR_INVALID,
-                       "schedule \"%s\" over vpp = %d chunks: n_micro = %lld must be a "
+                       "schedule \"%s\" over vpp = %d chunks: num_microbatches = %lld must be a "
                        "multiple of pp = %d (micro-batches go through a virtual stage in "
                        "groups of pp)",
                        px_schedule_name(schedule), vpp, (long long)n_micro, pp);
@@ -434,7 +434,7 @@ static px_status check_options(const px_parallel *p, const px_caps *caps, px_err
                        px_recompute_name(p->recompute), caps->name);
     if (!p->grad_fp32 && !caps->grad_bf16)
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "grad_fp32 = false: %s keeps fp32 main gradients; allowed: true",
+                       "grad_dtype = bf16: %s keeps fp32 main gradients; allowed: fp32",
                        caps->name);
     if (!p->flash_attention && caps->needs_flash_attention)
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,

@@ -19,6 +19,7 @@
 #include "px_html.h"
 #include "px_partition_refine.h"
 #include "px_plan_json.h"
+#include "px_plan_predict.h"
 #include "px_run_cost.h"
 #include "px_search.h"
 #include "px_sweep.h"
@@ -712,7 +713,9 @@ static json_t *candidate_json(const px_candidate *c, int64_t seq, int64_t n_laye
     return o;
 }
 
-static void make_plan(px_plan *plan, const px_model *m, const px_hw *hw, const px_candidate *c)
+static px_status make_plan(px_plan *plan, const px_model *m, const px_hw *hw,
+                           const px_candidate *c, const struct px_fw_runtime *run,
+                           px_error *err)
 {
     memset(plan, 0, sizeof *plan);
     plan->version = PX_PLAN_VERSION;
@@ -722,6 +725,7 @@ static void make_plan(px_plan *plan, const px_model *m, const px_hw *hw, const p
     plan->pred = c->pred;
     /* an uneven split the search did not record runs as it was costed */
     px_cost_record_split(m, &plan->par);
+    return px_plan_predict(plan, run, err); /* the per-stage numbers its readers use */
 }
 
 /* --html FILE: the top plans side by side, the chosen one in detail. */
@@ -1109,9 +1113,10 @@ static px_status run_search(plan_cli *c, const px_model *model, FILE *out, px_er
     if (st == PX_OK)
         st = px_search_run(&w->model, &w->hw, c->gpus, &c->opts, &w->res, err);
     if (st == PX_OK) {
-        make_plan(&w->plan, &w->model, &w->hw, &w->res.top[0]);
+        st = make_plan(&w->plan, &w->model, &w->hw, &w->res.top[0], c->opts.run, err);
         snprintf(w->plan.framework, sizeof w->plan.framework, "%s", w->fw.name);
-        st = c->json ? write_json(out, c, &w->model, &w->hw, &w->fw, &w->res, &w->plan, err)
+        st = st != PX_OK ? st
+             : c->json ? write_json(out, c, &w->model, &w->hw, &w->fw, &w->res, &w->plan, err)
                      : write_table(out, c, &w->model, &w->hw, &w->fw, &w->res, fixed_uniform,
                                    err);
     }
@@ -1125,9 +1130,10 @@ static px_status run_search(plan_cli *c, const px_model *model, FILE *out, px_er
         char path[4096];
         snprintf(path, sizeof path, "%s/rank-%d.json", c->top_dir, i + 1);
         px_plan *p = &w->ranked;
-        make_plan(p, &w->model, &w->hw, &w->res.top[i]);
+        st = make_plan(p, &w->model, &w->hw, &w->res.top[i], c->opts.run, err);
         snprintf(p->framework, sizeof p->framework, "%s", w->fw.name);
-        st = px_plan_write(p, path, err);
+        if (st == PX_OK)
+            st = px_plan_write(p, path, err);
     }
     if (st == PX_OK && c->out) {
         errno = 0;

@@ -15,6 +15,7 @@
 #include "px_plan.h"
 #include "px_plan_json.h"
 #include "px_plan_check.h"
+#include "px_plan_predict.h"
 
 static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2"};
 static const char *const rc_names[] = {"none", "selective", "full"};
@@ -35,14 +36,13 @@ static const px_jfield parallel_fields[] = {
     PI("ep", ep, 1), PI("etp", etp, 1),
     PB("sp", sp),
     PI("zero", zero, 0),
-    PB("grad_fp32", grad_fp32),
     PB("flash_attention", flash_attention),
     PB("dp_overlap", dp_overlap),
     PB("tp_overlap", tp_overlap),
     {"schedule", PX_JF_ENUM, offsetof(px_parallel, schedule), 0, true, 0, sched_names, 5, 0},
     {"recompute", PX_JF_ENUM, offsetof(px_parallel, recompute), 0, true, 0, rc_names, 3, 0},
     PL("micro_batch", micro_batch, 1),
-    PL("n_micro", n_micro, 1),
+    PL("num_microbatches", n_micro, 1),
     PL("seq_len", seq_len, 0),
     /* optional: plans written before these fields read as bf16 and ring CP */
     {"precision", PX_JF_ENUM, offsetof(px_parallel, precision), 0, false, 0, prec_names,
@@ -56,7 +56,14 @@ static const px_jfield parallel_fields[] = {
     {"shard_group", PX_JF_INT, offsetof(px_parallel, shard_group), 0, false, 0, NULL, 0,
      1 << 20},
 };
-static const char *const parallel_extra[] = {"layers_per_chunk", "layer_recompute", NULL};
+static const char *const parallel_extra[] = {"layers_per_chunk", "layer_recompute",
+                                             "grad_dtype", NULL};
+
+/* parallel.grad_dtype: the dtype of the main gradients, index = grad_fp32 */
+static const char *const grad_dtype_names[] = {"bf16", "fp32"};
+static const px_jfield grad_dtype_field[] = {
+    {"grad_dtype", PX_JF_ENUM, 0, 0, true, 0, grad_dtype_names, 2, 0},
+};
 
 #define MB(key, field) {key, PX_JF_I64, offsetof(px_memory, field), 0, true, 0, NULL, 0, 0}
 static const px_jfield memory_fields[] = {
@@ -91,7 +98,30 @@ static const px_jfield goodput_fields[] = {
      0, NULL, 0, 0},
     PD(ckpt_write_s), PD(ckpt_interval_s), PD(job_mtbf_s), PD(lost_fraction), PD(goodput_days),
 };
-static const char *const prediction_extra[] = {"memory", "time", "goodput", NULL};
+static const char *const prediction_extra[] = {"memory", "time", "goodput", "stages",
+                                               "time_by_class", NULL};
+
+/* prediction.stages[i]: one pipeline stage (px_stage_prediction) */
+#define SB(key, field) \
+    {key, PX_JF_I64, offsetof(px_stage_prediction, field), 0, true, 0, NULL, 0, 0}
+static const px_jfield stage_fields[] = {
+    {"layers", PX_JF_INT, offsetof(px_stage_prediction, layers), 0, true, 0, NULL, 0,
+     PX_MAX_LAYERS},
+    SB("weights_bytes", weights),
+    SB("grads_bytes", grads),
+    SB("optimizer_bytes", optimizer),
+    SB("activations_bytes", activations),
+    SB("buffers_bytes", buffers),
+    SB("total_bytes", total),
+    {"microbatch_s", PX_JF_DBL, offsetof(px_stage_prediction, microbatch_s), 0, true, 0, NULL,
+     0, 0},
+};
+static const char *const stage_extra[] = {"stage", NULL};
+
+#define CT(field) {#field, PX_JF_DBL, offsetof(px_class_time, field), 0, true, 0, NULL, 0, 0}
+static const px_jfield class_time_fields[] = {
+    CT(gemm_s), CT(attention_s), CT(elementwise_s), CT(comm_s), CT(p2p_s), CT(optimizer_s),
+};
 
 typedef struct {
     char order[32];
@@ -115,9 +145,9 @@ static const px_jfield batch_fields[] = {
 };
 
 #define NF(t) ((int)(sizeof t / sizeof t[0]))
-static const char *const root_keys[] = {"version", "kind",       "model", "hw",
-                                        "parallel", "rank_order", "batch", "prediction",
-                                        "framework", NULL};
+static const char *const root_keys[] = {"schema_version", "kind",       "model", "hw",
+                                        "parallel",       "rank_order", "batch", "prediction",
+                                        "framework",      NULL};
 #define PX_PLAN_KIND "parallax-plan"
 
 static int64_t plan_seq_len(const px_plan *p)
@@ -143,6 +173,31 @@ static px_status add_section(json_t *parent, const char *key, const px_jfield *f
     return PX_OK;
 }
 
+/* prediction.stages: one object per pipeline stage, in stage order. */
+static px_status write_stages(const px_plan *plan, json_t *pred, px_error *err)
+{
+    if (plan->n_stages != 0 && plan->n_stages != plan->par.pp)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "prediction.stages: %d entries; the plan has pp = %d stages (or 0 "
+                       "entries for a plan without a prediction)", plan->n_stages,
+                       plan->par.pp);
+    json_t *a = json_array();
+    if (!a)
+        return PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
+    json_object_set_new(pred, "stages", a);
+    for (int s = 0; s < plan->n_stages; s++) {
+        json_t *o = json_object();
+        if (!o)
+            return PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
+        json_array_append_new(a, o);
+        json_object_set_new(o, "stage", json_integer(s));
+        char path[48];
+        snprintf(path, sizeof path, "prediction.stages[%d]", s);
+        PX_TRY(px_jf_write(stage_fields, NF(stage_fields), &plan->stages[s], o, path, err));
+    }
+    return PX_OK;
+}
+
 px_status px_plan_to_json(const px_plan *plan, json_t **out, px_error *err)
 {
     const px_parallel *par = &plan->par;
@@ -152,7 +207,7 @@ px_status px_plan_to_json(const px_plan *plan, json_t **out, px_error *err)
     json_t *root = json_object();
     if (!root)
         return PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
-    json_object_set_new(root, "version", json_integer(PX_PLAN_VERSION));
+    json_object_set_new(root, "schema_version", json_integer(PX_PLAN_VERSION));
     json_object_set_new(root, "kind", json_string(PX_PLAN_KIND));
     if (plan->framework[0])
         json_object_set_new(root, "framework", json_string(plan->framework));
@@ -177,6 +232,10 @@ px_status px_plan_to_json(const px_plan *plan, json_t **out, px_error *err)
         }
         json_object_set_new(po, "layers_per_chunk", lpc);
         json_object_set_new(po, "layer_recompute", lrc);
+        int grad_dtype = par->grad_fp32 ? 1 : 0;
+        st = px_jf_write(grad_dtype_field, 1, &grad_dtype, po, "parallel", err);
+    }
+    if (st == PX_OK) {
         rank_order ro;
         memset(&ro, 0, sizeof ro);
         snprintf(ro.order, sizeof ro.order, "%s", par->order);
@@ -201,6 +260,11 @@ px_status px_plan_to_json(const px_plan *plan, json_t **out, px_error *err)
     if (st == PX_OK)
         st = add_section(pred, "goodput", goodput_fields, NF(goodput_fields), &plan->pred,
                          NULL, err);
+    if (st == PX_OK)
+        st = add_section(pred, "time_by_class", class_time_fields, NF(class_time_fields),
+                         &plan->class_time, NULL, err);
+    if (st == PX_OK)
+        st = write_stages(plan, pred, err);
     if (st != PX_OK) {
         json_decref(root);
         return st;
@@ -281,6 +345,65 @@ static px_status read_parallel_arrays(json_t *po, const char *file, px_parallel 
         par->layer_recompute[i] = (unsigned char)r;
     }
     par->n_layer_recompute = (int)n;
+    json_t *gd = json_object_get(po, "grad_dtype");
+    const char *g = json_is_string(gd) ? json_string_value(gd) : "";
+    if (strcmp(g, "fp32") != 0 && strcmp(g, "bf16") != 0)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "parallel.grad_dtype: %s; allowed: fp32 (fp32 main gradients), "
+                            "bf16", gd ? "not one of the allowed values" : "missing required field");
+    par->grad_fp32 = strcmp(g, "fp32") == 0;
+    return PX_OK;
+}
+
+/* prediction.stages: [] (no prediction) or one object per pipeline stage in
+ * stage order, agreeing with the split and with prediction.memory. */
+static px_status read_stages(json_t *pred, const char *file, px_plan *out, px_error *err)
+{
+    json_t *a = json_object_get(pred, "stages");
+    int pp = out->par.pp;
+    if (!json_is_array(a))
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "prediction.stages: %s (an array: one object per pipeline stage)",
+                            a ? "expected an array" : "missing required field");
+    size_t n = json_array_size(a);
+    if (n == 0 && out->pred.mem.total == 0)
+        return PX_OK; /* a plan without a prediction */
+    if (n != (size_t)pp)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "prediction.stages: %zu entries; expected pp = %d (one per stage)",
+                            n, pp);
+    int layers[PX_MAX_CHUNKS];
+    px_plan_stage_layers(&out->par, out->model.n_layers, layers);
+    int64_t worst = 0;
+    for (int s = 0; s < pp; s++) {
+        char path[48];
+        snprintf(path, sizeof path, "prediction.stages[%d]", s);
+        json_t *o = json_array_get(a, (size_t)s);
+        px_stage_prediction *sp = &out->stages[s];
+        PX_TRY(px_jf_read(stage_fields, NF(stage_fields), o, sp, file, path, stage_extra, err));
+        json_t *idx = json_object_get(o, "stage");
+        if (!json_is_integer(idx) || json_integer_value(idx) != s)
+            return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                                "%s.stage: expected %d (stages in order)", path, s);
+        if (sp->layers != layers[s])
+            return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                                "%s.layers: %d, but parallel's split puts %d layers there",
+                                path, sp->layers, layers[s]);
+        if (sp->weights + sp->grads + sp->optimizer + sp->activations + sp->buffers !=
+            sp->total)
+            return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                                "%s.total_bytes: %lld is not the sum of its parts", path,
+                                (long long)sp->total);
+        worst = sp->total > worst ? sp->total : worst;
+    }
+    int ws = out->pred.mem.worst_stage;
+    if (ws < 0 || ws >= pp || out->stages[ws].total != out->pred.mem.total ||
+        worst != out->pred.mem.total)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "prediction.memory: total_bytes %lld of worst_stage %d is not the "
+                            "largest of prediction.stages[].total_bytes (%lld)",
+                            (long long)out->pred.mem.total, ws, (long long)worst);
+    out->n_stages = pp;
     return PX_OK;
 }
 
@@ -300,9 +423,36 @@ static px_status check_products(const px_plan *plan, const char *file, px_error 
          px_mul_ok(gb, plan_seq_len(plan), &tokens) && tokens <= (INT64_C(1) << 50);
     if (!ok)
         return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
-                            "parallel: micro_batch*n_micro*dp*seq_len = %lld*%lld*%d*%lld is "
+                            "parallel: micro_batch*num_microbatches*dp*seq_len = %lld*%lld*%d*%lld is "
                             "more than 2^50 tokens a step", (long long)p->micro_batch,
                             (long long)p->n_micro, p->dp, (long long)plan_seq_len(plan));
+    return PX_OK;
+}
+
+/* The kind and the schema version, before anything else is read: a plan
+ * of an older schema (root key "version", parallel.n_micro / grad_fp32) is
+ * refused with what to do, not read under the new spellings. */
+static px_status check_schema_version(json_t *root, const char *file, px_error *err)
+{
+    json_t *kind = json_object_get(root, "kind");
+    if (!json_is_string(kind) || strcmp(json_string_value(kind), PX_PLAN_KIND) != 0)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "kind: must be \"%s\" (is this a Parallax plan?)", PX_PLAN_KIND);
+    json_t *ver = json_object_get(root, "schema_version");
+    json_t *old = json_object_get(root, "version");
+    if (!ver && json_is_integer(old))
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "schema_version: missing; the file is a plan of version %lld "
+                            "(parallel.n_micro, parallel.grad_fp32, no prediction.stages), this "
+                            "build reads schema_version %d only: re-run `plan ... -o FILE` to "
+                            "write it again", (long long)json_integer_value(old),
+                            PX_PLAN_VERSION);
+    if (!json_is_integer(ver) || json_integer_value(ver) != PX_PLAN_VERSION)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "schema_version: %s; this build reads plan schema_version %d only "
+                            "(re-run `plan ... -o FILE` to write it)",
+                            ver ? "not the supported version" : "missing required field",
+                            PX_PLAN_VERSION);
     return PX_OK;
 }
 
@@ -315,23 +465,16 @@ px_status px_plan_from_json(json_t *root, const char *file, px_plan *out, px_err
                             px_jf_type_name(root));
     const char *key;
     json_t *v;
+    PX_TRY(check_schema_version(root, file, err));
     json_object_foreach(root, key, v) {
         bool known = false;
         for (int i = 0; root_keys[i]; i++)
             known = known || strcmp(root_keys[i], key) == 0;
         if (!known)
             return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
-                                "%s: unknown key \"%s\"; allowed keys: version, kind, model, hw, "
+                                "%s: unknown key \"%s\"; allowed keys: schema_version, kind, model, hw, "
                                 "parallel, rank_order, batch, prediction, framework", key, key);
     }
-    json_t *kind = json_object_get(root, "kind");
-    if (!json_is_string(kind) || strcmp(json_string_value(kind), PX_PLAN_KIND) != 0)
-        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
-                            "kind: must be \"%s\" (is this a Parallax plan?)", PX_PLAN_KIND);
-    json_t *ver = json_object_get(root, "version");
-    if (!json_is_integer(ver) || json_integer_value(ver) != PX_PLAN_VERSION)
-        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
-                            "version: this build reads plan version %d only", PX_PLAN_VERSION);
     out->version = PX_PLAN_VERSION;
     json_t *fw = json_object_get(root, "framework");
     if (fw && (!json_is_string(fw) || strlen(json_string_value(fw)) >= sizeof out->framework))
@@ -384,6 +527,11 @@ px_status px_plan_from_json(json_t *root, const char *file, px_plan *out, px_err
     if (st == PX_OK)
         st = read_section(pred, "prediction", "goodput", goodput_fields, NF(goodput_fields),
                           &out->pred, file, NULL, err);
+    if (st == PX_OK)
+        st = read_section(pred, "prediction", "time_by_class", class_time_fields,
+                          NF(class_time_fields), &out->class_time, file, NULL, err);
+    if (st == PX_OK)
+        st = read_stages(pred, file, out, err);
     if (st != PX_OK)
         return st;
     /* The derived sections restate the layout for readers that do not
@@ -400,7 +548,7 @@ px_status px_plan_from_json(json_t *root, const char *file, px_plan *out, px_err
     if (b.global_batch_sequences != gb || b.tokens_per_step != gb * plan_seq_len(out))
         return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
                             "batch: global_batch_sequences %lld / tokens_per_step %lld differ "
-                            "from micro_batch*n_micro*dp = %lld / x seq_len = %lld",
+                            "from micro_batch*num_microbatches*dp = %lld / x seq_len = %lld",
                             (long long)b.global_batch_sequences, (long long)b.tokens_per_step,
                             (long long)gb, (long long)(gb * plan_seq_len(out)));
     return PX_OK;

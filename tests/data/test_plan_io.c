@@ -9,7 +9,26 @@
 #include "data_util.h"
 #include "px_plan.h"
 #include "px_plan_json.h"
+#include "px_plan_predict.h"
 #include "px_test.h"
+
+/* Per-stage predictions that agree with the split and with pred.mem (the
+ * worst stage's parts), distinct on every stage. */
+static void fill_stages(px_plan *p)
+{
+    int layers[PX_MAX_CHUNKS];
+    px_plan_stage_layers(&p->par, p->model.n_layers, layers);
+    const px_memory *m = &p->pred.mem;
+    p->n_stages = p->par.pp;
+    for (int s = 0; s < p->par.pp; s++) {
+        int64_t less = s == m->worst_stage ? 0 : 1000 + s;
+        p->stages[s] = (px_stage_prediction){
+            .layers = layers[s], .weights = m->weights, .grads = m->grads - less,
+            .optimizer = m->optimizer, .activations = m->activations,
+            .buffers = m->total - m->weights - m->grads - m->optimizer - m->activations,
+            .total = m->total - less, .microbatch_s = 0.1 + 1.0 / (7 + s)};
+    }
+}
 
 static void make_plan(px_plan *p)
 {
@@ -45,6 +64,10 @@ static void make_plan(px_plan *p)
     r->bubble_fraction = 3.0 / 67; r->train_tokens = 15e12; r->days_to_train = 160.123;
     r->ckpt_bytes_per_gpu = 1093750000; r->ckpt_write_s = 1.09375; r->ckpt_interval_s = 812.5;
     r->job_mtbf_s = 178163.3; r->lost_fraction = 0.0123; r->goodput_days = 162.1;
+    fill_stages(p);
+    px_class_time *c = &p->class_time;
+    c->gemm_s = 1.0 / 3; c->attention_s = 1.0 / 7; c->elementwise_s = 1.0 / 11;
+    c->comm_s = 1.0 / 13; c->p2p_s = 1.0 / 17; c->optimizer_s = 1.0 / 19;
 }
 
 /* Writes root to <tmp>/name and returns px_plan_read's status. */
@@ -86,7 +109,24 @@ static void m_dtype(json_t *r) { json_object_del(obj(r, "hw", 0), "dtype_bytes")
 static void m_heads(json_t *r) { json_object_set_new(obj(r, "model", 0), "n_heads", json_real(64.5)); }
 static void m_batch(json_t *r) { json_object_set_new(obj(r, "batch", 0), "tokens_per_step", json_integer(1)); }
 static void m_world(json_t *r) { json_object_set_new(obj(r, "rank_order", 0), "world_size", json_integer(1000)); }
-static void m_version(json_t *r) { json_object_set_new(r, "version", json_integer(2)); }
+static void m_version(json_t *r) { json_object_set_new(r, "schema_version", json_integer(1)); }
+/* a plan of the first schema: "version": 1 and no schema_version */
+static void m_old(json_t *r) { json_object_del(r, "schema_version"); json_object_set_new(r, "version", json_integer(1)); }
+static void m_grad_dtype(json_t *r) { json_object_set_new(obj(r, "parallel", 0), "grad_dtype", json_string("fp16")); }
+static void m_old_n_micro(json_t *r) { json_object_set_new(obj(r, "parallel", 0), "n_micro", json_integer(64)); }
+static void m_stage_count(json_t *r) { json_array_remove(obj(r, "prediction", "stages"), 1); }
+static void m_stage_layers(json_t *r) { json_object_set_new(json_array_get(obj(r, "prediction", "stages"), 1), "layers", json_integer(21)); }
+/* stage 0 one byte above the worst stage's total, its parts still summing */
+static void m_stage_worst(json_t *r)
+{
+    json_t *s0 = json_array_get(obj(r, "prediction", "stages"), 0);
+    json_int_t g = json_integer_value(json_object_get(s0, "grads_bytes"));
+    json_int_t t = json_integer_value(json_object_get(s0, "total_bytes"));
+    json_object_set_new(s0, "grads_bytes", json_integer(g + 1001));
+    json_object_set_new(s0, "total_bytes", json_integer(t + 1001));
+}
+static void m_stage_sum(json_t *r) { json_object_set_new(json_array_get(obj(r, "prediction", "stages"), 2), "buffers_bytes", json_integer(7)); }
+static void m_no_classes(json_t *r) { json_object_del(obj(r, "prediction", 0), "time_by_class"); }
 static void m_kind(json_t *r) { json_object_set_new(r, "kind", json_string("other")); }
 static void m_zero(json_t *r) { json_object_set_new(obj(r, "parallel", 0), "zero", json_integer(4)); }
 static void m_bytes_real(json_t *r) { json_object_set_new(obj(r, "prediction", "memory"), "total_bytes", json_real(1.5e9)); }
@@ -113,6 +153,9 @@ int main(int argc, char **argv)
     CHECK(memcmp(&plan.hw, &back.hw, sizeof plan.hw) == 0);
     CHECK(memcmp(&plan.par, &back.par, sizeof plan.par) == 0);
     CHECK(memcmp(&plan.pred, &back.pred, sizeof plan.pred) == 0);
+    CHECK(memcmp(plan.stages, back.stages, sizeof plan.stages) == 0 && back.n_stages == 4);
+    CHECK(back.stages[3].layers == 21 && back.stages[0].layers == 19);
+    CHECK(memcmp(&plan.class_time, &back.class_time, sizeof plan.class_time) == 0);
     CHECK(back.par.schedule == PX_SCHED_INTERLEAVED && back.par.layer_recompute[5] == 2);
     CHECK(back.pred.mem.total == 34480000009 && back.pred.time.optimizer_s == plan.pred.time.optimizer_s);
 
@@ -136,6 +179,7 @@ int main(int argc, char **argv)
     memset(u.par.layers_per_chunk, 0, sizeof u.par.layers_per_chunk);
     memset(u.par.layer_recompute, 0, sizeof u.par.layer_recompute);
     u.par.seq_len = 0;
+    fill_stages(&u); /* the default split's layers per stage */
     CHECK(px_plan_write(&u, path, &err) == PX_OK);
     CHECK(px_plan_read(path, &back, &err) == PX_OK);
     CHECK(memcmp(&u, &back, sizeof u) == 0);
@@ -150,7 +194,16 @@ int main(int argc, char **argv)
     expect_bad(file, m_heads, "model.n_heads: expected an integer");
     expect_bad(file, m_batch, "batch:");
     expect_bad(file, m_world, "rank_order.world_size");
-    expect_bad(file, m_version, "version");
+    expect_bad(file, m_version, "schema_version: not the supported version");
+    expect_bad(file, m_old, "schema_version: missing; the file is a plan of version 1");
+    expect_bad(file, m_old, "re-run `plan");
+    expect_bad(file, m_grad_dtype, "parallel.grad_dtype");
+    expect_bad(file, m_old_n_micro, "parallel.n_micro: unknown key");
+    expect_bad(file, m_stage_count, "prediction.stages: 3 entries; expected pp = 4");
+    expect_bad(file, m_stage_layers, "prediction.stages[1].layers: 21, but parallel's split");
+    expect_bad(file, m_stage_worst, "is not the largest of prediction.stages");
+    expect_bad(file, m_stage_sum, "prediction.stages[2].total_bytes");
+    expect_bad(file, m_no_classes, "prediction.time_by_class: missing required field");
     expect_bad(file, m_kind, "kind");
     expect_bad(file, m_zero, "parallel: zero = 4: allowed 0, 1, 2, 3");
     expect_bad(file, m_bytes_real, "prediction.memory.total_bytes: expected an integer");
@@ -160,7 +213,7 @@ int main(int argc, char **argv)
     expect_bad(file, m_step, "prediction.time.step_s: missing required field");
 
     /* Malformed JSON: file:line:col. */
-    data_write("mal.json", "{\n  \"version\": 1,\n  \"kind\": \"parallax-plan\"\n  \"model\": {}\n}\n",
+    data_write("mal.json", "{\n  \"schema_version\": 2,\n  \"kind\": \"parallax-plan\"\n  \"model\": {}\n}\n",
                path, sizeof path);
     px_error_clear(&err);
     CHECK(px_plan_read(path, &back, &err) == PX_ERR_PARSE);

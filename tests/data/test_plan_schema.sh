@@ -34,6 +34,10 @@ must_fail("an unknown prediction key", lambda p: p["prediction"].update(extra=1.
 must_fail("a bad schedule", lambda p: p["parallel"].update(schedule="foo"))
 must_fail("a real byte count", lambda p: p["prediction"]["memory"].update(total_bytes=1.5))
 must_fail("a missing hw.dtype_bytes", lambda p: p["hw"].pop("dtype_bytes"))
-must_fail("version 2", lambda p: p.update(version=2))
+must_fail("schema_version 1", lambda p: p.update(schema_version=1))
+must_fail("the old spelling n_micro", lambda p: p["parallel"].update(n_micro=4))
+must_fail("a real stage byte count",
+          lambda p: p["prediction"]["stages"][0].update(total_bytes=1.5))
+must_fail("a stage without its time", lambda p: p["prediction"]["stages"][0].pop("microbatch_s"))
 print("plan validates against", sys.argv[1])
 PY

@@ -11,7 +11,7 @@
 #   (also under ZeRO-3, whose gathered windows are bf16 too), 1 for grads,
 #   3/2 for the optimizer (the master joins the two moments).
 # - A CPU-test plan (dtype_bytes 4) runs fp32 without --dtype.
-# - --dtype fp16 is refused naming the allowed values; grad_fp32 = false with
+# - --dtype fp16 is refused naming the allowed values; grad_dtype = bf16 with
 #   bf16 storage is refused (PX_ERR_UNSUPPORTED) naming the field.
 set -u
 build=$1
@@ -85,16 +85,16 @@ if out=$(mpirun --oversubscribe -np 1 "$exe" --plan "$work/err.json" --dtype fp1
 elif ! grep -q -- '--dtype "fp16": allowed values are bf16, fp32' <<<"$out"; then
   fail "--dtype fp16: unclear message: $out"
 else echo "ok   --dtype fp16 refused: $(grep -m1 dtype <<<"$out")"; fi
-sed 's/"grad_fp32"[[:space:]]*:[[:space:]]*true/"grad_fp32": false/' "$work/z0.json" >"$work/g16.json"
-grep -q '"grad_fp32": false' "$work/g16.json" || fail "could not write a grad_fp32 = false plan"
+sed 's/"grad_dtype"[[:space:]]*:[[:space:]]*"fp32"/"grad_dtype": "bf16"/' "$work/z0.json" >"$work/g16.json"
+grep -q '"grad_dtype": "bf16"' "$work/g16.json" || fail "could not write a grad_dtype = bf16 plan"
 if out=$(mpirun --oversubscribe -np 2 "$exe" --plan "$work/g16.json" --steps 1 2>&1); then
-  fail "grad_fp32 = false accepted in bf16 storage"
-elif ! grep -q "unsupported: grad_fp32 = false" <<<"$out"; then
-  fail "grad_fp32 = false: unclear message: $out"
-else echo "ok   grad_fp32 = false refused: $(grep -m1 grad_fp32 <<<"$out")"; fi
+  fail "grad_dtype = bf16 accepted in bf16 storage"
+elif ! grep -q "unsupported: grad_dtype = bf16" <<<"$out"; then
+  fail "grad_dtype = bf16: unclear message: $out"
+else echo "ok   grad_dtype = bf16 refused: $(grep -m1 grad_dtype <<<"$out")"; fi
 # ... and accepted in fp32 storage, where gradients are fp32 anyway
 mpirun --oversubscribe -np 2 "$exe" --plan "$work/g16.json" --steps 1 --warmup 0 --dtype fp32 \
-  >"$work/g16.out" 2>&1 && echo "ok   grad_fp32 = false runs in fp32 storage" ||
-  { fail "grad_fp32 = false in fp32 storage"; cat "$work/g16.out"; }
+  >"$work/g16.out" 2>&1 && echo "ok   grad_dtype = bf16 runs in fp32 storage" ||
+  { fail "grad_dtype = bf16 in fp32 storage"; cat "$work/g16.out"; }
 echo "$failed failed"
 [ "$failed" -eq 0 ]

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "px_cost.h"
+#include "px_plan_predict.h"
 #include "px_hw.h"
 #include "px_model.h"
 #include "px_plan.h"
@@ -163,8 +164,11 @@ int main(int argc, char **argv)
     plan.par = par;
     px_error cerr;
     px_error_clear(&cerr);
-    if (px_cost_evaluate(&plan.model, &plan.hw, &plan.par, &plan.pred, &cerr) != PX_OK) {
+    if (px_cost_evaluate(&plan.model, &plan.hw, &plan.par, &plan.pred, &cerr) != PX_OK ||
+        px_plan_predict(&plan, NULL, &cerr) != PX_OK) {
         memset(&plan.pred, 0, sizeof plan.pred);
+        plan.n_stages = 0;
+        memset(&plan.class_time, 0, sizeof plan.class_time);
         fprintf(stderr, "px_mkplan: note: no prediction (%s)\n", cerr.msg);
     }
     if (px_plan_write(&plan, out, &err)) {

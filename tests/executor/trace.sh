@@ -5,7 +5,8 @@
 # and W ops).  Checks: the file is valid Chrome trace-event JSON with one
 # process per rank, the spans nest, every class is present on every rank,
 # the report's time by class equals the trace's leaf spans summed over the
-# timed steps, the predicted classes sum to the predicted step, the step
+# timed steps, the report's predictions (per stage, per rank, by class) are
+# the plan file's, the predicted classes sum to the predicted step, the step
 # time is the median of the timed steps; compare --breakdown prints (and
 # with --json returns) a row per class whose measured rows and "other" sum
 # to the measured step, and refuses a report without the classes; a trace
@@ -93,6 +94,29 @@ for key, want in (("step_time_s", statistics.median(timed)), ("step_time_min_s",
 for b in bad: print("FAIL:", b)
 print("trace: %d events over %d ranks; classes %s" % (len(ev), world, " ".join(
     "%s=%.4f" % (c, statistics.fmean(meas[c])) for c in leaf_cats)))
+sys.exit(1 if bad else 0)
+PY
+
+# the report's predictions are the plan file's (execute runs no cost model):
+# each stage's bytes, each rank's stage's bytes, the time by class
+python3 - "$work/plan.json" "$work/r.json" <<'PY' || exit 1
+import json, sys
+plan, rep = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+bad = []
+stages = [s["total_bytes"] for s in plan["prediction"]["stages"]]
+if rep.get("schema_version") != 1: bad.append("report schema_version %r" % rep.get("schema_version"))
+if len(stages) != 2 or rep["predicted_stage_peak_memory_bytes"] != stages:
+    bad.append("report stages %s, plan %s" % (rep["predicted_stage_peak_memory_bytes"], stages))
+for r, st in enumerate(rep["per_rank_stage"]):
+    if rep["per_rank_predicted_peak_memory_bytes"][r] != stages[st]:
+        bad.append("rank %d: predicted %d, plan's stage %d %d" % (
+            r, rep["per_rank_predicted_peak_memory_bytes"][r], st, stages[st]))
+if rep["predicted"]["peak_memory_bytes"] != max(stages):
+    bad.append("predicted peak %d, largest stage %d" % (rep["predicted"]["peak_memory_bytes"], max(stages)))
+for c, v in plan["prediction"]["time_by_class"].items():
+    if rep["predicted_class_s"][c[:-2]] != v:
+        bad.append("predicted_class_s.%s %r, plan %r" % (c[:-2], rep["predicted_class_s"][c[:-2]], v))
+for b in bad: print("FAIL:", b)
 sys.exit(1 if bad else 0)
 PY
 

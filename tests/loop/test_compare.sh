@@ -19,7 +19,7 @@ report() { # file pred_step meas_step pred_mem meas_mem
   cat >"$1" <<JSON
 {"losses": [5.1, 5.0, 4.9], "world_size": 2,
  "parallel": {"tp": 2, "pp": 1, "dp": 1, "vpp": 1, "sp": true, "micro_batch": 1,
-              "n_micro": 4, "zero": 0, "schedule": "1f1b", "recompute": "none"},
+              "num_microbatches": 4, "zero": 0, "schedule": "1f1b", "recompute": "none"},
  "predicted": {"step_time_s": $2, "tokens_per_s": $(awk -v t="$2" 'BEGIN{print 512/t}'),
                "mfu": 0.5, "hfu": 0.5, "peak_memory_bytes": $4},
  "measured": {"step_time_s": $3, "tokens_per_s": $(awk -v t="$3" 'BEGIN{print 512/t}'),

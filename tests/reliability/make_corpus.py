@@ -104,8 +104,12 @@ def plan_with(section, **kv):
 put("plan", "degrees_overflow", plan_with("parallel", tp=1 << 24, cp=1 << 24, pp=1 << 24, dp=1 << 24),
     r"tp\*cp\*pp\*dp = .* is more than 16777216 GPUs")
 put("plan", "tp_int_max", plan_with("parallel", tp=2**31 - 1), r"parallel\.tp: 2147483647 is out of range")
-put("plan", "tokens_overflow", plan_with("parallel", micro_batch=1 << 24, n_micro=1 << 24),
-    r"micro_batch\*n_micro\*dp\*seq_len = .* is more than 2\^50 tokens")
+put("plan", "tokens_overflow", plan_with("parallel", micro_batch=1 << 24, num_microbatches=1 << 24),
+    r"micro_batch\*num_microbatches\*dp\*seq_len = .* is more than 2\^50 tokens")
+old = json.loads(json.dumps(plan))
+old["version"] = old.pop("schema_version") - 1
+put("plan", "schema_version_missing", old,
+    r"schema_version: missing; the file is a plan of version 1 .* re-run `plan")
 put("plan", "world_size_mismatch", plan_with("rank_order", world_size=3),
     r"rank_order\.world_size: 3, but tp\*cp\*pp\*dp = 2")
 put("plan", "bytes_real", plan_with("batch", tokens_per_step=1.5), r"batch\.tokens_per_step: expected an integer")

@@ -61,7 +61,7 @@ def eq(what, got, want):
 def facts(plan):
     par, m = plan["parallel"], plan["model"]
     g = par["tp"] * par["cp"] * par["pp"] * par["dp"]
-    gb = par["micro_batch"] * par["n_micro"] * par["dp"]
+    gb = par["micro_batch"] * par["num_microbatches"] * par["dp"]
     eq("batch.global_batch_sequences", plan["batch"]["global_batch_sequences"], gb)
     lpc = par["layers_per_chunk"]
     uneven = len(set(lpc)) > 1
@@ -119,7 +119,7 @@ def check_megatron(text, plan):
     eq("micro-batch", a.micro_batch_size, par["micro_batch"])
     eq("global batch", a.global_batch_size, gb)
     eq("micro-batches (derived)", a.global_batch_size // (a.micro_batch_size * par["dp"]),
-       par["n_micro"])
+       par["num_microbatches"])
     eq("sequence", a.seq_length, par["seq_len"])
     eq("distributed optimizer", a.use_distributed_optimizer, par["zero"] >= 1)
     eq("FSDP strategy", a.data_parallel_sharding_strategy,
@@ -195,7 +195,7 @@ def check_torchtitan(text, plan):
         eq("schedule", p["pipeline_parallel_schedule"],
            {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "Interleaved1F1B",
             "zb-h1": "InterleavedZeroBubble"}[par["schedule"]])
-    eq("local batch", t["local_batch_size"], par["micro_batch"] * par["n_micro"])
+    eq("local batch", t["local_batch_size"], par["micro_batch"] * par["num_microbatches"])
     eq("global batch", t["global_batch_size"], gb)
     eq("sequence", t["seq_len"], par["seq_len"])
     eq("activation checkpointing", d["activation_checkpoint"]["mode"], rc)
@@ -210,7 +210,7 @@ def check_deepspeed(text, plan):
     d = json.loads(text)
     eq("train_batch_size", d["train_batch_size"], gb)
     eq("micro-batch", d["train_micro_batch_size_per_gpu"], par["micro_batch"])
-    eq("accumulation", d["gradient_accumulation_steps"], par["n_micro"])
+    eq("accumulation", d["gradient_accumulation_steps"], par["num_microbatches"])
     eq("ZeRO", d["zero_optimization"]["stage"], par["zero"])
     eq("pipeline stages", d["pipeline"]["stages"], par["pp"])
     eq("TP", d.get("tensor_parallel", {}).get("autotp_size", 1), par["tp"])

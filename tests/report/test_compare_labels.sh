@@ -12,7 +12,7 @@ report() { # file step
   cat >"$1" <<JSON
 {"world_size": 2,
  "parallel": {"tp": 2, "pp": 1, "dp": 1, "vpp": 1, "sp": true, "micro_batch": 1,
-              "n_micro": 4, "zero": 0, "schedule": "1f1b", "recompute": "selective"},
+              "num_microbatches": 4, "zero": 0, "schedule": "1f1b", "recompute": "selective"},
  "predicted": {"step_time_s": 0.1, "tokens_per_s": 5120, "mfu": 0.5, "hfu": 0.5,
                "peak_memory_bytes": 1000},
  "measured": {"step_time_s": $2, "tokens_per_s": 5000, "mfu": 0.4, "hfu": 0.4,

@@ -103,6 +103,9 @@ n = p["pp"] * p["vpp"]; assert n > 2 and p["vpp"] > 1, p
 lpc = [d["model"]["n_layers"] // n] * n
 lpc[0] -= 1; lpc[-1] += 1
 p["layers_per_chunk"] = lpc
+# the per-stage prediction names each stage's layers (chunk c on stage c mod pp)
+for st in d["prediction"]["stages"]:
+    st["layers"] = sum(lpc[st["stage"]::p["pp"]])
 json.dump(d, open(sys.argv[2], "w"))
 PY
 export_ok layout megatron
