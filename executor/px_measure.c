@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "px_cost.h"
+#include "px_plan_check.h"
 #include "px_flops.h"
 #include "px_io.h"
 #include "px_layout.h"
@@ -15,7 +16,7 @@
 
 static int64_t seq_len_of(const px_plan *p)
 {
-    return p->par.seq_len > 0 ? p->par.seq_len : p->model.seq_len;
+    return px_plan_seq_len(&p->model, &p->par);
 }
 
 static double tokens_per_step(const px_plan *p)

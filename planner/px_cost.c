@@ -515,7 +515,7 @@ static void find_crossings(px_cost_ctx *ctx, const px_parallel *par, crossings *
 
 static int64_t seq_of(const px_cost_ctx *ctx, const px_parallel *par)
 {
-    return par->seq_len > 0 ? par->seq_len : ctx->model->seq_len;
+    return px_plan_seq_len(ctx->model, par);
 }
 
 static int elem_of(const px_cost_ctx *ctx)
