@@ -14,7 +14,7 @@
 #include "px_partition_internal.h"
 
 
-bool mem_fits(const px_partition_problem *pb, double mem)
+bool px_part_mem_fits(const px_partition_problem *pb, double mem)
 {
     return mem <= (double)pb->mem_limit_bytes * (1.0 + MEM_TOL_REL);
 }
@@ -43,7 +43,7 @@ void px_partition_opts_init(px_partition_opts *o)
     o->exact_dp = true;
 }
 
-bool allowed(const px_partition_problem *pb, int r)
+bool px_part_allowed(const px_partition_problem *pb, int r)
 {
     return (pb->allowed_recompute >> r) & 1u;
 }
@@ -75,7 +75,7 @@ px_status px_partition_validate(const px_partition_problem *pb, px_error *err)
                            "partition: layer_static_bytes[%d] = %lld; must be >= 0", i,
                            (long long)pb->layer_static_bytes[i]);
         for (int r = 0; r < R_COUNT; r++) {
-            if (!allowed(pb, r))
+            if (!px_part_allowed(pb, r))
                 continue;
             double t = pb->layer_time_s[i][r];
             if (!isfinite(t) || t < 0.0)
@@ -131,7 +131,7 @@ double px_partition_in_flight(px_schedule sched, int pp, int vpp, int64_t n_micr
 /* Memory of stage s from the integer sums of its layers' static and
  * activation bytes.  Every evaluator goes through here, so the brute force,
  * the MILP's decoded answer and px_partition_evaluate agree to the bit. */
-double stage_mem(const px_partition_problem *pb, int s, int64_t static_sum,
+double px_part_stage_mem(const px_partition_problem *pb, int s, int64_t static_sum,
                         int64_t act_sum)
 {
     int64_t st = pb->stage_base_bytes + static_sum, act = act_sum;
@@ -146,7 +146,7 @@ double stage_mem(const px_partition_problem *pb, int s, int64_t static_sum,
     return (double)st + pb->in_flight[s] * (double)act;
 }
 
-double stage_fixed_time(const px_partition_problem *pb, int s)
+double px_part_stage_fixed_time(const px_partition_problem *pb, int s)
 {
     double t = 0.0;
     if (s == 0)
@@ -157,7 +157,7 @@ double stage_fixed_time(const px_partition_problem *pb, int s)
 }
 
 /* The embedding runs in chunk 0, the head in the last chunk. */
-double chunk_fixed_time(const px_partition_problem *pb, int c)
+double px_part_chunk_fixed_time(const px_partition_problem *pb, int c)
 {
     double t = 0.0;
     if (c == 0)
@@ -168,25 +168,25 @@ double chunk_fixed_time(const px_partition_problem *pb, int c)
 }
 
 /* Weights of T and Tc in the objective (see px_partition_problem.n_micro). */
-void objective_weights(const px_partition_problem *pb, double *wt, double *wc)
+void px_part_objective_weights(const px_partition_problem *pb, double *wt, double *wc)
 {
     bool chunks = pb->vpp > 1 && pb->n_micro > 0;
     *wt = chunks ? (double)pb->n_micro : 1.0;
     *wc = chunks ? (double)(pb->pp - 1) : 0.0;
 }
 
-double objective_of(const px_partition_problem *pb, double t, double tc)
+double px_part_objective_of(const px_partition_problem *pb, double t, double tc)
 {
     double wt, wc;
-    objective_weights(pb, &wt, &wc);
+    px_part_objective_weights(pb, &wt, &wc);
     return wt * t + wc * tc;
 }
 
-double fastest_time(const px_partition_problem *pb, int i)
+double px_part_fastest_time(const px_partition_problem *pb, int i)
 {
     double best = INFINITY;
     for (int r = 0; r < R_COUNT; r++)
-        if (allowed(pb, r) && pb->layer_time_s[i][r] < best)
+        if (px_part_allowed(pb, r) && pb->layer_time_s[i][r] < best)
             best = pb->layer_time_s[i][r];
     return best;
 }
@@ -223,10 +223,10 @@ px_status px_partition_evaluate(const px_partition_problem *pb, px_partition_sol
     int i = 0;
     for (int c = 0; c < C; c++) {
         int s = c % pb->pp;
-        double chunk_s = chunk_fixed_time(pb, c);
+        double chunk_s = px_part_chunk_fixed_time(pb, c);
         for (int k = 0; k < sol->layers_per_chunk[c]; k++, i++) {
             int r = sol->layer_recompute[i];
-            if (r >= R_COUNT || !allowed(pb, r))
+            if (r >= R_COUNT || !px_part_allowed(pb, r))
                 return PX_FAIL(err, PX_ERR_INVALID,
                                "partition split: layer %d recompute %d is not allowed "
                                "(allowed_recompute = 0x%x)",
@@ -236,7 +236,7 @@ px_status px_partition_evaluate(const px_partition_problem *pb, px_partition_sol
             act_sum[s] += pb->layer_act_bytes[i][r];
             sol->stage_layers[s]++;
             sol->stage_recompute[s][r]++;
-            sol->recompute_time_s += pb->layer_time_s[i][r] - fastest_time(pb, i);
+            sol->recompute_time_s += pb->layer_time_s[i][r] - px_part_fastest_time(pb, i);
             chunk_s += pb->layer_time_s[i][r];
         }
         if (chunk_s > sol->max_chunk_time_s)
@@ -246,8 +246,8 @@ px_status px_partition_evaluate(const px_partition_problem *pb, px_partition_sol
     sol->fits = true;
     double worst_over = -INFINITY;
     for (int s = 0; s < pb->pp; s++) {
-        sol->stage_time_s[s] += stage_fixed_time(pb, s);
-        double mem = stage_mem(pb, s, st_sum[s], act_sum[s]);
+        sol->stage_time_s[s] += px_part_stage_fixed_time(pb, s);
+        double mem = px_part_stage_mem(pb, s, st_sum[s], act_sum[s]);
         sol->stage_mem_bytes[s] = (int64_t)ceil(mem);
         if (sol->stage_time_s[s] > sol->max_stage_time_s) {
             sol->max_stage_time_s = sol->stage_time_s[s];
@@ -258,15 +258,15 @@ px_status px_partition_evaluate(const px_partition_problem *pb, px_partition_sol
             worst_over = over;
             sol->fullest_stage = s;
         }
-        if (!mem_fits(pb, mem))
+        if (!px_part_mem_fits(pb, mem))
             sol->fits = false;
     }
     sol->max_over_bytes = (int64_t)ceil(worst_over);
-    sol->objective_s = objective_of(pb, sol->max_stage_time_s, sol->max_chunk_time_s);
+    sol->objective_s = px_part_objective_of(pb, sol->max_stage_time_s, sol->max_chunk_time_s);
     return PX_OK;
 }
 
-void clear_solver_fields(px_partition_solution *sol)
+void px_part_clear_solver_fields(px_partition_solution *sol)
 {
     sol->proven_optimal = false;
     sol->time_limit_hit = false;
@@ -282,7 +282,7 @@ px_status px_partition_uniform(const px_partition_problem *pb, px_recompute rc,
     px_status st = px_partition_validate(pb, err);
     if (st)
         return st;
-    if ((int)rc < 0 || rc >= PX_RECOMPUTE_COUNT || !allowed(pb, (int)rc))
+    if ((int)rc < 0 || rc >= PX_RECOMPUTE_COUNT || !px_part_allowed(pb, (int)rc))
         return PX_FAIL(err, PX_ERR_INVALID, "uniform split: recompute %d is not allowed",
                        (int)rc);
     int C = pb->pp * pb->vpp;
@@ -293,7 +293,7 @@ px_status px_partition_uniform(const px_partition_problem *pb, px_recompute rc,
         sol->layers_per_chunk[c] = base + (c >= first && c < first + rem ? 1 : 0);
     for (int i = 0; i < pb->n_layers; i++)
         sol->layer_recompute[i] = (unsigned char)rc;
-    clear_solver_fields(sol);
+    px_part_clear_solver_fields(sol);
     return px_partition_evaluate(pb, sol, err);
 }
 
@@ -337,7 +337,7 @@ void px_partition_format_stages(const px_partition_solution *sol, int64_t mem_li
 }
 
 /* A summary of the recompute choices: "none 20, selective 4, full 8". */
-void format_recompute(const px_partition_problem *pb, const px_partition_solution *sol,
+void px_part_format_recompute(const px_partition_problem *pb, const px_partition_solution *sol,
                              char *buf, int buf_len)
 {
     int count[R_COUNT] = {0};
@@ -351,7 +351,7 @@ void format_recompute(const px_partition_problem *pb, const px_partition_solutio
                             px_recompute_name((px_recompute)r), count[r]);
 }
 
-px_status check_opts(const px_partition_opts *o, px_error *err)
+px_status px_part_check_opts(const px_partition_opts *o, px_error *err)
 {
     if (!(o->time_limit_s > 0.0) || !isfinite(o->time_limit_s))
         return PX_FAIL(err, PX_ERR_INVALID, "partition: time_limit_s = %g; must be > 0",

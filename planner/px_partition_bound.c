@@ -53,7 +53,7 @@ static bool stage_knapsack(const px_partition_problem *pb, int s, const int *lay
     for (int q = 0; q < n; q++) {
         int i = layers[q];
         int pts[R_COUNT];
-        int np = layer_hull(pb, i, pts);
+        int np = px_part_layer_hull(pb, i, pts);
         choice[q] = (unsigned char)pts[0];
         t += pb->layer_time_s[i][pts[0]];
         static_sum += pb->layer_static_bytes[i];
@@ -67,7 +67,7 @@ static bool stage_knapsack(const px_partition_problem *pb, int s, const int *lay
             ns++;
         }
     }
-    double excess = stage_mem(pb, s, static_sum, act_sum) - (double)pb->mem_limit_bytes;
+    double excess = px_part_stage_mem(pb, s, static_sum, act_sum) - (double)pb->mem_limit_bytes;
     double t_lp = t, t_int = t;
     if (excess > 0.0) {
         qsort(segs, (size_t)ns, sizeof *segs, seg_cmp);
@@ -112,11 +112,11 @@ static bool greedy_recompute(const px_partition_problem *pb, px_partition_soluti
 
 
 /* The lower hull of layer i's options, fastest first (see stage_knapsack). */
-int layer_hull(const px_partition_problem *pb, int i, int *pts)
+int px_part_layer_hull(const px_partition_problem *pb, int i, int *pts)
 {
     int np = 0;
     for (int r = 0; r < R_COUNT; r++)
-        if (allowed(pb, r) && !dominated(pb, i, r))
+        if (px_part_allowed(pb, r) && !px_part_dominated(pb, i, r))
             pts[np++] = r;
     for (int a = 1; a < np; a++)
         for (int b = a; b > 0 && pb->layer_time_s[i][pts[b]] < pb->layer_time_s[i][pts[b - 1]];
@@ -154,7 +154,7 @@ static bool arc_cost(const dp_arcs *d, int s, int a, int b, double *lp, double *
 {
     const px_partition_problem *pb = d->pb;
     double t = d->t0[b] - d->t0[a];
-    double excess = stage_mem(pb, s, d->st[b] - d->st[a], d->a0[b] - d->a0[a]) -
+    double excess = px_part_stage_mem(pb, s, d->st[b] - d->st[a], d->a0[b] - d->a0[a]) -
                     (double)pb->mem_limit_bytes;
     double t_lp = t, t_int = t, fl = pb->in_flight[s];
     if (excess > 0.0) {
@@ -182,7 +182,7 @@ static bool arc_cost(const dp_arcs *d, int s, int a, int b, double *lp, double *
  * identical layers) a DP over (stage, last layer) finds the split whose
  * worst stage is least, once with the LP costs (a bound) and once with the
  * rounded ones (a split).  The DP gives up (no bound) past the deadline. */
-void find_heuristic(const px_partition_problem *pb, px_partition_solution *split,
+void px_part_find_heuristic(const px_partition_problem *pb, px_partition_solution *split,
                            heuristic *h, const struct timespec *t0, double deadline_s)
 {
     memset(h, 0, sizeof *h);
@@ -195,7 +195,7 @@ void find_heuristic(const px_partition_problem *pb, px_partition_solution *split
     int *arg = NULL;
     if (!layers || !segs || !choice)
         goto done;
-    clear_solver_fields(split);
+    px_part_clear_solver_fields(split);
 
     /* always: the uniform split with greedy recomputation (cheap) */
     int base = L / C, rem = L % C, first = (C - rem) / 2;
@@ -211,7 +211,7 @@ void find_heuristic(const px_partition_problem *pb, px_partition_solution *split
     int v = pb->vpp;
     bool all_same = true;
     for (int i = 1; i < L && all_same; i++)
-        all_same = identical_layers(pb, 0, i);
+        all_same = px_part_identical_layers(pb, 0, i);
     double arcs = (double)p * (L + 1) * (L + 1);
     if ((v == 1 || all_same) && arcs <= DP_MAX_ARCS) {
         size_t n = (size_t)p * (size_t)(L + 1);
@@ -228,7 +228,7 @@ void find_heuristic(const px_partition_problem *pb, px_partition_solution *split
         d.st[0] = d.a0[0] = 0;
         for (int i = 0; i < L; i++) {
             int pts[R_COUNT];
-            int np = layer_hull(pb, i, pts);
+            int np = px_part_layer_hull(pb, i, pts);
             d.t0[i + 1] = d.t0[i] + pb->layer_time_s[i][pts[0]];
             d.st[i + 1] = d.st[i] + pb->layer_static_bytes[i];
             d.a0[i + 1] = d.a0[i] + pb->layer_act_bytes[i][pts[0]];
@@ -246,9 +246,9 @@ void find_heuristic(const px_partition_problem *pb, px_partition_solution *split
         /* lb/ub[s * (L+1) + b]: best worst-stage time with stages 0..s
          * holding layers 0..b-1 */
         for (int s = 0; s < p; s++) {
-            if (elapsed_since(t0) > deadline_s)
+            if (px_part_elapsed_since(t0) > deadline_s)
                 goto done;
-            double fixed = stage_fixed_time(pb, s);
+            double fixed = px_part_stage_fixed_time(pb, s);
             for (int b = 0; b <= L; b++) {
                 double best_lb = INFINITY, best_ub = INFINITY;
                 int best_a = -1;
@@ -319,14 +319,14 @@ done:
 
 /* No split fits: find the one that overflows least and say where and by how
  * much (a planner message the user can act on). */
-px_status explain_infeasible(const px_partition_problem *pb, const px_partition_opts *o,
+px_status px_part_explain_infeasible(const px_partition_problem *pb, const px_partition_opts *o,
                                     double time_left_s, px_partition_solution *sol,
                                     px_error *err)
 {
     model m;
     px_error sub;
     px_error_clear(&sub);
-    px_status st = model_build(&m, pb, BUILD_OVERFLOW, &sub);
+    px_status st = px_part_model_build(&m, pb, BUILD_OVERFLOW, &sub);
     bool have = false;
     if (!st) {
         px_milp_opts mo;
@@ -336,17 +336,17 @@ px_status explain_infeasible(const px_partition_problem *pb, const px_partition_
         mo.presolve = o->presolve;
         px_milp_result res;
         st = px_milp_solve(m.mp, &mo, &res, &sub);
-        if (!st && !model_decode(&m, sol, &sub)) {
+        if (!st && !px_part_model_decode(&m, sol, &sub)) {
             have = true;
             sol->proven_optimal = res.outcome == PX_MILP_OPTIMAL;
             sol->time_limit_hit = res.time_limit_hit;
         }
-        model_free(&m);
+        px_part_model_free(&m);
     }
     if (!have) {
         /* fall back on a split anyone can picture: uniform, least memory */
-        px_recompute rc = allowed(pb, PX_RECOMPUTE_FULL)        ? PX_RECOMPUTE_FULL
-                          : allowed(pb, PX_RECOMPUTE_SELECTIVE) ? PX_RECOMPUTE_SELECTIVE
+        px_recompute rc = px_part_allowed(pb, PX_RECOMPUTE_FULL)        ? PX_RECOMPUTE_FULL
+                          : px_part_allowed(pb, PX_RECOMPUTE_SELECTIVE) ? PX_RECOMPUTE_SELECTIVE
                                                                 : PX_RECOMPUTE_NONE;
         st = px_partition_uniform(pb, rc, sol, &sub);
         if (st)
@@ -356,7 +356,7 @@ px_status explain_infeasible(const px_partition_problem *pb, const px_partition_
     }
     char split[512], rcs[128];
     px_partition_format_split(sol, split, sizeof split);
-    format_recompute(pb, sol, rcs, sizeof rcs);
+    px_part_format_recompute(pb, sol, rcs, sizeof rcs);
     int s = sol->fullest_stage;
     int n_over = 0, len = 0;
     char others[256] = "";
@@ -393,7 +393,7 @@ px_status px_partition_lower_bound(const px_partition_problem *pb, double *t_low
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     heuristic h;
-    find_heuristic(pb, split, &h, &t0, INFINITY);
+    px_part_find_heuristic(pb, split, &h, &t0, INFINITY);
     *t_lower = h.lower_s;
     free(split);
     return PX_OK;

@@ -61,9 +61,9 @@ static void brute_leaf(brute *b)
             int r = b->choices[b->pick[i]], s = b->stage_of[i];
             t[s] += pb->layer_time_s[i][r];
             act[s] += pb->layer_act_bytes[i][r];
-            added += pb->layer_time_s[i][r] - fastest_time(pb, i);
+            added += pb->layer_time_s[i][r] - px_part_fastest_time(pb, i);
             if (left == b->sizes[c])
-                chunk = chunk_fixed_time(pb, c);
+                chunk = px_part_chunk_fixed_time(pb, c);
             chunk += pb->layer_time_s[i][r];
             if (--left == 0) {
                 tc = chunk > tc ? chunk : tc;
@@ -74,15 +74,15 @@ static void brute_leaf(brute *b)
         double tmax = 0.0, over = -INFINITY;
         bool fits = true;
         for (int s = 0; s < b->p; s++) {
-            double ts = t[s] + stage_fixed_time(pb, s);
+            double ts = t[s] + px_part_stage_fixed_time(pb, s);
             if (ts > tmax)
                 tmax = ts;
-            double mem = stage_mem(pb, s, st_sum[s], act[s]);
-            fits = fits && mem_fits(pb, mem);
+            double mem = px_part_stage_mem(pb, s, st_sum[s], act[s]);
+            fits = fits && px_part_mem_fits(pb, mem);
             if (mem - (double)pb->mem_limit_bytes > over)
                 over = mem - (double)pb->mem_limit_bytes;
         }
-        double obj = objective_of(pb, tmax, tc);
+        double obj = px_part_objective_of(pb, tmax, tc);
         if (b->pass == 0) {
             if (over < b->best_over) {
                 b->best_over = over;
@@ -133,7 +133,7 @@ px_status px_partition_brute_force(const px_partition_problem *pb,
     px_partition_opts defaults;
     px_partition_opts_init(&defaults);
     const px_partition_opts *o = opts ? opts : &defaults;
-    px_status st = check_opts(o, err);
+    px_status st = px_part_check_opts(o, err);
     if (st)
         return st;
     st = px_partition_validate(pb, err);
@@ -148,7 +148,7 @@ px_status px_partition_brute_force(const px_partition_problem *pb,
     b->C = pb->pp * pb->vpp;
     b->p = pb->pp;
     for (int r = 0; r < R_COUNT; r++)
-        if (allowed(pb, r))
+        if (px_part_allowed(pb, r))
             b->choices[b->n_choices++] = r;
     /* combinations: C(L-1, C-1) splits x choices^L */
     double splits = 1.0;
@@ -161,7 +161,7 @@ px_status px_partition_brute_force(const px_partition_problem *pb,
                        "brute force: %.3g combinations for %d layers on %d chunks; at most %.3g",
                        total, pb->n_layers, pb->pp * pb->vpp, PX_PARTITION_BRUTE_MAX);
     }
-    clear_solver_fields(sol);
+    px_part_clear_solver_fields(sol);
     b->best_t = INFINITY;
     b->best_over = INFINITY;
     b->pass = 0;

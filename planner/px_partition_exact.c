@@ -22,7 +22,7 @@
  * layer): best[s][b] = min over a of max(best[s-1][a], mem(s, a, b)).  The
  * result is exact (no gap).  sol is replaced only by a split that fits, keeps
  * t_cap, and lowers the peak; returns false when the DP does not apply. */
-bool exact_peak_dp(const px_partition_problem *pb, double t_cap,
+bool px_part_exact_peak_dp(const px_partition_problem *pb, double t_cap,
                           px_partition_solution *sol)
 {
     int L = pb->n_layers, p = pb->pp;
@@ -42,14 +42,14 @@ bool exact_peak_dp(const px_partition_problem *pb, double t_cap,
     st[0] = a0[0] = 0;
     for (int i = 0; i < L; i++) {
         int pts[R_COUNT];
-        layer_hull(pb, i, pts); /* pts[0]: the fastest allowed, leanest among equals */
+        px_part_layer_hull(pb, i, pts); /* pts[0]: the fastest allowed, leanest among equals */
         fast[i] = (unsigned char)pts[0];
         t0[i + 1] = t0[i] + pb->layer_time_s[i][pts[0]];
         st[i + 1] = st[i] + pb->layer_static_bytes[i];
         a0[i + 1] = a0[i] + pb->layer_act_bytes[i][pts[0]];
     }
     for (int s = 0; s < p; s++) {
-        double fixed = stage_fixed_time(pb, s);
+        double fixed = px_part_stage_fixed_time(pb, s);
         for (int b = 0; b <= L; b++) {
             double bv = INFINITY;
             int ba = -1;
@@ -61,8 +61,8 @@ bool exact_peak_dp(const px_partition_problem *pb, double t_cap,
                     double prev = s ? best[(size_t)(s - 1) * (L + 1) + a] : (a ? INFINITY : 0.0);
                     if (prev >= bv || fixed + (t0[b] - t0[a]) > t_cap)
                         continue;
-                    double mem = stage_mem(pb, s, st[b] - st[a], a0[b] - a0[a]);
-                    if (!mem_fits(pb, mem))
+                    double mem = px_part_stage_mem(pb, s, st[b] - st[a], a0[b] - a0[a]);
+                    if (!px_part_mem_fits(pb, mem))
                         continue;
                     double v = fmax(prev, mem);
                     if (v < bv) {
@@ -106,7 +106,7 @@ out:
 }
 
 /* True when the third pass runs (px_partition_solve's rule). */
-bool wants_peak_pass(const px_partition_problem *pb, const px_partition_opts *o)
+bool px_part_wants_peak_pass(const px_partition_problem *pb, const px_partition_opts *o)
 {
     return o->minimise_memory && o->minimise_recompute && pb->pp > 1;
 }
@@ -115,7 +115,7 @@ bool wants_peak_pass(const px_partition_problem *pb, const px_partition_opts *o)
  * DP split meets the LP bound), no recomputation to minimise, and the third
  * pass exact by exact_peak_dp.  False (sol untouched) when a pass needs
  * GLPK. */
-bool solve_exact(const px_partition_problem *pb, const px_partition_opts *o,
+bool px_part_solve_exact(const px_partition_problem *pb, const px_partition_opts *o,
                         const px_partition_solution *start, px_partition_solution *sol)
 {
     if (!o->exact_dp || pb->vpp != 1 || start->recompute_time_s != 0.0)
@@ -125,11 +125,11 @@ bool solve_exact(const px_partition_problem *pb, const px_partition_opts *o,
     sol->gap = 0.0;
     sol->time_limit_hit = false;
     sol->note[0] = '\0';
-    if (wants_peak_pass(pb, o)) {
+    if (px_part_wants_peak_pass(pb, o)) {
         double wt, wc;
-        objective_weights(pb, &wt, &wc);
+        px_part_objective_weights(pb, &wt, &wc);
         double t_cap = sol->objective_s * (1.0 + o->tie_rel) / wt;
-        if (!exact_peak_dp(pb, t_cap, sol)) {
+        if (!px_part_exact_peak_dp(pb, t_cap, sol)) {
             *sol = *start;
             return false;
         }
@@ -179,7 +179,7 @@ static int ilv_chunk_cap(const ilv *q, int s, double x)
 {
     int cap = 0;
     for (int k = 0; k < q->v; k++) {
-        int c = ilv_count(q, chunk_fixed_time(q->pb, s + k * q->p), x);
+        int c = ilv_count(q, px_part_chunk_fixed_time(q->pb, s + k * q->p), x);
         if (c < 1)
             return -1;
         cap += c;
@@ -197,7 +197,7 @@ static bool ilv_caps(const ilv *q, double x, double tmax, bool relaxed, int *u)
         if (c < 0)
             return false;
         int m = relaxed ? q->L : q->nmem[s];
-        int n = ilv_count(q, stage_fixed_time(q->pb, s), tmax);
+        int n = ilv_count(q, px_part_stage_fixed_time(q->pb, s), tmax);
         u[s] = c < m ? (c < n ? c : n) : (m < n ? m : n);
         if (u[s] < q->v)
             return false;
@@ -210,7 +210,7 @@ static bool ilv_caps(const ilv *q, double x, double tmax, bool relaxed, int *u)
 static double ilv_best(const ilv *q, bool relaxed, double *x_out, double *t_out, int *u)
 {
     double wt, wc, best = INFINITY;
-    objective_weights(q->pb, &wt, &wc);
+    px_part_objective_weights(q->pb, &wt, &wc);
     for (int i = 0; i < q->n_x; i++) {
         double x = q->xs[i];
         if (!ilv_caps(q, x, INFINITY, relaxed, u))
@@ -238,7 +238,7 @@ static double ilv_best(const ilv *q, bool relaxed, double *x_out, double *t_out,
 /* Stage s's memory with n layers. */
 static double ilv_mem(const ilv *q, int s, int n)
 {
-    return stage_mem(q->pb, s, (int64_t)n * q->w, (int64_t)n * q->a);
+    return px_part_stage_mem(q->pb, s, (int64_t)n * q->w, (int64_t)n * q->a);
 }
 
 /* Caps u lowered to peak memory `peak`; true when they still hold L. */
@@ -278,7 +278,8 @@ static bool ilv_split(const ilv *q, int *n, double x, px_partition_solution *sol
             grew = false;
             for (int k = 0; k < q->v && left > 0; k++) {
                 int c = s + k * q->p;
-                if (sol->layers_per_chunk[c] < ilv_count(q, chunk_fixed_time(q->pb, c), x)) {
+                double fixed = px_part_chunk_fixed_time(q->pb, c);
+                if (sol->layers_per_chunk[c] < ilv_count(q, fixed, x)) {
                     sol->layers_per_chunk[c]++;
                     left--;
                     grew = true;
@@ -296,7 +297,7 @@ static bool ilv_split(const ilv *q, int *n, double x, px_partition_solution *sol
 static bool ilv_peak(const ilv *q, double jcap, px_partition_solution *sol)
 {
     double wt, wc;
-    objective_weights(q->pb, &wt, &wc);
+    px_part_objective_weights(q->pb, &wt, &wc);
     int u[PX_PARTITION_MAX_STAGES], n[PX_PARTITION_MAX_STAGES];
     double best = INFINITY, best_x = 0.0;
     for (int i = 0; i < q->n_x; i++) {
@@ -336,18 +337,18 @@ static bool ilv_peak(const ilv *q, double jcap, px_partition_solution *sol)
 /* The whole answer for interleaving with identical layers (see ilv), or
  * false (sol untouched) when recomputation could help or the DP does not
  * apply. */
-bool solve_interleaved_exact(const px_partition_problem *pb, const px_partition_opts *o,
+bool px_part_solve_interleaved_exact(const px_partition_problem *pb, const px_partition_opts *o,
                                     px_partition_solution *sol)
 {
     int L = pb->n_layers;
     if (!o->exact_dp || pb->vpp < 2)
         return false;
     for (int i = 1; i < L; i++)
-        if (!identical_layers(pb, 0, i))
+        if (!px_part_identical_layers(pb, 0, i))
             return false;
     ilv q = {.pb = pb, .p = pb->pp, .v = pb->vpp, .C = pb->pp * pb->vpp, .L = L};
     int pts[R_COUNT];
-    layer_hull(pb, 0, pts);
+    px_part_layer_hull(pb, 0, pts);
     q.r = pts[0];
     q.t = pb->layer_time_s[0][q.r];
     q.w = pb->layer_static_bytes[0];
@@ -356,7 +357,7 @@ bool solve_interleaved_exact(const px_partition_problem *pb, const px_partition_
         return false;
     for (int s = 0; s < q.p; s++) {
         int n = L;
-        while (n > 0 && !mem_fits(pb, ilv_mem(&q, s, n)))
+        while (n > 0 && !px_part_mem_fits(pb, ilv_mem(&q, s, n)))
             n--;
         q.nmem[s] = n;
     }
@@ -367,8 +368,8 @@ bool solve_interleaved_exact(const px_partition_problem *pb, const px_partition_
     bool ok = false;
     if (!q.xs || !q.ts || !u || !cand)
         goto out;
-    double fx[3] = {0.0, chunk_fixed_time(pb, 0), chunk_fixed_time(pb, q.C - 1)};
-    double ft[3] = {0.0, stage_fixed_time(pb, 0), stage_fixed_time(pb, q.p - 1)};
+    double fx[3] = {0.0, px_part_chunk_fixed_time(pb, 0), px_part_chunk_fixed_time(pb, q.C - 1)};
+    double ft[3] = {0.0, px_part_stage_fixed_time(pb, 0), px_part_stage_fixed_time(pb, q.p - 1)};
     for (int k = 0; k < 3; k++)
         for (int c = 1; c <= L; c++) {
             q.xs[q.n_x++] = fx[k] + c * q.t;
@@ -383,13 +384,13 @@ bool solve_interleaved_exact(const px_partition_problem *pb, const px_partition_
         goto out; /* memory binds: a recompute choice may do better */
     int n[PX_PARTITION_MAX_STAGES];
     *cand = *sol;
-    clear_solver_fields(cand);
+    px_part_clear_solver_fields(cand);
     if (!ilv_caps(&q, x, t, false, u))
         goto out;
     memcpy(n, u, (size_t)q.p * sizeof *n);
     if (!ilv_split(&q, n, x, cand) || cand->objective_s > j * (1.0 + 1e-9))
         goto out;
-    if (wants_peak_pass(pb, o)) {
+    if (px_part_wants_peak_pass(pb, o)) {
         px_partition_solution *lean = malloc(sizeof *lean);
         if (!lean)
             goto out;

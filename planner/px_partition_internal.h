@@ -45,18 +45,18 @@ typedef struct {
     const px_partition_problem *pb;
     px_milp *mp;
     int L, C, p, K;
-    int *run_first;   /* [K + 1]: G_k, first layer of run k; run_first[K] = L */
-    int *u;           /* [c * K + k]: boundary c (1..C-1) falls in run k, or -1 */
-    int *off;         /* [c * K + k]: its offset inside run k, or -1 (0) */
-    int *n;           /* [(k * C + c) * R + r]: layers of run k in chunk c with choice r, or -1 */
+    int *run_first; /* [K + 1]: G_k, first layer of run k; run_first[K] = L */
+    int *u;         /* [c * K + k]: boundary c (1..C-1) falls in run k, or -1 */
+    int *off;       /* [c * K + k]: its offset inside run k, or -1 (0) */
+    int *n;         /* [(k * C + c) * R + r]: layers of run k in chunk c with choice r, or -1 */
     int t_col, e_col;
-    int p_col;        /* peak memory share: every stage's memory / limit <= P <= 1 */
-    int tc_col;       /* slowest chunk (objective with interleaving), or -1 */
-    int j_row;        /* the objective wt T + wc Tc, bounded in the later passes */
-    int rc_row;       /* recompute time <= (bound set for the third pass) */
-    double wt, wc;    /* objective weights */
+    int p_col;     /* peak memory share: every stage's memory / limit <= P <= 1 */
+    int tc_col;    /* slowest chunk (objective with interleaving), or -1 */
+    int j_row;     /* the objective wt T + wc Tc, bounded in the later passes */
+    int rc_row;    /* recompute time <= (bound set for the third pass) */
+    double wt, wc; /* objective weights */
     double tscale, mscale;
-    int *rc;          /* scratch for one row */
+    int *rc; /* scratch for one row */
     double *rv;
     int rn, rcap;
     bool row_overflow;
@@ -66,42 +66,49 @@ typedef struct {
 typedef enum { OBJ_TIME, OBJ_RECOMPUTE, OBJ_PEAK } objective;
 
 typedef struct {
-    bool have_split;     /* split holds a feasible split (with recompute) */
-    double lower_s;      /* valid lower bound on T (0 when unknown) */
+    bool have_split; /* split holds a feasible split (with recompute) */
+    double lower_s;  /* valid lower bound on T (0 when unknown) */
 } heuristic;
 
-
 /* px_partition.c */
-bool mem_fits(const px_partition_problem *pb, double mem);
-bool allowed(const px_partition_problem *pb, int r);
-double stage_mem(const px_partition_problem *pb, int s, int64_t static_sum, int64_t act_sum);
-double stage_fixed_time(const px_partition_problem *pb, int s);
-double chunk_fixed_time(const px_partition_problem *pb, int c);
-void objective_weights(const px_partition_problem *pb, double *wt, double *wc);
-double objective_of(const px_partition_problem *pb, double t, double tc);
-double fastest_time(const px_partition_problem *pb, int i);
-void clear_solver_fields(px_partition_solution *sol);
-void format_recompute(const px_partition_problem *pb, const px_partition_solution *sol, char *buf, int buf_len);
-px_status check_opts(const px_partition_opts *o, px_error *err);
+bool px_part_mem_fits(const px_partition_problem *pb, double mem);
+bool px_part_allowed(const px_partition_problem *pb, int r);
+double px_part_stage_mem(const px_partition_problem *pb, int s, int64_t static_sum,
+                         int64_t act_sum);
+double px_part_stage_fixed_time(const px_partition_problem *pb, int s);
+double px_part_chunk_fixed_time(const px_partition_problem *pb, int c);
+void px_part_objective_weights(const px_partition_problem *pb, double *wt, double *wc);
+double px_part_objective_of(const px_partition_problem *pb, double t, double tc);
+double px_part_fastest_time(const px_partition_problem *pb, int i);
+void px_part_clear_solver_fields(px_partition_solution *sol);
+void px_part_format_recompute(const px_partition_problem *pb, const px_partition_solution *sol,
+                              char *buf, int buf_len);
+px_status px_part_check_opts(const px_partition_opts *o, px_error *err);
 
 /* px_partition_bound.c */
-int layer_hull(const px_partition_problem *pb, int i, int *pts);
-void find_heuristic(const px_partition_problem *pb, px_partition_solution *split, heuristic *h, const struct timespec *t0, double deadline_s);
-px_status explain_infeasible(const px_partition_problem *pb, const px_partition_opts *o, double time_left_s, px_partition_solution *sol, px_error *err);
+int px_part_layer_hull(const px_partition_problem *pb, int i, int *pts);
+void px_part_find_heuristic(const px_partition_problem *pb, px_partition_solution *split,
+                            heuristic *h, const struct timespec *t0, double deadline_s);
+px_status px_part_explain_infeasible(const px_partition_problem *pb, const px_partition_opts *o,
+                                     double time_left_s, px_partition_solution *sol, px_error *err);
 
 /* px_partition_exact.c */
-bool exact_peak_dp(const px_partition_problem *pb, double t_cap, px_partition_solution *sol);
-bool wants_peak_pass(const px_partition_problem *pb, const px_partition_opts *o);
-bool solve_exact(const px_partition_problem *pb, const px_partition_opts *o, const px_partition_solution *start, px_partition_solution *sol);
-bool solve_interleaved_exact(const px_partition_problem *pb, const px_partition_opts *o, px_partition_solution *sol);
+bool px_part_exact_peak_dp(const px_partition_problem *pb, double t_cap,
+                           px_partition_solution *sol);
+bool px_part_wants_peak_pass(const px_partition_problem *pb, const px_partition_opts *o);
+bool px_part_solve_exact(const px_partition_problem *pb, const px_partition_opts *o,
+                         const px_partition_solution *start, px_partition_solution *sol);
+bool px_part_solve_interleaved_exact(const px_partition_problem *pb, const px_partition_opts *o,
+                                     px_partition_solution *sol);
 
 /* px_partition_milp.c */
-bool identical_layers(const px_partition_problem *pb, int i, int j);
-bool dominated(const px_partition_problem *pb, int i, int r);
-void model_free(model *m);
-px_status model_build(model *m, const px_partition_problem *pb, build_mode mode, px_error *err);
-px_status model_decode(const model *m, px_partition_solution *sol, px_error *err);
-void model_set_objective(model *m, objective which);
-double elapsed_since(const struct timespec *t0);
+bool px_part_identical_layers(const px_partition_problem *pb, int i, int j);
+bool px_part_dominated(const px_partition_problem *pb, int i, int r);
+void px_part_model_free(model *m);
+px_status px_part_model_build(model *m, const px_partition_problem *pb, build_mode mode,
+                              px_error *err);
+px_status px_part_model_decode(const model *m, px_partition_solution *sol, px_error *err);
+void px_part_model_set_objective(model *m, objective which);
+double px_part_elapsed_since(const struct timespec *t0);
 
 #endif

@@ -16,12 +16,12 @@
 /* ---- the MILP ------------------------------------------------------------ */
 
 
-bool identical_layers(const px_partition_problem *pb, int i, int j)
+bool px_part_identical_layers(const px_partition_problem *pb, int i, int j)
 {
     if (pb->layer_static_bytes[i] != pb->layer_static_bytes[j])
         return false;
     for (int r = 0; r < R_COUNT; r++)
-        if (allowed(pb, r) && (pb->layer_time_s[i][r] != pb->layer_time_s[j][r] ||
+        if (px_part_allowed(pb, r) && (pb->layer_time_s[i][r] != pb->layer_time_s[j][r] ||
                                pb->layer_act_bytes[i][r] != pb->layer_act_bytes[j][r]))
             return false;
     return true;
@@ -30,10 +30,10 @@ bool identical_layers(const px_partition_problem *pb, int i, int j)
 /* Is option r of layer i worth a variable?  Not when another allowed option
  * is no slower and needs no more memory: dropping it cannot change the
  * optimum of either pass (ties keep the lower index). */
-bool dominated(const px_partition_problem *pb, int i, int r)
+bool px_part_dominated(const px_partition_problem *pb, int i, int r)
 {
     for (int q = 0; q < R_COUNT; q++) {
-        if (q == r || !allowed(pb, q))
+        if (q == r || !px_part_allowed(pb, q))
             continue;
         double tq = pb->layer_time_s[i][q], tr = pb->layer_time_s[i][r];
         int64_t aq = pb->layer_act_bytes[i][q], ar = pb->layer_act_bytes[i][r];
@@ -43,7 +43,7 @@ bool dominated(const px_partition_problem *pb, int i, int r)
     return false;
 }
 
-void model_free(model *m)
+void px_part_model_free(model *m)
 {
     px_milp_free(m->mp);
     free(m->run_first);
@@ -119,7 +119,7 @@ static px_status add_row(model *m, const char *fmt, int i, int j, double lo, dou
     return px_milp_add_row(m->mp, name, lo, hi, m->rn, m->rc, m->rv, NULL, err);
 }
 
-px_status model_build(model *m, const px_partition_problem *pb, build_mode mode,
+px_status px_part_model_build(model *m, const px_partition_problem *pb, build_mode mode,
                              px_error *err)
 {
     memset(m, 0, sizeof *m);
@@ -128,7 +128,7 @@ px_status model_build(model *m, const px_partition_problem *pb, build_mode mode,
     m->C = pb->pp * pb->vpp;
     m->p = pb->pp;
     m->t_col = m->e_col = m->p_col = m->rc_row = m->tc_col = m->j_row = -1;
-    objective_weights(pb, &m->wt, &m->wc);
+    px_part_objective_weights(pb, &m->wt, &m->wc);
     int L = m->L, C = m->C;
 
     m->run_first = malloc((size_t)(L + 1) * sizeof *m->run_first);
@@ -136,14 +136,14 @@ px_status model_build(model *m, const px_partition_problem *pb, build_mode mode,
         return PX_FAIL(err, PX_ERR_NOMEM, "partition MILP: out of memory");
     m->K = 0;
     for (int i = 0; i < L; i++)
-        if (i == 0 || !identical_layers(pb, i - 1, i))
+        if (i == 0 || !px_part_identical_layers(pb, i - 1, i))
             m->run_first[m->K++] = i;
     m->run_first[m->K] = L;
     int K = m->K;
 
     double n_int = (double)(C - 1) * K * 2 + (double)K * C * R_COUNT;
     if (n_int > MAX_INTEGERS) {
-        model_free(m);
+        px_part_model_free(m);
         return PX_FAIL(err, PX_ERR_INVALID,
                        "partition MILP for %d layers (%d distinct runs) on %d chunks needs "
                        "%.0f integer variables; at most %d (use fewer virtual stages)",
@@ -157,12 +157,12 @@ px_status model_build(model *m, const px_partition_problem *pb, build_mode mode,
     m->rc = malloc((size_t)m->rcap * sizeof *m->rc);
     m->rv = malloc((size_t)m->rcap * sizeof *m->rv);
     if (!m->u || !m->off || !m->n || !m->rc || !m->rv) {
-        model_free(m);
+        px_part_model_free(m);
         return PX_FAIL(err, PX_ERR_NOMEM, "partition MILP: out of memory");
     }
     px_status st = px_milp_new(&m->mp, err);
     if (st) {
-        model_free(m);
+        px_part_model_free(m);
         return st;
     }
 
@@ -170,7 +170,7 @@ px_status model_build(model *m, const px_partition_problem *pb, build_mode mode,
      * so that every coefficient GLPK sees is O(1). */
     double ideal = pb->embed_time_s + pb->head_time_s;
     for (int i = 0; i < L; i++)
-        ideal += fastest_time(pb, i);
+        ideal += px_part_fastest_time(pb, i);
     ideal /= pb->pp;
     m->tscale = ideal > 0.0 ? ideal : 1.0;
     m->mscale = (double)pb->mem_limit_bytes;
@@ -212,7 +212,7 @@ px_status model_build(model *m, const px_partition_problem *pb, build_mode mode,
             if (!run_meets_chunk(m, k, c))
                 continue;
             for (int r = 0; r < R_COUNT && !st; r++) {
-                if (!allowed(pb, r) || dominated(pb, i, r))
+                if (!px_part_allowed(pb, r) || px_part_dominated(pb, i, r))
                     continue;
                 snprintf(name, sizeof name, "n_%d_%d_%d", k, c, r);
                 st = px_milp_add_col(m->mp, name, PX_MILP_INTEGER, 0, run_len(m, k), 0,
@@ -269,8 +269,8 @@ px_status model_build(model *m, const px_partition_problem *pb, build_mode mode,
                         row_add(m, m->n[((size_t)k * C + c) * R_COUNT + r],
                                 pb->layer_time_s[m->run_first[k]][r] / m->tscale);
             row_add(m, m->t_col, -1.0);
-            st = add_row(m, "time_%d%.0d", s, 0, -INFINITY, -stage_fixed_time(pb, s) / m->tscale,
-                         err);
+            st = add_row(m, "time_%d%.0d", s, 0, -INFINITY,
+                         -px_part_stage_fixed_time(pb, s) / m->tscale, err);
             if (st)
                 break;
         }
@@ -286,7 +286,7 @@ px_status model_build(model *m, const px_partition_problem *pb, build_mode mode,
                                 m->mscale);
             }
         /* memory / limit <= P <= 1 (time mode), or memory <= limit + E */
-        double cap = -stage_mem(pb, s, 0, 0);
+        double cap = -px_part_stage_mem(pb, s, 0, 0);
         if (mode == BUILD_OVERFLOW) {
             row_add(m, m->e_col, -1.0);
             cap += (double)pb->mem_limit_bytes;
@@ -303,8 +303,8 @@ px_status model_build(model *m, const px_partition_problem *pb, build_mode mode,
                 row_add(m, m->n[((size_t)k * C + c) * R_COUNT + r],
                         pb->layer_time_s[m->run_first[k]][r] / m->tscale);
         row_add(m, m->tc_col, -1.0);
-        st = add_row(m, "chunk_%d%.0d", c, 0, -INFINITY, -chunk_fixed_time(pb, c) / m->tscale,
-                     err);
+        st = add_row(m, "chunk_%d%.0d", c, 0, -INFINITY,
+                     -px_part_chunk_fixed_time(pb, c) / m->tscale, err);
     }
     /* The objective as a row, bounded in the later passes. */
     if (mode == BUILD_TIME && !st) {
@@ -319,7 +319,7 @@ px_status model_build(model *m, const px_partition_problem *pb, build_mode mode,
         row_begin(m);
         for (int k = 0; k < K; k++) {
             int i = m->run_first[k];
-            double fast = fastest_time(pb, i);
+            double fast = px_part_fastest_time(pb, i);
             for (int c = 0; c < C; c++)
                 for (int r = 0; r < R_COUNT; r++)
                     row_add(m, m->n[((size_t)k * C + c) * R_COUNT + r],
@@ -335,7 +335,7 @@ px_status model_build(model *m, const px_partition_problem *pb, build_mode mode,
         }
     }
     if (st)
-        model_free(m);
+        px_part_model_free(m);
     return st;
 }
 
@@ -347,7 +347,7 @@ static int int_value(const model *m, int col)
 /* Reads the split out of the last solve into sol and evaluates it.  Within
  * a (run, chunk) the counts go to the layers in order, the most memory-saving
  * choice first (which identical layer gets it does not matter). */
-px_status model_decode(const model *m, px_partition_solution *sol, px_error *err)
+px_status px_part_model_decode(const model *m, px_partition_solution *sol, px_error *err)
 {
     int C = m->C, K = m->K;
     int bound[PX_MAX_CHUNKS + 1];
@@ -390,7 +390,7 @@ px_status model_decode(const model *m, px_partition_solution *sol, px_error *err
 
 /* The three passes' objectives: T; the time spent recomputing; the peak
  * memory share P. */
-void model_set_objective(model *m, objective which)
+void px_part_model_set_objective(model *m, objective which)
 {
     px_milp_set_obj(m->mp, m->t_col, which == OBJ_TIME ? m->wt : 0.0, NULL);
     if (m->tc_col >= 0)
@@ -398,7 +398,7 @@ void model_set_objective(model *m, objective which)
     px_milp_set_obj(m->mp, m->p_col, which == OBJ_PEAK ? 1.0 : 0.0, NULL);
     for (int k = 0; k < m->K; k++) {
         int i = m->run_first[k];
-        double fast = fastest_time(m->pb, i);
+        double fast = px_part_fastest_time(m->pb, i);
         for (int c = 0; c < m->C; c++)
             for (int r = 0; r < R_COUNT; r++) {
                 int col = m->n[((size_t)k * m->C + c) * R_COUNT + r];
@@ -412,7 +412,7 @@ void model_set_objective(model *m, objective which)
     }
 }
 
-double elapsed_since(const struct timespec *t0)
+double px_part_elapsed_since(const struct timespec *t0)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);

@@ -23,7 +23,7 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
     px_partition_opts defaults;
     px_partition_opts_init(&defaults);
     const px_partition_opts *o = opts ? opts : &defaults;
-    px_status st = check_opts(o, err);
+    px_status st = px_part_check_opts(o, err);
     if (st)
         return st;
     st = px_partition_validate(pb, err);
@@ -31,31 +31,31 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
         return st;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    clear_solver_fields(sol);
+    px_part_clear_solver_fields(sol);
 
     px_partition_solution *start = malloc(sizeof *start);
     if (!start)
         return PX_FAIL(err, PX_ERR_NOMEM, "partition: out of memory");
     heuristic h = {false, 0.0};
     if (o->heuristics)
-        find_heuristic(pb, start, &h, &t0, 0.5 * o->time_limit_s);
-    if (solve_interleaved_exact(pb, o, sol)) {
+        px_part_find_heuristic(pb, start, &h, &t0, 0.5 * o->time_limit_s);
+    if (px_part_solve_interleaved_exact(pb, o, sol)) {
         free(start);
-        sol->solve_s = elapsed_since(&t0);
+        sol->solve_s = px_part_elapsed_since(&t0);
         return PX_OK;
     }
     double wt, wc;
-    objective_weights(pb, &wt, &wc);
+    px_part_objective_weights(pb, &wt, &wc);
     if (h.have_split &&
         start->objective_s <= (wt + wc / pb->vpp) * h.lower_s * (1.0 + o->mip_gap) + 1e-15 &&
-        solve_exact(pb, o, start, sol)) {
+        px_part_solve_exact(pb, o, start, sol)) {
         free(start);
-        sol->solve_s = elapsed_since(&t0);
+        sol->solve_s = px_part_elapsed_since(&t0);
         return PX_OK;
     }
 
     model m;
-    st = model_build(&m, pb, BUILD_TIME, err);
+    st = px_part_model_build(&m, pb, BUILD_TIME, err);
     if (st) {
         free(start);
         return st;
@@ -85,7 +85,7 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
         px_milp_set_row_bounds(m.mp, m.j_row, lo, hi, NULL);
         st = px_milp_solve(m.mp, &mo, &res, &sub);
         if (st == PX_OK)
-            st = model_decode(&m, sol, &sub);
+            st = px_part_model_decode(&m, sol, &sub);
         if (st == PX_OK && !sol->fits)
             st = PX_FAIL(&sub, PX_ERR_SOLVER,
                          "GLPK's split overflows stage %d by %lld bytes (numerical trouble)",
@@ -103,16 +103,16 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
             sol->time_limit_hit = res.time_limit_hit;
             st = PX_OK;
         } else if (st == PX_ERR_INFEASIBLE) {
-            model_free(&m);
+            px_part_model_free(&m);
             free(start);
-            double left = o->time_limit_s - elapsed_since(&t0);
+            double left = o->time_limit_s - px_part_elapsed_since(&t0);
             if (left < 0.1 * o->time_limit_s)
                 left = 0.1 * o->time_limit_s;
-            st = explain_infeasible(pb, o, left, sol, err);
-            sol->solve_s = elapsed_since(&t0);
+            st = px_part_explain_infeasible(pb, o, left, sol, err);
+            sol->solve_s = px_part_elapsed_since(&t0);
             return st;
         } else {
-            model_free(&m);
+            px_part_model_free(&m);
             free(start);
             if (res.outcome == PX_MILP_NO_SOLUTION)
                 return PX_FAIL(err, PX_ERR_SOLVER,
@@ -135,13 +135,13 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
 
     /* Second pass: at the optimal objective, the least time spent
      * recomputing. */
-    double left = o->time_limit_s - elapsed_since(&t0);
+    double left = o->time_limit_s - px_part_elapsed_since(&t0);
     double t1 = sol->max_stage_time_s, j1 = sol->objective_s;
     double j_cap = j1 / m.tscale * (1.0 + o->tie_rel);
     if (o->minimise_recompute && !sol->time_limit_hit && sol->recompute_time_s > 0.0 &&
         left > 0.01) {
         px_milp_set_row_bounds(m.mp, m.j_row, -INFINITY, j_cap, NULL);
-        model_set_objective(&m, OBJ_RECOMPUTE);
+        px_part_model_set_objective(&m, OBJ_RECOMPUTE);
         /* refinements: half the budget at most, so that a hard one does not
          * cost a planner loop the whole limit */
         mo.time_limit_s = fmin(left, 0.5 * o->time_limit_s);
@@ -149,7 +149,7 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
         px_error_clear(&sub);
         if (px_milp_solve(m.mp, &mo, &res2, &sub) == PX_OK) {
             *start = *sol;
-            if (model_decode(&m, start, &sub) == PX_OK && start->fits &&
+            if (px_part_model_decode(&m, start, &sub) == PX_OK && start->fits &&
                 start->objective_s <= j1 * (1.0 + o->tie_rel + 1e-7) &&
                 start->recompute_time_s <= sol->recompute_time_s) {
                 start->proven_optimal = sol->proven_optimal && res2.outcome == PX_MILP_OPTIMAL;
@@ -169,23 +169,23 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
     /* Third pass: at that T and recomputation, the lowest peak memory (the
      * headroom goes to the stage that needs it; ties in time usually leave
      * a layer free to move off the stage with the most in flight). */
-    left = o->time_limit_s - elapsed_since(&t0);
-    if (wants_peak_pass(pb, o) && o->exact_dp && !sol->time_limit_hit &&
-        exact_peak_dp(pb, j1 * (1.0 + o->tie_rel) / m.wt, sol)) {
+    left = o->time_limit_s - px_part_elapsed_since(&t0);
+    if (px_part_wants_peak_pass(pb, o) && o->exact_dp && !sol->time_limit_hit &&
+        px_part_exact_peak_dp(pb, j1 * (1.0 + o->tie_rel) / m.wt, sol)) {
         /* exact without GLPK */
-    } else if (wants_peak_pass(pb, o) && !sol->time_limit_hit && left > 0.01) {
+    } else if (px_part_wants_peak_pass(pb, o) && !sol->time_limit_hit && left > 0.01) {
         double peak = (double)sol->stage_mem_bytes[sol->fullest_stage];
         double r2 = sol->recompute_time_s + o->tie_rel * t1;
         px_milp_set_row_bounds(m.mp, m.j_row, -INFINITY, j_cap, NULL);
         if (m.rc_row >= 0)
             px_milp_set_row_bounds(m.mp, m.rc_row, -INFINITY, r2 / m.tscale, NULL);
-        model_set_objective(&m, OBJ_PEAK);
+        px_part_model_set_objective(&m, OBJ_PEAK);
         mo.time_limit_s = fmin(left, 0.25 * o->time_limit_s);
         px_milp_result res3;
         px_error_clear(&sub);
         if (px_milp_solve(m.mp, &mo, &res3, &sub) == PX_OK) {
             *start = *sol;
-            if (model_decode(&m, start, &sub) == PX_OK && start->fits &&
+            if (px_part_model_decode(&m, start, &sub) == PX_OK && start->fits &&
                 start->objective_s <= j1 * (1.0 + o->tie_rel + 1e-7) &&
                 start->recompute_time_s <= r2 + 1e-7 * t1 &&
                 (double)start->stage_mem_bytes[start->fullest_stage] < peak) {
@@ -195,8 +195,8 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
             }
         }
     }
-    model_free(&m);
+    px_part_model_free(&m);
     free(start);
-    sol->solve_s = elapsed_since(&t0);
+    sol->solve_s = px_part_elapsed_since(&t0);
     return PX_OK;
 }
