@@ -119,8 +119,9 @@ static px_status add_row(model *m, const char *fmt, int i, int j, double lo, dou
     return px_milp_add_row(m->mp, name, lo, hi, m->rn, m->rc, m->rv, NULL, err);
 }
 
-px_status px_part_model_build(model *m, const px_partition_problem *pb, build_mode mode,
-                             px_error *err)
+/* The runs of identical layers, the program's arrays and its scales.  On
+ * failure m holds nothing to free. */
+static px_status model_alloc(model *m, const px_partition_problem *pb, px_error *err)
 {
     memset(m, 0, sizeof *m);
     m->pb = pb;
@@ -174,8 +175,14 @@ px_status px_part_model_build(model *m, const px_partition_problem *pb, build_mo
     ideal /= pb->pp;
     m->tscale = ideal > 0.0 ? ideal : 1.0;
     m->mscale = (double)pb->mem_limit_bytes;
+    return PX_OK;
+}
 
-    char name[64];
+/* The objective's columns: T and P (and Tc with interleaving) when
+ * minimising time, E (the overflow) otherwise. */
+static px_status add_objective_cols(model *m, build_mode mode, px_error *err)
+{
+    px_status st;
     if (mode == BUILD_TIME) {
         st = px_milp_add_col(m->mp, "T", PX_MILP_CONTINUOUS, 0.0, INFINITY, m->wt, &m->t_col,
                              err);
@@ -186,10 +193,17 @@ px_status px_part_model_build(model *m, const px_partition_problem *pb, build_mo
                                  &m->tc_col, err);
     } else
         st = px_milp_add_col(m->mp, "E", PX_MILP_CONTINUOUS, 0.0, INFINITY, 1.0, &m->e_col, err);
+    return st;
+}
 
-    /* Boundary c (1..C-1) is the first layer of chunk c: it lies in
-     * c .. L - C + c. */
-    for (size_t q = 0; q < nb; q++)
+/* Boundary c (1..C-1) is the first layer of chunk c: it lies in
+ * c .. L - C + c.  Columns u (the run it falls in) and off (where in it). */
+static px_status add_boundary_cols(model *m, px_error *err)
+{
+    int L = m->L, C = m->C, K = m->K;
+    char name[64];
+    px_status st = PX_OK;
+    for (size_t q = 0; q < (size_t)C * K; q++)
         m->u[q] = m->off[q] = -1;
     for (int c = 1; c < C && !st; c++)
         for (int k = 0; k < K && !st; k++) {
@@ -204,7 +218,18 @@ px_status px_part_model_build(model *m, const px_partition_problem *pb, build_mo
                                      &m->off[c * K + k], err);
             }
         }
-    for (size_t q = 0; q < nn; q++)
+    return st;
+}
+
+/* Columns n: the layers of run k in chunk c with recompute choice r, for
+ * the choices allowed and not dominated. */
+static px_status add_count_cols(model *m, px_error *err)
+{
+    const px_partition_problem *pb = m->pb;
+    int C = m->C, K = m->K;
+    char name[64];
+    px_status st = PX_OK;
+    for (size_t q = 0; q < (size_t)K * C * R_COUNT; q++)
         m->n[q] = -1;
     for (int k = 0; k < K && !st; k++) {
         int i = m->run_first[k];
@@ -220,8 +245,17 @@ px_status px_part_model_build(model *m, const px_partition_problem *pb, build_mo
             }
         }
     }
+    return st;
+}
 
-    /* Each boundary in one run, at an offset inside it. */
+/* Each boundary in one run, at an offset inside it; boundaries in order,
+ * every chunk non-empty: B[c+1] - B[c] >= 1, with B[c] = sum_k D[k][c];
+ * the layers of run k in chunk c, D[k][c+1] - D[k][c], split over the
+ * recompute choices. */
+static px_status add_split_rows(model *m, px_error *err)
+{
+    int C = m->C, K = m->K;
+    px_status st = PX_OK;
     for (int c = 1; c < C && !st; c++) {
         row_begin(m);
         for (int k = 0; k < K; k++)
@@ -236,8 +270,6 @@ px_status px_part_model_build(model *m, const px_partition_problem *pb, build_mo
             st = add_row(m, "offu_%d_%d", c, k, -INFINITY, 0.0, err);
         }
     }
-    /* Boundaries in order, every chunk non-empty: B[c+1] - B[c] >= 1, with
-     * B[c] = sum_k D[k][c]. */
     for (int c = 0; c < C && !st; c++) {
         double rhs = 1.0;
         row_begin(m);
@@ -246,8 +278,6 @@ px_status px_part_model_build(model *m, const px_partition_problem *pb, build_mo
         if (m->rn > 0)
             st = add_row(m, "order_%d%.0d", c, 0, rhs, INFINITY, err);
     }
-    /* Counts: the layers of run k in chunk c, D[k][c+1] - D[k][c], split
-     * over the recompute choices. */
     for (int k = 0; k < K && !st; k++)
         for (int c = 0; c < C && !st; c++) {
             double rhs = 0.0;
@@ -259,7 +289,16 @@ px_status px_part_model_build(model *m, const px_partition_problem *pb, build_mo
             if (m->rn > 0)
                 st = add_row(m, "count_%d_%d", k, c, rhs, rhs, err);
         }
-    /* Per stage: time <= T, memory <= limit (or limit + E). */
+    return st;
+}
+
+/* Per stage: time <= T (time mode), memory <= limit (or limit + E); with
+ * interleaving, every chunk's time <= Tc. */
+static px_status add_stage_rows(model *m, build_mode mode, px_error *err)
+{
+    const px_partition_problem *pb = m->pb;
+    int C = m->C, K = m->K;
+    px_status st = PX_OK;
     for (int s = 0; s < m->p && !st; s++) {
         if (mode == BUILD_TIME) {
             row_begin(m);
@@ -295,7 +334,6 @@ px_status px_part_model_build(model *m, const px_partition_problem *pb, build_mo
         }
         st = add_row(m, "mem_%d%.0d", s, 0, -INFINITY, cap / m->mscale, err);
     }
-    /* With interleaving: every chunk's time <= Tc. */
     for (int c = 0; c < C && m->tc_col >= 0 && !st; c++) {
         row_begin(m);
         for (int k = 0; k < K; k++)
@@ -306,34 +344,58 @@ px_status px_part_model_build(model *m, const px_partition_problem *pb, build_mo
         st = add_row(m, "chunk_%d%.0d", c, 0, -INFINITY,
                      -px_part_chunk_fixed_time(pb, c) / m->tscale, err);
     }
-    /* The objective as a row, bounded in the later passes. */
-    if (mode == BUILD_TIME && !st) {
-        row_begin(m);
-        row_add(m, m->t_col, m->wt);
-        row_add(m, m->tc_col, m->wc);
-        st = px_milp_add_row(m->mp, "objective", -INFINITY, INFINITY, m->rn, m->rc, m->rv,
-                             &m->j_row, err);
+    return st;
+}
+
+/* The objective as a row, and the time spent recomputing: free rows that
+ * the later passes bound. */
+static px_status add_pass_rows(model *m, px_error *err)
+{
+    const px_partition_problem *pb = m->pb;
+    row_begin(m);
+    row_add(m, m->t_col, m->wt);
+    row_add(m, m->tc_col, m->wc);
+    px_status st = px_milp_add_row(m->mp, "objective", -INFINITY, INFINITY, m->rn, m->rc,
+                                   m->rv, &m->j_row, err);
+    if (st)
+        return st;
+    row_begin(m);
+    for (int k = 0; k < m->K; k++) {
+        int i = m->run_first[k];
+        double fast = px_part_fastest_time(pb, i);
+        for (int c = 0; c < m->C; c++)
+            for (int r = 0; r < R_COUNT; r++)
+                row_add(m, m->n[((size_t)k * m->C + c) * R_COUNT + r],
+                        (pb->layer_time_s[i][r] - fast) / m->tscale);
     }
-    /* The time spent recomputing, bounded only in the third pass. */
-    if (mode == BUILD_TIME && !st) {
-        row_begin(m);
-        for (int k = 0; k < K; k++) {
-            int i = m->run_first[k];
-            double fast = px_part_fastest_time(pb, i);
-            for (int c = 0; c < C; c++)
-                for (int r = 0; r < R_COUNT; r++)
-                    row_add(m, m->n[((size_t)k * C + c) * R_COUNT + r],
-                            (pb->layer_time_s[i][r] - fast) / m->tscale);
-        }
-        if (m->row_overflow)
-            st = PX_FAIL(err, PX_ERR_INTERNAL, "partition MILP: a row outgrew its buffer");
-        else if (m->rn > 0) {
-            char rname[32];
-            snprintf(rname, sizeof rname, "recompute");
-            st = px_milp_add_row(m->mp, rname, -INFINITY, INFINITY, m->rn, m->rc, m->rv,
-                                 &m->rc_row, err);
-        }
+    if (m->row_overflow)
+        return PX_FAIL(err, PX_ERR_INTERNAL, "partition MILP: a row outgrew its buffer");
+    if (m->rn > 0) {
+        char rname[32];
+        snprintf(rname, sizeof rname, "recompute");
+        st = px_milp_add_row(m->mp, rname, -INFINITY, INFINITY, m->rn, m->rc, m->rv,
+                             &m->rc_row, err);
     }
+    return st;
+}
+
+px_status px_part_model_build(model *m, const px_partition_problem *pb, build_mode mode,
+                              px_error *err)
+{
+    px_status st = model_alloc(m, pb, err);
+    if (st)
+        return st;
+    st = add_objective_cols(m, mode, err);
+    if (!st)
+        st = add_boundary_cols(m, err);
+    if (!st)
+        st = add_count_cols(m, err);
+    if (!st)
+        st = add_split_rows(m, err);
+    if (!st)
+        st = add_stage_rows(m, mode, err);
+    if (!st && mode == BUILD_TIME)
+        st = add_pass_rows(m, err);
     if (st)
         px_part_model_free(m);
     return st;
