@@ -25,7 +25,7 @@ px_status px_calib_cpu(const px_calib_opts *o, MPI_Comm world, bool use_mpi, int
                        px_error *err)
 {
     /* 1. GEMM by shape, on every rank at once. */
-    static px_gemm_point pts[PX_HW_MAX_GEMM_POINTS];
+    px_gemm_point pts[PX_HW_MAX_GEMM_POINTS];
     int npts = 0;
     px_status st = px_calib_gemm_run(o, pts, PX_HW_MAX_GEMM_POINTS, &npts, err);
     if (st != PX_OK)

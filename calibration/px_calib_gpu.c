@@ -13,15 +13,18 @@
  * four collectives with several ranks), starting from the datasheet profile
  * of this GPU (`base`, else the one its name matches): its peak, and its
  * links when one rank has nothing to measure, are kept. */
+/* A device name's datasheet profile, most specific first: "GB200" contains
+ * "B200", an H800 is no H100. */
+static const char *const datasheet_by_device[][2] = {
+    {"GB200", "gb200-nvl72"}, {"B200", "b200"},         {"H200", "h200"},
+    {"H800", "h800"},         {"H100", "h100-sxm"},     {"A100", "a100-80g"}};
+
 static const char *datasheet_for(const char *device)
 {
-    /* most specific first: "GB200" contains "B200", an H800 is no H100 */
-    static const char *const map[][2] = {{"GB200", "gb200-nvl72"}, {"B200", "b200"},
-                                         {"H200", "h200"},         {"H800", "h800"},
-                                         {"H100", "h100-sxm"},     {"A100", "a100-80g"}};
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (strstr(device, map[i][0]))
-            return map[i][1];
+    size_t n = sizeof datasheet_by_device / sizeof datasheet_by_device[0];
+    for (size_t i = 0; i < n; i++)
+        if (strstr(device, datasheet_by_device[i][0]))
+            return datasheet_by_device[i][1];
     return PX_HW_DEFAULT;
 }
 

@@ -25,6 +25,7 @@ typedef struct {
     float *stat1, *stat2, *stat3; /* [T] per-row statistics */
     float *wt, *dwt, *bias;    /* [C] norm weight, its gradient, a bias */
     int32_t *tok;              /* [T] targets */
+    int64_t adam_step; /* AdamW steps run so far (the step number counts) */
 } bufs;
 
 static float *fill(size_t n, float base)
@@ -113,9 +114,8 @@ static void xent_fb(bufs *b)
 
 static void adamw_fb(bufs *b)
 {
-    static int64_t step = 0;
     px_cpu_adamw_step(b->big1, b->big2, b->adam_m, b->adam_v, K_ADAM_N, 1e-4f, 0.9f, 0.95f,
-                      1e-8f, 0.1f, ++step);
+                      1e-8f, 0.1f, ++b->adam_step);
 }
 
 static void embed_fb(bufs *b)
