@@ -16,13 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "px_calib.h"
 #include "px_calib_cpu.h"
 #include "px_calib_disk.h"
+#include "px_calib_run.h"
 #ifdef PX_HAVE_CUDA
 #include "px_calib_gpu.h"
 #include "px_cuda_status.h"
@@ -104,6 +103,135 @@ static const px_arg calibrate_rows[] = {
     PX_ARG_INT("--threads", calibrate_cli, threads, 1, 1024),
 };
 
+/* The options' own contradictions, before any measuring: 0, or the exit
+ * status after the message.  Warns of more BLAS threads than cores (allowed:
+ * the user may mean it); MPI is not up yet, so under mpirun only the
+ * launcher's rank 0 says it. */
+static int refuse_options(const calibrate_cli *cl)
+{
+    if (cl->force_cpu && cl->force_gpu) {
+        fprintf(stderr, "calibrate: --cpu and --gpu exclude each other\n");
+        return 2;
+    }
+    /* px_hw_validate would refuse the nameless profile only after minutes of
+     * measuring. */
+    if (cl->name && !cl->name[0]) {
+        fprintf(stderr, "calibrate: --name \"\": a profile needs a name (default "
+                        "cpu-<hostname>)\n");
+        return 2;
+    }
+    if (!cl->out_path[0]) {
+        fprintf(stderr, "calibrate: -o \"\": a file name is needed\n");
+        return 2;
+    }
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *mpi_rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (!mpi_rank)
+        mpi_rank = getenv("PMI_RANK");
+    if (cl->threads > 0 && online > 0 && cl->threads > online &&
+        (!mpi_rank || !strcmp(mpi_rank, "0")))
+        fprintf(stderr, "calibrate: warning: --threads %d but only %ld core(s) online: the "
+                        "threads share cores and the GEMM rates will be low\n", cl->threads,
+                online);
+    return 0;
+}
+
+/* The GPU path: asked for, or a CUDA build that sees a GPU (--cpu not
+ * given).  0 with *on_gpu set, or the exit status after the message. */
+static int choose_device(const calibrate_cli *cl, bool *on_gpu)
+{
+    *on_gpu = false;
+#ifdef PX_HAVE_CUDA
+    *on_gpu = !cl->force_cpu && (cl->force_gpu || px_cuda_device_count() > 0);
+    if (cl->force_gpu && px_cuda_device_count() <= 0) {
+        fprintf(stderr, "calibrate: --gpu: no CUDA device is visible\n");
+        return 1;
+    }
+#else
+    if (cl->force_gpu) {
+        fprintf(stderr, "calibrate: --gpu: this build has no CUDA backend (meson -Dcuda=enabled "
+                        "with nvcc, cuBLAS and NCCL)\n");
+        return 2;
+    }
+#endif
+    /* --base picks the datasheet a GPU calibration starts from; the CPU path
+     * measures every field itself, so there a --base would be silently
+     * ignored: refuse it instead (docs/calibration.md). */
+    if (cl->base && !*on_gpu) {
+        fprintf(stderr, "calibrate: --base %s: only with --gpu (the datasheet profile a GPU "
+                        "calibration starts from); this run measures the CPU\n", cl->base);
+        return 2;
+    }
+    return 0;
+}
+
+/* Measures (the GPU or the CPU), then on rank 0 the disk, and writes the
+ * profile.  The GPU path needs MPI even for one process (the device is
+ * chosen by node-local rank), a singleton MPI_Init without mpirun. */
+static int measure(const calibrate_cli *cl, bool on_gpu, const char *out_dir,
+                   double load_at_start, int *argc, char ***argv)
+{
+    bool mpi_on = cl->use_mpi || on_gpu;
+    int rank = 0, size = 1;
+    MPI_Comm world = MPI_COMM_WORLD;
+    if (mpi_on) {
+        MPI_Init(argc, argv);
+        MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
+        MPI_Comm_rank(world, &rank);
+        MPI_Comm_size(world, &size);
+    }
+    progress_ctx pctx = {.show = rank == 0, .t0 = px_calib_now_s()};
+    px_calib_opts o;
+    px_calib_opts_init(&o, cl->quick);
+    if (cl->threads > 0)
+        o.blas_threads = cl->threads;
+    o.progress = progress_stderr;
+    o.progress_ctx = &pctx;
+    if (cl->use_mpi) {
+        o.sync = barrier_sync;
+        o.sync_ctx = &world;
+    }
+    long ncores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncores > 0 && load_at_start > 0.5 * (double)ncores)
+        px_calib_say(&o, "warning: load average %.2f on %ld cores: other processes will slow "
+                     "the measurements down", load_at_start, ncores);
+
+    px_hw hw;
+    px_hw_init(&hw);
+    px_error err;
+    px_error_clear(&err);
+    char gpu_note[256] = "";
+    char host[256] = "localhost";
+    gethostname(host, sizeof host - 1);
+    snprintf(hw.name, sizeof hw.name, "%s", cl->name ? cl->name : "");
+    if (!cl->name)
+        snprintf(hw.name, sizeof hw.name, "cpu-%.59s", host);
+#ifdef PX_HAVE_CUDA
+    if (on_gpu && px_calib_gpu(&o, world, cl->base, host, cl->name, &hw, gpu_note,
+                               sizeof gpu_note, &err) != PX_OK)
+        return fail(&err, rank, mpi_on);
+#endif
+    if (!on_gpu && px_calib_cpu(&o, world, cl->use_mpi, size, &hw, &err) != PX_OK)
+        return fail(&err, rank, mpi_on);
+    if (rank == 0) {
+        int64_t bytes = cl->quick ? (int64_t)16 << 20 : (int64_t)64 << 20;
+        if (px_calib_disk_write_bw(&o, out_dir, bytes, &hw.ckpt_write_bw, &err) != PX_OK)
+            return fail(&err, rank, mpi_on);
+    }
+    px_calib_describe(&hw, host, on_gpu ? gpu_note : NULL, o.blas_threads, size, cl->use_mpi,
+                      load_at_start);
+    if (rank == 0) {
+        if (px_hw_validate(&hw, &err) != PX_OK || px_hw_save(&hw, cl->out_path, &err) != PX_OK)
+            return fail(&err, rank, mpi_on);
+        px_calib_say(&o, "wrote %s (%d GEMM shapes, %d collective group sizes) in %.1f s",
+                     cl->out_path, hw.n_gemm_points, hw.n_coll_points,
+                     px_calib_now_s() - pctx.t0);
+    }
+    if (mpi_on)
+        MPI_Finalize();
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     calibrate_cli cl = {"calibrated.json", NULL, NULL, false, false, false, false, 0};
@@ -125,185 +253,22 @@ int main(int argc, char **argv)
         printf("calibrate (parallax) %s\n", px_version());
         return 0;
     }
-    const char *out_path = cl.out_path, *name = cl.name, *base = cl.base;
-    bool quick = cl.quick, use_mpi = cl.use_mpi, force_cpu = cl.force_cpu,
-         force_gpu = cl.force_gpu;
-    int threads = cl.threads;
-
-    if (force_cpu && force_gpu) {
-        fprintf(stderr, "calibrate: --cpu and --gpu exclude each other\n");
-        return 2;
-    }
-    /* px_hw_validate would refuse the nameless profile only after minutes of
-     * measuring. */
-    if (name && !name[0]) {
-        fprintf(stderr, "calibrate: --name \"\": a profile needs a name (default "
-                        "cpu-<hostname>)\n");
-        return 2;
-    }
-    if (!out_path[0]) {
-        fprintf(stderr, "calibrate: -o \"\": a file name is needed\n");
-        return 2;
-    }
-    /* More BLAS threads than cores time-slice each other: allowed (the user
-     * may mean it) but warned about, before any measuring.  MPI is not up
-     * yet: under mpirun only the launcher's rank 0 says it. */
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *mpi_rank = getenv("OMPI_COMM_WORLD_RANK");
-    if (!mpi_rank)
-        mpi_rank = getenv("PMI_RANK");
-    if (threads > 0 && online > 0 && threads > online && (!mpi_rank || !strcmp(mpi_rank, "0")))
-        fprintf(stderr, "calibrate: warning: --threads %d but only %ld core(s) online: the "
-                        "threads share cores and the GEMM rates will be low\n", threads, online);
-
+    int rc = refuse_options(&cl);
+    if (rc)
+        return rc;
     /* Other processes on the cores skew every timing: say how busy the
      * machine was (in the description and on stderr). */
-    double load_at_start = 0.0;
-    FILE *lf = fopen("/proc/loadavg", "r");
-    if (lf) {
-        if (fscanf(lf, "%lf", &load_at_start) != 1)
-            load_at_start = 0.0;
-        fclose(lf);
-    }
-
+    double load_at_start = px_calib_load_average();
     /* Fail before minutes of measuring if the profile cannot be written. */
     char out_dir[PATH_MAX];
-    snprintf(out_dir, sizeof out_dir, "%s", out_path);
-    char *slash = strrchr(out_dir, '/');
-    if (slash == out_dir)
-        out_dir[1] = '\0';
-    else if (slash)
-        *slash = '\0';
-    else
-        snprintf(out_dir, sizeof out_dir, ".");
-    if (access(out_dir, W_OK) != 0) {
-        fprintf(stderr, "calibrate: -o %s: directory %s is not writable\n", out_path, out_dir);
+    px_error oerr;
+    if (px_calib_check_output(cl.out_path, out_dir, sizeof out_dir, &oerr) != PX_OK) {
+        fprintf(stderr, "calibrate: %s\n", oerr.msg);
         return 1;
     }
-    /* A writable parent is not enough: -o naming a directory, or an existing
-     * file we may not overwrite, would otherwise fail at the very end. */
-    struct stat out_st;
-    if (stat(out_path, &out_st) == 0) {
-        if (S_ISDIR(out_st.st_mode)) {
-            size_t n = strlen(out_path);
-            fprintf(stderr, "calibrate: -o %s: is a directory (give a file name, e.g. "
-                            "%s%scalibrated.json)\n", out_path, out_path,
-                    out_path[n - 1] == '/' ? "" : "/");
-            return 1;
-        }
-        if (access(out_path, W_OK) != 0) {
-            fprintf(stderr, "calibrate: -o %s: the existing file is not writable\n", out_path);
-            return 1;
-        }
-    }
-
-    /* The GPU path: asked for, or a CUDA build that sees a GPU (--cpu not
-     * given).  It needs MPI even for one process (the device is chosen by
-     * node-local rank), a singleton MPI_Init without mpirun. */
     bool on_gpu = false;
-#ifdef PX_HAVE_CUDA
-    on_gpu = !force_cpu && (force_gpu || px_cuda_device_count() > 0);
-#else
-    if (force_gpu) {
-        fprintf(stderr, "calibrate: --gpu: this build has no CUDA backend (meson -Dcuda=enabled "
-                        "with nvcc, cuBLAS and NCCL)\n");
-        return 2;
-    }
-#endif
-#ifdef PX_HAVE_CUDA
-    if (force_gpu && px_cuda_device_count() <= 0) {
-        fprintf(stderr, "calibrate: --gpu: no CUDA device is visible\n");
-        return 1;
-    }
-#endif
-    /* --base picks the datasheet a GPU calibration starts from; the CPU path
-     * measures every field itself, so there a --base would be silently
-     * ignored: refuse it instead (docs/calibration.md). */
-    if (base && !on_gpu) {
-        fprintf(stderr, "calibrate: --base %s: only with --gpu (the datasheet profile a GPU "
-                        "calibration starts from); this run measures the CPU\n", base);
-        return 2;
-    }
-    bool mpi_on = use_mpi || on_gpu;
-    int rank = 0, size = 1;
-    MPI_Comm world = MPI_COMM_WORLD;
-    if (mpi_on) {
-        MPI_Init(&argc, &argv);
-        MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
-        MPI_Comm_rank(world, &rank);
-        MPI_Comm_size(world, &size);
-    }
-
-    progress_ctx pctx = {.show = rank == 0, .t0 = px_calib_now_s()};
-    px_calib_opts o;
-    px_calib_opts_init(&o, quick);
-    if (threads > 0)
-        o.blas_threads = threads;
-    o.progress = progress_stderr;
-    o.progress_ctx = &pctx;
-    if (use_mpi) {
-        o.sync = barrier_sync;
-        o.sync_ctx = &world;
-    }
-
-    long ncores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (ncores > 0 && load_at_start > 0.5 * (double)ncores)
-        px_calib_say(&o, "warning: load average %.2f on %ld cores: other processes will slow "
-                     "the measurements down", load_at_start, ncores);
-
-    px_hw hw;
-    px_hw_init(&hw);
-    px_error err;
-    px_error_clear(&err);
-    char gpu_note[256] = "";
-    (void)gpu_note;
-    (void)force_cpu; /* only a CUDA build has a GPU path */
-    (void)force_gpu;
-    (void)base;
-    char host[256] = "localhost";
-    gethostname(host, sizeof host - 1);
-    snprintf(hw.name, sizeof hw.name, "%s", name ? name : "");
-    if (!name)
-        snprintf(hw.name, sizeof hw.name, "cpu-%.59s", host);
-
-#ifdef PX_HAVE_CUDA
-    if (on_gpu && px_calib_gpu(&o, world, base, host, name, &hw, gpu_note, sizeof gpu_note,
-                                &err) != PX_OK)
-        return fail(&err, rank, mpi_on);
-#endif
-    if (!on_gpu && px_calib_cpu(&o, world, use_mpi, size, &hw, &err) != PX_OK)
-        return fail(&err, rank, mpi_on);
-
-    if (rank == 0) {
-        int64_t bytes = quick ? (int64_t)16 << 20 : (int64_t)64 << 20;
-        if (px_calib_disk_write_bw(&o, out_dir, bytes, &hw.ckpt_write_bw, &err) != PX_OK)
-            return fail(&err, rank, mpi_on);
-    }
-
-    char when[64];
-    time_t now = time(NULL);
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    const char *coretype = getenv("OPENBLAS_CORETYPE");
-    if (on_gpu)
-        snprintf(hw.description, sizeof hw.description,
-                 "calibrated on %.32s at %.20s: %.158s; %d rank(s)",
-                 host, when, gpu_note, size);
-    else
-        snprintf(hw.description, sizeof hw.description,
-                 "calibrated on %.60s at %.24s: fp32 BLAS GEMM, %d thread(s) per rank%s%.20s; "
-                 "%d rank(s)%s; load average %.2f at the start", host, when,
-                 px_calib_set_blas_threads(o.blas_threads),
-                 coretype ? ", OPENBLAS_CORETYPE=" : "", coretype ? coretype : "", size,
-                 use_mpi ? ", MPI measured" : ", MPI not measured", load_at_start);
-
-    if (rank == 0) {
-        if (px_hw_validate(&hw, &err) != PX_OK || px_hw_save(&hw, out_path, &err) != PX_OK)
-            return fail(&err, rank, mpi_on);
-        px_calib_say(&o, "wrote %s (%d GEMM shapes, %d collective group sizes) in %.1f s",
-                     out_path, hw.n_gemm_points, hw.n_coll_points,
-                     px_calib_now_s() - pctx.t0);
-    }
-    if (mpi_on)
-        MPI_Finalize();
-    return 0;
+    rc = choose_device(&cl, &on_gpu);
+    if (rc)
+        return rc;
+    return measure(&cl, on_gpu, out_dir, load_at_start, &argc, &argv);
 }
