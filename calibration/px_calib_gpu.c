@@ -8,7 +8,7 @@
 #include "px_calib_cuda.h"
 #include "px_cuda_status.h"
 
-/* A GPU: the CUDA backend's calibrator (executor/px_calib_cuda.h: cuBLAS
+/* A GPU: the CUDA backend's calibrator (px_calib_cuda.h: cuBLAS
  * GEMMs by shape in bf16 and fp32 storage, HBM bandwidth, NCCL p2p and the
  * four collectives with several ranks), starting from the datasheet profile
  * of this GPU (`base`, else the one its name matches): its peak, and its
