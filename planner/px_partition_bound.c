@@ -181,7 +181,9 @@ static bool arc_cost(const dp_arcs *d, int s, int a, int b, double *lp, double *
  * uniform split with greedy recomputation; with one chunk per stage (or
  * identical layers) a DP over (stage, last layer) finds the split whose
  * worst stage is least, once with the LP costs (a bound) and once with the
- * rounded ones (a split).  The DP gives up (no bound) past the deadline. */
+ * rounded ones (a split).  The DP gives up (no bound) past the deadline.
+ * Longer than the rest: the DP's tables, the hull segments and the
+ * deadline are one computation; its arc costs are arc_cost. */
 void px_part_find_heuristic(const px_partition_problem *pb, px_partition_solution *split,
                            heuristic *h, const struct timespec *t0, double deadline_s)
 {

@@ -13,10 +13,91 @@
 #include "px_milp.h"
 #include "px_partition_internal.h"
 
+/* Second pass: at the optimal objective j1, the least time spent
+ * recomputing.  start is scratch. */
+static void recompute_pass(model *m, const px_partition_opts *o, double j1,
+                           px_partition_solution *start, px_partition_solution *sol,
+                           px_milp_opts *mo, const struct timespec *t0)
+{
+    px_error sub;
+    double left = o->time_limit_s - px_part_elapsed_since(t0);
+    double j_cap = j1 / m->tscale * (1.0 + o->tie_rel);
+    if (o->minimise_recompute && !sol->time_limit_hit && sol->recompute_time_s > 0.0 &&
+        left > 0.01) {
+        px_milp_set_row_bounds(m->mp, m->j_row, -INFINITY, j_cap, NULL);
+        px_part_model_set_objective(m, OBJ_RECOMPUTE);
+        /* refinements: half the budget at most, so that a hard one does not
+         * cost a planner loop the whole limit */
+        mo->time_limit_s = fmin(left, 0.5 * o->time_limit_s);
+        px_milp_result res2;
+        px_error_clear(&sub);
+        if (px_milp_solve(m->mp, mo, &res2, &sub) == PX_OK) {
+            *start = *sol;
+            if (px_part_model_decode(m, start, &sub) == PX_OK && start->fits &&
+                start->objective_s <= j1 * (1.0 + o->tie_rel + 1e-7) &&
+                start->recompute_time_s <= sol->recompute_time_s) {
+                start->proven_optimal = sol->proven_optimal && res2.outcome == PX_MILP_OPTIMAL;
+                start->time_limit_hit = res2.time_limit_hit;
+                if (res2.time_limit_hit)
+                    snprintf(start->note, sizeof start->note,
+                             "GLPK time limit reached while minimising recomputation: the "
+                             "split is time-optimal, its recompute choice may not be");
+                *sol = *start;
+            }
+        } else {
+            snprintf(sol->note, sizeof sol->note,
+                     "recompute minimisation skipped: %.200s", sub.msg);
+        }
+    }
+}
+
+/* Third pass: at that T (t1, objective j1) and recomputation, the lowest
+ * peak memory (the headroom goes to the stage that needs it; ties in time
+ * usually leave a layer free to move off the stage with the most in
+ * flight).  start is scratch. */
+static void peak_pass(model *m, const px_partition_opts *o, double t1, double j1,
+                      px_partition_solution *start, px_partition_solution *sol,
+                      px_milp_opts *mo, const struct timespec *t0)
+{
+    const px_partition_problem *pb = m->pb;
+    px_error sub;
+    double j_cap = j1 / m->tscale * (1.0 + o->tie_rel);
+    double left = o->time_limit_s - px_part_elapsed_since(t0);
+    if (px_part_wants_peak_pass(pb, o) && o->exact_dp && !sol->time_limit_hit &&
+        px_part_exact_peak_dp(pb, j1 * (1.0 + o->tie_rel) / m->wt, sol)) {
+        /* exact without GLPK */
+    } else if (px_part_wants_peak_pass(pb, o) && !sol->time_limit_hit && left > 0.01) {
+        double peak = (double)sol->stage_mem_bytes[sol->fullest_stage];
+        double r2 = sol->recompute_time_s + o->tie_rel * t1;
+        px_milp_set_row_bounds(m->mp, m->j_row, -INFINITY, j_cap, NULL);
+        if (m->rc_row >= 0)
+            px_milp_set_row_bounds(m->mp, m->rc_row, -INFINITY, r2 / m->tscale, NULL);
+        px_part_model_set_objective(m, OBJ_PEAK);
+        mo->time_limit_s = fmin(left, 0.25 * o->time_limit_s);
+        px_milp_result res3;
+        px_error_clear(&sub);
+        if (px_milp_solve(m->mp, mo, &res3, &sub) == PX_OK) {
+            *start = *sol;
+            if (px_part_model_decode(m, start, &sub) == PX_OK && start->fits &&
+                start->objective_s <= j1 * (1.0 + o->tie_rel + 1e-7) &&
+                start->recompute_time_s <= r2 + 1e-7 * t1 &&
+                (double)start->stage_mem_bytes[start->fullest_stage] < peak) {
+                start->proven_optimal = sol->proven_optimal;
+                start->time_limit_hit = sol->time_limit_hit;
+                *sol = *start;
+            }
+        }
+    }
+}
+
 /* Pass 1 (least T) and pass 2 (least recomputation at that T) on one
  * program.  The heuristic split, when there is one, caps T from above and is
  * the answer whenever GLPK cannot better it in time; the DP's bound caps T
- * from below and proves the heuristic optimal when they meet. */
+ * from below and proves the heuristic optimal when they meet.  Longer than
+ * the rest: the first pass's outcomes (solved by the bound, by GLPK, the
+ * heuristic split standing, no split fitting, GLPK failing) share the start
+ * split, the program and the clock, and read best side by side; the later
+ * passes are recompute_pass and peak_pass. */
 px_status px_partition_solve(const px_partition_problem *pb, const px_partition_opts *opts,
                              px_partition_solution *sol, px_error *err)
 {
@@ -133,68 +214,10 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
                                        : 100.0);
     }
 
-    /* Second pass: at the optimal objective, the least time spent
-     * recomputing. */
-    double left = o->time_limit_s - px_part_elapsed_since(&t0);
+    /* the passes after the first keep its objective within tie_rel */
     double t1 = sol->max_stage_time_s, j1 = sol->objective_s;
-    double j_cap = j1 / m.tscale * (1.0 + o->tie_rel);
-    if (o->minimise_recompute && !sol->time_limit_hit && sol->recompute_time_s > 0.0 &&
-        left > 0.01) {
-        px_milp_set_row_bounds(m.mp, m.j_row, -INFINITY, j_cap, NULL);
-        px_part_model_set_objective(&m, OBJ_RECOMPUTE);
-        /* refinements: half the budget at most, so that a hard one does not
-         * cost a planner loop the whole limit */
-        mo.time_limit_s = fmin(left, 0.5 * o->time_limit_s);
-        px_milp_result res2;
-        px_error_clear(&sub);
-        if (px_milp_solve(m.mp, &mo, &res2, &sub) == PX_OK) {
-            *start = *sol;
-            if (px_part_model_decode(&m, start, &sub) == PX_OK && start->fits &&
-                start->objective_s <= j1 * (1.0 + o->tie_rel + 1e-7) &&
-                start->recompute_time_s <= sol->recompute_time_s) {
-                start->proven_optimal = sol->proven_optimal && res2.outcome == PX_MILP_OPTIMAL;
-                start->time_limit_hit = res2.time_limit_hit;
-                if (res2.time_limit_hit)
-                    snprintf(start->note, sizeof start->note,
-                             "GLPK time limit reached while minimising recomputation: the "
-                             "split is time-optimal, its recompute choice may not be");
-                *sol = *start;
-            }
-        } else {
-            snprintf(sol->note, sizeof sol->note,
-                     "recompute minimisation skipped: %.200s", sub.msg);
-        }
-    }
-
-    /* Third pass: at that T and recomputation, the lowest peak memory (the
-     * headroom goes to the stage that needs it; ties in time usually leave
-     * a layer free to move off the stage with the most in flight). */
-    left = o->time_limit_s - px_part_elapsed_since(&t0);
-    if (px_part_wants_peak_pass(pb, o) && o->exact_dp && !sol->time_limit_hit &&
-        px_part_exact_peak_dp(pb, j1 * (1.0 + o->tie_rel) / m.wt, sol)) {
-        /* exact without GLPK */
-    } else if (px_part_wants_peak_pass(pb, o) && !sol->time_limit_hit && left > 0.01) {
-        double peak = (double)sol->stage_mem_bytes[sol->fullest_stage];
-        double r2 = sol->recompute_time_s + o->tie_rel * t1;
-        px_milp_set_row_bounds(m.mp, m.j_row, -INFINITY, j_cap, NULL);
-        if (m.rc_row >= 0)
-            px_milp_set_row_bounds(m.mp, m.rc_row, -INFINITY, r2 / m.tscale, NULL);
-        px_part_model_set_objective(&m, OBJ_PEAK);
-        mo.time_limit_s = fmin(left, 0.25 * o->time_limit_s);
-        px_milp_result res3;
-        px_error_clear(&sub);
-        if (px_milp_solve(m.mp, &mo, &res3, &sub) == PX_OK) {
-            *start = *sol;
-            if (px_part_model_decode(&m, start, &sub) == PX_OK && start->fits &&
-                start->objective_s <= j1 * (1.0 + o->tie_rel + 1e-7) &&
-                start->recompute_time_s <= r2 + 1e-7 * t1 &&
-                (double)start->stage_mem_bytes[start->fullest_stage] < peak) {
-                start->proven_optimal = sol->proven_optimal;
-                start->time_limit_hit = sol->time_limit_hit;
-                *sol = *start;
-            }
-        }
-    }
+    recompute_pass(&m, o, j1, start, sol, &mo, &t0);
+    peak_pass(&m, o, t1, j1, start, sol, &mo, &t0);
     px_part_model_free(&m);
     free(start);
     sol->solve_s = px_part_elapsed_since(&t0);
