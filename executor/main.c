@@ -27,6 +27,7 @@
 #include "px_memtrack.h"
 #include "px_measure.h"
 #include "px_trace.h"
+#include "px_train.h"
 #include "px_watchdog.h"
 
 typedef struct {
@@ -230,6 +231,88 @@ static int check_only(const cli *c)
     return 0;
 }
 
+/* The result of parse_args that is not a run: the error (2), the version
+ * (3) or the help (1). */
+static void say_parse_result(int pr, const px_error *perr)
+{
+    if (pr == 2) {
+        char msg[2048];
+        px_args_error_text("execute", perr, msg, sizeof msg);
+        fprintf(stderr, "%s\n", msg);
+    } else if (pr == 3) {
+        printf("execute (parallax) %s\n", px_version());
+    } else if (pr == 1) {
+        usage(stdout);
+    }
+}
+
+/* The backend --backend names, every blocking communication from then on
+ * bounded by --timeout (px_watchdog.h). */
+static px_status start_backend(const cli *c, int rank, px_backend *be, px_error *err)
+{
+    px_status st;
+    if (!strcmp(c->backend, "cpu"))
+        st = px_backend_cpu_create(be, err);
+    else {
+#ifdef PX_HAVE_CUDA
+        st = px_backend_cuda_create(be, MPI_COMM_WORLD, err);
+#else
+        st = px_error_set(err, PX_ERR_UNSUPPORTED, NULL, 0, 0,
+                          "--backend cuda: this build has no CUDA backend (configure with "
+                          "-Dcuda=enabled on a machine with nvcc, cuBLAS and NCCL)");
+#endif
+    }
+    if (!st)
+        st = px_watchdog_start(c->timeout_s, rank, err);
+    if (!st)
+        px_watchdog_wrap_backend(be);
+#ifdef PX_HAVE_CUDA
+    if (!st && !strcmp(c->backend, "cuda"))
+        px_watchdog_set_abort_hook(px_backend_cuda_abort, NULL);
+#endif
+    return st;
+}
+
+/* Rank 0's summary and report, every rank's trace and weights: 0, or 1
+ * when one of them could not be written. */
+static int write_outputs(const cli *c, px_run *run, const px_plan *plan, px_trace *trace,
+                         px_exec *ex, int rank)
+{
+    px_error err;
+    px_error_clear(&err);
+    int status = 0;
+    if (rank == 0) {
+        px_measure_measure(run, plan);
+        /* the prediction per pipeline stage, for the per-rank table and the
+         * report; without it both keep the worst-stage comparison only */
+        px_error serr;
+        px_error_clear(&serr);
+        if (px_measure_stages(run, plan, &serr) != PX_OK) {
+            char sm[1024];
+            px_error_format(&serr, sm, sizeof sm);
+            fprintf(stderr, "execute: warning: no per-stage memory prediction: %s\n", sm);
+        }
+        px_measure_print_summary(stdout, run, plan);
+        if (c->report_path && px_measure_write(c->report_path, run, plan, c->plan_path, &err)) {
+            print_error(rank, &err);
+            status = 1;
+        }
+    }
+    if (c->trace_path && px_trace_write(trace, c->trace_path, MPI_COMM_WORLD, &err)) {
+        if (rank == 0)
+            print_error(rank, &err);
+        status = 1;
+    }
+    if (c->dump_dir && px_exec_dump_weights(ex, c->dump_dir, &err)) {
+        print_error(rank, &err);
+        status = 1;
+    }
+    return status;
+}
+
+/* Longer than the rest: the set-up, the agreement of every rank on its
+ * outcome and the teardown run in the order the MPI job needs, and read best
+ * in one place; the run itself is px_train.h, the outputs write_outputs. */
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -237,15 +320,7 @@ int main(int argc, char **argv)
             cli c;
             px_error perr;
             int pr = parse_args(argc, argv, &c, &perr);
-            if (pr == 2) {
-                char msg[2048];
-                px_args_error_text("execute", &perr, msg, sizeof msg);
-                fprintf(stderr, "%s\n", msg);
-            } else if (pr == 3) {
-                printf("execute (parallax) %s\n", px_version());
-            } else if (pr == 1) {
-                usage(stdout);
-            }
+            say_parse_result(pr, &perr);
             return pr == 2 ? 2 : pr ? 0 : check_only(&c);
         }
     MPI_Init(&argc, &argv);
@@ -258,17 +333,8 @@ int main(int argc, char **argv)
     px_error perr;
     int pr = parse_args(argc, argv, &c, &perr);
     if (pr) {
-        if (rank == 0) {
-            if (pr == 2) {
-                char msg[2048];
-                px_args_error_text("execute", &perr, msg, sizeof msg);
-                fprintf(stderr, "%s\n", msg);
-            } else if (pr == 3) {
-                printf("execute (parallax) %s\n", px_version());
-            } else {
-                usage(stdout);
-            }
-        }
+        if (rank == 0)
+            say_parse_result(pr, &perr);
         MPI_Finalize();
         return pr == 2 ? 2 : 0;
     }
@@ -299,26 +365,8 @@ int main(int argc, char **argv)
     if (!st)
         st = px_exec_check_world(&plan, world, &err);
     memset(&be, 0, sizeof be);
-    if (!st && !strcmp(c.backend, "cpu"))
-        st = px_backend_cpu_create(&be, &err);
-    else if (!st) {
-#ifdef PX_HAVE_CUDA
-        st = px_backend_cuda_create(&be, MPI_COMM_WORLD, &err);
-#else
-        st = px_error_set(&err, PX_ERR_UNSUPPORTED, NULL, 0, 0,
-                          "--backend cuda: this build has no CUDA backend (configure with "
-                          "-Dcuda=enabled on a machine with nvcc, cuBLAS and NCCL)");
-#endif
-    }
-    /* Every blocking communication from here on is bounded by --timeout. */
     if (!st)
-        st = px_watchdog_start(c.timeout_s, rank, &err);
-    if (!st)
-        px_watchdog_wrap_backend(&be);
-#ifdef PX_HAVE_CUDA
-    if (!st && !strcmp(c.backend, "cuda"))
-        px_watchdog_set_abort_hook(px_backend_cuda_abort, NULL);
-#endif
+        st = start_backend(&c, rank, &be, &err);
     /* The tracer (px_trace.h): class sums for the report on a synchronous
      * backend (no device clock), and every span with --trace. */
     px_trace trace;
@@ -371,34 +419,6 @@ int main(int argc, char **argv)
     }
     int64_t total = end - start;
     int64_t warmup = !ckpt ? c.warmup : (c.warmup < total ? c.warmup : total - 1);
-    px_run run;
-    memset(&run, 0, sizeof run);
-    run.steps = total - warmup;
-    run.warmup = warmup;
-    run.first_step = start;
-    run.diverged_step = -1;
-    run.world = world;
-    run.backend = be.name;
-    run.dtype = px_dtype_name(px_exec_dtype(ex));
-    bool device_clock = be.timer_start && be.timer_stop;
-    if (device_clock)
-        run.device_time_s = calloc((size_t)total, sizeof *run.device_time_s);
-    run.losses = calloc((size_t)total, sizeof *run.losses);
-    run.grad_norms = calloc((size_t)total, sizeof *run.grad_norms);
-    run.step_time_s = calloc((size_t)total, sizeof *run.step_time_s);
-    run.peak_memory_bytes = calloc((size_t)world, sizeof *run.peak_memory_bytes);
-    run.peak_breakdown = calloc((size_t)world, sizeof *run.peak_breakdown);
-    if (!run.losses || !run.grad_norms || !run.step_time_s || !run.peak_memory_bytes || !run.peak_breakdown ||
-        (device_clock && !run.device_time_s)) {
-        px_error_set(&err, PX_ERR_NOMEM, NULL, 0, 0, "out of memory");
-        fail_abort(rank, &err);
-    }
-    if (rank == 0) {
-        px_measure_print_header(stdout, &plan, run.steps, run.warmup);
-        printf("# storage: %s activations and weights%s\n", px_dtype_name(px_exec_dtype(ex)),
-               px_exec_dtype(ex) == PX_BF16 ? " (fp32 master weights, gradients, AdamW state)"
-                                            : "");
-    }
     /* Test hook: PX_EXECUTE_INJECT_FAILURE="RANK:STEP" makes that rank fail
      * at the start of that step while the others enter it, to check that a
      * failure on one rank ends the job instead of hanging it. */
@@ -407,144 +427,23 @@ int main(int argc, char **argv)
     const char *inject = getenv("PX_EXECUTE_INJECT_FAILURE");
     if (inject && sscanf(inject, "%d:%lld", &fail_rank, &fail_step) != 2)
         fail_rank = -1;
-
-    for (int64_t i = start; i < end; i++) {
-        int64_t j = i - start; /* this run's j-th step */
-        px_watchdog_set_step(i);
-        if (j == warmup) { /* peak memory over the timed steps */
-            px_exec_reset_peak(ex);
-            if (be.reset_reserved_peak)
-                be.reset_reserved_peak(&be);
-        }
-        px_watchdog_enter("MPI_Barrier (step start)");
-        if (MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS) {
-            px_error_set(&err, PX_ERR_MPI, NULL, 0, 0, "MPI_Barrier failed");
-            fail_abort(rank, &err);
-        }
-        px_watchdog_leave();
-        double t0 = MPI_Wtime(), loss = 0.0;
-        if (traced && i == 0)
-            px_trace_start(&trace); /* the common origin: right after a barrier */
-        if (traced)
-            px_trace_step_begin(&trace, i, i >= c.warmup);
-        if (rank == fail_rank && i == fail_step) {
-            px_error_set(&err, PX_ERR_INTERNAL, NULL, 0, 0,
-                         "injected failure at step %lld (PX_EXECUTE_INJECT_FAILURE)",
-                         (long long)i);
-            fail_abort(rank, &err);
-        }
-        px_watchdog_enter("training step (computing, or the loss and gradient-check "
-                          "all-reduce)");
-        if (device_clock && be.timer_start(&be, &err))
-            fail_abort(rank, &err);
-        if (px_exec_step(ex, i, true, &loss, &err))
-            fail_abort(rank, &err);
-        if (traced)
-            px_trace_step_end(&trace);
-        double dev = 0.0, dev_max = 0.0;
-        if (device_clock && be.timer_stop(&be, &dev, &err))
-            fail_abort(rank, &err);
-        px_watchdog_leave();
-        double dt = MPI_Wtime() - t0, dt_max = dt;
-        int64_t peak = px_exec_memory(ex)->peak_bytes, peak_max = peak;
-        px_watchdog_enter("MPI_Reduce (step time and memory)");
-        if (MPI_Reduce(&dt, &dt_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD) ||
-            MPI_Reduce(&peak, &peak_max, 1, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD) ||
-            MPI_Reduce(&dev, &dev_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD)) {
-            px_error_set(&err, PX_ERR_MPI, NULL, 0, 0, "MPI_Reduce of the step numbers failed");
-            fail_abort(rank, &err);
-        }
-        px_watchdog_leave();
-        run.losses[j] = loss;
-        run.grad_norms[j] = px_exec_grad_norm(ex);
-        run.step_time_s[j] = dt_max;
-        if (device_clock)
-            run.device_time_s[j] = dev_max;
-        if (rank == 0)
-            px_measure_print_step(stdout, i, j < warmup, loss, dt_max, &plan, peak_max);
-        if (px_exec_diverged(ex)) { /* the same on every rank */
-            if (rank == 0)
-                fprintf(stderr, "execute: diverged at step %lld: loss %g, gradient norm %g (NaN "
-                                "or infinite); that step did not update the weights; stopping\n",
-                        (long long)i, loss, px_exec_grad_norm(ex));
-            run.diverged_step = i;
-            run.warmup = j + 1 < warmup ? j + 1 : warmup; /* the steps run so far */
-            run.steps = j + 1 - run.warmup;
-            break;
-        }
-        if (c.save_dir && ((i + 1) % c.save_interval == 0 || i + 1 == end) &&
-            px_ckpt_save(ex, c.save_dir, i + 1, &err))
-            fail_abort(rank, &err);
-    }
-
-    const px_memtrack *mt = px_exec_memory(ex);
-    /* per rank: tracked peak, its breakdown by kind, the device allocator's
-     * reserved peak (-1 where the backend has none) */
-    enum { N_MEM = 2 + PX_MEM_KINDS };
-    int64_t mine[N_MEM];
-    mine[0] = mt->peak_bytes;
-    for (int k = 0; k < PX_MEM_KINDS; k++)
-        mine[1 + k] = mt->at_peak[k];
-    mine[1 + PX_MEM_KINDS] = be.reserved_peak_bytes ? be.reserved_peak_bytes(&be) : -1;
-    int64_t *all = calloc((size_t)world * N_MEM, sizeof *all);
-    if (be.reserved_peak_bytes)
-        run.reserved_peak_bytes = calloc((size_t)world, sizeof *run.reserved_peak_bytes);
-    if (!all || (be.reserved_peak_bytes && !run.reserved_peak_bytes) ||
-        MPI_Gather(mine, N_MEM, MPI_INT64_T, all, N_MEM, MPI_INT64_T, 0, MPI_COMM_WORLD) !=
-            MPI_SUCCESS) {
-        px_error_set(&err, PX_ERR_MPI, NULL, 0, 0, "gathering the peak memory failed");
+    px_train t = {.ex = ex, .be = &be, .plan = &plan, .trace = traced ? &trace : NULL,
+                  .rank = rank, .world = world, .start = start, .end = end, .warmup = warmup,
+                  .trace_warmup = c.warmup, .save_dir = c.save_dir,
+                  .save_interval = c.save_interval, .fail_rank = fail_rank,
+                  .fail_step = fail_step, .out = rank == 0 ? stdout : NULL};
+    px_run run;
+    if (px_train_run_init(&t, &run, &err))
         fail_abort(rank, &err);
-    }
-    /* per rank: seconds per timed step by class, then the rank's own step */
-    double class_mine[PX_TRACE_N_CLASSES + 1];
-    if (traced) {
-        px_trace_class_means(&trace, class_mine);
-        class_mine[PX_TRACE_N_CLASSES] =
-            trace.timed_steps ? trace.step_s / (double)trace.timed_steps : 0.0;
-        if (!be.timer_start && rank == 0)
-            run.class_s = calloc((size_t)world * (PX_TRACE_N_CLASSES + 1), sizeof *run.class_s);
-        if ((!be.timer_start && rank == 0 && !run.class_s) ||
-            MPI_Gather(class_mine, PX_TRACE_N_CLASSES + 1, MPI_DOUBLE, run.class_s,
-                       PX_TRACE_N_CLASSES + 1, MPI_DOUBLE, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
-            px_error_set(&err, PX_ERR_MPI, NULL, 0, 0, "gathering the time by class failed");
-            fail_abort(rank, &err);
-        }
-    }
-    int status = 0;
     if (rank == 0) {
-        for (int r = 0; r < world; r++) {
-            run.peak_memory_bytes[r] = all[r * N_MEM];
-            for (int k = 0; k < PX_MEM_KINDS; k++)
-                run.peak_breakdown[r][k] = all[r * N_MEM + 1 + k];
-            if (run.reserved_peak_bytes)
-                run.reserved_peak_bytes[r] = all[r * N_MEM + 1 + PX_MEM_KINDS];
-        }
-        px_measure_measure(&run, &plan);
-        /* the prediction per pipeline stage, for the per-rank table and the
-         * report; without it both keep the worst-stage comparison only */
-        px_error serr;
-        px_error_clear(&serr);
-        if (px_measure_stages(&run, &plan, &serr) != PX_OK) {
-            char sm[1024];
-            px_error_format(&serr, sm, sizeof sm);
-            fprintf(stderr, "execute: warning: no per-stage memory prediction: %s\n", sm);
-        }
-        px_measure_print_summary(stdout, &run, &plan);
-        if (c.report_path && px_measure_write(c.report_path, &run, &plan, c.plan_path, &err)) {
-            print_error(rank, &err);
-            status = 1;
-        }
+        px_measure_print_header(stdout, &plan, run.steps, run.warmup);
+        printf("# storage: %s activations and weights%s\n", px_dtype_name(px_exec_dtype(ex)),
+               px_exec_dtype(ex) == PX_BF16 ? " (fp32 master weights, gradients, AdamW state)"
+                                            : "");
     }
-    free(all);
-    if (c.trace_path && px_trace_write(&trace, c.trace_path, MPI_COMM_WORLD, &err)) {
-        if (rank == 0)
-            print_error(rank, &err);
-        status = 1;
-    }
-    if (c.dump_dir && px_exec_dump_weights(ex, c.dump_dir, &err)) {
-        print_error(rank, &err);
-        status = 1;
-    }
+    if (px_train_steps(&t, &run, &err) || px_train_gather(&t, &run, &err))
+        fail_abort(rank, &err);
+    int status = write_outputs(&c, &run, &plan, traced ? &trace : NULL, ex, rank);
     if (run.diverged_step >= 0)
         status = 1;
     int any = status;
@@ -556,15 +455,7 @@ int main(int argc, char **argv)
     be.destroy(&be);
     if (traced) /* last: the backend's table points into the tracer */
         px_trace_free(&trace);
-    free(run.losses);
-    free(run.grad_norms);
-    free(run.step_time_s);
-    free(run.device_time_s);
-    free(run.reserved_peak_bytes);
-    free(run.peak_memory_bytes);
-    free(run.peak_breakdown);
-    free(run.class_s);
-    px_measure_free_stages(&run);
+    px_train_run_free(&run);
     MPI_Finalize();
     return any ? 1 : 0;
 }

@@ -269,7 +269,7 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     ex->hd = m->head_dim;
     ex->f = m->ffn;
     ex->V = m->vocab;
-    ex->s = p->seq_len > 0 ? p->seq_len : m->seq_len;
+    ex->s = px_plan_seq_len(m, p);
     ex->b = p->micro_batch;
     ex->s_l = ex->s / p->cp;
     ex->cp_chunk = ex->s / (2 * p->cp);

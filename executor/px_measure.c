@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "px_plan_check.h"
 #include "px_flops.h"
 #include "px_io.h"
 #include "px_layout.h"
@@ -15,7 +16,7 @@
 
 static int64_t seq_len_of(const px_plan *p)
 {
-    return p->par.seq_len > 0 ? p->par.seq_len : p->model.seq_len;
+    return px_plan_seq_len(&p->model, &p->par);
 }
 
 static double tokens_per_step(const px_plan *p)
@@ -23,24 +24,12 @@ static double tokens_per_step(const px_plan *p)
     return (double)px_parallel_global_batch(&p->par) * (double)seq_len_of(p);
 }
 
-/* Hardware FLOPs with the per-layer recompute choice (the shared FLOP
- * function covers a uniform choice; per layer, add each layer's extra). */
+/* Hardware FLOPs with the plan's recompute choice, uniform or per layer. */
 static double hw_flops_per_step(const px_plan *p)
 {
-    const px_model *m = &p->model;
-    int64_t s = seq_len_of(p);
-    double tokens = tokens_per_step(p);
-    if (p->par.n_layer_recompute == 0)
-        return px_flops_hw_per_step(m, s, tokens, p->par.recompute);
-    double extra = 0.0;
-    for (int64_t l = 0; l < m->n_layers; l++) {
-        double layer = px_flops_layer_fwd_per_token(m, l, s);
-        if (p->par.layer_recompute[l] == PX_RECOMPUTE_FULL)
-            extra += layer;
-        else if (p->par.layer_recompute[l] == PX_RECOMPUTE_SELECTIVE)
-            extra += layer - 2.0 * (double)px_model_layer_matmul_params(m, l, true);
-    }
-    return px_flops_model_per_step(m, s, tokens) + extra * tokens;
+    return px_flops_hw_per_token_layers(&p->model, seq_len_of(p), p->par.recompute,
+                                        p->par.layer_recompute, p->par.n_layer_recompute) *
+           tokens_per_step(p);
 }
 
 static void fill_rates(px_measure *x, const px_plan *p)

@@ -531,7 +531,7 @@ static void find_crossings(px_cost_ctx *ctx, const px_parallel *par, crossings *
 
 static int64_t seq_of(const px_cost_ctx *ctx, const px_parallel *par)
 {
-    return par->seq_len > 0 ? par->seq_len : ctx->model->seq_len;
+    return px_plan_seq_len(ctx->model, par);
 }
 
 static int elem_of(const px_cost_ctx *ctx)
@@ -1695,20 +1695,8 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
             ctx->hw_flops_per_token[r] = px_flops_hw_per_token(m, s, (px_recompute)r);
     }
     double fpt = ctx->model_flops_per_token, hpt = ctx->hw_flops_per_token[rc];
-    if (par->n_layer_recompute > 0) {
-        /* per-layer choices: the model FLOPs plus what each layer reruns
-         * (full: its forward; selective: its attention core, the same for
-         * every layer: the shared count's selective extra over L) */
-        double sel = (ctx->hw_flops_per_token[PX_RECOMPUTE_SELECTIVE] - fpt) / (double)m->n_layers;
-        hpt = fpt;
-        for (int64_t l = 0; l < m->n_layers && l < par->n_layer_recompute; l++) {
-            int r = par->layer_recompute[l];
-            if (r == PX_RECOMPUTE_FULL)
-                hpt += px_flops_layer_fwd_per_token(m, l, s);
-            else if (r == PX_RECOMPUTE_SELECTIVE)
-                hpt += sel;
-        }
-    }
+    if (par->n_layer_recompute > 0)
+        hpt = px_flops_hw_per_token_layers(m, s, rc, par->layer_recompute, par->n_layer_recompute);
     double gpus = (double)par->tp * par->cp * par->pp * par->dp;
     pred->model_flops_per_step = fpt * tokens;
     pred->hw_flops_per_step = hpt * tokens;

@@ -41,8 +41,8 @@ px_bytes_per_param px_cost_bytes_per_param(int dtype_bytes, bool grad_fp32);
 /* The bytes the cost model charges for `elems` elements of element-wise
  * class c, forward + backward, when the profile has a measured rate for the
  * class (px_hw norm_bw ... embed_bw).  The one place these byte counts live:
- * px_cost.c multiplies by them and both calibrations (calibrate/
- * px_calib_kernels.c, dtype 4; executor/px_calib_cuda.c, dtype 2) divide them
+ * px_cost.c multiplies by them and both calibrations (calibration/
+ * px_calib_kernels.c, dtype 4; calibration/px_calib_cuda.c, dtype 2) divide them
  * by the measured time, so a measured rate reproduces the measured time.
  * e = dtype_bytes (the activation dtype; 0 means 2).  `elems` per class:
  *  NORM      one normalised [tokens, hidden] tensor: fwd read + write 2e,

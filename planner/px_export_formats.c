@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "px_plan_check.h"
+
 /* ---- shared facts of a plan ------------------------------------------ */
 
 typedef struct {
@@ -24,7 +26,7 @@ static void facts_of(const px_plan *plan, plan_facts *f)
 {
     const px_parallel *p = &plan->par;
     memset(f, 0, sizeof *f);
-    f->seq = p->seq_len > 0 ? p->seq_len : plan->model.seq_len;
+    f->seq = px_plan_seq_len(&plan->model, p);
     f->gbatch = px_parallel_global_batch(p);
     f->gpus = px_parallel_gpus(p);
     int gpn = plan->hw.gpus_per_node > 0 ? plan->hw.gpus_per_node : 1;

@@ -50,14 +50,32 @@ double px_flops_model_causal_per_token(const px_model *m, int64_t seq_len)
     return px_flops_model_per_token(m, seq_len) - 3.0 * (full - causal);
 }
 
+/* The forward FLOPs per token that layer `layer` runs again under choice
+ * rc: its whole forward (full) or its attention core (selective). */
+static double layer_recompute_per_token(const px_model *m, int64_t layer, int64_t seq_len,
+                                        px_recompute rc)
+{
+    if (rc == PX_RECOMPUTE_FULL)
+        return px_flops_layer_fwd_per_token(m, layer, seq_len);
+    if (rc == PX_RECOMPUTE_SELECTIVE)
+        return attn_core_fwd_per_token(m, layer, seq_len);
+    return 0.0;
+}
+
 double px_flops_hw_per_token(const px_model *m, int64_t seq_len, px_recompute rc)
+{
+    return px_flops_hw_per_token_layers(m, seq_len, rc, NULL, 0);
+}
+
+double px_flops_hw_per_token_layers(const px_model *m, int64_t seq_len, px_recompute rc,
+                                    const unsigned char *layer_recompute, int n_layer_recompute)
 {
     double extra = 0.0;
     for (int64_t l = 0; l < m->n_layers; l++) {
-        if (rc == PX_RECOMPUTE_FULL)
-            extra += px_flops_layer_fwd_per_token(m, l, seq_len);
-        else if (rc == PX_RECOMPUTE_SELECTIVE)
-            extra += attn_core_fwd_per_token(m, l, seq_len);
+        px_recompute r = rc;
+        if (n_layer_recompute > 0)
+            r = l < n_layer_recompute ? (px_recompute)layer_recompute[l] : PX_RECOMPUTE_NONE;
+        extra += layer_recompute_per_token(m, l, seq_len, r);
     }
     return px_flops_model_per_token(m, seq_len) + extra;
 }

@@ -25,6 +25,12 @@ double px_flops_model_per_token(const px_model *m, int64_t seq_len);
  * recompute mode runs again (full: every layer's forward; selective: the
  * attention core's forward). */
 double px_flops_hw_per_token(const px_model *m, int64_t seq_len, px_recompute rc);
+/* The same with a recompute choice per layer: layer_recompute[l] (a
+ * px_recompute) for l < n_layer_recompute and none past it; with
+ * n_layer_recompute == 0, rc for every layer.  The one count of hardware
+ * FLOPs the cost model's HFU and the executor's measured HFU share. */
+double px_flops_hw_per_token_layers(const px_model *m, int64_t seq_len, px_recompute rc,
+                                    const unsigned char *layer_recompute, int n_layer_recompute);
 
 /* Keys one query attends to on average in a causal attention of length s:
  * (s + 1)/2. */

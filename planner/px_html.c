@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "px_cost.h"
+#include "px_plan_check.h"
 #include "px_outfile.h"
 #include "px_schedule.h"
 
@@ -70,7 +71,7 @@ static void op_durations(px_cost_ctx *ctx, const px_parallel *par, timed_timelin
     px_prediction pr;
     px_cost_detail d;
     px_cost_eval(ctx, par, 0.0, 0.0, &pr, &d, NULL);
-    int64_t s = par->seq_len > 0 ? par->seq_len : m->seq_len;
+    int64_t s = px_plan_seq_len(m, par);
     double bytes = px_cost_pp_msg_bytes((double)s / par->cp, (double)par->micro_batch,
                                         (double)m->hidden, par->tp, par->sp, hw->dtype_bytes);
     bool inter = d.pp_crosses && !hw->torus;

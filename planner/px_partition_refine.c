@@ -7,6 +7,7 @@
 
 #include "px_checked.h"
 #include "px_cost.h"
+#include "px_plan_check.h"
 
 static int64_t to_bytes(double x) { return x > 0.0 ? px_i64_from_double_sat(x) : 0; }
 
@@ -54,7 +55,7 @@ px_status px_partition_build(const px_model *m, const px_hw *hw, const px_parall
     pb->head_act_bytes = to_bytes(ex.last_buffer_bytes);
     if (par->pp > 1) {
         /* a send and a receive buffer for the boundary activations */
-        int64_t s = par->seq_len > 0 ? par->seq_len : m->seq_len;
+        int64_t s = px_plan_seq_len(m, par);
         bool sp = par->sp && par->tp > 1;
         pb->stage_base_bytes = to_bytes(2.0 * px_cost_pp_msg_bytes(
                                                   (double)s / par->cp, (double)par->micro_batch,

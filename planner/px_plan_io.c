@@ -152,7 +152,7 @@ static const char *const root_keys[] = {"schema_version", "kind",       "model",
 
 static int64_t plan_seq_len(const px_plan *p)
 {
-    return p->par.seq_len > 0 ? p->par.seq_len : p->model.seq_len;
+    return px_plan_seq_len(&p->model, &p->par);
 }
 
 /* Adds a sub-object written from a table. */

@@ -1,5 +1,5 @@
 /* test_calib_class_bytes.c — the byte accounting of both calibrations'
- * element-wise classes (calibrate/px_calib_kernels.h px_calib_class_bytes),
+ * element-wise classes (calibration/px_calib_kernels.h px_calib_class_bytes),
  * on the CPU:
  *  1. the CPU calibration's shape in fp32 gives the counts it has always
  *     divided (norm 2 x 3 x 2 x 4 x T C ...), and the GPU calibration's shape

@@ -205,17 +205,12 @@ static px_status bcast_point(MPI_Comm world, px_coll_point *p, px_error *err)
     return st;
 }
 
-px_status px_calib_coll_run(const px_calib_opts *o, MPI_Comm world, px_hw *hw,
-                            px_error *err)
+/* The node structure: ranks on rank 0's node (*ppn) and the first rank on
+ * another node (*remote, -1 when one node), from each rank's node leader. */
+static px_status node_layout(MPI_Comm world, int rank, int size, int *ppn, int *remote,
+                             px_error *err)
 {
-    int rank = 0, size = 0;
-    px_status st = px_mpi_check(MPI_Comm_rank(world, &rank), "MPI_Comm_rank", err);
-    if (st == PX_OK)
-        st = px_mpi_check(MPI_Comm_size(world, &size), "MPI_Comm_size", err);
-    if (st != PX_OK)
-        return st;
-
-    /* Node structure: the world rank of each rank's node leader. */
+    px_status st;
     MPI_Comm node = MPI_COMM_NULL;
     st = px_mpi_check(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL,
                                        &node), "MPI_Comm_split_type", err);
@@ -233,14 +228,31 @@ px_status px_calib_coll_run(const px_calib_opts *o, MPI_Comm world, px_hw *hw,
         return PX_FAIL(err, PX_ERR_NOMEM, "cannot allocate %d ints", size);
     st = px_mpi_check(MPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, world),
                    "MPI_Allgather", err);
-    int ppn = node_size;
+    *ppn = node_size;
     if (st == PX_OK)
-        st = px_mpi_check(MPI_Bcast(&ppn, 1, MPI_INT, 0, world), "MPI_Bcast", err);
-    int remote = -1;
-    for (int r = 1; r < size && remote < 0; r++)
+        st = px_mpi_check(MPI_Bcast(ppn, 1, MPI_INT, 0, world), "MPI_Bcast", err);
+    *remote = -1;
+    for (int r = 1; r < size && *remote < 0; r++)
         if (leaders[r] != leaders[0])
-            remote = r;
+            *remote = r;
     free(leaders);
+    if (st != PX_OK)
+        return st;
+    return PX_OK;
+}
+
+px_status px_calib_coll_run(const px_calib_opts *o, MPI_Comm world, px_hw *hw,
+                            px_error *err)
+{
+    int rank = 0, size = 0;
+    px_status st = px_mpi_check(MPI_Comm_rank(world, &rank), "MPI_Comm_rank", err);
+    if (st == PX_OK)
+        st = px_mpi_check(MPI_Comm_size(world, &size), "MPI_Comm_size", err);
+    if (st != PX_OK)
+        return st;
+
+    int ppn = 0, remote = -1;
+    st = node_layout(world, rank, size, &ppn, &remote, err);
     if (st != PX_OK)
         return st;
     hw->gpus_per_node = ppn;

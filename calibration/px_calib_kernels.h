@@ -26,7 +26,7 @@
 #include "px_error.h"
 
 /* The work one timed call of an element-wise class does, in both
- * calibrations (this CPU one and the GPU one, executor/px_calib_cuda.c):
+ * calibrations (this CPU one and the GPU one, px_calib_cuda.c):
  *  NORM      RMSNorm and LayerNorm, forward + backward, over [tokens, hidden];
  *  RESIDUAL  one residual sum, forward + backward, over [tokens, hidden];
  *  GELU      over [tokens, ffn_gelu]; SWIGLU over [tokens, ffn_swiglu];
@@ -70,7 +70,7 @@ static inline double px_calib_class_bytes(px_mem_class c, const px_calib_ew_shap
 /* The CPU calibration's shape (px_calib_kernels.c). */
 px_calib_ew_shape px_calib_kernels_shape(void);
 
-/* The GPU calibration's shape (executor/px_calib_cuda.c), one layer of a
+/* The GPU calibration's shape (px_calib_cuda.c), one layer of a
  * 1B-8B Llama step: 8192 tokens, hidden 4096, GeLU 4 x hidden (GPT's), SwiGLU
  * ffn 14336, 32 query heads and 8 kv heads of 128, a 32000-entry vocabulary
  * shard (a 128k vocabulary over TP 4), AdamW over 64M parameters.  Here so

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "px_calib_coll.h" /* calibrate/: the message sizes and names of the CPU sweep */
-#include "px_calib_fit.h"  /* calibrate/: the lat/bw fit */
-#include "px_calib_kernels.h" /* calibrate/: the element-wise classes' shapes and bytes */
+#include "px_calib_coll.h" /* the message sizes and names of the CPU sweep */
+#include "px_calib_fit.h"  /* the lat/bw fit */
+#include "px_calib_kernels.h" /* the element-wise classes' shapes and bytes */
 #include "px_comm_cuda.h"
 #include "px_cuda_gemm.h"
 #include "px_cuda_status.h"

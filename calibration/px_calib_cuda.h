@@ -8,22 +8,19 @@
  *     own element-wise kernel (a residual add), the larger kept as hbm_bw;
  *   - the engine's attention kernel (attn_eff) and its bf16 element-wise
  *     kernels class by class (norm_bw ... embed_bw: the bytes the cost model
- *     charges for bf16 storage, calibrate/px_calib_kernels.h
+ *     charges for bf16 storage, px_calib_kernels.h
  *     px_calib_class_bytes, over the measured time);
  *   - with more than one rank, NCCL point-to-point (ping-pong of ncclSend /
  *     ncclRecv), all-reduce, all-gather, reduce-scatter and all-to-all
  *     (grouped ncclSend/ncclRecv to every peer) at the message sizes of the
- *     CPU/MPI calibration (calibrate/px_calib_coll.h), fitted to
- *     time = lat_s + bytes / bw with calibrate/px_calib_fit.h.
+ *     CPU/MPI calibration (px_calib_coll.h), fitted to
+ *     time = lat_s + bytes / bw with px_calib_fit.h.
  * Fills a px_hw that started from a datasheet profile: peak_flops stays the
  * datasheet dense bf16 peak, so MFU is against it and the measured shapes
  * carry the achieved efficiency.
  *
- * Linking: px_calib_cuda.c calls px_calib_fit_lat_bw, px_calib_coll_sizes
- * and px_calib_coll_name (and the header-only px_calib_class_bytes of
- * calibrate/px_calib_kernels.h); an executable that calls px_calib_cuda also
- * links calibrate/px_calib.c, px_calib_fit.c and px_calib_coll.c (calibrate
- * does). */
+ * It is built into px_calib_cuda (calibration/meson.build) over px_calib,
+ * whose sweep sizes, fit and class bytes it shares with the CPU calibration. */
 #ifndef PX_CALIB_CUDA_H
 #define PX_CALIB_CUDA_H
 

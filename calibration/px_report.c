@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -117,22 +118,27 @@ void px_report_label_apart(px_report *runs, int n)
 static void label_from_plan_file(const char *plan_path, const char *report_path, char *label,
                                  size_t n)
 {
-    static px_plan plan; /* large (profile and per-layer arrays): not on the stack */
-    px_error err;
-    px_status st = read_plan_of(plan_path, report_path, &plan, &err);
-    if (st != PX_OK)
+    px_plan *plan = malloc(sizeof *plan); /* large (profile, per-layer arrays): not on the stack */
+    if (!plan)
         return;
-    const px_parallel *p = &plan.par;
+    px_error err;
+    px_status st = read_plan_of(plan_path, report_path, plan, &err);
+    if (st != PX_OK) {
+        free(plan);
+        return;
+    }
+    const px_parallel *p = &plan->par;
     char vpp[16] = "", z[16] = "";
     if (p->vpp > 1)
         snprintf(vpp, sizeof vpp, " v%d", p->vpp);
     if (p->zero > 0)
         snprintf(z, sizeof z, "/z%d", p->zero);
-    snprintf(label, n, "%.16s tp%d%s pp%d%s dp%d%s mb%lldx%lld %s%s%s", plan.model.name, p->tp,
+    snprintf(label, n, "%.16s tp%d%s pp%d%s dp%d%s mb%lldx%lld %s%s%s", plan->model.name, p->tp,
              p->sp && p->tp > 1 ? "+sp" : "", p->pp, vpp, p->dp, z,
              (long long)p->micro_batch, (long long)p->n_micro, px_schedule_name(p->schedule),
              p->recompute != PX_RECOMPUTE_NONE ? " rc:" : "",
              p->recompute != PX_RECOMPUTE_NONE ? px_recompute_name(p->recompute) : "");
+    free(plan);
 }
 
 px_status px_report_read(const char *path, px_report *out, px_error *err)

@@ -25,6 +25,7 @@ typedef struct {
     float *stat1, *stat2, *stat3; /* [T] per-row statistics */
     float *wt, *dwt, *bias;    /* [C] norm weight, its gradient, a bias */
     int32_t *tok;              /* [T] targets */
+    int64_t adam_step; /* AdamW steps run so far (the step number counts) */
 } bufs;
 
 static float *fill(size_t n, float base)
@@ -113,9 +114,8 @@ static void xent_fb(bufs *b)
 
 static void adamw_fb(bufs *b)
 {
-    static int64_t step = 0;
     px_cpu_adamw_step(b->big1, b->big2, b->adam_m, b->adam_v, K_ADAM_N, 1e-4f, 0.9f, 0.95f,
-                      1e-8f, 0.1f, ++step);
+                      1e-8f, 0.1f, ++b->adam_step);
 }
 
 static void embed_fb(bufs *b)
@@ -188,37 +188,44 @@ static double time_attention(const px_calib_opts *o, int64_t S, int64_t NH, int6
     return best;
 }
 
-px_status px_calib_kernels_run(const px_calib_opts *o, px_calib_kernels_result *r,
-                               px_error *err)
+/* The kernels' operands, filled; false when one could not be allocated
+ * (the others are freed with the rest). */
+static bool bufs_alloc(bufs *b)
 {
-    memset(r, 0, sizeof *r);
     size_t tc = (size_t)K_T * K_C;
     size_t big = (size_t)K_T * K_V; /* >= 2 T F and >= the AdamW slice */
     if (big < (size_t)K_ADAM_N)
         big = (size_t)K_ADAM_N;
     size_t rq = (size_t)K_T * (K_NH + 2 * K_NKV) * K_HD;
+    b->x = fill_normal(big, 1.0f, 1);
+    b->y = fill_normal(tc, 1.0f, 2);
+    b->z = fill_normal(tc, 1.0f, 3);
+    b->w = fill_normal(big, 0.01f, 4);
+    b->big1 = fill_normal(big, 1.0f, 5);
+    b->big2 = fill_normal(big, 0.01f, 6);
+    b->adam_m = fill(K_ADAM_N, 0.0f);
+    b->adam_v = fill(K_ADAM_N, 0.0f);
+    b->qkv = fill_normal(rq, 1.0f, 7);
+    b->dqkv = fill_normal(rq, 0.01f, 8);
+    b->stat1 = fill(K_T, 1.0f);
+    b->stat2 = fill(K_T, 1.0f);
+    b->stat3 = fill(K_T, 1.0f);
+    b->wt = fill(K_C, 1.0f);
+    b->dwt = fill(K_C, 0.0f);
+    b->bias = fill(K_C, 0.0f);
+    b->tok = malloc(K_T * sizeof *b->tok);
+    return b->adam_m && b->adam_v && b->x && b->y && b->z && b->w && b->big1 && b->big2 &&
+           b->qkv && b->dqkv && b->stat1 && b->stat2 && b->stat3 && b->wt && b->dwt &&
+           b->bias && b->tok;
+}
+
+px_status px_calib_kernels_run(const px_calib_opts *o, px_calib_kernels_result *r,
+                               px_error *err)
+{
+    memset(r, 0, sizeof *r);
     bufs b = {0};
-    b.x = fill_normal(big, 1.0f, 1);
-    b.y = fill_normal(tc, 1.0f, 2);
-    b.z = fill_normal(tc, 1.0f, 3);
-    b.w = fill_normal(big, 0.01f, 4);
-    b.big1 = fill_normal(big, 1.0f, 5);
-    b.big2 = fill_normal(big, 0.01f, 6);
-    b.adam_m = fill(K_ADAM_N, 0.0f);
-    b.adam_v = fill(K_ADAM_N, 0.0f);
-    b.qkv = fill_normal(rq, 1.0f, 7);
-    b.dqkv = fill_normal(rq, 0.01f, 8);
-    b.stat1 = fill(K_T, 1.0f);
-    b.stat2 = fill(K_T, 1.0f);
-    b.stat3 = fill(K_T, 1.0f);
-    b.wt = fill(K_C, 1.0f);
-    b.dwt = fill(K_C, 0.0f);
-    b.bias = fill(K_C, 0.0f);
-    b.tok = malloc(K_T * sizeof *b.tok);
     px_status st = PX_OK;
-    if (!b.adam_m || !b.adam_v || !b.x || !b.y || !b.z || !b.w || !b.big1 || !b.big2 ||
-        !b.qkv || !b.dqkv || !b.stat1 || !b.stat2 || !b.stat3 || !b.wt || !b.dwt || !b.bias ||
-        !b.tok)
+    if (!bufs_alloc(&b))
         st = PX_FAIL(err, PX_ERR_NOMEM, "kernel timing: out of memory");
     if (st == PX_OK) {
         for (int i = 0; i < K_T; i++)
