@@ -15,7 +15,8 @@
 # tiny-mla (multi-head latent attention, MoE like tiny-moe) runs the splits
 # that touch its projections: TP (replicated down projections and latent
 # norms summed over TP; column-parallel ups, row-parallel output), SP, PP
-# with a zero-bubble schedule, DP with ZeRO 1 and 3, CP (the expanded k/v
+# with zero-bubble schedules (an MLA layer's W is empty: B takes its weight
+# gradients), DP with ZeRO 1 and 3, CP (the expanded k/v
 # rows all-gathered), EP over DP and over the TP ranks, recompute modes.
 # Weights: |diff| <= 1e-4 + 1e-3 |w|.  AdamW turns fp32 rounding noise on
 # near-zero gradients into differences of a few 1e-5 (lr 1e-3, 3 steps); a
@@ -93,6 +94,7 @@ if [ "$model" = tiny-mla ]; then
   check tp2_sp_sel       2 dump   --tp 2 --sp --recompute selective
   check tp4_sp           4 nodump --tp 4 --sp
   check pp2_1f1b         2 nodump --pp 2 --schedule 1f1b
+  check pp2_zbh2         2 nodump --pp 2 --schedule zb-h2
   check pp4_zbh1_full    4 dump   --pp 4 --schedule zb-h1 --recompute full
   check dp2_zero1        2 dump   --dp 2 --n-micro 2 --zero 1
   check ep2_dp2_zero3    2 dump   --ep 2 --dp 2 --n-micro 2 --zero 3
