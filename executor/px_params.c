@@ -112,10 +112,10 @@ static px_status build_layer(px_param_table *t, const px_model *m, int tp, int t
         /* Column-parallel: this rank's heads are rows [tp_rank * n_l, +n_l). */
         PX_TRY(add_seg(t, LID(PX_T_WQ), nq, h, tp_rank * nq_l, nq_l, 0, h, PX_INIT_NORMAL, false,
                     &lp->wqkv, err));
-        PX_TRY(add_seg(t, LID(PX_T_WK), nk, h, tp_rank * nk_l, nk_l, 0, h, PX_INIT_NORMAL, false, NULL,
-                    err));
-        PX_TRY(add_seg(t, LID(PX_T_WV), nk, h, tp_rank * nk_l, nk_l, 0, h, PX_INIT_NORMAL, false, NULL,
-                    err));
+        PX_TRY(add_seg(t, LID(PX_T_WK), nk, h, tp_rank * nk_l, nk_l, 0, h, PX_INIT_NORMAL, false,
+                    NULL, err));
+        PX_TRY(add_seg(t, LID(PX_T_WV), nk, h, tp_rank * nk_l, nk_l, 0, h, PX_INIT_NORMAL, false,
+                    NULL, err));
         if (qkv_bias) {
             PX_TRY(add_seg(t, LID(PX_T_BQ), nq, 1, tp_rank * nq_l, nq_l, 0, 1, PX_INIT_ZEROS, false,
                         &lp->bqkv, err));
