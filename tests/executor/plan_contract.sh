@@ -4,7 +4,7 @@
 #     (-o, its stage split included) and every plan of `plan --top 20`
 #     (--write-top) run one step under mpirun (CPU backend, oversubscribed).
 #     Identical plan files run once.  tiny-mla (multi-head latent attention
-#     with MoE layers) runs `--top 5`: its attention is the one difference
+#     with MoE layers) runs `--top 3`: its attention is the one difference
 #     from tiny-moe, and exec_equivalence_tiny-mla covers it under every
 #     split; 20 plans more per GPU count would add minutes to CI.
 #  2. For the big presets on 8 ... 16384 GPUs: `execute --check` (one process,
@@ -39,7 +39,7 @@ for model in tiny-gpt tiny-llama tiny-moe tiny-mla; do
   for gpus in 1 2 4 8; do
     dir="$work/$model-$gpus"
     top=20
-    [ "$model" = tiny-mla ] && top=5
+    [ "$model" = tiny-mla ] && top=3
     plans "$dir" --model "$model" --gpus "$gpus" --global-batch 8 --top "$top" || continue
     declare -A seen=()
     for f in "$dir"/chosen.json "$dir"/rank-*.json; do
