@@ -679,6 +679,14 @@ static void cpu_copy(px_backend *be, void *dst, const void *src, int64_t bytes)
         memmove(dst, src, (size_t)bytes);
 }
 
+static void cpu_copy_2d(px_backend *be, void *dst, int64_t dpitch, const void *src,
+                        int64_t spitch, int64_t width, int64_t rows)
+{
+    (void)be;
+    for (int64_t r = 0; r < rows; r++)
+        memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, (size_t)width);
+}
+
 static px_status cpu_sync(px_backend *be, px_error *err)
 {
     (void)be;
@@ -906,6 +914,7 @@ px_status px_backend_cpu_create(px_backend *out, px_error *err)
     out->free = cpu_free;
     out->zero = cpu_zero;
     out->copy = cpu_copy;
+    out->copy_2d = cpu_copy_2d;
     out->upload = cpu_copy;
     out->download = cpu_copy;
     out->sync = cpu_sync;

@@ -514,6 +514,17 @@ static void cu_copy(px_backend *be, void *dst, const void *src, int64_t bytes)
                             "cudaMemcpyAsync (device)", __FILE__, __LINE__, &G->kerr));
 }
 
+static void cu_copy_2d(px_backend *be, void *dst, int64_t dpitch, const void *src,
+                       int64_t spitch, int64_t width, int64_t rows)
+{
+    (void)be;
+    if (width > 0 && rows > 0)
+        note(px_cuda_status(cudaMemcpy2DAsync(dst, (size_t)dpitch, src, (size_t)spitch,
+                                              (size_t)width, (size_t)rows,
+                                              cudaMemcpyDeviceToDevice, G->compute),
+                            "cudaMemcpy2DAsync (device)", __FILE__, __LINE__, &G->kerr));
+}
+
 /* From pageable host memory the copy is staged before the call returns, so
  * the engine may reuse its host buffer at once. */
 static void cu_upload(px_backend *be, void *dst, const void *host_src, int64_t bytes)
@@ -860,6 +871,7 @@ extern "C" px_status px_backend_cuda_create(px_backend *out, MPI_Comm world, px_
     out->free = cu_free;
     out->zero = cu_zero;
     out->copy = cu_copy;
+    out->copy_2d = cu_copy_2d;
     out->upload = cu_upload;
     out->download = cu_download;
     out->sync = cu_sync;

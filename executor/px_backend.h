@@ -246,6 +246,12 @@ struct px_backend {
      * (pool granularity, fragmentation): what the device had to hold. */
     int64_t (*reserved_peak_bytes)(px_backend *be);
     void (*reset_reserved_peak)(px_backend *be);
+
+    /* Optional (NULL: the engine copies row by row with `copy`): a strided
+     * device copy of `rows` rows of `width` bytes, rows `spitch` bytes apart
+     * in src and `dpitch` bytes apart in dst (cudaMemcpy2D's arguments). */
+    void (*copy_2d)(px_backend *be, void *dst, int64_t dpitch, const void *src, int64_t spitch,
+                    int64_t width, int64_t rows);
 };
 
 /* The CPU backend (host memory, OpenBLAS, MPI). */

@@ -12,6 +12,7 @@
 #include "px_bf16.h"
 #include "px_exec_internal.h"
 #include "px_io.h"
+#include "px_mla.h"
 #include "px_trace.h"
 #include "px_sliding.h"
 
@@ -289,6 +290,9 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     ex->V_own = ex->V - ex->tp_rank * ex->V_l;
     ex->V_own = ex->V_own < 0 ? 0 : ex->V_own > ex->V_l ? ex->V_l : ex->V_own;
     ex->qkv_l = (ex->nh_l + 2 * ex->nkv_l) * ex->hd;
+    ex->mla = m->attn == PX_ATTN_MLA;
+    if (ex->mla)
+        PX_TRY(px_mla_setup(ex, err));
     ex->E = m->n_experts;
     ex->E_l = ex->moe ? m->n_experts / p->ep : 0;
     ex->top_k = m->top_k;

@@ -42,6 +42,10 @@ typedef struct {
     void *m_h1;                /* [n_g, 2 fe_l] their gate|up outputs (this rank's slice) */
     void *m_yr;                /* [n_send, h] expert outputs back, in dispatch order */
     struct px_moe_route *m_route; /* host row counts of the all-to-alls */
+    /* MLA layers (px_mla.c): the q and kv latents before and after their
+     * RMSNorms ([T, q_lora_rank], [T, kv_lora_rank]) and the norms' rstd. */
+    void *mla_cq, *mla_cqn, *mla_c, *mla_cn;
+    float *mla_cq_rstd, *mla_c_rstd;
 } px_layer_act;
 
 /* One (local chunk, micro-batch) in flight.  void * tensors are in the
@@ -116,6 +120,8 @@ struct px_exec {
     int64_t L, m;
     int pp_size, vpp;
     bool llama, sp, has_pos;
+    bool mla;                 /* multi-head latent attention (px_mla.c): hd is the
+                               * query/key width, nkv = nh */
     float norm_eps, rope_theta;
     bool store_probs_allowed; /* no FlashAttention-style core in the plan */
     bool zero_bubble;         /* schedule splits B and W */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "px_exec_internal.h"
+#include "px_mla.h"
 
 /* Through px_ex_w / px_ex_g: the full buffers, or a ZeRO-2/3 unit window. */
 #define W(off) px_ex_w(ex, off)
@@ -73,6 +74,7 @@ void px_layer_act_free(px_exec *ex, px_layer_act *a)
     for (size_t i = 0; i < sizeof i32 / sizeof i32[0]; i++)
         px_ex_free(ex, i32[i]);
     px_moe_route_free(a);
+    px_mla_act_free(ex, a);
 }
 
 /* Input of a column-parallel linear: the norm output itself, or its
@@ -273,9 +275,12 @@ px_status px_layer_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, 
                        A, err));
     PX_TRY(col_input(ex, a->n1_out, &g, err));
     PX_TRY(px_ex_alloc_act(ex, A, T * ex->qkv_l, &a->qkv, err));
-    k->matmul_fwd(a->qkv, g, W(lp->wqkv), WOPT(lp->bqkv), T, h, ex->qkv_l);
+    if (ex->mla) /* q|k|v rows from the latents, RoPE on their rope slices */
+        PX_TRY(px_mla_qkv_fwd(ex, lp, a, g, err));
+    else
+        k->matmul_fwd(a->qkv, g, W(lp->wqkv), WOPT(lp->bqkv), T, h, ex->qkv_l);
     col_input_done(ex, a->n1_out, &g);
-    if (ex->llama)
+    if (ex->llama && !ex->mla)
         rope(ex, a->qkv, 1);
     PX_TRY(px_ex_alloc_act(ex, A, T * ex->nh_l * ex->hd, &a->att, err));
     PX_TRY(px_ex_alloc_f32(ex, selective ? PX_MEM_TEMP : A, ex->b * ex->nh_l * ex->s_l, &a->lse,
@@ -287,7 +292,10 @@ px_status px_layer_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, 
     if (selective) /* recomputed in backward with the attention core */
         px_ex_free(ex, &a->lse);
     PX_TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, T * h, &o, err));
-    k->matmul_fwd(o, a->att, W(lp->wo), NULL, T, ex->nh_l * ex->hd, h);
+    if (ex->mla)
+        PX_TRY(px_mla_out_fwd(ex, lp, a->att, o, err));
+    else
+        k->matmul_fwd(o, a->att, W(lp->wo), NULL, T, ex->nh_l * ex->hd, h);
     PX_TRY(px_ex_tp_reduce(ex, o, &o_s, PX_MEM_TEMP, err));
     if (lp->bo >= 0)
         k->bias_add_fwd(o_s, W(lp->bo), Ts, h);
@@ -390,6 +398,8 @@ px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
     px_mem_kind X = PX_MEM_TEMP;
     void *dy = NULL, *g = NULL, *dg = NULL, *dn = NULL;
     void *dx_mid = NULL, *datt = NULL, *dqkv = NULL;
+    if (ex->mla) /* its weight gradients are taken here; px_layer_wgrad has none */
+        defer_w = false;
     /* Weight-gradient targets: NULL when W runs later (zero-bubble). */
 #define WG(off) (defer_w ? NULL : G(off))
 
@@ -406,16 +416,22 @@ px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
         PX_TRY(px_ex_tp_gather(ex, dx_mid, &dy, err));
     const void *dyv = ex->sp ? dy : dx_mid;
     PX_TRY(px_ex_alloc_act(ex, X, T * ex->nh_l * ex->hd, &datt, err));
-    k->matmul_bwd(datt, WG(lp->wo), NULL, dyv, a->att, W(lp->wo), T, ex->nh_l * ex->hd, h);
+    if (ex->mla)
+        PX_TRY(px_mla_out_bwd(ex, lp, a->att, dyv, datt, err));
+    else
+        k->matmul_bwd(datt, WG(lp->wo), NULL, dyv, a->att, W(lp->wo), T, ex->nh_l * ex->hd, h);
     px_ex_free(ex, &dy);
     PX_TRY(attn_bwd(ex, a, datt, &dqkv, err));
     px_ex_free(ex, &datt);
-    if (ex->llama)
+    if (ex->llama && !ex->mla)
         rope(ex, dqkv, -1);
     if (!defer_w)
         PX_TRY(col_input(ex, a->n1_out, &g, err));
     PX_TRY(px_ex_alloc_act(ex, X, T * h, &dg, err));
-    k->matmul_bwd(dg, WG(lp->wqkv), GOPT(lp->bqkv), dqkv, g, W(lp->wqkv), T, h, ex->qkv_l);
+    if (ex->mla)
+        PX_TRY(px_mla_qkv_bwd(ex, lp, a, dqkv, g, dg, err));
+    else
+        k->matmul_bwd(dg, WG(lp->wqkv), GOPT(lp->bqkv), dqkv, g, W(lp->wqkv), T, h, ex->qkv_l);
     if (g)
         col_input_done(ex, a->n1_out, &g);
     if (defer_w) {
@@ -445,6 +461,8 @@ px_status px_layer_wgrad(px_exec *ex, const px_layer_params *lp, px_layer_act *a
     const px_kernels *k = ex->k;
     int64_t T = ex->T, h = ex->h;
     void *dy = NULL, *g = NULL;
+    if (ex->mla) /* px_layer_bwd took every weight gradient */
+        return PX_OK;
     if (lp->router < 0) { /* (MoE: the MLP's gradients were taken in B) */
         /* W2: d(MLP output) x act output */
         if (ex->sp)

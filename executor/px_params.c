@@ -53,6 +53,44 @@ static px_status add_vec(px_param_table *t, int64_t id, int64_t n, px_init_kind 
     return add_seg(t, id, n, 1, 0, n, 0, 1, init, true, off, err);
 }
 
+/* A replicated tensor whose gradient is partial on every TP rank (MLA's down
+ * projections and latent norms: the column-parallel ups behind them see only
+ * this rank's heads), so summed over TP whatever SP says. */
+static px_status add_tp_sum(px_param_table *t, int64_t id, int64_t rows, int64_t cols,
+                            px_init_kind init, int64_t *off, px_error *err)
+{
+    PX_TRY(add_seg(t, id, rows, cols, 0, rows, 0, cols, init, true, off, err));
+    t->segs[t->n_segs - 1].tp_sum = true;
+    return PX_OK;
+}
+
+/* MLA's q and kv projections (px_mla.c): replicated downs and latent norms,
+ * column-parallel ups (this rank's heads' rows). */
+static px_status build_mla(px_param_table *t, const px_model *m, int tp, int tp_rank,
+                           px_layer_params *lp, px_error *err)
+{
+    int64_t h = m->hidden, ql = m->q_lora_rank, kl = m->kv_lora_rank;
+    int64_t nq = m->n_heads * px_model_qk_head_dim(m), nq_l = nq / tp;
+    int64_t nkv = m->n_heads * (m->qk_nope_head_dim + m->v_head_dim), nkv_l = nkv / tp;
+#define LID(kind) PX_TID_LAYER(lp->layer, kind)
+    if (ql == 0) {
+        PX_TRY(add_seg(t, LID(PX_T_MLA_WQ_A), nq, h, tp_rank * nq_l, nq_l, 0, h, PX_INIT_NORMAL,
+                       false, &lp->mla_wqa, err));
+    } else {
+        PX_TRY(add_tp_sum(t, LID(PX_T_MLA_WQ_A), ql, h, PX_INIT_NORMAL, &lp->mla_wqa, err));
+        PX_TRY(add_tp_sum(t, LID(PX_T_MLA_Q_NORM), ql, 1, PX_INIT_ONES, &lp->mla_qnorm, err));
+        PX_TRY(add_seg(t, LID(PX_T_MLA_WQ_B), nq, ql, tp_rank * nq_l, nq_l, 0, ql,
+                       PX_INIT_NORMAL, false, &lp->mla_wqb, err));
+    }
+    PX_TRY(add_tp_sum(t, LID(PX_T_MLA_WKV_A), kl + m->qk_rope_head_dim, h, PX_INIT_NORMAL,
+                      &lp->mla_wkva, err));
+    PX_TRY(add_tp_sum(t, LID(PX_T_MLA_KV_NORM), kl, 1, PX_INIT_ONES, &lp->mla_kvnorm, err));
+    PX_TRY(add_seg(t, LID(PX_T_MLA_WKV_B), nkv, kl, tp_rank * nkv_l, nkv_l, 0, kl,
+                   PX_INIT_NORMAL, false, &lp->mla_wkvb, err));
+#undef LID
+    return PX_OK;
+}
+
 static px_status build_layer(px_param_table *t, const px_model *m, int tp, int tp_rank,
                              int64_t layer, px_layer_params *lp, px_error *err)
 {
@@ -61,29 +99,34 @@ static px_status build_layer(px_param_table *t, const px_model *m, int tp, int t
     int64_t h = m->hidden, hd = m->head_dim, f = m->ffn;
     int64_t nq = m->n_heads * hd, nk = m->n_kv_heads * hd;
     int64_t nq_l = nq / tp, nk_l = nk / tp, f_l = f / tp;
+    int64_t nv = m->n_heads * px_model_v_head_dim(m), nv_l = nv / tp; /* Wo's columns */
     memset(lp, 0xff, sizeof *lp); /* every offset -1 */
     lp->layer = layer;
 #define LID(kind) PX_TID_LAYER(layer, kind)
     PX_TRY(add_vec(t, LID(PX_T_LN1_W), h, PX_INIT_ONES, &lp->ln1_w, err));
     if (gpt)
         PX_TRY(add_vec(t, LID(PX_T_LN1_B), h, PX_INIT_ZEROS, &lp->ln1_b, err));
-    /* Column-parallel: this rank's heads are rows [tp_rank * n_l, +n_l). */
-    PX_TRY(add_seg(t, LID(PX_T_WQ), nq, h, tp_rank * nq_l, nq_l, 0, h, PX_INIT_NORMAL, false,
-                &lp->wqkv, err));
-    PX_TRY(add_seg(t, LID(PX_T_WK), nk, h, tp_rank * nk_l, nk_l, 0, h, PX_INIT_NORMAL, false, NULL,
-                err));
-    PX_TRY(add_seg(t, LID(PX_T_WV), nk, h, tp_rank * nk_l, nk_l, 0, h, PX_INIT_NORMAL, false, NULL,
-                err));
-    if (qkv_bias) {
-        PX_TRY(add_seg(t, LID(PX_T_BQ), nq, 1, tp_rank * nq_l, nq_l, 0, 1, PX_INIT_ZEROS, false,
-                    &lp->bqkv, err));
-        PX_TRY(add_seg(t, LID(PX_T_BK), nk, 1, tp_rank * nk_l, nk_l, 0, 1, PX_INIT_ZEROS, false,
+    if (m->attn == PX_ATTN_MLA) {
+        PX_TRY(build_mla(t, m, tp, tp_rank, lp, err));
+    } else {
+        /* Column-parallel: this rank's heads are rows [tp_rank * n_l, +n_l). */
+        PX_TRY(add_seg(t, LID(PX_T_WQ), nq, h, tp_rank * nq_l, nq_l, 0, h, PX_INIT_NORMAL, false,
+                    &lp->wqkv, err));
+        PX_TRY(add_seg(t, LID(PX_T_WK), nk, h, tp_rank * nk_l, nk_l, 0, h, PX_INIT_NORMAL, false,
                     NULL, err));
-        PX_TRY(add_seg(t, LID(PX_T_BV), nk, 1, tp_rank * nk_l, nk_l, 0, 1, PX_INIT_ZEROS, false,
+        PX_TRY(add_seg(t, LID(PX_T_WV), nk, h, tp_rank * nk_l, nk_l, 0, h, PX_INIT_NORMAL, false,
                     NULL, err));
+        if (qkv_bias) {
+            PX_TRY(add_seg(t, LID(PX_T_BQ), nq, 1, tp_rank * nq_l, nq_l, 0, 1, PX_INIT_ZEROS, false,
+                        &lp->bqkv, err));
+            PX_TRY(add_seg(t, LID(PX_T_BK), nk, 1, tp_rank * nk_l, nk_l, 0, 1, PX_INIT_ZEROS, false,
+                        NULL, err));
+            PX_TRY(add_seg(t, LID(PX_T_BV), nk, 1, tp_rank * nk_l, nk_l, 0, 1, PX_INIT_ZEROS, false,
+                        NULL, err));
+        }
     }
     /* Row-parallel: this rank's columns of Wo. */
-    PX_TRY(add_seg(t, LID(PX_T_WO), h, nq, 0, h, tp_rank * nq_l, nq_l, PX_INIT_NORMAL, false,
+    PX_TRY(add_seg(t, LID(PX_T_WO), h, nv, 0, h, tp_rank * nv_l, nv_l, PX_INIT_NORMAL, false,
                 &lp->wo, err));
     if (gpt)
         PX_TRY(add_vec(t, LID(PX_T_BO), h, PX_INIT_ZEROS, &lp->bo, err));

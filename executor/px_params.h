@@ -30,6 +30,12 @@ enum {
      * (e + 1) h)). */
     PX_T_ROUTER, PX_T_EXP_W1, PX_T_EXP_W2
 };
+/* An MLA layer has no Wq, Wk, Wv nor q/k/v biases: its own tensors take
+ * those kinds (a layer has 32). */
+enum {
+    PX_T_MLA_WQ_A = PX_T_WQ, PX_T_MLA_WQ_B = PX_T_WK, PX_T_MLA_WKV_A = PX_T_WV,
+    PX_T_MLA_WKV_B = PX_T_BQ, PX_T_MLA_Q_NORM = PX_T_BK, PX_T_MLA_KV_NORM = PX_T_BV
+};
 #define PX_TID_LAYER0 100
 #define PX_TID_LAYER(layer, kind) (PX_TID_LAYER0 + (int64_t)(layer) * 32 + (kind))
 
@@ -56,6 +62,12 @@ typedef struct {
      * gate|up [E_l 2 f_e, h] and down [E_l h, f_e] (in the expert region;
      * f_e is the table's fe_l: moe_ffn / etp). */
     int64_t router, ew1, ew2;
+    /* MLA layer (wqkv, bqkv are -1 then; wo is [h, heads v_head_dim]):
+     * q down [q_lora, h] (or, q_lora_rank 0, the full column-parallel
+     * [heads (nope + rope), h]), q latent norm, q up [heads (nope + rope),
+     * q_lora], kv down [kv_lora + rope, h], kv latent norm, kv up
+     * [heads (nope + v), kv_lora]; this rank's heads' rows of the ups. */
+    int64_t mla_wqa, mla_qnorm, mla_wqb, mla_wkva, mla_kvnorm, mla_wkvb;
 } px_layer_params;
 
 typedef struct {

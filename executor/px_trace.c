@@ -522,6 +522,14 @@ static void w_copy(px_backend *be, void *dst, const void *src, int64_t bytes)
     leaf(N_COPY, t0, bytes, 0, 0);
 }
 
+static void w_copy_2d(px_backend *be, void *dst, int64_t dpitch, const void *src,
+                      int64_t spitch, int64_t width, int64_t rows)
+{
+    double t0 = clock_s();
+    g_active->inner.copy_2d(be, dst, dpitch, src, spitch, width, rows);
+    leaf(N_COPY, t0, width * rows, 0, 0);
+}
+
 static void w_zero(px_backend *be, void *p, int64_t bytes)
 {
     double t0 = clock_s();
@@ -579,6 +587,8 @@ px_status px_trace_attach(px_trace *tr, px_backend *be, bool keep_events, px_err
         be->p2p_batch = w_p2p_batch;
     if (be->copy)
         be->copy = w_copy;
+    if (be->copy_2d)
+        be->copy_2d = w_copy_2d;
     if (be->zero)
         be->zero = w_zero;
     if (be->alloc)

@@ -47,7 +47,9 @@ void px_caps_parallax(px_caps *c)
  * storage (px_exec's pick_dtype checks the storage against the gradients).
  * It pads the vocabulary only to a multiple of tp: no kernel needs more
  * alignment, and the padding stays below tp rows.  Multi-head latent
- * attention, qk_norm, shared experts and MTP modules have no kernels. */
+ * attention runs as low-rank projections around the attention core
+ * (executor/px_mla.c); qk_norm, shared experts and MTP modules have no
+ * kernels. */
 static void caps_engine(px_caps *c, const char *name)
 {
     caps_all(c, name);
@@ -57,6 +59,7 @@ static void caps_engine(px_caps *c, const char *name)
     c->precisions = PX_PREC_BIT(PX_PREC_BF16);
     c->model_features = PX_FEAT_DENSE_FIRST | PX_FEAT_MOE | PX_FEAT_GPT_BLOCK |
                         PX_FEAT_LLAMA_BLOCK;
+    c->model_features |= PX_FEAT_MLA;
     c->zb_virtual_chunks = true;
     c->moe_gpt_block = false;
     c->hybrid_shard = false; /* ZeRO-3 shards over the whole data-parallel group */
@@ -79,10 +82,13 @@ void px_caps_cpu_executor(px_caps *c)
 }
 
 /* The CUDA backend runs the same engine with a kernel for every CPU one
- * (kernels/cuda/), so the same set. */
+ * (kernels/cuda/), so the same set, but for MLA: its attention kernel takes
+ * head widths 16, 32, 64 and 128 only, and MLA's query/key width (nope +
+ * rope: 192 in DeepSeek-V3) is none of them. */
 void px_caps_cuda_executor(px_caps *c)
 {
     caps_engine(c, "cuda-executor");
+    c->model_features &= ~(unsigned)PX_FEAT_MLA;
 }
 
 /* ---- model features ----------------------------------------------------- */

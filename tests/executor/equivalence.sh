@@ -12,6 +12,12 @@
 # schedule and full recompute; and expert tensor parallelism (each expert's
 # ffn split over etp ranks): etp alone, with ep, with ZeRO-1 and ZeRO-3 (edp 2),
 # with TP (rows sliced over TP, and SP), with pipeline stages.
+# tiny-mla (multi-head latent attention, MoE like tiny-moe) runs the splits
+# that touch its projections: TP (replicated down projections and latent
+# norms summed over TP; column-parallel ups, row-parallel output), SP, PP
+# with zero-bubble schedules (an MLA layer's W is empty: B takes its weight
+# gradients), DP with ZeRO 1 and 3, CP (the expanded k/v
+# rows all-gathered), EP over DP and over the TP ranks, recompute modes.
 # Weights: |diff| <= 1e-4 + 1e-3 |w|.  AdamW turns fp32 rounding noise on
 # near-zero gradients into differences of a few 1e-5 (lr 1e-3, 3 steps); a
 # wrong slice or a missing reduction moves weights by ~1e-3 or more.
@@ -28,6 +34,7 @@ exe="$build/execute"
 failed=0
 layers=8
 [ "$model" = tiny-moe ] && layers=4
+[ "$model" = tiny-mla ] && layers=4
 
 # run NAME NP DUMP PLAN-ARGS...: plan, execute, keep the report (and weights).
 run() {
@@ -78,6 +85,23 @@ if [ "$model" = tiny-moe ]; then
   check etp2_tp2          2 dump   --etp 2 --tp 2
   check ep2_etp2_tp2sp_z1 4 dump   --ep 2 --etp 2 --tp 2 --sp --dp 2 --n-micro 2 --zero 1
   check pp2_etp2_zbh1     4 nodump --pp 2 --etp 2 --dp 2 --n-micro 2 --schedule zb-h1 --recompute full
+  echo "$failed failed"
+  [ "$failed" -eq 0 ]
+  exit
+fi
+if [ "$model" = tiny-mla ]; then
+  check tp2              2 dump   --tp 2
+  check tp2_sp_sel       2 dump   --tp 2 --sp --recompute selective
+  check tp4_sp           4 nodump --tp 4 --sp
+  check pp2_1f1b         2 nodump --pp 2 --schedule 1f1b
+  check pp2_zbh2         2 nodump --pp 2 --schedule zb-h2
+  check pp4_zbh1_full    4 dump   --pp 4 --schedule zb-h1 --recompute full
+  check dp2_zero1        2 dump   --dp 2 --n-micro 2 --zero 1
+  check ep2_dp2_zero3    2 dump   --ep 2 --dp 2 --n-micro 2 --zero 3
+  check cp2              2 dump   --cp 2
+  check cp2_tp2_sp       4 dump   --cp 2 --tp 2 --sp
+  check ep2_tp2sp_dp2_z1 4 dump   --ep 2 --tp 2 --sp --dp 2 --n-micro 2 --zero 1
+  check tp2_pp2_dp2_z3   8 nodump --tp 2 --sp --pp 2 --dp 2 --n-micro 2 --zero 3
   echo "$failed failed"
   [ "$failed" -eq 0 ]
   exit

@@ -97,8 +97,21 @@ check_case 0 check_tp2_cuda "runs on the cuda-executor" --plan "$work/tp2.json" 
 check_case 1 check_zero4 "zero = 4: allowed 0, 1, 2, 3" --plan "$work/zero4.json"
 check_case 1 check_zbh2 "vpp = 2 needs schedule" --plan "$work/zbh2_v2.json"
 "$mkplan" --model deepseek-v3 --layers 4 --seq 64 -o "$work/mla.json" 2>/dev/null
-check_case 1 check_mla "unsupported: .*multi-head latent attention .* not supported by cpu-executor" \
+# DeepSeek-V3 on the CPU: its MLA runs; a feature it has besides (shared
+# experts, the MTP module) is refused by name.  The CUDA backend refuses MLA.
+check_case 1 check_deepseek \
+  "unsupported: .*(shared experts|multi-token prediction).* not supported by cpu-executor" \
   --plan "$work/mla.json"
+check_case 1 check_mla_cuda "unsupported: .*multi-head latent attention .* not supported by cuda-executor" \
+  --plan "$work/mla.json" --backend cuda
+"$mkplan" --model tiny-mla -o "$work/tiny_mla.json" 2>/dev/null
+check_case 0 check_tiny_mla "runs on the cpu-executor: tiny-mla on 1 ranks" --plan "$work/tiny_mla.json"
+# MLA with v wider than q/k: the padded attention core cannot hold it.
+sed 's/"v_head_dim": 16/"v_head_dim": 32/' "$(dirname "$0")/../../models/tiny-mla.json" \
+  >"$work/wide_v.json"
+"$mkplan" --model "$work/wide_v.json" -o "$work/wide_v_plan.json" 2>/dev/null
+expect mla_wide_v "v_head_dim 32 > qk_nope_head_dim \+ qk_rope_head_dim = 24.*allowed: v_head_dim <= 24" \
+  1 --plan "$work/wide_v_plan.json" --steps 1 --warmup 0
 check_case 2 check_no_plan "--plan FILE is required"
 
 # A failure on one rank while the others are inside the step: the job ends.

@@ -3,7 +3,10 @@
 #  1. For each tiny preset on 1, 2, 4 and 8 GPUs: the chosen plan as written
 #     (-o, its stage split included) and every plan of `plan --top 20`
 #     (--write-top) run one step under mpirun (CPU backend, oversubscribed).
-#     Identical plan files run once.
+#     Identical plan files run once.  tiny-mla (multi-head latent attention
+#     with MoE layers) runs `--top 3`: its attention is the one difference
+#     from tiny-moe, and exec_equivalence_tiny-mla covers it under every
+#     split; 20 plans more per GPU count would add minutes to CI.
 #  2. For the big presets on 8 ... 16384 GPUs: `execute --check` (one process,
 #     no mpirun) accepts the chosen plan and every ranked plan, or refuses it
 #     for a model feature this executor has no kernels for, by name: the
@@ -32,10 +35,12 @@ plans() {
     { echo "FAIL plan $*: $(tail -2 "$dir/plan.out")"; failed=$((failed + 1)); return 1; }
 }
 
-for model in tiny-gpt tiny-llama tiny-moe; do
+for model in tiny-gpt tiny-llama tiny-moe tiny-mla; do
   for gpus in 1 2 4 8; do
     dir="$work/$model-$gpus"
-    plans "$dir" --model "$model" --gpus "$gpus" --global-batch 8 --top 20 || continue
+    top=20
+    [ "$model" = tiny-mla ] && top=3
+    plans "$dir" --model "$model" --gpus "$gpus" --global-batch 8 --top "$top" || continue
     declare -A seen=()
     for f in "$dir"/chosen.json "$dir"/rank-*.json; do
       key=$(sed -n '/"parallel"/,/}/p' "$f" | md5sum | cut -d' ' -f1)

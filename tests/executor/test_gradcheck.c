@@ -2,8 +2,9 @@
  * finite differences of its own loss, for both block kinds, on a tiny model
  * (so the reference that every split is compared with is itself right).
  * Also: the three recompute modes and the stored-probabilities attention
- * path give the same gradients as the plain one.  Runs as a single MPI
- * process (no launcher needed). */
+ * path give the same gradients as the plain one.  Multi-head latent
+ * attention (tiny-mla) with a q latent and, rerun with q_lora_rank 0, with
+ * one q projection.  Runs as a single MPI process (no launcher needed). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,9 @@
 #include "px_exec.h"
 #include "px_test.h"
 
+/* >= 0: the q_lora_rank the MLA model is checked with instead of its own. */
+static int64_t q_lora_override = -1;
+
 static px_status make_plan(const char *model, px_recompute rc, bool flash, px_plan *plan,
                            px_error *err)
 {
@@ -22,6 +26,8 @@ static px_status make_plan(const char *model, px_recompute rc, bool flash, px_pl
     px_status st = px_model_load(model, NULL, &plan->model, err);
     if (st)
         return st;
+    if (q_lora_override >= 0)
+        plan->model.q_lora_rank = q_lora_override;
 
     plan->hw.peak_flops = 1e10;
     plan->hw.dtype_bytes = 4;
@@ -185,6 +191,11 @@ int main(int argc, char **argv)
     check_model("tiny-llama", &be);
     check_model("tiny-gpt", &be);
     check_model("tiny-moe", &be);
+    check_model("tiny-mla", &be);
+    q_lora_override = 0;
+    fprintf(stderr, "tiny-mla with q_lora_rank 0:\n");
+    check_model("tiny-mla", &be);
+    q_lora_override = -1;
     be.destroy(&be);
     int rc = px_test_result("gradcheck");
     MPI_Finalize();
