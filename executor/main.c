@@ -23,6 +23,7 @@
 #include "px_backend_cuda.h"
 #endif
 #include "px_ckpt.h"
+#include "px_cpu_clock.h"
 #include "px_exec.h"
 #include "px_memtrack.h"
 #include "px_measure.h"
@@ -386,9 +387,10 @@ int main(int argc, char **argv)
     run.losses = calloc((size_t)total, sizeof *run.losses);
     run.grad_norms = calloc((size_t)total, sizeof *run.grad_norms);
     run.step_time_s = calloc((size_t)total, sizeof *run.step_time_s);
+    run.cpu_time_s = calloc((size_t)total, sizeof *run.cpu_time_s);
     run.peak_memory_bytes = calloc((size_t)world, sizeof *run.peak_memory_bytes);
     run.peak_breakdown = calloc((size_t)world, sizeof *run.peak_breakdown);
-    if (!run.losses || !run.grad_norms || !run.step_time_s || !run.peak_memory_bytes || !run.peak_breakdown ||
+    if (!run.losses || !run.grad_norms || !run.step_time_s || !run.cpu_time_s || !run.peak_memory_bytes || !run.peak_breakdown ||
         (device_clock && !run.device_time_s)) {
         px_error_set(&err, PX_ERR_NOMEM, NULL, 0, 0, "out of memory");
         fail_abort(rank, &err);
@@ -422,7 +424,7 @@ int main(int argc, char **argv)
             fail_abort(rank, &err);
         }
         px_watchdog_leave();
-        double t0 = MPI_Wtime(), loss = 0.0;
+        double t0 = MPI_Wtime(), cpu0 = px_thread_cpu_s(), loss = 0.0;
         if (traced && i == 0)
             px_trace_start(&trace); /* the common origin: right after a barrier */
         if (traced)
@@ -446,11 +448,13 @@ int main(int argc, char **argv)
             fail_abort(rank, &err);
         px_watchdog_leave();
         double dt = MPI_Wtime() - t0, dt_max = dt;
+        double cpu = px_thread_cpu_s() - cpu0, cpu_max = cpu;
         int64_t peak = px_exec_memory(ex)->peak_bytes, peak_max = peak;
         px_watchdog_enter("MPI_Reduce (step time and memory)");
         if (MPI_Reduce(&dt, &dt_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD) ||
             MPI_Reduce(&peak, &peak_max, 1, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD) ||
-            MPI_Reduce(&dev, &dev_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD)) {
+            MPI_Reduce(&dev, &dev_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD) ||
+            MPI_Reduce(&cpu, &cpu_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD)) {
             px_error_set(&err, PX_ERR_MPI, NULL, 0, 0, "MPI_Reduce of the step numbers failed");
             fail_abort(rank, &err);
         }
@@ -458,6 +462,7 @@ int main(int argc, char **argv)
         run.losses[j] = loss;
         run.grad_norms[j] = px_exec_grad_norm(ex);
         run.step_time_s[j] = dt_max;
+        run.cpu_time_s[j] = cpu_max;
         if (device_clock)
             run.device_time_s[j] = dev_max;
         if (rank == 0)
@@ -559,6 +564,7 @@ int main(int argc, char **argv)
     free(run.losses);
     free(run.grad_norms);
     free(run.step_time_s);
+    free(run.cpu_time_s);
     free(run.device_time_s);
     free(run.reserved_peak_bytes);
     free(run.peak_memory_bytes);
