@@ -6,7 +6,8 @@
 #
 # The verdicts do not depend on the machine's load: the limit is on the CPU
 # time calibrate used (user + system, its work), not on the wall clock,
-# which other processes stretch; the calibrations run ahead of the other
+# which other processes stretch; the calibrations and check_profile (which
+# times a GEMM and a triad of its own) run ahead of the other
 # processes (run_first.sh) and, with one BLAS thread (the executor's one rank
 # per core), time their GEMMs and element-wise kernels with the thread CPU
 # clock, so check_profile's sanity ranges hold on a busy machine.
@@ -30,14 +31,14 @@ awk -v c="$cpu" 'BEGIN { exit !(c < 30) }' || fail "calibrate --quick used ${cpu
 [ ! -s "$tmp/out" ] || fail "calibrate printed on stdout: $(head -c 200 "$tmp/out")"
 n_progress=$(grep -c '^\[calibrate ' "$tmp/err")
 [ "$n_progress" -ge 5 ] || fail "only $n_progress progress lines on stderr"
-"$check_profile" "$tmp/one.json" || fail "check_profile rejected the one-process profile"
+"$first" "$check_profile" "$tmp/one.json" || fail "check_profile rejected the one-process profile"
 
 if command -v mpirun >/dev/null 2>&1; then
   "$first" mpirun --oversubscribe -np 2 "$cal" --cpu --quick --mpi -o "$tmp/two.json" 2>"$tmp/err2" \
     || { cat "$tmp/err2" >&2; fail "mpirun -np 2 calibrate --quick --mpi failed"; }
   grep -q 'allreduce *n=2' "$tmp/err2" || fail "no all-reduce progress line under --mpi"
   [ "$(grep -c '^\[calibrate ' "$tmp/err2")" -ge 8 ] || fail "rank 0 progress missing"
-  "$check_profile" "$tmp/two.json" --ranks 2 || fail "check_profile rejected the 2-rank profile"
+  "$first" "$check_profile" "$tmp/two.json" --ranks 2 || fail "check_profile rejected the 2-rank profile"
 else
   echo "no mpirun: the --mpi part is skipped"
 fi
