@@ -97,9 +97,14 @@ px_status px_calib_sustain_run(const px_calib_opts *o, double *frac, double *syn
     if (o->sync) {
         double wait = 0.0, fastest = INFINITY;
         long n = 0;
+        /* The same number of passes on every rank, fixed (no rank's own
+         * clock or rate decides it): a stop each rank decided by its own
+         * clock left one rank in a barrier the others never entered once a
+         * busy machine slowed them unequally.  At ~17 ms a GEMM (CPU) about
+         * half the stream's window. */
+        const long passes = o->quick ? 32 : 96;
         px_calib_sync(o);
-        t0 = px_calib_now_s();
-        for (t = t0; t - t0 < 0.5 * window || n < 8; n++) {
+        for (n = 0; n < passes; n++) {
             float *s = buf + per * (size_t)(n % SUSTAIN_SETS);
             gemm(s, s + na, s + na + nb);
             double b0 = px_calib_now_s();
