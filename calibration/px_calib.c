@@ -1,5 +1,6 @@
 /* px_calib.c — options, clock and progress shared by the calibration steps. */
 #include "px_calib.h"
+#include "px_cpu_clock.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -67,6 +68,11 @@ double px_calib_now_s(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+double px_calib_work_s(const px_calib_opts *o)
+{
+    return o && o->blas_threads == 1 ? px_thread_cpu_s() : px_calib_now_s();
 }
 
 void px_calib_say(const px_calib_opts *o, const char *fmt, ...)

@@ -43,6 +43,14 @@ void px_calib_sync(const px_calib_opts *o);
 /* Monotonic wall clock, seconds. */
 double px_calib_now_s(void);
 
+/* The clock that times work on the calling process's cores: with one BLAS
+ * thread (o->blas_threads 1, the executor's one rank per core) the calling
+ * thread's CPU time (px_cpu_clock.h), which another process taking the core
+ * does not advance, so a rate measured on a busy machine is the rate of the
+ * cores; with more threads the wall clock (the work is spread over threads
+ * this thread's clock does not see). */
+double px_calib_work_s(const px_calib_opts *o);
+
 /* Calls o->progress when set. */
 void px_calib_say(const px_calib_opts *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -50,16 +50,16 @@ double px_calib_gemm_time_one(const px_calib_opts *o, char ta, char tb, int64_t 
     px_calib_sync(o);
     /* The first call warms caches and the BLAS's buffers and tells how many
      * calls fill the window. */
-    double t0 = px_calib_now_s();
+    double t0 = px_calib_work_s(o);
     gemm_call(ta, tb, (int)m, (int)n, (int)k, a, b, c);
-    double first = px_calib_now_s() - t0;
+    double first = px_calib_work_s(o) - t0;
     double best = first;
     if (first >= o->min_time_s) {
         /* Big shapes: one more call, keep the faster (an interruption by
          * another process only ever makes a call slower). */
-        t0 = px_calib_now_s();
+        t0 = px_calib_work_s(o);
         gemm_call(ta, tb, (int)m, (int)n, (int)k, a, b, c);
-        best = fmin(best, px_calib_now_s() - t0);
+        best = fmin(best, px_calib_work_s(o) - t0);
         return flop / best;
     }
     /* Small shapes: three batches filling the window, the fastest batch's
@@ -69,10 +69,10 @@ double px_calib_gemm_time_one(const px_calib_opts *o, char ta, char tb, int64_t 
     if (reps < 1)
         reps = 1;
     for (int batch = 0; batch < 3; batch++) {
-        t0 = px_calib_now_s();
+        t0 = px_calib_work_s(o);
         for (long r = 0; r < reps; r++)
             gemm_call(ta, tb, (int)m, (int)n, (int)k, a, b, c);
-        best = fmin(best, (px_calib_now_s() - t0) / (double)reps);
+        best = fmin(best, (px_calib_work_s(o) - t0) / (double)reps);
     }
     return flop / best;
 }

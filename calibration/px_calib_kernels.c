@@ -128,17 +128,17 @@ static void embed_fb(bufs *b)
 static double time_group(const px_calib_opts *o, group_fn fn, bufs *b)
 {
     px_calib_sync(o);
-    double t0 = px_calib_now_s();
+    double t0 = px_calib_work_s(o);
     fn(b); /* warm-up and estimate */
-    double first = px_calib_now_s() - t0;
+    double first = px_calib_work_s(o) - t0;
     long reps = (long)ceil(o->min_time_s / 3.0 / fmax(first, 1e-9));
     reps = reps < 1 ? 1 : reps;
     double best = INFINITY;
     for (int batch = 0; batch < 3; batch++) {
-        t0 = px_calib_now_s();
+        t0 = px_calib_work_s(o);
         for (long r = 0; r < reps; r++)
             fn(b);
-        best = fmin(best, (px_calib_now_s() - t0) / (double)reps);
+        best = fmin(best, (px_calib_work_s(o) - t0) / (double)reps);
     }
     return best;
 }
@@ -162,19 +162,19 @@ static double time_attention(const px_calib_opts *o, int64_t S, int64_t NH, int6
          * least one call each): another process on this shared machine only
          * ever slows a batch down */
         px_calib_sync(o);
-        double t0 = px_calib_now_s();
+        double t0 = px_calib_work_s(o);
         px_cpu_attention_fwd(out, lse, NULL, qkv, S, 1, NH, NH, HD);
         px_cpu_attention_bwd(dqkv, dout, out, lse, NULL, qkv, S, 1, NH, NH, HD);
-        double first = px_calib_now_s() - t0;
+        double first = px_calib_work_s(o) - t0;
         long reps = (long)ceil(o->min_time_s / 3.0 / fmax(first, 1e-9));
         reps = reps < 1 ? 1 : reps;
         for (int batch = 0; batch < 3; batch++) {
-            t0 = px_calib_now_s();
+            t0 = px_calib_work_s(o);
             for (long r = 0; r < reps; r++) {
                 px_cpu_attention_fwd(out, lse, NULL, qkv, S, 1, NH, NH, HD);
                 px_cpu_attention_bwd(dqkv, dout, out, lse, NULL, qkv, S, 1, NH, NH, HD);
             }
-            best = fmin(best, (px_calib_now_s() - t0) / (double)reps);
+            best = fmin(best, (px_calib_work_s(o) - t0) / (double)reps);
         }
     }
     free(qkv);

@@ -64,11 +64,11 @@ px_status px_calib_mem_run(const px_calib_opts *o, px_calib_mem_result *r, px_er
     double best_copy = INFINITY, best_triad = INFINITY;
     for (int rep = 0; rep < reps; rep++) {
         px_calib_sync(o);
-        double t0 = px_calib_now_s();
+        double t0 = px_calib_work_s(o);
         copy_kernel(c, a, n);
-        double t1 = px_calib_now_s();
+        double t1 = px_calib_work_s(o);
         triad_kernel(a, b, c, 3.0f, n);
-        double t2 = px_calib_now_s();
+        double t2 = px_calib_work_s(o);
         best_copy = fmin(best_copy, t1 - t0);
         best_triad = fmin(best_triad, t2 - t1);
     }

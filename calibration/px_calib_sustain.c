@@ -24,6 +24,18 @@ static void gemm(const float *a, const float *b, float *c)
                 a, SUSTAIN_K, b, SUSTAIN_K, 0.0f, c, SUSTAIN_N);
 }
 
+/* The median of n values (sorted in place). */
+static double median_of(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double x = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = x;
+        }
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 px_status px_calib_sustain_run(const px_calib_opts *o, double *frac, double *sync_wait_s,
                                double *sync_interval_s, px_error *err)
 {
@@ -44,24 +56,35 @@ px_status px_calib_sustain_run(const px_calib_opts *o, double *frac, double *syn
     px_calib_sync(o);
     double best = INFINITY;
     for (int r = 0; r < 5; r++) {
-        double t0 = px_calib_now_s();
+        double t0 = px_calib_work_s(o);
         gemm(buf, buf + na, buf + na + nb);
-        best = fmin(best, px_calib_now_s() - t0);
+        best = fmin(best, px_calib_work_s(o) - t0);
     }
-    /* the stream: one call after another on the next operand set */
+    /* the stream: one call after another on the next operand set, in
+     * STREAM_PARTS parts; the rate is the median part's, as the executor's
+     * step time is the median of its steps (a burst of another process's
+     * memory traffic in one part does not move it) */
+    enum { STREAM_PARTS = 5 };
     px_calib_sync(o);
     double window = px_calib_sustain_window_s(o->quick);
     long calls = 0;
-    double t0 = px_calib_now_s(), t = t0;
-    while (t - t0 < window) {
-        float *s = buf + per * (size_t)(calls % SUSTAIN_SETS);
-        gemm(s, s + na, s + na + nb);
-        calls++;
-        t = px_calib_now_s();
+    double part_mean[STREAM_PARTS];
+    double t0 = px_calib_work_s(o), t = t0;
+    for (int part = 0; part < STREAM_PARTS; part++) {
+        double p0 = t;
+        long n = 0;
+        while (t - p0 < window / STREAM_PARTS || n == 0) {
+            float *s = buf + per * (size_t)(calls % SUSTAIN_SETS);
+            gemm(s, s + na, s + na + nb);
+            calls++;
+            n++;
+            t = px_calib_work_s(o);
+        }
+        part_mean[part] = (t - p0) / (double)n;
     }
-    double mean = (t - t0) / (double)calls;
+    double mean = median_of(part_mean, STREAM_PARTS);
     *frac = fmin(1.0, best / mean);
-    px_calib_say(o, "sustained: %ld GEMMs %dx%dx%d in %.2f s, mean %.1f GFLOP/s against the "
+    px_calib_say(o, "sustained: %ld GEMMs %dx%dx%d in %.2f s, median part %.1f GFLOP/s against the "
                  "best call's %.1f: sustained_frac %.3f", calls, SUSTAIN_M, SUSTAIN_N, SUSTAIN_K,
                  t - t0, 2.0 * SUSTAIN_M * SUSTAIN_N * SUSTAIN_K / mean / 1e9,
                  2.0 * SUSTAIN_M * SUSTAIN_N * SUSTAIN_K / best / 1e9, *frac);
@@ -74,9 +97,14 @@ px_status px_calib_sustain_run(const px_calib_opts *o, double *frac, double *syn
     if (o->sync) {
         double wait = 0.0, fastest = INFINITY;
         long n = 0;
+        /* The same number of passes on every rank, fixed (no rank's own
+         * clock or rate decides it): a stop each rank decided by its own
+         * clock left one rank in a barrier the others never entered once a
+         * busy machine slowed them unequally.  At ~17 ms a GEMM (CPU) about
+         * half the stream's window. */
+        const long passes = o->quick ? 32 : 96;
         px_calib_sync(o);
-        t0 = px_calib_now_s();
-        for (t = t0; t - t0 < 0.5 * window || n < 8; n++) {
+        for (n = 0; n < passes; n++) {
             float *s = buf + per * (size_t)(n % SUSTAIN_SETS);
             gemm(s, s + na, s + na + nb);
             double b0 = px_calib_now_s();

@@ -343,6 +343,12 @@ px_status px_measure_write(const char *path, const px_run *run, const px_plan *p
             json_array_append_new(dev, num_json(run->device_time_s[i]));
         json_object_set_new(root, "device_step_times_s", dev);
     }
+    if (run->cpu_time_s) {
+        json_t *cpu = json_array();
+        for (int64_t i = 0; i < run->warmup + run->steps; i++)
+            json_array_append_new(cpu, num_json(run->cpu_time_s[i]));
+        json_object_set_new(root, "cpu_step_times_s", cpu);
+    }
     json_object_set_new(root, "dtype", json_string(run->dtype ? run->dtype : ""));
     json_object_set_new(root, "losses", losses);
     json_object_set_new(root, "step_times_s", times);

@@ -28,6 +28,9 @@ typedef struct {
     int64_t diverged_step; /* the step whose loss or gradients were not finite, at
                             * which the run stopped; -1: none */
     double *step_time_s; /* [warmup + steps], slowest rank */
+    double *cpu_time_s;  /* [warmup + steps], the rank whose main thread used the
+                          * most CPU time in the step (px_cpu_clock.h); NULL: not
+                          * recorded */
     double *device_time_s; /* [warmup + steps], slowest rank, by the device's clock
                             * (CUDA events); NULL where the backend has none */
     const char *dtype;     /* storage of activations and weights: "bf16", "fp32" */

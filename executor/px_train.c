@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include "px_ckpt.h"
+#include "px_cpu_clock.h"
 #include "px_memtrack.h"
 #include "px_watchdog.h"
 
@@ -27,10 +28,11 @@ px_status px_train_run_init(const px_train *t, px_run *run, px_error *err)
     run->losses = calloc((size_t)total, sizeof *run->losses);
     run->grad_norms = calloc((size_t)total, sizeof *run->grad_norms);
     run->step_time_s = calloc((size_t)total, sizeof *run->step_time_s);
+    run->cpu_time_s = calloc((size_t)total, sizeof *run->cpu_time_s);
     run->peak_memory_bytes = calloc((size_t)t->world, sizeof *run->peak_memory_bytes);
     run->peak_breakdown = calloc((size_t)t->world, sizeof *run->peak_breakdown);
-    if (!run->losses || !run->grad_norms || !run->step_time_s || !run->peak_memory_bytes ||
-        !run->peak_breakdown || (device_clock && !run->device_time_s))
+    if (!run->losses || !run->grad_norms || !run->step_time_s || !run->cpu_time_s ||
+        !run->peak_memory_bytes || !run->peak_breakdown || (device_clock && !run->device_time_s))
         return px_error_set(err, PX_ERR_NOMEM, NULL, 0, 0, "out of memory");
     return PX_OK;
 }
@@ -46,7 +48,7 @@ static px_status one_step(const px_train *t, int64_t i, px_run *run, px_error *e
     if (MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS)
         return px_error_set(err, PX_ERR_MPI, NULL, 0, 0, "MPI_Barrier failed");
     px_watchdog_leave();
-    double t0 = MPI_Wtime(), loss = 0.0;
+    double t0 = MPI_Wtime(), cpu0 = px_thread_cpu_s(), loss = 0.0;
     if (t->trace && i == 0)
         px_trace_start(t->trace); /* the common origin: right after a barrier */
     if (t->trace)
@@ -67,17 +69,20 @@ static px_status one_step(const px_train *t, int64_t i, px_run *run, px_error *e
         PX_TRY(be->timer_stop(be, &dev, err));
     px_watchdog_leave();
     double dt = MPI_Wtime() - t0, dt_max = dt;
+    double cpu = px_thread_cpu_s() - cpu0, cpu_max = cpu;
     int64_t peak = px_exec_memory(t->ex)->peak_bytes, peak_max = peak;
     px_watchdog_enter("MPI_Reduce (step time and memory)");
     if (MPI_Reduce(&dt, &dt_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD) ||
         MPI_Reduce(&peak, &peak_max, 1, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD) ||
-        MPI_Reduce(&dev, &dev_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD))
+        MPI_Reduce(&dev, &dev_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD) ||
+        MPI_Reduce(&cpu, &cpu_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD))
         return px_error_set(err, PX_ERR_MPI, NULL, 0, 0,
                             "MPI_Reduce of the step numbers failed");
     px_watchdog_leave();
     run->losses[j] = loss;
     run->grad_norms[j] = px_exec_grad_norm(t->ex);
     run->step_time_s[j] = dt_max;
+    run->cpu_time_s[j] = cpu_max;
     if (device_clock)
         run->device_time_s[j] = dev_max;
     if (t->out)
@@ -170,6 +175,7 @@ void px_train_run_free(px_run *run)
     free(run->losses);
     free(run->grad_norms);
     free(run->step_time_s);
+    free(run->cpu_time_s);
     free(run->device_time_s);
     free(run->reserved_peak_bytes);
     free(run->peak_memory_bytes);
