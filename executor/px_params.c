@@ -53,6 +53,24 @@ static px_status add_vec(px_param_table *t, int64_t id, int64_t n, px_init_kind 
     return add_seg(t, id, n, 1, 0, n, 0, 1, init, true, off, err);
 }
 
+/* The shared experts of an MoE layer as one dense SwiGLU MLP of inner size
+ * fs = n_shared moe_ffn (their gate and up rows, down columns concatenated),
+ * split over TP like the dense MLP: gate and up column-parallel, down
+ * row-parallel. */
+static px_status build_shared_experts(px_param_table *t, const px_model *m, int tp, int tp_rank,
+                                      px_layer_params *lp, px_error *err)
+{
+    int64_t h = m->hidden, fs = m->n_shared_experts * m->moe_ffn, fs_l = fs / tp;
+    if (fs == 0)
+        return PX_OK;
+    PX_TRY(add_seg(t, PX_TID_LAYER(lp->layer, PX_T_SH_W_GATE), fs, h, tp_rank * fs_l, fs_l, 0, h,
+                PX_INIT_NORMAL, false, &lp->sw1, err));
+    PX_TRY(add_seg(t, PX_TID_LAYER(lp->layer, PX_T_SH_W_UP), fs, h, tp_rank * fs_l, fs_l, 0, h,
+                PX_INIT_NORMAL, false, NULL, err));
+    return add_seg(t, PX_TID_LAYER(lp->layer, PX_T_SH_W_DOWN), h, fs, 0, h, tp_rank * fs_l, fs_l,
+                   PX_INIT_NORMAL, false, &lp->sw2, err);
+}
+
 static px_status build_layer(px_param_table *t, const px_model *m, int tp, int tp_rank,
                              int64_t layer, px_layer_params *lp, px_error *err)
 {
@@ -82,6 +100,12 @@ static px_status build_layer(px_param_table *t, const px_model *m, int tp, int t
         PX_TRY(add_seg(t, LID(PX_T_BV), nk, 1, tp_rank * nk_l, nk_l, 0, 1, PX_INIT_ZEROS, false,
                     NULL, err));
     }
+    if (m->qk_norm) { /* one weight per head dim, shared by the heads of every TP rank */
+        PX_TRY(add_vec(t, LID(PX_T_Q_NORM_W), hd, PX_INIT_ONES, &lp->q_norm, err));
+        t->segs[t->n_segs - 1].tp_sum = true;
+        PX_TRY(add_vec(t, LID(PX_T_K_NORM_W), hd, PX_INIT_ONES, &lp->k_norm, err));
+        t->segs[t->n_segs - 1].tp_sum = true;
+    }
     /* Row-parallel: this rank's columns of Wo. */
     PX_TRY(add_seg(t, LID(PX_T_WO), h, nq, 0, h, tp_rank * nq_l, nq_l, PX_INIT_NORMAL, false,
                 &lp->wo, err));
@@ -94,7 +118,7 @@ static px_status build_layer(px_param_table *t, const px_model *m, int tp, int t
         PX_TRY(add_seg(t, LID(PX_T_ROUTER), m->n_experts, h, 0, m->n_experts, 0, h,
                     PX_INIT_NORMAL, true, &lp->router, err));
         t->segs[t->n_segs - 1].tp_sum = true;
-        return PX_OK;
+        return build_shared_experts(t, m, tp, tp_rank, lp, err);
     }
     if (gpt) {
         PX_TRY(add_seg(t, LID(PX_T_W_FC), f, h, tp_rank * f_l, f_l, 0, h, PX_INIT_NORMAL, false,

@@ -30,6 +30,11 @@ enum {
      * (e + 1) h)). */
     PX_T_ROUTER, PX_T_EXP_W1, PX_T_EXP_W2
 };
+/* Kinds counted down from the top of a layer's 32 ids: qk_norm's per-head
+ * RMSNorm weights [head_dim] (px_qknorm.c) and the shared experts' gate, up
+ * [n_shared moe_ffn, h] and down [h, n_shared moe_ffn] (px_shared_expert.c). */
+enum { PX_T_Q_NORM_W = 31, PX_T_K_NORM_W = 30, PX_T_SH_W_GATE = 29, PX_T_SH_W_UP = 28,
+       PX_T_SH_W_DOWN = 27 };
 #define PX_TID_LAYER0 100
 #define PX_TID_LAYER(layer, kind) (PX_TID_LAYER0 + (int64_t)(layer) * 32 + (kind))
 
@@ -56,6 +61,10 @@ typedef struct {
      * gate|up [E_l 2 f_e, h] and down [E_l h, f_e] (in the expert region;
      * f_e is the table's fe_l: moe_ffn / etp). */
     int64_t router, ew1, ew2;
+    /* qk_norm weights [hd] each (TP-replicated, gradients summed over TP);
+     * shared experts' gate|up rows of this TP rank [2 fs_l, h] and down
+     * columns [h, fs_l] (fs_l = n_shared moe_ffn / tp), in the dense region. */
+    int64_t q_norm, k_norm, sw1, sw2;
 } px_layer_params;
 
 typedef struct {
