@@ -72,6 +72,12 @@ static void check_model(const char *model, px_backend *be)
     }
     int64_t n;
     float *params = px_exec_params(ex, &n);
+    /* one rank holds the whole model: exactly the planner's parameter count
+     * (qk_norm weights and shared experts included) */
+    px_param_count pc;
+    px_model_count_params(&plan.model, &pc);
+    CHECK_MSG(n == pc.total, "%s: the executor holds %lld parameters, the planner counts %lld",
+              model, (long long)n, (long long)pc.total);
     float *grad = malloc((size_t)n * sizeof *grad);
     double loss0 = loss_and_grad(ex, grad);
     CHECK(isfinite(loss0) && loss0 > 0.0);
