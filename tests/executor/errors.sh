@@ -99,6 +99,14 @@ check_case 1 check_zbh2 "vpp = 2 needs schedule" --plan "$work/zbh2_v2.json"
 "$mkplan" --model deepseek-v3 --layers 4 --seq 64 -o "$work/mla.json" 2>/dev/null
 check_case 1 check_mla "unsupported: .*multi-head latent attention .* not supported by cpu-executor" \
   --plan "$work/mla.json"
+# qk_norm and shared experts run; tp must divide the shared experts' ffn
+# (n_shared_experts x moe_ffn: one tensor-parallel MLP)
+"$mkplan" --model tiny-qwen3 --tp 2 -o "$work/qwen3_tp2.json" 2>/dev/null
+check_case 0 check_qwen3 "runs on the cpu-executor: tiny-qwen3 on 2 ranks" --plan "$work/qwen3_tp2.json"
+sed -e 's/"moe_ffn": 32/"moe_ffn": 33/' -e 's/"n_shared_experts": 2/"n_shared_experts": 1/' \
+  "$work/qwen3_tp2.json" >"$work/shared_odd.json"
+check_case 1 check_shared_tp "tp = 2 does not divide the shared experts' ffn size .* = 33" \
+  --plan "$work/shared_odd.json"
 check_case 2 check_no_plan "--plan FILE is required"
 
 # A failure on one rank while the others are inside the step: the job ends.
