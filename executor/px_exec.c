@@ -298,6 +298,7 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     ex->top_k = m->top_k;
     ex->fe = m->moe_ffn;
     ex->fe_l = ex->moe ? m->moe_ffn / p->etp : 0;
+    ex->fs_l = ex->moe ? m->n_shared_experts * m->moe_ffn / t : 0;
     /* MoE token shard: the SP shard, or this TP rank's slice of the rows. */
     ex->Tm = p->tp > 1 ? ex->T / t : ex->T;
     ex->row0_m = ex->sp || p->tp == 1 ? 0 : ex->tp_rank * ex->Tm;
@@ -406,6 +407,7 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
         free(host);
         PX_TRY(st);
     }
+    PX_TRY(px_qknorm_setup(ex, err));
     if (ex->tab.chunks[ex->vpp - 1].is_last)
         PX_TRY(px_ex_alloc_f32(ex, PX_MEM_BUFFERS, ex->m * ex->T, &ex->loss_tok, err));
     px_mem_reset_peak(&ex->mem);

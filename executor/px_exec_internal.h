@@ -46,6 +46,13 @@ typedef struct {
      * RMSNorms ([T, q_lora_rank], [T, kv_lora_rank]) and the norms' rstd. */
     void *mla_cq, *mla_cqn, *mla_c, *mla_cn;
     float *mla_cq_rstd, *mla_c_rstd;
+    /* qk_norm (px_qknorm.c): the q and k head rows before the norm, all q
+     * heads' rows then all k heads' ([T (nh_l + nkv_l), hd]), and their rstd. */
+    void *qk_in;
+    float *qk_rstd;            /* [T (nh_l + nkv_l)] */
+    /* Shared experts (px_shared_expert.c), as the dense MLP's h1 and h2. */
+    void *sh_h1;               /* [T, 2 fs_l] gate|up */
+    void *sh_h2;               /* [T, fs_l] SwiGLU output */
 } px_layer_act;
 
 /* One (local chunk, micro-batch) in flight.  void * tensors are in the
@@ -156,6 +163,8 @@ struct px_exec {
     float *host_grads;/* [n_grads] host staging of the gradient check (px_health.c) */
     int64_t n_weights, n_moments; /* elements of params and of master / adam_m / adam_v */
     float *loss_tok; /* [m][T] those token losses on the device (last stage) */
+    int32_t *qk_rows; /* qk_norm's row gather and scatter maps (px_qknorm.c) */
+    int64_t fs_l;     /* shared experts: this TP rank's n_shared moe_ffn / tp */
 };
 
 /* Device allocations through the tracker: n elements of dtype t (int32
@@ -275,6 +284,27 @@ px_status px_moe_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, co
 px_status px_moe_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, const void *dy,
                      const void *x, void **dx, px_error *err);
 void px_moe_route_free(px_layer_act *a);
+
+/* qk_norm (px_qknorm.c): setup builds the row maps (no-op without qk_norm);
+ * fwd normalises the q and k heads of a->qkv [T, qkv_l] in place (before
+ * RoPE), keeping a->qk_in / qk_rstd under `kind`; bwd turns dqkv's q and k
+ * parts (the gradient at the norm outputs) into the gradient at its inputs,
+ * in place, accumulating the norm weights' gradients.  No-ops when the layer
+ * has no qk_norm. */
+px_status px_qknorm_setup(px_exec *ex, px_error *err);
+px_status px_qknorm_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
+                        px_mem_kind kind, px_error *err);
+px_status px_qknorm_bwd(px_exec *ex, const px_layer_params *lp, const px_layer_act *a,
+                        void *dqkv, px_error *err);
+
+/* Shared experts of an MoE layer (px_shared_expert.c): fwd adds their output
+ * to y [Ts, h] (from a->n2_out); bwd adds their input gradient to dn [Ts, h]
+ * (the gradient at norm 2's output) from dx_out [Ts, h], accumulating their
+ * weight gradients.  No-ops when the layer has none. */
+px_status px_shared_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, void *y,
+                        px_error *err);
+px_status px_shared_bwd(px_exec *ex, const px_layer_params *lp, const px_layer_act *a,
+                        const void *dx_out, void *dn, px_error *err);
 
 /* Norm of the block kind: RMSNorm (Llama) or LayerNorm (GPT; b_off >= 0). */
 px_status px_ex_norm_fwd(px_exec *ex, void *out, float **mean, float **rstd, const void *x,

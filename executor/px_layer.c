@@ -63,9 +63,9 @@ void px_layer_act_free(px_exec *ex, px_layer_act *a)
 {
     void **act[] = {&a->x_in, &a->n1_out, &a->qkv,    &a->att,  &a->x_mid, &a->n2_out,
                     &a->h1,   &a->h2,     &a->w_dqkv, &a->w_do, &a->w_dh1, &a->w_dy,
-                    &a->m_xr, &a->m_h1,   &a->m_yr};
+                    &a->m_xr, &a->m_h1,   &a->m_yr, &a->qk_in, &a->sh_h1, &a->sh_h2};
     float **f32[] = {&a->n1_mean, &a->n1_rstd, &a->lse,     &a->probs,
-                     &a->n2_mean, &a->n2_rstd, &a->m_probs, &a->m_gate};
+                     &a->n2_mean, &a->n2_rstd, &a->m_probs, &a->m_gate, &a->qk_rstd};
     int32_t **i32[] = {&a->m_idx, &a->m_rows, &a->m_slots};
     for (size_t i = 0; i < sizeof act / sizeof act[0]; i++)
         px_ex_free(ex, act[i]);
@@ -235,6 +235,7 @@ static px_status moe_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a
         PX_TRY(ex->be->all_gather(ex->be, yfull, y, ex->Tm * h, ex->act_dtype, &ex->tp, err));
         px_ex_free(ex, &y);
     }
+    PX_TRY(px_shared_fwd(ex, lp, a, yfull, err));
     PX_TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, x_out, err));
     ex->k->residual_fwd(*x_out, a->x_mid, yfull, Ts * h);
     px_ex_free(ex, &yfull);
@@ -254,6 +255,7 @@ static px_status moe_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a
         PX_TRY(ex->be->all_gather(ex->be, dn, dxm, ex->Tm * h, ex->act_dtype, &ex->tp, err));
         px_ex_free(ex, &dxm);
     }
+    PX_TRY(px_shared_bwd(ex, lp, a, dx_out, dn, err));
     PX_TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, Ts * h, dx_mid, err));
     ex->be->copy(ex->be, *dx_mid, dx_out, px_ex_bytes(ex, Ts * h));
     px_ex_norm_bwd(ex, *dx_mid, dn, a->x_mid, lp->ln2_w, lp->ln2_b, a->n2_mean, a->n2_rstd);
@@ -280,6 +282,7 @@ px_status px_layer_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, 
     else
         k->matmul_fwd(a->qkv, g, W(lp->wqkv), WOPT(lp->bqkv), T, h, ex->qkv_l);
     col_input_done(ex, a->n1_out, &g);
+    PX_TRY(px_qknorm_fwd(ex, lp, a, A, err));
     if (ex->llama && !ex->mla)
         rope(ex, a->qkv, 1);
     PX_TRY(px_ex_alloc_act(ex, A, T * ex->nh_l * ex->hd, &a->att, err));
@@ -425,6 +428,7 @@ px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
     px_ex_free(ex, &datt);
     if (ex->llama && !ex->mla)
         rope(ex, dqkv, -1);
+    PX_TRY(px_qknorm_bwd(ex, lp, a, dqkv, err));
     if (!defer_w)
         PX_TRY(col_input(ex, a->n1_out, &g, err));
     PX_TRY(px_ex_alloc_act(ex, X, T * h, &dg, err));

@@ -54,8 +54,8 @@ static px_status add_vec(px_param_table *t, int64_t id, int64_t n, px_init_kind 
 }
 
 /* A replicated tensor whose gradient is partial on every TP rank (MLA's down
- * projections and latent norms: the column-parallel ups behind them see only
- * this rank's heads), so summed over TP whatever SP says. */
+ * projections and latent norms, qk_norm's weights: what follows them sees
+ * only this rank's heads), so summed over TP whatever SP says. */
 static px_status add_tp_sum(px_param_table *t, int64_t id, int64_t rows, int64_t cols,
                             px_init_kind init, int64_t *off, px_error *err)
 {
@@ -89,6 +89,24 @@ static px_status build_mla(px_param_table *t, const px_model *m, int tp, int tp_
                    PX_INIT_NORMAL, false, &lp->mla_wkvb, err));
 #undef LID
     return PX_OK;
+}
+
+/* The shared experts of an MoE layer as one dense SwiGLU MLP of inner size
+ * fs = n_shared moe_ffn (their gate and up rows, down columns concatenated),
+ * split over TP like the dense MLP: gate and up column-parallel, down
+ * row-parallel. */
+static px_status build_shared_experts(px_param_table *t, const px_model *m, int tp, int tp_rank,
+                                      px_layer_params *lp, px_error *err)
+{
+    int64_t h = m->hidden, fs = m->n_shared_experts * m->moe_ffn, fs_l = fs / tp;
+    if (fs == 0)
+        return PX_OK;
+    PX_TRY(add_seg(t, PX_TID_LAYER(lp->layer, PX_T_SH_W_GATE), fs, h, tp_rank * fs_l, fs_l, 0, h,
+                PX_INIT_NORMAL, false, &lp->sw1, err));
+    PX_TRY(add_seg(t, PX_TID_LAYER(lp->layer, PX_T_SH_W_UP), fs, h, tp_rank * fs_l, fs_l, 0, h,
+                PX_INIT_NORMAL, false, NULL, err));
+    return add_seg(t, PX_TID_LAYER(lp->layer, PX_T_SH_W_DOWN), h, fs, 0, h, tp_rank * fs_l, fs_l,
+                   PX_INIT_NORMAL, false, &lp->sw2, err);
 }
 
 static px_status build_layer(px_param_table *t, const px_model *m, int tp, int tp_rank,
@@ -125,6 +143,10 @@ static px_status build_layer(px_param_table *t, const px_model *m, int tp, int t
                         NULL, err));
         }
     }
+    if (m->qk_norm) { /* one weight per head dim, shared by the heads of every TP rank */
+        PX_TRY(add_tp_sum(t, LID(PX_T_Q_NORM_W), hd, 1, PX_INIT_ONES, &lp->q_norm, err));
+        PX_TRY(add_tp_sum(t, LID(PX_T_K_NORM_W), hd, 1, PX_INIT_ONES, &lp->k_norm, err));
+    }
     /* Row-parallel: this rank's columns of Wo. */
     PX_TRY(add_seg(t, LID(PX_T_WO), h, nv, 0, h, tp_rank * nv_l, nv_l, PX_INIT_NORMAL, false,
                 &lp->wo, err));
@@ -137,7 +159,7 @@ static px_status build_layer(px_param_table *t, const px_model *m, int tp, int t
         PX_TRY(add_seg(t, LID(PX_T_ROUTER), m->n_experts, h, 0, m->n_experts, 0, h,
                     PX_INIT_NORMAL, true, &lp->router, err));
         t->segs[t->n_segs - 1].tp_sum = true;
-        return PX_OK;
+        return build_shared_experts(t, m, tp, tp_rank, lp, err);
     }
     if (gpt) {
         PX_TRY(add_seg(t, LID(PX_T_W_FC), f, h, tp_rank * f_l, f_l, 0, h, PX_INIT_NORMAL, false,

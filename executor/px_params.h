@@ -36,6 +36,11 @@ enum {
     PX_T_MLA_WQ_A = PX_T_WQ, PX_T_MLA_WQ_B = PX_T_WK, PX_T_MLA_WKV_A = PX_T_WV,
     PX_T_MLA_WKV_B = PX_T_BQ, PX_T_MLA_Q_NORM = PX_T_BK, PX_T_MLA_KV_NORM = PX_T_BV
 };
+/* Kinds counted down from the top of a layer's 32 ids: qk_norm's per-head
+ * RMSNorm weights [head_dim] (px_qknorm.c) and the shared experts' gate, up
+ * [n_shared moe_ffn, h] and down [h, n_shared moe_ffn] (px_shared_expert.c). */
+enum { PX_T_Q_NORM_W = 31, PX_T_K_NORM_W = 30, PX_T_SH_W_GATE = 29, PX_T_SH_W_UP = 28,
+       PX_T_SH_W_DOWN = 27 };
 #define PX_TID_LAYER0 100
 #define PX_TID_LAYER(layer, kind) (PX_TID_LAYER0 + (int64_t)(layer) * 32 + (kind))
 
@@ -68,6 +73,10 @@ typedef struct {
      * q_lora], kv down [kv_lora + rope, h], kv latent norm, kv up
      * [heads (nope + v), kv_lora]; this rank's heads' rows of the ups. */
     int64_t mla_wqa, mla_qnorm, mla_wqb, mla_wkva, mla_kvnorm, mla_wkvb;
+    /* qk_norm weights [hd] each (TP-replicated, gradients summed over TP);
+     * shared experts' gate|up rows of this TP rank [2 fs_l, h] and down
+     * columns [h, fs_l] (fs_l = n_shared moe_ffn / tp), in the dense region. */
+    int64_t q_norm, k_norm, sw1, sw2;
 } px_layer_params;
 
 typedef struct {

@@ -48,7 +48,8 @@ void px_caps_parallax(px_caps *c)
  * It pads the vocabulary only to a multiple of tp: no kernel needs more
  * alignment, and the padding stays below tp rows.  Multi-head latent
  * attention runs as low-rank projections around the attention core
- * (executor/px_mla.c); qk_norm, shared experts and MTP modules have no
+ * (executor/px_mla.c); qk_norm and shared experts run on the existing
+ * kernels (executor/px_qknorm.c, px_shared_expert.c); MTP modules have no
  * kernels. */
 static void caps_engine(px_caps *c, const char *name)
 {
@@ -58,8 +59,8 @@ static void caps_engine(px_caps *c, const char *name)
     c->vocab_pad_multiple = 1;
     c->precisions = PX_PREC_BIT(PX_PREC_BF16);
     c->model_features = PX_FEAT_DENSE_FIRST | PX_FEAT_MOE | PX_FEAT_GPT_BLOCK |
-                        PX_FEAT_LLAMA_BLOCK;
-    c->model_features |= PX_FEAT_MLA;
+                        PX_FEAT_LLAMA_BLOCK | PX_FEAT_QK_NORM | PX_FEAT_SHARED_EXPERTS |
+                        PX_FEAT_MLA;
     c->zb_virtual_chunks = true;
     c->moe_gpt_block = false;
     c->hybrid_shard = false; /* ZeRO-3 shards over the whole data-parallel group */
@@ -195,6 +196,12 @@ px_status px_rule_tp(const px_model *m, int tp, const px_caps *caps, px_error *e
     if (m->ffn > 0 && m->ffn % tp)
         return PX_FAIL(err, PX_ERR_INVALID, "tp = %d does not divide the ffn size %lld of %s",
                        tp, (long long)m->ffn, m->name);
+    /* the shared experts are one tensor-parallel MLP of n_shared moe_ffn */
+    if (m->n_experts > 0 && (m->n_shared_experts * m->moe_ffn) % tp)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "tp = %d does not divide the shared experts' ffn size n_shared_experts x "
+                       "moe_ffn = %lld of %s",
+                       tp, (long long)(m->n_shared_experts * m->moe_ffn), m->name);
     if (!caps->pads_vocab && m->vocab % tp)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "tp = %d does not divide the vocabulary %lld of %s (%s does not pad it)",

@@ -137,7 +137,8 @@ int main(void)
     px_model_list_presets(NULL, list, sizeof list);
     static const char *const all[] = {"llama3-8b", "llama3-70b", "70b", "llama3-405b",
                                       "gpt3-175b", "seed-70b", "mixtral-8x7b", "deepseek-v3",
-                                      "qwen3-235b-a22b", "tiny-llama", "tiny-gpt", "tiny-moe"};
+                                      "qwen3-235b-a22b", "tiny-llama", "tiny-gpt", "tiny-moe",
+                                      "tiny-qwen3"};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         CHECK_MSG(strstr(list, all[i]) != NULL, "list lacks %s: %s", all[i], list);
         px_model m = load(all[i]);

@@ -7,7 +7,8 @@
 # (TP 2 + SP: LayerNorm, biases, learned positions) and tiny-moe (EP 2 x DP 2;
 # EP 2 x expert TP 2 x DP 4: partial expert outputs summed in bf16) and
 # tiny-mla (multi-head latent attention: TP 2 + SP, the k_rope gradient
-# summed over heads in bf16; PP 2 with DP 2 and ZeRO-1),
+# summed over heads in bf16; PP 2 with DP 2 and ZeRO-1) and tiny-qwen3
+# (qk_norm and shared experts: TP 2 + SP x EP 2, PP 2 x EP 2),
 # 3 steps of each bf16 split against
 #   - the fp32 single-rank run (the reference every fp32 split equals to 1e-5
 #     in equivalence.sh): losses within 5e-4 relative;
@@ -99,7 +100,7 @@ check() {
     "$watol" "$wrtol"
 }
 
-for model in tiny-llama tiny-gpt tiny-moe tiny-mla; do
+for model in tiny-llama tiny-gpt tiny-moe tiny-mla tiny-qwen3; do
   run "$model.f32" 1 fp32 "$model" || exit 1
   run "$model.bf16" 1 bf16 "$model" || exit 1
   expect "$model: bf16 vs fp32, 1 rank (losses)" losses "$work/$model.f32.r.json" \
@@ -119,5 +120,7 @@ check moe_ep2_dp2 2 tiny-moe   5e-4 "$adam_atol" 0 --ep 2 --dp 2 --n-micro 2
 check moe_ep2_etp2 4 tiny-moe  5e-4 "$adam_atol" 0 --ep 2 --etp 2 --dp 4 --n-micro 1
 check mla_tp2_sp  2 tiny-mla   5e-4 "$adam_atol" 0 --tp 2 --sp
 check mla_pp2_dp2_z1 4 tiny-mla 1e-5 "$adam_atol" 0 --pp 2 --dp 2 --n-micro 2 --zero 1
+check qwen3_tp2sp_ep2 2 tiny-qwen3 5e-4 "$adam_atol" 0 --tp 2 --sp --ep 2
+check qwen3_pp2_ep2   4 tiny-qwen3 5e-4 "$adam_atol" 0 --pp 2 --ep 2 --dp 2 --n-micro 2
 echo "$failed failed"
 [ "$failed" -eq 0 ]

@@ -35,6 +35,7 @@ failed=0
 layers=8
 [ "$model" = tiny-moe ] && layers=4
 [ "$model" = tiny-mla ] && layers=4
+[ "$model" = tiny-qwen3 ] && layers=4
 
 # run NAME NP DUMP PLAN-ARGS...: plan, execute, keep the report (and weights).
 run() {
@@ -67,6 +68,26 @@ check() {
 
 run ref 1 dump || exit 1
 echo "reference losses: $(grep -o '"losses".*' "$work/ref.r.json" | head -1)"
+# tiny-qwen3 (qk_norm, 2 kv heads, 4 experts top 2 + 2 shared experts, one
+# dense first layer): the qk_norm weights' gradients summed over TP with and
+# without SP, the shared experts split over TP (SP, and the sliced routing
+# without it), with EP, ETP, CP, pipeline stages under ZB-H1 (with and
+# without full recompute), selective recompute and ZeRO 1-3.
+if [ "$model" = tiny-qwen3 ]; then
+  check tp2_sp            2 dump   --tp 2 --sp
+  check ep2_tp2           2 dump   --ep 2 --tp 2
+  check tp2sp_selective   2 nodump --tp 2 --sp --recompute selective
+  check etp2_tp2          2 dump   --etp 2 --tp 2
+  check cp2_ep2           2 dump   --cp 2 --ep 2
+  check pp2_ep2_zbh1_full 4 nodump --pp 2 --ep 2 --dp 2 --n-micro 2 --schedule zb-h1 --recompute full
+  check pp2_zbh1          2 dump   --pp 2 --schedule zb-h1
+  check ep2_dp2_zero2     2 dump   --ep 2 --dp 2 --n-micro 2 --zero 2
+  check ep2_tp2sp_dp2_z1  4 dump   --ep 2 --tp 2 --sp --dp 2 --n-micro 2 --zero 1
+  check ep2_tp2sp_dp2_z3  4 dump   --ep 2 --tp 2 --sp --dp 2 --n-micro 2 --zero 3
+  echo "$failed failed"
+  [ "$failed" -eq 0 ]
+  exit
+fi
 if [ "$model" = tiny-moe ]; then
   check ep2_dp2           2 dump   --ep 2 --dp 2 --n-micro 2
   check ep2_dp4           4 dump   --ep 2 --dp 4 --n-micro 1

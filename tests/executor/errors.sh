@@ -112,6 +112,14 @@ sed 's/"v_head_dim": 16/"v_head_dim": 32/' "$(dirname "$0")/../../models/tiny-ml
 "$mkplan" --model "$work/wide_v.json" -o "$work/wide_v_plan.json" 2>/dev/null
 expect mla_wide_v "v_head_dim 32 > qk_nope_head_dim \+ qk_rope_head_dim = 24.*allowed: v_head_dim <= 24" \
   1 --plan "$work/wide_v_plan.json" --steps 1 --warmup 0
+# qk_norm and shared experts run; tp must divide the shared experts' ffn
+# (n_shared_experts x moe_ffn: one tensor-parallel MLP)
+"$mkplan" --model tiny-qwen3 --tp 2 -o "$work/qwen3_tp2.json" 2>/dev/null
+check_case 0 check_qwen3 "runs on the cpu-executor: tiny-qwen3 on 2 ranks" --plan "$work/qwen3_tp2.json"
+sed -e 's/"moe_ffn": 32/"moe_ffn": 33/' -e 's/"n_shared_experts": 2/"n_shared_experts": 1/' \
+  "$work/qwen3_tp2.json" >"$work/shared_odd.json"
+check_case 1 check_shared_tp "tp = 2 does not divide the shared experts' ffn size .* = 33" \
+  --plan "$work/shared_odd.json"
 check_case 2 check_no_plan "--plan FILE is required"
 
 # A failure on one rank while the others are inside the step: the job ends.

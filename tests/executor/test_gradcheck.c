@@ -78,6 +78,12 @@ static void check_model(const char *model, px_backend *be)
     }
     int64_t n;
     float *params = px_exec_params(ex, &n);
+    /* one rank holds the whole model: exactly the planner's parameter count
+     * (qk_norm weights and shared experts included) */
+    px_param_count pc;
+    px_model_count_params(&plan.model, &pc);
+    CHECK_MSG(n == pc.total, "%s: the executor holds %lld parameters, the planner counts %lld",
+              model, (long long)n, (long long)pc.total);
     float *grad = malloc((size_t)n * sizeof *grad);
     double loss0 = loss_and_grad(ex, grad);
     CHECK(isfinite(loss0) && loss0 > 0.0);
@@ -86,6 +92,7 @@ static void check_model(const char *model, px_backend *be)
     const px_param_table *tab = px_exec_table(ex);
     uint64_t rng = 12345;
     int checked = 0, bad = 0, nonzero = 0, skipped = 0, router_ok = 0;
+    int qk_norm_ok = 0, shared_ok = 0; /* tiny-qwen3's own tensors, checked and non-zero */
     const float eps = 1e-2f;
     /* MoE: top-k routing is piecewise constant, so a perturbation that makes a
      * token change experts puts a jump into the loss.  A jump of J inside
@@ -124,6 +131,10 @@ static void check_model(const char *model, px_backend *be)
             }
             checked++;
             nonzero += fabs(ana) > 1e-4;
+            int64_t kind = (seg->tensor_id - PX_TID_LAYER0) % 32;
+            bool layer_t = seg->tensor_id >= PX_TID_LAYER0, big = fabs(ana) > 1e-4;
+            qk_norm_ok += layer_t && big && (kind == PX_T_Q_NORM_W || kind == PX_T_K_NORM_W);
+            shared_ok += layer_t && big && kind >= PX_T_SH_W_DOWN && kind <= PX_T_SH_W_GATE;
             if (!(fabs(num - ana) <= 2e-4 + 3e-2 * fabs(ana))) {
                 bad++;
                 fprintf(stderr, "%s: tensor %lld elem %lld: analytic %.6g numeric %.6g\n", model,
@@ -142,6 +153,12 @@ static void check_model(const char *model, px_backend *be)
         CHECK_MSG(router_ok >= 2, "%s: only %d router elements checked", model, router_ok);
     }
     CHECK(nonzero > checked / 2); /* the check is not vacuous */
+    if (plan.model.qk_norm)
+        CHECK_MSG(qk_norm_ok >= 4, "%s: only %d qk_norm weight elements checked", model,
+                  qk_norm_ok);
+    if (plan.model.n_shared_experts > 0)
+        CHECK_MSG(shared_ok >= 4, "%s: only %d shared-expert elements checked", model,
+                  shared_ok);
     px_exec_destroy(ex);
 
     /* Recompute modes and the stored-probabilities path: same loss and grads. */
@@ -196,6 +213,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "tiny-mla with q_lora_rank 0:\n");
     check_model("tiny-mla", &be);
     q_lora_override = -1;
+    check_model("tiny-qwen3", &be); /* qk_norm, shared experts */
     be.destroy(&be);
     int rc = px_test_result("gradcheck");
     MPI_Finalize();

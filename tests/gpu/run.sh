@@ -27,7 +27,7 @@
 #   0 preflight                              1 s        -
 #   1 meson setup + ninja (from scratch)    40-90 s   180 s
 #   2 gpu suite (~17 tests, 4 at a time)    20-40 s    90 s      150 s
-#   3 tiny steps, 3 runs (llama bf16 and fp32, gpt bf16): plan / cpu / cuda
+#   3 tiny steps, 4 runs (llama bf16 and fp32, gpt bf16, qwen3 bf16): plan / cpu / cuda
 #                                   1 / 2 / 5 s each   15 / 30 / 45 s each, 150 s
 #   4 calibrate --gpu (full sweep)          15-30 s    60 s       90 s
 #     llama-1b bf16 plan / execute 1+3 / compare  1 / 30 / 1 s   15 / 120 / 15 s
@@ -378,6 +378,8 @@ if [ "$build_ok" = 1 ]; then
   step_check tiny-llama bf16 1 --model tiny-llama --tp 1 --pp 1 --dp 1 --mbs 4 --micro-batches 2 --seq 32
   step_check tiny-llama fp32 1 --model tiny-llama --tp 1 --pp 1 --dp 1 --mbs 4 --micro-batches 2 --seq 32
   step_check tiny-gpt bf16 1 --model tiny-gpt --tp 1 --pp 1 --dp 1 --mbs 4 --micro-batches 2 --seq 32
+  # qk_norm (gathered head rows through rmsnorm) and shared experts on the GPU
+  step_check tiny-qwen3 bf16 1 --model tiny-qwen3 --tp 1 --pp 1 --dp 1 --mbs 4 --micro-batches 2 --seq 32
   if [ "$NGPU" -ge 2 ] || [ "$GPU_RUN" = 0 ]; then
     step_check tiny-llama-tp2 bf16 2 --model tiny-llama --tp 2 --pp 1 --dp 1 --mbs 4 --micro-batches 2 --seq 32
     step_check tiny-llama-pp2 bf16 2 --model tiny-llama --tp 1 --pp 2 --dp 1 --mbs 2 --micro-batches 4 --seq 32 --schedule 1f1b

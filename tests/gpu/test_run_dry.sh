@@ -26,7 +26,7 @@ check "dry run exits 0 (got $rc)" test "$rc" = 0
 summary="$BUILD/gpu-run/summary.txt"
 check "summary.txt written" test -s "$summary"
 for r in "preflight" "build" "binaries and options" "kernels vs CPU twins" "step tiny-llama " \
-         "step tiny-gpt " "step tiny-llama-tp2" "step tiny-llama-pp2" "step tiny-gpt-dp2" \
+         "step tiny-gpt " "step tiny-qwen3 " "step tiny-llama-tp2" "step tiny-llama-pp2" "step tiny-gpt-dp2" \
          "step tiny-llama fp32" "calibrate (GPU)" "llama-1b bf16, calibrated" \
          "attention fwd+bwd (bench)" "llama-1b fp32"; do
   check "row '$r' in the table" grep -q "^$r" "$summary"
