@@ -1,0 +1,90 @@
+/* px_cost_internal.h — what the cost model's files (px_cost.c, px_cost_time.c,
+ * px_cost_memory.c) share: their working types and helpers.  Not part of the
+ * planner's interface; the comment of each helper is at its definition. */
+#ifndef PX_COST_INTERNAL_H
+#define PX_COST_INTERNAL_H
+
+#include "px_cost.h"
+#include "px_cost_precision.h"
+
+static inline double dmax(double a, double b) { return a > b ? a : b; }
+static inline double dmin(double a, double b) { return a < b ? a : b; }
+
+typedef struct {
+    bool tp, cp, pp, dp, ep, etp, edp;
+} crossings;
+
+/* Times of one layer for one micro-batch on one GPU. */
+typedef struct {
+    double gemm_fwd_s, attn_fwd_s, mem_fwd_s;   /* compute, forward */
+    double attn_bwd_s, mem_bwd_s;                /* attention core, pointwise: backward */
+    double fwd_s, bwd_s;                         /* compute */
+    double rc_s[PX_RECOMPUTE_COUNT];             /* extra compute by recompute mode */
+    double tp_s, tp_bytes, tp_rc_s;              /* TP comm (exposed), rc: full recompute's extra */
+    double tp_fwd_s, tp_bwd_s;                   /* tp_s split: forward, backward */
+    double ep_s, ep_bytes;
+    double cp_total_s, cp_exposed_s, cp_bytes;
+} layer_time;
+
+/* Layers of each kind (0 dense, 1 MoE) and recompute choice on one stage. */
+typedef struct {
+    int64_t n[2][PX_RECOMPUTE_COUNT];
+    int64_t kind[2];
+} stage_layers;
+
+typedef struct {
+    double dense_params, expert_params; /* elements on one GPU */
+    double w, g, o;                     /* static bytes */
+    double act, act_att, act_mlp, act_norm, inflight, inflight_bw;
+    double buf_emb, buf_logits, buf_loss, buf_final, buf_rc, buf_p2p, buf_zero3, buf_zb;
+    double total;
+} stage_mem;
+
+/* One micro-batch through one stage, by part (seconds; bytes per micro-batch). */
+typedef struct {
+    double fwd, bwd, rcs, tp, ep, cp, cpt, extra, mb;
+    double gemm, attn, mem, tpb, epb, cpb;
+} stage_time;
+
+/* Middle stages remembered by repeats_middle. */
+enum { PX_SEEN_MAX = 8 };
+
+/* px_cost.c */
+void static_bytes(double params, double shard, int zero, px_bytes_per_param bpp,
+                  double *w, double *g, double *o);
+
+/* px_cost_time.c */
+int64_t seq_of(const px_cost_ctx *ctx, const px_parallel *par);
+int elem_of(const px_cost_ctx *ctx);
+void make_shape(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
+                px_recompute rc, px_act_shape *sh);
+double comm_sm_fraction(const px_hw *hw);
+bool mem_class_measured(const px_hw *hw, px_mem_class c);
+void extras_time(const px_cost_ctx *ctx, const px_parallel *par, double *first_s,
+                 double *last_s);
+void time_of_stage(const stage_layers *sl, const layer_time *ld, const layer_time *lm,
+                   double extra, stage_time *q);
+void time_layer_kinds(px_cost_ctx *ctx, const px_parallel *par, crossings *x,
+                      layer_time *dense, layer_time *moe);
+void fsdp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const crossings *x,
+                    double stage_params, px_bytes_per_param bpp, double fwd_s,
+                    double bwd_s, double *total, double *exposed, double *bytes);
+
+/* px_cost_memory.c */
+bool middle_stages_identical(const px_cost_ctx *ctx, const px_parallel *par);
+bool repeats_middle(const stage_layers *sl, int st, int p, int *seen, int *n);
+void stage_counts(const px_cost_ctx *ctx, const px_parallel *par, stage_layers *sl);
+double prec_weight_copies(const px_cost_ctx *ctx, const px_parallel *par, int64_t nd,
+                          int64_t nm);
+void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
+                     const stage_layers *sl,
+                     px_act_ops ops[2][PX_RECOMPUTE_COUNT], stage_mem *sm);
+void layer_ops(px_cost_ctx *ctx, const px_parallel *par,
+               px_act_ops ops[2][PX_RECOMPUTE_COUNT]);
+int worst_memory(px_cost_ctx *ctx, const px_parallel *par, const stage_layers *sl,
+                 stage_mem *worst);
+void fill_memory(const stage_mem *w, int stage, px_memory *mem);
+void fill_memory_detail(px_cost_ctx *ctx, const px_parallel *par, const stage_mem *w,
+                        px_cost_detail *detail);
+
+#endif

@@ -1,0 +1,415 @@
+/* px_cost_memory.c — the cost model's memory: the layers on each stage,
+ * each stage's bytes by kind, and the worst stage (docs/cost-model.md). */
+#include "px_cost.h"
+#include "px_cost_internal.h"
+#include "px_blocking.h"
+#include "px_cost_fsdp.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "px_checked.h"
+#include "px_attn_eff.h"
+#include "px_cost_cp.h"
+#include "px_cost_moe.h"
+#include "px_cost_precision.h"
+#include "px_efficiency.h"
+#include "px_flops.h"
+#include "px_layout.h"
+#include "px_sliding.h"
+#include "px_plan_check.h"
+
+/* True when every stage between the first and the last holds the same
+ * layers with the same choices, so that the stage loops may skip them. */
+bool middle_stages_identical(const px_cost_ctx *ctx, const px_parallel *par)
+{
+    return par->n_chunks == 0 && par->n_layer_recompute == 0 &&
+           ctx->model->n_layers % ((int64_t)par->pp * par->vpp) == 0 &&
+           (ctx->n_moe_layers == 0 || ctx->n_moe_layers == ctx->model->n_layers);
+}
+
+/* Middle stages (1..p−2) that hold exactly the layers of an earlier middle
+ * stage cannot be the worst: their time is the same and their memory no
+ * larger (the in-flight count never grows with the stage index, and only
+ * the first and last stages carry extras).  An uneven split has two kinds
+ * of middle stage (floor(L/p) and one more layer), so the stage loops score
+ * two stages instead of p − 2.  Returns true when stage st repeats one of
+ * seen[0..*n); otherwise records it (up to PX_SEEN_MAX). */
+bool repeats_middle(const stage_layers *sl, int st, int p, int *seen, int *n)
+{
+    if (st == 0 || st == p - 1)
+        return false;
+    for (int i = 0; i < *n; i++)
+        if (!memcmp(sl[seen[i]].n, sl[st].n, sizeof sl[st].n))
+            return true;
+    if (*n < PX_SEEN_MAX)
+        seen[(*n)++] = st;
+    return false;
+}
+
+/* Layers of each kind and recompute choice on every stage, in one pass over
+ * the chunks; per layer only when par records per-layer choices (the search
+ * scores uniform choices and must stay fast). */
+void stage_counts(const px_cost_ctx *ctx, const px_parallel *par, stage_layers *sl)
+{
+    int64_t L = ctx->model->n_layers;
+    int p = par->pp, chunks = par->pp * par->vpp;
+    memset(sl, 0, (size_t)p * sizeof *sl);
+    int64_t base = L / chunks, rem = L % chunks, first = (chunks - rem) / 2;
+    int rc = par->recompute;
+    bool per_layer = par->n_layer_recompute > 0;
+    int64_t start = 0;
+    for (int c = 0; c < chunks && start < L; c++) {
+        int64_t len = par->n_chunks > 0 ? par->layers_per_chunk[c]
+                                        : base + (c >= first && c < first + rem ? 1 : 0);
+        int64_t end = start + len > L ? L : start + len;
+        stage_layers *s = &sl[c % p];
+        if (per_layer) {
+            for (int64_t l = start; l < end; l++) {
+                int k = (int)(ctx->moe_prefix[l + 1] - ctx->moe_prefix[l]);
+                int r = l < par->n_layer_recompute ? par->layer_recompute[l] : rc;
+                s->n[k][r < PX_RECOMPUTE_COUNT ? r : rc]++;
+            }
+        } else {
+            int64_t moe = ctx->moe_prefix[end] - ctx->moe_prefix[start];
+            s->n[1][rc] += moe;
+            s->n[0][rc] += (end - start) - moe;
+        }
+        start += len;
+    }
+    for (int st = 0; st < p; st++)
+        for (int k = 0; k < 2; k++)
+            for (int r = 0; r < PX_RECOMPUTE_COUNT; r++)
+                sl[st].kind[k] += sl[st].n[k][r];
+}
+
+/* Zero-bubble B -> W: the output gradients one layer keeps for its deferred
+ * weight gradients, per micro-batch (docs/cost-model.md, "Zero-bubble
+ * gradients"): dY of the QKV projection [tok, (a dq + kv (dq + dv))/t] and
+ * of the output projection [tok/tsp, h] (the row-parallel input gradient is
+ * the sequence shard under SP); dense layers also dY of the MLP's first
+ * linear [tok, f (2f gated)/t] and of its second [tok/tsp, h].  A MoE
+ * layer's expert weight gradients are taken in B (their routed rows are
+ * gone by W), so only its attention defers.  In the activation dtype. */
+static double zb_grad_bytes(const px_cost_ctx *ctx, const px_parallel *par, bool moe)
+{
+    px_act_shape sh;
+    make_shape(ctx, par, moe, PX_RECOMPUTE_NONE, &sh);
+    double t = par->tp, tsp = sh.sp ? t : 1.0, tok = sh.s * sh.b, e = sh.elem_bytes;
+    double qkv = (sh.a * sh.dq + sh.kv * (sh.dq + sh.dv)) / t;
+    double bytes = e * tok * (qkv + sh.h / tsp);
+    if (!moe)
+        bytes += e * tok * ((sh.gated ? 2.0 : 1.0) * sh.f / t + sh.h / tsp);
+    return bytes;
+}
+
+/* The low-precision weights of the stage's linear layers in place of their
+ * bf16 copies (px_prec_weight_bytes_per_param): the difference in bytes,
+ * negative where the quantised weights are smaller.  ZeRO-3 shards them
+ * with the rest (counted in its gathered-layer buffer only). */
+double prec_weight_copies(const px_cost_ctx *ctx, const px_parallel *par, int64_t nd,
+                          int64_t nm)
+{
+    double per = px_prec_weight_bytes_per_param(ctx->hw, par->precision, elem_of(ctx),
+                                                par->quantized_params);
+    if (per == 0.0 || par->zero >= 3)
+        return 0.0;
+    double dl = (double)ctx->dense_layer_params / par->tp;
+    double ml = (double)(ctx->moe_layer_params - ctx->expert_params) / par->tp +
+                (double)ctx->expert_params / (par->ep * par->etp);
+    return per * ((double)nd * dl + (double)nm * ml);
+}
+
+/* ops[k][r]: one layer of kind k (0 dense, 1 MoE) under recompute choice r. */
+void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
+                     const stage_layers *sl,
+                     px_act_ops ops[2][PX_RECOMPUTE_COUNT], stage_mem *sm)
+{
+    int64_t nd = sl->kind[0], nm = sl->kind[1];
+    const px_model *m = ctx->model;
+    memset(sm, 0, sizeof *sm);
+    int p = par->pp;
+    double t = par->tp;
+    double e = elem_of(ctx);
+    bool sp = par->sp && par->tp > 1;
+    double tsp = sp ? t : 1.0;
+    double s = (double)seq_of(ctx, par) / par->cp, b = (double)par->micro_batch;
+    double h = (double)m->hidden, V = (double)m->vocab;
+
+    double dense = (double)nd * (double)ctx->dense_layer_params +
+                   (double)nm * (double)(ctx->moe_layer_params - ctx->expert_params);
+    dense /= t;
+    if (stage == 0)
+        dense += (double)ctx->pc.embedding / t;
+    if (stage == p - 1) {
+        dense += (double)ctx->pc.final_norm;
+        /* a tied head still needs its own copy when it lives on another stage */
+        if (ctx->pc.lm_head > 0 || p > 1)
+            dense += (double)ctx->head_params / t;
+    }
+    double expert = (double)nm * (double)ctx->expert_params / (par->ep * par->etp);
+    sm->dense_params = dense;
+    sm->expert_params = expert;
+
+    px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
+    double dshard = (double)par->dp * par->cp;
+    double eshard = (double)par->tp * par->cp * par->dp / (par->ep * par->etp);
+    double w1, g1, o1, w2, g2, o2;
+    static_bytes(dense, dshard, par->zero, bpp, &w1, &g1, &o1);
+    static_bytes(expert, eshard, par->zero, bpp, &w2, &g2, &o2);
+    if (par->zero >= 3 && ctx->run) {
+        /* FSDP: the fp32 shard is the weight; hybrid sharding shards over
+         * the group only (px_cost_fsdp.h) */
+        double gsh = par->shard_group > 0 ? (double)par->shard_group : dshard;
+        double esh = par->shard_group > 0 && eshard > gsh ? gsh : eshard;
+        px_cost_fsdp_static(dense, gsh, bpp.grads, &w1, &g1, &o1);
+        px_cost_fsdp_static(expert, esh, bpp.grads, &w2, &g2, &o2);
+    }
+    sm->w = w1 + w2 + prec_weight_copies(ctx, par, nd, nm);
+    sm->g = g1 + g2;
+    sm->o = o1 + o2;
+
+    double inflight = px_cost_inflight(par->schedule, p, par->vpp, par->n_micro, stage);
+    sm->inflight = inflight;
+    /* each layer's activations by its own recompute choice */
+    double att = 0.0, mlp = 0.0, nrm = 0.0;
+    for (int k = 0; k < 2; k++)
+        for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
+            double n = (double)sl->n[k][r];
+            if (n == 0.0)
+                continue;
+            att += n * ops[k][r].attention;
+            mlp += n * ops[k][r].mlp;
+            nrm += n * ops[k][r].norm;
+        }
+    sm->act_att = inflight * att;
+    sm->act_mlp = inflight * mlp;
+    sm->act_norm = inflight * nrm;
+    sm->act = sm->act_att + sm->act_mlp + sm->act_norm;
+    /* Zero-bubble: the micro-batches past B keep their layers' output
+     * gradients until W, and a full-recompute layer's rebuilt activations
+     * (B reran its forward; W needs them again). */
+    double bw = px_cost_inflight_bw(par->schedule, p, par->vpp, par->n_micro, stage);
+    sm->inflight_bw = bw;
+    if (bw > 0.0) {
+        double per = 0.0;
+        for (int k = 0; k < 2; k++) {
+            double n = (double)sl->kind[k];
+            if (n == 0.0)
+                continue;
+            per += n * zb_grad_bytes(ctx, par, k == 1);
+            per += (double)sl->n[k][PX_RECOMPUTE_FULL] *
+                   (ops[k][PX_RECOMPUTE_NONE].total - ops[k][PX_RECOMPUTE_FULL].total);
+        }
+        sm->buf_zb = bw * per;
+    }
+
+    double tok = s * b;
+    if (stage == 0)
+        sm->buf_emb = inflight * (e * tok * h / tsp + (m->block == PX_BLOCK_GPT ? tok * h / tsp : 0.0));
+    if (stage == p - 1) {
+        /* final norm input and the head's input, per micro-batch in flight;
+         * the fp32 logits (and bf16 GEMM output) of the current micro-batch;
+         * the fp32 softmax the loss keeps for backward, per micro-batch */
+        sm->buf_final = inflight * 2.0 * e * tok * h / tsp;
+        sm->buf_logits = (4.0 + (e < 4 ? e : 0.0)) * tok * V / t;
+        /* zero-bubble: past B the softmax has become the logits gradient,
+         * kept in the activation dtype until W computes the head's */
+        sm->buf_loss = (inflight - sm->inflight_bw) * 4.0 * tok * V / t +
+                       sm->inflight_bw * e * tok * V / t;
+        if (ctx->run && ctx->run->fused_cross_entropy) {
+            /* a fused cross-entropy keeps the GEMM's logits (compute dtype)
+             * and a log-sum-exp per token, and turns the logits into their
+             * gradient in place: no fp32 copies */
+            sm->buf_logits = e * tok * V / t;
+            sm->buf_loss = (inflight - 1.0) * e * tok * V / t + inflight * 4.0 * tok;
+        }
+    }
+    /* a stage with a full-recompute layer holds that layer's full
+     * activations while it reruns it (the largest such layer's) */
+    double worst_rc = 0.0;
+    for (int k = 0; k < 2; k++)
+        if (sl->n[k][PX_RECOMPUTE_FULL] > 0 && ops[k][PX_RECOMPUTE_NONE].total > worst_rc)
+            worst_rc = ops[k][PX_RECOMPUTE_NONE].total;
+    sm->buf_rc = worst_rc;
+    if (p > 1)
+        sm->buf_p2p = 2.0 * px_cost_pp_msg_bytes(s, b, h, par->tp, sp, (int)e);
+    if (par->zero >= 3 && dshard > 1.0) {
+        /* two layers' weights gathered at a time (prefetch) */
+        double lp = (double)(ctx->moe_layer_params > ctx->dense_layer_params
+                                 ? ctx->moe_layer_params
+                                 : ctx->dense_layer_params);
+        sm->buf_zero3 = 2.0 * lp / t * bpp.weights;
+        if (ctx->run)
+            sm->buf_zero3 = px_cost_fsdp_buffers(ctx->run, lp / t, (double)(nd + nm), e,
+                                                 bpp.grads);
+    }
+    sm->total = sm->w + sm->g + sm->o + sm->act + sm->buf_emb + sm->buf_final + sm->buf_logits +
+                sm->buf_loss + sm->buf_rc + sm->buf_p2p + sm->buf_zero3 + sm->buf_zb;
+}
+
+/* Activations of one layer of each kind under each recompute choice (all
+ * three: a layer may recompute by its own choice, and a recomputing layer
+ * rebuilds the none set), remembered in ctx->ops_memo for the next
+ * configuration of the same shape. */
+void layer_ops(px_cost_ctx *ctx, const px_parallel *par,
+               px_act_ops ops[2][PX_RECOMPUTE_COUNT])
+{
+    bool sp = par->sp && par->tp > 1;
+    int64_t seq = seq_of(ctx, par);
+    px_cost_ops_memo *mo = &ctx->ops_memo;
+    if (mo->valid && mo->tp == par->tp && mo->cp == par->cp && mo->ep == par->ep &&
+        mo->etp == par->etp && mo->sp == sp && mo->flash == par->flash_attention &&
+        mo->micro_batch == par->micro_batch && mo->seq_len == seq &&
+        mo->precision == par->precision) {
+        memcpy(ops, mo->ops, sizeof mo->ops);
+        return;
+    }
+    memset(ops, 0, 2 * sizeof ops[0]);
+    for (int k = 0; k < (ctx->n_moe_layers > 0 ? 2 : 1); k++)
+        for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
+            px_act_shape sh;
+            make_shape(ctx, par, k == 1, (px_recompute)r, &sh);
+            px_cost_act_layer(&sh, &ops[k][r]);
+            px_prec_act_adjust(&sh, par->precision, &ops[k][r]);
+        }
+    memcpy(mo->ops, ops, sizeof mo->ops);
+    mo->tp = par->tp;
+    mo->cp = par->cp;
+    mo->ep = par->ep;
+    mo->etp = par->etp;
+    mo->sp = sp;
+    mo->flash = par->flash_attention;
+    mo->micro_batch = par->micro_batch;
+    mo->seq_len = seq;
+    mo->precision = par->precision;
+    mo->valid = true;
+}
+
+/* ZB-H2: a middle stage's memory is its layers' times its in-flight counts
+ * (px_cost_inflight, _bw), which never fall with the stage index (checked
+ * here), so of the middle stages holding the same layers the last is the
+ * worst, and the first with its counts on a tie.  Marks those in score[]
+ * (with the first and last stages); false when the counts do fall or the
+ * layers come in too many kinds (then every stage is scored). */
+static bool later_middle_dominates(const px_parallel *par, const stage_layers *sl, bool *score)
+{
+    int p = par->pp, seen[PX_SEEN_MAX], best[PX_SEEN_MAX], n_seen = 0;
+    double fl_best[PX_SEEN_MAX], bw_best[PX_SEEN_MAX];
+    for (int st = 0; st < p; st++)
+        score[st] = st == 0 || st == p - 1;
+    for (int st = 1; st < p - 1; st++) {
+        double fl = px_cost_inflight(par->schedule, p, par->vpp, par->n_micro, st);
+        double bw = px_cost_inflight_bw(par->schedule, p, par->vpp, par->n_micro, st);
+        int k = 0;
+        while (k < n_seen && memcmp(sl[seen[k]].n, sl[st].n, sizeof sl[st].n))
+            k++;
+        if (k == n_seen) {
+            if (n_seen == PX_SEEN_MAX)
+                return false;
+            seen[n_seen++] = st;
+        } else if (fl < fl_best[k] || bw < bw_best[k]) {
+            return false; /* a count fell */
+        } else if (fl == fl_best[k] && bw == bw_best[k]) {
+            continue; /* the same memory as the earlier stage */
+        }
+        best[k] = st;
+        fl_best[k] = fl;
+        bw_best[k] = bw;
+    }
+    for (int k = 0; k < n_seen; k++)
+        score[best[k]] = true;
+    return true;
+}
+
+/* sl: stage_counts of par */
+int worst_memory(px_cost_ctx *ctx, const px_parallel *par, const stage_layers *sl,
+                 stage_mem *worst)
+{
+    px_act_ops ops[2][PX_RECOMPUTE_COUNT];
+    layer_ops(ctx, par, ops);
+    int ws = 0;
+    bool skip = middle_stages_identical(ctx, par);
+    int seen[PX_SEEN_MAX], n_seen = 0;
+    bool zb_score[PX_MAX_CHUNKS];
+    bool zb_later = par->schedule == PX_SCHED_ZB_H2 && later_middle_dominates(par, sl, zb_score);
+    for (int st = 0; st < par->pp; st++) {
+        /* (under ZB-H2 a later stage keeps more B -> W gradients) */
+        if (par->schedule == PX_SCHED_ZB_H2 ? zb_later && !zb_score[st]
+                                            : repeats_middle(sl, st, par->pp, seen, &n_seen))
+            continue;
+        stage_mem sm;
+        memory_of_stage(ctx, par, st, &sl[st], ops, &sm);
+        if (st == 0 || sm.total > worst->total) {
+            *worst = sm;
+            ws = st;
+        }
+        /* uniform dense stages in the middle are identical: skip them */
+        if (st == 0 && par->pp > 2 && skip)
+            st = par->pp - 2; /* in-flight count never grows with i: stage 0 dominates
+                               * 1..p−2 (ZB-H2's B -> W count does grow: p−2 dominates) */
+    }
+    return ws;
+}
+
+void fill_memory(const stage_mem *w, int stage, px_memory *mem)
+{
+    mem->weights = px_i64_from_double_sat(w->w);
+    mem->grads = px_i64_from_double_sat(w->g);
+    mem->optimizer = px_i64_from_double_sat(w->o);
+    mem->activations = px_i64_from_double_sat(w->act);
+    mem->act_attention = px_i64_from_double_sat(w->act_att);
+    mem->act_mlp = px_i64_from_double_sat(w->act_mlp);
+    mem->act_norm = px_i64_from_double_sat(w->act_norm);
+    mem->buffers = px_i64_from_double_sat(w->buf_emb + w->buf_final + w->buf_logits + w->buf_loss +
+                                    w->buf_rc + w->buf_p2p + w->buf_zero3 + w->buf_zb);
+    mem->total = mem->weights + mem->grads + mem->optimizer + mem->activations + mem->buffers;
+    mem->worst_stage = stage;
+}
+
+/* The memory part of a px_cost_detail, from the worst stage's breakdown. */
+void fill_memory_detail(px_cost_ctx *ctx, const px_parallel *par, const stage_mem *w,
+                        px_cost_detail *detail)
+{
+    detail->act_attention = w->act_att;
+    detail->act_mlp = w->act_mlp;
+    detail->act_norm = w->act_norm;
+    detail->buf_embedding = w->buf_emb;
+    detail->buf_logits = w->buf_logits;
+    detail->buf_loss = w->buf_loss;
+    detail->buf_final_norm = w->buf_final;
+    detail->buf_recompute = w->buf_rc;
+    detail->buf_p2p = w->buf_p2p + w->buf_zero3;
+    detail->inflight = w->inflight;
+    detail->inflight_bw = w->inflight_bw;
+    detail->buf_zb_grads = w->buf_zb;
+    detail->params_per_gpu = px_i64_from_double_sat(w->dense_params + w->expert_params);
+    px_act_ops ops[2][PX_RECOMPUTE_COUNT];
+    layer_ops(ctx, par, ops);
+    detail->layer_act_bytes = ops[ctx->dense_layer_params > 0 ? 0 : 1][par->recompute].total;
+}
+
+void px_cost_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *mem,
+                    px_cost_detail *detail)
+{
+    stage_mem w;
+    static _Thread_local stage_layers sl[PX_MAX_CHUNKS]; /* 56 KB: off the stack */
+    stage_counts(ctx, par, sl);
+    int ws = worst_memory(ctx, par, sl, &w);
+    fill_memory(&w, ws, mem);
+    if (detail)
+        fill_memory_detail(ctx, par, &w, detail);
+}
+
+void px_cost_stage_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *per_stage)
+{
+    static _Thread_local stage_layers sl[PX_MAX_CHUNKS];
+    stage_counts(ctx, par, sl);
+    px_act_ops ops[2][PX_RECOMPUTE_COUNT];
+    layer_ops(ctx, par, ops);
+    for (int st = 0; st < par->pp; st++) {
+        stage_mem sm;
+        memory_of_stage(ctx, par, st, &sl[st], ops, &sm);
+        fill_memory(&sm, st, &per_stage[st]);
+    }
+}
