@@ -120,22 +120,14 @@ double prec_weight_copies(const px_cost_ctx *ctx, const px_parallel *par, int64_
     return per * ((double)nd * dl + (double)nm * ml);
 }
 
-/* ops[k][r]: one layer of kind k (0 dense, 1 MoE) under recompute choice r. */
-void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
-                     const stage_layers *sl,
-                     px_act_ops ops[2][PX_RECOMPUTE_COUNT], stage_mem *sm)
+/* Parameters on the stage's GPU and their static bytes (weights, gradients,
+ * optimizer state) under its ZeRO stage or the framework's FSDP. */
+static void stage_static_memory(const px_cost_ctx *ctx, const px_parallel *par, int stage,
+                                const stage_layers *sl, stage_mem *sm)
 {
     int64_t nd = sl->kind[0], nm = sl->kind[1];
-    const px_model *m = ctx->model;
-    memset(sm, 0, sizeof *sm);
     int p = par->pp;
     double t = par->tp;
-    double e = elem_of(ctx);
-    bool sp = par->sp && par->tp > 1;
-    double tsp = sp ? t : 1.0;
-    double s = (double)seq_of(ctx, par) / par->cp, b = (double)par->micro_batch;
-    double h = (double)m->hidden, V = (double)m->vocab;
-
     double dense = (double)nd * (double)ctx->dense_layer_params +
                    (double)nm * (double)(ctx->moe_layer_params - ctx->expert_params);
     dense /= t;
@@ -168,7 +160,15 @@ void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
     sm->w = w1 + w2 + prec_weight_copies(ctx, par, nd, nm);
     sm->g = g1 + g2;
     sm->o = o1 + o2;
+}
 
+/* The activations the stage keeps for its micro-batches in flight, by part,
+ * and the zero-bubble B -> W gradients. */
+static void stage_activations(const px_cost_ctx *ctx, const px_parallel *par, int stage,
+                              const stage_layers *sl,
+                              px_act_ops ops[2][PX_RECOMPUTE_COUNT], stage_mem *sm)
+{
+    int p = par->pp;
     double inflight = px_cost_inflight(par->schedule, p, par->vpp, par->n_micro, stage);
     sm->inflight = inflight;
     /* each layer's activations by its own recompute choice */
@@ -203,7 +203,25 @@ void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
         }
         sm->buf_zb = bw * per;
     }
+}
 
+/* The stage's buffers: embedding output, final norm, logits and loss on the
+ * ends; a full-recompute rerun, the pipeline messages, ZeRO-3's gathered
+ * layers.  Reads sm->inflight and sm->inflight_bw (stage_activations). */
+static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int stage,
+                          const stage_layers *sl,
+                          px_act_ops ops[2][PX_RECOMPUTE_COUNT], stage_mem *sm)
+{
+    int64_t nd = sl->kind[0], nm = sl->kind[1];
+    const px_model *m = ctx->model;
+    int p = par->pp;
+    double t = par->tp;
+    double e = elem_of(ctx);
+    bool sp = par->sp && par->tp > 1;
+    double tsp = sp ? t : 1.0;
+    double s = (double)seq_of(ctx, par) / par->cp, b = (double)par->micro_batch;
+    double h = (double)m->hidden, V = (double)m->vocab;
+    double inflight = sm->inflight;
     double tok = s * b;
     if (stage == 0)
         sm->buf_emb = inflight * (e * tok * h / tsp + (m->block == PX_BLOCK_GPT ? tok * h / tsp : 0.0));
@@ -234,8 +252,10 @@ void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
     sm->buf_rc = worst_rc;
     if (p > 1)
         sm->buf_p2p = 2.0 * px_cost_pp_msg_bytes(s, b, h, par->tp, sp, (int)e);
+    double dshard = (double)par->dp * par->cp;
     if (par->zero >= 3 && dshard > 1.0) {
         /* two layers' weights gathered at a time (prefetch) */
+        px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
         double lp = (double)(ctx->moe_layer_params > ctx->dense_layer_params
                                  ? ctx->moe_layer_params
                                  : ctx->dense_layer_params);
@@ -244,6 +264,17 @@ void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
             sm->buf_zero3 = px_cost_fsdp_buffers(ctx->run, lp / t, (double)(nd + nm), e,
                                                  bpp.grads);
     }
+}
+
+/* ops[k][r]: one layer of kind k (0 dense, 1 MoE) under recompute choice r. */
+void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
+                     const stage_layers *sl,
+                     px_act_ops ops[2][PX_RECOMPUTE_COUNT], stage_mem *sm)
+{
+    memset(sm, 0, sizeof *sm);
+    stage_static_memory(ctx, par, stage, sl, sm);
+    stage_activations(ctx, par, stage, sl, ops, sm);
+    stage_buffers(ctx, par, stage, sl, ops, sm);
     sm->total = sm->w + sm->g + sm->o + sm->act + sm->buf_emb + sm->buf_final + sm->buf_logits +
                 sm->buf_loss + sm->buf_rc + sm->buf_p2p + sm->buf_zero3 + sm->buf_zb;
 }

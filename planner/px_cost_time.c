@@ -276,23 +276,36 @@ static void mem_class_fb(const px_hw *hw, px_mem_class c, double fwd_bytes, doub
     *bwd_s += mem_class_measured(hw, c) ? 2.0 * f : px_time_mem_class_s(hw, c, bwd_bytes);
 }
 
-static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
-                       const crossings *x, layer_time *lt)
+/* The sizes one layer's terms share: element bytes, the TP degree and the
+ * sequence-parallel divisor, the tokens this GPU sees in attention, the
+ * hidden size, the query heads and KV heads on this GPU. */
+typedef struct {
+    double e, t, tsp, T, h, a_t, kv_t;
+} layer_dims;
+
+static void layer_dims_of(const px_parallel *par, const px_act_shape *sh, layer_dims *d)
+{
+    d->e = sh->elem_bytes;
+    d->t = par->tp;
+    d->tsp = sh->sp ? d->t : 1.0;
+    d->T = sh->b * sh->s; /* tokens this GPU sees in attention */
+    d->h = sh->h;
+    d->a_t = sh->a / d->t;
+    d->kv_t = sh->kv >= d->t ? sh->kv / d->t : 1.0;
+}
+
+/* Attention: the projections' GEMM seconds added to *g (*g_col: those of the
+ * column-parallel ones, the TP overlap window), the core into lt. */
+static void layer_attention_time(const px_cost_ctx *ctx, const px_parallel *par,
+                                 const px_act_shape *ps, const layer_dims *d, double *pg,
+                                 double *g_col, layer_time *lt)
 {
     const px_model *m = ctx->model;
     const px_hw *hw = ctx->hw;
-    /* the linear GEMMs run in the plan's precision (the router, the
-     * attention core and the LM head stay in bf16) */
     const px_precision pq = par->precision;
-    memset(lt, 0, sizeof *lt);
-    px_act_shape sh;
-    make_shape(ctx, par, moe, PX_RECOMPUTE_NONE, &sh);
-    double e = sh.elem_bytes, t = par->tp;
-    double tsp = sh.sp ? t : 1.0;
-    double T = sh.b * sh.s; /* tokens this GPU sees in attention */
-    double h = sh.h, a_t = sh.a / t, kv_t = sh.kv >= t ? sh.kv / t : 1.0;
-    double g = 0.0;
-
+    const px_act_shape sh = *ps;
+    double T = d->T, h = d->h, a_t = d->a_t, kv_t = d->kv_t;
+    double g = *pg;
     /* attention projections */
     if (m->attn == PX_ATTN_MLA) {
         double rope = (double)m->qk_rope_head_dim, nope = sh.dq - rope;
@@ -307,7 +320,7 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     } else {
         g += px_prec_time_gemm_s(hw, pq, T, a_t * sh.dq + kv_t * (sh.dq + sh.dv), h);
     }
-    double g_col_attn = g; /* column-parallel projections: the TP overlap window */
+    *g_col = g;
     g += px_prec_time_gemm_s(hw, pq, T, h, a_t * sh.dv);
     /* attention core: the FLOP convention counts the full s×s product; a
      * causal kernel does half of it */
@@ -328,10 +341,26 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
         attn_core_unfused(hw, &sh, T, a_t, &lt->attn_fwd_s, &lt->attn_bwd_s);
     }
 
-    /* MLP */
+    *pg = g;
+}
+
+/* The MLP or the routed and shared experts: GEMM seconds added to *g (*g_col:
+ * the dense MLP's column-parallel GEMM), the elements through the
+ * activation function and the token-permutation bytes added to *act_elems
+ * and *mem. */
+static void layer_mlp_time(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
+                           const px_act_shape *ps, const layer_dims *d, double *pg,
+                           double *g_col, double *act_elems_out, double *mem_out)
+{
+    const px_model *m = ctx->model;
+    const px_hw *hw = ctx->hw;
+    const px_precision pq = par->precision;
+    const px_act_shape sh = *ps;
+    double e = d->e, t = d->t, tsp = d->tsp, T = d->T, h = d->h;
+    double g = *pg;
     double up = sh.gated ? 2.0 : 1.0;
-    double act_elems = 0.0; /* elements through the activation function */
-    double mem = 0.0;
+    double act_elems = *act_elems_out; /* elements through the activation function */
+    double mem = *mem_out;
     double g_col_mlp = 0.0;
     if (moe) {
         double E = sh.n_experts, r = sh.top_k, fe = sh.moe_f, etp = par->etp, ep = par->ep;
@@ -360,8 +389,20 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
         g += g_col_mlp + px_prec_time_gemm_s(hw, pq, T, h, sh.f / t);
         act_elems += T * sh.f / t;
     }
-    lt->gemm_fwd_s = g;
+    *pg = g;
+    *g_col = g_col_mlp;
+    *act_elems_out = act_elems;
+    *mem_out = mem;
+}
 
+/* The memory-bound operators and the low-precision casts: lt's mem_fwd_s
+ * and mem_bwd_s. */
+static void layer_pointwise_time(const px_hw *hw, const px_parallel *par,
+                                 const px_act_shape *ps, const layer_dims *d, double mem,
+                                 double act_elems, layer_time *lt)
+{
+    const px_act_shape sh = *ps;
+    double e = d->e, tsp = d->tsp, T = d->T, h = d->h, a_t = d->a_t, kv_t = d->kv_t;
     /* memory-bound operators: 2 norms, 2 residual adds, the activation
      * function, dropout (GPT), RoPE on q and k (Llama), MoE token permutation
      * (above).  Bytes forward / backward: norm read + write / read x and dy,
@@ -398,13 +439,18 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     lt->mem_fwd_s = mf + qf;
     lt->mem_bwd_s = mb + qb;
 
-    lt->fwd_s = lt->gemm_fwd_s + lt->attn_fwd_s + lt->mem_fwd_s;
-    /* backward: 2x the GEMMs (dgrad + wgrad), the attention core's backward */
-    lt->bwd_s = 2.0 * lt->gemm_fwd_s + lt->attn_bwd_s + lt->mem_bwd_s;
-    lt->rc_s[PX_RECOMPUTE_NONE] = 0.0;
-    lt->rc_s[PX_RECOMPUTE_SELECTIVE] = lt->attn_fwd_s;
-    lt->rc_s[PX_RECOMPUTE_FULL] = lt->fwd_s;
+}
 
+/* TP, expert TP, EP and CP communication of one layer (lt's tp_*, ep_*,
+ * cp_*); g_col_attn, g_col_mlp: the column-parallel GEMMs' seconds. */
+static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
+                            const px_act_shape *ps, const layer_dims *d, const crossings *x,
+                            double g_col_attn, double g_col_mlp, layer_time *lt)
+{
+    const px_model *m = ctx->model;
+    const px_hw *hw = ctx->hw;
+    const px_act_shape sh = *ps;
+    double e = d->e, t = d->t, T = d->T, h = d->h, a_t = d->a_t, kv_t = d->kv_t;
     /* TP, per block (attention and MLP; an MoE layer keeps the attention's,
      * its MLP communicates through EP), as Megatron runs it.  Forward: an
      * all-reduce after the row-parallel GEMM (SP: all-gather before the
@@ -466,6 +512,32 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
         lt->cp_exposed_s = cpt.exposed_s;
         lt->cp_bytes = cpt.bytes;
     }
+}
+
+/* One layer's seconds for one micro-batch on one GPU, by part.  The linear
+ * GEMMs run in the plan's precision (the router, the attention core and the
+ * LM head stay in bf16). */
+static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
+                       const crossings *x, layer_time *lt)
+{
+    memset(lt, 0, sizeof *lt);
+    px_act_shape sh;
+    make_shape(ctx, par, moe, PX_RECOMPUTE_NONE, &sh);
+    layer_dims d;
+    layer_dims_of(par, &sh, &d);
+    double g = 0.0, g_col_attn = 0.0, g_col_mlp = 0.0, act_elems = 0.0, mem = 0.0;
+    layer_attention_time(ctx, par, &sh, &d, &g, &g_col_attn, lt);
+    layer_mlp_time(ctx, par, moe, &sh, &d, &g, &g_col_mlp, &act_elems, &mem);
+    lt->gemm_fwd_s = g;
+    layer_pointwise_time(ctx->hw, par, &sh, &d, mem, act_elems, lt);
+    lt->fwd_s = lt->gemm_fwd_s + lt->attn_fwd_s + lt->mem_fwd_s;
+    /* backward: 2x the GEMMs (dgrad + wgrad), the attention core's backward */
+    lt->bwd_s = 2.0 * lt->gemm_fwd_s + lt->attn_bwd_s + lt->mem_bwd_s;
+    lt->rc_s[PX_RECOMPUTE_NONE] = 0.0;
+    lt->rc_s[PX_RECOMPUTE_SELECTIVE] = lt->attn_fwd_s;
+    lt->rc_s[PX_RECOMPUTE_FULL] = lt->fwd_s;
+
+    layer_comm_time(ctx, par, moe, &sh, &d, x, g_col_attn, g_col_mlp, lt);
 }
 
 /* Head and embedding work of one micro-batch (seconds). */
