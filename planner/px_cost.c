@@ -427,107 +427,94 @@ px_status px_cost_eval_if_fits(px_cost_ctx *ctx, const px_parallel *par, int64_t
     return eval_impl(ctx, par, mem_limit, train_tokens, gpu_mtbf_hours, pred, NULL, err);
 }
 
-static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem_limit,
-                           double train_tokens, double gpu_mtbf_hours, px_prediction *pred,
-                           px_cost_detail *detail, px_error *err)
+/* The slowest stage's micro-batch, by part (seconds, and bytes per
+ * micro-batch); the head's and embedding's GEMM / pointwise time is booked
+ * as forward / backward and as element-wise time. */
+typedef struct {
+    double mb, fwd, bwd, rc, tp, ep, cp, cpt, gemm, attn, mem, tpb, epb, cpb;
+} slowest_stage;
+
+static void slowest_stage_of(const px_cost_ctx *ctx, const px_parallel *par,
+                             const stage_layers *sl, const layer_time *ld, const layer_time *lm,
+                             double first_s, double last_s, slowest_stage *w)
 {
-    const px_model *m = ctx->model;
-    const px_hw *hw = ctx->hw;
-    memset(pred, 0, sizeof *pred);
-    if (detail)
-        memset(detail, 0, sizeof *detail);
-    if (par->tp < 1 || par->pp < 1 || par->dp < 1 || par->cp < 1 || par->vpp < 1 ||
-        par->micro_batch < 1 || par->n_micro < 1)
-        return PX_FAIL(err, PX_ERR_INVALID, "parallel sizes and batch must be >= 1");
-
-    /* memory */
-    stage_mem wm;
-    static _Thread_local stage_layers sl[PX_MAX_CHUNKS]; /* 56 KB: off the stack */
-    stage_counts(ctx, par, sl);
-    int ws = worst_memory(ctx, par, sl, &wm);
-    fill_memory(&wm, ws, &pred->mem);
-    if (mem_limit >= 0 && pred->mem.total > mem_limit)
-        return PX_ERR_INFEASIBLE; /* memory only: the search prunes here */
-
-    crossings x;
-    layer_time ld, lm;
-    time_layer_kinds(ctx, par, &x, &ld, &lm);
-    double first_s, last_s;
-    extras_time(ctx, par, &first_s, &last_s);
-    px_recompute rc = par->recompute;
-
-    /* slowest stage, one micro-batch */
     int p = par->pp;
-    double worst_mb = -1.0;
-    double w_fwd = 0, w_bwd = 0, w_rc = 0, w_tp = 0, w_ep = 0, w_cp = 0, w_cpt = 0;
-    double w_gemm = 0, w_attn = 0, w_mem = 0, w_tpb = 0, w_epb = 0, w_cpb = 0;
-    double w_dense_p = 0, w_exp_p = 0;
+    memset(w, 0, sizeof *w);
+    w->mb = -1.0;
     bool skip = middle_stages_identical(ctx, par);
     int seen[PX_SEEN_MAX], n_seen = 0;
     for (int st = 0; st < p; st++) {
         if (repeats_middle(sl, st, p, seen, &n_seen))
             continue;
         stage_time q;
-        time_of_stage(&sl[st], &ld, &lm, (st == 0 ? first_s : 0.0) + (st == p - 1 ? last_s : 0.0),
+        time_of_stage(&sl[st], ld, lm, (st == 0 ? first_s : 0.0) + (st == p - 1 ? last_s : 0.0),
                       &q);
-        if (q.mb > worst_mb) {
-            worst_mb = q.mb;
+        if (q.mb > w->mb) {
+            w->mb = q.mb;
             /* the head's and embedding's GEMM/pointwise time is booked as forward/backward */
-            w_fwd = q.fwd + q.extra / 3.0;
-            w_bwd = q.bwd + 2.0 * q.extra / 3.0;
-            w_rc = q.rcs;
-            w_tp = q.tp;
-            w_ep = q.ep;
-            w_cp = q.cp;
-            w_cpt = q.cpt;
-            w_gemm = q.gemm;
-            w_attn = q.attn;
-            w_mem = q.mem + q.extra;
-            w_tpb = q.tpb;
-            w_epb = q.epb;
-            w_cpb = q.cpb;
+            w->fwd = q.fwd + q.extra / 3.0;
+            w->bwd = q.bwd + 2.0 * q.extra / 3.0;
+            w->rc = q.rcs;
+            w->tp = q.tp;
+            w->ep = q.ep;
+            w->cp = q.cp;
+            w->cpt = q.cpt;
+            w->gemm = q.gemm;
+            w->attn = q.attn;
+            w->mem = q.mem + q.extra;
+            w->tpb = q.tpb;
+            w->epb = q.epb;
+            w->cpb = q.cpb;
         }
         /* uniform dense stages between the first and the last are identical */
         if (st == 0 && p > 2 && skip)
             st = p - 2;
     }
-    w_dense_p = wm.dense_params;
-    w_exp_p = wm.expert_params;
+}
 
+/* PP: each stage sends and receives one activation (forward) and one
+ * gradient (backward) per micro-batch per chunk; the sends sit between
+ * compute steps of the 1F1B loop, so they are on the critical path */
+static void pp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const crossings *x,
+                         double *pp_total_out, double *pp_bytes_out)
+{
+    const px_model *m = ctx->model;
+    const px_hw *hw = ctx->hw;
+    int p = par->pp;
     double mm = (double)par->n_micro;
     double v = par->vpp;
-    px_blocking_sync sync; /* waits at blocking collectives (px_blocking.h) */
-    px_blocking_sync_s(m, hw, par, worst_mb, &sync);
-    w_tp += sync.tp;
-    w_cp += sync.cp;
-    worst_mb += sync.tp + sync.cp;
-    double ideal = mm * worst_mb;
-    double bubble_x = px_cost_bubble_over_ideal(par->schedule, p, par->vpp, par->n_micro);
-    double bubble = bubble_x * ideal;
-
-    /* PP: each stage sends and receives one activation (forward) and one
-     * gradient (backward) per micro-batch per chunk; the sends sit between
-     * compute steps of the 1F1B loop, so they are on the critical path */
     double pp_total = 0.0, pp_bytes = 0.0;
     if (p > 1) {
         bool sp = par->sp && par->tp > 1;
         double msg = px_cost_pp_msg_bytes((double)seq_of(ctx, par) / par->cp,
                                           (double)par->micro_batch, (double)m->hidden,
                                           par->tp, sp, elem_of(ctx));
-        double one = px_time_coll_s(hw, PX_COLL_P2P, 2, msg, x.pp);
+        double one = px_time_coll_s(hw, PX_COLL_P2P, 2, msg, x->pp);
         if (!sp && par->tp > 1) {
             /* Megatron's scatter/gather (Narayanan et al. 2021, sec. 4.1): the t
              * ranks of a TP group hold the same activation; each sends 1/t of
              * it over its own link and the receivers all-gather it in-node */
             msg /= par->tp;
-            one = px_time_coll_s(hw, PX_COLL_P2P, 2, msg, x.pp) +
-                  px_time_coll_s(hw, PX_COLL_ALLGATHER, par->tp, msg * par->tp, x.tp);
+            one = px_time_coll_s(hw, PX_COLL_P2P, 2, msg, x->pp) +
+                  px_time_coll_s(hw, PX_COLL_ALLGATHER, par->tp, msg * par->tp, x->tp);
         }
         pp_total = 2.0 * v * mm * one;
         pp_bytes = 2.0 * v * mm * msg;
     }
+    *pp_total_out = pp_total;
+    *pp_bytes_out = pp_bytes;
+}
 
-    /* DP / ZeRO: see docs/cost-model.md "Data parallel and the overlap model" */
+/* DP / ZeRO: see docs/cost-model.md "Data parallel and the overlap model".
+ * dense_p, exp_p: the worst stage's parameters on one GPU; fwd_win, bwd_win:
+ * one micro-batch's forward and backward compute, the overlap windows. */
+static void dp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const crossings *x,
+                         double w_dense_p, double w_exp_p, double fwd_win, double bwd_win,
+                         const px_blocking_sync *sync, double *total, double *exposed,
+                         double *bytes)
+{
+    const px_hw *hw = ctx->hw;
+    double mm = (double)par->n_micro;
     px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
     int ddp = par->dp * par->cp;
     int edp = par->tp * par->cp * par->dp / (par->ep * par->etp);
@@ -536,21 +523,19 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
                                         : bpp.weights;
     double grad_b = w_dense_p * bpp.grads, wt_b = w_dense_p * gath;
     double egrad_b = w_exp_p * bpp.grads, ewt_b = w_exp_p * gath;
-    bool dcross = x.dp || x.cp;
+    bool dcross = x->dp || x->cp;
     double t_ar = px_time_coll_s(hw, PX_COLL_ALLREDUCE, ddp, grad_b, dcross) +
-                  px_time_coll_s(hw, PX_COLL_ALLREDUCE, edp, egrad_b, x.edp);
+                  px_time_coll_s(hw, PX_COLL_ALLREDUCE, edp, egrad_b, x->edp);
     double t_rs = px_time_coll_s(hw, PX_COLL_REDUCE_SCATTER, ddp, grad_b, dcross) +
-                  px_time_coll_s(hw, PX_COLL_REDUCE_SCATTER, edp, egrad_b, x.edp);
+                  px_time_coll_s(hw, PX_COLL_REDUCE_SCATTER, edp, egrad_b, x->edp);
     double t_ag = px_time_coll_s(hw, PX_COLL_ALLGATHER, ddp, wt_b, dcross) +
-                  px_time_coll_s(hw, PX_COLL_ALLGATHER, edp, ewt_b, x.edp);
+                  px_time_coll_s(hw, PX_COLL_ALLGATHER, edp, ewt_b, x->edp);
     double dp_bytes_ar = px_coll_wire_bytes(PX_COLL_ALLREDUCE, ddp, grad_b) +
                          px_coll_wire_bytes(PX_COLL_ALLREDUCE, edp, egrad_b);
     double dp_bytes_rs = px_coll_wire_bytes(PX_COLL_REDUCE_SCATTER, ddp, grad_b) +
                          px_coll_wire_bytes(PX_COLL_REDUCE_SCATTER, edp, egrad_b);
     double dp_bytes_ag = px_coll_wire_bytes(PX_COLL_ALLGATHER, ddp, wt_b) +
                          px_coll_wire_bytes(PX_COLL_ALLGATHER, edp, ewt_b);
-    /* overlap windows: the backward (forward) compute of one micro-batch */
-    double bwd_win = w_bwd + w_rc, fwd_win = w_fwd;
     /* The last gradients the backward produces (stage 0's embedding, or its
      * first layer) are reduced after the compute has ended, and the first
      * weights the next forward needs are gathered before it can start: that
@@ -591,14 +576,25 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     /* the hidden part still takes SMs from the compute it hides under */
     dp_exposed += comm_sm_fraction(hw) * (dp_total - dp_exposed);
     if (par->zero >= 3 && ctx->run && (ddp > 1 || edp > 1))
-        fsdp_step_comm(ctx, par, &x, w_dense_p + w_exp_p, bpp, fwd_win, bwd_win, &dp_total,
+        fsdp_step_comm(ctx, par, x, w_dense_p + w_exp_p, bpp, fwd_win, bwd_win, &dp_total,
                        &dp_exposed, &dp_bytes);
     if (ddp <= 1 && edp <= 1)
         dp_total = dp_exposed = dp_bytes = 0.0;
-    dp_exposed += mm * sync.dp_mb + sync.dp_step;
+    dp_exposed += mm * sync->dp_mb + sync->dp_step;
+    *total = dp_total;
+    *exposed = dp_exposed;
+    *bytes = dp_bytes;
+}
 
-    /* optimizer step: Adam streams master weights, m, v (read + write), the
-     * gradient (read) and writes the low-precision weights */
+/* optimizer step: Adam streams master weights, m, v (read + write), the
+ * gradient (read) and writes the low-precision weights */
+static double optimizer_time(const px_cost_ctx *ctx, const px_parallel *par, double w_dense_p,
+                             double w_exp_p)
+{
+    const px_hw *hw = ctx->hw;
+    px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
+    int ddp = par->dp * par->cp;
+    int edp = par->tp * par->cp * par->dp / (par->ep * par->etp);
     double shard = par->zero >= 1 ? (double)ddp : 1.0;
     double eshard = par->zero >= 1 ? (double)edp : 1.0;
     double opt_params = w_dense_p / shard + w_exp_p / eshard;
@@ -614,23 +610,17 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
                        (w_dense_p + w_exp_p) * bpp.grads;
         opt_s += px_time_mem_s(hw, extra);
     }
+    return opt_s;
+}
 
-    double step = ideal + bubble + pp_total + dp_exposed + opt_s;
-
-    px_time *tm = &pred->time;
-    tm->step_s = step;
-    tm->compute_s = mm * (w_fwd + w_bwd + w_rc);
-    tm->recompute_s = mm * w_rc;
-    tm->tp_comm_s = mm * w_tp;
-    tm->cp_comm_s = mm * w_cp;
-    tm->cp_comm_total_s = mm * w_cpt;
-    tm->ep_comm_s = mm * w_ep;
-    tm->pp_comm_s = pp_total;
-    tm->dp_comm_s = dp_exposed;
-    tm->dp_comm_total_s = dp_total;
-    tm->bubble_s = bubble;
-    tm->optimizer_s = opt_s;
-
+/* Tokens, FLOPs and utilisation of a step of `step` seconds. */
+static void fill_rates(px_cost_ctx *ctx, const px_parallel *par, double step, double bubble,
+                       px_prediction *pred)
+{
+    const px_model *m = ctx->model;
+    const px_hw *hw = ctx->hw;
+    px_recompute rc = par->recompute;
+    double mm = (double)par->n_micro;
     int64_t s = seq_of(ctx, par);
     double tokens = (double)par->micro_batch * mm * par->dp * (double)s;
     if (s != ctx->flops_seq_len) {
@@ -652,7 +642,15 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     pred->hfu = pred->hw_flops_per_step / (step * gpus * hw->peak_flops);
     pred->mfu_causal = ctx->model_flops_causal_per_token * tokens / (step * gpus * hw->peak_flops);
     pred->bubble_fraction = bubble / step;
+}
 
+/* Days to train, checkpoints and goodput, when train_tokens > 0. */
+static void fill_goodput(const px_cost_ctx *ctx, const px_parallel *par, double train_tokens,
+                         double gpu_mtbf_hours, px_prediction *pred)
+{
+    const px_hw *hw = ctx->hw;
+    px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
+    double gpus = (double)par->tp * par->cp * par->pp * par->dp;
     if (train_tokens > 0.0) {
         pred->train_tokens = train_tokens;
         pred->days_to_train = train_tokens / pred->tokens_per_s / 86400.0;
@@ -670,34 +668,120 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
                                  : INFINITY;
     }
 
+}
+
+/* Everything --explain prints about the step's time and traffic. */
+static void fill_time_detail(const px_cost_ctx *ctx, const px_parallel *par,
+                             const slowest_stage *w, const crossings *x, const layer_time *ld,
+                             const layer_time *lm, double bubble_x, double pp_total,
+                             double pp_bytes, double dp_total, double dp_exposed,
+                             double dp_bytes, px_cost_detail *detail)
+{
+    double mm = (double)par->n_micro;
+    detail->tp_total_s = detail->tp_exposed_s = mm * w->tp;
+    detail->cp_total_s = mm * w->cpt;
+    detail->cp_exposed_s = mm * w->cp;
+    detail->ep_total_s = detail->ep_exposed_s = mm * w->ep;
+    detail->pp_total_s = detail->pp_exposed_s = pp_total;
+    detail->dp_total_s = dp_total;
+    detail->dp_exposed_s = dp_exposed;
+    detail->compute_fwd_s = mm * w->fwd;
+    detail->compute_bwd_s = mm * w->bwd;
+    detail->compute_recompute_s = mm * w->rc;
+    detail->gemm_s = mm * w->gemm;
+    detail->attn_s = mm * w->attn;
+    detail->membound_s = mm * w->mem;
+    detail->stage_mb_s = w->mb;
+    detail->bubble_over_ideal = bubble_x;
+    detail->tp_crosses = x->tp;
+    detail->cp_crosses = x->cp;
+    detail->ep_crosses = x->ep;
+    detail->pp_crosses = x->pp;
+    detail->dp_crosses = x->dp;
+    detail->tp_bytes_per_step = mm * w->tpb;
+    detail->ep_bytes_per_step = mm * w->epb;
+    detail->cp_bytes_per_step = mm * w->cpb;
+    detail->pp_bytes_per_step = pp_bytes;
+    detail->dp_bytes_per_step = dp_bytes;
+    detail->tp_bytes_per_layer = ctx->dense_layer_params > 0 ? ld->tp_bytes : lm->tp_bytes;
+}
+
+static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem_limit,
+                           double train_tokens, double gpu_mtbf_hours, px_prediction *pred,
+                           px_cost_detail *detail, px_error *err)
+{
+    const px_model *m = ctx->model;
+    const px_hw *hw = ctx->hw;
+    memset(pred, 0, sizeof *pred);
+    if (detail)
+        memset(detail, 0, sizeof *detail);
+    if (par->tp < 1 || par->pp < 1 || par->dp < 1 || par->cp < 1 || par->vpp < 1 ||
+        par->micro_batch < 1 || par->n_micro < 1)
+        return PX_FAIL(err, PX_ERR_INVALID, "parallel sizes and batch must be >= 1");
+
+    /* memory */
+    stage_mem wm;
+    static _Thread_local stage_layers sl[PX_MAX_CHUNKS]; /* 56 KB: off the stack */
+    stage_counts(ctx, par, sl);
+    int ws = worst_memory(ctx, par, sl, &wm);
+    fill_memory(&wm, ws, &pred->mem);
+    if (mem_limit >= 0 && pred->mem.total > mem_limit)
+        return PX_ERR_INFEASIBLE; /* memory only: the search prunes here */
+
+    crossings x;
+    layer_time ld, lm;
+    time_layer_kinds(ctx, par, &x, &ld, &lm);
+    double first_s, last_s;
+    extras_time(ctx, par, &first_s, &last_s);
+
+    /* slowest stage, one micro-batch */
+    int p = par->pp;
+    slowest_stage w;
+    slowest_stage_of(ctx, par, sl, &ld, &lm, first_s, last_s, &w);
+    double w_dense_p = wm.dense_params, w_exp_p = wm.expert_params;
+
+    double mm = (double)par->n_micro;
+    px_blocking_sync sync; /* waits at blocking collectives (px_blocking.h) */
+    px_blocking_sync_s(m, hw, par, w.mb, &sync);
+    w.tp += sync.tp;
+    w.cp += sync.cp;
+    w.mb += sync.tp + sync.cp;
+    double ideal = mm * w.mb;
+    double bubble_x = px_cost_bubble_over_ideal(par->schedule, p, par->vpp, par->n_micro);
+    double bubble = bubble_x * ideal;
+
+    double pp_total, pp_bytes;
+    pp_step_comm(ctx, par, &x, &pp_total, &pp_bytes);
+
+    /* overlap windows: the backward (forward) compute of one micro-batch */
+    double bwd_win = w.bwd + w.rc, fwd_win = w.fwd;
+    double dp_total, dp_exposed, dp_bytes;
+    dp_step_comm(ctx, par, &x, w_dense_p, w_exp_p, fwd_win, bwd_win, &sync, &dp_total,
+                 &dp_exposed, &dp_bytes);
+    double opt_s = optimizer_time(ctx, par, w_dense_p, w_exp_p);
+
+    double step = ideal + bubble + pp_total + dp_exposed + opt_s;
+
+    px_time *tm = &pred->time;
+    tm->step_s = step;
+    tm->compute_s = mm * (w.fwd + w.bwd + w.rc);
+    tm->recompute_s = mm * w.rc;
+    tm->tp_comm_s = mm * w.tp;
+    tm->cp_comm_s = mm * w.cp;
+    tm->cp_comm_total_s = mm * w.cpt;
+    tm->ep_comm_s = mm * w.ep;
+    tm->pp_comm_s = pp_total;
+    tm->dp_comm_s = dp_exposed;
+    tm->dp_comm_total_s = dp_total;
+    tm->bubble_s = bubble;
+    tm->optimizer_s = opt_s;
+
+    fill_rates(ctx, par, step, bubble, pred);
+    fill_goodput(ctx, par, train_tokens, gpu_mtbf_hours, pred);
     if (detail) {
         fill_memory_detail(ctx, par, &wm, detail);
-        detail->tp_total_s = detail->tp_exposed_s = mm * w_tp;
-        detail->cp_total_s = mm * w_cpt;
-        detail->cp_exposed_s = mm * w_cp;
-        detail->ep_total_s = detail->ep_exposed_s = mm * w_ep;
-        detail->pp_total_s = detail->pp_exposed_s = pp_total;
-        detail->dp_total_s = dp_total;
-        detail->dp_exposed_s = dp_exposed;
-        detail->compute_fwd_s = mm * w_fwd;
-        detail->compute_bwd_s = mm * w_bwd;
-        detail->compute_recompute_s = mm * w_rc;
-        detail->gemm_s = mm * w_gemm;
-        detail->attn_s = mm * w_attn;
-        detail->membound_s = mm * w_mem;
-        detail->stage_mb_s = worst_mb;
-        detail->bubble_over_ideal = bubble_x;
-        detail->tp_crosses = x.tp;
-        detail->cp_crosses = x.cp;
-        detail->ep_crosses = x.ep;
-        detail->pp_crosses = x.pp;
-        detail->dp_crosses = x.dp;
-        detail->tp_bytes_per_step = mm * w_tpb;
-        detail->ep_bytes_per_step = mm * w_epb;
-        detail->cp_bytes_per_step = mm * w_cpb;
-        detail->pp_bytes_per_step = pp_bytes;
-        detail->dp_bytes_per_step = dp_bytes;
-        detail->tp_bytes_per_layer = ctx->dense_layer_params > 0 ? ld.tp_bytes : lm.tp_bytes;
+        fill_time_detail(ctx, par, &w, &x, &ld, &lm, bubble_x, pp_total, pp_bytes, dp_total,
+                         dp_exposed, dp_bytes, detail);
     }
     return PX_OK;
 }
