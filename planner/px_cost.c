@@ -721,7 +721,7 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
 
     /* memory */
     stage_mem wm;
-    static _Thread_local stage_layers sl[PX_MAX_CHUNKS]; /* 56 KB: off the stack */
+    stage_layers *sl = ctx->stage_ws;
     stage_counts(ctx, par, sl);
     int ws = worst_memory(ctx, par, sl, &wm);
     fill_memory(&wm, ws, &pred->mem);

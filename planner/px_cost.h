@@ -200,7 +200,15 @@ typedef struct {
     px_act_ops ops[2][PX_RECOMPUTE_COUNT];
 } px_cost_ops_memo;
 
-/* What the search computes once per (model, hardware). */
+/* Layers of each kind (0 dense, 1 MoE) and recompute choice on one stage. */
+typedef struct {
+    int64_t n[2][PX_RECOMPUTE_COUNT];
+    int64_t kind[2];
+} px_cost_stage_layers;
+
+/* What the search computes once per (model, hardware), and the evaluation's
+ * workspace: a context serves one thread at a time.  Large (about 80 KB):
+ * callers that keep several allocate them. */
 typedef struct {
     const px_model *model;
     const px_hw *hw;
@@ -230,6 +238,10 @@ typedef struct {
      * defaults.  Read by the FSDP terms (px_cost_fsdp.h) and the fused
      * cross-entropy buffers. */
     const struct px_fw_runtime *run;
+    /* Workspace of px_cost_eval, px_cost_memory, px_cost_stages and
+     * px_cost_stage_memory: the layers on each pipeline stage (stage_counts),
+     * overwritten by every call. */
+    px_cost_stage_layers stage_ws[PX_MAX_CHUNKS];
 } px_cost_ctx;
 
 px_status px_cost_ctx_init(px_cost_ctx *ctx, const px_model *m, const px_hw *hw,

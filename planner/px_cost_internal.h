@@ -26,11 +26,8 @@ typedef struct {
     double cp_total_s, cp_exposed_s, cp_bytes;
 } layer_time;
 
-/* Layers of each kind (0 dense, 1 MoE) and recompute choice on one stage. */
-typedef struct {
-    int64_t n[2][PX_RECOMPUTE_COUNT];
-    int64_t kind[2];
-} stage_layers;
+/* Layers of each kind and recompute choice on one stage (px_cost.h). */
+typedef px_cost_stage_layers stage_layers;
 
 typedef struct {
     double dense_params, expert_params; /* elements on one GPU */

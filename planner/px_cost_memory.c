@@ -424,7 +424,7 @@ void px_cost_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *mem,
                     px_cost_detail *detail)
 {
     stage_mem w;
-    static _Thread_local stage_layers sl[PX_MAX_CHUNKS]; /* 56 KB: off the stack */
+    stage_layers *sl = ctx->stage_ws;
     stage_counts(ctx, par, sl);
     int ws = worst_memory(ctx, par, sl, &w);
     fill_memory(&w, ws, mem);
@@ -434,7 +434,7 @@ void px_cost_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *mem,
 
 void px_cost_stage_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *per_stage)
 {
-    static _Thread_local stage_layers sl[PX_MAX_CHUNKS];
+    stage_layers *sl = ctx->stage_ws;
     stage_counts(ctx, par, sl);
     px_act_ops ops[2][PX_RECOMPUTE_COUNT];
     layer_ops(ctx, par, ops);

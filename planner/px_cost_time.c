@@ -674,7 +674,7 @@ void time_layer_kinds(px_cost_ctx *ctx, const px_parallel *par, crossings *x,
 void px_cost_stages(px_cost_ctx *ctx, const px_parallel *par, double *stage_mb_s,
                     int64_t *stage_mem_bytes)
 {
-    static _Thread_local stage_layers sl[PX_MAX_CHUNKS];
+    stage_layers *sl = ctx->stage_ws;
     stage_counts(ctx, par, sl);
     crossings x;
     layer_time ld, lm;
