@@ -6,6 +6,7 @@
 
 #include "px_cost.h"
 #include "px_cost_precision.h"
+#include "px_plan_check.h"
 
 static inline double dmax(double a, double b) { return a > b ? a : b; }
 static inline double dmin(double a, double b) { return a < b ? a : b; }
@@ -43,6 +44,18 @@ typedef struct {
     double gemm, attn, mem, tpb, epb, cpb;
 } stage_time;
 
+/* The sequence length the plan runs (px_plan_seq_len) and the activation
+ * element bytes: small and on every path, so inline. */
+static inline int64_t seq_of(const px_cost_ctx *ctx, const px_parallel *par)
+{
+    return px_plan_seq_len(ctx->model, par);
+}
+
+static inline int elem_of(const px_cost_ctx *ctx)
+{
+    return ctx->hw->dtype_bytes > 0 ? ctx->hw->dtype_bytes : 2;
+}
+
 /* Middle stages remembered by repeats_middle. */
 enum { PX_SEEN_MAX = 8 };
 
@@ -51,8 +64,6 @@ void static_bytes(double params, double shard, int zero, px_bytes_per_param bpp,
                   double *w, double *g, double *o);
 
 /* px_cost_time.c */
-int64_t seq_of(const px_cost_ctx *ctx, const px_parallel *par);
-int elem_of(const px_cost_ctx *ctx);
 void make_shape(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
                 px_recompute rc, px_act_shape *sh);
 double comm_sm_fraction(const px_hw *hw);

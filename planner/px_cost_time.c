@@ -157,16 +157,6 @@ static void find_crossings(px_cost_ctx *ctx, const px_parallel *par, crossings *
 
 /* ---------------- per-layer costs ---------------- */
 
-int64_t seq_of(const px_cost_ctx *ctx, const px_parallel *par)
-{
-    return px_plan_seq_len(ctx->model, par);
-}
-
-int elem_of(const px_cost_ctx *ctx)
-{
-    return ctx->hw->dtype_bytes > 0 ? ctx->hw->dtype_bytes : 2;
-}
-
 void make_shape(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
                 px_recompute rc, px_act_shape *sh)
 {
