@@ -492,7 +492,10 @@ static void hf_name(const char *file, const char *model_type, char *buf, size_t 
     snprintf(buf, n, "%.*s", (int)n - 1, stem);
 }
 
-static px_status load_hf(json_t *root, const char *file, px_model *m, px_error *err)
+/* The config's model_type (*type), one of hf_types, or an error naming the
+ * supported ones. */
+static px_status hf_model_type(json_t *root, const char *file, const char **type,
+                               px_error *err)
 {
     json_t *mt = json_object_get(root, "model_type");
     char types[256] = "";
@@ -511,85 +514,91 @@ static px_status load_hf(json_t *root, const char *file, px_model *m, px_error *
         return px_error_set(err, PX_ERR_UNSUPPORTED, file, 0, 0,
                             "model_type \"%s\" is not supported; supported: %s", t, types);
 
-    hf_ctx c = {root, file, err, PX_OK};
-    model_defaults(m);
-    hf_name(file, t, m->name, sizeof m->name);
-    if (strcmp(t, "gpt2") == 0) {
-        m->block = PX_BLOCK_GPT;
-        m->hidden = hf_size(&c, "n_embd", -1);
-        m->n_layers = hf_size(&c, "n_layer", -1);
-        m->n_heads = hf_size(&c, "n_head", -1);
-        m->n_kv_heads = m->n_heads;
-        m->head_dim = m->n_heads ? m->hidden / m->n_heads : 0;
-        m->ffn = hf_size(&c, "n_inner", 4 * m->hidden); /* null means 4h */
-        m->vocab = hf_size(&c, "vocab_size", -1);
-        m->max_positions = hf_size(&c, "n_positions", hf_size(&c, "n_ctx", 1024));
-        m->seq_len = m->max_positions;
-        m->tied_embeddings = hf_bool(&c, "tie_word_embeddings", true);
-    } else {
-        m->block = PX_BLOCK_LLAMA;
-        m->hidden = hf_size(&c, "hidden_size", -1);
-        m->n_layers = hf_size(&c, "num_hidden_layers", -1);
-        m->n_heads = hf_size(&c, "num_attention_heads", -1);
-        m->n_kv_heads = hf_size(&c, "num_key_value_heads", m->n_heads);
-        m->head_dim = hf_size(&c, "head_dim", m->n_heads ? m->hidden / m->n_heads : 0);
-        m->ffn = hf_size(&c, "intermediate_size", -1);
-        m->vocab = hf_size(&c, "vocab_size", -1);
-        int64_t maxpos = hf_size(&c, "max_position_embeddings", PX_HF_SEQ_CAP);
-        m->seq_len = maxpos < PX_HF_SEQ_CAP ? maxpos : PX_HF_SEQ_CAP;
-        m->tied_embeddings = hf_bool(&c, "tie_word_embeddings", false);
-        /* attention_bias: q, k, v biases (Qwen2 always has them) */
-        m->qkv_bias = hf_bool(&c, "attention_bias", strcmp(t, "qwen2") == 0);
-        m->qk_norm = strcmp(t, "qwen3") == 0 || strcmp(t, "qwen3_moe") == 0;
-        if (strcmp(t, "mixtral") == 0 || strcmp(t, "gpt_oss") == 0) {
-            /* gpt-oss: experts of intermediate_size; its attention sinks (one
-             * learned logit per head in the softmax) cost nothing to count */
-            if (strcmp(t, "gpt_oss") == 0)
-                m->qkv_bias = hf_bool(&c, "attention_bias", true);
-            m->n_experts = hf_size(&c, "num_local_experts", -1);
-            m->top_k = hf_size(&c, "num_experts_per_tok", -1);
-            m->moe_ffn = m->ffn;
-        } else if (strcmp(t, "qwen3_moe") == 0) {
-            m->n_experts = hf_size(&c, "num_experts", -1);
-            m->top_k = hf_size(&c, "num_experts_per_tok", -1);
-            m->moe_ffn = hf_size(&c, "moe_intermediate_size", -1);
-            int64_t step = hf_size(&c, "decoder_sparse_step", 1);
-            json_t *mlp_only = json_object_get(root, "mlp_only_layers");
-            if (c.st == PX_OK && (step != 1 || (mlp_only && json_array_size(mlp_only) > 0)))
-                return px_error_set(err, PX_ERR_UNSUPPORTED, file, 0, 0,
-                                    "decoder_sparse_step %lld / mlp_only_layers: only "
-                                    "decoder_sparse_step 1 and no mlp_only_layers are supported",
-                                    (long long)step);
-        } else if (strcmp(t, "deepseek_v3") == 0) {
-            m->attn = PX_ATTN_MLA;
-            m->n_experts = hf_size(&c, "n_routed_experts", -1);
-            m->top_k = hf_size(&c, "num_experts_per_tok", -1);
-            m->moe_ffn = hf_size(&c, "moe_intermediate_size", -1);
-            m->n_shared_experts = hf_int(&c, "n_shared_experts", 0);
-            m->first_dense_layers = hf_int(&c, "first_k_dense_replace", 0);
-            m->moe_layer_freq = hf_size(&c, "moe_layer_freq", 1);
-            m->q_lora_rank = hf_int(&c, "q_lora_rank", 0);
-            m->kv_lora_rank = hf_size(&c, "kv_lora_rank", -1);
-            m->qk_nope_head_dim = hf_int(&c, "qk_nope_head_dim", -1);
-            m->qk_rope_head_dim = hf_size(&c, "qk_rope_head_dim", -1);
-            m->v_head_dim = hf_size(&c, "v_head_dim", -1);
-            m->n_mtp_modules = hf_int(&c, "num_nextn_predict_layers", 0);
-            m->head_dim = m->qk_nope_head_dim + m->qk_rope_head_dim;
-        }
+    *type = t;
+    return PX_OK;
+}
+
+/* GPT-2's names (n_embd, n_layer, ...). */
+static void hf_gpt2(hf_ctx *c, px_model *m)
+{
+    m->block = PX_BLOCK_GPT;
+    m->hidden = hf_size(c, "n_embd", -1);
+    m->n_layers = hf_size(c, "n_layer", -1);
+    m->n_heads = hf_size(c, "n_head", -1);
+    m->n_kv_heads = m->n_heads;
+    m->head_dim = m->n_heads ? m->hidden / m->n_heads : 0;
+    m->ffn = hf_size(c, "n_inner", 4 * m->hidden); /* null means 4h */
+    m->vocab = hf_size(c, "vocab_size", -1);
+    m->max_positions = hf_size(c, "n_positions", hf_size(c, "n_ctx", 1024));
+    m->seq_len = m->max_positions;
+    m->tied_embeddings = hf_bool(c, "tie_word_embeddings", true);
+}
+
+/* The Llama family's names (hidden_size, num_hidden_layers, ...). */
+static void hf_llama(hf_ctx *c, const char *t, px_model *m)
+{
+    m->block = PX_BLOCK_LLAMA;
+    m->hidden = hf_size(c, "hidden_size", -1);
+    m->n_layers = hf_size(c, "num_hidden_layers", -1);
+    m->n_heads = hf_size(c, "num_attention_heads", -1);
+    m->n_kv_heads = hf_size(c, "num_key_value_heads", m->n_heads);
+    m->head_dim = hf_size(c, "head_dim", m->n_heads ? m->hidden / m->n_heads : 0);
+    m->ffn = hf_size(c, "intermediate_size", -1);
+    m->vocab = hf_size(c, "vocab_size", -1);
+    int64_t maxpos = hf_size(c, "max_position_embeddings", PX_HF_SEQ_CAP);
+    m->seq_len = maxpos < PX_HF_SEQ_CAP ? maxpos : PX_HF_SEQ_CAP;
+    m->tied_embeddings = hf_bool(c, "tie_word_embeddings", false);
+    /* attention_bias: q, k, v biases (Qwen2 always has them) */
+    m->qkv_bias = hf_bool(c, "attention_bias", strcmp(t, "qwen2") == 0);
+    m->qk_norm = strcmp(t, "qwen3") == 0 || strcmp(t, "qwen3_moe") == 0;
+}
+
+/* The routed experts (and MLA) of the MoE model types. */
+static px_status hf_moe(hf_ctx *c, const char *t, px_model *m)
+{
+    if (strcmp(t, "mixtral") == 0 || strcmp(t, "gpt_oss") == 0) {
+        /* gpt-oss: experts of intermediate_size; its attention sinks (one
+         * learned logit per head in the softmax) cost nothing to count */
+        if (strcmp(t, "gpt_oss") == 0)
+            m->qkv_bias = hf_bool(c, "attention_bias", true);
+        m->n_experts = hf_size(c, "num_local_experts", -1);
+        m->top_k = hf_size(c, "num_experts_per_tok", -1);
+        m->moe_ffn = m->ffn;
+    } else if (strcmp(t, "qwen3_moe") == 0) {
+        m->n_experts = hf_size(c, "num_experts", -1);
+        m->top_k = hf_size(c, "num_experts_per_tok", -1);
+        m->moe_ffn = hf_size(c, "moe_intermediate_size", -1);
+        int64_t step = hf_size(c, "decoder_sparse_step", 1);
+        json_t *mlp_only = json_object_get(c->root, "mlp_only_layers");
+        if (c->st == PX_OK && (step != 1 || (mlp_only && json_array_size(mlp_only) > 0)))
+            return px_error_set(c->err, PX_ERR_UNSUPPORTED, c->file, 0, 0,
+                                "decoder_sparse_step %lld / mlp_only_layers: only "
+                                "decoder_sparse_step 1 and no mlp_only_layers are supported",
+                                (long long)step);
+    } else if (strcmp(t, "deepseek_v3") == 0) {
+        m->attn = PX_ATTN_MLA;
+        m->n_experts = hf_size(c, "n_routed_experts", -1);
+        m->top_k = hf_size(c, "num_experts_per_tok", -1);
+        m->moe_ffn = hf_size(c, "moe_intermediate_size", -1);
+        m->n_shared_experts = hf_int(c, "n_shared_experts", 0);
+        m->first_dense_layers = hf_int(c, "first_k_dense_replace", 0);
+        m->moe_layer_freq = hf_size(c, "moe_layer_freq", 1);
+        m->q_lora_rank = hf_int(c, "q_lora_rank", 0);
+        m->kv_lora_rank = hf_size(c, "kv_lora_rank", -1);
+        m->qk_nope_head_dim = hf_int(c, "qk_nope_head_dim", -1);
+        m->qk_rope_head_dim = hf_size(c, "qk_rope_head_dim", -1);
+        m->v_head_dim = hf_size(c, "v_head_dim", -1);
+        m->n_mtp_modules = hf_int(c, "num_nextn_predict_layers", 0);
+        m->head_dim = m->qk_nope_head_dim + m->qk_rope_head_dim;
     }
-    /* sliding-window attention: Mistral (every layer), Qwen2 when
-     * use_sliding_window, gpt-oss / Gemma by layer_types */
-    bool window = strcmp(t, "qwen2") != 0 || hf_bool(&c, "use_sliding_window", false);
-    if (m->block == PX_BLOCK_LLAMA && window)
-        m->sliding_window = hf_int(&c, "sliding_window", 0);
-    if (c.st != PX_OK)
-        return c.st;
-    if (m->sliding_window > 0 || json_object_get(root, "layer_types")) {
-        px_status sst = px_sliding_read(m, json_object_get(root, "layer_types"), file,
-                                        "layer_types", err);
-        if (sst != PX_OK)
-            return sst;
-    }
+    return PX_OK;
+}
+
+/* Heads that split the hidden size and KV heads that divide the query
+ * heads, named in the config's own keys. */
+static px_status hf_check_heads(json_t *root, const char *file, const px_model *m,
+                                px_error *err)
+{
     /* the head layout, in the config's own names */
     bool gpt = m->block == PX_BLOCK_GPT;
     const char *k_hidden = gpt ? "n_embd" : "hidden_size";
@@ -606,6 +615,43 @@ static px_status load_hf(json_t *root, const char *file, px_model *m, px_error *
                             "num_key_value_heads %lld does not divide num_attention_heads %lld: "
                             "each kv head serves a whole group of query heads",
                             (long long)m->n_kv_heads, (long long)m->n_heads);
+    return PX_OK;
+}
+
+static px_status load_hf(json_t *root, const char *file, px_model *m, px_error *err)
+{
+    const char *t = NULL;
+    px_status tst = hf_model_type(root, file, &t, err);
+    if (tst != PX_OK)
+        return tst;
+
+    hf_ctx c = {root, file, err, PX_OK};
+    model_defaults(m);
+    hf_name(file, t, m->name, sizeof m->name);
+    if (strcmp(t, "gpt2") == 0) {
+        hf_gpt2(&c, m);
+    } else {
+        hf_llama(&c, t, m);
+        px_status mst = hf_moe(&c, t, m);
+        if (mst != PX_OK)
+            return mst;
+    }
+    /* sliding-window attention: Mistral (every layer), Qwen2 when
+     * use_sliding_window, gpt-oss / Gemma by layer_types */
+    bool window = strcmp(t, "qwen2") != 0 || hf_bool(&c, "use_sliding_window", false);
+    if (m->block == PX_BLOCK_LLAMA && window)
+        m->sliding_window = hf_int(&c, "sliding_window", 0);
+    if (c.st != PX_OK)
+        return c.st;
+    if (m->sliding_window > 0 || json_object_get(root, "layer_types")) {
+        px_status sst = px_sliding_read(m, json_object_get(root, "layer_types"), file,
+                                        "layer_types", err);
+        if (sst != PX_OK)
+            return sst;
+    }
+    px_status hst = hf_check_heads(root, file, m, err);
+    if (hst != PX_OK)
+        return hst;
     px_status st = px_model_validate(m, err);
     if (st != PX_OK && err && !err->file[0])
         snprintf(err->file, sizeof err->file, "%s", file);
