@@ -264,23 +264,9 @@ static void row_family(const json_t *jr, px_val_row *row)
              row->framework, gpu ? gpu : "?", p, row->moe ? "moe" : "dense");
 }
 
-/* Fills one row; returns false (with row->note) when it cannot be modelled. */
-static bool parse_row(const json_t *jr, px_val_row *row)
+/* The measured figures of a row and the FLOP convention they count by. */
+static void row_measured(const json_t *je, px_val_row *row)
 {
-    memset(row, 0, sizeof *row);
-    const char *id = jstr(jr, "id"), *group = jstr(jr, "group");
-    snprintf(row->id, sizeof row->id, "%s", id ? id : "?");
-    snprintf(row->group, sizeof row->group, "%s", group ? group : "?");
-    row->meas_tflops = row->meas_mfu = row->meas_hfu = row->meas_step_s = -1.0;
-    row->meas_layer_fwd_s = row->meas_layer_bwd_s = -1.0;
-    row->meas_tok_gpu = row->pred_tok_gpu = -1.0;
-    row->cp = row->ep = 1;
-
-    const json_t *jm = json_object_get(jr, "model"), *jh = json_object_get(jr, "hardware"),
-                 *jp = json_object_get(jr, "parallel"), *je = json_object_get(jr, "measured"),
-                 *js = json_object_get(jr, "source");
-
-    /* measured */
     row->meas_tflops = jpos_or(je, "tflops_per_gpu", -1.0);
     row->meas_mfu = jpos_or(je, "mfu", -1.0);
     row->meas_hfu = jpos_or(je, "hfu", -1.0);
@@ -299,34 +285,13 @@ static bool parse_row(const json_t *jr, px_val_row *row)
                                                !starts_with_ci(um, "MFU")))
                     ? PX_VAL_CONV_HW
                     : PX_VAL_CONV_MODEL;
+}
 
-    /* usable (README): dense or MoE, tp, pp and dp published, and a measured
-     * tokens/s per GPU, MFU or step time */
-    row->usable = jm && has_key_value(jp, "tp") && has_key_value(jp, "pp") &&
-                  has_key_value(jp, "dp") &&
-                  (row->meas_tok_gpu > 0 || row->meas_mfu > 0 || row->meas_step_s > 0);
-    snprintf(row->framework, sizeof row->framework, "%s", framework_for(jstr(jr, "framework")));
-    bool prec_ok = row_precision(jstr(jr, "precision"), row);
-    const json_t *moe = jm ? json_object_get(jm, "moe") : NULL;
-    row->moe = moe && json_is_object(moe);
-    row_family(jr, row);
-    if (!prec_ok)
-        return false;
-
-    /* hardware */
-    double mem_gb;
-    const char *prof = profile_for_gpu(jstr(jh, "gpu"), jnum(jh, "gpu_memory_gb", &mem_gb) ? mem_gb : 0.0);
-    row->gpus = (int)jint_or(jh, "num_gpus", 0);
-    row->gpus_per_node = (int)jint_or(jh, "gpus_per_node", 0);
-    if (!prof) {
-        snprintf(row->note, sizeof row->note, "no profile for gpu \"%s\"",
-                 jstr(jh, "gpu") ? jstr(jh, "gpu") : "(null)");
-        return false;
-    }
-    snprintf(row->hw_name, sizeof row->hw_name, "%s", prof);
-    if (!jm || !row_model(jm, jstr(jr, "framework"), row))
-        return false;
-
+/* The parallel layout: published values fixed, the rest derived; ZeRO and
+ * the framework profile it selects.  False (with row->note) when the sizes
+ * do not multiply to the GPUs or ask for experts on a dense model. */
+static bool row_parallel(const json_t *jr, const json_t *jp, px_val_row *row)
+{
     /* parallel: published values fixed, nulls free; cp follows from
      * tp·pp·dp when it is not published */
     row->tp = (int)jint_or(jp, "tp", 1);
@@ -371,7 +336,15 @@ static bool parse_row(const json_t *jr, px_val_row *row)
     row->recompute = parse_recompute(jstr(jp, "recompute"));
     row->micro_batch = jint_or(jp, "micro_batch", 0);
     row->global_batch = jint_or(jp, "global_batch", 0);
+    return true;
+}
 
+/* What a run of its framework and year did when the row does not say:
+ * FlashAttention and its version, gradient and TP overlap, sequence
+ * parallelism, recompute, gradient precision. */
+static void row_era_defaults(const json_t *jr, const json_t *jp, const json_t *js,
+                             px_val_row *row)
+{
     /* FlashAttention (2022) reached Megatron in 2023: runs published before
      * then materialise the s x s scores (fused softmax kernels) */
     int year = year_in(jstr(jr, "framework"));
@@ -426,6 +399,56 @@ static bool parse_row(const json_t *jr, px_val_row *row)
     /* gradient precision is not published: Megatron's default, fp32 main
      * gradients (the planner's default too) */
     row->grad_fp32 = true;
+}
+
+/* Fills one row; returns false (with row->note) when it cannot be modelled. */
+static bool parse_row(const json_t *jr, px_val_row *row)
+{
+    memset(row, 0, sizeof *row);
+    const char *id = jstr(jr, "id"), *group = jstr(jr, "group");
+    snprintf(row->id, sizeof row->id, "%s", id ? id : "?");
+    snprintf(row->group, sizeof row->group, "%s", group ? group : "?");
+    row->meas_tflops = row->meas_mfu = row->meas_hfu = row->meas_step_s = -1.0;
+    row->meas_layer_fwd_s = row->meas_layer_bwd_s = -1.0;
+    row->meas_tok_gpu = row->pred_tok_gpu = -1.0;
+    row->cp = row->ep = 1;
+
+    const json_t *jm = json_object_get(jr, "model"), *jh = json_object_get(jr, "hardware"),
+                 *jp = json_object_get(jr, "parallel"), *je = json_object_get(jr, "measured"),
+                 *js = json_object_get(jr, "source");
+
+    row_measured(je, row);
+
+    /* usable (README): dense or MoE, tp, pp and dp published, and a measured
+     * tokens/s per GPU, MFU or step time */
+    row->usable = jm && has_key_value(jp, "tp") && has_key_value(jp, "pp") &&
+                  has_key_value(jp, "dp") &&
+                  (row->meas_tok_gpu > 0 || row->meas_mfu > 0 || row->meas_step_s > 0);
+    snprintf(row->framework, sizeof row->framework, "%s", framework_for(jstr(jr, "framework")));
+    bool prec_ok = row_precision(jstr(jr, "precision"), row);
+    const json_t *moe = jm ? json_object_get(jm, "moe") : NULL;
+    row->moe = moe && json_is_object(moe);
+    row_family(jr, row);
+    if (!prec_ok)
+        return false;
+
+    /* hardware */
+    double mem_gb;
+    const char *prof = profile_for_gpu(jstr(jh, "gpu"), jnum(jh, "gpu_memory_gb", &mem_gb) ? mem_gb : 0.0);
+    row->gpus = (int)jint_or(jh, "num_gpus", 0);
+    row->gpus_per_node = (int)jint_or(jh, "gpus_per_node", 0);
+    if (!prof) {
+        snprintf(row->note, sizeof row->note, "no profile for gpu \"%s\"",
+                 jstr(jh, "gpu") ? jstr(jh, "gpu") : "(null)");
+        return false;
+    }
+    snprintf(row->hw_name, sizeof row->hw_name, "%s", prof);
+    if (!jm || !row_model(jm, jstr(jr, "framework"), row))
+        return false;
+
+    if (!row_parallel(jr, jp, row))
+        return false;
+    row_era_defaults(jr, jp, js, row);
     return true;
 }
 
@@ -589,6 +612,135 @@ static void family_error(px_val_row *row)
     }
 }
 
+/* The global batch the row's layout runs (one micro-batch where it is
+ * unpublished; the nearest the layout divides), as sequences per replica;
+ * says so in row->note. */
+static int64_t row_per_replica(px_val_row *row)
+{
+    /* per-layer rows need a micro-batch but no step: one micro-batch */
+    int64_t gb = row->global_batch;
+    if (gb <= 0) {
+        gb = (row->micro_batch > 0 ? row->micro_batch : 1) * row->dp;
+        if (!row->note[0])
+            snprintf(row->note, sizeof row->note, "global batch unpublished: one micro-batch");
+    }
+    int64_t unit = (int64_t)row->dp * (row->micro_batch > 0 ? row->micro_batch : 1);
+    if (gb % unit != 0) {
+        /* the layout runs the nearest global batch it divides (as plan does) */
+        int64_t near = (gb + unit / 2) / unit * unit;
+        if (near < unit)
+            near = unit;
+        snprintf(row->note, sizeof row->note,
+                 "global batch %lld not divisible by dp x micro-batch %lld: nearest %lld",
+                 (long long)gb, (long long)unit, (long long)near);
+        gb = near;
+    }
+    return gb / row->dp;
+}
+
+/* One candidate of the row's search: the published layout with micro-batch
+ * b (mm of them), vpp v, recompute r, sequence parallelism sp, ZeRO z. */
+static void row_candidate(const px_val_row *row, const px_model *m, const px_framework *fw,
+                          int64_t b, int64_t mm, int v, int r, int sp, int z, px_parallel *par)
+{
+    px_parallel_init(par);
+    par->tp = row->tp;
+    par->pp = row->pp;
+    par->dp = row->dp;
+    par->cp = row->cp;
+    par->ep = row->ep;
+    par->etp = row_etp(row);
+    par->shard_group = row->shard_group;
+    par->vpp = row->pp > 1 ? v : 1;
+    par->schedule = par->vpp > 1 ? PX_SCHED_INTERLEAVED : PX_SCHED_1F1B;
+    par->sp = sp && row->tp > 1;
+    par->zero = z;
+    par->recompute = (px_recompute)r;
+    par->micro_batch = b;
+    par->n_micro = mm;
+    par->seq_len = m->seq_len;
+    par->flash_attention = row->flash_attention;
+    par->dp_overlap = row->dp_overlap;
+    par->tp_overlap = row->tp_overlap;
+    par->grad_fp32 = row->grad_fp32;
+    par->precision = (px_precision)row->precision;
+    par->quantized_params = fw->run.quantized_params;
+}
+
+/* Records the best candidate's prediction in row: fit, TFLOP/s, one layer's
+ * times, and the error against what the row measured. */
+static void row_record(px_val_row *row, px_cost_ctx *ctx, const px_prediction *best,
+                       const px_parallel *best_par, bool best_fits, int64_t limit)
+{
+    if (!best_fits && row->usable) {
+        /* the planner would refuse it; the prediction stays for the table */
+        row->refused = true;
+        snprintf(row->note, sizeof row->note,
+                 "does not fit: %.1f GB per GPU > %.1f GB (HBM - reserve)",
+                 (double)best->mem.total / 1e9, (double)limit / 1e9);
+    }
+    row->evaluated = true;
+    row->fits = best_fits;
+    row->par = *best_par;
+    row->pred = *best;
+    double step = best->time.step_s;
+    double flops =
+        row->conv == PX_VAL_CONV_HW ? best->hw_flops_per_step : best->model_flops_per_step;
+    row->pred_tflops = step > 0 ? flops / step / row->gpus / 1e12 : 0.0;
+
+    /* one transformer layer, one micro-batch: Korthikanti's Table 4 */
+    px_layer_cost lc;
+    px_cost_layer(ctx, best_par, 0, &lc);
+    row->pred_layer_fwd_s = lc.fwd_s;
+    row->pred_layer_bwd_s = lc.bwd_s + lc.recompute_s[best_par->recompute];
+
+    if (row->meas_tflops > 0) {
+        row->on = PX_VAL_ON_TFLOPS;
+        row->err = row->pred_tflops / row->meas_tflops - 1.0;
+    } else if (row->meas_step_s > 0) {
+        row->on = PX_VAL_ON_STEP;
+        row->err = step / row->meas_step_s - 1.0;
+    } else if (row->meas_layer_fwd_s > 0) {
+        row->on = PX_VAL_ON_LAYER;
+        row->err = (row->pred_layer_fwd_s + row->pred_layer_bwd_s) /
+                       (row->meas_layer_fwd_s + row->meas_layer_bwd_s) -
+                   1.0;
+    }
+    if (row->meas_step_s > 0 && !row->global_batch_borrowed && row->global_batch > 0)
+        row->err_step = step / row->meas_step_s - 1.0;
+    family_error(row);
+}
+
+/* The micro-batches the row's search tries: the published one, or every
+ * divisor of the sequences per replica (up to 64). */
+static int row_micro_batches(const px_val_row *row, int64_t per_replica, int64_t bs[64])
+{
+    int n_b = 0;
+    if (row->micro_batch > 0)
+        bs[n_b++] = row->micro_batch;
+    else
+        for (int64_t b = 1; b <= per_replica && n_b < 64; b++)
+            if (per_replica % b == 0)
+                bs[n_b++] = b;
+    return n_b;
+}
+
+/* The virtual pipeline sizes it tries: the published one, or 1 and each v
+ * up to max_vpp whose p·v divides the layers. */
+static int row_vpps(const px_val_row *row, const px_model *m, int max_vpp, int vs[16])
+{
+    int n_v = 0;
+    if (row->vpp > 0)
+        vs[n_v++] = row->vpp;
+    else {
+        vs[n_v++] = 1;
+        for (int v = 2; v <= (max_vpp > 0 ? max_vpp : PX_VALIDATE_MAX_VPP) && row->pp > 1; v++)
+            if (m->n_layers % ((int64_t)row->pp * v) == 0)
+                vs[n_v++] = v;
+    }
+    return n_v;
+}
+
 static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_vpp,
                              px_error *err)
 {
@@ -611,48 +763,16 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
             return st;
     }
 
-    /* per-layer rows need a micro-batch but no step: one micro-batch */
-    int64_t gb = row->global_batch;
-    if (gb <= 0) {
-        gb = (row->micro_batch > 0 ? row->micro_batch : 1) * row->dp;
-        if (!row->note[0])
-            snprintf(row->note, sizeof row->note, "global batch unpublished: one micro-batch");
-    }
     static px_fw_runtime run;
     run = fw.run;
     if (row->flash_version > 0)
         run.flash_attention_version = row->flash_version;
     ctx.run = &run;
-    int64_t unit = (int64_t)row->dp * (row->micro_batch > 0 ? row->micro_batch : 1);
-    if (gb % unit != 0) {
-        /* the layout runs the nearest global batch it divides (as plan does) */
-        int64_t near = (gb + unit / 2) / unit * unit;
-        if (near < unit)
-            near = unit;
-        snprintf(row->note, sizeof row->note,
-                 "global batch %lld not divisible by dp x micro-batch %lld: nearest %lld",
-                 (long long)gb, (long long)unit, (long long)near);
-        gb = near;
-    }
-    int64_t per_replica = gb / row->dp;
-
+    int64_t per_replica = row_per_replica(row);
     int64_t bs[64];
-    int n_b = 0;
-    if (row->micro_batch > 0)
-        bs[n_b++] = row->micro_batch;
-    else
-        for (int64_t b = 1; b <= per_replica && n_b < 64; b++)
-            if (per_replica % b == 0)
-                bs[n_b++] = b;
-    int vs[16], n_v = 0;
-    if (row->vpp > 0)
-        vs[n_v++] = row->vpp;
-    else {
-        vs[n_v++] = 1;
-        for (int v = 2; v <= (max_vpp > 0 ? max_vpp : PX_VALIDATE_MAX_VPP) && row->pp > 1; v++)
-            if (m->n_layers % ((int64_t)row->pp * v) == 0)
-                vs[n_v++] = v;
-    }
+    int n_b = row_micro_batches(row, per_replica, bs);
+    int vs[16];
+    int n_v = row_vpps(row, m, max_vpp, vs);
     int r0 = row->recompute >= 0 ? row->recompute : 0;
     int r1 = row->recompute >= 0 ? row->recompute : PX_RECOMPUTE_COUNT - 1;
     int sp0 = row->sp >= 0 ? row->sp : 0, sp1 = row->sp >= 0 ? row->sp : (row->tp > 1);
@@ -679,28 +799,7 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
                         /* Megatron's interleaved schedule needs m divisible by p */
                         if (v > 1 && row->vpp <= 0 && mm % row->pp != 0)
                             continue;
-                        px_parallel_init(&par);
-                        par.tp = row->tp;
-                        par.pp = row->pp;
-                        par.dp = row->dp;
-                        par.cp = row->cp;
-                        par.ep = row->ep;
-                        par.etp = row_etp(row);
-                        par.shard_group = row->shard_group;
-                        par.vpp = row->pp > 1 ? v : 1;
-                        par.schedule = par.vpp > 1 ? PX_SCHED_INTERLEAVED : PX_SCHED_1F1B;
-                        par.sp = sp && row->tp > 1;
-                        par.zero = z;
-                        par.recompute = (px_recompute)r;
-                        par.micro_batch = b;
-                        par.n_micro = mm;
-                        par.seq_len = m->seq_len;
-                        par.flash_attention = row->flash_attention;
-                        par.dp_overlap = row->dp_overlap;
-                        par.tp_overlap = row->tp_overlap;
-                        par.grad_fp32 = row->grad_fp32;
-                        par.precision = (px_precision)row->precision;
-                        par.quantized_params = fw.run.quantized_params;
+                        row_candidate(row, m, &fw, b, mm, v, r, sp, z, &par);
                         if (!row_split(m, &par, &why))
                             continue;
                         px_error ce;
@@ -740,42 +839,7 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
         row->refused = row->usable;
         return PX_OK;
     }
-    if (!best_fits && row->usable) {
-        /* the planner would refuse it; the prediction stays for the table */
-        row->refused = true;
-        snprintf(row->note, sizeof row->note,
-                 "does not fit: %.1f GB per GPU > %.1f GB (HBM - reserve)",
-                 (double)best.mem.total / 1e9, (double)limit / 1e9);
-    }
-    row->evaluated = true;
-    row->fits = best_fits;
-    row->par = best_par;
-    row->pred = best;
-    double step = best.time.step_s;
-    double flops = row->conv == PX_VAL_CONV_HW ? best.hw_flops_per_step : best.model_flops_per_step;
-    row->pred_tflops = step > 0 ? flops / step / row->gpus / 1e12 : 0.0;
-
-    /* one transformer layer, one micro-batch: Korthikanti's Table 4 */
-    px_layer_cost lc;
-    px_cost_layer(&ctx, &best_par, 0, &lc);
-    row->pred_layer_fwd_s = lc.fwd_s;
-    row->pred_layer_bwd_s = lc.bwd_s + lc.recompute_s[best_par.recompute];
-
-    if (row->meas_tflops > 0) {
-        row->on = PX_VAL_ON_TFLOPS;
-        row->err = row->pred_tflops / row->meas_tflops - 1.0;
-    } else if (row->meas_step_s > 0) {
-        row->on = PX_VAL_ON_STEP;
-        row->err = step / row->meas_step_s - 1.0;
-    } else if (row->meas_layer_fwd_s > 0) {
-        row->on = PX_VAL_ON_LAYER;
-        row->err = (row->pred_layer_fwd_s + row->pred_layer_bwd_s) /
-                       (row->meas_layer_fwd_s + row->meas_layer_bwd_s) -
-                   1.0;
-    }
-    if (row->meas_step_s > 0 && !row->global_batch_borrowed && row->global_batch > 0)
-        row->err_step = step / row->meas_step_s - 1.0;
-    family_error(row);
+    row_record(row, &ctx, &best, &best_par, best_fits, limit);
     return PX_OK;
 }
 
