@@ -191,36 +191,14 @@ static px_status init_weights(px_exec *ex, int64_t n_weights, int64_t n_moments,
     return st;
 }
 
-px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_options *opt,
-                         px_backend *be, MPI_Comm world, px_error *err)
+/* The communicators of this rank's groups (tp, pp, dp, cp, dp x cp; ep,
+ * edp, etp for experts; the tied embedding's first and last stage) and its
+ * coordinates in them. */
+static px_status exec_comms(px_exec *ex, MPI_Comm world, int rank, px_error *err)
 {
-    *out = NULL;
-    int rank, size;
-    MPI_Comm_rank(world, &rank);
-    MPI_Comm_size(world, &size);
-    px_caps caps;
-    px_exec_caps(be->name, &caps);
-    PX_TRY(px_exec_check_plan(plan, &caps, err));
-    PX_TRY(px_exec_check_world(plan, size, err));
-    px_exec *ex = calloc(1, sizeof *ex);
-    if (!ex)
-        return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");
-    *out = ex;
-    ex->tp.mpi = ex->pp.mpi = ex->dp.mpi = ex->emb.mpi = MPI_COMM_NULL;
-    ex->cp.mpi = ex->grad.mpi = ex->ep.mpi = ex->edp.mpi = ex->etp.mpi = MPI_COMM_NULL;
-    ex->ep.size = ex->edp.size = ex->etp.size = 1;
-    ex->plan = *plan;
-    ex->opt = *opt;
-    ex->be = be;
-    ex->k = be->k;
-    PX_TRY(pick_dtype(ex, plan, opt, be, err));
-    ex->world_rank = rank;
-    ex->world_size = size;
-    px_mem_init(&ex->mem, be);
     const px_model *m = &ex->plan.model;
     const px_parallel *p = &ex->plan.par;
-    PX_TRY(px_layout_init(&ex->lay, p, err));
-
+    px_backend *be = ex->be;
     int colour, key;
     px_layout_group(&ex->lay, rank, PX_DIM_TP, &colour, &key);
     PX_TRY(make_comm(ex, world, colour, key, &ex->tp, "MPI_Comm_split (tp)", err));
@@ -263,6 +241,15 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     PX_TRY(make_comm(ex, world, emb_member ? colour : MPI_UNDEFINED, key, &ex->emb,
                   "MPI_Comm_split (embedding)", err));
 
+    return PX_OK;
+}
+
+/* The shapes this rank computes with: the model's sizes, its shards of
+ * them, tokens per micro-batch. */
+static px_status exec_sizes(px_exec *ex, px_error *err)
+{
+    const px_model *m = &ex->plan.model;
+    const px_parallel *p = &ex->plan.par;
     int64_t t = p->tp;
     ex->h = m->hidden;
     ex->nh = m->n_heads;
@@ -312,6 +299,15 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     ex->norm_eps = 1e-5f;
     ex->rope_theta = 10000.0f;
     ex->store_probs_allowed = !p->flash_attention;
+    return PX_OK;
+}
+
+/* What the plan asks that the backend does not run: refused by name. */
+static px_status exec_backend_supports(const px_exec *ex, px_error *err)
+{
+    const px_model *m = &ex->plan.model;
+    const px_parallel *p = &ex->plan.par;
+    const px_backend *be = ex->be;
     if (ex->store_probs_allowed && be->flash_only)
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "plan field parallel.flash_attention = false: the %s backend's attention "
@@ -337,14 +333,15 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
                        "sequence's keys and values (all-gather / reduce-scatter), not heads; "
                        "allowed: p2p, all-gather",
                        be->name);
-    /* both zero-bubble schedules split each backward into B and W */
-    ex->zero_bubble = p->schedule == PX_SCHED_ZB_H1 || p->schedule == PX_SCHED_ZB_H2;
-    ex->rc = calloc((size_t)ex->L, sizeof *ex->rc);
-    if (!ex->rc)
-        return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");
-    for (int64_t l = 0; l < ex->L; l++)
-        ex->rc[l] = p->n_layer_recompute ? (px_recompute)p->layer_recompute[l] : p->recompute;
+    return PX_OK;
+}
 
+/* Parameters, gradients, master weights and moments, sharded by ZeRO stage,
+ * and their initial values. */
+static px_status exec_params(px_exec *ex, px_error *err)
+{
+    const px_model *m = &ex->plan.model;
+    const px_parallel *p = &ex->plan.par;
     /* Parameters: one buffer each for weights, gradients and the two moments. */
     PX_TRY(px_params_build_etp(&ex->tab, m, p, ex->tp_rank, ex->stage, ex->ep.rank, ex->etp.rank,
                             err));
@@ -380,6 +377,15 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     PX_TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_v, err));
     PX_TRY(init_weights(ex, n_weights, n_moments, err));
 
+    return PX_OK;
+}
+
+/* The data, the activation stash, the schedule's op list and timeline, the
+ * CP positions, the qk-norm and loss buffers. */
+static px_status exec_buffers(px_exec *ex, const px_exec_options *opt, px_error *err)
+{
+    const px_parallel *p = &ex->plan.par;
+    px_backend *be = ex->be;
     PX_TRY(px_data_open(&ex->data, opt->data_path, ex->V, ex->s, opt->seed, err));
     ex->stash = calloc((size_t)(ex->vpp * ex->m), sizeof *ex->stash);
     ex->ops = calloc((size_t)(3 * ex->vpp * ex->m), sizeof *ex->ops);
@@ -410,6 +416,51 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     PX_TRY(px_qknorm_setup(ex, err));
     if (ex->tab.chunks[ex->vpp - 1].is_last)
         PX_TRY(px_ex_alloc_f32(ex, PX_MEM_BUFFERS, ex->m * ex->T, &ex->loss_tok, err));
+    return PX_OK;
+}
+
+px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_options *opt,
+                         px_backend *be, MPI_Comm world, px_error *err)
+{
+    *out = NULL;
+    int rank, size;
+    MPI_Comm_rank(world, &rank);
+    MPI_Comm_size(world, &size);
+    px_caps caps;
+    px_exec_caps(be->name, &caps);
+    PX_TRY(px_exec_check_plan(plan, &caps, err));
+    PX_TRY(px_exec_check_world(plan, size, err));
+    px_exec *ex = calloc(1, sizeof *ex);
+    if (!ex)
+        return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");
+    *out = ex;
+    ex->tp.mpi = ex->pp.mpi = ex->dp.mpi = ex->emb.mpi = MPI_COMM_NULL;
+    ex->cp.mpi = ex->grad.mpi = ex->ep.mpi = ex->edp.mpi = ex->etp.mpi = MPI_COMM_NULL;
+    ex->ep.size = ex->edp.size = ex->etp.size = 1;
+    ex->plan = *plan;
+    ex->opt = *opt;
+    ex->be = be;
+    ex->k = be->k;
+    PX_TRY(pick_dtype(ex, plan, opt, be, err));
+    ex->world_rank = rank;
+    ex->world_size = size;
+    px_mem_init(&ex->mem, be);
+    const px_parallel *p = &ex->plan.par;
+    PX_TRY(px_layout_init(&ex->lay, p, err));
+
+    PX_TRY(exec_comms(ex, world, rank, err));
+    PX_TRY(exec_sizes(ex, err));
+    PX_TRY(exec_backend_supports(ex, err));
+    /* both zero-bubble schedules split each backward into B and W */
+    ex->zero_bubble = p->schedule == PX_SCHED_ZB_H1 || p->schedule == PX_SCHED_ZB_H2;
+    ex->rc = calloc((size_t)ex->L, sizeof *ex->rc);
+    if (!ex->rc)
+        return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory");
+    for (int64_t l = 0; l < ex->L; l++)
+        ex->rc[l] = p->n_layer_recompute ? (px_recompute)p->layer_recompute[l] : p->recompute;
+
+    PX_TRY(exec_params(ex, err));
+    PX_TRY(exec_buffers(ex, opt, err));
     px_mem_reset_peak(&ex->mem);
     return PX_OK;
 }
