@@ -83,18 +83,6 @@ double px_cost_class_bytes(px_mem_class c, double elems, int dtype_bytes, bool g
     }
 }
 
-/* Bytes of `params` elements under ZeRO stage `zero` sharded over `shard`
- * ranks; fills weights/grads/optimizer. */
-void static_bytes(double params, double shard, int zero, px_bytes_per_param bpp,
-                  double *w, double *g, double *o)
-{
-    if (shard < 1.0)
-        shard = 1.0;
-    *w = params * bpp.weights / (zero >= 3 ? shard : 1.0);
-    *g = params * bpp.grads / (zero >= 2 ? shard : 1.0);
-    *o = params * bpp.optimizer / (zero >= 1 ? shard : 1.0);
-}
-
 void px_cost_static_formula(double n_params, int tp, int pp, int dp, int zero,
                             int dtype_bytes, bool grad_fp32, px_memory *out)
 {

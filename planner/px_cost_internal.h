@@ -5,8 +5,11 @@
 #define PX_COST_INTERNAL_H
 
 #include "px_cost.h"
+#include "px_checked.h"
 #include "px_cost_precision.h"
 #include "px_plan_check.h"
+
+#include <string.h>
 
 static inline double dmax(double a, double b) { return a > b ? a : b; }
 static inline double dmin(double a, double b) { return a < b ? a : b; }
@@ -59,9 +62,62 @@ static inline int elem_of(const px_cost_ctx *ctx)
 /* Middle stages remembered by repeats_middle. */
 enum { PX_SEEN_MAX = 8 };
 
-/* px_cost.c */
-void static_bytes(double params, double shard, int zero, px_bytes_per_param bpp,
-                  double *w, double *g, double *o);
+/* Small helpers on the search's path through the three files: inline. */
+
+/* Bytes of `params` elements under ZeRO stage `zero` sharded over `shard`
+ * ranks; fills weights/grads/optimizer. */
+static inline void static_bytes(double params, double shard, int zero, px_bytes_per_param bpp,
+                                double *w, double *g, double *o)
+{
+    if (shard < 1.0)
+        shard = 1.0;
+    *w = params * bpp.weights / (zero >= 3 ? shard : 1.0);
+    *g = params * bpp.grads / (zero >= 2 ? shard : 1.0);
+    *o = params * bpp.optimizer / (zero >= 1 ? shard : 1.0);
+}
+
+/* True when every stage between the first and the last holds the same
+ * layers with the same choices, so that the stage loops may skip them. */
+static inline bool middle_stages_identical(const px_cost_ctx *ctx, const px_parallel *par)
+{
+    return par->n_chunks == 0 && par->n_layer_recompute == 0 &&
+           ctx->model->n_layers % ((int64_t)par->pp * par->vpp) == 0 &&
+           (ctx->n_moe_layers == 0 || ctx->n_moe_layers == ctx->model->n_layers);
+}
+
+/* Middle stages (1..p−2) that hold exactly the layers of an earlier middle
+ * stage cannot be the worst: their time is the same and their memory no
+ * larger (the in-flight count never grows with the stage index, and only
+ * the first and last stages carry extras).  An uneven split has two kinds
+ * of middle stage (floor(L/p) and one more layer), so the stage loops score
+ * two stages instead of p − 2.  Returns true when stage st repeats one of
+ * seen[0..*n); otherwise records it (up to PX_SEEN_MAX). */
+static inline bool repeats_middle(const stage_layers *sl, int st, int p, int *seen, int *n)
+{
+    if (st == 0 || st == p - 1)
+        return false;
+    for (int i = 0; i < *n; i++)
+        if (!memcmp(sl[seen[i]].n, sl[st].n, sizeof sl[st].n))
+            return true;
+    if (*n < PX_SEEN_MAX)
+        seen[(*n)++] = st;
+    return false;
+}
+
+static inline void fill_memory(const stage_mem *w, int stage, px_memory *mem)
+{
+    mem->weights = px_i64_from_double_sat(w->w);
+    mem->grads = px_i64_from_double_sat(w->g);
+    mem->optimizer = px_i64_from_double_sat(w->o);
+    mem->activations = px_i64_from_double_sat(w->act);
+    mem->act_attention = px_i64_from_double_sat(w->act_att);
+    mem->act_mlp = px_i64_from_double_sat(w->act_mlp);
+    mem->act_norm = px_i64_from_double_sat(w->act_norm);
+    mem->buffers = px_i64_from_double_sat(w->buf_emb + w->buf_final + w->buf_logits + w->buf_loss +
+                                    w->buf_rc + w->buf_p2p + w->buf_zero3 + w->buf_zb);
+    mem->total = mem->weights + mem->grads + mem->optimizer + mem->activations + mem->buffers;
+    mem->worst_stage = stage;
+}
 
 /* px_cost_time.c */
 void make_shape(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
@@ -79,8 +135,6 @@ void fsdp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const crossi
                     double bwd_s, double *total, double *exposed, double *bytes);
 
 /* px_cost_memory.c */
-bool middle_stages_identical(const px_cost_ctx *ctx, const px_parallel *par);
-bool repeats_middle(const stage_layers *sl, int st, int p, int *seen, int *n);
 void stage_counts(const px_cost_ctx *ctx, const px_parallel *par, stage_layers *sl);
 double prec_weight_copies(const px_cost_ctx *ctx, const px_parallel *par, int64_t nd,
                           int64_t nm);
@@ -91,7 +145,6 @@ void layer_ops(px_cost_ctx *ctx, const px_parallel *par,
                px_act_ops ops[2][PX_RECOMPUTE_COUNT]);
 int worst_memory(px_cost_ctx *ctx, const px_parallel *par, const stage_layers *sl,
                  stage_mem *worst);
-void fill_memory(const stage_mem *w, int stage, px_memory *mem);
 void fill_memory_detail(px_cost_ctx *ctx, const px_parallel *par, const stage_mem *w,
                         px_cost_detail *detail);
 

@@ -19,34 +19,6 @@
 #include "px_sliding.h"
 #include "px_plan_check.h"
 
-/* True when every stage between the first and the last holds the same
- * layers with the same choices, so that the stage loops may skip them. */
-bool middle_stages_identical(const px_cost_ctx *ctx, const px_parallel *par)
-{
-    return par->n_chunks == 0 && par->n_layer_recompute == 0 &&
-           ctx->model->n_layers % ((int64_t)par->pp * par->vpp) == 0 &&
-           (ctx->n_moe_layers == 0 || ctx->n_moe_layers == ctx->model->n_layers);
-}
-
-/* Middle stages (1..p−2) that hold exactly the layers of an earlier middle
- * stage cannot be the worst: their time is the same and their memory no
- * larger (the in-flight count never grows with the stage index, and only
- * the first and last stages carry extras).  An uneven split has two kinds
- * of middle stage (floor(L/p) and one more layer), so the stage loops score
- * two stages instead of p − 2.  Returns true when stage st repeats one of
- * seen[0..*n); otherwise records it (up to PX_SEEN_MAX). */
-bool repeats_middle(const stage_layers *sl, int st, int p, int *seen, int *n)
-{
-    if (st == 0 || st == p - 1)
-        return false;
-    for (int i = 0; i < *n; i++)
-        if (!memcmp(sl[seen[i]].n, sl[st].n, sizeof sl[st].n))
-            return true;
-    if (*n < PX_SEEN_MAX)
-        seen[(*n)++] = st;
-    return false;
-}
-
 /* Layers of each kind and recompute choice on every stage, in one pass over
  * the chunks; per layer only when par records per-layer choices (the search
  * scores uniform choices and must stay fast). */
@@ -381,21 +353,6 @@ int worst_memory(px_cost_ctx *ctx, const px_parallel *par, const stage_layers *s
                                * 1..p−2 (ZB-H2's B -> W count does grow: p−2 dominates) */
     }
     return ws;
-}
-
-void fill_memory(const stage_mem *w, int stage, px_memory *mem)
-{
-    mem->weights = px_i64_from_double_sat(w->w);
-    mem->grads = px_i64_from_double_sat(w->g);
-    mem->optimizer = px_i64_from_double_sat(w->o);
-    mem->activations = px_i64_from_double_sat(w->act);
-    mem->act_attention = px_i64_from_double_sat(w->act_att);
-    mem->act_mlp = px_i64_from_double_sat(w->act_mlp);
-    mem->act_norm = px_i64_from_double_sat(w->act_norm);
-    mem->buffers = px_i64_from_double_sat(w->buf_emb + w->buf_final + w->buf_logits + w->buf_loss +
-                                    w->buf_rc + w->buf_p2p + w->buf_zero3 + w->buf_zb);
-    mem->total = mem->weights + mem->grads + mem->optimizer + mem->activations + mem->buffers;
-    mem->worst_stage = stage;
 }
 
 /* The memory part of a px_cost_detail, from the worst stage's breakdown. */
