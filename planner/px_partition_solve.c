@@ -136,6 +136,11 @@ static px_status solve_once(const px_partition_problem *pb, const px_partition_o
         return PX_OK;
     }
 
+    if (px_part_solve_same_layers(pb, o, sol)) {
+        free(start);
+        sol->solve_s = px_part_elapsed_since(&t0);
+        return PX_OK;
+    }
     model m;
     st = px_part_model_build(&m, pb, BUILD_TIME, err);
     if (st) {
