@@ -101,6 +101,10 @@ bool px_part_solve_exact(const px_partition_problem *pb, const px_partition_opts
 bool px_part_solve_interleaved_exact(const px_partition_problem *pb, const px_partition_opts *o,
                                      px_partition_solution *sol);
 
+/* px_partition_same.c */
+bool px_part_solve_same_layers(const px_partition_problem *pb, const px_partition_opts *o,
+                               px_partition_solution *sol);
+
 /* px_partition_milp.c */
 bool px_part_identical_layers(const px_partition_problem *pb, int i, int j);
 bool px_part_dominated(const px_partition_problem *pb, int i, int r);

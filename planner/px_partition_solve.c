@@ -12,6 +12,7 @@
 #include "px_cost.h"
 #include "px_milp.h"
 #include "px_partition_internal.h"
+#include "px_partition_memo.h"
 
 /* Second pass: at the optimal objective j1, the least time spent
  * recomputing.  start is scratch. */
@@ -98,8 +99,8 @@ static void peak_pass(model *m, const px_partition_opts *o, double t1, double j1
  * heuristic split standing, no split fitting, GLPK failing) share the start
  * split, the program and the clock, and read best side by side; the later
  * passes are recompute_pass and peak_pass. */
-px_status px_partition_solve(const px_partition_problem *pb, const px_partition_opts *opts,
-                             px_partition_solution *sol, px_error *err)
+static px_status solve_once(const px_partition_problem *pb, const px_partition_opts *opts,
+                            px_partition_solution *sol, px_error *err)
 {
     px_partition_opts defaults;
     px_partition_opts_init(&defaults);
@@ -135,6 +136,11 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
         return PX_OK;
     }
 
+    if (px_part_solve_same_layers(pb, o, sol)) {
+        free(start);
+        sol->solve_s = px_part_elapsed_since(&t0);
+        return PX_OK;
+    }
     model m;
     st = px_part_model_build(&m, pb, BUILD_TIME, err);
     if (st) {
@@ -222,4 +228,25 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
     free(start);
     sol->solve_s = px_part_elapsed_since(&t0);
     return PX_OK;
+}
+
+/* The same problem under the same options asked again (the planner's
+ * candidates often differ only where the program does not look) gets the
+ * first answer from px_partition_memo instead of another GLPK run. */
+px_status px_partition_solve(const px_partition_problem *pb, const px_partition_opts *opts,
+                             px_partition_solution *sol, px_error *err)
+{
+    px_partition_opts defaults;
+    px_partition_opts_init(&defaults);
+    const px_partition_opts *o = opts ? opts : &defaults;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (px_part_memo_get(pb, o, sol)) {
+        sol->solve_s = px_part_elapsed_since(&t0);
+        return PX_OK;
+    }
+    px_status st = solve_once(pb, o, sol, err);
+    if (st == PX_OK)
+        px_part_memo_put(pb, o, sol);
+    return st;
 }

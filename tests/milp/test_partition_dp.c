@@ -3,9 +3,10 @@
  * where it is exact) and off (every pass through GLPK, gap 1e-9), the same
  * status, the same objective, the same recompute time and the same peak
  * memory, wherever the DP answers (the other cases need recomputation
- * under the memory bound and go to GLPK either way).  Three families: one chunk per stage with heterogeneous layers,
- * one chunk per stage with runs of identical layers, and interleaving with
- * identical layers.  Seed printed; PX_SEED=<n> reproduces a run. */
+ * under the memory bound and go to GLPK either way).  Four families: one chunk per stage with heterogeneous layers,
+ * one chunk per stage with runs of identical layers, interleaving with
+ * identical layers, and one chunk per stage with identical layers (answered
+ * with recomputation too, px_partition_same).  Seed printed; PX_SEED=<n> reproduces a run. */
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,7 +49,7 @@ static void copy_layer(px_partition_problem *pb, int to, int from)
 }
 
 /* family 0: v = 1, every layer its own; 1: v = 1, runs; 2: v > 1, all
- * identical.  The limit ranges from "the uniform split without
+ * identical; 3: v = 1, all identical (exact with recomputation too).  The limit ranges from "the uniform split without
  * recomputation fits easily" to "only with recomputation". */
 static void random_problem(px_partition_problem *pb, int family)
 {
@@ -58,7 +59,7 @@ static void random_problem(px_partition_problem *pb, int family)
     int chunks = pb->pp * pb->vpp;
     pb->n_layers = irand(chunks, chunks + (family == 2 ? 10 : 20));
     for (int i = 0; i < pb->n_layers; i++) {
-        bool same = family == 2 ? i > 0 : family == 1 && i > 0 && urand() < 0.8;
+        bool same = family >= 2 ? i > 0 : family == 1 && i > 0 && urand() < 0.8;
         if (same)
             copy_layer(pb, i, i - 1);
         else
@@ -95,9 +96,9 @@ int main(void)
     fprintf(stderr, "test_partition_dp: PX_SEED=%" PRIu64 "\n", seed);
     px_partition_problem *pb = malloc(sizeof *pb);
     px_partition_solution *dp = malloc(sizeof *dp), *glpk = malloc(sizeof *glpk);
-    int n_cases = 90, by_dp[3] = {0}, n[3] = {0}, unproven = 0;
+    int n_cases = 120, by_dp[4] = {0}, n[4] = {0}, unproven = 0, n_recompute = 0;
     for (int k = 0; k < n_cases; k++) {
-        int family = k % 3;
+        int family = k % 4;
         rng_state = seed + 0x9e3779b97f4a7c15ull * (uint64_t)k;
         random_problem(pb, family);
         px_partition_opts o;
@@ -121,6 +122,7 @@ int main(void)
         if (s1 != PX_OK || s2 != PX_OK)
             continue;
         by_dp[family]++;
+        n_recompute += family == 3 && dp->recompute_time_s > 0.0;
         CHECK(!glpk->exact_dp);
         CHECK_MSG(dp->objective_s <= glpk->objective_s * (1.0 + 2e-6),
                   "case %d family %d: objective %.9g, worse than GLPK's %.9g", k, family,
@@ -142,14 +144,17 @@ int main(void)
         CHECK(dp->fits && glpk->fits);
     }
     fprintf(stderr, "%d of the compared cases hit GLPK's time limit\n", unproven);
-    CHECK(unproven * 4 <= by_dp[0] + by_dp[1] + by_dp[2]);
+    CHECK(unproven * 4 <= by_dp[0] + by_dp[1] + by_dp[2] + by_dp[3]);
     /* the comparison means something only if the DP answered most cases
      * of each family (the rest need recomputation: GLPK in both runs) */
-    for (int f = 0; f < 3; f++) {
+    for (int f = 0; f < 4; f++) {
         fprintf(stderr, "family %d: %d of %d cases answered by the exact DP\n", f, by_dp[f],
                 n[f]);
         CHECK_MSG(by_dp[f] >= n[f] / 3, "family %d: only %d of %d by the DP", f, by_dp[f], n[f]);
     }
+    /* family 3 is there for the cases that recompute */
+    fprintf(stderr, "family 3: %d answers with recomputation\n", n_recompute);
+    CHECK(n_recompute >= n[3] / 4);
     free(pb);
     free(dp);
     free(glpk);
