@@ -1406,6 +1406,21 @@ static void time_layer_kinds(px_cost_ctx *ctx, const px_parallel *par, crossings
         time_layer(ctx, par, true, x, moe);
 }
 
+void px_cost_stage_end_buffers(px_cost_ctx *ctx, const px_parallel *par, double *first,
+                               double *last, double *every)
+{
+    stage_layers none;
+    memset(&none, 0, sizeof none);
+    px_act_ops ops[2][PX_RECOMPUTE_COUNT];
+    layer_ops(ctx, par, ops);
+    stage_mem sm;
+    memory_of_stage(ctx, par, 0, &none, ops, &sm);
+    *first = sm.buf_emb;
+    *every = sm.buf_p2p + sm.buf_zero3;
+    memory_of_stage(ctx, par, par->pp - 1, &none, ops, &sm);
+    *last = sm.buf_final + sm.buf_logits + sm.buf_loss;
+}
+
 void px_cost_stages(px_cost_ctx *ctx, const px_parallel *par, double *stage_mb_s,
                     int64_t *stage_mem_bytes)
 {

@@ -468,6 +468,19 @@ static px_status stage_table(const px_model *m, const px_hw *hw, const px_parall
     if (st == PX_OK)
         st = stage_table_fill(m, par, pb, cur, uni, limit, err);
     free(pb);
+    /* memory: the cost model's own per-stage numbers (the plan file's) */
+    if (st == PX_OK)
+        st = px_partition_cost_memory(m, hw, par, NULL, cur, limit, err);
+    px_parallel *upar = st == PX_OK && uni->n_chunks > 0 ? malloc(sizeof *upar) : NULL;
+    if (upar) {
+        *upar = *par;
+        upar->n_chunks = 0; /* the default split, the candidate's one recompute choice */
+        upar->n_layer_recompute = 0;
+        px_error e2;
+        if (px_partition_cost_memory(m, hw, upar, NULL, uni, limit, &e2) != PX_OK)
+            uni->n_chunks = 0;
+    }
+    free(upar);
     return st;
 }
 
@@ -515,8 +528,8 @@ static void explain_stages(FILE *out, const px_model *m, const px_hw *hw, const 
         free(sol);
         return;
     }
-    fprintf(out, "# limit_%% is of %.2f GB: HBM - reserve - one layer's activations (the rerun "
-           "buffer of a full-recompute stage)\n",
+    fprintf(out, "# limit_%% is of %.2f GB: HBM - reserve; memory_GB is the cost model's, as in "
+           "the breakdown and the plan file\n",
            gb((double)limit));
     char *table = malloc(PX_MAX_CHUNKS * 96);
     if (table) {
