@@ -43,7 +43,7 @@ check 70b-64-zbh1 --model 70b --gpus 64 --schedule zb-h1
 check 70b-1024-zbh1-pp4 --model 70b --gpus 1024 --schedule zb-h1 --pp 4
 check 70b-64-interleaved --model 70b --gpus 64 --schedule interleaved --pp 4 --vpp 2
 check 70b-64-1f1b-pp3 --model 70b --gpus 48 --schedule 1f1b --pp 3 --tp 8
-check 8b-gpipe --model llama3-8b --gpus 16 --schedule gpipe --pp 4 --micro-batches 8
+check 70b-1024-gpipe-per-layer-recompute --model 70b --gpus 1024 --schedule gpipe --pp 8
 check 70b-64-zbh2 --model 70b --gpus 64 --schedule zb-h2 --pp 4 --tp 8
 check 8b-full-recompute --model llama3-8b --gpus 16 --pp 4 --recompute full --schedule 1f1b
 check mixtral-zbh1 --model mixtral-8x7b --gpus 64 --schedule zb-h1 --pp 4
