@@ -345,6 +345,12 @@ bool px_cost_record_split(const px_model *m, px_parallel *par);
 void px_cost_stages(px_cost_ctx *ctx, const px_parallel *par, double *stage_mb_s,
                     int64_t *stage_mem_bytes);
 
+/* The buffers of memory_of_stage that do not depend on a stage's layers, for
+ * the partitioner: the embedding's (stage 0), the final norm's, logits' and
+ * loss's (stage p-1), and what every stage holds (p2p, ZeRO-3 gathers). */
+void px_cost_stage_end_buffers(px_cost_ctx *ctx, const px_parallel *par, double *first,
+                               double *last, double *every);
+
 /* The memory of every pipeline stage by part (per GPU; the parts sum to
  * total, and the worst stage's equals pred->mem): per_stage needs par->pp
  * entries. */

@@ -401,3 +401,18 @@ void px_cost_stage_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *p
         fill_memory(&sm, st, &per_stage[st]);
     }
 }
+
+void px_cost_stage_end_buffers(px_cost_ctx *ctx, const px_parallel *par, double *first,
+                               double *last, double *every)
+{
+    stage_layers none;
+    memset(&none, 0, sizeof none);
+    px_act_ops ops[2][PX_RECOMPUTE_COUNT];
+    layer_ops(ctx, par, ops);
+    stage_mem sm;
+    memory_of_stage(ctx, par, 0, &none, ops, &sm);
+    *first = sm.buf_emb;
+    *every = sm.buf_p2p + sm.buf_zero3;
+    memory_of_stage(ctx, par, par->pp - 1, &none, ops, &sm);
+    *last = sm.buf_final + sm.buf_logits + sm.buf_loss;
+}

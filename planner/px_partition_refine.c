@@ -51,16 +51,15 @@ px_status px_partition_build(const px_model *m, const px_hw *hw, const px_parall
     pb->head_time_s = ex.last_s;
     pb->embed_static_bytes = to_bytes(ex.first_static_bytes);
     pb->head_static_bytes = to_bytes(ex.last_static_bytes);
-    pb->embed_act_bytes = to_bytes(ex.first_buffer_bytes);
-    pb->head_act_bytes = to_bytes(ex.last_buffer_bytes);
-    if (par->pp > 1) {
-        /* a send and a receive buffer for the boundary activations */
-        int64_t s = px_plan_seq_len(m, par);
-        bool sp = par->sp && par->tp > 1;
-        pb->stage_base_bytes = to_bytes(2.0 * px_cost_pp_msg_bytes(
-                                                  (double)s / par->cp, (double)par->micro_batch,
-                                                  (double)m->hidden, par->tp, sp, hw->dtype_bytes));
-    }
+    /* the cost model's end buffers, whole: they already carry their
+     * in-flight counts (the loss per micro-batch, the logits once) */
+    double first_buf, last_buf, every_buf;
+    px_cost_stage_end_buffers(ctx, par, &first_buf, &last_buf, &every_buf);
+    pb->embed_static_bytes += to_bytes(first_buf);
+    pb->head_static_bytes += to_bytes(last_buf);
+    pb->embed_act_bytes = 0;
+    pb->head_act_bytes = 0;
+    pb->stage_base_bytes = to_bytes(every_buf);
     for (int s = 0; s < par->pp; s++)
         pb->in_flight[s] = px_cost_inflight(par->schedule, par->pp, par->vpp, par->n_micro, s);
     pb->n_micro = par->n_micro; /* interleaved: balance the chunks too */
@@ -72,6 +71,94 @@ px_status px_partition_build(const px_model *m, const px_hw *hw, const px_parall
                        "layer's activations",
                        hw->name, (long long)pb->mem_limit_bytes, (long long)hw->mem_reserve_bytes);
     return px_partition_validate(pb, err);
+}
+
+px_status px_partition_cost_memory(const px_model *m, const px_hw *hw, const px_parallel *par,
+                                   const struct px_fw_runtime *run, px_partition_solution *sol,
+                                   int64_t *limit, px_error *err)
+{
+    px_cost_ctx *ctx = malloc(sizeof *ctx);
+    px_memory *mem = malloc(PX_MAX_CHUNKS * sizeof *mem);
+    px_status st = ctx && mem ? px_cost_ctx_init(ctx, m, hw, err)
+                              : PX_FAIL(err, PX_ERR_NOMEM, "partition: out of memory");
+    if (st == PX_OK) {
+        ctx->run = run;
+        px_cost_stage_memory(ctx, par, mem);
+        *limit = hw->hbm_bytes - hw->mem_reserve_bytes;
+        sol->fits = true;
+        sol->max_over_bytes = INT64_MIN;
+        for (int s = 0; s < par->pp; s++) {
+            sol->stage_mem_bytes[s] = mem[s].total;
+            int64_t over = mem[s].total - *limit;
+            if (over > sol->max_over_bytes) {
+                sol->max_over_bytes = over;
+                sol->fullest_stage = s;
+            }
+        }
+        sol->fits = sol->max_over_bytes <= 0;
+    }
+    free(ctx);
+    free(mem);
+    return st;
+}
+
+/* par with sol's split and recompute choices. */
+static void apply_split(const px_partition_solution *sol, int n_layers, px_parallel *par)
+{
+    par->n_chunks = sol->n_chunks;
+    memcpy(par->layers_per_chunk, sol->layers_per_chunk,
+           (size_t)sol->n_chunks * sizeof *par->layers_per_chunk);
+    par->n_layer_recompute = n_layers;
+    /* px_cost_eval costs every layer by its own choice; the uniform field
+     * keeps the candidate's choice unless all layers agree on another one */
+    bool same = true;
+    for (int i = 0; i < n_layers; i++) {
+        par->layer_recompute[i] = sol->layer_recompute[i];
+        same = same && sol->layer_recompute[i] == sol->layer_recompute[0];
+    }
+    if (same)
+        par->recompute = (px_recompute)sol->layer_recompute[0];
+}
+
+/* The program's memory is linear per layer; the cost model's is not quite
+ * (zero-bubble B -> W gradients by their own in-flight count, the head's
+ * logits once, the rerun buffer only where a layer recomputes fully).  The
+ * split it returns is restated with the cost model; while that overflows,
+ * the program's limit is lowered by the overflow and it solves again. */
+#define REFINE_MEM_RETRIES 4
+static px_status solve_checked(const px_model *m, const px_hw *hw, const px_parallel *par,
+                               px_partition_problem *pb, const px_partition_opts *opts,
+                               px_partition_solution *sol, px_parallel *next, px_error *err)
+{
+    px_partition_solution *last = NULL; /* the previous, overflowing answer */
+    px_status st = PX_OK;
+    for (int k = 0;; k++) {
+        st = px_partition_solve(pb, opts, sol, err);
+        if (st && last) {
+            *sol = *last; /* nothing fits the tighter limit: the cost model's no */
+            st = PX_OK;
+            break;
+        }
+        if (st)
+            break;
+        *next = *par;
+        apply_split(sol, pb->n_layers, next);
+        bool program_fits = sol->fits;
+        int64_t limit;
+        st = px_partition_cost_memory(m, hw, next, NULL, sol, &limit, err);
+        if (st || sol->fits || !program_fits || k == REFINE_MEM_RETRIES)
+            break;
+        pb->mem_limit_bytes -= sol->max_over_bytes;
+        if (pb->mem_limit_bytes <= 0)
+            break; /* sol: the cost model's numbers, not fitting */
+        if (!last && !(last = malloc(sizeof *last))) {
+            st = PX_FAIL(err, PX_ERR_NOMEM, "partition: out of memory");
+            break;
+        }
+        *last = *sol;
+    }
+    free(last);
+    return st;
 }
 
 /* par's own split and recompute choice, in the program's terms. */
@@ -129,35 +216,25 @@ px_status px_partition_refine_allowed(const px_model *m, const px_hw *hw, px_par
         if (st)
             goto out;
     }
-    rep->mem_limit_bytes = pb->mem_limit_bytes;
     st = current_split(pb, par, &rep->before, err);
     if (st)
         goto out;
-    st = px_partition_solve(pb, opts, &rep->after, err);
+    st = px_partition_cost_memory(m, hw, par, NULL, &rep->before, &rep->mem_limit_bytes, err);
+    if (st)
+        goto out;
+    st = solve_checked(m, hw, par, pb, opts, &rep->after, next, err);
     if (st)
         goto out;
     rep->proven_optimal = rep->after.proven_optimal;
     rep->exact_dp = rep->after.exact_dp;
-    bool better = rep->after.objective_s < rep->before.objective_s * (1.0 - 1e-9) ||
-                  (!rep->before.fits && rep->after.fits);
+    /* never a split the cost model says does not fit in place of one that does */
+    bool better = (rep->after.fits || !rep->before.fits) &&
+                  (rep->after.objective_s < rep->before.objective_s * (1.0 - 1e-9) ||
+                   (!rep->before.fits && rep->after.fits));
     if (!better) {
         rep->after = rep->before;
         goto out;
     }
-    *next = *par;
-    next->n_chunks = rep->after.n_chunks;
-    memcpy(next->layers_per_chunk, rep->after.layers_per_chunk,
-           (size_t)rep->after.n_chunks * sizeof *next->layers_per_chunk);
-    next->n_layer_recompute = pb->n_layers;
-    /* px_cost_eval costs every layer by its own choice; the uniform field
-     * keeps the candidate's choice unless all layers agree on another one */
-    bool same = true;
-    for (int i = 0; i < pb->n_layers; i++) {
-        next->layer_recompute[i] = rep->after.layer_recompute[i];
-        same = same && rep->after.layer_recompute[i] == rep->after.layer_recompute[0];
-    }
-    if (same)
-        next->recompute = (px_recompute)rep->after.layer_recompute[0];
     double tokens = pred ? pred->train_tokens : 0.0;
     if (pred) {
         px_prediction p2;

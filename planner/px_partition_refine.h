@@ -75,4 +75,15 @@ px_status px_partition_refine_allowed(const px_model *m, const px_hw *hw, px_par
 px_status px_partition_refine_bound(const px_model *m, const px_hw *hw, const px_parallel *par,
                                     double *stage_lower_s, px_error *err);
 
+/* The cost model's memory of every stage of par (its split and recompute
+ * choices, which sol must hold) written into sol->stage_mem_bytes, with
+ * fits, fullest_stage and max_over_bytes restated against *limit = HBM -
+ * reserve: the numbers the plan file and --explain's breakdown carry
+ * (px_cost_stage_memory, the one function for a stage's memory).  run may be
+ * NULL (no framework). */
+struct px_fw_runtime;
+px_status px_partition_cost_memory(const px_model *m, const px_hw *hw, const px_parallel *par,
+                                   const struct px_fw_runtime *run, px_partition_solution *sol,
+                                   int64_t *limit, px_error *err);
+
 #endif

@@ -457,7 +457,8 @@ static px_status stage_table_fill(const px_model *m, const px_parallel *par,
                                   px_partition_problem *pb, px_partition_solution *cur,
                                   px_partition_solution *uni, int64_t *limit, px_error *err);
 
-static px_status stage_table(const px_model *m, const px_hw *hw, const px_parallel *par,
+static px_status stage_table(const px_model *m, const px_hw *hw,
+                             const struct px_fw_runtime *run, const px_parallel *par,
                              px_partition_solution *cur, px_partition_solution *uni,
                              int64_t *limit, px_error *err)
 {
@@ -468,6 +469,19 @@ static px_status stage_table(const px_model *m, const px_hw *hw, const px_parall
     if (st == PX_OK)
         st = stage_table_fill(m, par, pb, cur, uni, limit, err);
     free(pb);
+    /* memory: the cost model's own per-stage numbers (the plan file's) */
+    if (st == PX_OK)
+        st = px_partition_cost_memory(m, hw, par, run, cur, limit, err);
+    px_parallel *upar = st == PX_OK && uni->n_chunks > 0 ? malloc(sizeof *upar) : NULL;
+    if (upar) {
+        *upar = *par;
+        upar->n_chunks = 0; /* the default split, the candidate's one recompute choice */
+        upar->n_layer_recompute = 0;
+        px_error e2;
+        if (px_partition_cost_memory(m, hw, upar, run, uni, limit, &e2) != PX_OK)
+            uni->n_chunks = 0;
+    }
+    free(upar);
     return st;
 }
 
@@ -497,7 +511,8 @@ static px_status stage_table_fill(const px_model *m, const px_parallel *par,
     return PX_OK;
 }
 
-static void explain_stages(FILE *out, const px_model *m, const px_hw *hw, const px_candidate *c,
+static void explain_stages(FILE *out, const px_model *m, const px_hw *hw,
+                           const struct px_fw_runtime *run, const px_candidate *c,
                            const px_search_result *res)
 {
     px_partition_solution *sol = calloc(2, sizeof *sol);
@@ -510,13 +525,13 @@ static void explain_stages(FILE *out, const px_model *m, const px_hw *hw, const 
            !res->milp_ran ? "--partition uniform"
            : c->par.n_layer_recompute > 0 ? "chosen by the GLPK program, docs/partition.md"
                                           : "the program found nothing better");
-    if (!sol || stage_table(m, hw, &c->par, cur, uni, &limit, &err) != PX_OK) {
+    if (!sol || stage_table(m, hw, run, &c->par, cur, uni, &limit, &err) != PX_OK) {
         fprintf(out, "# per-stage table unavailable: %s\n", sol ? err.msg : "out of memory");
         free(sol);
         return;
     }
-    fprintf(out, "# limit_%% is of %.2f GB: HBM - reserve - one layer's activations (the rerun "
-           "buffer of a full-recompute stage)\n",
+    fprintf(out, "# limit_%% is of %.2f GB: HBM - reserve; memory_GB is the cost model's, as in "
+           "the breakdown and the plan file\n",
            gb((double)limit));
     char *table = malloc(PX_MAX_CHUNKS * 96);
     if (table) {
@@ -534,13 +549,14 @@ static void explain_stages(FILE *out, const px_model *m, const px_hw *hw, const 
     free(sol);
 }
 
-static json_t *stages_json(const px_model *m, const px_hw *hw, const px_candidate *c)
+static json_t *stages_json(const px_model *m, const px_hw *hw,
+                           const struct px_fw_runtime *run, const px_candidate *c)
 {
     px_partition_solution *sol = calloc(2, sizeof *sol);
     px_partition_solution *cur = sol, *uni = sol ? sol + 1 : NULL;
     int64_t limit = 0;
     px_error err;
-    if (!sol || stage_table(m, hw, &c->par, cur, uni, &limit, &err) != PX_OK) {
+    if (!sol || stage_table(m, hw, run, &c->par, cur, uni, &limit, &err) != PX_OK) {
         free(sol);
         return json_null();
     }
@@ -814,7 +830,7 @@ static px_status write_json(FILE *out, const plan_cli *c, const px_model *model,
                   "not_proven", res->milp_not_proven, "skipped", res->milp_skipped,
                   "pruned", res->milp_pruned, "exact_dp", res->milp_by_dp,
                   "elapsed_s", res->milp_s, "note", res->milp_note));
-    json_object_set_new(root, "stages", stages_json(model, hw, best));
+    json_object_set_new(root, "stages", stages_json(model, hw, c->opts.run, best));
     if (res->has_rule) {
         json_t *r = candidate_json(&res->rule, res->seq_len, model->n_layers);
         json_object_set_new(r, "breakdown", detail_json(ctx, &res->rule));
@@ -962,8 +978,9 @@ static px_status write_table(FILE *out, const plan_cli *c, const px_model *model
             return PX_FAIL(err, PX_ERR_NOMEM, "out of memory for the cost model");
         px_status st = px_cost_ctx_init(ctx, model, hw, err);
         if (st == PX_OK) {
+            ctx->run = c->opts.run; /* as the search and the plan file cost it */
             explain(out, ctx, best, res, hw);
-            explain_stages(out, model, hw, best, res);
+            explain_stages(out, model, hw, c->opts.run, best, res);
             explain_rule(out, best, res);
         }
         free(ctx);
