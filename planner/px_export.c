@@ -82,10 +82,10 @@ static void schedule_list(const px_caps *c, char *buf, size_t n)
                                     px_schedule_name((px_schedule)s));
 }
 
-/* The capability px_caps_allow names (a px_caps field), in words, with
- * the plan's value. */
-static void describe(const char *cap, const px_plan *plan, const px_caps *c, char *why,
-                     size_t n)
+/* The capability px_plan_check_cap names (a px_caps field), in words, with
+ * the plan's value; else px_plan_check's message msg. */
+static void describe(const char *cap, const char *msg, const px_plan *plan, const px_caps *c,
+                     char *why, size_t n)
 {
     const px_parallel *p = &plan->par;
     char list[128];
@@ -129,7 +129,7 @@ static void describe(const char *cap, const px_plan *plan, const px_caps *c, cha
     } else if (!strcmp(cap, "grad_bf16")) {
         snprintf(why, n, "bf16 gradients (plan with --grad-dtype fp32)");
     } else {
-        snprintf(why, n, "%s", cap);
+        snprintf(why, n, "%.400s", msg); /* px_plan_check's own words */
     }
 }
 
@@ -140,9 +140,10 @@ px_status px_export_check(const px_plan *plan, px_export_target t, px_error *err
     if (st != PX_OK)
         return st;
     const char *cap = NULL;
-    if (!px_caps_allow(&caps, &plan->model, &plan->par, &cap)) {
-        char why[256];
-        describe(cap ? cap : "?", plan, &caps, why, sizeof why);
+    px_error e;
+    if (px_plan_check_cap(&plan->model, &plan->par, &caps, &cap, &e) != PX_OK) {
+        char why[512];
+        describe(cap ? cap : "", e.msg, plan, &caps, why, sizeof why);
         return PX_FAIL(err, PX_ERR_UNSUPPORTED, "%s cannot run this plan: %s (frameworks/%s.json)",
                        px_export_target_name(t), why, target_framework[t]);
     }

@@ -261,52 +261,15 @@ px_status px_framework_load(const char *name_or_path, const char *dir, px_framew
 }
 
 /* ------------------------------------------------------------------ */
-/* The capability test                                                 */
+/* The capability test: px_plan_check under the framework's caps       */
 
+/* The framework's verdict is px_plan_check's under its capability set: no
+ * rule is restated here. */
 bool px_caps_allow(const px_caps *c, const px_model *m, const px_parallel *p, const char **why)
 {
-    const char *w = NULL;
-    unsigned missing = px_model_features(m) & ~c->model_features;
-    if (missing)
-        w = "model_features";
-    else if (p->pp > 1 && !c->schedules[p->schedule])
-        w = "schedules"; /* at pp 1 there is no pipeline schedule to run */
-    else if (c->max_pp > 0 && p->pp > c->max_pp)
-        w = "max_pp";
-    else if (p->n_layer_recompute > 0 ? !c->per_layer_recompute : !c->recompute[p->recompute])
-        w = p->n_layer_recompute > 0 ? "per_layer_recompute" : "recompute";
-    else if (!c->zero[p->zero])
-        w = "zero";
-    else if (p->pp > 1 && p->zero > c->max_zero_with_pp)
-        w = "max_zero_with_pp";
-    else if (p->tp > 1 && p->sp && !c->sp)
-        w = "sp";
-    else if (p->tp > 1 && !p->sp && !c->tp_without_sp)
-        w = "tp_without_sp";
-    else if (p->cp > 1 && !c->cp_flavours)
-        w = "cp_flavours";
-    else if (p->ep > 1 && !c->ep)
-        w = "ep";
-    else if (m->n_experts > 0 && p->etp != p->tp && p->etp != 1 && !c->etp)
-        w = "etp";
-    else if (!p->flash_attention && c->needs_flash_attention)
-        w = "needs_flash_attention";
-    else if (p->n_chunks > 0 && p->vpp > 1 && !c->uneven_virtual_chunks)
-        w = "uneven_virtual_chunks";
-    else if (p->n_chunks > 0 && !c->uneven_stages)
-        w = "uneven_stages";
-    else if (p->n_chunks > 0 && !c->empty_end_chunks &&
-             (p->layers_per_chunk[0] < 1 || p->layers_per_chunk[p->n_chunks - 1] < 1))
-        w = "empty_end_chunks";
-    else if (!p->grad_fp32 && !c->grad_bf16)
-        w = "grad_bf16";
-    else if (p->shard_group > 0 && p->zero >= 3 && !c->hybrid_shard)
-        w = "hybrid_shard";
-    else if (!(c->precisions & PX_PREC_BIT(p->precision)))
-        w = "precisions";
-    else if (p->cp > 1 && !(c->cp_flavours & (1u << p->cp_comm)))
-        w = "cp_flavours";
+    const char *cap = NULL;
+    bool ok = px_plan_check_cap(m, p, c, &cap, NULL) == PX_OK;
     if (why)
-        *why = w;
-    return w == NULL;
+        *why = ok ? NULL : cap ? cap : "the plan rules";
+    return ok;
 }

@@ -66,8 +66,10 @@ px_status px_framework_load(const char *name_or_path, const char *dir, px_framew
                             px_error *err);
 
 
-/* Whether caps allows configuration p of model m; on false, *why (if not
- * NULL) names the capability it lacks ("schedules: zb-h1"...). */
+/* Whether caps allows configuration p of model m: px_plan_check under caps
+ * (px_plan_check_cap).  On false, *why (if not NULL) names the px_caps field
+ * it lacks ("schedules", "etp"...), or "the plan rules" when a rule broke
+ * that no capability lifts. */
 bool px_caps_allow(const px_caps *caps, const px_model *m, const px_parallel *p,
                    const char **why);
 

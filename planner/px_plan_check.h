@@ -43,6 +43,16 @@ int64_t px_caps_vocab_rows(const px_caps *c, int64_t vocab, int tp);
 px_status px_plan_check(const px_model *m, const px_parallel *par, const px_caps *caps,
                         px_error *err);
 
+/* px_plan_check, and on a refusal by capability the px_caps field the
+ * consumer lacks ("schedules", "etp", "uneven_stages"...) in *cap (NULL on
+ * success or when a rule broke that no capability lifts). */
+px_status px_plan_check_cap(const px_model *m, const px_parallel *par, const px_caps *caps,
+                            const char **cap, px_error *err);
+
+/* The model features: ones the consumer runs, and experts in GPT blocks only
+ * where it runs them. */
+px_status px_rule_features(const px_model *m, const px_caps *caps, px_error *err);
+
 /* ---- the rules, dimension by dimension (px_plan_check runs them all) ---- */
 
 /* The sequence length a configuration trains: par->seq_len, else the model's. */

@@ -824,15 +824,7 @@ px_status px_search_check_framework(const px_model *m, const px_search_opts *o, 
         snprintf(what, sizeof what, "%s context parallelism", px_cp_comm_name(o->cp_comm));
         return framework_refuses(c, err, "--cp-comm", "cp_flavours", what);
     }
-    px_parallel probe;
-    px_parallel_init(&probe);
-    probe.schedule = PX_SCHED_1F1B;
-    probe.recompute = PX_RECOMPUTE_NONE;
-    const char *why = NULL;
-    if (!c->schedules[PX_SCHED_1F1B])
-        probe.schedule = PX_SCHED_GPIPE;
-    probe.recompute = c->recompute[0] ? PX_RECOMPUTE_NONE : PX_RECOMPUTE_FULL;
-    if (!px_caps_allow(c, m, &probe, &why) && why && !strcmp(why, "model_features"))
+    if (px_rule_features(m, c, NULL) != PX_OK)
         return framework_refuses(c, err, "--model", "model_features", m->name);
     return PX_OK;
 }

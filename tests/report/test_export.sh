@@ -82,7 +82,7 @@ export_ok fw-titan-any torchtitan
 plan zb --model 70b --gpus 64 --tp 8 --pp 4 --cp 1 --zero 3 --schedule zb-h1 --partition uniform --top 1
 refused zb megatron "pipeline schedule zb-h1"
 refused zb nemo "pipeline schedule zb-h1"
-refused zb deepspeed "pipeline schedule zb-h1"
+refused zb deepspeed "sequence parallelism with tensor parallelism" # the first rule px_plan_check meets
 refused zb torchtitan "pipeline schedule zb-h1"
 refused inter torchtitan "ZeRO stage 1"
 refused titan deepspeed "recompute selective"

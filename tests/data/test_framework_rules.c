@@ -1,0 +1,132 @@
+/* test_framework_rules.c — a framework's verdict on a plan is px_plan_check's
+ * under the framework's capability set: for every profile in frameworks/ and
+ * a grid of (tp, ep, etp, pp, vpp, schedule, recompute, zero, split) over a
+ * dense and a mixture-of-experts preset, the capability test the search,
+ * `export` and `validate` apply (px_caps_allow) accepts exactly what
+ * px_plan_check accepts.  Configurations no consumer runs (broken
+ * divisibility) are left out: they are refused before any framework is
+ * asked. */
+#include <string.h>
+
+#include "px_framework.h"
+#include "px_plan_check.h"
+#include "px_test.h"
+
+static const char *const frameworks[] = {"parallax", "megatron", "torchtitan",
+                                         "deepspeed", "llm-foundry", "maxtext"};
+
+/* split: 0 none recorded, 1 an even split recorded, 2 an uneven one. */
+static void set_split(const px_model *m, px_parallel *p, int split)
+{
+    p->n_chunks = 0;
+    int chunks = p->pp * p->vpp;
+    if (split == 0 || m->n_layers % chunks != 0)
+        return;
+    p->n_chunks = chunks;
+    for (int i = 0; i < chunks; i++)
+        p->layers_per_chunk[i] = (int)(m->n_layers / chunks);
+    if (split == 2 && chunks > 1) {
+        p->layers_per_chunk[0]--;
+        p->layers_per_chunk[chunks - 1]++;
+    }
+}
+
+/* recompute 0..2: uniform; 3: per layer none/full; 4: per layer none/selective. */
+static void set_recompute(const px_model *m, px_parallel *p, int rc)
+{
+    p->n_layer_recompute = 0;
+    if (rc < PX_RECOMPUTE_COUNT) {
+        p->recompute = (px_recompute)rc;
+        return;
+    }
+    p->recompute = PX_RECOMPUTE_FULL;
+    p->n_layer_recompute = (int)m->n_layers;
+    for (int i = 0; i < m->n_layers; i++)
+        p->layer_recompute[i] = i % 2 ? (rc == 3 ? PX_RECOMPUTE_FULL : PX_RECOMPUTE_SELECTIVE)
+                                      : PX_RECOMPUTE_NONE;
+}
+
+static long n_compared, n_differ;
+
+static void compare_one(const px_framework *fw, const px_model *m, const px_parallel *p,
+                        const px_caps *any)
+{
+    if (px_plan_check(m, p, any, NULL) != PX_OK)
+        return; /* no consumer runs it */
+    n_compared++;
+    px_error e;
+    bool rules = px_plan_check(m, p, &fw->caps, &e) == PX_OK;
+    const char *why = NULL;
+    bool allow = px_caps_allow(&fw->caps, m, p, &why);
+    if (rules != allow) {
+        if (n_differ++ < 100000)
+            fprintf(stderr,
+                    "%s %s tp %d ep %d etp %d pp %d vpp %d %s rc %s/%d zero %d chunks %d: "
+                    "px_caps_allow %s (%s), px_plan_check %s (%s)\n",
+                    fw->name, m->name, p->tp, p->ep, p->etp, p->pp, p->vpp,
+                    px_schedule_name(p->schedule), px_recompute_name(p->recompute),
+                    p->n_layer_recompute, p->zero, p->n_chunks, allow ? "allows" : "refuses",
+                    why ? why : "-", rules ? "accepts" : "refuses", rules ? "-" : e.msg);
+    }
+}
+
+static void grid(const px_framework *fw, const px_model *m, const px_caps *any)
+{
+    static const int sizes[] = {1, 2, 4};
+    static const int pps[] = {1, 2, 3, 5};
+    px_parallel p;
+    px_parallel_init(&p);
+    p.dp = 8;
+    p.cp = 1;
+    p.micro_batch = 1;
+    p.n_micro = 30; /* a multiple of every pp */
+    p.seq_len = 2048;
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 3; c++)
+                for (int d = 0; d < 4; d++)
+                    for (int vpp = 1; vpp <= 2; vpp++)
+                        for (int s = 0; s < PX_SCHED_COUNT; s++)
+                            for (int rc = 0; rc < 5; rc++)
+                                for (int z = 0; z < 4; z++)
+                                    for (int split = 0; split < 3; split++) {
+                                        p.tp = sizes[a];
+                                        p.sp = p.tp > 1;
+                                        p.ep = sizes[b];
+                                        p.etp = sizes[c];
+                                        p.pp = pps[d];
+                                        p.vpp = vpp;
+                                        p.schedule = (px_schedule)s;
+                                        p.zero = z;
+                                        set_recompute(m, &p, rc);
+                                        set_split(m, &p, split);
+                                        compare_one(fw, m, &p, any);
+                                    }
+}
+
+int main(void)
+{
+    px_caps any;
+    px_caps_any(&any);
+    px_model dense, moe;
+    px_error err;
+    if (px_model_load("gpt3-175b", NULL, &dense, &err) != PX_OK ||
+        px_model_load("mixtral-8x7b", NULL, &moe, &err) != PX_OK) {
+        fprintf(stderr, "model presets: %s\n", err.msg);
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof frameworks / sizeof frameworks[0]; i++) {
+        px_framework fw;
+        if (px_framework_load(frameworks[i], NULL, &fw, &err) != PX_OK) {
+            fprintf(stderr, "%s\n", err.msg);
+            return 1;
+        }
+        grid(&fw, &dense, &any);
+        grid(&fw, &moe, &any);
+    }
+    printf("%ld configurations legal for some consumer compared, %ld verdicts differ\n",
+           n_compared, n_differ);
+    CHECK(n_compared > 10000);
+    CHECK(n_differ == 0);
+    return px_test_result("framework_rules");
+}
