@@ -314,10 +314,11 @@ typedef struct {
 void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_layer_cost *out);
 
 /* Fixed per-stage extras: embedding on the first stage, LM head + loss on
- * the last (static bytes, activation buffers, time per micro-batch). */
+ * the last (static bytes, time per micro-batch; their activation buffers:
+ * px_cost_stage_end_buffers). */
 typedef struct {
-    double first_static_bytes, first_buffer_bytes, first_s;
-    double last_static_bytes, last_buffer_bytes, last_s;
+    double first_static_bytes, first_s;
+    double last_static_bytes, last_s;
 } px_stage_extras;
 
 void px_cost_stage_extras(px_cost_ctx *ctx, const px_parallel *par, px_stage_extras *out);

@@ -573,11 +573,6 @@ void px_cost_stage_extras(px_cost_ctx *ctx, const px_parallel *par, px_stage_ext
     static_bytes((double)ctx->head_params / par->tp + (double)ctx->pc.final_norm, shard,
                  par->zero, bpp, &w, &g, &o);
     out->last_static_bytes = w + g + o;
-    double e = elem_of(ctx), t = par->tp, tsp = (par->sp && par->tp > 1) ? t : 1.0;
-    double tok = (double)par->micro_batch * (double)seq_of(ctx, par) / par->cp;
-    double h = (double)ctx->model->hidden, V = (double)ctx->model->vocab;
-    out->first_buffer_bytes = e * tok * h / tsp;
-    out->last_buffer_bytes = 2.0 * e * tok * h / tsp + (8.0 + (e < 4 ? e : 0.0)) * tok * V / t;
 }
 
 void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_layer_cost *out)

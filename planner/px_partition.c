@@ -351,7 +351,8 @@ void px_part_format_recompute(const px_partition_problem *pb, const px_partition
                             px_recompute_name((px_recompute)r), count[r]);
 }
 
-px_status px_part_check_opts(const px_partition_opts *o, px_error *err)
+/* The options' ranges only. */
+static px_status check_opts(const px_partition_opts *o, px_error *err)
 {
     if (!(o->time_limit_s > 0.0) || !isfinite(o->time_limit_s))
         return PX_FAIL(err, PX_ERR_INVALID, "partition: time_limit_s = %g; must be > 0",
@@ -363,4 +364,14 @@ px_status px_part_check_opts(const px_partition_opts *o, px_error *err)
         return PX_FAIL(err, PX_ERR_INVALID, "partition: tie_rel = %g; allowed 0 <= tie_rel < 1",
                        o->tie_rel);
     return PX_OK;
+}
+
+px_status px_part_begin(const px_partition_problem *pb, const px_partition_opts *opts,
+                        px_partition_opts *defaults, const px_partition_opts **o,
+                        px_error *err)
+{
+    px_partition_opts_init(defaults);
+    *o = opts ? opts : defaults;
+    PX_TRY(check_opts(*o, err));
+    return px_partition_validate(pb, err);
 }

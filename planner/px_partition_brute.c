@@ -131,12 +131,8 @@ px_status px_partition_brute_force(const px_partition_problem *pb,
                                    px_partition_solution *sol, px_error *err)
 {
     px_partition_opts defaults;
-    px_partition_opts_init(&defaults);
-    const px_partition_opts *o = opts ? opts : &defaults;
-    px_status st = px_part_check_opts(o, err);
-    if (st)
-        return st;
-    st = px_partition_validate(pb, err);
+    const px_partition_opts *o;
+    px_status st = px_part_begin(pb, opts, &defaults, &o, err);
     if (st)
         return st;
     brute *b = calloc(1, sizeof *b);

@@ -83,7 +83,11 @@ double px_part_fastest_time(const px_partition_problem *pb, int i);
 void px_part_clear_solver_fields(px_partition_solution *sol);
 void px_part_format_recompute(const px_partition_problem *pb, const px_partition_solution *sol,
                               char *buf, int buf_len);
-px_status px_part_check_opts(const px_partition_opts *o, px_error *err);
+/* Every solver's start: *o is opts, or the defaults (written into *defaults)
+ * when opts is NULL; refuses options out of range and an invalid problem. */
+px_status px_part_begin(const px_partition_problem *pb, const px_partition_opts *opts,
+                        px_partition_opts *defaults, const px_partition_opts **o,
+                        px_error *err);
 
 /* px_partition_bound.c */
 int px_part_layer_hull(const px_partition_problem *pb, int i, int *pts);
