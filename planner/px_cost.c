@@ -7,6 +7,7 @@
 #include "px_cost_internal.h"
 #include "px_blocking.h"
 #include "px_cost_fsdp.h"
+#include "px_grad_accum.h"
 
 #include <math.h>
 #include <string.h>
@@ -460,6 +461,20 @@ static void slowest_stage_of(const px_cost_ctx *ctx, const px_parallel *par,
     }
 }
 
+/* A framework that adds each micro-batch's gradients into the main
+ * gradients with a kernel of its own (px_grad_accum.h): part of every
+ * micro-batch's backward on the stage */
+static void grad_accum_time(const px_cost_ctx *ctx, const px_parallel *par, double params,
+                            slowest_stage *w)
+{
+    px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
+    double acc = px_grad_accum_s(ctx->hw, par, ctx->run && ctx->run->grad_accum_separate, params,
+                                 elem_of(ctx), bpp.grads);
+    w->bwd += acc;
+    w->mem += acc;
+    w->mb += acc;
+}
+
 /* PP: each stage sends and receives one activation (forward) and one
  * gradient (backward) per micro-batch per chunk; the sends sit between
  * compute steps of the 1F1B loop, so they are on the critical path */
@@ -541,6 +556,13 @@ static void dp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const c
         dp_bytes = dp_bytes_ar;
         break;
     case 1:
+        if (ctx->run && ctx->run->zero1_grad_allreduce) {
+            /* the whole gradient all-reduced, then each replica updates its
+             * shard (DeepSpeed's BF16 optimizer under the pipeline engine) */
+            t_rs = t_ar;
+            tail_rs = tail_ar;
+            dp_bytes_rs = dp_bytes_ar;
+        }
         dp_total = t_rs + t_ag;
         dp_exposed = dmax(tail_rs, t_rs - bwd_win) + dmax(tail_ag, t_ag - fwd_win);
         dp_bytes = dp_bytes_rs + dp_bytes_ag;
@@ -727,6 +749,7 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     slowest_stage w;
     slowest_stage_of(ctx, par, sl, &ld, &lm, first_s, last_s, &w);
     double w_dense_p = wm.dense_params, w_exp_p = wm.expert_params;
+    grad_accum_time(ctx, par, w_dense_p + w_exp_p, &w);
 
     double mm = (double)par->n_micro;
     px_blocking_sync sync; /* waits at blocking collectives (px_blocking.h) */

@@ -118,6 +118,10 @@ static const px_jfield runtime_fields[] = {
     {"quantized_params", PX_JF_BOOL, offsetof(px_fw_runtime, quantized_params), 0, false, 0,
      NULL, 0, 0},
     {"dropout_off", PX_JF_BOOL, offsetof(px_fw_runtime, dropout_off), 0, false, 0, NULL, 0, 0},
+    {"grad_accum_separate", PX_JF_BOOL, offsetof(px_fw_runtime, grad_accum_separate), 0, false,
+     0, NULL, 0, 0},
+    {"zero1_grad_allreduce", PX_JF_BOOL, offsetof(px_fw_runtime, zero1_grad_allreduce), 0, false,
+     0, NULL, 0, 0},
 };
 
 static const px_jfield root_fields[] = {

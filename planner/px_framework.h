@@ -45,6 +45,15 @@ typedef struct px_fw_runtime {
                                       * optional, default false */
     bool dropout_off;                /* its GPT blocks train at dropout 0: no masks kept,
                                       * no dropout passes; optional, default false */
+    bool grad_accum_separate;        /* each micro-batch's low-precision weight gradients
+                                      * are added into the main gradients by a kernel of
+                                      * their own (no gradient-accumulation fusion in the
+                                      * weight-gradient GEMM; px_grad_accum.h); optional,
+                                      * default false */
+    bool zero1_grad_allreduce;       /* ZeRO-1 reduces the gradients with a full all-reduce
+                                      * (each replica then updates its shard and all-gathers
+                                      * the weights), not a reduce-scatter; optional,
+                                      * default false */
 } px_fw_runtime;
 
 typedef struct {

@@ -285,6 +285,8 @@ static void row_measured(const json_t *je, px_val_row *row)
                                                !starts_with_ci(um, "MFU")))
                     ? PX_VAL_CONV_HW
                     : PX_VAL_CONV_MODEL;
+    row->conv_stated = starts_with_ci(um, "HFU") || starts_with_ci(um, "MFU") ||
+                       row->meas_hfu > 0 || row->meas_mfu > 0;
 }
 
 /* The parallel layout: published values fixed, the rest derived; ZeRO and
@@ -367,12 +369,30 @@ static void row_era_defaults(const json_t *jr, const json_t *jp, const json_t *j
      * ReduceGrads before OptimizerStep); its fork of Megatron's layers
      * predates the asynchronous TP all-reduce and sequence parallelism, and
      * FlashAttention is opt-in there (--use-flash-attn, default off) */
+    /* Megatron-LM's 2021 local DDP kept main gradients (main_grad, a
+     * contiguous buffer) and a hook added each micro-batch's gradient into
+     * them; the fused accumulation in the weight-gradient GEMM
+     * (gradient_accumulation_fusion) came with the 2022 layers of the
+     * asynchronous TP all-reduce (LinearWithGradAccumulationAndAsyncCommunication).
+     * The 2020 code had no main gradients: autograd accumulated the fp16
+     * .grad and the optimizer copied it to fp32 at the step (the optimizer's
+     * extras) */
+    row->grad_accum_separate = year == 2021 && !strcmp(row->framework, "megatron");
     if (contains_ci(jstr(jr, "framework"), "Megatron-DeepSpeed")) {
         row->dp_overlap = ov ? row->dp_overlap : false;
         row->tp_overlap = false;
         row->flash_attention = false;
         if (row->sp < 0)
             row->sp = 0;
+        /* DeepSpeed's BF16 optimizer (its ZeRO-1 under the pipeline engine)
+         * adds every micro-batch's bf16 gradients into the fp32 ones after
+         * the backward (PipelineEngine._exec_backward_pass: update_hp_grads),
+         * and the engine all-reduces the whole fp32 gradient before the
+         * step (_exec_reduce_grads: _bf16_reduce_grads,
+         * buffered_allreduce_fallback); each replica then updates its shard
+         * and all-gathers the bf16 weights */
+        row->grad_accum_separate = true;
+        row->zero1_grad_allreduce = row->precision == PX_PREC_BF16;
     }
     /* Megatron-LM's 2020 training scripts (examples/pretrain_gpt*.sh)
      * always pass --checkpoint-activations: full recompute when unpublished */
@@ -399,6 +419,18 @@ static void row_era_defaults(const json_t *jr, const json_t *jp, const json_t *j
     /* gradient precision is not published: Megatron's default, fp32 main
      * gradients (the planner's default too) */
     row->grad_fp32 = true;
+}
+
+/* How the row's run differed from its framework profile's defaults
+ * (row_era_defaults): the profile's runtime traits it overrides. */
+static void row_runtime(const px_val_row *row, px_fw_runtime *run)
+{
+    if (row->flash_version > 0)
+        run->flash_attention_version = row->flash_version;
+    if (row->grad_accum_separate)
+        run->grad_accum_separate = true;
+    if (row->zero1_grad_allreduce)
+        run->zero1_grad_allreduce = true;
 }
 
 /* Fills one row; returns false (with row->note) when it cannot be modelled. */
@@ -667,6 +699,24 @@ static void row_candidate(const px_val_row *row, const px_model *m, const px_fra
     par->quantized_params = fw->run.quantized_params;
 }
 
+/* A row that publishes its TFLOP/s and its step time without saying how it
+ * counted the FLOPs counted the ones its TFLOP/s times the step time gives:
+ * hardware FLOPs (the recomputed forward included) when that product is
+ * nearer to them than to the model FLOPs of the same step (the Megatron-LM
+ * 2020 tables and Megatron-Turing NLG count the recomputation, Narayanan
+ * et al.'s eq. 3). */
+static void row_infer_conv(px_val_row *row, const px_prediction *best)
+{
+    if (row->conv_stated || row->meas_tflops <= 0 || row->meas_step_s <= 0 ||
+        row->global_batch_borrowed || best->model_flops_per_step <= 0 ||
+        best->hw_flops_per_step <= best->model_flops_per_step)
+        return;
+    double implied = row->meas_tflops * 1e12 * row->meas_step_s * row->gpus;
+    double to_model = fabs(log(implied / best->model_flops_per_step));
+    double to_hw = fabs(log(implied / best->hw_flops_per_step));
+    row->conv = to_hw < to_model ? PX_VAL_CONV_HW : PX_VAL_CONV_MODEL;
+}
+
 /* Records the best candidate's prediction in row: fit, TFLOP/s, one layer's
  * times, and the error against what the row measured. */
 static void row_record(px_val_row *row, px_cost_ctx *ctx, const px_prediction *best,
@@ -684,6 +734,7 @@ static void row_record(px_val_row *row, px_cost_ctx *ctx, const px_prediction *b
     row->par = *best_par;
     row->pred = *best;
     double step = best->time.step_s;
+    row_infer_conv(row, best);
     double flops =
         row->conv == PX_VAL_CONV_HW ? best->hw_flops_per_step : best->model_flops_per_step;
     row->pred_tflops = step > 0 ? flops / step / row->gpus / 1e12 : 0.0;
@@ -765,8 +816,7 @@ static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_
 
     static px_fw_runtime run;
     run = fw.run;
-    if (row->flash_version > 0)
-        run.flash_attention_version = row->flash_version;
+    row_runtime(row, &run);
     ctx.run = &run;
     int64_t per_replica = row_per_replica(row);
     int64_t bs[64];
@@ -1276,8 +1326,7 @@ px_status px_validate_explain(const px_val_report *r, const char *id, FILE *out,
     st = px_framework_load(w->framework[0] ? w->framework : NULL, NULL, &fw, err);
     if (st != PX_OK)
         return st;
-    if (w->flash_version > 0)
-        fw.run.flash_attention_version = w->flash_version;
+    row_runtime(w, &fw.run);
     ctx.run = &fw.run;
     px_prediction p;
     px_cost_detail d;

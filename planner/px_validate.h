@@ -113,6 +113,12 @@ typedef struct {
     bool refused;          /* usable, but not predicted: note says the planner's reason */
     double meas_tok_gpu, pred_tok_gpu; /* tokens/s per GPU (< 0 unpublished) */
     int flash_version;     /* FlashAttention generation the run had; 0: the framework's */
+    bool grad_accum_separate;  /* gradients added into the main gradients by a kernel of
+                                * their own (px_grad_accum.h): pre-2022 Megatron-LM and
+                                * Megatron-DeepSpeed */
+    bool zero1_grad_allreduce; /* ZeRO-1 all-reduces the whole gradient (DeepSpeed's BF16
+                                * optimizer under the pipeline engine) */
+    bool conv_stated;      /* util_metric names its FLOP convention (HFU / MFU) */
     int fam_on;            /* 1 tokens/s per GPU, 2 MFU, 3 step time, 0 none */
     double fam_err;        /* + = predicted too fast (step: meas/pred - 1) */
 } px_val_row;

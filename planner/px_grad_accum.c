@@ -1,0 +1,17 @@
+/* px_grad_accum.c — see px_grad_accum.h. */
+#include "px_grad_accum.h"
+
+#include "px_efficiency.h"
+
+double px_grad_accum_bytes(double params, double elem_bytes, double grad_bytes)
+{
+    return params * (elem_bytes + 2.0 * grad_bytes);
+}
+
+double px_grad_accum_s(const px_hw *hw, const px_parallel *par, bool separate, double params,
+                       double elem_bytes, double grad_bytes)
+{
+    if (!separate || par->zero >= 2 || params <= 0.0)
+        return 0.0;
+    return px_time_mem_s(hw, px_grad_accum_bytes(params, elem_bytes, grad_bytes));
+}

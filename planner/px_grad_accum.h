@@ -1,0 +1,37 @@
+/* px_grad_accum.h — gradient accumulation into the main gradients when the
+ * framework runs it as a kernel of its own (docs/cost-model.md, "Gradient
+ * accumulation without fusion").
+ *
+ * Megatron-LM since 2022 (gradient_accumulation_fusion, on by default) and
+ * Transformer Engine write each weight-gradient GEMM's result straight into
+ * the fp32 main gradient (the GEMM's epilogue accumulates): nothing extra.
+ * Megatron-LM's local DDP before that, and DeepSpeed's BF16 optimizer under
+ * its pipeline engine (update_hp_grads after every micro-batch's backward),
+ * let the GEMM write a low-precision gradient and then add it into the main
+ * gradient: per micro-batch, every parameter of the stage is read in the
+ * compute dtype and its main gradient read and written — an HBM-bound pass
+ * that is long next to the micro-batch's GEMMs when a GPU holds many
+ * parameters and one micro-batch holds few tokens (Megatron-Turing NLG:
+ * 1.9e9 parameters a GPU, 2048 tokens a micro-batch: 7 % of it on A100). */
+#ifndef PX_GRAD_ACCUM_H
+#define PX_GRAD_ACCUM_H
+
+#include <stdbool.h>
+
+#include "px_hw.h"
+#include "px_plan.h"
+
+/* Bytes of one micro-batch's accumulation over `params` parameters: the
+ * low-precision gradient read (elem_bytes) and the main gradient read and
+ * written (grad_bytes each). */
+double px_grad_accum_bytes(double params, double elem_bytes, double grad_bytes);
+
+/* Seconds one micro-batch's separate accumulation adds to a stage holding
+ * `params` parameters on one GPU; 0 when the framework fuses it
+ * (separate false) or when the gradients are sharded per micro-batch
+ * (ZeRO 2 and 3 reduce-scatter each micro-batch's gradients, so only the
+ * shard accumulates). */
+double px_grad_accum_s(const px_hw *hw, const px_parallel *par, bool separate, double params,
+                       double elem_bytes, double grad_bytes);
+
+#endif
