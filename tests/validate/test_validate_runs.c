@@ -126,6 +126,19 @@ int main(void)
                   w->par.recompute == PX_RECOMPUTE_FULL,
               "%s", w ? w->note : "row missing");
 
+    /* a TFLOP/s published with a step time and no stated convention counts
+     * what TFLOP/s x step x GPUs gives: the Megatron-LM 2020 tables and
+     * MT-NLG count the recomputed forward (HFU); a stated MFU stays MFU */
+    w = find(&rep, "megatron2020-mp-v100-1B");
+    CHECK(w && w->evaluated && !w->conv_stated && w->conv == PX_VAL_CONV_HW);
+    w = find(&rep, "mtnlg530b-2240gpu");
+    CHECK(w && w->evaluated && w->conv == PX_VAL_CONV_HW);
+    /* Megatron-DeepSpeed: DeepSpeed's BF16 optimizer adds each
+     * micro-batch's gradients into fp32 ones and all-reduces them whole */
+    CHECK(w && w->grad_accum_separate && w->zero1_grad_allreduce);
+    w = find(&rep, "dgxc-v25.01-llama2-70b-bf16-h100-512gpu-maxtext");
+    CHECK(w && w->conv_stated && w->conv == PX_VAL_CONV_MODEL && !w->grad_accum_separate);
+
     /* llm-foundry's MPT-7B/13B/30B on 8 A100-80GB ran: with FSDP as PyTorch
      * runs it (fp32 shards, two gathered layers, the fused cross-entropy)
      * every one of them fits */
