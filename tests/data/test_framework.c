@@ -94,6 +94,10 @@ static void profiles(void)
     CHECK(fw.caps.pads_vocab && fw.caps.vocab_pad_multiple == 128);
     CHECK(fw.caps.cp_flavours == (PX_CP_RING_P2P | PX_CP_ALL_GATHER | PX_CP_ALL_TO_ALL));
     CHECK((fw.caps.precisions & PX_PREC_BIT(PX_PREC_FP8)) != 0);
+    /* Megatron-Core accumulates in the weight-gradient GEMM and
+     * reduce-scatters under its distributed optimizer: the optional traits
+     * of the older engines stay off */
+    CHECK(!fw.run.grad_accum_separate && !fw.run.zero1_grad_allreduce);
     /* llm-foundry: FSDP only, no pipeline, no CP */
     CHECK(px_framework_load("llm-foundry", NULL, &fw, &err) == PX_OK);
     CHECK(fw.caps.max_pp == 1 && fw.caps.cp_flavours == 0 && fw.caps.zero[3] && !fw.caps.zero[1]);
