@@ -45,6 +45,9 @@ typedef struct px_fw_runtime {
                                       * optional, default false */
     bool dropout_off;                /* its GPT blocks train at dropout 0: no masks kept,
                                       * no dropout passes; optional, default false */
+    bool pp_outermost;               /* ranks ordered tp, cp, ep, dp, pp (the DP group inside
+                                      * a pipeline stage's block of ranks), not the plan's
+                                      * default tp, cp, ep, pp, dp; optional, default false */
 } px_fw_runtime;
 
 typedef struct {
