@@ -724,10 +724,13 @@ void fsdp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const crossi
     int ddp = par->dp * par->cp;
     int group = par->shard_group > 0 && par->shard_group < ddp ? par->shard_group : ddp;
     int replicas = ddp / group;
-    int g = hw->gpus_per_node > 0 ? hw->gpus_per_node : 1;
-    int st = par->tp * par->cp * par->pp; /* dp rank stride, default order */
-    bool cross_group = !hw->torus && (group == ddp ? (x->dp || x->cp) : dim_crosses(st, group, g));
-    bool cross_rep = !hw->torus && replicas > 1 && dim_crosses(st * group, replicas, g);
+    int gpus = par->tp * par->cp * par->pp * par->dp;
+    int g = px_domain_job_gpus(hw, gpus);
+    /* dp rank stride: tp·cp·pp in the default order, tp·cp with pp outermost */
+    int st = par->tp * par->cp * (ctx->run && ctx->run->pp_outermost ? 1 : par->pp);
+    bool spans = !hw->torus && gpus > g; /* else the job is one domain */
+    bool cross_group = spans && (group == ddp ? (x->dp || x->cp) : dim_crosses(st, group, g));
+    bool cross_rep = spans && replicas > 1 && dim_crosses(st * group, replicas, g);
     double n = (double)ctx->model->n_layers / par->pp;
     px_fsdp_time ft;
     double rails = px_cost_fsdp_rails(hw, ctx->run, group, st);
