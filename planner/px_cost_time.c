@@ -13,6 +13,7 @@
 #include "px_attn_eff.h"
 #include "px_cost_cp.h"
 #include "px_cost_moe.h"
+#include "px_domain.h"
 #include "px_cost_precision.h"
 #include "px_efficiency.h"
 #include "px_flops.h"
@@ -94,16 +95,43 @@ static bool default_order(const char *order)
            strcmp(order, "tp-cp-pp-dp") == 0;
 }
 
+/* Rank order tp, cp, ep, dp, pp (px_fw_runtime.pp_outermost): a stage holds
+ * the B = tp·cp·dp consecutive ranks s·B …, the dense dimensions are the
+ * strides 1, tp, tp·cp (dp) and B (pp), and the expert grid folds the same
+ * block as etp, ep, edp; every group is an aligned block of stride · size
+ * ranks, so dim_crosses answers each. */
+static void pp_outermost_crossings(const px_parallel *par, int g, bool moe, crossings *x)
+{
+    int tc = par->tp * par->cp, blk = tc * par->dp;
+    x->tp = dim_crosses(1, par->tp, g);
+    x->cp = dim_crosses(par->tp, par->cp, g);
+    x->dp = dim_crosses(tc, par->dp, g);
+    x->pp = dim_crosses(blk, par->pp, g);
+    if (!moe || par->ep * par->etp < 1 || blk % (par->ep * par->etp) != 0)
+        return;
+    x->etp = dim_crosses(1, par->etp, g);
+    x->ep = dim_crosses(par->etp, par->ep, g);
+    x->edp = dim_crosses(par->etp * par->ep, blk / (par->ep * par->etp), g);
+}
+
 static void find_crossings(px_cost_ctx *ctx, const px_parallel *par, crossings *x)
 {
     const px_hw *hw = ctx->hw;
     memset(x, 0, sizeof *x);
     if (hw->torus)
         return; /* no node cliff: every group uses the fast links */
-    int g = hw->gpus_per_node > 0 ? hw->gpus_per_node : 1;
+    int gpus = par->tp * par->cp * par->pp * par->dp;
+    int g = px_domain_job_gpus(hw, gpus);
+    if (gpus <= g)
+        return; /* the whole job on one domain, whatever its order */
     bool moe = ctx->n_moe_layers > 0;
     px_layout lay;
     bool have_lay = false;
+    if (default_order(par->order) && ctx->run && ctx->run->pp_outermost) {
+        /* the framework lays the default grid out its own way */
+        pp_outermost_crossings(par, g, moe, x);
+        return;
+    }
     if (default_order(par->order)) {
         int st = 1;
         x->tp = dim_crosses(st, par->tp, g);
@@ -696,10 +724,13 @@ void fsdp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const crossi
     int ddp = par->dp * par->cp;
     int group = par->shard_group > 0 && par->shard_group < ddp ? par->shard_group : ddp;
     int replicas = ddp / group;
-    int g = hw->gpus_per_node > 0 ? hw->gpus_per_node : 1;
-    int st = par->tp * par->cp * par->pp; /* dp rank stride, default order */
-    bool cross_group = !hw->torus && (group == ddp ? (x->dp || x->cp) : dim_crosses(st, group, g));
-    bool cross_rep = !hw->torus && replicas > 1 && dim_crosses(st * group, replicas, g);
+    int gpus = par->tp * par->cp * par->pp * par->dp;
+    int g = px_domain_job_gpus(hw, gpus);
+    /* dp rank stride: tp·cp·pp in the default order, tp·cp with pp outermost */
+    int st = par->tp * par->cp * (ctx->run && ctx->run->pp_outermost ? 1 : par->pp);
+    bool spans = !hw->torus && gpus > g; /* else the job is one domain */
+    bool cross_group = spans && (group == ddp ? (x->dp || x->cp) : dim_crosses(st, group, g));
+    bool cross_rep = spans && replicas > 1 && dim_crosses(st * group, replicas, g);
     double n = (double)ctx->model->n_layers / par->pp;
     px_fsdp_time ft;
     double rails = px_cost_fsdp_rails(hw, ctx->run, group, st);

@@ -122,6 +122,8 @@ static const px_jfield runtime_fields[] = {
      0, NULL, 0, 0},
     {"zero1_grad_allreduce", PX_JF_BOOL, offsetof(px_fw_runtime, zero1_grad_allreduce), 0, false,
      0, NULL, 0, 0},
+    {"pp_outermost", PX_JF_BOOL, offsetof(px_fw_runtime, pp_outermost), 0, false, 0, NULL, 0,
+     0},
 };
 
 static const px_jfield root_fields[] = {

@@ -54,6 +54,9 @@ typedef struct px_fw_runtime {
                                       * (each replica then updates its shard and all-gathers
                                       * the weights), not a reduce-scatter; optional,
                                       * default false */
+    bool pp_outermost;               /* ranks ordered tp, cp, ep, dp, pp (the DP group inside
+                                      * a pipeline stage's block of ranks), not the plan's
+                                      * default tp, cp, ep, pp, dp; optional, default false */
 } px_fw_runtime;
 
 typedef struct {
