@@ -13,6 +13,7 @@
 #include "px_attn_eff.h"
 #include "px_cost_cp.h"
 #include "px_cost_moe.h"
+#include "px_job_domain.h"
 #include "px_cost_precision.h"
 #include "px_efficiency.h"
 #include "px_flops.h"
@@ -100,7 +101,7 @@ static void find_crossings(px_cost_ctx *ctx, const px_parallel *par, crossings *
     memset(x, 0, sizeof *x);
     if (hw->torus)
         return; /* no node cliff: every group uses the fast links */
-    int g = hw->gpus_per_node > 0 ? hw->gpus_per_node : 1;
+    int g = px_job_domain_gpus(hw, (int64_t)par->tp * par->cp * par->pp * par->dp);
     bool moe = ctx->n_moe_layers > 0;
     px_layout lay;
     bool have_lay = false;
@@ -696,7 +697,7 @@ void fsdp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const crossi
     int ddp = par->dp * par->cp;
     int group = par->shard_group > 0 && par->shard_group < ddp ? par->shard_group : ddp;
     int replicas = ddp / group;
-    int g = hw->gpus_per_node > 0 ? hw->gpus_per_node : 1;
+    int g = px_job_domain_gpus(hw, (int64_t)par->tp * par->cp * par->pp * par->dp);
     int st = par->tp * par->cp * par->pp; /* dp rank stride, default order */
     bool cross_group = !hw->torus && (group == ddp ? (x->dp || x->cp) : dim_crosses(st, group, g));
     bool cross_rep = !hw->torus && replicas > 1 && dim_crosses(st * group, replicas, g);
