@@ -20,3 +20,13 @@ double px_moe_permute_bytes(double e, double copies, double h)
 {
     return copies > 0.0 ? 8.0 * e * copies * h : 0.0;
 }
+
+double px_moe_a2a_exposed_s(double a2a_s, double window_s, double sm_frac, long long n_micro)
+{
+    if (a2a_s <= 0.0)
+        return 0.0;
+    if (n_micro < 2 || window_s <= 0.0)
+        return a2a_s;
+    double hidden = a2a_s < window_s ? a2a_s : window_s;
+    return (a2a_s - hidden) + sm_frac * hidden;
+}

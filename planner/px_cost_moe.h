@@ -32,4 +32,19 @@ double px_moe_permute_bytes(double e, double copies, double h);
  * gradients the same way. */
 double px_moe_fp8_pad_bytes(double e, double copies, double h);
 
+/* Exposed seconds of a layer's EP dispatch and combine (a2a_s: the four
+ * all-to-alls of one micro-batch) where the framework overlaps them with
+ * another micro-batch's compute (px_fw_runtime.moe_a2a_overlap:
+ * Megatron-Core's --overlap-moe-expert-parallel-comm, which interleaves one
+ * micro-batch's forward with the previous one's backward layer by layer and
+ * runs each one's all-to-all under the other's compute; DeepSeek-V3's
+ * DualPipe does the same across pipeline directions).  window_s: the
+ * layer's compute of one micro-batch (forward + backward), which hides the
+ * all-to-all up to its length; sm_frac: the share of the compute the
+ * communication kernels' SMs slow down while they run (px_cost_time.c's
+ * comm_sm_fraction):
+ *   max(0, a2a − window) + sm_frac · min(a2a, window).
+ * a2a_s itself where there is only one micro-batch (nothing to overlap). */
+double px_moe_a2a_exposed_s(double a2a_s, double window_s, double sm_frac, long long n_micro);
+
 #endif

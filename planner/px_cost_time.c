@@ -488,6 +488,9 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par, bool
         double a2a = px_time_coll_s(hw, PX_COLL_ALLTOALL, par->ep, amsg, x->ep) *
                      px_moe_imbalance(par->ep, T * sh.top_k / t);
         lt->ep_s = 4.0 * a2a;
+        if (ctx->run && ctx->run->moe_a2a_overlap) /* under the other micro-batch */
+            lt->ep_s = px_moe_a2a_exposed_s(lt->ep_s, lt->fwd_s + lt->bwd_s,
+                                            comm_sm_fraction(hw), (long long)par->n_micro);
         lt->ep_bytes = 4.0 * px_coll_wire_bytes(PX_COLL_ALLTOALL, par->ep, amsg);
     }
     /* CP: ring p2p overlapped with the attention core, all-gather, or the
