@@ -5,6 +5,8 @@
 #ifndef PX_COST_MOE_H
 #define PX_COST_MOE_H
 
+#include <stdbool.h>
+
 /* The busiest EP rank's routed rows over the mean, for dropless routing
  * whose expected loads are balanced (an auxiliary balancing loss, or
  * DeepSeek-V3's bias-based balancing): the rows a micro-batch routes are a
@@ -16,12 +18,23 @@
 double px_moe_imbalance(int ep, double copies_per_rank);
 
 /* HBM bytes of the token permutation of `copies` routed rows of width h in
- * e-byte activations, one direction (the backward moves the same):
- * Megatron's all-to-all dispatcher reads and writes every row four times —
- * permute by expert before the dispatch, sort the received chunks by local
- * expert, sort them back, un-permute and weight by the gate after the
- * combine: 8·e·copies·h. */
-double px_moe_permute_bytes(double e, double copies, double h);
+ * e-byte activations (the rows this GPU's experts compute: after the expert
+ * TP all-gather), per direction (forward and backward together, halved).
+ * Megatron's all-to-all dispatcher permutes this GPU's own copies by expert
+ * before the dispatch and un-permutes them with the gate weights after the
+ * combine, before the expert-TP all-gather and after its reduce-scatter
+ * (own = copies / etp rows); with more than one local expert it also sorts
+ * the received chunks by local expert and back (sort_chunks_by_idxs, on
+ * the gathered rows: a read and a write each way, 4·copies).  Fused
+ * (Transformer Engine's moe_permute / moe_unpermute, Megatron-Core's
+ * --moe-permute-fusion): one read and write each, 4·own.  Unfused, the
+ * PyTorch ops of moe_utils.permute / unpermute: index_select (forward 2
+ * passes, its backward a zero fill and scatter_add, 3), and the gate
+ * multiply + zero fill + scatter_add of the un-permute (forward 5, backward
+ * the gather and both products' gradients, 6): 8·own a direction.
+ *   e·h·((fused ? 4 : 8)·own + (n_local > 1 ? 4·copies : 0)) */
+double px_moe_permute_bytes(double e, double copies, double etp, double n_local, bool fused,
+                            double h);
 
 /* HBM bytes, one direction, of padding the routed rows of each local expert
  * to the 16-row multiple FP8 tensor-core GEMMs need and un-padding the

@@ -367,7 +367,9 @@ static void layer_mlp_time(const px_cost_ctx *ctx, const px_parallel *par, bool 
         act_elems += tok * fe / etp;
         /* permute and un-permute the routed tokens: Megatron's dispatcher
          * passes (px_cost_moe.c); the fp32 CPU executor's two */
-        mem += e >= 4.0 ? 4.0 * e * tok * h : px_moe_permute_bytes(e, tok, h);
+        mem += e >= 4.0 ? 4.0 * e * tok * h
+                        : px_moe_permute_bytes(e, tok, etp, n_local,
+                                               ctx->run && ctx->run->fused_moe_permute, h);
         if (px_prec_is_low(pq) && ctx->run && ctx->run->grouped_gemm)
             mem += px_moe_fp8_pad_bytes(e, tok, h); /* FP8 row alignment */
         if (m->n_shared_experts > 0) {

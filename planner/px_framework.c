@@ -118,6 +118,8 @@ static const px_jfield runtime_fields[] = {
     {"quantized_params", PX_JF_BOOL, offsetof(px_fw_runtime, quantized_params), 0, false, 0,
      NULL, 0, 0},
     {"dropout_off", PX_JF_BOOL, offsetof(px_fw_runtime, dropout_off), 0, false, 0, NULL, 0, 0},
+    {"fused_moe_permute", PX_JF_BOOL, offsetof(px_fw_runtime, fused_moe_permute), 0, false, 0,
+     NULL, 0, 0},
     {"moe_a2a_overlap", PX_JF_BOOL, offsetof(px_fw_runtime, moe_a2a_overlap), 0, false, 0, NULL,
      0, 0},
 };

@@ -45,6 +45,9 @@ typedef struct px_fw_runtime {
                                       * optional, default false */
     bool dropout_off;                /* its GPT blocks train at dropout 0: no masks kept,
                                       * no dropout passes; optional, default false */
+    bool fused_moe_permute;          /* MoE token permute / un-permute in one fused kernel
+                                      * each (px_moe_permute_bytes); optional, default
+                                      * false */
     bool moe_a2a_overlap;            /* the EP dispatch / combine of one micro-batch under
                                       * another's compute (px_moe_a2a_exposed_s); optional,
                                       * default false */

@@ -331,7 +331,15 @@ static void test_moe(void)
                 1.0 + sqrt(2.0 * log(8.0)) * sqrt(7.0 / (8.0 * 2048.0)), 1e-12, 0);
     /* more rows per rank, closer to balanced */
     CHECK(px_moe_imbalance(8, 1e6) < px_moe_imbalance(8, 1e3));
-    CHECK_CLOSE(px_moe_permute_bytes(2, 100, 10), 8.0 * 2 * 100 * 10, 1e-12, 0);
+    /* permute + un-permute of the own copies (fused 4, unfused 8 bytes a
+     * row element and direction), the two chunk sorts of the gathered ones
+     * when there are several local experts */
+    CHECK_CLOSE(px_moe_permute_bytes(2, 100, 1, 4, true, 10), 2 * 10 * (4 * 100 + 4 * 100), 1e-12, 0);
+    CHECK_CLOSE(px_moe_permute_bytes(2, 100, 4, 4, true, 10), 2 * 10 * (4 * 25 + 4 * 100), 1e-12, 0);
+    CHECK_CLOSE(px_moe_permute_bytes(2, 100, 4, 1, true, 10), 2 * 10 * 4 * 25, 1e-12, 0);
+    CHECK_CLOSE(px_moe_permute_bytes(2, 100, 4, 1, false, 10), 2 * 10 * 8 * 25, 1e-12, 0);
+    CHECK_CLOSE(px_moe_permute_bytes(2, 100, 1, 1, false, 10), 2 * 10 * 8 * 100, 1e-12, 0);
+    CHECK(px_moe_permute_bytes(2, 0, 1, 4, false, 10) == 0.0);
     /* FP8 row alignment: pad the input, un-pad the output, read + write each */
     CHECK_CLOSE(px_moe_fp8_pad_bytes(2, 100, 10), 4.0 * 2 * 100 * 10, 1e-12, 0);
     CHECK(px_moe_fp8_pad_bytes(2, 0, 10) == 0.0);
