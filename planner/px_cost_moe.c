@@ -16,7 +16,21 @@ double px_moe_fp8_pad_bytes(double e, double copies, double h)
     return copies > 0.0 ? 4.0 * e * copies * h : 0.0;
 }
 
-double px_moe_permute_bytes(double e, double copies, double h)
+double px_moe_permute_bytes(double e, double copies, double etp, double n_local, bool fused,
+                            double h)
 {
-    return copies > 0.0 ? 8.0 * e * copies * h : 0.0;
+    if (copies <= 0.0)
+        return 0.0;
+    double own = copies / (etp > 1.0 ? etp : 1.0);
+    return e * h * ((fused ? 4.0 : 8.0) * own + (n_local > 1.0 ? 4.0 * copies : 0.0));
+}
+
+double px_moe_a2a_exposed_s(double a2a_s, double window_s, double sm_frac, long long n_micro)
+{
+    if (a2a_s <= 0.0)
+        return 0.0;
+    if (n_micro < 2 || window_s <= 0.0)
+        return a2a_s;
+    double hidden = a2a_s < window_s ? a2a_s : window_s;
+    return (a2a_s - hidden) + sm_frac * hidden;
 }

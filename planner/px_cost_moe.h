@@ -5,6 +5,8 @@
 #ifndef PX_COST_MOE_H
 #define PX_COST_MOE_H
 
+#include <stdbool.h>
+
 /* The busiest EP rank's routed rows over the mean, for dropless routing
  * whose expected loads are balanced (an auxiliary balancing loss, or
  * DeepSeek-V3's bias-based balancing): the rows a micro-batch routes are a
@@ -16,12 +18,23 @@
 double px_moe_imbalance(int ep, double copies_per_rank);
 
 /* HBM bytes of the token permutation of `copies` routed rows of width h in
- * e-byte activations, one direction (the backward moves the same):
- * Megatron's all-to-all dispatcher reads and writes every row four times —
- * permute by expert before the dispatch, sort the received chunks by local
- * expert, sort them back, un-permute and weight by the gate after the
- * combine: 8·e·copies·h. */
-double px_moe_permute_bytes(double e, double copies, double h);
+ * e-byte activations (the rows this GPU's experts compute: after the expert
+ * TP all-gather), per direction (forward and backward together, halved).
+ * Megatron's all-to-all dispatcher permutes this GPU's own copies by expert
+ * before the dispatch and un-permutes them with the gate weights after the
+ * combine, before the expert-TP all-gather and after its reduce-scatter
+ * (own = copies / etp rows); with more than one local expert it also sorts
+ * the received chunks by local expert and back (sort_chunks_by_idxs, on
+ * the gathered rows: a read and a write each way, 4·copies).  Fused
+ * (Transformer Engine's moe_permute / moe_unpermute, Megatron-Core's
+ * --moe-permute-fusion): one read and write each, 4·own.  Unfused, the
+ * PyTorch ops of moe_utils.permute / unpermute: index_select (forward 2
+ * passes, its backward a zero fill and scatter_add, 3), and the gate
+ * multiply + zero fill + scatter_add of the un-permute (forward 5, backward
+ * the gather and both products' gradients, 6): 8·own a direction.
+ *   e·h·((fused ? 4 : 8)·own + (n_local > 1 ? 4·copies : 0)) */
+double px_moe_permute_bytes(double e, double copies, double etp, double n_local, bool fused,
+                            double h);
 
 /* HBM bytes, one direction, of padding the routed rows of each local expert
  * to the 16-row multiple FP8 tensor-core GEMMs need and un-padding the
@@ -31,5 +44,20 @@ double px_moe_permute_bytes(double e, double copies, double h);
  * writes the e-byte rows, 4·e·copies·h; the backward pads and un-pads the
  * gradients the same way. */
 double px_moe_fp8_pad_bytes(double e, double copies, double h);
+
+/* Exposed seconds of a layer's EP dispatch and combine (a2a_s: the four
+ * all-to-alls of one micro-batch) where the framework overlaps them with
+ * another micro-batch's compute (px_fw_runtime.moe_a2a_overlap:
+ * Megatron-Core's --overlap-moe-expert-parallel-comm, which interleaves one
+ * micro-batch's forward with the previous one's backward layer by layer and
+ * runs each one's all-to-all under the other's compute; DeepSeek-V3's
+ * DualPipe does the same across pipeline directions).  window_s: the
+ * layer's compute of one micro-batch (forward + backward), which hides the
+ * all-to-all up to its length; sm_frac: the share of the compute the
+ * communication kernels' SMs slow down while they run (px_cost_time.c's
+ * comm_sm_fraction):
+ *   max(0, a2a − window) + sm_frac · min(a2a, window).
+ * a2a_s itself where there is only one micro-batch (nothing to overlap). */
+double px_moe_a2a_exposed_s(double a2a_s, double window_s, double sm_frac, long long n_micro);
 
 #endif

@@ -394,7 +394,9 @@ static void layer_mlp_time(const px_cost_ctx *ctx, const px_parallel *par, bool 
         act_elems += tok * fe / etp;
         /* permute and un-permute the routed tokens: Megatron's dispatcher
          * passes (px_cost_moe.c); the fp32 CPU executor's two */
-        mem += e >= 4.0 ? 4.0 * e * tok * h : px_moe_permute_bytes(e, tok, h);
+        mem += e >= 4.0 ? 4.0 * e * tok * h
+                        : px_moe_permute_bytes(e, tok, etp, n_local,
+                                               ctx->run && ctx->run->fused_moe_permute, h);
         if (px_prec_is_low(pq) && ctx->run && ctx->run->grouped_gemm)
             mem += px_moe_fp8_pad_bytes(e, tok, h); /* FP8 row alignment */
         if (m->n_shared_experts > 0) {
@@ -515,6 +517,9 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par, bool
         double a2a = px_time_coll_s(hw, PX_COLL_ALLTOALL, par->ep, amsg, x->ep) *
                      px_moe_imbalance(par->ep, T * sh.top_k / t);
         lt->ep_s = 4.0 * a2a;
+        if (ctx->run && ctx->run->moe_a2a_overlap) /* under the other micro-batch */
+            lt->ep_s = px_moe_a2a_exposed_s(lt->ep_s, lt->fwd_s + lt->bwd_s,
+                                            comm_sm_fraction(hw), (long long)par->n_micro);
         lt->ep_bytes = 4.0 * px_coll_wire_bytes(PX_COLL_ALLTOALL, par->ep, amsg);
     }
     /* CP: ring p2p overlapped with the attention core, all-gather, or the

@@ -124,6 +124,10 @@ static const px_jfield runtime_fields[] = {
      0, NULL, 0, 0},
     {"pp_outermost", PX_JF_BOOL, offsetof(px_fw_runtime, pp_outermost), 0, false, 0, NULL, 0,
      0},
+    {"fused_moe_permute", PX_JF_BOOL, offsetof(px_fw_runtime, fused_moe_permute), 0, false, 0,
+     NULL, 0, 0},
+    {"moe_a2a_overlap", PX_JF_BOOL, offsetof(px_fw_runtime, moe_a2a_overlap), 0, false, 0, NULL,
+     0, 0},
 };
 
 static const px_jfield root_fields[] = {

@@ -57,6 +57,12 @@ typedef struct px_fw_runtime {
     bool pp_outermost;               /* ranks ordered tp, cp, ep, dp, pp (the DP group inside
                                       * a pipeline stage's block of ranks), not the plan's
                                       * default tp, cp, ep, pp, dp; optional, default false */
+    bool fused_moe_permute;          /* MoE token permute / un-permute in one fused kernel
+                                      * each (px_moe_permute_bytes); optional, default
+                                      * false */
+    bool moe_a2a_overlap;            /* the EP dispatch / combine of one micro-batch under
+                                      * another's compute (px_moe_a2a_exposed_s); optional,
+                                      * default false */
 } px_fw_runtime;
 
 typedef struct {

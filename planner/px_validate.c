@@ -623,8 +623,25 @@ static void row_node_size(const px_val_row *row, px_hw *hw)
     hw->gpus_per_node = g;
 }
 
+/* Whether a row's published tokens/s per GPU is the throughput of its
+ * published step: global batch x sequence length / step time / GPUs within
+ * PX_VALIDATE_TOKENS_STEP_TOL.  Two cells of one table row that disagree by
+ * more (a halved aggregate, a per-node figure) cannot both be the run; the
+ * step time and the MFU agree with each other there, so the comparison
+ * falls back to them.  True when the check cannot be made. */
+static bool tokens_agree_with_step(const px_val_row *row)
+{
+    if (row->meas_step_s <= 0 || row->global_batch <= 0 || row->global_batch_borrowed ||
+        row->gpus <= 0 || row->model.seq_len <= 0)
+        return true;
+    double implied = (double)row->global_batch * (double)row->model.seq_len /
+                     row->meas_step_s / row->gpus;
+    return fabs(row->meas_tok_gpu / implied - 1.0) <= PX_VALIDATE_TOKENS_STEP_TOL;
+}
+
 /* The published-runs comparison (shared/data/README.md): tokens/s per GPU
- * when published, else MFU, else step time; + means predicted too fast. */
+ * when published (and consistent with the published step), else MFU, else
+ * step time; + means predicted too fast. */
 static void family_error(px_val_row *row)
 {
     const px_prediction *p = &row->pred;
@@ -632,7 +649,7 @@ static void family_error(px_val_row *row)
     row->fam_on = 0;
     if (!row->usable || row->refused || p->time.step_s <= 0)
         return;
-    if (row->meas_tok_gpu > 0) {
+    if (row->meas_tok_gpu > 0 && tokens_agree_with_step(row)) {
         row->fam_on = 1;
         row->fam_err = row->pred_tok_gpu / row->meas_tok_gpu - 1.0;
     } else if (row->meas_mfu > 0) {
@@ -1334,9 +1351,10 @@ px_status px_validate_explain(const px_val_report *r, const char *id, FILE *out,
     if (st != PX_OK)
         return st;
     const px_time *t = &p.time;
-    fprintf(out, "# %s on %s: tp %d pp %d vpp %d dp %d, b %lld x m %lld, recompute %s, sp %d, "
-                 "zero %d, flash %d\n",
-            w->id, hw.name, w->par.tp, w->par.pp, w->par.vpp, w->par.dp,
+    fprintf(out, "# %s on %s: tp %d pp %d vpp %d cp %d ep %d etp %d dp %d, b %lld x m %lld, "
+                 "recompute %s, sp %d, zero %d, flash %d\n",
+            w->id, hw.name, w->par.tp, w->par.pp, w->par.vpp, w->par.cp, w->par.ep, w->par.etp,
+            w->par.dp,
             (long long)w->par.micro_batch, (long long)w->par.n_micro,
             px_recompute_name(w->par.recompute), w->par.sp, w->par.zero,
             w->par.flash_attention);
@@ -1352,6 +1370,8 @@ px_status px_validate_explain(const px_val_report *r, const char *id, FILE *out,
              {"  of which attention core", d.attn_s},
              {"  of which memory-bound", d.membound_s},
              {"tp comm exposed", d.tp_exposed_s},
+             {"cp comm exposed", d.cp_exposed_s},
+             {"ep comm exposed", d.ep_exposed_s},
              {"pp comm exposed", d.pp_exposed_s},
              {"dp comm total", d.dp_total_s},
              {"dp comm exposed", d.dp_exposed_s},

@@ -30,6 +30,12 @@
 /* Korthikanti's full-vs-selective recompute ratios (Table 4 layer times,
  * Table 5 step times) must be reproduced within this relative error. */
 #define PX_VALIDATE_MAX_RATIO_ERR 0.05
+/* A row's tokens/s per GPU and its global batch x sequence / step time /
+ * GPUs are one throughput twice; the tables round each cell to 3-4
+ * significant digits and time steps over a window, so they agree to a few
+ * percent.  A larger gap is a wrong cell, and the comparison uses the
+ * step time or the MFU instead (docs/validation.md, "Families"). */
+#define PX_VALIDATE_TOKENS_STEP_TOL 0.10
 /* The bounds the test suite keeps on published-runs.json (the families of
  * its usable bf16/fp16 rows): what the cost model achieves today, so that a
  * change that makes it worse fails (docs/validation.md says where the gap to
@@ -41,7 +47,7 @@
  * that a change that makes them worse fails; the goals are 10 % mean, 15 %
  * a family, 2 % refused */
 #define PX_VALIDATE_LOWP_MAX_MEAN 0.12
-#define PX_VALIDATE_LOWP_MAX_FAMILY 0.35
+#define PX_VALIDATE_LOWP_MAX_FAMILY 0.30
 #define PX_VALIDATE_LOWP_MAX_REFUSED 0.01
 
 /* Interleaving searched when a row leaves it unpublished: 1 (plain 1F1B) or

@@ -12,6 +12,7 @@
 #include "px_cost_moe.h"
 #include "px_cost_precision.h"
 #include "px_flops.h"
+#include "px_framework.h"
 #include "px_search.h"
 #include "px_test.h"
 
@@ -330,10 +331,63 @@ static void test_moe(void)
                 1.0 + sqrt(2.0 * log(8.0)) * sqrt(7.0 / (8.0 * 2048.0)), 1e-12, 0);
     /* more rows per rank, closer to balanced */
     CHECK(px_moe_imbalance(8, 1e6) < px_moe_imbalance(8, 1e3));
-    CHECK_CLOSE(px_moe_permute_bytes(2, 100, 10), 8.0 * 2 * 100 * 10, 1e-12, 0);
+    /* permute + un-permute of the own copies (fused 4, unfused 8 bytes a
+     * row element and direction), the two chunk sorts of the gathered ones
+     * when there are several local experts */
+    CHECK_CLOSE(px_moe_permute_bytes(2, 100, 1, 4, true, 10), 2 * 10 * (4 * 100 + 4 * 100), 1e-12, 0);
+    CHECK_CLOSE(px_moe_permute_bytes(2, 100, 4, 4, true, 10), 2 * 10 * (4 * 25 + 4 * 100), 1e-12, 0);
+    CHECK_CLOSE(px_moe_permute_bytes(2, 100, 4, 1, true, 10), 2 * 10 * 4 * 25, 1e-12, 0);
+    CHECK_CLOSE(px_moe_permute_bytes(2, 100, 4, 1, false, 10), 2 * 10 * 8 * 25, 1e-12, 0);
+    CHECK_CLOSE(px_moe_permute_bytes(2, 100, 1, 1, false, 10), 2 * 10 * 8 * 100, 1e-12, 0);
+    CHECK(px_moe_permute_bytes(2, 0, 1, 4, false, 10) == 0.0);
     /* FP8 row alignment: pad the input, un-pad the output, read + write each */
     CHECK_CLOSE(px_moe_fp8_pad_bytes(2, 100, 10), 4.0 * 2 * 100 * 10, 1e-12, 0);
     CHECK(px_moe_fp8_pad_bytes(2, 0, 10) == 0.0);
+
+    /* dispatch overlap: the window hides the all-to-all up to its length,
+     * the SMs the communication takes stay charged */
+    CHECK_CLOSE(px_moe_a2a_exposed_s(3.0, 10.0, 0.1, 8), 0.1 * 3.0, 1e-12, 0);
+    CHECK_CLOSE(px_moe_a2a_exposed_s(3.0, 2.0, 0.1, 8), 1.0 + 0.1 * 2.0, 1e-12, 0);
+    CHECK_CLOSE(px_moe_a2a_exposed_s(3.0, 2.0, 0.1, 1), 3.0, 1e-12, 0); /* nothing to overlap */
+    CHECK(px_moe_a2a_exposed_s(0.0, 2.0, 0.1, 8) == 0.0);
+}
+
+/* The framework trait: the same Mixtral plan with the dispatch overlapped
+ * exposes less EP time, never less than the SM share, and steps faster. */
+static void test_moe_overlap_trait(void)
+{
+    px_model m;
+    px_hw hw;
+    px_framework fw;
+    px_error err = {0};
+    CHECK(px_model_load("mixtral-8x7b", NULL, &m, &err) == PX_OK);
+    load_hw("h100-sxm", &hw);
+    CHECK(px_framework_load("megatron", NULL, &fw, &err) == PX_OK);
+    CHECK(!fw.run.moe_a2a_overlap);
+    px_parallel par;
+    px_parallel_init(&par);
+    par.tp = 2;
+    par.ep = 8;
+    par.etp = 1;
+    par.dp = 8;
+    par.sp = true;
+    par.micro_batch = 1;
+    par.n_micro = 8;
+    par.seq_len = 4096;
+    par.recompute = PX_RECOMPUTE_FULL;
+    CHECK(px_cost_check(&m, &par, &err) == PX_OK);
+    static px_cost_ctx ctx;
+    CHECK(px_cost_ctx_init(&ctx, &m, &hw, &err) == PX_OK);
+    ctx.run = &fw.run;
+    px_prediction p0, p1;
+    px_cost_detail d0, d1;
+    CHECK(px_cost_eval(&ctx, &par, 0.0, 0.0, &p0, &d0, &err) == PX_OK);
+    fw.run.moe_a2a_overlap = true;
+    CHECK(px_cost_eval(&ctx, &par, 0.0, 0.0, &p1, &d1, &err) == PX_OK);
+    CHECK(d0.ep_exposed_s > 0.0);
+    CHECK(d1.ep_exposed_s < d0.ep_exposed_s);
+    CHECK(d1.ep_exposed_s >= hw.comm_overlap_cost * d0.ep_exposed_s * (1.0 - 1e-9));
+    CHECK(p1.time.step_s < p0.time.step_s);
 }
 
 int main(void)
@@ -347,5 +401,6 @@ int main(void)
     test_long_context();
     test_cp_flavours();
     test_moe();
+    test_moe_overlap_trait();
     return px_test_result("test_precision");
 }
