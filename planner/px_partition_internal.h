@@ -109,6 +109,12 @@ bool px_part_solve_interleaved_exact(const px_partition_problem *pb, const px_pa
 bool px_part_solve_same_layers(const px_partition_problem *pb, const px_partition_opts *o,
                                px_partition_solution *sol);
 
+/* px_partition_chunks.c: interleaving with identical layers and
+ * recomputation; start (may be NULL) is a split whose objective bounds the
+ * search. */
+bool px_part_solve_chunks_exact(const px_partition_problem *pb, const px_partition_opts *o,
+                                const px_partition_solution *start, px_partition_solution *sol);
+
 /* px_partition_milp.c */
 bool px_part_identical_layers(const px_partition_problem *pb, int i, int j);
 bool px_part_dominated(const px_partition_problem *pb, int i, int r);

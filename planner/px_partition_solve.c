@@ -132,7 +132,8 @@ static px_status solve_once(const px_partition_problem *pb, const px_partition_o
         return PX_OK;
     }
 
-    if (px_part_solve_same_layers(pb, o, sol)) {
+    if (px_part_solve_same_layers(pb, o, sol) ||
+        px_part_solve_chunks_exact(pb, o, h.have_split ? start : NULL, sol)) {
         free(start);
         sol->solve_s = px_part_elapsed_since(&t0);
         return PX_OK;
