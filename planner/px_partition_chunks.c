@@ -602,10 +602,49 @@ static bool solve_passes(chq *q, scratch *w, const px_partition_opts *o, double 
     return true;
 }
 
+/* No split fits: the one whose fullest stage overflows least.  Every layer
+ * at the leanest choice (least memory for any count), a minimax DP over
+ * (stage, layers so far) for the counts, dealt evenly over each stage's
+ * chunks (memory does not depend on how).  d, arg: p (L + 1) scratch. */
+static bool least_overflow(const chq *q, double *d, int *arg, px_partition_solution *sol)
+{
+    int L = q->L, r = q->rs >= 0 ? q->rs : q->rf;
+    int64_t act = q->rs >= 0 ? q->as : q->af;
+    for (int s = 0; s < q->p; s++)
+        for (int b = 0; b <= L; b++) {
+            double bv = INFINITY;
+            int ba = -1;
+            for (int n = q->v; n <= b && n <= q->nmax; n++) {
+                double prev = s ? d[(s - 1) * (L + 1) + b - n] : (b == n ? -INFINITY : INFINITY);
+                double val = fmax(prev, px_part_stage_mem(q->pb, s, (int64_t)n * q->w,
+                                                          (int64_t)n * act));
+                if (prev < INFINITY && val < bv) {
+                    bv = val;
+                    ba = n;
+                }
+            }
+            d[s * (L + 1) + b] = bv;
+            arg[s * (L + 1) + b] = ba;
+        }
+    if (d[(q->p - 1) * (L + 1) + L] == INFINITY)
+        return false;
+    sol->n_chunks = q->p * q->v;
+    for (int s = q->p - 1, b = L; s >= 0; s--) {
+        int n = arg[s * (L + 1) + b];
+        for (int k = 0; k < q->v; k++)
+            sol->layers_per_chunk[s + k * q->p] = n / q->v + (k < n % q->v);
+        b -= n;
+    }
+    memset(sol->layer_recompute, r, (size_t)L);
+    return px_partition_evaluate(q->pb, sol, NULL) == PX_OK;
+}
+
 bool px_part_solve_chunks_exact(const px_partition_problem *pb, const px_partition_opts *o,
-                                const px_partition_solution *start, px_partition_solution *sol)
+                                const px_partition_solution *start, px_partition_solution *sol,
+                                bool *none_fits)
 {
     chq q;
+    *none_fits = false;
     if (!o->exact_dp || !setup(&q, pb))
         return false;
     size_t M1 = (size_t)q.nmax + 1, L1 = (size_t)q.L + 1, P = (size_t)q.p;
@@ -623,8 +662,17 @@ bool px_part_solve_chunks_exact(const px_partition_problem *pb, const px_partiti
         goto out;
     stage_times(&q, INFINITY, w.ginf);
     double tinf = least_t(&q, w.ginf, NULL, w.vals); /* no chunk bound: a bound on T */
-    if (tinf == INFINITY)
-        goto out; /* nothing fits: GLPK's path explains it */
+    if (tinf == INFINITY) { /* nothing fits, for any chunk bound */
+        *cand = *sol;
+        px_part_clear_solver_fields(cand);
+        if (least_overflow(&q, w.d, w.arg, cand)) {
+            cand->proven_optimal = true;
+            cand->exact_dp = true;
+            *sol = *cand;
+            *none_fits = true;
+        }
+        goto out;
+    }
     double inc = start && start->fits ? start->objective_s : INFINITY;
     if (q.wc != 0.0) {
         /* the slowest chunk holds at least a v-th of the slowest stage */
