@@ -356,6 +356,17 @@ px_status px_part_explain_infeasible(const px_partition_problem *pb, const px_pa
                            "no split of %d layers over %d stages x %d chunks fits in %.3f GB",
                            pb->n_layers, pb->pp, pb->vpp, GB(pb->mem_limit_bytes));
     }
+    return px_part_infeasible_error(pb, sol,
+                                    have ? (sol->proven_optimal ? "best attempt"
+                                                                : "best attempt found in time")
+                                         : "uniform split",
+                                    err);
+}
+
+px_status px_part_infeasible_error(const px_partition_problem *pb,
+                                   const px_partition_solution *sol, const char *what,
+                                   px_error *err)
+{
     char split[512], rcs[128];
     px_partition_format_split(sol, split, sizeof split);
     px_part_format_recompute(pb, sol, rcs, sizeof rcs);
@@ -375,8 +386,7 @@ px_status px_part_explain_infeasible(const px_partition_problem *pb, const px_pa
                    "the %.3f GB limit (HBM minus reserve)%s%s",
                    pb->n_layers, pb->pp, pb->pp > 1 ? "s" : "", pb->vpp,
                    pb->vpp > 1 ? "s" : "",
-                   have ? (sol->proven_optimal ? "best attempt" : "best attempt found in time")
-                        : "uniform split",
+                   what,
                    split, rcs, GB(sol->stage_mem_bytes[s]), s,
                    GB(sol->stage_mem_bytes[s] - pb->mem_limit_bytes), GB(pb->mem_limit_bytes),
                    n_over ? "; also over: stage " : "", others);

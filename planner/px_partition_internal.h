@@ -95,6 +95,12 @@ void px_part_find_heuristic(const px_partition_problem *pb, px_partition_solutio
                             heuristic *h, const struct timespec *t0, double deadline_s);
 px_status px_part_explain_infeasible(const px_partition_problem *pb, const px_partition_opts *o,
                                      double time_left_s, px_partition_solution *sol, px_error *err);
+/* PX_ERR_INFEASIBLE naming sol (the split that overflows least; `what`
+ * says how it was found: "best attempt", ...), its fullest stage and the
+ * overflow. */
+px_status px_part_infeasible_error(const px_partition_problem *pb,
+                                   const px_partition_solution *sol, const char *what,
+                                   px_error *err);
 
 /* px_partition_exact.c */
 bool px_part_exact_peak_dp(const px_partition_problem *pb, double t_cap,
@@ -108,6 +114,14 @@ bool px_part_solve_interleaved_exact(const px_partition_problem *pb, const px_pa
 /* px_partition_same.c */
 bool px_part_solve_same_layers(const px_partition_problem *pb, const px_partition_opts *o,
                                px_partition_solution *sol);
+
+/* px_partition_chunks.c: interleaving with identical layers and
+ * recomputation; start (may be NULL) is a split whose objective bounds the
+ * search.  False with *none_fits set: proven that no split fits, sol holds
+ * the one that overflows least. */
+bool px_part_solve_chunks_exact(const px_partition_problem *pb, const px_partition_opts *o,
+                                const px_partition_solution *start, px_partition_solution *sol,
+                                bool *none_fits);
 
 /* px_partition_milp.c */
 bool px_part_identical_layers(const px_partition_problem *pb, int i, int j);

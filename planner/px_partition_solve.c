@@ -132,10 +132,17 @@ static px_status solve_once(const px_partition_problem *pb, const px_partition_o
         return PX_OK;
     }
 
-    if (px_part_solve_same_layers(pb, o, sol)) {
+    bool none_fits = false;
+    if (px_part_solve_same_layers(pb, o, sol) ||
+        px_part_solve_chunks_exact(pb, o, h.have_split ? start : NULL, sol, &none_fits)) {
         free(start);
         sol->solve_s = px_part_elapsed_since(&t0);
         return PX_OK;
+    }
+    if (none_fits) { /* proven; sol overflows least */
+        free(start);
+        sol->solve_s = px_part_elapsed_since(&t0);
+        return px_part_infeasible_error(pb, sol, "best attempt", err);
     }
     model m;
     st = px_part_model_build(&m, pb, BUILD_TIME, err);
