@@ -39,9 +39,9 @@ static void cpu_profile(px_hw *hw)
     hw->intra_bw = hw->inter_bw = 1.5e10;
     hw->intra_lat_s = hw->inter_lat_s = 2e-6;
     hw->n_coll_points = hw->n_allgather_points = hw->n_reduce_scatter_points = 1;
-    hw->allreduce_points[0] = (px_coll_point){2, 2e-6, 5e9};
-    hw->allgather_points[0] = (px_coll_point){2, 1e-6, 1.7e10};
-    hw->reduce_scatter_points[0] = (px_coll_point){2, 1e-6, 4.5e9};
+    hw->allreduce_points[0] = (px_coll_point){2, 2e-6, 5e9, 0};
+    hw->allgather_points[0] = (px_coll_point){2, 1e-6, 1.7e10, 0};
+    hw->reduce_scatter_points[0] = (px_coll_point){2, 1e-6, 4.5e9, 0};
 }
 
 static px_prediction eval(const px_model *m, const px_hw *hw, const px_parallel *par)
