@@ -200,6 +200,30 @@ static bool coll_segment_applies(const px_coll_point *pts, int n_pts, int i, dou
     return true;
 }
 
+/* The algorithm bandwidth point p (coll_segment_applies at msg_bytes) gives
+ * msg_bytes: its own, or, between two per-size points of its group size
+ * (min_bytes > 0, calibrate's range above the L2), the rate interpolated
+ * in log size between them, so a 12 MB message is not priced at the 8 MB
+ * rate when the 16 MB one is 3x lower. */
+static double coll_segment_bw(const px_coll_point *pts, int n_pts, const px_coll_point *p,
+                              double msg_bytes)
+{
+    if (p->min_bytes <= 0 || msg_bytes <= (double)p->min_bytes)
+        return p->bw;
+    const px_coll_point *q = NULL;
+    for (int j = 0; j < n_pts; j++) {
+        const px_coll_point *c = &pts[j];
+        if (c->n_ranks == p->n_ranks && c->bw > 0.0 && c->min_bytes > p->min_bytes &&
+            (!q || c->min_bytes < q->min_bytes))
+            q = c;
+    }
+    if (!q)
+        return p->bw;
+    double w = log(msg_bytes / (double)p->min_bytes) /
+               log((double)q->min_bytes / (double)p->min_bytes);
+    return exp(log(p->bw) + w * (log(q->bw) - log(p->bw)));
+}
+
 /* Latency and bus bandwidth (wire bytes per second) of a measured all-reduce
  * of msg_bytes at group size n: the exact point, else linear interpolation
  * in log n between the two neighbours, else the nearest end. */
@@ -220,8 +244,11 @@ static void coll_point(const px_hw *hw, int n, double msg_bytes, double *lat_s, 
         lo = hi;
     if (!hi)
         hi = lo;
-    double bus_lo = lo->bw * 2.0 * (lo->n_ranks - 1) / lo->n_ranks;
-    double bus_hi = hi->bw * 2.0 * (hi->n_ranks - 1) / hi->n_ranks;
+    const px_coll_point *ar = hw->allreduce_points;
+    double bus_lo = coll_segment_bw(ar, hw->n_coll_points, lo, msg_bytes) * 2.0 *
+                    (lo->n_ranks - 1) / lo->n_ranks;
+    double bus_hi = coll_segment_bw(ar, hw->n_coll_points, hi, msg_bytes) * 2.0 *
+                    (hi->n_ranks - 1) / hi->n_ranks;
     double w = 0.0;
     if (hi->n_ranks != lo->n_ranks)
         w = (log((double)n) - log((double)lo->n_ranks)) /
@@ -278,8 +305,10 @@ static bool time_from_points(const px_coll_point *pts, int n_pts, px_coll c, int
         hi = lo;
     if (!lo)
         return false;
-    double bus_lo = lo->bw * px_coll_wire_bytes(c, lo->n_ranks, 1.0);
-    double bus_hi = hi->bw * px_coll_wire_bytes(c, hi->n_ranks, 1.0);
+    double bus_lo = coll_segment_bw(pts, n_pts, lo, msg_bytes) *
+                    px_coll_wire_bytes(c, lo->n_ranks, 1.0);
+    double bus_hi = coll_segment_bw(pts, n_pts, hi, msg_bytes) *
+                    px_coll_wire_bytes(c, hi->n_ranks, 1.0);
     double w = 0.0;
     if (hi->n_ranks != lo->n_ranks)
         w = (log((double)n) - log((double)lo->n_ranks)) /

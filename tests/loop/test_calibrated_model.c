@@ -112,8 +112,9 @@ static void test_efficiency(void)
 }
 
 /* Per-size points (calibrate's upper range, min_bytes > 0): a message is
- * priced by the point of the largest min_bytes at or below its size, in
- * any order of the array, a message below every range by the smallest;
+ * priced by the point of the largest min_bytes at or below its size (its
+ * rate interpolated in log size toward the next point's), in any order of
+ * the array, a message below every range by the smallest;
  * the all-reduce's ranges carry over to the collectives it stands in for. */
 static void test_size_ranges(void)
 {
@@ -126,14 +127,23 @@ static void test_size_ranges(void)
     double small = 1e6, mid = 8e6, big = 6.4e7;
     CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 2, small, false),
                 2.5e-6 + small / 6.0e9, 1e-9, 0);
-    CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 2, mid, false), mid / 2.0e9, 1e-9, 0);
+    double r_mid = exp(log(2.0e9) + log(mid / (4 << 20)) / log(4.0) * log(0.5));
+    CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 2, mid, false), mid / r_mid, 1e-9, 0);
     CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 2, big, false), big / 1.0e9, 1e-9, 0);
+    /* between two per-size points: the rate interpolated in log size (8 MB
+     * is half-way from 4 MiB to 16 MiB in log size when measured in MiB) */
+    double mid8 = (double)((int64_t)8 << 20);
+    CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 2, mid8, false),
+                mid8 / sqrt(2.0e9 * 1.0e9), 1e-9, 0);
+    /* exactly at a point, its own rate */
+    double at4 = (double)((int64_t)4 << 20);
+    CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 2, at4, false), at4 / 2.0e9, 1e-9, 0);
     /* no range from 0: the smallest range prices what lies below it */
     hw.reduce_scatter_points[1].min_bytes = (int64_t)2 << 20;
     CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 2, small, false),
                 2.5e-6 + small / 6.0e9, 1e-9, 0);
     /* a profile without all-gather points prices it from the all-reduce's
-     * range of the same message: the 64 MB range's bus bandwidth */
+     * range of the same message: the 32 MiB range's bus bandwidth */
     hw.n_allgather_points = 0;
     hw.n_coll_points = 2;
     hw.allreduce_points[1] = (px_coll_point){2, 0.0, 1.5e9, (int64_t)32 << 20};
