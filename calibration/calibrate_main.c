@@ -223,7 +223,7 @@ static int measure(const calibrate_cli *cl, bool on_gpu, const char *out_dir,
     if (rank == 0) {
         if (px_hw_validate(&hw, &err) != PX_OK || px_hw_save(&hw, cl->out_path, &err) != PX_OK)
             return fail(&err, rank, mpi_on);
-        px_calib_say(&o, "wrote %s (%d GEMM shapes, %d collective group sizes) in %.1f s",
+        px_calib_say(&o, "wrote %s (%d GEMM shapes, %d all-reduce points) in %.1f s",
                      cl->out_path, hw.n_gemm_points, hw.n_coll_points,
                      px_calib_now_s() - pctx.t0);
     }

@@ -2,8 +2,10 @@
 #include "px_calib_coll.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "px_calib_fit.h"
 #include "px_error_mpi.h"
@@ -29,6 +31,31 @@ int px_calib_coll_sizes(bool quick, int64_t *bytes, int max)
     int64_t step = quick ? 8 : 4, top = quick ? (int64_t)16 << 20 : (int64_t)32 << 20;
     int n = 0;
     for (int64_t b = 8; b <= top && n < max; b *= step)
+        bytes[n++] = b;
+    return n;
+}
+
+int64_t px_calib_coll_split_bytes(void)
+{
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (l2 <= 0)
+        return (int64_t)4 << 20;
+    int64_t b = (int64_t)l2;
+    return b < ((int64_t)1 << 20) ? (int64_t)1 << 20 : b > ((int64_t)16 << 20) ? (int64_t)16 << 20 : b;
+}
+
+/* The collectives' sizes: the sweep's below the split, then the split and
+ * its doublings up to PX_CALIB_COLL_BIG_MAX_BYTES (the range where the rate
+ * falls with the size, each size its own point). */
+static int coll_sizes(bool quick, int64_t *bytes, int max)
+{
+    int64_t all[24];
+    int n_all = px_calib_coll_sizes(quick, all, 24), n = 0;
+    int64_t split = px_calib_coll_split_bytes();
+    for (int i = 0; i < n_all && n < max; i++)
+        if (all[i] < split)
+            bytes[n++] = all[i];
+    for (int64_t b = split; b <= PX_CALIB_COLL_BIG_MAX_BYTES && n < max; b *= 2)
         bytes[n++] = b;
     return n;
 }
@@ -140,50 +167,87 @@ px_status px_calib_coll_time(const px_calib_opts *o, MPI_Comm comm,
     return PX_OK;
 }
 
-/* Times every size on comm and fits lat/bw; on ranks outside the group
- * (comm == MPI_COMM_NULL) nothing happens. */
-static px_status sweep_fit(const px_calib_opts *o, MPI_Comm comm, px_calib_coll_kind kind,
-                           int g, px_coll_point *out, px_error *err)
+/* Fits lat/bw to the n sizes x[], t[] into *out; a single size gives
+ * lat 0 and its own rate.  Returns the worst relative error of the fit. */
+static double fit_range(const px_calib_opts *o, px_calib_coll_kind kind, int g,
+                        const double *x, const double *t, int n, px_coll_point *out)
 {
-    int64_t sizes[16];
-    int ns = px_calib_coll_sizes(o->quick, sizes, 16);
-    double x[16], t[16];
+    px_error fit_err;
+    if (n == 1) {
+        out->lat_s = 0.0;
+        out->bw = x[0] / t[0];
+    } else if (px_calib_fit_lat_bw(x, t, n, &out->lat_s, &out->bw, &fit_err) != PX_OK) {
+        /* Noise can make a sweep non-monotonic: keep a usable point (the
+         * smallest size's time as latency, the largest's rate as bandwidth)
+         * rather than fail the whole calibration, and say so. */
+        out->lat_s = t[0];
+        out->bw = x[n - 1] / t[n - 1];
+        px_calib_say(o, "%s n=%d: %s; using lat = the smallest size's time, bw = the "
+                     "largest size's rate", px_calib_coll_name(kind), g, fit_err.msg);
+    }
+    double worst = 0.0;
+    for (int i = 0; i < n; i++) {
+        double pred = out->lat_s + x[i] / out->bw;
+        worst = fmax(worst, fabs(pred - t[i]) / t[i]);
+    }
+    return worst;
+}
+
+/* Times every size on comm.  p2p: one lat/bw fit from
+ * PX_CALIB_FIT_MIN_BYTES.  A collective: one fit over
+ * [PX_CALIB_COLL_FIT_MIN_BYTES, split) that prices every message below the
+ * split, then one point per size from the split up (lat 0, bw = the size's
+ * own rate, min_bytes = the size): *n_out points, at most max.  On ranks
+ * outside the group (comm == MPI_COMM_NULL) nothing happens. */
+static px_status sweep_fit(const px_calib_opts *o, MPI_Comm comm, px_calib_coll_kind kind,
+                           int g, px_coll_point *out, int max, int *n_out, px_error *err)
+{
+    int64_t sizes[24];
+    bool p2p = kind == PX_CALIB_P2P;
+    int ns = p2p ? px_calib_coll_sizes(o->quick, sizes, 24) : coll_sizes(o->quick, sizes, 24);
+    int64_t min_fit = p2p ? PX_CALIB_FIT_MIN_BYTES : PX_CALIB_COLL_FIT_MIN_BYTES;
+    int64_t split = p2p ? INT64_MAX : px_calib_coll_split_bytes();
+    double x[24], t[24];
+    int nfit = 0;
     double t_start = px_calib_now_s();
-    int nfit = 0, first_fit = -1;
+    *n_out = 0;
     for (int i = 0; i < ns; i++) {
         double ti = 0.0;
         px_status st = px_calib_coll_time(o, comm, kind, sizes[i], &ti, err);
         if (st != PX_OK)
             return st;
-        int64_t min_fit = kind == PX_CALIB_P2P ? PX_CALIB_FIT_MIN_BYTES
-                                               : PX_CALIB_COLL_FIT_MIN_BYTES;
-        if (sizes[i] >= min_fit) {
-            if (first_fit < 0)
-                first_fit = i;
+        if (sizes[i] >= split && *n_out + 1 < max) {
+            px_coll_point *pt = &out[1 + (*n_out)++];
+            *pt = (px_coll_point){g, 0.0, (double)sizes[i] / ti, sizes[i]};
+        } else if (sizes[i] >= min_fit && sizes[i] < split) {
             x[nfit] = (double)sizes[i];
             t[nfit++] = ti;
         }
     }
-    out->n_ranks = g;
-    px_error fit_err;
-    if (px_calib_fit_lat_bw(x, t, nfit, &out->lat_s, &out->bw, &fit_err) != PX_OK) {
-        /* Noise can make a sweep non-monotonic: keep a usable point (the
-         * smallest size's time as latency, the largest's rate as bandwidth)
-         * rather than fail the whole calibration, and say so. */
-        out->lat_s = t[0];
-        out->bw = x[nfit - 1] / t[nfit - 1];
-        px_calib_say(o, "%s n=%d: %s; using lat = the smallest size's time, bw = the "
-                     "largest size's rate", px_calib_coll_name(kind), g, fit_err.msg);
+    if (nfit > 0) {
+        out[0].n_ranks = g;
+        out[0].min_bytes = 0;
+        double worst = fit_range(o, kind, g, x, t, nfit, &out[0]);
+        px_calib_say(o, "%-14s n=%-2d lat %7.2f us  bw %7.2f GB/s  (fit over %d sizes "
+                     "%.0f B..%.0f B, max err %.0f%%; %.1f s)", px_calib_coll_name(kind), g,
+                     out[0].lat_s * 1e6, out[0].bw / 1e9, nfit, x[0], x[nfit - 1],
+                     100.0 * worst, px_calib_now_s() - t_start);
+        (*n_out)++;
+    } else {
+        /* no size below the split: the points start at index 1 */
+        memmove(&out[0], &out[1], (size_t)*n_out * sizeof out[0]);
+        if (*n_out > 0)
+            out[0].min_bytes = 0;
     }
-    double worst = 0.0;
-    for (int i = 0; i < nfit; i++) {
-        double pred = out->lat_s + x[i] / out->bw;
-        worst = fmax(worst, fabs(pred - t[i]) / t[i]);
+    if (!p2p && *n_out > 1) {
+        char line[512];
+        int len = snprintf(line, sizeof line, "%-14s n=%-2d from %lld B, each size its own "
+                           "rate:", px_calib_coll_name(kind), g, (long long)split);
+        for (int i = nfit > 0 ? 1 : 0; i < *n_out && len < (int)sizeof line - 40; i++)
+            len += snprintf(line + len, sizeof line - (size_t)len, " %.0f MB %.2f GB/s",
+                            (double)out[i].min_bytes / 1e6, out[i].bw / 1e9);
+        px_calib_say(o, "%s", line);
     }
-    px_calib_say(o, "%-14s n=%-2d lat %7.2f us  bw %7.2f GB/s  (fit over %d sizes "
-                 "%lld B..%lld B, max err %.0f%%; %.1f s)", px_calib_coll_name(kind), g,
-                 out->lat_s * 1e6, out->bw / 1e9, nfit, (long long)sizes[first_fit],
-                 (long long)sizes[ns - 1], 100.0 * worst, px_calib_now_s() - t_start);
     return PX_OK;
 }
 
@@ -197,11 +261,12 @@ static px_status pair_comm(MPI_Comm world, int rank, int peer, MPI_Comm *pair, p
 /* Broadcasts one point from world rank 0 (its only measurer for p2p). */
 static px_status bcast_point(MPI_Comm world, px_coll_point *p, px_error *err)
 {
-    double v[3] = {(double)p->n_ranks, p->lat_s, p->bw};
-    px_status st = px_mpi_check(MPI_Bcast(v, 3, MPI_DOUBLE, 0, world), "MPI_Bcast", err);
+    double v[4] = {(double)p->n_ranks, p->lat_s, p->bw, (double)p->min_bytes};
+    px_status st = px_mpi_check(MPI_Bcast(v, 4, MPI_DOUBLE, 0, world), "MPI_Bcast", err);
     p->n_ranks = (int)v[0];
     p->lat_s = v[1];
     p->bw = v[2];
+    p->min_bytes = (int64_t)v[3];
     return st;
 }
 
@@ -241,6 +306,26 @@ static px_status node_layout(MPI_Comm world, int rank, int size, int *ppn, int *
     return PX_OK;
 }
 
+/* Appends one measured point to the profile's array of collective kind
+ * (a group size past the arrays' room keeps only the points that fit). */
+static void add_coll_point(px_hw *hw, px_calib_coll_kind kind, const px_coll_point *pt)
+{
+    px_coll_point *arr = NULL;
+    int *n = NULL;
+    switch (kind) {
+    case PX_CALIB_ALLREDUCE: arr = hw->allreduce_points; n = &hw->n_coll_points; break;
+    case PX_CALIB_ALLGATHER: arr = hw->allgather_points; n = &hw->n_allgather_points; break;
+    case PX_CALIB_REDUCE_SCATTER:
+        arr = hw->reduce_scatter_points;
+        n = &hw->n_reduce_scatter_points;
+        break;
+    case PX_CALIB_ALLTOALL: arr = hw->alltoall_points; n = &hw->n_alltoall_points; break;
+    default: return;
+    }
+    if (*n < PX_HW_MAX_COLL_POINTS)
+        arr[(*n)++] = *pt;
+}
+
 px_status px_calib_coll_run(const px_calib_opts *o, MPI_Comm world, px_hw *hw,
                             px_error *err)
 {
@@ -274,8 +359,9 @@ px_status px_calib_coll_run(const px_calib_opts *o, MPI_Comm world, px_hw *hw,
         MPI_Comm pair = MPI_COMM_NULL;
         st = pair_comm(world, rank, peer, &pair, err);
         if (st == PX_OK && pair != MPI_COMM_NULL) {
-            st = sweep_fit(o, pair, PX_CALIB_P2P, 2, which == 0 ? &p2p_intra : &p2p_inter,
-                           err);
+            int n_pts = 0;
+            st = sweep_fit(o, pair, PX_CALIB_P2P, 2, which == 0 ? &p2p_intra : &p2p_inter, 1,
+                           &n_pts, err);
             MPI_Comm_free(&pair);
         }
         /* Only rank 0 and the peer measured: make the outcome collective. */
@@ -300,34 +386,31 @@ px_status px_calib_coll_run(const px_calib_opts *o, MPI_Comm world, px_hw *hw,
     /* Collectives for each group size. */
     hw->n_coll_points = hw->n_allgather_points = 0;
     hw->n_reduce_scatter_points = hw->n_alltoall_points = 0;
-    for (int g = 2; g <= size && g - 2 < PX_HW_MAX_COLL_POINTS && st == PX_OK; g++) {
+    for (int g = 2; g <= size && st == PX_OK; g++) {
         MPI_Comm sub = MPI_COMM_NULL;
         st = px_mpi_check(MPI_Comm_split(world, rank < g ? 0 : MPI_UNDEFINED, rank, &sub),
                        "MPI_Comm_split", err);
         if (st != PX_OK)
             break;
         for (int k = PX_CALIB_ALLREDUCE; k < PX_CALIB_COLL_COUNT && st == PX_OK; k++) {
-            px_coll_point pt = {0};
+            px_coll_point pts[PX_CALIB_COLL_MAX_POINTS];
+            int n_pts = 0;
             if (sub != MPI_COMM_NULL)
-                st = sweep_fit(o, sub, (px_calib_coll_kind)k, g, &pt, err);
+                st = sweep_fit(o, sub, (px_calib_coll_kind)k, g, pts, PX_CALIB_COLL_MAX_POINTS,
+                               &n_pts, err);
             int ok = st == PX_OK, all_ok = 0;
             MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, world);
             if (st == PX_OK && !all_ok)
                 st = PX_FAIL(err, PX_ERR_MPI, "%s timing failed on another rank",
                              px_calib_coll_name((px_calib_coll_kind)k));
             if (st == PX_OK)
-                st = bcast_point(world, &pt, err);
+                st = px_mpi_check(MPI_Bcast(&n_pts, 1, MPI_INT, 0, world), "MPI_Bcast", err);
+            for (int j = 0; j < n_pts && st == PX_OK; j++)
+                st = bcast_point(world, &pts[j], err);
             if (st != PX_OK)
                 break;
-            switch ((px_calib_coll_kind)k) {
-            case PX_CALIB_ALLREDUCE: hw->allreduce_points[hw->n_coll_points++] = pt; break;
-            case PX_CALIB_ALLGATHER: hw->allgather_points[hw->n_allgather_points++] = pt; break;
-            case PX_CALIB_REDUCE_SCATTER:
-                hw->reduce_scatter_points[hw->n_reduce_scatter_points++] = pt;
-                break;
-            case PX_CALIB_ALLTOALL: hw->alltoall_points[hw->n_alltoall_points++] = pt; break;
-            default: break;
-            }
+            for (int j = 0; j < n_pts; j++)
+                add_coll_point(hw, (px_calib_coll_kind)k, &pts[j]);
         }
         if (sub != MPI_COMM_NULL)
             MPI_Comm_free(&sub);

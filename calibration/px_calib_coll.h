@@ -32,6 +32,22 @@
  * here: 0.75 GB/s at 12 MB against a fitted 4.5 GB/s). */
 #define PX_CALIB_COLL_FIT_MIN_BYTES 262144
 
+/* A collective's buffer beyond a core's L2 streams from the shared cache or
+ * memory, and Open MPI's shared-memory reductions slow down 2-8x there, more
+ * the larger the buffer (an in-place reduce-scatter here: 1.4 GB/s at 2 MB,
+ * 0.5 GB/s at 8-64 MB).  One (lat, bw) through both priced ZeRO's MB-sized
+ * gradient reductions at the L2 rate, so a collective gets one fit below the
+ * split (px_calib_coll_split_bytes) and, from the split up to
+ * PX_CALIB_COLL_BIG_MAX_BYTES (a small model's whole gradient, what ZeRO-0/1
+ * reduce at once), one point per doubling of the size with its own rate:
+ * at most PX_CALIB_COLL_MAX_POINTS per group size. */
+#define PX_CALIB_COLL_BIG_MAX_BYTES ((int64_t)64 << 20)
+#define PX_CALIB_COLL_MAX_POINTS 12
+
+/* The size where the collectives' upper range starts: the per-core L2
+ * (sysconf), within [1 MiB, 16 MiB]; 4 MiB when the system does not say. */
+int64_t px_calib_coll_split_bytes(void);
+
 typedef enum {
     PX_CALIB_P2P = 0,        /* one-way time of a ping-pong */
     PX_CALIB_ALLREDUCE,

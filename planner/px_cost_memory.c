@@ -232,9 +232,16 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
                                  ? ctx->moe_layer_params
                                  : ctx->dense_layer_params);
         sm->buf_zero3 = 2.0 * lp / t * bpp.weights;
-        if (ctx->run)
-            sm->buf_zero3 = px_cost_fsdp_buffers(ctx->run, lp / t, (double)(nd + nm), e,
-                                                 bpp.grads);
+        if (ctx->run) {
+            /* with blocking DP collectives (--overlap off, the CPU
+             * executor) a gather cannot run ahead: each layer is gathered
+             * when it starts, one at a time (measured: the ZeRO-3 peak
+             * holds the shard and one layer) */
+            px_fw_runtime run = *ctx->run;
+            if (!par->dp_overlap)
+                run.fsdp_prefetch_layers = 0;
+            sm->buf_zero3 = px_cost_fsdp_buffers(&run, lp / t, (double)(nd + nm), e, bpp.grads);
+        }
     }
 }
 

@@ -177,15 +177,63 @@ int px_coll_steps(px_coll c, int n)
     return c == PX_COLL_ALLREDUCE ? 2 * (n - 1) : n - 1;
 }
 
+/* Whether point i of pts is the one that prices a message of msg_bytes at
+ * its group size: of the points of that size, the one with the largest
+ * min_bytes <= msg_bytes, else (a message below every range) the smallest.
+ * Calibrated on a CPU, a collective's rate drops once the buffer leaves the
+ * core's cache, so the profile holds one (lat, bw) per size range. */
+static bool coll_segment_applies(const px_coll_point *pts, int n_pts, int i, double msg_bytes)
+{
+    const px_coll_point *p = &pts[i];
+    bool fits = (double)p->min_bytes <= msg_bytes;
+    for (int j = 0; j < n_pts; j++) {
+        const px_coll_point *q = &pts[j];
+        if (j == i || q->n_ranks != p->n_ranks || q->bw <= 0.0)
+            continue;
+        bool q_fits = (double)q->min_bytes <= msg_bytes;
+        if (fits ? (q_fits && (q->min_bytes > p->min_bytes ||
+                               (q->min_bytes == p->min_bytes && j < i)))
+                 : (q_fits || q->min_bytes < p->min_bytes ||
+                    (q->min_bytes == p->min_bytes && j < i)))
+            return false;
+    }
+    return true;
+}
+
+/* The algorithm bandwidth point p (coll_segment_applies at msg_bytes) gives
+ * msg_bytes: its own, or, between two per-size points of its group size
+ * (min_bytes > 0, calibrate's range above the L2), the rate interpolated
+ * in log size between them, so a 12 MB message is not priced at the 8 MB
+ * rate when the 16 MB one is 3x lower. */
+static double coll_segment_bw(const px_coll_point *pts, int n_pts, const px_coll_point *p,
+                              double msg_bytes)
+{
+    if (p->min_bytes <= 0 || msg_bytes <= (double)p->min_bytes)
+        return p->bw;
+    const px_coll_point *q = NULL;
+    for (int j = 0; j < n_pts; j++) {
+        const px_coll_point *c = &pts[j];
+        if (c->n_ranks == p->n_ranks && c->bw > 0.0 && c->min_bytes > p->min_bytes &&
+            (!q || c->min_bytes < q->min_bytes))
+            q = c;
+    }
+    if (!q)
+        return p->bw;
+    double w = log(msg_bytes / (double)p->min_bytes) /
+               log((double)q->min_bytes / (double)p->min_bytes);
+    return exp(log(p->bw) + w * (log(q->bw) - log(p->bw)));
+}
+
 /* Latency and bus bandwidth (wire bytes per second) of a measured all-reduce
- * at group size n: the exact point, else linear interpolation in log n
- * between the two neighbours, else the nearest end. */
-static void coll_point(const px_hw *hw, int n, double *lat_s, double *busbw)
+ * of msg_bytes at group size n: the exact point, else linear interpolation
+ * in log n between the two neighbours, else the nearest end. */
+static void coll_point(const px_hw *hw, int n, double msg_bytes, double *lat_s, double *busbw)
 {
     const px_coll_point *lo = NULL, *hi = NULL;
     for (int i = 0; i < hw->n_coll_points; i++) {
         const px_coll_point *p = &hw->allreduce_points[i];
-        if (p->n_ranks < 2 || p->bw <= 0.0)
+        if (p->n_ranks < 2 || p->bw <= 0.0 ||
+            !coll_segment_applies(hw->allreduce_points, hw->n_coll_points, i, msg_bytes))
             continue;
         if (p->n_ranks <= n && (!lo || p->n_ranks > lo->n_ranks))
             lo = p;
@@ -196,8 +244,11 @@ static void coll_point(const px_hw *hw, int n, double *lat_s, double *busbw)
         lo = hi;
     if (!hi)
         hi = lo;
-    double bus_lo = lo->bw * 2.0 * (lo->n_ranks - 1) / lo->n_ranks;
-    double bus_hi = hi->bw * 2.0 * (hi->n_ranks - 1) / hi->n_ranks;
+    const px_coll_point *ar = hw->allreduce_points;
+    double bus_lo = coll_segment_bw(ar, hw->n_coll_points, lo, msg_bytes) * 2.0 *
+                    (lo->n_ranks - 1) / lo->n_ranks;
+    double bus_hi = coll_segment_bw(ar, hw->n_coll_points, hi, msg_bytes) * 2.0 *
+                    (hi->n_ranks - 1) / hi->n_ranks;
     double w = 0.0;
     if (hi->n_ranks != lo->n_ranks)
         w = (log((double)n) - log((double)lo->n_ranks)) /
@@ -241,7 +292,7 @@ static bool time_from_points(const px_coll_point *pts, int n_pts, px_coll c, int
     const px_coll_point *lo = NULL, *hi = NULL;
     for (int i = 0; i < n_pts; i++) {
         const px_coll_point *p = &pts[i];
-        if (p->n_ranks < 2 || p->bw <= 0.0)
+        if (p->n_ranks < 2 || p->bw <= 0.0 || !coll_segment_applies(pts, n_pts, i, msg_bytes))
             continue;
         if (p->n_ranks <= n && (!lo || p->n_ranks > lo->n_ranks))
             lo = p;
@@ -254,8 +305,10 @@ static bool time_from_points(const px_coll_point *pts, int n_pts, px_coll c, int
         hi = lo;
     if (!lo)
         return false;
-    double bus_lo = lo->bw * px_coll_wire_bytes(c, lo->n_ranks, 1.0);
-    double bus_hi = hi->bw * px_coll_wire_bytes(c, hi->n_ranks, 1.0);
+    double bus_lo = coll_segment_bw(pts, n_pts, lo, msg_bytes) *
+                    px_coll_wire_bytes(c, lo->n_ranks, 1.0);
+    double bus_hi = coll_segment_bw(pts, n_pts, hi, msg_bytes) *
+                    px_coll_wire_bytes(c, hi->n_ranks, 1.0);
     double w = 0.0;
     if (hi->n_ranks != lo->n_ranks)
         w = (log((double)n) - log((double)lo->n_ranks)) /
@@ -292,7 +345,7 @@ double px_time_coll_s(const px_hw *hw, px_coll c, int n, double msg_bytes, bool 
          * collectives (p2p: one step of the 2-rank all-reduce). */
         int n_pt = c == PX_COLL_P2P ? 2 : n;
         double lat, busbw;
-        coll_point(hw, n_pt, &lat, &busbw);
+        coll_point(hw, n_pt, msg_bytes, &lat, &busbw);
         double per_step = lat / (2.0 * (n_pt - 1));
         return per_step * px_coll_steps(c, n) + wire / busbw;
     }

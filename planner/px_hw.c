@@ -90,7 +90,10 @@ static const px_jfield coll_fields[] = {
     {"n_ranks", PX_JF_INT, offsetof(px_coll_point, n_ranks), 0, true, 1, NULL, 0, 1 << 20},
     {"lat_s", PX_JF_DBL, offsetof(px_coll_point, lat_s), 0, true, 0, NULL, 0, MAX_LAT_S},
     {"bw", PX_JF_DBL, offsetof(px_coll_point, bw), 0, true, MIN_BW, NULL, 0, MAX_BW},
+    {"min_bytes", PX_JF_I64, offsetof(px_coll_point, min_bytes), 0, false, 0, NULL, 0,
+     (int64_t)1 << 50},
 };
+#define N_COLL_FIELDS ((int)(sizeof coll_fields / sizeof coll_fields[0]))
 /* The calibrated collective arrays: key, array, count (one line each). */
 typedef struct {
     const char *key;
@@ -269,7 +272,7 @@ px_status px_hw_from_json(json_t *obj, const char *file, const char *path, px_hw
                          sizeof(px_gemm_point), PX_HW_MAX_GEMM_POINTS, &out->n_gemm_points,
                          file, path, err);
     for (int i = 0; i < N_COLL_ARRAYS && st == PX_OK; i++)
-        st = read_points(obj, coll_arrays[i].key, coll_fields, 3,
+        st = read_points(obj, coll_arrays[i].key, coll_fields, N_COLL_FIELDS,
                          (char *)out + coll_arrays[i].array_offset, sizeof(px_coll_point),
                          PX_HW_MAX_COLL_POINTS, (int *)((char *)out + coll_arrays[i].count_offset),
                          file, path, err);
@@ -316,7 +319,7 @@ px_status px_hw_to_json(const px_hw *hw, json_t **out, px_error *err)
     for (int i = 0; i < N_COLL_ARRAYS && st == PX_OK; i++) {
         int count = *(const int *)((const char *)hw + coll_arrays[i].count_offset);
         if (count > 0)
-            st = write_points(obj, coll_arrays[i].key, coll_fields, 3,
+            st = write_points(obj, coll_arrays[i].key, coll_fields, N_COLL_FIELDS,
                               (const char *)hw + coll_arrays[i].array_offset,
                               sizeof(px_coll_point), count, err);
     }

@@ -17,13 +17,16 @@ typedef struct {
 } px_gemm_point;
 
 #define PX_HW_MAX_GEMM_POINTS 128
-#define PX_HW_MAX_COLL_POINTS 32
+#define PX_HW_MAX_COLL_POINTS 64
 
-/* Measured collective cost for a group size: time = lat_s + bytes / bw. */
+/* Measured collective cost for a group size: time = lat_s + bytes / bw,
+ * for messages of at least min_bytes (0: every size).  A group size may
+ * have several points, one per size range (docs/calibration.md). */
 typedef struct {
     int n_ranks;
     double lat_s;
     double bw; /* algorithm bandwidth in bytes/s of the message size */
+    int64_t min_bytes;
 } px_coll_point;
 
 typedef struct {

@@ -91,15 +91,15 @@ int main(void)
         hw.gemm_points[i].flops = 1.234567891e10 * (i + 1) / 3.0;
     }
     hw.n_coll_points = 2;
-    hw.allreduce_points[0] = (px_coll_point){2, 1.7e-6, 3.3e9 / 7};
-    hw.allreduce_points[1] = (px_coll_point){4, 2.9e-6, 2.1e9 / 3};
+    hw.allreduce_points[0] = (px_coll_point){2, 1.7e-6, 3.3e9 / 7, 0};
+    hw.allreduce_points[1] = (px_coll_point){4, 2.9e-6, 2.1e9 / 3, 0};
     hw.n_allgather_points = 1;
-    hw.allgather_points[0] = (px_coll_point){2, 1.1e-6, 1.9e9 / 7};
+    hw.allgather_points[0] = (px_coll_point){2, 1.1e-6, 1.9e9 / 7, 0};
     hw.n_reduce_scatter_points = 2;
-    hw.reduce_scatter_points[0] = (px_coll_point){2, 1.3e-6, 1.7e9 / 7};
-    hw.reduce_scatter_points[1] = (px_coll_point){8, 5.3e-6, 1.1e9 / 7};
+    hw.reduce_scatter_points[0] = (px_coll_point){2, 1.3e-6, 1.7e9 / 7, 0};
+    hw.reduce_scatter_points[1] = (px_coll_point){8, 5.3e-6, 1.1e9 / 7, 0};
     hw.n_alltoall_points = 1;
-    hw.alltoall_points[0] = (px_coll_point){4, 2.3e-6, 0.9e9 / 7};
+    hw.alltoall_points[0] = (px_coll_point){4, 2.3e-6, 0.9e9 / 7, 0};
     char cpath[512];
     snprintf(cpath, sizeof cpath, "%s/cpu.json", data_tmp());
     CHECK(px_hw_save(&hw, cpath, &err) == PX_OK);

@@ -15,6 +15,7 @@
 #include "px_blocking.h"
 #include "px_cost.h"
 #include "px_efficiency.h"
+#include "px_framework.h"
 #include "px_hw.h"
 #include "px_model.h"
 #include "px_test.h"
@@ -39,9 +40,9 @@ static void cpu_profile(px_hw *hw)
     hw->intra_bw = hw->inter_bw = 1.5e10;
     hw->intra_lat_s = hw->inter_lat_s = 2e-6;
     hw->n_coll_points = hw->n_allgather_points = hw->n_reduce_scatter_points = 1;
-    hw->allreduce_points[0] = (px_coll_point){2, 2e-6, 5e9};
-    hw->allgather_points[0] = (px_coll_point){2, 1e-6, 1.7e10};
-    hw->reduce_scatter_points[0] = (px_coll_point){2, 1e-6, 4.5e9};
+    hw->allreduce_points[0] = (px_coll_point){2, 2e-6, 5e9, 0};
+    hw->allgather_points[0] = (px_coll_point){2, 1e-6, 1.7e10, 0};
+    hw->reduce_scatter_points[0] = (px_coll_point){2, 1e-6, 4.5e9, 0};
 }
 
 static px_prediction eval(const px_model *m, const px_hw *hw, const px_parallel *par)
@@ -105,6 +106,29 @@ static void test_zero3_blocking(const px_model *m)
               "overlapped ZeRO-3: exposed %g of %g s", b.time.dp_comm_s, b.time.dp_comm_total_s);
 }
 
+/* ZeRO-3's gathered layers in memory: a framework that prefetches one
+ * layer holds two while the DP collectives overlap; blocking (--overlap
+ * off, the CPU executor) none can be gathered ahead: one layer fewer. */
+static void test_zero3_gathered_layers(const px_model *m)
+{
+    px_hw hw;
+    cpu_profile(&hw);
+    px_framework fw;
+    px_error err;
+    CHECK_MSG(px_framework_load(NULL, NULL, &fw, &err) == PX_OK, "%s", err.msg);
+    fw.run.fsdp_prefetch_layers = 1;
+    fw.run.fsdp_reshard_after_forward = true;
+    px_cost_ctx ctx;
+    CHECK_MSG(px_cost_ctx_init(&ctx, m, &hw, &err) == PX_OK, "%s", err.msg);
+    ctx.run = &fw.run;
+    px_parallel off = layout(1, 2, 3, false), on = layout(1, 2, 3, true);
+    px_prediction a, b;
+    CHECK(px_cost_eval(&ctx, &off, 0.0, 0.0, &a, NULL, &err) == PX_OK);
+    CHECK(px_cost_eval(&ctx, &on, 0.0, 0.0, &b, NULL, &err) == PX_OK);
+    double layer_bytes = (double)ctx.dense_layer_params * hw.dtype_bytes;
+    CHECK_CLOSE((double)(b.mem.total - a.mem.total), layer_bytes, 0, 1.0);
+}
+
 static void test_sync_wait(const px_model *m)
 {
     px_hw hw;
@@ -153,6 +177,7 @@ int main(void)
     }
     test_sustained(&m);
     test_zero3_blocking(&m);
+    test_zero3_gathered_layers(&m);
     test_sync_wait(&m);
     return px_test_result("test_blocking_model");
 }

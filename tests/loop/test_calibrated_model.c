@@ -52,10 +52,10 @@ static void cpu_profile(px_hw *hw)
             }
     hw->n_coll_points = hw->n_allgather_points = 1;
     hw->n_reduce_scatter_points = hw->n_alltoall_points = 1;
-    hw->allreduce_points[0] = (px_coll_point){2, 4e-6, 4.5e9};
-    hw->allgather_points[0] = (px_coll_point){2, 3e-6, 2.0e10};
-    hw->reduce_scatter_points[0] = (px_coll_point){2, 2.5e-6, 6.0e9};
-    hw->alltoall_points[0] = (px_coll_point){2, 3.5e-6, 1.9e10};
+    hw->allreduce_points[0] = (px_coll_point){2, 4e-6, 4.5e9, 0};
+    hw->allgather_points[0] = (px_coll_point){2, 3e-6, 2.0e10, 0};
+    hw->reduce_scatter_points[0] = (px_coll_point){2, 2.5e-6, 6.0e9, 0};
+    hw->alltoall_points[0] = (px_coll_point){2, 3.5e-6, 1.9e10, 0};
 }
 
 static void test_round_trip(void)
@@ -111,6 +111,58 @@ static void test_efficiency(void)
     CHECK_CLOSE(t4, 3e-6 + 0.75 * m / (2.0e10 * 0.5), 1e-9, 0);
 }
 
+/* Per-size points (calibrate's upper range, min_bytes > 0): a message is
+ * priced by the point of the largest min_bytes at or below its size (its
+ * rate interpolated in log size toward the next point's), in any order of
+ * the array, a message below every range by the smallest;
+ * the all-reduce's ranges carry over to the collectives it stands in for. */
+static void test_size_ranges(void)
+{
+    px_hw hw;
+    cpu_profile(&hw);
+    hw.n_reduce_scatter_points = 3;
+    hw.reduce_scatter_points[0] = (px_coll_point){2, 0.0, 1.0e9, (int64_t)16 << 20};
+    hw.reduce_scatter_points[1] = (px_coll_point){2, 2.5e-6, 6.0e9, 0};
+    hw.reduce_scatter_points[2] = (px_coll_point){2, 0.0, 2.0e9, (int64_t)4 << 20};
+    double small = 1e6, mid = 8e6, big = 6.4e7;
+    CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 2, small, false),
+                2.5e-6 + small / 6.0e9, 1e-9, 0);
+    double r_mid = exp(log(2.0e9) + log(mid / (4 << 20)) / log(4.0) * log(0.5));
+    CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 2, mid, false), mid / r_mid, 1e-9, 0);
+    CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 2, big, false), big / 1.0e9, 1e-9, 0);
+    /* between two per-size points: the rate interpolated in log size (8 MB
+     * is half-way from 4 MiB to 16 MiB in log size when measured in MiB) */
+    double mid8 = (double)((int64_t)8 << 20);
+    CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 2, mid8, false),
+                mid8 / sqrt(2.0e9 * 1.0e9), 1e-9, 0);
+    /* exactly at a point, its own rate */
+    double at4 = (double)((int64_t)4 << 20);
+    CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 2, at4, false), at4 / 2.0e9, 1e-9, 0);
+    /* no range from 0: the smallest range prices what lies below it */
+    hw.reduce_scatter_points[1].min_bytes = (int64_t)2 << 20;
+    CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 2, small, false),
+                2.5e-6 + small / 6.0e9, 1e-9, 0);
+    /* a profile without all-gather points prices it from the all-reduce's
+     * range of the same message: the 32 MiB range's bus bandwidth */
+    hw.n_allgather_points = 0;
+    hw.n_coll_points = 2;
+    hw.allreduce_points[1] = (px_coll_point){2, 0.0, 1.5e9, (int64_t)32 << 20};
+    CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_ALLGATHER, 2, big, false), 0.5 * big / 1.5e9, 1e-9,
+                0);
+    /* min_bytes survives a save and a load */
+    char path[] = "/tmp/px-calibrated-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    px_hw b;
+    px_error err;
+    CHECK(px_hw_save(&hw, path, &err) == PX_OK);
+    CHECK(px_hw_load(path, NULL, &b, &err) == PX_OK);
+    unlink(path);
+    CHECK(b.n_reduce_scatter_points == 3 && b.reduce_scatter_points[0].min_bytes == 16 << 20);
+    CHECK(b.n_coll_points == 2 && b.allreduce_points[1].min_bytes == (int64_t)32 << 20);
+}
+
 static void test_datasheet_unchanged(void)
 {
     /* h100-sxm has none of the calibrated fields: the parametric paths */
@@ -163,6 +215,7 @@ int main(void)
 {
     test_round_trip();
     test_efficiency();
+    test_size_ranges();
     test_datasheet_unchanged();
     test_cost_model_uses_rates();
     return px_test_result("test_calibrated_model");
