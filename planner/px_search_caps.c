@@ -13,8 +13,9 @@
 #include "px_plan_check.h"
 #include "px_search.h"
 
-/* A fixed dimension, in the order the probe takes them (the sizes first,
- * since the options after them only mean something at a size). */
+/* A fixed dimension, in the order the probe takes them: the sizes first
+ * (take_size), since the options after them (take_option, from FIX_SP on)
+ * only mean something at a size. */
 typedef enum {
     FIX_TP,
     FIX_PP,
@@ -98,10 +99,11 @@ static void probe_pipeline(const px_model *m, const px_caps *c, px_parallel *p)
     }
 }
 
-/* Takes dimension k into the probe if o fixes it: the option's name in
- * *flag and what it asks for in what.  False: o leaves it free. */
-static bool take_fixed(fixed_dim k, const px_model *m, const px_search_opts *o, const px_caps *c,
-                       px_parallel *p, const char **flag, char *what, size_t n)
+/* Takes size dimension k (tp, the pipeline, cp, ep) into the probe if o
+ * fixes it: the option's name in *flag and what it asks for in what.
+ * False: o leaves it free. */
+static bool take_size(fixed_dim k, const px_model *m, const px_search_opts *o, const px_caps *c,
+                      px_parallel *p, const char **flag, char *what, size_t n)
 {
     switch (k) {
     case FIX_TP:
@@ -162,6 +164,17 @@ static bool take_fixed(fixed_dim k, const px_model *m, const px_search_opts *o, 
         *flag = "--ep";
         snprintf(what, n, "expert parallelism");
         return true;
+    default:
+        return false;
+    }
+}
+
+/* Takes option k (sequence parallelism, recompute, ZeRO, sharding, number
+ * formats) into the probe if o fixes it, as take_size does. */
+static bool take_option(fixed_dim k, const px_search_opts *o, px_parallel *p, const char **flag,
+                        char *what, size_t n)
+{
+    switch (k) {
     case FIX_SP:
         if (o->sp < 0 || p->tp < 2)
             return false;
@@ -237,7 +250,10 @@ px_status px_search_check_framework(const px_model *m, const px_search_opts *o, 
     for (int k = 0; k < FIX_COUNT; k++) {
         const char *flag = NULL;
         char what[128];
-        if (!take_fixed((fixed_dim)k, m, o, c, &probe, &flag, what, sizeof what))
+        bool fixed = k < FIX_SP
+                         ? take_size((fixed_dim)k, m, o, c, &probe, &flag, what, sizeof what)
+                         : take_option((fixed_dim)k, o, &probe, &flag, what, sizeof what);
+        if (!fixed)
             continue;
         const char *cap = NULL;
         if (px_plan_check_cap(m, &probe, c, &cap, NULL) == PX_OK || refused_by_feature(cap))
