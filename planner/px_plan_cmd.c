@@ -465,7 +465,7 @@ static px_status stage_table(const px_model *m, const px_hw *hw,
     px_partition_problem *pb = calloc(1, sizeof *pb);
     if (!pb)
         return PX_FAIL(err, PX_ERR_NOMEM, "out of memory for the stage table");
-    px_status st = px_partition_build(m, hw, par, pb, err);
+    px_status st = px_partition_build_run(m, hw, par, run, pb, err);
     if (st == PX_OK)
         st = stage_table_fill(m, par, pb, cur, uni, limit, err);
     free(pb);
