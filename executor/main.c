@@ -310,9 +310,149 @@ static int write_outputs(const cli *c, px_run *run, const px_plan *plan, px_trac
     return status;
 }
 
-/* Longer than the rest: the set-up, the agreement of every rank on its
- * outcome and the teardown run in the order the MPI job needs, and read best
- * in one place; the run itself is px_train.h, the outputs write_outputs. */
+/* What one run holds from set-up to teardown. */
+typedef struct {
+    px_plan plan;
+    px_backend be;
+    px_exec *ex;
+    px_trace trace;
+    bool traced;
+} job;
+
+/* Releases what set_up made: the tracer last (the backend's table points
+ * into it). */
+static void job_free(job *j)
+{
+    px_exec_destroy(j->ex);
+    if (j->be.destroy)
+        j->be.destroy(&j->be);
+    px_watchdog_stop();
+    if (j->traced)
+        px_trace_free(&j->trace);
+}
+
+/* The environment's test switches and thread count.  PX_EXECUTE_INJECT_NAN
+ * = "RANK:STEP" makes that rank's loss and gradients NaN at that step, to
+ * test the divergence stop; ranks share the cores, so one BLAS thread each
+ * unless the user says. */
+static void apply_environment(cli *c, int rank)
+{
+    const char *inject_nan = getenv("PX_EXECUTE_INJECT_NAN");
+    int nan_rank = -1;
+    long long nan_step = -1;
+    if (inject_nan && sscanf(inject_nan, "%d:%lld", &nan_rank, &nan_step) == 2 &&
+        nan_rank == rank)
+        c->opt.inject_nan_step = nan_step;
+#ifdef PX_HAVE_OPENBLAS
+    if (!getenv("OPENBLAS_NUM_THREADS"))
+        openblas_set_num_threads(1);
+#endif
+}
+
+/* Reads and checks the plan, starts the backend, the tracer and the
+ * engine, then loads the checkpoint (*start: the steps it has done).  Every
+ * rank learns whether set-up failed anywhere, so no rank waits in a
+ * collective for one that gave up.  Returns false (this rank's error
+ * printed where it failed here) when set-up failed on some rank. */
+static bool set_up(const cli *c, int rank, int world, job *j, int64_t *start)
+{
+    px_error err;
+    px_error_clear(&err);
+    px_status st = px_plan_read(c->plan_path, &j->plan, &err);
+    px_caps caps;
+    px_exec_caps(c->backend, &caps);
+    if (!st)
+        st = px_exec_check_plan(&j->plan, &caps, &err);
+    if (!st)
+        st = px_exec_check_world(&j->plan, world, &err);
+    if (!st)
+        st = start_backend(c, rank, &j->be, &err);
+    /* The tracer (px_trace.h): class sums for the report on a synchronous
+     * backend (no device clock), and every span with --trace. */
+    if (!st && (c->trace_path || !j->be.timer_start)) {
+        st = px_trace_attach(&j->trace, &j->be, c->trace_path != NULL, &err);
+        j->traced = st == PX_OK;
+    }
+    if (!st)
+        st = px_exec_create(&j->ex, &j->plan, &c->opt, &j->be, MPI_COMM_WORLD, &err);
+    int bad = st != PX_OK, any_bad = bad;
+    px_watchdog_enter("MPI_Allreduce (set-up status)");
+    if (MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
+        any_bad = 1;
+    px_watchdog_leave();
+    *start = 0;
+    if (!any_bad && c->load_dir) {
+        st = px_ckpt_load(j->ex, c->load_dir, start, &err);
+        bad = any_bad = st != PX_OK; /* px_ckpt_load agrees across the ranks */
+    }
+    if (bad)
+        print_error(rank, &err);
+    return !any_bad;
+}
+
+/* Steps [start, *end): warmup + steps, or with checkpoints --steps in all
+ * (Megatron's --train-iters), the first *warmup of this run untimed.  False
+ * (said on rank 0) when no step is left to run. */
+static bool step_range(const cli *c, int rank, int64_t start, int64_t *end, int64_t *warmup)
+{
+    bool ckpt = c->save_dir || c->load_dir;
+    *end = ckpt ? c->steps : c->warmup + c->steps;
+    if (*end <= start) {
+        if (rank == 0)
+            fprintf(stderr, "execute: the checkpoint in %s is at step %lld: --steps %lld (the "
+                            "total, with --load) leaves no step to run\n",
+                    c->load_dir, (long long)start, (long long)c->steps);
+        return false;
+    }
+    int64_t total = *end - start;
+    *warmup = !ckpt ? c->warmup : (c->warmup < total ? c->warmup : total - 1);
+    return true;
+}
+
+/* The timed run (px_train.h) and its outputs; returns the exit status all
+ * ranks agree on.  A failure inside a step ends the whole job. */
+static int train(const cli *c, job *j, int rank, int world, int64_t start, int64_t end,
+                 int64_t warmup)
+{
+    /* Test hook: PX_EXECUTE_INJECT_FAILURE="RANK:STEP" makes that rank fail
+     * at the start of that step while the others enter it, to check that a
+     * failure on one rank ends the job instead of hanging it. */
+    int fail_rank = -1;
+    long long fail_step = -1;
+    const char *inject = getenv("PX_EXECUTE_INJECT_FAILURE");
+    if (inject && sscanf(inject, "%d:%lld", &fail_rank, &fail_step) != 2)
+        fail_rank = -1;
+    px_train t = {.ex = j->ex, .be = &j->be, .plan = &j->plan,
+                  .trace = j->traced ? &j->trace : NULL, .rank = rank, .world = world,
+                  .start = start, .end = end, .warmup = warmup, .trace_warmup = c->warmup,
+                  .save_dir = c->save_dir, .save_interval = c->save_interval,
+                  .fail_rank = fail_rank, .fail_step = fail_step,
+                  .out = rank == 0 ? stdout : NULL};
+    px_error err;
+    px_error_clear(&err);
+    px_run run;
+    if (px_train_run_init(&t, &run, &err))
+        fail_abort(rank, &err);
+    if (rank == 0) {
+        px_exec *ex = j->ex;
+        px_measure_print_header(stdout, &j->plan, run.steps, run.warmup);
+        printf("# storage: %s activations and weights%s\n", px_dtype_name(px_exec_dtype(ex)),
+               px_exec_dtype(ex) == PX_BF16 ? " (fp32 master weights, gradients, AdamW state)"
+                                            : "");
+    }
+    if (px_train_steps(&t, &run, &err) || px_train_gather(&t, &run, &err))
+        fail_abort(rank, &err);
+    int status = write_outputs(c, &run, &j->plan, j->traced ? &j->trace : NULL, j->ex, rank);
+    if (run.diverged_step >= 0)
+        status = 1;
+    int any = status;
+    px_watchdog_enter("MPI_Allreduce (exit status)");
+    MPI_Allreduce(&status, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    px_watchdog_leave();
+    px_train_run_free(&run);
+    return any;
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -338,124 +478,21 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return pr == 2 ? 2 : 0;
     }
-    /* Test switch: PX_EXECUTE_INJECT_NAN="RANK:STEP" makes that rank's loss
-     * and gradients NaN at that step, to test the divergence stop. */
-    const char *inject_nan = getenv("PX_EXECUTE_INJECT_NAN");
-    int nan_rank = -1;
-    long long nan_step = -1;
-    if (inject_nan && sscanf(inject_nan, "%d:%lld", &nan_rank, &nan_step) == 2 &&
-        nan_rank == rank)
-        c.opt.inject_nan_step = nan_step;
-#ifdef PX_HAVE_OPENBLAS
-    /* Ranks share the cores: one BLAS thread each unless the user says. */
-    if (!getenv("OPENBLAS_NUM_THREADS"))
-        openblas_set_num_threads(1);
-#endif
+    apply_environment(&c, rank);
 
-    px_error err;
-    px_error_clear(&err);
-    px_plan plan;
-    px_status st = px_plan_read(c.plan_path, &plan, &err);
-    px_backend be;
-    px_exec *ex = NULL;
-    px_caps caps;
-    px_exec_caps(c.backend, &caps);
-    if (!st)
-        st = px_exec_check_plan(&plan, &caps, &err);
-    if (!st)
-        st = px_exec_check_world(&plan, world, &err);
-    memset(&be, 0, sizeof be);
-    if (!st)
-        st = start_backend(&c, rank, &be, &err);
-    /* The tracer (px_trace.h): class sums for the report on a synchronous
-     * backend (no device clock), and every span with --trace. */
-    px_trace trace;
-    bool traced = false;
-    if (!st && (c.trace_path || !be.timer_start)) {
-        st = px_trace_attach(&trace, &be, c.trace_path != NULL, &err);
-        traced = st == PX_OK;
-    }
-    if (!st)
-        st = px_exec_create(&ex, &plan, &c.opt, &be, MPI_COMM_WORLD, &err);
-    /* Every rank learns whether set-up failed anywhere, so no rank waits in
-     * a collective for one that gave up. */
-    int bad = st != PX_OK, any_bad = bad;
-    px_watchdog_enter("MPI_Allreduce (set-up status)");
-    if (MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
-        any_bad = 1;
-    px_watchdog_leave();
-    int64_t start = 0; /* steps already done (a loaded checkpoint's) */
-    if (!any_bad && c.load_dir) {
-        st = px_ckpt_load(ex, c.load_dir, &start, &err);
-        bad = any_bad = st != PX_OK; /* px_ckpt_load agrees across the ranks */
-    }
-    if (any_bad) {
-        if (bad)
-            print_error(rank, &err);
-        px_exec_destroy(ex);
-        if (be.destroy)
-            be.destroy(&be);
-        px_watchdog_stop();
-        if (traced)
-            px_trace_free(&trace);
-        MPI_Finalize();
+    job *j = calloc(1, sizeof *j); /* the plan is large: off the stack */
+    if (!j) {
+        fprintf(stderr, "execute: rank %d: out of memory\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
         return 1;
     }
-
-    /* Steps [start, end): warmup + steps, or with checkpoints --steps in all
-     * (Megatron's --train-iters), the first ones of this run untimed. */
-    bool ckpt = c.save_dir || c.load_dir;
-    int64_t end = ckpt ? c.steps : c.warmup + c.steps;
-    if (end <= start) {
-        if (rank == 0)
-            fprintf(stderr, "execute: the checkpoint in %s is at step %lld: --steps %lld (the "
-                            "total, with --load) leaves no step to run\n",
-                    c.load_dir, (long long)start, (long long)c.steps);
-        px_exec_destroy(ex);
-        be.destroy(&be);
-        px_watchdog_stop();
-        MPI_Finalize();
-        return 2;
-    }
-    int64_t total = end - start;
-    int64_t warmup = !ckpt ? c.warmup : (c.warmup < total ? c.warmup : total - 1);
-    /* Test hook: PX_EXECUTE_INJECT_FAILURE="RANK:STEP" makes that rank fail
-     * at the start of that step while the others enter it, to check that a
-     * failure on one rank ends the job instead of hanging it. */
-    int fail_rank = -1;
-    long long fail_step = -1;
-    const char *inject = getenv("PX_EXECUTE_INJECT_FAILURE");
-    if (inject && sscanf(inject, "%d:%lld", &fail_rank, &fail_step) != 2)
-        fail_rank = -1;
-    px_train t = {.ex = ex, .be = &be, .plan = &plan, .trace = traced ? &trace : NULL,
-                  .rank = rank, .world = world, .start = start, .end = end, .warmup = warmup,
-                  .trace_warmup = c.warmup, .save_dir = c.save_dir,
-                  .save_interval = c.save_interval, .fail_rank = fail_rank,
-                  .fail_step = fail_step, .out = rank == 0 ? stdout : NULL};
-    px_run run;
-    if (px_train_run_init(&t, &run, &err))
-        fail_abort(rank, &err);
-    if (rank == 0) {
-        px_measure_print_header(stdout, &plan, run.steps, run.warmup);
-        printf("# storage: %s activations and weights%s\n", px_dtype_name(px_exec_dtype(ex)),
-               px_exec_dtype(ex) == PX_BF16 ? " (fp32 master weights, gradients, AdamW state)"
-                                            : "");
-    }
-    if (px_train_steps(&t, &run, &err) || px_train_gather(&t, &run, &err))
-        fail_abort(rank, &err);
-    int status = write_outputs(&c, &run, &plan, traced ? &trace : NULL, ex, rank);
-    if (run.diverged_step >= 0)
-        status = 1;
-    int any = status;
-    px_watchdog_enter("MPI_Allreduce (exit status)");
-    MPI_Allreduce(&status, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    px_watchdog_leave();
-    px_watchdog_stop();
-    px_exec_destroy(ex);
-    be.destroy(&be);
-    if (traced) /* last: the backend's table points into the tracer */
-        px_trace_free(&trace);
-    px_train_run_free(&run);
+    int64_t start = 0, end = 0, warmup = 0;
+    int code = !set_up(&c, rank, world, j, &start)             ? 1
+               : !step_range(&c, rank, start, &end, &warmup) ? 2
+               : train(&c, j, rank, world, start, end, warmup) ? 1
+                                                               : 0;
+    job_free(j);
+    free(j);
     MPI_Finalize();
-    return any ? 1 : 0;
+    return code;
 }

@@ -303,32 +303,46 @@ static json_t *rel_json(double m, double p)
     return num_json(e);
 }
 
-px_status px_measure_write(const char *path, const px_run *run, const px_plan *plan,
-                          const char *plan_path, px_error *err)
+/* A per-step series as an array (warm-up steps first). */
+static json_t *series_json(const px_run *run, const double *v)
 {
-    px_measure pr;
-    px_measure_predicted(plan, &pr);
-    const px_measure *x = &run->measured;
-    json_t *root = json_object();
-    json_t *losses = json_array(), *times = json_array(), *peaks = json_array();
-    json_t *breakdown = json_array();
-    json_t *norms = json_array();
+    json_t *a = json_array();
+    for (int64_t i = 0; i < run->warmup + run->steps; i++)
+        json_array_append_new(a, num_json(v[i]));
+    return a;
+}
+
+/* The per-step series: losses, step times (wall, device, CPU), gradient
+ * norms, and where the run went non-finite. */
+static void write_steps(json_t *root, const px_run *run)
+{
     bool non_finite = false;
-    for (int64_t i = 0; i < run->warmup + run->steps; i++) {
+    for (int64_t i = 0; i < run->warmup + run->steps; i++)
         non_finite = non_finite || !isfinite(run->losses[i]);
-        json_array_append_new(losses, num_json(run->losses[i]));
-        json_array_append_new(times, num_json(run->step_time_s[i]));
-        if (run->grad_norms)
-            json_array_append_new(norms, num_json(run->grad_norms[i]));
-    }
-    json_object_set_new(root, "schema_version", json_integer(PX_REPORT_VERSION));
-    json_object_set_new(root, "grad_norms", norms);
+    json_object_set_new(root, "losses", series_json(run, run->losses));
+    json_object_set_new(root, "step_times_s", series_json(run, run->step_time_s));
+    json_object_set_new(root, "grad_norms",
+                        run->grad_norms ? series_json(run, run->grad_norms) : json_array());
+    if (run->device_time_s)
+        json_object_set_new(root, "device_step_times_s", series_json(run, run->device_time_s));
+    if (run->cpu_time_s)
+        json_object_set_new(root, "cpu_step_times_s", series_json(run, run->cpu_time_s));
     json_object_set_new(root, "first_step", json_integer(run->first_step));
     /* null in losses / grad_norms means NaN or infinite there */
     json_object_set_new(root, "non_finite_losses", json_boolean(non_finite));
     json_object_set_new(root, "diverged_step", run->diverged_step >= 0
                                                    ? json_integer(run->diverged_step)
                                                    : json_null());
+    json_object_set_new(root, "warmup_steps", json_integer(run->warmup));
+    json_object_set_new(root, "timed_steps", json_integer(run->steps));
+}
+
+/* Memory per rank: the peak, what it held at the peak by kind, the device
+ * allocator's reserve, and beside them the prediction of the rank's
+ * pipeline stage. */
+static void write_rank_memory(json_t *root, const px_run *run)
+{
+    json_t *peaks = json_array(), *breakdown = json_array();
     for (int r = 0; r < run->world; r++) {
         json_array_append_new(peaks, json_integer((json_int_t)run->peak_memory_bytes[r]));
         json_t *b = json_object();
@@ -337,37 +351,8 @@ px_status px_measure_write(const char *path, const px_run *run, const px_plan *p
                                 json_integer((json_int_t)run->peak_breakdown[r][k]));
         json_array_append_new(breakdown, b);
     }
-    if (run->device_time_s) {
-        json_t *dev = json_array();
-        for (int64_t i = 0; i < run->warmup + run->steps; i++)
-            json_array_append_new(dev, num_json(run->device_time_s[i]));
-        json_object_set_new(root, "device_step_times_s", dev);
-    }
-    if (run->cpu_time_s) {
-        json_t *cpu = json_array();
-        for (int64_t i = 0; i < run->warmup + run->steps; i++)
-            json_array_append_new(cpu, num_json(run->cpu_time_s[i]));
-        json_object_set_new(root, "cpu_step_times_s", cpu);
-    }
-    json_object_set_new(root, "dtype", json_string(run->dtype ? run->dtype : ""));
-    json_object_set_new(root, "losses", losses);
-    json_object_set_new(root, "step_times_s", times);
-    json_object_set_new(root, "warmup_steps", json_integer(run->warmup));
-    json_object_set_new(root, "timed_steps", json_integer(run->steps));
-    json_t *mj = measure_json(x);
-    json_object_set_new(mj, "step_time_min_s", json_real(run->step_time_min_s));
-    json_object_set_new(mj, "step_time_mean_s", json_real(run->step_time_mean_s));
-    json_object_set_new(root, "measured", mj);
-    write_classes(root, run, plan);
-    json_object_set_new(root, "predicted", measure_json(&pr));
-    json_t *rel = json_object();
-    json_object_set_new(rel, "step_time_s", rel_json(x->step_time_s, pr.step_time_s));
-    json_object_set_new(rel, "tokens_per_s", rel_json(x->tokens_per_s, pr.tokens_per_s));
-    json_object_set_new(rel, "mfu", rel_json(x->mfu, pr.mfu));
-    json_object_set_new(rel, "hfu", rel_json(x->hfu, pr.hfu));
-    json_object_set_new(rel, "peak_memory_bytes",
-                        rel_json(x->peak_memory_bytes, pr.peak_memory_bytes));
-    json_object_set_new(root, "relative_error", rel);
+    json_object_set_new(root, "per_rank_peak_memory_bytes", peaks);
+    json_object_set_new(root, "per_rank_memory_at_peak_bytes", breakdown);
     if (run->n_stages > 0) {
         json_t *stages = json_array(), *rank_pred = json_array(), *rank_stage = json_array();
         json_t *rank_err = json_array();
@@ -392,8 +377,39 @@ px_status px_measure_write(const char *path, const px_run *run, const px_plan *p
             json_array_append_new(res, json_integer((json_int_t)run->reserved_peak_bytes[r]));
         json_object_set_new(root, "per_rank_device_reserved_peak_bytes", res);
     }
-    json_object_set_new(root, "per_rank_peak_memory_bytes", peaks);
-    json_object_set_new(root, "per_rank_memory_at_peak_bytes", breakdown);
+}
+
+/* Measured against the plan file's prediction, and the error of each. */
+static void write_comparison(json_t *root, const px_run *run, const px_plan *plan)
+{
+    px_measure pr;
+    px_measure_predicted(plan, &pr);
+    const px_measure *x = &run->measured;
+    json_t *mj = measure_json(x);
+    json_object_set_new(mj, "step_time_min_s", json_real(run->step_time_min_s));
+    json_object_set_new(mj, "step_time_mean_s", json_real(run->step_time_mean_s));
+    json_object_set_new(root, "measured", mj);
+    json_object_set_new(root, "predicted", measure_json(&pr));
+    json_t *rel = json_object();
+    json_object_set_new(rel, "step_time_s", rel_json(x->step_time_s, pr.step_time_s));
+    json_object_set_new(rel, "tokens_per_s", rel_json(x->tokens_per_s, pr.tokens_per_s));
+    json_object_set_new(rel, "mfu", rel_json(x->mfu, pr.mfu));
+    json_object_set_new(rel, "hfu", rel_json(x->hfu, pr.hfu));
+    json_object_set_new(rel, "peak_memory_bytes",
+                        rel_json(x->peak_memory_bytes, pr.peak_memory_bytes));
+    json_object_set_new(root, "relative_error", rel);
+}
+
+px_status px_measure_write(const char *path, const px_run *run, const px_plan *plan,
+                          const char *plan_path, px_error *err)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "schema_version", json_integer(PX_REPORT_VERSION));
+    write_steps(root, run);
+    write_rank_memory(root, run);
+    write_comparison(root, run, plan);
+    write_classes(root, run, plan);
+    json_object_set_new(root, "dtype", json_string(run->dtype ? run->dtype : ""));
     json_object_set_new(root, "world_size", json_integer(run->world));
     json_object_set_new(root, "backend", json_string(run->backend ? run->backend : ""));
     json_object_set_new(root, "plan", json_string(plan_path ? plan_path : ""));

@@ -505,8 +505,10 @@ static px_status detail_section(px_buf *b, const px_html_run *r, int index, px_e
     timed_timeline tt;
     memset(&tt, 0, sizeof tt);
     px_status st = px_cost_ctx_init(ctx, r->model, r->hw, err);
-    if (st == PX_OK)
+    if (st == PX_OK) {
+        ctx->run = r->run;
         st = build_timed(ctx, r->par, &tt, err);
+    }
     if (st == PX_OK) {
         const px_parallel *p = r->par;
         px_cost_stage_memory(ctx, p, stages);

@@ -24,6 +24,9 @@ typedef struct {
     const px_hw *hw;
     const px_parallel *par;       /* NULL: a measured run without its plan (a row only) */
     const px_prediction *pred;
+    /* how the framework runs it (px_framework.h), for the detail's cost
+     * model as the search costed it; NULL: the planner's defaults */
+    const struct px_fw_runtime *run;
     bool detail;                  /* draw its timeline, memory and time breakdown */
     bool has_measured;            /* an `execute --report` gave the numbers below */
     double meas_step_s, meas_tokens_per_s, meas_mfu;

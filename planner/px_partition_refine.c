@@ -14,6 +14,13 @@ static int64_t to_bytes(double x) { return x > 0.0 ? px_i64_from_double_sat(x) :
 px_status px_partition_build(const px_model *m, const px_hw *hw, const px_parallel *par,
                              px_partition_problem *pb, px_error *err)
 {
+    return px_partition_build_run(m, hw, par, NULL, pb, err);
+}
+
+px_status px_partition_build_run(const px_model *m, const px_hw *hw, const px_parallel *par,
+                                 const struct px_fw_runtime *run, px_partition_problem *pb,
+                                 px_error *err)
+{
     if (m->n_layers < 1 || m->n_layers > PX_MAX_LAYERS)
         return PX_FAIL(err, PX_ERR_INVALID, "partition: model %s has %lld layers; allowed 1..%d",
                        m->name, (long long)m->n_layers, PX_MAX_LAYERS);
@@ -29,6 +36,7 @@ px_status px_partition_build(const px_model *m, const px_hw *hw, const px_parall
         free(ctx);
         return st;
     }
+    ctx->run = run;
     px_partition_problem_init(pb);
     pb->n_layers = (int)m->n_layers;
     pb->pp = par->pp;

@@ -25,6 +25,13 @@
  * layer (so that any choice the program makes is affordable). */
 px_status px_partition_build(const px_model *m, const px_hw *hw, const px_parallel *par,
                              px_partition_problem *pb, px_error *err);
+struct px_fw_runtime;
+/* px_partition_build with the numbers costed as the framework runs the plan
+ * (px_cost_ctx.run; NULL: the planner's defaults), for tables printed
+ * beside the search's own numbers. */
+px_status px_partition_build_run(const px_model *m, const px_hw *hw, const px_parallel *par,
+                                 const struct px_fw_runtime *run, px_partition_problem *pb,
+                                 px_error *err);
 
 /* What px_partition_refine found, for --explain's per-stage table. */
 typedef struct {

@@ -465,7 +465,7 @@ static px_status stage_table(const px_model *m, const px_hw *hw,
     px_partition_problem *pb = calloc(1, sizeof *pb);
     if (!pb)
         return PX_FAIL(err, PX_ERR_NOMEM, "out of memory for the stage table");
-    px_status st = px_partition_build(m, hw, par, pb, err);
+    px_status st = px_partition_build_run(m, hw, par, run, pb, err);
     if (st == PX_OK)
         st = stage_table_fill(m, par, pb, cur, uni, limit, err);
     free(pb);
@@ -633,6 +633,26 @@ static json_t *run_cost_json(const px_prediction *q, int gpus, const px_hw *hw, 
 
 static json_int_t ib(double bytes) { return (json_int_t)llround(bytes); }
 
+/* The cost context every number of plan's output comes from (--json's
+ * breakdown, --explain): the search's, under how the framework runs the plan
+ * (c->opts.run), so that a breakdown adds up to its row.  *out is the
+ * caller's to free. */
+static px_status plan_cost_ctx(const plan_cli *c, const px_model *model, const px_hw *hw,
+                               px_cost_ctx **out, px_error *err)
+{
+    px_cost_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return PX_FAIL(err, PX_ERR_NOMEM, "out of memory for the cost model");
+    px_status st = px_cost_ctx_init(ctx, model, hw, err);
+    if (st != PX_OK) {
+        free(ctx);
+        return st;
+    }
+    ctx->run = c->opts.run; /* as the search and the plan file cost it */
+    *out = ctx;
+    return PX_OK;
+}
+
 /* The --explain numbers for machines: activations by part, comm by kind. */
 static json_t *detail_json(px_cost_ctx *ctx, const px_candidate *c)
 {
@@ -648,8 +668,8 @@ static json_t *detail_json(px_cost_ctx *ctx, const px_candidate *c)
                                       rows[i].exp, "bytes_per_step", ib(rows[i].bytes),
                                       "crosses_node", rows[i].cross));
     return json_pack(
-        "{s:I,s:I,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:o}",
-        "layer_activation_bytes", ib(d.layer_act_bytes), "act_attention_bytes",
+        "{s:f,s:I,s:I,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:o}",
+        "step_s", pr.time.step_s, "layer_activation_bytes", ib(d.layer_act_bytes), "act_attention_bytes",
         ib(d.act_attention), "act_mlp_bytes", ib(d.act_mlp), "act_norm_bytes", ib(d.act_norm),
         "inflight_microbatches", d.inflight, "buf_embedding_bytes", ib(d.buf_embedding),
         "buf_logits_bytes", ib(d.buf_logits), "buf_loss_bytes", ib(d.buf_loss),
@@ -746,7 +766,8 @@ static px_status make_plan(px_plan *plan, const px_model *m, const px_hw *hw,
 
 /* --html FILE: the top plans side by side, the chosen one in detail. */
 static px_status write_html(const char *path, const px_model *m, const px_hw *hw, int gpus,
-                            const px_search_result *res, px_error *err)
+                            const struct px_fw_runtime *run, const px_search_result *res,
+                            px_error *err)
 {
     px_html_run *runs = calloc(PX_SEARCH_TOP_MAX, sizeof *runs);
     char(*labels)[32] = calloc(PX_SEARCH_TOP_MAX, sizeof *labels);
@@ -759,7 +780,7 @@ static px_status write_html(const char *path, const px_model *m, const px_hw *hw
         snprintf(labels[i], sizeof labels[i], i == 0 ? "rank 1 (chosen)" : "rank %d", i + 1);
         runs[i] = (px_html_run){.label = labels[i], .model = m, .hw = hw,
                                 .par = &res->top[i].par, .pred = &res->top[i].pred,
-                                .detail = i == 0};
+                                .run = run, .detail = i == 0};
     }
     char title[160], sub[320];
     snprintf(title, sizeof title, "Parallax plan: %s on %d x %s", m->name, gpus, hw->name);
@@ -781,14 +802,10 @@ static px_status write_json(FILE *out, const plan_cli *c, const px_model *model,
     const px_candidate *best = &res->top[0];
     px_param_count pc;
     px_model_count_params(model, &pc);
-    px_cost_ctx *ctx = calloc(1, sizeof *ctx);
-    if (!ctx)
-        return PX_FAIL(err, PX_ERR_NOMEM, "out of memory for the cost model");
-    px_status st = px_cost_ctx_init(ctx, model, hw, err);
-    if (st != PX_OK) {
-        free(ctx);
+    px_cost_ctx *ctx = NULL;
+    px_status st = plan_cost_ctx(c, model, hw, &ctx, err);
+    if (st != PX_OK)
         return st;
-    }
     json_t *root = json_object();
     json_object_set_new(root, "model", json_string(model->name));
     json_object_set_new(root, "hw", json_string(hw->name));
@@ -973,19 +990,14 @@ static px_status write_table(FILE *out, const plan_cli *c, const px_model *model
                  "%d, full %d\n",
             split, cnt[PX_RECOMPUTE_NONE], cnt[PX_RECOMPUTE_SELECTIVE], cnt[PX_RECOMPUTE_FULL]);
     if (c->explain) {
-        px_cost_ctx *ctx = calloc(1, sizeof *ctx);
-        if (!ctx)
-            return PX_FAIL(err, PX_ERR_NOMEM, "out of memory for the cost model");
-        px_status st = px_cost_ctx_init(ctx, model, hw, err);
-        if (st == PX_OK) {
-            ctx->run = c->opts.run; /* as the search and the plan file cost it */
-            explain(out, ctx, best, res, hw);
-            explain_stages(out, model, hw, c->opts.run, best, res);
-            explain_rule(out, best, res);
-        }
-        free(ctx);
+        px_cost_ctx *ctx = NULL;
+        px_status st = plan_cost_ctx(c, model, hw, &ctx, err);
         if (st != PX_OK)
             return st;
+        explain(out, ctx, best, res, hw);
+        explain_stages(out, model, hw, c->opts.run, best, res);
+        explain_rule(out, best, res);
+        free(ctx);
     }
     print_goodput(out, &best->pred, c->gpus, hw, c->price_per_gpu_hour);
     return PX_OK;
@@ -1138,7 +1150,7 @@ static px_status run_search(plan_cli *c, const px_model *model, FILE *out, px_er
                                    err);
     }
     if (st == PX_OK && c->html) {
-        st = write_html(c->html, &w->model, &w->hw, c->gpus, &w->res, err);
+        st = write_html(c->html, &w->model, &w->hw, c->gpus, c->opts.run, &w->res, err);
         if (st == PX_OK && !c->json)
             fprintf(out, "# wrote %s\n", c->html);
     }

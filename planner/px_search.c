@@ -767,68 +767,6 @@ static double tally_cutoff(const search_tally *t)
     return c < t->cutoff ? c : t->cutoff;
 }
 
-/* A dimension fixed on the command line that the framework cannot run is
- * an error naming the capability (the enumeration would only count it). */
-static px_status framework_refuses(const px_caps *c, px_error *err, const char *flag,
-                                   const char *cap, const char *what)
-{
-    return PX_FAIL(err, PX_ERR_INFEASIBLE,
-                   "%s: framework %s cannot run %s (capability %s of frameworks/%s.json)", flag,
-                   c->name, what, cap, c->name);
-}
-
-px_status px_search_check_framework(const px_model *m, const px_search_opts *o, px_error *err)
-{
-    const px_caps *c = o->caps;
-    if (!c)
-        return PX_OK;
-    char what[128];
-    if (o->schedule >= 0 && !c->schedules[o->schedule]) {
-        snprintf(what, sizeof what, "the %s schedule", px_schedule_name((px_schedule)o->schedule));
-        return framework_refuses(c, err, "--schedule", "schedules", what);
-    }
-    if (o->vpp > 1 && !c->schedules[PX_SCHED_INTERLEAVED])
-        return framework_refuses(c, err, "--vpp", "schedules",
-                                 "interleaved virtual pipeline stages");
-    if (o->pp > 1 && c->max_pp > 0 && o->pp > c->max_pp) {
-        snprintf(what, sizeof what, "pipeline parallelism of %d stages (at most %d)", o->pp,
-                 c->max_pp);
-        return framework_refuses(c, err, "--pp", "max_pp", what);
-    }
-    if (o->recompute >= 0 && !c->recompute[o->recompute]) {
-        snprintf(what, sizeof what, "recompute %s", px_recompute_name((px_recompute)o->recompute));
-        return framework_refuses(c, err, "--recompute", "recompute", what);
-    }
-    if (o->zero >= 0 && o->zero <= 3 && !c->zero[o->zero]) {
-        snprintf(what, sizeof what, "ZeRO stage %d", o->zero);
-        return framework_refuses(c, err, "--zero", "zero", what);
-    }
-    if (o->cp > 1 && !c->cp_flavours)
-        return framework_refuses(c, err, "--cp", "cp_flavours", "context parallelism");
-    if (o->ep > 1 && !c->ep)
-        return framework_refuses(c, err, "--ep", "ep", "expert parallelism");
-    if (o->tp > 1 && o->sp == 1 && !c->sp)
-        return framework_refuses(c, err, "--sp on", "sp", "sequence parallelism");
-    if (o->tp > 1 && o->sp == 0 && !c->tp_without_sp)
-        return framework_refuses(c, err, "--sp off", "tp_without_sp",
-                                 "tensor parallelism without sequence parallelism");
-    if (o->shard_group > 0 && !c->hybrid_shard)
-        return framework_refuses(c, err, "--shard-group", "hybrid_shard", "hybrid sharding");
-    if (o->grad_fp32 == 0 && !c->grad_bf16)
-        return framework_refuses(c, err, "--grad-dtype bf16", "grad_bf16", "bf16 gradients");
-    if (!(c->precisions & PX_PREC_BIT(o->precision))) {
-        snprintf(what, sizeof what, "%s GEMMs", px_precision_name(o->precision));
-        return framework_refuses(c, err, "--precision", "precisions", what);
-    }
-    if (o->cp > 1 && !(c->cp_flavours & (1u << o->cp_comm))) {
-        snprintf(what, sizeof what, "%s context parallelism", px_cp_comm_name(o->cp_comm));
-        return framework_refuses(c, err, "--cp-comm", "cp_flavours", what);
-    }
-    if (px_rule_features(m, c, NULL) != PX_OK)
-        return framework_refuses(c, err, "--model", "model_features", m->name);
-    return PX_OK;
-}
-
 static void tally_free(search_tally *t)
 {
     if (t) {
@@ -1660,6 +1598,7 @@ static px_status rule_plan(const px_model *m, const px_hw *hw, int gpus,
     px_status st = px_cost_ctx_init(ctx, m, hw, err);
     if (st != PX_OK)
         return st;
+    ctx->run = o->run; /* costed as the search's candidates are */
     int64_t s = res->seq_len > 0 ? res->seq_len : m->seq_len;
     int64_t GB = res->global_batch > 0 ? res->global_batch
                                        : px_search_default_tokens_per_step(m) / s;
@@ -1673,11 +1612,7 @@ static px_status rule_plan(const px_model *m, const px_hw *hw, int gpus,
     px_parallel_init(par);
     par->seq_len = s;
     par->grad_fp32 = o->grad_fp32 < 0 ? true : o->grad_fp32 != 0;
-    par->dp_overlap = o->dp_overlap != 0;
-    par->tp_overlap = o->tp_overlap != 0;
-    par->flash_attention = true;
-    par->precision = o->precision;
-    par->cp_comm = o->cp_comm;
+    search_defaults(par, o); /* overlap, attention, precision as the search's */
     par->schedule = PX_SCHED_1F1B;
     px_memory mem;
     bool batch_ok = false, done = false;

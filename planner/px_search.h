@@ -198,7 +198,8 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
 
 /* The dimensions fixed in o that the framework o->caps cannot run:
  * PX_ERR_INFEASIBLE naming the flag and the capability (PX_OK without
- * caps).  Called by px_search_run. */
+ * caps), each judged by px_plan_check (px_search_caps.c).  Called by
+ * px_search_run. */
 px_status px_search_check_framework(const px_model *m, const px_search_opts *o, px_error *err);
 
 /* The rule-of-thumb decision procedure as a plan (scored with px_cost);

@@ -809,104 +809,151 @@ static int row_vpps(const px_val_row *row, const px_model *m, int max_vpp, int v
     return n_v;
 }
 
-static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_vpp,
-                             px_error *err)
+/* What predicting rows needs beyond the rows, owned by the caller (no
+ * static state: the library runs in several threads): the cost context
+ * (large), the framework profile (kept while consecutive rows name the same
+ * one), the runtime traits a row adjusts, and the candidates' layouts. */
+typedef struct {
+    px_cost_ctx ctx;
+    px_framework fw;
+    px_fw_runtime run;
+    px_parallel par, best_par;
+} px_val_work;
+
+/* The search space of one row: what it publishes, or every choice. */
+typedef struct {
+    int64_t bs[64];
+    int n_b;
+    int vs[16];
+    int n_v;
+    int r0, r1, sp0, sp1, z0, z1;
+} row_space;
+
+/* The best candidate so far of one row's search, and why the last refused
+ * one was refused. */
+typedef struct {
+    bool have, fits;
+    px_prediction pred;
+    const char *why;
+    char why_buf[256];
+    int n_scored;
+} row_best;
+
+/* Loads the row's hardware profile (with the row's node size) into hw and
+ * readies w's cost context under the row's framework traits. */
+static px_status row_context(const px_val_row *row, const char *profiles_dir, px_val_work *w,
+                             px_hw *hw, px_error *err)
 {
-    px_hw hw;
-    px_status st = px_hw_load(row->hw_name, profiles_dir, &hw, err);
+    px_status st = px_hw_load(row->hw_name, profiles_dir, hw, err);
     if (st != PX_OK)
         return st;
-    row_node_size(row, &hw);
-    static px_cost_ctx ctx; /* large; one row at a time */
-    st = px_cost_ctx_init(&ctx, &row->model, &hw, err);
+    row_node_size(row, hw);
+    st = px_cost_ctx_init(&w->ctx, &row->model, hw, err);
+    if (st != PX_OK)
+        return st;
+    const char *name = row->framework[0] ? row->framework : NULL;
+    if (!name || strcmp(w->fw.name, name) != 0) {
+        st = px_framework_load(name, NULL, &w->fw, err);
+        if (st != PX_OK)
+            return st;
+    }
+    w->run = w->fw.run;
+    row_runtime(row, &w->run);
+    w->ctx.run = &w->run;
+    return PX_OK;
+}
+
+static void row_space_init(const px_val_row *row, const px_model *m, int max_vpp,
+                           int64_t per_replica, row_space *s)
+{
+    s->n_b = row_micro_batches(row, per_replica, s->bs);
+    s->n_v = row_vpps(row, m, max_vpp, s->vs);
+    s->r0 = row->recompute >= 0 ? row->recompute : 0;
+    s->r1 = row->recompute >= 0 ? row->recompute : PX_RECOMPUTE_COUNT - 1;
+    s->sp0 = row->sp >= 0 ? row->sp : 0;
+    s->sp1 = row->sp >= 0 ? row->sp : (row->tp > 1);
+    /* Megatron's optimizers: plain (ZeRO 0) or distributed (ZeRO 1) */
+    s->z0 = row->zero >= 0 ? row->zero : 0;
+    s->z1 = row->zero >= 0 ? row->zero : 1;
+}
+
+/* Scores the candidate in w->par and keeps it in best if it ranks first:
+ * a fitting plan before one that does not, then the shorter step, then the
+ * smaller memory. */
+static void row_try(px_val_work *w, const px_model *m, int64_t limit, row_best *best)
+{
+    if (!row_split(m, &w->par, &best->why))
+        return;
+    px_error ce;
+    if (px_cost_check(m, &w->par, &ce) != PX_OK) {
+        snprintf(best->why_buf, sizeof best->why_buf, "%.200s", ce.msg);
+        best->why = best->why_buf;
+        return;
+    }
+    const char *cap = NULL;
+    if (!px_caps_allow(&w->fw.caps, m, &w->par, &cap)) {
+        snprintf(best->why_buf, sizeof best->why_buf,
+                 "framework %s cannot run it (capability %s)", w->fw.name, cap);
+        best->why = best->why_buf;
+        return;
+    }
+    px_prediction pred;
+    if (px_cost_eval(&w->ctx, &w->par, 0.0, 0.0, &pred, NULL, NULL) != PX_OK)
+        return;
+    best->n_scored++;
+    bool fits = pred.mem.total <= limit;
+    const px_prediction *b = &best->pred;
+    bool take = !best->have || (fits && !best->fits) ||
+                (fits == best->fits &&
+                 (score_of(&pred) < score_of(b) * (1.0 - 1e-12) ||
+                  (score_of(&pred) <= score_of(b) && pred.mem.total < b->mem.total)));
+    if (take) {
+        best->have = true;
+        best->fits = fits;
+        best->pred = pred;
+        w->best_par = w->par;
+    }
+}
+
+static px_status predict_row(px_val_row *row, const char *profiles_dir, int max_vpp,
+                             px_val_work *w, px_error *err)
+{
+    px_hw hw;
+    px_status st = row_context(row, profiles_dir, w, &hw, err);
     if (st != PX_OK)
         return st;
     const px_model *m = &row->model;
     int64_t limit = hw.hbm_bytes - hw.mem_reserve_bytes;
-
-    static px_framework fw;
-    if (strcmp(fw.name, row->framework) != 0) {
-        st = px_framework_load(row->framework, NULL, &fw, err);
-        if (st != PX_OK)
-            return st;
-    }
-
-    static px_fw_runtime run;
-    run = fw.run;
-    row_runtime(row, &run);
-    ctx.run = &run;
     int64_t per_replica = row_per_replica(row);
-    int64_t bs[64];
-    int n_b = row_micro_batches(row, per_replica, bs);
-    int vs[16];
-    int n_v = row_vpps(row, m, max_vpp, vs);
-    int r0 = row->recompute >= 0 ? row->recompute : 0;
-    int r1 = row->recompute >= 0 ? row->recompute : PX_RECOMPUTE_COUNT - 1;
-    int sp0 = row->sp >= 0 ? row->sp : 0, sp1 = row->sp >= 0 ? row->sp : (row->tp > 1);
-    /* Megatron's optimizers: plain (ZeRO 0) or distributed (ZeRO 1) */
-    int z0 = row->zero >= 0 ? row->zero : 0, z1 = row->zero >= 0 ? row->zero : 1;
+    row_space s;
+    row_space_init(row, m, max_vpp, per_replica, &s);
 
-    static px_parallel par, best_par;
-    const char *why = NULL;
-    static char why_buf[256];
-    bool have = false, best_fits = false;
-    px_prediction best;
+    row_best best;
     memset(&best, 0, sizeof best);
-    int n_scored = 0;
-    for (int ib = 0; ib < n_b; ib++)
-        for (int iv = 0; iv < n_v; iv++)
-            for (int r = r0; r <= r1; r++)
-                for (int sp = sp0; sp <= sp1; sp++)
-                    for (int z = z0; z <= z1; z++) {
-                        int64_t b = bs[ib];
-                        int v = vs[iv];
+    for (int ib = 0; ib < s.n_b; ib++)
+        for (int iv = 0; iv < s.n_v; iv++)
+            for (int r = s.r0; r <= s.r1; r++)
+                for (int sp = s.sp0; sp <= s.sp1; sp++)
+                    for (int z = s.z0; z <= s.z1; z++) {
+                        int64_t b = s.bs[ib];
+                        int v = s.vs[iv];
                         if (per_replica % b != 0)
                             continue;
                         int64_t mm = per_replica / b;
                         /* Megatron's interleaved schedule needs m divisible by p */
                         if (v > 1 && row->vpp <= 0 && mm % row->pp != 0)
                             continue;
-                        row_candidate(row, m, &fw, b, mm, v, r, sp, z, &par);
-                        if (!row_split(m, &par, &why))
-                            continue;
-                        px_error ce;
-                        if (px_cost_check(m, &par, &ce) != PX_OK) {
-                            snprintf(why_buf, sizeof why_buf, "%.200s", ce.msg);
-                            why = why_buf;
-                            continue;
-                        }
-                        const char *cap = NULL;
-                        if (!px_caps_allow(&fw.caps, m, &par, &cap)) {
-                            snprintf(why_buf, sizeof why_buf,
-                                     "framework %s cannot run it (capability %s)", fw.name, cap);
-                            why = why_buf;
-                            continue;
-                        }
-                        px_prediction pred;
-                        if (px_cost_eval(&ctx, &par, 0.0, 0.0, &pred, NULL, NULL) != PX_OK)
-                            continue;
-                        n_scored++;
-                        bool fits = pred.mem.total <= limit;
-                        bool take = !have || (fits && !best_fits) ||
-                                    (fits == best_fits &&
-                                     (score_of(&pred) < score_of(&best) * (1.0 - 1e-12) ||
-                                      (score_of(&pred) <= score_of(&best) &&
-                                       pred.mem.total < best.mem.total)));
-                        if (take) {
-                            have = true;
-                            best_fits = fits;
-                            best = pred;
-                            best_par = par;
-                        }
+                        row_candidate(row, m, &w->fw, b, mm, v, r, sp, z, &w->par);
+                        row_try(w, m, limit, &best);
                     }
-    row->n_searched = n_scored;
-    if (!have) {
+    row->n_searched = best.n_scored;
+    if (!best.have) {
         snprintf(row->note, sizeof row->note, "no valid configuration: %.130s",
-                 why ? why : "divisibility");
+                 best.why ? best.why : "divisibility");
         row->refused = row->usable;
         return PX_OK;
     }
-    row_record(row, &ctx, &best, &best_par, best_fits, limit);
+    row_record(row, &w->ctx, &best.pred, &w->best_par, best.fits, limit);
     return PX_OK;
 }
 
@@ -1100,19 +1147,16 @@ bool px_validate_lowp_moe_bounds(const px_val_report *r, double max_mean, double
                       why, why_len);
 }
 
-px_status px_validate_run(px_val_report *rep, px_error *err)
+/* Predicts every modelled row and adds its error to its group's and the
+ * overall statistics. */
+static px_status predict_rows(px_val_report *rep, px_val_work *w, px_error *err)
 {
     const char *dir = rep->profiles_dir[0] ? rep->profiles_dir : NULL;
-    rep->n_groups = 0;
-    memset(&rep->overall_tflops, 0, sizeof rep->overall_tflops);
-    memset(&rep->overall_step, 0, sizeof rep->overall_step);
-    snprintf(rep->overall_tflops.name, sizeof rep->overall_tflops.name, "all (TFLOP/s)");
-    snprintf(rep->overall_step.name, sizeof rep->overall_step.name, "all (step time)");
     for (int i = 0; i < rep->n_rows; i++) {
         px_val_row *row = &rep->rows[i];
         if (!row->modelled)
             continue; /* parse_row left a note */
-        px_status st = predict_row(row, dir, rep->max_vpp, err);
+        px_status st = predict_row(row, dir, rep->max_vpp, w, err);
         if (st != PX_OK)
             return st;
         if (!row->evaluated || row->on == PX_VAL_ON_NONE)
@@ -1134,6 +1178,23 @@ px_status px_validate_run(px_val_report *rep, px_error *err)
         if (row->meas_step_s > 0 && row->err_step != 0.0)
             stat_add(&rep->overall_step, row->id, row->err_step);
     }
+    return PX_OK;
+}
+
+px_status px_validate_run(px_val_report *rep, px_error *err)
+{
+    rep->n_groups = 0;
+    memset(&rep->overall_tflops, 0, sizeof rep->overall_tflops);
+    memset(&rep->overall_step, 0, sizeof rep->overall_step);
+    snprintf(rep->overall_tflops.name, sizeof rep->overall_tflops.name, "all (TFLOP/s)");
+    snprintf(rep->overall_step.name, sizeof rep->overall_step.name, "all (step time)");
+    px_val_work *w = calloc(1, sizeof *w);
+    if (!w)
+        return PX_FAIL(err, PX_ERR_NOMEM, "validate: no memory for the cost context");
+    px_status st = predict_rows(rep, w, err);
+    free(w);
+    if (st != PX_OK)
+        return st;
     find_ratios(rep);
     return families(rep, err);
 }
@@ -1330,24 +1391,16 @@ px_status px_validate_explain(const px_val_report *r, const char *id, FILE *out,
     if (!w || !w->evaluated)
         return PX_FAIL(err, PX_ERR_NOT_FOUND, "row \"%s\": %s", id,
                        w ? "not evaluated" : "no such id in the file");
+    px_val_work *work = calloc(1, sizeof *work);
+    if (!work)
+        return PX_FAIL(err, PX_ERR_NOMEM, "validate: no memory for the cost context");
     px_hw hw;
-    px_status st = px_hw_load(w->hw_name, r->profiles_dir[0] ? r->profiles_dir : NULL, &hw, err);
-    if (st != PX_OK)
-        return st;
-    row_node_size(w, &hw);
-    static px_cost_ctx ctx;
-    st = px_cost_ctx_init(&ctx, &w->model, &hw, err);
-    if (st != PX_OK)
-        return st;
-    static px_framework fw;
-    st = px_framework_load(w->framework[0] ? w->framework : NULL, NULL, &fw, err);
-    if (st != PX_OK)
-        return st;
-    row_runtime(w, &fw.run);
-    ctx.run = &fw.run;
     px_prediction p;
     px_cost_detail d;
-    st = px_cost_eval(&ctx, &w->par, 0.0, 0.0, &p, &d, err);
+    px_status st = row_context(w, r->profiles_dir[0] ? r->profiles_dir : NULL, work, &hw, err);
+    if (st == PX_OK)
+        st = px_cost_eval(&work->ctx, &w->par, 0.0, 0.0, &p, &d, err);
+    free(work);
     if (st != PX_OK)
         return st;
     const px_time *t = &p.time;

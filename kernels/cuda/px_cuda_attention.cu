@@ -307,6 +307,161 @@ static __device__ __forceinline__ int last_key32(const int32_t *qpos, int r0, in
     return p;
 }
 
+/* ---- pieces of the kernels -------------------------------------------------------------- *
+ * Each kernel is a loop over tiles whose steps follow; every piece is forced
+ * inline, so its arrays stay in the caller's registers (every index is a
+ * compile-time constant once the loops are unrolled). */
+
+/* Zeroes N8 accumulator tiles (16 x 8 each, C layout). */
+template <int N8> static __device__ __forceinline__ void zero_acc(float s[N8][4])
+{
+#pragma unroll
+    for (int n = 0; n < N8; n++)
+        s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+}
+
+/* s += A B over one k-step of 16: A a fragment (16 x 16) of this warp's
+ * rows, B[k][n] = M[n][k0 + k] for the N8 x 8 rows n of the shared tile M
+ * (n-major: the K of Q K^T, the V of dO V^T, the Q and dO of K Q^T and
+ * V dO^T). */
+template <int LD, int N8>
+static __device__ __forceinline__ void mma_nmajor(float s[N8][4], const uint32_t a[4],
+                                                  const bf16 *M, int k0, int lane)
+{
+#pragma unroll
+    for (int n = 0; n < N8; n += 2) {
+        uint32_t bf[2][2];
+        load_b_nmajor2(bf, M, LD, n * 8, k0, lane);
+        mma_bf16(s[n], a, bf[0]);
+        mma_bf16(s[n + 1], a, bf[1]);
+    }
+}
+
+/* acc (16 x HD, C layout) += A M, A the 16 x (16 KK) accumulator tiles a
+ * rounded to bf16, M the (16 KK) x HD shared tile with rows k (k-major B):
+ * P V in the forward, dS K in dQ, P^T dO and dS^T Q in dK/dV. */
+template <int DT, int LD, int KK>
+static __device__ __forceinline__ void mma_kmajor(float acc[DT][4], const float a[2 * KK][4],
+                                                  const bf16 *M, int lane)
+{
+#pragma unroll
+    for (int kk = 0; kk < KK; kk++) {
+        uint32_t pa[4];
+        acc_to_a(pa, a[2 * kk], a[2 * kk + 1]);
+#pragma unroll
+        for (int d = 0; d < DT; d += 2) {
+            uint32_t bf[2][2];
+            load_b_kmajor2(bf, M, LD, kk * 16, d * 8, lane);
+            mma_bf16(acc[d], pa, bf[0]);
+            mma_bf16(acc[d + 1], pa, bf[1]);
+        }
+    }
+}
+
+/* Rows r0 and r1 (= r0 + 8) of a lane's accumulator, those below n, to
+ * base + r * stride, times f0 and f1. */
+template <int DT, typename TS>
+static __device__ __forceinline__ void store_rows(TS *base, const float acc[DT][4], int r0,
+                                                  int r1, int n, int64_t stride, int t,
+                                                  float f0, float f1)
+{
+    if (r0 < n)
+#pragma unroll
+        for (int d = 0; d < DT; d++)
+            store2(base + r0 * stride + d * 8 + 2 * t, acc[d][0] * f0, acc[d][1] * f0);
+    if (r1 < n)
+#pragma unroll
+        for (int d = 0; d < DT; d++)
+            store2(base + r1 * stride + d * 8 + 2 * t, acc[d][2] * f1, acc[d][3] * f1);
+}
+
+/* The online softmax of a lane's two rows (g and g + 8 of its warp's 16):
+ * the running maxima m and partial sums l, in the log2 domain, and the last
+ * key each row sees. */
+struct softmax_rows {
+    float m0, m1, l0, l1;
+    int lim0, lim1, lim_min;
+};
+
+/* One key tile (keys k0..k0 + 63) of the online softmax: scores s scaled
+ * into the log2 domain, keys past a row's last key masked (only tiles that
+ * reach past this lane's rows need the test), the running maxima moved, s
+ * turned into probabilities and the sums l and the output o rescaled by the
+ * change of the maxima. */
+template <int DT>
+static __device__ __forceinline__ void softmax_tile(float s[8][4], float o[DT][4],
+                                                    softmax_rows &r, int k0, int t,
+                                                    float scale_log2)
+{
+    const bool edge = k0 + ATT_BK - 1 > r.lim_min;
+    float mx0 = r.m0, mx1 = r.m1;
+#pragma unroll
+    for (int n = 0; n < 8; n++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const int kj = k0 + n * 8 + 2 * t + e;
+            float v0 = s[n][e] * scale_log2, v1 = s[n][2 + e] * scale_log2;
+            if (edge) {
+                if (kj > r.lim0)
+                    v0 = -INFINITY;
+                if (kj > r.lim1)
+                    v1 = -INFINITY;
+            }
+            s[n][e] = v0;
+            s[n][2 + e] = v1;
+            mx0 = fmaxf(mx0, v0);
+            mx1 = fmaxf(mx1, v1);
+        }
+    /* The four lanes of a quad (same g) hold one row between them. */
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    /* Every row sees key 0 (positions are >= 0), so mx is finite from the
+     * first tile on and exp2(m - mx) is 0 at the start rather than NaN. */
+    const float a0 = exp2f(r.m0 - mx0), a1 = exp2f(r.m1 - mx1);
+    r.m0 = mx0;
+    r.m1 = mx1;
+    float r0 = 0.0f, r1 = 0.0f;
+#pragma unroll
+    for (int n = 0; n < 8; n++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            s[n][e] = exp2f(s[n][e] - mx0);
+            s[n][2 + e] = exp2f(s[n][2 + e] - mx1);
+            r0 += s[n][e];
+            r1 += s[n][2 + e];
+        }
+    r.l0 = r.l0 * a0 + r0; /* per-lane partial sums; the quad adds them at the end */
+    r.l1 = r.l1 * a1 + r1;
+#pragma unroll
+    for (int d = 0; d < DT; d++) {
+        o[d][0] *= a0;
+        o[d][1] *= a0;
+        o[d][2] *= a1;
+        o[d][3] *= a1;
+    }
+}
+
+/* The forward's output rows qi0, qi1 (those < Sq): O / l, and lse = m +
+ * log l (natural log) at lse_row[qi], once the quad has added its partial
+ * sums. */
+template <int DT, typename TS>
+static __device__ __forceinline__ void fwd_store(TS *ob, float *lse_row, const float o[DT][4],
+                                                 softmax_rows r, int qi0, int qi1, int Sq,
+                                                 int64_t orow, int t)
+{
+    r.l0 += __shfl_xor_sync(0xffffffffu, r.l0, 1);
+    r.l0 += __shfl_xor_sync(0xffffffffu, r.l0, 2);
+    r.l1 += __shfl_xor_sync(0xffffffffu, r.l1, 1);
+    r.l1 += __shfl_xor_sync(0xffffffffu, r.l1, 2);
+    store_rows<DT>(ob, o, qi0, qi1, Sq, orow, t, 1.0f / r.l0, 1.0f / r.l1);
+    if (t == 0 && qi0 < Sq)
+        lse_row[qi0] = (r.m0 + log2f(r.l0)) * LN2;
+    if (t == 0 && qi1 < Sq)
+        lse_row[qi1] = (r.m1 + log2f(r.l1)) * LN2;
+}
+
 /* ---- forward -------------------------------------------------------------------------- */
 
 /* bf16 storage: three blocks per SM.  3 x 68 KiB of shared memory fit an SM of
@@ -354,15 +509,15 @@ static __global__ void __launch_bounds__(ATT_THREADS, sizeof(TS) == 2 ? 3 : 1)
         load_a(qf[kk], sQ, LD, warp * 16, kk * 16, lane);
 
     float o[DT][4];
-#pragma unroll
-    for (int d = 0; d < DT; d++)
-        o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
-    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+    zero_acc<DT>(o);
     const int qi0 = q0 + warp * 16 + g, qi1 = qi0 + 8;
+    softmax_rows r;
+    r.m0 = r.m1 = -INFINITY;
+    r.l0 = r.l1 = 0.0f;
     /* rows past Sq see every key: finite, and never stored */
-    const int lim0 = qi0 < Sq ? last_key(qpos, qi0, Skv) : Skv - 1;
-    const int lim1 = qi1 < Sq ? last_key(qpos, qi1, Skv) : Skv - 1;
-    const int lim_min = lim0 < lim1 ? lim0 : lim1;
+    r.lim0 = qi0 < Sq ? last_key(qpos, qi0, Skv) : Skv - 1;
+    r.lim1 = qi1 < Sq ? last_key(qpos, qi1, Skv) : Skv - 1;
+    r.lim_min = r.lim0 < r.lim1 ? r.lim0 : r.lim1;
 
     for (int j = 0; j < jn; j++) {
         const int k0 = j * ATT_BK, st = j & 1;
@@ -378,106 +533,17 @@ static __global__ void __launch_bounds__(ATT_THREADS, sizeof(TS) == 2 ? 3 : 1)
         cp_async_commit();
         const bf16 *const sK = smem + st * TILE, *const sV = smem + (2 + st) * TILE;
 
-        float s[8][4];
-#pragma unroll
-        for (int n = 0; n < 8; n++)
-            s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+        float s[8][4]; /* S = Q K^T */
+        zero_acc<8>(s);
 #pragma unroll
         for (int kk = 0; kk < KT; kk++)
-#pragma unroll
-            for (int n = 0; n < 8; n += 2) {
-                uint32_t bf[2][2];
-                load_b_nmajor2(bf, sK, LD, n * 8, kk * 16, lane);
-                mma_bf16(s[n], qf[kk], bf[0]);
-                mma_bf16(s[n + 1], qf[kk], bf[1]);
-            }
-
-        /* Scale into the log2 domain, mask keys past a row's last key (only
-         * tiles that reach past this lane's rows need the test), row maxima. */
-        const bool edge = k0 + ATT_BK - 1 > lim_min;
-        float mx0 = m0, mx1 = m1;
-#pragma unroll
-        for (int n = 0; n < 8; n++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const int kj = k0 + n * 8 + 2 * t + e;
-                float v0 = s[n][e] * scale_log2, v1 = s[n][2 + e] * scale_log2;
-                if (edge) {
-                    if (kj > lim0)
-                        v0 = -INFINITY;
-                    if (kj > lim1)
-                        v1 = -INFINITY;
-                }
-                s[n][e] = v0;
-                s[n][2 + e] = v1;
-                mx0 = fmaxf(mx0, v0);
-                mx1 = fmaxf(mx1, v1);
-            }
-        /* The four lanes of a quad (same g) hold one row between them. */
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-        /* Every row sees key 0 (positions are >= 0), so mx is finite from the
-         * first tile on and exp2(m - mx) is 0 at the start rather than NaN. */
-        const float a0 = exp2f(m0 - mx0), a1 = exp2f(m1 - mx1);
-        m0 = mx0;
-        m1 = mx1;
-        float r0 = 0.0f, r1 = 0.0f;
-#pragma unroll
-        for (int n = 0; n < 8; n++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                s[n][e] = exp2f(s[n][e] - mx0);
-                s[n][2 + e] = exp2f(s[n][2 + e] - mx1);
-                r0 += s[n][e];
-                r1 += s[n][2 + e];
-            }
-        l0 = l0 * a0 + r0; /* per-lane partial sums; the quad adds them at the end */
-        l1 = l1 * a1 + r1;
-#pragma unroll
-        for (int d = 0; d < DT; d++) {
-            o[d][0] *= a0;
-            o[d][1] *= a0;
-            o[d][2] *= a1;
-            o[d][3] *= a1;
-        }
-        /* O += P V: k runs over the 64 keys (4 k-tiles), n over HD. */
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++) {
-            uint32_t pa[4];
-            acc_to_a(pa, s[2 * kk], s[2 * kk + 1]);
-#pragma unroll
-            for (int d = 0; d < DT; d += 2) {
-                uint32_t bf[2][2];
-                load_b_kmajor2(bf, sV, LD, kk * 16, d * 8, lane);
-                mma_bf16(o[d], pa, bf[0]);
-                mma_bf16(o[d + 1], pa, bf[1]);
-            }
-        }
+            mma_nmajor<LD, 8>(s, qf[kk], sK, kk * 16, lane);
+        softmax_tile<DT>(s, o, r, k0, t, scale_log2);
+        mma_kmajor<DT, LD, 4>(o, s, sV, lane); /* O += P V: k over the 64 keys */
     }
 
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-    const float inv0 = 1.0f / l0, inv1 = 1.0f / l1;
-    const int64_t orow = (int64_t)B * NH * HD;
-    TS *ob = out + b * (int64_t)NH * HD + (int64_t)h * HD;
-    if (qi0 < Sq) {
-#pragma unroll
-        for (int d = 0; d < DT; d++)
-            store2(ob + qi0 * orow + d * 8 + 2 * t, o[d][0] * inv0, o[d][1] * inv0);
-        if (t == 0)
-            lse[((int64_t)b * NH + h) * Sq + qi0] = (m0 + log2f(l0)) * LN2;
-    }
-    if (qi1 < Sq) {
-#pragma unroll
-        for (int d = 0; d < DT; d++)
-            store2(ob + qi1 * orow + d * 8 + 2 * t, o[d][2] * inv1, o[d][3] * inv1);
-        if (t == 0)
-            lse[((int64_t)b * NH + h) * Sq + qi1] = (m1 + log2f(l1)) * LN2;
-    }
+    fwd_store<DT>(out + b * (int64_t)NH * HD + (int64_t)h * HD,
+                  lse + ((int64_t)b * NH + h) * Sq, o, r, qi0, qi1, Sq, (int64_t)B * NH * HD, t);
 }
 
 /* ---- backward: D = rowsum(dO * O) ----------------------------------------------------- */
@@ -504,6 +570,47 @@ static __global__ void k_attn_bwd_dot(float *D, const TS *dout, const TS *out, i
 
 /* ---- backward: dQ ------------------------------------------------------------------------ */
 
+/* S = Q K^T and dP = dO V^T for this warp's 16 query rows and the tile's
+ * 64 keys. */
+template <int HD, int LD>
+static __device__ __forceinline__ void dq_scores(float s[8][4], float dp[8][4], const bf16 *sQ,
+                                                 const bf16 *sO, const bf16 *sK,
+                                                 const bf16 *sV, int warp, int lane)
+{
+    zero_acc<8>(s);
+    zero_acc<8>(dp);
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; kk++) {
+        uint32_t qa[4], da[4];
+        load_a(qa, sQ, LD, warp * 16, kk * 16, lane);
+        load_a(da, sO, LD, warp * 16, kk * 16, lane);
+        mma_nmajor<LD, 8>(s, qa, sK, kk * 16, lane);
+        mma_nmajor<LD, 8>(dp, da, sV, kk * 16, lane);
+    }
+}
+
+/* dS = P (dP - D) into s, P = exp(S scale - lse) (L: lse in log2 units),
+ * 0 past a row's last key (lim). */
+static __device__ __forceinline__ void dq_ds(float s[8][4], const float dp[8][4], int k0, int t,
+                                             float scale_log2, float L0, float L1, float D0,
+                                             float D1, int lim0, int lim1)
+{
+#pragma unroll
+    for (int n = 0; n < 8; n++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const int kj = k0 + n * 8 + 2 * t + e;
+            float p0 = exp2f(s[n][e] * scale_log2 - L0);
+            float p1 = exp2f(s[n][2 + e] * scale_log2 - L1);
+            if (kj > lim0)
+                p0 = 0.0f;
+            if (kj > lim1)
+                p1 = 0.0f;
+            s[n][e] = p0 * (dp[n][e] - D0);
+            s[n][2 + e] = p1 * (dp[n][2 + e] - D1);
+        }
+}
+
 template <int HD, typename TS>
 static __global__ void __launch_bounds__(ATT_THREADS)
     k_attn_bwd_dq(TS *dq_out, const TS *dout, const float *lse, const float *Dsum, const TS *q,
@@ -511,7 +618,7 @@ static __global__ void __launch_bounds__(ATT_THREADS)
                   float scale_log2, float scale)
 {
     constexpr int LD = HD + 8;
-    constexpr int KT = HD / 16, DT = HD / 8;
+    constexpr int DT = HD / 8;
     /* Q and dO (read for every key tile: their A fragments would not fit in
      * registers beside dq), then two stages of K and V: 102 KiB at HD 128. */
     PX_DYNAMIC_SMEM(bf16, sQ);
@@ -550,10 +657,7 @@ static __global__ void __launch_bounds__(ATT_THREADS)
     const int lim1 = qi1 < Sq ? last_key(qpos, qi1, Skv) : Skv - 1;
 
     float dq[DT][4];
-#pragma unroll
-    for (int d = 0; d < DT; d++)
-        dq[d][0] = dq[d][1] = dq[d][2] = dq[d][3] = 0.0f;
-
+    zero_acc<DT>(dq);
     for (int j = 0; j < jn; j++) {
         const int k0 = j * ATT_BK, st = j & 1;
         /* tile j visible, tile j - 1 no longer read: refill stage st ^ 1 */
@@ -567,69 +671,61 @@ static __global__ void __launch_bounds__(ATT_THREADS)
         const bf16 *const sK = sKV + st * TILE, *const sV = sKV + (2 + st) * TILE;
 
         float s[8][4], dp[8][4];
-#pragma unroll
-        for (int n = 0; n < 8; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                s[n][e] = dp[n][e] = 0.0f;
-#pragma unroll
-        for (int kk = 0; kk < KT; kk++) {
-            uint32_t qa[4], da[4];
-            load_a(qa, sQ, LD, warp * 16, kk * 16, lane);
-            load_a(da, sO, LD, warp * 16, kk * 16, lane);
-#pragma unroll
-            for (int n = 0; n < 8; n += 2) {
-                uint32_t bk[2][2], bv[2][2];
-                load_b_nmajor2(bk, sK, LD, n * 8, kk * 16, lane);
-                load_b_nmajor2(bv, sV, LD, n * 8, kk * 16, lane);
-                mma_bf16(s[n], qa, bk[0]); /* S = Q K^T */
-                mma_bf16(s[n + 1], qa, bk[1]);
-                mma_bf16(dp[n], da, bv[0]); /* dP = dO V^T */
-                mma_bf16(dp[n + 1], da, bv[1]);
-            }
-        }
-        /* dS = P (dP - D), P = exp(S scale - lse), 0 past a row's last key. */
-#pragma unroll
-        for (int n = 0; n < 8; n++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const int kj = k0 + n * 8 + 2 * t + e;
-                float p0 = exp2f(s[n][e] * scale_log2 - L0);
-                float p1 = exp2f(s[n][2 + e] * scale_log2 - L1);
-                if (kj > lim0)
-                    p0 = 0.0f;
-                if (kj > lim1)
-                    p1 = 0.0f;
-                s[n][e] = p0 * (dp[n][e] - D0);
-                s[n][2 + e] = p1 * (dp[n][2 + e] - D1);
-            }
-        /* dQ += dS K: k over the 64 keys, n over HD. */
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++) {
-            uint32_t sa[4];
-            acc_to_a(sa, s[2 * kk], s[2 * kk + 1]);
-#pragma unroll
-            for (int d = 0; d < DT; d += 2) {
-                uint32_t bk[2][2];
-                load_b_kmajor2(bk, sK, LD, kk * 16, d * 8, lane);
-                mma_bf16(dq[d], sa, bk[0]);
-                mma_bf16(dq[d + 1], sa, bk[1]);
-            }
-        }
+        dq_scores<HD, LD>(s, dp, sQ, sO, sK, sV, warp, lane);
+        dq_ds(s, dp, k0, t, scale_log2, L0, L1, D0, D1, lim0, lim1);
+        mma_kmajor<DT, LD, 4>(dq, s, sK, lane); /* dQ += dS K: k over the 64 keys */
     }
-
-    TS *dqb = dq_out + b * W + (int64_t)h * HD;
-    if (qi0 < Sq)
-#pragma unroll
-        for (int d = 0; d < DT; d++)
-            store2(dqb + qi0 * rs + d * 8 + 2 * t, dq[d][0] * scale, dq[d][1] * scale);
-    if (qi1 < Sq)
-#pragma unroll
-        for (int d = 0; d < DT; d++)
-            store2(dqb + qi1 * rs + d * 8 + 2 * t, dq[d][2] * scale, dq[d][3] * scale);
+    store_rows<DT>(dq_out + b * W + (int64_t)h * HD, dq, qi0, qi1, Sq, rs, t, scale, scale);
 }
 
 /* ---- backward: dK, dV ---------------------------------------------------------------------- */
+
+/* S^T = K Q^T and dP^T = V dO^T for this warp's 16 keys and the item's 32
+ * queries. */
+template <int HD, int LD>
+static __device__ __forceinline__ void dkdv_scores(float st[4][4], float dpt[4][4],
+                                                   const bf16 *sK, const bf16 *sV,
+                                                   const bf16 *sQ, const bf16 *sO, int warp,
+                                                   int lane)
+{
+    zero_acc<4>(st);
+    zero_acc<4>(dpt);
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; kk++) {
+        uint32_t ka[4], va[4];
+        load_a(ka, sK, LD, warp * 16, kk * 16, lane);
+        load_a(va, sV, LD, warp * 16, kk * 16, lane);
+        mma_nmajor<LD, 4>(st, ka, sQ, kk * 16, lane);
+        mma_nmajor<LD, 4>(dpt, va, sO, kk * 16, lane);
+    }
+}
+
+/* P^T into st and dS^T = P^T (dP^T - D) into dpt (column = query c, whose
+ * lse, D and last key are sL, sD, sP[c]); 0 where key kj0 / kj1 is past the
+ * query's last key. */
+static __device__ __forceinline__ void dkdv_probs(float st[4][4], float dpt[4][4],
+                                                  const float *sL, const float *sD,
+                                                  const int *sP, int kj0, int kj1, int t,
+                                                  float scale_log2)
+{
+#pragma unroll
+    for (int n = 0; n < 4; n++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const int c = n * 8 + 2 * t + e, lim = sP[c];
+            const float L = sL[c], Dq = sD[c];
+            float p0 = exp2f(st[n][e] * scale_log2 - L);
+            float p1 = exp2f(st[n][2 + e] * scale_log2 - L);
+            if (kj0 > lim)
+                p0 = 0.0f;
+            if (kj1 > lim)
+                p1 = 0.0f;
+            st[n][e] = p0;
+            st[n][2 + e] = p1;
+            dpt[n][e] = p0 * (dpt[n][e] - Dq);
+            dpt[n][2 + e] = p1 * (dpt[n][2 + e] - Dq);
+        }
+}
 
 template <int HD, typename TS>
 static __global__ void __launch_bounds__(ATT_THREADS)
@@ -638,7 +734,7 @@ static __global__ void __launch_bounds__(ATT_THREADS)
                     int NH, int NKV, float scale_log2, float scale)
 {
     constexpr int LD = HD + 8;
-    constexpr int KT = HD / 16, DT = HD / 8;
+    constexpr int DT = HD / 8;
     /* K and V of this key tile (the A operands of every product), then two
      * stages of Q, dO, lse, D and last keys for the query tiles: 68.8 KiB at
      * HD 128. */
@@ -695,16 +791,10 @@ static __global__ void __launch_bounds__(ATT_THREADS)
     cp_async_commit();
 
     float dk[DT][4], dv[DT][4];
-#pragma unroll
-    for (int d = 0; d < DT; d++)
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            dk[d][e] = dv[d][e] = 0.0f;
-
+    zero_acc<DT>(dk);
+    zero_acc<DT>(dv);
     for (int stage = 0; h < h_end; stage ^= 1) {
         const bf16 *const sQ = sQ0 + stage * QT, *const sO = sQ0 + (2 + stage) * QT;
-        const float *const sL = sL0 + stage * ATT_BQ2, *const sD = sD0 + stage * ATT_BQ2;
-        const int *const sP = sP0 + stage * ATT_BQ2;
         int h_next = h, tq_next = next_qt(tq + 1);
         if (tq_next == n_qt) {
             h_next++;
@@ -717,82 +807,20 @@ static __global__ void __launch_bounds__(ATT_THREADS)
             issue(h_next, tq_next, stage ^ 1);
         cp_async_commit();
 
-        /* S^T = K Q^T and dP^T = V dO^T for this warp's 16 keys x 32 queries. */
         float st[4][4], dpt[4][4];
-#pragma unroll
-        for (int n = 0; n < 4; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                st[n][e] = dpt[n][e] = 0.0f;
-#pragma unroll
-        for (int kk = 0; kk < KT; kk++) {
-            uint32_t ka[4], va[4];
-            load_a(ka, sK, LD, warp * 16, kk * 16, lane);
-            load_a(va, sV, LD, warp * 16, kk * 16, lane);
-#pragma unroll
-            for (int n = 0; n < 4; n += 2) {
-                uint32_t bq[2][2], bo[2][2];
-                load_b_nmajor2(bq, sQ, LD, n * 8, kk * 16, lane);
-                load_b_nmajor2(bo, sO, LD, n * 8, kk * 16, lane);
-                mma_bf16(st[n], ka, bq[0]);
-                mma_bf16(st[n + 1], ka, bq[1]);
-                mma_bf16(dpt[n], va, bo[0]);
-                mma_bf16(dpt[n + 1], va, bo[1]);
-            }
-        }
-        /* P^T (kept in st) and dS^T (in dpt): column = query qi. */
-#pragma unroll
-        for (int n = 0; n < 4; n++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const int c = n * 8 + 2 * t + e, lim = sP[c];
-                const float L = sL[c], Dq = sD[c];
-                float p0 = exp2f(st[n][e] * scale_log2 - L);
-                float p1 = exp2f(st[n][2 + e] * scale_log2 - L);
-                if (kj0 > lim)
-                    p0 = 0.0f;
-                if (kj1 > lim)
-                    p1 = 0.0f;
-                st[n][e] = p0;
-                st[n][2 + e] = p1;
-                dpt[n][e] = p0 * (dpt[n][e] - Dq);
-                dpt[n][2 + e] = p1 * (dpt[n][2 + e] - Dq);
-            }
-        /* dV += P^T dO and dK += dS^T Q: k over the 32 queries, n over HD. */
-#pragma unroll
-        for (int kk = 0; kk < 2; kk++) {
-            uint32_t pa[4], sa[4];
-            acc_to_a(pa, st[2 * kk], st[2 * kk + 1]);
-            acc_to_a(sa, dpt[2 * kk], dpt[2 * kk + 1]);
-#pragma unroll
-            for (int d = 0; d < DT; d += 2) {
-                uint32_t bo[2][2], bq[2][2];
-                load_b_kmajor2(bo, sO, LD, kk * 16, d * 8, lane);
-                load_b_kmajor2(bq, sQ, LD, kk * 16, d * 8, lane);
-                mma_bf16(dv[d], pa, bo[0]);
-                mma_bf16(dv[d + 1], pa, bo[1]);
-                mma_bf16(dk[d], sa, bq[0]);
-                mma_bf16(dk[d + 1], sa, bq[1]);
-            }
-        }
+        dkdv_scores<HD, LD>(st, dpt, sK, sV, sQ, sO, warp, lane);
+        dkdv_probs(st, dpt, sL0 + stage * ATT_BQ2, sD0 + stage * ATT_BQ2,
+                   sP0 + stage * ATT_BQ2, kj0, kj1, t, scale_log2);
+        /* dV += P^T dO and dK += dS^T Q: k over the 32 queries, n over HD */
+        mma_kmajor<DT, LD, 2>(dv, st, sO, lane);
+        mma_kmajor<DT, LD, 2>(dk, dpt, sQ, lane);
         h = h_next;
         tq = tq_next;
     }
-
-    TS *dkb = dkv_out + b * W + (int64_t)(NH + kh) * HD;
-    TS *dvb = dkv_out + b * W + (int64_t)(NH + NKV + kh) * HD;
-    if (kj0 < Skv)
-#pragma unroll
-        for (int d = 0; d < DT; d++) {
-            store2(dkb + kj0 * rs + d * 8 + 2 * t, dk[d][0] * scale, dk[d][1] * scale);
-            store2(dvb + kj0 * rs + d * 8 + 2 * t, dv[d][0], dv[d][1]);
-        }
-    if (kj1 < Skv)
-#pragma unroll
-        for (int d = 0; d < DT; d++) {
-            store2(dkb + kj1 * rs + d * 8 + 2 * t, dk[d][2] * scale, dk[d][3] * scale);
-            store2(dvb + kj1 * rs + d * 8 + 2 * t, dv[d][2], dv[d][3]);
-        }
+    store_rows<DT>(dkv_out + b * W + (int64_t)(NH + kh) * HD, dk, kj0, kj1, Skv, rs, t, scale,
+                   scale);
+    store_rows<DT>(dkv_out + b * W + (int64_t)(NH + NKV + kh) * HD, dv, kj0, kj1, Skv, rs, t,
+                   1.0f, 1.0f);
 }
 
 #ifndef PX_CUDA_EMULATE /* the emulator drives the kernels itself */

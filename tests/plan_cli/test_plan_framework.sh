@@ -54,6 +54,18 @@ import json, sys
 a = json.load(open(sys.argv[1]))["parallel"]; b = json.load(open(sys.argv[2]))["parallel"]
 assert a["tp_overlap"] is False and b["tp_overlap"] is True, (a["tp_overlap"], b["tp_overlap"])
 PY
+# the breakdown is costed as its row: under torchtitan's runtime traits (no
+# async TP, FlashAttention 2), for every ranked plan and the rule of thumb
+"$PLAN" --model tiny-llama --gpus 8 --framework torchtitan --tp 2 --no-milp --top 10 --json \
+  > "$tmp/tt.json" || fail "torchtitan --json"
+python3 - "$tmp/tt.json" <<'PY' || fail "breakdown step time differs from its row"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = d["plans"] + ([d["rule_of_thumb"]] if "rule_of_thumb" in d else [])
+assert len(rows) > 1, rows
+for c in rows:
+    assert c["breakdown"]["step_s"] == c["time"]["step_s"], (c["parallel"], c["breakdown"]["step_s"], c["time"]["step_s"])
+PY
 # a fixed layout and the default global batch it does not divide: the
 # nearest batch it divides, said so
 "$PLAN" --model llama3-70b --gpus 1000 --tp 8 --pp 5 --dp 25 --no-milp --json > "$tmp/nb.json" \

@@ -1,0 +1,268 @@
+/* px_search_caps.c — the dimensions a search request fixes, against the
+ * framework's capability set (px_search_check_framework, px_search.h).
+ *
+ * No rule is written here: a probe configuration takes the fixed dimensions
+ * one at a time, on top of settings the framework runs, and px_plan_check
+ * (under the framework's set) judges each step.  The first step it refuses
+ * by a capability names the option that asked for it.  A step refused by a
+ * rule no capability lifts ends the probing: the request is illegal for any
+ * consumer, and the search says so by its own counts. */
+#include <stdio.h>
+#include <string.h>
+
+#include "px_plan_check.h"
+#include "px_search.h"
+
+/* A fixed dimension, in the order the probe takes them: the sizes first
+ * (take_size), since the options after them (take_option, from FIX_SP on)
+ * only mean something at a size. */
+typedef enum {
+    FIX_TP,
+    FIX_PP,
+    FIX_VPP,
+    FIX_SCHEDULE,
+    FIX_CP,
+    FIX_CP_COMM,
+    FIX_EP,
+    FIX_SP,
+    FIX_RECOMPUTE,
+    FIX_ZERO,
+    FIX_SHARD_GROUP,
+    FIX_GRAD_DTYPE,
+    FIX_PRECISION,
+    FIX_COUNT
+} fixed_dim;
+
+/* The first index below n whose flag is set, else 0. */
+static int first_allowed(const bool *allowed, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (allowed[i])
+            return i;
+    return 0;
+}
+
+/* The least pipeline size >= 2 that splits the layers evenly into v chunks
+ * a stage (2 when none does), so that an uneven split is not what a probe
+ * asks about. */
+static int even_pp(const px_model *m, int v)
+{
+    for (int p = 2; (int64_t)p * v <= m->n_layers; p++)
+        if (m->n_layers % ((int64_t)p * v) == 0)
+            return p;
+    return 2;
+}
+
+/* The least number >= 2 of virtual chunks that splits the layers evenly
+ * over pp stages (2 when none does). */
+static int even_vpp(const px_model *m, int pp)
+{
+    for (int v = 2; (int64_t)pp * v <= m->n_layers; v++)
+        if (m->n_layers % ((int64_t)pp * v) == 0)
+            return v;
+    return 2;
+}
+
+/* One configuration on one GPU with the settings the framework runs: the
+ * probe before any fixed dimension is taken. */
+static void probe_base(const px_search_opts *o, const px_caps *c, px_parallel *p)
+{
+    px_parallel_init(p);
+    p->seq_len = o->seq_len;
+    p->zero = first_allowed(c->zero, 4);
+    p->recompute = (px_recompute)first_allowed(c->recompute, PX_RECOMPUTE_COUNT);
+    for (int q = 0; q < PX_PREC_COUNT; q++)
+        if (c->precisions & PX_PREC_BIT(q)) {
+            p->precision = (px_precision)q;
+            break;
+        }
+    for (int f = 0; f < PX_CPC_COUNT; f++)
+        if (c->cp_flavours & (1u << f)) {
+            p->cp_comm = (px_cp_comm)f;
+            break;
+        }
+}
+
+/* A pipeline of p->pp (at least 2) stages under a schedule the framework
+ * runs without virtual chunks, unless one is set already. */
+static void probe_pipeline(const px_model *m, const px_caps *c, px_parallel *p)
+{
+    if (p->pp < 2) {
+        p->pp = even_pp(m, p->vpp);
+        p->n_micro = p->pp;
+    }
+    if (p->vpp == 1 && (!c->schedules[p->schedule] || p->schedule == PX_SCHED_INTERLEAVED)) {
+        bool flat[PX_SCHED_COUNT];
+        for (int s = 0; s < PX_SCHED_COUNT; s++)
+            flat[s] = c->schedules[s] && s != PX_SCHED_INTERLEAVED;
+        p->schedule = (px_schedule)first_allowed(flat, PX_SCHED_COUNT);
+    }
+}
+
+/* Takes size dimension k (tp, the pipeline, cp, ep) into the probe if o
+ * fixes it: the option's name in *flag and what it asks for in what.
+ * False: o leaves it free. */
+static bool take_size(fixed_dim k, const px_model *m, const px_search_opts *o, const px_caps *c,
+                      px_parallel *p, const char **flag, char *what, size_t n)
+{
+    switch (k) {
+    case FIX_TP:
+        if (o->tp <= 1)
+            return false;
+        p->tp = o->tp;
+        p->sp = c->sp; /* as the search takes it when free */
+        *flag = "--tp";
+        snprintf(what, n, "tensor parallelism over %d GPUs", o->tp);
+        return true;
+    case FIX_PP:
+        if (o->pp <= 1)
+            return false;
+        p->pp = o->pp;
+        p->n_micro = o->pp;
+        probe_pipeline(m, c, p);
+        *flag = "--pp";
+        snprintf(what, n, "pipeline parallelism of %d stages", o->pp);
+        return true;
+    case FIX_VPP:
+        if (o->vpp <= 1)
+            return false;
+        p->vpp = o->vpp;
+        p->schedule = o->schedule >= 0 ? (px_schedule)o->schedule : PX_SCHED_INTERLEAVED;
+        probe_pipeline(m, c, p);
+        *flag = "--vpp";
+        snprintf(what, n, "interleaved virtual pipeline stages");
+        return true;
+    case FIX_SCHEDULE:
+        if (o->schedule < 0)
+            return false;
+        probe_pipeline(m, c, p);
+        p->schedule = (px_schedule)o->schedule;
+        if (p->schedule == PX_SCHED_INTERLEAVED && p->vpp < 2)
+            p->vpp = even_vpp(m, p->pp);
+        *flag = "--schedule";
+        snprintf(what, n, "the %s schedule", px_schedule_name(p->schedule));
+        return true;
+    case FIX_CP:
+        if (o->cp <= 1)
+            return false;
+        p->cp = o->cp;
+        *flag = "--cp";
+        snprintf(what, n, "context parallelism");
+        return true;
+    case FIX_CP_COMM:
+        if (o->cp <= 1)
+            return false;
+        p->cp_comm = o->cp_comm;
+        *flag = "--cp-comm";
+        snprintf(what, n, "%s context parallelism", px_cp_comm_name(o->cp_comm));
+        return true;
+    case FIX_EP:
+        if (o->ep <= 1)
+            return false;
+        p->ep = o->ep;
+        p->dp = o->ep; /* a stage of tp·cp·ep GPUs holds ep·etp = ep ranks */
+        *flag = "--ep";
+        snprintf(what, n, "expert parallelism");
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Takes option k (sequence parallelism, recompute, ZeRO, sharding, number
+ * formats) into the probe if o fixes it, as take_size does. */
+static bool take_option(fixed_dim k, const px_search_opts *o, px_parallel *p, const char **flag,
+                        char *what, size_t n)
+{
+    switch (k) {
+    case FIX_SP:
+        if (o->sp < 0 || p->tp < 2)
+            return false;
+        p->sp = o->sp == 1;
+        *flag = p->sp ? "--sp on" : "--sp off";
+        snprintf(what, n, "%s", p->sp ? "sequence parallelism"
+                                      : "tensor parallelism without sequence parallelism");
+        return true;
+    case FIX_RECOMPUTE:
+        if (o->recompute < 0)
+            return false;
+        p->recompute = (px_recompute)o->recompute;
+        *flag = "--recompute";
+        snprintf(what, n, "recompute %s", px_recompute_name(p->recompute));
+        return true;
+    case FIX_ZERO:
+        if (o->zero < 0 || o->zero > 3)
+            return false;
+        p->zero = o->zero;
+        *flag = "--zero";
+        snprintf(what, n, "ZeRO stage %d", o->zero);
+        return true;
+    case FIX_SHARD_GROUP:
+        if (o->shard_group <= 0)
+            return false;
+        p->shard_group = o->shard_group;
+        if (o->zero < 0)
+            p->zero = 3; /* hybrid sharding is a way of running ZeRO-3 */
+        *flag = "--shard-group";
+        snprintf(what, n, "hybrid sharding");
+        return true;
+    case FIX_GRAD_DTYPE:
+        if (o->grad_fp32 != 0)
+            return false;
+        p->grad_fp32 = false;
+        *flag = "--grad-dtype bf16";
+        snprintf(what, n, "bf16 gradients");
+        return true;
+    case FIX_PRECISION:
+        p->precision = o->precision;
+        *flag = "--precision";
+        snprintf(what, n, "%s GEMMs", px_precision_name(o->precision));
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* A dimension fixed on the command line that the framework cannot run is
+ * an error naming the capability (the enumeration would only count it). */
+static px_status framework_refuses(const px_caps *c, px_error *err, const char *flag,
+                                   const char *cap, const char *what)
+{
+    return PX_FAIL(err, PX_ERR_INFEASIBLE,
+                   "%s: framework %s cannot run %s (capability %s of frameworks/%s.json)", flag,
+                   c->name, what, cap, c->name);
+}
+
+/* A refusal by model feature comes last in px_plan_check: every other rule
+ * holds. */
+static bool refused_by_feature(const char *cap)
+{
+    return cap && (!strcmp(cap, "model_features") || !strcmp(cap, "moe_gpt_block"));
+}
+
+px_status px_search_check_framework(const px_model *m, const px_search_opts *o, px_error *err)
+{
+    const px_caps *c = o->caps;
+    if (!c)
+        return PX_OK;
+    px_parallel probe;
+    probe_base(o, c, &probe);
+    for (int k = 0; k < FIX_COUNT; k++) {
+        const char *flag = NULL;
+        char what[128];
+        bool fixed = k < FIX_SP
+                         ? take_size((fixed_dim)k, m, o, c, &probe, &flag, what, sizeof what)
+                         : take_option((fixed_dim)k, o, &probe, &flag, what, sizeof what);
+        if (!fixed)
+            continue;
+        const char *cap = NULL;
+        if (px_plan_check_cap(m, &probe, c, &cap, NULL) == PX_OK || refused_by_feature(cap))
+            continue;
+        if (!cap)
+            break; /* a rule no framework lifts: the search reports it */
+        return framework_refuses(c, err, flag, cap, what);
+    }
+    if (px_rule_features(m, c, NULL) != PX_OK)
+        return framework_refuses(c, err, "--model", "model_features", m->name);
+    return PX_OK;
+}
