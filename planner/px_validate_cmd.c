@@ -20,7 +20,7 @@ static void usage(FILE *f)
             "  --check     exit 1 when the fidelity bounds do not hold (throughput MAE <= %.0f%%,\n"
             "              every group <= %.0f%%, full/selective ratios within %.0f%%)\n"
             "  --check-families\n"
-            "              exit 1 when the families of the usable bf16/fp16 rows pass the bounds\n"
+            "              exit 1 when the families of the usable bf16/fp16 rows break the bounds\n"
             "              kept on published-runs.json (mean |error| <= %.0f%%, every family\n"
             "              <= %.0f%%, at most %.0f%% of the usable rows refused)\n"
             "  --max-vpp   search interleaving up to N chunks a stage where a row leaves it\n"
