@@ -14,7 +14,7 @@ work=${PX_BENCH_DIR:-$(mktemp -d)}
 mkdir -p "$work"
 [ -n "${PX_BENCH_DIR:-}" ] || trap 'rm -rf "$work"' EXIT
 model=$src/models/llama-4l-h512.json
-# calibrate and execute run ahead of other sessions' processes where the user
+# calibrate and execute run ahead of other autogroups' processes where the user
 # may raise priorities (tests/loop/run_first.sh), as the loop test does
 first=$src/tests/loop/run_first.sh
 warmup=${PX_BENCH_WARMUP:-1}

@@ -506,18 +506,35 @@ static double pass_time(chq *q, scratch *w, double incumbent, double *x1, double
     return best;
 }
 
+/* The cap on a stage's time that the objective cap j_cap leaves at chunk
+ * bound x. */
+static double time_cap(const chq *q, double x, double j_cap)
+{
+    return (j_cap - q->wc * (isinf(x) ? 0.0 : x)) / q->wt;
+}
+
+/* The i-th chunk bound passes 2 and 3 try (a single unbounded one when the
+ * objective does not weigh chunk time), its time cap and the tables built
+ * for them: 1; 0 past the last bound whose lower bound is within j_cap; -1
+ * when the tables cannot be built. */
+static int try_bound(chq *q, const scratch *w, int i, double j_cap, double *xi, double *t_cap)
+{
+    if (i >= (q->wc == 0.0 ? 1 : w->n_x) || (q->wc != 0.0 && w->xs[i].lb > j_cap * (1.0 + 1e-9)))
+        return 0;
+    *xi = q->wc == 0.0 ? INFINITY : w->xs[i].x;
+    *t_cap = time_cap(q, *xi, j_cap);
+    return build_tables(q, *xi, *t_cap) ? 1 : -1;
+}
+
 /* Pass 2 (peak = INFINITY) or 3: the least recomputation (pass 2) or peak
  * memory (pass 3, recomputation <= r_cap) over the chunk bounds with
  * objective <= j_cap; counts per stage in n, the bound in *x. */
 static double pass_rc(chq *q, scratch *w, double j_cap, double *x, int *n)
 {
     double best = INFINITY;
-    for (int i = 0; i < (q->wc == 0.0 ? 1 : w->n_x); i++) {
-        double xi = q->wc == 0.0 ? INFINITY : w->xs[i].x;
-        if (q->wc != 0.0 && w->xs[i].lb > j_cap * (1.0 + 1e-9))
-            break;
-        double t_cap = (j_cap - q->wc * (isinf(xi) ? 0.0 : xi)) / q->wt;
-        if (!build_tables(q, xi, t_cap))
+    double xi, t_cap;
+    for (int i = 0, k; (k = try_bound(q, w, i, j_cap, &xi, &t_cap)) != 0; i++) {
+        if (k < 0)
             return NAN;
         int cnt[PX_PARTITION_MAX_STAGES];
         double r = least_rc(q, INFINITY, t_cap, w->g, w->d, w->arg, cnt);
@@ -535,12 +552,9 @@ static double pass_peak(chq *q, scratch *w, double j_cap, double r_cap, double h
 {
     double best = hi0;
     bool found = false;
-    for (int i = 0; i < (q->wc == 0.0 ? 1 : w->n_x); i++) {
-        double xi = q->wc == 0.0 ? INFINITY : w->xs[i].x;
-        if (q->wc != 0.0 && w->xs[i].lb > j_cap * (1.0 + 1e-9))
-            break;
-        double t_cap = (j_cap - q->wc * (isinf(xi) ? 0.0 : xi)) / q->wt;
-        if (!build_tables(q, xi, t_cap))
+    double xi, t_cap;
+    for (int i = 0, k; (k = try_bound(q, w, i, j_cap, &xi, &t_cap)) != 0; i++) {
+        if (k < 0)
             return NAN;
         double lo = 0.0, hi = best;
         if (least_rc(q, hi, t_cap, w->g, w->d, w->arg, NULL) > r_cap)
@@ -567,7 +581,7 @@ static double pass_peak(chq *q, scratch *w, double j_cap, double r_cap, double h
 static bool split_at(chq *q, const int *n, double x, double j_cap, double cap,
                      px_partition_solution *sol)
 {
-    double t_cap = (j_cap - q->wc * (isinf(x) ? 0.0 : x)) / q->wt;
+    double t_cap = time_cap(q, x, j_cap);
     return build_tables(q, x, t_cap) && make_split(q, n, x, cap, t_cap, sol) &&
            sol->objective_s <= j_cap * (1.0 + 1e-9);
 }

@@ -570,22 +570,25 @@ static __global__ void k_attn_bwd_dot(float *D, const TS *dout, const TS *out, i
 
 /* ---- backward: dQ ------------------------------------------------------------------------ */
 
-/* S = Q K^T and dP = dO V^T for this warp's 16 query rows and the tile's
- * 64 keys. */
-template <int HD, int LD>
-static __device__ __forceinline__ void dq_scores(float s[8][4], float dp[8][4], const bf16 *sQ,
-                                                 const bf16 *sO, const bf16 *sK,
-                                                 const bf16 *sV, int warp, int lane)
+/* Two products of one shape for this warp's 16 rows: X = A1 B1^T and
+ * Y = A2 B2^T over the head width, N tiles of 8 columns each.  dQ:
+ * S = Q K^T and dP = dO V^T (the tile's 64 keys, N 8); dK, dV: S^T = K Q^T
+ * and dP^T = V dO^T (the item's 32 queries, N 4). */
+template <int HD, int LD, int N>
+static __device__ __forceinline__ void paired_scores(float x[N][4], float y[N][4],
+                                                     const bf16 *sA1, const bf16 *sA2,
+                                                     const bf16 *sB1, const bf16 *sB2, int warp,
+                                                     int lane)
 {
-    zero_acc<8>(s);
-    zero_acc<8>(dp);
+    zero_acc<N>(x);
+    zero_acc<N>(y);
 #pragma unroll
     for (int kk = 0; kk < HD / 16; kk++) {
-        uint32_t qa[4], da[4];
-        load_a(qa, sQ, LD, warp * 16, kk * 16, lane);
-        load_a(da, sO, LD, warp * 16, kk * 16, lane);
-        mma_nmajor<LD, 8>(s, qa, sK, kk * 16, lane);
-        mma_nmajor<LD, 8>(dp, da, sV, kk * 16, lane);
+        uint32_t a1[4], a2[4];
+        load_a(a1, sA1, LD, warp * 16, kk * 16, lane);
+        load_a(a2, sA2, LD, warp * 16, kk * 16, lane);
+        mma_nmajor<LD, N>(x, a1, sB1, kk * 16, lane);
+        mma_nmajor<LD, N>(y, a2, sB2, kk * 16, lane);
     }
 }
 
@@ -671,7 +674,7 @@ static __global__ void __launch_bounds__(ATT_THREADS)
         const bf16 *const sK = sKV + st * TILE, *const sV = sKV + (2 + st) * TILE;
 
         float s[8][4], dp[8][4];
-        dq_scores<HD, LD>(s, dp, sQ, sO, sK, sV, warp, lane);
+        paired_scores<HD, LD, 8>(s, dp, sQ, sO, sK, sV, warp, lane);
         dq_ds(s, dp, k0, t, scale_log2, L0, L1, D0, D1, lim0, lim1);
         mma_kmajor<DT, LD, 4>(dq, s, sK, lane); /* dQ += dS K: k over the 64 keys */
     }
@@ -679,26 +682,6 @@ static __global__ void __launch_bounds__(ATT_THREADS)
 }
 
 /* ---- backward: dK, dV ---------------------------------------------------------------------- */
-
-/* S^T = K Q^T and dP^T = V dO^T for this warp's 16 keys and the item's 32
- * queries. */
-template <int HD, int LD>
-static __device__ __forceinline__ void dkdv_scores(float st[4][4], float dpt[4][4],
-                                                   const bf16 *sK, const bf16 *sV,
-                                                   const bf16 *sQ, const bf16 *sO, int warp,
-                                                   int lane)
-{
-    zero_acc<4>(st);
-    zero_acc<4>(dpt);
-#pragma unroll
-    for (int kk = 0; kk < HD / 16; kk++) {
-        uint32_t ka[4], va[4];
-        load_a(ka, sK, LD, warp * 16, kk * 16, lane);
-        load_a(va, sV, LD, warp * 16, kk * 16, lane);
-        mma_nmajor<LD, 4>(st, ka, sQ, kk * 16, lane);
-        mma_nmajor<LD, 4>(dpt, va, sO, kk * 16, lane);
-    }
-}
 
 /* P^T into st and dS^T = P^T (dP^T - D) into dpt (column = query c, whose
  * lse, D and last key are sL, sD, sP[c]); 0 where key kj0 / kj1 is past the
@@ -808,7 +791,7 @@ static __global__ void __launch_bounds__(ATT_THREADS)
         cp_async_commit();
 
         float st[4][4], dpt[4][4];
-        dkdv_scores<HD, LD>(st, dpt, sK, sV, sQ, sO, warp, lane);
+        paired_scores<HD, LD, 4>(st, dpt, sK, sV, sQ, sO, warp, lane);
         dkdv_probs(st, dpt, sL0 + stage * ATT_BQ2, sD0 + stage * ATT_BQ2,
                    sP0 + stage * ATT_BQ2, kj0, kj1, t, scale_log2);
         /* dV += P^T dO and dK += dS^T Q: k over the 32 queries, n over HD */

@@ -11,7 +11,7 @@
 #   PX_LOOP_REUSE_CALIB=1 reuses the one in $PARALLAX_BUILD_ROOT/loop-cache/
 #   for quick local iterations only;
 # - calibrate and execute run ahead of the other processes (run_first.sh:
-#   a process session (setsid) of their own with the highest scheduling weight, where the
+#   an autogroup of their own (setsid) with the highest scheduling weight, where the
 #   user may raise it), so other processes' load takes little of the cores;
 # - both sides time on-CPU work with the thread CPU clock, which does not
 #   advance while another process holds the core: calibrate's GEMM and
