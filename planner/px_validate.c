@@ -14,6 +14,7 @@
 #include "px_precision.h"
 #include "px_model_defs.h"
 #include "px_split_megatron.h"
+#include "px_validate_recipe.h"
 
 /* ------------------------------------------------------------------ */
 /* JSON helpers: a null or missing field reads as "unpublished"        */
@@ -416,9 +417,11 @@ static void row_era_defaults(const json_t *jr, const json_t *jp, const json_t *j
     int nemo = nemo_release(jstr(jr, "framework"));
     if (nemo > 0 && nemo < 2407)
         row->flash_version = 2;
-    /* gradient precision is not published: Megatron's default, fp32 main
-     * gradients (the planner's default too) */
-    row->grad_fp32 = true;
+    /* gradient precision is not published: the recipe's where it is known
+     * (px_validate_recipe.c), else Megatron's default, fp32 main gradients
+     * (the planner's default too) */
+    int grad_fp32 = px_val_recipe_grad_fp32(jstr(jr, "framework"));
+    row->grad_fp32 = grad_fp32 != 0;
 }
 
 /* How the row's run differed from its framework profile's defaults

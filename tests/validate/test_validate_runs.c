@@ -138,6 +138,20 @@ int main(void)
     CHECK(w && w->grad_accum_separate && w->zero1_grad_allreduce);
     w = find(&rep, "dgxc-v25.01-llama2-70b-bf16-h100-512gpu-maxtext");
     CHECK(w && w->conv_stated && w->conv == PX_VAL_CONV_MODEL && !w->grad_accum_separate);
+    /* NeMo's DGX Cloud recipes reduce gradients in bf16 (grad_sync_dtype
+     * bf16, grad_reduce_in_fp32 False); other Megatron rows keep fp32 main
+     * gradients; a run in bf16 gradients is planned so */
+    w = find(&rep, "dgxc-v25.05.01-grok1-314b-bf16-h100-512gpu");
+    CHECK(w && w->evaluated && !w->grad_fp32 && !w->par.grad_fp32);
+    /* in bf16 gradients the 512-GPU layout (expert TP 1) fits without
+     * recomputation, as the recipe ran it */
+    CHECK(w && w->fits && w->par.recompute == PX_RECOMPUTE_NONE);
+    w = find(&rep, "dgxc-v25.02.01-llama3-70b-fp8-h100-512gpu");
+    CHECK(w && w->evaluated && !w->grad_fp32);
+    w = find(&rep, "mtnlg530b-2240gpu");
+    CHECK(w && w->grad_fp32);
+    w = find(&rep, "dgxc-v25.01-llama2-70b-bf16-h100-512gpu-maxtext");
+    CHECK(w && w->grad_fp32);
 
     /* llm-foundry's MPT-7B/13B/30B on 8 A100-80GB ran: with FSDP as PyTorch
      * runs it (fp32 shards, two gathered layers, the fused cross-entropy)
