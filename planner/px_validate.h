@@ -124,6 +124,9 @@ typedef struct {
                                 * Megatron-DeepSpeed */
     bool zero1_grad_allreduce; /* ZeRO-1 all-reduces the whole gradient (DeepSpeed's BF16
                                 * optimizer under the pipeline engine) */
+    bool deepspeed_pipe;   /* DeepSpeed's pipeline engine: blocking transfers, the tied
+                            * gradient all-reduced after the schedule; in bf16 its BF16
+                            * optimizer's cast copy (px_pipe_engine.h) */
     bool conv_stated;      /* util_metric names its FLOP convention (HFU / MFU) */
     int fam_on;            /* 1 tokens/s per GPU, 2 MFU, 3 step time, 0 none */
     double fam_err;        /* + = predicted too fast (step: meas/pred - 1) */
