@@ -122,17 +122,18 @@ static const char *profile_for_gpu(const char *gpu, double mem_gb)
 
 /* A cluster whose network differs from the DGX-class one its GPU's profile
  * describes has a profile of its own, chosen when the row's
- * hardware.interconnect names the cluster: Jean Zay's A100 partition
- * (BLOOM) has 4 x 100 Gb/s Omni-Path a node of 8 GPUs, a quarter of a DGX
- * A100's 8 x 200 Gb/s HDR (hw_profiles/jean-zay-a100.json). */
-static const char *profile_for_cluster(const char *interconnect, const char *gpu,
-                                       const char *by_gpu)
+ * hardware.interconnect names the cluster and its GPU maps to the profile
+ * the cluster's replaces: Jean Zay's A100 80GB partition (BLOOM) has 4 x
+ * 100 Gb/s Omni-Path a node of 8 GPUs, a quarter of a DGX A100's 8 x 200
+ * Gb/s HDR (hw_profiles/jean-zay-a100.json). */
+static const char *profile_for_cluster(const char *interconnect, const char *by_gpu)
 {
     static const struct {
-        const char *cluster, *gpu, *profile;
-    } clusters[] = {{"Jean Zay", "A100", "jean-zay-a100"}};
+        const char *cluster, *replaces, *profile;
+    } clusters[] = {{"Jean Zay", "a100-80g", "jean-zay-a100"}};
     for (size_t i = 0; i < sizeof clusters / sizeof clusters[0]; i++)
-        if (contains_ci(interconnect, clusters[i].cluster) && contains_ci(gpu, clusters[i].gpu))
+        if (by_gpu && !strcmp(by_gpu, clusters[i].replaces) &&
+            contains_ci(interconnect, clusters[i].cluster))
             return clusters[i].profile;
     return by_gpu;
 }
@@ -494,7 +495,7 @@ static bool parse_row(const json_t *jr, px_val_row *row)
     /* hardware */
     double mem_gb;
     const char *prof = profile_for_gpu(jstr(jh, "gpu"), jnum(jh, "gpu_memory_gb", &mem_gb) ? mem_gb : 0.0);
-    prof = profile_for_cluster(jstr(jh, "interconnect"), jstr(jh, "gpu"), prof);
+    prof = profile_for_cluster(jstr(jh, "interconnect"), prof);
     row->gpus = (int)jint_or(jh, "num_gpus", 0);
     row->gpus_per_node = (int)jint_or(jh, "gpus_per_node", 0);
     if (!prof) {
