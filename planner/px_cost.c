@@ -8,6 +8,7 @@
 #include "px_blocking.h"
 #include "px_cost_fsdp.h"
 #include "px_grad_accum.h"
+#include "px_pipe_engine.h"
 
 #include <math.h>
 #include <string.h>
@@ -470,6 +471,9 @@ static void grad_accum_time(const px_cost_ctx *ctx, const px_parallel *par, doub
     px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
     double acc = px_grad_accum_s(ctx->hw, par, ctx->run && ctx->run->grad_accum_separate, params,
                                  elem_of(ctx), bpp.grads);
+    if (ctx->run && ctx->run->grad_accum_cast_copy)
+        acc += px_grad_accum_cast_s(ctx->hw, par, ctx->run->grad_accum_separate, params,
+                                    bpp.grads);
     w->bwd += acc;
     w->mem += acc;
     w->mb += acc;
@@ -763,6 +767,7 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
 
     double pp_total, pp_bytes;
     pp_step_comm(ctx, par, &x, &pp_total, &pp_bytes);
+    px_pipe_engine_comm(ctx, par, x.pp, x.tp, &pp_total, &pp_bytes); /* DeepSpeed's engine */
 
     /* overlap windows: the backward (forward) compute of one micro-batch */
     double bwd_win = w.bwd + w.rc, fwd_win = w.fwd;

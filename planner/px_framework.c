@@ -128,6 +128,13 @@ static const px_jfield runtime_fields[] = {
      NULL, 0, 0},
     {"moe_a2a_overlap", PX_JF_BOOL, offsetof(px_fw_runtime, moe_a2a_overlap), 0, false, 0, NULL,
      0, 0},
+    /* optional, default false: DeepSpeed's pipeline engine and BF16 optimizer */
+    {"grad_accum_cast_copy", PX_JF_BOOL, offsetof(px_fw_runtime, grad_accum_cast_copy), 0, false,
+     0, NULL, 0, 0},
+    {"pp_blocking_p2p", PX_JF_BOOL, offsetof(px_fw_runtime, pp_blocking_p2p), 0, false, 0, NULL,
+     0, 0},
+    {"tied_grad_allreduce", PX_JF_BOOL, offsetof(px_fw_runtime, tied_grad_allreduce), 0, false,
+     0, NULL, 0, 0},
 };
 
 static const px_jfield root_fields[] = {

@@ -63,6 +63,15 @@ typedef struct px_fw_runtime {
     bool moe_a2a_overlap;            /* the EP dispatch / combine of one micro-batch under
                                       * another's compute (px_moe_a2a_exposed_s); optional,
                                       * default false */
+    bool grad_accum_cast_copy;       /* the separate accumulation first casts the gradient
+                                      * into a temporary of the main gradient's dtype
+                                      * (px_grad_accum_cast_bytes); optional, default false */
+    bool pp_blocking_p2p;            /* the pipeline's sends and receives block one after
+                                      * another at every schedule step (px_pipe_engine.h);
+                                      * optional, default false */
+    bool tied_grad_allreduce;        /* the tied embedding's gradient all-reduced between
+                                      * the first and the last stage after the schedule
+                                      * (px_pipe_engine.h); optional, default false */
 } px_fw_runtime;
 
 typedef struct {

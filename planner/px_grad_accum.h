@@ -34,4 +34,16 @@ double px_grad_accum_bytes(double params, double elem_bytes, double grad_bytes);
 double px_grad_accum_s(const px_hw *hw, const px_parallel *par, bool separate, double params,
                        double elem_bytes, double grad_bytes);
 
+/* Bytes a cast copy adds to one micro-batch's accumulation: the gradient
+ * first cast into a temporary of the main gradient's dtype, written and
+ * read again by the add (DeepSpeed's BF16 optimizer, update_hp_grads:
+ * hp_grad.add_(lp.grad.to(hp_grad.dtype)); Megatron's main_grad.add_(grad)
+ * casts inside the add's kernel). */
+double px_grad_accum_cast_bytes(double params, double grad_bytes);
+
+/* Seconds that cast copy adds to a micro-batch on the stage; 0 where
+ * px_grad_accum_s charges nothing. */
+double px_grad_accum_cast_s(const px_hw *hw, const px_parallel *par, bool separate,
+                            double params, double grad_bytes);
+
 #endif

@@ -121,6 +121,24 @@ static const char *profile_for_gpu(const char *gpu, double mem_gb)
     return NULL;
 }
 
+/* A cluster whose network differs from the DGX-class one its GPU's profile
+ * describes has a profile of its own, chosen when the row's
+ * hardware.interconnect names the cluster and its GPU maps to the profile
+ * the cluster's replaces: Jean Zay's A100 80GB partition (BLOOM) has 4 x
+ * 100 Gb/s Omni-Path a node of 8 GPUs, a quarter of a DGX A100's 8 x 200
+ * Gb/s HDR (hw_profiles/jean-zay-a100.json). */
+static const char *profile_for_cluster(const char *interconnect, const char *by_gpu)
+{
+    static const struct {
+        const char *cluster, *replaces, *profile;
+    } clusters[] = {{"Jean Zay", "a100-80g", "jean-zay-a100"}};
+    for (size_t i = 0; i < sizeof clusters / sizeof clusters[0]; i++)
+        if (by_gpu && !strcmp(by_gpu, clusters[i].replaces) &&
+            contains_ci(interconnect, clusters[i].cluster))
+            return clusters[i].profile;
+    return by_gpu;
+}
+
 /* The row's precision -> the format the cost model runs (README: bf16,
  * amp_bf16 and "fp16/bf16" -> bf16; fp16 -> fp16; fp8 -> fp8; a row that
  * states none is taken as bf16, the planner's format).  The one
@@ -394,6 +412,9 @@ static void row_era_defaults(const json_t *jr, const json_t *jp, const json_t *j
          * and all-gathers the bf16 weights */
         row->grad_accum_separate = true;
         row->zero1_grad_allreduce = row->precision == PX_PREC_BF16;
+        /* its pipeline engine's blocking transfers and tied-gradient
+         * all-reduce (px_pipe_engine.h) */
+        row->deepspeed_pipe = true;
     }
     /* Megatron-LM's 2020 training scripts (examples/pretrain_gpt*.sh)
      * always pass --checkpoint-activations: full recompute when unpublished */
@@ -434,6 +455,13 @@ static void row_runtime(const px_val_row *row, px_fw_runtime *run)
         run->grad_accum_separate = true;
     if (row->zero1_grad_allreduce)
         run->zero1_grad_allreduce = true;
+    /* DeepSpeed's pipeline engine; in bf16 its BF16 optimizer, whose
+     * accumulation casts into a temporary */
+    if (row->deepspeed_pipe) {
+        run->pp_blocking_p2p = true;
+        run->tied_grad_allreduce = true;
+        run->grad_accum_cast_copy = row->precision == PX_PREC_BF16;
+    }
 }
 
 /* Fills one row; returns false (with row->note) when it cannot be modelled. */
@@ -470,6 +498,7 @@ static bool parse_row(const json_t *jr, px_val_row *row)
     /* hardware */
     double mem_gb;
     const char *prof = profile_for_gpu(jstr(jh, "gpu"), jnum(jh, "gpu_memory_gb", &mem_gb) ? mem_gb : 0.0);
+    prof = profile_for_cluster(jstr(jh, "interconnect"), prof);
     row->gpus = (int)jint_or(jh, "num_gpus", 0);
     row->gpus_per_node = (int)jint_or(jh, "gpus_per_node", 0);
     if (!prof) {

@@ -41,7 +41,7 @@
  * change that makes it worse fails (docs/validation.md says where the gap to
  * the goals lies). */
 #define PX_VALIDATE_RUNS_MAX_MEAN 0.08
-#define PX_VALIDATE_RUNS_MAX_FAMILY 0.42
+#define PX_VALIDATE_RUNS_MAX_FAMILY 0.16
 #define PX_VALIDATE_RUNS_MAX_REFUSED 0.01
 /* What the low-precision and MoE rows reach (docs/validation.md): kept so
  * that a change that makes them worse fails; the goals are 10 % mean, 15 %
@@ -124,6 +124,9 @@ typedef struct {
                                 * Megatron-DeepSpeed */
     bool zero1_grad_allreduce; /* ZeRO-1 all-reduces the whole gradient (DeepSpeed's BF16
                                 * optimizer under the pipeline engine) */
+    bool deepspeed_pipe;   /* DeepSpeed's pipeline engine: blocking transfers, the tied
+                            * gradient all-reduced after the schedule; in bf16 its BF16
+                            * optimizer's cast copy (px_pipe_engine.h) */
     bool conv_stated;      /* util_metric names its FLOP convention (HFU / MFU) */
     int fam_on;            /* 1 tokens/s per GPU, 2 MFU, 3 step time, 0 none */
     double fam_err;        /* + = predicted too fast (step: meas/pred - 1) */

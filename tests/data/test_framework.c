@@ -98,6 +98,11 @@ static void profiles(void)
      * reduce-scatters under its distributed optimizer: the optional traits
      * of the older engines stay off */
     CHECK(!fw.run.grad_accum_separate && !fw.run.zero1_grad_allreduce);
+    CHECK(!fw.run.pp_blocking_p2p && !fw.run.tied_grad_allreduce && !fw.run.grad_accum_cast_copy);
+    /* DeepSpeed: its pipeline engine's blocking transfers and tied-gradient
+     * all-reduce, its BF16 optimizer's cast copy */
+    CHECK(px_framework_load("deepspeed", NULL, &fw, &err) == PX_OK);
+    CHECK(fw.run.pp_blocking_p2p && fw.run.tied_grad_allreduce && fw.run.grad_accum_cast_copy);
     /* llm-foundry: FSDP only, no pipeline, no CP */
     CHECK(px_framework_load("llm-foundry", NULL, &fw, &err) == PX_OK);
     CHECK(fw.caps.max_pp == 1 && fw.caps.cp_flavours == 0 && fw.caps.zero[3] && !fw.caps.zero[1]);

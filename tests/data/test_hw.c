@@ -40,7 +40,8 @@ int main(void)
     px_hw hw, back;
     px_error err;
     static const char *const names[] = {"h100-sxm", "h200",    "a100-80g", "h800",    "b200",
-                                        "gb200-nvl72", "tpu-v5p", "v100",   "a100-40g"};
+                                        "gb200-nvl72", "tpu-v5p", "v100",   "a100-40g",
+                                        "jean-zay-a100"};
     char list[2048];
     px_hw_list_profiles(NULL, list, sizeof list);
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -79,6 +80,12 @@ int main(void)
     CHECK(px_hw_load("a100-80g", NULL, &a100, &err) == PX_OK);
     CHECK_CLOSE(a100.inter_bw, 25e9, 0, 0);
     CHECK_CLOSE(a100.peak_flops, 312e12, 0, 0);
+    /* Jean Zay's A100 nodes: the same GPU, 4 x 100 Gb/s Omni-Path a node of 8 */
+    px_hw jz;
+    CHECK(px_hw_load("jean-zay-a100", NULL, &jz, &err) == PX_OK);
+    CHECK_CLOSE(jz.inter_bw, 4 * 100e9 / 8 / 8, 0, 0);
+    CHECK(jz.peak_flops == a100.peak_flops && jz.hbm_bytes == a100.hbm_bytes &&
+          jz.intra_bw == a100.intra_bw && jz.gpus_per_node == 8);
 
     /* Calibrated points round-trip, and a CPU-style fp32 profile. */
     hw.dtype_bytes = 4;

@@ -136,8 +136,18 @@ int main(void)
     /* Megatron-DeepSpeed: DeepSpeed's BF16 optimizer adds each
      * micro-batch's gradients into fp32 ones and all-reduces them whole */
     CHECK(w && w->grad_accum_separate && w->zero1_grad_allreduce);
+    /* ... under its pipeline engine (blocking transfers, tied gradients
+     * all-reduced after the schedule), on Selene's profile */
+    CHECK(w && w->deepspeed_pipe && !strcmp(w->hw_name, "a100-80g"));
+    /* BLOOM ran on Jean Zay, whose A100 nodes have a profile of their own
+     * (4 x 100 Gb/s Omni-Path a node), whichever way the row names it */
+    w = find(&rep, "bloom176b-gbs2048");
+    CHECK(w && w->deepspeed_pipe && !strcmp(w->hw_name, "jean-zay-a100"));
+    w = find(&rep, "bloom176b-gbs16");
+    CHECK(w && !strcmp(w->hw_name, "jean-zay-a100"));
     w = find(&rep, "dgxc-v25.01-llama2-70b-bf16-h100-512gpu-maxtext");
     CHECK(w && w->conv_stated && w->conv == PX_VAL_CONV_MODEL && !w->grad_accum_separate);
+    CHECK(w && !w->deepspeed_pipe);
     /* NeMo's DGX Cloud recipes reduce gradients in bf16 (grad_sync_dtype
      * bf16, grad_reduce_in_fp32 False); other Megatron rows keep fp32 main
      * gradients; a run in bf16 gradients is planned so */
