@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "px_attn_eff.h"
+#include "px_cost.h"
 #include "px_efficiency.h"
 #include "px_framework.h"
 #include "px_test.h"
@@ -20,6 +21,50 @@ static void load_hw(const char *name, px_hw *hw)
 }
 
 static double diag(double s) { return s / (s + PX_ATTN_SEQ_HALF); }
+
+/* One layer through the cost model (px_cost_layer): a Llama 3 70B layer with
+ * 192-wide heads at TP 8 and 4096 tokens under Megatron's traits.  On GB200
+ * its forward is longer than with no head-width limit by exactly the native
+ * attention core's forward times 1/0.625^2 - 1 (the backward 2.5x that); on
+ * H100 the two are the same. */
+static void layer_fallback(const char *hw_name, bool falls_back)
+{
+    px_model m;
+    px_hw hw;
+    px_error err = {0};
+    CHECK_MSG(px_model_load("llama3-70b", NULL, &m, &err) == PX_OK, "%s", err.msg);
+    m.head_dim = 192;
+    load_hw(hw_name, &hw);
+    px_framework fw;
+    CHECK_MSG(px_framework_load("megatron", NULL, &fw, &err) == PX_OK, "%s", err.msg);
+    px_fw_runtime unlimited = fw.run;
+    unlimited.attn_native_max_head_dim = 0;
+    static px_cost_ctx ca, cb;
+    CHECK(px_cost_ctx_init(&ca, &m, &hw, &err) == PX_OK);
+    CHECK(px_cost_ctx_init(&cb, &m, &hw, &err) == PX_OK);
+    ca.run = &fw.run;
+    cb.run = &unlimited;
+    px_parallel par;
+    px_parallel_init(&par);
+    par.tp = 8;
+    par.sp = true;
+    par.n_micro = 1;
+    par.seq_len = 4096;
+    px_layer_cost a, b;
+    px_cost_layer(&ca, &par, 0, &a);
+    px_cost_layer(&cb, &par, 0, &b);
+    double s = 4096.0, a_t = (double)m.n_heads / par.tp;
+    double flops = 2.0 * s * s * a_t * (192.0 + 192.0);
+    double native = px_time_attn_s(&hw, 0.5 * flops) / px_attn_rate_rel(&hw, 4, 192.0, s);
+    double extra = falls_back ? native * (1.0 / (PX_ATTN_OLD_GEN_REL * PX_ATTN_OLD_GEN_REL) - 1.0)
+                              : 0.0;
+    CHECK_MSG(fabs((a.fwd_s - b.fwd_s) - extra) <= 1e-9 * a.fwd_s,
+              "%s: forward %.9f s vs %.9f s, expected +%.9f s", hw_name, a.fwd_s, b.fwd_s, extra);
+    CHECK_MSG(fabs((a.bwd_s - b.bwd_s) - 2.5 * extra) <= 1e-9 * a.bwd_s,
+              "%s: backward %.9f s vs %.9f s, expected +%.9f s", hw_name, a.bwd_s, b.bwd_s,
+              2.5 * extra);
+    CHECK(!falls_back || extra > 2e-5); /* tens of microseconds a layer */
+}
 
 int main(void)
 {
@@ -77,6 +122,8 @@ int main(void)
     fw.run.attn_native_max_head_dim = 128;
     fw.run.flash_attention_version = 2; /* already flash-attn 2: stays */
     CHECK(px_attn_kernel_version(&gb, &fw.run, 192.0) == 2);
+    layer_fallback("gb200-nvl72", true);
+    layer_fallback("h100-sxm", false);
     /* a calibrated kernel is measured as it runs */
     h100.attn_eff = 0.3;
     CHECK_CLOSE(px_attn_rate_rel(&h100, 2, 64.0, 512.0), 1.0, 0, 0);
