@@ -8,9 +8,9 @@ double px_attn_rate_rel(const px_hw *hw, int flash_version, double head_dim, dou
     if (hw->attn_eff > 0.0)
         return 1.0;
     double rel = 1.0;
-    /* an older kernel generation than the GPU's own (FA1's factor 2 is
-     * px_cost.c's; this is FA2 on Hopper and later) */
-    if (flash_version >= 2 && hw->attn_native_version > flash_version)
+    /* each generation the kernel is older than the GPU's own (FA1's factor
+     * 2 is px_cost.c's; this is FA2 on Hopper, and twice on Blackwell) */
+    for (int g = flash_version; g >= 2 && g < hw->attn_native_version; g++)
         rel *= PX_ATTN_OLD_GEN_REL;
     if (head_dim > 0.0 && hw->exp_rate > 0.0) {
         double rate = 1e12 / px_time_attn_s(hw, 1e12) * rel; /* the kernel's FLOP/s */
@@ -22,4 +22,13 @@ double px_attn_rate_rel(const px_hw *hw, int flash_version, double head_dim, dou
     /* never faster than the GEMMs the kernel is built from */
     double cap = 1.0 / PX_EFF_FLASH_REL;
     return rel < cap ? rel : cap;
+}
+
+int px_attn_kernel_version(const px_hw *hw, const px_fw_runtime *run, double head_dim_v)
+{
+    int v = run ? run->flash_attention_version : 0;
+    if (run && run->attn_native_max_head_dim > 0 && hw->attn_native_version >= 4 && v >= 4 &&
+        head_dim_v > (double)run->attn_native_max_head_dim)
+        return 2; /* the framework's fallback: flash-attn 2 */
+    return v;
 }

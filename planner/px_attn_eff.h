@@ -5,6 +5,7 @@
 #ifndef PX_ATTN_EFF_H
 #define PX_ATTN_EFF_H
 
+#include "px_framework.h"
 #include "px_hw.h"
 
 /* FlashAttention-2 on a GPU whose native kernels are a later generation
@@ -14,6 +15,13 @@
  * 2024, FlashAttention-3, sections 1 and 4.1: FA3 is 1.5-2.0x FA2 forward,
  * 1.5-1.75x backward): 1/1.6 of the native rate. */
 #define PX_ATTN_OLD_GEN_REL 0.625
+/* Applied once per generation between the kernel's and the GPU's: FA2 on a
+ * Blackwell GPU (generation 4: tcgen05 MMA and tensor memory, cuDNN's sm100
+ * kernels, FlashAttention-4) runs Ampere's mma.sync two generations behind,
+ * at 0.625^2 = 0.39 of the native rate.  For scale (a check, not a fit):
+ * Zadouri et al. 2026 (FlashAttention-4) put Triton's B200 kernel at
+ * 1/2.7 and cuDNN 9.13 at 1/1.3 of FA4's 1.6 PFLOP/s, so a kernel not
+ * built on tcgen05 runs at about 0.48 of cuDNN's; FA2 is older still. */
 
 /* Every score element costs one exponential on the special-function units
  * besides the 4·d tensor-core FLOPs of its two products (Q·K^T and P·V);
@@ -38,5 +46,14 @@
  * and `s_q` query positions per launch (the local sequence: s / cp).
  * A calibrated hw->attn_eff is the executor's own kernel: 1. */
 double px_attn_rate_rel(const px_hw *hw, int flash_version, double head_dim, double s_q);
+
+/* The kernel generation a framework runs for value heads of width
+ * head_dim_v on this GPU: its flash_attention_version, except flash-attn 2
+ * where the GPU is generation 4 (Blackwell) and the heads are wider than
+ * the framework's generation-4 kernel trains (attn_native_max_head_dim:
+ * Transformer Engine's cuDNN backend takes d <= 128 on sm100, so
+ * Nemotron-4's 192-wide heads run flash-attn 2 there).  0 with no
+ * framework. */
+int px_attn_kernel_version(const px_hw *hw, const px_fw_runtime *run, double head_dim_v);
 
 #endif

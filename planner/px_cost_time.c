@@ -348,7 +348,7 @@ static void layer_attention_time(const px_cost_ctx *ctx, const px_parallel *par,
         lt->attn_fwd_s = px_time_attn_s(hw, 0.5 * attn_flops *
                                                 px_sliding_causal_fraction(m, seq_of(ctx, par)));
         /* the kernel generation, head width and block length (px_attn_eff.h) */
-        lt->attn_fwd_s /= px_attn_rate_rel(hw, ctx->run ? ctx->run->flash_attention_version : 0,
+        lt->attn_fwd_s /= px_attn_rate_rel(hw, px_attn_kernel_version(hw, ctx->run, sh.dv),
                                            sh.dq, sh.s);
         /* FlashAttention 1 runs at half FlashAttention-2's rate (Dao 2023:
          * FA2 is about 2x FA1); a calibrated attn_eff is the kernel's own */

@@ -36,10 +36,15 @@ typedef struct px_fw_runtime {
                                       * layer, which NCCL spreads over every NIC of a node
                                       * the group fills (px_cost_fsdp.h) */
     int flash_attention_version;     /* FlashAttention generation of the fused attention
-                                      * kernel: 3 (Hopper-native: FlashAttention-3, cuDNN's
-                                      * sm90+ kernels), 2 (flash-attn 2: the native rate on
+                                      * kernel: 4 (cuDNN's fused attention, built for each
+                                      * GPU: native on Hopper and Blackwell), 3 (Hopper-native:
+                                      * FlashAttention-3), 2 (flash-attn 2: the native rate on
                                       * Ampere, less on later GPUs, px_attn_eff.h), 1
                                       * (FlashAttention 1: half FA2's rate, Dao 2023) */
+    int attn_native_max_head_dim;    /* on a GPU of attention generation 4 (Blackwell), the
+                                      * widest value head the generation-4 kernel trains;
+                                      * wider heads run flash-attn 2 (px_attn_kernel_version);
+                                      * optional, 0 = no limit */
     bool quantized_params;           /* low precision: linear weights kept quantised and
                                       * gathered quantised (px_parallel.quantized_params);
                                       * optional, default false */

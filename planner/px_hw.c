@@ -47,7 +47,7 @@ static const px_jfield hw_fields[] = {
     HD("gemm_eff_half_dim", gemm_eff_half_dim, false, 0, 1e6),
     HD("mem_bound_eff", mem_bound_eff, false, 1e-3, 1),
     HD("attn_eff", attn_eff, false, 0, 1),
-    HI("attn_native_version", attn_native_version, false, 0, 3),
+    HI("attn_native_version", attn_native_version, false, 0, 4),
     HD("exp_rate", exp_rate, false, 0, MAX_FLOPS),
     HD("sustained_frac", sustained_frac, false, 0, 1),
     HD("sync_wait_s", sync_wait_s, false, 0, 1),

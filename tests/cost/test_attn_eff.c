@@ -1,11 +1,14 @@
 /* test_attn_eff.c — the attention kernel's rate (px_attn_eff.h) against its
  * closed forms: the kernel generation against the GPU's own, the
  * exponential's share by head width, the causal diagonal by block length,
- * and a calibrated attn_eff left alone. */
+ * a calibrated attn_eff left alone, and the kernel a framework falls back
+ * to on Blackwell for heads its native kernel does not train. */
 #include <math.h>
 
 #include "px_attn_eff.h"
+#include "px_cost.h"
 #include "px_efficiency.h"
+#include "px_framework.h"
 #include "px_test.h"
 
 static void load_hw(const char *name, px_hw *hw)
@@ -18,6 +21,50 @@ static void load_hw(const char *name, px_hw *hw)
 }
 
 static double diag(double s) { return s / (s + PX_ATTN_SEQ_HALF); }
+
+/* One layer through the cost model (px_cost_layer): a Llama 3 70B layer with
+ * 192-wide heads at TP 8 and 4096 tokens under Megatron's traits.  On GB200
+ * its forward is longer than with no head-width limit by exactly the native
+ * attention core's forward times 1/0.625^2 - 1 (the backward 2.5x that); on
+ * H100 the two are the same. */
+static void layer_fallback(const char *hw_name, bool falls_back)
+{
+    px_model m;
+    px_hw hw;
+    px_error err = {0};
+    CHECK_MSG(px_model_load("llama3-70b", NULL, &m, &err) == PX_OK, "%s", err.msg);
+    m.head_dim = 192;
+    load_hw(hw_name, &hw);
+    px_framework fw;
+    CHECK_MSG(px_framework_load("megatron", NULL, &fw, &err) == PX_OK, "%s", err.msg);
+    px_fw_runtime unlimited = fw.run;
+    unlimited.attn_native_max_head_dim = 0;
+    static px_cost_ctx ca, cb;
+    CHECK(px_cost_ctx_init(&ca, &m, &hw, &err) == PX_OK);
+    CHECK(px_cost_ctx_init(&cb, &m, &hw, &err) == PX_OK);
+    ca.run = &fw.run;
+    cb.run = &unlimited;
+    px_parallel par;
+    px_parallel_init(&par);
+    par.tp = 8;
+    par.sp = true;
+    par.n_micro = 1;
+    par.seq_len = 4096;
+    px_layer_cost a, b;
+    px_cost_layer(&ca, &par, 0, &a);
+    px_cost_layer(&cb, &par, 0, &b);
+    double s = 4096.0, a_t = (double)m.n_heads / par.tp;
+    double flops = 2.0 * s * s * a_t * (192.0 + 192.0);
+    double native = px_time_attn_s(&hw, 0.5 * flops) / px_attn_rate_rel(&hw, 4, 192.0, s);
+    double extra = falls_back ? native * (1.0 / (PX_ATTN_OLD_GEN_REL * PX_ATTN_OLD_GEN_REL) - 1.0)
+                              : 0.0;
+    CHECK_MSG(fabs((a.fwd_s - b.fwd_s) - extra) <= 1e-9 * a.fwd_s,
+              "%s: forward %.9f s vs %.9f s, expected +%.9f s", hw_name, a.fwd_s, b.fwd_s, extra);
+    CHECK_MSG(fabs((a.bwd_s - b.bwd_s) - 2.5 * extra) <= 1e-9 * a.bwd_s,
+              "%s: backward %.9f s vs %.9f s, expected +%.9f s", hw_name, a.bwd_s, b.bwd_s,
+              2.5 * extra);
+    CHECK(!falls_back || extra > 2e-5); /* tens of microseconds a layer */
+}
 
 int main(void)
 {
@@ -48,6 +95,35 @@ int main(void)
     CHECK_CLOSE(px_attn_rate_rel(&h100, 2, 64.0, s), want, 1e-12, 0);
     /* never above the GEMM rate */
     CHECK(px_attn_rate_rel(&h100, 3, 1e6, 1e9) <= 1.0 / PX_EFF_FLASH_REL + 1e-12);
+    /* Blackwell (generation 4): cuDNN's kernels are native; flash-attn 2 is
+     * two generations behind, FA3 one */
+    px_hw gb;
+    load_hw("gb200-nvl72", &gb);
+    CHECK(gb.attn_native_version == 4);
+    CHECK_CLOSE(px_attn_rate_rel(&gb, 4, PX_ATTN_HEAD_REF, s), diag(s), 1e-12, 0);
+    CHECK_CLOSE(px_attn_rate_rel(&gb, 3, PX_ATTN_HEAD_REF, s), PX_ATTN_OLD_GEN_REL * diag(s),
+                1e-12, 0);
+    CHECK_CLOSE(px_attn_rate_rel(&gb, 2, PX_ATTN_HEAD_REF, s),
+                PX_ATTN_OLD_GEN_REL * PX_ATTN_OLD_GEN_REL * diag(s), 1e-12, 0);
+    /* a generation-4 framework kernel is native on Hopper too */
+    CHECK_CLOSE(px_attn_rate_rel(&h100, 4, PX_ATTN_HEAD_REF, s), diag(s), 1e-12, 0);
+    /* Megatron (Transformer Engine): value heads wider than 128 train with
+     * flash-attn 2 on Blackwell, with cuDNN on Hopper */
+    px_framework fw;
+    px_error err = {0};
+    CHECK_MSG(px_framework_load("megatron", NULL, &fw, &err) == PX_OK, "%s", err.msg);
+    CHECK(fw.run.flash_attention_version == 4 && fw.run.attn_native_max_head_dim == 128);
+    CHECK(px_attn_kernel_version(&gb, &fw.run, 128.0) == 4);
+    CHECK(px_attn_kernel_version(&gb, &fw.run, 192.0) == 2);
+    CHECK(px_attn_kernel_version(&h100, &fw.run, 192.0) == 4);
+    CHECK(px_attn_kernel_version(&gb, NULL, 192.0) == 0);
+    fw.run.attn_native_max_head_dim = 0; /* no limit */
+    CHECK(px_attn_kernel_version(&gb, &fw.run, 256.0) == 4);
+    fw.run.attn_native_max_head_dim = 128;
+    fw.run.flash_attention_version = 2; /* already flash-attn 2: stays */
+    CHECK(px_attn_kernel_version(&gb, &fw.run, 192.0) == 2);
+    layer_fallback("gb200-nvl72", true);
+    layer_fallback("h100-sxm", false);
     /* a calibrated kernel is measured as it runs */
     h100.attn_eff = 0.3;
     CHECK_CLOSE(px_attn_rate_rel(&h100, 2, 64.0, 512.0), 1.0, 0, 0);
