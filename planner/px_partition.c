@@ -41,6 +41,7 @@ void px_partition_opts_init(px_partition_opts *o)
     o->heuristics = true;
     o->minimise_memory = true;
     o->exact_dp = true;
+    o->memo = NULL;
 }
 
 bool px_part_allowed(const px_partition_problem *pb, int r)

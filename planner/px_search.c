@@ -204,6 +204,7 @@ typedef struct {
     px_candidate miss;
     px_parallel next;
     px_partition_report rep;
+    px_partition_memo *memo; /* the program's answers, for candidates that pose it again */
 } refine_ws;
 
 /* The stage partitioner on one candidate: on success with a changed split,
@@ -224,6 +225,7 @@ static bool refine_one(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
     if (popts.time_limit_s > left_s)
         popts.time_limit_s = left_s;
     popts.exact_dp = !o->milp_glpk_only;
+    popts.memo = ws->memo;
     unsigned allowed = o->recompute >= 0 ? 1u << o->recompute : 0u;
     px_parallel *next = &ws->next;
     *next = c->par;
@@ -375,8 +377,13 @@ static px_status refine_top(const px_model *m, const px_hw *hw, px_cost_ctx *ctx
     double t0 = now_s();
     double budget = o->milp_budget_s > 0.0 ? o->milp_budget_s : PX_SEARCH_MILP_BUDGET_S;
     refine_ws *ws = malloc(sizeof *ws);
-    if (!ws)
+    px_partition_memo *memo = px_partition_memo_new();
+    if (!ws || !memo) {
+        free(ws);
+        px_partition_memo_free(memo);
         return PX_FAIL(err, PX_ERR_NOMEM, "search: out of memory for the partition pass");
+    }
+    ws->memo = memo;
     res->milp_ran = true;
     /* the program sees the first keep + PX_SEARCH_MILP_EXTRA; the rest stay
      * as the analytic pass scored them */
@@ -433,6 +440,7 @@ static px_status refine_top(const px_model *m, const px_hw *hw, px_cost_ctx *ctx
         res->top[i] = *ws->kept[i];
     res->n_top = n;
     res->milp_s = now_s() - t0;
+    px_partition_memo_free(ws->memo);
     free(ws);
     return PX_OK;
 }
