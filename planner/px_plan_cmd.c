@@ -463,25 +463,30 @@ static px_status stage_table(const px_model *m, const px_hw *hw,
                              int64_t *limit, px_error *err)
 {
     px_partition_problem *pb = calloc(1, sizeof *pb);
-    if (!pb)
-        return PX_FAIL(err, PX_ERR_NOMEM, "out of memory for the stage table");
-    px_status st = px_partition_build_run(m, hw, par, run, pb, err);
+    px_cost_ctx *ctx = malloc(sizeof *ctx);
+    px_status st = pb && ctx ? px_cost_ctx_init(ctx, m, hw, err)
+                             : PX_FAIL(err, PX_ERR_NOMEM, "out of memory for the stage table");
+    if (st == PX_OK) {
+        ctx->run = run; /* as the search's partitioner costed it */
+        st = px_partition_build(ctx, par, pb, err);
+    }
     if (st == PX_OK)
         st = stage_table_fill(m, par, pb, cur, uni, limit, err);
     free(pb);
     /* memory: the cost model's own per-stage numbers (the plan file's) */
     if (st == PX_OK)
-        st = px_partition_cost_memory(m, hw, par, run, cur, limit, err);
+        st = px_partition_cost_memory(ctx, par, cur, limit, err);
     px_parallel *upar = st == PX_OK && uni->n_chunks > 0 ? malloc(sizeof *upar) : NULL;
     if (upar) {
         *upar = *par;
         upar->n_chunks = 0; /* the default split, the candidate's one recompute choice */
         upar->n_layer_recompute = 0;
         px_error e2;
-        if (px_partition_cost_memory(m, hw, upar, run, uni, limit, &e2) != PX_OK)
+        if (px_partition_cost_memory(ctx, upar, uni, limit, &e2) != PX_OK)
             uni->n_chunks = 0;
     }
     free(upar);
+    free(ctx);
     return st;
 }
 
