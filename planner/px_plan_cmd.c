@@ -73,10 +73,11 @@ static const char usage_text[] =
     ;
 /* (two strings: C11 compilers need to take only 4095 characters in one) */
 static const char usage_text_2[] =
-    "  --partition milp|uniform\n"
+    "  --partition milp|uniform|glpk\n"
     "                         stage split and per-layer recompute of the top candidates:\n"
     "                         chosen by the GLPK program (default; docs/partition.md) or\n"
-    "                         uniform layers per stage; --no-milp = --partition uniform\n"
+    "                         uniform layers per stage; --no-milp = --partition uniform;\n"
+    "                         glpk: the program with every pass in GLPK (no exact DP)\n"
     "  --milp-time-limit S    GLPK time limit per candidate, seconds (default 0.5,\n"
     "                         0.05 for interleaved candidates)\n"
     "  --top K                rows in the table (default 10, at most " PX_TOP_MAX_STR "); with\n"
@@ -198,13 +199,14 @@ static px_status read_sp(void *s, const char *flag, const char *v, px_error *err
 static px_status read_partition(void *s, const char *flag, const char *v, px_error *err)
 {
     plan_cli *c = s;
-    if (!strcmp(v, "milp"))
+    c->opts.milp_glpk_only = !strcmp(v, "glpk");
+    if (!strcmp(v, "milp") || !strcmp(v, "glpk"))
         c->opts.milp = true;
     else if (!strcmp(v, "uniform"))
         c->opts.milp = false;
     else
-        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": allowed values are milp, uniform", flag,
-                       v);
+        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": allowed values are milp, uniform, glpk",
+                       flag, v);
     c->partition_given = true;
     return PX_OK;
 }
