@@ -147,6 +147,37 @@ double px_part_stage_mem(const px_partition_problem *pb, int s, int64_t static_s
     return (double)st + pb->in_flight[s] * (double)act;
 }
 
+/* True when a stage's memory is within cap and the program's limit. */
+static bool fits_under(const px_partition_problem *pb, double mem, double cap)
+{
+    return px_part_mem_fits(pb, mem) && mem <= cap;
+}
+
+/* Stage s's memory with j layers at the middle choice (px_part_fewest_mid). */
+static double mid_mem(const px_partition_problem *pb, int s, int64_t static_sum, int64_t act0,
+                      int64_t act_step, int j)
+{
+    return px_part_stage_mem(pb, s, static_sum, act0 + (int64_t)j * act_step);
+}
+
+int px_part_fewest_mid(const px_partition_problem *pb, int s, int64_t static_sum, int64_t act0,
+                       int64_t act_step, int jmax, double cap)
+{
+    double m0 = px_part_stage_mem(pb, s, static_sum, act0);
+    if (fits_under(pb, m0, cap))
+        return 0;
+    if (jmax <= 0 || !fits_under(pb, mid_mem(pb, s, static_sum, act0, act_step, jmax), cap))
+        return -1;
+    double drop = m0 - mid_mem(pb, s, static_sum, act0, act_step, 1);
+    double lim = fmin(cap, (double)pb->mem_limit_bytes * (1.0 + MEM_TOL_REL));
+    int j = drop > 0.0 ? (int)fmax(0.0, fmin((double)jmax, ceil((m0 - lim) / drop))) : jmax;
+    while (j < jmax && !fits_under(pb, mid_mem(pb, s, static_sum, act0, act_step, j), cap))
+        j++;
+    while (j > 0 && fits_under(pb, mid_mem(pb, s, static_sum, act0, act_step, j - 1), cap))
+        j--;
+    return j;
+}
+
 double px_part_stage_fixed_time(const px_partition_problem *pb, int s)
 {
     double t = 0.0;
