@@ -178,6 +178,33 @@ int px_part_fewest_mid(const px_partition_problem *pb, int s, int64_t static_sum
     return j;
 }
 
+double px_part_sum_dp(int p, int L, const double *g, int g_stride, const int *lo, const int *hi,
+                      double *d, int *arg, int *n_out)
+{
+    for (int s = 0; s < p; s++)
+        for (int b = 0; b <= L; b++) {
+            double bv = INFINITY;
+            int ba = -1;
+            for (int n = lo[s]; n <= b && n <= hi[s]; n++) {
+                double prev = s ? d[(s - 1) * (L + 1) + b - n] : (b == n ? 0.0 : INFINITY);
+                double v = prev + g[s * g_stride + n];
+                if (v < bv) {
+                    bv = v;
+                    ba = n;
+                }
+            }
+            d[s * (L + 1) + b] = bv;
+            arg[s * (L + 1) + b] = ba;
+        }
+    double r = d[(p - 1) * (L + 1) + L];
+    if (r < INFINITY && n_out)
+        for (int s = p - 1, b = L; s >= 0; s--) {
+            n_out[s] = arg[s * (L + 1) + b];
+            b -= n_out[s];
+        }
+    return r;
+}
+
 double px_part_stage_fixed_time(const px_partition_problem *pb, int s)
 {
     double t = 0.0;

@@ -176,28 +176,12 @@ static double least_rc(const chq *q, double cap, double t_cap, double *g, double
     for (int s = 0; s < q->p; s++)
         for (int n = 0; n <= M; n++)
             g[s * (M + 1) + n] = n >= q->v ? stage_rc(q, s, n, cap, t_cap, &j, &sl) : INFINITY;
-    for (int s = 0; s < q->p; s++)
-        for (int b = 0; b <= L; b++) {
-            double bv = INFINITY;
-            int ba = -1;
-            for (int n = q->v; n <= b && n <= M; n++) {
-                double prev = s ? d[(s - 1) * (L + 1) + b - n] : (b == n ? 0.0 : INFINITY);
-                double val = prev + g[s * (M + 1) + n];
-                if (val < bv) {
-                    bv = val;
-                    ba = n;
-                }
-            }
-            d[s * (L + 1) + b] = bv;
-            arg[s * (L + 1) + b] = ba;
-        }
-    double r = d[(q->p - 1) * (L + 1) + L];
-    if (r < INFINITY && n_out)
-        for (int s = q->p - 1, b = L; s >= 0; s--) {
-            n_out[s] = arg[s * (L + 1) + b];
-            b -= n_out[s];
-        }
-    return r;
+    int lo[PX_PARTITION_MAX_STAGES], hi[PX_PARTITION_MAX_STAGES];
+    for (int s = 0; s < q->p; s++) {
+        lo[s] = q->v; /* a layer per chunk */
+        hi[s] = M;
+    }
+    return px_part_sum_dp(q->p, L, g, M + 1, lo, hi, d, arg, n_out);
 }
 
 static int dcmp(const void *x, const void *y)

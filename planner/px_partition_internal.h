@@ -84,6 +84,13 @@ double px_part_stage_mem(const px_partition_problem *pb, int s, int64_t static_s
  * px_partition_chunks.c) share it. */
 int px_part_fewest_mid(const px_partition_problem *pb, int s, int64_t static_sum, int64_t act0,
                        int64_t act_step, int jmax, double cap);
+/* The least sum over the p stages of g[s][n_s] (row s at g + s g_stride)
+ * with the counts n_s adding up to L and lo[s] <= n_s <= hi[s]: a DP over
+ * (stage, layers so far).  The counts in n_out (may be NULL); INFINITY when
+ * none.  d, arg: scratch of p (L + 1).  The exact passes' least
+ * recomputation (px_partition_same.c, px_partition_chunks.c). */
+double px_part_sum_dp(int p, int L, const double *g, int g_stride, const int *lo, const int *hi,
+                      double *d, int *arg, int *n_out);
 double px_part_stage_fixed_time(const px_partition_problem *pb, int s);
 double px_part_chunk_fixed_time(const px_partition_problem *pb, int c);
 void px_part_objective_weights(const px_partition_problem *pb, double *wt, double *wc);

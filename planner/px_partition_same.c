@@ -105,28 +105,7 @@ static double least_recompute(const same *q, double cap, double t_cap, double *g
             g[s * (L + 1) + n] = n >= q->lo[s] && n <= q->hi[s]
                                      ? best_counts(q, s, n, cap, t_cap, cnt)
                                      : INFINITY;
-    for (int s = 0; s < p; s++)
-        for (int b = 0; b <= L; b++) {
-            double bv = INFINITY;
-            int ba = -1;
-            for (int n = q->lo[s]; n <= b && n <= q->hi[s]; n++) {
-                double prev = s ? d[(s - 1) * (L + 1) + b - n] : (b == n ? 0.0 : INFINITY);
-                double v = prev + g[s * (L + 1) + n];
-                if (v < bv) {
-                    bv = v;
-                    ba = n;
-                }
-            }
-            d[s * (L + 1) + b] = bv;
-            arg[s * (L + 1) + b] = ba;
-        }
-    double r = d[(p - 1) * (L + 1) + L];
-    if (r < INFINITY && n_out)
-        for (int s = p - 1, b = L; s >= 0; s--) {
-            n_out[s] = arg[s * (L + 1) + b];
-            b -= n_out[s];
-        }
-    return r;
+    return px_part_sum_dp(p, L, g, L + 1, q->lo, q->hi, d, arg, n_out);
 }
 
 /* The split of the counts n[] (each stage's best counts under cap, t_cap). */
