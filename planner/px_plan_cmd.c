@@ -80,6 +80,8 @@ static const char usage_text_2[] =
     "                         glpk: the program with every pass in GLPK (no exact DP)\n"
     "  --milp-time-limit S    GLPK time limit per candidate, seconds (default 0.5,\n"
     "                         0.05 for interleaved candidates)\n"
+    "  --milp-budget S        all candidates' programs together, seconds (default 1); the\n"
+    "                         candidates left when it is spent keep their uniform split\n"
     "  --top K                rows in the table (default 10, at most " PX_TOP_MAX_STR "); with\n"
     "                         the GLPK program on, K rows whenever K configurations fit\n"
     "  --tokens D             time to train D tokens, with goodput (suffixes K M B T)\n"
@@ -211,14 +213,25 @@ static px_status read_partition(void *s, const char *flag, const char *v, px_err
     return PX_OK;
 }
 
-static px_status read_milp_time_limit(void *s, const char *flag, const char *v, px_error *err)
+/* Seconds in (0, 3600] (the partition program's limits). */
+static px_status read_seconds(const char *flag, const char *v, double *out, px_error *err)
 {
     char *end;
     double x = strtod(v, &end);
     if (end == v || *end || !(x > 0.0) || x > 3600.0)
         return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": expected seconds in (0, 3600]", flag, v);
-    ((plan_cli *)s)->opts.milp_time_limit_s = x;
+    *out = x;
     return PX_OK;
+}
+
+static px_status read_milp_time_limit(void *s, const char *flag, const char *v, px_error *err)
+{
+    return read_seconds(flag, v, &((plan_cli *)s)->opts.milp_time_limit_s, err);
+}
+
+static px_status read_milp_budget(void *s, const char *flag, const char *v, px_error *err)
+{
+    return read_seconds(flag, v, &((plan_cli *)s)->opts.milp_budget_s, err);
 }
 
 /* Every option of `plan`, one row per spelling (px_args.h).  The first
@@ -258,6 +271,7 @@ static const px_arg plan_rows[] = {
     PX_ARG_CUSTOM("--partition", read_partition),
     PX_ARG_MEANS("--no-milp", "--partition", "uniform"),
     PX_ARG_CUSTOM("--milp-time-limit", read_milp_time_limit),
+    PX_ARG_CUSTOM("--milp-budget", read_milp_budget),
     PX_ARG_INT("--top", plan_cli, opts.top, 1, PX_SEARCH_TOP_MAX),
     PX_ARG_AMOUNT("--tokens", plan_cli, opts.train_tokens),
     PX_ARG_AMOUNT("--gpu-mtbf-hours", plan_cli, opts.gpu_mtbf_hours),
