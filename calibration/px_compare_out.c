@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "px_compare.h"
+#include "px_framework.h"
 #include "px_html.h"
 
 static void pct(char *buf, size_t n, double e)
@@ -178,12 +179,22 @@ json_t *px_compare_json(const px_compare_set *set)
     return root;
 }
 
-/* One run for the page: the plan's details where its file can be read,
- * else the report's own prediction. */
-static void html_run(const px_report *r, px_plan *plan, px_prediction *pred, px_html_run *hr)
+/* One run for the page: the plan's details where its file can be read (its
+ * recorded per-stage prediction, and the runtime traits of the framework it
+ * was planned for, which the timeline's forward : backward split and
+ * messages are costed under), else the report's own prediction. */
+static px_status html_run(const px_report *r, px_plan *plan, px_prediction *pred,
+                          px_framework *fw, px_html_run *hr, px_error *err)
 {
-    px_error err;
-    bool have_plan = px_report_read_plan(r->path, plan, &err) == PX_OK;
+    px_error e;
+    bool have_plan = px_report_read_plan(r->path, plan, &e) == PX_OK;
+    const px_fw_runtime *run = NULL;
+    if (have_plan && plan->framework[0]) {
+        if (px_framework_load(plan->framework, NULL, fw, &e) != PX_OK)
+            return PX_FAIL(err, e.code, "%s: its plan's framework \"%s\": %s", r->path,
+                           plan->framework, e.msg);
+        run = &fw->run;
+    }
     if (have_plan) {
         *pred = plan->pred;
     } else {
@@ -192,8 +203,10 @@ static void html_run(const px_report *r, px_plan *plan, px_prediction *pred, px_
         pred->mfu = r->predicted.mfu;
         pred->mem.total = r->predicted.peak_memory_bytes;
     }
+    bool recorded = have_plan && plan->n_stages == plan->par.pp;
     *hr = (px_html_run){.label = r->label, .model = &plan->model, .hw = &plan->hw,
-                        .par = have_plan ? &plan->par : NULL, .pred = pred,
+                        .par = have_plan ? &plan->par : NULL, .pred = pred, .run = run,
+                        .stages = recorded ? plan->stages : NULL,
                         .detail = have_plan, .has_measured = true,
                         .meas_step_s = r->measured.step_time_s,
                         .meas_tokens_per_s = r->measured.tokens_per_s,
@@ -203,6 +216,7 @@ static void html_run(const px_report *r, px_plan *plan, px_prediction *pred, px_
                         .cmp_tokens_per_s = r->predicted.tokens_per_s,
                         .cmp_mfu = r->predicted.mfu,
                         .cmp_peak_bytes = r->predicted.peak_memory_bytes};
+    return PX_OK;
 }
 
 px_status px_compare_html(const char *path, const px_compare_set *set, px_error *err)
@@ -211,11 +225,12 @@ px_status px_compare_html(const char *path, const px_compare_set *set, px_error 
     px_plan *plans = calloc((size_t)n, sizeof *plans);
     px_html_run *hr = calloc((size_t)n, sizeof *hr);
     px_prediction *preds = calloc((size_t)n, sizeof *preds);
+    px_framework *fws = calloc((size_t)n, sizeof *fws);
     px_status st = PX_OK;
-    if (!plans || !hr || !preds)
+    if (!plans || !hr || !preds || !fws)
         st = PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
     for (int i = 0; !st && i < n; i++)
-        html_run(&set->runs[i].report, &plans[i], &preds[i], &hr[i]);
+        st = html_run(&set->runs[i].report, &plans[i], &preds[i], &fws[i], &hr[i], err);
     if (!st) {
         char sub[64];
         snprintf(sub, sizeof sub, "%d run%s of execute, predicted by the cost model", n,
@@ -225,5 +240,6 @@ px_status px_compare_html(const char *path, const px_compare_set *set, px_error 
     free(plans);
     free(hr);
     free(preds);
+    free(fws);
     return st;
 }

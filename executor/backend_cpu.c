@@ -23,6 +23,8 @@
  * and returned by the next sync or collective (the engine ends every step
  * with sync). */
 
+/* Process-wide by design: the kernels take no context to carry a failure
+ * in, and the process runs one backend (one MPI rank a process). */
 static px_status cpu_sticky = PX_OK;
 static px_status take_sticky(px_error *err);
 

@@ -466,6 +466,9 @@ static void b_moe_gate_bwd(float *dgate, const void *g, const void *y, const int
         px_table_->add_f32 = k_add_f32;                                                  \
     } while (0)
 
+/* The kernel tables the backend hands out, process-wide like G: built once
+ * when the backend starts, read-only after (the kernel slots take no
+ * context). */
 static px_kernels cuda_kernels_f32, cuda_kernels_bf16;
 
 static px_status cu_set_dtype(px_backend *be, px_dtype t, px_error *err)

@@ -15,6 +15,10 @@ typedef struct {
     double start_s;
 } frame;
 
+/* Process-wide by design: one watchdog thread watches the process's one
+ * engine (one MPI rank a process), and the backend calls it marks (the
+ * wrappers below, entered from anywhere in the engine) carry no context to
+ * find a watchdog by.  The lock guards it against that thread. */
 static pthread_mutex_t wd_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wd_wake = PTHREAD_COND_INITIALIZER;
 static struct {
@@ -142,7 +146,10 @@ void px_watchdog_stop(void)
 
 /* ---- the backend's blocking calls, each marked ---------------------------- */
 
-static px_backend orig; /* the wrapped backend's own functions */
+/* The wrapped backend's own functions: process-wide with the watchdog (one
+ * backend a process; a wrapper's px_backend is the wrapped table, which no
+ * longer holds them). */
+static px_backend orig;
 
 static px_status w_all_reduce(px_backend *be, void *buf, int64_t n, px_dtype t,
                               px_reduce_op op, px_comm *c, px_error *err)

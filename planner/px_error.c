@@ -12,6 +12,7 @@ px_status px_error_set(px_error *err, px_status code, const char *file, int line
     snprintf(err->file, sizeof err->file, "%s", file ? file : "");
     err->line = line;
     err->column = column;
+    err->cap = NULL;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);

@@ -33,6 +33,10 @@ typedef struct {
     int line;         /* 1-based, 0 if unknown */
     int column;       /* 1-based, 0 if unknown */
     char msg[1024];
+    /* px_plan_check's refusal by capability: the px_caps field the consumer
+     * lacks ("schedules", "etp"...; a string constant).  NULL otherwise:
+     * px_error_set clears it. */
+    const char *cap;
 } px_error;
 
 /* Fills err (if not NULL) and returns code.  file may be NULL. */

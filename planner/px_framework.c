@@ -286,9 +286,10 @@ px_status px_framework_load(const char *name_or_path, const char *dir, px_framew
  * rule is restated here. */
 bool px_caps_allow(const px_caps *c, const px_model *m, const px_parallel *p, const char **why)
 {
+    if (!why) /* the verdict alone: no message to format (the search's case) */
+        return px_plan_check(m, p, c, NULL) == PX_OK;
     const char *cap = NULL;
     bool ok = px_plan_check_cap(m, p, c, &cap, NULL) == PX_OK;
-    if (why)
-        *why = ok ? NULL : cap ? cap : "the plan rules";
+    *why = ok ? NULL : cap ? cap : "the plan rules";
     return ok;
 }

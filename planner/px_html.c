@@ -32,6 +32,7 @@ typedef struct {
     int n_msgs;
     double makespan_s, msg_s;
     double fwd_s[PX_MAX_CHUNKS], bwd_s[PX_MAX_CHUNKS], wgrad_s[PX_MAX_CHUNKS]; /* per op */
+    double mb_s[PX_MAX_CHUNKS]; /* one micro-batch through the stage, all its chunks */
 } timed_timeline;
 
 static void timed_free(timed_timeline *tt)
@@ -45,17 +46,23 @@ static void timed_free(timed_timeline *tt)
 }
 
 /* Op durations per stage: the cost model's time of one micro-batch through
- * the stage (px_cost_stages) over its vpp chunks, split forward : backward
+ * the stage (px_cost_stages, or the plan file's record of it, stages) over
+ * its vpp chunks, split forward : backward
  * as the stage's first layer splits (backward with its recompute); a
  * zero-bubble schedule's backward is half input gradients (B), half weight
  * gradients (W).  A pipeline message takes the latency plus the boundary
  * activation over the link the PP groups use. */
-static void op_durations(px_cost_ctx *ctx, const px_parallel *par, timed_timeline *tt)
+static void op_durations(px_cost_ctx *ctx, const px_parallel *par,
+                         const px_stage_prediction *stages, timed_timeline *tt)
 {
     const px_model *m = ctx->model;
     const px_hw *hw = ctx->hw;
     double mb_s[PX_MAX_CHUNKS];
-    px_cost_stages(ctx, par, mb_s, NULL);
+    if (stages)
+        for (int s = 0; s < par->pp; s++)
+            mb_s[s] = stages[s].microbatch_s;
+    else
+        px_cost_stages(ctx, par, mb_s, NULL);
     px_layer_cost lc;
     px_cost_layer(ctx, par, 0, &lc);
     int r0 = par->n_layer_recompute > 0 ? par->layer_recompute[0] : (int)par->recompute;
@@ -63,6 +70,7 @@ static void op_durations(px_cost_ctx *ctx, const px_parallel *par, timed_timelin
     double frac = f + b > 0 ? f / (f + b) : 1.0 / 3.0;
     bool has_w = par->schedule == PX_SCHED_ZB_H1 || par->schedule == PX_SCHED_ZB_H2;
     for (int st = 0; st < par->pp; st++) {
+        tt->mb_s[st] = mb_s[st];
         double per_chunk = mb_s[st] / par->vpp;
         tt->fwd_s[st] = per_chunk * frac;
         tt->bwd_s[st] = per_chunk * (1.0 - frac) * (has_w ? 0.5 : 1.0);
@@ -136,11 +144,12 @@ static px_status time_ops(const px_timeline *tl, int vpp, int n_micro, timed_tim
     return PX_OK;
 }
 
-static px_status build_timed(px_cost_ctx *ctx, const px_parallel *par, timed_timeline *tt,
+static px_status build_timed(px_cost_ctx *ctx, const px_parallel *par,
+                             const px_stage_prediction *stages, timed_timeline *tt,
                              px_error *err)
 {
     memset(tt, 0, sizeof *tt);
-    op_durations(ctx, par, tt);
+    op_durations(ctx, par, stages, tt);
     px_timeline tl;
     px_status st = px_timeline_build(&tl, par->schedule, par->pp, par->vpp,
                                      (int)par->n_micro, err);
@@ -206,9 +215,9 @@ static void timeline_svg(px_buf *b, const timed_timeline *tt, const px_parallel 
                   left + width + 10, height, pp, tt->makespan_s);
     for (int r = 0; r < pp; r++) {
         double y = r * row_h + 4;
-        px_buf_printf(b, "<g class=\"stage-row\" data-stage=\"%d\" data-ops=\"%d\">"
-                         "<text x=\"4\" y=\"%.1f\">stage %d</text>\n",
-                      r, tt->n_ops[r], y + 14, r);
+        px_buf_printf(b, "<g class=\"stage-row\" data-stage=\"%d\" data-ops=\"%d\" "
+                         "data-microbatch-s=\"%.9g\"><text x=\"4\" y=\"%.1f\">stage %d</text>\n",
+                      r, tt->n_ops[r], tt->mb_s[r], y + 14, r);
         double t = 0.0; /* idle gaps between this stage's ops */
         for (int k = 0; k <= tt->n_ops[r]; k++) {
             double next = k < tt->n_ops[r] ? tt->ops[r][k].t0 : tt->makespan_s;
@@ -507,11 +516,21 @@ static px_status detail_section(px_buf *b, const px_html_run *r, int index, px_e
     px_status st = px_cost_ctx_init(ctx, r->model, r->hw, err);
     if (st == PX_OK) {
         ctx->run = r->run;
-        st = build_timed(ctx, r->par, &tt, err);
+        st = build_timed(ctx, r->par, r->stages, &tt, err);
     }
     if (st == PX_OK) {
         const px_parallel *p = r->par;
-        px_cost_stage_memory(ctx, p, stages);
+        if (r->stages) /* the plan file's numbers, as recorded */
+            for (int s = 0; s < p->pp; s++)
+                stages[s] = (px_memory){.weights = r->stages[s].weights,
+                                        .grads = r->stages[s].grads,
+                                        .optimizer = r->stages[s].optimizer,
+                                        .activations = r->stages[s].activations,
+                                        .buffers = r->stages[s].buffers,
+                                        .total = r->stages[s].total,
+                                        .worst_stage = s};
+        else
+            px_cost_stage_memory(ctx, p, stages);
         px_buf_printf(b, "<section class=\"run-detail\" data-run=\"%d\"><h2>", index);
         px_buf_html(b, r->label);
         px_buf_printf(b, ": %s, PP %d x VPP %d, %lld micro-batches of %lld</h2>\n",

@@ -27,6 +27,10 @@ typedef struct {
     /* how the framework runs it (px_framework.h), for the detail's cost
      * model as the search costed it; NULL: the planner's defaults */
     const struct px_fw_runtime *run;
+    /* the plan file's per-stage prediction (par->pp stages), drawn as
+     * recorded: the memory bars and each stage's micro-batch time come from
+     * it, not from the cost model again; NULL: costed here under run */
+    const px_stage_prediction *stages;
     bool detail;                  /* draw its timeline, memory and time breakdown */
     bool has_measured;            /* an `execute --report` gave the numbers below */
     double meas_step_s, meas_tokens_per_s, meas_mfu;

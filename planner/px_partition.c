@@ -41,6 +41,7 @@ void px_partition_opts_init(px_partition_opts *o)
     o->heuristics = true;
     o->minimise_memory = true;
     o->exact_dp = true;
+    o->memo = NULL;
 }
 
 bool px_part_allowed(const px_partition_problem *pb, int r)
@@ -144,6 +145,64 @@ double px_part_stage_mem(const px_partition_problem *pb, int s, int64_t static_s
         act += pb->head_act_bytes;
     }
     return (double)st + pb->in_flight[s] * (double)act;
+}
+
+/* True when a stage's memory is within cap and the program's limit. */
+static bool fits_under(const px_partition_problem *pb, double mem, double cap)
+{
+    return px_part_mem_fits(pb, mem) && mem <= cap;
+}
+
+/* Stage s's memory with j layers at the middle choice (px_part_fewest_mid). */
+static double mid_mem(const px_partition_problem *pb, int s, int64_t static_sum, int64_t act0,
+                      int64_t act_step, int j)
+{
+    return px_part_stage_mem(pb, s, static_sum, act0 + (int64_t)j * act_step);
+}
+
+int px_part_fewest_mid(const px_partition_problem *pb, int s, int64_t static_sum, int64_t act0,
+                       int64_t act_step, int jmax, double cap)
+{
+    double m0 = px_part_stage_mem(pb, s, static_sum, act0);
+    if (fits_under(pb, m0, cap))
+        return 0;
+    if (jmax <= 0 || !fits_under(pb, mid_mem(pb, s, static_sum, act0, act_step, jmax), cap))
+        return -1;
+    double drop = m0 - mid_mem(pb, s, static_sum, act0, act_step, 1);
+    double lim = fmin(cap, (double)pb->mem_limit_bytes * (1.0 + MEM_TOL_REL));
+    int j = drop > 0.0 ? (int)fmax(0.0, fmin((double)jmax, ceil((m0 - lim) / drop))) : jmax;
+    while (j < jmax && !fits_under(pb, mid_mem(pb, s, static_sum, act0, act_step, j), cap))
+        j++;
+    while (j > 0 && fits_under(pb, mid_mem(pb, s, static_sum, act0, act_step, j - 1), cap))
+        j--;
+    return j;
+}
+
+double px_part_sum_dp(int p, int L, const double *g, int g_stride, const int *lo, const int *hi,
+                      double *d, int *arg, int *n_out)
+{
+    for (int s = 0; s < p; s++)
+        for (int b = 0; b <= L; b++) {
+            double bv = INFINITY;
+            int ba = -1;
+            for (int n = lo[s]; n <= b && n <= hi[s]; n++) {
+                double prev = s ? d[(s - 1) * (L + 1) + b - n] : (b == n ? 0.0 : INFINITY);
+                double v = prev + g[s * g_stride + n];
+                if (v < bv) {
+                    bv = v;
+                    ba = n;
+                }
+            }
+            d[s * (L + 1) + b] = bv;
+            arg[s * (L + 1) + b] = ba;
+        }
+    double r = d[(p - 1) * (L + 1) + L];
+    if (r < INFINITY && n_out)
+        for (int s = p - 1, b = L; s >= 0; s--) {
+            n_out[s] = arg[s * (L + 1) + b];
+            b -= n_out[s];
+        }
+    return r;
 }
 
 double px_part_stage_fixed_time(const px_partition_problem *pb, int s)

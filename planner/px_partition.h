@@ -85,7 +85,21 @@ typedef struct {
      * DP bound met by its split with every layer at its fastest choice.
      * Default true; false sends every pass GLPK's way (the reference). */
     bool exact_dp;
+    /* Answers kept for problems asked again (px_partition_memo_new): the
+     * same problem under the same options gets the first answer without
+     * solving again.  Owned by the caller, who keeps one for as long as its
+     * problems repeat (the planner: one search); one thread at a time.
+     * Default NULL: every call solves. */
+    struct px_partition_memo *memo;
 } px_partition_opts;
+
+/* A caller's store of answers (px_partition_opts.memo). */
+typedef struct px_partition_memo px_partition_memo;
+/* NULL when out of memory. */
+px_partition_memo *px_partition_memo_new(void);
+void px_partition_memo_free(px_partition_memo *memo);
+/* Calls answered from the store so far. */
+int px_partition_memo_hits(const px_partition_memo *memo);
 
 /* The planner refines its top candidates one after another: a couple of
  * seconds each is enough for v = 1 (milliseconds in practice); beyond it the

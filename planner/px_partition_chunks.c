@@ -133,35 +133,13 @@ static bool build_tables(chq *q, double x, double t_cap)
     return true;
 }
 
-static double stage_mem(const chq *q, int s, int n, int j, int sl)
-{
-    int64_t act = (int64_t)(n - j - sl) * q->af + (int64_t)sl * q->as;
-    if (q->rm >= 0)
-        act += (int64_t)j * q->am;
-    return px_part_stage_mem(q->pb, s, (int64_t)n * q->w, act);
-}
-
-static bool fits(const chq *q, double mem, double cap)
-{
-    return px_part_mem_fits(q->pb, mem) && mem <= cap;
-}
-
 /* Fewest middle layers (<= jmax) with which n layers, sl leanest, fit
- * under cap on stage s, or -1: the closed form, then checked. */
+ * under cap on stage s, or -1 (px_part_fewest_mid). */
 static int fewest_mid(const chq *q, int s, int n, int sl, int jmax, double cap)
 {
-    if (fits(q, stage_mem(q, s, n, 0, sl), cap))
-        return 0;
-    if (jmax <= 0 || !fits(q, stage_mem(q, s, n, jmax, sl), cap))
-        return -1;
-    double m0 = stage_mem(q, s, n, 0, sl), drop = m0 - stage_mem(q, s, n, 1, sl);
-    double lim = fmin(cap, (double)q->pb->mem_limit_bytes * (1.0 + MEM_TOL_REL));
-    int j = drop > 0.0 ? (int)fmax(0.0, fmin((double)jmax, ceil((m0 - lim) / drop))) : jmax;
-    while (j < jmax && !fits(q, stage_mem(q, s, n, j, sl), cap))
-        j++;
-    while (j > 0 && fits(q, stage_mem(q, s, n, j - 1, sl), cap))
-        j--;
-    return j;
+    int64_t act0 = (int64_t)(n - sl) * q->af + (int64_t)sl * q->as;
+    int64_t step = (q->rm >= 0 ? q->am : 0) - q->af;
+    return px_part_fewest_mid(q->pb, s, (int64_t)n * q->w, act0, step, jmax, cap);
 }
 
 /* Least recomputation for n layers on stage s (tables built) under the
@@ -198,28 +176,12 @@ static double least_rc(const chq *q, double cap, double t_cap, double *g, double
     for (int s = 0; s < q->p; s++)
         for (int n = 0; n <= M; n++)
             g[s * (M + 1) + n] = n >= q->v ? stage_rc(q, s, n, cap, t_cap, &j, &sl) : INFINITY;
-    for (int s = 0; s < q->p; s++)
-        for (int b = 0; b <= L; b++) {
-            double bv = INFINITY;
-            int ba = -1;
-            for (int n = q->v; n <= b && n <= M; n++) {
-                double prev = s ? d[(s - 1) * (L + 1) + b - n] : (b == n ? 0.0 : INFINITY);
-                double val = prev + g[s * (M + 1) + n];
-                if (val < bv) {
-                    bv = val;
-                    ba = n;
-                }
-            }
-            d[s * (L + 1) + b] = bv;
-            arg[s * (L + 1) + b] = ba;
-        }
-    double r = d[(q->p - 1) * (L + 1) + L];
-    if (r < INFINITY && n_out)
-        for (int s = q->p - 1, b = L; s >= 0; s--) {
-            n_out[s] = arg[s * (L + 1) + b];
-            b -= n_out[s];
-        }
-    return r;
+    int lo[PX_PARTITION_MAX_STAGES], hi[PX_PARTITION_MAX_STAGES];
+    for (int s = 0; s < q->p; s++) {
+        lo[s] = q->v; /* a layer per chunk */
+        hi[s] = M;
+    }
+    return px_part_sum_dp(q->p, L, g, M + 1, lo, hi, d, arg, n_out);
 }
 
 static int dcmp(const void *x, const void *y)

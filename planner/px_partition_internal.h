@@ -75,6 +75,22 @@ bool px_part_mem_fits(const px_partition_problem *pb, double mem);
 bool px_part_allowed(const px_partition_problem *pb, int r);
 double px_part_stage_mem(const px_partition_problem *pb, int s, int64_t static_sum,
                          int64_t act_sum);
+/* The fewest layers j in [0, jmax] at the middle recompute choice with which
+ * stage s fits under cap and the program's limit, or -1.  The stage holds
+ * static_sum static bytes and act0 + j act_step activation bytes (act_step
+ * < 0: a middle layer in place of a fastest one keeps less), so its memory
+ * falls linearly with j: the closed form, then checked a layer either way.
+ * The exact passes for identical layers (px_partition_same.c,
+ * px_partition_chunks.c) share it. */
+int px_part_fewest_mid(const px_partition_problem *pb, int s, int64_t static_sum, int64_t act0,
+                       int64_t act_step, int jmax, double cap);
+/* The least sum over the p stages of g[s][n_s] (row s at g + s g_stride)
+ * with the counts n_s adding up to L and lo[s] <= n_s <= hi[s]: a DP over
+ * (stage, layers so far).  The counts in n_out (may be NULL); INFINITY when
+ * none.  d, arg: scratch of p (L + 1).  The exact passes' least
+ * recomputation (px_partition_same.c, px_partition_chunks.c). */
+double px_part_sum_dp(int p, int L, const double *g, int g_stride, const int *lo, const int *hi,
+                      double *d, int *arg, int *n_out);
 double px_part_stage_fixed_time(const px_partition_problem *pb, int s);
 double px_part_chunk_fixed_time(const px_partition_problem *pb, int c);
 void px_part_objective_weights(const px_partition_problem *pb, double *wt, double *wc);

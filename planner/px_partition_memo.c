@@ -5,10 +5,11 @@
  * planner run hands it the same program several times; an interleaved one
  * runs to its time limit each time.  A problem equal in every field the
  * solver reads, under equal options, gets the answer the first solve gave:
- * the same split, the same flags (proven or not), with solve_s this call's. */
+ * the same split, the same flags (proven or not), with solve_s this call's.
+ * The answers live in the caller's store (px_partition_opts.memo; the
+ * planner keeps one per search), not in the process. */
 #include "px_partition_memo.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,9 +23,24 @@ typedef struct {
     px_partition_solution sol;
 } memo_slot;
 
-static memo_slot slots[MEMO_SLOTS];
-static int next_slot;
-static pthread_mutex_t memo_mu = PTHREAD_MUTEX_INITIALIZER;
+struct px_partition_memo {
+    memo_slot slots[MEMO_SLOTS];
+    int next_slot;
+    int hits;
+};
+
+px_partition_memo *px_partition_memo_new(void) { return calloc(1, sizeof(px_partition_memo)); }
+
+void px_partition_memo_free(px_partition_memo *memo)
+{
+    if (!memo)
+        return;
+    for (int i = 0; i < MEMO_SLOTS; i++)
+        free(memo->slots[i].pb);
+    free(memo);
+}
+
+int px_partition_memo_hits(const px_partition_memo *memo) { return memo ? memo->hits : 0; }
 
 /* Field by field (the structs have padding): the fields the solver reads,
  * the per-layer and per-stage tables over their used lengths. */
@@ -56,32 +72,30 @@ static bool same_opts(const px_partition_opts *a, const px_partition_opts *b)
            a->exact_dp == b->exact_dp;
 }
 
-bool px_part_memo_get(const px_partition_problem *pb, const px_partition_opts *o,
-                      px_partition_solution *sol)
+bool px_part_memo_get(px_partition_memo *memo, const px_partition_problem *pb,
+                      const px_partition_opts *o, px_partition_solution *sol)
 {
-    bool hit = false;
-    pthread_mutex_lock(&memo_mu);
-    for (int i = 0; i < MEMO_SLOTS && !hit; i++)
-        if (slots[i].pb && same_opts(&slots[i].o, o) && same_problem(slots[i].pb, pb)) {
-            *sol = slots[i].sol;
-            hit = true;
+    for (int i = 0; i < MEMO_SLOTS; i++) {
+        const memo_slot *s = &memo->slots[i];
+        if (s->pb && same_opts(&s->o, o) && same_problem(s->pb, pb)) {
+            *sol = s->sol;
+            memo->hits++;
+            return true;
         }
-    pthread_mutex_unlock(&memo_mu);
-    return hit;
+    }
+    return false;
 }
 
-void px_part_memo_put(const px_partition_problem *pb, const px_partition_opts *o,
-                      const px_partition_solution *sol)
+void px_part_memo_put(px_partition_memo *memo, const px_partition_problem *pb,
+                      const px_partition_opts *o, const px_partition_solution *sol)
 {
-    pthread_mutex_lock(&memo_mu);
-    memo_slot *s = &slots[next_slot];
+    memo_slot *s = &memo->slots[memo->next_slot];
     if (!s->pb)
         s->pb = malloc(sizeof *s->pb);
     if (s->pb) {
         *s->pb = *pb;
         s->o = *o;
         s->sol = *sol;
-        next_slot = (next_slot + 1) % MEMO_SLOTS;
+        memo->next_slot = (memo->next_slot + 1) % MEMO_SLOTS;
     }
-    pthread_mutex_unlock(&memo_mu);
 }

@@ -11,16 +11,11 @@
 
 static int64_t to_bytes(double x) { return x > 0.0 ? px_i64_from_double_sat(x) : 0; }
 
-px_status px_partition_build(const px_model *m, const px_hw *hw, const px_parallel *par,
-                             px_partition_problem *pb, px_error *err)
+px_status px_partition_build(px_cost_ctx *ctx, const px_parallel *par, px_partition_problem *pb,
+                             px_error *err)
 {
-    return px_partition_build_run(m, hw, par, NULL, pb, err);
-}
-
-px_status px_partition_build_run(const px_model *m, const px_hw *hw, const px_parallel *par,
-                                 const struct px_fw_runtime *run, px_partition_problem *pb,
-                                 px_error *err)
-{
+    const px_model *m = ctx->model;
+    const px_hw *hw = ctx->hw;
     if (m->n_layers < 1 || m->n_layers > PX_MAX_LAYERS)
         return PX_FAIL(err, PX_ERR_INVALID, "partition: model %s has %lld layers; allowed 1..%d",
                        m->name, (long long)m->n_layers, PX_MAX_LAYERS);
@@ -28,15 +23,6 @@ px_status px_partition_build_run(const px_model *m, const px_hw *hw, const px_pa
         return PX_FAIL(err, PX_ERR_INVALID,
                        "partition: pp x vpp = %d x %d for %lld layers; every chunk needs a layer",
                        par->pp, par->vpp, (long long)m->n_layers);
-    px_cost_ctx *ctx = malloc(sizeof *ctx);
-    if (!ctx)
-        return PX_FAIL(err, PX_ERR_NOMEM, "partition: out of memory");
-    px_status st = px_cost_ctx_init(ctx, m, hw, err);
-    if (st) {
-        free(ctx);
-        return st;
-    }
-    ctx->run = run;
     px_partition_problem_init(pb);
     pb->n_layers = (int)m->n_layers;
     pb->pp = par->pp;
@@ -72,7 +58,6 @@ px_status px_partition_build_run(const px_model *m, const px_hw *hw, const px_pa
         pb->in_flight[s] = px_cost_inflight(par->schedule, par->pp, par->vpp, par->n_micro, s);
     pb->n_micro = par->n_micro; /* interleaved: balance the chunks too */
     pb->mem_limit_bytes = hw->hbm_bytes - hw->mem_reserve_bytes - to_bytes(rerun_bytes);
-    free(ctx);
     if (pb->mem_limit_bytes <= 0)
         return PX_FAIL(err, PX_ERR_INFEASIBLE,
                        "partition: %s leaves %lld bytes after the %lld-byte reserve and one "
@@ -81,33 +66,26 @@ px_status px_partition_build_run(const px_model *m, const px_hw *hw, const px_pa
     return px_partition_validate(pb, err);
 }
 
-px_status px_partition_cost_memory(const px_model *m, const px_hw *hw, const px_parallel *par,
-                                   const struct px_fw_runtime *run, px_partition_solution *sol,
-                                   int64_t *limit, px_error *err)
+px_status px_partition_cost_memory(px_cost_ctx *ctx, const px_parallel *par,
+                                   px_partition_solution *sol, int64_t *limit, px_error *err)
 {
-    px_cost_ctx *ctx = malloc(sizeof *ctx);
     px_memory *mem = malloc(PX_MAX_CHUNKS * sizeof *mem);
-    px_status st = ctx && mem ? px_cost_ctx_init(ctx, m, hw, err)
-                              : PX_FAIL(err, PX_ERR_NOMEM, "partition: out of memory");
-    if (st == PX_OK) {
-        ctx->run = run;
-        px_cost_stage_memory(ctx, par, mem);
-        *limit = hw->hbm_bytes - hw->mem_reserve_bytes;
-        sol->fits = true;
-        sol->max_over_bytes = INT64_MIN;
-        for (int s = 0; s < par->pp; s++) {
-            sol->stage_mem_bytes[s] = mem[s].total;
-            int64_t over = mem[s].total - *limit;
-            if (over > sol->max_over_bytes) {
-                sol->max_over_bytes = over;
-                sol->fullest_stage = s;
-            }
+    if (!mem)
+        return PX_FAIL(err, PX_ERR_NOMEM, "partition: out of memory");
+    px_cost_stage_memory(ctx, par, mem);
+    *limit = ctx->hw->hbm_bytes - ctx->hw->mem_reserve_bytes;
+    sol->max_over_bytes = INT64_MIN;
+    for (int s = 0; s < par->pp; s++) {
+        sol->stage_mem_bytes[s] = mem[s].total;
+        int64_t over = mem[s].total - *limit;
+        if (over > sol->max_over_bytes) {
+            sol->max_over_bytes = over;
+            sol->fullest_stage = s;
         }
-        sol->fits = sol->max_over_bytes <= 0;
     }
-    free(ctx);
+    sol->fits = sol->max_over_bytes <= 0;
     free(mem);
-    return st;
+    return PX_OK;
 }
 
 /* par with sol's split and recompute choices. */
@@ -134,7 +112,7 @@ static void apply_split(const px_partition_solution *sol, int n_layers, px_paral
  * split it returns is restated with the cost model; while that overflows,
  * the program's limit is lowered by the overflow and it solves again. */
 #define REFINE_MEM_RETRIES 4
-static px_status solve_checked(const px_model *m, const px_hw *hw, const px_parallel *par,
+static px_status solve_checked(px_cost_ctx *ctx, const px_parallel *par,
                                px_partition_problem *pb, const px_partition_opts *opts,
                                px_partition_solution *sol, px_parallel *next, px_error *err)
 {
@@ -153,7 +131,7 @@ static px_status solve_checked(const px_model *m, const px_hw *hw, const px_para
         apply_split(sol, pb->n_layers, next);
         bool program_fits = sol->fits;
         int64_t limit;
-        st = px_partition_cost_memory(m, hw, next, NULL, sol, &limit, err);
+        st = px_partition_cost_memory(ctx, next, sol, &limit, err);
         if (st || sol->fits || !program_fits || k == REFINE_MEM_RETRIES)
             break;
         pb->mem_limit_bytes -= sol->max_over_bytes;
@@ -193,17 +171,9 @@ static px_status current_split(const px_partition_problem *pb, const px_parallel
     return px_partition_evaluate(pb, sol, err);
 }
 
-px_status px_partition_refine_report(const px_model *m, const px_hw *hw, px_parallel *par,
-                                     px_prediction *pred, const px_partition_opts *opts,
-                                     px_partition_report *report, px_error *err)
-{
-    return px_partition_refine_allowed(m, hw, par, pred, opts, 0u, report, err);
-}
-
-px_status px_partition_refine_allowed(const px_model *m, const px_hw *hw, px_parallel *par,
-                                      px_prediction *pred, const px_partition_opts *opts,
-                                      unsigned allowed_recompute, px_partition_report *report,
-                                      px_error *err)
+px_status px_partition_refine(px_cost_ctx *ctx, px_parallel *par, px_prediction *pred,
+                              const px_partition_opts *opts, unsigned allowed_recompute,
+                              px_partition_report *report, px_error *err)
 {
     px_partition_problem *pb = malloc(sizeof *pb);
     px_partition_report *rep = malloc(sizeof *rep);
@@ -214,7 +184,7 @@ px_status px_partition_refine_allowed(const px_model *m, const px_hw *hw, px_par
         goto out;
     }
     memset(rep, 0, sizeof *rep);
-    st = px_partition_build(m, hw, par, pb, err);
+    st = px_partition_build(ctx, par, pb, err);
     if (st)
         goto out;
     if (allowed_recompute != 0u) {
@@ -227,10 +197,10 @@ px_status px_partition_refine_allowed(const px_model *m, const px_hw *hw, px_par
     st = current_split(pb, par, &rep->before, err);
     if (st)
         goto out;
-    st = px_partition_cost_memory(m, hw, par, NULL, &rep->before, &rep->mem_limit_bytes, err);
+    st = px_partition_cost_memory(ctx, par, &rep->before, &rep->mem_limit_bytes, err);
     if (st)
         goto out;
-    st = solve_checked(m, hw, par, pb, opts, &rep->after, next, err);
+    st = solve_checked(ctx, par, pb, opts, &rep->after, next, err);
     if (st)
         goto out;
     rep->proven_optimal = rep->after.proven_optimal;
@@ -243,25 +213,14 @@ px_status px_partition_refine_allowed(const px_model *m, const px_hw *hw, px_par
         rep->after = rep->before;
         goto out;
     }
-    double tokens = pred ? pred->train_tokens : 0.0;
     if (pred) {
+        /* re-scored as the search scores its candidates (ctx->run) */
         px_prediction p2;
-        st = px_cost_evaluate(m, hw, next, &p2, err);
+        st = px_cost_check(ctx->model, next, err);
+        if (!st)
+            st = px_cost_eval(ctx, next, pred->train_tokens, 0.0, &p2, NULL, err);
         if (st)
             goto out;
-        if (tokens > 0.0) {
-            px_cost_ctx *ctx = malloc(sizeof *ctx);
-            if (!ctx) {
-                st = PX_FAIL(err, PX_ERR_NOMEM, "partition: out of memory");
-                goto out;
-            }
-            st = px_cost_ctx_init(ctx, m, hw, err);
-            if (!st)
-                st = px_cost_eval(ctx, next, tokens, 0.0, &p2, NULL, err);
-            free(ctx);
-            if (st)
-                goto out;
-        }
         *pred = p2;
     }
     *par = *next;
@@ -275,20 +234,13 @@ out:
     return st;
 }
 
-px_status px_partition_refine(const px_model *m, const px_hw *hw, px_parallel *par,
-                              px_prediction *pred, const px_partition_opts *opts,
-                              px_error *err)
-{
-    return px_partition_refine_report(m, hw, par, pred, opts, NULL, err);
-}
-
-px_status px_partition_refine_bound(const px_model *m, const px_hw *hw, const px_parallel *par,
+px_status px_partition_refine_bound(px_cost_ctx *ctx, const px_parallel *par,
                                     double *stage_lower_s, px_error *err)
 {
     px_partition_problem *pb = malloc(sizeof *pb);
     if (!pb)
         return PX_FAIL(err, PX_ERR_NOMEM, "partition: out of memory");
-    px_status st = px_partition_build(m, hw, par, pb, err);
+    px_status st = px_partition_build(ctx, par, pb, err);
     if (st == PX_OK) {
         double total = pb->embed_time_s + pb->head_time_s;
         for (int i = 0; i < pb->n_layers; i++) {

@@ -10,28 +10,28 @@
 #ifndef PX_PARTITION_REFINE_H
 #define PX_PARTITION_REFINE_H
 
+#include "px_cost.h"
 #include "px_error.h"
 #include "px_hw.h"
 #include "px_model.h"
 #include "px_partition.h"
 #include "px_plan.h"
 
-/* Fills pb for (m, hw, par): per layer i and choice r, time = fwd + bwd +
+/* Every function here costs with ctx: the model, the hardware and how the
+ * framework runs the plan (ctx->run, px_framework.h; NULL: the planner's
+ * defaults), the context the search scores its candidates with, so that the
+ * program's numbers are the ones `plan` prints and writes.  ctx's workspace
+ * is used (one thread at a time). */
+
+/* Fills pb for par: per layer i and choice r, time = fwd + bwd +
  * recompute of one micro-batch, activation and static bytes from
  * px_cost_layer; embedding / head + loss from px_cost_stage_extras; the
  * point-to-point buffers on every stage (p > 1); in-flight counts from
  * px_cost_inflight for par's schedule; limit = hbm - reserve, less the one
  * layer's full activations a full-recompute stage holds while it reruns a
  * layer (so that any choice the program makes is affordable). */
-px_status px_partition_build(const px_model *m, const px_hw *hw, const px_parallel *par,
-                             px_partition_problem *pb, px_error *err);
-struct px_fw_runtime;
-/* px_partition_build with the numbers costed as the framework runs the plan
- * (px_cost_ctx.run; NULL: the planner's defaults), for tables printed
- * beside the search's own numbers. */
-px_status px_partition_build_run(const px_model *m, const px_hw *hw, const px_parallel *par,
-                                 const struct px_fw_runtime *run, px_partition_problem *pb,
-                                 px_error *err);
+px_status px_partition_build(px_cost_ctx *ctx, const px_parallel *par, px_partition_problem *pb,
+                             px_error *err);
 
 /* What px_partition_refine found, for --explain's per-stage table. */
 typedef struct {
@@ -53,25 +53,17 @@ typedef struct {
  * with px_cost_eval.  pred is in/out (the candidate's own
  * prediction, or zeroed; its train_tokens is kept; NULL: not re-scored).
  * Better means a smaller objective_s: the slowest stage, or with
- * interleaving the step's m T + (p-1) Tc.  Otherwise
- * leaves par and pred alone.  opts may be NULL (defaults); report may be NULL.
+ * interleaving the step's m T + (p-1) Tc.  Otherwise leaves par and pred
+ * alone.  The program's recompute choices are limited to the bits
+ * (1u << px_recompute) of allowed_recompute; 0 allows all three (the
+ * planner passes the choice the user fixed, plan --recompute).  opts may be
+ * NULL (defaults); report may be NULL.
  * PX_ERR_INFEASIBLE when no split fits (the message names the stage and the
  * overflow); PX_ERR_SOLVER when GLPK fails or finds nothing in time (par
  * untouched: keep the candidate as it was). */
-px_status px_partition_refine(const px_model *m, const px_hw *hw, px_parallel *par,
-                              px_prediction *pred, const px_partition_opts *opts,
-                              px_error *err);
-px_status px_partition_refine_report(const px_model *m, const px_hw *hw, px_parallel *par,
-                                     px_prediction *pred, const px_partition_opts *opts,
-                                     px_partition_report *report, px_error *err);
-
-/* As px_partition_refine_report, with the program's recompute choices limited
- * to the bits (1u << px_recompute) of allowed_recompute; 0 allows all three.
- * The planner passes the choice the user fixed (plan --recompute). */
-px_status px_partition_refine_allowed(const px_model *m, const px_hw *hw, px_parallel *par,
-                                      px_prediction *pred, const px_partition_opts *opts,
-                                      unsigned allowed_recompute, px_partition_report *report,
-                                      px_error *err);
+px_status px_partition_refine(px_cost_ctx *ctx, px_parallel *par, px_prediction *pred,
+                              const px_partition_opts *opts, unsigned allowed_recompute,
+                              px_partition_report *report, px_error *err);
 
 /* A lower bound on the slowest stage's time per micro-batch (seconds) that
  * any split and any recompute choice can give par: all the layers at their
@@ -79,18 +71,15 @@ px_status px_partition_refine_allowed(const px_model *m, const px_hw *hw, px_par
  * pp stages (the slowest stage is at least the average), or the
  * partitioner's memory-aware bound (px_partition_lower_bound) when larger.  The planner turns
  * it into a bound on the step time to skip candidates that cannot win. */
-px_status px_partition_refine_bound(const px_model *m, const px_hw *hw, const px_parallel *par,
+px_status px_partition_refine_bound(px_cost_ctx *ctx, const px_parallel *par,
                                     double *stage_lower_s, px_error *err);
 
 /* The cost model's memory of every stage of par (its split and recompute
  * choices, which sol must hold) written into sol->stage_mem_bytes, with
  * fits, fullest_stage and max_over_bytes restated against *limit = HBM -
  * reserve: the numbers the plan file and --explain's breakdown carry
- * (px_cost_stage_memory, the one function for a stage's memory).  run may be
- * NULL (no framework). */
-struct px_fw_runtime;
-px_status px_partition_cost_memory(const px_model *m, const px_hw *hw, const px_parallel *par,
-                                   const struct px_fw_runtime *run, px_partition_solution *sol,
-                                   int64_t *limit, px_error *err);
+ * (px_cost_stage_memory, the one function for a stage's memory). */
+px_status px_partition_cost_memory(px_cost_ctx *ctx, const px_parallel *par,
+                                   px_partition_solution *sol, int64_t *limit, px_error *err);
 
 #endif

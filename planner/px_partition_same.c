@@ -49,20 +49,12 @@ static bool fits(const same *q, double mem, double cap)
     return px_part_mem_fits(q->pb, mem) && mem <= cap;
 }
 
-/* The fewest middle layers (of rest) that fit with cs leanest ones, or -1:
- * memory falls linearly with each; the closed form, then checked. */
+/* The fewest middle layers (of rest) that fit with cs leanest ones, or -1
+ * (px_part_fewest_mid; k == 3). */
 static int fewest_mid(const same *q, int s, int n, int rest, int cs, double cap)
 {
-    if (!fits(q, mem_at(q, s, n, rest, cs), cap))
-        return -1;
-    double m0 = mem_at(q, s, n, 0, cs), drop = m0 - mem_at(q, s, n, 1, cs);
-    double lim = fmin(cap, (double)q->pb->mem_limit_bytes * (1.0 + MEM_TOL_REL));
-    int cm = drop > 0.0 ? (int)fmax(0.0, fmin((double)rest, ceil((m0 - lim) / drop))) : rest;
-    while (cm < rest && !fits(q, mem_at(q, s, n, cm, cs), cap))
-        cm++;
-    while (cm > 0 && fits(q, mem_at(q, s, n, cm - 1, cs), cap))
-        cm--;
-    return cm;
+    int64_t act0 = (int64_t)(n - cs) * q->a[0] + (int64_t)cs * q->a[2];
+    return px_part_fewest_mid(q->pb, s, (int64_t)n * q->w, act0, q->a[1] - q->a[0], rest, cap);
 }
 
 /* Least recomputation for n layers on stage s with memory <= cap and time
@@ -113,28 +105,7 @@ static double least_recompute(const same *q, double cap, double t_cap, double *g
             g[s * (L + 1) + n] = n >= q->lo[s] && n <= q->hi[s]
                                      ? best_counts(q, s, n, cap, t_cap, cnt)
                                      : INFINITY;
-    for (int s = 0; s < p; s++)
-        for (int b = 0; b <= L; b++) {
-            double bv = INFINITY;
-            int ba = -1;
-            for (int n = q->lo[s]; n <= b && n <= q->hi[s]; n++) {
-                double prev = s ? d[(s - 1) * (L + 1) + b - n] : (b == n ? 0.0 : INFINITY);
-                double v = prev + g[s * (L + 1) + n];
-                if (v < bv) {
-                    bv = v;
-                    ba = n;
-                }
-            }
-            d[s * (L + 1) + b] = bv;
-            arg[s * (L + 1) + b] = ba;
-        }
-    double r = d[(p - 1) * (L + 1) + L];
-    if (r < INFINITY && n_out)
-        for (int s = p - 1, b = L; s >= 0; s--) {
-            n_out[s] = arg[s * (L + 1) + b];
-            b -= n_out[s];
-        }
-    return r;
+    return px_part_sum_dp(p, L, g, L + 1, q->lo, q->hi, d, arg, n_out);
 }
 
 /* The split of the counts n[] (each stage's best counts under cap, t_cap). */

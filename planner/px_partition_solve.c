@@ -235,7 +235,8 @@ static px_status solve_once(const px_partition_problem *pb, const px_partition_o
 
 /* The same problem under the same options asked again (the planner's
  * candidates often differ only where the program does not look) gets the
- * first answer from px_partition_memo instead of another GLPK run. */
+ * first answer from the caller's memo (o->memo) instead of another GLPK
+ * run. */
 px_status px_partition_solve(const px_partition_problem *pb, const px_partition_opts *opts,
                              px_partition_solution *sol, px_error *err)
 {
@@ -244,12 +245,12 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
     const px_partition_opts *o = opts ? opts : &defaults;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (px_part_memo_get(pb, o, sol)) {
+    if (o->memo && px_part_memo_get(o->memo, pb, o, sol)) {
         sol->solve_s = px_part_elapsed_since(&t0);
         return PX_OK;
     }
     px_status st = solve_once(pb, o, sol, err);
-    if (st == PX_OK)
-        px_part_memo_put(pb, o, sol);
+    if (st == PX_OK && o->memo)
+        px_part_memo_put(o->memo, pb, o, sol);
     return st;
 }

@@ -5,14 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The px_caps field behind the last refusal of this thread's check
- * (px_plan_check_cap); NULL while the refusal is a rule no capability lifts. */
-static _Thread_local const char *refused_cap;
-
-/* Marks the refusal being returned as the lack of capability `cap`. */
-static px_status lacks(const char *cap, px_status st)
+/* Marks the refusal being returned (st, already in err) as the lack of
+ * capability `cap` (px_error.cap; NULL: a rule no capability lifts). */
+static px_status lacks(px_error *err, const char *cap, px_status st)
 {
-    refused_cap = cap;
+    if (err)
+        err->cap = cap;
     return st;
 }
 
@@ -144,10 +142,10 @@ px_status px_rule_features(const px_model *m, const px_caps *caps, px_error *err
     unsigned missing = px_model_features(m) & ~caps->model_features;
     for (unsigned bit = 1; missing; bit <<= 1)
         if (missing & bit)
-            return lacks("model_features", PX_FAIL(err, PX_ERR_UNSUPPORTED, "model \"%s\": %s is not supported by %s",
+            return lacks(err, "model_features", PX_FAIL(err, PX_ERR_UNSUPPORTED, "model \"%s\": %s is not supported by %s",
                            m->name, px_model_feature_name(bit), caps->name));
     if (m->n_experts > 0 && m->block == PX_BLOCK_GPT && !caps->moe_gpt_block)
-        return lacks("moe_gpt_block", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+        return lacks(err, "moe_gpt_block", PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "model \"%s\": %s runs experts in llama blocks (SwiGLU) only; the "
                        "model has GPT blocks",
                        m->name, caps->name));
@@ -214,7 +212,7 @@ px_status px_rule_tp(const px_model *m, int tp, const px_caps *caps, px_error *e
                        "moe_ffn = %lld of %s",
                        tp, (long long)(m->n_shared_experts * m->moe_ffn), m->name);
     if (!caps->pads_vocab && m->vocab % tp)
-        return lacks("pads_vocab", PX_FAIL(err, PX_ERR_INVALID,
+        return lacks(err, "pads_vocab", PX_FAIL(err, PX_ERR_INVALID,
                        "tp = %d does not divide the vocabulary %lld of %s (%s does not pad it)",
                        tp, (long long)m->vocab, m->name, caps->name));
     return PX_OK;
@@ -229,7 +227,7 @@ px_status px_rule_cp(int64_t seq, int cp, const px_caps *caps, px_error *err)
     if (cp == 1)
         return PX_OK;
     if (!caps->cp_flavours)
-        return lacks("cp_flavours", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+        return lacks(err, "cp_flavours", PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "cp = %d: %s runs no context parallelism; allowed: 1", cp, caps->name));
     if (seq % (2 * (int64_t)cp))
         return PX_FAIL(err, PX_ERR_INVALID,
@@ -245,10 +243,10 @@ px_status px_rule_sp(const px_model *m, int64_t seq, int tp, int cp, bool sp,
     if (tp < 2 || cp < 1)
         return PX_OK;
     if (sp && !caps->sp)
-        return lacks("sp", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+        return lacks(err, "sp", PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "sp = true: %s runs no sequence parallelism; allowed: false", caps->name));
     if (!sp && !caps->tp_without_sp)
-        return lacks("tp_without_sp", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+        return lacks(err, "tp_without_sp", PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "sp = false with tp = %d: %s runs tensor parallelism with sequence "
                        "parallelism only",
                        tp, caps->name));
@@ -294,13 +292,13 @@ px_status px_rule_experts(const px_model *m, int tp, int cp, int dp, int ep, int
         return PX_OK;
     }
     if (ep > 1 && !caps->ep)
-        return lacks("ep", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+        return lacks(err, "ep", PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "ep = %d: %s runs no expert parallelism; allowed: 1", ep, caps->name));
     /* without the capability, experts run at the attention's tp (Megatron
      * before --expert-tensor-parallel-size) or unsplit (MegaBlocks):
      * docs/framework-schema.md, "etp" */
     if (etp != tp && etp != 1 && !caps->etp)
-        return lacks("etp", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+        return lacks(err, "etp", PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "etp = %d: %s runs experts at the attention's tp = %d or unsplit "
                        "(etp 1) only (capability etp)",
                        etp, caps->name, tp));
@@ -329,7 +327,7 @@ px_status px_rule_schedule(int pp, int vpp, px_schedule schedule, const px_caps 
                        "schedule %d: allowed gpipe, 1f1b, interleaved, zb-h1, zb-h2",
                        (int)schedule);
     if (pp > 1 && !caps->schedules[schedule])
-        return lacks("schedules", PX_FAIL(err, PX_ERR_UNSUPPORTED, "schedule \"%s\" is not run by %s",
+        return lacks(err, "schedules", PX_FAIL(err, PX_ERR_UNSUPPORTED, "schedule \"%s\" is not run by %s",
                        px_schedule_name(schedule), caps->name));
     if (vpp > 1 && pp < 2)
         return PX_FAIL(err, PX_ERR_INVALID,
@@ -341,7 +339,7 @@ px_status px_rule_schedule(int pp, int vpp, px_schedule schedule, const px_caps 
      * chunks means nothing */
     bool zb = schedule == PX_SCHED_ZB_H1 || schedule == PX_SCHED_ZB_H2;
     if (vpp > 1 && schedule != PX_SCHED_INTERLEAVED && !zb_chunks)
-        return lacks(schedule == PX_SCHED_ZB_H1 ? "zb_virtual_chunks" : NULL,
+        return lacks(err, schedule == PX_SCHED_ZB_H1 ? "zb_virtual_chunks" : NULL,
                      PX_FAIL(err, zb ? PX_ERR_UNSUPPORTED : PX_ERR_INVALID,
                        "vpp = %d needs schedule \"interleaved\"%s (schedule \"%s\")", vpp,
                        caps->zb_virtual_chunks ? " or \"zb-h1\"" : "",
@@ -405,7 +403,7 @@ static px_status check_split(const px_model *m, const px_parallel *p, const px_c
         for (int i = 0; i < chunks; i++) {
             bool end = i == 0 || i == chunks - 1;
             if (p->layers_per_chunk[i] < (end && caps->empty_end_chunks ? 0 : 1))
-                return lacks(end && p->layers_per_chunk[i] == 0 ? "empty_end_chunks" : NULL,
+                return lacks(err, end && p->layers_per_chunk[i] == 0 ? "empty_end_chunks" : NULL,
                              PX_FAIL(err, PX_ERR_INVALID,
                                "layers_per_chunk[%d] = %d: every pipeline chunk needs at "
                                "least one layer",
@@ -419,12 +417,12 @@ static px_status check_split(const px_model *m, const px_parallel *p, const px_c
                            (long long)sum, (long long)m->n_layers);
     }
     if (uneven && !caps->uneven_stages)
-        return lacks("uneven_stages", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+        return lacks(err, "uneven_stages", PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "%s runs equal pipeline chunks only: pp x vpp = %d must divide the "
                        "%lld layers",
                        caps->name, chunks, (long long)m->n_layers));
     if (uneven && p->vpp > 1 && !caps->uneven_virtual_chunks)
-        return lacks("uneven_virtual_chunks", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+        return lacks(err, "uneven_virtual_chunks", PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "%s runs equal virtual chunks only: pp x vpp = %d must divide the %lld "
                        "layers",
                        caps->name, chunks, (long long)m->n_layers));
@@ -434,13 +432,13 @@ static px_status check_split(const px_model *m, const px_parallel *p, const px_c
                            "layer_recompute has %d entries, the model has %lld layers",
                            p->n_layer_recompute, (long long)m->n_layers);
         if (!caps->per_layer_recompute)
-            return lacks("per_layer_recompute", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+            return lacks(err, "per_layer_recompute", PX_FAIL(err, PX_ERR_UNSUPPORTED,
                            "layer_recompute: %s runs one recompute mode for every layer",
                            caps->name));
         for (int i = 0; i < p->n_layer_recompute; i++)
             if (p->layer_recompute[i] >= PX_RECOMPUTE_COUNT ||
                 !caps->recompute[p->layer_recompute[i]])
-                return lacks("recompute", PX_FAIL(err, PX_ERR_INVALID,
+                return lacks(err, "recompute", PX_FAIL(err, PX_ERR_INVALID,
                                "layer_recompute[%d] = %d: allowed none, selective, full (as %s "
                                "runs them)",
                                i, p->layer_recompute[i], caps->name));
@@ -454,31 +452,31 @@ static px_status check_options(const px_parallel *p, const px_caps *caps, px_err
     if (p->zero < 0 || p->zero > 3)
         return PX_FAIL(err, PX_ERR_INVALID, "zero = %d: allowed 0, 1, 2, 3", p->zero);
     if (!caps->zero[p->zero])
-        return lacks("zero", PX_FAIL(err, PX_ERR_UNSUPPORTED, "zero = %d is not run by %s", p->zero,
+        return lacks(err, "zero", PX_FAIL(err, PX_ERR_UNSUPPORTED, "zero = %d is not run by %s", p->zero,
                        caps->name));
     if ((int)p->recompute < 0 || p->recompute >= PX_RECOMPUTE_COUNT)
         return PX_FAIL(err, PX_ERR_INVALID, "recompute = %d: allowed none, selective, full",
                        (int)p->recompute);
     if (p->n_layer_recompute == 0 && !caps->recompute[p->recompute])
-        return lacks("recompute", PX_FAIL(err, PX_ERR_UNSUPPORTED, "recompute \"%s\" is not run by %s",
+        return lacks(err, "recompute", PX_FAIL(err, PX_ERR_UNSUPPORTED, "recompute \"%s\" is not run by %s",
                        px_recompute_name(p->recompute), caps->name));
     if (!p->grad_fp32 && !caps->grad_bf16)
-        return lacks("grad_bf16", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+        return lacks(err, "grad_bf16", PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "grad_dtype = bf16: %s keeps fp32 main gradients; allowed: fp32",
                        caps->name));
     if (!p->flash_attention && caps->needs_flash_attention)
-        return lacks("needs_flash_attention", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+        return lacks(err, "needs_flash_attention", PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "flash_attention = false: %s does not store the s x s attention scores",
                        caps->name));
     if (p->pp > 1 && p->zero > caps->max_zero_with_pp)
-        return lacks("max_zero_with_pp", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+        return lacks(err, "max_zero_with_pp", PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "zero = %d with pp = %d: %s runs ZeRO up to stage %d with pipeline "
                        "parallelism", p->zero, p->pp, caps->name, caps->max_zero_with_pp));
     if (caps->max_pp > 0 && p->pp > caps->max_pp)
-        return lacks("max_pp", PX_FAIL(err, PX_ERR_UNSUPPORTED, "pp = %d: %s runs at most %d pipeline stages",
+        return lacks(err, "max_pp", PX_FAIL(err, PX_ERR_UNSUPPORTED, "pp = %d: %s runs at most %d pipeline stages",
                        p->pp, caps->name, caps->max_pp));
     if (p->shard_group > 0 && p->zero >= 3 && !caps->hybrid_shard)
-        return lacks("hybrid_shard", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+        return lacks(err, "hybrid_shard", PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "shard_group = %d: %s runs no hybrid sharding; allowed: 0", p->shard_group,
                        caps->name));
     if ((int)p->precision < 0 || p->precision >= PX_PREC_COUNT)
@@ -490,7 +488,7 @@ static px_status check_options(const px_parallel *p, const px_caps *caps, px_err
             if (caps->precisions & PX_PREC_BIT(q))
                 snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s%s",
                          allowed[0] ? ", " : "", px_precision_name((px_precision)q));
-        return lacks("precisions", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+        return lacks(err, "precisions", PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "parallel.precision = %s: %s does not run %s GEMMs; allowed: %s",
                        px_precision_name(p->precision), caps->name,
                        px_precision_name(p->precision), allowed));
@@ -511,7 +509,7 @@ static px_status check_cp_comm(const px_model *m, const px_parallel *p, const px
             if (caps->cp_flavours & (1u << f))
                 snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s%s",
                          allowed[0] ? ", " : "", px_cp_comm_name((px_cp_comm)f));
-        return lacks("cp_flavours", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+        return lacks(err, "cp_flavours", PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "parallel.cp_comm = %s: %s does not run that CP flavour; allowed: %s",
                        px_cp_comm_name(p->cp_comm), caps->name, allowed));
     }
@@ -572,9 +570,10 @@ px_status px_plan_check(const px_model *m, const px_parallel *p, const px_caps *
 px_status px_plan_check_cap(const px_model *m, const px_parallel *par, const px_caps *caps,
                             const char **cap, px_error *err)
 {
-    refused_cap = NULL;
-    px_status st = px_plan_check(m, par, caps, err);
+    px_error local; /* the refusal's record when the caller keeps none */
+    px_error *e = err ? err : &local;
+    px_status st = px_plan_check(m, par, caps, e);
     if (cap)
-        *cap = st == PX_OK ? NULL : refused_cap;
+        *cap = st == PX_OK ? NULL : e->cap;
     return st;
 }

@@ -39,13 +39,17 @@ int64_t px_caps_vocab_rows(const px_caps *c, int64_t vocab, int tp);
  * schedule, what the consumer runs, and last the model features (so that a
  * refusal by feature means every other rule holds).  The message names
  * the field, its value and what is allowed; features and schedules a
- * consumer lacks are PX_ERR_UNSUPPORTED, broken rules PX_ERR_INVALID. */
+ * consumer lacks are PX_ERR_UNSUPPORTED, broken rules PX_ERR_INVALID.  On a
+ * refusal by capability err->cap names the px_caps field the consumer lacks
+ * (NULL when a rule broke that no capability lifts); the per-dimension rules
+ * below fill it the same way.  No state is kept between calls. */
 px_status px_plan_check(const px_model *m, const px_parallel *par, const px_caps *caps,
                         px_error *err);
 
 /* px_plan_check, and on a refusal by capability the px_caps field the
  * consumer lacks ("schedules", "etp", "uneven_stages"...) in *cap (NULL on
- * success or when a rule broke that no capability lifts). */
+ * success or when a rule broke that no capability lifts): err->cap, also
+ * when the caller passes no err. */
 px_status px_plan_check_cap(const px_model *m, const px_parallel *par, const px_caps *caps,
                             const char **cap, px_error *err);
 

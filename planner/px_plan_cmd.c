@@ -73,12 +73,15 @@ static const char usage_text[] =
     ;
 /* (two strings: C11 compilers need to take only 4095 characters in one) */
 static const char usage_text_2[] =
-    "  --partition milp|uniform\n"
+    "  --partition milp|uniform|glpk\n"
     "                         stage split and per-layer recompute of the top candidates:\n"
     "                         chosen by the GLPK program (default; docs/partition.md) or\n"
-    "                         uniform layers per stage; --no-milp = --partition uniform\n"
+    "                         uniform layers per stage; --no-milp = --partition uniform;\n"
+    "                         glpk: the program with every pass in GLPK (no exact DP)\n"
     "  --milp-time-limit S    GLPK time limit per candidate, seconds (default 0.5,\n"
     "                         0.05 for interleaved candidates)\n"
+    "  --milp-budget S        all candidates' programs together, seconds (default 1); the\n"
+    "                         candidates left when it is spent keep their uniform split\n"
     "  --top K                rows in the table (default 10, at most " PX_TOP_MAX_STR "); with\n"
     "                         the GLPK program on, K rows whenever K configurations fit\n"
     "  --tokens D             time to train D tokens, with goodput (suffixes K M B T)\n"
@@ -198,25 +201,37 @@ static px_status read_sp(void *s, const char *flag, const char *v, px_error *err
 static px_status read_partition(void *s, const char *flag, const char *v, px_error *err)
 {
     plan_cli *c = s;
-    if (!strcmp(v, "milp"))
+    c->opts.milp_glpk_only = !strcmp(v, "glpk");
+    if (!strcmp(v, "milp") || !strcmp(v, "glpk"))
         c->opts.milp = true;
     else if (!strcmp(v, "uniform"))
         c->opts.milp = false;
     else
-        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": allowed values are milp, uniform", flag,
-                       v);
+        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": allowed values are milp, uniform, glpk",
+                       flag, v);
     c->partition_given = true;
     return PX_OK;
 }
 
-static px_status read_milp_time_limit(void *s, const char *flag, const char *v, px_error *err)
+/* Seconds in (0, 3600] (the partition program's limits). */
+static px_status read_seconds(const char *flag, const char *v, double *out, px_error *err)
 {
     char *end;
     double x = strtod(v, &end);
     if (end == v || *end || !(x > 0.0) || x > 3600.0)
         return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": expected seconds in (0, 3600]", flag, v);
-    ((plan_cli *)s)->opts.milp_time_limit_s = x;
+    *out = x;
     return PX_OK;
+}
+
+static px_status read_milp_time_limit(void *s, const char *flag, const char *v, px_error *err)
+{
+    return read_seconds(flag, v, &((plan_cli *)s)->opts.milp_time_limit_s, err);
+}
+
+static px_status read_milp_budget(void *s, const char *flag, const char *v, px_error *err)
+{
+    return read_seconds(flag, v, &((plan_cli *)s)->opts.milp_budget_s, err);
 }
 
 /* Every option of `plan`, one row per spelling (px_args.h).  The first
@@ -256,6 +271,7 @@ static const px_arg plan_rows[] = {
     PX_ARG_CUSTOM("--partition", read_partition),
     PX_ARG_MEANS("--no-milp", "--partition", "uniform"),
     PX_ARG_CUSTOM("--milp-time-limit", read_milp_time_limit),
+    PX_ARG_CUSTOM("--milp-budget", read_milp_budget),
     PX_ARG_INT("--top", plan_cli, opts.top, 1, PX_SEARCH_TOP_MAX),
     PX_ARG_AMOUNT("--tokens", plan_cli, opts.train_tokens),
     PX_ARG_AMOUNT("--gpu-mtbf-hours", plan_cli, opts.gpu_mtbf_hours),
@@ -463,25 +479,30 @@ static px_status stage_table(const px_model *m, const px_hw *hw,
                              int64_t *limit, px_error *err)
 {
     px_partition_problem *pb = calloc(1, sizeof *pb);
-    if (!pb)
-        return PX_FAIL(err, PX_ERR_NOMEM, "out of memory for the stage table");
-    px_status st = px_partition_build_run(m, hw, par, run, pb, err);
+    px_cost_ctx *ctx = malloc(sizeof *ctx);
+    px_status st = pb && ctx ? px_cost_ctx_init(ctx, m, hw, err)
+                             : PX_FAIL(err, PX_ERR_NOMEM, "out of memory for the stage table");
+    if (st == PX_OK) {
+        ctx->run = run; /* as the search's partitioner costed it */
+        st = px_partition_build(ctx, par, pb, err);
+    }
     if (st == PX_OK)
         st = stage_table_fill(m, par, pb, cur, uni, limit, err);
     free(pb);
     /* memory: the cost model's own per-stage numbers (the plan file's) */
     if (st == PX_OK)
-        st = px_partition_cost_memory(m, hw, par, run, cur, limit, err);
+        st = px_partition_cost_memory(ctx, par, cur, limit, err);
     px_parallel *upar = st == PX_OK && uni->n_chunks > 0 ? malloc(sizeof *upar) : NULL;
     if (upar) {
         *upar = *par;
         upar->n_chunks = 0; /* the default split, the candidate's one recompute choice */
         upar->n_layer_recompute = 0;
         px_error e2;
-        if (px_partition_cost_memory(m, hw, upar, run, uni, limit, &e2) != PX_OK)
+        if (px_partition_cost_memory(ctx, upar, uni, limit, &e2) != PX_OK)
             uni->n_chunks = 0;
     }
     free(upar);
+    free(ctx);
     return st;
 }
 

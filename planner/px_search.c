@@ -204,14 +204,15 @@ typedef struct {
     px_candidate miss;
     px_parallel next;
     px_partition_report rep;
+    px_partition_memo *memo; /* the program's answers, for candidates that pose it again */
 } refine_ws;
 
 /* The stage partitioner on one candidate: on success with a changed split,
  * c is re-scored with the search's own options; on failure (GLPK, nothing
  * fits) c stays as it was.  Returns true when c changed and fits. */
-static bool refine_one(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
-                       const px_search_opts *o, px_search_result *res, px_candidate *c,
-                       bool miss, double left_s, refine_ws *ws)
+static bool refine_one(const px_model *m, px_cost_ctx *ctx, const px_search_opts *o,
+                       px_search_result *res, px_candidate *c, bool miss, double left_s,
+                       refine_ws *ws)
 {
     if (left_s <= 0.0) {
         res->milp_skipped++;
@@ -224,14 +225,15 @@ static bool refine_one(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
     if (popts.time_limit_s > left_s)
         popts.time_limit_s = left_s;
     popts.exact_dp = !o->milp_glpk_only;
+    popts.memo = ws->memo;
     unsigned allowed = o->recompute >= 0 ? 1u << o->recompute : 0u;
     px_parallel *next = &ws->next;
     *next = c->par;
     px_prediction pred = c->pred;
     px_error perr;
     res->milp_refined++;
-    px_status st =
-        px_partition_refine_allowed(m, hw, next, &pred, &popts, allowed, &ws->rep, &perr);
+    /* the program costs with the search's context: its framework traits */
+    px_status st = px_partition_refine(ctx, next, &pred, &popts, allowed, &ws->rep, &perr);
     if (st == PX_ERR_INFEASIBLE && miss)
         return false; /* a miss that no split makes fit: nothing to report */
     if (st != PX_OK) {
@@ -297,12 +299,12 @@ static int rank_unique(const px_candidate **cand, int n_cand, int keep,
  * optimizer; the sends depend on the sizes only, the last two are >= 0, and
  * the slowest stage is at least the average of all the work at each
  * layer's fastest choice (px_partition_refine_bound). */
-static double score_lower_bound(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
-                                const px_search_opts *o, const px_candidate *c)
+static double score_lower_bound(px_cost_ctx *ctx, const px_search_opts *o,
+                                const px_candidate *c)
 {
     double stage_lb;
     px_error e;
-    if (px_partition_refine_bound(m, hw, &c->par, &stage_lb, &e) != PX_OK)
+    if (px_partition_refine_bound(ctx, &c->par, &stage_lb, &e) != PX_OK)
         return -1.0;
     px_prediction pred = c->pred;
     if (pred.time.step_s <= 0.0 && /* a memory miss: time it as it is */
@@ -332,14 +334,13 @@ static double list_threshold(const px_candidate *pool, int n_pool, int keep, ref
 
 /* True when c (pool[k] or a miss) may still enter the list: its lower bound
  * is below the threshold (or unknown).  Otherwise counted as pruned. */
-static bool worth_refining(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
-                           const px_search_opts *o, px_search_result *res,
+static bool worth_refining(px_cost_ctx *ctx, const px_search_opts *o, px_search_result *res,
                            const px_candidate *c, const px_candidate *pool, int n_pool,
                            int keep, refine_ws *ws)
 {
     if (o->milp_no_prune)
         return true;
-    double lb = score_lower_bound(m, hw, ctx, o, c);
+    double lb = score_lower_bound(ctx, o, c);
     if (lb < 0.0 || lb < list_threshold(pool, n_pool, keep, ws))
         return true;
     res->milp_pruned++;
@@ -367,16 +368,21 @@ static bool worth_refining(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
  *      that is long enough is exactly the refined ranking.
  * Together they give K rows whenever the analytic pass found K feasible
  * configurations. */
-static px_status refine_top(const px_model *m, const px_hw *hw, px_cost_ctx *ctx,
-                            const px_search_opts *o, px_search_result *res, px_candidate *pool,
+static px_status refine_top(const px_model *m, px_cost_ctx *ctx, const px_search_opts *o,
+                            px_search_result *res, px_candidate *pool,
                             int n_pool, int keep, const px_candidate *misses, int n_miss,
                             px_error *err)
 {
     double t0 = now_s();
     double budget = o->milp_budget_s > 0.0 ? o->milp_budget_s : PX_SEARCH_MILP_BUDGET_S;
     refine_ws *ws = malloc(sizeof *ws);
-    if (!ws)
+    px_partition_memo *memo = px_partition_memo_new();
+    if (!ws || !memo) {
+        free(ws);
+        px_partition_memo_free(memo);
         return PX_FAIL(err, PX_ERR_NOMEM, "search: out of memory for the partition pass");
+    }
+    ws->memo = memo;
     res->milp_ran = true;
     /* the program sees the first keep + PX_SEARCH_MILP_EXTRA; the rest stay
      * as the analytic pass scored them */
@@ -386,18 +392,18 @@ static px_status refine_top(const px_model *m, const px_hw *hw, px_cost_ctx *ctx
     memset(ws->changed, 0, sizeof ws->changed);
     for (int k = 0; k < n_refine; k++) {
         ws->orig[k] = pool[k];
-        if (!worth_refining(m, hw, ctx, o, res, &pool[k], pool, n_pool, keep, ws))
+        if (!worth_refining(ctx, o, res, &pool[k], pool, n_pool, keep, ws))
             continue;
-        if (refine_one(m, hw, ctx, o, res, &pool[k], false, budget - (now_s() - t0), ws)) {
+        if (refine_one(m, ctx, o, res, &pool[k], false, budget - (now_s() - t0), ws)) {
             res->milp_changed++;
             ws->changed[k] = true;
         }
     }
     for (int k = 0; k < n_miss && n_pool < POOL_MAX; k++) {
         ws->miss = misses[k];
-        if (!worth_refining(m, hw, ctx, o, res, &ws->miss, pool, n_pool, keep, ws))
+        if (!worth_refining(ctx, o, res, &ws->miss, pool, n_pool, keep, ws))
             continue;
-        if (refine_one(m, hw, ctx, o, res, &ws->miss, true, budget - (now_s() - t0), ws)) {
+        if (refine_one(m, ctx, o, res, &ws->miss, true, budget - (now_s() - t0), ws)) {
             res->milp_changed++;
             res->milp_rescued++;
             res->n_valid++;
@@ -433,6 +439,7 @@ static px_status refine_top(const px_model *m, const px_hw *hw, px_cost_ctx *ctx
         res->top[i] = *ws->kept[i];
     res->n_top = n;
     res->milp_s = now_s() - t0;
+    px_partition_memo_free(ws->memo);
     free(ws);
     return PX_OK;
 }
@@ -1325,7 +1332,7 @@ static px_status rank_into(const search_spec *sp, px_cost_ctx *ctx, int keep_out
         for (int i = 0; i < all->n_list; i++)
             pool[i] = all->list[all->order[i]];
         if (sp->o->milp) {
-            st = refine_top(sp->m, sp->hw, ctx, sp->o, res, pool, all->n_list, keep_out,
+            st = refine_top(sp->m, ctx, sp->o, res, pool, all->n_list, keep_out,
                             all->misses, all->n_miss, err);
         } else {
             for (int i = 0; i < all->n_list; i++)

@@ -164,8 +164,10 @@ static void agree(const char *name, int tp, int pp, int dp, int ep)
     px_error err;
     CHECK_MSG(px_cost_check(&model, &par, &err) == PX_OK, "%s: %s", name, err.msg);
 
+    static px_cost_ctx ctx;
+    CHECK(px_cost_ctx_init(&ctx, &model, &hw, &err) == PX_OK);
     static px_partition_problem pb;
-    CHECK_MSG(px_partition_build(&model, &hw, &par, &pb, &err) == PX_OK, "%s: %s", name, err.msg);
+    CHECK_MSG(px_partition_build(&ctx, &par, &pb, &err) == PX_OK, "%s: %s", name, err.msg);
     static px_partition_solution sol;
     memset(&sol, 0, sizeof sol);
     sol.n_chunks = pp;
@@ -173,8 +175,6 @@ static void agree(const char *name, int tp, int pp, int dp, int ep)
     memcpy(sol.layer_recompute, par.layer_recompute, (size_t)L);
     CHECK_MSG(px_partition_evaluate(&pb, &sol, &err) == PX_OK, "%s: %s", name, err.msg);
 
-    static px_cost_ctx ctx;
-    CHECK(px_cost_ctx_init(&ctx, &model, &hw, &err) == PX_OK);
     double t[PX_MAX_CHUNKS];
     int64_t mem[PX_MAX_CHUNKS];
     px_cost_stages(&ctx, &par, t, mem);
@@ -241,12 +241,12 @@ static void refined_mixed(void)
     static px_partition_report rep;
     px_partition_opts o;
     px_partition_opts_init(&o);
-    CHECK_MSG(px_partition_refine_report(&model, &hw, &par, &pred, &o, &rep, &err) == PX_OK,
-              "%s", err.msg);
-    CHECK(rep.changed && par.n_layer_recompute == 32);
-    CHECK(pred.mem.total <= hw.hbm_bytes - hw.mem_reserve_bytes);
     static px_cost_ctx ctx;
     CHECK(px_cost_ctx_init(&ctx, &model, &hw, &err) == PX_OK);
+    CHECK_MSG(px_partition_refine(&ctx, &par, &pred, &o, 0u, &rep, &err) == PX_OK, "%s",
+              err.msg);
+    CHECK(rep.changed && par.n_layer_recompute == 32);
+    CHECK(pred.mem.total <= hw.hbm_bytes - hw.mem_reserve_bytes);
     double t[4];
     px_cost_stages(&ctx, &par, t, NULL);
     for (int s = 0; s < 4; s++)

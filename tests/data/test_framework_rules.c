@@ -3,9 +3,10 @@
  * a grid of (tp, ep, etp, pp, vpp, schedule, recompute, zero, split) over a
  * dense and a mixture-of-experts preset, the capability test the search,
  * `export` and `validate` apply (px_caps_allow) accepts exactly what
- * px_plan_check accepts.  Configurations no consumer runs (broken
- * divisibility) are left out: they are refused before any framework is
- * asked. */
+ * px_plan_check accepts, and names the capability px_plan_check's refusal
+ * names in the caller's error record (px_error.cap).  Configurations no
+ * consumer runs (broken divisibility) are left out: they are refused before
+ * any framework is asked. */
 #include <string.h>
 
 #include "px_framework.h"
@@ -58,6 +59,13 @@ static void compare_one(const px_framework *fw, const px_model *m, const px_para
     bool rules = px_plan_check(m, p, &fw->caps, &e) == PX_OK;
     const char *why = NULL;
     bool allow = px_caps_allow(&fw->caps, m, p, &why);
+    /* the capability named: the caller's record says what px_caps_allow says */
+    const char *rec = rules ? NULL : e.cap ? e.cap : "the plan rules";
+    if (rules == allow && !rules && strcmp(rec, why) != 0) {
+        if (n_differ++ < 100)
+            fprintf(stderr, "%s %s: px_caps_allow names %s, px_plan_check's record %s\n",
+                    fw->name, m->name, why, rec);
+    }
     if (rules != allow) {
         if (n_differ++ < 100000)
             fprintf(stderr,
@@ -104,6 +112,35 @@ static void grid(const px_framework *fw, const px_model *m, const px_caps *any)
                                     }
 }
 
+/* The capability is in the record the caller passed, and nowhere else: a
+ * later check into another record leaves it as it was, and a record reused
+ * for a refusal no capability lifts names none. */
+static void record_is_callers(const px_framework *megatron, const px_model *m)
+{
+    px_parallel p;
+    px_parallel_init(&p);
+    p.dp = 8;
+    p.pp = 2;
+    p.micro_batch = 1;
+    p.n_micro = 8;
+    p.seq_len = 2048;
+    p.schedule = PX_SCHED_ZB_H2; /* a schedule Megatron does not run */
+    px_error a, b;
+    CHECK(px_plan_check(m, &p, &megatron->caps, &a) == PX_ERR_UNSUPPORTED);
+    CHECK(a.cap && !strcmp(a.cap, "schedules"));
+    px_parallel broken = p;
+    broken.tp = 5; /* divides nothing: a rule, no capability */
+    broken.schedule = PX_SCHED_1F1B;
+    CHECK(px_plan_check(m, &broken, &megatron->caps, &b) == PX_ERR_INVALID);
+    CHECK(b.cap == NULL);
+    CHECK(a.cap && !strcmp(a.cap, "schedules")); /* untouched by the other check */
+    CHECK(px_plan_check(m, &broken, &megatron->caps, &a) == PX_ERR_INVALID);
+    CHECK_MSG(a.cap == NULL, "a reused record still names %s", a.cap);
+    /* the per-dimension rules fill it the same way */
+    CHECK(px_rule_schedule(2, 1, PX_SCHED_ZB_H2, &megatron->caps, &b) == PX_ERR_UNSUPPORTED);
+    CHECK(b.cap && !strcmp(b.cap, "schedules"));
+}
+
 int main(void)
 {
     px_caps any;
@@ -123,6 +160,8 @@ int main(void)
         }
         grid(&fw, &dense, &any);
         grid(&fw, &moe, &any);
+        if (!strcmp(fw.name, "megatron"))
+            record_is_callers(&fw, &dense);
     }
     printf("%ld configurations legal for some consumer compared, %ld verdicts differ\n",
            n_compared, n_differ);

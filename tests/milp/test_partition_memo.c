@@ -1,8 +1,9 @@
 /* The partitioner's memo: the same problem under the same options asked
- * again gets the same answer, and a problem that differs in any field the
- * solver reads (checked one field at a time, at the end of each table) gets
- * its own optimum, compared with the exhaustive search, never the answer
- * kept for the other. */
+ * again gets the same answer from the caller's store, and a problem that
+ * differs in any field the solver reads (checked one field at a time, at the
+ * end of each table) gets its own optimum, compared with the exhaustive
+ * search, never the answer kept for the other.  The store is the caller's:
+ * another store, or none, answers nothing from the first one's. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -71,14 +72,32 @@ int main(void)
     static px_partition_solution first, again, changed;
     px_partition_opts o;
     px_partition_opts_init(&o);
+    CHECK(o.memo == NULL); /* no store unless the caller brings one */
     o.mip_gap = 0.0;
     o.time_limit_s = 30.0;
+    px_partition_memo *memo = px_partition_memo_new(), *other_memo = px_partition_memo_new();
+    CHECK(memo && other_memo);
+    o.memo = memo;
     base_problem(&pb);
     check_optimal("base", &pb, &o, &first);
     CHECK(first.recompute_time_s > 0.0); /* memory binds: the program's case */
+    CHECK(px_partition_memo_hits(memo) == 0);
     px_error err;
     CHECK(px_partition_solve(&pb, &o, &again, &err) == PX_OK);
     CHECK_MSG(same_answer(&first, &again, pb.n_layers), "the same problem, another answer");
+    CHECK_MSG(px_partition_memo_hits(memo) == 1, "asked again: %d answers from the store",
+              px_partition_memo_hits(memo));
+
+    /* another store, and none, keep nothing of the first one's: each solves */
+    px_partition_opts fresh = o;
+    fresh.memo = other_memo;
+    CHECK(px_partition_solve(&pb, &fresh, &again, &err) == PX_OK);
+    CHECK(same_answer(&first, &again, pb.n_layers));
+    CHECK(px_partition_memo_hits(other_memo) == 0);
+    fresh.memo = NULL;
+    CHECK(px_partition_solve(&pb, &fresh, &again, &err) == PX_OK);
+    CHECK(same_answer(&first, &again, pb.n_layers));
+    CHECK(px_partition_memo_hits(memo) == 1 && px_partition_memo_hits(other_memo) == 0);
 
     /* one field at a time, each to a value that moves the optimum */
     for (int field = 0; field < 7; field++) {
@@ -103,7 +122,11 @@ int main(void)
                   what);
     }
     /* and the base problem still gets its own answer after the others */
+    int hits = px_partition_memo_hits(memo);
     CHECK(px_partition_solve(&pb, &o, &again, &err) == PX_OK);
     CHECK(same_answer(&first, &again, pb.n_layers));
+    CHECK(px_partition_memo_hits(memo) == hits + 1);
+    px_partition_memo_free(memo);
+    px_partition_memo_free(other_memo);
     return px_test_result("partition_memo");
 }

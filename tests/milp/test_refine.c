@@ -2,16 +2,21 @@
  * the uniform split; strictly faster for Llama 3 8B at PP 4 (large
  * vocabulary: the first and last stages get fewer layers); a candidate whose
  * uniform split does not fit but whose refined split does; DeepSeek-V3's
- * dense and MoE layers costed apart. */
+ * dense and MoE layers costed apart; under a framework's runtime traits, the
+ * program's stage times and memory are the plan file's. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "px_cost.h"
+#include "px_framework.h"
 #include "px_partition_refine.h"
+#include "px_plan_predict.h"
 #include "px_test.h"
 
 static px_model model;
 static px_hw hw;
+static px_cost_ctx ctx; /* over model and hw, as loaded; no framework unless set */
 
 static bool load(const char *m, const char *h)
 {
@@ -22,7 +27,16 @@ static bool load(const char *m, const char *h)
         return false;
     st = px_hw_load(h, NULL, &hw, &err);
     CHECK_MSG(st == PX_OK, "%s", err.msg);
+    if (st == PX_OK)
+        st = px_cost_ctx_init(&ctx, &model, &hw, &err);
+    CHECK_MSG(st == PX_OK, "%s", err.msg);
     return st == PX_OK;
+}
+
+static px_status refine(px_parallel *par, px_prediction *pred, const px_partition_opts *o,
+                        px_partition_report *rep, px_error *err)
+{
+    return px_partition_refine(&ctx, par, pred, o, 0u, rep, err);
 }
 
 static px_parallel base_par(int tp, int pp, int dp, int64_t b, int64_t m, int64_t s)
@@ -66,7 +80,7 @@ static void llama8b_pp4(void)
     pred = uni;
     static px_partition_report rep;
     px_partition_opts o = opts();
-    px_status st = px_partition_refine_report(&model, &hw, &par, &pred, &o, &rep, &err);
+    px_status st = refine(&par, &pred, &o, &rep, &err);
     CHECK_MSG(st == PX_OK, "%s", err.msg);
     CHECK(rep.changed && rep.after.proven_optimal);
     CHECK(par.n_chunks == 4 && par.n_layer_recompute == 32);
@@ -100,7 +114,7 @@ static void llama8b_pp4(void)
     /* Refining again changes nothing: the split is already optimal. */
     px_parallel again = par;
     px_prediction p2 = pred;
-    st = px_partition_refine_report(&model, &hw, &again, &p2, &o, &rep, &err);
+    st = refine(&again, &p2, &o, &rep, &err);
     CHECK(st == PX_OK && !rep.changed);
     CHECK(memcmp(again.layers_per_chunk, par.layers_per_chunk, sizeof par.layers_per_chunk) == 0);
 }
@@ -136,7 +150,7 @@ static void never_slower(void)
         static px_partition_report rep;
         px_partition_opts o = opts();
         o.time_limit_s = 2.0;
-        px_status st = px_partition_refine_report(&model, &hw, &par, &pred, &o, &rep, &err);
+        px_status st = refine(&par, &pred, &o, &rep, &err);
         if (st == PX_ERR_INFEASIBLE) { /* nothing fits: then neither does the uniform split */
             CHECK_MSG(!rep.before.fits, "case %zu: %s", k, err.msg);
             continue;
@@ -174,7 +188,7 @@ static void uniform_does_not_fit(void)
     static px_partition_report rep;
     px_prediction pred = uni;
     px_partition_opts o = opts();
-    px_status st = px_partition_refine_report(&model, &hw, &par, &pred, &o, &rep, &err);
+    px_status st = refine(&par, &pred, &o, &rep, &err);
     CHECK_MSG(st == PX_OK, "%s", err.msg);
     CHECK(!rep.before.fits && rep.after.fits && rep.changed);
     CHECK_MSG(pred.mem.total <= limit(), "micro-batch %lld: refined %.2f GB > %.2f GB",
@@ -201,7 +215,7 @@ static void deepseek_layers(void)
     par.ep = 64;
     static px_partition_problem pb;
     px_error err;
-    px_status st = px_partition_build(&model, &hw, &par, &pb, &err);
+    px_status st = px_partition_build(&ctx, &par, &pb, &err);
     CHECK_MSG(st == PX_OK, "%s", err.msg);
     CHECK(pb.n_layers == 61);
     CHECK(pb.layer_static_bytes[0] == pb.layer_static_bytes[2]);
@@ -225,11 +239,66 @@ static void deepseek_layers(void)
     }
 }
 
+/* Under a framework whose runtime traits change a layer's cost (torchtitan:
+ * FlashAttention 2, slower than FlashAttention 3 on an H100; no TP overlap),
+ * the program costs stages as the search and the plan file do: its stage
+ * times and memory are px_cost_stages' and px_plan_predict's under the same
+ * traits, and differ from the planner's defaults (so the case tests
+ * something). */
+static void framework_traits(void)
+{
+    if (!load("llama3-8b", "h100-sxm"))
+        return;
+    static px_framework fw;
+    px_error err;
+    CHECK_MSG(px_framework_load("torchtitan", NULL, &fw, &err) == PX_OK, "%s", err.msg);
+    px_parallel par = base_par(1, 4, 8, 1, 32, 4096);
+    par.flash_attention = fw.run.fused_attention; /* as the search sets it */
+    par.tp_overlap = fw.run.tp_overlap;
+    static px_partition_report rep, rep_default;
+    px_partition_opts o = opts();
+    px_parallel plain = par;
+    px_prediction pred, pred_default;
+    memset(&pred, 0, sizeof pred);
+    memset(&pred_default, 0, sizeof pred_default);
+    CHECK_MSG(refine(&plain, &pred_default, &o, &rep_default, &err) == PX_OK, "%s", err.msg);
+    /* a fresh context under the traits (its workspace caches layer shapes) */
+    CHECK(px_cost_ctx_init(&ctx, &model, &hw, &err) == PX_OK);
+    ctx.run = &fw.run;
+    CHECK_MSG(refine(&par, &pred, &o, &rep, &err) == PX_OK, "%s", err.msg);
+    static px_plan plan;
+    memset(&plan, 0, sizeof plan);
+    plan.model = model;
+    plan.hw = hw;
+    plan.par = par;
+    CHECK_MSG(px_plan_predict(&plan, &fw.run, &err) == PX_OK, "%s", err.msg);
+    double t[PX_MAX_CHUNKS];
+    px_cost_stages(&ctx, &par, t, NULL);
+    bool differs = false;
+    for (int s = 0; s < par.pp; s++) {
+        CHECK_CLOSE(rep.after.stage_time_s[s], t[s], 1e-9, 0);
+        CHECK_CLOSE(rep.after.stage_time_s[s], plan.stages[s].microbatch_s, 1e-9, 0);
+        CHECK_MSG(rep.after.stage_mem_bytes[s] == plan.stages[s].total,
+                  "stage %d: program %lld bytes, plan file %lld", s,
+                  (long long)rep.after.stage_mem_bytes[s], (long long)plan.stages[s].total);
+        differs = differs ||
+                  fabs(rep_default.after.stage_time_s[s] - rep.after.stage_time_s[s]) >
+                      1e-6 * rep.after.stage_time_s[s];
+    }
+    CHECK_MSG(differs, "torchtitan's traits do not move a stage time: the case tests nothing");
+    fprintf(stderr, "llama3-8b pp4 under torchtitan: slowest stage %.3f ms (defaults %.3f ms), "
+                    "fullest %.2f GB, as the plan file\n",
+            1e3 * rep.after.max_stage_time_s, 1e3 * rep_default.after.max_stage_time_s,
+            plan.stages[rep.after.fullest_stage].total / 1e9);
+    ctx.run = NULL;
+}
+
 int main(void)
 {
     llama8b_pp4();
     never_slower();
     uniform_does_not_fit();
     deepseek_layers();
+    framework_traits();
     return px_test_result("refine");
 }

@@ -1,27 +1,35 @@
 #!/usr/bin/env bash
-# plan with a GLPK time limit of a microsecond still prints a plan.  GPT-3
-# 175B on 1024 GPUs has candidates (PP 16 over 2 chunks) whose uniform split
-# with greedy recomputation does not fit the program's memory limit (tighter
-# than the search's by one layer's activations, docs/partition.md), and
-# whose memory needs recomputation; GLPK, with a microsecond, stops on them
-# with no split ("time limit ... reached before any split").  Their layers
-# are identical, so the exact interleaved pass (px_partition_chunks) answers
-# them without GLPK and no time limit applies: they are answered exactly
-# (the memory misses among the candidates that fit in no split are proven
-# so), none fails, and the plan file is valid.  --pp 16 --vpp 2
-# keeps the search on them.
+# When the GLPK stage-partition program fails, plan still prints a plan (the
+# candidate keeps its analytic, uniform split) and says so on a
+# "# stage partition, first failure" line.  The failure is forced with
+# --partition glpk (every pass in GLPK, no exact DP) and a GLPK time limit
+# of a microsecond: GPT-3 175B on 1024 GPUs has candidates (PP 16 over 2
+# chunks) whose uniform split with greedy recomputation does not fit the
+# program's memory limit (tighter than the search's by one layer's
+# activations, docs/partition.md), so GLPK has no starting split to fall
+# back on and stops with none ("time limit ... reached before any split").
+# --pp 16 --vpp 2 keeps the search on them; --milp-budget 600 lets every
+# candidate's program run however loaded the machine (the default budget
+# of 1 s is wall-clock).
+#
+# Under the default --partition milp their layers are identical, so the
+# exact interleaved pass (px_partition_chunks) answers them without GLPK and
+# no time limit applies: none fails.
 set -u
 PLAN="$1"; READBACK="$2"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-args="--model gpt3-175b --gpus 1024 --pp 16 --vpp 2 --milp-time-limit 0.000001"
+base="--model gpt3-175b --gpus 1024 --pp 16 --vpp 2 --milp-time-limit 0.000001 --milp-budget 600"
 
+# 1. GLPK alone fails: the fallback plan, the failure named
+args="$base --partition glpk"
 "$PLAN" $args -o "$tmp/plan.json" > "$tmp/out.txt" 2> "$tmp/err.txt" \
   || fail "plan exited $?: $(cat "$tmp/err.txt")"
 grep '^# stage partition' "$tmp/out.txt"
-grep -q '^# stage partition, first failure' "$tmp/out.txt" \
-  && fail "a program failed: $(grep '^# stage partition' "$tmp/out.txt")"
-grep -Eq ' 0 failed' "$tmp/out.txt" || fail "the summary counts a failure"
+line=$(grep '^# stage partition, first failure' "$tmp/out.txt") \
+  || fail "no first-failure line: $(grep '^#' "$tmp/out.txt")"
+echo "$line" | grep -q 'time limit' || fail "failure line does not name the limit: $line"
+grep -Eq '[1-9][0-9]* failed' "$tmp/out.txt" || fail "the summary counts no failure"
 rows=$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]+' "$tmp/out.txt")
 [ "$rows" -eq 10 ] || fail "expected 10 ranked rows, got $rows"
 grep -q '^# chosen: rank 1' "$tmp/out.txt" || fail "no chosen plan"
@@ -30,28 +38,53 @@ grep -q '^# chosen: rank 1' "$tmp/out.txt" || fail "no chosen plan"
 "$READBACK" "$tmp/plan.json" "$tmp/plan2.json" > "$tmp/back.txt" || fail "plan file does not read back"
 cmp -s "$tmp/plan.json" "$tmp/plan2.json" || fail "plan re-written after reading differs"
 
-# --json: the same in "partition", a plan with the schema's kind
+# --json: the same failure in "partition", a plan with the schema's kind
 "$PLAN" $args --json > "$tmp/out.json" 2> "$tmp/err.txt" || fail "--json exited $?: $(cat "$tmp/err.txt")"
 python3 - "$tmp/out.json" "$tmp/back.txt" <<'PY' || exit 1
 import json, sys
 d = json.load(open(sys.argv[1]))
 back = dict(l.split(" ", 1) for l in open(sys.argv[2]).read().splitlines())
 part = d["partition"]
-assert part["method"] == "milp" and part["failed"] == 0 and part["note"] == "", part
-assert part["exact_dp"] >= 1, part
+assert part["method"] == "milp" and part["failed"] >= 1, part
+assert "time limit" in part["note"], part["note"]
+assert part["exact_dp"] == 0 and part["skipped"] == 0, part
 assert d["plan"]["kind"] == "parallax-plan", d["plan"].get("kind")
 assert len(d["plans"]) == 10
 p = d["plans"][0]
 assert p["memory"]["total_bytes"] <= d["mem_limit_bytes"]
 assert int(back["tp"]) == p["parallel"]["tp"] and int(back["pp"]) == p["parallel"]["pp"]
 assert int(back["total_bytes"]) == p["memory"]["total_bytes"]
-print("refined %d, exact %d" % (part["refined"], part["exact_dp"]))
+print("glpk: failed %d, note: %s" % (part["failed"], part["note"]))
 PY
 
-# strict parsing of the limit
-for bad in 0 -1 abc 1e9 0.5s ""; do
-  "$PLAN" --model gpt3-175b --gpus 1024 --milp-time-limit "$bad" > /dev/null 2> "$tmp/e" \
-    && fail "--milp-time-limit \"$bad\" accepted"
-  grep -q 'expected seconds in (0, 3600]' "$tmp/e" || fail "\"$bad\": $(cat "$tmp/e")"
+# 2. the default program: the exact passes answer them, none fails
+"$PLAN" $base -o "$tmp/exact.json" > "$tmp/out.txt" 2> "$tmp/err.txt" \
+  || fail "plan exited $?: $(cat "$tmp/err.txt")"
+grep '^# stage partition' "$tmp/out.txt"
+grep -q '^# stage partition, first failure' "$tmp/out.txt" \
+  && fail "a program failed: $(grep '^# stage partition' "$tmp/out.txt")"
+grep -Eq ' 0 failed' "$tmp/out.txt" || fail "the summary counts a failure"
+rows=$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]+' "$tmp/out.txt")
+[ "$rows" -eq 10 ] || fail "expected 10 ranked rows, got $rows"
+"$READBACK" "$tmp/exact.json" "$tmp/exact2.json" > /dev/null || fail "plan file does not read back"
+"$PLAN" $base --json > "$tmp/out.json" 2> "$tmp/err.txt" || fail "--json exited $?: $(cat "$tmp/err.txt")"
+python3 - "$tmp/out.json" <<'PY' || exit 1
+import json, sys
+part = json.load(open(sys.argv[1]))["partition"]
+assert part["method"] == "milp" and part["failed"] == 0 and part["note"] == "", part
+assert part["exact_dp"] >= 1, part
+print("exact: refined %d, exact %d" % (part["refined"], part["exact_dp"]))
+PY
+
+# strict parsing of the limits and the method
+for opt in --milp-time-limit --milp-budget; do
+  for bad in 0 -1 abc 1e9 0.5s ""; do
+    "$PLAN" --model gpt3-175b --gpus 1024 $opt "$bad" > /dev/null 2> "$tmp/e" \
+      && fail "$opt \"$bad\" accepted"
+    grep -q 'expected seconds in (0, 3600]' "$tmp/e" || fail "$opt \"$bad\": $(cat "$tmp/e")"
+  done
 done
+"$PLAN" --model gpt3-175b --gpus 1024 --partition simplex > /dev/null 2> "$tmp/e" \
+  && fail "--partition simplex accepted"
+grep -q 'allowed values are milp, uniform, glpk' "$tmp/e" || fail "--partition simplex: $(cat "$tmp/e")"
 echo PASS

@@ -5,7 +5,8 @@
 # them (px_search.c, analytic_pass).  The cases are ones whose partition
 # programs are all answered by the exact DP: GLPK's time limit, which a
 # loaded machine can reach, would make two runs differ for another reason;
-# the test checks that precondition.  Also --sweep-gpus: a table row and a
+# the test checks that precondition.  --milp-budget 600: the programs' total
+# budget (1 s by default, wall-clock) is not what a loaded machine cuts.  Also --sweep-gpus: a table row and a
 # JSON element per GPU count, each the best plan `plan --gpus G` chooses.
 set -u
 PLAN="$1"
@@ -17,7 +18,7 @@ strip() { grep -v -e '"elapsed_s"' -e '"configs_per_s"' "$1"; }
 for args in "--model 70b --gpus 1024" "--model tiny-moe --gpus 8" \
             "--model llama3-405b --gpus 16384 --top 20"; do
   for t in 1 2 5; do
-    "$PLAN" $args --threads "$t" --json > "$tmp/t$t.json" 2> "$tmp/err" \
+    "$PLAN" $args --threads "$t" --milp-budget 600 --json > "$tmp/t$t.json" 2> "$tmp/err" \
       || fail "plan $args --threads $t exited $?: $(cat "$tmp/err")"
   done
   grep -q '"exact_dp": 0' "$tmp/t1.json" && fail "plan $args: no program answered by the DP"
