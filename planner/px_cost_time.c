@@ -13,6 +13,7 @@
 #include "px_attn_eff.h"
 #include "px_cost_cp.h"
 #include "px_cost_moe.h"
+#include "px_fp8_accum.h"
 #include "px_domain.h"
 #include "px_cost_precision.h"
 #include "px_efficiency.h"
@@ -554,8 +555,13 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     lt->gemm_fwd_s = g;
     layer_pointwise_time(ctx->hw, par, &sh, &d, mem, act_elems, lt);
     lt->fwd_s = lt->gemm_fwd_s + lt->attn_fwd_s + lt->mem_fwd_s;
-    /* backward: 2x the GEMMs (dgrad + wgrad), the attention core's backward */
-    lt->bwd_s = 2.0 * lt->gemm_fwd_s + lt->attn_bwd_s + lt->mem_bwd_s;
+    /* backward: 2x the GEMMs (dgrad + wgrad), the attention core's backward;
+     * per-tensor FP8 runs the linear ones with the split accumulator on
+     * Hopper (px_fp8_accum.h; the router GEMM stays bf16) */
+    double router_s = moe ? px_time_gemm_s(ctx->hw, d.T / d.tsp, sh.n_experts, d.h) : 0.0;
+    double grad_acc = px_fp8_grad_gemm_factor(ctx->hw, par->precision);
+    lt->bwd_s = 2.0 * lt->gemm_fwd_s + 2.0 * (grad_acc - 1.0) * (lt->gemm_fwd_s - router_s) +
+                lt->attn_bwd_s + lt->mem_bwd_s;
     lt->rc_s[PX_RECOMPUTE_NONE] = 0.0;
     lt->rc_s[PX_RECOMPUTE_SELECTIVE] = lt->attn_fwd_s;
     lt->rc_s[PX_RECOMPUTE_FULL] = lt->fwd_s;
@@ -664,7 +670,7 @@ void time_of_stage(const stage_layers *sl, const layer_time *ld, const layer_tim
             q->ep += n * x->ep_s;
             q->cp += n * x->cp_exposed_s;
             q->cpt += n * x->cp_total_s;
-            q->gemm += n * 3.0 * x->gemm_fwd_s;
+            q->gemm += n * (x->gemm_fwd_s + x->bwd_s - x->attn_bwd_s - x->mem_bwd_s);
             q->attn += n * (x->attn_fwd_s + x->attn_bwd_s);
             q->mem += n * (x->mem_fwd_s + x->mem_bwd_s);
             q->tpb += n * x->tp_bytes * (1.0 + full * 0.5);

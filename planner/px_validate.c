@@ -438,6 +438,10 @@ static void row_era_defaults(const json_t *jr, const json_t *jp, const json_t *j
     int nemo = nemo_release(jstr(jr, "framework"));
     if (nemo > 0 && nemo < 2407)
         row->flash_version = 2;
+    /* a recipe that forces the backend (px_validate_recipe.c) */
+    int recipe_flash = px_val_recipe_flash_version(jstr(jr, "framework"), jstr(js, "location"));
+    if (recipe_flash > 0)
+        row->flash_version = recipe_flash;
     /* gradient precision is not published: the recipe's where it is known
      * (px_validate_recipe.c), else Megatron's default, fp32 main gradients
      * (the planner's default too) */

@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <stddef.h>
+#include <string.h>
 
 /* s contains needle, ignoring case */
 static bool has_ci(const char *s, const char *needle)
@@ -46,4 +47,35 @@ bool px_val_recipe_is_nemo_dgxc(const char *framework)
 int px_val_recipe_grad_fp32(const char *framework)
 {
     return px_val_recipe_is_nemo_dgxc(framework) ? 0 : -1;
+}
+
+/* The release of a DGX Cloud recipe row as YYMM (v25.02.01 -> 2502) from
+ * its source location's "(vYY.MM...)" tag; 0 when there is none. */
+static int recipe_release(const char *location)
+{
+    for (const char *p = location; p && *p; p++) {
+        if (p[0] == '(' && p[1] == 'v' && isdigit((unsigned char)p[2]) &&
+            isdigit((unsigned char)p[3]) && p[4] == '.' && isdigit((unsigned char)p[5]) &&
+            isdigit((unsigned char)p[6]))
+            return ((p[2] - '0') * 10 + (p[3] - '0')) * 100 + (p[5] - '0') * 10 + (p[6] - '0');
+    }
+    return 0;
+}
+
+/* The Grok-1 recipe of NVIDIA/dgxc-benchmarking from v25.01 through
+ * v25.04.01 launches NeMo with NVTE_FUSED_ATTN=0 (grok1/configure.sh), so
+ * Transformer Engine's DotProductAttention takes the container's flash-attn
+ * 2 kernels instead of cuDNN's fused attention (and runs its context
+ * parallelism with them); v25.05.01 moved to NeMo 2's performance script,
+ * which leaves the backend to Transformer Engine.  The other recipes of
+ * those releases set NVTE_FUSED_ATTN=1 (llama3.1, nemo_megatron) or choose
+ * per model (nemotron). */
+int px_val_recipe_flash_version(const char *framework, const char *location)
+{
+    if (!px_val_recipe_is_nemo_dgxc(framework) || !location)
+        return 0;
+    int rel = recipe_release(location);
+    if (!strncmp(location, "grok1/", 6) && rel >= 2501 && rel < 2505)
+        return 2;
+    return 0;
 }

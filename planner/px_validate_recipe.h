@@ -16,4 +16,10 @@ bool px_val_recipe_is_nemo_dgxc(const char *framework);
  * (the caller keeps Megatron's default, fp32). */
 int px_val_recipe_grad_fp32(const char *framework);
 
+/* The flash-attn generation the recipe forces for the attention core (2:
+ * flash-attn 2), read from the row's source location (the recipe's
+ * directory and release tag, "grok1/README_314b.md @ ... (v25.02.01)");
+ * 0 when the recipe leaves the backend to Transformer Engine. */
+int px_val_recipe_flash_version(const char *framework, const char *location);
+
 #endif

@@ -12,6 +12,7 @@
 #include "px_cost_moe.h"
 #include "px_cost_precision.h"
 #include "px_flops.h"
+#include "px_fp8_accum.h"
 #include "px_framework.h"
 #include "px_search.h"
 #include "px_test.h"
@@ -108,6 +109,26 @@ static void test_gemm_rate(void)
     double want = px_time_gemm_s(&h, m, n, k) / r * ((m + hm) / (m + half)) *
                   ((n + hm) / (n + half)) * ((k + r * half) / (k + half));
     CHECK_CLOSE(px_prec_time_gemm_s(&h, PX_PREC_FP8, m, n, k), want, 1e-12, 0);
+}
+
+/* The gradient GEMMs' split accumulator: per-tensor and rowwise FP8 on
+ * Hopper (an FP8 rate, no MXFP8 rate) pay it, Blackwell and bf16 do not,
+ * nor DeepGEMM's fp8-block */
+static void test_grad_accum(void)
+{
+    px_hw h100, b200;
+    load_hw("h100-sxm", &h100);
+    load_hw("b200", &b200);
+    double slow = PX_FP8_SPLIT_ACCUM_SLOWDOWN;
+    CHECK(slow > 1.0);
+    CHECK(px_fp8_grad_gemm_factor(&h100, PX_PREC_FP8) == slow);
+    CHECK(px_fp8_grad_gemm_factor(&h100, PX_PREC_FP8_CS) == slow);
+    CHECK(px_fp8_grad_gemm_factor(&h100, PX_PREC_FP8_ROWWISE) == slow);
+    CHECK(px_fp8_grad_gemm_factor(&h100, PX_PREC_FP8_BLOCK) == 1.0);
+    CHECK(px_fp8_grad_gemm_factor(&h100, PX_PREC_BF16) == 1.0);
+    CHECK(px_fp8_grad_gemm_factor(&b200, PX_PREC_FP8) == 1.0);
+    CHECK(px_fp8_grad_gemm_factor(&b200, PX_PREC_MXFP8) == 1.0);
+    CHECK(px_fp8_grad_gemm_factor(NULL, PX_PREC_FP8) == 1.0);
 }
 
 /* Quantisation bytes of one linear (T tokens, k in, n out), closed forms. */
@@ -395,6 +416,7 @@ int main(void)
     test_names();
     test_profiles();
     test_gemm_rate();
+    test_grad_accum();
     test_cast_bytes();
     test_memory();
     test_flops();

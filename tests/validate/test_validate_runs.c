@@ -156,6 +156,14 @@ int main(void)
     /* in bf16 gradients the 512-GPU layout (expert TP 1) fits without
      * recomputation, as the recipe ran it */
     CHECK(w && w->fits && w->par.recompute == PX_RECOMPUTE_NONE);
+    /* the Grok-1 recipe of v25.01-v25.04.01 sets NVTE_FUSED_ATTN=0: flash-attn
+     * 2; v25.05.01 and the other recipes leave the backend to TE */
+    w = find(&rep, "dgxc-v25.02.01-grok1-314b-bf16-h100-512gpu");
+    CHECK(w && w->flash_version == 2);
+    w = find(&rep, "dgxc-v25.05.01-grok1-314b-bf16-h100-512gpu");
+    CHECK(w && w->flash_version == 0);
+    w = find(&rep, "dgxc-v25.02.01-llama3-70b-fp8-h100-512gpu");
+    CHECK(w && w->flash_version == 0);
     w = find(&rep, "dgxc-v25.02.01-llama3-70b-fp8-h100-512gpu");
     CHECK(w && w->evaluated && !w->grad_fp32);
     w = find(&rep, "mtnlg530b-2240gpu");
