@@ -128,6 +128,10 @@ static const px_jfield runtime_fields[] = {
      NULL, 0, 0},
     {"moe_a2a_overlap", PX_JF_BOOL, offsetof(px_fw_runtime, moe_a2a_overlap), 0, false, 0, NULL,
      0, 0},
+    {"blocking_engine", PX_JF_BOOL, offsetof(px_fw_runtime, blocking_engine), 0, false, 0, NULL,
+     0, 0},
+    {"cp_gather_qkv", PX_JF_BOOL, offsetof(px_fw_runtime, cp_gather_qkv), 0, false, 0, NULL, 0,
+     0},
 };
 
 static const px_jfield root_fields[] = {
