@@ -551,7 +551,8 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par, bool
         px_cp_time cpt;
         px_cost_cp_time(hw, par->cp_comm, par->cp, kvmsg, e * T * a_t * sh.dq,
                         e * T * a_t * sh.dv, lt->attn_fwd_s, x->cp, &cpt);
-        if (ctx->run && ctx->run->cp_gather_qkv)
+        /* as the executor runs it: its plans are blocking (--overlap off) */
+        if (ctx->run && ctx->run->cp_gather_qkv && !par->dp_overlap)
             cp_gather_qkv(hw, par, &sh, d, x->cp, m->attn == PX_ATTN_MLA, &cpt, lt);
         lt->cp_total_s = cpt.total_s;
         lt->cp_exposed_s = cpt.exposed_s;

@@ -74,7 +74,8 @@ typedef struct px_fw_runtime {
                                       * sequence's q|k|v rows before the attention (forward
                                       * and again in the backward) and reduce-scatters their
                                       * gradients, blocking (px_cost_cp_gather_qkv_time);
-                                      * optional, default false */
+                                      * applies to plans with dp_overlap off; optional,
+                                      * default false */
 } px_fw_runtime;
 
 typedef struct {
