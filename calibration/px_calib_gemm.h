@@ -19,6 +19,10 @@
 #include "px_error.h"
 #include "px_hw.h"
 
+/* --quick adds m = PX_CALIB_GEMM_TALL_M at n, k in {256, 1024} to its
+ * lattice (px_calib_gemm_run): the tokens of a large micro-batch. */
+#define PX_CALIB_GEMM_TALL_M 4096
+
 /* The lattice's dimensions in increasing order; returns how many (<= max). */
 int px_calib_gemm_dims(bool quick, int64_t *dims, int max);
 
@@ -35,7 +39,8 @@ double px_calib_gemm_time_one(const px_calib_opts *o, char ta, char tb, int64_t 
                               float *c);
 
 /* Runs the whole lattice (sets the BLAS thread count first) and fills pts
- * (m, n, k, flops) in lattice order; *n_pts = dims^3 <= max_pts. */
+ * (m, n, k, flops) in lattice order, then --quick's four tall shapes;
+ * *n_pts = dims^3 (+ 4) <= max_pts. */
 px_status px_calib_gemm_run(const px_calib_opts *o, px_gemm_point *pts, int max_pts,
                             int *n_pts, px_error *err);
 

@@ -30,12 +30,24 @@ typedef struct {
  * all-gather (ZeRO-1), the TP all-reduces of the SP-replicated gradients
  * (two norms a layer and the final norm) and the loss all-reduce.
  * An interruption can only hold a rank back by what it hits between two
- * synchronisations: the per-micro-batch waits are scaled by min(1, interval
- * / hw->sync_interval_s), the interval being stage_mb_s (the slowest stage's
- * micro-batch) over its synchronisations; the per-step ones follow the
- * whole backward and keep the full wait. */
+ * synchronisations: each wait is scaled by px_blocking_wait_scale of the
+ * compute before it against hw->sync_interval_s (the compute between two
+ * synchronisations when the wait was measured): the per-micro-batch ones by
+ * stage_mb_s (the slowest stage's micro-batch) over its synchronisations,
+ * the step's first one after the backward by that interval too (with a
+ * pipeline: one micro-batch, its messages synchronise the stages), or,
+ * when nothing synchronises the micro-batches (DP with ZeRO 0-1, one rank),
+ * by the whole step's compute (par->n_micro x stage_mb_s); the step's later
+ * ones follow it closely and keep the measured wait. */
 void px_blocking_sync_s(const px_model *m, const px_hw *hw, const px_parallel *par,
                         double stage_mb_s, px_blocking_sync *out);
+
+/* How a wait measured after measured_s of compute scales to interval_s:
+ * linearly below it (fewer interruptions land in a shorter interval), as
+ * the square root above it (each rank's delay is a sum of independent
+ * interruptions, whose difference spreads as the square root of their
+ * number: a random walk).  1 when either is 0. */
+double px_blocking_wait_scale(double interval_s, double measured_s);
 
 /* The exposed DP / ZeRO time.  With par->dp_overlap off every stage's
  * collectives are exposed in full: ZeRO 0-2 reduce after the backward, and
@@ -44,5 +56,16 @@ void px_blocking_sync_s(const px_model *m, const px_hw *hw, const px_parallel *p
  * (the executor's px_shard.c), each a blocking call on the critical path.
  * Otherwise `exposed` as the overlap model computed it. */
 double px_blocking_dp_exposed(const px_parallel *par, double total, double exposed);
+
+/* Bytes the executor's blocking ZeRO-3 streams per micro-batch besides its
+ * collectives (executor/px_shard.c), for `params` elements on the stage,
+ * sharded over the dp x cp group, weights of e bytes, fp32 gradients: each
+ * unit's gathered weights are a fresh zeroed buffer with this rank's piece
+ * copied in, forward and again backward; its gradient a fresh zeroed fp32
+ * buffer, whose reduce-scattered piece is added to the shard (2 reads, 1
+ * write).  *fwd_bytes: the forward's part.  0 unless par->zero >= 3, the
+ * group has more than one rank and par->dp_overlap is off. */
+double px_blocking_zero3_stream_bytes(const px_parallel *par, double params, double e,
+                                      double *fwd_bytes);
 
 #endif

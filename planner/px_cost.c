@@ -592,6 +592,8 @@ static void dp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const c
     if (par->zero >= 3 && ctx->run && (ddp > 1 || edp > 1))
         fsdp_step_comm(ctx, par, x, w_dense_p + w_exp_p, bpp, fwd_win, bwd_win, &dp_total,
                        &dp_exposed, &dp_bytes);
+    /* blocking (the executor): no prefetch hides a layer's gather either */
+    dp_exposed = px_blocking_dp_exposed(par, dp_total, dp_exposed);
     if (ddp <= 1 && edp <= 1)
         dp_total = dp_exposed = dp_bytes = 0.0;
     dp_exposed += mm * sync->dp_mb + sync->dp_step;
@@ -720,6 +722,12 @@ static void fill_time_detail(const px_cost_ctx *ctx, const px_parallel *par,
     detail->tp_bytes_per_layer = ctx->dense_layer_params > 0 ? ld->tp_bytes : lm->tp_bytes;
 }
 
+/* A blocking plan run by an engine that blocks (px_fw_runtime.blocking_engine) */
+static bool blocking_engine(const px_cost_ctx *ctx, const px_parallel *par)
+{
+    return !par->dp_overlap && ctx->run && ctx->run->blocking_engine;
+}
+
 static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem_limit,
                            double train_tokens, double gpu_mtbf_hours, px_prediction *pred,
                            px_cost_detail *detail, px_error *err)
@@ -755,6 +763,15 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     double w_dense_p = wm.dense_params, w_exp_p = wm.expert_params;
     grad_accum_time(ctx, par, w_dense_p + w_exp_p, &w);
 
+    double z3_fwd, z3 = px_blocking_zero3_stream_bytes(par, w_dense_p + w_exp_p, elem_of(ctx),
+                                                       &z3_fwd); /* its buffers and copies */
+    if (z3 > 0.0 && blocking_engine(ctx, par)) {
+        double f = px_time_stream_s(hw, z3_fwd), b = px_time_stream_s(hw, z3 - z3_fwd);
+        w.fwd += f;
+        w.bwd += b;
+        w.mem += f + b;
+        w.mb += f + b;
+    }
     double mm = (double)par->n_micro;
     px_blocking_sync sync; /* waits at blocking collectives (px_blocking.h) */
     px_blocking_sync_s(m, hw, par, w.mb, &sync);
@@ -768,6 +785,9 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     double pp_total, pp_bytes;
     pp_step_comm(ctx, par, &x, &pp_total, &pp_bytes);
     px_pipe_engine_comm(ctx, par, x.pp, x.tp, &pp_total, &pp_bytes); /* DeepSpeed's engine */
+    if (p > 1 && blocking_engine(ctx, par)) /* the executor's timeline */
+        bubble = pipe_timeline_bubble(ctx, par, sl, &ld, &lm, first_s, last_s,
+                                      sync.tp + sync.cp, ideal, pp_total, bubble);
 
     /* overlap windows: the backward (forward) compute of one micro-batch */
     double bwd_win = w.bwd + w.rc, fwd_win = w.fwd;

@@ -61,3 +61,27 @@ void px_cost_cp_time(const px_hw *hw, px_cp_comm flavour, int c, double kv_bytes
     }
     }
 }
+
+void px_cost_cp_gather_qkv_time(const px_hw *hw, int c, double qkv_bytes, bool crosses,
+                                px_cp_time *out, double *stream_fwd_bytes,
+                                double *stream_bwd_bytes)
+{
+    memset(out, 0, sizeof *out);
+    *stream_fwd_bytes = *stream_bwd_bytes = 0.0;
+    if (c <= 1)
+        return;
+    double all = (double)c * qkv_bytes; /* the gathered sequence */
+    double ag = px_time_coll_s(hw, PX_COLL_ALLGATHER, c, all, crosses);
+    double rs = px_time_coll_s(hw, PX_COLL_REDUCE_SCATTER, c, all, crosses);
+    out->total_s = out->exposed_s = 2.0 * ag + rs;
+    out->fwd_exposed_s = ag;
+    out->bytes = 2.0 * px_coll_wire_bytes(PX_COLL_ALLGATHER, c, all) +
+                 px_coll_wire_bytes(PX_COLL_REDUCE_SCATTER, c, all);
+    /* a copy reads and writes its bytes, a fresh (zeroed) buffer is written
+     * once: forward the gathered rows and their copy in position order
+     * (2 buffers, 1 copy); backward the same again, the rows' gradients and
+     * their blocks out of position order (2 buffers, 1 copy), this rank's
+     * summed piece (1 buffer) and its add (2 reads, 1 write) */
+    *stream_fwd_bytes = 2.0 * all + 2.0 * all;
+    *stream_bwd_bytes = 4.0 * all + qkv_bytes + 2.0 * 2.0 * all + 3.0 * qkv_bytes;
+}

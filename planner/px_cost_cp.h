@@ -28,4 +28,17 @@ void px_cost_cp_time(const px_hw *hw, px_cp_comm flavour, int c, double kv_bytes
                      double q_bytes, double o_bytes, double attn_fwd_s, bool crosses,
                      px_cp_time *out);
 
+/* The CPU executor's CP (px_fw_runtime.cp_gather_qkv; executor/px_layer.c
+ * gather_kv, scatter_dkv), whatever the flavour: before the attention every
+ * rank all-gathers the whole sequence's q|k|v rows (message c·qkv_bytes,
+ * qkv_bytes this rank's rows), again before the attention's backward, and
+ * reduce-scatters their gradients after it; blocking, all exposed.
+ * *stream_fwd_bytes, *stream_bwd_bytes: the bytes its buffers and copies
+ * move (each fresh buffer zeroed by the allocator, rows put in position
+ * order forward and backward, the gradient blocks out of it, the add of this
+ * rank's summed piece), priced by the caller as a stream (px_time_stream_s). */
+void px_cost_cp_gather_qkv_time(const px_hw *hw, int c, double qkv_bytes, bool crosses,
+                                px_cp_time *out, double *stream_fwd_bytes,
+                                double *stream_bwd_bytes);
+
 #endif

@@ -134,6 +134,14 @@ void fsdp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const crossi
                     double stage_params, px_bytes_per_param bpp, double fwd_s,
                     double bwd_s, double *total, double *exposed, double *bytes);
 
+/* px_cost_pipe.c: the bubble of a blocking plan (par->dp_overlap off, the
+ * executor) on the executor's pipeline timeline; `bubble` when it cannot
+ * be simulated */
+double pipe_timeline_bubble(px_cost_ctx *ctx, const px_parallel *par, const stage_layers *sl,
+                            const layer_time *ld, const layer_time *lm, double first_s,
+                            double last_s, double wait_mb_s, double ideal, double pp_total,
+                            double bubble);
+
 /* px_cost_memory.c */
 void stage_counts(const px_cost_ctx *ctx, const px_parallel *par, stage_layers *sl);
 double prec_weight_copies(const px_cost_ctx *ctx, const px_parallel *par, int64_t nd,

@@ -462,6 +462,26 @@ static void layer_pointwise_time(const px_hw *hw, const px_parallel *par,
 
 }
 
+/* The executor's CP (px_cost_cp_gather_qkv_time): the q|k|v rows gathered
+ * and their gradients reduce-scattered in place of the flavour's transfers
+ * (*cpt), its buffers and copies (whole gathered sequences, beyond the
+ * caches) streamed at the triad's rate into lt's element-wise time. */
+static void cp_gather_qkv(const px_hw *hw, const px_parallel *par, const px_act_shape *sh,
+                          const layer_dims *d, bool crosses, bool mla, px_cp_time *cpt,
+                          layer_time *lt)
+{
+    double kv_w = mla ? d->a_t * (sh->dq + sh->dv) : d->kv_t * (sh->dq + sh->dv);
+    double rows = d->e * d->T * (d->a_t * sh->dq + kv_w);
+    double sf, sb;
+    px_cost_cp_gather_qkv_time(hw, par->cp, rows, crosses, cpt, &sf, &sb);
+    double f = px_time_stream_s(hw, sf), b = px_time_stream_s(hw, sb);
+    lt->mem_fwd_s += f;
+    lt->mem_bwd_s += b;
+    lt->fwd_s += f;
+    lt->bwd_s += b;
+    lt->rc_s[PX_RECOMPUTE_FULL] += f;
+}
+
 /* TP, expert TP, EP and CP communication of one layer (lt's tp_*, ep_*,
  * cp_*); g_col_attn, g_col_mlp: the column-parallel GEMMs' seconds. */
 static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
@@ -532,6 +552,9 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par, bool
         px_cp_time cpt;
         px_cost_cp_time(hw, par->cp_comm, par->cp, kvmsg, e * T * a_t * sh.dq,
                         e * T * a_t * sh.dv, lt->attn_fwd_s, x->cp, &cpt);
+        /* as the executor runs it: its plans are blocking (--overlap off) */
+        if (ctx->run && ctx->run->cp_gather_qkv && !par->dp_overlap)
+            cp_gather_qkv(hw, par, &sh, d, x->cp, m->attn == PX_ATTN_MLA, &cpt, lt);
         lt->cp_total_s = cpt.total_s;
         lt->cp_exposed_s = cpt.exposed_s;
         lt->cp_bytes = cpt.bytes;

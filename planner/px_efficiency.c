@@ -103,6 +103,13 @@ double px_time_mem_s(const px_hw *hw, double bytes)
     return bytes / (hw->hbm_bw * eff * px_eff_sustained(hw));
 }
 
+double px_time_stream_s(const px_hw *hw, double bytes)
+{
+    if (bytes <= 0.0 || hw->hbm_bw <= 0.0)
+        return 0.0;
+    return bytes / (hw->hbm_bw * px_eff_sustained(hw));
+}
+
 double *px_hw_class_bw(px_hw *hw, px_mem_class c)
 {
     switch (c) {

@@ -38,6 +38,13 @@ double px_eff_sustained(const px_hw *hw);
 /* Seconds to stream `bytes` through HBM at hw->mem_bound_eff of hbm_bw. */
 double px_time_mem_s(const px_hw *hw, double bytes);
 
+/* Seconds to stream `bytes` (reads + writes, STREAM's count) through
+ * buffers larger than the caches at the triad's rate, hbm_bw: the executor's
+ * copies, zeroed allocations and adds of whole layers or gathered sequences,
+ * which the element-wise classes (measured on cache-sized tensors) would
+ * price several times too fast.  0 without hbm_bw. */
+double px_time_stream_s(const px_hw *hw, double bytes);
+
 /* Element-wise operator classes.  A profile written by `calibrate` may carry a
  * measured bandwidth per class (hw->norm_bw ...: bytes/s in the cost model's
  * byte accounting); otherwise every class streams at hbm_bw × mem_bound_eff. */

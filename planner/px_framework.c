@@ -137,6 +137,10 @@ static const px_jfield runtime_fields[] = {
      0, 0},
     {"tied_grad_allreduce", PX_JF_BOOL, offsetof(px_fw_runtime, tied_grad_allreduce), 0, false,
      0, NULL, 0, 0},
+    {"blocking_engine", PX_JF_BOOL, offsetof(px_fw_runtime, blocking_engine), 0, false, 0, NULL,
+     0, 0},
+    {"cp_gather_qkv", PX_JF_BOOL, offsetof(px_fw_runtime, cp_gather_qkv), 0, false, 0, NULL, 0,
+     0},
 };
 
 static const px_jfield root_fields[] = {

@@ -77,6 +77,19 @@ typedef struct px_fw_runtime {
     bool tied_grad_allreduce;        /* the tied embedding's gradient all-reduced between
                                       * the first and the last stage after the schedule
                                       * (px_pipe_engine.h); optional, default false */
+    bool blocking_engine;            /* every collective and pipeline message runs blocking
+                                      * between the kernels, on buffers allocated zeroed for
+                                      * each use (the CPU executor): the pipeline is timed on
+                                      * its phase timeline (px_pipe_sim.h), ZeRO-3's buffers
+                                      * and copies are streamed
+                                      * (px_blocking_zero3_stream_bytes); applies to plans
+                                      * with dp_overlap off; optional, default false */
+    bool cp_gather_qkv;              /* CP, whatever the flavour, all-gathers the whole
+                                      * sequence's q|k|v rows before the attention (forward
+                                      * and again in the backward) and reduce-scatters their
+                                      * gradients, blocking (px_cost_cp_gather_qkv_time);
+                                      * applies to plans with dp_overlap off; optional,
+                                      * default false */
 } px_fw_runtime;
 
 typedef struct {
