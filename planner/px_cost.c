@@ -512,6 +512,12 @@ static void pp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const c
     *pp_bytes_out = pp_bytes;
 }
 
+/* A blocking plan run by an engine that blocks (px_fw_runtime.blocking_engine) */
+static bool blocking_engine(const px_cost_ctx *ctx, const px_parallel *par)
+{
+    return !par->dp_overlap && ctx->run && ctx->run->blocking_engine;
+}
+
 /* DP / ZeRO: see docs/cost-model.md "Data parallel and the overlap model".
  * dense_p, exp_p: the worst stage's parameters on one GPU; fwd_win, bwd_win:
  * one micro-batch's forward and backward compute, the overlap windows. */
@@ -592,8 +598,11 @@ static void dp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const c
     if (par->zero >= 3 && ctx->run && (ddp > 1 || edp > 1))
         fsdp_step_comm(ctx, par, x, w_dense_p + w_exp_p, bpp, fwd_win, bwd_win, &dp_total,
                        &dp_exposed, &dp_bytes);
-    /* blocking (the executor): no prefetch hides a layer's gather either */
-    dp_exposed = px_blocking_dp_exposed(par, dp_total, dp_exposed);
+    /* a blocking engine (the executor): no prefetch hides a layer's gather
+     * either; frameworks that prefetch keep their gathers under compute
+     * whether or not the gradient reduction overlaps */
+    if (blocking_engine(ctx, par))
+        dp_exposed = px_blocking_dp_exposed(par, dp_total, dp_exposed);
     if (ddp <= 1 && edp <= 1)
         dp_total = dp_exposed = dp_bytes = 0.0;
     dp_exposed += mm * sync->dp_mb + sync->dp_step;
@@ -720,12 +729,6 @@ static void fill_time_detail(const px_cost_ctx *ctx, const px_parallel *par,
     detail->pp_bytes_per_step = pp_bytes;
     detail->dp_bytes_per_step = dp_bytes;
     detail->tp_bytes_per_layer = ctx->dense_layer_params > 0 ? ld->tp_bytes : lm->tp_bytes;
-}
-
-/* A blocking plan run by an engine that blocks (px_fw_runtime.blocking_engine) */
-static bool blocking_engine(const px_cost_ctx *ctx, const px_parallel *par)
-{
-    return !par->dp_overlap && ctx->run && ctx->run->blocking_engine;
 }
 
 static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem_limit,
