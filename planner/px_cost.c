@@ -600,9 +600,9 @@ static void dp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const c
                        &dp_exposed, &dp_bytes);
     /* a blocking engine (the executor): no prefetch hides a layer's gather
      * either; frameworks that prefetch keep their gathers under compute
-     * whether or not the gradient reduction overlaps */
+     * (fsdp_step_comm) whether or not the gradient reduction overlaps */
     if (blocking_engine(ctx, par))
-        dp_exposed = px_blocking_dp_exposed(par, dp_total, dp_exposed);
+        dp_exposed = dp_total;
     if (ddp <= 1 && edp <= 1)
         dp_total = dp_exposed = dp_bytes = 0.0;
     dp_exposed += mm * sync->dp_mb + sync->dp_step;
