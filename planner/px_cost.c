@@ -46,9 +46,9 @@ px_bytes_per_param px_cost_bytes_per_param(int dtype_bytes, bool grad_fp32)
 /* ================================================================== */
 /* Element-wise time: the bytes of each class (see px_cost.h)          */
 
-/* Written as (coefficient x e) x elems so that the products the model-level
- * code used to spell out (4e x Th for two norms...) round identically: the
- * coefficients and e are small integers, their products exact. */
+/* Written as (coefficient x e) x elems so that it rounds exactly as the
+ * closed forms of the spec (4e x Th for two norms...): the coefficients and
+ * e are small integers, their products exact. */
 double px_cost_class_fwd_bytes(px_mem_class c, double elems, int dtype_bytes)
 {
     double e = dtype_bytes > 0 ? dtype_bytes : 2;
