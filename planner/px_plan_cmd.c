@@ -922,8 +922,8 @@ static void explain_rule(FILE *out, const px_candidate *best, const px_search_re
 static void print_precision(FILE *out, const px_hw *hw, const px_search_opts *o)
 {
     px_precision p = o->precision;
-    fprintf(out, "# precision %s: linear GEMMs at %.0f TFLOP/s dense%s; MFU counts against the "
-                 "bf16 peak %.0f TFLOP/s",
+    fprintf(out, "# precision %s: linear GEMMs at %.4g TFLOP/s dense%s; MFU counts against the "
+                 "bf16 peak %.4g TFLOP/s",
             px_precision_name(p), px_prec_peak_flops(hw, p) / 1e12,
             px_prec_is_low(p) ? " (attention core, LM head and router in bf16)" : "",
             hw->peak_flops / 1e12);
