@@ -1,7 +1,7 @@
 /* execute — runs a plan's training step for real:
  *   mpirun -np G execute --plan plan.json [--steps N] [--warmup N] [--seed N]
  *          [--data FILE] [--report report.json] [--dump-weights DIR]
- *          [--lr X] [--init-std X] [--backend cpu|cuda] [--dtype bf16|fp32]
+ *          [--lr X] [--adam-eps X] [--init-std X] [--backend cpu|cuda] [--dtype bf16|fp32]
  *          [--timeout S] [--save DIR --save-interval N] [--load DIR] [--trace FILE]
  *   execute --check --plan plan.json [--backend cpu|cuda]
  * Only rank 0 prints the step table; errors name the rank.  --check runs as
@@ -44,7 +44,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: mpirun -np G execute --plan plan.json [--steps N] [--warmup N] [--seed N]\n"
             "                            [--data FILE] [--report report.json]\n"
-            "                            [--dump-weights DIR] [--lr X] [--init-std X]\n"
+            "                            [--dump-weights DIR] [--lr X] [--adam-eps X] [--init-std X]\n"
             "                            [--backend cpu|cuda] [--dtype bf16|fp32] [--trace FILE]\n"
             "                            [--timeout S] [--save DIR --save-interval N]\n"
             "                            [--load DIR]\n"
@@ -61,6 +61,7 @@ static void usage(FILE *f)
             "  --report FILE       write losses, measured vs predicted numbers as JSON\n"
             "  --dump-weights DIR  write each rank's final weights (rank<R>.bin/.tsv)\n"
             "  --lr X              AdamW learning rate (default 1e-3)\n"
+            "  --adam-eps X        AdamW epsilon, > 0 (default 1e-8)\n"
             "  --init-std X        std of the random initial weights (default 0.02)\n"
             "  --backend NAME      cpu (default: BLAS + MPI) or cuda (when built with CUDA)\n"
             "  --dtype NAME        storage of activations and the weights the kernels read:\n"
@@ -134,6 +135,17 @@ static px_status read_lr(void *s, const char *flag, const char *v, px_error *err
     return read_nonneg(flag, v, &((cli *)s)->opt.lr, err);
 }
 
+/* AdamW's epsilon: positive, or a zero gradient's update is 0/0. */
+static px_status read_adam_eps(void *s, const char *flag, const char *v, px_error *err)
+{
+    float eps;
+    PX_TRY(read_nonneg(flag, v, &eps, err));
+    if (!(eps > 0.0f))
+        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": must be > 0 (a float)", flag, v);
+    ((cli *)s)->opt.adam_eps = eps;
+    return PX_OK;
+}
+
 static px_status read_init_std(void *s, const char *flag, const char *v, px_error *err)
 {
     return read_nonneg(flag, v, &((cli *)s)->opt.init_std, err);
@@ -153,6 +165,7 @@ static const px_arg execute_rows[] = {
     PX_ARG_I64("--warmup", cli, warmup, 0, (double)(1LL << 40)),
     PX_ARG_CUSTOM("--seed", read_seed),
     PX_ARG_CUSTOM("--lr", read_lr),
+    PX_ARG_CUSTOM("--adam-eps", read_adam_eps),
     PX_ARG_CUSTOM("--init-std", read_init_std),
     PX_ARG_STR("--save", cli, save_dir),
     PX_ARG_STR("--load", cli, load_dir),

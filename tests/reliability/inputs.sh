@@ -57,6 +57,8 @@ if command -v mpirun >/dev/null; then
     mpirun -np 1 "$build/execute" --plan "$work/p1.json" --lr 1e309
   refused "execute --init-std 1e39" '--init-std "1e39": is not a finite number' \
     mpirun -np 1 "$build/execute" --plan "$work/p1.json" --init-std 1e39
+  refused "execute --adam-eps 0" '--adam-eps "0": must be > 0' \
+    mpirun -np 1 "$build/execute" --plan "$work/p1.json" --adam-eps 0
   refused "execute --timeout 0" '--timeout "0": is not a number of seconds' \
     mpirun -np 1 "$build/execute" --plan "$work/p1.json" --timeout 0
 fi
