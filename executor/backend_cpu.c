@@ -3,6 +3,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "px_backend.h"
 #include "px_bf16.h"
@@ -903,9 +906,25 @@ static void cpu_destroy(px_backend *be)
     (void)be;
 }
 
+/* Host memory the engine frees stays in the process for its next
+ * allocation, as a framework's caching allocator keeps device memory.
+ * glibc's defaults unmap every buffer above the mmap threshold and trim the
+ * heap's top, so each micro-batch's activations would come back as fresh
+ * pages, faulted in one 4 KiB page at a time by the kernel that first
+ * writes them (5-10 % of a step on 2 cores; docs/executor.md "Host
+ * memory"). */
+static void cpu_keep_freed_memory(void)
+{
+#ifdef __GLIBC__
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, INT_MAX);
+#endif
+}
+
 px_status px_backend_cpu_create(px_backend *out, px_error *err)
 {
     (void)err;
+    cpu_keep_freed_memory();
     memset(out, 0, sizeof *out);
     out->name = "cpu";
     out->k = &cpu_kernels_f32;
