@@ -77,21 +77,14 @@ static px_status take_sticky(px_error *err)
 
 #define S G->compute, &G->kerr
 
-static inline float *F(void *p)
+/* A table argument as a device tensor of the storage type E. */
+template <typename E> static inline E *as(void *p)
 {
-    return (float *)p;
+    return (E *)p;
 }
-static inline const float *CF(const void *p)
+template <typename E> static inline const E *as(const void *p)
 {
-    return (const float *)p;
-}
-static inline px_bf16 *B(void *p)
-{
-    return (px_bf16 *)p;
-}
-static inline const px_bf16 *CB(const void *p)
-{
-    return (const px_bf16 *)p;
+    return (const E *)p;
 }
 
 /* out = a + b on fp32 buffers, in either table (gradient pieces). */
@@ -100,133 +93,210 @@ static void k_add_f32(float *o, const float *a, const float *b, int64_t n)
     note(px_cuda_residual_fwd_f32(o, a, b, n, S));
 }
 
-/* -- fp32 storage -- */
-
-static void f_embedding_fwd(void *o, const int32_t *t, const void *w, int64_t T, int64_t C,
-                            int64_t v0, int64_t v1)
-{
-    note(px_cuda_embedding_fwd_f32(F(o), t, CF(w), T, C, v0, v1, S));
-}
-static void f_embedding_bwd(float *dw, const void *g, const int32_t *t, int64_t T, int64_t C,
-                            int64_t v0, int64_t v1)
-{
-    note(px_cuda_embedding_bwd_f32(dw, CF(g), t, T, C, v0, v1, S));
-}
-static void f_positions_fwd(void *x, const void *p, int64_t Sq, int64_t Bt, int64_t C,
-                            int64_t pos0)
-{
-    note(px_cuda_positions_fwd_f32(F(x), CF(p), Sq, Bt, C, pos0, S));
-}
-static void f_positions_bwd(float *dp, const void *g, int64_t Sq, int64_t Bt, int64_t C,
-                            int64_t pos0)
-{
-    note(px_cuda_positions_bwd_f32(dp, CF(g), Sq, Bt, C, pos0, S));
-}
-static void f_rmsnorm_fwd(void *o, float *r, const void *x, const void *w, int64_t T,
-                          int64_t C, float eps)
-{
-    note(px_cuda_rmsnorm_fwd_f32(F(o), r, CF(x), CF(w), T, C, eps, S));
-}
-static void f_rmsnorm_bwd(void *dx, float *dw, const void *g, const void *x, const void *w,
-                          const float *r, int64_t T, int64_t C)
-{
-    note(px_cuda_rmsnorm_bwd_f32(F(dx), dw, CF(g), CF(x), CF(w), r, T, C, S));
-}
-static void f_layernorm_fwd(void *o, float *mu, float *r, const void *x, const void *w,
-                            const void *b, int64_t T, int64_t C, float eps)
-{
-    note(px_cuda_layernorm_fwd_f32(F(o), mu, r, CF(x), CF(w), CF(b), T, C, eps, S));
-}
-static void f_layernorm_bwd(void *dx, float *dw, float *db, const void *g, const void *x,
-                            const void *w, const float *mu, const float *r, int64_t T,
-                            int64_t C)
-{
-    note(px_cuda_layernorm_bwd_f32(F(dx), dw, db, CF(g), CF(x), CF(w), mu, r, T, C, S));
-}
-static void f_matmul_fwd(void *o, const void *x, const void *w, const void *b, int64_t T,
-                         int64_t K, int64_t N)
-{
-    note(px_cuda_matmul_fwd_f32(F(o), CF(x), CF(w), CF(b), T, K, N, G->blas, S));
-}
-static void f_matmul_bwd(void *dx, float *dw, float *db, const void *g, const void *x,
-                         const void *w, int64_t T, int64_t K, int64_t N)
-{
-    note(px_cuda_matmul_bwd_f32(F(dx), dw, db, CF(g), CF(x), CF(w), T, K, N, G->blas, S));
-}
-static void f_bias_add_fwd(void *x, const void *b, int64_t T, int64_t N)
-{
-    note(px_cuda_bias_add_fwd_f32(F(x), CF(b), T, N, S));
-}
-static void f_bias_add_bwd(float *db, const void *g, int64_t T, int64_t N)
-{
-    note(px_cuda_bias_add_bwd_f32(db, CF(g), T, N, S));
-}
-static void f_residual_fwd(void *o, const void *a, const void *b, int64_t n)
-{
-    note(px_cuda_residual_fwd_f32(F(o), CF(a), CF(b), n, S));
-}
-static void f_residual_bwd(void *da, void *db, const void *g, int64_t n)
-{
-    note(px_cuda_residual_bwd_f32(F(da), F(db), CF(g), n, S));
-}
-static void f_rope_fwd(void *qkv, int64_t Sq, int64_t Bt, int64_t NH, int64_t NKV, int64_t HD,
-                       int64_t pos0, float theta)
-{
-    note(px_cuda_rope_fwd_f32(F(qkv), Sq, Bt, NH, NKV, HD, pos0, theta, S));
-}
-static void f_rope_bwd(void *dqkv, int64_t Sq, int64_t Bt, int64_t NH, int64_t NKV, int64_t HD,
-                       int64_t pos0, float theta)
-{
-    note(px_cuda_rope_bwd_f32(F(dqkv), Sq, Bt, NH, NKV, HD, pos0, theta, S));
-}
-static void f_attention_fwd(void *o, float *lse, float *probs, const void *qkv, int64_t Sq,
-                            int64_t Bt, int64_t NH, int64_t NKV, int64_t HD)
-{
-    note(px_cuda_attention_fwd_f32(F(o), lse, probs, CF(qkv), Sq, Bt, NH, NKV, HD, S));
-}
-static void f_attention_bwd(void *dqkv, const void *g, const void *o, const float *lse,
-                            const float *probs, const void *qkv, int64_t Sq, int64_t Bt,
-                            int64_t NH, int64_t NKV, int64_t HD)
-{
-    note(px_cuda_attention_bwd_f32(F(dqkv), CF(g), CF(o), lse, probs, CF(qkv), Sq, Bt, NH, NKV,
-                                   HD, S));
-}
-static void f_swiglu_fwd(void *o, const void *gu, int64_t T, int64_t Fd)
-{
-    note(px_cuda_swiglu_fwd_f32(F(o), CF(gu), T, Fd, S));
-}
-static void f_swiglu_bwd(void *dgu, const void *g, const void *gu, int64_t T, int64_t Fd)
-{
-    note(px_cuda_swiglu_bwd_f32(F(dgu), CF(g), CF(gu), T, Fd, S));
-}
-static void f_gelu_fwd(void *o, const void *x, int64_t n)
-{
-    note(px_cuda_gelu_fwd_f32(F(o), CF(x), n, S));
-}
-static void f_gelu_bwd(void *dx, const void *g, const void *x, int64_t n)
-{
-    note(px_cuda_gelu_bwd_f32(F(dx), CF(g), CF(x), n, S));
-}
-static void f_xent_max_fwd(float *mx, const void *l, int64_t T, int64_t Vl)
-{
-    note(px_cuda_xent_max_fwd_f32(mx, CF(l), T, Vl, S));
-}
-static void f_xent_sumexp_fwd(float *se, float *tl, const void *l, const float *mx,
-                              const int32_t *tg, int64_t T, int64_t Vl, int64_t v0)
-{
-    note(px_cuda_xent_sumexp_fwd_f32(se, tl, CF(l), mx, tg, T, Vl, v0, S));
-}
 /* The loss statistics are fp32 in both storages. */
 static void k_xent_loss_fwd(float *loss, const float *mx, const float *se, const float *tl,
                             int64_t T)
 {
     note(px_cuda_xent_loss_fwd_f32(loss, mx, se, tl, T, S));
 }
-static void f_xent_bwd(void *dl, const void *l, const float *mx, const float *se,
-                       const int32_t *tg, float dloss, int64_t T, int64_t Vl, int64_t v0)
-{
-    note(px_cuda_xent_bwd_f32(F(dl), CF(l), mx, se, tg, dloss, T, Vl, v0, S));
+
+/* The wrappers of one storage dtype, every kernel of the list but
+ * adamw_step: prefix<op> calls px_cuda_<op>suffix with the activation tensors
+ * as elem (fp32: f_, _f32, float; bf16: b_, no suffix, px_bf16). */
+#define PX_CUDA_WRAPPERS(prefix, suffix, elem)                                           \
+static void prefix##embedding_fwd(void *o, const int32_t *t, const void *w, int64_t T,   \
+                                  int64_t C, int64_t v0, int64_t v1)                     \
+{                                                                                        \
+    note(px_cuda_embedding_fwd##suffix(as<elem>(o), t, as<elem>(w), T, C, v0, v1, S));   \
+}                                                                                        \
+static void prefix##embedding_bwd(float *dw, const void *g, const int32_t *t, int64_t T, \
+                                  int64_t C, int64_t v0, int64_t v1)                     \
+{                                                                                        \
+    note(px_cuda_embedding_bwd##suffix(dw, as<elem>(g), t, T, C, v0, v1, S));            \
+}                                                                                        \
+static void prefix##positions_fwd(void *x, const void *p, int64_t Sq, int64_t Bt,        \
+                                  int64_t C, int64_t pos0)                               \
+{                                                                                        \
+    note(px_cuda_positions_fwd##suffix(as<elem>(x), as<elem>(p), Sq, Bt, C, pos0, S));   \
+}                                                                                        \
+static void prefix##positions_bwd(float *dp, const void *g, int64_t Sq, int64_t Bt,      \
+                                  int64_t C, int64_t pos0)                               \
+{                                                                                        \
+    note(px_cuda_positions_bwd##suffix(dp, as<elem>(g), Sq, Bt, C, pos0, S));            \
+}                                                                                        \
+static void prefix##rmsnorm_fwd(void *o, float *r, const void *x, const void *w,         \
+                                int64_t T, int64_t C, float eps)                         \
+{                                                                                        \
+    note(px_cuda_rmsnorm_fwd##suffix(as<elem>(o), r, as<elem>(x), as<elem>(w), T, C,     \
+                                     eps, S));                                           \
+}                                                                                        \
+static void prefix##rmsnorm_bwd(void *dx, float *dw, const void *g, const void *x,       \
+                                const void *w, const float *r, int64_t T, int64_t C)     \
+{                                                                                        \
+    note(px_cuda_rmsnorm_bwd##suffix(as<elem>(dx), dw, as<elem>(g), as<elem>(x),         \
+                                     as<elem>(w), r, T, C, S));                          \
+}                                                                                        \
+static void prefix##layernorm_fwd(void *o, float *mu, float *r, const void *x,           \
+                                  const void *w, const void *b, int64_t T, int64_t C,    \
+                                  float eps)                                             \
+{                                                                                        \
+    note(px_cuda_layernorm_fwd##suffix(as<elem>(o), mu, r, as<elem>(x), as<elem>(w),     \
+                                       as<elem>(b), T, C, eps, S));                      \
+}                                                                                        \
+static void prefix##layernorm_bwd(void *dx, float *dw, float *db, const void *g,         \
+                                  const void *x, const void *w, const float *mu,         \
+                                  const float *r, int64_t T, int64_t C)                  \
+{                                                                                        \
+    note(px_cuda_layernorm_bwd##suffix(as<elem>(dx), dw, db, as<elem>(g), as<elem>(x),   \
+                                       as<elem>(w), mu, r, T, C, S));                    \
+}                                                                                        \
+static void prefix##matmul_fwd(void *o, const void *x, const void *w, const void *b,     \
+                               int64_t T, int64_t K, int64_t N)                          \
+{                                                                                        \
+    note(px_cuda_matmul_fwd##suffix(as<elem>(o), as<elem>(x), as<elem>(w), as<elem>(b),  \
+                                    T, K, N, G->blas, S));                               \
+}                                                                                        \
+static void prefix##matmul_bwd(void *dx, float *dw, float *db, const void *g,            \
+                               const void *x, const void *w, int64_t T, int64_t K,       \
+                               int64_t N)                                                \
+{                                                                                        \
+    note(px_cuda_matmul_bwd##suffix(as<elem>(dx), dw, db, as<elem>(g), as<elem>(x),      \
+                                    as<elem>(w), T, K, N, G->blas, S));                  \
+}                                                                                        \
+static void prefix##bias_add_fwd(void *x, const void *b, int64_t T, int64_t N)           \
+{                                                                                        \
+    note(px_cuda_bias_add_fwd##suffix(as<elem>(x), as<elem>(b), T, N, S));               \
+}                                                                                        \
+static void prefix##bias_add_bwd(float *db, const void *g, int64_t T, int64_t N)         \
+{                                                                                        \
+    note(px_cuda_bias_add_bwd##suffix(db, as<elem>(g), T, N, S));                        \
+}                                                                                        \
+static void prefix##residual_fwd(void *o, const void *a, const void *b, int64_t n)       \
+{                                                                                        \
+    note(px_cuda_residual_fwd##suffix(as<elem>(o), as<elem>(a), as<elem>(b), n, S));     \
+}                                                                                        \
+static void prefix##residual_bwd(void *da, void *db, const void *g, int64_t n)           \
+{                                                                                        \
+    note(px_cuda_residual_bwd##suffix(as<elem>(da), as<elem>(db), as<elem>(g), n, S));   \
+}                                                                                        \
+static void prefix##rope_fwd(void *qkv, int64_t Sq, int64_t Bt, int64_t NH, int64_t NKV, \
+                             int64_t HD, int64_t pos0, float theta)                      \
+{                                                                                        \
+    note(px_cuda_rope_fwd##suffix(as<elem>(qkv), Sq, Bt, NH, NKV, HD, pos0, theta, S));  \
+}                                                                                        \
+static void prefix##rope_bwd(void *dqkv, int64_t Sq, int64_t Bt, int64_t NH,             \
+                             int64_t NKV, int64_t HD, int64_t pos0, float theta)         \
+{                                                                                        \
+    note(px_cuda_rope_bwd##suffix(as<elem>(dqkv), Sq, Bt, NH, NKV, HD, pos0, theta, S)); \
+}                                                                                        \
+static void prefix##attention_fwd(void *o, float *lse, float *probs, const void *qkv,    \
+                                  int64_t Sq, int64_t Bt, int64_t NH, int64_t NKV,       \
+                                  int64_t HD)                                            \
+{                                                                                        \
+    note(px_cuda_attention_fwd##suffix(as<elem>(o), lse, probs, as<elem>(qkv), Sq, Bt,   \
+                                       NH, NKV, HD, S));                                 \
+}                                                                                        \
+static void prefix##attention_bwd(void *dqkv, const void *g, const void *o,              \
+                                  const float *lse, const float *probs, const void *qkv, \
+                                  int64_t Sq, int64_t Bt, int64_t NH, int64_t NKV,       \
+                                  int64_t HD)                                            \
+{                                                                                        \
+    note(px_cuda_attention_bwd##suffix(as<elem>(dqkv), as<elem>(g), as<elem>(o), lse,    \
+                                       probs, as<elem>(qkv), Sq, Bt, NH, NKV, HD, S));   \
+}                                                                                        \
+static void prefix##swiglu_fwd(void *o, const void *gu, int64_t T, int64_t Fd)           \
+{                                                                                        \
+    note(px_cuda_swiglu_fwd##suffix(as<elem>(o), as<elem>(gu), T, Fd, S));               \
+}                                                                                        \
+static void prefix##swiglu_bwd(void *dgu, const void *g, const void *gu, int64_t T,      \
+                               int64_t Fd)                                               \
+{                                                                                        \
+    note(px_cuda_swiglu_bwd##suffix(as<elem>(dgu), as<elem>(g), as<elem>(gu), T, Fd,     \
+                                    S));                                                 \
+}                                                                                        \
+static void prefix##gelu_fwd(void *o, const void *x, int64_t n)                          \
+{                                                                                        \
+    note(px_cuda_gelu_fwd##suffix(as<elem>(o), as<elem>(x), n, S));                      \
+}                                                                                        \
+static void prefix##gelu_bwd(void *dx, const void *g, const void *x, int64_t n)          \
+{                                                                                        \
+    note(px_cuda_gelu_bwd##suffix(as<elem>(dx), as<elem>(g), as<elem>(x), n, S));        \
+}                                                                                        \
+static void prefix##xent_max_fwd(float *mx, const void *l, int64_t T, int64_t Vl)        \
+{                                                                                        \
+    note(px_cuda_xent_max_fwd##suffix(mx, as<elem>(l), T, Vl, S));                       \
+}                                                                                        \
+static void prefix##xent_sumexp_fwd(float *se, float *tl, const void *l,                 \
+                                    const float *mx, const int32_t *tg, int64_t T,       \
+                                    int64_t Vl, int64_t v0)                              \
+{                                                                                        \
+    note(px_cuda_xent_sumexp_fwd##suffix(se, tl, as<elem>(l), mx, tg, T, Vl, v0, S));    \
+}                                                                                        \
+static void prefix##xent_bwd(void *dl, const void *l, const float *mx, const float *se,  \
+                             const int32_t *tg, float dloss, int64_t T, int64_t Vl,      \
+                             int64_t v0)                                                 \
+{                                                                                        \
+    note(px_cuda_xent_bwd##suffix(as<elem>(dl), as<elem>(l), mx, se, tg, dloss, T, Vl,   \
+                                  v0, S));                                               \
+}                                                                                        \
+/* Context parallelism: this rank's query rows against the gathered kv. */               \
+static void prefix##attention_kv_fwd(void *o, float *lse, const void *q,                 \
+                                     const int32_t *qpos, const void *kv, int64_t Sq,    \
+                                     int64_t Skv, int64_t Bt, int64_t NH, int64_t NKV,   \
+                                     int64_t HD)                                         \
+{                                                                                        \
+    note(px_cuda_attention_kv_fwd##suffix(as<elem>(o), lse, as<elem>(q), qpos,           \
+                                          as<elem>(kv), Sq, Skv, Bt, NH, NKV, HD, S));   \
+}                                                                                        \
+static void prefix##attention_kv_bwd(void *dq, void *dkv, const void *g, const void *o,  \
+                                     const float *lse, const void *q,                    \
+                                     const int32_t *qpos, const void *kv, int64_t Sq,    \
+                                     int64_t Skv, int64_t Bt, int64_t NH, int64_t NKV,   \
+                                     int64_t HD)                                         \
+{                                                                                        \
+    note(px_cuda_attention_kv_bwd##suffix(as<elem>(dq), as<elem>(dkv), as<elem>(g),      \
+                                          as<elem>(o), lse, as<elem>(q), qpos,           \
+                                          as<elem>(kv), Sq, Skv, Bt, NH, NKV, HD, S));   \
+}                                                                                        \
+/* Mixture of experts: router statistics (probs, gates) are fp32 in both. */             \
+static void prefix##moe_router_fwd(float *probs, int32_t *idx, float *gate,              \
+                                   const void *logits, int64_t T, int64_t E, int64_t k)  \
+{                                                                                        \
+    note(px_cuda_moe_router_fwd##suffix(probs, idx, gate, as<elem>(logits), T, E, k,     \
+                                        S));                                             \
+}                                                                                        \
+static void prefix##moe_router_bwd(void *dl, const float *probs, const int32_t *idx,     \
+                                   const float *dgate, int64_t T, int64_t E, int64_t k)  \
+{                                                                                        \
+    note(px_cuda_moe_router_bwd##suffix(as<elem>(dl), probs, idx, dgate, T, E, k, S));   \
+}                                                                                        \
+static void prefix##moe_permute(void *o, const void *x, const int32_t *rows,             \
+                                const float *gate, const int32_t *slots, int64_t n,      \
+                                int64_t C)                                               \
+{                                                                                        \
+    note(px_cuda_moe_permute##suffix(as<elem>(o), as<elem>(x), rows, gate, slots, n, C,  \
+                                     S));                                                \
+}                                                                                        \
+static void prefix##moe_unpermute(void *o, const void *y, const int32_t *rows,           \
+                                  const float *gate, const int32_t *slots, int64_t n,    \
+                                  int64_t C)                                             \
+{                                                                                        \
+    note(px_cuda_moe_unpermute##suffix(as<elem>(o), as<elem>(y), rows, gate, slots, n,   \
+                                       C, S));                                           \
+}                                                                                        \
+static void prefix##moe_gate_bwd(float *dgate, const void *g, const void *y,             \
+                                 const int32_t *rows, const int32_t *slots, int64_t n,   \
+                                 int64_t C)                                              \
+{                                                                                        \
+    note(px_cuda_moe_gate_bwd##suffix(dgate, as<elem>(g), as<elem>(y), rows, slots, n,   \
+                                      C, S));                                            \
 }
+
+PX_CUDA_WRAPPERS(f_, _f32, float)
+PX_CUDA_WRAPPERS(b_, , px_bf16)
+
+#undef PX_CUDA_WRAPPERS
+
 /* fp32 storage: the master is the weights (copy is NULL from the engine; a
  * separate fp32 copy, if ever asked for, is a device copy). */
 static void f_adamw_step(float *p, const float *g, float *m, float *v, int64_t n, float lr,
@@ -239,216 +309,12 @@ static void f_adamw_step(float *p, const float *g, float *m, float *v, int64_t n
                             "cudaMemcpyAsync (weight copy)", __FILE__, __LINE__, &G->kerr));
 }
 
-/* Context parallelism: this rank's query rows against the gathered kv. */
-static void f_attention_kv_fwd(void *o, float *lse, const void *q, const int32_t *qpos,
-                               const void *kv, int64_t Sq, int64_t Skv, int64_t Bt, int64_t NH,
-                               int64_t NKV, int64_t HD)
-{
-    note(px_cuda_attention_kv_fwd_f32(F(o), lse, CF(q), qpos, CF(kv), Sq, Skv, Bt, NH, NKV, HD,
-                                      S));
-}
-static void f_attention_kv_bwd(void *dq, void *dkv, const void *g, const void *o,
-                               const float *lse, const void *q, const int32_t *qpos,
-                               const void *kv, int64_t Sq, int64_t Skv, int64_t Bt, int64_t NH,
-                               int64_t NKV, int64_t HD)
-{
-    note(px_cuda_attention_kv_bwd_f32(F(dq), F(dkv), CF(g), CF(o), lse, CF(q), qpos, CF(kv), Sq,
-                                      Skv, Bt, NH, NKV, HD, S));
-}
-/* Mixture of experts: router statistics (probs, gates) are fp32 in both. */
-static void f_moe_router_fwd(float *probs, int32_t *idx, float *gate, const void *logits,
-                             int64_t T, int64_t E, int64_t k)
-{
-    note(px_cuda_moe_router_fwd_f32(probs, idx, gate, CF(logits), T, E, k, S));
-}
-static void f_moe_router_bwd(void *dl, const float *probs, const int32_t *idx,
-                             const float *dgate, int64_t T, int64_t E, int64_t k)
-{
-    note(px_cuda_moe_router_bwd_f32(F(dl), probs, idx, dgate, T, E, k, S));
-}
-static void f_moe_permute(void *o, const void *x, const int32_t *rows, const float *gate,
-                          const int32_t *slots, int64_t n, int64_t C)
-{
-    note(px_cuda_moe_permute_f32(F(o), CF(x), rows, gate, slots, n, C, S));
-}
-static void f_moe_unpermute(void *o, const void *y, const int32_t *rows, const float *gate,
-                            const int32_t *slots, int64_t n, int64_t C)
-{
-    note(px_cuda_moe_unpermute_f32(F(o), CF(y), rows, gate, slots, n, C, S));
-}
-static void f_moe_gate_bwd(float *dgate, const void *g, const void *y, const int32_t *rows,
-                           const int32_t *slots, int64_t n, int64_t C)
-{
-    note(px_cuda_moe_gate_bwd_f32(dgate, CF(g), CF(y), rows, slots, n, C, S));
-}
-
-/* -- bf16 storage -- */
-
-static void b_embedding_fwd(void *o, const int32_t *t, const void *w, int64_t T, int64_t C,
-                            int64_t v0, int64_t v1)
-{
-    note(px_cuda_embedding_fwd(B(o), t, CB(w), T, C, v0, v1, S));
-}
-static void b_embedding_bwd(float *dw, const void *g, const int32_t *t, int64_t T, int64_t C,
-                            int64_t v0, int64_t v1)
-{
-    note(px_cuda_embedding_bwd(dw, CB(g), t, T, C, v0, v1, S));
-}
-static void b_positions_fwd(void *x, const void *p, int64_t Sq, int64_t Bt, int64_t C,
-                            int64_t pos0)
-{
-    note(px_cuda_positions_fwd(B(x), CB(p), Sq, Bt, C, pos0, S));
-}
-static void b_positions_bwd(float *dp, const void *g, int64_t Sq, int64_t Bt, int64_t C,
-                            int64_t pos0)
-{
-    note(px_cuda_positions_bwd(dp, CB(g), Sq, Bt, C, pos0, S));
-}
-static void b_rmsnorm_fwd(void *o, float *r, const void *x, const void *w, int64_t T,
-                          int64_t C, float eps)
-{
-    note(px_cuda_rmsnorm_fwd(B(o), r, CB(x), CB(w), T, C, eps, S));
-}
-static void b_rmsnorm_bwd(void *dx, float *dw, const void *g, const void *x, const void *w,
-                          const float *r, int64_t T, int64_t C)
-{
-    note(px_cuda_rmsnorm_bwd(B(dx), dw, CB(g), CB(x), CB(w), r, T, C, S));
-}
-static void b_layernorm_fwd(void *o, float *mu, float *r, const void *x, const void *w,
-                            const void *b, int64_t T, int64_t C, float eps)
-{
-    note(px_cuda_layernorm_fwd(B(o), mu, r, CB(x), CB(w), CB(b), T, C, eps, S));
-}
-static void b_layernorm_bwd(void *dx, float *dw, float *db, const void *g, const void *x,
-                            const void *w, const float *mu, const float *r, int64_t T,
-                            int64_t C)
-{
-    note(px_cuda_layernorm_bwd(B(dx), dw, db, CB(g), CB(x), CB(w), mu, r, T, C, S));
-}
-static void b_matmul_fwd(void *o, const void *x, const void *w, const void *b, int64_t T,
-                         int64_t K, int64_t N)
-{
-    note(px_cuda_matmul_fwd(B(o), CB(x), CB(w), CB(b), T, K, N, G->blas, S));
-}
-static void b_matmul_bwd(void *dx, float *dw, float *db, const void *g, const void *x,
-                         const void *w, int64_t T, int64_t K, int64_t N)
-{
-    note(px_cuda_matmul_bwd(B(dx), dw, db, CB(g), CB(x), CB(w), T, K, N, G->blas, S));
-}
-static void b_bias_add_fwd(void *x, const void *b, int64_t T, int64_t N)
-{
-    note(px_cuda_bias_add_fwd(B(x), CB(b), T, N, S));
-}
-static void b_bias_add_bwd(float *db, const void *g, int64_t T, int64_t N)
-{
-    note(px_cuda_bias_add_bwd(db, CB(g), T, N, S));
-}
-static void b_residual_fwd(void *o, const void *a, const void *b, int64_t n)
-{
-    note(px_cuda_residual_fwd(B(o), CB(a), CB(b), n, S));
-}
-static void b_residual_bwd(void *da, void *db, const void *g, int64_t n)
-{
-    note(px_cuda_residual_bwd(B(da), B(db), CB(g), n, S));
-}
-static void b_rope_fwd(void *qkv, int64_t Sq, int64_t Bt, int64_t NH, int64_t NKV, int64_t HD,
-                       int64_t pos0, float theta)
-{
-    note(px_cuda_rope_fwd(B(qkv), Sq, Bt, NH, NKV, HD, pos0, theta, S));
-}
-static void b_rope_bwd(void *dqkv, int64_t Sq, int64_t Bt, int64_t NH, int64_t NKV, int64_t HD,
-                       int64_t pos0, float theta)
-{
-    note(px_cuda_rope_bwd(B(dqkv), Sq, Bt, NH, NKV, HD, pos0, theta, S));
-}
-static void b_attention_fwd(void *o, float *lse, float *probs, const void *qkv, int64_t Sq,
-                            int64_t Bt, int64_t NH, int64_t NKV, int64_t HD)
-{
-    note(px_cuda_attention_fwd(B(o), lse, probs, CB(qkv), Sq, Bt, NH, NKV, HD, S));
-}
-static void b_attention_bwd(void *dqkv, const void *g, const void *o, const float *lse,
-                            const float *probs, const void *qkv, int64_t Sq, int64_t Bt,
-                            int64_t NH, int64_t NKV, int64_t HD)
-{
-    note(px_cuda_attention_bwd(B(dqkv), CB(g), CB(o), lse, probs, CB(qkv), Sq, Bt, NH, NKV, HD,
-                               S));
-}
-static void b_swiglu_fwd(void *o, const void *gu, int64_t T, int64_t Fd)
-{
-    note(px_cuda_swiglu_fwd(B(o), CB(gu), T, Fd, S));
-}
-static void b_swiglu_bwd(void *dgu, const void *g, const void *gu, int64_t T, int64_t Fd)
-{
-    note(px_cuda_swiglu_bwd(B(dgu), CB(g), CB(gu), T, Fd, S));
-}
-static void b_gelu_fwd(void *o, const void *x, int64_t n)
-{
-    note(px_cuda_gelu_fwd(B(o), CB(x), n, S));
-}
-static void b_gelu_bwd(void *dx, const void *g, const void *x, int64_t n)
-{
-    note(px_cuda_gelu_bwd(B(dx), CB(g), CB(x), n, S));
-}
-static void b_xent_max_fwd(float *mx, const void *l, int64_t T, int64_t Vl)
-{
-    note(px_cuda_xent_max_fwd(mx, CB(l), T, Vl, S));
-}
-static void b_xent_sumexp_fwd(float *se, float *tl, const void *l, const float *mx,
-                              const int32_t *tg, int64_t T, int64_t Vl, int64_t v0)
-{
-    note(px_cuda_xent_sumexp_fwd(se, tl, CB(l), mx, tg, T, Vl, v0, S));
-}
-static void b_xent_bwd(void *dl, const void *l, const float *mx, const float *se,
-                       const int32_t *tg, float dloss, int64_t T, int64_t Vl, int64_t v0)
-{
-    note(px_cuda_xent_bwd(B(dl), CB(l), mx, se, tg, dloss, T, Vl, v0, S));
-}
 /* bf16 storage: AdamW on the fp32 master, writing the bf16 compute copy in
  * the same kernel. */
 static void b_adamw_step(float *p, const float *g, float *m, float *v, int64_t n, float lr,
                          float b1, float b2, float eps, float wd, int64_t step, void *copy)
 {
-    note(px_cuda_adamw_step(p, g, m, v, n, lr, b1, b2, eps, wd, step, B(copy), S));
-}
-
-static void b_attention_kv_fwd(void *o, float *lse, const void *q, const int32_t *qpos,
-                               const void *kv, int64_t Sq, int64_t Skv, int64_t Bt, int64_t NH,
-                               int64_t NKV, int64_t HD)
-{
-    note(px_cuda_attention_kv_fwd(B(o), lse, CB(q), qpos, CB(kv), Sq, Skv, Bt, NH, NKV, HD, S));
-}
-static void b_attention_kv_bwd(void *dq, void *dkv, const void *g, const void *o,
-                               const float *lse, const void *q, const int32_t *qpos,
-                               const void *kv, int64_t Sq, int64_t Skv, int64_t Bt, int64_t NH,
-                               int64_t NKV, int64_t HD)
-{
-    note(px_cuda_attention_kv_bwd(B(dq), B(dkv), CB(g), CB(o), lse, CB(q), qpos, CB(kv), Sq, Skv,
-                                  Bt, NH, NKV, HD, S));
-}
-static void b_moe_router_fwd(float *probs, int32_t *idx, float *gate, const void *logits,
-                             int64_t T, int64_t E, int64_t k)
-{
-    note(px_cuda_moe_router_fwd(probs, idx, gate, CB(logits), T, E, k, S));
-}
-static void b_moe_router_bwd(void *dl, const float *probs, const int32_t *idx,
-                             const float *dgate, int64_t T, int64_t E, int64_t k)
-{
-    note(px_cuda_moe_router_bwd(B(dl), probs, idx, dgate, T, E, k, S));
-}
-static void b_moe_permute(void *o, const void *x, const int32_t *rows, const float *gate,
-                          const int32_t *slots, int64_t n, int64_t C)
-{
-    note(px_cuda_moe_permute(B(o), CB(x), rows, gate, slots, n, C, S));
-}
-static void b_moe_unpermute(void *o, const void *y, const int32_t *rows, const float *gate,
-                            const int32_t *slots, int64_t n, int64_t C)
-{
-    note(px_cuda_moe_unpermute(B(o), CB(y), rows, gate, slots, n, C, S));
-}
-static void b_moe_gate_bwd(float *dgate, const void *g, const void *y, const int32_t *rows,
-                           const int32_t *slots, int64_t n, int64_t C)
-{
-    note(px_cuda_moe_gate_bwd(dgate, CB(g), CB(y), rows, slots, n, C, S));
+    note(px_cuda_adamw_step(p, g, m, v, n, lr, b1, b2, eps, wd, step, as<px_bf16>(copy), S));
 }
 
 #undef S

@@ -258,20 +258,26 @@ px_status px_cuda_allreduce(px_cuda_comm *c, px_dim d, void *buf, int64_t n_elem
     return PX_OK;
 }
 
+/* A group of one (no communicator): all-gather and reduce-scatter are a copy
+ * of the rank's own part (nothing to do in place). */
+static px_status copy_alone(px_cuda_comm *c, const void *send, void *recv, int64_t n_elems,
+                            ncclDataType_t dtype, px_error *err)
+{
+    if (send != recv)
+        PX_CUDA_TRY(err, cudaMemcpyAsync(recv, send,
+                                         (size_t)n_elems * (size_t)px_nccl_type_bytes(dtype),
+                                         cudaMemcpyDeviceToDevice, c->comm));
+    return PX_OK;
+}
+
 px_status px_cuda_allgather(px_cuda_comm *c, px_dim d, const void *send, void *recv,
                             int64_t n_elems_per_rank, ncclDataType_t dtype, px_error *err)
 {
     PX_TRY(check_args(c, d, n_elems_per_rank, dtype, "allgather", err));
     if (n_elems_per_rank == 0)
         return PX_OK;
-    if (!c->group[d]) {
-        if (send != recv)
-            PX_CUDA_TRY(err, cudaMemcpyAsync(recv, send,
-                                             (size_t)n_elems_per_rank *
-                                                 (size_t)px_nccl_type_bytes(dtype),
-                                             cudaMemcpyDeviceToDevice, c->comm));
-        return PX_OK;
-    }
+    if (!c->group[d])
+        return copy_alone(c, send, recv, n_elems_per_rank, dtype, err);
     PX_NCCL_TRY(err, c->group[d],
                 ncclAllGather(send, recv, (size_t)n_elems_per_rank, dtype, c->group[d],
                               c->comm));
@@ -285,14 +291,8 @@ px_status px_cuda_reduce_scatter(px_cuda_comm *c, px_dim d, const void *send, vo
     PX_TRY(check_args(c, d, n_elems_per_rank, dtype, "reduce_scatter", err));
     if (n_elems_per_rank == 0)
         return PX_OK;
-    if (!c->group[d]) {
-        if (send != recv)
-            PX_CUDA_TRY(err, cudaMemcpyAsync(recv, send,
-                                             (size_t)n_elems_per_rank *
-                                                 (size_t)px_nccl_type_bytes(dtype),
-                                             cudaMemcpyDeviceToDevice, c->comm));
-        return PX_OK;
-    }
+    if (!c->group[d])
+        return copy_alone(c, send, recv, n_elems_per_rank, dtype, err);
     PX_NCCL_TRY(err, c->group[d],
                 ncclReduceScatter(send, recv, (size_t)n_elems_per_rank, dtype, ncclSum,
                                   c->group[d], c->comm));

@@ -5,6 +5,7 @@
 #define PX_TEST_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 static int px_test_failures = 0;
@@ -41,6 +42,26 @@ static int px_test_checks = 0;
                     __FILE__, __LINE__, #got, g_, #want, w_);                    \
         }                                                                        \
     } while (0)
+
+/* True when files a and b both open and hold the same bytes (a data file's
+ * copy in the repository against its shared original). */
+static inline bool px_test_same_file(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    bool same = fa && fb;
+    while (same) {
+        int ca = fgetc(fa), cb = fgetc(fb);
+        if (ca != cb)
+            same = false;
+        if (ca == EOF || cb == EOF)
+            break;
+    }
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return same;
+}
 
 static inline int px_test_result(const char *name)
 {

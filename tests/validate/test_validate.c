@@ -26,24 +26,6 @@ static double korthikanti_model_flops_per_token(const px_model *m)
     return 72.0 * l * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * l * h));
 }
 
-static bool same_file(const char *a, const char *b)
-{
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    bool same = fa && fb;
-    while (same) {
-        int ca = fgetc(fa), cb = fgetc(fb);
-        if (ca != cb)
-            same = false;
-        if (ca == EOF || cb == EOF)
-            break;
-    }
-    if (fa)
-        fclose(fa);
-    if (fb)
-        fclose(fb);
-    return same;
-}
-
 static void check_loader_errors(const char *root)
 {
     px_val_report rep;
@@ -105,7 +87,7 @@ int main(void)
     FILE *probe = fopen(shared, "rb");
     if (probe) {
         fclose(probe);
-        CHECK_MSG(same_file(copy, shared),
+        CHECK_MSG(px_test_same_file(copy, shared),
                   "%s differs from %s: copy the shared file into tests/validate/data/", copy,
                   shared);
     }

@@ -14,24 +14,6 @@
 #include "px_test.h"
 #include "px_validate.h"
 
-static bool same_file(const char *a, const char *b)
-{
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    bool same = fa && fb;
-    while (same) {
-        int ca = fgetc(fa), cb = fgetc(fb);
-        if (ca != cb)
-            same = false;
-        if (ca == EOF || cb == EOF)
-            break;
-    }
-    if (fa)
-        fclose(fa);
-    if (fb)
-        fclose(fb);
-    return same;
-}
-
 static const px_val_row *find(const px_val_report *r, const char *id)
 {
     for (int i = 0; i < r->n_rows; i++)
@@ -51,8 +33,8 @@ int main(void)
     FILE *probe = fopen(shared, "rb");
     if (probe) {
         fclose(probe);
-        CHECK_MSG(same_file(copy, shared), "%s differs from %s: copy the shared file here", copy,
-                  shared);
+        CHECK_MSG(px_test_same_file(copy, shared), "%s differs from %s: copy the shared file here",
+                  copy, shared);
     }
     px_val_report rep;
     px_error err;
