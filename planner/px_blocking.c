@@ -70,3 +70,10 @@ double px_blocking_zero3_stream_bytes(const px_parallel *par, double params, dou
     *fwd_bytes = gather;
     return 2.0 * gather + params * 4.0 + 3.0 * piece * 4.0;
 }
+
+double px_blocking_weight_stream_bytes(double params, double e, double grad_bytes,
+                                       double *fwd_bytes)
+{
+    *fwd_bytes = params > 0.0 ? params * e : 0.0;
+    return *fwd_bytes + (params > 0.0 ? params * (e + 2.0 * grad_bytes) : 0.0);
+}

@@ -68,4 +68,17 @@ double px_blocking_dp_exposed(const px_parallel *par, double total, double expos
 double px_blocking_zero3_stream_bytes(const px_parallel *par, double params, double e,
                                       double *fwd_bytes);
 
+/* Bytes the executor's GEMMs stream per micro-batch for their weights, for
+ * `params` elements on the stage, weights of e bytes, gradients of
+ * grad_bytes: the forward reads every weight, the backward reads it again
+ * (input gradients) and reads and writes its gradient (the weight-gradient
+ * GEMM accumulates into it).  A calibrated CPU profile's GEMM rates are of
+ * warm operands (the best of repeated calls, px_calib_gemm.c), while a
+ * layer's weights have left the core's caches since the previous
+ * micro-batch touched them, so these bytes come on top of the GEMMs'
+ * FLOPs; the fewer rows a micro-batch has, the larger their share.
+ * *fwd_bytes: the forward's part. */
+double px_blocking_weight_stream_bytes(double params, double e, double grad_bytes,
+                                       double *fwd_bytes);
+
 #endif

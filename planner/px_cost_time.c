@@ -564,6 +564,37 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par, bool
 /* One layer's seconds for one micro-batch on one GPU, by part.  The linear
  * GEMMs run in the plan's precision (the router, the attention core and the
  * LM head stay in bf16). */
+/* A layer's parameters on one GPU: its dense part split over TP, its experts
+ * over EP x expert TP. */
+static double layer_dense_gpu_params(const px_cost_ctx *ctx, const px_parallel *par, bool moe)
+{
+    return (double)(moe ? ctx->moe_layer_params - ctx->expert_params : ctx->dense_layer_params) /
+           par->tp;
+}
+
+static double layer_gpu_params(const px_cost_ctx *ctx, const px_parallel *par, bool moe)
+{
+    return layer_dense_gpu_params(ctx, par, moe) +
+           (moe ? (double)ctx->expert_params / (par->ep * par->etp) : 0.0);
+}
+
+/* The executor's GEMMs stream `params` weights of this GPU from memory every
+ * micro-batch (px_blocking_weight_stream_bytes): seconds forward (*fwd_s) and
+ * backward (*bwd_s) at the triad's rate; 0 unless the engine blocks
+ * (px_fw_runtime.blocking_engine, --overlap off), as the CPU executor does. */
+static void weight_stream_time(const px_cost_ctx *ctx, const px_parallel *par, double params,
+                               double *fwd_s, double *bwd_s)
+{
+    *fwd_s = *bwd_s = 0.0;
+    if (!(ctx->run && ctx->run->blocking_engine && !par->dp_overlap))
+        return;
+    double e = elem_of(ctx), f;
+    double all = px_blocking_weight_stream_bytes(
+        params, e, px_cost_bytes_per_param((int)e, par->grad_fp32).grads, &f);
+    *fwd_s = px_time_stream_s(ctx->hw, f);
+    *bwd_s = px_time_stream_s(ctx->hw, all - f);
+}
+
 static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
                        const crossings *x, layer_time *lt)
 {
@@ -585,6 +616,11 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     double grad_acc = px_fp8_grad_gemm_factor(ctx->hw, par->precision);
     lt->bwd_s = 2.0 * lt->gemm_fwd_s + 2.0 * (grad_acc - 1.0) * (lt->gemm_fwd_s - router_s) +
                 lt->attn_bwd_s + lt->mem_bwd_s;
+    double ws_f, ws_b;
+    weight_stream_time(ctx, par, layer_gpu_params(ctx, par, moe), &ws_f, &ws_b);
+    lt->gemm_fwd_s += ws_f;
+    lt->fwd_s += ws_f;
+    lt->bwd_s += ws_b;
     lt->rc_s[PX_RECOMPUTE_NONE] = 0.0;
     lt->rc_s[PX_RECOMPUTE_SELECTIVE] = lt->attn_fwd_s;
     lt->rc_s[PX_RECOMPUTE_FULL] = lt->fwd_s;
@@ -609,7 +645,8 @@ void extras_time(const px_cost_ctx *ctx, const px_parallel *par, double *first_s
      * bwd), and the fp32 cross-entropy over the V/t logits of every token,
      * forward and backward together: 4 fp32 passes where the profile has a
      * measured rate for the loss (calibrate's byte count) */
-    double head = px_time_gemm_s(hw, T, V / t, h);
+    double head = px_time_gemm_s(hw, T, V / t, h), head_ws_f, head_ws_b;
+    weight_stream_time(ctx, par, (double)ctx->head_params / t, &head_ws_f, &head_ws_b);
     /* A datasheet profile streams the loss as Megatron's vocab-parallel
      * cross-entropy runs it, one kernel a step over the fp32 logits: cast
      * (read e, write 4), max (read 4), subtract (read 4, write 4), exp (read
@@ -618,7 +655,7 @@ void extras_time(const px_cost_ctx *ctx, const px_parallel *par, double *first_s
     double xent = mem_class_measured(hw, PX_MEM_XENT)
                       ? px_cost_class_bytes(PX_MEM_XENT, T * V, (int)e, false)
                       : (48.0 + 2.0 * e) * T * V;
-    *last_s = 3.0 * head +
+    *last_s = 3.0 * head + head_ws_f + head_ws_b +
               px_time_mem_class_s(hw, PX_MEM_NORM,
                                   px_cost_class_bytes(PX_MEM_NORM, T * h, (int)e, false) / tsp) +
               px_time_mem_class_s(hw, PX_MEM_XENT, xent / t);
@@ -645,9 +682,8 @@ void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_l
     find_crossings(ctx, par, &x);
     layer_time lt;
     time_layer(ctx, par, moe, &x, &lt);
-    double dense = (double)(moe ? ctx->moe_layer_params - ctx->expert_params
-                                : ctx->dense_layer_params) / par->tp;
-    double expert = moe ? (double)ctx->expert_params / (par->ep * par->etp) : 0.0;
+    double dense = layer_dense_gpu_params(ctx, par, moe);
+    double expert = layer_gpu_params(ctx, par, moe) - dense;
     out->params = px_i64_from_double_sat(dense + expert);
     px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
     double w, g, o, w2, g2, o2;

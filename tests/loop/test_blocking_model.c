@@ -8,7 +8,8 @@
  *  - sync_wait_s adds one wait per blocking collective, counted per layer,
  *    micro-batch and step as the executor issues them (px_blocking.h), and
  *    the step grows by exactly that; measured after a longer interval
- *    (sync_interval_s) than the model's, the per-micro-batch waits shrink. */
+ *    (sync_interval_s) than the model's, the per-micro-batch waits shrink;
+ *  - the executor's GEMMs stream their weights every micro-batch. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -270,11 +271,51 @@ static void test_executor_terms(const px_model *m)
     /* the blocking engine: no layer's gather hidden by a prefetch, and the
      * buffers and copies streamed; a prefetching framework hides some */
     CHECK(don.dp_exposed_s > doff.dp_exposed_s);
+    double wfwd, wbytes = px_blocking_weight_stream_bytes(
+                      (double)m->n_layers * (double)ctx.dense_layer_params + (double)ctx.head_params,
+                      4.0, 4.0, &wfwd);
     CHECK_CLOSE(on.time.step_s - off.time.step_s,
                 (double)z.n_micro * (px_time_stream_s(&hw, fwd) +
-                                     px_time_stream_s(&hw, bytes - fwd)) +
+                                     px_time_stream_s(&hw, bytes - fwd) +
+                                     px_time_stream_s(&hw, wbytes)) +
                     (don.dp_exposed_s - doff.dp_exposed_s),
                 1e-9, 0);
+}
+
+/* The executor's GEMMs read their weights from memory every micro-batch:
+ * forward e bytes a weight, backward e again (input gradients) and the
+ * gradient read and written (weight gradients accumulate), so one rank's
+ * step grows by m x P x (2e + 2g) bytes at the triad's rate, and a full
+ * recompute's second forward reads the layers' weights once more. */
+static void test_weight_stream(const px_model *m)
+{
+    double f, all = px_blocking_weight_stream_bytes(1000.0, 2.0, 4.0, &f);
+    CHECK_CLOSE(f, 2000.0, 0, 0);
+    CHECK_CLOSE(all, 1000.0 * (2.0 * 2.0 + 2.0 * 4.0), 0, 0);
+    px_hw hw;
+    cpu_profile(&hw);
+    hw.sustained_frac = 0.8;
+    px_framework fw;
+    px_error err;
+    CHECK_MSG(px_framework_load(NULL, NULL, &fw, &err) == PX_OK, "%s", err.msg);
+    px_cost_ctx ctx;
+    CHECK_MSG(px_cost_ctx_init(&ctx, m, &hw, &err) == PX_OK, "%s", err.msg);
+    ctx.run = &fw.run;
+    double layers = (double)m->n_layers * (double)ctx.dense_layer_params;
+    double P = layers + (double)ctx.head_params;
+    px_recompute rc[2] = {PX_RECOMPUTE_NONE, PX_RECOMPUTE_FULL};
+    for (int i = 0; i < 2; i++) {
+        px_parallel p = layout(1, 1, 0, false);
+        p.recompute = rc[i];
+        px_prediction on, off;
+        fw.run.blocking_engine = true;
+        CHECK(px_cost_eval(&ctx, &p, 0.0, 0.0, &on, NULL, &err) == PX_OK);
+        fw.run.blocking_engine = false;
+        CHECK(px_cost_eval(&ctx, &p, 0.0, 0.0, &off, NULL, &err) == PX_OK);
+        double bytes = P * (2.0 * 4.0 + 2.0 * 4.0) + (i ? layers * 4.0 : 0.0);
+        CHECK_CLOSE(on.time.step_s - off.time.step_s,
+                    (double)p.n_micro * bytes / (hw.hbm_bw * 0.8), 1e-9, 0);
+    }
 }
 
 int main(void)
@@ -292,5 +333,6 @@ int main(void)
     test_wait_scale(&m);
     test_pipe_sim();
     test_executor_terms(&m);
+    test_weight_stream(&m);
     return px_test_result("test_blocking_model");
 }
