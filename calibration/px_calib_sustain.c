@@ -10,7 +10,8 @@
 /* The shape: a layer GEMM of the executor's size class (tokens x hidden x
  * ffn of the small models it runs), large enough to be compute-bound. */
 enum { SUSTAIN_M = 512, SUSTAIN_N = 1024, SUSTAIN_K = 512 };
-/* Operand sets: 8 x (A + B + C) = 8 x 6 MiB, beyond a last-level cache. */
+/* Operand sets: 8 x (A + B + C) = 8 x 6 MiB, beyond a core's L2 and most
+ * last-level caches (not a server L3 of hundreds of MiB). */
 enum { SUSTAIN_SETS = 8 };
 
 double px_calib_sustain_window_s(bool quick)
