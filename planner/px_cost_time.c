@@ -561,9 +561,6 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par, bool
     }
 }
 
-/* One layer's seconds for one micro-batch on one GPU, by part.  The linear
- * GEMMs run in the plan's precision (the router, the attention core and the
- * LM head stay in bf16). */
 /* A layer's parameters on one GPU: its dense part split over TP, its experts
  * over EP x expert TP. */
 static double layer_dense_gpu_params(const px_cost_ctx *ctx, const px_parallel *par, bool moe)
@@ -595,6 +592,9 @@ static void weight_stream_time(const px_cost_ctx *ctx, const px_parallel *par, d
     *bwd_s = px_time_stream_s(ctx->hw, all - f);
 }
 
+/* One layer's seconds for one micro-batch on one GPU, by part.  The linear
+ * GEMMs run in the plan's precision (the router, the attention core and the
+ * LM head stay in bf16). */
 static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
                        const crossings *x, layer_time *lt)
 {
