@@ -74,6 +74,8 @@ double px_blocking_zero3_stream_bytes(const px_parallel *par, double params, dou
 double px_blocking_weight_stream_bytes(double params, double e, double grad_bytes,
                                        double *fwd_bytes)
 {
-    *fwd_bytes = params > 0.0 ? params * e : 0.0;
-    return *fwd_bytes + (params > 0.0 ? params * (e + 2.0 * grad_bytes) : 0.0);
+    if (!(params > 0.0))
+        return *fwd_bytes = 0.0;
+    *fwd_bytes = params * e;
+    return params * (2.0 * e + 2.0 * grad_bytes);
 }

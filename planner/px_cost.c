@@ -512,12 +512,6 @@ static void pp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const c
     *pp_bytes_out = pp_bytes;
 }
 
-/* A blocking plan run by an engine that blocks (px_fw_runtime.blocking_engine) */
-static bool blocking_engine(const px_cost_ctx *ctx, const px_parallel *par)
-{
-    return !par->dp_overlap && ctx->run && ctx->run->blocking_engine;
-}
-
 /* DP / ZeRO: see docs/cost-model.md "Data parallel and the overlap model".
  * dense_p, exp_p: the worst stage's parameters on one GPU; fwd_win, bwd_win:
  * one micro-batch's forward and backward compute, the overlap windows. */

@@ -7,6 +7,7 @@
 #include "px_cost.h"
 #include "px_checked.h"
 #include "px_cost_precision.h"
+#include "px_framework.h"
 #include "px_plan_check.h"
 
 #include <string.h>
@@ -57,6 +58,14 @@ static inline int64_t seq_of(const px_cost_ctx *ctx, const px_parallel *par)
 static inline int elem_of(const px_cost_ctx *ctx)
 {
     return ctx->hw->dtype_bytes > 0 ? ctx->hw->dtype_bytes : 2;
+}
+
+/* A blocking plan (--overlap off) run by an engine that blocks
+ * (px_fw_runtime.blocking_engine: the CPU executor): the condition of every
+ * executor term (docs/cost-model.md, "The executor's conditions"). */
+static inline bool blocking_engine(const px_cost_ctx *ctx, const px_parallel *par)
+{
+    return !par->dp_overlap && ctx->run && ctx->run->blocking_engine;
 }
 
 /* Middle stages remembered by repeats_middle. */

@@ -577,13 +577,12 @@ static double layer_gpu_params(const px_cost_ctx *ctx, const px_parallel *par, b
 
 /* The executor's GEMMs stream `params` weights of this GPU from memory every
  * micro-batch (px_blocking_weight_stream_bytes): seconds forward (*fwd_s) and
- * backward (*bwd_s) at the triad's rate; 0 unless the engine blocks
- * (px_fw_runtime.blocking_engine, --overlap off), as the CPU executor does. */
+ * backward (*bwd_s) at the triad's rate; 0 unless blocking_engine. */
 static void weight_stream_time(const px_cost_ctx *ctx, const px_parallel *par, double params,
                                double *fwd_s, double *bwd_s)
 {
     *fwd_s = *bwd_s = 0.0;
-    if (!(ctx->run && ctx->run->blocking_engine && !par->dp_overlap))
+    if (!blocking_engine(ctx, par))
         return;
     double e = elem_of(ctx), f;
     double all = px_blocking_weight_stream_bytes(
