@@ -462,23 +462,6 @@ static void slowest_stage_of(const px_cost_ctx *ctx, const px_parallel *par,
     }
 }
 
-/* A framework that adds each micro-batch's gradients into the main
- * gradients with a kernel of its own (px_grad_accum.h): part of every
- * micro-batch's backward on the stage */
-static void grad_accum_time(const px_cost_ctx *ctx, const px_parallel *par, double params,
-                            slowest_stage *w)
-{
-    px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
-    double acc = px_grad_accum_s(ctx->hw, par, ctx->run && ctx->run->grad_accum_separate, params,
-                                 elem_of(ctx), bpp.grads);
-    if (ctx->run && ctx->run->grad_accum_cast_copy)
-        acc += px_grad_accum_cast_s(ctx->hw, par, ctx->run->grad_accum_separate, params,
-                                    bpp.grads);
-    w->bwd += acc;
-    w->mem += acc;
-    w->mb += acc;
-}
-
 /* PP: each stage sends and receives one activation (forward) and one
  * gradient (backward) per micro-batch per chunk; the sends sit between
  * compute steps of the 1F1B loop, so they are on the critical path */
@@ -510,6 +493,22 @@ static void pp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const c
     }
     *pp_total_out = pp_total;
     *pp_bytes_out = pp_bytes;
+}
+
+/* Exposed seconds of a once-a-step data-parallel collective of t seconds
+ * overlapped with compute: with one model chunk a stage, all but `tail` (the
+ * bucket the compute ends or starts with) hides under one micro-batch's
+ * backward (forward), `win`.  Megatron's interleaved schedule launches each
+ * of the v chunks' share separately (schedules.py: a chunk's gradient
+ * reduction when its last micro-batch's backward ends, the next chunk's
+ * parameter gather when a chunk's first forward starts), p chunk-steps
+ * apart: the first launched share hides under ((v - 1)·p + 1) chunk-steps of
+ * win / v each, and each share under its own win / v. */
+static double chunked_exposed(const px_parallel *par, double t, double win, double tail)
+{
+    double v = par->schedule == PX_SCHED_INTERLEAVED && par->vpp > 1 ? (double)par->vpp : 1.0;
+    double k = ((v - 1.0) * par->pp + 1.0) / v;
+    return dmax(tail, dmax((t - win) / v, t - k * win));
 }
 
 /* DP / ZeRO: see docs/cost-model.md "Data parallel and the overlap model".
@@ -556,7 +555,7 @@ static void dp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const c
     switch (par->zero) {
     case 0:
         dp_total = t_ar;
-        dp_exposed = dmax(tail_ar, t_ar - bwd_win);
+        dp_exposed = chunked_exposed(par, t_ar, bwd_win, tail_ar);
         dp_bytes = dp_bytes_ar;
         break;
     case 1:
@@ -568,7 +567,8 @@ static void dp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const c
             dp_bytes_rs = dp_bytes_ar;
         }
         dp_total = t_rs + t_ag;
-        dp_exposed = dmax(tail_rs, t_rs - bwd_win) + dmax(tail_ag, t_ag - fwd_win);
+        dp_exposed = chunked_exposed(par, t_rs, bwd_win, tail_rs) +
+                     chunked_exposed(par, t_ag, fwd_win, tail_ag);
         dp_bytes = dp_bytes_rs + dp_bytes_ag;
         break;
     case 2:
@@ -758,8 +758,6 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     slowest_stage w;
     slowest_stage_of(ctx, par, sl, &ld, &lm, first_s, last_s, &w);
     double w_dense_p = wm.dense_params, w_exp_p = wm.expert_params;
-    grad_accum_time(ctx, par, w_dense_p + w_exp_p, &w);
-
     double z3_fwd, z3 = px_blocking_zero3_stream_bytes(par, w_dense_p + w_exp_p, elem_of(ctx),
                                                        &z3_fwd); /* its buffers and copies */
     if (z3 > 0.0 && blocking_engine(ctx, par)) {

@@ -82,17 +82,32 @@ static double shape(double half_m, double half_n, double half_k, double m, doubl
     return (m / (m + half_m)) * (n / (n + half_n)) * (k / (k + half_k));
 }
 
+/* Precision p's GEMM of shape (m, n, k) over the bf16 one of the same
+ * FLOPs: 1 / r at full size, more where a dimension is short of its moved
+ * half-efficiency point.  r: peak_p / peak. */
+static double low_over_bf16(const px_hw *hw, px_precision p, double m, double n, double k)
+{
+    double half = hw->gemm_eff_half_dim > 0.0 ? hw->gemm_eff_half_dim : PX_EFF_GEMM_HALF_DIM_DEFAULT;
+    double r = px_prec_peak_flops(hw, p) / hw->peak_flops, op = (data_bytes(p) + scale_bytes(p)) / 2.0;
+    double s16 = shape(half, half, half, m, n, k);
+    double sp = shape(half * r * op, half * r * op, half * r, m, n, k);
+    return s16 / sp / r;
+}
+
 double px_prec_time_gemm_s(const px_hw *hw, px_precision p, double m, double n, double k)
 {
     double t = px_time_gemm_s(hw, m, n, k);
-    double peak = px_prec_peak_flops(hw, p);
-    if (!px_prec_is_low(p) || t <= 0.0 || peak <= 0.0)
+    if (!px_prec_is_low(p) || t <= 0.0 || px_prec_peak_flops(hw, p) <= 0.0)
         return t;
-    double half = hw->gemm_eff_half_dim > 0.0 ? hw->gemm_eff_half_dim : PX_EFF_GEMM_HALF_DIM_DEFAULT;
-    double r = peak / hw->peak_flops, op = (data_bytes(p) + scale_bytes(p)) / 2.0;
-    double s16 = shape(half, half, half, m, n, k);
-    double sp = shape(half * r * op, half * r * op, half * r, m, n, k);
-    return t / r * (s16 / sp);
+    return t * low_over_bf16(hw, p, m, n, k);
+}
+
+double px_prec_time_gemm_bwd_s(const px_hw *hw, px_precision p, double m, double n, double k)
+{
+    double t = px_time_gemm_s(hw, m, n, k);
+    if (!px_prec_is_low(p) || t <= 0.0 || px_prec_peak_flops(hw, p) <= 0.0)
+        return 2.0 * t;
+    return t * (low_over_bf16(hw, p, m, k, n) + low_over_bf16(hw, p, k, n, m));
 }
 
 /* Copies of a quantised operand the backward needs besides the forward's:

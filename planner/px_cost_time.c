@@ -14,6 +14,7 @@
 #include "px_cost_cp.h"
 #include "px_cost_moe.h"
 #include "px_fp8_accum.h"
+#include "px_grad_accum.h"
 #include "px_domain.h"
 #include "px_cost_precision.h"
 #include "px_efficiency.h"
@@ -313,34 +314,45 @@ static void layer_dims_of(const px_parallel *par, const px_act_shape *sh, layer_
     d->kv_t = sh->kv >= d->t ? sh->kv / d->t : 1.0;
 }
 
-/* Attention: the projections' GEMM seconds added to *g (*g_col: those of the
- * column-parallel ones, the TP overlap window), the core into lt. */
+/* A linear layer's GEMM of m tokens, n outputs and k inputs in precision p:
+ * its forward seconds, its backward's (input and weight gradients) added to
+ * *bwd. */
+static double linear_s(const px_hw *hw, px_precision p, double m, double n, double k,
+                       double *bwd)
+{
+    *bwd += px_prec_time_gemm_bwd_s(hw, p, m, n, k);
+    return px_prec_time_gemm_s(hw, p, m, n, k);
+}
+
+/* Attention: the projections' GEMM seconds added to *pg forward and *pgb
+ * backward (*g_col: the forward of the column-parallel ones, the TP overlap
+ * window), the core into lt. */
 static void layer_attention_time(const px_cost_ctx *ctx, const px_parallel *par,
                                  const px_act_shape *ps, const layer_dims *d, double *pg,
-                                 double *g_col, layer_time *lt)
+                                 double *pgb, double *g_col, layer_time *lt)
 {
     const px_model *m = ctx->model;
     const px_hw *hw = ctx->hw;
     const px_precision pq = par->precision;
     const px_act_shape sh = *ps;
     double T = d->T, h = d->h, a_t = d->a_t, kv_t = d->kv_t;
-    double g = *pg;
+    double g = *pg, *gb = pgb;
     /* attention projections */
     if (m->attn == PX_ATTN_MLA) {
         double rope = (double)m->qk_rope_head_dim, nope = sh.dq - rope;
         if (m->q_lora_rank > 0) {
-            g += px_prec_time_gemm_s(hw, pq, T, (double)m->q_lora_rank, h);
-            g += px_prec_time_gemm_s(hw, pq, T, a_t * sh.dq, (double)m->q_lora_rank);
+            g += linear_s(hw, pq, T, (double)m->q_lora_rank, h, gb);
+            g += linear_s(hw, pq, T, a_t * sh.dq, (double)m->q_lora_rank, gb);
         } else {
-            g += px_prec_time_gemm_s(hw, pq, T, a_t * sh.dq, h);
+            g += linear_s(hw, pq, T, a_t * sh.dq, h, gb);
         }
-        g += px_prec_time_gemm_s(hw, pq, T, (double)m->kv_lora_rank + rope, h);
-        g += px_prec_time_gemm_s(hw, pq, T, a_t * (nope + sh.dv), (double)m->kv_lora_rank);
+        g += linear_s(hw, pq, T, (double)m->kv_lora_rank + rope, h, gb);
+        g += linear_s(hw, pq, T, a_t * (nope + sh.dv), (double)m->kv_lora_rank, gb);
     } else {
-        g += px_prec_time_gemm_s(hw, pq, T, a_t * sh.dq + kv_t * (sh.dq + sh.dv), h);
+        g += linear_s(hw, pq, T, a_t * sh.dq + kv_t * (sh.dq + sh.dv), h, gb);
     }
     *g_col = g;
-    g += px_prec_time_gemm_s(hw, pq, T, h, a_t * sh.dv);
+    g += linear_s(hw, pq, T, h, a_t * sh.dv, gb);
     /* attention core: the FLOP convention counts the full s×s product; a
      * causal kernel does half of it */
     double attn_flops = 2.0 * T * sh.s_kv * a_t * (sh.dq + sh.dv);
@@ -363,35 +375,39 @@ static void layer_attention_time(const px_cost_ctx *ctx, const px_parallel *par,
     *pg = g;
 }
 
-/* The MLP or the routed and shared experts: GEMM seconds added to *g (*g_col:
- * the dense MLP's column-parallel GEMM), the elements through the
- * activation function and the token-permutation bytes added to *act_elems
- * and *mem. */
+/* The MLP or the routed and shared experts: GEMM seconds added to *pg
+ * forward and *pgb backward (*g_col: the dense MLP's column-parallel GEMM's
+ * forward), the elements through the activation function and the
+ * token-permutation bytes added to *act_elems and *mem. */
 static void layer_mlp_time(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
                            const px_act_shape *ps, const layer_dims *d, double *pg,
-                           double *g_col, double *act_elems_out, double *mem_out)
+                           double *pgb, double *g_col, double *act_elems_out, double *mem_out)
 {
     const px_model *m = ctx->model;
     const px_hw *hw = ctx->hw;
     const px_precision pq = par->precision;
     const px_act_shape sh = *ps;
     double e = d->e, t = d->t, tsp = d->tsp, T = d->T, h = d->h;
-    double g = *pg;
+    double g = *pg, *gb = pgb;
     double up = sh.gated ? 2.0 : 1.0;
     double act_elems = *act_elems_out; /* elements through the activation function */
     double mem = *mem_out;
     double g_col_mlp = 0.0;
     if (moe) {
         double E = sh.n_experts, r = sh.top_k, fe = sh.moe_f, etp = par->etp, ep = par->ep;
-        g += px_time_gemm_s(hw, T / tsp, E, h); /* router */
+        double router = px_time_gemm_s(hw, T / tsp, E, h); /* bf16 */
+        g += router;
+        *gb += 2.0 * router;
         double tok = T * r * etp / t;           /* routed copies on this GPU */
         double per_expert = tok * ep / E;       /* tokens per local expert */
         double n_local = E / ep;
         /* the busiest EP rank sets the pace of the expert GEMMs
          * (px_cost_moe.c: balanced, dropless routing) */
         double imb = px_moe_imbalance(par->ep, T * r / t);
-        g += imb * n_local * (px_prec_time_gemm_s(hw, pq, per_expert, up * fe / etp, h) +
-                              px_prec_time_gemm_s(hw, pq, per_expert, h, fe / etp));
+        double eb = 0.0;
+        g += imb * n_local * (linear_s(hw, pq, per_expert, up * fe / etp, h, &eb) +
+                              linear_s(hw, pq, per_expert, h, fe / etp, &eb));
+        *gb += imb * n_local * eb;
         act_elems += tok * fe / etp;
         /* permute and un-permute the routed tokens: Megatron's dispatcher
          * passes (px_cost_moe.c); the fp32 CPU executor's two */
@@ -402,12 +418,12 @@ static void layer_mlp_time(const px_cost_ctx *ctx, const px_parallel *par, bool 
             mem += px_moe_fp8_pad_bytes(e, tok, h); /* FP8 row alignment */
         if (m->n_shared_experts > 0) {
             double fs = sh.n_shared * fe;
-            g += px_prec_time_gemm_s(hw, pq, T, up * fs / t, h) + px_prec_time_gemm_s(hw, pq, T, h, fs / t);
+            g += linear_s(hw, pq, T, up * fs / t, h, gb) + linear_s(hw, pq, T, h, fs / t, gb);
             act_elems += T * fs / t;
         }
     } else {
-        g_col_mlp = px_prec_time_gemm_s(hw, pq, T, up * sh.f / t, h);
-        g += g_col_mlp + px_prec_time_gemm_s(hw, pq, T, h, sh.f / t);
+        g_col_mlp = linear_s(hw, pq, T, up * sh.f / t, h, gb);
+        g += g_col_mlp + linear_s(hw, pq, T, h, sh.f / t, gb);
         act_elems += T * sh.f / t;
     }
     *pg = g;
@@ -575,6 +591,26 @@ static double layer_gpu_params(const px_cost_ctx *ctx, const px_parallel *par, b
            (moe ? (double)ctx->expert_params / (par->ep * par->etp) : 0.0);
 }
 
+/* Seconds a micro-batch spends adding the gradients of `params` weights of
+ * this GPU into their main gradients (px_grad_accum.h): the framework's own
+ * kernel (and its cast copy) where it has one, else, for the weights of a
+ * GEMM (`gemm`: not the embedding table, whose gradient is a scatter-add),
+ * the fused weight-gradient GEMM's read of the main gradient, which the
+ * executor's weight stream (below) counts itself. */
+static double grad_accum_time(const px_cost_ctx *ctx, const px_parallel *par, double params,
+                              bool gemm)
+{
+    const px_fw_runtime *run = ctx->run;
+    bool separate = run && run->grad_accum_separate;
+    double e = elem_of(ctx), g = px_cost_bytes_per_param((int)e, par->grad_fp32).grads;
+    double s = px_grad_accum_s(ctx->hw, par, separate, params, e, g);
+    if (run && run->grad_accum_cast_copy)
+        s += px_grad_accum_cast_s(ctx->hw, par, separate, params, g);
+    if (gemm && !blocking_engine(ctx, par))
+        s += px_grad_accum_fused_s(ctx->hw, par, separate, params, g);
+    return s;
+}
+
 /* The executor's GEMMs stream `params` weights of this GPU from memory every
  * micro-batch (px_blocking_weight_stream_bytes): seconds forward (*fwd_s) and
  * backward (*bwd_s) at the triad's rate; 0 unless blocking_engine. */
@@ -602,24 +638,26 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     make_shape(ctx, par, moe, PX_RECOMPUTE_NONE, &sh);
     layer_dims d;
     layer_dims_of(par, &sh, &d);
-    double g = 0.0, g_col_attn = 0.0, g_col_mlp = 0.0, act_elems = 0.0, mem = 0.0;
-    layer_attention_time(ctx, par, &sh, &d, &g, &g_col_attn, lt);
-    layer_mlp_time(ctx, par, moe, &sh, &d, &g, &g_col_mlp, &act_elems, &mem);
+    double g = 0.0, gb = 0.0, g_col_attn = 0.0, g_col_mlp = 0.0, act_elems = 0.0, mem = 0.0;
+    layer_attention_time(ctx, par, &sh, &d, &g, &gb, &g_col_attn, lt);
+    layer_mlp_time(ctx, par, moe, &sh, &d, &g, &gb, &g_col_mlp, &act_elems, &mem);
     lt->gemm_fwd_s = g;
     layer_pointwise_time(ctx->hw, par, &sh, &d, mem, act_elems, lt);
     lt->fwd_s = lt->gemm_fwd_s + lt->attn_fwd_s + lt->mem_fwd_s;
-    /* backward: 2x the GEMMs (dgrad + wgrad), the attention core's backward;
-     * per-tensor FP8 runs the linear ones with the split accumulator on
-     * Hopper (px_fp8_accum.h; the router GEMM stays bf16) */
+    /* backward: the GEMMs' input and weight gradients, the attention core's
+     * backward; per-tensor FP8 runs the linear ones with the split
+     * accumulator on Hopper (px_fp8_accum.h; the router GEMM stays bf16) */
     double router_s = moe ? px_time_gemm_s(ctx->hw, d.T / d.tsp, sh.n_experts, d.h) : 0.0;
     double grad_acc = px_fp8_grad_gemm_factor(ctx->hw, par->precision);
-    lt->bwd_s = 2.0 * lt->gemm_fwd_s + 2.0 * (grad_acc - 1.0) * (lt->gemm_fwd_s - router_s) +
-                lt->attn_bwd_s + lt->mem_bwd_s;
-    double ws_f, ws_b;
-    weight_stream_time(ctx, par, layer_gpu_params(ctx, par, moe), &ws_f, &ws_b);
+    lt->bwd_s = gb + (grad_acc - 1.0) * (gb - 2.0 * router_s) + lt->attn_bwd_s + lt->mem_bwd_s;
+    double ws_f, ws_b, params = layer_gpu_params(ctx, par, moe);
+    weight_stream_time(ctx, par, params, &ws_f, &ws_b);
     lt->gemm_fwd_s += ws_f;
     lt->fwd_s += ws_f;
     lt->bwd_s += ws_b;
+    double acc = grad_accum_time(ctx, par, params, true);
+    lt->mem_bwd_s += acc;
+    lt->bwd_s += acc;
     lt->rc_s[PX_RECOMPUTE_NONE] = 0.0;
     lt->rc_s[PX_RECOMPUTE_SELECTIVE] = lt->attn_fwd_s;
     lt->rc_s[PX_RECOMPUTE_FULL] = lt->fwd_s;
@@ -639,7 +677,8 @@ void extras_time(const px_cost_ctx *ctx, const px_parallel *par, double *first_s
     double h = (double)m->hidden, V = (double)m->vocab;
     /* embedding: gather rows forward, scatter-add backward (fwd + bwd bytes) */
     *first_s = px_time_mem_class_s(
-        hw, PX_MEM_EMBED, px_cost_class_bytes(PX_MEM_EMBED, T * h, (int)e, false) / tsp);
+                   hw, PX_MEM_EMBED, px_cost_class_bytes(PX_MEM_EMBED, T * h, (int)e, false) / tsp) +
+               grad_accum_time(ctx, par, (double)ctx->pc.embedding / t, false);
     /* LM head GEMM (fwd + 2x bwd), the final norm (read + write, 3x for fwd +
      * bwd), and the fp32 cross-entropy over the V/t logits of every token,
      * forward and backward together: 4 fp32 passes where the profile has a
@@ -655,6 +694,7 @@ void extras_time(const px_cost_ctx *ctx, const px_parallel *par, double *first_s
                       ? px_cost_class_bytes(PX_MEM_XENT, T * V, (int)e, false)
                       : (48.0 + 2.0 * e) * T * V;
     *last_s = 3.0 * head + head_ws_f + head_ws_b +
+              grad_accum_time(ctx, par, (double)ctx->head_params / t, true) +
               px_time_mem_class_s(hw, PX_MEM_NORM,
                                   px_cost_class_bytes(PX_MEM_NORM, T * h, (int)e, false) / tsp) +
               px_time_mem_class_s(hw, PX_MEM_XENT, xent / t);

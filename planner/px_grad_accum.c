@@ -28,3 +28,16 @@ double px_grad_accum_cast_s(const px_hw *hw, const px_parallel *par, bool separa
         return 0.0;
     return px_time_mem_s(hw, px_grad_accum_cast_bytes(params, grad_bytes));
 }
+
+double px_grad_accum_fused_bytes(double params, double grad_bytes)
+{
+    return params * grad_bytes;
+}
+
+double px_grad_accum_fused_s(const px_hw *hw, const px_parallel *par, bool separate,
+                             double params, double grad_bytes)
+{
+    if (separate || par->zero >= 2 || params <= 0.0)
+        return 0.0;
+    return px_time_mem_s(hw, px_grad_accum_fused_bytes(params, grad_bytes));
+}

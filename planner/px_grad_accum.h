@@ -46,4 +46,21 @@ double px_grad_accum_cast_bytes(double params, double grad_bytes);
 double px_grad_accum_cast_s(const px_hw *hw, const px_parallel *par, bool separate,
                             double params, double grad_bytes);
 
+/* Bytes one micro-batch's fused accumulation reads besides what a GEMM of
+ * the calibrated rate moves: a weight-gradient GEMM that accumulates into
+ * the main gradient (beta = 1: Transformer Engine's
+ * fuse_wgrad_accumulation, accumulate=True with out=weight.main_grad,
+ * Megatron's gradient_accumulation_fusion) reads every element of it in its
+ * epilogue before writing the sum back, where the GEMMs the efficiency model
+ * describes only write their output: params · grad_bytes. */
+double px_grad_accum_fused_bytes(double params, double grad_bytes);
+
+/* Seconds that read adds to a micro-batch on a stage holding `params`
+ * parameters on one GPU; 0 where the accumulation is a separate kernel
+ * (separate: px_grad_accum_s charges it) or the gradients are sharded per
+ * micro-batch (ZeRO 2 and 3: each micro-batch's gradient is a fresh
+ * buffer, reduce-scattered). */
+double px_grad_accum_fused_s(const px_hw *hw, const px_parallel *par, bool separate,
+                             double params, double grad_bytes);
+
 #endif

@@ -43,11 +43,11 @@
 #define PX_VALIDATE_RUNS_MAX_MEAN 0.08
 #define PX_VALIDATE_RUNS_MAX_FAMILY 0.15
 #define PX_VALIDATE_RUNS_MAX_REFUSED 0.01
-/* What the low-precision and MoE rows reach (docs/validation.md): kept so
- * that a change that makes them worse fails; the goals are 10 % mean, 15 %
- * a family, 2 % refused */
-#define PX_VALIDATE_LOWP_MAX_MEAN 0.09
-#define PX_VALIDATE_LOWP_MAX_FAMILY 0.20
+/* The bounds kept on its low-precision and MoE rows: the goals (10 % mean,
+ * 15 % a family, 2 % refused) where the model is at them, what it reaches
+ * where it does better (docs/validation.md) */
+#define PX_VALIDATE_LOWP_MAX_MEAN 0.08
+#define PX_VALIDATE_LOWP_MAX_FAMILY 0.15
 #define PX_VALIDATE_LOWP_MAX_REFUSED 0.01
 
 /* Interleaving searched when a row leaves it unpublished: 1 (plain 1F1B) or

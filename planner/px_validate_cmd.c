@@ -20,9 +20,9 @@ static void usage(FILE *f)
             "  --check     exit 1 when the fidelity bounds do not hold (throughput MAE <= %.0f%%,\n"
             "              every group <= %.0f%%, full/selective ratios within %.0f%%)\n"
             "  --check-families\n"
-            "              exit 1 when the families of the usable bf16/fp16 rows break the bounds\n"
-            "              kept on published-runs.json (mean |error| <= %.0f%%, every family\n"
-            "              <= %.0f%%, at most %.0f%% of the usable rows refused)\n"
+            "              exit 1 when the families of the usable rows break the bounds kept on\n"
+            "              published-runs.json: bf16/fp16 mean |error| <= %.0f%%, every family\n"
+            "              <= %.0f%%, at most %.0f%% refused; fp8 or MoE <= %.0f%%, <= %.0f%%, %.0f%%\n"
             "  --max-vpp   search interleaving up to N chunks a stage where a row leaves it\n"
             "              unpublished (default %d; 1: plain 1F1B)\n"
             "  --hw-dir    directory of hardware profiles (default: hw_profiles/)\n"
@@ -30,7 +30,8 @@ static void usage(FILE *f)
             100.0 * PX_VALIDATE_MAX_MAE, 100.0 * PX_VALIDATE_MAX_GROUP_MAE,
             100.0 * PX_VALIDATE_MAX_RATIO_ERR, 100.0 * PX_VALIDATE_RUNS_MAX_MEAN,
             100.0 * PX_VALIDATE_RUNS_MAX_FAMILY, 100.0 * PX_VALIDATE_RUNS_MAX_REFUSED,
-            PX_VALIDATE_MAX_VPP);
+            100.0 * PX_VALIDATE_LOWP_MAX_MEAN, 100.0 * PX_VALIDATE_LOWP_MAX_FAMILY,
+            100.0 * PX_VALIDATE_LOWP_MAX_REFUSED, PX_VALIDATE_MAX_VPP);
 }
 
 typedef struct {
@@ -76,6 +77,11 @@ static px_status report(FILE *out, const validate_cli *c, px_val_report *rep, px
         !px_validate_family_bounds(rep, PX_VALIDATE_RUNS_MAX_MEAN, PX_VALIDATE_RUNS_MAX_FAMILY,
                                    PX_VALIDATE_RUNS_MAX_REFUSED, why, sizeof why))
         st = PX_FAIL(err, PX_ERR_INFEASIBLE, "--check-families: family bounds: %s", why);
+    if (st == PX_OK && c->check_families &&
+        !px_validate_lowp_moe_bounds(rep, PX_VALIDATE_LOWP_MAX_MEAN, PX_VALIDATE_LOWP_MAX_FAMILY,
+                                     PX_VALIDATE_LOWP_MAX_REFUSED, why, sizeof why))
+        st = PX_FAIL(err, PX_ERR_INFEASIBLE, "--check-families: fp8 or MoE family bounds: %s",
+                     why);
     return st;
 }
 

@@ -239,6 +239,53 @@ static void zero_stages(void)
     CHECK(b2.weights == 2 && b2.grads == 2 && b2.optimizer == 12);
 }
 
+/* The once-a-step gradient all-reduce (ZeRO 0) hides under the backward:
+ * one micro-batch's with one chunk a stage; with Megatron's interleaved
+ * schedule each of the v chunks' share is launched when that chunk's last
+ * backward ends, p chunk-steps apart, so it hides under ((v - 1)·p + 1)
+ * chunk-backwards of w / v (and each share under its own w / v).  The
+ * hidden part still costs comm_overlap_cost of its time in SMs. */
+static void dp_chunked_overlap(void)
+{
+    px_model m;
+    px_hw hw;
+    px_error err;
+    CHECK(px_model_load("llama3-70b", NULL, &m, &err) == PX_OK);
+    CHECK(px_hw_load("h100-sxm", NULL, &hw, &err) == PX_OK);
+    static px_cost_ctx ctx;
+    CHECK(px_cost_ctx_init(&ctx, &m, &hw, &err) == PX_OK);
+    double exposed[2], total[2], w[2];
+    int v_of[2] = {1, 4};
+    for (int i = 0; i < 2; i++) {
+        px_parallel par;
+        px_parallel_init(&par);
+        par.tp = 8;
+        par.pp = 4;
+        par.dp = 64; /* a ring over 64 nodes: far longer than the windows */
+        par.vpp = v_of[i];
+        par.schedule = v_of[i] > 1 ? PX_SCHED_INTERLEAVED : PX_SCHED_1F1B;
+        par.micro_batch = 1;
+        par.n_micro = 16;
+        par.seq_len = 4096;
+        par.zero = 0;
+        par.recompute = PX_RECOMPUTE_NONE;
+        par.dp_overlap = true;
+        px_prediction pred;
+        px_cost_detail d;
+        CHECK(px_cost_eval(&ctx, &par, 0, 0, &pred, &d, &err) == PX_OK);
+        double f = hw.comm_overlap_cost;
+        total[i] = d.dp_total_s;
+        exposed[i] = (d.dp_exposed_s - f * d.dp_total_s) / (1.0 - f);
+        w[i] = d.compute_bwd_s / (double)par.n_micro;
+    }
+    CHECK_CLOSE(total[1], total[0], 1e-12, 0);
+    CHECK_CLOSE(exposed[0], total[0] - w[0], 1e-9, 0);
+    double v = 4, p = 4, k = ((v - 1) * p + 1) / v;
+    CHECK(total[1] - k * w[1] > (total[1] - w[1]) / v);
+    CHECK_CLOSE(exposed[1], total[1] - k * w[1], 1e-9, 0);
+    CHECK(exposed[1] < exposed[0]);
+}
+
 static void efficiency(void)
 {
     px_hw hw;
@@ -379,6 +426,7 @@ int main(void)
     schedules();
     comm_volumes();
     zero_stages();
+    dp_chunked_overlap();
     efficiency();
     goodput();
     return px_test_result("cost_model");
