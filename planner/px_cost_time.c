@@ -593,21 +593,26 @@ static double layer_gpu_params(const px_cost_ctx *ctx, const px_parallel *par, b
 
 /* Seconds a micro-batch spends adding the gradients of `params` weights of
  * this GPU into their main gradients (px_grad_accum.h): the framework's own
- * kernel (and its cast copy) where it has one, else, for the weights of a
- * GEMM (`gemm`: not the embedding table, whose gradient is a scatter-add),
- * the fused weight-gradient GEMM's read of the main gradient, which the
- * executor's weight stream (below) counts itself. */
+ * kernel (and its cast copy) where it has one, else the fused
+ * weight-gradient GEMM's read of the main gradient; the embedding table
+ * (`embedding`) has a dense gradient of its own to write and add.  The
+ * executor's weight stream (below) and its calibrated embedding class
+ * count theirs. */
 static double grad_accum_time(const px_cost_ctx *ctx, const px_parallel *par, double params,
-                              bool gemm)
+                              bool embedding)
 {
     const px_fw_runtime *run = ctx->run;
-    bool separate = run && run->grad_accum_separate;
+    bool separate = run && run->grad_accum_separate, blocking = blocking_engine(ctx, par);
     double e = elem_of(ctx), g = px_cost_bytes_per_param((int)e, par->grad_fp32).grads;
-    double s = px_grad_accum_s(ctx->hw, par, separate, params, e, g);
+    double s = 0.0;
+    if (embedding && !blocking)
+        s = px_grad_accum_embed_s(ctx->hw, par, params, e, g);
+    else if (embedding || separate)
+        s = px_grad_accum_s(ctx->hw, par, separate, params, e, g);
+    else if (!blocking)
+        s = px_grad_accum_fused_s(ctx->hw, par, separate, params, g);
     if (run && run->grad_accum_cast_copy)
         s += px_grad_accum_cast_s(ctx->hw, par, separate, params, g);
-    if (gemm && !blocking_engine(ctx, par))
-        s += px_grad_accum_fused_s(ctx->hw, par, separate, params, g);
     return s;
 }
 
@@ -655,7 +660,7 @@ static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     lt->gemm_fwd_s += ws_f;
     lt->fwd_s += ws_f;
     lt->bwd_s += ws_b;
-    double acc = grad_accum_time(ctx, par, params, true);
+    double acc = grad_accum_time(ctx, par, params, false);
     lt->mem_bwd_s += acc;
     lt->bwd_s += acc;
     lt->rc_s[PX_RECOMPUTE_NONE] = 0.0;
@@ -678,7 +683,7 @@ void extras_time(const px_cost_ctx *ctx, const px_parallel *par, double *first_s
     /* embedding: gather rows forward, scatter-add backward (fwd + bwd bytes) */
     *first_s = px_time_mem_class_s(
                    hw, PX_MEM_EMBED, px_cost_class_bytes(PX_MEM_EMBED, T * h, (int)e, false) / tsp) +
-               grad_accum_time(ctx, par, (double)ctx->pc.embedding / t, false);
+               grad_accum_time(ctx, par, (double)ctx->pc.embedding / t, true);
     /* LM head GEMM (fwd + 2x bwd), the final norm (read + write, 3x for fwd +
      * bwd), and the fp32 cross-entropy over the V/t logits of every token,
      * forward and backward together: 4 fp32 passes where the profile has a
@@ -694,7 +699,7 @@ void extras_time(const px_cost_ctx *ctx, const px_parallel *par, double *first_s
                       ? px_cost_class_bytes(PX_MEM_XENT, T * V, (int)e, false)
                       : (48.0 + 2.0 * e) * T * V;
     *last_s = 3.0 * head + head_ws_f + head_ws_b +
-              grad_accum_time(ctx, par, (double)ctx->head_params / t, true) +
+              grad_accum_time(ctx, par, (double)ctx->head_params / t, false) +
               px_time_mem_class_s(hw, PX_MEM_NORM,
                                   px_cost_class_bytes(PX_MEM_NORM, T * h, (int)e, false) / tsp) +
               px_time_mem_class_s(hw, PX_MEM_XENT, xent / t);

@@ -1,10 +1,11 @@
-/* px_grad_accum.h — gradient accumulation into the main gradients when the
- * framework runs it as a kernel of its own (docs/cost-model.md, "Gradient
- * accumulation without fusion").
+/* px_grad_accum.h — each micro-batch's gradients added into the main
+ * gradients (docs/cost-model.md, "Gradient accumulation").
  *
  * Megatron-LM since 2022 (gradient_accumulation_fusion, on by default) and
  * Transformer Engine write each weight-gradient GEMM's result straight into
- * the fp32 main gradient (the GEMM's epilogue accumulates): nothing extra.
+ * the main gradient (the GEMM's epilogue accumulates): the GEMM reads the
+ * main gradient it adds to, one pass over it a micro-batch.  The embedding
+ * table's gradient is no GEMM's: written dense, then added by the framework.
  * Megatron-LM's local DDP before that, and DeepSpeed's BF16 optimizer under
  * its pipeline engine (update_hp_grads after every micro-batch's backward),
  * let the GEMM write a low-precision gradient and then add it into the main
@@ -62,5 +63,21 @@ double px_grad_accum_fused_bytes(double params, double grad_bytes);
  * buffer, reduce-scattered). */
 double px_grad_accum_fused_s(const px_hw *hw, const px_parallel *par, bool separate,
                              double params, double grad_bytes);
+
+/* Bytes one micro-batch moves for the embedding table's gradient, which no
+ * GEMM accumulates: the dense embedding backward (PyTorch's
+ * embedding_dense_backward under Megatron's VocabParallelEmbedding) writes
+ * a zeroed gradient the size of the table (elem_bytes) and scatters the
+ * tokens' rows into it, and the framework adds it into the main gradient
+ * (Megatron-Core's DDP hook, main_grad.add_(grad); DeepSpeed's
+ * update_hp_grads): read elem_bytes, main gradient read and written:
+ * params · (2·elem_bytes + 2·grad_bytes). */
+double px_grad_accum_embed_bytes(double params, double elem_bytes, double grad_bytes);
+
+/* Seconds of that for `params` table elements on one GPU (the table over
+ * TP); 0 under ZeRO 2 and 3 (the gradient is reduce-scattered instead of
+ * accumulated). */
+double px_grad_accum_embed_s(const px_hw *hw, const px_parallel *par, double params,
+                             double elem_bytes, double grad_bytes);
 
 #endif

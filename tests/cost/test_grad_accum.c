@@ -36,6 +36,9 @@ int main(void)
     /* fused: the GEMM reads the main gradient once */
     CHECK_CLOSE(px_grad_accum_fused_bytes(1e9, 4), 4e9, 1e-12, 0);
     CHECK_CLOSE(px_grad_accum_fused_bytes(1e9, 2), 2e9, 1e-12, 0);
+    /* the embedding table: its dense gradient written and read, the main
+     * gradient read and written */
+    CHECK_CLOSE(px_grad_accum_embed_bytes(1e9, 2, 4), 1.2e10, 1e-12, 0);
 
     px_model m;
     px_hw hw;
@@ -62,6 +65,13 @@ int main(void)
     px_cost_layer(&ctx, &par, 0, &l16);
     CHECK_CLOSE(l32.bwd_s - l16.bwd_s, (double)l32.params * 2 / bw, 1e-9, 0);
     CHECK(l32.fwd_s == l16.fwd_s);
+    /* the first stage's embedding table (V·h / t): 2·(4 - 2) bytes more */
+    px_stage_extras x32, x16;
+    par.grad_fp32 = true;
+    px_cost_stage_extras(&ctx, &par, &x32);
+    par.grad_fp32 = false;
+    px_cost_stage_extras(&ctx, &par, &x16);
+    CHECK_CLOSE(x32.first_s - x16.first_s, (double)ctx.pc.embedding / par.tp * 4 / bw, 1e-9, 0);
     par.grad_fp32 = true;
 
     px_prediction fused, sep;
