@@ -39,11 +39,15 @@ static void recompute_pass(model *m, const px_partition_opts *o, double j1,
                 start->recompute_time_s <= sol->recompute_time_s) {
                 start->proven_optimal = sol->proven_optimal && res2.outcome == PX_MILP_OPTIMAL;
                 start->time_limit_hit = res2.time_limit_hit;
-                if (res2.time_limit_hit)
-                    snprintf(start->note, sizeof start->note,
-                             "GLPK time limit reached while minimising recomputation: the "
-                             "split is time-optimal, its recompute choice may not be");
                 *sol = *start;
+            }
+            /* cut short, the pass proves nothing, improved or not */
+            if (res2.time_limit_hit) {
+                sol->proven_optimal = false;
+                sol->time_limit_hit = true;
+                snprintf(sol->note, sizeof sol->note,
+                         "GLPK time limit reached while minimising recomputation: the "
+                         "split is time-optimal, its recompute choice may not be");
             }
         } else {
             snprintf(sol->note, sizeof sol->note,
@@ -87,6 +91,9 @@ static void peak_pass(model *m, const px_partition_opts *o, double t1, double j1
                 start->time_limit_hit = sol->time_limit_hit;
                 *sol = *start;
             }
+            /* a peak pass cut short leaves the peak unproven */
+            if (res3.time_limit_hit)
+                sol->proven_optimal = false;
         }
     }
 }
