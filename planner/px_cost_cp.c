@@ -85,3 +85,23 @@ void px_cost_cp_gather_qkv_time(const px_hw *hw, int c, double qkv_bytes, bool c
     *stream_fwd_bytes = 2.0 * all + 2.0 * all;
     *stream_bwd_bytes = 4.0 * all + qkv_bytes + 2.0 * 2.0 * all + 3.0 * qkv_bytes;
 }
+
+void px_cost_cp_ring_merge_bytes(int c, double T, double a_t, double kv_t, double dq, double dv,
+                                 double e, double *fwd_bytes, double *bwd_bytes)
+{
+    *fwd_bytes = *bwd_bytes = 0.0;
+    if (c <= 1 || T <= 0.0)
+        return;
+    double half = (c - 1) / 2.0;            /* steps of each half class */
+    double q = T * a_t * dv * e;            /* out, dout, dq (bf16) */
+    double kv = T * kv_t * (dq + dv) * e;   /* k and v, dk and dv */
+    double lse = T * a_t;                   /* log-sum-exp elements */
+    /* forward: k|v into the ring buffer, out initialised from step 0, each
+     * later step's output corrected (3 per full step, 1.5 per half) after
+     * the loop; the lse in fp64: 20 bytes an element initial, 20 / 10 a
+     * full / half step, 12 for the final cast */
+    *fwd_bytes = 2.0 * q + 2.0 * kv + 4.5 * half * q + lse * (40.0 + 42.0 * half);
+    /* backward: k|v copied into the ring buffer, the lse half made
+     * contiguous, dq and the travelling dk|dv added every step */
+    *bwd_bytes = 2.0 * q + 4.0 * kv + 4.5 * half * (q + kv) + 4.0 * lse;
+}

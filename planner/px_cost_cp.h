@@ -41,4 +41,22 @@ void px_cost_cp_gather_qkv_time(const px_hw *hw, int c, double qkv_bytes, bool c
                                 px_cp_time *out, double *stream_fwd_bytes,
                                 double *stream_bwd_bytes);
 
+/* HBM bytes, forward and backward, of a p2p ring's merging passes in one
+ * layer for one micro-batch on one GPU, besides the attention kernels and
+ * the K/V transfers (Transformer Engine's AttnFuncWithCPAndKVP2P, 2.x;
+ * the 1.x releases move a little more): causal attention over 2·c
+ * load-balanced chunks, so a rank's c − 1 later steps are on average half
+ * full q against half the kv and half half q against full kv.  Each
+ * step's output is rescaled by its log-sum-exp (kept in fp64) and added
+ * into the bf16 output after the loop; backward, dq and the dk|dv that
+ * travel the ring are added in bf16 every step.  T: this rank's tokens
+ * (b · s / c); a_t, kv_t: query and K/V heads on this GPU; dq, dv: head
+ * widths; e: activation bytes.  With q = T·a_t·dv·e, kv = T·kv_t·(dq+dv)·e,
+ * L = T·a_t and h = (c − 1)/2:
+ *   fwd = 2q + 2kv + 4.5·h·q + L·(40 + 42·h)
+ *   bwd = 2q + 4kv + 4.5·h·(q + kv) + 4·L
+ * 0 for c <= 1. */
+void px_cost_cp_ring_merge_bytes(int c, double T, double a_t, double kv_t, double dq, double dv,
+                                 double e, double *fwd_bytes, double *bwd_bytes);
+
 #endif

@@ -498,6 +498,22 @@ static void cp_gather_qkv(const px_hw *hw, const px_parallel *par, const px_act_
     lt->rc_s[PX_RECOMPUTE_FULL] += f;
 }
 
+/* The p2p ring's merging passes (px_cost_cp_ring_merge_bytes) in lt's
+ * element-wise time; rerun with the attention core by either recompute. */
+static void cp_ring_merge(const px_hw *hw, const px_parallel *par, const px_act_shape *sh,
+                          const layer_dims *d, layer_time *lt)
+{
+    double fb, bb;
+    px_cost_cp_ring_merge_bytes(par->cp, d->T, d->a_t, d->kv_t, sh->dq, sh->dv, d->e, &fb, &bb);
+    double f = px_time_mem_s(hw, fb), b = px_time_mem_s(hw, bb);
+    lt->mem_fwd_s += f;
+    lt->mem_bwd_s += b;
+    lt->fwd_s += f;
+    lt->bwd_s += b;
+    lt->rc_s[PX_RECOMPUTE_SELECTIVE] += f;
+    lt->rc_s[PX_RECOMPUTE_FULL] += f;
+}
+
 /* TP, expert TP, EP and CP communication of one layer (lt's tp_*, ep_*,
  * cp_*); g_col_attn, g_col_mlp: the column-parallel GEMMs' seconds. */
 static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
@@ -571,6 +587,8 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par, bool
         /* as the executor runs it: its plans are blocking (--overlap off) */
         if (ctx->run && ctx->run->cp_gather_qkv && !par->dp_overlap)
             cp_gather_qkv(hw, par, &sh, d, x->cp, m->attn == PX_ATTN_MLA, &cpt, lt);
+        else if (par->cp_comm == PX_CPC_P2P && !(ctx->run && ctx->run->cp_gather_qkv))
+            cp_ring_merge(hw, par, &sh, d, lt); /* a ring merges its steps' outputs */
         lt->cp_total_s = cpt.total_s;
         lt->cp_exposed_s = cpt.exposed_s;
         lt->cp_bytes = cpt.bytes;
