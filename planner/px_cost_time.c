@@ -478,6 +478,20 @@ static void layer_pointwise_time(const px_hw *hw, const px_parallel *par,
 
 }
 
+/* f forward and b backward seconds of element-wise work added to lt, rerun
+ * by full recompute, and by selective recompute too when it belongs to the
+ * attention core (with_core). */
+static void add_elementwise(layer_time *lt, double f, double b, bool with_core)
+{
+    lt->mem_fwd_s += f;
+    lt->mem_bwd_s += b;
+    lt->fwd_s += f;
+    lt->bwd_s += b;
+    lt->rc_s[PX_RECOMPUTE_FULL] += f;
+    if (with_core)
+        lt->rc_s[PX_RECOMPUTE_SELECTIVE] += f;
+}
+
 /* The executor's CP (px_cost_cp_gather_qkv_time): the q|k|v rows gathered
  * and their gradients reduce-scattered in place of the flavour's transfers
  * (*cpt), its buffers and copies (whole gathered sequences, beyond the
@@ -490,12 +504,7 @@ static void cp_gather_qkv(const px_hw *hw, const px_parallel *par, const px_act_
     double rows = d->e * d->T * (d->a_t * sh->dq + kv_w);
     double sf, sb;
     px_cost_cp_gather_qkv_time(hw, par->cp, rows, crosses, cpt, &sf, &sb);
-    double f = px_time_stream_s(hw, sf), b = px_time_stream_s(hw, sb);
-    lt->mem_fwd_s += f;
-    lt->mem_bwd_s += b;
-    lt->fwd_s += f;
-    lt->bwd_s += b;
-    lt->rc_s[PX_RECOMPUTE_FULL] += f;
+    add_elementwise(lt, px_time_stream_s(hw, sf), px_time_stream_s(hw, sb), false);
 }
 
 /* The p2p ring's merging passes (px_cost_cp_ring_merge_bytes) in lt's
@@ -505,13 +514,7 @@ static void cp_ring_merge(const px_hw *hw, const px_parallel *par, const px_act_
 {
     double fb, bb;
     px_cost_cp_ring_merge_bytes(par->cp, d->T, d->a_t, d->kv_t, sh->dq, sh->dv, d->e, &fb, &bb);
-    double f = px_time_mem_s(hw, fb), b = px_time_mem_s(hw, bb);
-    lt->mem_fwd_s += f;
-    lt->mem_bwd_s += b;
-    lt->fwd_s += f;
-    lt->bwd_s += b;
-    lt->rc_s[PX_RECOMPUTE_SELECTIVE] += f;
-    lt->rc_s[PX_RECOMPUTE_FULL] += f;
+    add_elementwise(lt, px_time_mem_s(hw, fb), px_time_mem_s(hw, bb), true);
 }
 
 /* TP, expert TP, EP and CP communication of one layer (lt's tp_*, ep_*,
