@@ -86,8 +86,7 @@ int main(void)
     /* every micro-batch, and the bubble's (p - 1) slots of the same length:
      * the slowest stage (the last: 20 layers, the LM head and the loss)
      * pays the separate pass over its layers' and head's weights where the
-     * fused run read their main gradients (the last stage's final norm
-     * weights are not a GEMM's: 8192, below the tolerance) */
+     * fused run read their main gradients */
     double stage = 20.0 * (double)l32.params + (double)ctx.head_params / par.tp;
     double m_mb = (double)par.n_micro, bubble = (par.pp - 1) / m_mb;
     CHECK_CLOSE(sep.time.step_s - fused.time.step_s,
