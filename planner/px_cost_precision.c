@@ -102,12 +102,16 @@ double px_prec_time_gemm_s(const px_hw *hw, px_precision p, double m, double n, 
     return t * low_over_bf16(hw, p, m, n, k);
 }
 
-double px_prec_time_gemm_bwd_s(const px_hw *hw, px_precision p, double m, double n, double k)
+double px_prec_time_linear_s(const px_hw *hw, px_precision p, double m, double n, double k,
+                             double *bwd_s)
 {
     double t = px_time_gemm_s(hw, m, n, k);
-    if (!px_prec_is_low(p) || t <= 0.0 || px_prec_peak_flops(hw, p) <= 0.0)
-        return 2.0 * t;
-    return t * (low_over_bf16(hw, p, m, k, n) + low_over_bf16(hw, p, k, n, m));
+    if (!px_prec_is_low(p) || t <= 0.0 || px_prec_peak_flops(hw, p) <= 0.0) {
+        *bwd_s = 2.0 * t;
+        return t;
+    }
+    *bwd_s = t * (low_over_bf16(hw, p, m, k, n) + low_over_bf16(hw, p, k, n, m));
+    return t * low_over_bf16(hw, p, m, n, k);
 }
 
 /* Copies of a quantised operand the backward needs besides the forward's:

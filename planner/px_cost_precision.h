@@ -44,15 +44,17 @@ bool px_prec_is_low(px_precision p);
  * peak).  px_time_gemm_s for bf16 and fp16. */
 double px_prec_time_gemm_s(const px_hw *hw, px_precision p, double m, double n, double k);
 
-/* Seconds of the backward of that GEMM as a linear layer's forward
- * (A: the m tokens' input, B: the weight): the input gradient (m, k, n) and
- * the weight gradient (k, n, m), whose reduction runs over the tokens.  The
- * bf16 time is twice the forward's (the shape model is symmetric in m, n, k;
- * a calibrated profile's rate is the forward shape's); a low-precision one
- * moves each GEMM's own dimensions as px_prec_time_gemm_s does, so a
- * micro-batch of few tokens slows the FP8 weight gradient as a shallow k
- * slows any FP8 GEMM. */
-double px_prec_time_gemm_bwd_s(const px_hw *hw, px_precision p, double m, double n, double k);
+/* A linear layer's GEMM (A: the m tokens' input, B: the weight) in
+ * precision p: its forward seconds (px_prec_time_gemm_s), and in *bwd_s its
+ * backward's, the input gradient (m, k, n) and the weight gradient
+ * (k, n, m), whose reduction runs over the tokens.  The bf16 backward is
+ * twice the forward (the shape model is symmetric in m, n, k; a calibrated
+ * profile's rate is the forward shape's); a low-precision one moves each
+ * GEMM's own dimensions as px_prec_time_gemm_s does, so a micro-batch of
+ * few tokens slows the FP8 weight gradient as a shallow k slows any FP8
+ * GEMM. */
+double px_prec_time_linear_s(const px_hw *hw, px_precision p, double m, double n, double k,
+                             double *bwd_s);
 
 /* One linear layer's operands as the quantisation sees them, per micro-batch
  * on one GPU: T tokens, input width k, output width n. */

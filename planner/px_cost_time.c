@@ -314,29 +314,30 @@ static void layer_dims_of(const px_parallel *par, const px_act_shape *sh, layer_
     d->kv_t = sh->kv >= d->t ? sh->kv / d->t : 1.0;
 }
 
-/* A linear layer's GEMM of m tokens, n outputs and k inputs in precision p:
- * its forward seconds, its backward's (input and weight gradients) added to
+/* A linear layer's GEMM of m tokens, n outputs and k inputs in precision p
+ * (px_prec_time_linear_s): its forward seconds, its backward's added to
  * *bwd. */
 static double linear_s(const px_hw *hw, px_precision p, double m, double n, double k,
                        double *bwd)
 {
-    *bwd += px_prec_time_gemm_bwd_s(hw, p, m, n, k);
-    return px_prec_time_gemm_s(hw, p, m, n, k);
+    double b, f = px_prec_time_linear_s(hw, p, m, n, k, &b);
+    *bwd += b;
+    return f;
 }
 
-/* Attention: the projections' GEMM seconds added to *pg forward and *pgb
+/* Attention: the projections' GEMM seconds added to *pg forward and *gb
  * backward (*g_col: the forward of the column-parallel ones, the TP overlap
  * window), the core into lt. */
 static void layer_attention_time(const px_cost_ctx *ctx, const px_parallel *par,
                                  const px_act_shape *ps, const layer_dims *d, double *pg,
-                                 double *pgb, double *g_col, layer_time *lt)
+                                 double *gb, double *g_col, layer_time *lt)
 {
     const px_model *m = ctx->model;
     const px_hw *hw = ctx->hw;
     const px_precision pq = par->precision;
     const px_act_shape sh = *ps;
     double T = d->T, h = d->h, a_t = d->a_t, kv_t = d->kv_t;
-    double g = *pg, *gb = pgb;
+    double g = *pg;
     /* attention projections */
     if (m->attn == PX_ATTN_MLA) {
         double rope = (double)m->qk_rope_head_dim, nope = sh.dq - rope;
@@ -376,19 +377,19 @@ static void layer_attention_time(const px_cost_ctx *ctx, const px_parallel *par,
 }
 
 /* The MLP or the routed and shared experts: GEMM seconds added to *pg
- * forward and *pgb backward (*g_col: the dense MLP's column-parallel GEMM's
+ * forward and *gb backward (*g_col: the dense MLP's column-parallel GEMM's
  * forward), the elements through the activation function and the
  * token-permutation bytes added to *act_elems and *mem. */
 static void layer_mlp_time(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
                            const px_act_shape *ps, const layer_dims *d, double *pg,
-                           double *pgb, double *g_col, double *act_elems_out, double *mem_out)
+                           double *gb, double *g_col, double *act_elems_out, double *mem_out)
 {
     const px_model *m = ctx->model;
     const px_hw *hw = ctx->hw;
     const px_precision pq = par->precision;
     const px_act_shape sh = *ps;
     double e = d->e, t = d->t, tsp = d->tsp, T = d->T, h = d->h;
-    double g = *pg, *gb = pgb;
+    double g = *pg;
     double up = sh.gated ? 2.0 : 1.0;
     double act_elems = *act_elems_out; /* elements through the activation function */
     double mem = *mem_out;

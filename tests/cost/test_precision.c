@@ -113,20 +113,21 @@ static void test_gemm_rate(void)
     /* the backward of a linear (m tokens, n outputs, k inputs): bf16 twice
      * the forward; FP8 the input gradient (m, k, n) and the weight gradient
      * (k, n, m), each with its own reduction length moved */
-    CHECK(px_prec_time_gemm_bwd_s(&h, PX_PREC_BF16, m, n, k) ==
-          2.0 * px_time_gemm_s(&h, m, n, k));
+    double bwd, fwd = px_prec_time_linear_s(&h, PX_PREC_BF16, m, n, k, &bwd);
+    CHECK(fwd == px_time_gemm_s(&h, m, n, k) && bwd == 2.0 * fwd);
+    fwd = px_prec_time_linear_s(&h, PX_PREC_FP8, m, n, k, &bwd);
+    CHECK(fwd == px_prec_time_gemm_s(&h, PX_PREC_FP8, m, n, k));
     double t = px_time_gemm_s(&h, m, n, k);
     double dgrad = t / r * ((m + hm) / (m + half)) * ((k + hm) / (k + half)) *
                    ((n + r * half) / (n + half));
     double wgrad = t / r * ((k + hm) / (k + half)) * ((n + hm) / (n + half)) *
                    ((m + r * half) / (m + half));
-    CHECK_CLOSE(px_prec_time_gemm_bwd_s(&h, PX_PREC_FP8, m, n, k), dgrad + wgrad, 1e-12, 0);
+    CHECK_CLOSE(bwd, dgrad + wgrad, 1e-12, 0);
     /* few tokens: the weight gradient's reduction is short, so the FP8
      * backward costs more next to its forward than with many */
-    double few = px_prec_time_gemm_bwd_s(&h, PX_PREC_FP8, 256, 8192, 8192) /
-                 px_prec_time_gemm_s(&h, PX_PREC_FP8, 256, 8192, 8192);
-    double many = px_prec_time_gemm_bwd_s(&h, PX_PREC_FP8, 16384, 8192, 8192) /
-                  px_prec_time_gemm_s(&h, PX_PREC_FP8, 16384, 8192, 8192);
+    double b_few, f_few = px_prec_time_linear_s(&h, PX_PREC_FP8, 256, 8192, 8192, &b_few);
+    double b_many, f_many = px_prec_time_linear_s(&h, PX_PREC_FP8, 16384, 8192, 8192, &b_many);
+    double few = b_few / f_few, many = b_many / f_many;
     CHECK(few > 2.2 && few > many && fabs(many - 2.0) < 0.05);
 }
 
