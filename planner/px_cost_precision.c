@@ -2,6 +2,7 @@
  * docs/cost-model.md, "Low-precision GEMMs". */
 #include "px_cost_precision.h"
 
+#include <assert.h>
 #include <string.h>
 
 #include "px_efficiency.h"
@@ -182,7 +183,13 @@ double px_prec_saved_act_bytes(px_precision p, double e_b)
     return px_prec_elem_bytes(p, e_b);
 }
 
-/* The linear layers of one layer as the quantisation sees them. */
+/* The most linear layers one layer has: MLA with a query LoRA (4), the
+ * output projection (1), the routed experts' pair (2) and the shared
+ * experts' pair (2). */
+enum { PX_LAYER_MAX_LINEARS = 4 + 1 + 2 + 2 };
+
+/* The linear layers of one layer as the quantisation sees them; lin holds
+ * PX_LAYER_MAX_LINEARS. */
 static int layer_linears(const px_act_shape *sh, px_prec_linear *lin)
 {
     double t = sh->tp > 0 ? sh->tp : 1, T = sh->s * sh->b, h = sh->h;
@@ -219,6 +226,7 @@ static int layer_linears(const px_act_shape *sh, px_prec_linear *lin)
         lin[n++] = (px_prec_linear){T, h, up * sh->f / t, true};
         lin[n++] = (px_prec_linear){T, sh->f / t, h, false};
     }
+    assert(n <= PX_LAYER_MAX_LINEARS);
     return n;
 }
 
@@ -228,7 +236,7 @@ void px_prec_layer_cast_s(const px_hw *hw, const px_act_shape *sh, px_precision 
     *fwd_s = *bwd_s = 0.0;
     if (!px_prec_is_low(p))
         return;
-    px_prec_linear lin[8];
+    px_prec_linear lin[PX_LAYER_MAX_LINEARS];
     int n = layer_linears(sh, lin);
     double e_b = sh->elem_bytes > 0 ? sh->elem_bytes : 2;
     double f = 0.0, b = 0.0, w = 0.0;

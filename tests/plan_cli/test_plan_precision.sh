@@ -74,4 +74,13 @@ PY
 "$PLAN" --model llama3-8b --gpus 16 --seq 32768 --cp 4 --cp-comm a2a --tp 2 $FW --partition uniform \
   --top 1 --json > "$tmp/a2a.json" 2> "$tmp/err" || fail "a2a: $(cat "$tmp/err")"
 grep -q '"cp_comm": "a2a"' "$tmp/a2a.json" || fail "a2a: not in the plan"
+
+# every low precision on an MLA model with a query LoRA and a shared expert
+# (nine linear layers a layer: the most any layer has) plans without a signal
+for p in fp8 fp8-cs fp8-block; do
+  "$PLAN" --model deepseek-v3 --gpus 256 $FW --precision $p --partition uniform --top 1 \
+    > "$tmp/out" 2> "$tmp/err"
+  rc=$?
+  [ $rc -eq 0 ] || fail "deepseek-v3 $p on 256 GPUs: exit $rc $(tail -1 "$tmp/err")"
+done
 echo "ok"
