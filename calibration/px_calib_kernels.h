@@ -41,7 +41,7 @@ typedef struct {
 
 /* The bytes the cost model charges for that call in storage dtype
  * dtype_bytes (4: the CPU executor, 2: the GPU's bf16), from
- * px_cost_class_bytes (planner/px_cost.h), the cost model's own count: a
+ * px_cost_class_bytes (planner/cost/px_cost.h), the cost model's own count: a
  * rate of these bytes over the measured time gives the measured time back in
  * the model.  Header-only: the GPU calibration does not link this file's
  * CPU kernels. */

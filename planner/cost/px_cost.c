@@ -255,7 +255,7 @@ double px_cost_inflight_bw(px_schedule sched, int p, int v, int64_t m, int stage
          * ahead of their W's (the tail of 2i + 1 W's): p + i of the 2p − 1
          * past B when stage 0 peaks, fewer when m is short of the count the
          * warm-up needs, m − 2(p−1−i).  Read off the unit-time order of
-         * planner/px_schedule.c for p = 1..8 and all m. */
+         * planner/spec/px_schedule.c for p = 1..8 and all m. */
         if (p <= 1)
             return dmin(1.0, mm);
         double n = dmin(mm - 2.0 * (p - 1 - stage), (double)(p + stage));
