@@ -263,7 +263,9 @@ int main(int argc, char **argv)
     char out_dir[PATH_MAX];
     px_error oerr;
     if (px_calib_check_output(cl.out_path, out_dir, sizeof out_dir, &oerr) != PX_OK) {
-        fprintf(stderr, "calibrate: %s\n", oerr.msg);
+        char msg[2048];
+        px_error_format(&oerr, msg, sizeof msg);
+        fprintf(stderr, "calibrate: %s\n", msg);
         return 1;
     }
     bool on_gpu = false;

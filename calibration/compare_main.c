@@ -24,6 +24,7 @@
 #include "px_args.h"
 #include "px_compare.h"
 #include "px_error.h"
+#include "px_io.h"
 
 static void usage(FILE *f)
 {
@@ -123,6 +124,11 @@ int main(int argc, char **argv)
     if (args.n_positional == 0) {
         fprintf(stderr, "compare: no report given\n");
         usage(stderr);
+        return 2;
+    }
+    px_error oerr;
+    if (cl.html_path && px_io_check_option("--html", cl.html_path, false, &oerr) != PX_OK) {
+        say_error("", &oerr);
         return 2;
     }
     px_compare_set set = {.n = args.n_positional, .max_time = cl.max_time,

@@ -9,9 +9,12 @@
 #include <unistd.h>
 
 #include "px_calib.h"
+#include "px_io.h"
 
 px_status px_calib_check_output(const char *out_path, char *out_dir, size_t n, px_error *err)
 {
+    /* the output rules of every file a tool writes (px_io.h) */
+    PX_TRY(px_io_check_option("-o", out_path, false, err));
     snprintf(out_dir, n, "%s", out_path);
     char *slash = strrchr(out_dir, '/');
     if (slash == out_dir)
@@ -20,24 +23,6 @@ px_status px_calib_check_output(const char *out_path, char *out_dir, size_t n, p
         *slash = '\0';
     else
         snprintf(out_dir, n, ".");
-    if (access(out_dir, W_OK) != 0)
-        return PX_FAIL(err, PX_ERR_IO, "-o %s: directory %s is not writable", out_path,
-                       out_dir);
-    /* A writable parent is not enough: -o naming a directory, or an existing
-     * file we may not overwrite, would otherwise fail at the very end. */
-    struct stat out_st;
-    if (stat(out_path, &out_st) == 0) {
-        if (S_ISDIR(out_st.st_mode)) {
-            size_t len = strlen(out_path);
-            return PX_FAIL(err, PX_ERR_IO,
-                           "-o %s: is a directory (give a file name, e.g. "
-                           "%s%scalibrated.json)",
-                           out_path, out_path, out_path[len - 1] == '/' ? "" : "/");
-        }
-        if (access(out_path, W_OK) != 0)
-            return PX_FAIL(err, PX_ERR_IO, "-o %s: the existing file is not writable",
-                           out_path);
-    }
     return PX_OK;
 }
 

@@ -24,6 +24,7 @@
 #endif
 #include "px_ckpt.h"
 #include "px_exec.h"
+#include "px_io.h"
 #include "px_memtrack.h"
 #include "px_measure.h"
 #include "px_trace.h"
@@ -197,6 +198,14 @@ static int parse_args(int argc, char **argv, cli *c, px_error *err)
         PX_FAIL(err, PX_ERR_USAGE, "--save DIR and --save-interval N go together");
         return 2;
     }
+    /* the output rules (px_io.h), before a step is run */
+    if ((c->report_path && px_io_check_option("--report", c->report_path, false, err)) ||
+        (c->trace_path && px_io_check_option("--trace", c->trace_path, false, err)) ||
+        (c->dump_dir && !c->dump_dir[0] && px_io_check_option("--dump-weights", "", true, err)) ||
+        (c->save_dir && !c->save_dir[0] && px_io_check_option("--save", "", true, err)) ||
+        (c->load_dir && !c->load_dir[0] &&
+         PX_FAIL(err, PX_ERR_USAGE, "--load: the directory is empty (give a directory)")))
+        return 2;
     return 0;
 }
 

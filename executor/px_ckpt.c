@@ -123,10 +123,7 @@ static px_status agree(int failed, int *first_bad, px_error *err)
 
 static px_status make_dir(const char *path, px_error *err)
 {
-    if (mkdir(path, 0755) != 0 && errno != EEXIST)
-        return px_error_set(err, PX_ERR_IO, path, 0, 0, "cannot create the directory: %s",
-                            strerror(errno));
-    return PX_OK;
+    return px_io_make_dir(path, err);
 }
 
 static px_status write_manifest(px_exec *ex, const char *iter_dir, int64_t step,

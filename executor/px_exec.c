@@ -1045,9 +1045,7 @@ void px_exec_reset_peak(px_exec *ex)
 
 px_status px_exec_dump_weights(px_exec *ex, const char *dir, px_error *err)
 {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return px_error_set(err, PX_ERR_IO, dir, 0, 0, "cannot create directory: %s",
-                            strerror(errno));
+    PX_TRY(px_io_make_dir(dir, err));
     char path[1024];
     snprintf(path, sizeof path, "%s/rank%d.bin", dir, ex->world_rank);
     float *host = malloc((size_t)(ex->n_params > 0 ? ex->n_params : 1) * sizeof *host);

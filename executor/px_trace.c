@@ -3,6 +3,8 @@
  * (px_trace.h, docs/executor.md "Trace"). */
 #include "px_trace.h"
 
+#include "px_io.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -694,14 +696,17 @@ static void print_event(FILE *f, const px_trace_event *e, int rank, bool *first)
     *first = false;
 }
 
-static int write_file(const char *path, const px_trace_event *ev, const int64_t *counts,
-                      int world)
+/* The trace as JSON text, built in memory and written with px_io_write_atomic
+ * (the output rules of every file a tool writes). */
+static px_status write_file(const char *path, const px_trace_event *ev, const int64_t *counts,
+                            int world, px_error *err)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
     if (!f)
-        return errno ? errno : EIO;
+        return px_error_set(err, PX_ERR_NOMEM, path, 0, 0, "cannot build the trace: %s",
+                            strerror(errno));
     fprintf(f, "{\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"producer\":\"parallax execute "
                "--trace\",\"clock\":\"host monotonic clock of each rank, origin at a barrier "
                "before the first step\",\"classes\":\"cat: gemm, attention, elementwise, "
@@ -724,15 +729,12 @@ static int write_file(const char *path, const px_trace_event *ev, const int64_t 
     fprintf(f, "\n]}\n");
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) {
-        remove(tmp);
-        return EIO;
+        free(text);
+        return px_error_set(err, PX_ERR_NOMEM, path, 0, 0, "out of memory building the trace");
     }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return e;
-    }
-    return 0;
+    px_status st = px_io_write_atomic(path, text, len, err);
+    free(text);
+    return st;
 }
 
 px_status px_trace_write(px_trace *tr, const char *path, MPI_Comm world, px_error *err)
@@ -770,13 +772,14 @@ px_status px_trace_write(px_trace *tr, const char *path, MPI_Comm world, px_erro
     }
     MPI_Bcast(&fail, 1, MPI_INT, 0, world);
     int io = 0;
+    px_error io_err = {0};
     if (!fail) {
         int n_mine = (int)(tr->n_ev * ev_bytes);
         if (MPI_Gatherv(tr->ev, n_mine, MPI_BYTE, all, bytes, displ, MPI_BYTE, 0, world) !=
             MPI_SUCCESS)
             fail = 1;
         else if (rank == 0)
-            io = write_file(path, all, counts, size);
+            io = write_file(path, all, counts, size, &io_err) != PX_OK;
     }
     MPI_Bcast(&io, 1, MPI_INT, 0, world);
     free(all);
@@ -790,9 +793,13 @@ px_status px_trace_write(px_trace *tr, const char *path, MPI_Comm world, px_erro
                        path);
     if (fail)
         return PX_FAIL(err, PX_ERR_MPI, "trace %s: gathering the spans failed", path);
+    if (io && rank == 0) {
+        if (err)
+            *err = io_err;
+        return io_err.code;
+    }
     if (io)
-        return px_error_set(err, PX_ERR_IO, path, 0, 0, "cannot write the trace: %s",
-                            strerror(io));
+        return px_error_set(err, PX_ERR_IO, path, 0, 0, "rank 0 could not write the trace");
     return PX_OK;
 }
 

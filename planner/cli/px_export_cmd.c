@@ -7,6 +7,7 @@
 
 #include "px_args.h"
 #include "px_export.h"
+#include "px_io.h"
 
 static const char usage_text[] =
     "usage: export --plan plan.json --to megatron|nemo|torchtitan|deepspeed|slurm [-o FILE]\n"
@@ -82,7 +83,9 @@ static px_status run_export(const export_cli *c, const char *argv0, FILE *out, p
         return PX_FAIL(err, PX_ERR_NOMEM, "out of memory for the plan");
     char plan_abs[PATH_MAX], exe[PATH_MAX + 16];
     char *text = NULL;
-    px_status st = px_plan_read(c->plan, plan, err);
+    px_status st = c->out && strcmp(c->out, "-") ? px_io_check_option("-o", c->out, false, err) : PX_OK;
+    if (st == PX_OK)
+        st = px_plan_read(c->plan, plan, err);
     if (st == PX_OK) {
         if (!realpath(c->plan, plan_abs))
             snprintf(plan_abs, sizeof plan_abs, "%s", c->plan);

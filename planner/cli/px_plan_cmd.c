@@ -17,6 +17,7 @@
 #include "px_cost_precision.h"
 #include "px_framework.h"
 #include "px_html.h"
+#include "px_io.h"
 #include "px_partition_refine.h"
 #include "px_plan_json.h"
 #include "px_plan_predict.h"
@@ -1024,21 +1025,16 @@ static px_status write_table(FILE *out, const plan_cli *c, const px_model *model
     return PX_OK;
 }
 
-/* -o: find out before a search and a table that the file cannot be written
- * (a file created only for the check is removed again). */
-static px_status probe_output(const char *path, px_error *err)
+/* -o, --html, --write-top: refused before a search when they cannot be
+ * written (px_io_check_target's rules: a regular file or a new path). */
+static px_status check_outputs(const plan_cli *c, px_error *err)
 {
-    FILE *probe = fopen(path, "r");
-    bool existed = probe != NULL;
-    if (probe)
-        fclose(probe);
-    probe = fopen(path, "a");
-    if (!probe)
-        return PX_FAIL(err, PX_ERR_IO, "-o %s: cannot write the plan there: %s", path,
-                       strerror(errno));
-    fclose(probe);
-    if (!existed)
-        remove(path);
+    if (c->out)
+        PX_TRY(px_io_check_option("-o", c->out, false, err));
+    if (c->html)
+        PX_TRY(px_io_check_option("--html", c->html, false, err));
+    if (c->top_dir)
+        PX_TRY(px_io_check_option("--write-top", c->top_dir, true, err));
     return PX_OK;
 }
 
@@ -1128,11 +1124,7 @@ typedef struct {
 
 static px_status run_search(plan_cli *c, const px_model *model, FILE *out, px_error *err)
 {
-    if (c->out) {
-        px_status st = probe_output(c->out, err);
-        if (st != PX_OK)
-            return st;
-    }
+    PX_TRY(check_outputs(c, err));
     plan_work *w = calloc(1, sizeof *w);
     if (!w)
         return PX_FAIL(err, PX_ERR_NOMEM, "out of memory for the search");

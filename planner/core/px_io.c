@@ -60,37 +60,89 @@ px_status px_io_sync_parent_dir(const char *path, px_error *err)
     return PX_OK;
 }
 
-/* A device, FIFO or other non-regular target: written in place, checked. */
-static px_status write_in_place(const char *path, const void *data, size_t n, px_error *err)
+/* The parent directory of path exists, is a directory and may be written. */
+static px_status check_parent(const char *path, px_error *err)
 {
-    int fd = open(path, O_WRONLY | O_TRUNC);
-    if (fd < 0)
-        return px_error_set(err, PX_ERR_IO, path, 0, 0, "cannot open for writing: %s",
-                            strerror(errno));
-    if (write_all(fd, data, n) != 0) {
-        int saved = errno;
-        close(fd);
-        return px_error_set(err, PX_ERR_IO, path, 0, 0, "write failed: %s", strerror(saved));
-    }
-    if (close(fd) != 0)
-        return px_error_set(err, PX_ERR_IO, path, 0, 0, "close failed: %s", strerror(errno));
+    char dir[4096];
+    parent_dir(path, dir, sizeof dir);
+    struct stat sb;
+    if (stat(dir, &sb) != 0)
+        return px_error_set(err, PX_ERR_IO, path, 0, 0,
+                            "the directory %s %s (create it first)", dir,
+                            errno == ENOENT ? "does not exist" : strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return px_error_set(err, PX_ERR_IO, path, 0, 0, "%s is not a directory", dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return px_error_set(err, PX_ERR_IO, path, 0, 0, "cannot write in the directory %s: %s",
+                            dir, strerror(errno));
     return PX_OK;
+}
+
+px_status px_io_check_target(const char *path, px_error *err)
+{
+    if (!path || !path[0])
+        return PX_FAIL(err, PX_ERR_INVALID, "an output path is empty (give a file name)");
+    if (strlen(path) > 3000)
+        return px_error_set(err, PX_ERR_INVALID, path, 0, 0, "output path too long (at most "
+                            "3000 characters)");
+    if (path[strlen(path) - 1] == '/')
+        return px_error_set(err, PX_ERR_INVALID, path, 0, 0,
+                            "names a directory; give a file name");
+    struct stat sb;
+    if (lstat(path, &sb) == 0) {
+        if (S_ISDIR(sb.st_mode))
+            return px_error_set(err, PX_ERR_IO, path, 0, 0, "is a directory; give a file name");
+        if (S_ISLNK(sb.st_mode))
+            return px_error_set(err, PX_ERR_IO, path, 0, 0,
+                                "is a symbolic link: an output replaces only a regular file "
+                                "(give the file's own path)");
+        if (!S_ISREG(sb.st_mode))
+            return px_error_set(err, PX_ERR_IO, path, 0, 0,
+                                "is not a regular file (a device, FIFO or socket): an output "
+                                "replaces only a regular file or creates a new one");
+        if (access(path, W_OK) != 0)
+            return px_error_set(err, PX_ERR_IO, path, 0, 0, "cannot replace the file: %s",
+                                strerror(errno));
+    } else if (errno != ENOENT) {
+        return px_error_set(err, PX_ERR_IO, path, 0, 0, "cannot examine the path: %s",
+                            strerror(errno));
+    }
+    return check_parent(path, err);
+}
+
+px_status px_io_make_dir(const char *path, px_error *err)
+{
+    if (!path || !path[0])
+        return PX_FAIL(err, PX_ERR_INVALID, "an output directory is empty (give a directory)");
+    struct stat sb;
+    if (lstat(path, &sb) == 0) {
+        if (S_ISDIR(sb.st_mode))
+            return PX_OK;
+        return px_error_set(err, PX_ERR_IO, path, 0, 0,
+                            "exists and is not a directory; give a directory");
+    }
+    if (mkdir(path, 0755) != 0)
+        return px_error_set(err, PX_ERR_IO, path, 0, 0, "cannot create the directory: %s",
+                            strerror(errno));
+    return PX_OK;
+}
+
+px_status px_io_check_option(const char *option, const char *path, bool is_dir, px_error *err)
+{
+    px_status st = is_dir ? px_io_make_dir(path, err) : px_io_check_target(path, err);
+    if (st != PX_OK && err) /* the message names the option and the path */
+        snprintf(err->file, sizeof err->file, "%s %.400s", option,
+                 path && path[0] ? path : "''");
+    return st;
 }
 
 px_status px_io_write_atomic(const char *path, const void *data, size_t n, px_error *err)
 {
-    if (!path || !path[0])
-        return PX_FAIL(err, PX_ERR_INVALID, "no output path given");
-    struct stat sb;
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-        if (S_ISDIR(sb.st_mode))
-            return px_error_set(err, PX_ERR_IO, path, 0, 0,
-                                "is a directory; give a file name");
-        return write_in_place(path, data, n, err);
-    }
+    px_status st = px_io_check_target(path, err);
+    if (st != PX_OK)
+        return st;
     char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp)
-        return px_error_set(err, PX_ERR_IO, path, 0, 0, "path too long");
+    snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
     int fd = mkstemp(tmp);
     if (fd < 0)
         return px_error_set(err, PX_ERR_IO, path, 0, 0,

@@ -7,17 +7,33 @@
  * target, every write, fsync and close is checked, then the file is renamed
  * over the target and the directory is synced.
  *
- * A target that exists and is not a regular file (/dev/stdout, /dev/full, a
- * FIFO) cannot be replaced by a rename: it is written in place, every write
- * and close still checked, so /dev/full fails with "No space left on device". */
+ * One set of rules for every path a tool writes (px_io_check_target): a
+ * regular file the caller may replace, or a new name in an existing
+ * directory.  Anything else is refused before a byte is written, by name: an
+ * empty path, a directory, a symbolic link (/dev/stdout), a device
+ * (/dev/full), a FIFO, a missing parent directory.  A tool never writes
+ * over anything but a regular file. */
 #ifndef PX_IO_H
 #define PX_IO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <jansson.h>
 
 #include "px_error.h"
+
+/* The rules above, checked without writing: a command calls it on its
+ * output options before hours of work, px_io_write_atomic again at the end. */
+px_status px_io_check_target(const char *path, px_error *err);
+
+/* px_io_check_target (or px_io_make_dir when is_dir) for a command-line
+ * option: the error names the option and the path ("--html /dev/full"). */
+px_status px_io_check_option(const char *option, const char *path, bool is_dir, px_error *err);
+
+/* Creates the directory path (its parent must exist), or accepts one that is
+ * already there; refuses an empty path and anything that is not a directory. */
+px_status px_io_make_dir(const char *path, px_error *err);
 
 /* Writes n bytes of data to path atomically (see above).  On failure the
  * target is unchanged, the temporary file is removed and err names the path

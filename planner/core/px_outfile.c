@@ -1,13 +1,13 @@
 /* px_outfile.c — in-memory text and atomic file writes. */
 #include "px_outfile.h"
 
+#include "px_io.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static bool grow(px_buf *b, size_t need)
 {
@@ -80,51 +80,13 @@ void px_buf_free(px_buf *b)
 
 px_status px_write_file_atomic(const char *path, const char *data, size_t len, px_error *err)
 {
-    if (!strcmp(path, "-")) {
+    if (path && !strcmp(path, "-")) {
         if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
             return px_error_set(err, PX_ERR_IO, "stdout", 0, 0, "writing failed: %s",
                                 strerror(errno));
         return PX_OK;
     }
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 16);
-    if (!tmp)
-        return PX_FAIL(err, PX_ERR_NOMEM, "out of memory writing %s", path);
-    snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        px_status st = px_error_set(err, PX_ERR_IO, path, 0, 0,
-                                    "cannot create a temporary file beside it: %s",
-                                    strerror(errno));
-        free(tmp);
-        return st;
-    }
-    /* mkstemp creates 0600: give the file the mode fopen would */
-    mode_t mask = umask(0);
-    umask(mask);
-    (void)fchmod(fd, 0666 & ~mask);
-    FILE *f = fdopen(fd, "w");
-    bool ok = f != NULL;
-    if (!f)
-        close(fd);
-    ok = ok && fwrite(data, 1, len, f) == len;
-    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    int e = errno;
-    if (f && fclose(f) != 0 && ok) {
-        ok = false;
-        e = errno;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        ok = false;
-        e = errno;
-    }
-    if (!ok) {
-        remove(tmp);
-        free(tmp);
-        return px_error_set(err, PX_ERR_IO, path, 0, 0, "writing failed: %s", strerror(e));
-    }
-    free(tmp);
-    return PX_OK;
+    return px_io_write_atomic(path, data, len, err);
 }
 
 px_status px_buf_write(const px_buf *b, const char *path, px_error *err)

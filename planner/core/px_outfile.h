@@ -23,7 +23,8 @@ void px_buf_puts(px_buf *b, const char *s);
 void px_buf_html(px_buf *b, const char *s);
 void px_buf_free(px_buf *b);
 
-/* Writes len bytes to path atomically (see above).  "-" writes to stdout. */
+/* Writes len bytes to path with px_io_write_atomic (its rules: a regular file
+ * or a new path); "-" writes to stdout. */
 px_status px_write_file_atomic(const char *path, const char *data, size_t len, px_error *err);
 
 /* The buffer (PX_ERR_NOMEM when it failed to grow) written atomically. */

@@ -59,13 +59,41 @@ if command -v mpirun >/dev/null; then
     mpirun -np 1 "$build/execute" --plan "$work/p1.json" --init-std 1e39
   refused "execute --adam-eps 0" '--adam-eps "0": must be > 0' \
     mpirun -np 1 "$build/execute" --plan "$work/p1.json" --adam-eps 0
+  refused "execute --trace /dev/full" '--trace /dev/full: is not a regular file' \
+    mpirun -np 1 "$build/execute" --plan "$work/p1.json" --trace /dev/full
+  refused "execute --report /dev/stdout" '--report /dev/stdout: is a symbolic link' \
+    mpirun -np 1 "$build/execute" --plan "$work/p1.json" --report /dev/stdout
   refused "execute --timeout 0" '--timeout "0": is not a number of seconds' \
     mpirun -np 1 "$build/execute" --plan "$work/p1.json" --timeout 0
 fi
 
-# atomic outputs: a full disk fails loudly ...
-refused "plan -o /dev/full" '/dev/full.*No space left on device' \
-  "$plan" --model tiny-llama --gpus 2 -o /dev/full
+# outputs: every writer replaces only a regular file or creates a new path,
+# refused by option and path before any work; the device and the link stay.
+"$plan" --model tiny-llama --gpus 2 -o "$work/p2.json" >/dev/null 2>&1 || fail "plan -o p2.json"
+ln -s "$work/p2.json" "$work/link.json"
+compare="$build/compare" export_="$build/export"
+for target in /dev/full /dev/null "$work/link.json"; do
+  why='is not a regular file'
+  [ "$target" = "$work/link.json" ] && why='is a symbolic link'
+  refused "plan -o $target" "plan: error: -o $target: $why" \
+    "$plan" --model tiny-llama --gpus 2 -o "$target"
+  refused "plan --html $target" "plan: error: --html $target: $why" \
+    "$plan" --model tiny-llama --gpus 2 --html "$target"
+  refused "export -o $target" "export: error: -o $target: $why" \
+    "$export_" --plan "$work/p2.json" --to slurm -o "$target"
+  refused "compare --html $target" "compare: error: --html $target: $why|--html $target: $why" \
+    "$compare" --html "$target" "$work/p2.json"
+done
+[ -c /dev/full ] && [ -c /dev/null ] || fail "a device was replaced by a file"
+[ -L "$work/link.json" ] || fail "the symbolic link was replaced"
+refused "plan --html ''" "--html '': an output path is empty" \
+  "$plan" --model tiny-llama --gpus 2 --html ''
+refused "plan --write-top ''" "--write-top '': an output directory is empty" \
+  "$plan" --model tiny-llama --gpus 2 --write-top ''
+refused "plan -o missing dir" "-o $work/no/p.json: the directory $work/no does not exist" \
+  "$plan" --model tiny-llama --gpus 2 -o "$work/no/p.json"
+refused "plan --html DIR" "--html $work: is a directory" \
+  "$plan" --model tiny-llama --gpus 2 --html "$work"
 # ... and a write that fails half-way (a file-size limit: EFBIG) leaves the
 # previous plan whole, with no temporary file beside it.
 "$plan" --model tiny-llama --gpus 2 -o "$work/good.json" >/dev/null 2>&1 || fail "plan -o good.json"

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "px_checked.h"
@@ -57,9 +58,29 @@ static void test_atomic(void)
     CHECK(px_io_write_atomic(path, "second\n", 7, &err) == PX_OK);
     got = slurp(path);
     CHECK(got && strcmp(got, "second\n") == 0);
-    /* a full disk: an error naming the device and the reason */
+    /* a device is never written over: refused by name, left a device */
     CHECK(px_io_write_atomic("/dev/full", "x", 1, &err) == PX_ERR_IO);
-    CHECK_MSG(strstr(err.msg, "No space left") && !strcmp(err.file, "/dev/full"), "%s", err.msg);
+    CHECK_MSG(strstr(err.msg, "not a regular file") && !strcmp(err.file, "/dev/full"), "%s",
+              err.msg);
+    struct stat sb;
+    CHECK(stat("/dev/full", &sb) == 0 && S_ISCHR(sb.st_mode));
+    /* a symbolic link (even to a regular file) is not replaced */
+    char link[160];
+    snprintf(link, sizeof link, "%s/link.json", dir);
+    CHECK(symlink(path, link) == 0);
+    CHECK(px_io_write_atomic(link, "x", 1, &err) == PX_ERR_IO);
+    CHECK_MSG(strstr(err.msg, "symbolic link") != NULL, "%s", err.msg);
+    CHECK(lstat(link, &sb) == 0 && S_ISLNK(sb.st_mode));
+    CHECK(unlink(link) == 0);
+    /* no empty path, no missing directory, no trailing slash */
+    CHECK(px_io_write_atomic("", "x", 1, &err) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(err.msg, "empty") != NULL, "%s", err.msg);
+    char missing[160];
+    snprintf(missing, sizeof missing, "%s/no/such.json", dir);
+    CHECK(px_io_write_atomic(missing, "x", 1, &err) == PX_ERR_IO);
+    CHECK_MSG(strstr(err.msg, "does not exist") != NULL, "%s", err.msg);
+    CHECK(px_io_check_option("--write-top", "", true, &err) == PX_ERR_INVALID);
+    CHECK_MSG(!strcmp(err.file, "--write-top ''"), "%s", err.file);
     /* a write that fails half-way (EFBIG under a 512-byte file-size limit)
      * leaves the previous file whole and no temporary file */
     static char big[4096];
