@@ -133,6 +133,21 @@ static px_status read_tokens_per_step(void *s, const char *flag, const char *v, 
     return PX_OK;
 }
 
+/* --gpu-mtbf-hours, --price-per-gpu-hour: the profile field's bounds. */
+static px_status read_mtbf(void *s, const char *flag, const char *v, px_error *err)
+{
+    double *x = &((plan_cli *)s)->opts.gpu_mtbf_hours;
+    PX_TRY(px_args_read_amount(flag, v, x, err));
+    return px_hw_check_field(flag, "gpu_mtbf_hours", *x, err);
+}
+
+static px_status read_price(void *s, const char *flag, const char *v, px_error *err)
+{
+    double *x = &((plan_cli *)s)->price_per_gpu_hour;
+    PX_TRY(px_args_read_amount(flag, v, x, err));
+    return px_hw_check_field(flag, "price_per_gpu_hour", *x, err);
+}
+
 static px_status read_recompute(void *s, const char *flag, const char *v, px_error *err)
 {
     px_recompute r;
@@ -275,8 +290,8 @@ static const px_arg plan_rows[] = {
     PX_ARG_CUSTOM("--milp-budget", read_milp_budget),
     PX_ARG_INT("--top", plan_cli, opts.top, 1, PX_SEARCH_TOP_MAX),
     PX_ARG_AMOUNT("--tokens", plan_cli, opts.train_tokens),
-    PX_ARG_AMOUNT("--gpu-mtbf-hours", plan_cli, opts.gpu_mtbf_hours),
-    PX_ARG_AMOUNT("--price-per-gpu-hour", plan_cli, price_per_gpu_hour),
+    PX_ARG_CUSTOM("--gpu-mtbf-hours", read_mtbf),
+    PX_ARG_CUSTOM("--price-per-gpu-hour", read_price),
     PX_ARG_STR("--html", plan_cli, html),
     PX_ARG_SWITCH("--explain", plan_cli, explain),
     PX_ARG_SWITCH("--json", plan_cli, json),

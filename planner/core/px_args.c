@@ -63,6 +63,11 @@ px_status px_args_read_amount(const char *flag, const char *s, double *out, px_e
 {
     char *end;
     errno = 0;
+    /* decimal only: strtod would also read hex ("0x10"), "inf" and "nan" */
+    if (strpbrk(s, "xXpP") || !strpbrk(s, "0123456789"))
+        return PX_FAIL(err, PX_ERR_USAGE,
+                       "%s \"%s\": expected a positive decimal number (suffix K, M, B, T)",
+                       flag, s);
     double v = strtod(s, &end);
     double mult = 1.0;
     if (end != s && *end && !end[1]) {

@@ -10,6 +10,7 @@
 #include "px_grad_accum.h"
 #include "px_pipe_engine.h"
 
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 
@@ -397,6 +398,29 @@ bool px_cost_record_split(const px_model *m, px_parallel *par)
     px_cost_default_split(m->n_layers, chunks, par->layers_per_chunk);
     par->n_chunks = chunks;
     return true;
+}
+
+/* n doubles, each finite and >= 0 (a struct of seconds read as an array). */
+static inline bool seconds_ok(const double *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(v[i]) || v[i] < 0.0)
+            return false;
+    return true;
+}
+
+/* Every time the model produces is a finite, non-negative number of seconds
+ * and a step takes time: checked once, where the layer and step times are
+ * assembled (debug builds; the profiles' bounds keep a release build there). */
+static void assert_times(const px_time *tm, const layer_time *ld, const layer_time *lm)
+{
+    _Static_assert(sizeof(px_time) % sizeof(double) == 0, "px_time holds seconds only");
+    _Static_assert(sizeof(layer_time) % sizeof(double) == 0, "layer_time holds doubles only");
+    assert(seconds_ok((const double *)ld, sizeof *ld / sizeof(double)));
+    assert(seconds_ok((const double *)lm, sizeof *lm / sizeof(double)));
+    assert(seconds_ok((const double *)tm, sizeof *tm / sizeof(double)));
+    assert(tm->step_s > 0.0 && tm->compute_s > 0.0);
+    (void)tm, (void)ld, (void)lm;
 }
 
 static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem_limit,
@@ -806,6 +830,7 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     tm->dp_comm_total_s = dp_total;
     tm->bubble_s = bubble;
     tm->optimizer_s = opt_s;
+    assert_times(tm, &ld, &lm);
 
     fill_rates(ctx, par, step, bubble, pred);
     fill_goodput(ctx, par, train_tokens, gpu_mtbf_hours, pred);

@@ -132,31 +132,62 @@ const char *px_hw_profiles_dir_default(void)
     return px_datadir_pick(PX_SOURCE_ROOT "/hw_profiles", PX_DATA_DIR "/hw_profiles");
 }
 
-/* The element-wise class rates (*_bw, optional, 0 = not measured) and
- * attn_eff (0 = default) and exp_rate (0 = not modelled): 0 or at least the minimum, so no time divides by
- * a near-zero rate. */
+/* Optional fields whose 0 means "absent" (not measured, not modelled, no
+ * such tensor-core path): 0, or at least a minimum, so no time divides by a
+ * near-zero rate (fp8_flops 1e-300 would give a step of -542 s). */
+typedef struct {
+    const char *key, *zero_means, *unit;
+    double min;
+} zero_or_min;
+static const zero_or_min zero_or_min_fields[] = {
+    {"fp8_flops", "no such tensor-core path", "FLOP/s", MIN_FLOPS},
+    {"mxfp8_flops", "no such tensor-core path", "FLOP/s", MIN_FLOPS},
+    {"fp4_flops", "no such tensor-core path", "FLOP/s", MIN_FLOPS},
+    {"exp_rate", "not modelled", "per second", MIN_FLOPS},
+    {"attn_eff", "default", "", 1e-3},
+    {"sustained_frac", "not measured", "", 1e-3},
+    {"sync_interval_s", "not modelled", "s", 1e-6},
+    {"norm_bw", "not measured", "bytes/s", MIN_BW},
+    {"residual_bw", "not measured", "bytes/s", MIN_BW},
+    {"gelu_bw", "not measured", "bytes/s", MIN_BW},
+    {"swiglu_bw", "not measured", "bytes/s", MIN_BW},
+    {"rope_bw", "not measured", "bytes/s", MIN_BW},
+    {"xent_bw", "not measured", "bytes/s", MIN_BW},
+    {"adamw_bw", "not measured", "bytes/s", MIN_BW},
+    {"embed_bw", "not measured", "bytes/s", MIN_BW},
+};
+
 static px_status check_optional_rates(const px_hw *hw, px_error *err)
+{
+    for (size_t z = 0; z < sizeof zero_or_min_fields / sizeof zero_or_min_fields[0]; z++) {
+        const zero_or_min *o = &zero_or_min_fields[z];
+        for (int i = 0; i < N_HW_FIELDS; i++) {
+            const px_jfield *f = &hw_fields[i];
+            if (strcmp(f->key, o->key))
+                continue;
+            double x = *(const double *)((const char *)hw + f->offset);
+            if (x != 0 && !(x >= o->min))
+                return PX_FAIL(err, PX_ERR_INVALID,
+                               "profile %s: %s: %g is out of range (allowed: 0 = %s, or "
+                               "%g..%g%s%s)", hw->name, f->key, x, o->zero_means, o->min,
+                               f->max, o->unit[0] ? " " : "", o->unit);
+        }
+    }
+    return PX_OK;
+}
+
+px_status px_hw_check_field(const char *what, const char *key, double x, px_error *err)
 {
     for (int i = 0; i < N_HW_FIELDS; i++) {
         const px_jfield *f = &hw_fields[i];
-        size_t len = strlen(f->key);
-        if (f->type != PX_JF_DBL || f->min != 0 || len < 3 || strcmp(f->key + len - 3, "_bw"))
+        if (strcmp(f->key, key))
             continue;
-        double x = *(const double *)((const char *)hw + f->offset);
-        if (x != 0 && x < MIN_BW)
-            return PX_FAIL(err, PX_ERR_INVALID,
-                           "profile %s: %s: %g is out of range (allowed: 0 = not measured, or "
-                           "%g..%g bytes/s)", hw->name, f->key, x, MIN_BW, f->max);
+        if (!(x >= f->min && x <= f->max))
+            return PX_FAIL(err, PX_ERR_USAGE, "%s %g: out of range (allowed: %g..%g, the "
+                           "bounds of the profile field %s)", what, x, f->min, f->max, key);
+        return PX_OK;
     }
-    if (hw->attn_eff != 0 && hw->attn_eff < 1e-3)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "profile %s: attn_eff: %g is out of range (allowed: 0 = default, or "
-                       "0.001..1)", hw->name, hw->attn_eff);
-    if (hw->exp_rate != 0 && hw->exp_rate < MIN_FLOPS)
-        return PX_FAIL(err, PX_ERR_INVALID,
-                       "profile %s: exp_rate: %g is out of range (allowed: 0 = not modelled, or "
-                       "%g..%g per second)", hw->name, hw->exp_rate, MIN_FLOPS, MAX_FLOPS);
-    return PX_OK;
+    return PX_FAIL(err, PX_ERR_INTERNAL, "%s: no profile field %s", what, key);
 }
 
 px_status px_hw_validate(const px_hw *hw, px_error *err)

@@ -150,6 +150,10 @@ px_status px_hw_save(const px_hw *hw, const char *path, px_error *err);
 
 void px_hw_list_profiles(const char *profiles_dir, char *buf, int buf_len);
 
+/* x against the bounds of the profile field key (one table for the file and
+ * the command-line option that overrides it); what names the option. */
+px_status px_hw_check_field(const char *what, const char *key, double x, px_error *err);
+
 px_status px_hw_validate(const px_hw *hw, px_error *err);
 
 const char *px_hw_profiles_dir_default(void);

@@ -50,6 +50,13 @@ refused "--tokens-per-step 1e30" 'tokens-per-step "1e30": out of range \(allowed
   "$plan" --model llama3-8b --gpus 8 --tokens-per-step 1e30
 refused "--global-batch x --seq overflow" 'more than 1125899906842624 \(2\^50\) tokens a step' \
   "$plan" --model llama3-8b --gpus 8 --global-batch 1099511627776 --seq 1099511627776
+# the command-line overrides of a profile field take the field's bounds
+for opt in --gpu-mtbf-hours --price-per-gpu-hour; do
+  refused "$opt 1e20" "$opt 1e\+20: out of range \(allowed: [0-9.e+-]+\.\.[0-9.e+]+, the bounds of the profile field" \
+    "$plan" --model tiny-llama --gpus 8 "$opt" 1e20
+  refused "$opt 0x10" "$opt \"0x10\": expected a positive decimal number" \
+    "$plan" --model tiny-llama --gpus 8 "$opt" 0x10
+done
 if command -v mpirun >/dev/null; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
   "$plan" --model tiny-llama --gpus 1 -o "$work/p1.json" >/dev/null 2>&1

@@ -89,6 +89,14 @@ put("profile", "gemm_point_zero_flops",
 put("profile", "coll_point_bad_ranks",
     with_(hw, allreduce_points=[{"n_ranks": 0, "lat_s": 1e-5, "bw": 1e9}]),
     r"allreduce_points\[0\]\.n_ranks: 0 is out of range")
+for key in ("fp8_flops", "mxfp8_flops", "fp4_flops"):
+    put("profile", key + "_tiny", with_(hw, **{key: 1e-300}),
+        key + r": 1e-300 is out of range \(allowed: 0 = no such tensor-core path, or "
+        r"1e\+06\.\.1e\+19 FLOP/s\)")
+put("profile", "sustained_frac_tiny", with_(hw, sustained_frac=1e-300),
+    r"sustained_frac: 1e-300 is out of range \(allowed: 0 = not measured, or 0\.001\.\.1\)")
+put("profile", "sync_interval_tiny", with_(hw, sync_interval_s=1e-300),
+    r"sync_interval_s: 1e-300 is out of range")
 put("profile", "truncated", None, r"malformed JSON", raw=json.dumps(hw)[:40])
 
 with tempfile.TemporaryDirectory() as t:
