@@ -162,15 +162,15 @@ static const px_arg execute_rows[] = {
     PX_ARG_SWITCH("--check", cli, check),
     PX_ARG_CUSTOM("--dtype", read_dtype),
     PX_ARG_CUSTOM("--backend", read_backend),
-    PX_ARG_I64("--steps", cli, steps, 1, (double)(1LL << 40)),
-    PX_ARG_I64("--warmup", cli, warmup, 0, (double)(1LL << 40)),
+    PX_ARG_I64("--steps", cli, steps, 1, (double)PX_EXEC_MAX_STEPS),
+    PX_ARG_I64("--warmup", cli, warmup, 0, (double)PX_EXEC_MAX_STEPS),
     PX_ARG_CUSTOM("--seed", read_seed),
     PX_ARG_CUSTOM("--lr", read_lr),
     PX_ARG_CUSTOM("--adam-eps", read_adam_eps),
     PX_ARG_CUSTOM("--init-std", read_init_std),
     PX_ARG_STR("--save", cli, save_dir),
     PX_ARG_STR("--load", cli, load_dir),
-    PX_ARG_I64("--save-interval", cli, save_interval, 1, (double)(1LL << 40)),
+    PX_ARG_I64("--save-interval", cli, save_interval, 1, (double)PX_EXEC_MAX_STEPS),
     PX_ARG_CUSTOM("--timeout", read_timeout),
 };
 

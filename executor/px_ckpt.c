@@ -19,7 +19,8 @@
 #include "px_watchdog.h"
 
 #define CKPT_KIND "parallax-checkpoint"
-#define CKPT_VERSION 1
+#define CKPT_VERSION 2 /* 2: every optimizer setting in "optimizer" */
+#define HASH_HEX_DIGITS 16
 #define SHARD_MAGIC "PXCKPT01"
 #define ENDIAN_MARK 0x01020304u
 
@@ -126,6 +127,42 @@ static px_status make_dir(const char *path, px_error *err)
     return px_io_make_dir(path, err);
 }
 
+/* Every optimizer setting a resumed run must share (a float each, exact in
+ * JSON's 17 digits): a mismatch is refused by name. */
+typedef struct {
+    const char *key, *option;
+    size_t offset;
+} opt_field;
+static const opt_field opt_fields[] = {
+    {"lr", "--lr", offsetof(px_exec_options, lr)},
+    {"beta1", "(AdamW beta1)", offsetof(px_exec_options, beta1)},
+    {"beta2", "(AdamW beta2)", offsetof(px_exec_options, beta2)},
+    {"adam_eps", "--adam-eps", offsetof(px_exec_options, adam_eps)},
+    {"weight_decay", "(AdamW weight decay)", offsetof(px_exec_options, weight_decay)},
+};
+#define N_OPT_FIELDS ((int)(sizeof opt_fields / sizeof opt_fields[0]))
+
+static float opt_value(const px_exec_options *o, int i)
+{
+    float v;
+    memcpy(&v, (const char *)o + opt_fields[i].offset, sizeof v);
+    return v;
+}
+
+static json_t *optimizer_json(const px_exec_options *o)
+{
+    json_t *obj = json_object();
+    for (int i = 0; i < N_OPT_FIELDS; i++)
+        json_object_set_new(obj, opt_fields[i].key, json_real((double)opt_value(o, i)));
+    return obj;
+}
+
+/* Sequences consumed before step (the data position a resume starts at). */
+static json_int_t data_position(const px_exec *ex, int64_t step)
+{
+    return (json_int_t)(step * (int64_t)(ex->global_tokens / (double)ex->s));
+}
+
 static px_status write_manifest(px_exec *ex, const char *iter_dir, int64_t step,
                                 const uint64_t *hashes, const int64_t *sizes, px_error *err)
 {
@@ -139,13 +176,12 @@ static px_status write_manifest(px_exec *ex, const char *iter_dir, int64_t step,
         json_array_append_new(shards, json_pack("{s:i, s:s, s:I, s:s}", "rank", r, "file", file,
                                                 "bytes", (json_int_t)sizes[r], "fnv1a64", hex));
     }
-    json_t *m = json_pack("{s:s, s:i, s:I, s:i, s:s, s:s, s:I, s:f, s:I, s:o}", "kind",
+    json_t *m = json_pack("{s:s, s:i, s:I, s:i, s:s, s:s, s:I, s:o, s:I, s:o}", "kind",
                           CKPT_KIND, "version", CKPT_VERSION, "step", (json_int_t)step,
                           "world_size", ex->world_size, "plan_fingerprint", fp, "dtype",
                           px_dtype_name(ex->act_dtype), "seed", (json_int_t)ex->opt.seed,
-                          "lr", (double)ex->opt.lr, "data_position_sequences",
-                          (json_int_t)(step * (int64_t)(ex->global_tokens / (double)ex->s)),
-                          "shards", shards);
+                          "optimizer", optimizer_json(&ex->opt), "data_position_sequences",
+                          data_position(ex, step), "shards", shards);
     if (!m)
         return PX_FAIL(err, PX_ERR_NOMEM, "checkpoint: cannot build the manifest");
     snprintf(path, sizeof path, "%s/manifest.json", iter_dir);
@@ -242,15 +278,28 @@ static px_status resolve_dir(const char *dir, char *iter_dir, size_t n, px_error
         return px_error_set(err, PX_ERR_IO, dir, 0, 0,
                             "no checkpoint here: neither latest nor manifest.json (a save "
                             "that did not complete leaves no manifest)");
-    char name[64] = "";
-    long long it = -1;
-    int ok = fgets(name, sizeof name, f) != NULL;
+    /* exactly what px_ckpt_save writes: "iter_" and the step (at least 7
+     * digits) and one newline; no blank, NUL, second line or other text */
+    char name[64];
+    size_t len = fread(name, 1, sizeof name - 1, f);
     fclose(f);
-    char tail = 0;
-    if (!ok || sscanf(name, "iter_%7lld%c", &it, &tail) < 1 || it < 0 ||
-        (tail != 0 && tail != '\n'))
+    name[len] = '\0';
+    long long it = -1;
+    size_t digits = len > 6 ? strspn(name + 5, "0123456789") : 0;
+    if (!strncmp(name, "iter_", 5) && digits >= 7 && digits <= 12 && len == 5 + digits + 1 &&
+        name[len - 1] == '\n')
+        it = strtoll(name + 5, NULL, 10);
+    char canon[64];
+    snprintf(canon, sizeof canon, "iter_%07lld\n", it);
+    if (it < 0 || it > PX_EXEC_MAX_STEPS || strcmp(name, canon)) {
+        for (size_t i = 0; i < len; i++) /* printable in the message */
+            if (name[i] < 0x20 || name[i] > 0x7e)
+                name[i] = '?';
         return px_error_set(err, PX_ERR_INVALID, path, 0, 0,
-                            "expected one line \"iter_NNNNNNN\", got \"%.40s\"", name);
+                            "expected one line \"iter_NNNNNNN\" (the step, 0..%lld, in at least "
+                            "7 digits) and a newline, got \"%.40s\"", (long long)PX_EXEC_MAX_STEPS,
+                            name);
+    }
     snprintf(iter_dir, n, "%s/iter_%07lld", dir, it);
     snprintf(path, sizeof path, "%s/manifest.json", iter_dir);
     if (!is_file(path))
@@ -265,22 +314,93 @@ typedef struct {
     uint64_t hash;
 } shard_entry;
 
-/* The manifest against this run; this rank's entry into *e. */
+/* The shortest decimal that reads back as the float x (6 to 9 digits). */
+static void float_text(float x, char *buf, size_t n)
+{
+    for (int digits = 6; digits <= 9; digits++) {
+        snprintf(buf, n, "%.*g", digits, (double)x);
+        if (strtof(buf, NULL) == x)
+            return;
+    }
+}
+
+/* The manifest's optimizer object against this run's settings: every key,
+ * a number each, equal as a float; a mismatch names the setting. */
+static px_status check_optimizer(const px_exec *ex, json_t *opt, const char *path,
+                                 px_error *err)
+{
+    if (!json_is_object(opt) || json_object_size(opt) != (size_t)N_OPT_FIELDS)
+        return px_error_set(err, PX_ERR_INVALID, path, 0, 0,
+                            "malformed manifest: optimizer: expected an object of exactly lr, "
+                            "beta1, beta2, adam_eps, weight_decay");
+    for (int i = 0; i < N_OPT_FIELDS; i++) {
+        json_t *v = json_object_get(opt, opt_fields[i].key);
+        if (!json_is_number(v))
+            return px_error_set(err, PX_ERR_INVALID, path, 0, 0,
+                                "malformed manifest: optimizer.%s: expected a number",
+                                opt_fields[i].key);
+        double saved = json_number_value(v);
+        float mine = opt_value(&ex->opt, i);
+        if ((float)saved != mine) {
+            char a[32], b[32];
+            float_text((float)saved, a, sizeof a);
+            float_text(mine, b, sizeof b);
+            return px_error_set(err, PX_ERR_INVALID, path, 0, 0,
+                                "mismatched checkpoint (refused): optimizer.%s: %s, this run "
+                                "has %s %s", opt_fields[i].key, a, opt_fields[i].option, b);
+        }
+    }
+    return PX_OK;
+}
+
+/* "fnv1a64": exactly 16 lower-case hex digits. */
+static bool parse_hash(const char *hex, uint64_t *out)
+{
+    if (strlen(hex) != HASH_HEX_DIGITS || strspn(hex, "0123456789abcdef") != HASH_HEX_DIGITS)
+        return false;
+    *out = strtoull(hex, NULL, 16);
+    return true;
+}
+
+/* This rank's entry of the manifest's shards into *e. */
+static px_status check_shard_entry(const px_exec *ex, json_t *me, const char *path,
+                                   shard_entry *e, px_error *err)
+{
+    const char *file = "", *hex = "";
+    json_int_t rank = -1, bytes = -1;
+    json_error_t je;
+    char want[32];
+    snprintf(want, sizeof want, "rank%05d.bin", ex->world_rank);
+    if (json_unpack_ex(me, &je, JSON_STRICT, "{s:I, s:s, s:I, s:s}", "rank", &rank, "file",
+                       &file, "bytes", &bytes, "fnv1a64", &hex) != 0 ||
+        rank != ex->world_rank || strcmp(file, want) || bytes < 0 ||
+        !parse_hash(hex, &e->hash))
+        return px_error_set(err, PX_ERR_INVALID, path, 0, 0,
+                            "malformed manifest: shards[%d]: expected exactly {rank: %d, file: "
+                            "\"%s\", bytes: an integer >= 0, fnv1a64: 16 lower-case hex "
+                            "digits}", ex->world_rank, ex->world_rank, want);
+    e->bytes = bytes;
+    snprintf(e->file, sizeof e->file, "%s", file);
+    return PX_OK;
+}
+
+/* The manifest against this run, every field strictly (unknown keys, a
+ * value out of its range or different from this run's are refused by
+ * name); this rank's entry into *e. */
 static px_status check_manifest(px_exec *ex, const char *path, shard_entry *e, px_error *err)
 {
     json_t *m = NULL;
     PX_TRY(px_jf_load_file(path, &m, err));
     const char *kind = "", *fp = "", *dtype = "";
-    int version = 0, world = 0;
-    json_int_t step = -1, seed = 0;
-    double lr = 0;
-    json_t *shards = NULL;
+    json_int_t version = 0, world = 0, step = -1, seed = 0, position = -1;
+    json_t *shards = NULL, *optimizer = NULL;
     json_error_t je;
     px_status st = PX_OK;
-    if (json_unpack_ex(m, &je, 0, "{s:s, s:i, s:I, s:i, s:s, s:s, s:I, s:F, s:o}", "kind",
-                       &kind, "version", &version, "step", &step, "world_size", &world,
-                       "plan_fingerprint", &fp, "dtype", &dtype, "seed", &seed, "lr", &lr,
-                       "shards", &shards) != 0) {
+    if (json_unpack_ex(m, &je, JSON_STRICT, "{s:s, s:I, s:I, s:I, s:s, s:s, s:I, s:o, s:I, s:o}",
+                       "kind", &kind, "version", &version, "step", &step, "world_size", &world,
+                       "plan_fingerprint", &fp, "dtype", &dtype, "seed", &seed, "optimizer",
+                       &optimizer, "data_position_sequences", &position, "shards",
+                       &shards) != 0) {
         st = px_error_set(err, PX_ERR_INVALID, path, 0, 0, "malformed manifest: %s", je.text);
         goto out;
     }
@@ -291,46 +411,40 @@ static px_status check_manifest(px_exec *ex, const char *path, shard_entry *e, p
     const char *what = NULL;
     char detail[256] = "";
     if (strcmp(kind, CKPT_KIND) || version != CKPT_VERSION)
-        what = "kind/version", snprintf(detail, sizeof detail, "\"%s\" v%d, expected \"%s\" v%d",
-                                        kind, version, CKPT_KIND, CKPT_VERSION);
+        what = "kind/version", snprintf(detail, sizeof detail, "\"%.40s\" v%lld, expected \"%s\" "
+                                        "v%d", kind, (long long)version, CKPT_KIND,
+                                        CKPT_VERSION);
+    else if (step < 0 || step > PX_EXEC_MAX_STEPS)
+        what = "step", snprintf(detail, sizeof detail, "%lld is out of range (allowed: 0..%lld)",
+                                (long long)step, (long long)PX_EXEC_MAX_STEPS);
     else if (world != ex->world_size)
-        what = "world_size", snprintf(detail, sizeof detail, "%d ranks, this run has %d", world,
-                                      ex->world_size);
+        what = "world_size", snprintf(detail, sizeof detail, "%lld ranks, this run has %d",
+                                      (long long)world, ex->world_size);
     else if (strcmp(fp, mine))
         what = "plan_fingerprint", snprintf(detail, sizeof detail, "saved with another plan "
                                             "(model, layout or batch differ)");
     else if (strcmp(dtype, px_dtype_name(ex->act_dtype)))
-        what = "dtype", snprintf(detail, sizeof detail, "%s, this run stores %s", dtype,
+        what = "dtype", snprintf(detail, sizeof detail, "%.40s, this run stores %s", dtype,
                                  px_dtype_name(ex->act_dtype));
     else if ((uint64_t)seed != ex->opt.seed)
         what = "seed", snprintf(detail, sizeof detail, "%lld, this run has --seed %llu",
                                 (long long)seed, (unsigned long long)ex->opt.seed);
-    else if ((float)lr != ex->opt.lr)
-        what = "lr", snprintf(detail, sizeof detail, "%g, this run has --lr %g", lr,
-                              (double)ex->opt.lr);
-    else if (!json_is_array(shards) || (int)json_array_size(shards) != ex->world_size)
+    else if (position != data_position(ex, (int64_t)step))
+        what = "data_position_sequences", snprintf(detail, sizeof detail, "%lld, step %lld of "
+                                                   "this plan is at %lld", (long long)position,
+                                                   (long long)step,
+                                                   (long long)data_position(ex, (int64_t)step));
+    else if (!json_is_array(shards) || json_array_size(shards) != (size_t)ex->world_size)
         what = "shards", snprintf(detail, sizeof detail, "expected %d entries", ex->world_size);
     if (what) {
         st = px_error_set(err, PX_ERR_INVALID, path, 0, 0,
                           "mismatched checkpoint (refused): %s: %s", what, detail);
         goto out;
     }
-    json_t *me = json_array_get(shards, (size_t)ex->world_rank);
-    const char *file = "", *hex = "";
-    int rank = -1;
-    json_int_t bytes = -1;
-    if (json_unpack_ex(me, &je, 0, "{s:i, s:s, s:I, s:s}", "rank", &rank, "file", &file,
-                       "bytes", &bytes, "fnv1a64", &hex) != 0 || rank != ex->world_rank ||
-        strchr(file, '/') || strlen(file) >= sizeof e->file ||
-        sscanf(hex, "%16" SCNx64, &e->hash) != 1) {
-        st = px_error_set(err, PX_ERR_INVALID, path, 0, 0,
-                          "malformed manifest: shards[%d] (rank, file, bytes, fnv1a64)",
-                          ex->world_rank);
-        goto out;
-    }
+    st = check_optimizer(ex, optimizer, path, err);
+    if (!st)
+        st = check_shard_entry(ex, json_array_get(shards, (size_t)ex->world_rank), path, e, err);
     e->step = step;
-    e->bytes = bytes;
-    snprintf(e->file, sizeof e->file, "%s", file);
 out:
     json_decref(m);
     return st;
@@ -368,6 +482,8 @@ static px_status read_shard(px_exec *ex, const char *path, const shard_entry *e,
                  h.weight_elem_bytes != px_dtype_bytes(ex->act_dtype) ||
                  h.has_master != (ex->master != NULL))
             bad = "its header (rank, step, sizes, dtype) does not match this rank";
+        else if (h.adam_steps < 0 || h.adam_steps > h.step)
+            bad = "its header's AdamW step count is not in 0..step";
     }
     if (bad) {
         free(buf);

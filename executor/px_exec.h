@@ -29,6 +29,11 @@ typedef struct {
                               * at this step (-1, the default: never) */
 } px_exec_options;
 
+/* The most steps one run (or a checkpoint) counts: 10 million, ~8x the 1.2M
+ * of Llama 3 405B's pre-training; the per-step loss and norm arrays are
+ * allocated up front, so a larger --steps or --warmup fails there. */
+#define PX_EXEC_MAX_STEPS 10000000LL
+
 /* lr 1e-3, betas (0.9, 0.95), eps 1e-8, weight decay 0.1, init std 0.02, seed 1. */
 void px_exec_options_default(px_exec_options *o);
 

@@ -130,6 +130,54 @@ refuse other_world "mismatched checkpoint.*world_size: 2 ranks, this run has 4" 
 refuse other_seed "mismatched checkpoint.*seed" 2 "$exe" --plan "$plan" --steps 4 --seed 7 --load "$ck"
 refuse nothing_there "no checkpoint here" 2 "$exe" --plan "$plan" --steps 4 --load "$work/none"
 refuse nothing_left "at step 2: --steps 2 .* leaves no step to run" 2 "$exe" --plan "$plan" --steps 2 --load "$ck"
+refuse other_adam_eps "mismatched checkpoint.*optimizer\.adam_eps: 1e-08, this run has --adam-eps 1e-06" \
+  2 "$exe" --plan "$plan" --steps 4 --adam-eps 1e-6 --load "$ck"
+# forged manifests and latest files: every field validated strictly
+forge() { # NAME PYTHON-EXPR-ON-m: a copy of the checkpoint with its manifest edited
+  rm -rf "$work/$1"; cp -r "$ck" "$work/$1"
+  python3 - "$work/$1/iter_0000002/manifest.json" "$2" <<'PY'
+import json, sys
+p = sys.argv[1]; m = json.load(open(p)); exec(sys.argv[2])
+open(p, "w").write(json.dumps(m))
+PY
+}
+forge version_big 'm["version"] = 2**40 + 1'
+refuse version_big "mismatched checkpoint.*kind/version: .* v1099511627777, expected" 2 \
+  "$exe" --plan "$plan" --steps 4 --load "$work/version_big"
+forge hash_tail 'm["shards"][0]["fnv1a64"] += "ff"'
+refuse hash_tail "malformed manifest: shards\[0\].*fnv1a64: 16 lower-case hex" 2 \
+  "$exe" --plan "$plan" --steps 4 --load "$work/hash_tail"
+forge unknown_key 'm["extra"] = 1'
+refuse unknown_key "malformed manifest" 2 "$exe" --plan "$plan" --steps 4 --load "$work/unknown_key"
+forge no_optimizer 'del m["optimizer"]'
+refuse no_optimizer "malformed manifest.*optimizer" 2 "$exe" --plan "$plan" --steps 4 --load "$work/no_optimizer"
+# a forged but self-consistent checkpoint at step -5 (manifest, shard headers
+# and checksums all agree): refused, never run from step -5
+rm -rf "$work/neg"; cp -r "$ck" "$work/neg"
+python3 - "$work/neg/iter_0000002" <<'PY'
+import glob, json, os, struct, sys
+d = sys.argv[1]; mp = os.path.join(d, "manifest.json"); m = json.load(open(mp))
+def fnv(b):
+    h = 0xcbf29ce484222325
+    for x in b:
+        h = ((h ^ x) * 0x100000001b3) & 0xffffffffffffffff
+    return h
+for e in m["shards"]:
+    p = os.path.join(d, e["file"]); b = bytearray(open(p, "rb").read())
+    struct.pack_into("<q", b, 24, -5)   # header: magic, endian, version, rank, STEP
+    open(p, "wb").write(bytes(b)); e["fnv1a64"] = "%016x" % fnv(b)
+m["step"] = -5; m["data_position_sequences"] = -5 * m["data_position_sequences"] // 2
+open(mp, "w").write(json.dumps(m))
+PY
+refuse negative_step "mismatched checkpoint.*step: -5 is out of range \(allowed: 0\.\." 2 \
+  "$exe" --plan "$plan" --steps 4 --load "$work/neg"
+for latest in 'iter_  2' 'iter_0000002\0junk' 'iter_0000002\niter_0000002' 'iter_0000002 '; do
+  rm -rf "$work/latest"; cp -r "$ck" "$work/latest"; printf "$latest\n" >"$work/latest/latest"
+  refuse "latest '$latest'" "latest: expected one line \"iter_NNNNNNN\"" 2 \
+    "$exe" --plan "$plan" --steps 4 --load "$work/latest"
+done
+refuse warmup_huge '--warmup "1000000000000": expected an integer in 0\.\.10000000' 1 \
+  "$exe" --plan "$plan" --warmup 1000000000000
 refuse save_needs_interval "--save DIR and --save-interval N go together" 1 "$exe" --plan "$plan" --save "$work/x"
 
 [ $failed -eq 0 ] || { echo "$failed checkpoint check(s) failed"; exit 1; }
