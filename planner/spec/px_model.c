@@ -157,10 +157,20 @@ px_status px_model_validate(const px_model *m, px_error *err)
                        (long long)m->seq_len);
     if (m->moe_layer_freq < 1)
         return PX_FAIL(err, PX_ERR_INVALID, "model %s: moe_layer_freq must be >= 1", n);
-    bool any_dense = false;
-    for (int64_t i = 0; i < m->n_layers; i++)
+    bool any_dense = false, any_moe = false;
+    for (int64_t i = 0; i < m->n_layers; i++) {
         if (!px_model_layer_is_moe(m, i))
             any_dense = true;
+        else
+            any_moe = true;
+    }
+    if (m->n_experts > 0 && !any_moe)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "model %s: n_experts %lld but no layer has experts: moe_layer_freq %lld "
+                       "with first_dense_layers %lld leaves none of the %lld layers MoE (allowed: "
+                       "a moe_layer_freq with a multiple in first_dense_layers..n_layers-1)", n,
+                       (long long)m->n_experts, (long long)m->moe_layer_freq,
+                       (long long)m->first_dense_layers, (long long)m->n_layers);
     if (any_dense && m->ffn <= 0)
         return PX_FAIL(err, PX_ERR_INVALID, "model %s: ffn must be > 0 (model has dense layers)",
                        n);
@@ -570,6 +580,10 @@ static px_status hf_moe(hf_ctx *c, const char *t, px_model *m)
         m->moe_ffn = hf_size(c, "moe_intermediate_size", -1);
         int64_t step = hf_size(c, "decoder_sparse_step", 1);
         json_t *mlp_only = json_object_get(c->root, "mlp_only_layers");
+        if (c->st == PX_OK && mlp_only && !json_is_array(mlp_only))
+            return px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
+                                "mlp_only_layers: expected a list of layer indices, got %s "
+                                "(allowed: [] or absent)", px_jf_type_name(mlp_only));
         if (c->st == PX_OK && (step != 1 || (mlp_only && json_array_size(mlp_only) > 0)))
             return px_error_set(c->err, PX_ERR_UNSUPPORTED, c->file, 0, 0,
                                 "decoder_sparse_step %lld / mlp_only_layers: only "
