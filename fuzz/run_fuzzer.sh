@@ -12,8 +12,11 @@ art=${PX_FUZZ_ARTIFACTS:-$(dirname "$target")/../artifacts}
 mkdir -p "$art"
 work=$(mktemp -d "${TMPDIR:-/tmp}/px-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+n=0 # numbered copies: tests/data/hf/*/config.json share one name
 for d in "$@"; do
-  find "$d" -name '*.json' -size -64k -exec cp {} "$work/" \; 2>/dev/null
+  while IFS= read -r f; do
+    n=$((n + 1)); cp "$f" "$work/$n-$(basename "$f")"
+  done < <(find "$d" -name '*.json' -size -64k 2>/dev/null)
 done
 echo "$(basename "$target"): $(ls "$work" | wc -l) seed inputs, $secs s"
 "$target" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -max_len=16384 \

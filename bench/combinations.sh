@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The whole combination product through every output path
+# (tests/reliability/combinations.py: every model preset and Hugging Face
+# test config x framework x precision x hardware profile x GPU count
+# {1, 8, 64, 1024, 16384}; table, --json, --explain, --html, -o + export to
+# every target + execute --check), every output checked.  The CI test
+# (reliability_combinations) runs a fixed-seed sample of the same product.
+#   bench/combinations.sh [BUILD_DIR] [--sample N] [--seed N] [--jobs N]
+# BUILD_DIR defaults to build/; --sample 0 (the default) runs all 63 360
+# combinations (about 50 min on 2 cores with --jobs 2; a sanitizer build,
+# e.g. build-san/, finds more and runs ~4x slower).  Exit 1 on any finding.
+set -u
+cd "$(dirname "$0")/.."
+build=build
+if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then build=$1; shift; fi
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+exec python3 tests/reliability/combinations.py "$build" --sample 0 "$@"
