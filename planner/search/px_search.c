@@ -663,6 +663,68 @@ static bool has_factorisation(const px_model *m, int gpus, int64_t s, int64_t GB
     return false;
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* The GPU counts nearest below and above gpus that factor (0: none).  Only
+ * products tp·cp·pp·dp of sizes that pass their own rules are tried (dp
+ * dividing the global batch), nearest first: a walk over every count
+ * would take seconds at 2^24 GPUs. */
+static void nearest_factoring(const px_model *m, int gpus, int64_t s, int64_t GB,
+                              const px_search_opts *o, int *below, int *above)
+{
+    px_caps cs;
+    const px_caps *caps = search_caps(o, &cs);
+    *below = *above = 0;
+    int tps[64], cps[64], n_tp = 0, n_cp = 0;
+    for (int tp = 1; tp <= o->max_tp && n_tp < 64; tp++)
+        if ((o->tp <= 0 || tp == o->tp) && !px_rule_tp(m, tp, caps, NULL))
+            tps[n_tp++] = tp;
+    for (int cp = 1; cp <= o->max_cp && n_cp < 64; cp++)
+        if ((o->cp <= 0 || cp == o->cp) && !px_rule_cp(s, cp, caps, NULL))
+            cps[n_cp++] = cp;
+    int64_t limit = 2 * (int64_t)gpus; /* a count above it is never nearer than 1 */
+    size_t cap = 1 << 16, n = 0;
+    int *cand = malloc(cap * sizeof *cand);
+    if (!cand)
+        return;
+    for (int i = 0; i < n_tp; i++)
+        for (int j = 0; j < n_cp; j++)
+            for (int64_t pp = 1; pp <= m->n_layers; pp++) {
+                int64_t tcp = (int64_t)tps[i] * cps[j] * pp;
+                if (tcp > limit)
+                    break;
+                for (int64_t dp = 1; dp <= GB && tcp * dp <= limit; dp++) {
+                    if (GB % dp)
+                        continue;
+                    if (n == cap) {
+                        int *more = realloc(cand, 2 * cap * sizeof *cand);
+                        if (!more)
+                            goto search;
+                        cand = more;
+                        cap *= 2;
+                    }
+                    cand[n++] = (int)(tcp * dp);
+                }
+            }
+search:
+    qsort(cand, n, sizeof *cand, cmp_int);
+    size_t at = 0; /* first candidate >= gpus */
+    while (at < n && cand[at] < gpus)
+        at++;
+    for (size_t k = at; k-- > 0 && !*below;)
+        if ((k + 1 == at || cand[k] != cand[k + 1]) && has_factorisation(m, cand[k], s, GB, o))
+            *below = cand[k];
+    for (size_t k = at; k < n && !*above; k++)
+        if (cand[k] != gpus && (k == at || cand[k] != cand[k - 1]) &&
+            has_factorisation(m, cand[k], s, GB, o))
+            *above = cand[k];
+    free(cand);
+}
+
 /* The global batch was not given (the default tokens per step) but the
  * layout is fixed: the nearest batch that dp (x a fixed micro-batch, x a
  * fixed micro-batch count) divides, rather than no plan at all (TP 8 PP 5
@@ -1269,12 +1331,7 @@ static px_status explain_empty(const search_spec *sp, const px_search_result *re
     /* nothing reached the memory check: say what the sizes must divide and
      * the nearest GPU counts that factor (the closest miss of a count) */
     int below = 0, above = 0;
-    for (int d = 1; d <= gpus && !(below && above); d++) {
-        if (!below && gpus - d >= 1 && has_factorisation(m, gpus - d, sp->s, sp->GB, o))
-            below = gpus - d;
-        if (!above && has_factorisation(m, gpus + d, sp->s, sp->GB, o))
-            above = gpus + d;
-    }
+    nearest_factoring(m, gpus, sp->s, sp->GB, o, &below, &above);
     char near[128] = "";
     if (below && above)
         snprintf(near, sizeof near, "; the nearest GPU counts that factor: %d and %d", below,

@@ -50,6 +50,17 @@ refused "--tokens-per-step 1e30" 'tokens-per-step "1e30": out of range \(allowed
   "$plan" --model llama3-8b --gpus 8 --tokens-per-step 1e30
 refused "--global-batch x --seq overflow" 'more than 1125899906842624 \(2\^50\) tokens a step' \
   "$plan" --model llama3-8b --gpus 8 --global-batch 1099511627776 --seq 1099511627776
+# fail fast: a count that cannot factor is refused with the nearest counts
+# that do, in well under 5 s of CPU (it took 20 s when every count between
+# was tried; ulimit -t ends a slower run with SIGXCPU, a failure here)
+refused "--gpus 16777216 (fast)" '--gpus 16777216: no tp·cp·pp·dp factorisation .* the nearest GPU count that factors: 8388608' \
+  bash -c 'ulimit -t 5; exec "$0" --model llama3-8b --gpus 16777216' "$plan"
+n=$((n + 1))
+(ulimit -t 5; exec "$plan" --model llama3-8b --sweep-gpus 1..16777216) >"$work/out" 2>"$work/err"
+rc=$?
+[ $rc -eq 0 ] && grep -q "^16777216 .*no plan: --gpus 16777216" "$work/out" ||
+  fail "--sweep-gpus 1..16777216: exit $rc within 5 s of CPU: $(tail -c 300 "$work/err")"
+
 # the command-line overrides of a profile field take the field's bounds
 for opt in --gpu-mtbf-hours --price-per-gpu-hour; do
   refused "$opt 1e20" "$opt 1e\+20: out of range \(allowed: [0-9.e+-]+\.\.[0-9.e+]+, the bounds of the profile field" \
