@@ -121,7 +121,9 @@ px_status px_io_make_dir(const char *path, px_error *err)
         return px_error_set(err, PX_ERR_IO, path, 0, 0,
                             "exists and is not a directory; give a directory");
     }
-    if (mkdir(path, 0755) != 0)
+    /* another process (a rank beside this one) may create it first */
+    if (mkdir(path, 0755) != 0 && !(errno == EEXIST && lstat(path, &sb) == 0 &&
+                                    S_ISDIR(sb.st_mode)))
         return px_error_set(err, PX_ERR_IO, path, 0, 0, "cannot create the directory: %s",
                             strerror(errno));
     return PX_OK;

@@ -557,6 +557,21 @@ static px_status fixed_rule(px_search_result *res, px_reject r, px_status rule, 
     return reject_fixed(res, r, err, "--%s %d: %s", flag, val, e->msg);
 }
 
+/* The schedule a fixed --pp is checked under: --schedule, interleaved with
+ * --vpp, else the first schedule without virtual chunks the framework runs
+ * (a pipeline rule, not a schedule the user never asked for, is blamed). */
+static px_schedule fixed_pp_schedule(const px_search_opts *o, const px_caps *caps)
+{
+    if (o->schedule >= 0)
+        return (px_schedule)o->schedule;
+    if (o->vpp > 1)
+        return PX_SCHED_INTERLEAVED;
+    for (int s = 0; s < PX_SCHED_COUNT; s++)
+        if (caps->schedules[s] && s != PX_SCHED_INTERLEAVED)
+            return (px_schedule)s;
+    return PX_SCHED_1F1B;
+}
+
 static px_status check_fixed(const px_model *m, int gpus, int64_t s, const px_search_opts *o,
                              px_search_result *res, px_error *err)
 {
@@ -572,10 +587,11 @@ static px_status check_fixed(const px_model *m, int gpus, int64_t s, const px_se
         st = fixed_rule(res, PX_REJ_HEADS, px_rule_tp(m, o->tp, caps, &e), "tp", o->tp, &e, err);
     if (st == PX_OK && o->cp > 0)
         st = fixed_rule(res, PX_REJ_SEQ, px_rule_cp(s, o->cp, caps, &e), "cp", o->cp, &e, err);
-    if (st == PX_OK && o->pp > 0)
-        st = fixed_rule(res, PX_REJ_LAYERS,
-                        px_rule_pipeline(m, o->pp, 1, PX_SCHED_1F1B, caps, &e), "pp", o->pp,
-                        &e, err);
+    if (st == PX_OK && o->pp > 0 && px_rule_pipeline(m, o->pp, o->vpp > 1 ? o->vpp : 1,
+                                                     fixed_pp_schedule(o, caps), caps, &e))
+        st = o->vpp > 1 ? reject_fixed(res, PX_REJ_LAYERS, err, "--pp %d --vpp %d: %s", o->pp,
+                                       o->vpp, e.msg)
+                        : fixed_rule(res, PX_REJ_LAYERS, PX_ERR_INVALID, "pp", o->pp, &e, err);
     /* vpp > 1: with pp fixed (or implied by the other fixed sizes), else
      * with the least pp that interleaves */
     int pp_implied = o->pp > 0 ? o->pp
@@ -593,9 +609,12 @@ static px_status check_fixed(const px_model *m, int gpus, int64_t s, const px_se
     if (st == PX_OK && m->n_experts > 0 && (o->ep > 0 || o->etp > 0)) {
         int ep = o->ep > 0 ? o->ep : 1, etp = o->etp > 0 ? o->etp : 1;
         int tp = o->tp > 0 ? o->tp : (caps->etp ? 1 : etp);
-        st = fixed_rule(res, PX_REJ_EXPERTS,
-                        px_rule_experts(m, tp, 1, ep * etp, ep, etp, caps, &e),
-                        o->ep > 0 ? "ep" : "etp", o->ep > 0 ? o->ep : o->etp, &e, err);
+        if (px_rule_experts(m, tp, 1, ep * etp, ep, etp, caps, &e) != PX_OK)
+            st = o->ep > 0 && o->etp > 0 /* both given: the message names both */
+                     ? reject_fixed(res, PX_REJ_EXPERTS, err, "--ep %d --etp %d: %s", o->ep,
+                                    o->etp, e.msg)
+                     : fixed_rule(res, PX_REJ_EXPERTS, PX_ERR_INVALID, o->ep > 0 ? "ep" : "etp",
+                                  o->ep > 0 ? o->ep : o->etp, &e, err);
     }
     if (st != PX_OK)
         return st;
@@ -645,6 +664,8 @@ static bool has_factorisation(const px_model *m, int gpus, int64_t s, int64_t GB
                 int dp = rest / pp;
                 if (o->dp > 0 && dp != o->dp)
                     continue;
+                if (o->shard_group > 0 && ((int64_t)dp * cp) % o->shard_group)
+                    continue; /* the shard groups tile dp·cp */
                 if (!o->uneven && m->n_layers % pp)
                     continue;
                 int ep = o->ep > 0 ? o->ep : 1, etp = o->etp > 0 ? o->etp : 1;
@@ -1332,7 +1353,10 @@ static px_status explain_empty(const search_spec *sp, const px_search_result *re
      * the nearest GPU counts that factor (the closest miss of a count) */
     int below = 0, above = 0;
     nearest_factoring(m, gpus, sp->s, sp->GB, o, &below, &above);
-    char near[128] = "";
+    char near[128] = "", group[96] = "";
+    if (o->shard_group > 0)
+        snprintf(group, sizeof group, " with --shard-group %d (dp·cp a multiple of it)",
+                 o->shard_group);
     if (below && above)
         snprintf(near, sizeof near, "; the nearest GPU counts that factor: %d and %d", below,
                  above);
@@ -1340,11 +1364,12 @@ static px_status explain_empty(const search_spec *sp, const px_search_result *re
         snprintf(near, sizeof near, "; the nearest GPU count that factors: %d",
                  below ? below : above);
     return PX_FAIL(err, PX_ERR_INFEASIBLE,
-                   "--gpus %d: no tp·cp·pp·dp factorisation of %s with tp <= %d "
+                   "--gpus %d%s: no tp·cp·pp·dp factorisation of %s with tp <= %d "
                    "dividing the %lld heads, %lld kv heads and ffn %lld, cp <= %d dividing the "
                    "sequence %lld, pp <= %lld layers%s and micro-batch·dp dividing the global "
                    "batch of %lld sequences%s (rejected: %s)%s",
-                   gpus, m->name, o->max_tp, (long long)m->n_heads, (long long)m->n_kv_heads,
+                   gpus, group, m->name, o->max_tp, (long long)m->n_heads,
+                   (long long)m->n_kv_heads,
                    (long long)m->ffn, o->max_cp, (long long)sp->s, (long long)sp->L,
                    m->n_experts > 0 ? ", ep dividing the experts" : "", (long long)sp->GB,
                    o->n_micro > 0 ? " into the fixed --micro-batches" : "",

@@ -228,9 +228,14 @@ static bool take_option(fixed_dim k, const px_search_opts *o, px_parallel *p, co
 static px_status framework_refuses(const px_caps *c, px_error *err, const char *flag,
                                    const char *cap, const char *what)
 {
+    char src[300];
+    if (c->source[0])
+        snprintf(src, sizeof src, "%s", c->source);
+    else
+        snprintf(src, sizeof src, "frameworks/%s.json", c->name);
     return PX_FAIL(err, PX_ERR_INFEASIBLE,
-                   "%s: framework %s cannot run %s (capability %s of frameworks/%s.json)", flag,
-                   c->name, what, cap, c->name);
+                   "%s: framework %s cannot run %s (capability %s of %s)", flag, c->name, what,
+                   cap, src);
 }
 
 /* A refusal by model feature comes last in px_plan_check: every other rule

@@ -32,6 +32,7 @@ typedef enum {
 
 typedef struct {
     char name[32];                       /* "parallax", "megatron", "cpu-executor", ... */
+    char source[256];                    /* the file they were read from; "": built in */
     bool schedules[PX_SCHED_COUNT];      /* pipeline schedules it runs */
     bool recompute[PX_RECOMPUTE_COUNT];  /* uniform recompute modes it runs */
     bool per_layer_recompute;            /* a recompute choice per layer */

@@ -210,6 +210,7 @@ static px_status from_json(json_t *root, const char *file, px_framework *out, px
         return PX_ERR_INVALID;
     px_caps *c = &out->caps;
     snprintf(c->name, sizeof c->name, "%s", out->name);
+    snprintf(c->source, sizeof c->source, "%.255s", file); /* cited by refusals */
     c->moe_gpt_block = true;
     c->max_zero_with_pp = 3;
     st = px_jf_read(caps_fields, NF(caps_fields), jc, c, file, "capabilities", caps_sets, err);

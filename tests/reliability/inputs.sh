@@ -61,6 +61,19 @@ rc=$?
 [ $rc -eq 0 ] && grep -q "^16777216 .*no plan: --gpus 16777216" "$work/out" ||
   fail "--sweep-gpus 1..16777216: exit $rc within 5 s of CPU: $(tail -c 300 "$work/err")"
 
+# messages name what is wrong: the option, the file given
+refused "--shard-group that cannot factor" '--gpus 8 with --shard-group 16 \(dp·cp a multiple of it\): no tp·cp·pp·dp factorisation .* nearest GPU count that factors: 16' \
+  "$plan" --model llama3-8b --gpus 8 --framework megatron --shard-group 16
+cp "$here/../../frameworks/parallax.json" "$work/my-framework.json"
+refused "framework by path cited by path" "capability hybrid_shard of $work/my-framework.json" \
+  "$plan" --model llama3-8b --gpus 64 --framework "$work/my-framework.json" --shard-group 8
+refused "maxtext --pp 61 --vpp 4" '--pp 61 --vpp 4: pp x vpp = 244 exceeds the 61 layers' \
+  "$plan" --model deepseek-v3 --gpus 1024 --framework maxtext --pp 61 --vpp 4
+"$plan" --model llama3-8b --gpus 64 --framework maxtext --pp 8 >/dev/null 2>"$work/err" ||
+  fail "maxtext --pp 8 (GPipe): refused: $(cat "$work/err")"
+refused "--ep 4 --etp 8" '--ep 4 --etp 8: ' \
+  "$plan" --model mixtral-8x7b --gpus 64 --framework deepspeed --ep 4 --etp 8
+
 # the command-line overrides of a profile field take the field's bounds
 for opt in --gpu-mtbf-hours --price-per-gpu-hour; do
   refused "$opt 1e20" "$opt 1e\+20: out of range \(allowed: [0-9.e+-]+\.\.[0-9.e+]+, the bounds of the profile field" \
