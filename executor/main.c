@@ -284,8 +284,10 @@ static px_status start_backend(const cli *c, int rank, px_backend *be, px_error 
                           "-Dcuda=enabled on a machine with nvcc, cuBLAS and NCCL)");
 #endif
     }
+    int world = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
     if (!st)
-        st = px_watchdog_start(c->timeout_s, rank, err);
+        st = px_watchdog_start(c->timeout_s, rank, world, err);
     if (!st)
         px_watchdog_wrap_backend(be);
 #ifdef PX_HAVE_CUDA

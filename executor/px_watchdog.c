@@ -25,7 +25,7 @@ static struct {
     pthread_t thread;
     bool running, stop;
     double timeout_s;
-    int rank;
+    int rank, world;
     int64_t step;
     frame stack[MAX_DEPTH];
     int depth;
@@ -82,10 +82,15 @@ static void expire(const frame *f, double waited_s, int64_t step)
     char at[64] = "";
     if (step >= 0)
         snprintf(at, sizeof at, " at step %lld", (long long)step);
+    /* one rank alone waits on nobody: its own operation outlasted --timeout */
+    const char *why = wd.world > 1 ? "another rank stopped, died or hangs there, or the "
+                                     "operation takes longer than --timeout"
+                                   : "this job has one rank, so the operation itself takes "
+                                     "longer than --timeout (raise it)";
     fprintf(stderr,
-            "execute: rank %d: timeout: %s%s did not complete within %g s (waited %.1f s): "
-            "another rank stopped, died or hangs there; ending the job (--timeout)\n",
-            wd.rank, f->op, at, wd.timeout_s, waited_s);
+            "execute: rank %d: timeout: %s%s did not complete within %g s (waited %.1f s): %s; "
+            "ending the job (--timeout)\n",
+            wd.rank, f->op, at, wd.timeout_s, waited_s, why);
     fflush(stderr);
     if (wd.hook)
         wd.hook(wd.hook_arg);
@@ -118,12 +123,13 @@ static void *watch(void *arg)
     return NULL;
 }
 
-px_status px_watchdog_start(double timeout_s, int rank, px_error *err)
+px_status px_watchdog_start(double timeout_s, int rank, int world, px_error *err)
 {
     if (!(timeout_s > 0))
         return PX_FAIL(err, PX_ERR_INVALID, "timeout %g s: must be > 0", timeout_s);
     wd.timeout_s = timeout_s;
     wd.rank = rank;
+    wd.world = world;
     wd.step = -1;
     wd.stop = false;
     if (pthread_create(&wd.thread, NULL, watch, NULL) != 0)

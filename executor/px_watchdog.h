@@ -27,8 +27,9 @@
  * distributed timeouts default to 10 and 30 minutes). */
 #define PX_WATCHDOG_DEFAULT_TIMEOUT_S 600.0
 
-/* Starts the thread; rank names this process in messages. */
-px_status px_watchdog_start(double timeout_s, int rank, px_error *err);
+/* Starts the thread; rank names this process in messages, world (the job's
+ * ranks) says whether another rank can be the one that holds it up. */
+px_status px_watchdog_start(double timeout_s, int rank, int world, px_error *err);
 /* Stops and joins the thread (no-op when not started). */
 void px_watchdog_stop(void);
 

@@ -16,8 +16,14 @@ const char *px_report_class_key(int c)
     return c >= 0 && c < PX_REPORT_CLASSES ? CLASS_KEYS[c] : "?";
 }
 
-static px_status get_number(json_t *obj, const char *side, const char *key, double *out,
-                            const char *path, px_error *err)
+/* Bounds of a report's numbers, so that compare's errors and breakdown are
+ * printable: seconds up to 1e6 (a step of 11.6 days), a measured step of at
+ * least 1 ns (it divides every error), rates and fractions finite. */
+#define REPORT_MAX_S 1e6
+#define REPORT_MIN_STEP_S 1e-9
+
+static px_status get_number(json_t *obj, const char *side, const char *key, double lo,
+                            double hi, double *out, const char *path, px_error *err)
 {
     json_t *v = json_object_get(obj, key);
     if (!v)
@@ -27,6 +33,10 @@ static px_status get_number(json_t *obj, const char *side, const char *key, doub
         return px_error_set(err, PX_ERR_INVALID, path, 0, 0, "%s.%s: not a number", side,
                             key);
     *out = json_number_value(v);
+    if (!(*out >= lo && *out <= hi))
+        return px_error_set(err, PX_ERR_INVALID, path, 0, 0,
+                            "%s.%s: %g is out of range (allowed: %g..%g)", side, key, *out, lo,
+                            hi);
     return PX_OK;
 }
 
@@ -38,10 +48,11 @@ static px_status read_side(json_t *root, const char *side, px_report_side *out,
         return px_error_set(err, PX_ERR_INVALID, path, 0, 0,
                             "%s: missing or not an object (step_time_s, tokens_per_s, mfu, "
                             "hfu, peak_memory_bytes)", side);
-    PX_TRY(get_number(obj, side, "step_time_s", &out->step_time_s, path, err));
-    PX_TRY(get_number(obj, side, "tokens_per_s", &out->tokens_per_s, path, err));
-    PX_TRY(get_number(obj, side, "mfu", &out->mfu, path, err));
-    PX_TRY(get_number(obj, side, "hfu", &out->hfu, path, err));
+    PX_TRY(get_number(obj, side, "step_time_s", REPORT_MIN_STEP_S, REPORT_MAX_S,
+                      &out->step_time_s, path, err));
+    PX_TRY(get_number(obj, side, "tokens_per_s", 0, 1e18, &out->tokens_per_s, path, err));
+    PX_TRY(get_number(obj, side, "mfu", 0, 100, &out->mfu, path, err));
+    PX_TRY(get_number(obj, side, "hfu", 0, 100, &out->hfu, path, err));
     json_t *mem = json_object_get(obj, "peak_memory_bytes");
     if (!json_is_integer(mem))
         return px_error_set(err, PX_ERR_INVALID, path, 0, 0,
@@ -105,12 +116,13 @@ static px_status read_ranks(json_t *root, px_report_ranks *rm, const char *path,
     return st;
 }
 
-static bool finite_nonneg(json_t *v, double *out)
+/* Seconds of a class: 0..REPORT_MAX_S. */
+static bool seconds_ok(json_t *v, double *out)
 {
     if (!json_is_number(v))
         return false;
     *out = json_number_value(v);
-    return isfinite(*out) && *out >= 0.0;
+    return *out >= 0.0 && *out <= REPORT_MAX_S;
 }
 
 /* measured_class_s.KEY: one number >= 0 per rank; its mean into *out. */
@@ -126,9 +138,10 @@ static px_status read_rank_mean(json_t *meas, const char *key, int *ranks, doubl
     *ranks = (int)json_array_size(a);
     double sum = 0.0, v;
     for (int r = 0; r < *ranks; r++) {
-        if (!finite_nonneg(json_array_get(a, (size_t)r), &v))
+        if (!seconds_ok(json_array_get(a, (size_t)r), &v))
             return px_error_set(err, PX_ERR_INVALID, path, 0, 0,
-                                "measured_class_s.%s[%d]: expected seconds >= 0", key, r);
+                                "measured_class_s.%s[%d]: expected seconds in 0..%g", key, r,
+                                REPORT_MAX_S);
         sum += v;
     }
     *out = sum / (double)*ranks;
@@ -153,11 +166,16 @@ static px_status read_classes(json_t *root, px_report_file *out, const char *pat
         const char *key = i < PX_REPORT_CLASSES ? CLASS_KEYS[i] : "step";
         PX_TRY(read_rank_mean(meas, key, &c->ranks,
                               i < PX_REPORT_CLASSES ? &c->meas[i] : &c->meas_step, path, err));
-        if (!finite_nonneg(json_object_get(pred, key),
-                           i < PX_REPORT_CLASSES ? &c->pred[i] : &c->pred_step))
+        if (!seconds_ok(json_object_get(pred, key),
+                        i < PX_REPORT_CLASSES ? &c->pred[i] : &c->pred_step))
             return px_error_set(err, PX_ERR_INVALID, path, 0, 0,
-                                "predicted_class_s.%s: expected seconds >= 0", key);
+                                "predicted_class_s.%s: expected seconds in 0..%g", key,
+                                REPORT_MAX_S);
     }
+    if (!(c->meas_step >= REPORT_MIN_STEP_S))
+        return px_error_set(err, PX_ERR_INVALID, path, 0, 0,
+                            "measured_class_s.step: a mean of %g s; expected at least %g s (the "
+                            "breakdown divides by it)", c->meas_step, REPORT_MIN_STEP_S);
     out->has_classes = true;
     return PX_OK;
 }

@@ -94,6 +94,29 @@ if command -v mpirun >/dev/null; then
     mpirun -np 1 "$build/execute" --plan "$work/p1.json" --trace /dev/full
   refused "execute --report /dev/stdout" '--report /dev/stdout: is a symbolic link' \
     mpirun -np 1 "$build/execute" --plan "$work/p1.json" --report /dev/stdout
+  refused "execute --timeout 0.001 on one rank" 'did not complete within 0\.001 s .*this job has one rank, so the operation itself takes longer than --timeout' \
+    mpirun -np 1 "$build/execute" --plan "$work/p1.json" --timeout 0.001
+  # compare --breakdown: a report's seconds are bounded (no 300-digit
+  # numbers), its measured step is at least 1 ns (no infinite percentages)
+  mpirun -np 1 "$build/execute" --plan "$work/p1.json" --steps 1 --report "$work/r.json" \
+    >/dev/null 2>&1 || fail "execute --report r.json"
+  python3 - "$work/r.json" "$work" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+def put(name, edit):
+    d = json.loads(json.dumps(r)); edit(d); json.dump(d, open(f"{sys.argv[2]}/{name}.json", "w"))
+put("r_huge", lambda d: d["predicted_class_s"].update(gemm=1e300))
+put("r_tiny", lambda d: d["measured_class_s"].update(step=[1e-300]))
+put("r_step", lambda d: d["measured"].update(step_time_s=1e-300))
+PY
+  refused "compare --breakdown huge class" 'r_huge.json: predicted_class_s.gemm: expected seconds in 0\.\.1e\+06' \
+    "$build/compare" --breakdown "$work/r_huge.json"
+  refused "compare --breakdown tiny step" 'r_tiny.json: measured_class_s.step: a mean of 1e-300 s; expected at least 1e-09 s' \
+    "$build/compare" --breakdown "$work/r_tiny.json"
+  refused "compare tiny measured step" 'r_step.json: measured.step_time_s: 1e-300 is out of range' \
+    "$build/compare" "$work/r_step.json"
+  "$build/compare" --breakdown "$work/r.json" >"$work/bd.out" 2>&1 || fail "compare --breakdown r.json"
+  ! grep -Eqi '(^|[^a-z])(nan|inf)' "$work/bd.out" || fail "compare --breakdown printed nan/inf: $(cat "$work/bd.out")"
   refused "execute --timeout 0" '--timeout "0": is not a number of seconds' \
     mpirun -np 1 "$build/execute" --plan "$work/p1.json" --timeout 0
 fi
