@@ -102,10 +102,18 @@ def validate(file=None, max_vpp=None, hw_dir=None, check=False):
                                    "check": check})
 
 
+_EXPORT_OPTIONS = ("plan_path", "execute_path")
+
+
 def export(plan, to, **options):
     """The plan (a plan-file dict, e.g. plan(...)["plan"], or a path)
     exported for a framework: to = "megatron", "nemo", "torchtitan",
-    "deepspeed" or "slurm".  Returns the file's text."""
+    "deepspeed" or "slurm".  Options: plan_path and execute_path (what the
+    slurm script runs).  Returns the file's text."""
+    for key in options:
+        if key not in _EXPORT_OPTIONS:
+            raise TypeError("export() got an unexpected keyword argument %r (the options are: "
+                            "%s)" % (key, ", ".join(_EXPORT_OPTIONS)))
     request = {"plan": plan, "to": to}
     request.update(options)
     return _capi.call("export", request)["text"]

@@ -173,6 +173,12 @@ check(parallax.export(p1["plan"], to="megatron") == ex.stdout,
       "export(plan dict, megatron) is build/export's file")
 check(parallax.export(plan_file, to="megatron") == ex.stdout,
       "export(plan path, megatron) is build/export's file")
+try:
+    parallax.export(plan_file, to="megatron", bogus=1)
+    check(False, "export() with an unknown keyword raised nothing")
+except TypeError as e:
+    check("bogus" in str(e) and "plan_path" in str(e),
+          "export() TypeError names the keyword and the options: %s" % e)
 check("--tensor-model-parallel-size 8\n" in ex.stdout, "megatron export: TP 8")
 zb = parallax.plan(model="70b", gpus=64, tp=8, pp=4, dp=2, micro_batch=1, schedule="zb-h1",
                    partition="uniform")
