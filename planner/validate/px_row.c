@@ -132,24 +132,30 @@ const char *px_row_hw_name(const char *gpu, double mem_gb)
 
 /* ---- usable rows ---- */
 
-bool px_row_usable(const json_t *row, char *why, size_t why_len)
+/* What keeps a row from the README's plan call ("" when nothing does);
+ * need_measured: also a compared quantity (the README's usable rows). */
+static const char *row_missing(const json_t *row, bool need_measured)
 {
     const json_t *jh = json_object_get(row, "hardware"), *jp = json_object_get(row, "parallel"),
                  *jm = json_object_get(row, "model"), *je = json_object_get(row, "measured");
-    const char *gpu = jstr(jh, "gpu");
-    const char *miss = NULL;
-    if (!px_row_hw_name(gpu, 0.0))
-        miss = "hardware.gpu: no hardware profile for this GPU";
-    else if (!jint(jp, "tp") || !jint(jp, "pp") || !jint(jp, "dp"))
-        miss = "parallel: tp, pp and dp are not all published";
-    else if (!jint(jm, "layers"))
-        miss = "model.layers: not published";
-    else if (!jnum(je, "tokens_per_sec_per_gpu") && !jnum(je, "mfu") &&
-             !jnum(je, "step_time_s"))
-        miss = "measured: no tokens/s per GPU, MFU or step time";
-    if (miss && why)
+    if (!px_row_hw_name(jstr(jh, "gpu"), 0.0))
+        return "hardware.gpu: no hardware profile for this GPU";
+    if (!jint(jp, "tp") || !jint(jp, "pp") || !jint(jp, "dp"))
+        return "parallel: tp, pp and dp are not all published";
+    if (!jint(jm, "layers"))
+        return "model.layers: not published";
+    if (need_measured && !jnum(je, "tokens_per_sec_per_gpu") && !jnum(je, "mfu") &&
+        !jnum(je, "step_time_s"))
+        return "measured: no tokens/s per GPU, MFU or step time";
+    return "";
+}
+
+bool px_row_usable(const json_t *row, char *why, size_t why_len)
+{
+    const char *miss = json_is_object(row) ? row_missing(row, true) : "expected an object";
+    if (miss[0] && why)
         snprintf(why, why_len, "%s", miss);
-    return !miss;
+    return !miss[0];
 }
 
 /* ---- the model: a Hugging Face style config ---- */
@@ -326,8 +332,9 @@ static void row_layout(const json_t *jp, px_row_call *out)
 static void row_measured(const json_t *je, px_row_call *out)
 {
     double tok = jnum(je, "tokens_per_sec_per_gpu"), mfu = jnum(je, "mfu");
-    out->on = tok ? PX_ROW_ON_TOKENS : mfu ? PX_ROW_ON_MFU : PX_ROW_ON_STEP;
-    out->measured = tok ? tok : mfu ? mfu : jnum(je, "step_time_s");
+    double step = jnum(je, "step_time_s");
+    out->on = tok ? PX_ROW_ON_TOKENS : mfu ? PX_ROW_ON_MFU : step ? PX_ROW_ON_STEP : PX_ROW_ON_NONE;
+    out->measured = tok ? tok : mfu ? mfu : step;
 }
 
 static void add_note(px_row_call *c, const char *text)
@@ -382,10 +389,9 @@ px_status px_row_map(const json_t *row, const char *profiles_dir, px_row_call *o
     memset(out, 0, sizeof *out);
     const char *id = jstr(row, "id");
     snprintf(out->id, sizeof out->id, "%s", id ? id : "?");
-    char why[128];
-    if (!json_is_object(row) || !px_row_usable(row, why, sizeof why))
-        return px_error_set(err, PX_ERR_INVALID, NULL, 0, 0, "row %s: %s", out->id,
-                            json_is_object(row) ? why : "expected an object");
+    const char *miss = json_is_object(row) ? row_missing(row, false) : "expected an object";
+    if (miss[0])
+        return px_error_set(err, PX_ERR_INVALID, NULL, 0, 0, "row %s: %s", out->id, miss);
     const json_t *jh = json_object_get(row, "hardware"), *jm = json_object_get(row, "model");
     const char *gpu = jstr(jh, "gpu");
     snprintf(out->family, sizeof out->family, "%.*s/%s", (int)strcspn(out->id, "-"), out->id,
@@ -481,7 +487,7 @@ px_status px_row_predict(const px_row_call *call, const px_hw *hw, const px_fram
         } else if (call->on == PX_ROW_ON_MFU) {
             out->predicted = q->mfu;
             out->err = (out->predicted - call->measured) / call->measured;
-        } else {
+        } else if (call->on == PX_ROW_ON_STEP) {
             out->predicted = q->time.step_s;
             out->err = (1.0 / out->predicted - 1.0 / call->measured) / (1.0 / call->measured);
         }

@@ -46,6 +46,7 @@
 
 /* The quantity a row is compared on. */
 typedef enum {
+    PX_ROW_ON_NONE = 0,   /* nothing the README compares is measured (not usable) */
     PX_ROW_ON_TOKENS = 1, /* tokens/s per GPU */
     PX_ROW_ON_MFU,        /* model FLOPs utilisation, 0..1 */
     PX_ROW_ON_STEP        /* seconds a step */
@@ -112,10 +113,13 @@ void px_row_release(const char *framework, char *buf, size_t buf_len);
  * for a GPU without one. */
 const char *px_row_hw_name(const char *gpu, double mem_gb);
 
-/* Maps a usable row (px_row_usable) into *out: the model built and checked,
- * the hardware profile loaded from profiles_dir (NULL: the default) and
- * adjusted.  PX_ERR_INVALID naming the field for a row the mapping cannot
- * read (an unusable row, a model the loader refuses). */
+/* Maps a row into *out: the model built and checked, the hardware profile
+ * loaded from profiles_dir (NULL: the default) and adjusted.  Any row with a
+ * profiled GPU, tp, pp, dp and layers maps (out->on is PX_ROW_ON_NONE when it
+ * measured nothing the README compares: such a row is not usable, but
+ * validate still compares its TFLOP/s or layer times).  PX_ERR_INVALID
+ * naming the field for a row the mapping cannot read; the model loader's
+ * error for a model it refuses. */
 px_status px_row_map(const json_t *row, const char *profiles_dir, px_row_call *out,
                      px_error *err);
 
