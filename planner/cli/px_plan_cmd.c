@@ -74,6 +74,9 @@ static const char usage_text[] =
     ;
 /* (two strings: C11 compilers need to take only 4095 characters in one) */
 static const char usage_text_2[] =
+    "  --framework-release R  the framework as its release R ran (the profile's \"releases\":\n"
+    "                         megatron 2020, 2021, 2022, nemo-24.03, nemo-25.09, ...; none =\n"
+    "                         as it runs today, the default); docs/validation.md\n"
     "  --partition milp|uniform|glpk\n"
     "                         stage split and per-layer recompute of the top candidates:\n"
     "                         chosen by the GLPK program (default; docs/partition.md) or\n"

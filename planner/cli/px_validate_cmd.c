@@ -24,7 +24,8 @@ static void usage(FILE *f)
             "              exit 1 when the families of the usable rows break the bounds kept on\n"
             "              published-runs.json: the usable rows mean |error| <= %.0f%%, every\n"
             "              family <= %.0f%%, at most %.0f%% refused; fp8 or MoE rows mean <= %.0f%%,\n"
-            "              every family <= %.0f%%, at most %.0f%% refused\n"
+            "              every family of theirs <= %.0f%% (families of 3 rows or more), at most\n"
+            "              %.0f%% refused\n"
             "  --hw-dir    directory of hardware profiles (default: hw_profiles/)\n"
             "  --version   the Parallax version\n",
             100.0 * PX_VALIDATE_MAX_MAE, 100.0 * PX_VALIDATE_MAX_GROUP_MAE,

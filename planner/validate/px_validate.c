@@ -375,7 +375,8 @@ static bool set_bounds(const px_val_report *r, const px_val_family *all, bool lo
     }
     for (int g = 0; g < r->n_families; g++) {
         const px_val_family *f = &r->families[g];
-        if ((!lowp_moe || f->all_lowp_moe) && f->n_pred > 0 && f->mean_abs > max_family) {
+        if ((!lowp_moe || f->all_lowp_moe) && f->n_pred >= PX_VALIDATE_FAMILY_MIN_ROWS &&
+            f->mean_abs > max_family) {
             snprintf(why, (size_t)why_len, "family %s: mean |error| %.1f%% > %.1f%%", f->name,
                      100.0 * f->mean_abs, 100.0 * max_family);
             return false;
