@@ -952,7 +952,8 @@ static void table_header(FILE *out, const plan_cli *c, const px_model *model, co
             model->name, (double)pc.total / (billions ? 1e9 : 1e6), billions ? "B" : "M",
             (long long)model->n_layers, c->gpus, hw->name, hw->gpus_per_node,
             hw->torus ? ", torus" : "");
-    fprintf(out, "# framework: %s (%s)\n", fw->name, fw->path);
+    fprintf(out, "# framework: %s (%s)%s%s\n", fw->name, fw->path,
+            fw->release[0] ? ", release " : "", fw->release);
     if (res->batch_note[0])
         fprintf(out, "# %s\n", res->batch_note);
     fprintf(out, "# sequence %lld, global batch %lld sequences = %lld tokens; memory limit %.1f "
