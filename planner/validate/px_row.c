@@ -267,10 +267,32 @@ json_t *px_row_hf_config(const json_t *jm, bool *vocab_default)
 
 /* ---- the hardware profile ---- */
 
+/* Lays the row's memory and node size over a profile object where they
+ * differ (README): memory by more than 2 GB; a node size other than the
+ * profile's, unless it is the host size inside a larger NVLink domain
+ * (gpus_per_host: the trays of an NVL72 rack) or more than the row's GPUs.
+ * True when it changed something. */
+static bool adjust_profile(json_t *prof, double mem_gb, int64_t gpn, int gpus)
+{
+    bool changed = false;
+    json_t *hbm = json_object_get(prof, "hbm_bytes");
+    if (mem_gb > 0 && hbm && fabs(json_number_value(hbm) - mem_gb * 1e9) > 2e9) {
+        set_int(prof, "hbm_bytes", (int64_t)(mem_gb * 1e9));
+        changed = true;
+    }
+    json_t *host = json_object_get(prof, "gpus_per_host");
+    if (gpn && host && json_is_number(host) && json_number_value(host) == (double)gpn)
+        gpn = 0;
+    json_t *node = json_object_get(prof, "gpus_per_node");
+    if (gpn && node && json_number_value(node) != (double)gpn && gpus >= gpn) {
+        set_int(prof, "gpus_per_node", gpn);
+        changed = true;
+    }
+    return changed;
+}
+
 /* The named profile, as a copy with the row's memory and node size where
- * they differ (README): memory by more than 2 GB; a node size other than
- * the profile's, unless it is the host size inside a larger NVLink domain
- * (gpus_per_host: the trays of an NVL72 rack) or more than the row's GPUs. */
+ * they differ. */
 static px_status row_hw(const json_t *jh, const char *profiles_dir, px_row_call *out,
                         px_error *err)
 {
@@ -281,23 +303,26 @@ static px_status row_hw(const json_t *jh, const char *profiles_dir, px_row_call 
     px_status st = px_jf_load_file(path, &prof, err);
     if (st != PX_OK)
         return st;
-    double mem = jnum(jh, "gpu_memory_gb");
-    json_t *hbm = json_object_get(prof, "hbm_bytes");
-    if (mem > 0 && hbm && fabs(json_number_value(hbm) - mem * 1e9) > 2e9) {
-        set_int(prof, "hbm_bytes", (int64_t)(mem * 1e9));
-        out->hw_derived = true;
-    }
-    int64_t gpn = jint(jh, "gpus_per_node");
-    json_t *host = json_object_get(prof, "gpus_per_host");
-    if (gpn && host && json_is_number(host) && json_number_value(host) == (double)gpn)
-        gpn = 0;
-    json_t *node = json_object_get(prof, "gpus_per_node");
-    if (gpn && node && json_number_value(node) != (double)gpn && out->gpus >= gpn) {
-        set_int(prof, "gpus_per_node", gpn);
-        out->hw_derived = true;
-    }
+    out->row_memory_gb = jnum(jh, "gpu_memory_gb");
+    out->row_gpus_per_node = (int)jint(jh, "gpus_per_node");
+    out->hw_derived = adjust_profile(prof, out->row_memory_gb, out->row_gpus_per_node, out->gpus);
     st = px_hw_from_json(prof, path, "", &out->hw, err);
     json_decref(prof);
+    return st;
+}
+
+px_status px_row_hw_for(const px_row_call *call, const px_hw *base, px_hw *out, px_error *err)
+{
+    json_t *prof = NULL;
+    px_status st = px_hw_to_json(base, &prof, err);
+    if (st != PX_OK)
+        return st;
+    adjust_profile(prof, call->row_memory_gb, call->row_gpus_per_node, call->gpus);
+    px_hw copy;
+    st = px_hw_from_json(prof, base->name, "", &copy, err);
+    json_decref(prof);
+    if (st == PX_OK)
+        *out = copy;
     return st;
 }
 

@@ -63,6 +63,8 @@ typedef struct {
     char hw_name[32];       /* the profile the GPU and its memory name (--hw) */
     px_hw hw;               /* that profile, with the row's memory / node size */
     bool hw_derived;        /* hw differs from the named profile (a copy, as the README says) */
+    double row_memory_gb;   /* the row's gpu_memory_gb (0: unpublished) */
+    int row_gpus_per_node;  /* the row's gpus_per_node (0: unpublished) */
     int gpus;               /* --gpus */
     int64_t seq_len;        /* --seq */
     int tp, pp, dp, cp, vpp, ep;     /* 0: searched */
@@ -122,6 +124,11 @@ const char *px_row_hw_name(const char *gpu, double mem_gb);
  * error for a model it refuses. */
 px_status px_row_map(const json_t *row, const char *profiles_dir, px_row_call *out,
                      px_error *err);
+
+/* Another profile (a calibrated one of the row's GPU) with the row's memory
+ * and node size laid over it as px_row_map lays them over the named one,
+ * into *out (which may be base).  For px_row_predict's hw. */
+px_status px_row_hw_for(const px_row_call *call, const px_hw *base, px_hw *out, px_error *err);
 
 /* The search options of the call, as `plan` parses its command line into
  * them (px_search_opts_init, then the fixed dimensions, precision...);

@@ -85,6 +85,14 @@ expect_error "unknown release" 'framework-release "1999": unknown; allowed value
   --model tiny-llama --gpus 8 --framework megatron --framework-release 1999
 expect_error "release of a profile without releases" 'framework-release "2021": unknown; allowed values: none$' \
   --model tiny-llama --gpus 8 --framework parallax --framework-release 2021
+python3 - "$(dirname "$0")/../../frameworks/megatron.json" "$tmp/norel.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["releases"]["2021"]["sources"].pop("dp_overlap")
+json.dump(d, open(sys.argv[2], "w"))
+PY
+expect_error "release trait without a source" 'releases.2021.sources.dp_overlap: missing' \
+  --model tiny-llama --gpus 8 --framework "$tmp/norel.json" --framework-release 2021
 for rel in none 2021; do
   "$PLAN" --model llama3-8b --gpus 16 --tp 2 --pp 1 --dp 8 --micro-batch 1 --recompute full \
     --framework megatron --framework-release $rel --no-milp --json > "$tmp/rel-$rel.json" \
