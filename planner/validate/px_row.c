@@ -258,9 +258,11 @@ json_t *px_row_hf_config(const json_t *jm, bool *vocab_default)
     const json_t *moe = json_object_get(jm, "moe");
     json_t *c = json_is_object(moe) ? moe_config(jm, moe, notes, vocab_default)
                                     : dense_config(jm, notes, vocab_default);
+    /* the first "head_dim N" (MLA's widths are DeepSeek-V3's own) */
     const char *hd = strstr(notes, "head_dim ");
-    if (hd && isdigit((unsigned char)hd[9]) &&
-        strcmp(jstr(c, "model_type"), "deepseek_v3") != 0)
+    while (hd && !isdigit((unsigned char)hd[9]))
+        hd = strstr(hd + 1, "head_dim ");
+    if (hd && strcmp(jstr(c, "model_type"), "deepseek_v3") != 0)
         set_int(c, "head_dim", strtoll(hd + 9, NULL, 10));
     return c;
 }

@@ -22,6 +22,15 @@
  * what the README's mapping reads (the framework string's release name is
  * one of its rules: px_row_release).
  *
+ * Use (calibrate --from-runs predicting a row with fitted profiles):
+ *   px_row_call call;  px_row_result res;  px_hw hw;  px_framework fw;
+ *   px_row_map(row, NULL, &call, &err);                      // the README's call
+ *   px_hw_load("fitted-h100.json", NULL, &hw, &err);
+ *   px_row_hw_for(&call, &hw, &hw, &err);                    // the row's memory / node size
+ *   px_row_load_framework(&call, "fitted-megatron.json", NULL, &fw, &err); // + its release
+ *   px_row_predict(&call, &hw, &fw, &res, &err);             // res.predicted, res.err
+ * (the structs are large: allocate them on the heap in a loop).
+ *
  * Library code: errors go to a caller-owned px_error; nothing is printed. */
 #ifndef PX_ROW_H
 #define PX_ROW_H

@@ -147,8 +147,8 @@ px_status px_validate_explain(const px_val_report *r, const char *id, FILE *out,
         if (strcmp(r->rows[i].id, id) == 0)
             w = &r->rows[i];
     if (!w || !w->evaluated)
-        return PX_FAIL(err, PX_ERR_NOT_FOUND, "row \"%s\": %s", id,
-                       w ? "not evaluated" : "no such id in the file");
+        return PX_FAIL(err, PX_ERR_NOT_FOUND, "row \"%s\": %s%.900s", id,
+                       w ? "not evaluated: " : "no such id in the file", w ? w->note : "");
     px_framework *fw = malloc(sizeof *fw);
     px_cost_ctx *ctx = malloc(sizeof *ctx);
     px_prediction p;
