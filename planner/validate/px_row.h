@@ -98,6 +98,9 @@ typedef struct {
     double err;             /* + = predicted too fast: pred/meas - 1 (tokens, MFU),
                              * meas/pred - 1 (step time) */
     bool fixed_uniform;     /* every dimension fixed: that one layout, uniform split */
+    bool time_limited;      /* the stage partitioner hit its time limit or budget on some
+                             * candidate (px_search_result milp_not_proven / milp_skipped):
+                             * the prediction may differ between runs, as plan's does */
 } px_row_result;
 
 /* Whether the README counts the row as usable: a GPU with a profile, the

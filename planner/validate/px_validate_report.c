@@ -243,6 +243,7 @@ static void row_prediction_json(const px_val_row *w, json_t *o)
     const px_parallel *p = &w->res.best.par;
     const px_prediction *q = &w->res.best.pred;
     json_object_set_new(o, "predicted", json_real(w->res.predicted));
+    json_object_set_new(o, "time_limited", json_boolean(w->res.time_limited));
     json_object_set_new(o, "pred_tokens_per_s_per_gpu", json_real(w->pred_tok_gpu));
     json_object_set_new(o, "config",
                         json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:s, s:b, s:i, s:b}",
