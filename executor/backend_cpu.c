@@ -31,9 +31,10 @@
 static px_status cpu_sticky = PX_OK;
 static px_status take_sticky(px_error *err);
 
-/* Scratch buffers of one wrapper call. */
+/* Scratch buffers of one wrapper call (the most any kernel wrapper widens). */
+#define TMP_MAX 8
 typedef struct {
-    float *p[8];
+    float *p[TMP_MAX];
     int n;
     int bad;
 } tmp_set;
@@ -41,7 +42,7 @@ typedef struct {
 static float *tmp_new(tmp_set *t, int64_t n)
 {
     float *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
-    if (!p || t->n == 8) {
+    if (!p || t->n == TMP_MAX) {
         free(p);
         t->bad = 1;
         return NULL;

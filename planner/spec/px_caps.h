@@ -11,6 +11,10 @@
 #include "px_plan.h"
 #include "px_precision.h"
 
+#define PX_ZERO_STAGES 4      /* ZeRO / FSDP stages 0..3 */
+#define PX_CP_FLAVOUR_COUNT 3 /* the bits of px_cp_flavour */
+#define PX_FEAT_COUNT 8       /* the bits of px_model_feature */
+
 /* Context-parallel attention flavours (bits of px_caps.cp_flavours). */
 typedef enum {
     PX_CP_RING_P2P = 1 << 0,   /* KV blocks passed around a ring (Megatron "p2p") */
@@ -29,6 +33,8 @@ typedef enum {
     PX_FEAT_GPT_BLOCK = 1 << 6,      /* LayerNorm / GeLU / learned positions */
     PX_FEAT_LLAMA_BLOCK = 1 << 7     /* RMSNorm / SwiGLU / RoPE */
 } px_model_feature;
+_Static_assert(PX_CP_ALL_TO_ALL == 1 << (PX_CP_FLAVOUR_COUNT - 1), "PX_CP_FLAVOUR_COUNT");
+_Static_assert(PX_FEAT_LLAMA_BLOCK == 1 << (PX_FEAT_COUNT - 1), "PX_FEAT_COUNT");
 
 typedef struct {
     char name[32];                       /* "parallax", "megatron", "cpu-executor", ... */
@@ -38,7 +44,7 @@ typedef struct {
     bool per_layer_recompute;            /* a recompute choice per layer */
     bool uneven_stages;                  /* layers per pipeline chunk may differ */
     bool uneven_virtual_chunks;          /* interleaved chunks of unequal size */
-    bool zero[4];                        /* ZeRO / FSDP stages 0..3 it runs */
+    bool zero[PX_ZERO_STAGES];           /* ZeRO / FSDP stages 0..3 it runs */
     bool hybrid_shard;                   /* shard within groups, replicate across */
     bool sp;                             /* sequence parallelism with TP */
     bool tp_without_sp;                  /* TP with SP off */

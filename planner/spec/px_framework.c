@@ -24,18 +24,25 @@ const char *px_framework_dir_default(void)
 /* ------------------------------------------------------------------ */
 /* Name sets: a JSON array of names -> a bit mask                      */
 
-static const char *const sched_names[PX_SCHED_COUNT] = {"gpipe", "1f1b", "interleaved",
-                                                        "zb-h1", "zb-h2"};
-static const char *const rc_names[PX_RECOMPUTE_COUNT] = {"none", "selective", "full"};
-static const char *const zero_names[4] = {"0", "1", "2", "3"};
-static const char *const cp_names[3] = {"ring_p2p", "all_gather", "all_to_all"};
+/* Each table sized by its entries, asserted equal to its enumeration's count
+ * (a new schedule, format or feature without a name fails to compile). */
+#define N_NAMES(t) (sizeof t / sizeof t[0])
+static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2"};
+_Static_assert(N_NAMES(sched_names) == PX_SCHED_COUNT, "a name per px_schedule");
+static const char *const rc_names[] = {"none", "selective", "full"};
+_Static_assert(N_NAMES(rc_names) == PX_RECOMPUTE_COUNT, "a name per px_recompute");
+static const char *const zero_names[] = {"0", "1", "2", "3"};
+_Static_assert(N_NAMES(zero_names) == PX_ZERO_STAGES, "a name per ZeRO stage");
+static const char *const cp_names[] = {"ring_p2p", "all_gather", "all_to_all"};
+_Static_assert(N_NAMES(cp_names) == PX_CP_FLAVOUR_COUNT, "a name per px_cp_flavour");
 /* px_precision's spellings (px_precision.h), index = px_precision */
-static const char *const prec_names[PX_PREC_COUNT] = {"bf16",        "fp16",      "fp8",
-                                                      "fp8-cs",      "fp8-rowwise", "fp8-block",
-                                                      "mxfp8",       "nvfp4"};
+static const char *const prec_names[] = {"bf16",   "fp16",        "fp8",       "fp8-cs",
+                                         "fp8-rowwise", "fp8-block", "mxfp8", "nvfp4"};
+_Static_assert(N_NAMES(prec_names) == PX_PREC_COUNT, "a name per px_precision");
 /* bit i = px_model_feature 1 << i */
-static const char *const feat_names[8] = {"mla", "qk_norm", "shared_experts", "dense_first",
-                                          "mtp", "moe",     "gpt_block",      "llama_block"};
+static const char *const feat_names[] = {"mla", "qk_norm", "shared_experts", "dense_first",
+                                         "mtp", "moe", "gpt_block",      "llama_block"};
+_Static_assert(N_NAMES(feat_names) == PX_FEAT_COUNT, "a name per px_model_feature bit");
 
 /* Reads root[key] (an array of names from names[0..n), integers allowed
  * when integers is true: "zero": [0, 1]) into a bit mask. */
@@ -220,16 +227,17 @@ static px_status from_json(json_t *root, const char *file, px_framework *out, px
     unsigned sched, rc, zero, cp, prec, feat;
     if ((st = read_set(jc, "schedules", sched_names, PX_SCHED_COUNT, false, file, &sched, err)) ||
         (st = read_set(jc, "recompute", rc_names, PX_RECOMPUTE_COUNT, false, file, &rc, err)) ||
-        (st = read_set(jc, "zero", zero_names, 4, true, file, &zero, err)) ||
-        (st = read_set(jc, "cp_flavours", cp_names, 3, false, file, &cp, err)) ||
+        (st = read_set(jc, "zero", zero_names, PX_ZERO_STAGES, true, file, &zero, err)) ||
+        (st = read_set(jc, "cp_flavours", cp_names, PX_CP_FLAVOUR_COUNT, false, file, &cp, err)) ||
         (st = read_set(jc, "precisions", prec_names, PX_PREC_COUNT, false, file, &prec, err)) ||
-        (st = read_set(jc, "model_features", feat_names, 8, false, file, &feat, err)))
+        (st = read_set(jc, "model_features", feat_names, PX_FEAT_COUNT, false, file, &feat,
+                        err)))
         return st;
     for (int i = 0; i < PX_SCHED_COUNT; i++)
         c->schedules[i] = sched >> i & 1u;
     for (int i = 0; i < PX_RECOMPUTE_COUNT; i++)
         c->recompute[i] = rc >> i & 1u;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < PX_ZERO_STAGES; i++)
         c->zero[i] = zero >> i & 1u;
     c->cp_flavours = cp;
     c->precisions = prec;

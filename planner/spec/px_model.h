@@ -9,6 +9,10 @@
 
 #include "px_error.h"
 
+/* The most layers a model has: the bound of n_layers, and of the per-layer
+ * arrays (px_plan.h's PX_MAX_LAYERS is this). */
+#define PX_MODEL_MAX_LAYERS 1024
+
 /* The largest parameter count a model may have: 2^50 (1.1e15), about 500x
  * the largest published model; the byte counts formed from it stay exact in
  * int64 and double (px_model_validate enforces it with checked sums). */
@@ -63,7 +67,7 @@ typedef struct {
      * layers whose bit is set in layer_sliding (bit l % 8 of byte l / 8);
      * 0: full causal attention on every layer (px_sliding.h). */
     int64_t sliding_window;
-    uint8_t layer_sliding[128];
+    uint8_t layer_sliding[PX_MODEL_MAX_LAYERS / 8];
 } px_model;
 
 /* Parameter counts, in elements. */

@@ -46,7 +46,7 @@ const char *px_cp_comm_name(px_cp_comm c); /* "p2p", "all-gather", "a2a" */
 px_status px_cp_comm_parse(const char *s, px_cp_comm *out, px_error *err);
 
 #define PX_MAX_CHUNKS 1024 /* pp * vpp */
-#define PX_MAX_LAYERS 1024
+#define PX_MAX_LAYERS PX_MODEL_MAX_LAYERS
 
 /* How the training step is split.  G = tp * cp * pp * dp.  Experts are laid
  * over the same tp*cp*dp GPUs of a stage as ep * etp * edp (the lecture's 6.4:

@@ -1,13 +1,15 @@
 /* px_split_megatron.c — see px_split_megatron.h. */
 #include "px_split_megatron.h"
 
+#include "px_plan.h"
+
 bool px_split_megatron(int64_t L, int pp, int vpp, const px_megatron_split *how,
                        int *layers_per_chunk)
 {
     if (pp < 1 || vpp < 1 || L < 1)
         return false;
-    int64_t stage[1024];
-    if (pp > 1024)
+    int64_t stage[PX_MAX_CHUNKS]; /* pp <= pp * vpp <= PX_MAX_CHUNKS */
+    if (pp > PX_MAX_CHUNKS)
         return false;
     int first = how->first_stage_layers, last = how->last_stage_layers;
     if (first > 0 || last > 0) {
