@@ -32,9 +32,9 @@ static px_status cpu_sticky = PX_OK;
 static px_status take_sticky(px_error *err);
 
 /* Scratch buffers of one wrapper call (the most any kernel wrapper widens). */
-#define TMP_MAX 8
+#define SCRATCH_MAX 8
 typedef struct {
-    float *p[TMP_MAX];
+    float *p[SCRATCH_MAX];
     int n;
     int bad;
 } tmp_set;
@@ -42,7 +42,7 @@ typedef struct {
 static float *tmp_new(tmp_set *t, int64_t n)
 {
     float *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
-    if (!p || t->n == TMP_MAX) {
+    if (!p || t->n == SCRATCH_MAX) {
         free(p);
         t->bad = 1;
         return NULL;
