@@ -15,4 +15,4 @@ build=build
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then build=$1; shift; fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-exec python3 tests/reliability/combinations.py "$build" --sample 0 "$@"
+exec python3 tests/reliability/combinations.py "$build" --sample 0 --progress 2000 "$@"

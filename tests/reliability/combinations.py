@@ -90,7 +90,8 @@ def names_input(err, combo, extra=()):
     keys = list(extra) + [os.path.basename(model), os.path.basename(os.path.dirname(model)),
             os.path.basename(model).replace(".json", ""), os.path.basename(fw),
             os.path.basename(hw), os.path.basename(hw).replace(".json", ""), prec, "--"]
-    return any(k and k in err for k in keys)
+    # or a file it read (an export target's framework profile)
+    return any(k and k in err for k in keys) or re.search(r"\S+\.json\b", err) is not None
 
 
 def check_exit(tool, rc, out, err, combo, findings, what, extra=()):
@@ -215,6 +216,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--sample", type=int, default=0, help="combinations to run; 0: all")
     ap.add_argument("--jobs", type=int, default=1, help="combinations run at once")
+    ap.add_argument("--progress", type=int, default=0,
+                    help="print a progress line every N combinations (0: none)")
     ap.add_argument("--budget-s", type=float, default=0,
                     help="stop starting new combinations after this many seconds (0: none)")
     a = ap.parse_args()
@@ -244,6 +247,9 @@ def main():
                 done += 1
                 for f in res[1]:
                     print("FINDING", f, flush=True)
+                if a.progress and done % a.progress == 0:
+                    print(f"# {done} of {len(chosen)} combinations, {len(findings)} findings, "
+                          f"{time.monotonic() - t0:.0f} s", flush=True)
                 findings += res[1]
         took = time.monotonic() - t0
         print(f"combinations: {done} of {total} (models {len(models)} x frameworks {len(fws)} x "

@@ -10,10 +10,12 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "px_checked.h"
 #include "px_io.h"
+#include "px_cost.h"
 #include "px_model.h"
 #include "px_test.h"
 
@@ -131,10 +133,46 @@ static void test_model_bounds(void)
     CHECK(px_model_validate(&m, &err) == PX_OK);
 }
 
+/* The cost model's own check: a profile poisoned past its bounds (a rate
+ * of 1e-300, set in memory where no reader refuses it) makes a time
+ * infinite, and a debug build aborts where the step is assembled instead of
+ * printing it.  Forked, so the abort is observed, not suffered. */
+static void test_cost_asserts(void)
+{
+#ifdef NDEBUG
+    printf("skip cost assertions: NDEBUG build\n");
+#else
+    px_model m;
+    px_hw hw;
+    px_error err;
+    CHECK(px_model_load("tiny-llama", NULL, &m, &err) == PX_OK);
+    CHECK(px_hw_load("h100-sxm", NULL, &hw, &err) == PX_OK);
+    px_parallel par;
+    px_parallel_init(&par);
+    par.seq_len = m.seq_len;
+    px_prediction pred;
+    CHECK(px_cost_evaluate(&m, &hw, &par, &pred, &err) == PX_OK && pred.time.step_s > 0);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        (void)!freopen("/dev/null", "w", stderr); /* the assertion's own message */
+        hw.peak_flops = 1e-300;
+        hw.hbm_bw = 1e-300;
+        (void)px_cost_evaluate(&m, &hw, &par, &pred, &err);
+        _exit(0); /* the assertion did not fire */
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
+              "a poisoned profile's times were not caught (status %d)", status);
+#endif
+}
+
 int main(void)
 {
     test_checked();
     test_atomic();
     test_model_bounds();
+    test_cost_asserts();
     return px_test_result("reliability_units");
 }
