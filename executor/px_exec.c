@@ -494,12 +494,19 @@ typedef struct {
 static px_status exchange(px_exec *ex, int t, int *cursor, px_msg *out, px_error *err)
 {
     const px_timeline *tl = &ex->tl;
-    px_p2p_op ops[4];
+    /* a stage's messages in one slot: a forward and a backward, each sent
+     * and received at most once */
+    enum { SLOT_OPS_MAX = 4 };
+    px_p2p_op ops[SLOT_OPS_MAX];
     int n = 0;
     for (; *cursor < tl->n_msgs && tl->msgs[*cursor].slot <= t; (*cursor)++) {
         const px_pipe_msg *g = &tl->msgs[*cursor];
         if (g->slot < t || (g->src != ex->stage && g->dst != ex->stage))
             continue;
+        if (n + (g->src == ex->stage) + (g->dst == ex->stage) > SLOT_OPS_MAX)
+            return PX_FAIL(err, PX_ERR_INTERNAL,
+                           "pipeline: slot %d holds more than %d messages for stage %d", t,
+                           SLOT_OPS_MAX, ex->stage);
         int peer = g->src == ex->stage ? g->dst : g->src;
         if (g->src == ex->stage) {
             if (!out->buf || out->mc != g->mc || out->micro != g->micro)
