@@ -38,7 +38,8 @@ _Static_assert(PX_FEAT_LLAMA_BLOCK == 1 << (PX_FEAT_COUNT - 1), "PX_FEAT_COUNT")
 
 typedef struct {
     char name[32];                       /* "parallax", "megatron", "cpu-executor", ... */
-    char source[256];                    /* the file they were read from; "": built in */
+    char source[256];                    /* the file given by path they were read from;
+                                          * "": a shipped framework, by name */
     bool schedules[PX_SCHED_COUNT];      /* pipeline schedules it runs */
     bool recompute[PX_RECOMPUTE_COUNT];  /* uniform recompute modes it runs */
     bool per_layer_recompute;            /* a recompute choice per layer */

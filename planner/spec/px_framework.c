@@ -218,7 +218,6 @@ static px_status from_json(json_t *root, const char *file, px_framework *out, px
         return PX_ERR_INVALID;
     px_caps *c = &out->caps;
     snprintf(c->name, sizeof c->name, "%s", out->name);
-    snprintf(c->source, sizeof c->source, "%.255s", file); /* cited by refusals */
     c->moe_gpt_block = true;
     c->max_zero_with_pp = 3;
     st = px_jf_read(caps_fields, NF(caps_fields), jc, c, file, "capabilities", caps_sets, err);
@@ -354,6 +353,9 @@ px_status px_framework_load_release(const char *name_or_path, const char *dir,
         st = apply_release(root, release, path, err);
     if (st == PX_OK)
         st = from_json(root, path, out, err);
+    /* a file given by path is cited by it; a name as frameworks/NAME.json */
+    if (st == PX_OK && is_path(name_or_path))
+        snprintf(out->caps.source, sizeof out->caps.source, "%.255s", path);
     if (st == PX_OK && named)
         snprintf(out->release, sizeof out->release, "%s", release);
     json_decref(root);
