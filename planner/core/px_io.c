@@ -87,7 +87,7 @@ px_status px_io_check_target(const char *path, px_error *err)
                             "3000 characters)");
     if (path[strlen(path) - 1] == '/')
         return px_error_set(err, PX_ERR_INVALID, path, 0, 0,
-                            "names a directory; give a file name");
+                            "is a directory (the path ends in /); give a file name");
     struct stat sb;
     if (lstat(path, &sb) == 0) {
         if (S_ISDIR(sb.st_mode))
