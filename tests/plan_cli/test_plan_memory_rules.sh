@@ -22,7 +22,7 @@ run d2.json --model llama3-8b --gpus 8 --tp 1 --pp 1 --dp 8 --micro-batch 1 --ze
   --recompute full --framework deepspeed
 run d3.json --model llama3-8b --gpus 8 --tp 1 --pp 1 --dp 8 --micro-batch 1 --zero 3 \
   --recompute full --framework deepspeed
-python3 - "$tmp" models <<'PY' || exit 1
+python3 - "$tmp" "${PARALLAX_SOURCE_ROOT:-.}/models" <<'PY' || exit 1
 import json, sys
 tmp, models = sys.argv[1], sys.argv[2]
 def plan(f): return json.load(open(f"{tmp}/{f}"))["plans"][0]
