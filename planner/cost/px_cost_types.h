@@ -1,8 +1,8 @@
 /* px_cost_types.h — the working types the cost model's steps hand each other
- * (planner/cost/README.md: the steps in order) and three facts of the
- * context every step reads (the sequence, the element bytes, whether the
- * engine blocks).  Not part of the planner's interface; each step's helpers
- * are in that step's own header. */
+ * (planner/cost/README.md: the steps in order), three facts of the context
+ * every step reads (the sequence, the element bytes, whether the engine
+ * blocks) and dmax / dmin.  Not part of the planner's interface; each
+ * step's helpers are in that step's own header. */
 #ifndef PX_COST_TYPES_H
 #define PX_COST_TYPES_H
 

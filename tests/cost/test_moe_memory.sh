@@ -17,7 +17,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # fp32, 1 GB of memory: nothing is rejected for memory
 sed 's/"hbm_bytes": 7000000/"hbm_bytes": 1000000000/; s/"name": "tiny-hbm"/"name": "cpu-fp32"/' \
-  "$here/../milp/tiny-hbm.json" > "$tmp/cpu.json"
+  "$here/../partition/tiny-hbm.json" > "$tmp/cpu.json"
 common="--model tiny-moe --hw $tmp/cpu.json --cp 1 --etp 1 --zero 0 --recompute none
         --schedule 1f1b --global-batch 16 --overlap off"
 run() { # NAME NP PLAN-ARGS...

@@ -55,7 +55,7 @@ static void test_read(void)
                                                sizeof m.layer_sliding) == 0);
     json_decref(j);
     /* Mistral 7B v0.1: a 4096 window on every layer */
-    CHECK(px_model_load(PX_SOURCE_ROOT "/tests/data/hf/Mistral-7B-v0.1/config.json", NULL, &m,
+    CHECK(px_model_load(PX_SOURCE_ROOT "/tests/spec/hf/Mistral-7B-v0.1/config.json", NULL, &m,
                         &err) == PX_OK);
     CHECK(m.sliding_window == 4096 && px_model_n_sliding_layers(&m) == m.n_layers);
     /* errors name the key and what is allowed */

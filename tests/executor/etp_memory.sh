@@ -21,7 +21,7 @@ trap 'rm -rf "$work"' EXIT
 failed=0
 # fp32, 1 GB of memory: nothing is rejected for memory
 sed 's/"hbm_bytes": 7000000/"hbm_bytes": 1000000000/; s/"name": "tiny-hbm"/"name": "cpu-fp32"/' \
-  "$src/tests/milp/tiny-hbm.json" >"$work/cpu.json"
+  "$src/tests/partition/tiny-hbm.json" >"$work/cpu.json"
 common="--model tiny-moe --hw $work/cpu.json --cp 1 --zero 0 --recompute none
         --schedule 1f1b --global-batch 16 --overlap off --tp 1 --pp 1"
 run() { # NAME NP PLAN-ARGS...

@@ -10,7 +10,7 @@ set -u
 build=$1
 here=$(cd "$(dirname "$0")" && pwd)
 plan="$build/plan"
-readback="$build/tests/plan_cli/plan_readback"
+readback="$build/tests/cli/plan_readback"
 work=$(mktemp -d "${TMPDIR:-/tmp}/px-inputs.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 failed=0

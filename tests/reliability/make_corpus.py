@@ -58,7 +58,7 @@ put("model", "deep_nesting", None, r"malformed JSON|unknown key|expected",
     raw='{"name": "x", "block": "llama", "hidden": ' + "[" * 5000 + "]" * 5000 + "}")
 put("model", "mtp_many", with_(model, n_mtp_modules=1000), r"n_mtp_modules: 1000 is out of range")
 
-hf = load("tests/data/hf/Mixtral-8x7B-v0.1/config.json")
+hf = load("tests/spec/hf/Mixtral-8x7B-v0.1/config.json")
 put("hf", "hidden_2e40", with_(hf, hidden_size=1 << 40), r"hidden: 1099511627776 is out of range")
 put("hf", "experts_int_max", with_(hf, num_local_experts=2**31 - 1),
     r"n_experts: 2147483647 is out of range")

@@ -1,4 +1,4 @@
-/* data_util.h — helpers shared by the data-layer tests: a private temp
+/* data_util.h — helpers shared by the spec-layer tests: a private temp
  * folder (tests run in parallel) and writing a small file into it. */
 #ifndef DATA_UTIL_H
 #define DATA_UTIL_H

@@ -1,5 +1,5 @@
 /* test_model_hf.c — Hugging Face config.json files (fixtures under
- * tests/data/hf/, written from the published configs) load into the same
+ * tests/spec/hf/, written from the published configs) load into the same
  * architecture as the presets, with the published parameter counts. */
 #include <string.h>
 
@@ -10,7 +10,7 @@
 static px_status load_hf(const char *dir, px_model *m, px_error *err)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/hf/%s/config.json", data_source_root(), dir);
+    snprintf(path, sizeof path, "%s/tests/spec/hf/%s/config.json", data_source_root(), dir);
     px_error_clear(err);
     memset(m, 0, sizeof *m);
     px_status st = px_model_load(path, NULL, m, err);
@@ -84,7 +84,7 @@ int main(void)
 
     /* An unknown model_type lists the supported ones. */
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/hf/unsupported-type.json", data_source_root());
+    snprintf(path, sizeof path, "%s/tests/spec/hf/unsupported-type.json", data_source_root());
     px_error_clear(&err);
     px_status st = px_model_load(path, NULL, &m, &err);
     CHECK(st == PX_ERR_UNSUPPORTED);

@@ -1,0 +1,73 @@
+/* px_plan_cmd_internal.h — what the files of the `plan` command share, each
+ * calling only those before it: px_plan_options.c (the command line),
+ * px_plan_tables.c (the text tables), px_plan_cmd_json.c (the JSON and the
+ * plan file), then px_plan_cmd.c (the command).  Not part of the planner's
+ * interface. */
+#ifndef PX_PLAN_CMD_INTERNAL_H
+#define PX_PLAN_CMD_INTERNAL_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "px_args.h"
+#include "px_cost.h"
+#include "px_framework.h"
+#include "px_partition_refine.h"
+#include "px_plan.h"
+#include "px_plan_cmd.h"
+#include "px_search.h"
+
+/* What the command line asks for. */
+typedef struct {
+    const char *model, *hw, *out, *framework;
+    const char *framework_release; /* --framework-release; NULL: none */
+    const char *html;          /* --html FILE */
+    double price_per_gpu_hour; /* --price-per-gpu-hour; 0: the profile's */
+    int gpus;
+    bool json, explain, list_models, list_hw;
+    bool partition_given; /* --partition or --no-milp on the command line */
+    px_search_opts opts;
+    const char *sweep;    /* --sweep-gpus */
+    const char *top_dir;  /* --write-top */
+} plan_cli;
+
+/* px_plan_options.c */
+extern const char usage_text[];
+extern const char usage_text_2[];
+px_status parse_args(int argc, char **argv, bool model_given, plan_cli *c,
+                     px_args_action *action, px_error *err);
+px_status plan_cost_ctx(const plan_cli *c, const px_model *model, const px_hw *hw,
+                        px_cost_ctx **out, px_error *err);
+
+/* px_plan_tables.c */
+/* One communication kind of the cost detail, for the table and the JSON. */
+typedef struct {
+    const char *label, *key; /* "TP/SP" in the table, "tp" in the JSON */
+    double tot, exp, bytes;
+    bool cross;
+} comm_row;
+enum { N_COMM_KINDS = 5 };
+const char *recompute_label(const px_parallel *p);
+void layer_counts(const px_parallel *p, int64_t n_layers, int counts[PX_RECOMPUTE_COUNT]);
+void comm_rows(const px_cost_detail *d, comm_row rows[N_COMM_KINDS]);
+px_status stage_table(const px_model *m, const px_hw *hw,
+                      const struct px_fw_runtime *run, const px_parallel *par,
+                      px_partition_solution *cur, px_partition_solution *uni,
+                      int64_t *limit, px_error *err);
+px_status write_table(FILE *out, const plan_cli *c, const px_model *model,
+                      const px_hw *hw, const px_framework *fw,
+                      const px_search_result *res, bool fixed_uniform, px_error *err);
+
+/* px_plan_cmd_json.c */
+json_t *candidate_json(const px_candidate *c, int64_t seq, int64_t n_layers);
+px_status make_plan(px_plan *plan, const px_model *m, const px_hw *hw,
+                    const px_candidate *c, const struct px_fw_runtime *run,
+                    px_error *err);
+px_status write_html(const char *path, const px_model *m, const px_hw *hw, int gpus,
+                     const struct px_fw_runtime *run, const px_search_result *res,
+                     px_error *err);
+px_status write_json(FILE *out, const plan_cli *c, const px_model *model,
+                     const px_hw *hw, const px_framework *fw,
+                     const px_search_result *res, const px_plan *plan, px_error *err);
+
+#endif

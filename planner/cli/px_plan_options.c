@@ -1,0 +1,362 @@
+/* px_plan_options.c — the `plan` command line: its usage text, the option
+ * table (px_args rows) and the readers of values that need more than a
+ * number, and the cost context every number of the output comes from
+ * (px_plan_cmd_internal.h). */
+#include "px_plan_cmd_internal.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "px_args.h"
+#include "px_cost.h"
+#include "px_cost_precision.h"
+#include "px_framework.h"
+#include "px_html.h"
+#include "px_partition_refine.h"
+#include "px_plan_json.h"
+#include "px_plan_predict.h"
+#include "px_run_cost.h"
+#include "px_search.h"
+#include "px_sweep.h"
+#include "px_validate.h"
+
+/* PX_SEARCH_TOP_MAX as text for the usage string (it is a plain number) */
+#define PX_STR_(x) #x
+#define PX_STR(x) PX_STR_(x)
+#define PX_TOP_MAX_STR PX_STR(PX_SEARCH_TOP_MAX)
+
+const char usage_text[] =
+    "usage: plan --model NAME|FILE --gpus G [options]\n"
+    "       plan --validate [FILE] [--json] [--check]   (as build/validate: docs/validation.md)\n"
+    "       plan --list-models | --list-hw | --version\n"
+    "\n"
+    "Searches every valid way to split the training of a model over G GPUs and\n"
+    "ranks them by the predicted step time (docs/cost-model.md).  Every option\n"
+    "takes its value as `--flag value` or `--flag=value`, once.\n"
+    "\n"
+    "  --model NAME|FILE      model preset (models/), or a preset / Hugging Face config.json\n"
+    "  --gpus G               number of GPUs\n"
+    "  --hw NAME|FILE         hardware profile (hw_profiles/; default " PX_HW_DEFAULT ")\n"
+    "  --framework NAME|FILE  the framework that will run the plan (frameworks/: parallax,\n"
+    "                         megatron, torchtitan, llm-foundry, maxtext, deepspeed; default\n"
+    "                         " PX_FRAMEWORK_DEFAULT ", this project's executor): only what it can run is\n"
+    "                         searched, costed as it runs it (docs/framework-schema.md)\n"
+    "  --seq S                sequence length (default: the model's); alias --seq-len\n"
+    "  --global-batch SEQS    global batch in sequences (default: 2^24 tokens / S for 70B\n"
+    "                         parameters and more, scaled by sqrt(N / 70e9) below; moved to\n"
+    "                         the nearest the fixed layout divides, said so)\n"
+    "  --tokens-per-step T    global batch in tokens\n"
+    "  --tp N --cp N --ep N --etp N --pp N --vpp N --dp N\n"
+    "                         fix a parallel dimension (etp: expert tensor parallel)\n"
+    "  --shard-group N        ZeRO-3 hybrid sharding: shard within groups of N data-parallel\n"
+    "                         ranks, replicate across them (frameworks with hybrid_shard)\n"
+    "  --micro-batch N        fix the micro-batch size (sequences); alias --mbs\n"
+    "  --micro-batches N      fix the micro-batches per step per replica (m)\n"
+    "  --zero 0..3            fix the ZeRO stage\n"
+    "  --recompute none|selective|full\n"
+    "  --schedule gpipe|1f1b|interleaved|zb-h1|zb-h2\n"
+    "  --grad-dtype bf16|fp32 gradient dtype (default fp32 main gradients)\n"
+    "  --precision P          number format of the layers' GEMMs: bf16 (default), fp16,\n"
+    "                         fp8, fp8-cs, fp8-rowwise, fp8-block, mxfp8, nvfp4; refused\n"
+    "                         when the profile has no tensor-core path for it\n"
+    "  --cp-comm p2p|all-gather|a2a\n"
+    "                         CP attention communication (default p2p: ring)\n"
+    "  --no-sp                sequence parallelism off (default on when TP > 1); --sp on|off\n"
+    "  --overlap on|off       gradient reduction and backward TP collectives hidden under\n"
+    "                         the backward (default: the framework's overlap traits; off\n"
+    "                         for `execute` on CPUs, which runs them after the compute)\n"
+    ;
+/* (two strings: C11 compilers need to take only 4095 characters in one) */
+const char usage_text_2[] =
+    "  --framework-release R  the framework as its release R ran (the profile's \"releases\":\n"
+    "                         megatron 2020, 2021, 2022, nemo-24.03, nemo-25.09, ...; none =\n"
+    "                         as it runs today, the default); docs/validation.md\n"
+    "  --partition milp|uniform|glpk\n"
+    "                         stage split and per-layer recompute of the top candidates:\n"
+    "                         chosen by the GLPK program (default; docs/partition.md) or\n"
+    "                         uniform layers per stage; --no-milp = --partition uniform;\n"
+    "                         glpk: the program with every pass in GLPK (no exact DP)\n"
+    "  --milp-time-limit S    GLPK time limit per candidate, seconds (default 0.5,\n"
+    "                         0.05 for interleaved candidates)\n"
+    "  --milp-budget S        all candidates' programs together, seconds (default 1); the\n"
+    "                         candidates left when it is spent keep their uniform split\n"
+    "  --top K                rows in the table (default 10, at most " PX_TOP_MAX_STR "); with\n"
+    "                         the GLPK program on, K rows whenever K configurations fit\n"
+    "  --tokens D             time to train D tokens, with goodput (suffixes K M B T)\n"
+    "  --gpu-mtbf-hours H     per-GPU mean time between failures (default: the profile's)\n"
+    "  --price-per-gpu-hour P US dollars per GPU-hour for the --tokens cost (default: the\n"
+    "                         profile's price_per_gpu_hour, docs/hw-schema.md)\n"
+    "  --explain              memory and time breakdown, rule-of-thumb plan beside the best\n"
+    "  --html FILE            write a self-contained HTML report: the chosen plan's pipeline\n"
+    "                         timeline, per-stage memory, time breakdown, the top plans\n"
+    "  --json                 print JSON instead of the table\n"
+    "  --threads N            threads of the search (default: the processors; the result\n"
+    "                         is the same for any N)\n"
+    "  --sweep-gpus A..B      the best plan for each GPU count A, 2A, 4A, ... up to B (or a\n"
+    "                         list G1,G2,...), a table or (--json) an array; no --gpus\n"
+    "  -o FILE                write the chosen plan (docs/plan-schema.md); alias --output\n"
+    "  --write-top DIR        write every ranked plan too, as DIR/rank-<N>.json\n"
+    "  --list-models          the model presets and their aliases\n"
+    "  --list-hw              the hardware profiles\n"
+    "  --version              the Parallax version\n"
+    "  --help                 this text\n";
+
+
+/* ---- readers of the options whose values are words ---- */
+
+static px_status read_tokens_per_step(void *s, const char *flag, const char *v, px_error *err)
+{
+    double x;
+    px_status st = px_args_read_amount(flag, v, &x, err);
+    if (st != PX_OK)
+        return st;
+    /* bounded before it becomes an integer */
+    if (x > (double)PX_SEARCH_MAX_TOKENS_PER_STEP)
+        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": out of range (allowed: 1..%lld tokens, 2^50)",
+                       flag, v, (long long)PX_SEARCH_MAX_TOKENS_PER_STEP);
+    ((plan_cli *)s)->opts.tokens_per_step = (int64_t)llround(x);
+    return PX_OK;
+}
+
+/* --gpu-mtbf-hours, --price-per-gpu-hour: the profile field's bounds. */
+static px_status read_mtbf(void *s, const char *flag, const char *v, px_error *err)
+{
+    double *x = &((plan_cli *)s)->opts.gpu_mtbf_hours;
+    PX_TRY(px_args_read_amount(flag, v, x, err));
+    return px_hw_check_field(flag, "gpu_mtbf_hours", *x, err);
+}
+
+static px_status read_price(void *s, const char *flag, const char *v, px_error *err)
+{
+    double *x = &((plan_cli *)s)->price_per_gpu_hour;
+    PX_TRY(px_args_read_amount(flag, v, x, err));
+    return px_hw_check_field(flag, "price_per_gpu_hour", *x, err);
+}
+
+static px_status read_recompute(void *s, const char *flag, const char *v, px_error *err)
+{
+    px_recompute r;
+    px_error e;
+    if (px_recompute_parse(v, &r, &e) != PX_OK)
+        return PX_FAIL(err, PX_ERR_USAGE,
+                       "%s \"%s\": allowed values are none, selective, full", flag, v);
+    ((plan_cli *)s)->opts.recompute = (int)r;
+    return PX_OK;
+}
+
+static px_status read_schedule(void *s, const char *flag, const char *v, px_error *err)
+{
+    px_schedule sc;
+    px_error e;
+    if (px_schedule_parse(v, &sc, &e) != PX_OK)
+        return PX_FAIL(err, PX_ERR_USAGE,
+                       "%s \"%s\": allowed values are gpipe, 1f1b, interleaved, zb-h1, zb-h2",
+                       flag, v);
+    ((plan_cli *)s)->opts.schedule = (int)sc;
+    return PX_OK;
+}
+
+static px_status read_grad_dtype(void *s, const char *flag, const char *v, px_error *err)
+{
+    px_search_opts *o = &((plan_cli *)s)->opts;
+    if (!strcmp(v, "bf16"))
+        o->grad_fp32 = 0;
+    else if (!strcmp(v, "fp32"))
+        o->grad_fp32 = 1;
+    else
+        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": allowed values are bf16, fp32", flag, v);
+    return PX_OK;
+}
+
+static px_status read_precision(void *s, const char *flag, const char *v, px_error *err)
+{
+    px_error e;
+    if (px_precision_parse(v, &((plan_cli *)s)->opts.precision, &e) != PX_OK)
+        return PX_FAIL(err, PX_ERR_USAGE, "%s: %s", flag, e.msg);
+    return PX_OK;
+}
+
+static px_status read_cp_comm(void *s, const char *flag, const char *v, px_error *err)
+{
+    px_error e;
+    if (px_cp_comm_parse(v, &((plan_cli *)s)->opts.cp_comm, &e) != PX_OK)
+        return PX_FAIL(err, PX_ERR_USAGE, "%s: %s", flag, e.msg);
+    return PX_OK;
+}
+
+static px_status read_overlap(void *s, const char *flag, const char *v, px_error *err)
+{
+    px_search_opts *o = &((plan_cli *)s)->opts;
+    int on;
+    px_status st = px_args_read_on_off(flag, v, &on, err);
+    if (st == PX_OK)
+        o->dp_overlap = o->tp_overlap = on;
+    return st;
+}
+
+static px_status read_sp(void *s, const char *flag, const char *v, px_error *err)
+{
+    return px_args_read_on_off(flag, v, &((plan_cli *)s)->opts.sp, err);
+}
+
+static px_status read_partition(void *s, const char *flag, const char *v, px_error *err)
+{
+    plan_cli *c = s;
+    c->opts.milp_glpk_only = !strcmp(v, "glpk");
+    if (!strcmp(v, "milp") || !strcmp(v, "glpk"))
+        c->opts.milp = true;
+    else if (!strcmp(v, "uniform"))
+        c->opts.milp = false;
+    else
+        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": allowed values are milp, uniform, glpk",
+                       flag, v);
+    c->partition_given = true;
+    return PX_OK;
+}
+
+/* Seconds in (0, 3600] (the partition program's limits). */
+static px_status read_seconds(const char *flag, const char *v, double *out, px_error *err)
+{
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end || !(x > 0.0) || x > 3600.0)
+        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": expected seconds in (0, 3600]", flag, v);
+    *out = x;
+    return PX_OK;
+}
+
+static px_status read_milp_time_limit(void *s, const char *flag, const char *v, px_error *err)
+{
+    return read_seconds(flag, v, &((plan_cli *)s)->opts.milp_time_limit_s, err);
+}
+
+static px_status read_milp_budget(void *s, const char *flag, const char *v, px_error *err)
+{
+    return read_seconds(flag, v, &((plan_cli *)s)->opts.milp_budget_s, err);
+}
+
+/* Every option of `plan`, one row per spelling (px_args.h).  The first
+ * spelling of an option is the one messages use. */
+#define BIG (double)(1LL << 40)
+static const px_arg plan_rows[] = {
+    PX_ARG_STR("--model", plan_cli, model),
+    PX_ARG_STR("--hw", plan_cli, hw),
+    PX_ARG_STR("--framework", plan_cli, framework),
+    PX_ARG_STR("--framework-release", plan_cli, framework_release),
+    PX_ARG_STR("-o", plan_cli, out),
+    PX_ARG_ALIAS("--output", "-o"),
+    PX_ARG_INT("--gpus", plan_cli, gpus, 1, 1 << 24),
+    PX_ARG_I64("--seq", plan_cli, opts.seq_len, 1, BIG),
+    PX_ARG_ALIAS("--seq-len", "--seq"),
+    PX_ARG_I64("--global-batch", plan_cli, opts.global_batch, 1, BIG),
+    PX_ARG_CUSTOM("--tokens-per-step", read_tokens_per_step),
+    PX_ARG_INT("--tp", plan_cli, opts.tp, 1, 1 << 20),
+    PX_ARG_INT("--cp", plan_cli, opts.cp, 1, 1 << 20),
+    PX_ARG_INT("--ep", plan_cli, opts.ep, 1, 1 << 20),
+    PX_ARG_INT("--etp", plan_cli, opts.etp, 1, 1 << 20),
+    PX_ARG_INT("--pp", plan_cli, opts.pp, 1, 1 << 20),
+    PX_ARG_INT("--vpp", plan_cli, opts.vpp, 1, 1 << 10),
+    PX_ARG_INT("--dp", plan_cli, opts.dp, 1, 1 << 24),
+    PX_ARG_INT("--shard-group", plan_cli, opts.shard_group, 1, 1 << 20),
+    PX_ARG_I64("--micro-batch", plan_cli, opts.micro_batch, 1, BIG),
+    PX_ARG_ALIAS("--mbs", "--micro-batch"),
+    PX_ARG_I64("--micro-batches", plan_cli, opts.n_micro, 1, BIG),
+    PX_ARG_INT("--zero", plan_cli, opts.zero, 0, 3),
+    PX_ARG_CUSTOM("--recompute", read_recompute),
+    PX_ARG_CUSTOM("--schedule", read_schedule),
+    PX_ARG_CUSTOM("--grad-dtype", read_grad_dtype),
+    PX_ARG_CUSTOM("--precision", read_precision),
+    PX_ARG_CUSTOM("--cp-comm", read_cp_comm),
+    PX_ARG_CUSTOM("--overlap", read_overlap),
+    PX_ARG_CUSTOM("--sp", read_sp),
+    PX_ARG_MEANS("--no-sp", "--sp", "off"),
+    PX_ARG_CUSTOM("--partition", read_partition),
+    PX_ARG_MEANS("--no-milp", "--partition", "uniform"),
+    PX_ARG_CUSTOM("--milp-time-limit", read_milp_time_limit),
+    PX_ARG_CUSTOM("--milp-budget", read_milp_budget),
+    PX_ARG_INT("--top", plan_cli, opts.top, 1, PX_SEARCH_TOP_MAX),
+    PX_ARG_AMOUNT("--tokens", plan_cli, opts.train_tokens),
+    PX_ARG_CUSTOM("--gpu-mtbf-hours", read_mtbf),
+    PX_ARG_CUSTOM("--price-per-gpu-hour", read_price),
+    PX_ARG_STR("--html", plan_cli, html),
+    PX_ARG_SWITCH("--explain", plan_cli, explain),
+    PX_ARG_SWITCH("--json", plan_cli, json),
+    PX_ARG_INT("--threads", plan_cli, opts.threads, 1, PX_SEARCH_THREADS_MAX),
+    PX_ARG_STR("--sweep-gpus", plan_cli, sweep),
+    PX_ARG_STR("--write-top", plan_cli, top_dir),
+    PX_ARG_SWITCH("--list-models", plan_cli, list_models),
+    PX_ARG_SWITCH("--list-hw", plan_cli, list_hw),
+};
+enum { N_PLAN_ROWS = sizeof plan_rows / sizeof plan_rows[0] };
+
+void px_plan_option_names_json(char *buf, size_t buf_len)
+{
+    px_args_names_json(plan_rows, N_PLAN_ROWS, buf, buf_len);
+}
+
+int px_plan_option_takes_value(const char *name)
+{
+    return px_args_takes_value(plan_rows, N_PLAN_ROWS, name);
+}
+
+/* Reads argv into c; *action says whether to run, or print help/version. */
+px_status parse_args(int argc, char **argv, bool model_given, plan_cli *c,
+                     px_args_action *action, px_error *err)
+{
+    memset(c, 0, sizeof *c);
+    c->hw = PX_HW_DEFAULT;
+    px_search_opts_init(&c->opts);
+    px_args_result res;
+    px_status st = px_args_parse(plan_rows, N_PLAN_ROWS, argc, argv, c, 0, &res, err);
+    if (st != PX_OK)
+        return st;
+    *action = res.action;
+    px_args_free(&res);
+    if (*action != PX_ARGS_RUN || c->list_models || c->list_hw)
+        return PX_OK;
+    if (model_given && c->model)
+        return PX_FAIL(err, PX_ERR_USAGE, "--model \"%s\" given beside a model object: give "
+                                          "one of them", c->model);
+    if (!c->model && !model_given)
+        return PX_FAIL(err, PX_ERR_USAGE,
+                       "--model is required (a preset name such as 70b, or a config.json)");
+    if (c->sweep && c->gpus > 0)
+        return PX_FAIL(err, PX_ERR_USAGE,
+                       "--sweep-gpus and --gpus both set the GPU count: give one of them");
+    if (c->sweep && c->out)
+        return PX_FAIL(err, PX_ERR_USAGE, "-o writes one plan; --sweep-gpus makes one per GPU "
+                                          "count: leave -o out");
+    if (c->gpus < 1 && !c->sweep)
+        return PX_FAIL(err, PX_ERR_USAGE, "--gpus is required (a positive integer)");
+    if (c->opts.global_batch > 0 && c->opts.tokens_per_step > 0)
+        return PX_FAIL(err, PX_ERR_USAGE, "--global-batch and --tokens-per-step both set the "
+                                          "global batch: give one of them");
+    return PX_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* people's output                                                     */
+
+/* The cost context every number of plan's output comes from (--json's
+ * breakdown, --explain): the search's, under how the framework runs the plan
+ * (c->opts.run), so that a breakdown adds up to its row.  *out is the
+ * caller's to free. */
+px_status plan_cost_ctx(const plan_cli *c, const px_model *model, const px_hw *hw,
+                        px_cost_ctx **out, px_error *err)
+{
+    px_cost_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return PX_FAIL(err, PX_ERR_NOMEM, "out of memory for the cost model");
+    px_status st = px_cost_ctx_init(ctx, model, hw, err);
+    if (st != PX_OK) {
+        free(ctx);
+        return st;
+    }
+    ctx->run = c->opts.run; /* as the search and the plan file cost it */
+    *out = ctx;
+    return PX_OK;
+}
