@@ -1,5 +1,5 @@
 /* fuzz_hf — a Hugging Face config.json with the MoE and MLA fields
- * (seeds: tests/data/hf/, the malformed corpus/hf): an accepted config must
+ * (seeds: tests/spec/hf/, the malformed corpus/hf): an accepted config must
  * validate, and the planner on it (8 H100s, analytic search) must give a
  * plan with finite, non-negative times and memory or refuse with a message.
  * Inputs without "model_type" are left to fuzz_model (presets). */

@@ -12,7 +12,7 @@ art=${PX_FUZZ_ARTIFACTS:-$(dirname "$target")/../artifacts}
 mkdir -p "$art"
 work=$(mktemp -d "${TMPDIR:-/tmp}/px-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-n=0 # numbered copies: tests/data/hf/*/config.json share one name
+n=0 # numbered copies: tests/spec/hf/*/config.json share one name
 for d in "$@"; do
   while IFS= read -r f; do
     n=$((n + 1)); cp "$f" "$work/$n-$(basename "$f")"

@@ -104,7 +104,7 @@ r = parallax.plan(model="70b", gpus=64, tp=8, pp=4, dp=2, micro_batch=1, no_sp=T
 check(r["plans"][0]["parallel"]["sp"] is False, "no_sp=True turns sequence parallelism off")
 
 # A Hugging Face config as a dict plans as the same file does.
-hf_path = os.path.join(SRC, "tests", "data", "hf", "Qwen3-8B", "config.json")
+hf_path = os.path.join(SRC, "tests", "spec", "hf", "Qwen3-8B", "config.json")
 with open(hf_path) as f:
     hf = json.load(f)
 by_file = parallax.Model(hf_path)

@@ -3,7 +3,7 @@
 output path of the tools, each result checked.
 
 The product: every model preset (models/) and every Hugging Face test config
-(tests/data/hf/*/config.json) x every framework (frameworks/, each rewritten
+(tests/spec/hf/*/config.json) x every framework (frameworks/, each rewritten
 to allow every precision so that the cost code runs where the shipped
 profile would refuse) x every precision x every hardware profile
 (hw_profiles/) x GPU counts 1, 8, 64, 1024, 16384.  Each combination is
@@ -54,7 +54,7 @@ SAN = re.compile(r"AddressSanitizer|runtime error:|LeakSanitizer|UndefinedBehavi
 def inputs(work):
     models = sorted(os.path.join(ROOT, "models", f) for f in os.listdir(os.path.join(ROOT, "models"))
                     if f.endswith(".json"))
-    hf = os.path.join(ROOT, "tests", "data", "hf")
+    hf = os.path.join(ROOT, "tests", "spec", "hf")
     models += sorted(os.path.join(hf, d, "config.json") for d in os.listdir(hf)
                      if os.path.isfile(os.path.join(hf, d, "config.json")))
     fws = []

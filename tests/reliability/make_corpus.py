@@ -65,10 +65,10 @@ put("hf", "experts_int_max", with_(hf, num_local_experts=2**31 - 1),
 put("hf", "negative_ffn", with_(hf, intermediate_size=-1), r"intermediate_size: expected an integer >= 1")
 put("hf", "vocab_string", with_(hf, vocab_size="big"), r"vocab_size: expected an integer")
 put("hf", "layers_huge", with_(hf, num_hidden_layers=1 << 31), r"n_layers: 2147483648 is out of range")
-qwen = load("tests/data/hf/Qwen3-235B-A22B/config.json")
+qwen = load("tests/spec/hf/Qwen3-235B-A22B/config.json")
 put("hf", "mlp_only_layers_string", with_(qwen, mlp_only_layers="x"),
     r"mlp_only_layers: expected a list of layer indices, got a string \(allowed: \[\] or absent\)")
-dsv3 = load("tests/data/hf/DeepSeek-V3/config.json")
+dsv3 = load("tests/spec/hf/DeepSeek-V3/config.json")
 put("hf", "moe_layer_freq_1000", with_(dsv3, moe_layer_freq=1000),
     r"no layer has experts: moe_layer_freq 1000 with first_dense_layers 3 .*\(allowed: ")
 put("model", "moe_layer_freq_1000", with_(load("models/deepseek-v3.json"), moe_layer_freq=1000),
