@@ -8,6 +8,7 @@
 #include "px_blocking.h"
 #include "px_cost_2_ops.h"
 #include "px_cost_fsdp.h"
+#include "px_cost_lora.h"
 #include "px_cost_precision.h"
 
 /* Zero-bubble B -> W: the output gradients one layer keeps for its deferred
@@ -83,6 +84,11 @@ static void stage_static_memory(const px_cost_ctx *ctx, const px_parallel *par, 
         double esh = par->shard_group > 0 && eshard > gsh ? gsh : eshard;
         px_cost_fsdp_static(dense, gsh, bpp.grads, &w1, &g1, &o1);
         px_cost_fsdp_static(expert, esh, bpp.grads, &w2, &g2, &o2);
+    }
+    if (px_finetune_is_lora(&par->finetune)) { /* frozen base, trained adapters */
+        double shard = par->zero >= 3 && par->shard_group > 0 ? par->shard_group : dshard;
+        px_lora_static(ctx, par, dense + expert, (double)nd, shard, &w1, &g1, &o1);
+        w2 = g2 = o2 = 0.0;
     }
     sm->w = w1 + w2 + prec_weight_copies(ctx, par, nd, nm);
     sm->g = g1 + g2;

@@ -17,6 +17,7 @@
 #include "px_cost_6_stage.h"
 #include "px_cost_7_pipe.h"
 #include "px_cost_fsdp.h"
+#include "px_cost_lora.h"
 #include "px_cost_precision.h"
 #include "px_domain.h"
 #include "px_flops.h"
@@ -141,6 +142,7 @@ static void dp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const c
     const px_hw *hw = ctx->hw;
     double mm = (double)par->n_micro;
     px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
+    bpp.grads *= px_lora_grad_share(ctx, par, w_dense_p + w_exp_p); /* LoRA: adapters' only */
     int ddp = par->dp * par->cp;
     int edp = par->tp * par->cp * par->dp / (par->ep * par->etp);
     /* quantised parameters are gathered quantised (px_cost_precision.h) */
@@ -231,6 +233,9 @@ static double optimizer_time(const px_cost_ctx *ctx, const px_parallel *par, dou
 {
     const px_hw *hw = ctx->hw;
     px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
+    double trained = px_lora_grad_share(ctx, par, w_dense_p + w_exp_p); /* LoRA: adapters */
+    w_dense_p *= trained;
+    w_exp_p *= trained;
     int ddp = par->dp * par->cp;
     int edp = par->tp * par->cp * par->dp / (par->ep * par->etp);
     double shard = par->zero >= 1 ? (double)ddp : 1.0;

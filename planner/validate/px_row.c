@@ -448,12 +448,6 @@ px_status px_row_map(const json_t *row, const char *profiles_dir, px_row_call *o
         snprintf(n, sizeof n, "vocabulary unpublished: %lld assumed", (long long)out->model.vocab);
         add_note(out, n);
     }
-    if (out->finetune[0]) {
-        char n[128];
-        snprintf(n, sizeof n, "fine-tuning (%s) planned as pre-training: plan has no --finetune",
-                 out->finetune);
-        add_note(out, n);
-    }
     return PX_OK;
 }
 
@@ -475,6 +469,8 @@ void px_row_search_opts(const px_row_call *call, px_search_opts *o)
     o->shard_group = call->shard_group;
     o->recompute = call->recompute;
     o->precision = call->precision;
+    if (call->finetune[0]) /* "lora" or "full": row_finetune's words */
+        px_finetune_mode_parse(call->finetune, &o->finetune.mode, NULL);
 }
 
 px_status px_row_load_framework(const px_row_call *call, const char *name_or_path,
