@@ -277,13 +277,17 @@ static void fill_rates(px_cost_ctx *ctx, const px_parallel *par, double step, do
     double fpt = ctx->model_flops_per_token, hpt = ctx->hw_flops_per_token[rc];
     if (par->n_layer_recompute > 0)
         hpt = px_flops_hw_per_token_layers(m, s, rc, par->layer_recompute, par->n_layer_recompute);
+    double lora = px_lora_flops_delta_per_token(ctx, par, s); /* frozen weights: no wgrad */
+    fpt += lora;
+    hpt += lora;
     double gpus = (double)par->tp * par->cp * par->pp * par->dp;
     pred->model_flops_per_step = fpt * tokens;
     pred->hw_flops_per_step = hpt * tokens;
     pred->tokens_per_s = tokens / step;
     pred->mfu = pred->model_flops_per_step / (step * gpus * hw->peak_flops);
     pred->hfu = pred->hw_flops_per_step / (step * gpus * hw->peak_flops);
-    pred->mfu_causal = ctx->model_flops_causal_per_token * tokens / (step * gpus * hw->peak_flops);
+    pred->mfu_causal =
+        (ctx->model_flops_causal_per_token + lora) * tokens / (step * gpus * hw->peak_flops);
     pred->bubble_fraction = bubble / step;
 }
 

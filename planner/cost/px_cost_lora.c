@@ -5,6 +5,7 @@
 
 #include "px_cost_2_ops.h"
 #include "px_cost_fsdp.h"
+#include "px_flops.h"
 
 /* in and out of the targeted linear `bit` of a dense layer (Megatron's
  * fused linear_qkv and linear_fc1: one adapter each) */
@@ -107,4 +108,18 @@ void px_lora_static(const px_cost_ctx *ctx, const px_parallel *par, double base_
     *w = base_params * e / (par->zero >= 3 ? dmax(shard, 1.0) : 1.0) + wa;
     *g = ga;
     *o = oa;
+}
+
+double px_lora_flops_delta_per_token(const px_cost_ctx *ctx, const px_parallel *par,
+                                     int64_t seq_len)
+{
+    if (!px_finetune_is_lora(&par->finetune))
+        return 0.0;
+    const px_model *m = ctx->model;
+    double fwd = px_flops_model_per_token(m, seq_len) / 3.0;
+    double weights_fwd = fwd - px_flops_attn_core_fwd_per_token(m, seq_len);
+    px_act_shape sh;
+    make_shape(ctx, par, false, PX_RECOMPUTE_NONE, &sh);
+    double adapters = 6.0 * (double)m->n_layers * px_lora_layer_params(&par->finetune, &sh);
+    return adapters - weights_fwd;
 }

@@ -40,6 +40,13 @@ void px_lora_adapter_gemm_s(const px_hw *hw, const px_parallel *par, const px_ac
  * reduction and the optimizer step cover. */
 double px_lora_grad_share(const px_cost_ctx *ctx, const px_parallel *par, double stage_params);
 
+/* FLOPs per token LoRA changes against px_flops_model_per_token (0 unless
+ * LoRA): less the frozen weights' gradients (the forward's linear and head
+ * FLOPs, the forward less its attention cores), plus the adapters' 2 r (in
+ * + out) per target forward and twice that backward. */
+double px_lora_flops_delta_per_token(const px_cost_ctx *ctx, const px_parallel *par,
+                                     int64_t seq_len);
+
 /* Static bytes of a stage under LoRA: the frozen base (`base_params` on the
  * GPU) in the activation dtype, no gradients or optimizer state, sharded
  * over `shard` by ZeRO-3 / FSDP; the adapters of its `layers` layers with

@@ -60,6 +60,7 @@ typedef struct {
                                           * DeepSpeed's pipeline engine: 1) */
     bool empty_end_chunks;               /* the first / last pipeline chunk may hold no
                                           * layer (only the embedding / the loss) */
+    unsigned finetune;                   /* px_ft_mode bits it trains (pre-training always) */
 } px_caps;
 
 #endif
