@@ -517,7 +517,7 @@ static px_status check_finetune(const px_model *m, const px_finetune *f, const p
     if ((int)f->mode < 0 || f->mode >= PX_FT_COUNT)
         return PX_FAIL(err, PX_ERR_INVALID, "parallel.finetune.mode = %d: out of range",
                        (int)f->mode);
-    if (!(caps->finetune & (1u << f->mode))) {
+    if (f->mode != PX_FT_NONE && !(caps->finetune & (1u << f->mode))) { /* pre-training: any */
         char allowed[64] = "none";
         for (int k = 1; k < PX_FT_COUNT; k++)
             if (caps->finetune & (1u << k))

@@ -556,6 +556,7 @@ void px_row_plan_args(const px_row_call *c, char *buf, size_t n)
         snprintf(buf + u, n - u, " --precision %s", px_precision_name(c->precision));
     u = strlen(buf);
     if (u < n)
-        snprintf(buf + u, n - u, " --framework %s%s%s --json", c->framework,
-                 c->release[0] ? " --framework-release " : "", c->release);
+        snprintf(buf + u, n - u, " --framework %s%s%s%s%s --json", c->framework,
+                 c->release[0] ? " --framework-release " : "", c->release,
+                 c->finetune[0] ? " --finetune " : "", c->finetune);
 }

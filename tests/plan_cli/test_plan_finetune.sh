@@ -67,6 +67,22 @@ assert full["plan"]["prediction"]["time"]["step_s"] == pre["plan"]["prediction"]
 assert full["plan"]["prediction"]["memory"] == pre["plan"]["prediction"]["memory"]
 PY
 
+# the LoRA and SFT plan files keep docs/plan.schema.json (where python3 has jsonschema)
+"$PLAN" --model llama3-8b --gpus 8 $FW --partition uniform --finetune full -o "$tmp/full_plan.json" \
+  > /dev/null 2> "$tmp/err" || fail "full -o: $(cat "$tmp/err")"
+python3 - "$tmp" "${PARALLAX_SOURCE_ROOT:-.}/docs/plan.schema.json" <<'PY' || exit 1
+import json, sys
+try:
+    import jsonschema
+except ImportError:
+    sys.exit(0)
+schema = json.load(open(sys.argv[2]))
+v = jsonschema.validators.validator_for(schema)(schema)
+for f in ("lora.json", "full_plan.json"):
+    errs = [e.message for e in v.iter_errors(json.load(open(sys.argv[1] + "/" + f)))]
+    assert not errs, (f, errs[:3])
+PY
+
 # a plan file's finetune object is checked field by field
 python3 - "$tmp" <<'PY'
 import json, sys
