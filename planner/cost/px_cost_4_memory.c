@@ -86,8 +86,7 @@ static void stage_static_memory(const px_cost_ctx *ctx, const px_parallel *par, 
         px_cost_fsdp_static(expert, esh, bpp.grads, &w2, &g2, &o2);
     }
     if (px_finetune_is_lora(&par->finetune)) { /* frozen base, trained adapters */
-        double shard = par->zero >= 3 && par->shard_group > 0 ? par->shard_group : dshard;
-        px_lora_static(ctx, par, dense + expert, (double)nd, shard, &w1, &g1, &o1);
+        px_lora_static(ctx, par, dense + expert, (double)nd, px_lora_shard(par), &w1, &g1, &o1);
         w2 = g2 = o2 = 0.0;
     }
     sm->w = w1 + w2 + prec_weight_copies(ctx, par, nd, nm);

@@ -10,6 +10,7 @@
 #include "px_cost_2_ops.h"
 #include "px_cost_4_memory.h"
 #include "px_cost_5_layer.h"
+#include "px_cost_lora.h"
 #include "px_cost_precision.h"
 
 /* Sums each layer's times by its kind (ld dense, lm MoE) and its own
@@ -108,6 +109,12 @@ void px_cost_stage_extras(px_cost_ctx *ctx, const px_parallel *par, px_stage_ext
     static_bytes((double)ctx->head_params / par->tp + (double)ctx->pc.final_norm, shard,
                  par->zero, bpp, &w, &g, &o);
     out->last_static_bytes = w + g + o;
+    if (px_finetune_is_lora(&par->finetune)) { /* frozen: weights only */
+        double emb = (double)ctx->pc.embedding / par->tp;
+        out->first_static_bytes = px_lora_static_total(ctx, par, emb, 0);
+        out->last_static_bytes = px_lora_static_total(
+            ctx, par, (double)ctx->head_params / par->tp + (double)ctx->pc.final_norm, 0);
+    }
 }
 
 void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_layer_cost *out)
@@ -127,6 +134,8 @@ void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_l
     static_bytes(expert, (double)par->tp * par->cp * par->dp / (par->ep * par->etp), par->zero,
                  bpp, &w2, &g2, &o2);
     out->static_bytes = w + g + o + w2 + g2 + o2;
+    if (px_finetune_is_lora(&par->finetune)) /* frozen base, one layer's adapters */
+        out->static_bytes = px_lora_static_total(ctx, par, dense + expert, 1.0);
     out->static_bytes += prec_weight_copies(ctx, par, moe ? 0 : 1, moe ? 1 : 0);
     for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
         px_act_shape sh;

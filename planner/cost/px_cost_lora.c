@@ -123,3 +123,17 @@ double px_lora_flops_delta_per_token(const px_cost_ctx *ctx, const px_parallel *
     double adapters = 6.0 * (double)m->n_layers * px_lora_layer_params(&par->finetune, &sh);
     return adapters - weights_fwd;
 }
+
+double px_lora_shard(const px_parallel *par)
+{
+    return par->zero >= 3 && par->shard_group > 0 ? (double)par->shard_group
+                                                  : (double)par->dp * par->cp;
+}
+
+double px_lora_static_total(const px_cost_ctx *ctx, const px_parallel *par, double base_params,
+                            double layers)
+{
+    double w, g, o;
+    px_lora_static(ctx, par, base_params, layers, px_lora_shard(par), &w, &g, &o);
+    return w + g + o;
+}

@@ -55,4 +55,14 @@ double px_lora_flops_delta_per_token(const px_cost_ctx *ctx, const px_parallel *
 void px_lora_static(const px_cost_ctx *ctx, const px_parallel *par, double base_params,
                     double layers, double shard, double *w, double *g, double *o);
 
+/* The ranks LoRA's static bytes are sharded over: ZeRO-3's hybrid group
+ * when set, else the dp·cp group. */
+double px_lora_shard(const px_parallel *par);
+
+/* Static bytes under LoRA of `base_params` frozen parameters and `layers`
+ * layers' adapters on one GPU (px_lora_static over px_lora_shard): the
+ * per-layer and per-stage views of the partitioner. */
+double px_lora_static_total(const px_cost_ctx *ctx, const px_parallel *par, double base_params,
+                            double layers);
+
 #endif

@@ -91,6 +91,13 @@ int main(void)
     CHECK_CLOSE(pl.mem.optimizer, 12.0 * A, 1e-12, 1);
     /* activations as pre-training: the targets' inputs are kept anyway */
     CHECK(pl.mem.activations == pp.mem.activations);
+    /* the partitioner's per-layer and end views add up to the stage's */
+    px_layer_cost lc;
+    px_cost_layer(&ctx, &lora, 0, &lc);
+    px_stage_extras ex;
+    px_cost_stage_extras(&ctx, &lora, &ex);
+    CHECK_CLOSE(L * lc.static_bytes + ex.first_static_bytes + ex.last_static_bytes,
+                (double)(pl.mem.weights + pl.mem.grads + pl.mem.optimizer), 1e-12, 4);
     /* SFT: the costs of pre-training, to the byte and the second */
     CHECK(memcmp(&pf.mem, &pp.mem, sizeof pp.mem) == 0);
     CHECK(pf.time.step_s == pp.time.step_s);
