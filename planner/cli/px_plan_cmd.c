@@ -200,7 +200,8 @@ static px_status read_finetune(void *s, const char *flag, const char *v, px_erro
 {
     px_error e;
     if (px_finetune_mode_parse(v, &((plan_cli *)s)->opts.finetune.mode, &e) != PX_OK)
-        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": allowed values are none, full, lora", flag, v);
+        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": allowed values are none, full, lora", flag,
+                       v);
     return PX_OK;
 }
 
