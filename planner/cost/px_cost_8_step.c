@@ -17,6 +17,7 @@
 #include "px_cost_6_stage.h"
 #include "px_cost_7_pipe.h"
 #include "px_cost_fsdp.h"
+#include "px_cost_lora.h"
 #include "px_cost_precision.h"
 #include "px_domain.h"
 #include "px_flops.h"
@@ -143,6 +144,7 @@ static void dp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const c
     const px_hw *hw = ctx->hw;
     double mm = (double)par->n_micro;
     px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
+    bpp.grads *= px_lora_grad_share(ctx, par, w_dense_p + w_exp_p); /* LoRA: adapters' only */
     int ddp = par->dp * par->cp;
     int edp = par->tp * par->cp * par->dp / (par->ep * par->etp);
     /* quantised parameters are gathered quantised (px_cost_precision.h) */
@@ -233,6 +235,9 @@ static double optimizer_time(const px_cost_ctx *ctx, const px_parallel *par, dou
 {
     const px_hw *hw = ctx->hw;
     px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
+    double trained = px_lora_grad_share(ctx, par, w_dense_p + w_exp_p); /* LoRA: adapters */
+    w_dense_p *= trained;
+    w_exp_p *= trained;
     int ddp = par->dp * par->cp;
     int edp = par->tp * par->cp * par->dp / (par->ep * par->etp);
     double shard = par->zero >= 1 ? (double)ddp : 1.0;
@@ -274,13 +279,17 @@ static void fill_rates(px_cost_ctx *ctx, const px_parallel *par, double step, do
     double fpt = ctx->model_flops_per_token, hpt = ctx->hw_flops_per_token[rc];
     if (par->n_layer_recompute > 0)
         hpt = px_flops_hw_per_token_layers(m, s, rc, par->layer_recompute, par->n_layer_recompute);
+    double lora = px_lora_flops_delta_per_token(ctx, par, s); /* frozen weights: no wgrad */
+    fpt += lora;
+    hpt += lora;
     double gpus = (double)par->tp * par->cp * par->pp * par->dp;
     pred->model_flops_per_step = fpt * tokens;
     pred->hw_flops_per_step = hpt * tokens;
     pred->tokens_per_s = tokens / step;
     pred->mfu = pred->model_flops_per_step / (step * gpus * hw->peak_flops);
     pred->hfu = pred->hw_flops_per_step / (step * gpus * hw->peak_flops);
-    pred->mfu_causal = ctx->model_flops_causal_per_token * tokens / (step * gpus * hw->peak_flops);
+    pred->mfu_causal =
+        (ctx->model_flops_causal_per_token + lora) * tokens / (step * gpus * hw->peak_flops);
     pred->bubble_fraction = bubble / step;
 }
 

@@ -30,6 +30,7 @@ void px_search_opts_init(px_search_opts *o)
     o->dp_overlap = o->tp_overlap = -1;
     o->precision = PX_PREC_BF16;
     o->cp_comm = PX_CPC_P2P;
+    px_finetune_init(&o->finetune);
     o->flash_attention = -1;
     o->top = PX_SEARCH_TOP_DEFAULT;
     /* TP beyond a node is allowed (and scored with the inter-node links), up

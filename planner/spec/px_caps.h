@@ -60,6 +60,8 @@ typedef struct {
                                           * DeepSpeed's pipeline engine: 1) */
     bool empty_end_chunks;               /* the first / last pipeline chunk may hold no
                                           * layer (only the embedding / the loss) */
+    unsigned finetune;                   /* px_ft_mode bits of the fine-tuning it runs
+                                          * (pre-training is run by every consumer) */
 } px_caps;
 
 #endif

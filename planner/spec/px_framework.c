@@ -104,7 +104,7 @@ static const px_jfield caps_fields[] = {
      0},
 };
 static const char *const caps_sets[] = {"schedules", "recompute", "zero", "cp_flavours",
-                                        "precisions", "model_features", NULL};
+                                        "precisions", "model_features", "finetune", NULL};
 
 #define RB(key) {#key, PX_JF_BOOL, offsetof(px_fw_runtime, key), 0, true, 0, NULL, 0, 0}
 static const px_jfield runtime_fields[] = {
@@ -245,6 +245,13 @@ static px_status from_json(json_t *root, const char *file, px_framework *out, px
                             !rc ? "recompute" : !(zero & 1u) ? "zero" : "precisions",
                             !rc ? "at least one mode" : !(zero & 1u) ? "0 (plain data parallelism)"
                                                                      : "at least one format");
+    /* optional: the fine-tuning it runs beside pre-training (absent: none) */
+    static const char *const ft_names[] = {"full", "lora"};
+    unsigned ft = 0;
+    if (json_object_get(jc, "finetune") &&
+        (st = read_set(jc, "finetune", ft_names, 2, false, file, &ft, err)))
+        return st;
+    c->finetune = 1u << PX_FT_NONE | ft << 1;
     st = px_jf_read(runtime_fields, NF(runtime_fields), jr, &out->run, file, "runtime", NULL, err);
     if (st != PX_OK)
         return st;
