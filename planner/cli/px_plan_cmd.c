@@ -1148,6 +1148,7 @@ static px_status run_search(plan_cli *c, const px_model *model, FILE *out, px_er
     if (st == PX_OK) {
         c->opts.caps = &w->fw.caps;
         c->opts.run = &w->fw.run; /* --overlap, when given, has set the opts it overrides */
+        c->opts.precision = px_caps_precision(&w->fw.caps, c->opts.precision);
     }
     if (st == PX_OK && c->sweep) {
         st = run_sweep(c, &w->model, &w->hw, out, err);
