@@ -590,7 +590,7 @@ static void dp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const c
     /* the hidden part still takes SMs from the compute it hides under */
     dp_exposed += comm_sm_fraction(hw) * (dp_total - dp_exposed);
     if (par->zero >= 3 && ctx->run && (ddp > 1 || edp > 1))
-        fsdp_step_comm(ctx, par, x, w_dense_p + w_exp_p, bpp, fwd_win, bwd_win, &dp_total,
+        fsdp_step_comm(ctx, par, x, w_dense_p, w_exp_p, bpp, fwd_win, bwd_win, &dp_total,
                        &dp_exposed, &dp_bytes);
     /* a blocking engine (the executor): no prefetch hides a layer's gather
      * either; frameworks that prefetch keep their gathers under compute

@@ -140,8 +140,9 @@ void time_of_stage(const stage_layers *sl, const layer_time *ld, const layer_tim
 void time_layer_kinds(px_cost_ctx *ctx, const px_parallel *par, crossings *x,
                       layer_time *dense, layer_time *moe);
 void fsdp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const crossings *x,
-                    double stage_params, px_bytes_per_param bpp, double fwd_s,
-                    double bwd_s, double *total, double *exposed, double *bytes);
+                    double dense_params, double expert_params, px_bytes_per_param bpp,
+                    double fwd_s, double bwd_s, double *total, double *exposed,
+                    double *bytes);
 
 /* px_cost_pipe.c: the bubble of a blocking plan (par->dp_overlap off, the
  * executor) on the executor's pipeline timeline; `bubble` when it cannot

@@ -851,10 +851,16 @@ void px_cost_stages(px_cost_ctx *ctx, const px_parallel *par, double *stage_mb_s
 }
 
 /* ZeRO-3 as the framework runs it, layer by layer (px_cost_fsdp.h):
- * replaces the whole-stage estimate of eval_impl. */
+ * replaces the whole-stage estimate of eval_impl.  The dense parameters are
+ * sharded over the data-parallel group (dp rank stride tp·cp·pp in the
+ * default order, tp·cp with pp outermost); the experts over their
+ * expert-data-parallel group of tp·cp·dp / (ep·etp) ranks, stride etp·ep in
+ * the expert grid (px_cost_internal.h's rank fold), which crosses nodes on
+ * its own (x->edp) and rides as many NICs as it holds GPUs of a node. */
 void fsdp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const crossings *x,
-                    double stage_params, px_bytes_per_param bpp, double fwd_s,
-                    double bwd_s, double *total, double *exposed, double *bytes)
+                    double dense_params, double expert_params, px_bytes_per_param bpp,
+                    double fwd_s, double bwd_s, double *total, double *exposed,
+                    double *bytes)
 {
     const px_hw *hw = ctx->hw;
     int ddp = par->dp * par->cp;
@@ -862,18 +868,31 @@ void fsdp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const crossi
     int replicas = ddp / group;
     int gpus = par->tp * par->cp * par->pp * par->dp;
     int g = px_domain_job_gpus(hw, gpus);
-    /* dp rank stride: tp·cp·pp in the default order, tp·cp with pp outermost */
-    int st = par->tp * par->cp * (ctx->run && ctx->run->pp_outermost ? 1 : par->pp);
+    bool outer = ctx->run && ctx->run->pp_outermost;
+    int st = par->tp * par->cp * (outer ? 1 : par->pp);
     bool spans = !hw->torus && gpus > g; /* else the job is one domain */
     bool cross_group = spans && (group == ddp ? (x->dp || x->cp) : dim_crosses(st, group, g));
     bool cross_rep = spans && replicas > 1 && dim_crosses(st * group, replicas, g);
     double n = (double)ctx->model->n_layers / par->pp;
+    px_fsdp_shard sh[2] = {{group, cross_group, px_cost_fsdp_rails(hw, ctx->run, group, st),
+                            dense_params / n}};
+    int n_sh = 1;
+    int edp = par->tp * par->cp * par->dp / (par->ep * par->etp);
+    if (expert_params > 0.0 && par->shard_group <= 0) {
+        /* rank step of the expert-data-parallel dimension */
+        int64_t tc = (int64_t)par->tp * par->cp;
+        int64_t step = (int64_t)par->etp * par->ep;
+        int st_e = (int)(outer ? step : stage_rank(step, tc, par->pp, 0));
+        sh[n_sh++] = (px_fsdp_shard){edp, spans && x->edp,
+                                     px_cost_fsdp_rails(hw, ctx->run, edp, st_e),
+                                     expert_params / n};
+    } else {
+        sh[0].layer_params += expert_params / n; /* hybrid groups shard both alike */
+    }
     px_fsdp_time ft;
-    double rails = px_cost_fsdp_rails(hw, ctx->run, group, st);
-    px_cost_fsdp_time(hw, ctx->run, group, replicas, cross_group, cross_rep, rails,
-                      stage_params / n, n,
-                      elem_of(ctx), bpp.grads, (double)par->n_micro, fwd_s, bwd_s,
-                      comm_sm_fraction(hw), &ft);
+    px_cost_fsdp_time_shards(hw, ctx->run, sh, n_sh, replicas, cross_rep, n, elem_of(ctx),
+                             bpp.grads, (double)par->n_micro, fwd_s, bwd_s,
+                             comm_sm_fraction(hw), &ft);
     *total = ft.total_s;
     *exposed = ft.exposed_s;
     *bytes = ft.bytes;

@@ -88,6 +88,43 @@ static void rails(void)
     CHECK(eight.total_s < one.total_s / 4.0 && eight.total_s > one.total_s / 8.0 - 1e-9);
 }
 
+/* MoE under ZeRO-3: the experts' shard group (expert data parallel) is
+ * gathered beside the dense one, its own size, node crossing and NICs; a
+ * layer's two gathers add before the windows apply */
+static void expert_shards(void)
+{
+    px_hw hw;
+    px_error err;
+    CHECK(px_hw_load("h100-sxm", NULL, &hw, &err) == PX_OK);
+    px_fw_runtime run;
+    memset(&run, 0, sizeof run);
+    run.fsdp_prefetch_layers = 1;
+    run.fsdp_reshard_after_forward = true;
+    /* dense 1e8 over 64 ranks on 8 NICs a node; experts 1e9 over 8 ranks
+     * one a node (EP 8 inside each node): one NIC */
+    px_fsdp_shard sh[2] = {{64, true, 8.0, 1e8}, {8, true, 1.0, 1e9}};
+    double ag = px_time_coll_s(&hw, PX_COLL_ALLGATHER, 64, 1e8 * 2 / 8.0, true) +
+                px_time_coll_s(&hw, PX_COLL_ALLGATHER, 8, 1e9 * 2, true);
+    double rs = px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 64, 1e8 * 4 / 8.0, true) +
+                px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 8, 1e9 * 4, true);
+    px_fsdp_time t, lumped;
+    px_cost_fsdp_time_shards(&hw, &run, sh, 2, 1, false, 10, 2, 4, 3, 1e3, 2e3, 0.0, &t);
+    CHECK_CLOSE(t.total_s, 3 * (10 * (2 * ag + rs) - ag), 1e-9, 0);
+    CHECK_CLOSE(t.exposed_s, 3 * (ag + rs), 1e-9, 0); /* long layers: first and last show */
+    /* pricing the experts with the dense group's 8 NICs is 8x too cheap on
+     * their bandwidth term */
+    px_cost_fsdp_time(&hw, &run, 64, 1, true, false, 8.0, 1.1e9, 10, 2, 4, 3, 1e3, 2e3, 0.0,
+                      &lumped);
+    CHECK_MSG(t.total_s > 4.0 * lumped.total_s, "shards %.3f s, lumped %.3f s", t.total_s,
+              lumped.total_s);
+    /* one shard is px_cost_fsdp_time exactly */
+    px_fsdp_shard one = {8, false, 1.0, 2e8};
+    px_fsdp_time a, b;
+    px_cost_fsdp_time_shards(&hw, &run, &one, 1, 1, false, 32, 2, 4, 2, 1.0, 2.0, 0.0, &a);
+    px_cost_fsdp_time(&hw, &run, 8, 1, false, false, 1.0, 2e8, 32, 2, 4, 2, 1.0, 2.0, 0.0, &b);
+    CHECK(a.total_s == b.total_s && a.exposed_s == b.exposed_s && a.bytes == b.bytes);
+}
+
 static void megatron_split(void)
 {
     int lpc[64];
@@ -165,6 +202,7 @@ int main(void)
     buffers();
     timing();
     rails();
+    expert_shards();
     megatron_split();
     search_shard_group();
     return px_test_result("cost_fsdp");
