@@ -13,7 +13,9 @@ table, so large gains point at wrong relative costs.
 Run from the project root:
   python3 bench/advice.py [build/plan] [path/to/published-runs-2.json]
 The shared folder is found as ../shared, ../../shared or $PX_SHARED.
-Prints one line a row and the median and largest gain; exits 0.
+Prints one line a row (with the recipe's own prediction error against the
+measured tokens/s per GPU, + = too fast) and the median and largest gain;
+exits 0.
 """
 import json
 import os
@@ -77,7 +79,7 @@ def main():
             and pr.usable(r, "all", "all")]
     gains = []
     tmp = tempfile.mkdtemp(prefix="advice-")
-    print(f"{'row':64} {'recipe':34} {'planner':34} gain")
+    print(f"{'row':64} {'recipe':34} {'planner':34}   gain  recipe err")
     for r in rows:
         args = pr.row_args(plan, r, tmp, helptext)
         if isinstance(args, str):
@@ -91,7 +93,10 @@ def main():
             continue
         g = t_free / t_rec - 1.0
         gains.append(g)
-        print(f"{r['id']:64} {lay_rec:34} {lay_free:34} {100 * g:+6.1f}%")
+        # the recipe's own prediction against the measurement (+ = too fast)
+        meas = r["measured"].get("tokens_per_sec_per_gpu")
+        err = f"{100 * (t_rec / r['hardware']['num_gpus'] / meas - 1):+6.1f}%" if meas else "     -"
+        print(f"{r['id']:64} {lay_rec:34} {lay_free:34} {100 * g:+6.1f}%  {err}")
     if gains:
         print(f"{len(gains)} rows: median gain {100 * statistics.median(gains):+.1f}%, "
               f"largest {100 * max(gains):+.1f}%, above 20%: {sum(g > 0.2 for g in gains)}")
