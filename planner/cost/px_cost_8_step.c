@@ -128,14 +128,19 @@ static void fsdp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const
     px_fsdp_shard sh[2] = {{group, cross_group, px_cost_fsdp_rails(hw, ctx->run, group, st),
                             dense_params / n}};
     int n_sh = 1;
-    if (expert_params > 0.0 && par->shard_group <= 0) {
-        int edp = par->tp * par->cp * par->dp / (par->ep * par->etp);
-        int st_e = expert_dp_rank_stride(par, outer);
+    int edp = par->tp * par->cp * par->dp / (par->ep * par->etp);
+    int st_e = expert_dp_rank_stride(par, outer);
+    /* the experts' own group where it is another group; the same group (EP
+     * 1 under a stride-1 fold), hybrid sharding and the executor's own
+     * ZeRO-3 units (blocking_engine: its terms are bench/exec_fidelity.sh's)
+     * gather a layer's parameters together */
+    if (expert_params > 0.0 && par->shard_group <= 0 && !blocking_engine(ctx, par) &&
+        (edp != group || st_e != st)) {
         sh[n_sh++] = (px_fsdp_shard){edp, spans && x->edp,
                                      px_cost_fsdp_rails(hw, ctx->run, edp, st_e),
                                      expert_params / n};
     } else {
-        sh[0].layer_params += expert_params / n; /* hybrid groups shard both alike */
+        sh[0].layer_params += expert_params / n;
     }
     px_fsdp_time ft;
     px_cost_fsdp_time_shards(hw, ctx->run, sh, n_sh, replicas, cross_rep, n, elem_of(ctx),

@@ -4,10 +4,12 @@
  * the first and the last, hybrid sharding adds the replicas' all-reduce and
  * shards the state over the group only; Megatron's uneven split; a search
  * under a framework that has no hybrid sharding refuses --shard-group. */
+#include <math.h>
 #include <string.h>
 
 #include "px_cost.h"
 #include "px_cost_fsdp.h"
+#include "px_framework.h"
 #include "px_search.h"
 #include "px_split_megatron.h"
 #include "px_test.h"
@@ -125,6 +127,52 @@ static void expert_shards(void)
     CHECK(a.total_s == b.total_s && a.exposed_s == b.exposed_s && a.bytes == b.bytes);
 }
 
+/* A whole plan: Mixtral 8x7B on 64 H100 at EP 8 under Megatron's ZeRO-3:
+ * the dense half gathered over DP 64 on 8 NICs a node, the experts over
+ * their expert-data-parallel group of 8, one GPU a node (one NIC); the
+ * step's DP total is the two groups' per-layer collectives (a total does
+ * not depend on the overlap windows). */
+static void expert_group_in_plan(void)
+{
+    px_model m;
+    px_hw hw;
+    px_framework fw;
+    px_error err = {0};
+    CHECK(px_model_load("mixtral-8x7b", NULL, &m, &err) == PX_OK);
+    CHECK(px_hw_load("h100-sxm", NULL, &hw, &err) == PX_OK);
+    CHECK(px_framework_load("megatron", NULL, &fw, &err) == PX_OK);
+    px_parallel par;
+    px_parallel_init(&par);
+    par.tp = 1;
+    par.ep = 8;
+    par.etp = 1;
+    par.dp = 64;
+    par.zero = 3;
+    par.micro_batch = 1;
+    par.n_micro = 2;
+    par.seq_len = 4096;
+    CHECK(px_cost_check(&m, &par, &err) == PX_OK);
+    static px_cost_ctx ctx;
+    CHECK(px_cost_ctx_init(&ctx, &m, &hw, &err) == PX_OK);
+    ctx.run = &fw.run;
+    px_prediction p;
+    px_cost_detail d;
+    CHECK(px_cost_eval(&ctx, &par, 0.0, 0.0, &p, &d, &err) == PX_OK);
+    double n = (double)m.n_layers, e = 2.0, g = 4.0; /* bf16 gathers, fp32 reduce */
+    /* the stage's dense parameters (embedding and head included) spread
+     * over its layers, as the framework's per-layer units carry them */
+    double experts = (double)ctx.expert_params / 8.0;
+    double dense = ((double)d.params_per_gpu - n * experts) / n;
+    px_fsdp_shard sh[2] = {{64, true, px_cost_fsdp_rails(&hw, &fw.run, 64, 1), dense},
+                           {8, true, px_cost_fsdp_rails(&hw, &fw.run, 8, 8), experts}};
+    CHECK_CLOSE(sh[0].rails, 8.0, 1e-12, 0);
+    CHECK_CLOSE(sh[1].rails, 1.0, 1e-12, 0);
+    px_fsdp_time want;
+    px_cost_fsdp_time_shards(&hw, &fw.run, sh, 2, 1, false, n, e, g, 2.0, 1.0, 2.0, 0.0, &want);
+    CHECK_MSG(fabs(d.dp_total_s - want.total_s) <= 1e-9 * want.total_s, "dp total %.6f s, want %.6f s",
+              d.dp_total_s, want.total_s);
+}
+
 static void megatron_split(void)
 {
     int lpc[64];
@@ -203,6 +251,7 @@ int main(void)
     timing();
     rails();
     expert_shards();
+    expert_group_in_plan();
     megatron_split();
     search_shard_group();
     return px_test_result("cost_fsdp");
