@@ -174,6 +174,17 @@ static void search(void)
                   strstr(err.msg, "megatron"),
               "%s", err.msg);
 
+    /* torchtitan: the search itself runs a plain fp8 request as fp8-cs */
+    CHECK(px_framework_load("torchtitan", NULL, &fw, &err) == PX_OK);
+    px_search_opts_init(&o);
+    o.caps = &fw.caps;
+    o.run = &fw.run;
+    o.milp = false;
+    o.global_batch = 64;
+    o.precision = PX_PREC_FP8;
+    CHECK_MSG(px_search_run(&m, &hw, 8, &o, &res, &err) == PX_OK, "%s", err.msg);
+    CHECK(res.n_top > 0 && res.top[0].par.precision == PX_PREC_FP8_CS);
+
     CHECK(px_framework_load("llm-foundry", NULL, &fw, &err) == PX_OK);
     px_search_opts_init(&o);
     o.caps = &fw.caps;
