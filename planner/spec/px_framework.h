@@ -96,6 +96,7 @@ typedef struct {
     char name[32];
     char description[256];
     char path[512];                  /* the file it was read from */
+    char release[32];                /* the release applied ("" = none: as it runs today) */
     px_caps caps;
     px_fw_runtime run;
 } px_framework;
@@ -114,6 +115,14 @@ px_precision px_caps_precision(const px_caps *caps, px_precision requested);
 
 px_status px_framework_load(const char *name_or_path, const char *dir, px_framework *out,
                             px_error *err);
+
+/* The same with one of the profile's releases applied: the traits its
+ * "releases" section says that release ran differently (schema:
+ * docs/framework-schema.md, "Releases").  release NULL, "" or "none": the
+ * framework as it runs today.  An unknown release is PX_ERR_NOT_FOUND
+ * naming the allowed values. */
+px_status px_framework_load_release(const char *name_or_path, const char *dir,
+                                    const char *release, px_framework *out, px_error *err);
 
 
 /* Whether caps allows configuration p of model m: px_plan_check under caps
