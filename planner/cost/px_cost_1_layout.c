@@ -307,3 +307,21 @@ double px_cost_bubble_fraction(px_schedule sched, int p, int v, int64_t m)
     double x = px_cost_bubble_over_ideal(sched, p, v, m);
     return x / (1.0 + x);
 }
+
+int ep_ranks_in_node(const px_hw *hw, const px_parallel *par, bool pp_outermost, bool crosses)
+{
+    if (!crosses)
+        return par->ep;
+    if (!default_order(par->order))
+        return 1;
+    int64_t g = px_domain_job_gpus(hw, par->tp * par->cp * par->pp * par->dp);
+    int64_t tc = (int64_t)par->tp * par->cp;
+    int k = 0;
+    for (int64_t j = 0; j < par->ep; j++) {
+        int64_t idx = j * par->etp;
+        int64_t rank = pp_outermost ? idx : stage_rank(idx, tc, par->pp, 0);
+        if (rank / (g > 0 ? g : 1) == 0)
+            k++;
+    }
+    return k > 0 ? k : 1;
+}
