@@ -220,6 +220,8 @@ typedef struct {
     int64_t moe_layer_params;    /* one MoE layer, all experts */
     int64_t expert_params;       /* routed experts of one MoE layer */
     int64_t head_params;         /* LM head (V·h, also when tied and pp > 1) */
+    int64_t layer_norm_params;   /* one layer's norms: whole on every TP rank */
+    int64_t router_params;       /* one MoE layer's router: whole on every TP rank */
     int64_t flops_seq_len;       /* the sequence length the two below are for */
     double model_flops_per_token;
     double model_flops_causal_per_token; /* attention as executed (mfu_causal) */

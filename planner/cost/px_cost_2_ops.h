@@ -23,4 +23,40 @@ static inline void static_bytes(double params, double shard, int zero, px_bytes_
     *o = params * bpp.optimizer / (zero >= 1 ? shard : 1.0);
 }
 
+/* Rows of the embedding and the head on the GPUs of a TP group: the
+ * vocabulary padded as the framework pads it (px_caps_vocab_rows). */
+static inline double vocab_rows(const px_cost_ctx *ctx, int tp)
+{
+    int64_t v = ctx->model->vocab;
+    int q = ctx->run ? ctx->run->vocab_rows_multiple * tp : 0;
+    return q > 0 ? (double)((v + q - 1) / q * q) : (double)v;
+}
+
+/* One layer's parameters on a GPU outside its routed experts: the matrices
+ * split over TP, the norms (and a MoE layer's router) whole on every TP
+ * rank, as Megatron's TE and core layers keep them. */
+static inline double layer_local_params(const px_cost_ctx *ctx, int tp, bool moe)
+{
+    double whole = (double)ctx->layer_norm_params + (moe ? (double)ctx->router_params : 0.0);
+    double all = (double)(moe ? ctx->moe_layer_params - ctx->expert_params
+                              : ctx->dense_layer_params);
+    return (all - whole) / tp + whole;
+}
+
+/* The first stage's embedding on a GPU: the (padded) token table split
+ * over TP, learned positions whole; the last stage's head and final norm. */
+static inline double embedding_local_params(const px_cost_ctx *ctx, int tp)
+{
+    double h = (double)ctx->model->hidden;
+    double positions = (double)ctx->pc.embedding - (double)ctx->model->vocab * h;
+    return vocab_rows(ctx, tp) * h / tp + positions;
+}
+
+static inline double head_local_params(const px_cost_ctx *ctx, int tp)
+{
+    double h = (double)ctx->model->hidden;
+    double extra = (vocab_rows(ctx, tp) - (double)ctx->model->vocab) * h;
+    return ((double)ctx->head_params + extra) / tp;
+}
+
 #endif

@@ -47,29 +47,17 @@ double prec_weight_copies(const px_cost_ctx *ctx, const px_parallel *par, int64_
     return per * ((double)nd * dl + (double)nm * ml);
 }
 
-/* Parameters on the stage's GPU and their static bytes (weights, gradients,
- * optimizer state) under its ZeRO stage or the framework's FSDP. */
-static void stage_static_memory(const px_cost_ctx *ctx, const px_parallel *par, int stage,
-                                const stage_layers *sl, stage_mem *sm)
+/* Weights, gradients and optimizer state on a GPU of `dense` parameters
+ * (sharded over the data-parallel group) and `expert` parameters (over the
+ * expert data-parallel group), under the plan's ZeRO stage and the
+ * framework's rule: FSDP's fp32 shard (px_cost_fsdp.h); DeepSpeed's 16-bit
+ * partitions (zero_16bit_partitions: stage_1_and_2.py keeps the reduced
+ * gradient partition in the 16-bit dtype and makes its fp32 copy for the
+ * step, 2 + 4 bytes; stage3.py also keeps the 16-bit parameter shard,
+ * ds_tensor, beside the fp32 master). */
+void param_state_bytes(const px_cost_ctx *ctx, const px_parallel *par, double dense,
+                       double expert, double *w, double *g, double *o)
 {
-    int64_t nd = sl->kind[0], nm = sl->kind[1];
-    int p = par->pp;
-    double t = par->tp;
-    double dense = (double)nd * (double)ctx->dense_layer_params +
-                   (double)nm * (double)(ctx->moe_layer_params - ctx->expert_params);
-    dense /= t;
-    if (stage == 0)
-        dense += (double)ctx->pc.embedding / t;
-    if (stage == p - 1) {
-        dense += (double)ctx->pc.final_norm;
-        /* a tied head still needs its own copy when it lives on another stage */
-        if (ctx->pc.lm_head > 0 || p > 1)
-            dense += (double)ctx->head_params / t;
-    }
-    double expert = (double)nm * (double)ctx->expert_params / (par->ep * par->etp);
-    sm->dense_params = dense;
-    sm->expert_params = expert;
-
     px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
     double dshard = (double)par->dp * par->cp;
     double eshard = (double)par->tp * par->cp * par->dp / (par->ep * par->etp);
@@ -79,14 +67,45 @@ static void stage_static_memory(const px_cost_ctx *ctx, const px_parallel *par, 
     if (par->zero >= 3 && ctx->run) {
         /* FSDP: the fp32 shard is the weight; hybrid sharding shards over
          * the group only (px_cost_fsdp.h) */
-        double gsh = par->shard_group > 0 ? (double)par->shard_group : dshard;
-        double esh = par->shard_group > 0 && eshard > gsh ? gsh : eshard;
-        px_cost_fsdp_static(dense, gsh, bpp.grads, &w1, &g1, &o1);
-        px_cost_fsdp_static(expert, esh, bpp.grads, &w2, &g2, &o2);
+        dshard = par->shard_group > 0 ? (double)par->shard_group : dshard;
+        eshard = par->shard_group > 0 && eshard > dshard ? dshard : eshard;
+        px_cost_fsdp_static(dense, dshard, bpp.grads, &w1, &g1, &o1);
+        px_cost_fsdp_static(expert, eshard, bpp.grads, &w2, &g2, &o2);
     }
-    sm->w = w1 + w2 + prec_weight_copies(ctx, par, nd, nm);
-    sm->g = g1 + g2;
-    sm->o = o1 + o2;
+    *w = w1 + w2;
+    *g = g1 + g2;
+    *o = o1 + o2;
+    if (par->zero >= 2 && ctx->run && ctx->run->zero_16bit_partitions) {
+        double e = elem_of(ctx);
+        double n = dense / (dshard > 1.0 ? dshard : 1.0) + expert / (eshard > 1.0 ? eshard : 1.0);
+        *g = (e + 4.0) * n;
+        if (par->zero >= 3)
+            *w += e * n;
+    }
+}
+
+/* Parameters on the stage's GPU and their static bytes (weights, gradients,
+ * optimizer state) under its ZeRO stage or the framework's FSDP. */
+static void stage_static_memory(const px_cost_ctx *ctx, const px_parallel *par, int stage,
+                                const stage_layers *sl, stage_mem *sm)
+{
+    int64_t nd = sl->kind[0], nm = sl->kind[1];
+    int p = par->pp;
+    double dense = (double)nd * layer_local_params(ctx, par->tp, false) +
+                   (double)nm * layer_local_params(ctx, par->tp, true);
+    if (stage == 0)
+        dense += embedding_local_params(ctx, par->tp);
+    if (stage == p - 1) {
+        dense += (double)ctx->pc.final_norm;
+        /* a tied head still needs its own copy when it lives on another stage */
+        if (ctx->pc.lm_head > 0 || p > 1)
+            dense += head_local_params(ctx, par->tp);
+    }
+    double expert = (double)nm * (double)ctx->expert_params / (par->ep * par->etp);
+    sm->dense_params = dense;
+    sm->expert_params = expert;
+    param_state_bytes(ctx, par, dense, expert, &sm->w, &sm->g, &sm->o);
+    sm->w += prec_weight_copies(ctx, par, nd, nm);
 }
 
 /* The activations the stage keeps for its micro-batches in flight, by part,
@@ -147,20 +166,28 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
     bool sp = par->sp && par->tp > 1;
     double tsp = sp ? t : 1.0;
     double s = (double)seq_of(ctx, par) / par->cp, b = (double)par->micro_batch;
-    double h = (double)m->hidden, V = (double)m->vocab;
+    double h = (double)m->hidden, V = vocab_rows(ctx, par->tp);
     double inflight = sm->inflight;
     double tok = s * b;
+    /* The embedding's output is the first layer's input, counted with that
+     * layer's activations; the embedding keeps its token ids (int64) for
+     * the table's gradient and, in a GPT block, its dropout mask (1 byte,
+     * on the sequence shard under SP), per micro-batch in flight. */
     if (stage == 0)
-        sm->buf_emb = inflight * (e * tok * h / tsp + (m->block == PX_BLOCK_GPT ? tok * h / tsp : 0.0));
+        sm->buf_emb = inflight * (8.0 * tok + (m->block == PX_BLOCK_GPT ? tok * h / tsp : 0.0));
     if (stage == p - 1) {
         /* final norm input and the head's input, per micro-batch in flight;
-         * the fp32 logits (and bf16 GEMM output) of the current micro-batch;
-         * the fp32 softmax the loss keeps for backward, per micro-batch */
+         * the current micro-batch's loss: the head GEMM's logits (compute
+         * dtype) and their fp32 copy, which the loss turns into the softmax
+         * in place and keeps for backward (Megatron's
+         * vocab_parallel_cross_entropy: .float(), exp out=, save_for_backward);
+         * the softmax of every other micro-batch in flight */
         sm->buf_final = inflight * 2.0 * e * tok * h / tsp;
         sm->buf_logits = (4.0 + (e < 4 ? e : 0.0)) * tok * V / t;
         /* zero-bubble: past B the softmax has become the logits gradient,
          * kept in the activation dtype until W computes the head's */
-        sm->buf_loss = (inflight - sm->inflight_bw) * 4.0 * tok * V / t +
+        double others = inflight - sm->inflight_bw - 1.0;
+        sm->buf_loss = (others > 0.0 ? others : 0.0) * 4.0 * tok * V / t +
                        sm->inflight_bw * e * tok * V / t;
         if (ctx->run && ctx->run->fused_cross_entropy) {
             /* a fused cross-entropy keeps the GEMM's logits (compute dtype)
@@ -187,7 +214,19 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
                                  ? ctx->moe_layer_params
                                  : ctx->dense_layer_params);
         sm->buf_zero3 = 2.0 * lp / t * bpp.weights;
-        if (ctx->run) {
+        if (ctx->run && ctx->run->zero_16bit_partitions) {
+            /* DeepSpeed stage3.py: the module computing, gathered, and its
+             * 16-bit gradient before the reduce-scatter; the prefetch
+             * (stage3_prefetch_bucket_size, 5e7 elements by default) is a
+             * fraction of a layer.  The largest module may be the
+             * embedding or the head (estimate_zero3_model_states_mem_needs:
+             * 4 bytes x largest layer at 16 bits). */
+            double big = lp / t, emb = embedding_local_params(ctx, par->tp),
+                   head = head_local_params(ctx, par->tp);
+            big = emb > big ? emb : big;
+            big = head > big ? head : big;
+            sm->buf_zero3 = 2.0 * e * big;
+        } else if (ctx->run) {
             /* with blocking DP collectives (--overlap off, the CPU
              * executor) a gather cannot run ahead: each layer is gathered
              * when it starts, one at a time (measured: the ZeRO-3 peak

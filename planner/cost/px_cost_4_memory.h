@@ -11,6 +11,11 @@
 double prec_weight_copies(const px_cost_ctx *ctx, const px_parallel *par, int64_t nd,
                           int64_t nm);
 /* Activations of one layer of each kind under each recompute choice. */
+/* Weights, gradients and optimizer bytes of `dense` and `expert`
+ * parameters on one GPU under par's ZeRO stage and the framework's rule. */
+void param_state_bytes(const px_cost_ctx *ctx, const px_parallel *par, double dense,
+                       double expert, double *w, double *g, double *o);
+
 void layer_ops(px_cost_ctx *ctx, const px_parallel *par,
                px_act_ops ops[2][PX_RECOMPUTE_COUNT]);
 /* Stage `stage`'s bytes by kind (sl: its layers; ops: from layer_ops). */

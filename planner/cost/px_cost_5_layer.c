@@ -390,8 +390,7 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par, bool
  * over EP x expert TP. */
 double layer_dense_gpu_params(const px_cost_ctx *ctx, const px_parallel *par, bool moe)
 {
-    return (double)(moe ? ctx->moe_layer_params - ctx->expert_params : ctx->dense_layer_params) /
-           par->tp;
+    return layer_local_params(ctx, par->tp, moe);
 }
 
 double layer_gpu_params(const px_cost_ctx *ctx, const px_parallel *par, bool moe)

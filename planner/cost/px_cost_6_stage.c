@@ -101,12 +101,11 @@ void px_cost_stage_extras(px_cost_ctx *ctx, const px_parallel *par, px_stage_ext
 {
     memset(out, 0, sizeof *out);
     extras_time(ctx, par, &out->first_s, &out->last_s);
-    px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
-    double shard = (double)par->dp * par->cp, w, g, o;
-    static_bytes((double)ctx->pc.embedding / par->tp, shard, par->zero, bpp, &w, &g, &o);
+    double w, g, o;
+    param_state_bytes(ctx, par, embedding_local_params(ctx, par->tp), 0.0, &w, &g, &o);
     out->first_static_bytes = w + g + o;
-    static_bytes((double)ctx->head_params / par->tp + (double)ctx->pc.final_norm, shard,
-                 par->zero, bpp, &w, &g, &o);
+    param_state_bytes(ctx, par, head_local_params(ctx, par->tp) + (double)ctx->pc.final_norm,
+                      0.0, &w, &g, &o);
     out->last_static_bytes = w + g + o;
 }
 
@@ -121,12 +120,9 @@ void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_l
     double dense = layer_dense_gpu_params(ctx, par, moe);
     double expert = layer_gpu_params(ctx, par, moe) - dense;
     out->params = px_i64_from_double_sat(dense + expert);
-    px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
-    double w, g, o, w2, g2, o2;
-    static_bytes(dense, (double)par->dp * par->cp, par->zero, bpp, &w, &g, &o);
-    static_bytes(expert, (double)par->tp * par->cp * par->dp / (par->ep * par->etp), par->zero,
-                 bpp, &w2, &g2, &o2);
-    out->static_bytes = w + g + o + w2 + g2 + o2;
+    double w, g, o;
+    param_state_bytes(ctx, par, dense, expert, &w, &g, &o);
+    out->static_bytes = w + g + o;
     out->static_bytes += prec_weight_copies(ctx, par, moe ? 0 : 1, moe ? 1 : 0);
     for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
         px_act_shape sh;

@@ -51,6 +51,8 @@ px_status px_cost_ctx_init(px_cost_ctx *ctx, const px_model *m, const px_hw *hw,
         ctx->expert_params = ctx->pc.expert_mlp / ctx->n_moe_layers;
     }
     ctx->head_params = ctx->pc.lm_head > 0 ? ctx->pc.lm_head : m->vocab * m->hidden;
+    ctx->layer_norm_params = ctx->pc.norms / m->n_layers;
+    ctx->router_params = ctx->n_moe_layers > 0 ? ctx->pc.router / ctx->n_moe_layers : 0;
     int64_t s = m->seq_len > 0 ? m->seq_len : 1;
     ctx->flops_seq_len = s;
     ctx->model_flops_per_token = px_flops_model_per_token(m, s);

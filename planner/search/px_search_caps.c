@@ -133,7 +133,8 @@ static bool take_size(fixed_dim k, const px_model *m, const px_search_opts *o, c
         snprintf(what, n, "interleaved virtual pipeline stages");
         return true;
     case FIX_SCHEDULE:
-        if (o->schedule < 0)
+        /* --pp 1 fixes no pipeline: the schedule has nothing to run */
+        if (o->schedule < 0 || o->pp == 1)
             return false;
         probe_pipeline(m, c, p);
         p->schedule = (px_schedule)o->schedule;

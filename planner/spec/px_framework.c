@@ -144,6 +144,8 @@ static const px_jfield runtime_fields[] = {
      0, 0},
     {"cp_gather_qkv", PX_JF_BOOL, offsetof(px_fw_runtime, cp_gather_qkv), 0, false, 0, NULL, 0,
      0},
+    {"zero_16bit_partitions", PX_JF_BOOL, offsetof(px_fw_runtime, zero_16bit_partitions), 0,
+     false, 0, NULL, 0, 0},
 };
 
 static const px_jfield root_fields[] = {
@@ -250,6 +252,8 @@ static px_status from_json(json_t *root, const char *file, px_framework *out, px
     st = px_jf_read(runtime_fields, NF(runtime_fields), jr, &out->run, file, "runtime", NULL, err);
     if (st != PX_OK)
         return st;
+    out->run.vocab_rows_multiple =
+        c->pads_vocab ? (c->vocab_pad_multiple > 0 ? c->vocab_pad_multiple : 1) : 0;
     return check_sources(root, file, err);
 }
 

@@ -90,6 +90,16 @@ typedef struct px_fw_runtime {
                                       * gradients, blocking (px_cost_cp_gather_qkv_time);
                                       * applies to plans with dp_overlap off; optional,
                                       * default false */
+    bool zero_16bit_partitions;      /* ZeRO-2/3 keep the gradient partition in the 16-bit
+                                      * dtype and copy it to fp32 only for the optimizer
+                                      * step, ZeRO-3 keeps a 16-bit parameter shard beside
+                                      * the fp32 master, and its gathered buffer holds the
+                                      * largest module's 16-bit weights and gradient, not
+                                      * prefetched layers (DeepSpeed; px_cost_4_memory.c);
+                                      * optional, default false */
+    int vocab_rows_multiple;         /* not read: set from capabilities.pads_vocab and
+                                      * vocab_pad_multiple at load (0: no padding); the
+                                      * embedding and head hold the padded rows */
 } px_fw_runtime;
 
 typedef struct {

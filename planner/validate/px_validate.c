@@ -41,6 +41,7 @@ static void row_measured(const json_t *je, px_val_row *row)
     row->meas_hfu = jpos_or(je, "hfu", -1.0);
     row->meas_step_s = jpos_or(je, "step_time_s", -1.0);
     row->meas_tok_gpu = jpos_or(je, "tokens_per_sec_per_gpu", -1.0);
+    row->meas_memory_gb = jpos_or(je, "memory_gb", -1.0);
     row->meas_layer_fwd_s = row->meas_layer_bwd_s = -1.0;
     double fwd_ms = jpos_or(je, "layer_forward_ms", -1.0),
            bwd_ms = jpos_or(je, "layer_backward_ms", -1.0);

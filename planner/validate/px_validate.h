@@ -78,6 +78,9 @@ typedef struct {
     /* measured; < 0 when not published */
     double meas_tflops, meas_mfu, meas_hfu, meas_step_s, meas_tok_gpu;
     double meas_layer_fwd_s, meas_layer_bwd_s;
+    double meas_memory_gb;  /* peak memory per GPU as the row publishes it (memory_gb, in its
+                             * framework's unit and convention: torchtitan's is the caching
+                             * allocator's reserved peak in GiB); < 0 when not published */
 
     /* predicted */
     double pred_tflops;    /* on the row's convention */

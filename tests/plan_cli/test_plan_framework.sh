@@ -78,6 +78,12 @@ assert "nearest" in d["batch_note"] and "2048" in d["batch_note"], d["batch_note
 PY
 "$PLAN" --model llama3-70b --gpus 1000 --tp 8 --pp 5 --dp 25 --global-batch 2048 --no-milp \
   > /dev/null 2> "$tmp/gb.err" && fail "an explicit --global-batch 2048 on dp 25 was changed"
+# --pp 1 with a schedule: no pipeline to probe, so DeepSpeed's ZeRO-3 (which
+# it runs without a pipeline only) is accepted
+"$PLAN" --model tiny-llama --gpus 8 --pp 1 --schedule 1f1b --zero 3 --framework deepspeed \
+  --no-milp > "$tmp/z3.txt" 2> "$tmp/z3.err" || fail "deepspeed ZeRO-3 at --pp 1 --schedule 1f1b refused: $(cat "$tmp/z3.err")"
+expect_error "deepspeed ZeRO-3 with a real pipeline" 'deepspeed' \
+  --model tiny-llama --gpus 8 --pp 2 --schedule 1f1b --zero 3 --framework deepspeed
 # --framework-release: an unknown release names the allowed ones; the JSON
 # records the release; Megatron-LM's 2021 release (no FlashAttention, no DP or
 # TP overlap) plans the same layout slower than the framework as it runs today

@@ -8,7 +8,7 @@
 # program's memory limit (tighter than the search's by one layer's
 # activations, docs/partition.md), so GLPK has no starting split to fall
 # back on and stops with none ("time limit ... reached before any split").
-# --pp 16 --vpp 2 keeps the search on them; --milp-budget 600 lets every
+# --pp 16 --vpp 2 --micro-batch 2 keeps the search on them; --milp-budget 600 lets every
 # candidate's program run however loaded the machine (the default budget
 # of 1 s is wall-clock).
 #
@@ -19,7 +19,7 @@ set -u
 PLAN="$1"; READBACK="$2"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-base="--model gpt3-175b --gpus 1024 --pp 16 --vpp 2 --milp-time-limit 0.000001 --milp-budget 600"
+base="--model gpt3-175b --gpus 1024 --pp 16 --vpp 2 --micro-batch 2 --milp-time-limit 0.000001 --milp-budget 600"
 
 # 1. GLPK alone fails: the fallback plan, the failure named
 args="$base --partition glpk"
