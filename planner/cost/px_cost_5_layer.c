@@ -9,6 +9,7 @@
 
 #include "px_attn_eff.h"
 #include "px_blocking.h"
+#include "px_cost_1_layout.h"
 #include "px_cost_2_ops.h"
 #include "px_cost_cp.h"
 #include "px_cost_lora.h"
@@ -356,7 +357,9 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par, bool
         /* EP: dispatch + combine all-to-all, forward and backward, of this
          * GPU's (sequence-parallel) share of the routed tokens */
         double amsg = e * (T / t) * h * sh.top_k;
-        double a2a = px_time_coll_s(hw, PX_COLL_ALLTOALL, par->ep, amsg, x->ep) *
+        bool outer = ctx->run && ctx->run->pp_outermost;
+        double a2a = px_moe_a2a_time_s(hw, par->ep, amsg,
+                                       ep_ranks_in_node(hw, par, outer, x->ep), x->ep) *
                      px_moe_imbalance(par->ep, T * sh.top_k / t);
         lt->ep_s = 4.0 * a2a;
         if (ctx->run && ctx->run->moe_a2a_overlap) /* under the other micro-batch */

@@ -62,6 +62,10 @@ typedef struct {
                                           * layer (only the embedding / the loss) */
     unsigned finetune;                   /* px_ft_mode bits of the fine-tuning it runs
                                           * (pre-training is run by every consumer) */
+    int fp8_runs_as;                     /* px_precision a plain "fp8" request runs as where
+                                          * the framework has no delayed scaling (torchao's
+                                          * float8 is dynamic per-tensor: fp8-cs); a
+                                          * precision that is not low: "fp8" as it is */
 } px_caps;
 
 #endif

@@ -102,6 +102,9 @@ static const px_jfield caps_fields[] = {
     /* optional, default false */
     {"empty_end_chunks", PX_JF_BOOL, offsetof(px_caps, empty_end_chunks), 0, false, 0, NULL, 0,
      0},
+    /* optional: the recipe a plain "fp8" request runs as (default fp8 itself) */
+    {"fp8_runs_as", PX_JF_ENUM, offsetof(px_caps, fp8_runs_as), 0, false, 0, prec_names,
+     PX_PREC_COUNT, 0},
 };
 static const char *const caps_sets[] = {"schedules", "recompute", "zero", "cp_flavours",
                                         "precisions", "model_features", "finetune", NULL};
@@ -215,6 +218,7 @@ static px_status from_json(json_t *root, const char *file, px_framework *out, px
     snprintf(c->name, sizeof c->name, "%s", out->name);
     c->moe_gpt_block = true;
     c->max_zero_with_pp = 3;
+    c->fp8_runs_as = PX_PREC_FP8;
     st = px_jf_read(caps_fields, NF(caps_fields), jc, c, file, "capabilities", caps_sets, err);
     if (st != PX_OK)
         return st;
@@ -258,6 +262,14 @@ static px_status from_json(json_t *root, const char *file, px_framework *out, px
     out->run.vocab_rows_multiple =
         c->pads_vocab ? (c->vocab_pad_multiple > 0 ? c->vocab_pad_multiple : 1) : 0;
     return check_sources(root, file, err);
+}
+
+px_precision px_caps_precision(const px_caps *caps, px_precision requested)
+{
+    if (!caps || requested != PX_PREC_FP8 || (caps->precisions & PX_PREC_BIT(PX_PREC_FP8)))
+        return requested;
+    px_precision as = (px_precision)caps->fp8_runs_as;
+    return as > PX_PREC_FP16 && as < PX_PREC_COUNT && as != PX_PREC_FP8 ? as : requested;
 }
 
 static bool is_path(const char *s)

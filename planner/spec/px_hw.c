@@ -109,7 +109,35 @@ static const coll_array coll_arrays[] = {
 #define N_COLL_ARRAYS ((int)(sizeof coll_arrays / sizeof coll_arrays[0]))
 static const char *const hw_extra_keys[] = {"gemm_points",    "allreduce_points",
                                             "allgather_points", "reduce_scatter_points",
-                                            "alltoall_points", NULL};
+                                            "alltoall_points",  "sources", NULL};
+
+/* The optional "sources" object: for a field of the profile, where its value
+ * comes from (a datasheet, a published kernel or collective measurement);
+ * every key names a field the profile sets and every value is a non-empty
+ * string.  The cost model never reads it. */
+static px_status check_sources(json_t *obj, const char *file, px_error *err)
+{
+    json_t *src = json_object_get(obj, "sources");
+    if (!src)
+        return PX_OK;
+    if (!json_is_object(src))
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "sources: expected an object of field -> string, got %s",
+                            px_jf_type_name(src));
+    const char *k;
+    json_t *v;
+    json_object_foreach(src, k, v) {
+        if (!json_object_get(obj, k) || !strcmp(k, "sources"))
+            return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                                "sources.%s: not a field this profile sets", k);
+        if (!json_is_string(v) || !json_string_value(v)[0])
+            return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                                "sources.%s: expected a non-empty string naming where the "
+                                "value comes from",
+                                k);
+    }
+    return PX_OK;
+}
 
 void px_hw_init(px_hw *hw)
 {
@@ -267,6 +295,8 @@ px_status px_hw_from_json(json_t *obj, const char *file, const char *path, px_hw
     px_hw_init(out);
     px_status st =
         px_jf_read(hw_fields, N_HW_FIELDS, obj, out, file, path, hw_extra_keys, err);
+    if (st == PX_OK)
+        st = check_sources(obj, file, err);
     if (st == PX_OK)
         st = read_points(obj, "gemm_points", gemm_fields, 4, out->gemm_points,
                          sizeof(px_gemm_point), PX_HW_MAX_GEMM_POINTS, &out->n_gemm_points,
