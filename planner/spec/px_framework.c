@@ -141,7 +141,37 @@ static const px_jfield runtime_fields[] = {
      0, 0},
     {"cp_gather_qkv", PX_JF_BOOL, offsetof(px_fw_runtime, cp_gather_qkv), 0, false, 0, NULL, 0,
      0},
+    /* optional, default 0: fitted overheads (seconds) */
+    {"step_overhead_s", PX_JF_DBL, offsetof(px_fw_runtime, step_overhead_s), 0, false, 0, NULL,
+     0, 60},
+    {"microbatch_overhead_s", PX_JF_DBL, offsetof(px_fw_runtime, microbatch_overhead_s), 0, false,
+     0, NULL, 0, 10},
 };
+
+const char *const px_framework_fit_fields[] = {"step_overhead_s", "microbatch_overhead_s", NULL};
+
+static double *fit_field(px_framework *fw, const char *field)
+{
+    if (strcmp(field, "step_overhead_s") == 0)
+        return &fw->run.step_overhead_s;
+    if (strcmp(field, "microbatch_overhead_s") == 0)
+        return &fw->run.microbatch_overhead_s;
+    return NULL;
+}
+
+double px_framework_fit_value(const void *fw, const char *field)
+{
+    const double *x = fit_field((px_framework *)fw, field);
+    return x ? *x : 0.0;
+}
+
+bool px_framework_fit_set(px_framework *fw, const char *field, double value)
+{
+    double *x = fit_field(fw, field);
+    if (x)
+        *x = value;
+    return x != NULL;
+}
 
 static const px_jfield root_fields[] = {
     {"name", PX_JF_STR, offsetof(px_framework, name), sizeof(((px_framework *)0)->name), true, 0,
@@ -149,7 +179,7 @@ static const px_jfield root_fields[] = {
     {"description", PX_JF_STR, offsetof(px_framework, description),
      sizeof(((px_framework *)0)->description), true, 0, NULL, 0, 0},
 };
-static const char *const root_extra[] = {"capabilities", "runtime", "sources", NULL};
+static const char *const root_extra[] = {"capabilities", "runtime", "sources", "fitted", NULL};
 
 #define NF(t) ((int)(sizeof t / sizeof t[0]))
 
@@ -245,6 +275,11 @@ static px_status from_json(json_t *root, const char *file, px_framework *out, px
     st = px_jf_read(runtime_fields, NF(runtime_fields), jr, &out->run, file, "runtime", NULL, err);
     if (st != PX_OK)
         return st;
+    json_t *jf = json_object_get(root, "fitted");
+    if (jf && (st = px_fitted_read(jf, file, px_framework_fit_fields, &out->fitted, err)) != PX_OK)
+        return st;
+    if ((st = px_fitted_check(&out->fitted, file, px_framework_fit_value, out, err)) != PX_OK)
+        return st;
     return check_sources(root, file, err);
 }
 
@@ -253,18 +288,17 @@ static bool is_path(const char *s)
     return strchr(s, '/') != NULL || strstr(s, ".json") != NULL;
 }
 
-px_status px_framework_load(const char *name_or_path, const char *dir, px_framework *out,
-                            px_error *err)
+px_status px_framework_path(const char *name_or_path, const char *dir, char *path,
+                            int path_len, px_error *err)
 {
     if (!name_or_path || !name_or_path[0])
         name_or_path = PX_FRAMEWORK_DEFAULT;
-    char path[1024];
     struct stat sb;
     if (is_path(name_or_path)) {
-        snprintf(path, sizeof path, "%s", name_or_path);
+        snprintf(path, (size_t)path_len, "%s", name_or_path);
     } else {
         const char *d = dir ? dir : px_framework_dir_default();
-        snprintf(path, sizeof path, "%s/%s.json", d, name_or_path);
+        snprintf(path, (size_t)path_len, "%s/%s.json", d, name_or_path);
         if (stat(path, &sb) != 0) {
             char known[1024];
             px_hw_list_profiles(d, known, sizeof known); /* the *.json names of a folder */
@@ -274,8 +308,18 @@ px_status px_framework_load(const char *name_or_path, const char *dir, px_framew
                            name_or_path, d, known[0] ? known : "(none)");
         }
     }
+    return PX_OK;
+}
+
+px_status px_framework_load(const char *name_or_path, const char *dir, px_framework *out,
+                            px_error *err)
+{
+    char path[1024];
+    px_status st = px_framework_path(name_or_path, dir, path, (int)sizeof path, err);
+    if (st != PX_OK)
+        return st;
     json_t *root = NULL;
-    px_status st = px_jf_load_file(path, &root, err);
+    st = px_jf_load_file(path, &root, err);
     if (st != PX_OK)
         return st;
     st = from_json(root, path, out, err);
