@@ -22,6 +22,7 @@
 #include "px_plan_predict.h"
 #include "px_run_cost.h"
 #include "px_search.h"
+#include "px_search_plan.h"
 #include "px_sweep.h"
 #include "px_validate.h"
 
@@ -106,6 +107,7 @@ static const char usage_text_2[] =
 /* What the command line asks for. */
 typedef struct {
     const char *model, *hw, *out, *framework;
+    const char *framework_release; /* --framework-release; NULL: none */
     const char *html;          /* --html FILE */
     double price_per_gpu_hour; /* --price-per-gpu-hour; 0: the profile's */
     int gpus;
@@ -241,6 +243,7 @@ static const px_arg plan_rows[] = {
     PX_ARG_STR("--model", plan_cli, model),
     PX_ARG_STR("--hw", plan_cli, hw),
     PX_ARG_STR("--framework", plan_cli, framework),
+    PX_ARG_STR("--framework-release", plan_cli, framework_release),
     PX_ARG_STR("-o", plan_cli, out),
     PX_ARG_ALIAS("--output", "-o"),
     PX_ARG_INT("--gpus", plan_cli, gpus, 1, 1 << 24),
@@ -831,6 +834,8 @@ static px_status write_json(FILE *out, const plan_cli *c, const px_model *model,
     json_object_set_new(root, "model", json_string(model->name));
     json_object_set_new(root, "hw", json_string(hw->name));
     json_object_set_new(root, "framework", json_string(fw->name));
+    json_object_set_new(root, "framework_release",
+                        json_string(fw->release[0] ? fw->release : "none"));
     if (res->batch_note[0])
         json_object_set_new(root, "batch_note", json_string(res->batch_note));
     json_object_set_new(root, "gpus", json_integer(c->gpus));
@@ -1144,24 +1149,19 @@ static px_status run_search(plan_cli *c, const px_model *model, FILE *out, px_er
     if (st == PX_OK)
         st = px_hw_load(c->hw, NULL, &w->hw, err);
     if (st == PX_OK)
-        st = px_framework_load(c->framework, NULL, &w->fw, err);
-    if (st == PX_OK) {
+        st = px_framework_load_release(c->framework, NULL, c->framework_release, &w->fw, err);
+    if (st == PX_OK && c->sweep) {
         c->opts.caps = &w->fw.caps;
         c->opts.run = &w->fw.run; /* --overlap, when given, has set the opts it overrides */
-    }
-    if (st == PX_OK && c->sweep) {
         st = run_sweep(c, &w->model, &w->hw, out, err);
         free(w);
         return st;
     }
-    /* every dimension fixed: evaluate exactly that configuration, layers
-     * split uniformly, unless the program was asked for by name */
-    bool fixed_uniform = st == PX_OK && !c->partition_given &&
-                         px_search_fully_fixed(&w->model, c->gpus, &c->opts);
-    if (fixed_uniform)
-        c->opts.milp = false;
+    /* the search validate's rows run too (px_search_plan.h) */
+    bool fixed_uniform = false;
     if (st == PX_OK)
-        st = px_search_run(&w->model, &w->hw, c->gpus, &c->opts, &w->res, err);
+        st = px_search_for_plan(&w->model, &w->hw, &w->fw, c->gpus, &c->opts,
+                                c->partition_given, &w->res, &fixed_uniform, err);
     if (st == PX_OK) {
         st = make_plan(&w->plan, &w->model, &w->hw, &w->res.top[0], c->opts.run, err);
         snprintf(w->plan.framework, sizeof w->plan.framework, "%s", w->fw.name);

@@ -179,7 +179,8 @@ static const px_jfield root_fields[] = {
     {"description", PX_JF_STR, offsetof(px_framework, description),
      sizeof(((px_framework *)0)->description), true, 0, NULL, 0, 0},
 };
-static const char *const root_extra[] = {"capabilities", "runtime", "sources", "fitted", NULL};
+static const char *const root_extra[] = {"capabilities", "runtime", "sources", "releases",
+                                         "fitted", NULL};
 
 #define NF(t) ((int)(sizeof t / sizeof t[0]))
 
@@ -288,43 +289,117 @@ static bool is_path(const char *s)
     return strchr(s, '/') != NULL || strstr(s, ".json") != NULL;
 }
 
+/* The profile file of name_or_path (a name in dir, or a path) into path. */
+static px_status profile_path(const char *name_or_path, const char *dir, char *path,
+                              size_t path_len, px_error *err)
+{
+    struct stat sb;
+    if (is_path(name_or_path)) {
+        snprintf(path, path_len, "%s", name_or_path);
+        return PX_OK;
+    }
+    const char *d = dir ? dir : px_framework_dir_default();
+    snprintf(path, path_len, "%s/%s.json", d, name_or_path);
+    if (stat(path, &sb) == 0)
+        return PX_OK;
+    char known[1024];
+    px_hw_list_profiles(d, known, sizeof known); /* the *.json names of a folder */
+    return PX_FAIL(err, PX_ERR_NOT_FOUND,
+                   "--framework \"%s\": unknown; allowed values (frameworks in %s): %s; "
+                   "or a path to a framework profile",
+                   name_or_path, d, known[0] ? known : "(none)");
+}
+
 px_status px_framework_path(const char *name_or_path, const char *dir, char *path,
                             int path_len, px_error *err)
 {
     if (!name_or_path || !name_or_path[0])
         name_or_path = PX_FRAMEWORK_DEFAULT;
-    struct stat sb;
-    if (is_path(name_or_path)) {
-        snprintf(path, (size_t)path_len, "%s", name_or_path);
-    } else {
-        const char *d = dir ? dir : px_framework_dir_default();
-        snprintf(path, (size_t)path_len, "%s/%s.json", d, name_or_path);
-        if (stat(path, &sb) != 0) {
-            char known[1024];
-            px_hw_list_profiles(d, known, sizeof known); /* the *.json names of a folder */
-            return PX_FAIL(err, PX_ERR_NOT_FOUND,
-                           "--framework \"%s\": unknown; allowed values (frameworks in %s): %s; "
-                           "or a path to a framework profile",
-                           name_or_path, d, known[0] ? known : "(none)");
+    return profile_path(name_or_path, dir, path, (size_t)path_len, err);
+}
+
+/* "none, a, b" of the release names of root into buf. */
+static void release_names(json_t *root, char *buf, size_t n)
+{
+    snprintf(buf, n, "none");
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(root, "releases"), k, v) {
+        size_t u = strlen(buf);
+        snprintf(buf + u, n - u, ", %s", k);
+    }
+}
+
+/* root with the release's capabilities, runtime and sources laid over its
+ * own (a release changes traits; it adds none): every trait a release sets
+ * must be one of the profile's and cite its source. */
+static px_status apply_release(json_t *root, const char *release, const char *file,
+                               px_error *err)
+{
+    json_t *rels = json_object_get(root, "releases");
+    json_t *rel = rels ? json_object_get(rels, release) : NULL;
+    if (!json_is_object(rel)) {
+        char names[512];
+        release_names(root, names, sizeof names);
+        return px_error_set(err, PX_ERR_NOT_FOUND, file, 0, 0,
+                            "--framework-release \"%s\": unknown; allowed values: %s", release,
+                            names);
+    }
+    const char *secs[2] = {"capabilities", "runtime"};
+    json_t *src = json_object_get(rel, "sources");
+    for (int s = 0; s < 2; s++) {
+        const char *k;
+        json_t *v;
+        json_t *base = json_object_get(root, secs[s]);
+        json_object_foreach(json_object_get(rel, secs[s]), k, v) {
+            json_t *c = src ? json_object_get(src, k) : NULL;
+            if (!base || !json_object_get(base, k))
+                return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                                    "releases.%s.%s.%s: not a trait of the profile's %s",
+                                    release, secs[s], k, secs[s]);
+            if (!json_is_string(c) || !json_string_value(c)[0])
+                return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                                    "releases.%s.sources.%s: missing: every trait a release "
+                                    "changes cites where the release says so",
+                                    release, k);
+            json_object_set(base, k, v);
+            json_object_set(json_object_get(root, "sources"), k, c);
         }
     }
     return PX_OK;
 }
 
+px_status px_framework_load_release(const char *name_or_path, const char *dir,
+                                    const char *release, px_framework *out, px_error *err)
+{
+    if (!name_or_path || !name_or_path[0])
+        name_or_path = PX_FRAMEWORK_DEFAULT;
+    char path[1024];
+    px_status st = profile_path(name_or_path, dir, path, sizeof path, err);
+    json_t *root = NULL;
+    if (st == PX_OK)
+        st = px_jf_load_file(path, &root, err);
+    if (st != PX_OK)
+        return st;
+    json_t *rels = json_object_get(root, "releases");
+    if (rels && !json_is_object(rels))
+        st = px_error_set(err, PX_ERR_INVALID, path, 0, 0,
+                          "releases: expected an object of release names");
+    bool named = release && release[0] && strcmp(release, "none") != 0;
+    if (st == PX_OK && named)
+        st = apply_release(root, release, path, err);
+    if (st == PX_OK)
+        st = from_json(root, path, out, err);
+    if (st == PX_OK && named)
+        snprintf(out->release, sizeof out->release, "%s", release);
+    json_decref(root);
+    return st;
+}
+
 px_status px_framework_load(const char *name_or_path, const char *dir, px_framework *out,
                             px_error *err)
 {
-    char path[1024];
-    px_status st = px_framework_path(name_or_path, dir, path, (int)sizeof path, err);
-    if (st != PX_OK)
-        return st;
-    json_t *root = NULL;
-    st = px_jf_load_file(path, &root, err);
-    if (st != PX_OK)
-        return st;
-    st = from_json(root, path, out, err);
-    json_decref(root);
-    return st;
+    return px_framework_load_release(name_or_path, dir, NULL, out, err);
 }
 
 /* ------------------------------------------------------------------ */

@@ -104,6 +104,7 @@ typedef struct {
     char name[32];
     char description[256];
     char path[512];                  /* the file it was read from */
+    char release[32];                /* the release applied ("" = none: as it runs today) */
     px_caps caps;
     px_fw_runtime run;
     px_fitted fitted;                /* provenance of fitted runtime fields; n_runs 0: none */
@@ -129,6 +130,14 @@ bool px_framework_fit_set(px_framework *fw, const char *field, double value);
  * path).  PX_ERR_NOT_FOUND as px_framework_load for an unknown name. */
 px_status px_framework_path(const char *name_or_path, const char *dir, char *path,
                             int path_len, px_error *err);
+
+/* The same with one of the profile's releases applied: the traits its
+ * "releases" section says that release ran differently (schema:
+ * docs/framework-schema.md, "Releases").  release NULL, "" or "none": the
+ * framework as it runs today.  An unknown release is PX_ERR_NOT_FOUND
+ * naming the allowed values. */
+px_status px_framework_load_release(const char *name_or_path, const char *dir,
+                                    const char *release, px_framework *out, px_error *err);
 
 
 /* Whether caps allows configuration p of model m: px_plan_check under caps
