@@ -344,8 +344,10 @@ static void provenance(const px_fit_problem *p, const fit_out *o, bool hw_side, 
         snprintf(pv->runs[pv->n_runs++], PX_FITTED_ID_LEN, "%s", p->ids[i]);
 }
 
-static px_status leave_one_out(const px_fit_problem *p, int max_factors, work *w,
-                               px_fit_result *out, px_error *err)
+/* Each run predicted from a fit of at most max_factors factors on the
+ * others, into loo[]. */
+static px_status leave_one_out(const px_fit_problem *p, int max_factors, work *w, double *loo,
+                               px_error *err)
 {
     for (int i = 0; i < p->n_runs; i++) {
         int runs[PX_FIT_MAX_RUNS], n = 0;
@@ -361,7 +363,53 @@ static px_status leave_one_out(const px_fit_problem *p, int max_factors, work *w
         st = p->predict(p->ctx, i, &w->hw, &w->fw, &pr, err);
         if (st != PX_OK)
             return st;
-        out->loo_pred[i] = pr.rate;
+        loo[i] = pr.rate;
+    }
+    return PX_OK;
+}
+
+static double loo_sse(const px_fit_problem *p, const double *loo)
+{
+    double s = 0.0;
+    for (int i = 0; i < p->n_runs; i++) {
+        double e = log(loo[i] / p->measured[i]);
+        s += e * e;
+    }
+    return s;
+}
+
+/* The fit of the whole set with k factors; with 3 or more runs, k is the
+ * count (1 .. max_f, in the factors' order) whose leave-one-out error is
+ * least, fewer factors on a tie: more factors than the runs support
+ * predict the runs left out worse, however well they fit the rest. */
+static px_status choose_fit(const px_fit_problem *p, int max_f, bool loo, work *w,
+                            px_fit_result *out, fit_out *best, px_error *err)
+{
+    int runs[PX_FIT_MAX_RUNS];
+    for (int i = 0; i < p->n_runs; i++)
+        runs[i] = i;
+    bool select = p->n_runs >= 3 && p->max_factors == 0;
+    double best_loo = HUGE_VAL;
+    int first = select ? 1 : max_f;
+    for (int k = first; k <= max_f; k++) {
+        fit_out o;
+        px_status st = fit_runs(p, runs, p->n_runs, k, w, &o, err);
+        if (st != PX_OK)
+            return st;
+        if (k > first && o.n_factors < k)
+            break; /* no further factor the runs exercise */
+        double l[PX_FIT_MAX_RUNS] = {0};
+        if ((select || loo) && p->n_runs >= 2 &&
+            (st = leave_one_out(p, k, w, l, err)) != PX_OK)
+            return st;
+        double e = p->n_runs >= 2 ? loo_sse(p, l) : 0.0;
+        out->loo_by_count[k] = p->n_runs >= 2 ? sqrt(e / p->n_runs) : 0.0;
+        out->n_counts_tried = k;
+        if (e < best_loo || k == first) {
+            best_loo = e;
+            *best = o;
+            memcpy(out->loo_pred, l, sizeof l);
+        }
     }
     return PX_OK;
 }
@@ -379,12 +427,16 @@ px_status px_fit_run(const px_fit_problem *p, bool loo, px_fit_result *out, px_e
     work *w = calloc(1, sizeof *w);
     if (!w)
         return PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
-    int runs[PX_FIT_MAX_RUNS];
-    for (int i = 0; i < p->n_runs; i++)
-        runs[i] = i;
     int max_f = p->max_factors > 0 && p->max_factors < p->n_runs ? p->max_factors : p->n_runs;
+    if (max_f > PX_FIT_FACTOR_COUNT)
+        max_f = PX_FIT_FACTOR_COUNT;
     fit_out o;
-    px_status st = fit_runs(p, runs, p->n_runs, max_f, w, &o, err);
+    px_status st = choose_fit(p, max_f, loo, w, out, &o, err);
+    int all[PX_FIT_MAX_RUNS];
+    for (int i = 0; i < p->n_runs; i++)
+        all[i] = i;
+    w->runs = all; /* the last fit may have left one out */
+    w->n = p->n_runs;
     if (st == PX_OK) {
         out->evaluations = w->evals;
         out->n_factors = o.n_factors;
@@ -413,8 +465,6 @@ px_status px_fit_run(const px_fit_problem *p, bool loo, px_fit_result *out, px_e
         provenance(p, &o, true, &out->hw.fitted);
         provenance(p, &o, false, &out->fw.fitted);
     }
-    if (st == PX_OK && loo && p->n_runs >= 2)
-        st = leave_one_out(p, max_f, w, out, err);
     free(w);
     return st;
 }

@@ -11,6 +11,9 @@
  *                                                               shortest micro-batch
  *   5 attn_eff_scale         multiplier on the attention rate   0.5 .. 1.5 x base
  *   6 intra_bw               intra-node bandwidth               0.25 .. 1.5 x base
+ * With three or more runs the count fitted (1 up to one a run) is the one
+ * whose leave-one-out error is least: each run predicted from a fit on the
+ * others; with one or two runs, one factor a run.
  * The fit minimises the sum over runs of the squared log error of the
  * compared quantity (a rate: tokens/s per GPU, MFU, or 1 / step time) by a
  * bounded, deterministic Nelder-Mead search, and never ends worse on its own
@@ -62,7 +65,8 @@ typedef struct {
     const px_hw *hw;                    /* the base profiles */
     const px_framework *fw;
     const char *hw_base, *fw_base;      /* their names or paths, as given */
-    int max_factors;                    /* 0: as many as runs */
+    int max_factors;                    /* 0: chosen by the leave-one-out error, at most
+                                         * one a run; N: exactly min(N, runs) */
 } px_fit_problem;
 
 /* Stopping rule of the search, in the unit cube the bounds map to: the
@@ -82,6 +86,9 @@ typedef struct {
     double sse_base, sse_fit;          /* sum of squared log errors */
     bool kept_base;                    /* the fit would not improve: base kept */
     int evaluations;                   /* predictions of the whole set of runs */
+    int n_counts_tried;                /* factor counts 1..n tried (3 or more runs) */
+    double loo_by_count[PX_FIT_FACTOR_COUNT + 1]; /* leave-one-out RMS log error of
+                                                   * each count tried */
     px_hw hw;                          /* the fitted profiles, with provenance */
     px_framework fw;
 } px_fit_result;

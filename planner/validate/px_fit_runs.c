@@ -241,6 +241,12 @@ void px_fit_runs_write_table(const px_fit_runs_result *r, FILE *out)
                 loo);
     }
     fprintf(out, "sum of squared log errors: base %.4g, fitted %.4g\n", f->sse_base, f->sse_fit);
+    if (f->n_counts_tried > 1) {
+        fprintf(out, "factors fitted by leave-one-out RMS log error:");
+        for (int k = 1; k <= f->n_counts_tried; k++)
+            fprintf(out, " %d: %.4f%s", k, f->loo_by_count[k], k == f->n_factors ? " (chosen)" : "");
+        fputc('\n', out);
+    }
     if (have_loo(r))
         fprintf(out, "leave-one-out: mean |error| %.1f%% (each run predicted from a fit on "
                 "the others)\n", 100.0 * loo_mean(r));

@@ -174,7 +174,7 @@ static json_t *empty_row(const char *id, const char *file)
 static px_status set_gpu(json_t *row, const px_runlog_opts *o, const char *from_log,
                          long long gpus, const char *file, px_error *err)
 {
-    const char *gpu = o->gpu ? o->gpu : from_log;
+    const char *gpu = o->gpu ? o->gpu : from_log ? from_log : o->gpu_default;
     if (!gpu)
         return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
                             "hardware.gpu: the log does not name the GPU: give it (calibrate "

@@ -27,7 +27,8 @@
 
 typedef struct {
     const char *gpu;      /* hardware.gpu ("H100", ...); NULL: from the log (torchtitan's
-                           * device line), else an error */
+                           * device line), else gpu_default, else an error */
+    const char *gpu_default;
     int gpus_per_node;    /* 0: not published (null) */
 } px_runlog_opts;
 
