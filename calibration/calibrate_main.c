@@ -354,7 +354,7 @@ static px_status write_profiles(const char *prefix, const px_fit_runs_result *r,
     char hw_path[1100], fw_path[1100];
     snprintf(hw_path, sizeof hw_path, "%s.hw.json", prefix);
     snprintf(fw_path, sizeof fw_path, "%s.framework.json", prefix);
-    size_t flags = JSON_SORT_KEYS | JSON_INDENT(2) | JSON_REAL_PRECISION(12);
+    size_t flags = JSON_SORT_KEYS | JSON_INDENT(2);
     px_status st = px_io_write_json(hw_path, r->hw_doc, flags, err);
     if (st == PX_OK)
         st = px_io_write_json(fw_path, r->fw_doc, flags, err);
@@ -392,7 +392,7 @@ static int fit_mode(const calibrate_cli *cl, bool out_given)
     if (gather_runs(cl, &rows, &err) != PX_OK)
         return fit_fail(&err);
     if (print_runs) {
-        char *s = json_dumps(rows, JSON_SORT_KEYS | JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+        char *s = json_dumps(rows, JSON_SORT_KEYS | JSON_INDENT(2));
         json_decref(rows);
         if (!s || printf("%s\n", s) < 0 || fflush(stdout) != 0) {
             free(s);
