@@ -380,8 +380,10 @@ static double loo_sse(const px_fit_problem *p, const double *loo)
 
 /* The fit of the whole set with k factors; with 3 or more runs, k is the
  * count (1 .. max_f, in the factors' order) whose leave-one-out error is
- * least, fewer factors on a tie: more factors than the runs support
- * predict the runs left out worse, however well they fit the rest. */
+ * least, a further factor kept only when it lowers the RMS error by
+ * PX_FIT_LOO_GAIN: more factors than the runs support predict the runs
+ * left out worse, however well they fit the rest, and the leave-one-out
+ * error of three runs is itself too noisy to trust a smaller gain. */
 static px_status choose_fit(const px_fit_problem *p, int max_f, bool loo, work *w,
                             px_fit_result *out, fit_out *best, px_error *err)
 {
@@ -405,7 +407,7 @@ static px_status choose_fit(const px_fit_problem *p, int max_f, bool loo, work *
         double e = p->n_runs >= 2 ? loo_sse(p, l) : 0.0;
         out->loo_by_count[k] = p->n_runs >= 2 ? sqrt(e / p->n_runs) : 0.0;
         out->n_counts_tried = k;
-        if (e < best_loo || k == first) {
+        if (e < (1.0 - PX_FIT_LOO_GAIN) * (1.0 - PX_FIT_LOO_GAIN) * best_loo || k == first) {
             best_loo = e;
             *best = o;
             memcpy(out->loo_pred, l, sizeof l);

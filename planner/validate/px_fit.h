@@ -12,8 +12,9 @@
  *   5 attn_eff_scale         multiplier on the attention rate   0.5 .. 1.5 x base
  *   6 intra_bw               intra-node bandwidth               0.25 .. 1.5 x base
  * With three or more runs the count fitted (1 up to one a run) is the one
- * whose leave-one-out error is least: each run predicted from a fit on the
- * others; with one or two runs, one factor a run.
+ * whose leave-one-out error (each run predicted from a fit on the others) is
+ * least, a further factor counting only when it lowers that error by
+ * PX_FIT_LOO_GAIN; with one or two runs, one factor a run.
  * The fit minimises the sum over runs of the squared log error of the
  * compared quantity (a rate: tokens/s per GPU, MFU, or 1 / step time) by a
  * bounded, deterministic Nelder-Mead search, and never ends worse on its own
@@ -68,6 +69,10 @@ typedef struct {
     int max_factors;                    /* 0: chosen by the leave-one-out error, at most
                                          * one a run; N: exactly min(N, runs) */
 } px_fit_problem;
+
+/* A further factor is fitted only when it lowers the leave-one-out RMS log
+ * error by this fraction (px_fit.c, choose_fit). */
+#define PX_FIT_LOO_GAIN 0.2
 
 /* Stopping rule of the search, in the unit cube the bounds map to: the
  * simplex's extent below this in every coordinate (docs/calibration.md says
