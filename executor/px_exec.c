@@ -33,29 +33,8 @@ void px_exec_options_default(px_exec_options *o)
     o->inject_nan_step = -1;
 }
 
-px_status px_ex_alloc(px_exec *ex, px_mem_kind kind, int64_t n, px_dtype t, void **out,
-                      px_error *err)
-{
-    return px_mem_alloc(&ex->mem, kind, n * px_dtype_bytes(t), out, err);
-}
 
-px_status px_ex_alloc_f32(px_exec *ex, px_mem_kind kind, int64_t n, float **out,
-                          px_error *err)
-{
-    void *p = NULL;
-    PX_TRY(px_ex_alloc(ex, kind, n, PX_F32, &p, err));
-    *out = p;
-    return PX_OK;
-}
 
-px_status px_ex_alloc_i32(px_exec *ex, px_mem_kind kind, int64_t n, int32_t **out,
-                          px_error *err)
-{
-    void *p = NULL;
-    PX_TRY(px_mem_alloc(&ex->mem, kind, n * (int64_t)sizeof(int32_t), &p, err));
-    *out = p;
-    return PX_OK;
-}
 
 px_recompute px_ex_layer_rc(const px_exec *ex, int64_t l)
 {
@@ -465,25 +444,7 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     return PX_OK;
 }
 
-int64_t px_ex_pos(const px_exec *ex, int cp_rank, int64_t p)
-{
-    int64_t c = ex->cp_chunk, n = 2 * (int64_t)ex->cp.size;
-    if (ex->cp.size <= 1)
-        return p;
-    return p < c ? cp_rank * c + p : (n - 1 - cp_rank) * c + (p - c);
-}
 
-void px_ex_pos_runs(const px_exec *ex, int64_t lo, int64_t hi,
-                    void (*fn)(px_exec *, int64_t, int64_t, int64_t, void *), void *arg)
-{
-    /* Rows [0, c) and [c, s_l) are each contiguous in position. */
-    int64_t cut = ex->cp.size <= 1 ? hi : ex->cp_chunk;
-    if (lo < cut && lo < hi)
-        fn((px_exec *)ex, lo, (hi < cut ? hi : cut) - lo, px_ex_pos(ex, ex->cp_rank, lo), arg);
-    int64_t b = lo > cut ? lo : cut;
-    if (b < hi)
-        fn((px_exec *)ex, b, hi - b, px_ex_pos(ex, ex->cp_rank, b), arg);
-}
 
 /* Learned positions on this rank's SP shard rows [row0_sp, + S_local). */
 typedef struct {

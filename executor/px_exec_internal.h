@@ -1,10 +1,12 @@
 /* px_exec_internal.h — the engine's state, shared by px_exec.c (pipeline,
- * data parallelism, optimizer) and px_layer.c (one transformer layer under
- * TP/SP).  Not an interface: only those two files include it. */
+ * data parallelism, optimizer), the services below it (px_ex_core.c,
+ * declared in px_ex_core.h) and the layer files (px_layer.c and the files it
+ * calls).  Not an interface outside executor/. */
 #ifndef PX_EXEC_INTERNAL_H
 #define PX_EXEC_INTERNAL_H
 
 #include "px_data.h"
+#include "px_ex_core.h"
 #include "px_exec.h"
 #include "px_layout.h"
 #include "px_schedule.h"
@@ -167,15 +169,6 @@ struct px_exec {
     int64_t fs_l;     /* shared experts: this TP rank's n_shared moe_ffn / tp */
 };
 
-/* Device allocations through the tracker: n elements of dtype t (int32
- * buffers: px_ex_alloc_i32).  px_ex_free(ex, &p) frees any of them and sets
- * p to NULL (a macro so that it takes a pointer of every type). */
-px_status px_ex_alloc(px_exec *ex, px_mem_kind kind, int64_t n, px_dtype t, void **out,
-                      px_error *err);
-px_status px_ex_alloc_f32(px_exec *ex, px_mem_kind kind, int64_t n, float **out,
-                          px_error *err);
-px_status px_ex_alloc_i32(px_exec *ex, px_mem_kind kind, int64_t n, int32_t **out,
-                          px_error *err);
 /* The fp32 weights AdamW updates: the master (bf16 storage) or the weights
  * themselves (fp32 storage). */
 static inline float *px_ex_master(px_exec *ex)
@@ -311,20 +304,5 @@ px_status px_ex_norm_fwd(px_exec *ex, void *out, float **mean, float **rstd, con
                          int64_t w_off, int64_t b_off, px_mem_kind kind, px_error *err);
 void px_ex_norm_bwd(px_exec *ex, void *dx, const void *dout, const void *x, int64_t w_off,
                     int64_t b_off, const float *mean, const float *rstd);
-
-/* Global position of local sequence row p (context parallelism). */
-int64_t px_ex_pos(const px_exec *ex, int cp_rank, int64_t p);
-
-/* Calls fn(ex, first_local_row, n_rows, first_global_position, arg) for each
- * run of local rows [lo, hi) that is contiguous in global positions. */
-void px_ex_pos_runs(const px_exec *ex, int64_t lo, int64_t hi,
-                    void (*fn)(px_exec *, int64_t, int64_t, int64_t, void *), void *arg);
-
-/* TP helpers.  gather: shard [Ts, h] -> fresh full [T, h] (SP only).
- * reduce: partial [T, h] (consumed) -> *out [Ts, h]: reduce-scatter under
- * SP, in-place all-reduce otherwise. */
-px_status px_ex_tp_gather(px_exec *ex, const void *shard, void **full, px_error *err);
-px_status px_ex_tp_reduce(px_exec *ex, void *partial, void **out, px_mem_kind kind,
-                          px_error *err);
 
 #endif

@@ -38,26 +38,7 @@ void px_ex_norm_bwd(px_exec *ex, void *dx, const void *dout, const void *x, int6
                              ex->h);
 }
 
-px_status px_ex_tp_gather(px_exec *ex, const void *shard, void **full, px_error *err)
-{
-    PX_TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, ex->T * ex->h, full, err));
-    return ex->be->all_gather(ex->be, *full, shard, ex->Ts * ex->h, ex->act_dtype, &ex->tp, err);
-}
 
-px_status px_ex_tp_reduce(px_exec *ex, void *partial, void **out, px_mem_kind kind,
-                          px_error *err)
-{
-    if (!ex->sp) {
-        *out = partial;
-        return ex->be->all_reduce(ex->be, partial, ex->T * ex->h, ex->act_dtype, PX_REDUCE_SUM,
-                                  &ex->tp, err);
-    }
-    PX_TRY(px_ex_alloc_act(ex, kind, ex->Ts * ex->h, out, err));
-    px_status st = ex->be->reduce_scatter(ex->be, *out, partial, ex->Ts * ex->h, ex->act_dtype,
-                                          &ex->tp, err);
-    px_ex_free(ex, &partial);
-    return st;
-}
 
 void px_layer_act_free(px_exec *ex, px_layer_act *a)
 {

@@ -23,7 +23,7 @@
  * Why this and not one all-to-all over ep x etp: the EP groups and their
  * all-to-all stay as they are, and the extra traffic is one all-gather plus
  * one reduce-scatter of the routed rows per pass, the all-reduce over etp
- * of T k etp / tp rows that px_cost.c charges (forward and backward).
+ * of T k etp / tp rows that px_cost_2_ops.c charges (forward and backward).
  * The row counts differ per rank, so both run as all-to-alls with per-peer
  * counts (the all-gather sends its rows to every peer; the reduce-scatter
  * receives every peer's partial of its rows and sums them in etp rank
@@ -269,11 +269,11 @@ out:
 
 /* The expert blocks of the n_g rows, in order: (etp rank q, source EP rank
  * i, local expert le); calls fn on each non-empty one with its first row. */
-typedef void (*px_moe_blk_fn)(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
-                              void *const *buf, int64_t le, int64_t off, int64_t n);
+typedef void px_moe_blk_fn(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
+                           void *const *buf, int64_t le, int64_t off, int64_t n);
 
 static void for_blocks(px_exec *ex, const struct px_moe_route *r, const px_layer_params *lp,
-                       px_layer_act *a, void *const *buf, px_moe_blk_fn fn)
+                       px_layer_act *a, void *const *buf, px_moe_blk_fn *fn)
 {
     int64_t El = ex->E_l, nb = (int64_t)ex->ep.size * El, off = 0;
     for (int64_t b = 0; b < (int64_t)ex->etp.size * nb; b++) {

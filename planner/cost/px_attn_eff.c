@@ -9,7 +9,7 @@ double px_attn_rate_rel(const px_hw *hw, int flash_version, double head_dim, dou
         return 1.0;
     double rel = 1.0;
     /* each generation the kernel is older than the GPU's own (FA1's factor
-     * 2 is px_cost.c's; this is FA2 on Hopper, and twice on Blackwell) */
+     * 2 is px_cost_5_layer.c's; this is FA2 on Hopper, and twice on Blackwell) */
     for (int g = flash_version; g >= 2 && g < hw->attn_native_version; g++)
         rel *= PX_ATTN_OLD_GEN_REL;
     if (head_dim > 0.0 && hw->exp_rate > 0.0) {

@@ -41,7 +41,8 @@ px_bytes_per_param px_cost_bytes_per_param(int dtype_bytes, bool grad_fp32);
 /* The bytes the cost model charges for `elems` elements of element-wise
  * class c, forward + backward, when the profile has a measured rate for the
  * class (px_hw norm_bw ... embed_bw).  The one place these byte counts live:
- * px_cost.c multiplies by them and both calibrations (calibration/
+ * the layer and step times (px_cost_5_layer.c, px_cost_8_step.c) multiply
+ * by them and both calibrations (calibration/
  * px_calib_kernels.c, dtype 4; calibration/px_calib_cuda.c, dtype 2) divide them
  * by the measured time, so a measured rate reproduces the measured time.
  * e = dtype_bytes (the activation dtype; 0 means 2).  `elems` per class:
@@ -57,7 +58,7 @@ px_bytes_per_param px_cost_bytes_per_param(int dtype_bytes, bool grad_fp32);
  *            30 (bf16, fp32 grads), 28 (bf16 grads);
  *  EMBED     gathered [tokens, hidden] elements: gather + scatter-add, 6e;
  *  GENERIC   never measured: a read + write per pass, 6e.
- * (The datasheet fallbacks in px_cost.c charge some classes more: Megatron's
+ * (The datasheet fallbacks in px_cost_5_layer.c and px_cost_8_step.c charge some classes more: Megatron's
  * unfused cross-entropy, its fused bias-dropout-add, the extra passes around
  * Adam; those are not what the executor's kernels do and are not measured.) */
 double px_cost_class_bytes(px_mem_class c, double elems, int dtype_bytes, bool grad_fp32);

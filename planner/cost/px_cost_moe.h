@@ -54,7 +54,7 @@ double px_moe_fp8_pad_bytes(double e, double copies, double h);
  * DualPipe does the same across pipeline directions).  window_s: the
  * layer's compute of one micro-batch (forward + backward), which hides the
  * all-to-all up to its length; sm_frac: the share of the compute the
- * communication kernels' SMs slow down while they run (px_cost_time.c's
+ * communication kernels' SMs slow down while they run (px_cost_5_layer.c's
  * comm_sm_fraction):
  *   max(0, a2a − window) + sm_frac · min(a2a, window).
  * a2a_s itself where there is only one micro-batch (nothing to overlap). */

@@ -97,7 +97,7 @@ double px_prec_param_gather_bytes(px_precision p, double e_b);
  * (its quantised input), e_b for bf16 / fp16. */
 double px_prec_saved_act_bytes(px_precision p, double e_b);
 
-/* ---- layer-level hooks of px_cost.c ---- */
+/* ---- layer-level hooks of the cost model's steps ---- */
 #include "px_cost.h"
 
 /* Seconds of the quantisation kernels of one layer of shape sh (its linear

@@ -1,7 +1,7 @@
 /* px_efficiency.h — how fast the hardware runs one kernel or one collective:
  * GEMM time by shape, memory-bound time, attention-core time and collective
  * time over a group that may or may not leave a node.  The cost model
- * (px_cost.c) turns every operator of a layer into calls of these; the
+ * (px_cost_5_layer.c) turns every operator of a layer into calls of these; the
  * formulas and their defaults are in docs/cost-model.md, section "Efficiency".
  *
  * Every function is closed-form and allocation-free: the search calls them

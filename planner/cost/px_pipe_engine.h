@@ -18,7 +18,7 @@
  * micro-batch (a max-plus evaluation of the schedule gives 2(p − 1) + 4(m − 1)
  * within two), and the three gathers of every forward / backward on it.
  * Megatron's 1F1B pairs a send with a receive in one batched exchange: two
- * a micro-batch (px_cost.c, pp_step_comm).
+ * a micro-batch (px_cost_7_pipe.c, pp_step_comm).
  *
  * After the schedule the engine all-reduces the gradient of the tied
  * embedding between the first and the last stage (ReduceTiedGrads:

@@ -87,7 +87,7 @@ typedef struct {
      * computes a tanh per element).  Each is bytes/s in the cost model's byte
      * accounting: the forward's reads + writes charged 3x for forward +
      * backward (xent, adamw and embed: their whole fwd+bwd / update bytes as
-     * px_cost.c counts them).  Optional: 0 = hbm_bw x mem_bound_eff. */
+     * px_cost_5_layer.c counts them).  Optional: 0 = hbm_bw x mem_bound_eff. */
     double norm_bw;           /* RMSNorm / LayerNorm */
     double residual_bw;       /* residual and bias adds */
     double gelu_bw;           /* GeLU (tanh approximation) */

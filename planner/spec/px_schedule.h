@@ -36,7 +36,7 @@ int px_schedule_max_in_flight(const px_sched_op *ops, int n_ops);
 
 /* Among the moments that hold px_schedule_max_in_flight activation sets,
  * the most (chunk, micro-batch) B's whose W has not run (0 without W ops).  These hold the output gradients kept for W besides their
- * activations; planner/cost/px_cost.c's px_cost_inflight_bw predicts it. */
+ * activations; planner/cost/px_cost_1_layout.c's px_cost_inflight_bw predicts it. */
 int px_schedule_max_b_to_w(const px_sched_op *ops, int n_ops);
 
 /* ---- pipeline messages on a shared logical clock ------------------------------

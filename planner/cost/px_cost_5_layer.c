@@ -1,237 +1,21 @@
-/* px_cost_time.c — the cost model's times: node crossings, one layer's
- * seconds by part, the head and embedding, and a stage's micro-batch
- * (docs/cost-model.md). */
-#include "px_cost.h"
-#include "px_cost_internal.h"
-#include "px_blocking.h"
-#include "px_cost_fsdp.h"
+/* px_cost_5_layer.c — the cost model's layer times (planner/cost/README.md):
+ * one layer's seconds by part (GEMMs, attention core, element-wise passes,
+ * TP / EP / CP communication) from its shape and the kernel and collective
+ * times of the profiles, and the head's and embedding's (docs/cost-model.md). */
+#include "px_cost_5_layer.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "px_checked.h"
 #include "px_attn_eff.h"
+#include "px_blocking.h"
+#include "px_cost_2_ops.h"
 #include "px_cost_cp.h"
 #include "px_cost_moe.h"
+#include "px_cost_precision.h"
 #include "px_fp8_accum.h"
 #include "px_grad_accum.h"
-#include "px_domain.h"
-#include "px_cost_precision.h"
-#include "px_efficiency.h"
-#include "px_flops.h"
-#include "px_layout.h"
 #include "px_sliding.h"
-#include "px_plan_check.h"
-
-/* ---------------- node crossing ---------------- */
-
-/* A dense dimension of size n and rank stride st: groups are the blocks of
- * st·n consecutive ranks, so every group stays inside a node exactly when
- * st·n divides the node size (or n == 1). */
-static bool dim_crosses(int st, int n, int g)
-{
-    if (n <= 1)
-        return false;
-    if (g < 1)
-        g = 1;
-    return g % (st * n) != 0;
-}
-
-/* Expert groups (default order): a stage's GPUs are indexed
- * idx = tp_i + T·(cp_i + C·dp_i) and folded as idx = etp_i + etp·(ep_i + ep·edp_i);
- * the rank of idx on stage st is (idx mod TC) + TC·P·(idx div TC) + TC·st,
- * increasing in idx, so a group (first index f, step d, n members) stays in
- * one node exactly when its first and last members do. */
-static int64_t stage_rank(int64_t idx, int64_t tc, int64_t pp, int64_t stage)
-{
-    return idx % tc + tc * pp * (idx / tc) + tc * stage;
-}
-
-static bool expert_dim_crosses(const px_parallel *par, int which, int g)
-{
-    int64_t tc = (int64_t)par->tp * par->cp, pp = par->pp;
-    int64_t ep = par->ep, etp = par->etp, edp = tc * par->dp / (ep * etp);
-    int64_t n = which == 0 ? ep : which == 1 ? etp : edp;
-    if (n <= 1)
-        return false;
-    int64_t step = which == 0 ? etp : which == 1 ? 1 : etp * ep;
-    /* the two other coordinates enumerate the groups */
-    int64_t na = which == 0 ? etp : which == 1 ? ep : etp;
-    int64_t nb = which == 0 ? edp : which == 1 ? edp : ep;
-    int64_t stages = (tc % g == 0) ? 1 : pp; /* aligned stages repeat the pattern */
-    /* Moving a group's indices by tc·g (or its stage by g) moves both ends'
-     * ranks by a multiple of g: the answer repeats, so g stages and the
-     * values of b whose steps (bstep each) reach distinct first indices
-     * modulo tc·g cover every case. */
-    int64_t period = tc * g, bstep = which == 2 ? etp : etp * ep;
-    int64_t x = period, y = bstep; /* gcd */
-    while (y) {
-        int64_t r = x % y;
-        x = y;
-        y = r;
-    }
-    if (stages > g)
-        stages = g;
-    if (nb > period / x)
-        nb = period / x;
-    for (int64_t st = 0; st < stages; st++)
-        for (int64_t b = 0; b < nb; b++)
-            for (int64_t a = 0; a < na; a++) {
-                int64_t first;
-                if (which == 0)
-                    first = a + etp * ep * b;         /* etp_i = a, edp_i = b */
-                else if (which == 1)
-                    first = etp * (a + ep * b);       /* ep_i = a, edp_i = b */
-                else
-                    first = a + etp * b;              /* etp_i = a, ep_i = b */
-                int64_t last = first + (n - 1) * step;
-                if (stage_rank(first, tc, pp, st) / g != stage_rank(last, tc, pp, st) / g)
-                    return true;
-            }
-    return false;
-}
-
-static bool default_order(const char *order)
-{
-    return order[0] == '\0' || strcmp(order, "tp-cp-ep-pp-dp") == 0 ||
-           strcmp(order, "tp-cp-pp-dp") == 0;
-}
-
-/* Rank order tp, cp, ep, dp, pp (px_fw_runtime.pp_outermost): a stage holds
- * the B = tp·cp·dp consecutive ranks s·B …, the dense dimensions are the
- * strides 1, tp, tp·cp (dp) and B (pp), and the expert grid folds the same
- * block as etp, ep, edp; every group is an aligned block of stride · size
- * ranks, so dim_crosses answers each. */
-static void pp_outermost_crossings(const px_parallel *par, int g, bool moe, crossings *x)
-{
-    int tc = par->tp * par->cp, blk = tc * par->dp;
-    x->tp = dim_crosses(1, par->tp, g);
-    x->cp = dim_crosses(par->tp, par->cp, g);
-    x->dp = dim_crosses(tc, par->dp, g);
-    x->pp = dim_crosses(blk, par->pp, g);
-    if (!moe || par->ep * par->etp < 1 || blk % (par->ep * par->etp) != 0)
-        return;
-    x->etp = dim_crosses(1, par->etp, g);
-    x->ep = dim_crosses(par->etp, par->ep, g);
-    x->edp = dim_crosses(par->etp * par->ep, blk / (par->ep * par->etp), g);
-}
-
-static void find_crossings(px_cost_ctx *ctx, const px_parallel *par, crossings *x)
-{
-    const px_hw *hw = ctx->hw;
-    memset(x, 0, sizeof *x);
-    if (hw->torus)
-        return; /* no node cliff: every group uses the fast links */
-    int gpus = par->tp * par->cp * par->pp * par->dp;
-    int g = px_domain_job_gpus(hw, gpus);
-    if (gpus <= g)
-        return; /* the whole job on one domain, whatever its order */
-    bool moe = ctx->n_moe_layers > 0;
-    px_layout lay;
-    bool have_lay = false;
-    if (default_order(par->order) && ctx->run && ctx->run->pp_outermost) {
-        /* the framework lays the default grid out its own way */
-        pp_outermost_crossings(par, g, moe, x);
-        return;
-    }
-    if (default_order(par->order)) {
-        int st = 1;
-        x->tp = dim_crosses(st, par->tp, g);
-        st *= par->tp;
-        x->cp = dim_crosses(st, par->cp, g);
-        st *= par->cp;
-        x->pp = dim_crosses(st, par->pp, g);
-        st *= par->pp;
-        x->dp = dim_crosses(st, par->dp, g);
-    } else {
-        if (px_layout_init(&lay, par, NULL) != PX_OK)
-            return;
-        have_lay = true;
-        x->tp = px_layout_crosses_node(&lay, PX_DIM_TP, g);
-        x->cp = px_layout_crosses_node(&lay, PX_DIM_CP, g);
-        x->pp = px_layout_crosses_node(&lay, PX_DIM_PP, g);
-        x->dp = px_layout_crosses_node(&lay, PX_DIM_DP, g);
-    }
-    if (!moe)
-        return;
-    /* expert groups: exact answer from px_layout, cached per grid */
-    int key[6] = {par->tp, par->cp, par->pp, par->dp, par->ep, par->etp};
-    unsigned hsh = 0;
-    for (int i = 0; i < 6; i++)
-        hsh = hsh * 31u + (unsigned)key[i];
-    hsh %= 64u;
-    if (default_order(par->order) && ctx->xcache[hsh].valid &&
-        memcmp(ctx->xcache[hsh].key, key, sizeof key) == 0) {
-        x->ep = ctx->xcache[hsh].ep_cross;
-        x->etp = ctx->xcache[hsh].etp_cross;
-        x->edp = ctx->xcache[hsh].edp_cross;
-        return;
-    }
-    if (have_lay) {
-        x->ep = px_layout_crosses_node(&lay, PX_DIM_EP, g);
-        x->etp = px_layout_crosses_node(&lay, PX_DIM_ETP, g);
-        x->edp = px_layout_crosses_node(&lay, PX_DIM_EDP, g);
-    } else {
-        x->ep = expert_dim_crosses(par, 0, g);
-        x->etp = expert_dim_crosses(par, 1, g);
-        x->edp = expert_dim_crosses(par, 2, g);
-    }
-    if (default_order(par->order)) {
-        memcpy(ctx->xcache[hsh].key, key, sizeof key);
-        ctx->xcache[hsh].valid = true;
-        ctx->xcache[hsh].ep_cross = x->ep;
-        ctx->xcache[hsh].etp_cross = x->etp;
-        ctx->xcache[hsh].edp_cross = x->edp;
-    }
-}
-
-/* ---------------- per-layer costs ---------------- */
-
-void make_shape(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
-                px_recompute rc, px_act_shape *sh)
-{
-    const px_model *m = ctx->model;
-    memset(sh, 0, sizeof *sh);
-    double s = (double)seq_of(ctx, par);
-    sh->s = s / par->cp;
-    sh->s_kv = s;
-    sh->b = (double)par->micro_batch;
-    sh->h = (double)m->hidden;
-    sh->a = (double)m->n_heads;
-    sh->dq = (double)px_model_qk_head_dim(m);
-    sh->dv = (double)px_model_v_head_dim(m);
-    if (m->attn == PX_ATTN_MLA) {
-        /* after the up-projections every head has its own k and v */
-        sh->kv = sh->a;
-        sh->q_lora = (double)m->q_lora_rank;
-        sh->kv_lora = (double)m->kv_lora_rank;
-        sh->rope_dim = (double)m->qk_rope_head_dim;
-    } else {
-        sh->kv = (double)m->n_kv_heads;
-    }
-    sh->f = (double)m->ffn;
-    sh->gated = m->block == PX_BLOCK_LLAMA;
-    sh->elem_bytes = elem_of(ctx);
-    /* GPT blocks train with dropout in Megatron (Korthikanti's masks); an
-     * fp32 profile describes the CPU backend, which has none
-     * (docs/executor.md), so neither its masks nor its passes are charged;
-     * nor where the framework's models train at dropout 0 (dropout_off) */
-    sh->dropout = m->block == PX_BLOCK_GPT && sh->elem_bytes != 4 &&
-                  !(ctx->run && ctx->run->dropout_off);
-    sh->tp = par->tp;
-    sh->sp = par->sp && par->tp > 1;
-    sh->flash = par->flash_attention;
-    sh->recompute = rc;
-    sh->moe = moe;
-    if (moe) {
-        sh->n_experts = (double)m->n_experts;
-        sh->top_k = (double)m->top_k;
-        sh->moe_f = (double)m->moe_ffn;
-        sh->n_shared = (double)m->n_shared_experts;
-        sh->ep = par->ep;
-        sh->etp = par->etp;
-    }
-}
 
 /* Seconds of `batch` GEMMs of shape (m, n, k) that also move `bytes`
  * through HBM: the slower of the two (roofline).  The s x s score GEMMs of
@@ -601,13 +385,13 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par, bool
 
 /* A layer's parameters on one GPU: its dense part split over TP, its experts
  * over EP x expert TP. */
-static double layer_dense_gpu_params(const px_cost_ctx *ctx, const px_parallel *par, bool moe)
+double layer_dense_gpu_params(const px_cost_ctx *ctx, const px_parallel *par, bool moe)
 {
     return (double)(moe ? ctx->moe_layer_params - ctx->expert_params : ctx->dense_layer_params) /
            par->tp;
 }
 
-static double layer_gpu_params(const px_cost_ctx *ctx, const px_parallel *par, bool moe)
+double layer_gpu_params(const px_cost_ctx *ctx, const px_parallel *par, bool moe)
 {
     return layer_dense_gpu_params(ctx, par, moe) +
            (moe ? (double)ctx->expert_params / (par->ep * par->etp) : 0.0);
@@ -657,8 +441,8 @@ static void weight_stream_time(const px_cost_ctx *ctx, const px_parallel *par, d
 /* One layer's seconds for one micro-batch on one GPU, by part.  The linear
  * GEMMs run in the plan's precision (the router, the attention core and the
  * LM head stay in bf16). */
-static void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
-                       const crossings *x, layer_time *lt)
+void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
+                const crossings *x, layer_time *lt)
 {
     memset(lt, 0, sizeof *lt);
     px_act_shape sh;
@@ -727,154 +511,7 @@ void extras_time(const px_cost_ctx *ctx, const px_parallel *par, double *first_s
               px_time_mem_class_s(hw, PX_MEM_XENT, xent / t);
 }
 
-void px_cost_stage_extras(px_cost_ctx *ctx, const px_parallel *par, px_stage_extras *out)
+double px_cost_tp_bytes_per_layer(double s, double b, double h, int t, int elem_bytes)
 {
-    memset(out, 0, sizeof *out);
-    extras_time(ctx, par, &out->first_s, &out->last_s);
-    px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
-    double shard = (double)par->dp * par->cp, w, g, o;
-    static_bytes((double)ctx->pc.embedding / par->tp, shard, par->zero, bpp, &w, &g, &o);
-    out->first_static_bytes = w + g + o;
-    static_bytes((double)ctx->head_params / par->tp + (double)ctx->pc.final_norm, shard,
-                 par->zero, bpp, &w, &g, &o);
-    out->last_static_bytes = w + g + o;
-}
-
-void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_layer_cost *out)
-{
-    memset(out, 0, sizeof *out);
-    bool moe = px_model_layer_is_moe(ctx->model, layer);
-    crossings x;
-    find_crossings(ctx, par, &x);
-    layer_time lt;
-    time_layer(ctx, par, moe, &x, &lt);
-    double dense = layer_dense_gpu_params(ctx, par, moe);
-    double expert = layer_gpu_params(ctx, par, moe) - dense;
-    out->params = px_i64_from_double_sat(dense + expert);
-    px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
-    double w, g, o, w2, g2, o2;
-    static_bytes(dense, (double)par->dp * par->cp, par->zero, bpp, &w, &g, &o);
-    static_bytes(expert, (double)par->tp * par->cp * par->dp / (par->ep * par->etp), par->zero,
-                 bpp, &w2, &g2, &o2);
-    out->static_bytes = w + g + o + w2 + g2 + o2;
-    out->static_bytes += prec_weight_copies(ctx, par, moe ? 0 : 1, moe ? 1 : 0);
-    for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
-        px_act_shape sh;
-        make_shape(ctx, par, moe, (px_recompute)r, &sh);
-        px_act_ops ops;
-        px_cost_act_layer(&sh, &ops);
-        px_prec_act_adjust(&sh, par->precision, &ops);
-        out->act_bytes[r] = ops.total;
-        out->recompute_s[r] = lt.rc_s[r] + (r == PX_RECOMPUTE_FULL ? lt.tp_rc_s : 0.0);
-    }
-    out->fwd_s = lt.fwd_s + lt.tp_fwd_s + 0.5 * lt.ep_s + lt.cp_exposed_s / 3.0;
-    out->bwd_s = lt.bwd_s + lt.tp_bwd_s + 0.5 * lt.ep_s + lt.cp_exposed_s * 2.0 / 3.0;
-}
-
-/* ---------------- the whole step ---------------- */
-
-/* Sums each layer's times by its kind (ld dense, lm MoE) and its own
- * recompute choice: the recompute's extra compute, and for full recompute
- * the forward's TP collectives again.  extra: embedding / head seconds. */
-void time_of_stage(const stage_layers *sl, const layer_time *ld, const layer_time *lm,
-                   double extra, stage_time *q)
-{
-    memset(q, 0, sizeof *q);
-    const layer_time *lt[2] = {ld, lm};
-    for (int k = 0; k < 2; k++)
-        for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
-            double n = (double)sl->n[k][r];
-            if (n == 0.0)
-                continue;
-            const layer_time *x = lt[k];
-            double full = r == PX_RECOMPUTE_FULL ? 1.0 : 0.0;
-            q->fwd += n * x->fwd_s;
-            q->bwd += n * x->bwd_s;
-            q->rcs += n * x->rc_s[r];
-            q->tp += n * (x->tp_s + full * x->tp_rc_s);
-            q->ep += n * x->ep_s;
-            q->cp += n * x->cp_exposed_s;
-            q->cpt += n * x->cp_total_s;
-            q->gemm += n * (x->gemm_fwd_s + x->bwd_s - x->attn_bwd_s - x->mem_bwd_s);
-            q->attn += n * (x->attn_fwd_s + x->attn_bwd_s);
-            q->mem += n * (x->mem_fwd_s + x->mem_bwd_s);
-            q->tpb += n * x->tp_bytes * (1.0 + full * 0.5);
-            q->epb += n * x->ep_bytes;
-            q->cpb += n * x->cp_bytes;
-        }
-    q->extra = extra;
-    q->mb = q->fwd + q->bwd + q->rcs + q->tp + q->ep + q->cp + extra;
-}
-
-/* The topology crossings and the timing of one dense and one MoE layer (each
- * zero when the model has no layer of that kind). */
-void time_layer_kinds(px_cost_ctx *ctx, const px_parallel *par, crossings *x,
-                      layer_time *dense, layer_time *moe)
-{
-    find_crossings(ctx, par, x);
-    memset(dense, 0, sizeof *dense);
-    memset(moe, 0, sizeof *moe);
-    if (ctx->dense_layer_params > 0)
-        time_layer(ctx, par, false, x, dense);
-    if (ctx->n_moe_layers > 0)
-        time_layer(ctx, par, true, x, moe);
-}
-
-void px_cost_stages(px_cost_ctx *ctx, const px_parallel *par, double *stage_mb_s,
-                    int64_t *stage_mem_bytes)
-{
-    stage_layers *sl = ctx->stage_ws;
-    stage_counts(ctx, par, sl);
-    crossings x;
-    layer_time ld, lm;
-    time_layer_kinds(ctx, par, &x, &ld, &lm);
-    double first_s, last_s;
-    extras_time(ctx, par, &first_s, &last_s);
-    px_act_ops ops[2][PX_RECOMPUTE_COUNT];
-    layer_ops(ctx, par, ops);
-    int p = par->pp;
-    for (int st = 0; st < p; st++) {
-        if (stage_mb_s) {
-            stage_time q;
-            time_of_stage(&sl[st], &ld, &lm,
-                          (st == 0 ? first_s : 0.0) + (st == p - 1 ? last_s : 0.0), &q);
-            stage_mb_s[st] = q.mb;
-        }
-        if (stage_mem_bytes) {
-            stage_mem sm;
-            memory_of_stage(ctx, par, st, &sl[st], ops, &sm);
-            px_memory mem;
-            fill_memory(&sm, st, &mem);
-            stage_mem_bytes[st] = mem.total;
-        }
-    }
-}
-
-/* ZeRO-3 as the framework runs it, layer by layer (px_cost_fsdp.h):
- * replaces the whole-stage estimate of eval_impl. */
-void fsdp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const crossings *x,
-                    double stage_params, px_bytes_per_param bpp, double fwd_s,
-                    double bwd_s, double *total, double *exposed, double *bytes)
-{
-    const px_hw *hw = ctx->hw;
-    int ddp = par->dp * par->cp;
-    int group = par->shard_group > 0 && par->shard_group < ddp ? par->shard_group : ddp;
-    int replicas = ddp / group;
-    int gpus = par->tp * par->cp * par->pp * par->dp;
-    int g = px_domain_job_gpus(hw, gpus);
-    /* dp rank stride: tp·cp·pp in the default order, tp·cp with pp outermost */
-    int st = par->tp * par->cp * (ctx->run && ctx->run->pp_outermost ? 1 : par->pp);
-    bool spans = !hw->torus && gpus > g; /* else the job is one domain */
-    bool cross_group = spans && (group == ddp ? (x->dp || x->cp) : dim_crosses(st, group, g));
-    bool cross_rep = spans && replicas > 1 && dim_crosses(st * group, replicas, g);
-    double n = (double)ctx->model->n_layers / par->pp;
-    px_fsdp_time ft;
-    double rails = px_cost_fsdp_rails(hw, ctx->run, group, st);
-    px_cost_fsdp_time(hw, ctx->run, group, replicas, cross_group, cross_rep, rails,
-                      stage_params / n, n,
-                      elem_of(ctx), bpp.grads, (double)par->n_micro, fwd_s, bwd_s,
-                      comm_sm_fraction(hw), &ft);
-    *total = ft.total_s;
-    *exposed = ft.exposed_s;
-    *bytes = ft.bytes;
+    return 4.0 * px_coll_wire_bytes(PX_COLL_ALLREDUCE, t, elem_bytes * b * s * h);
 }

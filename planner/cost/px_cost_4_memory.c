@@ -1,59 +1,14 @@
-/* px_cost_memory.c — the cost model's memory: the layers on each stage,
- * each stage's bytes by kind, and the worst stage (docs/cost-model.md). */
-#include "px_cost.h"
-#include "px_cost_internal.h"
-#include "px_blocking.h"
-#include "px_cost_fsdp.h"
+/* px_cost_4_memory.c — the cost model's memory (planner/cost/README.md):
+ * from the layers on each stage and their operations, each stage's bytes by
+ * kind, and the worst stage (docs/cost-model.md). */
+#include "px_cost_4_memory.h"
 
-#include <math.h>
 #include <string.h>
 
-#include "px_checked.h"
-#include "px_attn_eff.h"
-#include "px_cost_cp.h"
-#include "px_cost_moe.h"
+#include "px_blocking.h"
+#include "px_cost_2_ops.h"
+#include "px_cost_fsdp.h"
 #include "px_cost_precision.h"
-#include "px_efficiency.h"
-#include "px_flops.h"
-#include "px_layout.h"
-#include "px_sliding.h"
-#include "px_plan_check.h"
-
-/* Layers of each kind and recompute choice on every stage, in one pass over
- * the chunks; per layer only when par records per-layer choices (the search
- * scores uniform choices and must stay fast). */
-void stage_counts(const px_cost_ctx *ctx, const px_parallel *par, stage_layers *sl)
-{
-    int64_t L = ctx->model->n_layers;
-    int p = par->pp, chunks = par->pp * par->vpp;
-    memset(sl, 0, (size_t)p * sizeof *sl);
-    int64_t base = L / chunks, rem = L % chunks, first = (chunks - rem) / 2;
-    int rc = par->recompute;
-    bool per_layer = par->n_layer_recompute > 0;
-    int64_t start = 0;
-    for (int c = 0; c < chunks && start < L; c++) {
-        int64_t len = par->n_chunks > 0 ? par->layers_per_chunk[c]
-                                        : base + (c >= first && c < first + rem ? 1 : 0);
-        int64_t end = start + len > L ? L : start + len;
-        stage_layers *s = &sl[c % p];
-        if (per_layer) {
-            for (int64_t l = start; l < end; l++) {
-                int k = (int)(ctx->moe_prefix[l + 1] - ctx->moe_prefix[l]);
-                int r = l < par->n_layer_recompute ? par->layer_recompute[l] : rc;
-                s->n[k][r < PX_RECOMPUTE_COUNT ? r : rc]++;
-            }
-        } else {
-            int64_t moe = ctx->moe_prefix[end] - ctx->moe_prefix[start];
-            s->n[1][rc] += moe;
-            s->n[0][rc] += (end - start) - moe;
-        }
-        start += len;
-    }
-    for (int st = 0; st < p; st++)
-        for (int k = 0; k < 2; k++)
-            for (int r = 0; r < PX_RECOMPUTE_COUNT; r++)
-                sl[st].kind[k] += sl[st].n[k][r];
-}
 
 /* Zero-bubble B -> W: the output gradients one layer keeps for its deferred
  * weight gradients, per micro-batch (docs/cost-model.md, "Zero-bubble

@@ -1,0 +1,234 @@
+/* px_cost_2_ops.c — the cost model's second step (planner/cost/README.md):
+ * a layer's shape from the model and the layout, and from the shape its
+ * operations' sizes: activation bytes by operator, bytes per parameter,
+ * element-wise bytes by class, message sizes (docs/cost-model.md). */
+#include "px_cost_2_ops.h"
+
+#include <string.h>
+
+#include "px_checked.h"
+
+void make_shape(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
+                px_recompute rc, px_act_shape *sh)
+{
+    const px_model *m = ctx->model;
+    memset(sh, 0, sizeof *sh);
+    double s = (double)seq_of(ctx, par);
+    sh->s = s / par->cp;
+    sh->s_kv = s;
+    sh->b = (double)par->micro_batch;
+    sh->h = (double)m->hidden;
+    sh->a = (double)m->n_heads;
+    sh->dq = (double)px_model_qk_head_dim(m);
+    sh->dv = (double)px_model_v_head_dim(m);
+    if (m->attn == PX_ATTN_MLA) {
+        /* after the up-projections every head has its own k and v */
+        sh->kv = sh->a;
+        sh->q_lora = (double)m->q_lora_rank;
+        sh->kv_lora = (double)m->kv_lora_rank;
+        sh->rope_dim = (double)m->qk_rope_head_dim;
+    } else {
+        sh->kv = (double)m->n_kv_heads;
+    }
+    sh->f = (double)m->ffn;
+    sh->gated = m->block == PX_BLOCK_LLAMA;
+    sh->elem_bytes = elem_of(ctx);
+    /* GPT blocks train with dropout in Megatron (Korthikanti's masks); an
+     * fp32 profile describes the CPU backend, which has none
+     * (docs/executor.md), so neither its masks nor its passes are charged;
+     * nor where the framework's models train at dropout 0 (dropout_off) */
+    sh->dropout = m->block == PX_BLOCK_GPT && sh->elem_bytes != 4 &&
+                  !(ctx->run && ctx->run->dropout_off);
+    sh->tp = par->tp;
+    sh->sp = par->sp && par->tp > 1;
+    sh->flash = par->flash_attention;
+    sh->recompute = rc;
+    sh->moe = moe;
+    if (moe) {
+        sh->n_experts = (double)m->n_experts;
+        sh->top_k = (double)m->top_k;
+        sh->moe_f = (double)m->moe_ffn;
+        sh->n_shared = (double)m->n_shared_experts;
+        sh->ep = par->ep;
+        sh->etp = par->etp;
+    }
+}
+
+px_bytes_per_param px_cost_bytes_per_param(int dtype_bytes, bool grad_fp32)
+{
+    px_bytes_per_param b;
+    if (dtype_bytes >= 4) {
+        /* fp32 training: the weights are the master copy, Adam adds m and v */
+        b.weights = 4.0;
+        b.grads = 4.0;
+        b.optimizer = 8.0;
+    } else {
+        b.weights = (double)(dtype_bytes > 0 ? dtype_bytes : 2);
+        b.grads = grad_fp32 ? 4.0 : b.weights;
+        b.optimizer = 12.0; /* fp32 master 4 + Adam m 4 + v 4 */
+    }
+    return b;
+}
+
+/* Written as (coefficient x e) x elems so that it rounds exactly as the
+ * closed forms of the spec (4e x Th for two norms...): the coefficients and
+ * e are small integers, their products exact. */
+double px_cost_class_fwd_bytes(px_mem_class c, double elems, int dtype_bytes)
+{
+    double e = dtype_bytes > 0 ? dtype_bytes : 2;
+    switch (c) {
+    case PX_MEM_NORM:
+    case PX_MEM_GELU:
+    case PX_MEM_ROPE:
+    case PX_MEM_GENERIC: return 2.0 * e * elems; /* read + write */
+    case PX_MEM_RESIDUAL:
+    case PX_MEM_SWIGLU: return 3.0 * e * elems;  /* 2 reads + 1 write */
+    default: return 0.0;                         /* charged as a total */
+    }
+}
+
+double px_cost_class_bytes(px_mem_class c, double elems, int dtype_bytes, bool grad_fp32)
+{
+    int e = dtype_bytes > 0 ? dtype_bytes : 2;
+    switch (c) {
+    case PX_MEM_XENT:
+        /* the executor's loss kernels: max, sum of exponentials (with the
+         * target's logit), backward, charged as 4 passes over fp32 logits */
+        return 4.0 * 4.0 * elems;
+    case PX_MEM_ADAMW: {
+        /* master weights, m and v read + written, the gradient read, the
+         * low-precision copy written */
+        px_bytes_per_param b = px_cost_bytes_per_param(e, grad_fp32);
+        return elems * (2.0 * b.optimizer + b.grads + (e < 4 ? b.weights : 0.0));
+    }
+    case PX_MEM_EMBED:
+        /* gather the rows forward, scatter-add them backward */
+        return 3.0 * 2.0 * e * elems;
+    default:
+        return 3.0 * px_cost_class_fwd_bytes(c, elems, e); /* backward 2x forward */
+    }
+}
+
+void px_cost_static_formula(double n_params, int tp, int pp, int dp, int zero,
+                            int dtype_bytes, bool grad_fp32, px_memory *out)
+{
+    memset(out, 0, sizeof *out);
+    double per_gpu = n_params / ((double)tp * (double)pp);
+    double w, g, o;
+    static_bytes(per_gpu, dp, zero, px_cost_bytes_per_param(dtype_bytes, grad_fp32), &w, &g,
+                 &o);
+    out->weights = px_i64_from_double_sat(w);
+    out->grads = px_i64_from_double_sat(g);
+    out->optimizer = px_i64_from_double_sat(o);
+    out->total = out->weights + out->grads + out->optimizer;
+}
+
+void px_cost_act_layer(const px_act_shape *sh, px_act_ops *o)
+{
+    memset(o, 0, sizeof *o);
+    double e = sh->elem_bytes > 0 ? sh->elem_bytes : 2;
+    double t = sh->tp > 0 ? sh->tp : 1;
+    double tsp = sh->sp ? t : 1.0;           /* SP shards the pointwise region */
+    double sb = sh->s * sh->b;
+    double sbh = sb * sh->h;
+    double a_t = sh->a / t;                  /* heads per GPU */
+    double kv_t = sh->kv >= t ? sh->kv / t : 1.0; /* kv heads are replicated when k < t */
+
+    if (sh->recompute == PX_RECOMPUTE_FULL) {
+        /* only the layer input survives the forward */
+        o->norm1_in = e * sbh / tsp;
+        o->norm = o->total = o->norm1_in;
+        return;
+    }
+    o->norm1_in = e * sbh / tsp;
+    o->norm2_in = e * sbh / tsp;
+    o->qkv_in = e * sbh / tsp;
+    if (sh->q_lora > 0.0 || sh->kv_lora > 0.0)
+        o->latent = e * sb * (sh->q_lora + sh->kv_lora + sh->rope_dim);
+    o->q = e * sb * a_t * sh->dq;
+    o->k = e * sb * kv_t * sh->dq;
+    o->v = e * sb * kv_t * sh->dv;
+    if (sh->flash) {
+        /* FlashAttention keeps only the row log-sum-exp (fp32) per head;
+         * selective recompute reruns the whole core, keeping nothing */
+        if (sh->recompute != PX_RECOMPUTE_SELECTIVE)
+            o->softmax_stats = 4.0 * sb * a_t;
+    } else if (sh->recompute != PX_RECOMPUTE_SELECTIVE) {
+        double scores = sb * sh->s_kv * a_t;
+        o->softmax_out = e * scores;
+        if (sh->dropout) {
+            o->score_mask = 1.0 * scores;
+            o->score_drop = e * scores;
+        }
+    }
+    o->proj_in = e * sb * a_t * sh->dv;
+    o->attn_mask = sh->dropout ? sbh / tsp : 0.0;
+    o->mlp_in = e * sbh / tsp;
+    o->mlp_mask = sh->dropout ? sbh / tsp : 0.0;
+    double up = sh->gated ? 2.0 : 1.0; /* SwiGLU keeps gate and up outputs */
+    if (sh->moe) {
+        /* Each GPU routes its own T/t tokens (its SP shard, or without SP
+         * its slice of the TP group's tokens): fp32 router probabilities
+         * over all E experts for the backward of the softmax. */
+        double etp = sh->etp > 0 ? sh->etp : 1;
+        double tm = sb / t;
+        o->router = 4.0 * tm * sh->n_experts;
+        /* routed token copies one GPU processes: top_k of each of its
+         * tokens on average (the routing decides the exact count), times
+         * etp when expert TP shares the rows */
+        double tok = tm * sh->top_k * etp;
+        /* per copy: the dispatched row received (input of the expert GEMMs,
+         * the all-to-all receive buffer), the gate and up outputs and the
+         * SwiGLU output (the down projection's input: Megatron keeps it;
+         * the CPU executor rebuilds it in the backward as a temporary of the
+         * same size, alive at the backward's peak), and the expert output
+         * sent back (the combine buffer, needed for the gradient of the
+         * gate probabilities).  The combine buffer holds only this GPU's
+         * own tm·k rows: under expert TP the partial outputs are
+         * reduce-scattered back to the GPU that received each row before it
+         * keeps them (executor/px_moe.c) */
+        o->moe_recv = tok * e * sh->h;
+        o->moe_gate_up = tok * e * (up + 1.0) * sh->moe_f / etp;
+        o->moe_combine = tm * sh->top_k * e * sh->h;
+        /* routing tables, 4-byte ints / fp32: chosen expert and its gate
+         * for each of the tm·k copies, and the token row and gate slot of
+         * each row sent */
+        o->moe_meta = 4.0 * 4.0 * tm * sh->top_k;
+        o->expert = o->moe_recv + o->moe_gate_up + o->moe_combine + o->moe_meta;
+        double fs = sh->n_shared * sh->moe_f;
+        o->fc1_out = e * sb * up * fs / t;
+        o->act_out = e * sb * fs / t;
+    } else {
+        o->fc1_out = e * sb * up * sh->f / t;
+        o->act_out = e * sb * sh->f / t;
+    }
+    o->attention = o->qkv_in + o->latent + o->q + o->k + o->v + o->softmax_out + o->score_mask +
+                   o->score_drop + o->softmax_stats + o->proj_in + o->attn_mask;
+    o->mlp = o->mlp_in + o->fc1_out + o->act_out + o->mlp_mask + o->router + o->expert;
+    o->norm = o->norm1_in + o->norm2_in;
+    o->total = o->attention + o->mlp + o->norm;
+}
+
+double px_cost_korthikanti_row(int row, double s, double b, double h, double a, int t, bool sp)
+{
+    double sbh = s * b * h, score = 5.0 * a * s / h;
+    switch (row) {
+    case 0: return sbh * (34.0 + score);
+    case 1: return sbh * (10.0 + 24.0 / t + score / t);
+    case 2: return sbh * (34.0 / t + score / t);
+    case 3: return sbh * (10.0 + 24.0 / t);
+    case 4: return sbh * 34.0 / t;
+    case 5: return 2.0 * sbh / (sp ? t : 1);
+    default: return 0.0;
+    }
+}
+
+double px_cost_kv_bytes(double s, double b, double h, double a, double kv, int elem_bytes)
+{
+    return 2.0 * elem_bytes * b * s * h * kv / a;
+}
+
+double px_cost_pp_msg_bytes(double s, double b, double h, int t, bool sp, int elem_bytes)
+{
+    return elem_bytes * b * s * h / (sp && t > 1 ? t : 1);
+}

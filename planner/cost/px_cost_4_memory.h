@@ -1,0 +1,42 @@
+/* px_cost_4_memory.h — the cost model's memory (planner/cost/README.md):
+ * each stage's bytes by kind and the worst stage, from steps 1 to 3. */
+#ifndef PX_COST_4_MEMORY_H
+#define PX_COST_4_MEMORY_H
+
+#include "px_checked.h"
+#include "px_cost_1_layout.h"
+
+/* The bytes of the low-precision weight copies of nd dense and nm MoE layers
+ * beyond their bf16 copies (negative where smaller). */
+double prec_weight_copies(const px_cost_ctx *ctx, const px_parallel *par, int64_t nd,
+                          int64_t nm);
+/* Activations of one layer of each kind under each recompute choice. */
+void layer_ops(px_cost_ctx *ctx, const px_parallel *par,
+               px_act_ops ops[2][PX_RECOMPUTE_COUNT]);
+/* Stage `stage`'s bytes by kind (sl: its layers; ops: from layer_ops). */
+void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
+                     const stage_layers *sl,
+                     px_act_ops ops[2][PX_RECOMPUTE_COUNT], stage_mem *sm);
+/* The stage with the most bytes (sl: stage_counts of par), into *worst. */
+int worst_memory(px_cost_ctx *ctx, const px_parallel *par, const stage_layers *sl,
+                 stage_mem *worst);
+/* The memory part of a px_cost_detail, from the worst stage's breakdown. */
+void fill_memory_detail(px_cost_ctx *ctx, const px_parallel *par, const stage_mem *w,
+                        px_cost_detail *detail);
+
+static inline void fill_memory(const stage_mem *w, int stage, px_memory *mem)
+{
+    mem->weights = px_i64_from_double_sat(w->w);
+    mem->grads = px_i64_from_double_sat(w->g);
+    mem->optimizer = px_i64_from_double_sat(w->o);
+    mem->activations = px_i64_from_double_sat(w->act);
+    mem->act_attention = px_i64_from_double_sat(w->act_att);
+    mem->act_mlp = px_i64_from_double_sat(w->act_mlp);
+    mem->act_norm = px_i64_from_double_sat(w->act_norm);
+    mem->buffers = px_i64_from_double_sat(w->buf_emb + w->buf_final + w->buf_logits + w->buf_loss +
+                                    w->buf_rc + w->buf_p2p + w->buf_zero3 + w->buf_zb);
+    mem->total = mem->weights + mem->grads + mem->optimizer + mem->activations + mem->buffers;
+    mem->worst_stage = stage;
+}
+
+#endif

@@ -1,0 +1,172 @@
+/* px_cost_6_stage.c — the cost model's stage times (planner/cost/README.md):
+ * a stage's micro-batch from its layers' times, the slowest stage, and the
+ * per-layer and per-stage views the partitioner reads (docs/cost-model.md). */
+#include "px_cost_6_stage.h"
+
+#include <string.h>
+
+#include "px_checked.h"
+#include "px_cost_1_layout.h"
+#include "px_cost_2_ops.h"
+#include "px_cost_4_memory.h"
+#include "px_cost_5_layer.h"
+#include "px_cost_precision.h"
+
+/* Sums each layer's times by its kind (ld dense, lm MoE) and its own
+ * recompute choice: the recompute's extra compute, and for full recompute
+ * the forward's TP collectives again.  extra: embedding / head seconds. */
+void time_of_stage(const stage_layers *sl, const layer_time *ld, const layer_time *lm,
+                   double extra, stage_time *q)
+{
+    memset(q, 0, sizeof *q);
+    const layer_time *lt[2] = {ld, lm};
+    for (int k = 0; k < 2; k++)
+        for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
+            double n = (double)sl->n[k][r];
+            if (n == 0.0)
+                continue;
+            const layer_time *x = lt[k];
+            double full = r == PX_RECOMPUTE_FULL ? 1.0 : 0.0;
+            q->fwd += n * x->fwd_s;
+            q->bwd += n * x->bwd_s;
+            q->rcs += n * x->rc_s[r];
+            q->tp += n * (x->tp_s + full * x->tp_rc_s);
+            q->ep += n * x->ep_s;
+            q->cp += n * x->cp_exposed_s;
+            q->cpt += n * x->cp_total_s;
+            q->gemm += n * (x->gemm_fwd_s + x->bwd_s - x->attn_bwd_s - x->mem_bwd_s);
+            q->attn += n * (x->attn_fwd_s + x->attn_bwd_s);
+            q->mem += n * (x->mem_fwd_s + x->mem_bwd_s);
+            q->tpb += n * x->tp_bytes * (1.0 + full * 0.5);
+            q->epb += n * x->ep_bytes;
+            q->cpb += n * x->cp_bytes;
+        }
+    q->extra = extra;
+    q->mb = q->fwd + q->bwd + q->rcs + q->tp + q->ep + q->cp + extra;
+}
+
+/* The topology crossings and the timing of one dense and one MoE layer (each
+ * zero when the model has no layer of that kind). */
+void time_layer_kinds(px_cost_ctx *ctx, const px_parallel *par, crossings *x,
+                      layer_time *dense, layer_time *moe)
+{
+    find_crossings(ctx, par, x);
+    memset(dense, 0, sizeof *dense);
+    memset(moe, 0, sizeof *moe);
+    if (ctx->dense_layer_params > 0)
+        time_layer(ctx, par, false, x, dense);
+    if (ctx->n_moe_layers > 0)
+        time_layer(ctx, par, true, x, moe);
+}
+
+void slowest_stage_of(const px_cost_ctx *ctx, const px_parallel *par,
+                      const stage_layers *sl, const layer_time *ld, const layer_time *lm,
+                      double first_s, double last_s, slowest_stage *w)
+{
+    int p = par->pp;
+    memset(w, 0, sizeof *w);
+    w->mb = -1.0;
+    bool skip = middle_stages_identical(ctx, par);
+    int seen[PX_SEEN_MAX], n_seen = 0;
+    for (int st = 0; st < p; st++) {
+        if (repeats_middle(sl, st, p, seen, &n_seen))
+            continue;
+        stage_time q;
+        time_of_stage(&sl[st], ld, lm, (st == 0 ? first_s : 0.0) + (st == p - 1 ? last_s : 0.0),
+                      &q);
+        if (q.mb > w->mb) {
+            w->mb = q.mb;
+            /* the head's and embedding's GEMM/pointwise time is booked as forward/backward */
+            w->fwd = q.fwd + q.extra / 3.0;
+            w->bwd = q.bwd + 2.0 * q.extra / 3.0;
+            w->rc = q.rcs;
+            w->tp = q.tp;
+            w->ep = q.ep;
+            w->cp = q.cp;
+            w->cpt = q.cpt;
+            w->gemm = q.gemm;
+            w->attn = q.attn;
+            w->mem = q.mem + q.extra;
+            w->tpb = q.tpb;
+            w->epb = q.epb;
+            w->cpb = q.cpb;
+        }
+        /* uniform dense stages between the first and the last are identical */
+        if (st == 0 && p > 2 && skip)
+            st = p - 2;
+    }
+}
+
+void px_cost_stage_extras(px_cost_ctx *ctx, const px_parallel *par, px_stage_extras *out)
+{
+    memset(out, 0, sizeof *out);
+    extras_time(ctx, par, &out->first_s, &out->last_s);
+    px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
+    double shard = (double)par->dp * par->cp, w, g, o;
+    static_bytes((double)ctx->pc.embedding / par->tp, shard, par->zero, bpp, &w, &g, &o);
+    out->first_static_bytes = w + g + o;
+    static_bytes((double)ctx->head_params / par->tp + (double)ctx->pc.final_norm, shard,
+                 par->zero, bpp, &w, &g, &o);
+    out->last_static_bytes = w + g + o;
+}
+
+void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_layer_cost *out)
+{
+    memset(out, 0, sizeof *out);
+    bool moe = px_model_layer_is_moe(ctx->model, layer);
+    crossings x;
+    find_crossings(ctx, par, &x);
+    layer_time lt;
+    time_layer(ctx, par, moe, &x, &lt);
+    double dense = layer_dense_gpu_params(ctx, par, moe);
+    double expert = layer_gpu_params(ctx, par, moe) - dense;
+    out->params = px_i64_from_double_sat(dense + expert);
+    px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
+    double w, g, o, w2, g2, o2;
+    static_bytes(dense, (double)par->dp * par->cp, par->zero, bpp, &w, &g, &o);
+    static_bytes(expert, (double)par->tp * par->cp * par->dp / (par->ep * par->etp), par->zero,
+                 bpp, &w2, &g2, &o2);
+    out->static_bytes = w + g + o + w2 + g2 + o2;
+    out->static_bytes += prec_weight_copies(ctx, par, moe ? 0 : 1, moe ? 1 : 0);
+    for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
+        px_act_shape sh;
+        make_shape(ctx, par, moe, (px_recompute)r, &sh);
+        px_act_ops ops;
+        px_cost_act_layer(&sh, &ops);
+        px_prec_act_adjust(&sh, par->precision, &ops);
+        out->act_bytes[r] = ops.total;
+        out->recompute_s[r] = lt.rc_s[r] + (r == PX_RECOMPUTE_FULL ? lt.tp_rc_s : 0.0);
+    }
+    out->fwd_s = lt.fwd_s + lt.tp_fwd_s + 0.5 * lt.ep_s + lt.cp_exposed_s / 3.0;
+    out->bwd_s = lt.bwd_s + lt.tp_bwd_s + 0.5 * lt.ep_s + lt.cp_exposed_s * 2.0 / 3.0;
+}
+
+void px_cost_stages(px_cost_ctx *ctx, const px_parallel *par, double *stage_mb_s,
+                    int64_t *stage_mem_bytes)
+{
+    stage_layers *sl = ctx->stage_ws;
+    stage_counts(ctx, par, sl);
+    crossings x;
+    layer_time ld, lm;
+    time_layer_kinds(ctx, par, &x, &ld, &lm);
+    double first_s, last_s;
+    extras_time(ctx, par, &first_s, &last_s);
+    px_act_ops ops[2][PX_RECOMPUTE_COUNT];
+    layer_ops(ctx, par, ops);
+    int p = par->pp;
+    for (int st = 0; st < p; st++) {
+        if (stage_mb_s) {
+            stage_time q;
+            time_of_stage(&sl[st], &ld, &lm,
+                          (st == 0 ? first_s : 0.0) + (st == p - 1 ? last_s : 0.0), &q);
+            stage_mb_s[st] = q.mb;
+        }
+        if (stage_mem_bytes) {
+            stage_mem sm;
+            memory_of_stage(ctx, par, st, &sl[st], ops, &sm);
+            px_memory mem;
+            fill_memory(&sm, st, &mem);
+            stage_mem_bytes[st] = mem.total;
+        }
+    }
+}

@@ -1,0 +1,28 @@
+/* px_cost_6_stage.h — the cost model's stage times (planner/cost/README.md):
+ * a stage's micro-batch from its layers' times, and the slowest stage. */
+#ifndef PX_COST_6_STAGE_H
+#define PX_COST_6_STAGE_H
+
+#include "px_cost_types.h"
+
+/* Sums each layer's times of stage sl by its kind (ld dense, lm MoE) and
+ * recompute choice; extra: embedding / head seconds. */
+void time_of_stage(const stage_layers *sl, const layer_time *ld, const layer_time *lm,
+                   double extra, stage_time *q);
+/* The node crossings and the times of one dense and one MoE layer. */
+void time_layer_kinds(px_cost_ctx *ctx, const px_parallel *par, crossings *x,
+                      layer_time *dense, layer_time *moe);
+
+/* The slowest stage's micro-batch, by part (seconds, and bytes per
+ * micro-batch); the head's and embedding's GEMM / pointwise time is booked
+ * as forward / backward and as element-wise time. */
+typedef struct {
+    double mb, fwd, bwd, rc, tp, ep, cp, cpt, gemm, attn, mem, tpb, epb, cpb;
+} slowest_stage;
+
+/* The slowest of par's stages (sl: stage_counts), into *w. */
+void slowest_stage_of(const px_cost_ctx *ctx, const px_parallel *par,
+                      const stage_layers *sl, const layer_time *ld, const layer_time *lm,
+                      double first_s, double last_s, slowest_stage *w);
+
+#endif
