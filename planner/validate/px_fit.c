@@ -28,7 +28,7 @@ static const factor_def defs[PX_FIT_FACTOR_COUNT] = {
 /* A factor whose probe (half the rate, or a tenth of the shortest step
  * added) moves no run's prediction by this much is not exercised. */
 #define EXERCISED_MIN_LOG 1e-3
-#define MAX_EVALS 2000
+#define MAX_EVALS 2000 /* evaluations one search may spend */
 
 const char *px_fit_factor_field(px_fit_factor f)
 {
@@ -130,6 +130,7 @@ static double nelder_mead(work *w, double *u0)
     enum { K = PX_FIT_FACTOR_COUNT };
     int k = w->n_factors;
     double x[K + 1][K], fx[K + 1], best = sse_at(w, u0);
+    int start = w->evals; /* the budget is this search's own */
     for (int restart = 0; restart < 8 && w->st == PX_OK; restart++) {
         for (int i = 0; i <= k; i++) {
             memcpy(x[i], u0, sizeof(double) * (size_t)k);
@@ -137,7 +138,7 @@ static double nelder_mead(work *w, double *u0)
                 x[i][i - 1] += u0[i - 1] < 0.5 ? 0.2 : -0.2;
             fx[i] = i ? sse_at(w, x[i]) : best;
         }
-        while (w->evals < MAX_EVALS && w->st == PX_OK) {
+        while (w->evals - start < MAX_EVALS && w->st == PX_OK) {
             /* order: x[0] best, x[k] worst */
             for (int a = 1; a <= k; a++)
                 for (int b = a; b > 0 && fx[b] < fx[b - 1]; b--) {

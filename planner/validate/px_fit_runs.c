@@ -209,7 +209,7 @@ static bool have_loo(const px_fit_runs_result *r)
 void px_fit_runs_write_table(const px_fit_runs_result *r, FILE *out)
 {
     const px_fit_result *f = r->fit;
-    fprintf(out, "# %d runs, %d factors fitted%s (%d evaluations of the runs)\n", r->n_runs,
+    fprintf(out, "# %d runs, %d factor(s) fitted%s (%d evaluations of the runs)\n", r->n_runs,
             f->n_factors, f->kept_base ? ": no improvement, base kept" : "", f->evaluations);
     fprintf(out, "%-22s %-9s %12s %12s %8s   %s\n", "factor", "profile", "base", "fitted",
             "change", "bounds");
