@@ -52,7 +52,7 @@ int parallax_explain(const char *request, char **result);
 int parallax_plan_options(char **result);
 
 /* validate: {"file": PATH (default: the published runs beside the source),
- * "max_vpp": N, "hw_dir": DIR}; the result is `validate --json`'s document. */
+ * "hw_dir": DIR}; the result is `validate --json`'s document. */
 int parallax_validate(const char *request, char **result);
 
 /* export: {"plan": PLAN (the object of a plan file, or its path), "to":

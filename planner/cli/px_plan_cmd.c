@@ -74,6 +74,9 @@ static const char usage_text[] =
     ;
 /* (two strings: C11 compilers need to take only 4095 characters in one) */
 static const char usage_text_2[] =
+    "  --framework-release R  the framework as its release R ran (the profile's \"releases\":\n"
+    "                         megatron 2020, 2021, 2022, nemo-24.03, nemo-25.09, ...; none =\n"
+    "                         as it runs today, the default); docs/validation.md\n"
     "  --partition milp|uniform|glpk\n"
     "                         stage split and per-layer recompute of the top candidates:\n"
     "                         chosen by the GLPK program (default; docs/partition.md) or\n"
@@ -949,7 +952,8 @@ static void table_header(FILE *out, const plan_cli *c, const px_model *model, co
             model->name, (double)pc.total / (billions ? 1e9 : 1e6), billions ? "B" : "M",
             (long long)model->n_layers, c->gpus, hw->name, hw->gpus_per_node,
             hw->torus ? ", torus" : "");
-    fprintf(out, "# framework: %s (%s)\n", fw->name, fw->path);
+    fprintf(out, "# framework: %s (%s)%s%s\n", fw->name, fw->path,
+            fw->release[0] ? ", release " : "", fw->release);
     if (res->batch_note[0])
         fprintf(out, "# %s\n", res->batch_note);
     fprintf(out, "# sequence %lld, global batch %lld sequences = %lld tokens; memory limit %.1f "

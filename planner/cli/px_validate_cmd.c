@@ -13,32 +13,31 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: validate [FILE] [--json | --explain ID] [--check] [--check-families]\n"
-            "                [--max-vpp N] [--hw-dir DIR]\n"
-            "  FILE        published runs (JSON array); default: the shared data file\n"
+            "                [--hw-dir DIR]\n"
+            "  FILE        published runs (JSON array); default: the shared data file; each row is\n"
+            "              planned as `plan` plans the call shared/data/README.md maps it to\n"
             "  --json      write the report as JSON (sorted keys) instead of the table\n"
             "  --explain   the cost model's breakdown of row ID's predicted configuration\n"
             "  --check     exit 1 when the fidelity bounds do not hold (throughput MAE <= %.0f%%,\n"
             "              every group <= %.0f%%, full/selective ratios within %.0f%%)\n"
             "  --check-families\n"
             "              exit 1 when the families of the usable rows break the bounds kept on\n"
-            "              published-runs.json: bf16/fp16 rows mean |error| <= %.0f%%, every\n"
+            "              published-runs.json: the usable rows mean |error| <= %.0f%%, every\n"
             "              family <= %.0f%%, at most %.0f%% refused; fp8 or MoE rows mean <= %.0f%%,\n"
-            "              every family <= %.0f%%, at most %.0f%% refused\n"
-            "  --max-vpp   search interleaving up to N chunks a stage where a row leaves it\n"
-            "              unpublished (default %d; 1: plain 1F1B)\n"
+            "              every family of theirs <= %.0f%% (families of 3 rows or more), at most\n"
+            "              %.0f%% refused\n"
             "  --hw-dir    directory of hardware profiles (default: hw_profiles/)\n"
             "  --version   the Parallax version\n",
             100.0 * PX_VALIDATE_MAX_MAE, 100.0 * PX_VALIDATE_MAX_GROUP_MAE,
             100.0 * PX_VALIDATE_MAX_RATIO_ERR, 100.0 * PX_VALIDATE_RUNS_MAX_MEAN,
             100.0 * PX_VALIDATE_RUNS_MAX_FAMILY, 100.0 * PX_VALIDATE_RUNS_MAX_REFUSED,
             100.0 * PX_VALIDATE_LOWP_MAX_MEAN, 100.0 * PX_VALIDATE_LOWP_MAX_FAMILY,
-            100.0 * PX_VALIDATE_LOWP_MAX_REFUSED, PX_VALIDATE_MAX_VPP);
+            100.0 * PX_VALIDATE_LOWP_MAX_REFUSED);
 }
 
 typedef struct {
     const char *hw_dir, *explain;
     bool json, check, check_families;
-    int max_vpp;
 } validate_cli;
 
 static const px_arg validate_rows[] = {
@@ -46,7 +45,6 @@ static const px_arg validate_rows[] = {
     PX_ARG_SWITCH("--check", validate_cli, check),
     PX_ARG_SWITCH("--check-families", validate_cli, check_families),
     PX_ARG_STR("--explain", validate_cli, explain),
-    PX_ARG_INT("--max-vpp", validate_cli, max_vpp, 1, 1 << 10),
     PX_ARG_STR("--hw-dir", validate_cli, hw_dir),
 };
 enum { N_VALIDATE_ROWS = sizeof validate_rows / sizeof validate_rows[0] };
@@ -122,7 +120,6 @@ px_status px_validate_command(int argc, char **argv, FILE *out, px_error *err)
         free(rep);
         return st;
     }
-    rep->max_vpp = c.max_vpp;
     st = px_validate_run(rep, err);
     if (st == PX_OK)
         st = report(out, &c, rep, err);

@@ -584,8 +584,8 @@ static px_status check_fixed(const px_model *m, int gpus, int64_t s, const px_se
     if (st == PX_OK && o->vpp > 1) { /* pp free: the least pp that interleaves */
         px_schedule sc = o->schedule >= 0 ? (px_schedule)o->schedule : PX_SCHED_INTERLEAVED;
         st = fixed_rule(res, PX_REJ_LAYERS,
-                        px_rule_pipeline(m, pp_implied > 0 ? pp_implied : 2, o->vpp, sc, caps,
-                                         &e),
+                        px_rule_pipeline_end_slots(m, pp_implied > 0 ? pp_implied : 2, o->vpp,
+                                                   sc, caps, &e),
                         "vpp", o->vpp, &e, err);
     }
     /* ep and etp alone: the stage's GPUs are not fixed yet, so they are
@@ -695,14 +695,17 @@ static void nearest_batch(int gpus, const px_search_opts *o, px_search_result *r
 }
 
 /* Megatron's split of L layers over pp x v chunks with the embedding and
- * the loss counted as pipeline layers (px_split_megatron.h), recorded in
- * par; false when it does not apply. */
-static bool megatron_uneven_split(int64_t L, int pp, int v, px_parallel *par)
+ * the loss counted as pipeline layers (px_split_megatron.h), else its custom
+ * layout spread evenly (px_split_layout_balanced), recorded in par; the end
+ * chunks may hold the embedding or the loss alone where the
+ * framework runs that (empty_ends); false when it does not apply. */
+static bool megatron_uneven_split(int64_t L, int pp, int v, bool empty_ends, px_parallel *par)
 {
     if ((int64_t)pp * v > PX_MAX_CHUNKS)
         return false;
-    px_megatron_split how = {0, 0, true, true, false};
-    if (!px_split_megatron(L, pp, v, &how, par->layers_per_chunk))
+    px_megatron_split how = {0, 0, true, true, empty_ends};
+    if (!px_split_megatron(L, pp, v, &how, par->layers_per_chunk) &&
+        !px_split_layout_balanced(L, pp, v, empty_ends, par->layers_per_chunk))
         return false;
     par->n_chunks = pp * v;
     return true;
@@ -929,7 +932,11 @@ static void score_states(const search_spec *sp, px_cost_ctx *ctx, px_parallel *p
                 par->schedule = scheds[i_s];
                 if (v > 1 && par->schedule != PX_SCHED_INTERLEAVED)
                     continue; /* vpp only means something interleaved */
-                px_status rst = px_rule_pipeline(sp->m, pp, v, par->schedule, sp->caps, NULL);
+                px_status rst = sp->o->vpp > 0 ? px_rule_pipeline_end_slots(sp->m, pp, v,
+                                                                            par->schedule,
+                                                                            sp->caps, NULL)
+                                               : px_rule_pipeline(sp->m, pp, v, par->schedule,
+                                                                  sp->caps, NULL);
                 if (rst != PX_OK) {
                     t->rejected[rule_reject(rst, PX_REJ_LAYERS)]++;
                     continue;
@@ -1024,7 +1031,8 @@ static void score_item(const search_spec *sp, px_cost_ctx *ctx, px_parallel *par
          * the embedding and loss as pipeline layers */
         bool mega = uneven && v > 1 && o->vpp > 0 &&
                     (!o->caps || o->caps->uneven_virtual_chunks) &&
-                    megatron_uneven_split(sp->L, pp, v, par);
+                    megatron_uneven_split(sp->L, pp, v, sp->caps && sp->caps->empty_end_chunks,
+                                          par);
         if (uneven && !mega && (v > 1 || !o->uneven || pp > sp->L || pp > PX_MAX_CHUNKS)) {
             t->rejected[PX_REJ_LAYERS]++;
             continue;

@@ -331,8 +331,8 @@ static void release_names(json_t *root, char *buf, size_t n)
 }
 
 /* root with the release's capabilities, runtime and sources laid over its
- * own (a release changes traits; it adds none): every trait a release sets
- * must be one of the profile's and cite its source. */
+ * own; every trait a release sets cites its source (the merged profile is
+ * then read as strictly as any). */
 static px_status apply_release(json_t *root, const char *release, const char *file,
                                px_error *err)
 {
@@ -353,10 +353,8 @@ static px_status apply_release(json_t *root, const char *release, const char *fi
         json_t *base = json_object_get(root, secs[s]);
         json_object_foreach(json_object_get(rel, secs[s]), k, v) {
             json_t *c = src ? json_object_get(src, k) : NULL;
-            if (!base || !json_object_get(base, k))
-                return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
-                                    "releases.%s.%s.%s: not a trait of the profile's %s",
-                                    release, secs[s], k, secs[s]);
+            if (!base)
+                return px_error_set(err, PX_ERR_INVALID, file, 0, 0, "%s: missing", secs[s]);
             if (!json_is_string(c) || !json_string_value(c)[0])
                 return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
                                     "releases.%s.sources.%s: missing: every trait a release "

@@ -367,6 +367,17 @@ px_status px_rule_pipeline(const px_model *m, int pp, int vpp, px_schedule sched
     return PX_OK;
 }
 
+px_status px_rule_pipeline_end_slots(const px_model *m, int pp, int vpp, px_schedule schedule,
+                                     const px_caps *caps, px_error *err)
+{
+    int64_t chunks = (int64_t)pp * vpp;
+    bool end_slots = vpp > 1 && caps && caps->empty_end_chunks && caps->uneven_virtual_chunks &&
+                     chunks > m->n_layers && chunks <= m->n_layers + 2 &&
+                     chunks <= PX_MAX_CHUNKS;
+    return end_slots ? px_rule_schedule(pp, vpp, schedule, caps, err)
+                     : px_rule_pipeline(m, pp, vpp, schedule, caps, err);
+}
+
 px_status px_rule_batch(int pp, int vpp, px_schedule schedule, int64_t micro_batch,
                         int64_t n_micro, px_error *err)
 {

@@ -86,6 +86,13 @@ px_status px_rule_schedule(int pp, int vpp, px_schedule schedule, const px_caps 
 /* Pipeline: px_rule_schedule, and pp·vpp chunks, each with a layer. */
 px_status px_rule_pipeline(const px_model *m, int pp, int vpp, px_schedule schedule,
                            const px_caps *caps, px_error *err);
+/* px_rule_pipeline for a fixed interleaved layout that the search splits as
+ * Megatron-Core does with the embedding and the loss counted as pipeline
+ * layers (px_split_megatron.h): where caps runs empty end chunks, pp·vpp may
+ * exceed the layers by those two chunks (the 30-layer proxy of Llama 3.1
+ * 405B on pp 4 x vpp 8). */
+px_status px_rule_pipeline_end_slots(const px_model *m, int pp, int vpp, px_schedule schedule,
+                                     const px_caps *caps, px_error *err);
 /* Micro-batches: b, m >= 1; interleaving needs m a multiple of pp. */
 px_status px_rule_batch(int pp, int vpp, px_schedule schedule, int64_t micro_batch,
                         int64_t n_micro, px_error *err);

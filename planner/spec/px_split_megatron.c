@@ -58,3 +58,22 @@ bool px_split_megatron(int64_t L, int pp, int vpp, const px_megatron_split *how,
     }
     return true;
 }
+
+bool px_split_layout_balanced(int64_t L, int pp, int vpp, bool ends_as_entries,
+                              int *layers_per_chunk)
+{
+    int64_t chunks = (int64_t)pp * vpp, ends = ends_as_entries ? 2 : 0;
+    if (pp < 1 || vpp < 1 || L < 1 || chunks > L + ends)
+        return false;
+    int64_t slots = L + ends, base = slots / chunks, rem = slots % chunks;
+    int64_t from = (chunks - rem) / 2; /* the remainder's chunks, centred */
+    for (int64_t c = 0; c < chunks; c++) {
+        bool first = c == 0, last = c == chunks - 1;
+        int64_t n = base + (c >= from && c < from + rem) -
+                    (ends_as_entries ? (int64_t)first + (int64_t)last : 0);
+        if (n < ((first || last) && ends_as_entries ? 0 : 1))
+            return false;
+        layers_per_chunk[c] = (int)n;
+    }
+    return true;
+}

@@ -34,4 +34,18 @@ typedef struct {
 bool px_split_megatron(int64_t L, int pp, int vpp, const px_megatron_split *how,
                        int *layers_per_chunk);
 
+/* A custom layout for the layouts the rules above do not split: Megatron-
+ * Core's --pipeline-model-parallel-layout (docs/source/user-guide/features/
+ * custom_pipeline_model_parallel_layout.md: any number of decoder layers a
+ * virtual stage, the embedding "E" first and the loss "L" last, e.g.
+ * DeepSeek-V3's 61 layers on pp 16 x vpp 2 as "Et*3|(tt|)*29,m|L"), or
+ * torchtitan's module_fqns_per_model_part (any modules per virtual stage).
+ * The entries spread as evenly as they go over the pp x vpp chunks in model
+ * order, the remainder to the middle ones.  ends_as_entries: the embedding
+ * and the loss count as one entry each and the end chunks may hold them
+ * alone (Megatron); otherwise the L layers alone and every chunk holds one.
+ * False when a chunk would hold too few. */
+bool px_split_layout_balanced(int64_t L, int pp, int vpp, bool ends_as_entries,
+                              int *layers_per_chunk);
+
 #endif

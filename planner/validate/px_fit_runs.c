@@ -57,6 +57,9 @@ static px_status map_rows(json_t *rows, const char *file, const px_fit_runs_opts
     json_t *row;
     json_array_foreach(rows, i, row) {
         px_status st = px_row_map(row, o->profiles_dir, &out->calls[i], err);
+        if (st == PX_OK && out->calls[i].on == PX_ROW_ON_NONE)
+            st = PX_FAIL(err, PX_ERR_INVALID, "row %s: measured: no tokens_per_sec_per_gpu, mfu "
+                         "or step_time_s to fit to", out->calls[i].id);
         if (st != PX_OK) {
             char msg[sizeof err->msg];
             snprintf(msg, sizeof msg, "%s", err->msg);

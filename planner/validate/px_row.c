@@ -132,24 +132,30 @@ const char *px_row_hw_name(const char *gpu, double mem_gb)
 
 /* ---- usable rows ---- */
 
-bool px_row_usable(const json_t *row, char *why, size_t why_len)
+/* What keeps a row from the README's plan call ("" when nothing does);
+ * need_measured: also a compared quantity (the README's usable rows). */
+static const char *row_missing(const json_t *row, bool need_measured)
 {
     const json_t *jh = json_object_get(row, "hardware"), *jp = json_object_get(row, "parallel"),
                  *jm = json_object_get(row, "model"), *je = json_object_get(row, "measured");
-    const char *gpu = jstr(jh, "gpu");
-    const char *miss = NULL;
-    if (!px_row_hw_name(gpu, 0.0))
-        miss = "hardware.gpu: no hardware profile for this GPU";
-    else if (!jint(jp, "tp") || !jint(jp, "pp") || !jint(jp, "dp"))
-        miss = "parallel: tp, pp and dp are not all published";
-    else if (!jint(jm, "layers"))
-        miss = "model.layers: not published";
-    else if (!jnum(je, "tokens_per_sec_per_gpu") && !jnum(je, "mfu") &&
-             !jnum(je, "step_time_s"))
-        miss = "measured: no tokens/s per GPU, MFU or step time";
-    if (miss && why)
+    if (!px_row_hw_name(jstr(jh, "gpu"), 0.0))
+        return "hardware.gpu: no hardware profile for this GPU";
+    if (!jint(jp, "tp") || !jint(jp, "pp") || !jint(jp, "dp"))
+        return "parallel: tp, pp and dp are not all published";
+    if (!jint(jm, "layers"))
+        return "model.layers: not published";
+    if (need_measured && !jnum(je, "tokens_per_sec_per_gpu") && !jnum(je, "mfu") &&
+        !jnum(je, "step_time_s"))
+        return "measured: no tokens/s per GPU, MFU or step time";
+    return "";
+}
+
+bool px_row_usable(const json_t *row, char *why, size_t why_len)
+{
+    const char *miss = json_is_object(row) ? row_missing(row, true) : "expected an object";
+    if (miss[0] && why)
         snprintf(why, why_len, "%s", miss);
-    return !miss;
+    return !miss[0];
 }
 
 /* ---- the model: a Hugging Face style config ---- */
@@ -252,19 +258,43 @@ json_t *px_row_hf_config(const json_t *jm, bool *vocab_default)
     const json_t *moe = json_object_get(jm, "moe");
     json_t *c = json_is_object(moe) ? moe_config(jm, moe, notes, vocab_default)
                                     : dense_config(jm, notes, vocab_default);
+    /* the first "head_dim N" (MLA's widths are DeepSeek-V3's own) */
     const char *hd = strstr(notes, "head_dim ");
-    if (hd && isdigit((unsigned char)hd[9]) &&
-        strcmp(jstr(c, "model_type"), "deepseek_v3") != 0)
+    while (hd && !isdigit((unsigned char)hd[9]))
+        hd = strstr(hd + 1, "head_dim ");
+    if (hd && strcmp(jstr(c, "model_type"), "deepseek_v3") != 0)
         set_int(c, "head_dim", strtoll(hd + 9, NULL, 10));
     return c;
 }
 
 /* ---- the hardware profile ---- */
 
+/* Lays the row's memory and node size over a profile object where they
+ * differ (README): memory by more than 2 GB; a node size other than the
+ * profile's, unless it is the host size inside a larger NVLink domain
+ * (gpus_per_host: the trays of an NVL72 rack) or more than the row's GPUs.
+ * True when it changed something. */
+static bool adjust_profile(json_t *prof, double mem_gb, int64_t gpn, int gpus)
+{
+    bool changed = false;
+    json_t *hbm = json_object_get(prof, "hbm_bytes");
+    if (mem_gb > 0 && hbm && fabs(json_number_value(hbm) - mem_gb * 1e9) > 2e9) {
+        set_int(prof, "hbm_bytes", (int64_t)(mem_gb * 1e9));
+        changed = true;
+    }
+    json_t *host = json_object_get(prof, "gpus_per_host");
+    if (gpn && host && json_is_number(host) && json_number_value(host) == (double)gpn)
+        gpn = 0;
+    json_t *node = json_object_get(prof, "gpus_per_node");
+    if (gpn && node && json_number_value(node) != (double)gpn && gpus >= gpn) {
+        set_int(prof, "gpus_per_node", gpn);
+        changed = true;
+    }
+    return changed;
+}
+
 /* The named profile, as a copy with the row's memory and node size where
- * they differ (README): memory by more than 2 GB; a node size other than
- * the profile's, unless it is the host size inside a larger NVLink domain
- * (gpus_per_host: the trays of an NVL72 rack) or more than the row's GPUs. */
+ * they differ. */
 static px_status row_hw(const json_t *jh, const char *profiles_dir, px_row_call *out,
                         px_error *err)
 {
@@ -275,23 +305,26 @@ static px_status row_hw(const json_t *jh, const char *profiles_dir, px_row_call 
     px_status st = px_jf_load_file(path, &prof, err);
     if (st != PX_OK)
         return st;
-    double mem = jnum(jh, "gpu_memory_gb");
-    json_t *hbm = json_object_get(prof, "hbm_bytes");
-    if (mem > 0 && hbm && fabs(json_number_value(hbm) - mem * 1e9) > 2e9) {
-        set_int(prof, "hbm_bytes", (int64_t)(mem * 1e9));
-        out->hw_derived = true;
-    }
-    int64_t gpn = jint(jh, "gpus_per_node");
-    json_t *host = json_object_get(prof, "gpus_per_host");
-    if (gpn && host && json_is_number(host) && json_number_value(host) == (double)gpn)
-        gpn = 0;
-    json_t *node = json_object_get(prof, "gpus_per_node");
-    if (gpn && node && json_number_value(node) != (double)gpn && out->gpus >= gpn) {
-        set_int(prof, "gpus_per_node", gpn);
-        out->hw_derived = true;
-    }
+    out->row_memory_gb = jnum(jh, "gpu_memory_gb");
+    out->row_gpus_per_node = (int)jint(jh, "gpus_per_node");
+    out->hw_derived = adjust_profile(prof, out->row_memory_gb, out->row_gpus_per_node, out->gpus);
     st = px_hw_from_json(prof, path, "", &out->hw, err);
     json_decref(prof);
+    return st;
+}
+
+px_status px_row_hw_for(const px_row_call *call, const px_hw *base, px_hw *out, px_error *err)
+{
+    json_t *prof = NULL;
+    px_status st = px_hw_to_json(base, &prof, err);
+    if (st != PX_OK)
+        return st;
+    adjust_profile(prof, call->row_memory_gb, call->row_gpus_per_node, call->gpus);
+    px_hw copy;
+    st = px_hw_from_json(prof, base->name, "", &copy, err);
+    json_decref(prof);
+    if (st == PX_OK)
+        *out = copy;
     return st;
 }
 
@@ -326,8 +359,9 @@ static void row_layout(const json_t *jp, px_row_call *out)
 static void row_measured(const json_t *je, px_row_call *out)
 {
     double tok = jnum(je, "tokens_per_sec_per_gpu"), mfu = jnum(je, "mfu");
-    out->on = tok ? PX_ROW_ON_TOKENS : mfu ? PX_ROW_ON_MFU : PX_ROW_ON_STEP;
-    out->measured = tok ? tok : mfu ? mfu : jnum(je, "step_time_s");
+    double step = jnum(je, "step_time_s");
+    out->on = tok ? PX_ROW_ON_TOKENS : mfu ? PX_ROW_ON_MFU : step ? PX_ROW_ON_STEP : PX_ROW_ON_NONE;
+    out->measured = tok ? tok : mfu ? mfu : step;
 }
 
 static void add_note(px_row_call *c, const char *text)
@@ -382,10 +416,9 @@ px_status px_row_map(const json_t *row, const char *profiles_dir, px_row_call *o
     memset(out, 0, sizeof *out);
     const char *id = jstr(row, "id");
     snprintf(out->id, sizeof out->id, "%s", id ? id : "?");
-    char why[128];
-    if (!json_is_object(row) || !px_row_usable(row, why, sizeof why))
-        return px_error_set(err, PX_ERR_INVALID, NULL, 0, 0, "row %s: %s", out->id,
-                            json_is_object(row) ? why : "expected an object");
+    const char *miss = json_is_object(row) ? row_missing(row, false) : "expected an object";
+    if (miss[0])
+        return px_error_set(err, PX_ERR_INVALID, NULL, 0, 0, "row %s: %s", out->id, miss);
     const json_t *jh = json_object_get(row, "hardware"), *jm = json_object_get(row, "model");
     const char *gpu = jstr(jh, "gpu");
     snprintf(out->family, sizeof out->family, "%.*s/%s", (int)strcspn(out->id, "-"), out->id,
@@ -473,6 +506,7 @@ px_status px_row_predict(const px_row_call *call, const px_hw *hw, const px_fram
                                 res, &out->fixed_uniform, err);
     if (st == PX_OK) {
         out->best = res->top[0];
+        out->time_limited = res->milp_not_proven > 0 || res->milp_skipped > 0;
         out->global_batch = res->global_batch;
         const px_prediction *q = &out->best.pred;
         if (call->on == PX_ROW_ON_TOKENS) {
@@ -481,7 +515,7 @@ px_status px_row_predict(const px_row_call *call, const px_hw *hw, const px_fram
         } else if (call->on == PX_ROW_ON_MFU) {
             out->predicted = q->mfu;
             out->err = (out->predicted - call->measured) / call->measured;
-        } else {
+        } else if (call->on == PX_ROW_ON_STEP) {
             out->predicted = q->time.step_s;
             out->err = (1.0 / out->predicted - 1.0 / call->measured) / (1.0 / call->measured);
         }

@@ -22,6 +22,15 @@
  * what the README's mapping reads (the framework string's release name is
  * one of its rules: px_row_release).
  *
+ * Use (calibrate --from-runs predicting a row with fitted profiles):
+ *   px_row_call call;  px_row_result res;  px_hw hw;  px_framework fw;
+ *   px_row_map(row, NULL, &call, &err);                      // the README's call
+ *   px_hw_load("fitted-h100.json", NULL, &hw, &err);
+ *   px_row_hw_for(&call, &hw, &hw, &err);                    // the row's memory / node size
+ *   px_row_load_framework(&call, "fitted-megatron.json", NULL, &fw, &err); // + its release
+ *   px_row_predict(&call, &hw, &fw, &res, &err);             // res.predicted, res.err
+ * (the structs are large: allocate them on the heap in a loop).
+ *
  * Library code: errors go to a caller-owned px_error; nothing is printed. */
 #ifndef PX_ROW_H
 #define PX_ROW_H
@@ -46,6 +55,7 @@
 
 /* The quantity a row is compared on. */
 typedef enum {
+    PX_ROW_ON_NONE = 0,   /* nothing the README compares is measured (not usable) */
     PX_ROW_ON_TOKENS = 1, /* tokens/s per GPU */
     PX_ROW_ON_MFU,        /* model FLOPs utilisation, 0..1 */
     PX_ROW_ON_STEP        /* seconds a step */
@@ -62,6 +72,8 @@ typedef struct {
     char hw_name[32];       /* the profile the GPU and its memory name (--hw) */
     px_hw hw;               /* that profile, with the row's memory / node size */
     bool hw_derived;        /* hw differs from the named profile (a copy, as the README says) */
+    double row_memory_gb;   /* the row's gpu_memory_gb (0: unpublished) */
+    int row_gpus_per_node;  /* the row's gpus_per_node (0: unpublished) */
     int gpus;               /* --gpus */
     int64_t seq_len;        /* --seq */
     int tp, pp, dp, cp, vpp, ep;     /* 0: searched */
@@ -86,6 +98,9 @@ typedef struct {
     double err;             /* + = predicted too fast: pred/meas - 1 (tokens, MFU),
                              * meas/pred - 1 (step time) */
     bool fixed_uniform;     /* every dimension fixed: that one layout, uniform split */
+    bool time_limited;      /* the stage partitioner hit its time limit or budget on some
+                             * candidate (px_search_result milp_not_proven / milp_skipped):
+                             * the prediction may differ between runs, as plan's does */
 } px_row_result;
 
 /* Whether the README counts the row as usable: a GPU with a profile, the
@@ -112,12 +127,20 @@ void px_row_release(const char *framework, char *buf, size_t buf_len);
  * for a GPU without one. */
 const char *px_row_hw_name(const char *gpu, double mem_gb);
 
-/* Maps a usable row (px_row_usable) into *out: the model built and checked,
- * the hardware profile loaded from profiles_dir (NULL: the default) and
- * adjusted.  PX_ERR_INVALID naming the field for a row the mapping cannot
- * read (an unusable row, a model the loader refuses). */
+/* Maps a row into *out: the model built and checked, the hardware profile
+ * loaded from profiles_dir (NULL: the default) and adjusted.  Any row with a
+ * profiled GPU, tp, pp, dp and layers maps (out->on is PX_ROW_ON_NONE when it
+ * measured nothing the README compares: such a row is not usable, but
+ * validate still compares its TFLOP/s or layer times).  PX_ERR_INVALID
+ * naming the field for a row the mapping cannot read; the model loader's
+ * error for a model it refuses. */
 px_status px_row_map(const json_t *row, const char *profiles_dir, px_row_call *out,
                      px_error *err);
+
+/* Another profile (a calibrated one of the row's GPU) with the row's memory
+ * and node size laid over it as px_row_map lays them over the named one,
+ * into *out (which may be base).  For px_row_predict's hw. */
+px_status px_row_hw_for(const px_row_call *call, const px_hw *base, px_hw *out, px_error *err);
 
 /* The search options of the call, as `plan` parses its command line into
  * them (px_search_opts_init, then the fixed dimensions, precision...);

@@ -94,12 +94,11 @@ def explain(model=None, gpus=None, **options):
     return _capi.call("explain", _plan_request("explain", model, gpus, options))["text"]
 
 
-def validate(file=None, max_vpp=None, hw_dir=None, check=False):
+def validate(file=None, hw_dir=None, check=False):
     """`validate --json` as Python objects: the published runs of file
     (default: the shared data file beside the source tree) predicted and
     compared.  check=True raises Error when the fidelity bounds fail."""
-    return _capi.call("validate", {"file": file, "max_vpp": max_vpp, "hw_dir": hw_dir,
-                                   "check": check})
+    return _capi.call("validate", {"file": file, "hw_dir": hw_dir, "check": check})
 
 
 def export(plan, to, **options):

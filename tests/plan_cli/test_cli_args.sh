@@ -39,7 +39,7 @@ expect_usage plan '--gpus given more than once' --model 70b --gpus=8 --gpus 16
 expect_usage plan '--no-sp given more than once \(--sp and --no-sp are one option\)' --model 70b --gpus 8 --sp on --no-sp
 expect_usage plan 'unknown option "--mod" \(did you mean --model\?\)' --mod 70b --gpus 8
 expect_usage plan '--json takes no value' --model 70b --gpus 8 --json=yes
-expect_usage validate '--max-vpp given more than once' --max-vpp 2 --max-vpp=3
+expect_usage validate '--hw-dir given more than once' --hw-dir a --hw-dir=b
 expect_usage compare '--max-time-err given more than once' --max-time-err 0.1 --max-time-err=0.2 x.json
 expect_usage compare '--max-mem-err 10: a fraction' --max-mem-err=10 x.json
 expect_usage calibrate '--threads given more than once' --threads 1 --threads=2

@@ -78,4 +78,32 @@ assert "nearest" in d["batch_note"] and "2048" in d["batch_note"], d["batch_note
 PY
 "$PLAN" --model llama3-70b --gpus 1000 --tp 8 --pp 5 --dp 25 --global-batch 2048 --no-milp \
   > /dev/null 2> "$tmp/gb.err" && fail "an explicit --global-batch 2048 on dp 25 was changed"
+# --framework-release: an unknown release names the allowed ones; the JSON
+# records the release; Megatron-LM's 2021 release (no FlashAttention, no DP or
+# TP overlap) plans the same layout slower than the framework as it runs today
+expect_error "unknown release" 'framework-release "1999": unknown; allowed values: none, 2020, 2021, 2022, nemo-24.03' \
+  --model tiny-llama --gpus 8 --framework megatron --framework-release 1999
+expect_error "release of a profile without releases" 'framework-release "2021": unknown; allowed values: none$' \
+  --model tiny-llama --gpus 8 --framework parallax --framework-release 2021
+python3 - "$(dirname "$0")/../../frameworks/megatron.json" "$tmp/norel.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["releases"]["2021"]["sources"].pop("dp_overlap")
+json.dump(d, open(sys.argv[2], "w"))
+PY
+expect_error "release trait without a source" 'releases.2021.sources.dp_overlap: missing' \
+  --model tiny-llama --gpus 8 --framework "$tmp/norel.json" --framework-release 2021
+for rel in none 2021; do
+  "$PLAN" --model llama3-8b --gpus 16 --tp 2 --pp 1 --dp 8 --micro-batch 1 --recompute full \
+    --framework megatron --framework-release $rel --no-milp --json > "$tmp/rel-$rel.json" \
+    || fail "--framework-release $rel"
+done
+python3 - "$tmp/rel-none.json" "$tmp/rel-2021.json" <<'PY' || fail "--framework-release in the JSON"
+import json, sys
+today, old = (json.load(open(f)) for f in sys.argv[1:3])
+assert today["framework_release"] == "none" and old["framework_release"] == "2021"
+t, o = today["plans"][0], old["plans"][0]
+assert o["parallel"]["sp"] is False, o["parallel"]          # no sequence parallelism in 2021
+assert o["step_time_s"] > t["step_time_s"], (o["step_time_s"], t["step_time_s"])
+PY
 echo "plan --framework: ok"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The validate front ends: build/validate and plan --validate print the same
 # table, exit 0 with --check while the bounds hold, 1 on a bad file, 2 on a bad
-# --max-vpp.
+# option.
 set -u
 B="${PARALLAX_BUILD_ROOT:?}"
 S="${PARALLAX_SOURCE_ROOT:?}"
@@ -19,7 +19,7 @@ plan_out=$("$B/plan" --validate "$DATA") || { echo "plan --validate exited $?"; 
 RUNS="$S/tests/validate/data/published-runs.json"
 runs=$("$B/validate" "$RUNS" --check-families) || { echo "validate published-runs --check-families exited $?"; fail=1; }
 printf '%s\n' "$runs" | grep -q '^# families' || { echo "published-runs: no families table"; fail=1; }
-printf '%s\n' "$runs" | grep -q '^all bf16/fp16 ' || { echo "published-runs: no all bf16/fp16 line"; fail=1; }
+printf '%s\n' "$runs" | grep -q '^all  ' || { echo "published-runs: no all line"; fail=1; }
 printf '%s\n' "$runs" | grep -q '^all fp8 or moe ' || { echo "published-runs: no all fp8 or moe line"; fail=1; }
 printf '%s\n' "$runs" | grep -q 'fp8 not modelled' && { echo "published-runs: fp8 rows refused"; fail=1; }
 "$B/validate" "$RUNS" --json | python3 -c '
@@ -33,12 +33,9 @@ assert all(r["note"] for r in refused)
 "$B/validate" /nonexistent/published.json >/dev/null 2>&1
 rc=$?
 [ "$rc" -eq 1 ] || { echo "missing file: exit $rc, want 1 (a library error, as plan --validate)"; fail=1; }
-for v in abc 0 -3 4x; do
-  err=$("$B/validate" "$DATA" --max-vpp "$v" 2>&1 >/dev/null)
-  rc=$?
-  [ "$rc" -eq 2 ] || { echo "--max-vpp $v: exit $rc, want 2"; fail=1; }
-  printf '%s\n' "$err" | grep -q -- "--max-vpp \"$v\"" || { echo "--max-vpp $v: flag/value not named: $err"; fail=1; }
-done
+err=$("$B/validate" "$DATA" --max-vpp 4 2>&1 >/dev/null)
+rc=$?
+[ "$rc" -eq 2 ] || { echo "unknown option --max-vpp: exit $rc, want 2"; fail=1; }
 "$B/validate" "$DATA" --explain no-such-row >/dev/null 2>&1
 rc=$?
 [ "$rc" -eq 2 ] || { echo "unknown --explain id: exit $rc, want 2"; fail=1; }
