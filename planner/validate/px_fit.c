@@ -28,7 +28,8 @@ static const factor_def defs[PX_FIT_FACTOR_COUNT] = {
 /* A factor whose probe (half the rate, or a tenth of the shortest step
  * added) moves no run's prediction by this much is not exercised. */
 #define EXERCISED_MIN_LOG 1e-3
-#define MAX_EVALS 2000 /* evaluations one search may spend */
+#define MAX_EVALS 500 /* evaluations one search may spend */
+#define MAX_RESTARTS 1
 
 const char *px_fit_factor_field(px_fit_factor f)
 {
@@ -45,6 +46,9 @@ typedef struct {
     const px_fit_factor *factor;
     const double *lo, *hi;
     int evals;
+    double tol_u;    /* the search's stopping extent in the unit cube */
+    double step_u;   /* its first simplex's edge */
+    const double *start; /* field values to start from (by factor), NULL: the base */
     px_status st;
     px_error *err;
 } work;
@@ -131,11 +135,11 @@ static double nelder_mead(work *w, double *u0)
     int k = w->n_factors;
     double x[K + 1][K], fx[K + 1], best = sse_at(w, u0);
     int start = w->evals; /* the budget is this search's own */
-    for (int restart = 0; restart < 8 && w->st == PX_OK; restart++) {
+    for (int restart = 0; restart <= MAX_RESTARTS && w->st == PX_OK; restart++) {
         for (int i = 0; i <= k; i++) {
             memcpy(x[i], u0, sizeof(double) * (size_t)k);
             if (i > 0)
-                x[i][i - 1] += u0[i - 1] < 0.5 ? 0.2 : -0.2;
+                x[i][i - 1] += u0[i - 1] < 0.5 ? w->step_u : -w->step_u;
             fx[i] = i ? sse_at(w, x[i]) : best;
         }
         while (w->evals - start < MAX_EVALS && w->st == PX_OK) {
@@ -155,7 +159,7 @@ static double nelder_mead(work *w, double *u0)
             for (int i = 1; i <= k; i++)
                 for (int j = 0; j < k; j++)
                     extent = fmax(extent, fabs(x[i][j] - x[0][j]));
-            if (extent < PX_FIT_TOL_U)
+            if (extent < w->tol_u)
                 break;
             double c[K] = {0}, xr[K], xe[K];
             for (int i = 0; i < k; i++)
@@ -262,9 +266,10 @@ static bool exercised(work *w, px_fit_factor f, const fit_out *o, const double *
 
 /* Fits the runs runs[0..n) with at most max_factors factors. */
 static px_status fit_runs(const px_fit_problem *p, const int *runs, int n, int max_factors,
-                          work *w, fit_out *o, px_error *err)
+                          double tol_u, work *w, fit_out *o, px_error *err)
 {
     memset(o, 0, sizeof *o);
+    w->tol_u = tol_u;
     w->p = p;
     w->runs = runs;
     w->n = n;
@@ -294,7 +299,7 @@ static px_status fit_runs(const px_fit_problem *p, const int *runs, int n, int m
     double u[PX_FIT_FACTOR_COUNT];
     for (int j = 0; j < o->n_factors; j++) {
         px_fit_factor f = o->factor[j];
-        u[j] = to_unit(&defs[f], o->lo[f], o->hi[f], o->base[f]);
+        u[j] = to_unit(&defs[f], o->lo[f], o->hi[f], w->start ? w->start[f] : o->base[f]);
     }
     w->n_factors = o->n_factors;
     w->factor = o->factor;
@@ -347,8 +352,8 @@ static void provenance(const px_fit_problem *p, const fit_out *o, bool hw_side, 
 
 /* Each run predicted from a fit of at most max_factors factors on the
  * others, into loo[]. */
-static px_status leave_one_out(const px_fit_problem *p, int max_factors, work *w, double *loo,
-                               px_error *err)
+static px_status leave_one_out(const px_fit_problem *p, int max_factors, const fit_out *full,
+                               work *w, double *loo, px_error *err)
 {
     for (int i = 0; i < p->n_runs; i++) {
         int runs[PX_FIT_MAX_RUNS], n = 0;
@@ -356,7 +361,12 @@ static px_status leave_one_out(const px_fit_problem *p, int max_factors, work *w
             if (r != i)
                 runs[n++] = r;
         fit_out o;
-        px_status st = fit_runs(p, runs, n, max_factors < n ? max_factors : n, w, &o, err);
+        w->start = full->fitted; /* the others' fit is near the whole set's */
+        w->step_u = 0.05;
+        px_status st = fit_runs(p, runs, n, max_factors < n ? max_factors : n, PX_FIT_TOL_U_LOO,
+                                w, &o, err);
+        w->start = NULL;
+        w->step_u = 0.2;
         if (st != PX_OK)
             return st;
         apply(w, &o);
@@ -394,16 +404,18 @@ static px_status choose_fit(const px_fit_problem *p, int max_f, bool loo, work *
     bool select = p->n_runs >= 3 && p->max_factors == 0;
     double best_loo = HUGE_VAL;
     int first = select ? 1 : max_f;
+    if (select && max_f > p->n_runs - 1)
+        max_f = p->n_runs - 1; /* a left-out fit has n - 1 runs: more cannot differ */
     for (int k = first; k <= max_f; k++) {
         fit_out o;
-        px_status st = fit_runs(p, runs, p->n_runs, k, w, &o, err);
+        px_status st = fit_runs(p, runs, p->n_runs, k, PX_FIT_TOL_U, w, &o, err);
         if (st != PX_OK)
             return st;
         if (k > first && o.n_factors < k)
             break; /* no further factor the runs exercise */
         double l[PX_FIT_MAX_RUNS] = {0};
         if ((select || loo) && p->n_runs >= 2 &&
-            (st = leave_one_out(p, k, w, l, err)) != PX_OK)
+            (st = leave_one_out(p, k, &o, w, l, err)) != PX_OK)
             return st;
         double e = p->n_runs >= 2 ? loo_sse(p, l) : 0.0;
         out->loo_by_count[k] = p->n_runs >= 2 ? sqrt(e / p->n_runs) : 0.0;
@@ -430,6 +442,7 @@ px_status px_fit_run(const px_fit_problem *p, bool loo, px_fit_result *out, px_e
     work *w = calloc(1, sizeof *w);
     if (!w)
         return PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
+    w->step_u = 0.2;
     int max_f = p->max_factors > 0 && p->max_factors < p->n_runs ? p->max_factors : p->n_runs;
     if (max_f > PX_FIT_FACTOR_COUNT)
         max_f = PX_FIT_FACTOR_COUNT;

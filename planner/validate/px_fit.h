@@ -77,7 +77,10 @@ typedef struct {
 /* Stopping rule of the search, in the unit cube the bounds map to: the
  * simplex's extent below this in every coordinate (docs/calibration.md says
  * what it means for a factor). */
-#define PX_FIT_TOL_U 1e-7
+#define PX_FIT_TOL_U 1e-6
+/* ... and for the leave-one-out fits, which only compare counts of factors
+ * and predict a run left out to well within its error. */
+#define PX_FIT_TOL_U_LOO 1e-3
 
 typedef struct {
     int n_factors;
