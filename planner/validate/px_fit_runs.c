@@ -12,9 +12,34 @@
  * release, as `plan --framework BASE --framework-release R` loads it). */
 typedef struct {
     const px_row_call *calls;
+    px_row_call *pinned;  /* each run's call with what its first search chose fixed */
+    bool *is_pinned;
     const px_framework *fws;
     px_framework scratch;
 } pred_ctx;
+
+/* The call with the dimensions the run leaves to the search fixed at what
+ * the search chose: the fit then varies the profiles on the layout `plan`
+ * picks for the run, one configuration an evaluation instead of a search. */
+static void pin(const px_row_call *call, const px_row_result *r, px_row_call *out)
+{
+    const px_parallel *par = &r->best.par;
+    *out = *call;
+    if (out->vpp == 0)
+        out->vpp = par->vpp;
+    if (out->micro_batch == 0)
+        out->micro_batch = par->micro_batch;
+    if (out->global_batch == 0)
+        out->global_batch = r->global_batch;
+    if (out->zero < 0)
+        out->zero = par->zero;
+    if (out->recompute < 0 && par->n_layer_recompute == 0)
+        out->recompute = (int)par->recompute;
+    if (out->cp == 0)
+        out->cp = par->cp;
+    if (out->ep == 0)
+        out->ep = par->ep;
+}
 
 static px_status predict(void *vc, int run, const px_hw *hw, const px_framework *fw,
                          px_fit_pred *out, px_error *err)
@@ -25,9 +50,14 @@ static px_status predict(void *vc, int run, const px_hw *hw, const px_framework 
         px_framework_fit_set(&c->scratch, px_framework_fit_fields[i],
                              px_framework_fit_value(fw, px_framework_fit_fields[i]));
     px_row_result r;
-    px_status st = px_row_predict(&c->calls[run], hw, &c->scratch, &r, err);
+    const px_row_call *call = c->is_pinned[run] ? &c->pinned[run] : &c->calls[run];
+    px_status st = px_row_predict(call, hw, &c->scratch, &r, err);
     if (st != PX_OK)
         return st;
+    if (!c->is_pinned[run]) {
+        pin(&c->calls[run], &r, &c->pinned[run]);
+        c->is_pinned[run] = true;
+    }
     out->rate = c->calls[run].on == PX_ROW_ON_STEP ? 1.0 / r.predicted : r.predicted;
     out->step_s = r.best.pred.time.step_s;
     out->n_micro = (int)r.best.par.n_micro;
@@ -134,10 +164,14 @@ px_status px_fit_runs(json_t *rows, const char *file, const px_fit_runs_opts *o,
     px_status st = map_rows(rows, file, o, out, err);
     px_hw *hw = malloc(sizeof *hw);
     px_framework *fw = malloc(sizeof *fw);
-    pred_ctx *ctx = malloc(sizeof *ctx);
+    pred_ctx *ctx = calloc(1, sizeof *ctx);
+    if (ctx && st == PX_OK) {
+        ctx->pinned = calloc((size_t)out->n_runs, sizeof *ctx->pinned);
+        ctx->is_pinned = calloc((size_t)out->n_runs, sizeof *ctx->is_pinned);
+    }
     px_framework *fws = calloc((size_t)(out->n_runs ? out->n_runs : 1), sizeof *fws);
     out->fit = malloc(sizeof *out->fit);
-    if (st == PX_OK && (!hw || !fw || !ctx || !fws || !out->fit))
+    if (st == PX_OK && (!hw || !fw || !ctx || !ctx->pinned || !ctx->is_pinned || !fws || !out->fit))
         st = PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
     if (st == PX_OK)
         st = load_bases(o, out, hw, fw, fws, err);
@@ -159,6 +193,10 @@ px_status px_fit_runs(json_t *rows, const char *file, const px_fit_runs_opts *o,
         st = framework_doc(o, &out->fit->fw, &out->fw_doc, err);
     free(hw);
     free(fw);
+    if (ctx) {
+        free(ctx->pinned);
+        free(ctx->is_pinned);
+    }
     free(ctx);
     free(fws);
     if (st != PX_OK)
