@@ -68,10 +68,10 @@ static int fitted_index(const px_fit_result *r, px_fit_factor f)
 
 /* The stopping rule bounds the simplex to PX_FIT_TOL_U of each unit range;
  * the exact runs' minimum is found to that extent times the conditioning of
- * the factors on the runs, which these runs keep below 1e4. */
+ * the factors on the runs, which these runs keep below 100. */
 static double tol_of(const px_fit_result *r, px_fit_factor f)
 {
-    return 1e4 * PX_FIT_TOL_U * (r->hi[f] - r->lo[f]);
+    return 100.0 * PX_FIT_TOL_U * (r->hi[f] - r->lo[f]);
 }
 
 static void test_toy_recovery(void)
@@ -225,6 +225,7 @@ static void test_plan_recovery(void)
         const px_fit_result *f = r.fit;
         /* exact runs: the leave-one-out error picks the two factors they came from */
         CHECK_MSG(f->n_factors == 2, "%d factors", f->n_factors);
+        fprintf(stderr, "recovered gemm_eff_scale %.6f (tol %.2g), step_overhead_s %.6f (tol %.2g)\n", f->fitted[PX_FIT_GEMM], tol_of(f, PX_FIT_GEMM), f->fitted[PX_FIT_STEP_OVERHEAD], tol_of(f, PX_FIT_STEP_OVERHEAD));
         CHECK_CLOSE(f->fitted[PX_FIT_GEMM], 0.8, 0, tol_of(f, PX_FIT_GEMM));
         CHECK_CLOSE(f->fitted[PX_FIT_STEP_OVERHEAD], 0.3, 0, tol_of(f, PX_FIT_STEP_OVERHEAD));
         CHECK(f->sse_fit <= f->sse_base);
