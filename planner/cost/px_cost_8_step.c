@@ -21,6 +21,7 @@
 #include "px_cost_precision.h"
 #include "px_domain.h"
 #include "px_flops.h"
+#include "px_overhead.h"
 #include "px_pipe_engine.h"
 
 px_status px_cost_ctx_init(px_cost_ctx *ctx, const px_model *m, const px_hw *hw, px_error *err)
@@ -424,6 +425,7 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     w.tp += sync.tp;
     w.cp += sync.cp;
     w.mb += sync.tp + sync.cp;
+    w.mb += px_overhead_microbatch_s(ctx->run);
     double ideal = mm * w.mb;
     double bubble_x = px_cost_bubble_over_ideal(par->schedule, p, par->vpp, par->n_micro);
     double bubble = bubble_x * ideal;
@@ -442,7 +444,7 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
                  &dp_exposed, &dp_bytes);
     double opt_s = optimizer_time(ctx, par, w_dense_p, w_exp_p);
 
-    double step = ideal + bubble + pp_total + dp_exposed + opt_s;
+    double step = ideal + bubble + pp_total + dp_exposed + opt_s + px_overhead_step_s(ctx->run);
 
     px_time *tm = &pred->time;
     tm->step_s = step;

@@ -146,7 +146,37 @@ static const px_jfield runtime_fields[] = {
      0},
     {"zero_16bit_partitions", PX_JF_BOOL, offsetof(px_fw_runtime, zero_16bit_partitions), 0,
      false, 0, NULL, 0, 0},
+    /* optional, default 0: fitted overheads (seconds) */
+    {"step_overhead_s", PX_JF_DBL, offsetof(px_fw_runtime, step_overhead_s), 0, false, 0, NULL,
+     0, 60},
+    {"microbatch_overhead_s", PX_JF_DBL, offsetof(px_fw_runtime, microbatch_overhead_s), 0, false,
+     0, NULL, 0, 10},
 };
+
+const char *const px_framework_fit_fields[] = {"step_overhead_s", "microbatch_overhead_s", NULL};
+
+static double *fit_field(px_framework *fw, const char *field)
+{
+    if (strcmp(field, "step_overhead_s") == 0)
+        return &fw->run.step_overhead_s;
+    if (strcmp(field, "microbatch_overhead_s") == 0)
+        return &fw->run.microbatch_overhead_s;
+    return NULL;
+}
+
+double px_framework_fit_value(const void *fw, const char *field)
+{
+    const double *x = fit_field((px_framework *)fw, field);
+    return x ? *x : 0.0;
+}
+
+bool px_framework_fit_set(px_framework *fw, const char *field, double value)
+{
+    double *x = fit_field(fw, field);
+    if (x)
+        *x = value;
+    return x != NULL;
+}
 
 static const px_jfield root_fields[] = {
     {"name", PX_JF_STR, offsetof(px_framework, name), sizeof(((px_framework *)0)->name), true, 0,
@@ -155,7 +185,7 @@ static const px_jfield root_fields[] = {
      sizeof(((px_framework *)0)->description), true, 0, NULL, 0, 0},
 };
 static const char *const root_extra[] = {"capabilities", "runtime", "sources", "releases",
-                                         NULL};
+                                         "fitted", NULL};
 
 #define NF(t) ((int)(sizeof t / sizeof t[0]))
 
@@ -261,6 +291,11 @@ static px_status from_json(json_t *root, const char *file, px_framework *out, px
         return st;
     out->run.vocab_rows_multiple =
         c->pads_vocab ? (c->vocab_pad_multiple > 0 ? c->vocab_pad_multiple : 1) : 0;
+    json_t *jf = json_object_get(root, "fitted");
+    if (jf && (st = px_fitted_read(jf, file, px_framework_fit_fields, &out->fitted, err)) != PX_OK)
+        return st;
+    if ((st = px_fitted_check(&out->fitted, file, px_framework_fit_value, out, err)) != PX_OK)
+        return st;
     return check_sources(root, file, err);
 }
 
@@ -296,6 +331,14 @@ static px_status profile_path(const char *name_or_path, const char *dir, char *p
                    "--framework \"%s\": unknown; allowed values (frameworks in %s): %s; "
                    "or a path to a framework profile",
                    name_or_path, d, known[0] ? known : "(none)");
+}
+
+px_status px_framework_path(const char *name_or_path, const char *dir, char *path,
+                            int path_len, px_error *err)
+{
+    if (!name_or_path || !name_or_path[0])
+        name_or_path = PX_FRAMEWORK_DEFAULT;
+    return profile_path(name_or_path, dir, path, (size_t)path_len, err);
 }
 
 /* "none, a, b" of the release names of root into buf. */
