@@ -4,6 +4,12 @@
  *   calibrate [-o profile.json] [--name NAME] [--quick] [--mpi] [--threads N] [--cpu]
  *   mpirun -np G calibrate --mpi ...     (adds MPI p2p and collectives)
  *
+ * or fits profiles to a cluster's own measured runs (px_fit_runs.h), no
+ * measuring:
+ *
+ *   calibrate --from-runs RUNS.json --hw BASE --framework BASE -o PREFIX
+ *   calibrate --from-log LOG[,CONFIG.toml] [--from-log ...] [--json | --hw ... -o PREFIX]
+ *
  * On a CUDA build with a GPU present it measures the GPU (the CUDA backend's
  * calibrator, calibration/px_calib_gpu.h) unless --cpu.
  *
@@ -28,7 +34,11 @@
 #endif
 #include "px_args.h"
 #include "px_error.h"
+#include "px_fit_runs.h"
 #include "px_hw.h"
+#include "px_io.h"
+#include "px_jfield.h"
+#include "px_runlog.h"
 
 
 typedef struct {
@@ -72,6 +82,22 @@ static void usage(FILE *f)
             "  --base NAME   GPU: the datasheet profile to start from (default: the one\n"
             "                matching the device name, e.g. h200); an error on the CPU path\n"
             "  --version     the Parallax version\n"
+            "\n"
+            "usage: calibrate --from-runs RUNS.json --hw BASE --framework BASE -o PREFIX\n"
+            "       calibrate --from-log LOG[,CONFIG.toml] [--from-log ...] [--json]\n"
+            "                 [--hw BASE --framework BASE -o PREFIX]\n"
+            "  --from-runs FILE   measured runs (the published-runs schema) to fit profiles to\n"
+            "  --from-log LOG     a Megatron-LM / NeMo or torchtitan training log as a run\n"
+            "                     (torchtitan: its TOML after a comma unless the log echoes it);\n"
+            "                     repeat for more runs; alone with --json: print the runs\n"
+            "  --gpu-type GPU     the logs' GPU (H100, A100, ...; default: from the log, else\n"
+            "                     the GPU of --hw)\n"
+            "  --gpus-per-node N  the logs' GPUs per node\n"
+            "  --hw BASE          the hardware profile the fit starts from (name or file)\n"
+            "  --framework BASE   the framework profile the fit starts from (name or file)\n"
+            "  -o PREFIX          writes PREFIX.hw.json and PREFIX.framework.json\n"
+            "  --max-factors N    fit at most N factors (default: as many as runs, up to 6)\n"
+            "  --json             print the fit (or, without -o, the runs) as JSON"
             "Every option takes its value as `--flag value` or `--flag=value`, once.\n");
 }
 
@@ -85,11 +111,29 @@ static int fail(const px_error *err, int rank, bool mpi)
     return 1;
 }
 
+#define MAX_LOGS 32
+
 typedef struct {
     const char *out_path, *name, *base;
     bool quick, use_mpi, force_cpu, force_gpu;
     int threads; /* 0: from the environment */
+    /* fitting to measured runs */
+    const char *from_runs, *hw, *framework, *gpu_type;
+    const char *logs[MAX_LOGS];
+    int n_logs, gpus_per_node, max_factors;
+    bool json;
 } calibrate_cli;
+
+static px_status read_log_arg(void *settings, const char *flag, const char *value, px_error *err)
+{
+    calibrate_cli *cl = settings;
+    if (cl->n_logs == MAX_LOGS)
+        return PX_FAIL(err, PX_ERR_USAGE, "%s: at most %d logs", flag, MAX_LOGS);
+    if (!value[0])
+        return PX_FAIL(err, PX_ERR_USAGE, "%s: expected LOG or LOG,CONFIG.toml", flag);
+    cl->logs[cl->n_logs++] = value;
+    return PX_OK;
+}
 
 static const px_arg calibrate_rows[] = {
     PX_ARG_STR("-o", calibrate_cli, out_path),
@@ -101,6 +145,14 @@ static const px_arg calibrate_rows[] = {
     PX_ARG_SWITCH("--gpu", calibrate_cli, force_gpu),
     PX_ARG_STR("--base", calibrate_cli, base),
     PX_ARG_INT("--threads", calibrate_cli, threads, 1, 1024),
+    PX_ARG_STR("--from-runs", calibrate_cli, from_runs),
+    PX_ARG_CUSTOM_REPEAT("--from-log", read_log_arg),
+    PX_ARG_STR("--hw", calibrate_cli, hw),
+    PX_ARG_STR("--framework", calibrate_cli, framework),
+    PX_ARG_STR("--gpu-type", calibrate_cli, gpu_type),
+    PX_ARG_INT("--gpus-per-node", calibrate_cli, gpus_per_node, 1, 1 << 16),
+    PX_ARG_INT("--max-factors", calibrate_cli, max_factors, 1, PX_FIT_FACTOR_COUNT),
+    PX_ARG_SWITCH("--json", calibrate_cli, json),
 };
 
 /* The options' own contradictions, before any measuring: 0, or the exit
@@ -232,9 +284,154 @@ static int measure(const calibrate_cli *cl, bool on_gpu, const char *out_dir,
     return 0;
 }
 
+/* ---- fitting profiles to measured runs ---- */
+
+/* The published-runs GPU name whose profile is `hw` (a name, or a file's
+ * profile name), NULL when none maps to it. */
+static const char *gpu_of_profile(const char *hw)
+{
+    static const char *const gpus[] = {"V100", "A100", "A800", "H100",  "H200",
+                                       "H800", "B200", "B300", "GB200", "GB300", NULL};
+    px_hw *p = malloc(sizeof *p);
+    px_error err;
+    const char *name = hw, *found = NULL;
+    if (p && px_hw_load(hw, NULL, p, &err) == PX_OK)
+        name = p->name;
+    for (int i = 0; gpus[i] && !found; i++) {
+        const char *n = px_row_hw_name(gpus[i], 0.0);
+        if (n && !strcmp(n, name))
+            found = gpus[i];
+    }
+    free(p);
+    return found;
+}
+
+static int fit_fail(const px_error *err)
+{
+    char buf[1400];
+    px_error_format(err, buf, sizeof buf);
+    fprintf(stderr, "calibrate: %s\n", buf);
+    return 1;
+}
+
+/* The runs: the file's rows, then one row per log. */
+static px_status gather_runs(const calibrate_cli *cl, json_t **rows, px_error *err)
+{
+    *rows = NULL;
+    px_status st = PX_OK;
+    if (cl->from_runs) {
+        st = px_jf_load_file(cl->from_runs, rows, err);
+        if (st == PX_OK && !json_is_array(*rows))
+            st = px_error_set(err, PX_ERR_INVALID, cl->from_runs, 0, 0,
+                              "expected a JSON array of runs (the published-runs schema)");
+    } else if (!(*rows = json_array())) {
+        st = PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
+    }
+    px_runlog_opts lo = {.gpu = cl->gpu_type,
+                         .gpu_default = cl->hw ? gpu_of_profile(cl->hw) : NULL,
+                         .gpus_per_node = cl->gpus_per_node};
+    for (int i = 0; i < cl->n_logs && st == PX_OK; i++) {
+        char log[1024];
+        snprintf(log, sizeof log, "%s", cl->logs[i]);
+        char *comma = strchr(log, ',');
+        if (comma)
+            *comma = '\0';
+        json_t *row = NULL;
+        st = px_runlog_row(log, comma ? comma + 1 : NULL, &lo, &row, err);
+        if (st == PX_OK)
+            json_array_append_new(*rows, row);
+    }
+    if (st != PX_OK) {
+        json_decref(*rows);
+        *rows = NULL;
+    }
+    return st;
+}
+
+/* Writes the fitted profiles, then reads them back as `plan` will. */
+static px_status write_profiles(const char *prefix, const px_fit_runs_result *r, px_error *err)
+{
+    char hw_path[1100], fw_path[1100];
+    snprintf(hw_path, sizeof hw_path, "%s.hw.json", prefix);
+    snprintf(fw_path, sizeof fw_path, "%s.framework.json", prefix);
+    size_t flags = JSON_SORT_KEYS | JSON_INDENT(2);
+    px_status st = px_io_write_json(hw_path, r->hw_doc, flags, err);
+    if (st == PX_OK)
+        st = px_io_write_json(fw_path, r->fw_doc, flags, err);
+    px_hw *hw = malloc(sizeof *hw);
+    px_framework *fw = malloc(sizeof *fw);
+    if (st == PX_OK && (!hw || !fw))
+        st = PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
+    if (st == PX_OK)
+        st = px_hw_load(hw_path, NULL, hw, err);
+    if (st == PX_OK)
+        st = px_framework_load(fw_path, NULL, fw, err);
+    free(hw);
+    free(fw);
+    return st;
+}
+
+static int fit_mode(const calibrate_cli *cl, bool out_given)
+{
+    if (cl->quick || cl->use_mpi || cl->force_cpu || cl->force_gpu || cl->base || cl->name ||
+        cl->threads) {
+        fprintf(stderr, "calibrate: --from-runs / --from-log fit profiles to measured runs: "
+                        "--quick, --mpi, --cpu, --gpu, --base, --name and --threads measure "
+                        "this machine and do not apply\n");
+        return 2;
+    }
+    bool print_runs = !cl->from_runs && cl->json && !out_given && !cl->hw && !cl->framework;
+    if (!print_runs && (!cl->hw || !cl->framework || !out_given)) {
+        fprintf(stderr, "calibrate: fitting needs --hw BASE, --framework BASE and -o PREFIX "
+                        "(with --from-log alone, --json prints the runs instead)\n");
+        return 2;
+    }
+    px_error err;
+    px_error_clear(&err);
+    json_t *rows = NULL;
+    if (gather_runs(cl, &rows, &err) != PX_OK)
+        return fit_fail(&err);
+    if (print_runs) {
+        char *s = json_dumps(rows, JSON_SORT_KEYS | JSON_INDENT(2));
+        json_decref(rows);
+        if (!s || printf("%s\n", s) < 0 || fflush(stdout) != 0) {
+            free(s);
+            fprintf(stderr, "calibrate: cannot write the runs to stdout\n");
+            return 1;
+        }
+        free(s);
+        return 0;
+    }
+    px_fit_runs_opts o = {.hw = cl->hw, .framework = cl->framework,
+                          .max_factors = cl->max_factors, .leave_one_out = true};
+    px_fit_runs_result r;
+    px_status st = px_fit_runs(rows, cl->from_runs ? cl->from_runs : cl->logs[0], &o, &r, &err);
+    json_decref(rows);
+    if (st == PX_OK)
+        st = write_profiles(cl->out_path, &r, &err);
+    if (st != PX_OK) {
+        if (r.fit)
+            px_fit_runs_free(&r);
+        return fit_fail(&err);
+    }
+    if (cl->json) {
+        json_t *t = px_fit_runs_table_json(&r);
+        char *s = t ? json_dumps(t, JSON_SORT_KEYS | JSON_INDENT(2)) : NULL;
+        if (s)
+            printf("%s\n", s);
+        free(s);
+        json_decref(t);
+    } else {
+        px_fit_runs_write_table(&r, stdout);
+        printf("wrote %s.hw.json and %s.framework.json\n", cl->out_path, cl->out_path);
+    }
+    px_fit_runs_free(&r);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
-    calibrate_cli cl = {"calibrated.json", NULL, NULL, false, false, false, false, 0};
+    calibrate_cli cl = {0};
     px_args_result args;
     px_error aerr;
     if (px_args_parse(calibrate_rows, (int)(sizeof calibrate_rows / sizeof calibrate_rows[0]),
@@ -253,6 +450,16 @@ int main(int argc, char **argv)
         printf("calibrate (parallax) %s\n", px_version());
         return 0;
     }
+    bool out_given = cl.out_path != NULL;
+    if (cl.from_runs || cl.n_logs > 0)
+        return fit_mode(&cl, out_given);
+    if (cl.hw || cl.framework || cl.gpu_type || cl.gpus_per_node || cl.max_factors || cl.json) {
+        fprintf(stderr, "calibrate: --hw, --framework, --gpu-type, --gpus-per-node, "
+                        "--max-factors and --json belong to --from-runs / --from-log\n");
+        return 2;
+    }
+    if (!out_given)
+        cl.out_path = "calibrated.json";
     int rc = refuse_options(&cl);
     if (rc)
         return rc;

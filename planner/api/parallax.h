@@ -73,6 +73,14 @@ int parallax_model_load(const char *request, char **result);
  * (docs/hw-schema.md). */
 int parallax_hw_load(const char *request, char **result);
 
+/* calibrate --from-runs: {"runs": [ROW, ...] (rows of the published-runs
+ * schema), "hw": BASE, "framework": BASE (profile names or paths),
+ * "max_factors": N (optional)}; the result is {"hw": PROFILE, "framework":
+ * PROFILE, "fit": TABLE}: the fitted profiles as their files hold them and
+ * the fit (factors before and after, each run's error before, after and left
+ * out; docs/calibration.md). */
+int parallax_calibrate_from_runs(const char *request, char **result);
+
 /* Frees a result (NULL is ignored). */
 void parallax_free(char *result);
 

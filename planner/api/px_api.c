@@ -12,6 +12,7 @@
 
 #include "px_args.h"
 #include "px_export_cmd.h"
+#include "px_fit_runs.h"
 #include "px_hw.h"
 #include "px_plan_cmd.h"
 #include "px_plan_json.h"
@@ -434,6 +435,71 @@ int parallax_hw_load(const char *request, char **result)
     if (st == PX_OK)
         st = px_hw_to_json(hw, &doc, &err);
     free(hw);
+    json_decref(req);
+    if (st != PX_OK)
+        return fail(&err, result);
+    return answer(doc, result);
+}
+
+/* A request's string key (absent: NULL), or a usage error naming it. */
+static px_status opt_string(json_t *req, const char *key, const char **out, px_error *err)
+{
+    json_t *v = json_object_get(req, key);
+    *out = json_is_string(v) ? json_string_value(v) : NULL;
+    if (v && !json_is_string(v))
+        return PX_FAIL(err, PX_ERR_USAGE, "%s: expected a profile name or path", key);
+    return PX_OK;
+}
+
+int parallax_calibrate_from_runs(const char *request, char **result)
+{
+    static const char *const keys[] = {"runs", "hw", "framework", "max_factors", NULL};
+    px_error err;
+    px_error_clear(&err);
+    json_t *req = NULL;
+    px_fit_runs_opts o = {.leave_one_out = true};
+    px_fit_runs_result r = {0};
+    px_status st = parse_request(request, &req, &err);
+    const char *k;
+    json_t *v;
+    if (st == PX_OK)
+        json_object_foreach(req, k, v) {
+            int i = 0;
+            while (keys[i] && strcmp(keys[i], k) != 0)
+                i++;
+            if (!keys[i]) {
+                st = PX_FAIL(&err, PX_ERR_USAGE,
+                             "%s: unknown key (allowed: runs, hw, framework, max_factors)", k);
+                break;
+            }
+        }
+    if (st == PX_OK)
+        st = opt_string(req, "hw", &o.hw, &err);
+    if (st == PX_OK)
+        st = opt_string(req, "framework", &o.framework, &err);
+    json_t *mf = req ? json_object_get(req, "max_factors") : NULL;
+    if (st == PX_OK && mf && !json_is_null(mf)) {
+        if (!json_is_integer(mf) || json_integer_value(mf) < 1 ||
+            json_integer_value(mf) > PX_FIT_FACTOR_COUNT)
+            st = PX_FAIL(&err, PX_ERR_USAGE, "max_factors: expected an integer 1..%d",
+                         PX_FIT_FACTOR_COUNT);
+        else
+            o.max_factors = (int)json_integer_value(mf);
+    }
+    if (st == PX_OK) {
+        pthread_mutex_lock(&api_lock);
+        st = px_fit_runs(json_object_get(req, "runs"), "runs", &o, &r, &err);
+        pthread_mutex_unlock(&api_lock);
+    }
+    json_t *doc = NULL;
+    if (st == PX_OK) {
+        json_t *t = px_fit_runs_table_json(&r);
+        doc = t ? json_pack("{s:O,s:O,s:o}", "hw", r.hw_doc, "framework", r.fw_doc, "fit", t)
+                : NULL;
+        if (!doc)
+            st = PX_FAIL(&err, PX_ERR_NOMEM, "out of memory for the result");
+        px_fit_runs_free(&r);
+    }
     json_decref(req);
     if (st != PX_OK)
         return fail(&err, result);

@@ -142,6 +142,7 @@ static px_status run_search(plan_cli *c, const px_model *model, FILE *out, px_er
     if (st == PX_OK && c->sweep) {
         c->opts.caps = &w->fw.caps;
         c->opts.run = &w->fw.run; /* --overlap, when given, has set the opts it overrides */
+        c->opts.precision = px_caps_precision(&w->fw.caps, c->opts.precision);
         st = run_sweep(c, &w->model, &w->hw, out, err);
         free(w);
         return st;

@@ -26,6 +26,7 @@ typedef struct {
     int gpus;
     bool json, explain, list_models, list_hw;
     bool partition_given; /* --partition or --no-milp on the command line */
+    bool lora_given;      /* --lora-rank, --lora-alpha or --lora-targets */
     px_search_opts opts;
     const char *sweep;    /* --sweep-gpus */
     const char *top_dir;  /* --write-top */

@@ -69,6 +69,13 @@ const char usage_text[] =
     "  --overlap on|off       gradient reduction and backward TP collectives hidden under\n"
     "                         the backward (default: the framework's overlap traits; off\n"
     "                         for `execute` on CPUs, which runs them after the compute)\n"
+    "  --finetune none|full|lora\n"
+    "                         what is trained (default none: pre-training): full = SFT, the\n"
+    "                         costs of pre-training; lora = adapters on a frozen base\n"
+    "  --lora-rank R          LoRA rank (default 32, Megatron-Bridge's and NeMo's)\n"
+    "  --lora-alpha A         LoRA scale numerator (default 32; no cost, recorded in the plan)\n"
+    "  --lora-targets LIST    adapted linears: comma-separated qkv, proj, fc1, fc2, or all\n"
+    "                         (default all, as Megatron-Bridge and NeMo)\n"
     ;
 /* (two strings: C11 compilers need to take only 4095 characters in one) */
 const char usage_text_2[] =
@@ -188,6 +195,26 @@ static px_status read_cp_comm(void *s, const char *flag, const char *v, px_error
     return PX_OK;
 }
 
+static px_status read_finetune(void *s, const char *flag, const char *v, px_error *err)
+{
+    px_error e;
+    if (px_finetune_mode_parse(v, &((plan_cli *)s)->opts.finetune.mode, &e) != PX_OK)
+        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": allowed values are none, full, lora", flag,
+                       v);
+    return PX_OK;
+}
+
+/* --lora-rank, --lora-alpha, --lora-targets: the setting after "--lora-" */
+static px_status read_lora(void *s, const char *flag, const char *v, px_error *err)
+{
+    plan_cli *c = s;
+    px_error e;
+    c->lora_given = true;
+    if (px_lora_set(&c->opts.finetune, flag + strlen("--lora-"), v, &e) != PX_OK)
+        return PX_FAIL(err, PX_ERR_USAGE, "%s: %s", flag, e.msg);
+    return PX_OK;
+}
+
 static px_status read_overlap(void *s, const char *flag, const char *v, px_error *err)
 {
     px_search_opts *o = &((plan_cli *)s)->opts;
@@ -272,6 +299,10 @@ static const px_arg plan_rows[] = {
     PX_ARG_CUSTOM("--precision", read_precision),
     PX_ARG_CUSTOM("--cp-comm", read_cp_comm),
     PX_ARG_CUSTOM("--overlap", read_overlap),
+    PX_ARG_CUSTOM("--finetune", read_finetune),
+    PX_ARG_CUSTOM("--lora-rank", read_lora),
+    PX_ARG_CUSTOM("--lora-alpha", read_lora),
+    PX_ARG_CUSTOM("--lora-targets", read_lora),
     PX_ARG_CUSTOM("--sp", read_sp),
     PX_ARG_MEANS("--no-sp", "--sp", "off"),
     PX_ARG_CUSTOM("--partition", read_partition),
@@ -332,6 +363,9 @@ px_status parse_args(int argc, char **argv, bool model_given, plan_cli *c,
                                           "count: leave -o out");
     if (c->gpus < 1 && !c->sweep)
         return PX_FAIL(err, PX_ERR_USAGE, "--gpus is required (a positive integer)");
+    if (c->lora_given && !px_finetune_is_lora(&c->opts.finetune))
+        return PX_FAIL(err, PX_ERR_USAGE, "--lora-rank, --lora-alpha and --lora-targets need "
+                                          "--finetune lora");
     if (c->opts.global_batch > 0 && c->opts.tokens_per_step > 0)
         return PX_FAIL(err, PX_ERR_USAGE, "--global-batch and --tokens-per-step both set the "
                                           "global batch: give one of them");

@@ -210,7 +210,7 @@ static px_status apply(const px_arg *rows, int n_rows, int i, const char *value,
 {
     int t = target_row(rows, n_rows, i);
     const char *flag = rows[i].name;
-    if (seen[t])
+    if (seen[t] && !rows[t].repeatable)
         return repeated(rows, n_rows, t, flag, err);
     seen[t] = true;
     if (rows[i].kind == PX_ARGK_ALIAS && rows[i].implied)

@@ -54,17 +54,19 @@ typedef struct {
     bool takes_value;    /* PX_ARGK_CUSTOM: false = a switch (value NULL) */
     const char *same_as; /* PX_ARGK_ALIAS: the option this spelling is */
     const char *implied; /* PX_ARGK_ALIAS: takes no value and means same_as with this value */
+    bool repeatable;     /* PX_ARGK_CUSTOM: may be given several times (each value read) */
 } px_arg;
 
-#define PX_ARG_SWITCH(name, type, field) {name, PX_ARGK_SWITCH, offsetof(type, field), 0, 0, NULL, false, NULL, NULL}
-#define PX_ARG_STR(name, type, field) {name, PX_ARGK_STR, offsetof(type, field), 0, 0, NULL, true, NULL, NULL}
-#define PX_ARG_INT(name, type, field, lo, hi) {name, PX_ARGK_INT, offsetof(type, field), lo, hi, NULL, true, NULL, NULL}
-#define PX_ARG_I64(name, type, field, lo, hi) {name, PX_ARGK_I64, offsetof(type, field), lo, hi, NULL, true, NULL, NULL}
-#define PX_ARG_AMOUNT(name, type, field) {name, PX_ARGK_AMOUNT, offsetof(type, field), 0, 0, NULL, true, NULL, NULL}
-#define PX_ARG_CUSTOM(name, reader) {name, PX_ARGK_CUSTOM, 0, 0, 0, reader, true, NULL, NULL}
-#define PX_ARG_CUSTOM_SWITCH(name, reader) {name, PX_ARGK_CUSTOM, 0, 0, 0, reader, false, NULL, NULL}
-#define PX_ARG_ALIAS(name, target) {name, PX_ARGK_ALIAS, 0, 0, 0, NULL, false, target, NULL}
-#define PX_ARG_MEANS(name, target, value) {name, PX_ARGK_ALIAS, 0, 0, 0, NULL, false, target, value}
+#define PX_ARG_SWITCH(name, type, field) {name, PX_ARGK_SWITCH, offsetof(type, field), 0, 0, NULL, false, NULL, NULL, false}
+#define PX_ARG_STR(name, type, field) {name, PX_ARGK_STR, offsetof(type, field), 0, 0, NULL, true, NULL, NULL, false}
+#define PX_ARG_INT(name, type, field, lo, hi) {name, PX_ARGK_INT, offsetof(type, field), lo, hi, NULL, true, NULL, NULL, false}
+#define PX_ARG_I64(name, type, field, lo, hi) {name, PX_ARGK_I64, offsetof(type, field), lo, hi, NULL, true, NULL, NULL, false}
+#define PX_ARG_AMOUNT(name, type, field) {name, PX_ARGK_AMOUNT, offsetof(type, field), 0, 0, NULL, true, NULL, NULL, false}
+#define PX_ARG_CUSTOM(name, reader) {name, PX_ARGK_CUSTOM, 0, 0, 0, reader, true, NULL, NULL, false}
+#define PX_ARG_CUSTOM_SWITCH(name, reader) {name, PX_ARGK_CUSTOM, 0, 0, 0, reader, false, NULL, NULL, false}
+#define PX_ARG_CUSTOM_REPEAT(name, reader) {name, PX_ARGK_CUSTOM, 0, 0, 0, reader, true, NULL, NULL, true}
+#define PX_ARG_ALIAS(name, target) {name, PX_ARGK_ALIAS, 0, 0, 0, NULL, false, target, NULL, false}
+#define PX_ARG_MEANS(name, target, value) {name, PX_ARGK_ALIAS, 0, 0, 0, NULL, false, target, value, false}
 
 /* What the command line asks for besides its options. */
 typedef enum { PX_ARGS_RUN = 0, PX_ARGS_HELP, PX_ARGS_VERSION } px_args_action;

@@ -87,6 +87,12 @@ static int64_t stage_rank(int64_t idx, int64_t tc, int64_t pp, int64_t stage)
     return idx % tc + tc * pp * (idx / tc) + tc * stage;
 }
 
+int expert_dp_rank_stride(const px_parallel *par, bool pp_outermost)
+{
+    int64_t step = (int64_t)par->etp * par->ep;
+    return (int)(pp_outermost ? step : stage_rank(step, (int64_t)par->tp * par->cp, par->pp, 0));
+}
+
 static bool expert_dim_crosses(const px_parallel *par, int which, int g)
 {
     int64_t tc = (int64_t)par->tp * par->cp, pp = par->pp;
@@ -300,4 +306,22 @@ double px_cost_bubble_fraction(px_schedule sched, int p, int v, int64_t m)
 {
     double x = px_cost_bubble_over_ideal(sched, p, v, m);
     return x / (1.0 + x);
+}
+
+int ep_ranks_in_node(const px_hw *hw, const px_parallel *par, bool pp_outermost, bool crosses)
+{
+    if (!crosses)
+        return par->ep;
+    if (!default_order(par->order))
+        return 1;
+    int64_t g = px_domain_job_gpus(hw, par->tp * par->cp * par->pp * par->dp);
+    int64_t tc = (int64_t)par->tp * par->cp;
+    int k = 0;
+    for (int64_t j = 0; j < par->ep; j++) {
+        int64_t idx = j * par->etp;
+        int64_t rank = pp_outermost ? idx : stage_rank(idx, tc, par->pp, 0);
+        if (rank / (g > 0 ? g : 1) == 0)
+            k++;
+    }
+    return k > 0 ? k : 1;
 }

@@ -15,6 +15,17 @@ void stage_counts(const px_cost_ctx *ctx, const px_parallel *par, stage_layers *
  * of g GPUs. */
 bool dim_crosses(int st, int n, int g);
 
+/* Rank distance between consecutive members of an expert-data-parallel
+ * group (the expert fold's stride etp·ep, placed by the default order, or
+ * by pp outermost when pp_outermost). */
+int expert_dp_rank_stride(const px_parallel *par, bool pp_outermost);
+
+/* Members of rank 0's EP group on rank 0's node (the expert fold placed by
+ * the default order, or pp outermost when pp_outermost); par->ep when the
+ * group stays in a node (!crosses), 1 for another rank order (every peer
+ * counted remote). */
+int ep_ranks_in_node(const px_hw *hw, const px_parallel *par, bool pp_outermost, bool crosses);
+
 /* Which of par's parallel groups cross a node (cached per grid in ctx). */
 void find_crossings(px_cost_ctx *ctx, const px_parallel *par, crossings *x);
 

@@ -8,6 +8,7 @@
 #include "px_blocking.h"
 #include "px_cost_2_ops.h"
 #include "px_cost_fsdp.h"
+#include "px_cost_lora.h"
 #include "px_cost_precision.h"
 
 /* Zero-bubble B -> W: the output gradients one layer keeps for its deferred
@@ -105,6 +106,9 @@ static void stage_static_memory(const px_cost_ctx *ctx, const px_parallel *par, 
     sm->dense_params = dense;
     sm->expert_params = expert;
     param_state_bytes(ctx, par, dense, expert, &sm->w, &sm->g, &sm->o);
+    if (px_finetune_is_lora(&par->finetune)) /* frozen base, trained adapters */
+        px_lora_static(ctx, par, dense + expert, (double)nd, px_lora_shard(par), &sm->w, &sm->g,
+                       &sm->o);
     sm->w += prec_weight_copies(ctx, par, nd, nm);
 }
 

@@ -9,8 +9,10 @@
 
 #include "px_attn_eff.h"
 #include "px_blocking.h"
+#include "px_cost_1_layout.h"
 #include "px_cost_2_ops.h"
 #include "px_cost_cp.h"
+#include "px_cost_lora.h"
 #include "px_cost_moe.h"
 #include "px_cost_precision.h"
 #include "px_fp8_accum.h"
@@ -355,7 +357,9 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par, bool
         /* EP: dispatch + combine all-to-all, forward and backward, of this
          * GPU's (sequence-parallel) share of the routed tokens */
         double amsg = e * (T / t) * h * sh.top_k;
-        double a2a = px_time_coll_s(hw, PX_COLL_ALLTOALL, par->ep, amsg, x->ep) *
+        bool outer = ctx->run && ctx->run->pp_outermost;
+        double a2a = px_moe_a2a_time_s(hw, par->ep, amsg,
+                                       ep_ranks_in_node(hw, par, outer, x->ep), x->ep) *
                      px_moe_imbalance(par->ep, T * sh.top_k / t);
         lt->ep_s = 4.0 * a2a;
         if (ctx->run && ctx->run->moe_a2a_overlap) /* under the other micro-batch */
@@ -451,6 +455,11 @@ void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     double g = 0.0, gb = 0.0, g_col_attn = 0.0, g_col_mlp = 0.0, act_elems = 0.0, mem = 0.0;
     layer_attention_time(ctx, par, &sh, &d, &g, &gb, &g_col_attn, lt);
     layer_mlp_time(ctx, par, moe, &sh, &d, &g, &gb, &g_col_mlp, &act_elems, &mem);
+    gb *= px_lora_bwd_passes(&par->finetune) / 2.0; /* LoRA: no frozen weight gradients */
+    double lora_f, lora_b;
+    px_lora_adapter_gemm_s(ctx->hw, par, &sh, d.T, &lora_f, &lora_b);
+    g += lora_f;
+    gb += lora_b;
     lt->gemm_fwd_s = g;
     layer_pointwise_time(ctx->hw, par, &sh, &d, mem, act_elems, lt);
     lt->fwd_s = lt->gemm_fwd_s + lt->attn_fwd_s + lt->mem_fwd_s;
@@ -465,7 +474,8 @@ void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     lt->gemm_fwd_s += ws_f;
     lt->fwd_s += ws_f;
     lt->bwd_s += ws_b;
-    double acc = grad_accum_time(ctx, par, params, false);
+    double trained = px_lora_trained(&par->finetune, params, px_lora_layer_gpu_params(ctx, par));
+    double acc = grad_accum_time(ctx, par, trained, false);
     lt->mem_bwd_s += acc;
     lt->bwd_s += acc;
     lt->rc_s[PX_RECOMPUTE_NONE] = 0.0;
@@ -488,7 +498,9 @@ void extras_time(const px_cost_ctx *ctx, const px_parallel *par, double *first_s
     /* embedding: gather rows forward, scatter-add backward (fwd + bwd bytes) */
     *first_s = px_time_mem_class_s(
                    hw, PX_MEM_EMBED, px_cost_class_bytes(PX_MEM_EMBED, T * h, (int)e, false) / tsp) +
-               grad_accum_time(ctx, par, (double)ctx->pc.embedding / t, true);
+               grad_accum_time(ctx, par,
+                               px_lora_trained(&par->finetune, (double)ctx->pc.embedding / t, 0.0),
+                               true);
     /* LM head GEMM (fwd + 2x bwd), the final norm (read + write, 3x for fwd +
      * bwd), and the fp32 cross-entropy over the V/t logits of every token,
      * forward and backward together: 4 fp32 passes where the profile has a
@@ -503,8 +515,10 @@ void extras_time(const px_cost_ctx *ctx, const px_parallel *par, double *first_s
     double xent = mem_class_measured(hw, PX_MEM_XENT)
                       ? px_cost_class_bytes(PX_MEM_XENT, T * V, (int)e, false)
                       : (48.0 + 2.0 * e) * T * V;
-    *last_s = 3.0 * head + head_ws_f + head_ws_b +
-              grad_accum_time(ctx, par, (double)ctx->head_params / t, false) +
+    const px_finetune *ft = &par->finetune; /* LoRA: the head is frozen */
+    *last_s = (1.0 + px_lora_bwd_passes(ft)) * head + head_ws_f + head_ws_b +
+              grad_accum_time(ctx, par, px_lora_trained(ft, (double)ctx->head_params / t, 0.0),
+                              false) +
               px_time_mem_class_s(hw, PX_MEM_NORM,
                                   px_cost_class_bytes(PX_MEM_NORM, T * h, (int)e, false) / tsp) +
               px_time_mem_class_s(hw, PX_MEM_XENT, xent / t);

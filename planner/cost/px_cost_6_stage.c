@@ -10,6 +10,7 @@
 #include "px_cost_2_ops.h"
 #include "px_cost_4_memory.h"
 #include "px_cost_5_layer.h"
+#include "px_cost_lora.h"
 #include "px_cost_precision.h"
 
 /* Sums each layer's times by its kind (ld dense, lm MoE) and its own
@@ -107,6 +108,12 @@ void px_cost_stage_extras(px_cost_ctx *ctx, const px_parallel *par, px_stage_ext
     param_state_bytes(ctx, par, head_local_params(ctx, par->tp) + (double)ctx->pc.final_norm,
                       0.0, &w, &g, &o);
     out->last_static_bytes = w + g + o;
+    if (px_finetune_is_lora(&par->finetune)) { /* frozen: weights only */
+        out->first_static_bytes =
+            px_lora_static_total(ctx, par, embedding_local_params(ctx, par->tp), 0);
+        out->last_static_bytes = px_lora_static_total(
+            ctx, par, head_local_params(ctx, par->tp) + (double)ctx->pc.final_norm, 0);
+    }
 }
 
 void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_layer_cost *out)
@@ -123,6 +130,8 @@ void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_l
     double w, g, o;
     param_state_bytes(ctx, par, dense, expert, &w, &g, &o);
     out->static_bytes = w + g + o;
+    if (px_finetune_is_lora(&par->finetune)) /* frozen base, one layer's adapters */
+        out->static_bytes = px_lora_static_total(ctx, par, dense + expert, 1.0);
     out->static_bytes += prec_weight_copies(ctx, par, moe ? 0 : 1, moe ? 1 : 0);
     for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
         px_act_shape sh;

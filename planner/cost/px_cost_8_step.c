@@ -18,9 +18,11 @@
 #include "px_cost_6_stage.h"
 #include "px_cost_7_pipe.h"
 #include "px_cost_fsdp.h"
+#include "px_cost_lora.h"
 #include "px_cost_precision.h"
 #include "px_domain.h"
 #include "px_flops.h"
+#include "px_overhead.h"
 #include "px_pipe_engine.h"
 
 px_status px_cost_ctx_init(px_cost_ctx *ctx, const px_model *m, const px_hw *hw, px_error *err)
@@ -128,10 +130,16 @@ static double chunked_exposed(const px_parallel *par, double t, double win, doub
 }
 
 /* ZeRO-3 as the framework runs it, layer by layer (px_cost_fsdp.h):
- * replaces the whole-stage estimate of eval_impl. */
+ * replaces the whole-stage estimate of eval_impl.  The dense parameters are
+ * sharded over the data-parallel group (dp rank stride tp·cp·pp in the
+ * default order, tp·cp with pp outermost); the experts over their
+ * expert-data-parallel group of tp·cp·dp / (ep·etp) ranks
+ * (expert_dp_rank_stride), which crosses nodes on its own (x->edp) and
+ * rides as many NICs as it holds GPUs of a node. */
 static void fsdp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const crossings *x,
-                           double stage_params, px_bytes_per_param bpp, double fwd_s,
-                           double bwd_s, double *total, double *exposed, double *bytes)
+                           double dense_params, double expert_params, px_bytes_per_param bpp,
+                           double fwd_s, double bwd_s, double *total, double *exposed,
+                           double *bytes)
 {
     const px_hw *hw = ctx->hw;
     int ddp = par->dp * par->cp;
@@ -139,18 +147,33 @@ static void fsdp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const
     int replicas = ddp / group;
     int gpus = par->tp * par->cp * par->pp * par->dp;
     int g = px_domain_job_gpus(hw, gpus);
-    /* dp rank stride: tp·cp·pp in the default order, tp·cp with pp outermost */
-    int st = par->tp * par->cp * (ctx->run && ctx->run->pp_outermost ? 1 : par->pp);
+    bool outer = ctx->run && ctx->run->pp_outermost;
+    int st = par->tp * par->cp * (outer ? 1 : par->pp);
     bool spans = !hw->torus && gpus > g; /* else the job is one domain */
     bool cross_group = spans && (group == ddp ? (x->dp || x->cp) : dim_crosses(st, group, g));
     bool cross_rep = spans && replicas > 1 && dim_crosses(st * group, replicas, g);
     double n = (double)ctx->model->n_layers / par->pp;
+    px_fsdp_shard sh[2] = {{group, cross_group, px_cost_fsdp_rails(hw, ctx->run, group, st),
+                            dense_params / n}};
+    int n_sh = 1;
+    int edp = par->tp * par->cp * par->dp / (par->ep * par->etp);
+    int st_e = expert_dp_rank_stride(par, outer);
+    /* the experts' own group where it is another group; the same group (EP
+     * 1 under a stride-1 fold), hybrid sharding and the executor's own
+     * ZeRO-3 units (blocking_engine: its terms are bench/exec_fidelity.sh's)
+     * gather a layer's parameters together */
+    if (expert_params > 0.0 && par->shard_group <= 0 && !blocking_engine(ctx, par) &&
+        (edp != group || st_e != st)) {
+        sh[n_sh++] = (px_fsdp_shard){edp, spans && x->edp,
+                                     px_cost_fsdp_rails(hw, ctx->run, edp, st_e),
+                                     expert_params / n};
+    } else {
+        sh[0].layer_params += expert_params / n;
+    }
     px_fsdp_time ft;
-    double rails = px_cost_fsdp_rails(hw, ctx->run, group, st);
-    px_cost_fsdp_time(hw, ctx->run, group, replicas, cross_group, cross_rep, rails,
-                      stage_params / n, n,
-                      elem_of(ctx), bpp.grads, (double)par->n_micro, fwd_s, bwd_s,
-                      comm_sm_fraction(hw), &ft);
+    px_cost_fsdp_time_shards(hw, ctx->run, sh, n_sh, replicas, cross_rep, n, elem_of(ctx),
+                             bpp.grads, (double)par->n_micro, fwd_s, bwd_s,
+                             comm_sm_fraction(hw), &ft);
     *total = ft.total_s;
     *exposed = ft.exposed_s;
     *bytes = ft.bytes;
@@ -167,6 +190,7 @@ static void dp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const c
     const px_hw *hw = ctx->hw;
     double mm = (double)par->n_micro;
     px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
+    bpp.grads *= px_lora_grad_share(ctx, par, w_dense_p + w_exp_p); /* LoRA: adapters' only */
     int ddp = par->dp * par->cp;
     int edp = par->tp * par->cp * par->dp / (par->ep * par->etp);
     /* quantised parameters are gathered quantised (px_cost_precision.h) */
@@ -235,7 +259,7 @@ static void dp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const c
     /* the hidden part still takes SMs from the compute it hides under */
     dp_exposed += comm_sm_fraction(hw) * (dp_total - dp_exposed);
     if (par->zero >= 3 && ctx->run && (ddp > 1 || edp > 1))
-        fsdp_step_comm(ctx, par, x, w_dense_p + w_exp_p, bpp, fwd_win, bwd_win, &dp_total,
+        fsdp_step_comm(ctx, par, x, w_dense_p, w_exp_p, bpp, fwd_win, bwd_win, &dp_total,
                        &dp_exposed, &dp_bytes);
     /* a blocking engine (the executor): no prefetch hides a layer's gather
      * either; frameworks that prefetch keep their gathers under compute
@@ -257,6 +281,9 @@ static double optimizer_time(const px_cost_ctx *ctx, const px_parallel *par, dou
 {
     const px_hw *hw = ctx->hw;
     px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
+    double trained = px_lora_grad_share(ctx, par, w_dense_p + w_exp_p); /* LoRA: adapters */
+    w_dense_p *= trained;
+    w_exp_p *= trained;
     int ddp = par->dp * par->cp;
     int edp = par->tp * par->cp * par->dp / (par->ep * par->etp);
     double shard = par->zero >= 1 ? (double)ddp : 1.0;
@@ -298,13 +325,17 @@ static void fill_rates(px_cost_ctx *ctx, const px_parallel *par, double step, do
     double fpt = ctx->model_flops_per_token, hpt = ctx->hw_flops_per_token[rc];
     if (par->n_layer_recompute > 0)
         hpt = px_flops_hw_per_token_layers(m, s, rc, par->layer_recompute, par->n_layer_recompute);
+    double lora = px_lora_flops_delta_per_token(ctx, par, s); /* frozen weights: no wgrad */
+    fpt += lora;
+    hpt += lora;
     double gpus = (double)par->tp * par->cp * par->pp * par->dp;
     pred->model_flops_per_step = fpt * tokens;
     pred->hw_flops_per_step = hpt * tokens;
     pred->tokens_per_s = tokens / step;
     pred->mfu = pred->model_flops_per_step / (step * gpus * hw->peak_flops);
     pred->hfu = pred->hw_flops_per_step / (step * gpus * hw->peak_flops);
-    pred->mfu_causal = ctx->model_flops_causal_per_token * tokens / (step * gpus * hw->peak_flops);
+    pred->mfu_causal =
+        (ctx->model_flops_causal_per_token + lora) * tokens / (step * gpus * hw->peak_flops);
     pred->bubble_fraction = bubble / step;
 }
 
@@ -418,6 +449,7 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     w.tp += sync.tp;
     w.cp += sync.cp;
     w.mb += sync.tp + sync.cp;
+    w.mb += px_overhead_microbatch_s(ctx->run);
     double ideal = mm * w.mb;
     double bubble_x = px_cost_bubble_over_ideal(par->schedule, p, par->vpp, par->n_micro);
     double bubble = bubble_x * ideal;
@@ -436,7 +468,7 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
                  &dp_exposed, &dp_bytes);
     double opt_s = optimizer_time(ctx, par, w_dense_p, w_exp_p);
 
-    double step = ideal + bubble + pp_total + dp_exposed + opt_s;
+    double step = ideal + bubble + pp_total + dp_exposed + opt_s + px_overhead_step_s(ctx->run);
 
     px_time *tm = &pred->time;
     tm->step_s = step;

@@ -44,22 +44,45 @@ void px_cost_fsdp_time(const px_hw *hw, const px_fw_runtime *run, int group, int
                        double n_layers, double elem_bytes, double grad_bytes, double m,
                        double fwd_s, double bwd_s, double sm_fraction, px_fsdp_time *out)
 {
-    out->total_s = out->exposed_s = out->bytes = 0.0;
-    if (n_layers < 1.0 || layer_params <= 0.0)
+    px_fsdp_shard one = {group, cross_group, rails, layer_params};
+    px_cost_fsdp_time_shards(hw, run, &one, 1, replicas, cross_rep, n_layers, elem_bytes,
+                             grad_bytes, m, fwd_s, bwd_s, sm_fraction, out);
+}
+
+/* One layer's gather and reduce-scatter over shard group sh, added to *ag,
+ * *rs (seconds) and *bytes (wire bytes of the layer, forward gather once). */
+static void shard_layer_colls(const px_hw *hw, const px_fsdp_shard *sh, double elem_bytes,
+                              double grad_bytes, double *ag, double *rs, double *ag_b,
+                              double *rs_b)
+{
+    if (sh->group <= 1 || sh->layer_params <= 0.0)
         return;
-    double wb = layer_params * elem_bytes, gb = layer_params * grad_bytes;
-    double ag = 0.0, rs = 0.0, ar = 0.0;
-    if (group > 1) {
-        /* over k NICs a node: the bandwidth term shrinks k times, the
-         * latency steps stay */
-        double k = cross_group && rails > 1.0 ? rails : 1.0;
-        ag = px_time_coll_s(hw, PX_COLL_ALLGATHER, group, wb / k, cross_group);
-        rs = px_time_coll_s(hw, PX_COLL_REDUCE_SCATTER, group, gb / k, cross_group);
-        out->bytes = m * n_layers *
-                     ((run->fsdp_reshard_after_forward ? 2.0 : 1.0) *
-                          px_coll_wire_bytes(PX_COLL_ALLGATHER, group, wb) +
-                      px_coll_wire_bytes(PX_COLL_REDUCE_SCATTER, group, gb));
-    }
+    double wb = sh->layer_params * elem_bytes, gb = sh->layer_params * grad_bytes;
+    /* over k NICs a node: the bandwidth term shrinks k times, the latency
+     * steps stay */
+    double k = sh->cross && sh->rails > 1.0 ? sh->rails : 1.0;
+    *ag += px_time_coll_s(hw, PX_COLL_ALLGATHER, sh->group, wb / k, sh->cross);
+    *rs += px_time_coll_s(hw, PX_COLL_REDUCE_SCATTER, sh->group, gb / k, sh->cross);
+    *ag_b += px_coll_wire_bytes(PX_COLL_ALLGATHER, sh->group, wb);
+    *rs_b += px_coll_wire_bytes(PX_COLL_REDUCE_SCATTER, sh->group, gb);
+}
+
+void px_cost_fsdp_time_shards(const px_hw *hw, const px_fw_runtime *run,
+                              const px_fsdp_shard *shards, int n_shards, int replicas,
+                              bool cross_rep, double n_layers, double elem_bytes,
+                              double grad_bytes, double m, double fwd_s, double bwd_s,
+                              double sm_fraction, px_fsdp_time *out)
+{
+    out->total_s = out->exposed_s = out->bytes = 0.0;
+    double params = 0.0;
+    for (int i = 0; i < n_shards; i++)
+        params += shards[i].layer_params;
+    if (n_layers < 1.0 || params <= 0.0)
+        return;
+    double ag = 0.0, rs = 0.0, ar = 0.0, ag_b = 0.0, rs_b = 0.0;
+    for (int i = 0; i < n_shards; i++)
+        shard_layer_colls(hw, &shards[i], elem_bytes, grad_bytes, &ag, &rs, &ag_b, &rs_b);
+    out->bytes = m * n_layers * ((run->fsdp_reshard_after_forward ? 2.0 : 1.0) * ag_b + rs_b);
     bool prefetch = run->fsdp_prefetch_layers > 0;
     double fwd_l = fwd_s / n_layers, bwd_l = bwd_s / n_layers;
     /* forward: the first layer's gather waits; each later one hides under
@@ -76,7 +99,10 @@ void px_cost_fsdp_time(const px_hw *hw, const px_fw_runtime *run, int group, int
     if (replicas > 1) {
         /* hybrid sharding: the replicas all-reduce their gradient shards once
          * a step, under the last micro-batch's backward but its last bucket */
-        double shard_b = n_layers * gb / (group > 1 ? group : 1);
+        double shard_b = 0.0;
+        for (int i = 0; i < n_shards; i++)
+            shard_b += n_layers * shards[i].layer_params * grad_bytes /
+                       (shards[i].group > 1 ? shards[i].group : 1);
         ar = px_time_coll_s(hw, PX_COLL_ALLREDUCE, replicas, shard_b, cross_rep);
         total += ar;
         exposed += dmax(ar / n_layers, ar - bwd_s);

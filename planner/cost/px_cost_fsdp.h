@@ -49,6 +49,25 @@ void px_cost_fsdp_time(const px_hw *hw, const px_fw_runtime *run, int group, int
                        double n_layers, double elem_bytes, double grad_bytes, double m,
                        double fwd_s, double bwd_s, double sm_fraction, px_fsdp_time *out);
 
+/* One shard group of a layer's parameters: experts are sharded over their
+ * expert-data-parallel group (Megatron-Core's expert_data_parallel_group,
+ * its own ranks and stride), the rest over the data-parallel group. */
+typedef struct {
+    int group;           /* ranks the parameters are sharded over */
+    bool cross;          /* the group spans nodes */
+    double rails;        /* NICs a node its collectives use (px_cost_fsdp_rails) */
+    double layer_params; /* a layer's parameters in this group, per GPU */
+} px_fsdp_shard;
+
+/* px_cost_fsdp_time over n_shards groups: each layer gathers (and
+ * reduce-scatters) every group's share, one after the other on the same
+ * links, so their times add before the overlap windows apply. */
+void px_cost_fsdp_time_shards(const px_hw *hw, const px_fw_runtime *run,
+                              const px_fsdp_shard *shards, int n_shards, int replicas,
+                              bool cross_rep, double n_layers, double elem_bytes,
+                              double grad_bytes, double m, double fwd_s, double bwd_s,
+                              double sm_fraction, px_fsdp_time *out);
+
 /* NICs one shard group's collectives use per node: with flat per-layer
  * buffers (run->fsdp_flat_collectives) NCCL builds one ring per NIC, and a
  * group that holds k GPUs of every node it spans (k = node size / the

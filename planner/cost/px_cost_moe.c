@@ -3,6 +3,8 @@
 
 #include <math.h>
 
+#include "px_efficiency.h"
+
 double px_moe_imbalance(int ep, double copies_per_rank)
 {
     if (ep <= 1 || copies_per_rank <= 0.0)
@@ -33,4 +35,20 @@ double px_moe_a2a_exposed_s(double a2a_s, double window_s, double sm_frac, long 
         return a2a_s;
     double hidden = a2a_s < window_s ? a2a_s : window_s;
     return (a2a_s - hidden) + sm_frac * hidden;
+}
+
+double px_moe_a2a_time_s(const px_hw *hw, int ep, double msg, int in_node, bool crosses)
+{
+    if (ep <= 1 || msg <= 0.0)
+        return 0.0;
+    if (!crosses || in_node >= ep)
+        return px_time_coll_s(hw, PX_COLL_ALLTOALL, ep, msg, crosses && in_node < ep);
+    if (in_node < 1)
+        in_node = 1;
+    double n1 = (double)ep - 1.0;
+    double t_out = px_time_coll_s(hw, PX_COLL_ALLTOALL, ep, msg * (ep - in_node) / n1, true);
+    double t_in = in_node > 1
+                      ? px_time_coll_s(hw, PX_COLL_ALLTOALL, ep, msg * (in_node - 1) / n1, false)
+                      : 0.0;
+    return t_out > t_in ? t_out : t_in;
 }

@@ -7,6 +7,8 @@
 
 #include <stdbool.h>
 
+#include "px_hw.h"
+
 /* The busiest EP rank's routed rows over the mean, for dropless routing
  * whose expected loads are balanced (an auxiliary balancing loss, or
  * DeepSeek-V3's bias-based balancing): the rows a micro-batch routes are a
@@ -44,6 +46,19 @@ double px_moe_permute_bytes(double e, double copies, double etp, double n_local,
  * writes the e-byte rows, 4·e·copies·h; the backward pads and un-pads the
  * gradients the same way. */
 double px_moe_fp8_pad_bytes(double e, double copies, double h);
+
+/* Seconds of one EP all-to-all of msg bytes a rank (its routed rows for
+ * all ep ranks) over a group of which in_node ranks (itself included)
+ * share its node.  NCCL runs an all-to-all as one send and one receive per
+ * peer (nccl-tests alltoall_perf; Megatron's dispatcher calls
+ * all_to_all_single): the (in_node − 1)/ep share to the node's peers goes
+ * over NVLink while the (ep − in_node)/ep share leaves through the NIC, at
+ * the same time, so the slower of the two sets the time:
+ *   max(t_coll(a2a, ep, msg·(ep − in_node)/(ep − 1), across nodes),
+ *       t_coll(a2a, ep, msg·(in_node − 1)/(ep − 1), inside a node))
+ * (px_time_coll_s charges (ep − 1)/ep of its message).  A group inside one
+ * node (!crosses or in_node >= ep) is the plain intra-node all-to-all. */
+double px_moe_a2a_time_s(const px_hw *hw, int ep, double msg, int in_node, bool crosses);
 
 /* Exposed seconds of a layer's EP dispatch and combine (a2a_s: the four
  * all-to-alls of one micro-batch) where the framework overlaps them with

@@ -87,12 +87,23 @@ double px_eff_sustained(const px_hw *hw)
     return hw->sustained_frac > 0.0 ? hw->sustained_frac : 1.0;
 }
 
+/* The fitted multipliers (px_hw.h: 0 = not fitted = 1). */
+static double gemm_scale(const px_hw *hw)
+{
+    return hw->gemm_eff_scale > 0.0 ? hw->gemm_eff_scale : 1.0;
+}
+
+static double attn_scale(const px_hw *hw)
+{
+    return hw->attn_eff_scale > 0.0 ? hw->attn_eff_scale : 1.0;
+}
+
 double px_time_gemm_s(const px_hw *hw, double m, double n, double k)
 {
     if (m <= 0.0 || n <= 0.0 || k <= 0.0 || hw->peak_flops <= 0.0)
         return 0.0;
     return 2.0 * m * n * k /
-           (hw->peak_flops * px_eff_gemm(hw, m, n, k) * px_eff_sustained(hw));
+           (hw->peak_flops * px_eff_gemm(hw, m, n, k) * px_eff_sustained(hw) * gemm_scale(hw));
 }
 
 double px_time_mem_s(const px_hw *hw, double bytes)
@@ -139,10 +150,17 @@ double px_time_mem_class_s(const px_hw *hw, px_mem_class c, double bytes)
     return px_time_mem_s(hw, bytes);
 }
 
+static double attn_time_unscaled(const px_hw *hw, double flops);
+
 double px_time_attn_s(const px_hw *hw, double flops)
 {
     if (flops <= 0.0 || hw->peak_flops <= 0.0)
         return 0.0;
+    return attn_time_unscaled(hw, flops) / attn_scale(hw);
+}
+
+static double attn_time_unscaled(const px_hw *hw, double flops)
+{
     if (hw->attn_eff > 0.0)
         return flops / (hw->peak_flops * hw->attn_eff * px_eff_sustained(hw));
     /* With measured GEMM points the large-GEMM rate is the best measured one. */

@@ -19,6 +19,14 @@ double px_flops_layer_fwd_per_token(const px_model *m, int64_t layer, int64_t se
            attn_core_fwd_per_token(m, layer, seq_len);
 }
 
+double px_flops_attn_core_fwd_per_token(const px_model *m, int64_t seq_len)
+{
+    double core = 0.0;
+    for (int64_t l = 0; l < m->n_layers; l++)
+        core += attn_core_fwd_per_token(m, l, seq_len);
+    return core;
+}
+
 double px_flops_head_fwd_per_token(const px_model *m)
 {
     return 2.0 * (double)m->vocab * (double)m->hidden;

@@ -18,6 +18,10 @@ double px_flops_layer_fwd_per_token(const px_model *m, int64_t layer, int64_t se
 /* Forward FLOPs of one token through the LM head. */
 double px_flops_head_fwd_per_token(const px_model *m);
 
+/* The attention cores' forward FLOPs per token over all layers (the part of
+ * px_flops_model_per_token with no weights). */
+double px_flops_attn_core_fwd_per_token(const px_model *m, int64_t seq_len);
+
 /* Model FLOPs (the MFU numerator) of fwd+bwd for one token. */
 double px_flops_model_per_token(const px_model *m, int64_t seq_len);
 

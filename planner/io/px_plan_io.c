@@ -15,6 +15,7 @@
 #include "px_plan.h"
 #include "px_plan_json.h"
 #include "px_plan_check.h"
+#include "px_plan_finetune.h"
 #include "px_plan_predict.h"
 
 static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2"};
@@ -57,7 +58,7 @@ static const px_jfield parallel_fields[] = {
      1 << 20},
 };
 static const char *const parallel_extra[] = {"layers_per_chunk", "layer_recompute",
-                                             "grad_dtype", NULL};
+                                             "grad_dtype", "finetune", NULL};
 
 /* parallel.grad_dtype: the dtype of the main gradients, index = grad_fp32 */
 static const char *const grad_dtype_names[] = {"bf16", "fp32"};
@@ -234,6 +235,8 @@ px_status px_plan_to_json(const px_plan *plan, json_t **out, px_error *err)
         json_object_set_new(po, "layer_recompute", lrc);
         int grad_dtype = par->grad_fp32 ? 1 : 0;
         st = px_jf_write(grad_dtype_field, 1, &grad_dtype, po, "parallel", err);
+        if (st == PX_OK)
+            st = px_plan_finetune_write(&par->finetune, po, err);
     }
     if (st == PX_OK) {
         rank_order ro;
@@ -496,6 +499,9 @@ px_status px_plan_from_json(json_t *root, const char *file, px_plan *out, px_err
                           file, parallel_extra, err);
     if (st == PX_OK)
         st = read_parallel_arrays(json_object_get(root, "parallel"), file, &out->par, err);
+    if (st == PX_OK)
+        st = px_plan_finetune_read(json_object_get(root, "parallel"), file, &out->par.finetune,
+                                   err);
     if (st == PX_OK)
         st = check_products(out, file, err); /* before any rule multiplies them */
     if (st != PX_OK)

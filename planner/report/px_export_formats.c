@@ -3,6 +3,7 @@
  * DeepSpeed JSON config and an sbatch script (docs/export.md maps every
  * field). */
 #include "px_export_formats.h"
+#include "px_export_finetune.h"
 
 #include <ctype.h>
 #include <jansson.h>
@@ -112,6 +113,9 @@ px_status px_export_format_check(const px_plan *plan, px_export_target t, px_err
     const px_parallel *p = &plan->par;
     plan_facts f;
     facts_of(plan, &f);
+    px_status st = px_export_finetune_check(plan, t, err);
+    if (st != PX_OK)
+        return st;
     bool uneven = false;
     for (int i = 1; i < p->n_chunks; i++)
         uneven = uneven || p->layers_per_chunk[i] != p->layers_per_chunk[0];
@@ -310,6 +314,7 @@ px_status px_export_megatron(const px_plan *plan, const px_export_opts *o, px_bu
                   per_node);
     megatron_parallel(plan, &f, b);
     megatron_model(&plan->model, b);
+    px_export_finetune_megatron(plan, b);
     return PX_OK;
 }
 
@@ -412,6 +417,7 @@ px_status px_export_nemo(const px_plan *plan, px_buf *b, px_error *err)
     y_b(b, "bf16", f.bf16);
     px_buf_puts(b, "comm_overlap:\n");
     y_b(b, "tp_comm_overlap", p->tp_overlap && p->tp > 1 && p->sp);
+    px_export_finetune_nemo(plan, b);
     return PX_OK;
 }
 

@@ -30,6 +30,7 @@ void px_search_opts_init(px_search_opts *o)
     o->dp_overlap = o->tp_overlap = -1;
     o->precision = PX_PREC_BF16;
     o->cp_comm = PX_CPC_P2P;
+    px_finetune_init(&o->finetune);
     o->flash_attention = -1;
     o->top = PX_SEARCH_TOP_DEFAULT;
     /* TP beyond a node is allowed (and scored with the inter-node links), up
@@ -758,6 +759,11 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     double t0 = now_s();
     if (gpus < 1)
         return PX_FAIL(err, PX_ERR_INVALID, "gpus = %d: must be >= 1", gpus);
+    /* a plain fp8 request under a framework without delayed scaling runs as
+     * its own per-tensor recipe (px_caps_precision), whoever calls */
+    px_search_opts resolved = *o;
+    resolved.precision = px_caps_precision(o->caps, o->precision);
+    o = &resolved;
     res->gpus = gpus;
     px_status st = px_prec_check_hw(hw, o->precision, err);
     if (st != PX_OK)

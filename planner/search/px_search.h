@@ -52,6 +52,7 @@ typedef struct {
     px_precision precision;  /* the linear GEMMs' number format (default bf16); a
                               * precision the profile lacks is refused */
     px_cp_comm cp_comm;      /* CP attention communication (default ring p2p) */
+    px_finetune finetune;    /* what is trained (default pre-training; px_finetune.h) */
     int64_t seq_len;         /* 0: the model's */
     int64_t global_batch;    /* sequences; 0: tokens_per_step / seq_len */
     int64_t tokens_per_step; /* 0: PX_SEARCH_TOKENS_PER_STEP_DEFAULT */

@@ -30,6 +30,7 @@ typedef enum {
     FIX_SHARD_GROUP,
     FIX_GRAD_DTYPE,
     FIX_PRECISION,
+    FIX_FINETUNE,
     FIX_COUNT
 } fixed_dim;
 
@@ -219,6 +220,13 @@ static bool take_option(fixed_dim k, const px_search_opts *o, px_parallel *p, co
         *flag = "--precision";
         snprintf(what, n, "%s GEMMs", px_precision_name(o->precision));
         return true;
+    case FIX_FINETUNE:
+        if (o->finetune.mode == PX_FT_NONE)
+            return false;
+        p->finetune = o->finetune;
+        *flag = "--finetune";
+        snprintf(what, n, "fine-tuning %s", px_finetune_mode_name(o->finetune.mode));
+        return true;
     default:
         return false;
     }
@@ -264,6 +272,8 @@ px_status px_search_check_framework(const px_model *m, const px_search_opts *o, 
         const char *cap = NULL;
         if (px_plan_check_cap(m, &probe, c, &cap, NULL) == PX_OK || refused_by_feature(cap))
             continue;
+        if (!cap && k == FIX_FINETUNE) /* LoRA's own rules: say which */
+            return px_plan_check(m, &probe, c, err);
         if (!cap)
             break; /* a rule no framework lifts: the search reports it */
         return framework_refuses(c, err, flag, cap, what);

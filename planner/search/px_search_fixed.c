@@ -385,5 +385,6 @@ void search_defaults(px_parallel *par, const px_search_opts *o)
     par->shard_group = o->shard_group;
     par->precision = o->precision;
     par->cp_comm = o->cp_comm;
+    par->finetune = o->finetune;
     par->quantized_params = !o->run || o->run->quantized_params;
 }

@@ -7,6 +7,7 @@ px_status px_search_for_plan(const px_model *m, const px_hw *hw, const px_framew
 {
     o->caps = &fw->caps;
     o->run = &fw->run; /* options the caller set (plan's --overlap) override its traits */
+    o->precision = px_caps_precision(&fw->caps, o->precision); /* as the search runs it */
     bool uniform = !partition_given && px_search_fully_fixed(m, gpus, o);
     if (uniform)
         o->milp = false;

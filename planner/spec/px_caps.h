@@ -68,6 +68,12 @@ typedef struct {
                                           * DeepSpeed's pipeline engine: 1) */
     bool empty_end_chunks;               /* the first / last pipeline chunk may hold no
                                           * layer (only the embedding / the loss) */
+    unsigned finetune;                   /* px_ft_mode bits of the fine-tuning it runs
+                                          * (pre-training is run by every consumer) */
+    int fp8_runs_as;                     /* px_precision a plain "fp8" request runs as where
+                                          * the framework has no delayed scaling (torchao's
+                                          * float8 is dynamic per-tensor: fp8-cs); a
+                                          * precision that is not low: "fp8" as it is */
 } px_caps;
 
 #endif

@@ -109,9 +109,12 @@ static const px_jfield caps_fields[] = {
     /* optional, default false */
     {"empty_end_chunks", PX_JF_BOOL, offsetof(px_caps, empty_end_chunks), 0, false, 0, NULL, 0,
      0},
+    /* optional: the recipe a plain "fp8" request runs as (default fp8 itself) */
+    {"fp8_runs_as", PX_JF_ENUM, offsetof(px_caps, fp8_runs_as), 0, false, 0, prec_names,
+     PX_PREC_COUNT, 0},
 };
 static const char *const caps_sets[] = {"schedules", "recompute", "zero", "cp_flavours",
-                                        "precisions", "model_features", NULL};
+                                        "precisions", "model_features", "finetune", NULL};
 
 #define RB(key) {#key, PX_JF_BOOL, offsetof(px_fw_runtime, key), 0, true, 0, NULL, 0, 0}
 static const px_jfield runtime_fields[] = {
@@ -150,7 +153,37 @@ static const px_jfield runtime_fields[] = {
      0},
     {"zero_16bit_partitions", PX_JF_BOOL, offsetof(px_fw_runtime, zero_16bit_partitions), 0,
      false, 0, NULL, 0, 0},
+    /* optional, default 0: fitted overheads (seconds) */
+    {"step_overhead_s", PX_JF_DBL, offsetof(px_fw_runtime, step_overhead_s), 0, false, 0, NULL,
+     0, 60},
+    {"microbatch_overhead_s", PX_JF_DBL, offsetof(px_fw_runtime, microbatch_overhead_s), 0, false,
+     0, NULL, 0, 10},
 };
+
+const char *const px_framework_fit_fields[] = {"step_overhead_s", "microbatch_overhead_s", NULL};
+
+static double *fit_field(px_framework *fw, const char *field)
+{
+    if (strcmp(field, "step_overhead_s") == 0)
+        return &fw->run.step_overhead_s;
+    if (strcmp(field, "microbatch_overhead_s") == 0)
+        return &fw->run.microbatch_overhead_s;
+    return NULL;
+}
+
+double px_framework_fit_value(const void *fw, const char *field)
+{
+    const double *x = fit_field((px_framework *)fw, field);
+    return x ? *x : 0.0;
+}
+
+bool px_framework_fit_set(px_framework *fw, const char *field, double value)
+{
+    double *x = fit_field(fw, field);
+    if (x)
+        *x = value;
+    return x != NULL;
+}
 
 static const px_jfield root_fields[] = {
     {"name", PX_JF_STR, offsetof(px_framework, name), sizeof(((px_framework *)0)->name), true, 0,
@@ -159,7 +192,7 @@ static const px_jfield root_fields[] = {
      sizeof(((px_framework *)0)->description), true, 0, NULL, 0, 0},
 };
 static const char *const root_extra[] = {"capabilities", "runtime", "sources", "releases",
-                                         NULL};
+                                         "fitted", NULL};
 
 #define NF(t) ((int)(sizeof t / sizeof t[0]))
 
@@ -222,6 +255,7 @@ static px_status from_json(json_t *root, const char *file, px_framework *out, px
     snprintf(c->name, sizeof c->name, "%s", out->name);
     c->moe_gpt_block = true;
     c->max_zero_with_pp = 3;
+    c->fp8_runs_as = PX_PREC_FP8;
     st = px_jf_read(caps_fields, NF(caps_fields), jc, c, file, "capabilities", caps_sets, err);
     if (st != PX_OK)
         return st;
@@ -253,12 +287,32 @@ static px_status from_json(json_t *root, const char *file, px_framework *out, px
                             !rc ? "recompute" : !(zero & 1u) ? "zero" : "precisions",
                             !rc ? "at least one mode" : !(zero & 1u) ? "0 (plain data parallelism)"
                                                                      : "at least one format");
+    /* optional: the fine-tuning it runs beside pre-training (absent: none) */
+    static const char *const ft_names[] = {"full", "lora"};
+    unsigned ft = 0;
+    if (json_object_get(jc, "finetune") &&
+        (st = read_set(jc, "finetune", ft_names, 2, false, file, &ft, err)))
+        return st;
+    c->finetune = 1u << PX_FT_NONE | ft << 1;
     st = px_jf_read(runtime_fields, NF(runtime_fields), jr, &out->run, file, "runtime", NULL, err);
     if (st != PX_OK)
         return st;
     out->run.vocab_rows_multiple =
         c->pads_vocab ? (c->vocab_pad_multiple > 0 ? c->vocab_pad_multiple : 1) : 0;
+    json_t *jf = json_object_get(root, "fitted");
+    if (jf && (st = px_fitted_read(jf, file, px_framework_fit_fields, &out->fitted, err)) != PX_OK)
+        return st;
+    if ((st = px_fitted_check(&out->fitted, file, px_framework_fit_value, out, err)) != PX_OK)
+        return st;
     return check_sources(root, file, err);
+}
+
+px_precision px_caps_precision(const px_caps *caps, px_precision requested)
+{
+    if (!caps || requested != PX_PREC_FP8 || (caps->precisions & PX_PREC_BIT(PX_PREC_FP8)))
+        return requested;
+    px_precision as = (px_precision)caps->fp8_runs_as;
+    return as > PX_PREC_FP16 && as < PX_PREC_COUNT && as != PX_PREC_FP8 ? as : requested;
 }
 
 static bool is_path(const char *s)
@@ -285,6 +339,14 @@ static px_status profile_path(const char *name_or_path, const char *dir, char *p
                    "--framework \"%s\": unknown; allowed values (frameworks in %s): %s; "
                    "or a path to a framework profile",
                    name_or_path, d, known[0] ? known : "(none)");
+}
+
+px_status px_framework_path(const char *name_or_path, const char *dir, char *path,
+                            int path_len, px_error *err)
+{
+    if (!name_or_path || !name_or_path[0])
+        name_or_path = PX_FRAMEWORK_DEFAULT;
+    return profile_path(name_or_path, dir, path, (size_t)path_len, err);
 }
 
 /* "none, a, b" of the release names of root into buf. */

@@ -11,6 +11,7 @@
 
 #include "px_caps.h"
 #include "px_error.h"
+#include "px_fitted.h"
 #include "px_model.h"
 #include "px_plan.h"
 #include "px_plan_check.h" /* px_model_features */
@@ -100,6 +101,13 @@ typedef struct px_fw_runtime {
     int vocab_rows_multiple;         /* not read: set from capabilities.pads_vocab and
                                       * vocab_pad_multiple at load (0: no padding); the
                                       * embedding and head hold the padded rows */
+    double step_overhead_s;          /* seconds a step spends outside the modelled kernels
+                                      * and collectives (the host's data loading, logging,
+                                      * synchronisation); fitted by `calibrate --from-runs`;
+                                      * optional, default 0 */
+    double microbatch_overhead_s;    /* the same for each micro-batch a stage runs (kernel
+                                      * launches and the host's schedule loop); optional,
+                                      * default 0 */
 } px_fw_runtime;
 
 typedef struct {
@@ -109,6 +117,7 @@ typedef struct {
     char release[32];                /* the release applied ("" = none: as it runs today) */
     px_caps caps;
     px_fw_runtime run;
+    px_fitted fitted;                /* provenance of fitted runtime fields; n_runs 0: none */
 } px_framework;
 
 /* $PARALLAX_FRAMEWORK_DIR if set, else frameworks/ of the source tree. */
@@ -118,8 +127,24 @@ const char *px_framework_dir_default(void);
  * name_or_path is a path.  Strict: unknown keys, wrong types, unknown names
  * in the lists and traits without a source are errors naming the file, the
  * field and the allowed values. */
+/* The precision a request for `requested` runs as under caps: a plain
+ * "fp8" where the framework has no delayed scaling is its own per-tensor
+ * recipe (capability fp8_runs_as); anything else as requested. */
+px_precision px_caps_precision(const px_caps *caps, px_precision requested);
+
 px_status px_framework_load(const char *name_or_path, const char *dir, px_framework *out,
                             px_error *err);
+
+/* The runtime fields `calibrate --from-runs` may fit (NULL-terminated), the
+ * value of one, and the setter (false: not a fit field). */
+extern const char *const px_framework_fit_fields[];
+double px_framework_fit_value(const void *fw, const char *field);
+bool px_framework_fit_set(px_framework *fw, const char *field, double value);
+
+/* Resolves name_or_path to the profile file px_framework_load reads (into
+ * path).  PX_ERR_NOT_FOUND as px_framework_load for an unknown name. */
+px_status px_framework_path(const char *name_or_path, const char *dir, char *path,
+                            int path_len, px_error *err);
 
 /* The same with one of the profile's releases applied: the traits its
  * "releases" section says that release ran differently (schema:

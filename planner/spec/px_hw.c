@@ -109,7 +109,117 @@ static const coll_array coll_arrays[] = {
 #define N_COLL_ARRAYS ((int)(sizeof coll_arrays / sizeof coll_arrays[0]))
 static const char *const hw_extra_keys[] = {"gemm_points",    "allreduce_points",
                                             "allgather_points", "reduce_scatter_points",
-                                            "alltoall_points", NULL};
+                                            "alltoall_points",  "sources",       "gemm_eff_scale",
+                                            "attn_eff_scale",   "fitted",        NULL};
+
+/* The optional "sources" object: for a field of the profile, where its value
+ * comes from (a datasheet, a published kernel or collective measurement);
+ * every key names a field the profile sets and every value is a non-empty
+ * string.  The cost model never reads it. */
+static px_status check_sources(json_t *obj, const char *file, px_error *err)
+{
+    json_t *src = json_object_get(obj, "sources");
+    if (!src)
+        return PX_OK;
+    if (!json_is_object(src))
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "sources: expected an object of field -> string, got %s",
+                            px_jf_type_name(src));
+    const char *k;
+    json_t *v;
+    json_object_foreach(src, k, v) {
+        if (!json_object_get(obj, k) || !strcmp(k, "sources"))
+            return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                                "sources.%s: not a field this profile sets", k);
+        if (!json_is_string(v) || !json_string_value(v)[0])
+            return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                                "sources.%s: expected a non-empty string naming where the "
+                                "value comes from",
+                                k);
+    }
+    return PX_OK;
+}
+
+/* The fitted scales: outside hw_fields because a profile holds them only when
+ * fitted (written only then, so an unfitted profile reads and writes as it
+ * always did).  Bounds: a stack between 1/20 and 4x of the profile's model. */
+#define MIN_SCALE 0.05
+#define MAX_SCALE 4.0
+static const px_jfield hw_scale_fields[] = {
+    HD("gemm_eff_scale", gemm_eff_scale, false, MIN_SCALE, MAX_SCALE),
+    HD("attn_eff_scale", attn_eff_scale, false, MIN_SCALE, MAX_SCALE),
+};
+
+const char *const px_hw_fit_fields[] = {"gemm_eff_scale", "attn_eff_scale", "intra_bw",
+                                        "inter_bw", NULL};
+
+static double *fit_field(px_hw *hw, const char *field)
+{
+    if (strcmp(field, "gemm_eff_scale") == 0)
+        return &hw->gemm_eff_scale;
+    if (strcmp(field, "attn_eff_scale") == 0)
+        return &hw->attn_eff_scale;
+    if (strcmp(field, "intra_bw") == 0)
+        return &hw->intra_bw;
+    if (strcmp(field, "inter_bw") == 0)
+        return &hw->inter_bw;
+    return NULL;
+}
+
+double px_hw_fit_value(const void *hw, const char *field)
+{
+    const double *x = fit_field((px_hw *)hw, field);
+    if (!x)
+        return 0.0;
+    bool scale = x == &((const px_hw *)hw)->gemm_eff_scale ||
+                 x == &((const px_hw *)hw)->attn_eff_scale;
+    return scale && *x == 0.0 ? 1.0 : *x;
+}
+
+bool px_hw_fit_set(px_hw *hw, const char *field, double value)
+{
+    double *x = fit_field(hw, field);
+    if (x)
+        *x = value;
+    return x != NULL;
+}
+
+/* Reads the fitted scales and the provenance object (both optional). */
+static px_status read_fitted(json_t *obj, const char *file, const char *path, px_hw *out,
+                             px_error *err)
+{
+    json_t *sub = json_object();
+    if (!sub)
+        return PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < 2; i++) {
+        json_t *v = json_object_get(obj, hw_scale_fields[i].key);
+        if (v)
+            json_object_set(sub, hw_scale_fields[i].key, v);
+    }
+    px_status st = px_jf_read(hw_scale_fields, 2, sub, out, file, path, NULL, err);
+    json_decref(sub);
+    json_t *f = json_object_get(obj, "fitted");
+    if (st == PX_OK && f)
+        st = px_fitted_read(f, file, px_hw_fit_fields, &out->fitted, err);
+    if (st == PX_OK)
+        st = px_fitted_check(&out->fitted, file, px_hw_fit_value, out, err);
+    return st;
+}
+
+static px_status write_fitted(const px_hw *hw, json_t *obj, px_error *err)
+{
+    for (int i = 0; i < 2; i++) {
+        double x = *(const double *)((const char *)hw + hw_scale_fields[i].offset);
+        if (x != 0.0 && json_object_set_new(obj, hw_scale_fields[i].key, json_real(x)) != 0)
+            return PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
+    }
+    if (hw->fitted.n_runs > 0) {
+        json_t *f = px_fitted_to_json(&hw->fitted);
+        if (!f || json_object_set_new(obj, "fitted", f) != 0)
+            return PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
+    }
+    return PX_OK;
+}
 
 void px_hw_init(px_hw *hw)
 {
@@ -172,6 +282,14 @@ static px_status check_optional_rates(const px_hw *hw, px_error *err)
                                "%g..%g%s%s)", hw->name, f->key, x, o->zero_means, o->min,
                                f->max, o->unit[0] ? " " : "", o->unit);
         }
+    }
+    /* the calibrated scales: 0 = absent (1), else their own range */
+    for (int i = 0; i < 2; i++) {
+        double x = *(const double *)((const char *)hw + hw_scale_fields[i].offset);
+        if (x != 0 && !(x >= MIN_SCALE && x <= MAX_SCALE))
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "profile %s: %s: %g is out of range (allowed: %g..%g; absent = 1)",
+                           hw->name, hw_scale_fields[i].key, x, MIN_SCALE, MAX_SCALE);
     }
     return PX_OK;
 }
@@ -299,6 +417,10 @@ px_status px_hw_from_json(json_t *obj, const char *file, const char *path, px_hw
     px_status st =
         px_jf_read(hw_fields, N_HW_FIELDS, obj, out, file, path, hw_extra_keys, err);
     if (st == PX_OK)
+        st = check_sources(obj, file, err);
+    if (st == PX_OK)
+        st = read_fitted(obj, file, path, out, err);
+    if (st == PX_OK)
         st = read_points(obj, "gemm_points", gemm_fields, 4, out->gemm_points,
                          sizeof(px_gemm_point), PX_HW_MAX_GEMM_POINTS, &out->n_gemm_points,
                          file, path, err);
@@ -342,6 +464,8 @@ px_status px_hw_to_json(const px_hw *hw, json_t **out, px_error *err)
     if (!obj)
         return PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
     px_status st = px_jf_write(hw_fields, N_HW_FIELDS, hw, obj, "hw", err);
+    if (st == PX_OK)
+        st = write_fitted(hw, obj, err);
     /* The point arrays are written only when present: datasheet profiles
      * have none, and an empty array would say "calibrated, nothing found". */
     if (st == PX_OK && hw->n_gemm_points > 0)

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "px_error.h"
+#include "px_fitted.h"
 
 /* One measured (or datasheet) GEMM throughput point: C[m,n] = A[m,k] B[k,n]. */
 typedef struct {
@@ -139,6 +140,13 @@ typedef struct {
     /* GPUs in one host (a compute tray), when the fast domain spans several
      * (GB200 / GB300 NVL72: 4 a tray, 72 on NVLink); 0: gpus_per_node */
     int gpus_per_host;
+    /* Multipliers on the GEMM and the attention kernels' rates, fitted to a
+     * cluster's own measured runs (`calibrate --from-runs`, docs/calibration.md):
+     * what that stack achieves against this profile's model.  Optional, 0 = 1;
+     * written only when set. */
+    double gemm_eff_scale;
+    double attn_eff_scale;
+    px_fitted fitted;         /* provenance of the fitted fields; n_runs 0: none */
 } px_hw;
 
 /* Loads a profile by name (hw_profiles/<name>.json) or path. */
@@ -157,6 +165,13 @@ px_status px_hw_check_field(const char *what, const char *key, double x, px_erro
 px_status px_hw_validate(const px_hw *hw, px_error *err);
 
 const char *px_hw_profiles_dir_default(void);
+
+/* The fields `calibrate --from-runs` may fit, NULL-terminated, and the value
+ * the cost model uses for one of them (a scale left 0 is 1). */
+extern const char *const px_hw_fit_fields[];
+double px_hw_fit_value(const void *hw, const char *field);
+/* Sets a fit field's value (false: not a fit field). */
+bool px_hw_fit_set(px_hw *hw, const char *field, double value);
 
 /* Defaults of the optional profile fields (docs/hw-schema.md says why each). */
 #define PX_HW_DEFAULT_MEM_RESERVE_BYTES INT64_C(4000000000) /* CUDA context, NCCL, fragmentation */

@@ -78,6 +78,7 @@ void px_parallel_init(px_parallel *p)
     p->precision = PX_PREC_BF16;
     p->cp_comm = PX_CPC_P2P;
     p->quantized_params = true;
+    px_finetune_init(&p->finetune);
     snprintf(p->order, sizeof p->order, "%s", "tp-cp-ep-pp-dp");
 }
 

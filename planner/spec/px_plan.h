@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "px_error.h"
+#include "px_finetune.h"
 #include "px_hw.h"
 #include "px_model.h"
 #include "px_precision.h"
@@ -90,6 +91,8 @@ typedef struct {
      * replicated across the groups (HSDP); 0 = shard over the whole dp·cp
      * group. */
     int shard_group;
+    /* What is trained: pre-training, SFT or LoRA adapters (px_finetune.h). */
+    px_finetune finetune;
 } px_parallel;
 
 /* Sets every field to the single-GPU defaults (all sizes 1, 1F1B, ZeRO 0,

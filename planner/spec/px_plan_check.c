@@ -38,6 +38,7 @@ static void caps_all(px_caps *c, const char *name)
     c->moe_gpt_block = true;
     c->max_zero_with_pp = 3;
     c->empty_end_chunks = true;
+    c->finetune = (1u << PX_FT_COUNT) - 1;
 }
 
 /* Everything the cost model prices.  The vocabulary is padded as Megatron
@@ -74,6 +75,7 @@ static void caps_engine(px_caps *c, const char *name)
     c->moe_gpt_block = false;
     c->hybrid_shard = false; /* ZeRO-3 shards over the whole data-parallel group */
     c->empty_end_chunks = false; /* every chunk runs at least one layer */
+    c->finetune = 1u << PX_FT_NONE | 1u << PX_FT_FULL; /* no adapters: every weight trains */
 }
 
 /* Any consumer's: what some consumer runs (plan I/O reads a plan against it,
@@ -507,6 +509,40 @@ static px_status check_options(const px_parallel *p, const px_caps *caps, px_err
     return PX_OK;
 }
 
+/* What is trained: a mode the consumer runs; LoRA's settings in range, on a
+ * dense model (the experts' adapters are not priced). */
+static px_status check_finetune(const px_model *m, const px_finetune *f, const px_caps *caps,
+                                px_error *err)
+{
+    if ((int)f->mode < 0 || f->mode >= PX_FT_COUNT)
+        return PX_FAIL(err, PX_ERR_INVALID, "parallel.finetune.mode = %d: out of range",
+                       (int)f->mode);
+    if (f->mode != PX_FT_NONE && !(caps->finetune & (1u << f->mode))) { /* pre-training: any */
+        char allowed[64] = "none";
+        for (int k = 1; k < PX_FT_COUNT; k++)
+            if (caps->finetune & (1u << k))
+                snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), ", %s",
+                         px_finetune_mode_name((px_ft_mode)k));
+        return lacks(err, "finetune", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "finetune = %s: %s does not run it; allowed: %s",
+                       px_finetune_mode_name(f->mode), caps->name, allowed));
+    }
+    if (!px_finetune_is_lora(f))
+        return PX_OK;
+    if (f->rank < 1 || f->rank > PX_LORA_MAX_RANK || !(f->alpha > 0.0) || f->targets == 0 ||
+        (f->targets & ~(unsigned)PX_LORA_ALL))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "finetune lora: rank %d (allowed 1..%d), alpha %g (positive), targets "
+                       "0x%x (some of qkv, proj, fc1, fc2)",
+                       f->rank, PX_LORA_MAX_RANK, f->alpha, f->targets);
+    if (m->n_experts > 0 || m->attn == PX_ATTN_MLA)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "finetune = lora on model \"%s\": LoRA is priced on dense layers with "
+                       "standard attention only (no adapters on experts or MLA latents)",
+                       m->name);
+    return PX_OK;
+}
+
 /* The CP flavour: one the consumer runs; the all-to-all (Ulysses) shards the
  * heads of a TP rank over cp. */
 static px_status check_cp_comm(const px_model *m, const px_parallel *p, const px_caps *caps,
@@ -572,6 +608,8 @@ px_status px_plan_check(const px_model *m, const px_parallel *p, const px_caps *
         st = check_options(p, caps, err);
     if (st == PX_OK)
         st = check_cp_comm(m, p, caps, err);
+    if (st == PX_OK)
+        st = check_finetune(m, &p->finetune, caps, err);
     /* last, so that a refusal by feature says every other rule holds */
     if (st == PX_OK)
         st = px_rule_features(m, caps, err);

@@ -448,12 +448,6 @@ px_status px_row_map(const json_t *row, const char *profiles_dir, px_row_call *o
         snprintf(n, sizeof n, "vocabulary unpublished: %lld assumed", (long long)out->model.vocab);
         add_note(out, n);
     }
-    if (out->finetune[0]) {
-        char n[128];
-        snprintf(n, sizeof n, "fine-tuning (%s) planned as pre-training: plan has no --finetune",
-                 out->finetune);
-        add_note(out, n);
-    }
     return PX_OK;
 }
 
@@ -475,6 +469,8 @@ void px_row_search_opts(const px_row_call *call, px_search_opts *o)
     o->shard_group = call->shard_group;
     o->recompute = call->recompute;
     o->precision = call->precision;
+    if (call->finetune[0]) /* "lora" or "full": row_finetune's words */
+        px_finetune_mode_parse(call->finetune, &o->finetune.mode, NULL);
 }
 
 px_status px_row_load_framework(const px_row_call *call, const char *name_or_path,
@@ -560,6 +556,7 @@ void px_row_plan_args(const px_row_call *c, char *buf, size_t n)
         snprintf(buf + u, n - u, " --precision %s", px_precision_name(c->precision));
     u = strlen(buf);
     if (u < n)
-        snprintf(buf + u, n - u, " --framework %s%s%s --json", c->framework,
-                 c->release[0] ? " --framework-release " : "", c->release);
+        snprintf(buf + u, n - u, " --framework %s%s%s%s%s --json", c->framework,
+                 c->release[0] ? " --framework-release " : "", c->release,
+                 c->finetune[0] ? " --finetune " : "", c->finetune);
 }

@@ -10,9 +10,8 @@
  *     row's gpu_memory_gb / gpus_per_node where they differ;
  *   - the options: every published tp, pp, dp, cp, vpp, ep, micro-batch and
  *     global batch fixed, --zero / --shard-group from zero_stage and fsdp,
- *     --recompute, --precision, --framework, --framework-release (and
- *     --finetune, which `plan` does not have: a row that names fine-tuning
- *     is planned as pre-training and says so in its note);
+ *     --recompute, --precision, --framework, --framework-release, and
+ *     --finetune lora / full where the id or notes name LoRA / SFT;
  *   - the compared quantity: tokens/s per GPU when published, else MFU, else
  *     step time; the error is + when the prediction is too fast.
  * px_row_predict then runs exactly the search `plan` runs with those options
@@ -84,7 +83,7 @@ typedef struct {
     px_precision precision; /* --precision */
     char framework[32];     /* --framework: a profile name of frameworks/ */
     char release[32];       /* --framework-release; "" = none (the framework as today) */
-    char finetune[8];       /* "lora", "full" or "" (plan has no --finetune yet: noted) */
+    char finetune[8];       /* --finetune: "lora", "full" or "" (pre-training) */
     px_row_on on;           /* the compared quantity */
     double measured;        /* its measured value (tokens/s per GPU, MFU, or seconds) */
     char note[512];         /* assumptions taken ("; "-separated), "" when none */

@@ -15,7 +15,7 @@ from ._capi import Error
 Error.__module__ = "parallax"  # shown as parallax.Error in tracebacks
 
 __all__ = ["Error", "Model", "plan", "explain", "validate", "export", "load_hw",
-           "plan_options", "__version__"]
+           "calibrate_from_runs", "plan_options", "__version__"]
 __version__ = _capi.version()
 
 
@@ -122,3 +122,14 @@ def load_hw(hw):
     """A hardware profile (a name, a path or a dict) as the planner reads it
     (docs/hw-schema.md)."""
     return _capi.call("hw_load", {"hw": hw})
+
+
+def calibrate_from_runs(rows, hw, framework, max_factors=None):
+    """`calibrate --from-runs`: measured runs (a list of rows of the
+    published-runs schema) fitted into a hardware and a framework profile,
+    starting from hw and framework (profile names or paths).  Returns
+    {"hw": dict, "framework": dict, "fit": dict}: the fitted profiles as
+    their files hold them (save them as JSON for plan(hw=..., framework=...))
+    and the fit table (docs/calibration.md)."""
+    return _capi.call("calibrate_from_runs", {"runs": rows, "hw": hw, "framework": framework,
+                                              "max_factors": max_factors})

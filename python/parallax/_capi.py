@@ -55,7 +55,7 @@ def _use_packaged_presets():
 _use_packaged_presets()
 _lib = ctypes.CDLL(_find_library())
 _REQUEST_CALLS = ("parallax_plan", "parallax_explain", "parallax_validate", "parallax_export",
-                  "parallax_model_load", "parallax_hw_load")
+                  "parallax_model_load", "parallax_hw_load", "parallax_calibrate_from_runs")
 for _name in _REQUEST_CALLS:
     _fn = getattr(_lib, _name)
     _fn.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]

@@ -31,9 +31,14 @@ grep -q 'fp8_flops = 0' "$tmp/err" || fail "fp8 on a100: $(cat "$tmp/err")"
 [ $? -eq 1 ] || fail "fp8 under the default framework: want exit 1"
 grep -q 'framework parallax cannot run fp8 GEMMs (capability precisions' "$tmp/err" \
   || fail "fp8 / parallax: $(cat "$tmp/err")"
-"$PLAN" --model llama3-8b --gpus 8 --precision fp8 --framework torchtitan > "$tmp/out" 2> "$tmp/err"
-[ $? -eq 1 ] || fail "fp8 under torchtitan: want exit 1"
-grep -q 'capability precisions' "$tmp/err" || fail "fp8 / torchtitan: $(cat "$tmp/err")"
+"$PLAN" --model llama3-8b --gpus 8 --precision fp8 --framework deepspeed > "$tmp/out" 2> "$tmp/err"
+[ $? -eq 1 ] || fail "fp8 under deepspeed: want exit 1"
+grep -q 'capability precisions' "$tmp/err" || fail "fp8 / deepspeed: $(cat "$tmp/err")"
+# torchtitan has no delayed scaling: a plain fp8 runs as torchao's tensorwise
+# dynamic recipe (capability fp8_runs_as), per-tensor current scaling
+"$PLAN" --model llama3-8b --gpus 8 --precision fp8 --framework torchtitan > "$tmp/out" 2> "$tmp/err" \
+  || fail "fp8 under torchtitan: $(cat "$tmp/err")"
+grep -q '^# precision fp8-cs:' "$tmp/out" || fail "fp8 / torchtitan: not run as fp8-cs"
 "$PLAN" --model llama3-8b --gpus 16 --cp 2 --cp-comm a2a --framework maxtext > "$tmp/out" 2> "$tmp/err"
 [ $? -eq 1 ] || fail "a2a under maxtext: want exit 1"
 grep -q 'capability cp_flavours' "$tmp/err" || fail "a2a / maxtext: $(cat "$tmp/err")"

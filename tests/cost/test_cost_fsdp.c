@@ -4,10 +4,12 @@
  * the first and the last, hybrid sharding adds the replicas' all-reduce and
  * shards the state over the group only; Megatron's uneven split; a search
  * under a framework that has no hybrid sharding refuses --shard-group. */
+#include <math.h>
 #include <string.h>
 
 #include "px_cost.h"
 #include "px_cost_fsdp.h"
+#include "px_framework.h"
 #include "px_search.h"
 #include "px_split_megatron.h"
 #include "px_test.h"
@@ -88,6 +90,89 @@ static void rails(void)
     CHECK(eight.total_s < one.total_s / 4.0 && eight.total_s > one.total_s / 8.0 - 1e-9);
 }
 
+/* MoE under ZeRO-3: the experts' shard group (expert data parallel) is
+ * gathered beside the dense one, its own size, node crossing and NICs; a
+ * layer's two gathers add before the windows apply */
+static void expert_shards(void)
+{
+    px_hw hw;
+    px_error err;
+    CHECK(px_hw_load("h100-sxm", NULL, &hw, &err) == PX_OK);
+    px_fw_runtime run;
+    memset(&run, 0, sizeof run);
+    run.fsdp_prefetch_layers = 1;
+    run.fsdp_reshard_after_forward = true;
+    /* dense 1e8 over 64 ranks on 8 NICs a node; experts 1e9 over 8 ranks
+     * one a node (EP 8 inside each node): one NIC */
+    px_fsdp_shard sh[2] = {{64, true, 8.0, 1e8}, {8, true, 1.0, 1e9}};
+    double ag = px_time_coll_s(&hw, PX_COLL_ALLGATHER, 64, 1e8 * 2 / 8.0, true) +
+                px_time_coll_s(&hw, PX_COLL_ALLGATHER, 8, 1e9 * 2, true);
+    double rs = px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 64, 1e8 * 4 / 8.0, true) +
+                px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 8, 1e9 * 4, true);
+    px_fsdp_time t, lumped;
+    px_cost_fsdp_time_shards(&hw, &run, sh, 2, 1, false, 10, 2, 4, 3, 1e3, 2e3, 0.0, &t);
+    CHECK_CLOSE(t.total_s, 3 * (10 * (2 * ag + rs) - ag), 1e-9, 0);
+    CHECK_CLOSE(t.exposed_s, 3 * (ag + rs), 1e-9, 0); /* long layers: first and last show */
+    /* pricing the experts with the dense group's 8 NICs is 8x too cheap on
+     * their bandwidth term */
+    px_cost_fsdp_time(&hw, &run, 64, 1, true, false, 8.0, 1.1e9, 10, 2, 4, 3, 1e3, 2e3, 0.0,
+                      &lumped);
+    CHECK_MSG(t.total_s > 4.0 * lumped.total_s, "shards %.3f s, lumped %.3f s", t.total_s,
+              lumped.total_s);
+    /* one shard is px_cost_fsdp_time exactly */
+    px_fsdp_shard one = {8, false, 1.0, 2e8};
+    px_fsdp_time a, b;
+    px_cost_fsdp_time_shards(&hw, &run, &one, 1, 1, false, 32, 2, 4, 2, 1.0, 2.0, 0.0, &a);
+    px_cost_fsdp_time(&hw, &run, 8, 1, false, false, 1.0, 2e8, 32, 2, 4, 2, 1.0, 2.0, 0.0, &b);
+    CHECK(a.total_s == b.total_s && a.exposed_s == b.exposed_s && a.bytes == b.bytes);
+}
+
+/* A whole plan: Mixtral 8x7B on 64 H100 at EP 8 under Megatron's ZeRO-3:
+ * the dense half gathered over DP 64 on 8 NICs a node, the experts over
+ * their expert-data-parallel group of 8, one GPU a node (one NIC); the
+ * step's DP total is the two groups' per-layer collectives (a total does
+ * not depend on the overlap windows). */
+static void expert_group_in_plan(void)
+{
+    px_model m;
+    px_hw hw;
+    px_framework fw;
+    px_error err = {0};
+    CHECK(px_model_load("mixtral-8x7b", NULL, &m, &err) == PX_OK);
+    CHECK(px_hw_load("h100-sxm", NULL, &hw, &err) == PX_OK);
+    CHECK(px_framework_load("megatron", NULL, &fw, &err) == PX_OK);
+    px_parallel par;
+    px_parallel_init(&par);
+    par.tp = 1;
+    par.ep = 8;
+    par.etp = 1;
+    par.dp = 64;
+    par.zero = 3;
+    par.micro_batch = 1;
+    par.n_micro = 2;
+    par.seq_len = 4096;
+    CHECK(px_cost_check(&m, &par, &err) == PX_OK);
+    static px_cost_ctx ctx;
+    CHECK(px_cost_ctx_init(&ctx, &m, &hw, &err) == PX_OK);
+    ctx.run = &fw.run;
+    px_prediction p;
+    px_cost_detail d;
+    CHECK(px_cost_eval(&ctx, &par, 0.0, 0.0, &p, &d, &err) == PX_OK);
+    double n = (double)m.n_layers, e = 2.0, g = 4.0; /* bf16 gathers, fp32 reduce */
+    /* the stage's dense parameters (embedding and head included) spread
+     * over its layers, as the framework's per-layer units carry them */
+    double experts = (double)ctx.expert_params / 8.0;
+    double dense = ((double)d.params_per_gpu - n * experts) / n;
+    px_fsdp_shard sh[2] = {{64, true, px_cost_fsdp_rails(&hw, &fw.run, 64, 1), dense},
+                           {8, true, px_cost_fsdp_rails(&hw, &fw.run, 8, 8), experts}};
+    CHECK_CLOSE(sh[0].rails, 8.0, 1e-12, 0);
+    CHECK_CLOSE(sh[1].rails, 1.0, 1e-12, 0);
+    px_fsdp_time want;
+    px_cost_fsdp_time_shards(&hw, &fw.run, sh, 2, 1, false, n, e, g, 2.0, 1.0, 2.0, 0.0, &want);
+    CHECK_MSG(fabs(d.dp_total_s - want.total_s) <= 1e-9 * want.total_s, "dp total %.6f s, want %.6f s",
+              d.dp_total_s, want.total_s);
+}
+
 static void megatron_split(void)
 {
     int lpc[64];
@@ -165,6 +250,8 @@ int main(void)
     buffers();
     timing();
     rails();
+    expert_shards();
+    expert_group_in_plan();
     megatron_split();
     search_shard_group();
     return px_test_result("cost_fsdp");

@@ -446,6 +446,28 @@ static void test_moe_overlap_trait(void)
     CHECK(p1.time.step_s < p0.time.step_s);
 }
 
+/* The EP all-to-all: the share to the peers of a rank's node over NVLink,
+ * the rest through its NIC, at the same time. */
+static void test_moe_a2a_split(void)
+{
+    px_hw hw;
+    load_hw("h100-sxm", &hw);
+    double msg = 134e6;
+    double out = px_time_coll_s(&hw, PX_COLL_ALLTOALL, 32, msg * 30.0 / 31.0, true);
+    double in = px_time_coll_s(&hw, PX_COLL_ALLTOALL, 32, msg * 1.0 / 31.0, false);
+    CHECK_CLOSE(px_moe_a2a_time_s(&hw, 32, msg, 2, true), out > in ? out : in, 1e-12, 0);
+    /* 30/31 of the wire through the NIC: cheaper than all of it */
+    CHECK(px_moe_a2a_time_s(&hw, 32, msg, 2, true) <
+          px_time_coll_s(&hw, PX_COLL_ALLTOALL, 32, msg, true));
+    /* one rank a node: every peer remote, the plain node-crossing all-to-all */
+    CHECK_CLOSE(px_moe_a2a_time_s(&hw, 8, msg, 1, true),
+                px_time_coll_s(&hw, PX_COLL_ALLTOALL, 8, msg, true), 1e-12, 0);
+    /* inside a node */
+    CHECK_CLOSE(px_moe_a2a_time_s(&hw, 8, msg, 8, false),
+                px_time_coll_s(&hw, PX_COLL_ALLTOALL, 8, msg, false), 1e-12, 0);
+    CHECK(px_moe_a2a_time_s(&hw, 1, msg, 1, false) == 0.0);
+}
+
 int main(void)
 {
     test_names();
@@ -459,5 +481,6 @@ int main(void)
     test_cp_flavours();
     test_moe();
     test_moe_overlap_trait();
+    test_moe_a2a_split();
     return px_test_result("test_precision");
 }

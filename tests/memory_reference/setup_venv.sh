@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # Sets up the memory reference suite's scratch environment outside the
-# repository (default /work/venvs/memref): a Python venv, DeepSpeed's
+# repository (default $HOME/.cache/parallax/memref): a Python venv, DeepSpeed's
 # pinned source release (unpacked, not built: its estimator functions are
 # plain arithmetic and are called without torch) and Megatron-LM's
 # megatron/training/theoretical_memory_usage.py at a pinned commit, taken
 # from a local clone of NVIDIA/Megatron-LM (MEGATRON_LM_GIT).
 set -euo pipefail
-VENV="${PX_MEMREF_VENV:-/work/venvs/memref}"
+VENV="${PX_MEMREF_VENV:-$HOME/.cache/parallax/memref}"
 DEEPSPEED_VERSION=0.19.8
 MEGATRON_COMMIT=d98e8a64ddf34856e74b24714e3bedb2f5a39553
-MEGATRON_LM_GIT="${MEGATRON_LM_GIT:-/work/.mirror/NVIDIA+Megatron-LM/repo}"
+MEGATRON_LM_GIT="${MEGATRON_LM_GIT:-}"
+if [ -z "$MEGATRON_LM_GIT" ]; then
+  echo "setup_venv.sh: set MEGATRON_LM_GIT to the git directory of a clone of NVIDIA/Megatron-LM" \
+       "that has commit $MEGATRON_COMMIT" >&2
+  exit 2
+fi
 case "$VENV" in "$(git rev-parse --show-toplevel 2>/dev/null || echo /nonexistent)"*)
   echo "setup_venv.sh: PX_MEMREF_VENV=$VENV is inside the repository; choose a scratch path" >&2
   exit 2;; esac

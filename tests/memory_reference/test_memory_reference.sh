@@ -4,7 +4,7 @@
 # PX_MEMORY_REFERENCE=1 and the scratch venv from setup_venv.sh exists.
 set -u
 PLAN="$1"
-VENV="${PX_MEMREF_VENV:-/work/venvs/memref}"
+VENV="${PX_MEMREF_VENV:-$HOME/.cache/parallax/memref}"
 ROOT="${PARALLAX_SOURCE_ROOT:-.}"
 if [ "${PX_MEMORY_REFERENCE:-0}" != 1 ]; then
   echo "skipped: set PX_MEMORY_REFERENCE=1 (and run tests/memory_reference/setup_venv.sh)"; exit 77

@@ -193,6 +193,31 @@ try:
 except parallax.Error as e:
     check("maxtext has no exporter" in str(e), "export to maxtext: %s" % e)
 
+# calibrate_from_runs is calibrate --from-runs: the same fitted profiles
+runs = [r for r in json.load(open(os.path.join(SRC, "tests/validate/data/published-runs.json")))
+        if r["id"] in ("dgxc-v25.04-llama3-8b-bf16-h100-8gpu",
+                       "dgxc-v25.04-llama3-70b-bf16-h100-64gpu")]
+fit = parallax.calibrate_from_runs(runs, hw="h100-sxm", framework="megatron")
+check(fit["hw"]["fitted"]["runs"] == [r["id"] for r in runs], "fitted.runs: %s" % fit["hw"].get("fitted"))
+check(len(fit["fit"]["runs"]) == 2 and fit["fit"]["sse_fitted"] <= fit["fit"]["sse_base"],
+      "fit table: %s" % fit["fit"])
+runs_file = os.path.join(os.getcwd(), "runs.json")
+json.dump(runs, open(runs_file, "w"))
+prefix = os.path.join(os.getcwd(), "fitted")
+r = subprocess.run([os.path.join(os.path.dirname(PLAN), "calibrate"), "--from-runs", runs_file,
+                    "--hw", "h100-sxm", "--framework", "megatron", "-o", prefix],
+                   capture_output=True, text=True, timeout=300)
+check(r.returncode == 0, "calibrate --from-runs: %s" % r.stderr)
+if r.returncode == 0:
+    check(json.load(open(prefix + ".hw.json")) == fit["hw"], "the hw profile is calibrate's")
+    check(json.load(open(prefix + ".framework.json")) == fit["framework"],
+          "the framework profile is calibrate's")
+try:
+    parallax.calibrate_from_runs([{"id": "x"}], hw="h100-sxm", framework="megatron")
+    check(False, "a row without fields raised nothing")
+except parallax.Error as e:
+    check("runs[0]" in str(e) and "hardware.gpu" in str(e), "bad row: %s" % e)
+
 check(parallax.__version__ == cli("--version")[0].split()[-1], "__version__ is plan --version")
 print("%d failures" % len(failures))
 sys.exit(1 if failures else 0)

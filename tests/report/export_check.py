@@ -49,7 +49,7 @@ def megatron_parser():
               "--overlap-param-gather", "--tp-comm-overlap", "--grad-reduce-in-bf16", "--bf16",
               "--group-query-attention", "--swiglu", "--disable-bias-linear", "--add-qkv-bias",
               "--untie-embeddings-and-output-weights", "--qk-layernorm",
-              "--multi-latent-attention"]:
+              "--multi-latent-attention", "--finetune"]:
         p.add_argument(f, action="store_true")
     return p
 
@@ -104,6 +104,8 @@ def check_megatron(text, plan):
         if line.strip() and not line.startswith("#"):
             argv += shlex.split(line)
     a = megatron_parser().parse_args(argv)
+    ft = plan["parallel"].get("finetune", {"mode": "none"})["mode"]
+    eq("finetune", a.finetune, ft == "full")
     nodes, per = map(int, re.search(r"torchrun --nnodes (\d+) --nproc-per-node (\d+)",
                                      text).groups())
     eq("GPUs (torchrun)", nodes * per, g)
@@ -165,6 +167,18 @@ def check_nemo(text, plan):
     eq("micro-batch", d["train"]["micro_batch_size"], par["micro_batch"])
     eq("distributed optimizer", d["ddp"]["use_distributed_optimizer"], par["zero"] >= 1)
     eq("bf16", mo["bf16"], plan["hw"]["dtype_bytes"] == 2)
+    ft = plan["parallel"].get("finetune", {"mode": "none"})
+    megatron_modules = {"qkv": "linear_qkv", "proj": "linear_proj", "fc1": "linear_fc1",
+                        "fc2": "linear_fc2"}
+    if ft["mode"] == "lora":
+        pe = d["peft"]
+        eq("peft target", pe["_target_"], "megatron.bridge.peft.lora.LoRA")
+        eq("LoRA modules", pe["target_modules"], [megatron_modules[t] for t in ft["lora_targets"]])
+        eq("LoRA dim", pe["dim"], ft["lora_rank"])
+        eq("LoRA alpha", pe["alpha"], ft["lora_alpha"])
+    else:
+        eq("peft", d.get("peft"), None)
+    eq("base checkpoint", "pretrained_checkpoint" in d.get("checkpoint", {}), ft["mode"] == "full")
 
 
 def check_torchtitan(text, plan):

@@ -50,6 +50,18 @@ plan ds --model llama3-8b --gpus 64 --zero 1 --pp 2 --schedule 1f1b --cp 1 --sp 
   --recompute none --partition uniform --top 1
 export_ok ds deepspeed
 export_ok ds megatron
+# fine-tuning: LoRA's peft section to NeMo, refused by the formats without
+# adapters and by the executor; SFT with Megatron's --finetune
+plan lora --model llama3-8b --gpus 8 --framework megatron --finetune lora --lora-rank 16 \
+  --lora-alpha 24 --lora-targets qkv,fc1 --partition uniform --top 1
+export_ok lora nemo
+refused lora megatron 'LoRA fine-tuning'
+refused lora torchtitan 'LoRA fine-tuning'
+refused lora deepspeed 'LoRA fine-tuning'
+refused lora slurm 'finetune = lora'
+plan sft --model llama3-8b --gpus 8 --framework megatron --finetune full --partition uniform --top 1
+export_ok sft megatron
+export_ok sft nemo
 # an MoE model to Megatron (experts, expert TP)
 plan moe --model mixtral-8x7b --gpus 256 --schedule 1f1b --partition uniform --top 1
 export_ok moe megatron

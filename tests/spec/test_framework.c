@@ -108,6 +108,16 @@ static void profiles(void)
     CHECK(fw.caps.max_pp == 1 && fw.caps.cp_flavours == 0 && fw.caps.zero[3] && !fw.caps.zero[1]);
     CHECK(fw.caps.hybrid_shard && !fw.caps.sp);
     CHECK(fw.run.fsdp_reshard_after_forward && fw.run.fsdp_prefetch_layers == 1);
+    /* torchtitan: a plain fp8 request runs as torchao's tensorwise dynamic
+     * scaling (fp8-cs); Megatron has delayed scaling and keeps fp8; other
+     * formats are never renamed */
+    CHECK(px_framework_load("torchtitan", NULL, &fw, &err) == PX_OK);
+    CHECK(px_caps_precision(&fw.caps, PX_PREC_FP8) == PX_PREC_FP8_CS);
+    CHECK(px_caps_precision(&fw.caps, PX_PREC_MXFP8) == PX_PREC_MXFP8);
+    CHECK(px_caps_precision(&fw.caps, PX_PREC_BF16) == PX_PREC_BF16);
+    CHECK(px_framework_load("megatron", NULL, &fw, &err) == PX_OK);
+    CHECK(px_caps_precision(&fw.caps, PX_PREC_FP8) == PX_PREC_FP8);
+    CHECK(px_caps_precision(NULL, PX_PREC_FP8) == PX_PREC_FP8);
     /* unknown name: the message lists the allowed ones */
     CHECK(px_framework_load("nope", NULL, &fw, &err) == PX_ERR_NOT_FOUND);
     CHECK(strstr(err.msg, "megatron") && strstr(err.msg, "torchtitan"));
@@ -163,6 +173,17 @@ static void search(void)
     CHECK_MSG(strstr(err.msg, "schedules") && strstr(err.msg, "zb-h1") &&
                   strstr(err.msg, "megatron"),
               "%s", err.msg);
+
+    /* torchtitan: the search itself runs a plain fp8 request as fp8-cs */
+    CHECK(px_framework_load("torchtitan", NULL, &fw, &err) == PX_OK);
+    px_search_opts_init(&o);
+    o.caps = &fw.caps;
+    o.run = &fw.run;
+    o.milp = false;
+    o.global_batch = 64;
+    o.precision = PX_PREC_FP8;
+    CHECK_MSG(px_search_run(&m, &hw, 8, &o, &res, &err) == PX_OK, "%s", err.msg);
+    CHECK(res.n_top > 0 && res.top[0].par.precision == PX_PREC_FP8_CS);
 
     CHECK(px_framework_load("llm-foundry", NULL, &fw, &err) == PX_OK);
     px_search_opts_init(&o);

@@ -166,6 +166,23 @@ int main(void)
     data_write("pts.json", text, path, sizeof path);
     CHECK(px_hw_load(path, NULL, &hw, &err) == PX_ERR_INVALID);
     CHECK_MSG(strstr(err.msg, "gemm_points[0].k: missing") != NULL, "%s", err.msg);
+    /* sources: each names a field the profile sets, with a non-empty string */
+    snprintf(text, sizeof text,
+             "{%s, \"dtype_bytes\": 2, \"sources\": {\"hbm_bw\": \"datasheet\"}}\n", base);
+    data_write("src.json", text, path, sizeof path);
+    CHECK(px_hw_load(path, NULL, &hw, &err) == PX_OK);
+    snprintf(text, sizeof text,
+             "{%s, \"dtype_bytes\": 2, \"sources\": {\"fp8_flops\": \"datasheet\"}}\n", base);
+    data_write("src2.json", text, path, sizeof path);
+    CHECK(px_hw_load(path, NULL, &hw, &err) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(err.msg, "sources.fp8_flops: not a field this profile sets") != NULL, "%s",
+              err.msg);
+    snprintf(text, sizeof text, "{%s, \"dtype_bytes\": 2, \"sources\": {\"hbm_bw\": \"\"}}\n",
+             base);
+    data_write("src3.json", text, path, sizeof path);
+    CHECK(px_hw_load(path, NULL, &hw, &err) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(err.msg, "sources.hbm_bw: expected a non-empty string") != NULL, "%s",
+              err.msg);
     data_write("mal.json", "{\n\"name\": \"x\"\n\"peak\": 1}\n", path, sizeof path);
     CHECK(px_hw_load(path, NULL, &hw, &err) == PX_ERR_PARSE);
     CHECK(err.line == 3 && err.column > 0);

@@ -138,12 +138,13 @@ static void check_call(void)
     CHECK(call.zero == 3 && call.shard_group == 4 && call.recompute == PX_RECOMPUTE_SELECTIVE);
     CHECK(call.precision == PX_PREC_FP16 && !strcmp(call.framework, "megatron"));
     CHECK(!strcmp(call.release, "2022") && !strcmp(call.finetune, "full"));
-    CHECK(strstr(call.note, "plan has no --finetune") != NULL);
+    CHECK(strstr(call.note, "finetune") == NULL); /* passed as --finetune full, not noted */
     CHECK(call.on == PX_ROW_ON_STEP && call.measured == 0.5);
     char args[1024];
     px_row_plan_args(&call, args, sizeof args);
     CHECK_MSG(strstr(args, "--shard-group 4") && strstr(args, "--zero 3") &&
-                  strstr(args, "--framework-release 2022") && strstr(args, "--precision fp16"),
+                  strstr(args, "--framework-release 2022") && strstr(args, "--precision fp16") &&
+                  strstr(args, "--finetune full"),
               "%s", args);
 
     px_row_result res;
