@@ -166,8 +166,12 @@ px_status check_fixed(const px_model *m, int gpus, int64_t s, const px_search_op
         st = fixed_rule(res, PX_REJ_HEADS, px_rule_tp(m, o->tp, caps, &e), "tp", o->tp, &e, err);
     if (st == PX_OK && o->cp > 0)
         st = fixed_rule(res, PX_REJ_SEQ, px_rule_cp(s, o->cp, caps, &e), "cp", o->cp, &e, err);
-    if (st == PX_OK && o->pp > 0 && px_rule_pipeline(m, o->pp, o->vpp > 1 ? o->vpp : 1,
-                                                     fixed_pp_schedule(o, caps), caps, &e))
+    /* with --vpp, the end chunks may hold the embedding or the loss alone
+     * where the framework runs that, as the vpp check below */
+    if (st == PX_OK && o->pp > 0 &&
+        (o->vpp > 1 ? px_rule_pipeline_end_slots(m, o->pp, o->vpp, fixed_pp_schedule(o, caps),
+                                                 caps, &e)
+                    : px_rule_pipeline(m, o->pp, 1, fixed_pp_schedule(o, caps), caps, &e)))
         st = o->vpp > 1 ? reject_fixed(res, PX_REJ_LAYERS, err, "--pp %d --vpp %d: %s", o->pp,
                                        o->vpp, e.msg)
                         : fixed_rule(res, PX_REJ_LAYERS, PX_ERR_INVALID, "pp", o->pp, &e, err);

@@ -72,4 +72,17 @@ PY
 # the lecture's Gemma remark: on the TPU torus the best plan for seed-70b uses no pipeline
 "$PLAN" --model seed-70b --gpus 1024 --hw tpu-v5p --json > "$tmp/tpu.json" || fail "tpu exited $?"
 python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['plans'][0]['parallel']; sys.exit(0 if p['pp']==1 else 'FAIL: tpu pp %d' % p['pp'])" "$tmp/tpu.json" || exit 1
+# a fixed --pp with --vpp may give Megatron's embedding and loss end chunks
+# of their own: 30 layers on pp 4 x vpp 8 = 32 chunks plan under megatron,
+# and the same layout is refused where the framework runs no such chunks
+cat > "$tmp/l30.json" <<'JSON'
+{"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 30,
+ "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+ "max_position_embeddings": 8192, "hidden_act": "silu", "tie_word_embeddings": false}
+JSON
+"$PLAN" --model "$tmp/l30.json" --gpus 64 --tp 8 --pp 4 --vpp 8 --dp 2 --framework megatron \
+  --partition uniform --json > "$tmp/l30.out" 2> "$tmp/l30.err" || fail "30 layers, pp 4 vpp 8: $(cat "$tmp/l30.err")"
+"$PLAN" --model "$tmp/l30.json" --gpus 64 --tp 8 --pp 4 --vpp 8 --dp 2 --framework torchtitan \
+  --partition uniform --json > "$tmp/l30.out" 2> "$tmp/l30.err" && fail "torchtitan ran 32 chunks of 30 layers"
+grep -q 'pp x vpp = 32 exceeds the 30 layers' "$tmp/l30.err" || fail "torchtitan 30 layers: $(cat "$tmp/l30.err")"
 echo PASS
