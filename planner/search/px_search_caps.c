@@ -8,8 +8,11 @@
  * rule no capability lifts ends the probing: the request is illegal for any
  * consumer, and the search says so by its own counts. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "px_framework.h"
+#include "px_hw.h"
 #include "px_plan_check.h"
 #include "px_search.h"
 
@@ -232,19 +235,46 @@ static bool take_option(fixed_dim k, const px_search_opts *o, px_parallel *p, co
     }
 }
 
+/* The shipped framework profiles (frameworks/) that run probe, as a list
+ * for a refusal's hint ("" when none does or none loads). */
+static void frameworks_that_run(const px_model *m, const px_parallel *probe, char *out,
+                                size_t n)
+{
+    out[0] = '\0';
+    char names[1024];
+    px_hw_list_profiles(px_framework_dir_default(), names, sizeof names);
+    px_framework *fw = malloc(sizeof *fw);
+    if (!fw)
+        return;
+    char *save = NULL;
+    for (char *name = strtok_r(names, ", ", &save); name; name = strtok_r(NULL, ", ", &save)) {
+        px_error e;
+        if (px_framework_load(name, NULL, fw, &e) != PX_OK ||
+            px_plan_check_cap(m, probe, &fw->caps, NULL, NULL) != PX_OK)
+            continue;
+        size_t used = strlen(out);
+        snprintf(out + used, n - used, "%s%s", used ? ", " : "", name);
+    }
+    free(fw);
+}
+
 /* A dimension fixed on the command line that the framework cannot run is
- * an error naming the capability (the enumeration would only count it). */
-static px_status framework_refuses(const px_caps *c, px_error *err, const char *flag,
+ * an error naming the capability (the enumeration would only count it) and
+ * the shipped frameworks that run it. */
+static px_status framework_refuses(const px_model *m, const px_parallel *probe,
+                                   const px_caps *c, px_error *err, const char *flag,
                                    const char *cap, const char *what)
 {
-    char src[300];
+    char src[300], others[256];
     if (c->source[0])
         snprintf(src, sizeof src, "%s", c->source);
     else
         snprintf(src, sizeof src, "frameworks/%s.json", c->name);
+    frameworks_that_run(m, probe, others, sizeof others);
     return PX_FAIL(err, PX_ERR_INFEASIBLE,
-                   "%s: framework %s cannot run %s (capability %s of %s)", flag, c->name, what,
-                   cap, src);
+                   "%s: framework %s cannot run %s (capability %s of %s)%s%s%s", flag, c->name,
+                   what, cap, src, others[0] ? "; --framework " : "", others,
+                   others[0] ? " can" : "");
 }
 
 /* A refusal by model feature comes last in px_plan_check: every other rule
@@ -276,9 +306,9 @@ px_status px_search_check_framework(const px_model *m, const px_search_opts *o, 
             return px_plan_check(m, &probe, c, err);
         if (!cap)
             break; /* a rule no framework lifts: the search reports it */
-        return framework_refuses(c, err, flag, cap, what);
+        return framework_refuses(m, &probe, c, err, flag, cap, what);
     }
     if (px_rule_features(m, c, NULL) != PX_OK)
-        return framework_refuses(c, err, "--model", "model_features", m->name);
+        return framework_refuses(m, &probe, c, err, "--model", "model_features", m->name);
     return PX_OK;
 }

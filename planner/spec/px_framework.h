@@ -123,15 +123,15 @@ typedef struct {
 /* $PARALLAX_FRAMEWORK_DIR if set, else frameworks/ of the source tree. */
 const char *px_framework_dir_default(void);
 
-/* Reads frameworks/<name>.json (dir NULL: the default), or the file when
- * name_or_path is a path.  Strict: unknown keys, wrong types, unknown names
- * in the lists and traits without a source are errors naming the file, the
- * field and the allowed values. */
 /* The precision a request for `requested` runs as under caps: a plain
  * "fp8" where the framework has no delayed scaling is its own per-tensor
  * recipe (capability fp8_runs_as); anything else as requested. */
 px_precision px_caps_precision(const px_caps *caps, px_precision requested);
 
+/* Reads frameworks/<name>.json (dir NULL: the default), or the file when
+ * name_or_path is a path.  Strict: unknown keys, wrong types, unknown names
+ * in the lists and traits without a source are errors naming the file, the
+ * field and the allowed values. */
 px_status px_framework_load(const char *name_or_path, const char *dir, px_framework *out,
                             px_error *err);
 

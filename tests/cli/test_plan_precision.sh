@@ -31,6 +31,8 @@ grep -q 'fp8_flops = 0' "$tmp/err" || fail "fp8 on a100: $(cat "$tmp/err")"
 [ $? -eq 1 ] || fail "fp8 under the default framework: want exit 1"
 grep -q 'framework parallax cannot run fp8 GEMMs (capability precisions' "$tmp/err" \
   || fail "fp8 / parallax: $(cat "$tmp/err")"
+grep -q -- '; --framework .*megatron.* can$' "$tmp/err" \
+  || fail "fp8 / parallax: the refusal names no framework that runs fp8: $(cat "$tmp/err")"
 "$PLAN" --model llama3-8b --gpus 8 --precision fp8 --framework deepspeed > "$tmp/out" 2> "$tmp/err"
 [ $? -eq 1 ] || fail "fp8 under deepspeed: want exit 1"
 grep -q 'capability precisions' "$tmp/err" || fail "fp8 / deepspeed: $(cat "$tmp/err")"
