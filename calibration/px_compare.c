@@ -95,7 +95,7 @@ void px_compare_score(px_compare_set *set)
             set->runs[i].report = reports[i];
         free(reports);
     }
-    set->n_bad = 0;
+    set->n_bad = set->n_fail = 0;
     set->worst_time = set->worst_mem = set->worst_rank = 0.0;
     set->any_rank = false;
     for (int i = 0; i < set->n; i++) {
@@ -107,10 +107,13 @@ void px_compare_score(px_compare_set *set)
         run->e_mem = px_report_rel_err((double)p->peak_memory_bytes,
                                        (double)m->peak_memory_bytes);
         const px_rank_mem *rm = &run->ranks;
-        run->ok = (set->max_time < 0.0 || fabs(run->e_time) <= set->max_time) &&
-                  (set->max_mem < 0.0 || fabs(run->e_mem) <= set->max_mem) &&
-                  (set->max_mem < 0.0 || rm->n == 0 || fabs(rm->worst_err) <= set->max_mem);
+        bool time_ok = fabs(run->e_time) <= set->max_time;
+        bool mem_ok = fabs(run->e_mem) <= set->max_mem &&
+                      (rm->n == 0 || fabs(rm->worst_err) <= set->max_mem);
+        run->ok = time_ok && mem_ok;
+        run->fails_given = (set->time_given && !time_ok) || (set->mem_given && !mem_ok);
         set->n_bad += !run->ok;
+        set->n_fail += run->fails_given;
         set->worst_time = fmax(set->worst_time, fabs(run->e_time));
         set->worst_mem = fmax(set->worst_mem, fabs(run->e_mem));
         if (rm->n > 0) {

@@ -44,10 +44,21 @@ grep -q '^# limits' "$tmp/out" || fail "limits header missing"
 rc=$?
 cat "$tmp/out2"
 [ "$rc" = 1 ] || fail "memory error of 20% passed the 10% limit (exit $rc)"
-[ "$(grep -c ' | yes$' "$tmp/out2")" = 2 ] || fail "expected 2 runs within the limits (good, slow at -20%)"
-[ "$(grep -c ' | NO$' "$tmp/out2")" = 1 ] || fail "expected 1 run outside the limits"
+[ "$(grep -c ' | within$' "$tmp/out2")" = 2 ] || fail "expected 2 runs within the limits (good, slow at -20%)"
+[ "$(grep -c ' | outside$' "$tmp/out2")" = 1 ] || fail "expected 1 run outside the limits"
 "$cmp" --max-time-err 0.15 "$tmp/slow.json" >/dev/null && fail "-20% step time passed a 15% limit"
-"$cmp" "$tmp/fat.json" >/dev/null || fail "without limits every run passes"
+# Without limits the defaults (25 % step time, 10 % memory) still mark a
+# run outside them, plainly, and count it; the exit status stays 0.
+report "$tmp/wild.json" 0.223 0.100 100000000 100000000
+"$cmp" "$tmp/good.json" "$tmp/wild.json" "$tmp/fat.json" >"$tmp/out3" \
+  || fail "without limits the exit status is not 0"
+cat "$tmp/out3"
+grep -q '+123.0% .* | outside$' "$tmp/out3" || fail "+123% step error not marked outside"
+grep -q '+20.0% .* | outside$' "$tmp/out3" || fail "+20% memory error not marked outside (default 10 %)"
+[ "$(grep -c ' | within$' "$tmp/out3")" = 1 ] || fail "expected 1 run within the default limits"
+grep -q '; 2 outside the limits (defaults)$' "$tmp/out3" || fail "default-limit count wrong: $(tail -1 "$tmp/out3")"
+grep -q '^# limits (defaults): |step time err| <= 25%, |peak memory err| <= 10%' "$tmp/out3" \
+  || fail "default limits not stated"
 
 "$cmp" --json --max-time-err 0.25 "$tmp/good.json" "$tmp/slow.json" >"$tmp/j" || fail "--json run failed"
 python3 - "$tmp/j" <<'PY' || fail "--json output wrong"
@@ -190,7 +201,7 @@ json.dump(d, open(sys.argv[3], "w"))
 PY
 "$cmp" --max-mem-err 0.10 "$tmp/skew.json" >"$tmp/out5"; rc=$?
 [ "$rc" = 1 ] || fail "a rank 25 % off its own stage passed (exit $rc): $(cat "$tmp/out5")"
-grep -q ' +0.0% | *-25.0% r1 | NO$' "$tmp/out5" || fail "skewed run's row: $(cat "$tmp/out5")"
+grep -q ' +0.0% | *-25.0% r1 | outside$' "$tmp/out5" || fail "skewed run's row: $(cat "$tmp/out5")"
 "$cmp" "$tmp/short.json" 2>"$tmp/e11" >/dev/null; rc=$?
 [ "$rc" = 2 ] || fail "per_rank_stage of the wrong length: exit $rc, want 2"
 grep -q 'short.json: per_rank_stage has 1 entries; expected 2' "$tmp/e11" \
