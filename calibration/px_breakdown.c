@@ -36,8 +36,8 @@ px_status px_breakdown_from_report(const px_report_file *rep, const char *path,
         sum_m += c->meas[i];
     }
     out->ranks = c->ranks;
-    out->pred_step = c->pred_step;
-    out->meas_step = c->meas_step;
+    out->pred_step = rep->predicted.step_time_s;
+    out->meas_step = rep->measured.step_time_s;
     out->pred[PX_BD_CLASSES] = out->pred_step - sum_p;
     out->meas[PX_BD_CLASSES] = out->meas_step - sum_m;
     return PX_OK;
@@ -48,13 +48,13 @@ static double step_err(const px_breakdown *b, int i)
     return b->meas_step > 0.0 ? (b->pred[i] - b->meas[i]) / b->meas_step : NAN;
 }
 
-void px_breakdown_print(FILE *f, const char *label, const px_breakdown *b)
+void px_breakdown_print(FILE *f, const char *label, int label_width, const px_breakdown *b)
 {
     for (int i = 0; i <= PX_BD_ROWS; i++) {
         bool total = i == PX_BD_ROWS;
         double p = total ? b->pred_step : b->pred[i], m = total ? b->meas_step : b->meas[i];
         double e = b->meas_step > 0.0 ? (p - m) / b->meas_step : NAN;
-        fprintf(f, "%-44.44s %-22s | %9.4f %9.4f %+9.4f | %+7.1f%%\n", label,
+        fprintf(f, "%-*s %-22s | %9.4f %9.4f %+9.4f | %+7.1f%%\n", label_width, label,
                 total ? "step" : LABELS[i], p, m, p - m, 100.0 * e);
     }
 }

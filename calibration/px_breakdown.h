@@ -22,6 +22,12 @@ typedef struct {
     int ranks;
     double pred[PX_BD_ROWS];  /* seconds per step; other = step - sum of the classes */
     double meas[PX_BD_ROWS];  /* mean over the ranks of each rank's mean per timed step */
+    /* The step is the report's own, the one compare's table shows:
+     * predicted.step_time_s and measured.step_time_s (the median of the
+     * slowest rank's timed steps), so one run has one measured step.  The
+     * classes are means over the ranks; "other" is the rest up to that step
+     * (the slowest rank's extra time included; negative where the ranks'
+     * mean class time exceeds the median step). */
     double pred_step, meas_step;
 } px_breakdown;
 
@@ -38,7 +44,7 @@ px_status px_breakdown_from_report(const px_report_file *rep, const char *path,
 /* The rows as text (one line per class, run label first) and as JSON
  * ({class: {predicted_s, measured_s, step_error}}; step_error = (pred -
  * meas) / measured step, the row's part of the step-time error). */
-void px_breakdown_print(FILE *f, const char *label, const px_breakdown *b);
+void px_breakdown_print(FILE *f, const char *label, int label_width, const px_breakdown *b);
 json_t *px_breakdown_json(const px_breakdown *b);
 
 #endif

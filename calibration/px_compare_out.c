@@ -113,12 +113,12 @@ void px_compare_print(FILE *out, const px_compare_set *set)
         print_ranks(out, set, w);
     if (set->breakdown) {
         fprintf(out, "# time by class, seconds per step: predicted vs measured (the mean over "
-                     "the ranks of each rank's mean over the timed steps); step_err = (pred - "
+                     "the ranks of each rank's mean over the timed steps; step: the table's, the median of the slowest rank's steps, other: the rest); step_err = (pred - "
                      "meas) / measured step, the row's part of the step-time error\n");
-        fprintf(out, "%-44s %-22s | %9s %9s %9s | %8s\n", "run", "class", "pred_s", "meas_s",
-                "diff_s", "step_err");
+        fprintf(out, "%-*s %-22s | %9s %9s %9s | %8s\n", w, "run", "class", "pred_s",
+                "meas_s", "diff_s", "step_err");
         for (int i = 0; i < set->n; i++)
-            px_breakdown_print(out, set->runs[i].report.label, &set->runs[i].breakdown);
+            px_breakdown_print(out, set->runs[i].report.label, w, &set->runs[i].breakdown);
     }
     char wr[48] = "";
     if (set->any_rank)

@@ -123,6 +123,48 @@ grep -q 'warning: .*orphan.json: plan "no-such-plan.json".*cannot be opened' "$t
 "$cmp" "$tmp/good.json" 2>"$tmp/e10" >/dev/null
 [ ! -s "$tmp/e10" ] || fail "warning without a plan field: $(cat "$tmp/e10")"
 
+# --breakdown: one measured step for a run, the table's (measured
+# step_time_s, the median of the slowest rank's steps), not the ranks' mean
+# step of measured_class_s; the classes and "other" sum to it.  Two runs of
+# one plan with long report names: the label is shown whole in both tables.
+classes() { # file meas_step ranks_mean_step
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+path, step, mean = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+r = json.load(open(path))
+r["measured"]["step_time_s"] = step
+keys = ["gemm", "attention", "elementwise", "comm", "p2p", "optimizer"]
+r["measured_class_s"] = {k: [0.002, 0.002] for k in keys}
+r["measured_class_s"]["step"] = [mean, mean]
+r["predicted_class_s"] = {k: 0.002 for k in keys}
+r["predicted_class_s"]["step"] = r["predicted"]["step_time_s"]
+json.dump(r, open(path, "w"))
+PY
+}
+for n in first second; do
+  f="$tmp/report-of-the-$n-run-on-the-quiet-machine.json"
+  report "$f" 0.030 0.024 100000000 100000000
+  classes "$f" 0.0240 0.0319
+done
+"$cmp" --breakdown "$tmp"/report-of-the-*-run-on-the-quiet-machine.json >"$tmp/bd" \
+  || fail "compare --breakdown on hand-made reports: $(cat "$tmp/bd")"
+cat "$tmp/bd"
+for n in first second; do
+  lab="tp2+sp pp1 dp1 mb1x4 1f1b \\[report-of-the-$n-run-on-the-quiet-machine\\]"
+  [ "$(grep -c "^$lab " "$tmp/bd")" = 9 ] || fail "label of the $n run cut or missing (want 1 table row + 8 breakdown rows)"
+  grep -q "^$lab  *step  *|  *0.0300  *0.0240 " "$tmp/bd" || fail "breakdown step of the $n run is not the table's 0.0240"
+done
+"$cmp" --breakdown --json "$tmp"/report-of-the-first-run-on-the-quiet-machine.json >"$tmp/bdj" \
+  || fail "compare --breakdown --json"
+python3 - "$tmp/bdj" <<'PY' || fail "--breakdown --json step is not the table's"
+import json, sys
+run = json.load(open(sys.argv[1]))["runs"][0]
+b = run["breakdown"]
+assert b["step"]["measured_s"] == run["measured"]["step_time_s"] == 0.024, b["step"]
+rows = ["gemm", "attention", "elementwise", "comm", "p2p", "optimizer", "other"]
+assert abs(sum(b[r]["measured_s"] for r in rows) - 0.024) < 1e-12, b
+PY
+
 # A real pipeline run: every rank against its own stage's prediction.
 # loop-gpt (tied embeddings: the LM head on the last stage) at PP 2 under
 # 1F1B: stage 0 holds two micro-batches in flight, stage 1 one and the head,
@@ -186,7 +228,7 @@ assert abs(c["worst_rank_peak_memory_err"] - max(abs(e) for e in d["per_rank_pea
 PY
 
 # A stage that is off while the worst-stage comparison holds: rank 1's own
-# stage predicted 25 % low fails --max-mem-err 0.10 (exit 1, row NO); the
+# stage predicted 25 % low fails --max-mem-err 0.10 (exit 1, row outside); the
 # worst-stage column alone would not have caught it.
 python3 - "$tmp/pp2.json" "$tmp/skew.json" "$tmp/short.json" <<'PY'
 import json, sys
