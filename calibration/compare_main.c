@@ -28,8 +28,8 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: compare [--max-time-err F] [--max-mem-err F] [--breakdown] [--json] [--html FILE] "
-               "report.json ...\n"
+    fprintf(f, "usage: compare [--max-time-err F] [--max-mem-err F] [--breakdown] "
+               "[--json | --csv] [--html FILE] report.json ...\n"
                "  --max-time-err F  fail (exit 1) when |predicted/measured - 1| of the step\n"
                "                    time exceeds F for any run; F a fraction in (0, 1]\n"
                "                    (0.25 for 25 %%)\n"
@@ -42,6 +42,8 @@ static void usage(FILE *f)
                "                    exposed communication, bubble + p2p, optimizer, other),\n"
                "                    predicted vs measured, from the report's *_class_s\n"
                "  --json            the table as JSON on stdout\n"
+               "  --csv             the table as CSV on stdout: a header row (units in the\n"
+               "                    column names), a row per report; not with --json\n"
                "  --html FILE       also write a self-contained HTML report: predicted vs\n"
                "                    measured, and each run's pipeline timeline, per-stage\n"
                "                    memory and time breakdown from its plan file\n"
@@ -64,7 +66,7 @@ static bool parse_fraction(const char *s, double *out)
 
 typedef struct {
     double max_time, max_mem; /* -1: no limit */
-    bool as_json, breakdown;
+    bool as_json, as_csv, breakdown;
     const char *html_path;
 } compare_cli;
 
@@ -92,6 +94,7 @@ static const px_arg compare_rows[] = {
     PX_ARG_CUSTOM("--max-time-err", read_max_time),
     PX_ARG_CUSTOM("--max-mem-err", read_max_mem),
     PX_ARG_SWITCH("--json", compare_cli, as_json),
+    PX_ARG_SWITCH("--csv", compare_cli, as_csv),
     PX_ARG_SWITCH("--breakdown", compare_cli, breakdown),
     PX_ARG_STR("--html", compare_cli, html_path),
 };
@@ -105,7 +108,7 @@ static void say_error(const char *what, const px_error *err)
 
 int main(int argc, char **argv)
 {
-    compare_cli cl = {-1.0, -1.0, false, false, NULL};
+    compare_cli cl = {-1.0, -1.0, false, false, false, NULL};
     px_args_result args;
     px_error aerr;
     if (px_args_parse(compare_rows, (int)(sizeof compare_rows / sizeof compare_rows[0]), argc,
@@ -126,6 +129,16 @@ int main(int argc, char **argv)
     if (args.n_positional == 0) {
         fprintf(stderr, "compare: no report given\n");
         usage(stderr);
+        return 2;
+    }
+    if (cl.as_json && cl.as_csv) {
+        fprintf(stderr, "compare: --csv and --json both given: they are exclusive, choose one "
+                        "(--csv for a spreadsheet, --json for the full content)\n");
+        return 2;
+    }
+    if (cl.as_csv && cl.breakdown) {
+        fprintf(stderr, "compare: --csv holds the table only, not --breakdown's rows: use "
+                        "--breakdown with the table or with --json\n");
         return 2;
     }
     px_error oerr;
@@ -169,6 +182,8 @@ int main(int argc, char **argv)
             free(s);
         }
         json_decref(root);
+    } else if (cl.as_csv) {
+        px_compare_csv(stdout, &set);
     } else {
         px_compare_print(stdout, &set);
     }

@@ -88,6 +88,10 @@ void px_compare_print(FILE *out, const px_compare_set *set);
 /* The same content as a JSON object (sorted by the caller's dump). */
 json_t *px_compare_json(const px_compare_set *set);
 
+/* --csv: the table as CSV, a header row with the units in the column names
+ * and one row per run (an infinite error, measured 0, is an empty field). */
+void px_compare_csv(FILE *out, const px_compare_set *set);
+
 /* --html: every run, in detail where its plan file can be read. */
 px_status px_compare_html(const char *path, const px_compare_set *set, px_error *err);
 

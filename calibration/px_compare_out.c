@@ -189,6 +189,62 @@ json_t *px_compare_json(const px_compare_set *set)
     return root;
 }
 
+/* A CSV field: quoted, with its quotes doubled, where it holds a comma, a
+ * quote or a line break (RFC 4180). */
+static void csv_str(FILE *out, const char *v)
+{
+    if (!strpbrk(v, ",\"\r\n")) {
+        fputs(v, out);
+        return;
+    }
+    fputc('"', out);
+    for (const char *c = v; *c; c++) {
+        if (*c == '"')
+            fputc('"', out);
+        fputc(*c, out);
+    }
+    fputc('"', out);
+}
+
+static void csv_err(FILE *out, double e)
+{
+    if (isfinite(e))
+        fprintf(out, ",%.6g", e);
+    else
+        fputc(',', out);
+}
+
+void px_compare_csv(FILE *out, const px_compare_set *set)
+{
+    fputs("report,run,ranks,predicted_step_time_s,measured_step_time_s,step_time_rel_err,"
+          "predicted_tokens_per_s,measured_tokens_per_s,tokens_per_s_rel_err,predicted_mfu,"
+          "measured_mfu,mfu_rel_err,predicted_peak_memory_bytes,measured_peak_memory_bytes,"
+          "peak_memory_rel_err,worst_rank_memory_rel_err,max_step_time_rel_err,"
+          "max_peak_memory_rel_err,within_limits\n", out);
+    for (int i = 0; i < set->n; i++) {
+        const px_compare_run *run = &set->runs[i];
+        const px_report *r = &run->report;
+        const px_report_side *p = &r->predicted, *m = &r->measured;
+        csv_str(out, r->path);
+        fputc(',', out);
+        csv_str(out, r->label);
+        fprintf(out, ",%d,%.9g,%.9g", r->world, p->step_time_s, m->step_time_s);
+        csv_err(out, run->e_time);
+        fprintf(out, ",%.9g,%.9g", p->tokens_per_s, m->tokens_per_s);
+        csv_err(out, run->e_tok);
+        fprintf(out, ",%.6g,%.6g", p->mfu, m->mfu);
+        csv_err(out, run->e_mfu);
+        fprintf(out, ",%lld,%lld", (long long)p->peak_memory_bytes,
+                (long long)m->peak_memory_bytes);
+        csv_err(out, run->e_mem);
+        if (run->ranks.n > 0)
+            csv_err(out, run->ranks.worst_err);
+        else
+            fputc(',', out);
+        fprintf(out, ",%g,%g,%s\n", set->max_time, set->max_mem, run->ok ? "yes" : "no");
+    }
+}
+
 /* One run for the page: the plan's details where its file can be read (its
  * recorded per-stage prediction, and the runtime traits of the framework it
  * was planned for, which the timeline's forward : backward split and

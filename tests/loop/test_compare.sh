@@ -165,6 +165,29 @@ rows = ["gemm", "attention", "elementwise", "comm", "p2p", "optimizer", "other"]
 assert abs(sum(b[r]["measured_s"] for r in rows) - 0.024) < 1e-12, b
 PY
 
+# --csv: the table's twin, a header with units in the names and a row per
+# report with the same numbers; --csv with --json (or --breakdown) refused.
+"$cmp" --csv "$tmp/good.json" "$tmp/wild.json" >"$tmp/csv" || fail "--csv failed"
+cat "$tmp/csv"
+python3 - "$tmp/csv" "$tmp" <<'PY' || fail "--csv output wrong"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 2, rows
+for need in ("predicted_step_time_s", "measured_step_time_s", "step_time_rel_err",
+             "predicted_peak_memory_bytes", "measured_peak_memory_bytes", "within_limits"):
+    assert need in rows[0], (need, rows[0].keys())
+g, w = rows
+assert g["report"] == sys.argv[2] + "/good.json" and g["run"] == "tp2+sp pp1 dp1 mb1x4 1f1b [good]", g
+assert abs(float(g["step_time_rel_err"]) - 0.1) < 1e-9 and g["within_limits"] == "yes", g
+assert abs(float(w["step_time_rel_err"]) - 1.23) < 1e-9 and w["within_limits"] == "no", w
+assert int(g["predicted_peak_memory_bytes"]) == 105000000, g
+PY
+"$cmp" --csv --json "$tmp/good.json" >"$tmp/cj" 2>"$tmp/e11"; rc=$?
+[ "$rc" = 2 ] && [ ! -s "$tmp/cj" ] && grep -q -- '--csv and --json both given' "$tmp/e11" \
+  || fail "--csv --json: exit $rc, $(cat "$tmp/e11")"
+"$cmp" --csv --breakdown "$tmp/good.json" >/dev/null 2>"$tmp/e12" && fail "--csv --breakdown accepted"
+grep -q -- '--csv holds the table only' "$tmp/e12" || fail "--csv --breakdown: $(cat "$tmp/e12")"
+
 # A real pipeline run: every rank against its own stage's prediction.
 # loop-gpt (tied embeddings: the LM head on the last stage) at PP 2 under
 # 1F1B: stage 0 holds two micro-batches in flight, stage 1 one and the head,
