@@ -168,6 +168,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "compare: warning: %s\n", warning);
     }
     px_compare_score(&set);
+    px_compare_repeat_warnings(stderr, &set);
     px_error err;
     px_error_clear(&err);
     if (cl.html_path && px_compare_html(cl.html_path, &set, &err) != PX_OK) {

@@ -73,12 +73,35 @@ static void rank_mem_of(const px_report_ranks *r, px_rank_mem *rm)
     }
 }
 
+/* The range of the report's step_times_s (n_steps 0 when absent, shorter
+ * than two steps, or holding a value that is not a time >= 0). */
+static void step_range_of(const px_report_file *f, px_compare_run *run)
+{
+    json_t *a = json_object_get(f->root, "step_times_s");
+    run->n_steps = 0;
+    if (!json_is_array(a) || json_array_size(a) < 2)
+        return;
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v) {
+        double t = json_number_value(v);
+        if (!json_is_number(v) || !isfinite(t) || t < 0.0) {
+            run->n_steps = 0;
+            return;
+        }
+        run->step_min = i == 0 ? t : fmin(run->step_min, t);
+        run->step_max = i == 0 ? t : fmax(run->step_max, t);
+        run->n_steps++;
+    }
+}
+
 px_status px_compare_read(const char *path, bool breakdown, px_compare_run *run, px_error *err)
 {
     PX_TRY(px_report_read(path, &run->report, err));
     PX_TRY(check_side(path, "measured", &run->report.measured, err));
     PX_TRY(check_side(path, "predicted", &run->report.predicted, err));
     rank_mem_of(&run->report.file.ranks, &run->ranks);
+    step_range_of(&run->report.file, run);
     if (breakdown)
         PX_TRY(px_breakdown_from_report(&run->report.file, path, &run->breakdown, err));
     return PX_OK;
@@ -121,6 +144,33 @@ void px_compare_score(px_compare_set *set)
             set->worst_rank = fmax(set->worst_rank, fabs(rm->worst_err));
         }
     }
+}
+
+int px_compare_repeat_warnings(FILE *out, const px_compare_set *set)
+{
+    int n = 0;
+    for (int i = 0; i < set->n; i++) {
+        const px_compare_run *a = &set->runs[i];
+        if (!a->report.label_shared || a->n_steps < 2)
+            continue;
+        for (int j = i + 1; j < set->n; j++) {
+            const px_compare_run *b = &set->runs[j];
+            if (!b->report.label_shared || b->n_steps < 2 ||
+                strcmp(a->report.label_base, b->report.label_base) != 0)
+                continue;
+            double ta = a->report.measured.step_time_s, tb = b->report.measured.step_time_s;
+            double bound = (a->step_max - a->step_min) + (b->step_max - b->step_min);
+            if (!(fabs(ta - tb) > bound))
+                continue;
+            fprintf(out, "compare: warning: two runs of one plan disagree beyond their noise: "
+                         "%s %.4f s and %s %.4f s (%.2fx), more apart than their step-to-step "
+                         "ranges together (%.4f s): measure again before trusting either\n",
+                    a->report.path, ta, b->report.path, tb, fmax(ta, tb) / fmin(ta, tb),
+                    bound);
+            n++;
+        }
+    }
+    return n;
 }
 
 void px_compare_free(px_compare_set *set)

@@ -51,6 +51,8 @@ typedef struct {
     double e_time, e_tok, e_mfu, e_mem; /* (predicted - measured) / measured */
     bool ok;                           /* within the limits */
     bool fails_given;                  /* outside a limit given on the command line */
+    int n_steps;                       /* timed steps in step_times_s, 0: none usable */
+    double step_min, step_max;         /* their range: the run's step-to-step noise */
 } px_compare_run;
 
 typedef struct {
@@ -94,6 +96,17 @@ void px_compare_csv(FILE *out, const px_compare_set *set);
 
 /* --html: every run, in detail where its plan file can be read. */
 px_status px_compare_html(const char *path, const px_compare_set *set, px_error *err);
+
+/* Runs of one plan (the label they share, told apart by report name) that
+ * disagree beyond their noise: the two medians (measured.step_time_s) differ
+ * by more than the sum of the two runs' step-to-step ranges (max - min of
+ * step_times_s, the slowest rank's timed steps).  Each run's median lies
+ * within its own range, so runs of one plan on a steady machine stay inside
+ * that bound; beyond it one of them ran on a different machine state (load,
+ * clock, placement) and neither measurement stands for the plan.  Writes
+ * one warning line per such pair to out and returns their count; runs
+ * without two usable step times are not judged. */
+int px_compare_repeat_warnings(FILE *out, const px_compare_set *set);
 
 void px_compare_free(px_compare_set *set);
 

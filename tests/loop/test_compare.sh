@@ -188,6 +188,30 @@ PY
 "$cmp" --csv --breakdown "$tmp/good.json" >/dev/null 2>"$tmp/e12" && fail "--csv --breakdown accepted"
 grep -q -- '--csv holds the table only' "$tmp/e12" || fail "--csv --breakdown: $(cat "$tmp/e12")"
 
+# Repeated runs of one plan (one label, told apart by report name): a 10x
+# apart pair, far beyond their step-to-step ranges, is warned about, naming
+# both reports; a pair within their ranges is not.
+steps() { # file median step times...
+  python3 - "$@" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["measured"]["step_time_s"] = float(sys.argv[2])
+r["step_times_s"] = [float(x) for x in sys.argv[3:]]
+json.dump(r, open(sys.argv[1], "w"))
+PY
+}
+mkdir -p "$tmp/rep"
+for n in a b c; do report "$tmp/rep/$n.json" 0.030 0.024 100000000 100000000; done
+steps "$tmp/rep/a.json" 0.024 0.023 0.024 0.025
+steps "$tmp/rep/b.json" 0.240 0.238 0.240 0.242
+steps "$tmp/rep/c.json" 0.025 0.023 0.025 0.027
+"$cmp" "$tmp/rep/a.json" "$tmp/rep/b.json" >/dev/null 2>"$tmp/e13" || fail "repeated runs: exit $?"
+cat "$tmp/e13"
+grep -q "warning: two runs of one plan disagree beyond their noise: $tmp/rep/a.json 0.0240 s and $tmp/rep/b.json 0.2400 s (10.00x)" \
+  "$tmp/e13" || fail "runs 10x apart not warned about: $(cat "$tmp/e13")"
+"$cmp" "$tmp/rep/a.json" "$tmp/rep/c.json" >/dev/null 2>"$tmp/e14" || fail "repeated runs: exit $?"
+grep -q "disagree" "$tmp/e14" && fail "runs within their noise warned about: $(cat "$tmp/e14")"
+
 # A real pipeline run: every rank against its own stage's prediction.
 # loop-gpt (tied embeddings: the LM head on the last stage) at PP 2 under
 # 1F1B: stage 0 holds two micro-batches in flight, stage 1 one and the head,
