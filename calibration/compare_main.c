@@ -1,19 +1,23 @@
 /* compare — predicted vs measured for one or more `execute --report` runs:
  *
- *   compare [--max-time-err F] [--max-mem-err F] [--breakdown] [--json] report.json ...
+ *   compare [--max-time-err F] [--max-mem-err F] [--breakdown] [--json | --csv] report.json ...
  *
  * Prints one fixed-column row per run (step time, tokens/s, MFU, peak
- * memory: predicted, measured, relative error = (pred - meas) / meas), then,
- * for reports that carry per-stage predictions, a row per rank against its
- * own pipeline stage, and a summary; with the limits, exits 1 when any run's
- * |step-time error|, |peak-memory error| (worst stage vs worst rank) or any
- * rank's |error against its own stage| exceeds them (the table is printed
- * either way).  --breakdown adds each run's step time by class, predicted
- * against measured (px_breakdown.h).
- * --json prints the same content as JSON (sorted keys).  Exit 2: bad
- * arguments (a limit outside (0, 1]) or an unreadable report (also one whose
- * step time or peak memory is negative).  A report whose plan file cannot be
- * opened is a warning on stderr: the run is then labelled by its file name. */
+ * memory: predicted, measured, relative error = (pred - meas) / meas, and
+ * whether it is within or outside the limits), then, for reports that carry
+ * per-stage predictions, a row per rank against its own pipeline stage, and
+ * a summary with the count outside.  A limit not given is its default
+ * (PX_COMPARE_DEFAULT_*); exits 1 when any run's |step-time error|,
+ * |peak-memory error| (worst stage vs worst rank) or any rank's |error
+ * against its own stage| exceeds a limit given on the command line (the
+ * table is printed either way).  --breakdown adds each run's step time by
+ * class, predicted against measured (px_breakdown.h).  --json prints the
+ * same content as JSON (sorted keys), --csv the table as CSV.  Exit 2: bad
+ * arguments (a limit outside (0, 1], --csv with --json or --breakdown) or an
+ * unreadable report (also one whose step time or peak memory is negative).
+ * Warnings on stderr: a report whose plan file cannot be opened (the run is
+ * then labelled by its file name), runs of one plan that disagree beyond
+ * their noise (px_compare_repeat_warnings). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
