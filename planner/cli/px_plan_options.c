@@ -30,7 +30,7 @@
 #define PX_TOP_MAX_STR PX_STR(PX_SEARCH_TOP_MAX)
 
 const char usage_text[] =
-    "usage: plan --model NAME|FILE --gpus G [options]\n"
+    "usage: plan --model NAME|FILE|DIR --gpus G [options]\n"
     "       plan --validate [FILE] [--json] [--check]   (as build/validate: docs/validation.md)\n"
     "       plan --list-models | --list-hw | --version\n"
     "\n"
@@ -38,7 +38,8 @@ const char usage_text[] =
     "ranks them by the predicted step time (docs/cost-model.md).  Every option\n"
     "takes its value as `--flag value` or `--flag=value`, once.\n"
     "\n"
-    "  --model NAME|FILE      model preset (models/), or a preset / Hugging Face config.json\n"
+    "  --model NAME|FILE|DIR  model preset (models/), a preset / Hugging Face config.json,\n"
+    "                         or a Hugging Face model folder (reads DIR/config.json)\n"
     "  --gpus G               number of GPUs\n"
     "  --hw NAME|FILE         hardware profile (hw_profiles/; default " PX_HW_DEFAULT ")\n"
     "  --framework NAME|FILE  the framework that will run the plan (frameworks/: parallax,\n"
