@@ -102,6 +102,8 @@ const char usage_text_2[] =
     "  --html FILE            write a self-contained HTML report: the chosen plan's pipeline\n"
     "                         timeline, per-stage memory, time breakdown, the top plans\n"
     "  --json                 print JSON instead of the table\n"
+    "  --csv                  print the ranked plans (or the sweep) as CSV instead of the\n"
+    "                         table: a header row, then one row per plan\n"
     "  --threads N            threads of the search (default: the processors; the result\n"
     "                         is the same for any N)\n"
     "  --sweep-gpus A..B      the best plan for each GPU count A, 2A, 4A, ... up to B (or a\n"
@@ -317,6 +319,7 @@ static const px_arg plan_rows[] = {
     PX_ARG_STR("--html", plan_cli, html),
     PX_ARG_SWITCH("--explain", plan_cli, explain),
     PX_ARG_SWITCH("--json", plan_cli, json),
+    PX_ARG_SWITCH("--csv", plan_cli, csv),
     PX_ARG_INT("--threads", plan_cli, opts.threads, 1, PX_SEARCH_THREADS_MAX),
     PX_ARG_STR("--sweep-gpus", plan_cli, sweep),
     PX_ARG_STR("--write-top", plan_cli, top_dir),
@@ -356,6 +359,9 @@ px_status parse_args(int argc, char **argv, bool model_given, plan_cli *c,
     if (!c->model && !model_given)
         return PX_FAIL(err, PX_ERR_USAGE,
                        "--model is required (a preset name such as 70b, or a config.json)");
+    if (c->csv && (c->json || c->explain))
+        return PX_FAIL(err, PX_ERR_USAGE, "--csv and %s both choose the output: give one of them",
+                       c->json ? "--json" : "--explain");
     if (c->sweep && c->gpus > 0)
         return PX_FAIL(err, PX_ERR_USAGE,
                        "--sweep-gpus and --gpus both set the GPU count: give one of them");
