@@ -221,7 +221,7 @@ static px_status request_model(json_t *req, px_model **model, px_error *err)
 /* plan (explain false: --json) or plan --explain (the text). */
 static int run_plan(const char *request, bool explain, char **result)
 {
-    static const char *const refused[] = {"json", "list_models", "list-models", "list_hw",
+    static const char *const refused[] = {"json", "csv", "list_models", "list-models", "list_hw",
                                           "list-hw", NULL};
     px_error err;
     px_error_clear(&err);

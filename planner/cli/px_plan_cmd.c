@@ -41,11 +41,10 @@ static px_status check_outputs(const plan_cli *c, px_error *err)
 }
 
 /* --sweep-gpus: one search per GPU count, the best of each as a table row
- * or a JSON array element.  Fails when no count could be planned. */
+ * or a JSON array element. */
 static px_status sweep_write(FILE *out, const plan_cli *c, const px_model *model,
                              const px_hw *hw, const px_sweep_row *rows, int n, px_error *err)
 {
-    int n_ok = 0;
     json_t *arr = c->json ? json_array() : NULL;
     if (!c->json)
         fprintf(out, "# plan sweep: %s on %s, the best plan per GPU count (ms = whole search)\n"
@@ -56,7 +55,6 @@ static px_status sweep_write(FILE *out, const plan_cli *c, const px_model *model
                 "tokens/s", "MFU");
     for (int i = 0; i < n; i++) {
         const px_sweep_row *r = &rows[i];
-        n_ok += r->st == PX_OK;
         if (c->json) {
             json_t *o = json_pack("{s:i,s:I,s:I,s:f}", "gpus", r->gpus, "evaluated",
                                   (json_int_t)r->n_evaluated, "valid", (json_int_t)r->n_valid,
@@ -92,11 +90,10 @@ static px_status sweep_write(FILE *out, const plan_cli *c, const px_model *model
             fputc('\n', out);
         json_decref(root);
     }
-    if (st == PX_OK && n_ok == 0)
-        st = PX_FAIL(err, PX_ERR_INFEASIBLE, "--sweep-gpus: no GPU count could be planned");
     return st;
 }
 
+/* Fails when no count could be planned (after writing every count's row). */
 static px_status run_sweep(const plan_cli *c, const px_model *model, const px_hw *hw, FILE *out,
                            px_error *err)
 {
@@ -109,7 +106,13 @@ static px_status run_sweep(const plan_cli *c, const px_model *model, const px_hw
         return PX_FAIL(err, PX_ERR_NOMEM, "--sweep-gpus: out of memory");
     st = px_sweep_run(model, hw, &list, &c->opts, rows, err);
     if (st == PX_OK)
-        st = sweep_write(out, c, model, hw, rows, list.n, err);
+        st = c->csv ? write_sweep_csv(out, rows, list.n, err)
+                    : sweep_write(out, c, model, hw, rows, list.n, err);
+    bool any = false;
+    for (int i = 0; st == PX_OK && i < list.n; i++)
+        any |= rows[i].st == PX_OK;
+    if (st == PX_OK && !any)
+        st = PX_FAIL(err, PX_ERR_INFEASIBLE, "--sweep-gpus: no GPU count could be planned");
     free(rows);
     return st;
 }
@@ -157,12 +160,13 @@ static px_status run_search(plan_cli *c, const px_model *model, FILE *out, px_er
         snprintf(w->plan.framework, sizeof w->plan.framework, "%s", w->fw.name);
         st = st != PX_OK ? st
              : c->json ? write_json(out, c, &w->model, &w->hw, &w->fw, &w->res, &w->plan, err)
+             : c->csv  ? write_csv(out, &w->res, err)
                      : write_table(out, c, &w->model, &w->hw, &w->fw, &w->res, fixed_uniform,
                                    err);
     }
     if (st == PX_OK && c->html) {
         st = write_html(c->html, &w->model, &w->hw, c->gpus, c->opts.run, &w->res, err);
-        if (st == PX_OK && !c->json)
+        if (st == PX_OK && !c->json && !c->csv)
             fprintf(out, "# wrote %s\n", c->html);
     }
     /* every ranked plan, as -o writes the chosen one */
@@ -182,7 +186,7 @@ static px_status run_search(plan_cli *c, const px_model *model, FILE *out, px_er
             size_t len = strlen(err->msg);
             snprintf(err->msg + len, sizeof err->msg - len, ": %s", strerror(errno));
         }
-        if (st == PX_OK && !c->json)
+        if (st == PX_OK && !c->json && !c->csv)
             fprintf(out, "# wrote %s\n", c->out);
     }
     free(w);

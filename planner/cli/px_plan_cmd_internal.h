@@ -1,7 +1,7 @@
 /* px_plan_cmd_internal.h — what the files of the `plan` command share, each
  * calling only those before it: px_plan_options.c (the command line),
- * px_plan_tables.c (the text tables), px_plan_cmd_json.c (the JSON and the
- * plan file), then px_plan_cmd.c (the command).  Not part of the planner's
+ * px_plan_tables.c (the text tables), px_plan_csv.c (--csv),
+ * px_plan_cmd_json.c (the JSON and the plan file), then px_plan_cmd.c (the command).  Not part of the planner's
  * interface. */
 #ifndef PX_PLAN_CMD_INTERNAL_H
 #define PX_PLAN_CMD_INTERNAL_H
@@ -16,6 +16,7 @@
 #include "px_plan.h"
 #include "px_plan_cmd.h"
 #include "px_search.h"
+#include "px_sweep.h"
 
 /* What the command line asks for. */
 typedef struct {
@@ -24,7 +25,7 @@ typedef struct {
     const char *html;          /* --html FILE */
     double price_per_gpu_hour; /* --price-per-gpu-hour; 0: the profile's */
     int gpus;
-    bool json, explain, list_models, list_hw;
+    bool json, csv, explain, list_models, list_hw;
     bool partition_given; /* --partition or --no-milp on the command line */
     bool lora_given;      /* --lora-rank, --lora-alpha or --lora-targets */
     px_search_opts opts;
@@ -58,6 +59,10 @@ px_status stage_table(const px_model *m, const px_hw *hw,
 px_status write_table(FILE *out, const plan_cli *c, const px_model *model,
                       const px_hw *hw, const px_framework *fw,
                       const px_search_result *res, bool fixed_uniform, px_error *err);
+
+/* px_plan_csv.c */
+px_status write_csv(FILE *out, const px_search_result *res, px_error *err);
+px_status write_sweep_csv(FILE *out, const px_sweep_row *rows, int n, px_error *err);
 
 /* px_plan_cmd_json.c */
 json_t *candidate_json(const px_candidate *c, int64_t seq, int64_t n_layers);

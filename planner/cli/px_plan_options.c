@@ -30,7 +30,7 @@
 #define PX_TOP_MAX_STR PX_STR(PX_SEARCH_TOP_MAX)
 
 const char usage_text[] =
-    "usage: plan --model NAME|FILE --gpus G [options]\n"
+    "usage: plan --model NAME|FILE|DIR --gpus G [options]\n"
     "       plan --validate [FILE] [--json] [--check]   (as build/validate: docs/validation.md)\n"
     "       plan --list-models | --list-hw | --version\n"
     "\n"
@@ -38,7 +38,8 @@ const char usage_text[] =
     "ranks them by the predicted step time (docs/cost-model.md).  Every option\n"
     "takes its value as `--flag value` or `--flag=value`, once.\n"
     "\n"
-    "  --model NAME|FILE      model preset (models/), or a preset / Hugging Face config.json\n"
+    "  --model NAME|FILE|DIR  model preset (models/), a preset / Hugging Face config.json,\n"
+    "                         or a Hugging Face model folder (reads DIR/config.json)\n"
     "  --gpus G               number of GPUs\n"
     "  --hw NAME|FILE         hardware profile (hw_profiles/; default " PX_HW_DEFAULT ")\n"
     "  --framework NAME|FILE  the framework that will run the plan (frameworks/: parallax,\n"
@@ -101,6 +102,8 @@ const char usage_text_2[] =
     "  --html FILE            write a self-contained HTML report: the chosen plan's pipeline\n"
     "                         timeline, per-stage memory, time breakdown, the top plans\n"
     "  --json                 print JSON instead of the table\n"
+    "  --csv                  print the ranked plans (or the sweep) as CSV instead of the\n"
+    "                         table: a header row, then one row per plan\n"
     "  --threads N            threads of the search (default: the processors; the result\n"
     "                         is the same for any N)\n"
     "  --sweep-gpus A..B      the best plan for each GPU count A, 2A, 4A, ... up to B (or a\n"
@@ -316,6 +319,7 @@ static const px_arg plan_rows[] = {
     PX_ARG_STR("--html", plan_cli, html),
     PX_ARG_SWITCH("--explain", plan_cli, explain),
     PX_ARG_SWITCH("--json", plan_cli, json),
+    PX_ARG_SWITCH("--csv", plan_cli, csv),
     PX_ARG_INT("--threads", plan_cli, opts.threads, 1, PX_SEARCH_THREADS_MAX),
     PX_ARG_STR("--sweep-gpus", plan_cli, sweep),
     PX_ARG_STR("--write-top", plan_cli, top_dir),
@@ -355,6 +359,9 @@ px_status parse_args(int argc, char **argv, bool model_given, plan_cli *c,
     if (!c->model && !model_given)
         return PX_FAIL(err, PX_ERR_USAGE,
                        "--model is required (a preset name such as 70b, or a config.json)");
+    if (c->csv && (c->json || c->explain))
+        return PX_FAIL(err, PX_ERR_USAGE, "--csv and %s both choose the output: give one of them",
+                       c->json ? "--json" : "--explain");
     if (c->sweep && c->gpus > 0)
         return PX_FAIL(err, PX_ERR_USAGE,
                        "--sweep-gpus and --gpus both set the GPU count: give one of them");

@@ -15,7 +15,7 @@ bool px_prec_is_low(px_precision p)
 double px_prec_peak_flops(const px_hw *hw, px_precision p)
 {
     switch (p) {
-    case PX_PREC_BF16:
+    case PX_PREC_BF16: return hw->fp16_only ? 0.0 : hw->peak_flops;
     case PX_PREC_FP16: return hw->peak_flops;
     case PX_PREC_FP8:
     case PX_PREC_FP8_CS:
@@ -42,10 +42,16 @@ px_status px_prec_check_hw(const px_hw *hw, px_precision p, px_error *err)
         return PX_FAIL(err, PX_ERR_INVALID, "precision %d: out of range", (int)p);
     if (px_prec_peak_flops(hw, p) > 0.0)
         return PX_OK;
+    if (p == PX_PREC_BF16)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "precision bf16: hardware profile %s has no bf16 tensor-core path "
+                       "(fp16_only = true); give --precision fp16",
+                       hw->name);
     return PX_FAIL(err, PX_ERR_INVALID,
                    "precision %s: hardware profile %s has no such tensor-core path (%s = 0); "
-                   "it runs bf16, fp16%s%s%s",
+                   "it runs %s%s%s%s",
                    px_precision_name(p), hw->name, peak_field(p),
+                   hw->fp16_only ? "fp16" : "bf16, fp16",
                    hw->fp8_flops > 0.0 ? ", fp8, fp8-cs, fp8-rowwise, fp8-block" : "",
                    hw->mxfp8_flops > 0.0 ? ", mxfp8" : "", hw->fp4_flops > 0.0 ? ", nvfp4" : "");
 }

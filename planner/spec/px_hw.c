@@ -75,6 +75,7 @@ static const px_jfield hw_fields[] = {
     HD("fp8_flops", fp8_flops, false, 0, MAX_FLOPS),
     HD("mxfp8_flops", mxfp8_flops, false, 0, MAX_FLOPS),
     HD("fp4_flops", fp4_flops, false, 0, MAX_FLOPS),
+    {"fp16_only", PX_JF_BOOL, offsetof(px_hw, fp16_only), 0, false, 0, NULL, 0, 0},
     HI("gpus_per_host", gpus_per_host, false, 0, 1 << 16),
 };
 #define N_HW_FIELDS ((int)(sizeof hw_fields / sizeof hw_fields[0]))

@@ -137,6 +137,9 @@ typedef struct {
     double fp8_flops;
     double mxfp8_flops;
     double fp4_flops;
+    /* The half-precision tensor-core path is fp16 only, with no bf16 (V100):
+     * peak_flops is the fp16 peak and a bf16 plan is refused. */
+    bool fp16_only;
     /* GPUs in one host (a compute tray), when the fast domain spans several
      * (GB200 / GB300 NVL72: 4 a tray, 72 on NVLink); 0: gpus_per_node */
     int gpus_per_host;

@@ -12,6 +12,7 @@
 #include "px_checked.h"
 #include "px_datadir.h"
 #include "px_jfield.h"
+#include "px_model_dir.h"
 #include "px_plan.h"
 #include "px_sliding.h"
 #include "px_plan_json.h"
@@ -795,10 +796,15 @@ px_status px_model_load(const char *name_or_path, const char *models_dir, px_mod
 {
     if (!name_or_path || !name_or_path[0])
         return PX_FAIL(err, PX_ERR_INVALID, "model: empty name");
+    char path[1024];
+    bool is_dir;
+    if (px_model_dir_config(name_or_path, path, sizeof path, &is_dir, err) != PX_OK)
+        return err->code;
+    if (is_dir)
+        return load_file(path, out, err);
     if (is_path(name_or_path) || file_exists(name_or_path))
         return load_file(name_or_path, out, err);
     const char *dir = models_dir ? models_dir : px_models_dir_default();
-    char path[1024];
     snprintf(path, sizeof path, "%s/%s.json", dir, name_or_path);
     if (!file_exists(path) && !find_alias(dir, name_or_path, path, sizeof path)) {
         char known[4096];

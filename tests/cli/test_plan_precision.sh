@@ -90,4 +90,15 @@ for p in fp8 fp8-cs fp8-block; do
   rc=$?
   [ $rc -eq 0 ] || fail "deepseek-v3 $p on 256 GPUs: exit $rc $(tail -1 "$tmp/err")"
 done
+# A profile claims only the formats its tensor cores have: v100 (fp16_only)
+# refuses bf16, naming the field, and plans fp16 at the same peak.
+"$PLAN" --model llama3-8b --hw v100 --gpus 16 --framework megatron --precision bf16 \
+    > "$tmp/out" 2> "$tmp/err" && fail "v100 planned bf16"
+grep -q "fp16_only" "$tmp/err" || fail "v100 bf16: $(cat "$tmp/err")"
+"$PLAN" --model llama3-8b --hw v100 --gpus 16 --framework megatron --precision fp16 --json \
+    > "$tmp/out" 2> "$tmp/err" || fail "v100 fp16: $(tail -1 "$tmp/err")"
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"][0]; sys.exit(p["parallel"]["precision"] != "fp16")' \
+    "$tmp/out" || fail "v100 fp16: the plan is not fp16"
+"$PLAN" --model llama3-8b --gpus 16 --framework megatron --precision bf16 > /dev/null 2>&1 \
+    || fail "h100-sxm refused bf16"
 echo "ok"

@@ -115,6 +115,12 @@ check(by_dict.params > 7e9 and by_dict.params < 9e9,
 same_as_cli(by_dict, 16, dict(tp=2, pp=2, dp=4, micro_batch=1, global_batch=64,
                                 partition="uniform"),
             cli_model=hf_path)
+# A downloaded model folder reads its config.json.
+by_folder = parallax.Model(os.path.dirname(hf_path))
+check(by_folder.spec == by_file.spec, "Model(folder) == Model(folder/config.json)")
+r = parallax.plan(model=os.path.dirname(hf_path), gpus=8, partition="uniform", top=1)
+check(r["model"] == by_file.name and r["params"] == by_file.params,
+      "plan(model=folder) plans %s with %d parameters" % (r["model"], r["params"]))
 check(parallax.Model("70b").spec == parallax.Model(parallax.Model("70b").spec).spec,
       "Model(preset).spec round-trips through Model(dict)")
 

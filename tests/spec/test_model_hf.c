@@ -93,6 +93,21 @@ int main(void)
               "%s", err.msg);
     CHECK(strcmp(err.file, path) == 0);
 
+    /* A model folder reads its config.json: the same network as the file. */
+    px_model folder;
+    snprintf(path, sizeof path, "%s/tests/spec/hf/Qwen3-8B", data_source_root());
+    px_error_clear(&err);
+    CHECK_MSG(px_model_load(path, NULL, &folder, &err) == PX_OK, "%s", err.msg);
+    if (load_hf("Qwen3-8B", &m, &err) == PX_OK)
+        CHECK(total(&folder) == total(&m) && folder.n_layers == m.n_layers);
+
+    /* A folder without config.json names the file it looked for. */
+    char want[512];
+    snprintf(want, sizeof want, "%s/config.json", data_tmp());
+    px_error_clear(&err);
+    CHECK(px_model_load(data_tmp(), NULL, &m, &err) == PX_ERR_NOT_FOUND);
+    CHECK_MSG(strstr(err.msg, want) != NULL, "%s", err.msg);
+
     /* A missing required HF field is named. */
     char p2[512];
     data_write("config.json", "{\"model_type\": \"llama\", \"hidden_size\": 64,\n"
@@ -101,6 +116,9 @@ int main(void)
                p2, sizeof p2);
     px_error_clear(&err);
     CHECK(px_model_load(p2, NULL, &m, &err) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(err.msg, "num_hidden_layers") != NULL, "%s", err.msg);
+    px_error_clear(&err);
+    CHECK(px_model_load(data_tmp(), NULL, &m, &err) == PX_ERR_INVALID);
     CHECK_MSG(strstr(err.msg, "num_hidden_layers") != NULL, "%s", err.msg);
     data_cleanup();
     return px_test_result("model_hf");
