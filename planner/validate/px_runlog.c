@@ -119,6 +119,19 @@ static double number_after(const char *s, const char *key)
     return k && end != num ? v : NAN;
 }
 
+/* The row's precision, framework and a note saying which log lines its
+ * measurement is the median of. */
+static void set_provenance(json_t *row, const char *precision, const char *framework,
+                           const char *lines, int n)
+{
+    json_object_set_new(row, "precision", json_string(precision));
+    json_object_set_new(row, "framework", json_string(framework));
+    char note[128];
+    snprintf(note, sizeof note, "from a %s log: median of %d %s lines%s", framework, n, lines,
+             n > 1 ? " after the first" : "");
+    json_object_set_new(row, "notes", json_string(note));
+}
+
 /* ---- values by name (Megatron's arguments, the TOML's section.key) ---- */
 
 static const char *val(json_t *kv, const char *key)
@@ -353,12 +366,7 @@ static px_status megatron_row(const text *t, int args_at, const char *file,
         json_object_set_new(me, "step_time_s", json_real(step));
         json_object_set_new(me, "tokens_per_sec_per_gpu",
                             json_real((double)gbs * (double)seq / step / (double)gpus));
-        json_object_set_new(row, "precision", json_string(megatron_precision(kv)));
-        json_object_set_new(row, "framework", json_string("Megatron-LM"));
-        char note[128];
-        snprintf(note, sizeof note, "from a Megatron-LM log: median of %d iteration lines%s", n,
-                 n > 1 ? " after the first" : "");
-        json_object_set_new(row, "notes", json_string(note));
+        set_provenance(row, megatron_precision(kv), "Megatron-LM", "iteration", n);
     }
     free(steps);
     json_decref(kv);
@@ -616,12 +624,7 @@ static px_status titan_row(const text *t, const text *cfg, const char *file,
         double m = steady_median(mfu, n);
         json_object_set_new(me, "tokens_per_sec_per_gpu", json_real(steady_median(tps, n)));
         json_object_set_new(me, "mfu", isfinite(m) ? json_real(m / 100.0) : json_null());
-        json_object_set_new(row, "precision", json_string(titan_precision(kv)));
-        json_object_set_new(row, "framework", json_string("torchtitan"));
-        char note[128];
-        snprintf(note, sizeof note, "from a torchtitan log: median of %d step lines%s", n,
-                 n > 1 ? " after the first" : "");
-        json_object_set_new(row, "notes", json_string(note));
+        set_provenance(row, titan_precision(kv), "torchtitan", "step", n);
     }
     json_decref(kv);
     free(tps);
