@@ -5,6 +5,30 @@
 
 #include "px_export.h"
 
+#include <stdbool.h>
+#include <stddef.h>
+
+/* ---- what the writers share (px_export_formats.c) ---- */
+
+typedef struct {
+    int64_t seq, gbatch, layers_per_chunk;
+    int gpus, nodes, per_node; /* per_node 0: the GPUs do not fill whole nodes */
+    bool uneven;               /* layers per stage differ (vpp 1) */
+    int first_layers, last_layers;
+    px_recompute recompute;    /* uniform choice */
+    bool bf16;                 /* the profile's compute dtype */
+} plan_facts;
+
+void px_export_facts_of(const px_plan *plan, plan_facts *f);
+/* A name safe inside comments, YAML and shell words: [A-Za-z0-9._-]. */
+void px_export_safe_name(const char *s, char *out, size_t n);
+/* Megatron names a split by its first and last stage when the middle
+ * stages hold equal counts (vpp 1); any other split is a layout string. */
+bool px_export_first_last_split(const px_parallel *p);
+bool px_export_recompute_mixed(const px_parallel *p);
+/* N of full recompute of the first N layers of every chunk, or -1. */
+int px_export_block_recompute_layers(const px_plan *plan);
+
 /* What a format cannot express although the framework runs it in general
  * (a split Megatron cannot name, ZeRO-2/3 beside DeepSpeed's pipeline...). */
 px_status px_export_format_check(const px_plan *plan, px_export_target t, px_error *err);

@@ -1,0 +1,164 @@
+/* px_export_megatron.c — a plan as Megatron-LM pretrain_gpt.py arguments,
+ * one flag a line (docs/export.md). */
+#include "px_export_formats.h"
+#include "px_export_finetune.h"
+
+#include <string.h>
+
+static void arg(px_buf *b, const char *flag) { px_buf_printf(b, "%s\n", flag); }
+static void arg_i(px_buf *b, const char *flag, int64_t v)
+{
+    px_buf_printf(b, "%s %lld\n", flag, (long long)v);
+}
+
+static void megatron_model(const px_model *m, px_buf *b)
+{
+    arg_i(b, "--num-layers", m->n_layers);
+    arg_i(b, "--hidden-size", m->hidden);
+    arg_i(b, "--ffn-hidden-size", m->ffn);
+    arg_i(b, "--num-attention-heads", m->n_heads);
+    if (m->n_kv_heads > 0 && m->n_kv_heads < m->n_heads) {
+        arg(b, "--group-query-attention");
+        arg_i(b, "--num-query-groups", m->n_kv_heads);
+    }
+    if (m->head_dim > 0 && m->head_dim * m->n_heads != m->hidden)
+        arg_i(b, "--kv-channels", m->head_dim);
+    if (m->block == PX_BLOCK_LLAMA) {
+        arg(b, "--normalization RMSNorm");
+        arg(b, "--swiglu");
+        arg(b, "--position-embedding-type rope");
+        arg(b, m->qkv_bias ? "--add-qkv-bias" : "--disable-bias-linear");
+    } else {
+        arg(b, "--normalization LayerNorm");
+        arg(b, "--position-embedding-type learned_absolute");
+    }
+    if (!m->tied_embeddings)
+        arg(b, "--untie-embeddings-and-output-weights");
+    if (m->qk_norm)
+        arg(b, "--qk-layernorm");
+    if (m->n_experts > 0) {
+        arg_i(b, "--num-experts", m->n_experts);
+        arg_i(b, "--moe-router-topk", m->top_k);
+        arg_i(b, "--moe-ffn-hidden-size", m->moe_ffn);
+        if (m->n_shared_experts > 0)
+            arg_i(b, "--moe-shared-expert-intermediate-size", m->n_shared_experts * m->moe_ffn);
+        if (m->first_dense_layers > 0)
+            px_buf_printf(b, "--moe-layer-freq ([0]*%lld+[1]*%lld)\n",
+                          (long long)m->first_dense_layers,
+                          (long long)(m->n_layers - m->first_dense_layers));
+        else if (m->moe_layer_freq > 1)
+            arg_i(b, "--moe-layer-freq", m->moe_layer_freq);
+    }
+    if (m->attn == PX_ATTN_MLA) {
+        arg(b, "--multi-latent-attention");
+        if (m->q_lora_rank > 0)
+            arg_i(b, "--q-lora-rank", m->q_lora_rank);
+        arg_i(b, "--kv-lora-rank", m->kv_lora_rank);
+        arg_i(b, "--qk-head-dim", m->qk_nope_head_dim);
+        arg_i(b, "--qk-pos-emb-head-dim", m->qk_rope_head_dim);
+        arg_i(b, "--v-head-dim", m->v_head_dim);
+    }
+    if (m->n_mtp_modules > 0)
+        arg_i(b, "--mtp-num-layers", m->n_mtp_modules);
+    arg(b, "--tokenizer-type NullTokenizer");
+    arg_i(b, "--vocab-size", m->vocab);
+    arg(b, "--make-vocab-size-divisible-by 128");
+}
+
+static void megatron_parallel(const px_plan *plan, const plan_facts *f, px_buf *b)
+{
+    const px_parallel *p = &plan->par;
+    arg_i(b, "--tensor-model-parallel-size", p->tp);
+    arg_i(b, "--pipeline-model-parallel-size", p->pp);
+    if (p->vpp > 1)
+        arg_i(b, "--num-virtual-stages-per-pipeline-rank", p->vpp);
+    if (f->uneven && px_export_first_last_split(p)) {
+        arg_i(b, "--decoder-first-pipeline-num-layers", f->first_layers);
+        arg_i(b, "--decoder-last-pipeline-num-layers", f->last_layers);
+    } else if (f->uneven) { /* E embedding, t a layer, L the loss; chunks in model order */
+        px_buf_puts(b, "--pipeline-model-parallel-layout ");
+        for (int c = 0; c < p->n_chunks; c++) {
+            px_buf_puts(b, c ? "|" : "E");
+            for (int l = 0; l < p->layers_per_chunk[c]; l++)
+                px_buf_puts(b, "t");
+        }
+        px_buf_puts(b, "L\n");
+    }
+    arg_i(b, "--context-parallel-size", p->cp);
+    if (p->cp > 1)
+        arg(b, "--cp-comm-type p2p");
+    arg_i(b, "--expert-model-parallel-size", p->ep);
+    if (plan->model.n_experts > 0)
+        arg_i(b, "--expert-tensor-parallel-size", p->etp);
+    if (p->tp > 1 && p->sp)
+        arg(b, "--sequence-parallel");
+    arg_i(b, "--micro-batch-size", p->micro_batch);
+    arg_i(b, "--global-batch-size", f->gbatch);
+    arg_i(b, "--seq-length", f->seq);
+    int64_t maxpos = plan->model.max_positions > f->seq ? plan->model.max_positions : f->seq;
+    arg_i(b, "--max-position-embeddings", maxpos);
+    if (p->zero >= 1)
+        arg(b, "--use-distributed-optimizer");
+    if (p->zero >= 2) { /* Megatron-FSDP: optim_grads = ZeRO-2, optim_grads_params = ZeRO-3 */
+        arg(b, "--use-megatron-fsdp");
+        arg(b, p->zero == 2 ? "--data-parallel-sharding-strategy optim_grads"
+                            : "--data-parallel-sharding-strategy optim_grads_params");
+        arg(b, "--no-gradient-accumulation-fusion");
+        arg(b, "--ckpt-format fsdp_dtensor");
+    }
+    if (px_export_recompute_mixed(p)) { /* full on the first N layers of each chunk */
+        arg(b, "--recompute-granularity full");
+        arg(b, "--recompute-method block");
+        arg_i(b, "--recompute-num-layers", px_export_block_recompute_layers(plan));
+    } else if (f->recompute == PX_RECOMPUTE_SELECTIVE) {
+        arg(b, "--recompute-granularity selective");
+    } else if (f->recompute == PX_RECOMPUTE_FULL) {
+        arg(b, "--recompute-granularity full");
+        arg(b, "--recompute-method uniform");
+        arg(b, "--recompute-num-layers 1");
+    }
+    if (p->dp_overlap && p->dp > 1) {
+        arg(b, "--overlap-grad-reduce");
+        if (p->zero >= 1)
+            arg(b, "--overlap-param-gather");
+    }
+    if (p->tp_overlap && p->tp > 1 && p->sp)
+        arg(b, "--tp-comm-overlap");
+    if (!p->grad_fp32)
+        arg(b, "--grad-reduce-in-bf16");
+    if (p->flash_attention)
+        arg(b, "--attention-backend flash");
+    if (f->bf16)
+        arg(b, "--bf16");
+}
+
+px_status px_export_megatron(const px_plan *plan, const px_export_opts *o, px_buf *b,
+                             px_error *err)
+{
+    (void)o;
+    (void)err;
+    plan_facts f;
+    px_export_facts_of(plan, &f);
+    char name[64], hw[64];
+    px_export_safe_name(plan->model.name, name, sizeof name);
+    px_export_safe_name(plan->hw.name, hw, sizeof hw);
+    int per_node = f.per_node ? f.per_node : plan->hw.gpus_per_node;
+    px_buf_printf(b,
+                  "# Megatron-LM pretrain_gpt.py arguments: %s on %d GPUs (%s), %d node(s) of %d,\n"
+                  "# from a Parallax plan (docs/export.md; Megatron-LM core_r0.13 and later).\n"
+                  "# Add the data, optimizer and schedule arguments (--data-path, --lr,\n"
+                  "# --train-iters, ...) and your tokenizer in place of NullTokenizer.\n"
+                  "# Launch on each node:\n"
+                  "#   torchrun --nnodes %d --nproc-per-node %d --rdzv-backend c10d "
+                  "--rdzv-endpoint $MASTER_ADDR:29500 \\\n"
+                  "#     pretrain_gpt.py $(grep -v '^#' THIS_FILE)\n"
+                  "# or under Slurm, one task a GPU:\n"
+                  "#   srun --nodes %d --ntasks-per-node %d --gpus-per-node %d \\\n"
+                  "#     python pretrain_gpt.py $(grep -v '^#' THIS_FILE)\n",
+                  name, f.gpus, hw, f.nodes, per_node, f.nodes, per_node, f.nodes, per_node,
+                  per_node);
+    megatron_parallel(plan, &f, b);
+    megatron_model(&plan->model, b);
+    px_export_finetune_megatron(plan, b);
+    return PX_OK;
+}
