@@ -426,7 +426,12 @@ static int fit_mode(const calibrate_cli *cl, bool out_given)
         printf("wrote %s.hw.json and %s.framework.json\n", cl->out_path, cl->out_path);
     }
     px_fit_runs_free(&r);
-    return fflush(stdout) == 0 ? 0 : 1;
+    px_error out_err;
+    if (px_io_flush_stdout(&out_err) != PX_OK) {
+        fprintf(stderr, "calibrate: error: %s\n", out_err.msg);
+        return 1;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)

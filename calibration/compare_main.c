@@ -195,5 +195,10 @@ int main(int argc, char **argv)
     int n_fail = set.n_fail;
     px_compare_free(&set);
     free(args.positional);
+    px_error out_err;
+    if (px_io_flush_stdout(&out_err) != PX_OK) {
+        fprintf(stderr, "compare: error: %s\n", out_err.msg);
+        return 1;
+    }
     return n_fail ? 1 : 0;
 }

@@ -517,6 +517,11 @@ int main(int argc, char **argv)
                                                                : 0;
     job_free(j);
     free(j);
+    px_error out_err;
+    if (rank == 0 && px_io_flush_stdout(&out_err) != PX_OK) {
+        fprintf(stderr, "execute: error: %s\n", out_err.msg);
+        code = code ? code : 1;
+    }
     MPI_Finalize();
     return code;
 }

@@ -4,14 +4,18 @@
 #include <stdio.h>
 
 #include "px_args.h"
+#include "px_io.h"
 #include "px_export_cmd.h"
 
 int main(int argc, char **argv)
 {
     px_error err;
     px_status st = px_export_command(argc, argv, stdout, &err);
-    if (fflush(stdout) != 0 && st == PX_OK)
-        st = PX_FAIL(&err, PX_ERR_IO, "writing to stdout failed");
+    px_error out_err;
+    if (px_io_flush_stdout(&out_err) != PX_OK && st == PX_OK) {
+        err = out_err;
+        st = PX_ERR_IO;
+    }
     if (st != PX_OK) {
         char msg[4096];
         px_args_error_text("export", &err, msg, sizeof msg);

@@ -85,7 +85,7 @@ static px_status sweep_write(FILE *out, const plan_cli *c, const px_model *model
         json_t *root = json_pack("{s:s,s:s,s:o}", "model", model->name, "hw", hw->name,
                                  "sweep", arr);
         if (json_dumpf(root, out, JSON_SORT_KEYS | JSON_INDENT(2)) != 0)
-            st = PX_FAIL(err, PX_ERR_IO, "writing the JSON output failed");
+            st = PX_FAIL(err, PX_ERR_IO, "writing the JSON output failed: %s", strerror(errno));
         else
             fputc('\n', out);
         json_decref(root);
@@ -180,12 +180,7 @@ static px_status run_search(plan_cli *c, const px_model *model, FILE *out, px_er
             st = px_plan_write(p, path, err);
     }
     if (st == PX_OK && c->out) {
-        errno = 0;
-        st = px_plan_write(&w->plan, c->out, err);
-        if (st != PX_OK && errno && err) {
-            size_t len = strlen(err->msg);
-            snprintf(err->msg + len, sizeof err->msg - len, ": %s", strerror(errno));
-        }
+        st = px_plan_write(&w->plan, c->out, err); /* its error names the path and reason */
         if (st == PX_OK && !c->json && !c->csv)
             fprintf(out, "# wrote %s\n", c->out);
     }

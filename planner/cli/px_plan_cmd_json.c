@@ -281,7 +281,8 @@ px_status write_json(FILE *out, const plan_cli *c, const px_model *model,
         json_object_set_new(root, "plan", pj);
     st = PX_OK;
     if (json_dumpf(root, out, JSON_SORT_KEYS | JSON_INDENT(2)) != 0 || fputc('\n', out) == EOF)
-        st = PX_FAIL(err, PX_ERR_IO, "writing the JSON output failed");
+        st = PX_FAIL(err, PX_ERR_IO, "writing the JSON output failed: %s",
+                         strerror(errno));
     json_decref(root);
     return st;
 }

@@ -3,6 +3,7 @@
  * --json's fields, their units in the names; numbers are written with 17
  * significant digits, so each row equals its --json plan. */
 #include "px_plan_cmd_internal.h"
+#include <errno.h>
 #include <string.h>
 
 #include "px_schedule.h"
@@ -44,8 +45,10 @@ static void csv_text(FILE *out, const char *s)
 
 static px_status csv_done(FILE *out, px_error *err)
 {
+    errno = 0;
     if (fflush(out) != 0 || ferror(out))
-        return PX_FAIL(err, PX_ERR_IO, "writing the CSV output failed");
+        return PX_FAIL(err, PX_ERR_IO, "writing the CSV output failed: %s",
+                       errno ? strerror(errno) : "an earlier write was refused");
     return PX_OK;
 }
 

@@ -174,6 +174,16 @@ px_status px_io_write_atomic(const char *path, const void *data, size_t n, px_er
     return px_io_sync_parent_dir(path, err);
 }
 
+px_status px_io_flush_stdout(px_error *err)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return PX_OK;
+    int saved = errno;
+    return PX_FAIL(err, PX_ERR_IO, "standard output: write failed: %s",
+                   saved ? strerror(saved) : "an earlier write was refused");
+}
+
 px_status px_io_write_json(const char *path, const json_t *root, size_t flags, px_error *err)
 {
     char *text = json_dumps(root, flags);

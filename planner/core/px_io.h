@@ -44,6 +44,11 @@ px_status px_io_write_atomic(const char *path, const void *data, size_t n, px_er
  * adds a final newline and writes it with px_io_write_atomic. */
 px_status px_io_write_json(const char *path, const json_t *root, size_t flags, px_error *err);
 
+/* Flushes standard output and reports any write to it that failed since the
+ * start (ferror), with the system's reason: "standard output: write failed:
+ * No space left on device".  Every command's main calls it last. */
+px_status px_io_flush_stdout(px_error *err);
+
 /* fsync()s the directory that holds path, so a rename into it survives a crash. */
 px_status px_io_sync_parent_dir(const char *path, px_error *err);
 

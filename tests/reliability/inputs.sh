@@ -157,12 +157,32 @@ cp "$work/good.json" "$work/before.json"
 rc=$?
 if [ $rc -eq 0 ] || ! grep -q "write failed: File too large.*previous file.*unchanged" "$work/err"; then
   fail "plan -o with a failing write: exit $rc: $(cat "$work/err")"
+elif [ "$(grep -o "File too large" "$work/err" | wc -l)" -ne 1 ]; then
+  fail "plan -o with a failing write gives its reason more than once: $(cat "$work/err")"
 elif ! cmp -s "$work/good.json" "$work/before.json"; then
   fail "plan -o with a failing write destroyed the previous plan"
 elif ls "$work"/good.json.tmp.* >/dev/null 2>&1; then
   fail "plan -o with a failing write left a temporary file"
 else
   echo "ok   a failed plan write (exit $rc) leaves the previous plan unchanged"
+fi
+
+# Standard output that cannot be written (a full device) is an error with the
+# system's reason and exit 1, for every command and format, never a silent 0.
+"$plan" --model tiny-llama --gpus 2 -o "$work/p3.json" >/dev/null 2>&1 || fail "plan -o p3.json"
+full_stdout() { "$@" >/dev/full; }
+for form in "" --json --csv; do
+  # shellcheck disable=SC2086
+  refused "plan $form > /dev/full" "plan: error: .*No space left on device" \
+    full_stdout "$plan" --model 70b --gpus 1024 $form
+done
+refused "validate > /dev/full" "validate: error: standard output: write failed: No space left on device" \
+  full_stdout "$build/validate"
+refused "export > /dev/full" "export: error: standard output: write failed: No space left on device" \
+  full_stdout "$build/export" --plan "$work/p3.json" --to megatron
+if [ -f "$work/r.json" ]; then
+  refused "compare > /dev/full" "compare: error: standard output: write failed: No space left on device" \
+    full_stdout "$build/compare" "$work/r.json"
 fi
 
 [ $failed -eq 0 ] || { echo "$failed input check(s) failed"; exit 1; }
