@@ -194,10 +194,13 @@ static px_status check_profiles(const px_sweep_spec *s, const char *release, px_
 {
     const px_sweep_axis *h = px_sweep_find(s, PX_SWEEP_HW),
                         *f = px_sweep_find(s, PX_SWEEP_FRAMEWORK);
+    px_error e;
     for (int i = 0; h && i < h->n; i++)
-        PX_TRY(px_hw_load(h->word[i], NULL, hw, err));
+        if (px_hw_load(h->word[i], NULL, hw, &e) != PX_OK)
+            return PX_FAIL(err, e.code, "--sweep hw=%s: %s", h->word[i], e.msg);
     for (int i = 0; f && i < f->n; i++)
-        PX_TRY(px_framework_load_release(f->word[i], NULL, release, fw, err));
+        if (px_framework_load_release(f->word[i], NULL, release, fw, &e) != PX_OK)
+            return PX_FAIL(err, e.code, "--sweep framework=%s: %s", f->word[i], e.msg);
     return PX_OK;
 }
 
