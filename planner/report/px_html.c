@@ -165,6 +165,10 @@ static void time_bars_svg(px_buf *b, const px_html_run *runs, int n)
                           p.part[k]);
             x = x1;
         }
+        if (!sc.zero_based) /* the bar's start is cut off with the axis */
+            px_buf_printf(b, "<path d=\"M%.1f %.0f l4 8 l-4 8\" stroke=\"#fff\" "
+                             "stroke-width=\"2\" fill=\"none\"/>",
+                          left + 4, y);
         px_buf_printf(b, "<text x=\"%.1f\" y=\"%.0f\">%.4g s</text>", x + 4, y + 13,
                       runs[i].pred->time.step_s);
         if (runs[i].has_measured) {

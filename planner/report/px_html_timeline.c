@@ -285,17 +285,11 @@ static void stage_row(px_buf *b, const timed_timeline *tt, const time_map *m, in
 {
     const double op_h = 20;
     double x[2], w[2];
-    double t = 0.0; /* idle gaps between this stage's ops */
-    for (int k = 0; k <= tt->n_ops[r]; k++) {
-        double next = k < tt->n_ops[r] ? tt->ops[r][k].t0 : tt->makespan_s;
-        if (next - t > tt->makespan_s * 1e-9)
-            for (int i = 0, n = pieces(m, t, next, x, w); i < n; i++)
-                px_buf_printf(b, "<rect class=\"idle\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
-                                 "height=\"%.0f\"/>",
-                              x[i], y, w[i], op_h);
-        if (k < tt->n_ops[r])
-            t = tt->ops[r][k].t1;
-    }
+    /* the row idle, the ops over it: the gaps between them are the bubble */
+    for (int i = 0, n = pieces(m, 0.0, tt->makespan_s, x, w); i < n; i++)
+        px_buf_printf(b, "<rect class=\"idle\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
+                         "height=\"%.0f\"/>",
+                      x[i], y, w[i], op_h);
     for (int k = 0; k < tt->n_ops[r]; k++) {
         const timed_op *o = &tt->ops[r][k];
         int n = pieces(m, o->t0, o->t1, x, w);
