@@ -89,7 +89,10 @@ static px_status sweep_json(FILE *out, const plan_cli *c, const px_model *model,
         json_array_append_new(keys, json_string(px_sweep_key_name(c->sweep->axis[a].key)));
     for (int i = 0; i < n; i++)
         json_array_append_new(arr, sweep_point_json(c, model, &rows[i]));
-    json_t *root = json_pack("{s:s,s:s,s:o,s:o}", "model", model->name, "hw", c->hw, "swept",
+    /* the profile every point shares; null when the points sweep it */
+    json_t *hw = px_sweep_find(c->sweep, PX_SWEEP_HW) || n == 0 ? json_null()
+                                                                : json_string(rows[0].hw);
+    json_t *root = json_pack("{s:s,s:o,s:o,s:o}", "model", model->name, "hw", hw, "swept",
                              keys, "sweep", arr);
     px_status st = PX_OK;
     if (json_dumpf(root, out, JSON_SORT_KEYS | JSON_INDENT(2)) != 0)

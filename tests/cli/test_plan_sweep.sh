@@ -80,6 +80,8 @@ r = [r for r in rows if r["framework"] == "parallax" and r["precision"] == "fp8"
 if len(r) != 1 or r[0]["error"] != bad[0]["error"] or r[0]["tp"] != "":
     fail("CSV refusal row %s" % r)
 
+if gs["hw"] != "h100-sxm" or json.load(open(d + "/hb.json"))["hw"] is not None:
+    fail("top-level hw: %r unswept, %r swept" % (gs["hw"], json.load(open(d + "/hb.json"))["hw"]))
 hb = json.load(open(d + "/hb.json"))["sweep"]
 if [(p["point"]["hw"], p["point"]["global-batch"]) for p in hb] != \
         [("h100-sxm", 512), ("h100-sxm", 1024), ("h200", 512), ("h200", 1024)]:
