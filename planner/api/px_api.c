@@ -94,7 +94,9 @@ static void cmdline_free(cmdline *c)
     free(c->argv);
 }
 
-/* One request key as options: "global_batch": 2048 -> --global-batch 2048.
+/* One request key as options: "global_batch": 2048 -> --global-batch 2048;
+ * a list gives the option once per element (the tool refuses a repeat of
+ * an option that takes one).
  * takes_value: the tool's px_*_option_takes_value. */
 static px_status push_option(cmdline *c, const char *key, json_t *v,
                              int (*takes_value)(const char *), px_error *err)
@@ -114,6 +116,16 @@ static px_status push_option(cmdline *c, const char *key, json_t *v,
         if (!json_is_boolean(v))
             return PX_FAIL(err, PX_ERR_USAGE, "%s is a switch: give true or false", flag);
         return json_is_true(v) ? push(c, flag, err) : PX_OK;
+    }
+    if (json_is_array(v)) { /* a repeatable option: "sweep": ["gpus=8..64", "seq=4096,8192"] */
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e) {
+            if (json_is_array(e) || json_is_object(e))
+                return PX_FAIL(err, PX_ERR_USAGE, "%s: a list holds strings or numbers", flag);
+            PX_TRY(push_option(c, key, e, takes_value, err));
+        }
+        return PX_OK;
     }
     char val[64];
     if (json_is_string(v))

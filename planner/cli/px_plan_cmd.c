@@ -40,83 +40,6 @@ static px_status check_outputs(const plan_cli *c, px_error *err)
     return PX_OK;
 }
 
-/* --sweep-gpus: one search per GPU count, the best of each as a table row
- * or a JSON array element. */
-static px_status sweep_write(FILE *out, const plan_cli *c, const px_model *model,
-                             const px_hw *hw, const px_sweep_row *rows, int n, px_error *err)
-{
-    json_t *arr = c->json ? json_array() : NULL;
-    if (!c->json)
-        fprintf(out, "# plan sweep: %s on %s, the best plan per GPU count (ms = whole search)\n"
-                     "%6s %10s %9s %8s %4s %3s %3s %3s %3s %3s %5s %4s %5s %4s %-9s %-11s %8s "
-                     "%10s %6s\n",
-                model->name, hw->name, "gpus", "evaluated", "fit", "ms", "TP", "CP", "EP", "ETP",
-                "PP", "VPP", "DP", "mbs", "m", "ZeRO", "recompute", "schedule", "step[s]",
-                "tokens/s", "MFU");
-    for (int i = 0; i < n; i++) {
-        const px_sweep_row *r = &rows[i];
-        if (c->json) {
-            json_t *o = json_pack("{s:i,s:I,s:I,s:f}", "gpus", r->gpus, "evaluated",
-                                  (json_int_t)r->n_evaluated, "valid", (json_int_t)r->n_valid,
-                                  "elapsed_s", r->elapsed_s);
-            if (r->st == PX_OK)
-                json_object_set_new(o, "best",
-                                    candidate_json(&r->best, r->seq_len, model->n_layers));
-            else
-                json_object_set_new(o, "error", json_string(r->msg));
-            json_array_append_new(arr, o);
-            continue;
-        }
-        if (r->st != PX_OK) {
-            fprintf(out, "%6d %10lld %9lld %8.1f  no plan: %s\n", r->gpus,
-                    (long long)r->n_evaluated, (long long)r->n_valid, 1e3 * r->elapsed_s, r->msg);
-            continue;
-        }
-        const px_parallel *p = &r->best.par;
-        fprintf(out, "%6d %10lld %9lld %8.1f %4d %3d %3d %3d %3d %3d %5d %4lld %5lld %4d %-9s "
-                     "%-11s %8.3f %10.4g %5.1f%%\n",
-                r->gpus, (long long)r->n_evaluated, (long long)r->n_valid, 1e3 * r->elapsed_s,
-                p->tp, p->cp, p->ep, p->etp, p->pp, p->vpp, p->dp, (long long)p->micro_batch,
-                (long long)p->n_micro, p->zero, recompute_label(p), px_schedule_name(p->schedule),
-                r->best.pred.time.step_s, r->best.pred.tokens_per_s, 100.0 * r->best.pred.mfu);
-    }
-    px_status st = PX_OK;
-    if (c->json) {
-        json_t *root = json_pack("{s:s,s:s,s:o}", "model", model->name, "hw", hw->name,
-                                 "sweep", arr);
-        if (json_dumpf(root, out, JSON_SORT_KEYS | JSON_INDENT(2)) != 0)
-            st = PX_FAIL(err, PX_ERR_IO, "writing the JSON output failed: %s", strerror(errno));
-        else
-            fputc('\n', out);
-        json_decref(root);
-    }
-    return st;
-}
-
-/* Fails when no count could be planned (after writing every count's row). */
-static px_status run_sweep(const plan_cli *c, const px_model *model, const px_hw *hw, FILE *out,
-                           px_error *err)
-{
-    px_sweep_list list;
-    px_status st = px_sweep_parse(c->sweep, &list, err);
-    if (st != PX_OK)
-        return st;
-    px_sweep_row *rows = malloc((size_t)list.n * sizeof *rows);
-    if (!rows)
-        return PX_FAIL(err, PX_ERR_NOMEM, "--sweep-gpus: out of memory");
-    st = px_sweep_run(model, hw, &list, &c->opts, rows, err);
-    if (st == PX_OK)
-        st = c->csv ? write_sweep_csv(out, rows, list.n, err)
-                    : sweep_write(out, c, model, hw, rows, list.n, err);
-    bool any = false;
-    for (int i = 0; st == PX_OK && i < list.n; i++)
-        any |= rows[i].st == PX_OK;
-    if (st == PX_OK && !any)
-        st = PX_FAIL(err, PX_ERR_INFEASIBLE, "--sweep-gpus: no GPU count could be planned");
-    free(rows);
-    return st;
-}
-
 /* What the search needs, on the heap (the structs are large). */
 typedef struct {
     px_model model;
@@ -138,15 +61,12 @@ static px_status run_search(plan_cli *c, const px_model *model, FILE *out, px_er
         w->model = *model;
     else
         st = px_model_load(c->model, NULL, &w->model, err);
-    if (st == PX_OK)
+    if (st == PX_OK && !c->sweep)
         st = px_hw_load(c->hw, NULL, &w->hw, err);
-    if (st == PX_OK)
+    if (st == PX_OK && !c->sweep)
         st = px_framework_load_release(c->framework, NULL, c->framework_release, &w->fw, err);
-    if (st == PX_OK && c->sweep) {
-        c->opts.caps = &w->fw.caps;
-        c->opts.run = &w->fw.run; /* --overlap, when given, has set the opts it overrides */
-        c->opts.precision = px_caps_precision(&w->fw.caps, c->opts.precision);
-        st = run_sweep(c, &w->model, &w->hw, out, err);
+    if (st == PX_OK && c->sweep) { /* each point loads its own profiles */
+        st = run_sweep(c, &w->model, out, err);
         free(w);
         return st;
     }
@@ -220,17 +140,11 @@ static void list_names(FILE *out, bool models)
     free(buf);
 }
 
-px_status px_plan_command_model(int argc, char **argv, const px_model *model, FILE *out,
-                                px_error *err)
+/* What the command line asked for: the usage, the version, the lists or a
+ * search. */
+static px_status plan_action(plan_cli *c, px_args_action action, const px_model *model,
+                             FILE *out, px_error *err)
 {
-    px_error_clear(err);
-    if (argc >= 2 && !strcmp(argv[1], "--validate"))
-        return px_validate_command(argc - 1, argv + 1, out, err);
-    plan_cli c;
-    px_args_action action = PX_ARGS_RUN;
-    px_status st = parse_args(argc, argv, model != NULL, &c, &action, err);
-    if (st != PX_OK)
-        return st;
     if (action == PX_ARGS_HELP) {
         fputs(usage_text, out);
         fputs(usage_text_2, out);
@@ -240,14 +154,29 @@ px_status px_plan_command_model(int argc, char **argv, const px_model *model, FI
         fprintf(out, "plan (parallax) %s\n", px_version());
         return PX_OK;
     }
-    if (c.list_models || c.list_hw) {
-        if (c.list_models)
+    if (c->list_models || c->list_hw) {
+        if (c->list_models)
             list_names(out, true);
-        if (c.list_hw)
+        if (c->list_hw)
             list_names(out, false);
         return PX_OK;
     }
-    return run_search(&c, model, out, err);
+    return run_search(c, model, out, err);
+}
+
+px_status px_plan_command_model(int argc, char **argv, const px_model *model, FILE *out,
+                                px_error *err)
+{
+    px_error_clear(err);
+    if (argc >= 2 && !strcmp(argv[1], "--validate"))
+        return px_validate_command(argc - 1, argv + 1, out, err);
+    plan_cli c;
+    px_args_action action = PX_ARGS_RUN;
+    px_status st = parse_args(argc, argv, model != NULL, &c, &action, err);
+    if (st == PX_OK)
+        st = plan_action(&c, action, model, out, err);
+    free(c.sweep);
+    return st;
 }
 
 px_status px_plan_command(int argc, char **argv, FILE *out, px_error *err)

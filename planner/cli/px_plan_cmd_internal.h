@@ -1,7 +1,8 @@
 /* px_plan_cmd_internal.h — what the files of the `plan` command share, each
  * calling only those before it: px_plan_options.c (the command line),
  * px_plan_tables.c (the text tables), px_plan_csv.c (--csv),
- * px_plan_cmd_json.c (the JSON and the plan file), then px_plan_cmd.c (the command).  Not part of the planner's
+ * px_plan_cmd_json.c (the JSON and the plan file), px_plan_sweep.c (--sweep),
+ * then px_plan_cmd.c (the command).  Not part of the planner's
  * interface. */
 #ifndef PX_PLAN_CMD_INTERNAL_H
 #define PX_PLAN_CMD_INTERNAL_H
@@ -29,7 +30,8 @@ typedef struct {
     bool partition_given; /* --partition or --no-milp on the command line */
     bool lora_given;      /* --lora-rank, --lora-alpha or --lora-targets */
     px_search_opts opts;
-    const char *sweep;    /* --sweep-gpus */
+    px_sweep_spec *sweep; /* --sweep, --sweep-gpus; NULL: none (owned) */
+    bool precision_given; /* --precision on the command line */
     const char *top_dir;  /* --write-top */
 } plan_cli;
 
@@ -62,7 +64,8 @@ px_status write_table(FILE *out, const plan_cli *c, const px_model *model,
 
 /* px_plan_csv.c */
 px_status write_csv(FILE *out, const px_search_result *res, px_error *err);
-px_status write_sweep_csv(FILE *out, const px_sweep_row *rows, int n, px_error *err);
+px_status write_sweep_csv(FILE *out, const px_sweep_spec *s, const px_sweep_row *rows, int n,
+                          px_error *err);
 
 /* px_plan_cmd_json.c */
 json_t *candidate_json(const px_candidate *c, int64_t seq, int64_t n_layers);
@@ -75,5 +78,8 @@ px_status write_html(const char *path, const px_model *m, const px_hw *hw, int g
 px_status write_json(FILE *out, const plan_cli *c, const px_model *model,
                      const px_hw *hw, const px_framework *fw,
                      const px_search_result *res, const px_plan *plan, px_error *err);
+
+/* px_plan_sweep.c */
+px_status run_sweep(const plan_cli *c, const px_model *model, FILE *out, px_error *err);
 
 #endif

@@ -1,5 +1,5 @@
-/* px_plan_csv.c — plan --csv: the ranked plans (or, with --sweep-gpus, the
- * best plan per GPU count) as CSV for spreadsheets and scripts.  Columns are
+/* px_plan_csv.c — plan --csv: the ranked plans (or, with --sweep, the best
+ * plan of each point) as CSV for spreadsheets and scripts.  Columns are
  * --json's fields, their units in the names; numbers are written with 17
  * significant digits, so each row equals its --json plan. */
 #include "px_plan_cmd_internal.h"
@@ -63,21 +63,51 @@ px_status write_csv(FILE *out, const px_search_result *res, px_error *err)
     return csv_done(out, err);
 }
 
-px_status write_sweep_csv(FILE *out, const px_sweep_row *rows, int n, px_error *err)
+/* A point's number: the swept value, else what the search resolved (0:
+ * it did not get that far, an empty cell). */
+static void csv_point_number(FILE *out, const px_sweep_spec *s, const px_sweep_row *r,
+                             px_sweep_key k, int64_t resolved)
 {
-    fputs("gpus,evaluated,valid,elapsed_s," CSV_PLAN_HEADER ",error\n", out);
+    for (int a = 0; a < s->n_axes; a++)
+        if (s->axis[a].key == k)
+            resolved = s->axis[a].num[r->idx[a]];
+    if (resolved > 0)
+        fprintf(out, "%lld", (long long)resolved);
+}
+
+/* One row a point: the point (GPUs, sequence, profiles), the search's
+ * counts, the best plan's columns or, where none could be planned, those
+ * columns empty but the point's global batch and precision, and the reason. */
+px_status write_sweep_csv(FILE *out, const px_sweep_spec *s, const px_sweep_row *rows, int n,
+                          px_error *err)
+{
+    fputs("gpus,seq_len,hw,framework,evaluated,valid,elapsed_s," CSV_PLAN_HEADER ",error\n",
+          out);
     for (int i = 0; i < n; i++) {
         const px_sweep_row *r = &rows[i];
-        fprintf(out, "%d,%lld,%lld,%.17g,", r->gpus, (long long)r->n_evaluated,
-                (long long)r->n_valid, r->elapsed_s);
+        fprintf(out, "%d,", r->gpus);
+        csv_point_number(out, s, r, PX_SWEEP_SEQ, r->seq_len);
+        fputc(',', out);
+        csv_text(out, r->hw);
+        fputc(',', out);
+        csv_text(out, r->framework);
+        fprintf(out, ",%lld,%lld,%.17g,", (long long)r->n_evaluated, (long long)r->n_valid,
+                r->elapsed_s);
         if (r->st == PX_OK) {
             csv_plan_fields(out, &r->best, r->seq_len);
-            fputc(',', out);
-        } else {
-            for (int k = 0; k < 22; k++) /* the plan columns, empty */
-                fputc(',', out);
-            csv_text(out, r->msg);
+            fputs(",\n", out);
+            continue;
         }
+        /* the plan columns (CSV_PLAN_HEADER: global_batch is the 11th,
+         * precision the 16th of 22), empty but those two */
+        for (int k = 0; k < 22; k++) {
+            if (k == 10)
+                csv_point_number(out, s, r, PX_SWEEP_GLOBAL_BATCH, r->global_batch);
+            else if (k == 15)
+                csv_text(out, r->precision);
+            fputc(',', out);
+        }
+        csv_text(out, r->msg);
         fputc('\n', out);
     }
     return csv_done(out, err);

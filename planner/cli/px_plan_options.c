@@ -106,8 +106,13 @@ const char usage_text_2[] =
     "                         table: a header row, then one row per plan\n"
     "  --threads N            threads of the search (default: the processors; the result\n"
     "                         is the same for any N)\n"
-    "  --sweep-gpus A..B      the best plan for each GPU count A, 2A, 4A, ... up to B (or a\n"
-    "                         list G1,G2,...), a table or (--json) an array; no --gpus\n"
+    "  --sweep KEY=LIST       the best plan of each point of a product of lists, one\n"
+    "                         --sweep per key: gpus, seq, global-batch (A..B = A, 2A, 4A,\n"
+    "                         ... up to B, or V1,V2,...), hw, framework, precision\n"
+    "                         (W1,W2,...); at most " PX_STR(PX_SWEEP_MAX_POINTS) " points; a table, --json, --csv,\n"
+    "                         --html (charts against the first key); a swept key's own\n"
+    "                         option is refused beside it\n"
+    "  --sweep-gpus LIST      --sweep gpus=LIST\n"
     "  -o FILE                write the chosen plan (docs/plan-schema.md); alias --output\n"
     "  --write-top DIR        write every ranked plan too, as DIR/rank-<N>.json\n"
     "  --list-models          the model presets and their aliases\n"
@@ -185,6 +190,7 @@ static px_status read_grad_dtype(void *s, const char *flag, const char *v, px_er
 static px_status read_precision(void *s, const char *flag, const char *v, px_error *err)
 {
     px_error e;
+    ((plan_cli *)s)->precision_given = true;
     if (px_precision_parse(v, &((plan_cli *)s)->opts.precision, &e) != PX_OK)
         return PX_FAIL(err, PX_ERR_USAGE, "%s: %s", flag, e.msg);
     return PX_OK;
@@ -246,6 +252,27 @@ static px_status read_partition(void *s, const char *flag, const char *v, px_err
                        flag, v);
     c->partition_given = true;
     return PX_OK;
+}
+
+/* --sweep KEY=LIST (repeatable), --sweep-gpus LIST: the lists of the
+ * product, on the heap (parse_args's caller frees them). */
+static px_status sweep_spec(plan_cli *c, px_error *err)
+{
+    if (!c->sweep && !(c->sweep = calloc(1, sizeof *c->sweep)))
+        return PX_FAIL(err, PX_ERR_NOMEM, "--sweep: out of memory");
+    return PX_OK;
+}
+
+static px_status read_sweep(void *s, const char *flag, const char *v, px_error *err)
+{
+    PX_TRY(sweep_spec(s, err));
+    return px_sweep_add(((plan_cli *)s)->sweep, flag, v, err);
+}
+
+static px_status read_sweep_gpus(void *s, const char *flag, const char *v, px_error *err)
+{
+    PX_TRY(sweep_spec(s, err));
+    return px_sweep_add_list(((plan_cli *)s)->sweep, flag, PX_SWEEP_GPUS, v, err);
 }
 
 /* Seconds in (0, 3600] (the partition program's limits). */
@@ -321,7 +348,8 @@ static const px_arg plan_rows[] = {
     PX_ARG_SWITCH("--json", plan_cli, json),
     PX_ARG_SWITCH("--csv", plan_cli, csv),
     PX_ARG_INT("--threads", plan_cli, opts.threads, 1, PX_SEARCH_THREADS_MAX),
-    PX_ARG_STR("--sweep-gpus", plan_cli, sweep),
+    PX_ARG_CUSTOM_REPEAT("--sweep", read_sweep),
+    PX_ARG_CUSTOM("--sweep-gpus", read_sweep_gpus),
     PX_ARG_STR("--write-top", plan_cli, top_dir),
     PX_ARG_SWITCH("--list-models", plan_cli, list_models),
     PX_ARG_SWITCH("--list-hw", plan_cli, list_hw),
@@ -338,17 +366,51 @@ int px_plan_option_takes_value(const char *name)
     return px_args_takes_value(plan_rows, N_PLAN_ROWS, name);
 }
 
+/* What a sweep cannot run beside: a swept key's own option, and the
+ * options that write or explain one plan. */
+static px_status check_sweep(const plan_cli *c, bool hw_given, px_error *err)
+{
+    const px_search_opts *o = &c->opts;
+    const struct {
+        px_sweep_key key;
+        bool given;
+        const char *flag;
+    } own[] = {
+        {PX_SWEEP_GPUS, c->gpus > 0, "--gpus"},
+        {PX_SWEEP_SEQ, o->seq_len > 0, "--seq"},
+        {PX_SWEEP_GLOBAL_BATCH, o->global_batch > 0, "--global-batch"},
+        {PX_SWEEP_GLOBAL_BATCH, o->tokens_per_step > 0, "--tokens-per-step"},
+        {PX_SWEEP_HW, hw_given, "--hw"},
+        {PX_SWEEP_FRAMEWORK, c->framework != NULL, "--framework"},
+        {PX_SWEEP_PRECISION, c->precision_given, "--precision"},
+    };
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (own[i].given && px_sweep_find(c->sweep, own[i].key))
+            return PX_FAIL(err, PX_ERR_USAGE, "--sweep %s and %s both set it: give one of them",
+                           px_sweep_key_name(own[i].key), own[i].flag);
+    const char *one = c->out ? "-o" : c->top_dir ? "--write-top" : c->explain ? "--explain"
+                                                                               : NULL;
+    if (one)
+        return PX_FAIL(err, PX_ERR_USAGE,
+                       "%s writes or explains one plan; --sweep makes one a point: leave %s out "
+                       "(or plan the point you want with its own options)",
+                       one, one);
+    return PX_OK;
+}
+
 /* Reads argv into c; *action says whether to run, or print help/version. */
 px_status parse_args(int argc, char **argv, bool model_given, plan_cli *c,
                      px_args_action *action, px_error *err)
 {
     memset(c, 0, sizeof *c);
-    c->hw = PX_HW_DEFAULT;
     px_search_opts_init(&c->opts);
     px_args_result res;
     px_status st = px_args_parse(plan_rows, N_PLAN_ROWS, argc, argv, c, 0, &res, err);
     if (st != PX_OK)
         return st;
+    bool hw_given = c->hw != NULL;
+    if (!hw_given)
+        c->hw = PX_HW_DEFAULT;
     *action = res.action;
     px_args_free(&res);
     if (*action != PX_ARGS_RUN || c->list_models || c->list_hw)
@@ -362,13 +424,9 @@ px_status parse_args(int argc, char **argv, bool model_given, plan_cli *c,
     if (c->csv && (c->json || c->explain))
         return PX_FAIL(err, PX_ERR_USAGE, "--csv and %s both choose the output: give one of them",
                        c->json ? "--json" : "--explain");
-    if (c->sweep && c->gpus > 0)
-        return PX_FAIL(err, PX_ERR_USAGE,
-                       "--sweep-gpus and --gpus both set the GPU count: give one of them");
-    if (c->sweep && c->out)
-        return PX_FAIL(err, PX_ERR_USAGE, "-o writes one plan; --sweep-gpus makes one per GPU "
-                                          "count: leave -o out");
-    if (c->gpus < 1 && !c->sweep)
+    if (c->sweep)
+        PX_TRY(check_sweep(c, hw_given, err));
+    if (c->gpus < 1 && !(c->sweep && px_sweep_find(c->sweep, PX_SWEEP_GPUS)))
         return PX_FAIL(err, PX_ERR_USAGE, "--gpus is required (a positive integer)");
     if (c->lora_given && !px_finetune_is_lora(&c->opts.finetune))
         return PX_FAIL(err, PX_ERR_USAGE, "--lora-rank, --lora-alpha and --lora-targets need "

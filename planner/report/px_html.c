@@ -1,5 +1,5 @@
 /* px_html.c — the self-contained HTML report (px_html.h). */
-#include "px_html.h"
+#include "px_html_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -8,319 +8,88 @@
 #include "px_cost.h"
 #include "px_plan_check.h"
 #include "px_outfile.h"
+#include "px_overhead.h"
 #include "px_schedule.h"
-
-/* ------------------------------------------------------------------ */
-/* the timed timeline                                                  */
-
-typedef struct {
-    double t0, t1;
-    char kind;
-    int chunk, micro;
-} timed_op;
-
-typedef struct {
-    double t0, t1;
-    int src, dst;
-} timed_msg;
-
-typedef struct {
-    int pp;
-    int *n_ops;      /* [pp] */
-    timed_op **ops;  /* [pp][n_ops] */
-    timed_msg *msgs;
-    int n_msgs;
-    double makespan_s, msg_s;
-    double fwd_s[PX_MAX_CHUNKS], bwd_s[PX_MAX_CHUNKS], wgrad_s[PX_MAX_CHUNKS]; /* per op */
-    double mb_s[PX_MAX_CHUNKS]; /* one micro-batch through the stage, all its chunks */
-} timed_timeline;
-
-static void timed_free(timed_timeline *tt)
-{
-    for (int r = 0; tt->ops && r < tt->pp; r++)
-        free(tt->ops[r]);
-    free(tt->ops);
-    free(tt->n_ops);
-    free(tt->msgs);
-    memset(tt, 0, sizeof *tt);
-}
-
-/* Op durations per stage: the cost model's time of one micro-batch through
- * the stage (px_cost_stages, or the plan file's record of it, stages) over
- * its vpp chunks, split forward : backward
- * as the stage's first layer splits (backward with its recompute); a
- * zero-bubble schedule's backward is half input gradients (B), half weight
- * gradients (W).  A pipeline message takes the latency plus the boundary
- * activation over the link the PP groups use. */
-static void op_durations(px_cost_ctx *ctx, const px_parallel *par,
-                         const px_stage_prediction *stages, timed_timeline *tt)
-{
-    const px_model *m = ctx->model;
-    const px_hw *hw = ctx->hw;
-    double mb_s[PX_MAX_CHUNKS];
-    if (stages)
-        for (int s = 0; s < par->pp; s++)
-            mb_s[s] = stages[s].microbatch_s;
-    else
-        px_cost_stages(ctx, par, mb_s, NULL);
-    px_layer_cost lc;
-    px_cost_layer(ctx, par, 0, &lc);
-    int r0 = par->n_layer_recompute > 0 ? par->layer_recompute[0] : (int)par->recompute;
-    double f = lc.fwd_s, b = lc.bwd_s + lc.recompute_s[r0 < PX_RECOMPUTE_COUNT ? r0 : 0];
-    double frac = f + b > 0 ? f / (f + b) : 1.0 / 3.0;
-    bool has_w = par->schedule == PX_SCHED_ZB_H1 || par->schedule == PX_SCHED_ZB_H2;
-    for (int st = 0; st < par->pp; st++) {
-        tt->mb_s[st] = mb_s[st];
-        double per_chunk = mb_s[st] / par->vpp;
-        tt->fwd_s[st] = per_chunk * frac;
-        tt->bwd_s[st] = per_chunk * (1.0 - frac) * (has_w ? 0.5 : 1.0);
-        tt->wgrad_s[st] = has_w ? tt->bwd_s[st] : 0.0;
-    }
-    px_prediction pr;
-    px_cost_detail d;
-    px_cost_eval(ctx, par, 0.0, 0.0, &pr, &d, NULL);
-    int64_t s = px_plan_seq_len(m, par);
-    double bytes = px_cost_pp_msg_bytes((double)s / par->cp, (double)par->micro_batch,
-                                        (double)m->hidden, par->tp, par->sp, hw->dtype_bytes);
-    bool inter = d.pp_crosses && !hw->torus;
-    tt->msg_s = par->pp > 1 ? (inter ? hw->inter_lat_s + bytes / hw->inter_bw
-                                     : hw->intra_lat_s + bytes / hw->intra_bw)
-                            : 0.0;
-}
-
-/* Runs the executor's timeline (each stage's op list and its slots) with
- * those durations: an op starts when its stage is free and its input has
- * arrived from the neighbour, in slot order, as the executor runs it. */
-static px_status time_ops(const px_timeline *tl, int vpp, int n_micro, timed_timeline *tt,
-                           px_error *err)
-{
-    int pp = tl->pp, n_mc = pp * vpp;
-    size_t n_keys = (size_t)n_mc * (size_t)n_micro;
-    double *f_arr = calloc(n_keys, sizeof *f_arr), *b_arr = calloc(n_keys, sizeof *b_arr);
-    double *free_at = calloc((size_t)pp, sizeof *free_at);
-    int *next = calloc((size_t)pp, sizeof *next);
-    tt->pp = pp;
-    tt->n_ops = calloc((size_t)pp, sizeof *tt->n_ops);
-    tt->ops = calloc((size_t)pp, sizeof *tt->ops);
-    tt->msgs = calloc((size_t)tl->n_msgs + 1, sizeof *tt->msgs);
-    bool ok = f_arr && b_arr && free_at && next && tt->n_ops && tt->ops && tt->msgs;
-    for (int r = 0; ok && r < pp; r++)
-        ok = (tt->ops[r] = calloc((size_t)tl->n_ops[r] + 1, sizeof **tt->ops)) != NULL;
-    for (int t = 0; ok && t < tl->n_slots; t++) {
-        for (int r = 0; r < pp; r++) {
-            if (next[r] >= tl->n_ops[r] || tl->slot[r][next[r]] != t)
-                continue;
-            px_sched_op op = tl->ops[r][next[r]++];
-            int mc = op.chunk * pp + r;
-            double start = free_at[r];
-            if (op.kind == 'F' && mc > 0)
-                start = fmax(start, f_arr[(size_t)(mc - 1) * n_micro + op.micro]);
-            else if (op.kind == 'B' && mc < n_mc - 1)
-                start = fmax(start, b_arr[(size_t)(mc + 1) * n_micro + op.micro]);
-            double dur = op.kind == 'F' ? tt->fwd_s[r] : op.kind == 'B' ? tt->bwd_s[r]
-                                                                         : tt->wgrad_s[r];
-            double end = start + dur;
-            tt->ops[r][tt->n_ops[r]++] = (timed_op){start, end, op.kind, op.chunk, op.micro};
-            free_at[r] = end;
-            tt->makespan_s = fmax(tt->makespan_s, end);
-            int dst = -1;
-            if (op.kind == 'F' && mc < n_mc - 1) {
-                f_arr[(size_t)mc * n_micro + op.micro] = end + tt->msg_s;
-                dst = (mc + 1) % pp;
-            } else if (op.kind == 'B' && mc > 0) {
-                b_arr[(size_t)mc * n_micro + op.micro] = end + tt->msg_s;
-                dst = (mc - 1) % pp;
-            }
-            if (dst >= 0 && tt->n_msgs < tl->n_msgs)
-                tt->msgs[tt->n_msgs++] = (timed_msg){end, end + tt->msg_s, r, dst};
-        }
-    }
-    free(f_arr);
-    free(b_arr);
-    free(free_at);
-    free(next);
-    if (!ok)
-        return PX_FAIL(err, PX_ERR_NOMEM, "HTML report: out of memory timing the timeline");
-    return PX_OK;
-}
-
-static px_status build_timed(px_cost_ctx *ctx, const px_parallel *par,
-                             const px_stage_prediction *stages, timed_timeline *tt,
-                             px_error *err)
-{
-    memset(tt, 0, sizeof *tt);
-    op_durations(ctx, par, stages, tt);
-    px_timeline tl;
-    px_status st = px_timeline_build(&tl, par->schedule, par->pp, par->vpp,
-                                     (int)par->n_micro, err);
-    if (st != PX_OK)
-        return st;
-    st = time_ops(&tl, par->vpp, (int)par->n_micro, tt, err);
-    px_timeline_free(&tl);
-    return st;
-}
 
 /* ------------------------------------------------------------------ */
 /* drawing                                                             */
 
-static const char css[] =
-    "body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}"
-    "h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 6px;"
-    "border-bottom:1px solid #ccc}h3{font-size:15px;margin:18px 0 4px}"
-    "p.sub{color:#555;margin:0 0 12px}p.note{color:#555;font-size:12px;margin:2px 0 8px}"
-    "table{border-collapse:collapse;font-size:13px}"
-    "td,th{border:1px solid #ccc;padding:3px 7px;text-align:right;white-space:nowrap}"
-    "th{background:#f2f2f2}td.l,th.l{text-align:left}"
-    "tr.chosen td{font-weight:bold}"
-    "svg text{font-family:sans-serif;font-size:11px;fill:#222}"
-    ".op-F{fill:#4e79a7}.op-B{fill:#59a14f}.op-W{fill:#f28e2b}"
-    ".idle{fill:#ececec}.comm{fill:#b07aa1}"
-    ".m-weights{fill:#4e79a7}.m-grads{fill:#76b7b2}.m-optimizer{fill:#edc948}"
-    ".m-activations{fill:#e15759}.m-buffers{fill:#bab0ac}"
-    ".t-compute{fill:#4e79a7}.t-comm{fill:#b07aa1}.t-bubble{fill:#d9d9d9}"
-    ".t-optimizer{fill:#edc948}.t-other{fill:#bab0ac}"
-    ".limit{stroke:#d62728;stroke-width:2;stroke-dasharray:6 3}"
-    ".hbm{stroke:#555;stroke-width:1}.axis{stroke:#888;stroke-width:1}"
-    ".meas{stroke:#000;stroke-width:3}.pred{stroke:#4e79a7;stroke-width:3;"
-    "stroke-dasharray:3 2}"
-    ".legend span{display:inline-block;margin-right:14px;font-size:12px}"
-    ".legend i{display:inline-block;width:12px;height:12px;margin-right:4px;"
-    "vertical-align:-2px}";
-
-static void legend(px_buf *b, const char *const items[][2], int n)
-{
-    px_buf_puts(b, "<div class=\"legend\">");
-    for (int i = 0; i < n; i++)
-        px_buf_printf(b, "<span><i style=\"background:%s\"></i>%s</span>", items[i][1],
-                      items[i][0]);
-    px_buf_puts(b, "</div>\n");
-}
-
-/* A round step for axis ticks: 1, 2 or 5 times a power of ten, ~n ticks. */
-static double tick_step(double range, int n)
-{
-    double raw = range / n, p = pow(10.0, floor(log10(raw)));
-    double f = raw / p;
-    return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
-}
-
-static void timeline_svg(px_buf *b, const timed_timeline *tt, const px_parallel *par)
-{
-    const double left = 70, width = 1060, row_h = 30, op_h = 20;
-    int pp = tt->pp;
-    double span = tt->makespan_s > 0 ? tt->makespan_s : 1.0;
-    double sx = width / span, height = pp * row_h + 30;
-    px_buf_printf(b, "<svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" "
-                     "width=\"%.0f\" height=\"%.0f\" data-stages=\"%d\" data-makespan-s=\"%.9g\">\n",
-                  left + width + 10, height, pp, tt->makespan_s);
-    for (int r = 0; r < pp; r++) {
-        double y = r * row_h + 4;
-        px_buf_printf(b, "<g class=\"stage-row\" data-stage=\"%d\" data-ops=\"%d\" "
-                         "data-microbatch-s=\"%.9g\"><text x=\"4\" y=\"%.1f\">stage %d</text>\n",
-                      r, tt->n_ops[r], tt->mb_s[r], y + 14, r);
-        double t = 0.0; /* idle gaps between this stage's ops */
-        for (int k = 0; k <= tt->n_ops[r]; k++) {
-            double next = k < tt->n_ops[r] ? tt->ops[r][k].t0 : tt->makespan_s;
-            if (next - t > span * 1e-9)
-                px_buf_printf(b, "<rect class=\"idle\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
-                                 "height=\"%.0f\"/>",
-                              left + t * sx, y, (next - t) * sx, op_h);
-            if (k < tt->n_ops[r])
-                t = tt->ops[r][k].t1;
-        }
-        for (int k = 0; k < tt->n_ops[r]; k++) {
-            const timed_op *o = &tt->ops[r][k];
-            double w = (o->t1 - o->t0) * sx;
-            px_buf_printf(b, "<rect class=\"op op-%c\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
-                             "height=\"%.0f\" stroke=\"#fff\" stroke-width=\"%s\">"
-                             "<title>%c micro-batch %d, chunk %d: %.4g ms</title></rect>",
-                          o->kind, left + o->t0 * sx, y, w, op_h, w > 4 ? "0.5" : "0", o->kind,
-                          o->micro, o->chunk * pp + r, 1e3 * (o->t1 - o->t0));
-            if (w > 14)
-                px_buf_printf(b, "<text x=\"%.2f\" y=\"%.1f\" style=\"fill:#fff;font-size:9px\">"
-                                 "%d</text>",
-                              left + o->t0 * sx + 2, y + 14, o->micro);
-        }
-        for (int k = 0; k < tt->n_msgs; k++) /* messages arriving at this stage */
-            if (tt->msgs[k].dst == r)
-                px_buf_printf(b, "<rect class=\"comm\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
-                                 "height=\"4\"/>",
-                              left + tt->msgs[k].t0 * sx, y + op_h + 1,
-                              fmax((tt->msgs[k].t1 - tt->msgs[k].t0) * sx, 0.5));
-        px_buf_puts(b, "</g>\n");
-    }
-    double step = tick_step(span * 1e3, 8), axis_y = pp * row_h + 6;
-    px_buf_printf(b, "<line class=\"axis\" x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\"/>",
-                  left, axis_y, left + width, axis_y);
-    for (double ms = 0; ms <= span * 1e3 * 1.0001; ms += step)
-        px_buf_printf(b, "<text x=\"%.1f\" y=\"%.0f\">%g</text>", left + ms / 1e3 * sx - 3,
-                      axis_y + 14, ms);
-    px_buf_printf(b, "<text x=\"%.0f\" y=\"%.0f\">ms</text></svg>\n", left - 24, axis_y + 14);
-    (void)par;
-}
-
 static const char *const mem_parts[5] = {"weights", "grads", "optimizer", "activations",
                                          "buffers"};
 
+/* The unit the axis reads in: GB, MB or kB by the largest value. */
+static void mem_unit(double max_bytes, double *mult, const char **unit)
+{
+    *mult = max_bytes >= 1e9 ? 1e-9 : max_bytes >= 1e6 ? 1e-6 : 1e-3;
+    *unit = max_bytes >= 1e9 ? "GB" : max_bytes >= 1e6 ? "MB" : "kB";
+}
+
+/* The stages' memory as stacked bars on an axis scaled to the data: the
+ * HBM and usable lines are drawn when the largest stage comes within a
+ * quarter of the limit, and said in words otherwise. */
 static void memory_svg(px_buf *b, const px_memory *stages, int pp, const px_hw *hw,
                        int64_t predicted_peak)
 {
     const double left = 70, plot_h = 240, top = 20;
     double bar_w = fmin(60.0, 1000.0 / pp * 0.7), gap = fmin(30.0, 1000.0 / pp * 0.3);
     double width = pp * (bar_w + gap);
-    int64_t limit = hw->hbm_bytes - hw->mem_reserve_bytes, ymax = hw->hbm_bytes;
+    int64_t limit = hw->hbm_bytes - hw->mem_reserve_bytes, largest = 1;
     for (int s = 0; s < pp; s++)
-        if (stages[s].total > ymax)
-            ymax = stages[s].total;
-    double sy = plot_h / (1.05 * (double)ymax);
+        largest = stages[s].total > largest ? stages[s].total : largest;
+    bool lines = (double)largest >= 0.25 * (double)limit;
+    double ymax = lines ? fmax((double)largest, (double)hw->hbm_bytes) : (double)largest, mult;
+    const char *unit;
+    mem_unit(ymax, &mult, &unit);
+    double base = top + plot_h;
+    px_html_scale sc = px_html_scale_for(0.0, 1.05 * ymax, 0.0, base, top);
     px_buf_printf(b, "<svg class=\"memory\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
                      "height=\"%.0f\" data-predicted-peak-bytes=\"%lld\" data-limit-bytes=\"%lld\" "
-                     "data-hbm-bytes=\"%lld\">\n",
-                  left + width + 160, top + plot_h + 34, (long long)predicted_peak,
-                  (long long)limit, (long long)hw->hbm_bytes);
-    double base = top + plot_h;
-    double gb_step = tick_step(1.05 * (double)ymax / 1e9, 5);
-    for (double g = gb_step; g * 1e9 * sy <= plot_h; g += gb_step)
-        px_buf_printf(b, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.2f\" y2=\"%.2f\" "
-                         "stroke=\"#eee\"/><text x=\"%.0f\" y=\"%.2f\">%g</text>",
-                      left - 4, left + width, base - g * 1e9 * sy, base - g * 1e9 * sy, left - 34,
-                      base - g * 1e9 * sy + 4, g);
+                     "data-hbm-bytes=\"%lld\" data-axis-max-bytes=\"%.0f\">\n",
+                  left + width + 320, top + plot_h + 34, (long long)predicted_peak,
+                  (long long)limit, (long long)hw->hbm_bytes, sc.hi);
+    px_html_axis_y(b, &sc, left, mult, unit);
     for (int s = 0; s < pp; s++) {
         const px_memory *m = &stages[s];
         const int64_t part[5] = {m->weights, m->grads, m->optimizer, m->activations, m->buffers};
-        double x = left + s * (bar_w + gap) + gap / 2, y = base;
+        double x = left + s * (bar_w + gap) + gap / 2, y = base, sum = 0;
         px_buf_printf(b, "<g class=\"mem-bar\" data-stage=\"%d\" data-total-bytes=\"%lld\">", s,
                       (long long)m->total);
         for (int k = 0; k < 5; k++) {
-            double h = (double)part[k] * sy;
-            y -= h;
+            sum += (double)part[k];
+            double y1 = px_html_at(&sc, sum);
             px_buf_printf(b, "<rect class=\"mem-seg m-%s\" data-part=\"%s\" data-bytes=\"%lld\" "
                              "x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" height=\"%.2f\"><title>%s "
-                             "%.2f GB</title></rect>",
-                          mem_parts[k], mem_parts[k], (long long)part[k], x, y, bar_w, h,
-                          mem_parts[k], (double)part[k] / 1e9);
+                             "%.4g %s</title></rect>",
+                          mem_parts[k], mem_parts[k], (long long)part[k], x, y1, bar_w, y - y1,
+                          mem_parts[k], (double)part[k] * mult, unit);
+            y = y1;
         }
-        if (m->total >= 1000000000)
-            px_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\">%.1f GB</text>", x, y - 3,
-                          (double)m->total / 1e9);
-        else
-            px_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\">%.3g MB</text>", x, y - 3,
-                          (double)m->total / 1e6);
-        px_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\">%d</text></g>\n", x + bar_w / 2 - 3,
-                      base + 14, s);
+        px_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\">%.4g %s</text>", x, y - 3,
+                      (double)m->total * mult, unit);
+        px_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%d</text></g>\n",
+                      x + bar_w / 2, base + 14, s);
     }
-    double yl = base - (double)limit * sy, yh = base - (double)hw->hbm_bytes * sy;
-    px_buf_printf(b, "<line class=\"hbm\" x1=\"%.0f\" x2=\"%.0f\" y1=\"%.2f\" y2=\"%.2f\"/>"
-                     "<text x=\"%.0f\" y=\"%.2f\">HBM %.1f GB</text>",
-                  left, left + width, yh, yh, left + width + 6, yh + 4,
-                  (double)hw->hbm_bytes / 1e9);
-    px_buf_printf(b, "<line class=\"limit\" x1=\"%.0f\" x2=\"%.0f\" y1=\"%.2f\" y2=\"%.2f\"/>"
-                     "<text x=\"%.0f\" y=\"%.2f\">usable %.1f GB</text>",
-                  left, left + width, yl, yl, left + width + 6, yl + 14, (double)limit / 1e9);
+    if (lines) {
+        double yl = px_html_at(&sc, (double)limit), yh = px_html_at(&sc, (double)hw->hbm_bytes);
+        px_buf_printf(b, "<line class=\"hbm\" x1=\"%.0f\" x2=\"%.0f\" y1=\"%.2f\" y2=\"%.2f\"/>"
+                         "<text x=\"%.0f\" y=\"%.2f\">HBM %.1f GB</text>",
+                      left, left + width, yh, yh, left + width + 6, yh + 4,
+                      (double)hw->hbm_bytes / 1e9);
+        px_buf_printf(b, "<line class=\"limit\" x1=\"%.0f\" x2=\"%.0f\" y1=\"%.2f\" "
+                         "y2=\"%.2f\"/><text x=\"%.0f\" y=\"%.2f\">usable %.1f GB</text>",
+                      left, left + width, yl, yl, left + width + 6, yl + 14,
+                      (double)limit / 1e9);
+    } else {
+        px_buf_printf(b, "<text class=\"off-scale\" x=\"%.0f\" y=\"%.0f\">device memory %.1f "
+                         "GB, usable %.1f GB:</text><text x=\"%.0f\" y=\"%.0f\">above this axis "
+                         "(largest stage %.2g %%)</text>",
+                      left + width + 6, top + 12, (double)hw->hbm_bytes / 1e9,
+                      (double)limit / 1e9, left + width + 6, top + 26,
+                      100.0 * (double)largest / (double)limit);
+    }
     px_buf_printf(b, "<line class=\"axis\" x1=\"%.0f\" x2=\"%.0f\" y1=\"%.0f\" y2=\"%.0f\"/>"
-                     "<text x=\"4\" y=\"%.0f\">GB</text><text x=\"%.0f\" y=\"%.0f\">stage</text>"
-                     "</svg>\n",
-                  left, left + width, base, base, top + 10, left - 40, base + 14);
+                     "<text class=\"unit\" x=\"%.0f\" y=\"%.0f\">stage</text></svg>\n",
+                  left, left + width, base, base, left + width + 6, base + 14);
 }
 
 /* The step's parts: compute, exposed communication, bubble, optimizer and
@@ -342,55 +111,79 @@ static time_parts split_time(const px_time *t)
     return p;
 }
 
-/* One stacked bar a run, the same scale for all: the runs side by side. */
+/* A tick across a run's bar with its label above: the measured step
+ * (black) or the report's own prediction (dashed). */
+static void step_tick(px_buf *b, const char *cls, const char *label, double x, double y,
+                      double s)
+{
+    px_buf_printf(b, "<line class=\"%s\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\">"
+                     "<title>%s %.4g s</title></line><text class=\"tick-label %s-label\" "
+                     "x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\" style=\"font-size:10px\">%s "
+                     "%.4g s</text>",
+                  cls, x, x, y - 2, y + 18, label, s, cls, x, y - 4, label, s);
+}
+
+/* One stacked bar a run on one step-time axis: from 0, or, when the steps
+ * are within 10 % of each other, from a round value below the shortest
+ * (the axis says so), so that close plans look apart. */
 static void time_bars_svg(px_buf *b, const px_html_run *runs, int n)
 {
-    const double width = 820, row_h = 24;
-    double smax = 0, left = 120;
+    const double width = 820;
+    double smax = 0, smin = INFINITY, left = 120;
+    bool measured = false;
     for (int i = 0; i < n; i++) {
-        smax = fmax(smax, runs[i].pred->time.step_s);
-        if (runs[i].has_measured)
+        double t = runs[i].pred->time.step_s;
+        smax = fmax(smax, t);
+        smin = fmin(smin, t);
+        if (runs[i].has_measured) {
+            measured = true;
             smax = fmax(smax, fmax(runs[i].meas_step_s, runs[i].cmp_step_s));
+            smin = fmin(smin, fmin(runs[i].meas_step_s, runs[i].cmp_step_s));
+        }
         left = fmax(left, 6.5 * (double)strlen(runs[i].label) + 12); /* the label column */
     }
-    double sx = smax > 0 ? width / (1.05 * smax) : 0;
+    double row_h = measured ? 40 : 24, top = measured ? 16 : 4;
+    px_html_scale sc = px_html_scale_for(smin, smax, 0.10, left, left + width);
     px_buf_printf(b, "<svg class=\"time-bars\" xmlns=\"http://www.w3.org/2000/svg\" "
-                     "width=\"%.0f\" height=\"%.0f\">\n",
-                  left + width + 100, n * row_h + 10);
+                     "width=\"%.0f\" height=\"%.0f\" data-axis-from-s=\"%.9g\">\n",
+                  left + width + 100, top + n * row_h + 40, sc.lo);
     for (int i = 0; i < n; i++) {
         time_parts p = split_time(&runs[i].pred->time);
-        double x = left, y = i * row_h + 4;
+        double y = top + i * row_h, sum = 0, x = left;
         px_buf_printf(b, "<g class=\"time-bar\" data-run=\"%d\" data-step-s=\"%.9g\">"
                          "<text x=\"4\" y=\"%.0f\">",
                       i, runs[i].pred->time.step_s, y + 13);
         px_buf_html(b, runs[i].label);
         px_buf_puts(b, "</text>");
         for (int k = 0; k < 5; k++) {
-            double w = p.part[k] * sx;
+            sum += p.part[k];
+            double x1 = px_html_at(&sc, sum);
             px_buf_printf(b, "<rect class=\"t-%s\" data-part=\"%s\" data-s=\"%.9g\" x=\"%.2f\" "
                              "y=\"%.0f\" width=\"%.2f\" height=\"16\"><title>%s %.4g s</title>"
                              "</rect>",
-                          time_names[k], time_names[k], p.part[k], x, y, w, time_labels[k],
+                          time_names[k], time_names[k], p.part[k], x, y, x1 - x, time_labels[k],
                           p.part[k]);
-            x += w;
+            x = x1;
         }
+        if (!sc.zero_based) /* the bar's start is cut off with the axis */
+            px_buf_printf(b, "<path d=\"M%.1f %.0f l4 8 l-4 8\" stroke=\"#fff\" "
+                             "stroke-width=\"2\" fill=\"none\"/>",
+                          left + 4, y);
         px_buf_printf(b, "<text x=\"%.1f\" y=\"%.0f\">%.4g s</text>", x + 4, y + 13,
                       runs[i].pred->time.step_s);
         if (runs[i].has_measured) {
-            double xm = left + runs[i].meas_step_s * sx;
-            if (runs[i].cmp_step_s != runs[i].pred->time.step_s) { /* the report's own */
-                double xp = left + runs[i].cmp_step_s * sx;
-                px_buf_printf(b, "<line class=\"pred\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" "
-                                 "y2=\"%.0f\"><title>predicted in the report %.4g s</title>"
-                                 "</line>",
-                              xp, xp, y - 2, y + 18, runs[i].cmp_step_s);
-            }
-            px_buf_printf(b, "<line class=\"meas\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" "
-                             "y2=\"%.0f\"><title>measured %.4g s</title></line>",
-                          xm, xm, y - 2, y + 18, runs[i].meas_step_s);
+            if (runs[i].cmp_step_s != runs[i].pred->time.step_s) /* the report's own */
+                step_tick(b, "pred", "report's prediction", px_html_at(&sc, runs[i].cmp_step_s),
+                          y, runs[i].cmp_step_s);
+            step_tick(b, "meas", "measured", px_html_at(&sc, runs[i].meas_step_s), y,
+                      runs[i].meas_step_s);
         }
         px_buf_puts(b, "</g>\n");
     }
+    double mult;
+    const char *unit;
+    px_html_time_unit(sc.hi, &mult, &unit);
+    px_html_axis_x(b, &sc, top + n * row_h, mult, unit);
     px_buf_puts(b, "</svg>\n");
 }
 
@@ -502,63 +295,99 @@ static void breakdown_table(px_buf *b, const px_time *t)
 }
 
 /* The timeline, memory and time breakdown of one run. */
+/* The timeline's caption: what the drawing shows, and the step's pipeline
+ * part as the prediction books it (the step less the exposed data-parallel
+ * communication, the optimizer and the per-step overhead, so never longer
+ * than the step); the drawing's own length beside it, and why the two can
+ * differ. */
+static void timeline_caption(px_buf *b, const px_html_run *r, double makespan_s, double msg_s)
+{
+    const px_time *t = &r->pred->time;
+    double part = t->step_s - t->dp_comm_s - t->optimizer_s - px_overhead_step_s(r->run);
+    part = part > 0 ? part : 0;
+    px_buf_printf(b, "<p class=\"note timeline-caption\" data-step-s=\"%.9g\" "
+                     "data-pipeline-s=\"%.9g\" data-drawn-s=\"%.9g\">Each stage's ops in the executor's order, each as long as "
+                     "the cost model's time of one micro-batch through the stage over its chunks "
+                     "(forward : backward as its layers split); a pipeline message %.3g ms. The "
+                     "prediction's step of %.4g s books %.4g s for the pipeline (the "
+                     "micro-batches, a bubble of %.4g s and the messages) and the rest for "
+                     "exposed data-parallel communication, the optimizer step and per-step "
+                     "overheads. Run end to end with these op times the drawn schedule takes "
+                     "%.4g s",
+                  t->step_s, part, makespan_s, 1e3 * msg_s, t->step_s, part, t->bubble_s,
+                  makespan_s);
+    if (fabs(makespan_s - part) > 0.01 * part)
+        px_buf_puts(b, ": the prediction takes the schedule's bubble from its formula "
+                       "(docs/cost-model.md, \"Pipeline bubble\"), with the pipeline messages "
+                       "overlapped or not as the framework runs them, not from this drawing");
+    px_buf_puts(b, ".</p>\n");
+}
+
+/* The chosen plan's stages as the plan file recorded them, or costed. */
+static void stage_memory(px_cost_ctx *ctx, const px_html_run *r, px_memory *stages)
+{
+    const px_parallel *p = r->par;
+    if (!r->stages) {
+        px_cost_stage_memory(ctx, p, stages);
+        return;
+    }
+    for (int s = 0; s < p->pp; s++)
+        stages[s] = (px_memory){.weights = r->stages[s].weights,
+                                .grads = r->stages[s].grads,
+                                .optimizer = r->stages[s].optimizer,
+                                .activations = r->stages[s].activations,
+                                .buffers = r->stages[s].buffers,
+                                .total = r->stages[s].total,
+                                .worst_stage = s};
+}
+
+/* The timeline, memory and time breakdown of one run. */
 static px_status detail_section(px_buf *b, const px_html_run *r, int index, px_error *err)
 {
     px_cost_ctx *ctx = malloc(sizeof *ctx);
     px_memory *stages = calloc((size_t)r->par->pp, sizeof *stages);
+    px_buf svg = {0};
+    double makespan_s = 0, msg_s = 0;
     if (!ctx || !stages) {
         free(ctx);
         free(stages);
         return PX_FAIL(err, PX_ERR_NOMEM, "HTML report: out of memory");
     }
-    timed_timeline tt;
-    memset(&tt, 0, sizeof tt);
     px_status st = px_cost_ctx_init(ctx, r->model, r->hw, err);
     if (st == PX_OK) {
         ctx->run = r->run;
-        st = build_timed(ctx, r->par, r->stages, &tt, err);
+        st = px_html_timeline(&svg, ctx, r->par, r->stages, &makespan_s, &msg_s, err);
     }
     if (st == PX_OK) {
         const px_parallel *p = r->par;
-        if (r->stages) /* the plan file's numbers, as recorded */
-            for (int s = 0; s < p->pp; s++)
-                stages[s] = (px_memory){.weights = r->stages[s].weights,
-                                        .grads = r->stages[s].grads,
-                                        .optimizer = r->stages[s].optimizer,
-                                        .activations = r->stages[s].activations,
-                                        .buffers = r->stages[s].buffers,
-                                        .total = r->stages[s].total,
-                                        .worst_stage = s};
-        else
-            px_cost_stage_memory(ctx, p, stages);
+        stage_memory(ctx, r, stages);
         px_buf_printf(b, "<section class=\"run-detail\" data-run=\"%d\"><h2>", index);
         px_buf_html(b, r->label);
         px_buf_printf(b, ": %s, PP %d x VPP %d, %lld micro-batches of %lld</h2>\n",
                       px_schedule_name(p->schedule), p->pp, p->vpp, (long long)p->n_micro,
                       (long long)p->micro_batch);
-        px_buf_printf(b, "<h3>Pipeline timeline, one row per stage</h3>\n<p class=\"note\">The "
-                         "executor's op order; each op as long as the cost model's time of one "
-                         "micro-batch through the stage (forward : backward as its layers "
-                         "split); a message %.3g ms. The pipeline part of the step: %.4g s "
-                         "(of %.4g s).</p>\n",
-                      1e3 * tt.msg_s, tt.makespan_s, r->pred->time.step_s);
+        px_buf_puts(b, "<h3>Pipeline timeline, one row per stage</h3>\n");
+        timeline_caption(b, r, makespan_s, msg_s);
         static const char *const tl_items[][2] = {
             {"forward (F)", "#4e79a7"}, {"backward (B)", "#59a14f"},
             {"weight gradients (W)", "#f28e2b"}, {"idle", "#ececec"},
-            {"pipeline message (arriving)", "#b07aa1"}};
-        legend(b, tl_items, 5);
-        timeline_svg(b, &tt, p);
+            {"pipeline message (arriving)", "#b07aa1"},
+            {"steady state not drawn (mb: micro-batches left out)", "#fff;border:1px dashed #888"}};
+        px_html_legend(b, tl_items, 6);
+        px_buf_puts(b, svg.data ? svg.data : "");
         px_buf_puts(b, "<h3>Memory per GPU by stage</h3>\n");
         static const char *const mem_items[][2] = {
             {"weights", "#4e79a7"}, {"gradients", "#76b7b2"}, {"optimizer state", "#edc948"},
             {"activations", "#e15759"}, {"buffers", "#bab0ac"}};
-        legend(b, mem_items, 5);
+        px_html_legend(b, mem_items, 5);
         memory_svg(b, stages, p->pp, r->hw, r->pred->mem.total);
         px_buf_puts(b, "<h3>Time of one step</h3>\n");
         breakdown_table(b, &r->pred->time);
         px_buf_puts(b, "</section>\n");
     }
-    timed_free(&tt);
+    if (svg.failed && st == PX_OK)
+        st = PX_FAIL(err, PX_ERR_NOMEM, "HTML report: out of memory");
+    px_buf_free(&svg);
     free(stages);
     free(ctx);
     return st;
@@ -568,20 +397,15 @@ px_status px_html_write(const char *path, const char *title, const char *subtitl
                         const px_html_run *runs, int n_runs, px_error *err)
 {
     px_buf b = {0};
-    px_buf_puts(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
-    px_buf_html(&b, title);
-    px_buf_printf(&b, "</title><style>%s</style></head><body>\n<h1>", css);
-    px_buf_html(&b, title);
-    px_buf_puts(&b, "</h1>\n<p class=\"sub\">");
-    px_buf_html(&b, subtitle);
-    px_buf_puts(&b, "</p>\n<h2>Plans side by side</h2>\n");
+    px_html_begin(&b, title, subtitle);
+    px_buf_puts(&b, "<h2>Plans side by side</h2>\n");
     plans_table(&b, runs, n_runs);
     px_buf_puts(&b, "<h3>Time of a step, predicted (black tick: measured; dashed tick: the "
                    "report's own prediction where it differs from the plan's)</h3>\n");
     static const char *const t_items[][2] = {
         {"compute", "#4e79a7"}, {"exposed communication", "#b07aa1"},
         {"pipeline bubble", "#d9d9d9"}, {"optimizer step", "#edc948"}, {"other", "#bab0ac"}};
-    legend(&b, t_items, 5);
+    px_html_legend(&b, t_items, 5);
     time_bars_svg(&b, runs, n_runs);
     bool any_measured = false;
     for (int i = 0; i < n_runs; i++)
@@ -592,7 +416,7 @@ px_status px_html_write(const char *path, const char *title, const char *subtitl
     for (int i = 0; i < n_runs && st == PX_OK; i++)
         if (runs[i].detail && runs[i].par)
             st = detail_section(&b, &runs[i], i, err);
-    px_buf_puts(&b, "</body></html>\n");
+    px_html_end(&b);
     if (st == PX_OK)
         st = px_buf_write(&b, path, err);
     px_buf_free(&b);

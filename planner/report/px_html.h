@@ -46,4 +46,24 @@ typedef struct {
 px_status px_html_write(const char *path, const char *title, const char *subtitle,
                         const px_html_run *runs, int n_runs, px_error *err);
 
+/* One point of a sweep (plan --sweep): its value along x, the series it
+ * belongs to (the other swept keys' values, "" for none) and the best
+ * plan's numbers, or the reason it has none. */
+typedef struct {
+    char x[64];
+    char series[192];
+    bool ok;
+    char layout[160]; /* the best plan's layout in words */
+    double step_s, tokens_per_s, mfu;
+    int64_t mem_bytes; /* per GPU, the worst stage */
+    char reason[512];
+} px_html_sweep_point;
+
+/* Writes the sweep's page to path atomically: step time, MFU and memory
+ * against x (x_key names it), one line a series, and every point in a
+ * table. */
+px_status px_html_sweep_write(const char *path, const char *title, const char *subtitle,
+                              const char *x_key, const px_html_sweep_point *pts, int n,
+                              px_error *err);
+
 #endif

@@ -84,7 +84,9 @@ def plan(model=None, gpus=None, **options):
     """`plan --json` as Python objects: model (a preset name, a path, a dict
     or a Model), gpus, and any `plan` option as a keyword with dashes as
     underscores (global_batch=2048, partition="uniform", tp=8, top=5, ...).
-    A value None leaves the option out; True/False give a switch or on/off."""
+    A value None leaves the option out; True/False give a switch or on/off;
+    a list gives a repeatable option once per element (sweep=["gpus=8..64",
+    "seq=4096,8192"]: the sweep's document, docs/plan-cli.md)."""
     return _capi.call("plan", _plan_request("plan", model, gpus, options))
 
 

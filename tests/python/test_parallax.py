@@ -103,6 +103,22 @@ same_as_cli("tiny-gpt", 2, dict(partition="uniform"))
 r = parallax.plan(model="70b", gpus=64, tp=8, pp=4, dp=2, micro_batch=1, no_sp=True)
 check(r["plans"][0]["parallel"]["sp"] is False, "no_sp=True turns sequence parallelism off")
 
+# A sweep: a list gives --sweep once per element; the document is plan's.
+got = parallax.plan(model="70b", sweep=["gpus=256,512", "seq=4096,8192"], partition="uniform")
+out, err, rc = cli("--model", "70b", "--sweep", "gpus=256,512", "--sweep", "seq=4096,8192",
+                   "--partition", "uniform", "--json")
+check(rc == 0, "plan --sweep --json: exit %d: %s" % (rc, err))
+def sweep_without_timings(doc):
+    doc = json.loads(json.dumps(doc))
+    for p in doc["sweep"]:
+        p.pop("elapsed_s")
+    return doc
+if rc == 0:
+    d = first_difference(sweep_without_timings(got), sweep_without_timings(json.loads(out)))
+    check(d is None, "plan(sweep=[...]) differs from plan --sweep --json at %s" % d)
+check([(p["point"]["gpus"], p["point"]["seq"]) for p in got["sweep"]] ==
+      [(256, 4096), (256, 8192), (512, 4096), (512, 8192)], "sweep=[...]: the product's points")
+
 # A Hugging Face config as a dict plans as the same file does.
 hf_path = os.path.join(SRC, "tests", "spec", "hf", "Qwen3-8B", "config.json")
 with open(hf_path) as f:

@@ -66,14 +66,40 @@ def check_page(path, plan_json):
     rows = [i for i, (t, a, g) in enumerate(el) if t == "g" and has_class(a, "stage-row")]
     assert len(rows) == pp, "timeline rows %d, pipeline stages %d" % (len(rows), pp)
     per_op = 3 if par["schedule"].startswith("zb") else 2
+    timeline = [a for (t, a, g) in el if t == "svg" and has_class(a, "timeline")][0]
+    collapsed = timeline["data-collapsed"] == "1"
+    elision = [a for (t, a, g) in el if t == "g" and has_class(a, "elision")]
+    assert len(elision) == (1 if collapsed else 0), "elision marks %d" % len(elision)
     for r in rows:
-        ops = [a for (t, a, g) in el if g == r and t == "rect" and has_class(a, "op")]
-        assert len(ops) == per_op * vpp * m, (
-            "stage %s: %d ops, the schedule runs %d" % (el[r][1]["data-stage"], len(ops),
-                                                        per_op * vpp * m))
-        kinds = {k for a in ops for k in a["class"].split() if k.startswith("op-")}
+        a = el[r][1]
+        ops = [o for (t, o, g) in el if g == r and t == "rect" and has_class(o, "op")]
+        total, drawn = int(a["data-ops"]), int(a["data-ops-drawn"])
+        assert total == per_op * vpp * m, (
+            "stage %s: %d ops, the schedule runs %d" % (a["data-stage"], total, per_op * vpp * m))
+        assert drawn + int(a["data-ops-elided"]) == total, a
+        # an op cut by the elision mark is drawn once (on one side of it)
+        assert len(ops) == drawn, "stage %s: %d op rects, %d drawn" % (a["data-stage"],
+                                                                        len(ops), drawn)
+        if collapsed:
+            # the warm-up, a few steady micro-batches and the cool-down: what is
+            # drawn does not grow with the micro-batches
+            assert drawn <= 2 * per_op * vpp * (2 * pp + 4), (a["data-stage"], drawn)
+        else:
+            assert drawn == total
+        kinds = {k for o in ops for k in o["class"].split() if k.startswith("op-")}
         assert kinds == ({"op-F", "op-B", "op-W"} if per_op == 3 else {"op-F", "op-B"}), kinds
-        assert int(el[r][1]["data-ops"]) == len(ops)
+    cap = [a for (t, a, g) in el if t == "p" and has_class(a, "timeline-caption")][0]
+    assert float(cap["data-pipeline-s"]) <= float(cap["data-step-s"]), cap
+    assert abs(float(cap["data-step-s"]) - chosen["step_time_s"]) <= 1e-6 * chosen["step_time_s"]
+    if collapsed:
+        hidden = int(elision[0]["data-elided-microbatches"])
+        assert 0 < hidden < m, "the mark says %d micro-batches left out of %d" % (hidden, m)
+    # every chart has an axis with a unit
+    for cls in ("timeline", "memory", "time-bars"):
+        svg_i = [i for i, (t, a, g) in enumerate(el) if t == "svg" and has_class(a, cls)]
+        assert svg_i, "no %s chart" % cls
+    axes = [a for (t, a, g) in el if t == "g" and (has_class(a, "axis-x") or has_class(a, "axis-y"))]
+    assert len(axes) >= 3 and all(a.get("data-unit") for a in axes), axes
     svg = [a for (t, a, g) in el if t == "svg" and has_class(a, "memory")][0]
     peak = int(svg["data-predicted-peak-bytes"])
     assert peak == chosen["memory"]["total_bytes"], (peak, chosen["memory"]["total_bytes"])
@@ -93,8 +119,8 @@ def check_page(path, plan_json):
     assert abs(sum(parts) - step) <= 1e-6 * step, (parts, step)
     n_plans = sum(1 for (t, a, g) in el if t == "tr" and has_class(a, "plan-row"))
     assert n_plans == len(d["plans"]), (n_plans, len(d["plans"]))
-    print("page ok: %d stages, %d ops a stage, peak %.3f GB, %d plans" % (
-        pp, per_op * vpp * m, peak / 1e9, n_plans))
+    print("page ok: %d stages, %d ops a stage (%s), peak %.3f GB, %d plans" % (
+        pp, per_op * vpp * m, "collapsed" if collapsed else "all drawn", peak / 1e9, n_plans))
 
 
 def read_png(path):

@@ -50,7 +50,7 @@ stages = plan["prediction"]["stages"]
 assert [s["total_bytes"] for s in stages] != \
     [s["total_bytes"] for s in other["prediction"]["stages"]], "traits change nothing here"
 bars = re.findall(r'<g class="mem-bar" data-stage="(\d+)" data-total-bytes="(\d+)">', page)
-rows = re.findall(r'<g class="stage-row" data-stage="(\d+)" data-ops="\d+" '
+rows = re.findall(r'<g class="stage-row" data-stage="(\d+)" data-ops="\d+" [^>]*'
                   r'data-microbatch-s="([0-9.eE+-]+)">', page)
 assert len(bars) == len(stages) == len(rows) == 2, (bars, rows)
 for (i, total), (j, mb), s in zip(bars, rows, stages):
