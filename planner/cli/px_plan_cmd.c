@@ -5,7 +5,6 @@
  * Python package) run this same code. */
 #include "px_plan_cmd_internal.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
