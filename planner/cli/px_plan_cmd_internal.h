@@ -28,6 +28,7 @@ typedef struct {
     bool json, csv, explain, list_models, list_hw;
     bool partition_given; /* --partition or --no-milp on the command line */
     bool lora_given;      /* --lora-rank, --lora-alpha or --lora-targets */
+    bool offload_fraction_given; /* --offload-fraction */
     px_search_opts opts;
     const char *sweep;    /* --sweep-gpus */
     const char *top_dir;  /* --write-top */
