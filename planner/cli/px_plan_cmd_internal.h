@@ -29,6 +29,7 @@ typedef struct {
     bool json, csv, explain, list_models, list_hw;
     bool partition_given; /* --partition or --no-milp on the command line */
     bool lora_given;      /* --lora-rank, --lora-alpha or --lora-targets */
+    bool offload_fraction_given; /* --offload-fraction */
     px_search_opts opts;
     px_sweep_spec *sweep; /* --sweep, --sweep-gpus; NULL: none (owned) */
     bool precision_given; /* --precision on the command line */

@@ -139,6 +139,13 @@ json_t *candidate_json(const px_candidate *c, int64_t seq, int64_t n_layers)
     json_object_set_new(o, "mfu_causal", json_real(q->mfu_causal));
     json_object_set_new(par, "precision", json_string(px_precision_name(p->precision)));
     json_object_set_new(par, "cp_comm", json_string(px_cp_comm_name(p->cp_comm)));
+    if (p->offload.kind != PX_OFFLOAD_NONE) { /* only where it offloads: other plans keep their bytes */
+        json_object_set_new(par, "offload",
+                            json_pack("{s:s,s:f}", "kind", px_offload_kind_name(p->offload.kind),
+                                      "fraction", p->offload.fraction));
+        json_object_set_new(mem, "host_bytes", json_integer((json_int_t)q->mem.host));
+        json_object_set_new(tm, "offload_s", json_real(t->offload_s));
+    }
     json_t *lrc = json_array(); /* [] = every layer as parallel.recompute */
     for (int i = 0; i < p->n_layer_recompute; i++)
         json_array_append_new(lrc, json_string(px_recompute_name(
@@ -237,6 +244,8 @@ px_status write_json(FILE *out, const plan_cli *c, const px_model *model,
     json_object_set_new(root, "tokens_per_step", json_integer(res->tokens_per_step));
     json_object_set_new(root, "params", json_integer(pc.total));
     json_object_set_new(root, "mem_limit_bytes", json_integer(res->mem_limit_bytes));
+    if (res->offload_auto_used) /* nothing fit on the devices: the plans offload */
+        json_object_set_new(root, "offload_auto", json_true());
     json_t *rej = json_object();
     for (int r = 0; r < PX_REJ_COUNT; r++)
         json_object_set_new(rej, px_reject_name((px_reject)r), json_integer(res->rejected[r]));

@@ -77,6 +77,12 @@ const char usage_text[] =
     "  --lora-alpha A         LoRA scale numerator (default 32; no cost, recorded in the plan)\n"
     "  --lora-targets LIST    adapted linears: comma-separated qkv, proj, fc1, fc2, or all\n"
     "                         (default all, as Megatron-Bridge and NeMo)\n"
+    "  --offload auto|none|optimizer\n"
+    "                         optimizer state and its Adam step on the host (DeepSpeed's\n"
+    "                         ZeRO-Offload, Megatron's --optimizer-cpu-offload); auto (the\n"
+    "                         default) offloads only when nothing fits without it\n"
+    "  --offload-fraction F   the share of the optimizer state offloaded, (0, 1] (default 1;\n"
+    "                         below 1 only where the framework splits it: Megatron)\n"
     ;
 /* (two strings: C11 compilers need to take only 4095 characters in one) */
 const char usage_text_2[] =
@@ -213,6 +219,37 @@ static px_status read_finetune(void *s, const char *flag, const char *v, px_erro
     return PX_OK;
 }
 
+/* --offload auto|none|optimizer: auto keeps none and lets the search fall
+ * back to optimizer offload when nothing fits */
+static px_status read_offload(void *s, const char *flag, const char *v, px_error *err)
+{
+    px_search_opts *o = &((plan_cli *)s)->opts;
+    px_error e;
+    o->offload_auto = strcmp(v, "auto") == 0;
+    if (o->offload_auto) {
+        o->offload.kind = PX_OFFLOAD_NONE;
+        return PX_OK;
+    }
+    if (px_offload_kind_parse(v, &o->offload.kind, &e) != PX_OK)
+        return PX_FAIL(err, e.code == PX_ERR_UNSUPPORTED ? PX_ERR_UNSUPPORTED : PX_ERR_USAGE,
+                       "%s \"%s\": %s", flag, v,
+                       e.code == PX_ERR_UNSUPPORTED ? e.msg
+                                                    : "allowed values are auto, none, optimizer");
+    return PX_OK;
+}
+
+static px_status read_offload_fraction(void *s, const char *flag, const char *v, px_error *err)
+{
+    plan_cli *c = s;
+    double f;
+    PX_TRY(px_args_read_amount(flag, v, &f, err));
+    if (!(f > 0.0 && f <= 1.0))
+        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": a share in (0, 1]", flag, v);
+    c->opts.offload.fraction = f;
+    c->offload_fraction_given = true;
+    return PX_OK;
+}
+
 /* --lora-rank, --lora-alpha, --lora-targets: the setting after "--lora-" */
 static px_status read_lora(void *s, const char *flag, const char *v, px_error *err)
 {
@@ -333,6 +370,8 @@ static const px_arg plan_rows[] = {
     PX_ARG_CUSTOM("--lora-rank", read_lora),
     PX_ARG_CUSTOM("--lora-alpha", read_lora),
     PX_ARG_CUSTOM("--lora-targets", read_lora),
+    PX_ARG_CUSTOM("--offload", read_offload),
+    PX_ARG_CUSTOM("--offload-fraction", read_offload_fraction),
     PX_ARG_CUSTOM("--sp", read_sp),
     PX_ARG_MEANS("--no-sp", "--sp", "off"),
     PX_ARG_CUSTOM("--partition", read_partition),
@@ -431,6 +470,8 @@ px_status parse_args(int argc, char **argv, bool model_given, plan_cli *c,
     if (c->lora_given && !px_finetune_is_lora(&c->opts.finetune))
         return PX_FAIL(err, PX_ERR_USAGE, "--lora-rank, --lora-alpha and --lora-targets need "
                                           "--finetune lora");
+    if (c->offload_fraction_given && c->opts.offload.kind != PX_OFFLOAD_OPTIMIZER)
+        return PX_FAIL(err, PX_ERR_USAGE, "--offload-fraction needs --offload optimizer");
     if (c->opts.global_batch > 0 && c->opts.tokens_per_step > 0)
         return PX_FAIL(err, PX_ERR_USAGE, "--global-batch and --tokens-per-step both set the "
                                           "global batch: give one of them");

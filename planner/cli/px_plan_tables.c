@@ -121,6 +121,10 @@ static void explain(FILE *out, px_cost_ctx *ctx, const px_candidate *c, const px
     fprintf(out, "  %-34s %10.2f   of %.2f usable (%.2f HBM - %.2f reserve)\n", "total",
            gb((double)m->total), gb((double)res->mem_limit_bytes), gb((double)hw->hbm_bytes),
            gb((double)hw->mem_reserve_bytes));
+    if (m->host > 0)
+        fprintf(out, "  %-34s %10.2f   of %.2f host memory per GPU (offloaded optimizer: fp32 "
+                     "master, moments, gradient copy)\n",
+                "host", gb((double)m->host), gb((double)hw->host_mem_bytes));
 
     const px_time *t = &pr.time;
     fprintf(out, "\n# time per step, seconds (exposed = on the critical path)\n");
@@ -141,8 +145,26 @@ static void explain(FILE *out, px_cost_ctx *ctx, const px_candidate *c, const px
     fprintf(out, "  %-34s %10.4f   (%.2f %% of the step; %.4f of ideal)\n", "pipeline bubble",
            t->bubble_s, 100.0 * pr.bubble_fraction, d.bubble_over_ideal);
     fprintf(out, "  %-34s %10.4f\n", "optimizer step", t->optimizer_s);
+    if (t->offload_s > 0.0)
+        fprintf(out, "    %-32s %10.4f\n", "offloaded share, on the host", t->offload_s);
     fprintf(out, "  %-34s %10.4f   (MFU %.1f %%, HFU %.1f %%)\n", "step", t->step_s, 100.0 * pr.mfu,
            100.0 * pr.hfu);
+}
+
+/* What the chosen plan keeps on the host, and why. */
+static void print_offload(FILE *out, const px_candidate *best, const px_search_result *res,
+                          const px_hw *hw)
+{
+    const px_offload *o = &best->par.offload;
+    if (o->kind == PX_OFFLOAD_NONE)
+        return;
+    fprintf(out, "# offload: %s state on the host (fraction %.2f%s): host memory %.1f GB of "
+                 "%.1f GB per GPU; the host's part of the step %.3f s (gradients down, Adam, "
+                 "weights up)\n",
+            px_offload_kind_name(o->kind), o->fraction,
+            res->offload_auto_used ? "; nothing fits on the GPUs alone" : "",
+            gb((double)best->pred.mem.host), gb((double)hw->host_mem_bytes),
+            best->pred.time.offload_s);
 }
 
 /* The candidate's split stage by stage, in the partition program's terms
@@ -411,6 +433,7 @@ px_status write_table(FILE *out, const plan_cli *c, const px_model *model,
     fprintf(out, "# chosen split: layers per chunk %s; layers recomputing: none %d, selective "
                  "%d, full %d\n",
             split, cnt[PX_RECOMPUTE_NONE], cnt[PX_RECOMPUTE_SELECTIVE], cnt[PX_RECOMPUTE_FULL]);
+    print_offload(out, best, res, hw);
     if (c->explain) {
         px_cost_ctx *ctx = NULL;
         px_status st = plan_cost_ctx(c, model, hw, &ctx, err);

@@ -9,6 +9,7 @@
 #include "px_cost_2_ops.h"
 #include "px_cost_fsdp.h"
 #include "px_cost_lora.h"
+#include "px_cost_offload.h"
 #include "px_cost_precision.h"
 
 /* Zero-bubble B -> W: the output gradients one layer keeps for its deferred
@@ -109,6 +110,7 @@ static void stage_static_memory(const px_cost_ctx *ctx, const px_parallel *par, 
     if (px_finetune_is_lora(&par->finetune)) /* frozen base, trained adapters */
         px_lora_static(ctx, par, dense + expert, (double)nd, px_lora_shard(par), &sm->w, &sm->g,
                        &sm->o);
+    px_cost_offload_memory(ctx, par, &sm->w, &sm->o, &sm->host);
     sm->w += prec_weight_copies(ctx, par, nd, nm);
 }
 

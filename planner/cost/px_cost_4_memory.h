@@ -42,6 +42,7 @@ static inline void fill_memory(const stage_mem *w, int stage, px_memory *mem)
                                     w->buf_rc + w->buf_p2p + w->buf_zero3 + w->buf_zb);
     mem->total = mem->weights + mem->grads + mem->optimizer + mem->activations + mem->buffers;
     mem->worst_stage = stage;
+    mem->host = px_i64_from_double_sat(w->host);
 }
 
 #endif

@@ -19,6 +19,7 @@
 #include "px_cost_7_pipe.h"
 #include "px_cost_fsdp.h"
 #include "px_cost_lora.h"
+#include "px_cost_offload.h"
 #include "px_cost_precision.h"
 #include "px_domain.h"
 #include "px_flops.h"
@@ -275,9 +276,10 @@ static void dp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const c
 }
 
 /* optimizer step: Adam streams master weights, m, v (read + write), the
- * gradient (read) and writes the low-precision weights */
+ * gradient (read) and writes the low-precision weights; an offloaded share
+ * runs on the host (*host_s, px_cost_offload.h) */
 static double optimizer_time(const px_cost_ctx *ctx, const px_parallel *par, double w_dense_p,
-                             double w_exp_p)
+                             double w_exp_p, double *host_s)
 {
     const px_hw *hw = ctx->hw;
     px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
@@ -301,7 +303,7 @@ static double optimizer_time(const px_cost_ctx *ctx, const px_parallel *par, dou
                        (w_dense_p + w_exp_p) * bpp.grads;
         opt_s += px_time_mem_s(hw, extra);
     }
-    return opt_s;
+    return px_cost_offload_step_s(ctx, par, opt_s, opt_params, bpp.grads, host_s);
 }
 
 /* Tokens, FLOPs and utilisation of a step of `step` seconds. */
@@ -422,6 +424,8 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     fill_memory(&wm, ws, &pred->mem);
     if (mem_limit >= 0 && pred->mem.total > mem_limit)
         return PX_ERR_INFEASIBLE; /* memory only: the search prunes here */
+    if (mem_limit >= 0 && pred->mem.host > hw->host_mem_bytes)
+        return PX_ERR_INFEASIBLE; /* the offloaded state does not fit the host */
 
     crossings x;
     layer_time ld, lm;
@@ -466,7 +470,8 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     double dp_total, dp_exposed, dp_bytes;
     dp_step_comm(ctx, par, &x, w_dense_p, w_exp_p, fwd_win, bwd_win, &sync, &dp_total,
                  &dp_exposed, &dp_bytes);
-    double opt_s = optimizer_time(ctx, par, w_dense_p, w_exp_p);
+    double offload_s;
+    double opt_s = optimizer_time(ctx, par, w_dense_p, w_exp_p, &offload_s);
 
     double step = ideal + bubble + pp_total + dp_exposed + opt_s + px_overhead_step_s(ctx->run);
 
@@ -483,6 +488,7 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     tm->dp_comm_total_s = dp_total;
     tm->bubble_s = bubble;
     tm->optimizer_s = opt_s;
+    tm->offload_s = offload_s;
     assert_times(tm, &ld, &lm);
 
     fill_rates(ctx, par, step, bubble, pred);

@@ -35,6 +35,7 @@ typedef px_cost_stage_layers stage_layers;
 typedef struct {
     double dense_params, expert_params; /* elements on one GPU */
     double w, g, o;                     /* static bytes */
+    double host;                        /* host bytes: offloaded optimizer share */
     double act, act_att, act_mlp, act_norm, inflight, inflight_bw;
     double buf_emb, buf_logits, buf_loss, buf_final, buf_rc, buf_p2p, buf_zero3, buf_zb;
     double total;

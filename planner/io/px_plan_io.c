@@ -16,6 +16,7 @@
 #include "px_plan_json.h"
 #include "px_plan_check.h"
 #include "px_plan_finetune.h"
+#include "px_plan_offload.h"
 #include "px_plan_predict.h"
 
 static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2"};
@@ -58,7 +59,8 @@ static const px_jfield parallel_fields[] = {
      1 << 20},
 };
 static const char *const parallel_extra[] = {"layers_per_chunk", "layer_recompute",
-                                             "grad_dtype", "finetune", NULL};
+                                             "grad_dtype", "finetune", "offload",
+                                             NULL};
 
 /* parallel.grad_dtype: the dtype of the main gradients, index = grad_fp32 */
 static const char *const grad_dtype_names[] = {"bf16", "fp32"};
@@ -78,6 +80,8 @@ static const px_jfield memory_fields[] = {
     MB("buffers_bytes", buffers),
     MB("total_bytes", total),
     {"worst_stage", PX_JF_INT, offsetof(px_memory, worst_stage), 0, true, 0, NULL, 0, 0},
+    /* optional, written only when the plan offloads (drop_zero) */
+    {"host_bytes", PX_JF_I64, offsetof(px_memory, host), 0, false, 0, NULL, 0, (int64_t)1 << 50},
 };
 
 #define TS(field) {#field, PX_JF_DBL, offsetof(px_time, field), 0, true, 0, NULL, 0, 0}
@@ -85,6 +89,8 @@ static const px_jfield time_fields[] = {
     TS(step_s), TS(compute_s), TS(recompute_s), TS(tp_comm_s), TS(cp_comm_s),
     TS(cp_comm_total_s), TS(ep_comm_s), TS(pp_comm_s), TS(dp_comm_s), TS(dp_comm_total_s),
     TS(bubble_s), TS(optimizer_s),
+    /* optional, written only when the plan offloads (drop_zero) */
+    {"offload_s", PX_JF_DBL, offsetof(px_time, offload_s), 0, false, 0, NULL, 0, 0},
 };
 
 #define PD(field) {#field, PX_JF_DBL, offsetof(px_prediction, field), 0, true, 0, NULL, 0, 0}
@@ -174,6 +180,15 @@ static px_status add_section(json_t *parent, const char *key, const px_jfield *f
     return PX_OK;
 }
 
+/* Removes obj's key when it holds 0: an optional field of one feature
+ * (offload), so that plans without it keep their bytes. */
+static void drop_zero(json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    if (v && json_is_number(v) && json_number_value(v) == 0.0)
+        json_object_del(obj, key);
+}
+
 /* prediction.stages: one object per pipeline stage, in stage order. */
 static px_status write_stages(const px_plan *plan, json_t *pred, px_error *err)
 {
@@ -237,6 +252,8 @@ px_status px_plan_to_json(const px_plan *plan, json_t **out, px_error *err)
         st = px_jf_write(grad_dtype_field, 1, &grad_dtype, po, "parallel", err);
         if (st == PX_OK)
             st = px_plan_finetune_write(&par->finetune, po, err);
+        if (st == PX_OK)
+            st = px_plan_offload_write(&par->offload, po, err);
     }
     if (st == PX_OK) {
         rank_order ro;
@@ -254,12 +271,17 @@ px_status px_plan_to_json(const px_plan *plan, json_t **out, px_error *err)
     if (st == PX_OK)
         st = add_section(root, "prediction", prediction_fields, NF(prediction_fields),
                          &plan->pred, &pred, err);
+    json_t *mem = NULL, *tm = NULL;
     if (st == PX_OK)
         st = add_section(pred, "memory", memory_fields, NF(memory_fields), &plan->pred.mem,
-                         NULL, err);
+                         &mem, err);
     if (st == PX_OK)
-        st = add_section(pred, "time", time_fields, NF(time_fields), &plan->pred.time, NULL,
+        st = add_section(pred, "time", time_fields, NF(time_fields), &plan->pred.time, &tm,
                          err);
+    if (st == PX_OK) {
+        drop_zero(mem, "host_bytes");
+        drop_zero(tm, "offload_s");
+    }
     if (st == PX_OK)
         st = add_section(pred, "goodput", goodput_fields, NF(goodput_fields), &plan->pred,
                          NULL, err);
@@ -502,6 +524,9 @@ px_status px_plan_from_json(json_t *root, const char *file, px_plan *out, px_err
     if (st == PX_OK)
         st = px_plan_finetune_read(json_object_get(root, "parallel"), file, &out->par.finetune,
                                    err);
+    if (st == PX_OK)
+        st = px_plan_offload_read(json_object_get(root, "parallel"), file, &out->par.offload,
+                                  err);
     if (st == PX_OK)
         st = check_products(out, file, err); /* before any rule multiplies them */
     if (st != PX_OK)

@@ -17,6 +17,7 @@
 
 #include "px_bound.h"
 #include "px_checked.h"
+#include "px_cost_offload.h"
 #include "px_cost_precision.h"
 #include "px_framework.h"
 #include "px_partition_refine.h"
@@ -31,6 +32,8 @@ void px_search_opts_init(px_search_opts *o)
     o->precision = PX_PREC_BF16;
     o->cp_comm = PX_CPC_P2P;
     px_finetune_init(&o->finetune);
+    px_offload_init(&o->offload);
+    o->offload_auto = true;
     o->flash_attention = -1;
     o->top = PX_SEARCH_TOP_DEFAULT;
     /* TP beyond a node is allowed (and scored with the inter-node links), up
@@ -752,8 +755,53 @@ static px_status rank_into(const search_spec *sp, px_cost_ctx *ctx, int keep_out
     return st;
 }
 
+/* A plan that offloads needs the host in the profile. */
+static px_status check_offload_hw(const px_hw *hw, const px_search_opts *o, px_error *err)
+{
+    if (o->offload.kind == PX_OFFLOAD_NONE || px_cost_offload_hw_known(hw))
+        return PX_OK;
+    return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                   "--offload optimizer: profile %s does not describe the host (host_link_bw, "
+                   "host_mem_bytes and host_mem_bw must be set; docs/hw-schema.md)",
+                   hw->name);
+}
+
+static px_status search_once(const px_model *m, const px_hw *hw, int gpus,
+                             const px_search_opts *o, px_search_result *res, px_error *err);
+
+/* The search as asked; when nothing fits on the devices and the request
+ * leaves offload open, once more with the optimizer on the host (as
+ * DeepSpeed's ZeRO-Offload and Megatron's --optimizer-cpu-offload fit a
+ * model on too few GPUs).  The first search's refusal stands when that
+ * does not fit either. */
 px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_search_opts *o,
                         px_search_result *res, px_error *err)
+{
+    px_status st = search_once(m, hw, gpus, o, res, err);
+    px_caps storage;
+    if (st == PX_OK || res->n_top > 0 || !o->offload_auto ||
+        o->offload.kind != PX_OFFLOAD_NONE || res->rejected[PX_REJ_MEMORY] == 0 ||
+        !px_cost_offload_hw_known(hw) || !search_caps(o, &storage)->offload_optimizer)
+        return st;
+    px_search_opts again = *o;
+    again.offload.kind = PX_OFFLOAD_OPTIMIZER;
+    again.offload.fraction = 1.0;
+    again.offload_auto = false;
+    px_search_result *alt = malloc(sizeof *alt);
+    if (!alt)
+        return st;
+    px_error alt_err;
+    if (search_once(m, hw, gpus, &again, alt, &alt_err) == PX_OK && alt->n_top > 0) {
+        memcpy(res, alt, sizeof *res);
+        res->offload_auto_used = true;
+        st = PX_OK;
+    }
+    free(alt);
+    return st;
+}
+
+static px_status search_once(const px_model *m, const px_hw *hw, int gpus,
+                             const px_search_opts *o, px_search_result *res, px_error *err)
 {
     result_reset(res);
     double t0 = now_s();
@@ -766,6 +814,8 @@ px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_s
     o = &resolved;
     res->gpus = gpus;
     px_status st = px_prec_check_hw(hw, o->precision, err);
+    if (st == PX_OK)
+        st = check_offload_hw(hw, o, err);
     if (st != PX_OK)
         return st;
     st = resolve_batch(m, o, res, err);

@@ -53,6 +53,10 @@ typedef struct {
                               * precision the profile lacks is refused */
     px_cp_comm cp_comm;      /* CP attention communication (default ring p2p) */
     px_finetune finetune;    /* what is trained (default pre-training; px_finetune.h) */
+    px_offload offload;      /* what every configuration offloads (default none) */
+    bool offload_auto;       /* when nothing fits, search again with the optimizer
+                              * offloaded, where the framework and the profile allow
+                              * it (default true; --offload none turns it off) */
     int64_t seq_len;         /* 0: the model's */
     int64_t global_batch;    /* sequences; 0: tokens_per_step / seq_len */
     int64_t tokens_per_step; /* 0: PX_SEARCH_TOKENS_PER_STEP_DEFAULT */
@@ -142,6 +146,8 @@ typedef struct {
     int gpus;
     int64_t seq_len, global_batch, tokens_per_step;
     int64_t mem_limit_bytes;          /* hbm − reserve */
+    bool offload_auto_used;           /* nothing fit on the devices alone: the plans
+                                       * offload the optimizer (opts.offload_auto) */
     /* stage partitioning (opts.milp) */
     bool milp_ran;
     int milp_top, milp_misses;        /* candidates from the analytic pass's top / its misses */

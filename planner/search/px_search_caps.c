@@ -34,6 +34,7 @@ typedef enum {
     FIX_GRAD_DTYPE,
     FIX_PRECISION,
     FIX_FINETUNE,
+    FIX_OFFLOAD,
     FIX_COUNT
 } fixed_dim;
 
@@ -229,6 +230,15 @@ static bool take_option(fixed_dim k, const px_search_opts *o, px_parallel *p, co
         p->finetune = o->finetune;
         *flag = "--finetune";
         snprintf(what, n, "fine-tuning %s", px_finetune_mode_name(o->finetune.mode));
+        return true;
+    case FIX_OFFLOAD:
+        if (o->offload.kind == PX_OFFLOAD_NONE)
+            return false;
+        p->offload = o->offload;
+        if (o->zero < 0 && p->zero < 1)
+            p->zero = 1; /* offload runs in a sharded optimizer */
+        *flag = "--offload";
+        snprintf(what, n, "optimizer offload%s", o->offload.fraction < 1.0 ? " of a fraction" : "");
         return true;
     default:
         return false;

@@ -390,5 +390,6 @@ void search_defaults(px_parallel *par, const px_search_opts *o)
     par->precision = o->precision;
     par->cp_comm = o->cp_comm;
     par->finetune = o->finetune;
+    par->offload = o->offload;
     par->quantized_params = !o->run || o->run->quantized_params;
 }

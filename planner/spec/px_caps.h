@@ -70,6 +70,10 @@ typedef struct {
                                           * layer (only the embedding / the loss) */
     unsigned finetune;                   /* px_ft_mode bits of the fine-tuning it runs
                                           * (pre-training is run by every consumer) */
+    bool offload_optimizer;              /* optimizer state and its Adam step on the host
+                                          * (ZeRO-Offload, --optimizer-cpu-offload) */
+    bool offload_fraction;               /* only a fraction of it (Megatron-Core's
+                                          * --optimizer-offload-fraction) */
     int fp8_runs_as;                     /* px_precision a plain "fp8" request runs as where
                                           * the framework has no delayed scaling (torchao's
                                           * float8 is dynamic per-tensor: fp8-cs); a

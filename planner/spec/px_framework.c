@@ -109,6 +109,11 @@ static const px_jfield caps_fields[] = {
     /* optional, default false */
     {"empty_end_chunks", PX_JF_BOOL, offsetof(px_caps, empty_end_chunks), 0, false, 0, NULL, 0,
      0},
+    /* optional, default false: optimizer offload, and of a fraction */
+    {"offload_optimizer", PX_JF_BOOL, offsetof(px_caps, offload_optimizer), 0, false, 0, NULL, 0,
+     0},
+    {"offload_fraction", PX_JF_BOOL, offsetof(px_caps, offload_fraction), 0, false, 0, NULL, 0,
+     0},
     /* optional: the recipe a plain "fp8" request runs as (default fp8 itself) */
     {"fp8_runs_as", PX_JF_ENUM, offsetof(px_caps, fp8_runs_as), 0, false, 0, prec_names,
      PX_PREC_COUNT, 0},

@@ -77,6 +77,10 @@ static const px_jfield hw_fields[] = {
     HD("fp4_flops", fp4_flops, false, 0, MAX_FLOPS),
     {"fp16_only", PX_JF_BOOL, offsetof(px_hw, fp16_only), 0, false, 0, NULL, 0, 0},
     HI("gpus_per_host", gpus_per_host, false, 0, 1 << 16),
+    HD("host_link_bw", host_link_bw, false, 0, MAX_BW),
+    {"host_mem_bytes", PX_JF_I64, offsetof(px_hw, host_mem_bytes), 0, false, 0, NULL, 0,
+     MAX_BYTES},
+    HD("host_mem_bw", host_mem_bw, false, 0, MAX_BW),
 };
 #define N_HW_FIELDS ((int)(sizeof hw_fields / sizeof hw_fields[0]))
 
@@ -266,6 +270,8 @@ static const zero_or_min zero_or_min_fields[] = {
     {"xent_bw", "not measured", "bytes/s", MIN_BW},
     {"adamw_bw", "not measured", "bytes/s", MIN_BW},
     {"embed_bw", "not measured", "bytes/s", MIN_BW},
+    {"host_link_bw", "unknown", "bytes/s", MIN_BW},
+    {"host_mem_bw", "unknown", "bytes/s", MIN_BW},
 };
 
 static px_status check_optional_rates(const px_hw *hw, px_error *err)

@@ -140,6 +140,13 @@ typedef struct {
     /* The half-precision tensor-core path is fp16 only, with no bf16 (V100):
      * peak_flops is the fp16 peak and a bf16 plan is refused. */
     bool fp16_only;
+    /* The host beside each device, for optimizer offload (px_offload.h).
+     * Optional, 0 = unknown (a plan that offloads is then refused). */
+    double host_link_bw;      /* device <-> host memory, one direction, bytes/s per
+                               * device (PCIe x16, NVLink-C2C) */
+    int64_t host_mem_bytes;   /* host memory per device: the node's DRAM / devices */
+    double host_mem_bw;       /* host DRAM bandwidth per device, bytes/s: what bounds
+                               * the host's Adam step (it streams the state) */
     /* GPUs in one host (a compute tray), when the fast domain spans several
      * (GB200 / GB300 NVL72: 4 a tray, 72 on NVLink); 0: gpus_per_node */
     int gpus_per_host;

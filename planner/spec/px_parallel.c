@@ -79,6 +79,7 @@ void px_parallel_init(px_parallel *p)
     p->cp_comm = PX_CPC_P2P;
     p->quantized_params = true;
     px_finetune_init(&p->finetune);
+    px_offload_init(&p->offload);
     snprintf(p->order, sizeof p->order, "%s", "tp-cp-ep-pp-dp");
 }
 

@@ -9,6 +9,7 @@
 
 #include "px_error.h"
 #include "px_finetune.h"
+#include "px_offload.h"
 #include "px_hw.h"
 #include "px_model.h"
 #include "px_precision.h"
@@ -93,6 +94,8 @@ typedef struct {
     int shard_group;
     /* What is trained: pre-training, SFT or LoRA adapters (px_finetune.h). */
     px_finetune finetune;
+    /* What lives in host memory: the optimizer's share (px_offload.h). */
+    px_offload offload;
 } px_parallel;
 
 /* Sets every field to the single-GPU defaults (all sizes 1, 1F1B, ZeRO 0,
@@ -115,6 +118,8 @@ typedef struct {
     int64_t buffers;          /* embedding output, logits, loss, p2p, comm buckets */
     int64_t total;
     int worst_stage;
+    int64_t host;             /* host memory per GPU: the offloaded optimizer share and its
+                               * fp32 gradient copy (not in total, which is device memory) */
 } px_memory;
 
 /* Time of one optimizer step, seconds; exposed parts are on the critical path. */
@@ -128,7 +133,9 @@ typedef struct {
     double pp_comm_s;
     double dp_comm_s, dp_comm_total_s;
     double bubble_s;
-    double optimizer_s;
+    double optimizer_s;       /* the step's optimizer, with offload_s */
+    double offload_s;         /* of it, the offloaded share's: gradients to the host, the
+                               * host's Adam step, weights back (0 without offload) */
 } px_time;
 
 typedef struct {

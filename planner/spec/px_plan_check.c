@@ -39,6 +39,7 @@ static void caps_all(px_caps *c, const char *name)
     c->max_zero_with_pp = 3;
     c->empty_end_chunks = true;
     c->finetune = (1u << PX_FT_COUNT) - 1;
+    c->offload_optimizer = c->offload_fraction = true;
 }
 
 /* Everything the cost model prices.  The vocabulary is padded as Megatron
@@ -76,6 +77,7 @@ static void caps_engine(px_caps *c, const char *name)
     c->hybrid_shard = false; /* ZeRO-3 shards over the whole data-parallel group */
     c->empty_end_chunks = false; /* every chunk runs at least one layer */
     c->finetune = 1u << PX_FT_NONE | 1u << PX_FT_FULL; /* no adapters: every weight trains */
+    c->offload_optimizer = c->offload_fraction = false; /* the optimizer runs on the device */
 }
 
 /* Any consumer's: what some consumer runs (plan I/O reads a plan against it,
@@ -543,6 +545,36 @@ static px_status check_finetune(const px_model *m, const px_finetune *f, const p
     return PX_OK;
 }
 
+/* Optimizer offload: a consumer that runs it, of a fraction where the
+ * consumer offloads part of the state, over a sharded optimizer (ZeRO-1 or
+ * more: DeepSpeed's offload_optimizer is a ZeRO option; Megatron-Core's
+ * --optimizer-cpu-offload runs in its distributed optimizer). */
+static px_status check_offload(const px_offload *o, int zero, const px_caps *caps,
+                               px_error *err)
+{
+    if ((int)o->kind < 0 || o->kind >= PX_OFFLOAD_COUNT)
+        return PX_FAIL(err, PX_ERR_INVALID, "parallel.offload.kind = %d: out of range",
+                       (int)o->kind);
+    if (!(o->fraction > 0.0 && o->fraction <= 1.0))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "parallel.offload.fraction = %g: expected a share in (0, 1]", o->fraction);
+    if (o->kind == PX_OFFLOAD_NONE)
+        return PX_OK;
+    if (!caps->offload_optimizer)
+        return lacks(err, "offload_optimizer", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "offload = optimizer: %s does not offload the optimizer; allowed: none",
+                       caps->name));
+    if (o->fraction < 1.0 && !caps->offload_fraction)
+        return lacks(err, "offload_fraction", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "offload fraction %g: %s offloads the whole optimizer state; allowed: 1",
+                       o->fraction, caps->name));
+    if (zero < 1)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "offload = optimizer with ZeRO 0: optimizer offload runs in a sharded "
+                       "optimizer; allowed: ZeRO 1, 2 or 3");
+    return PX_OK;
+}
+
 /* The CP flavour: one the consumer runs; the all-to-all (Ulysses) shards the
  * heads of a TP rank over cp. */
 static px_status check_cp_comm(const px_model *m, const px_parallel *p, const px_caps *caps,
@@ -610,6 +642,8 @@ px_status px_plan_check(const px_model *m, const px_parallel *p, const px_caps *
         st = check_cp_comm(m, p, caps, err);
     if (st == PX_OK)
         st = check_finetune(m, &p->finetune, caps, err);
+    if (st == PX_OK)
+        st = check_offload(&p->offload, p->zero, caps, err);
     /* last, so that a refusal by feature says every other rule holds */
     if (st == PX_OK)
         st = px_rule_features(m, caps, err);

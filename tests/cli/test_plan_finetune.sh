@@ -39,7 +39,7 @@ grep -q 'framework parallax cannot run fine-tuning lora (capability finetune' "$
 grep -q 'LoRA is priced on dense layers' "$tmp/err" || fail "lora / moe: $(cat "$tmp/err")"
 
 # Llama 3 70B on 8 H100s: pre-training does not fit, LoRA does
-"$PLAN" --model 70b --gpus 8 $FW --partition uniform > "$tmp/out" 2> "$tmp/err"
+"$PLAN" --model 70b --gpus 8 $FW --partition uniform --offload none > "$tmp/out" 2> "$tmp/err"
 [ $? -ne 0 ] || fail "70b pre-training on 8 GPUs fits: the LoRA check below proves nothing"
 "$PLAN" --model 70b --gpus 8 $FW --partition uniform --finetune lora --lora-rank 16 \
   --lora-alpha 8 --lora-targets fc2,qkv -o "$tmp/lora.json" > "$tmp/table" 2> "$tmp/err" \
