@@ -214,12 +214,19 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
         sm->buf_p2p = 2.0 * px_cost_pp_msg_bytes(s, b, h, par->tp, sp, (int)e);
     double dshard = (double)par->dp * par->cp;
     if (par->zero >= 3 && dshard > 1.0) {
-        /* two layers' weights gathered at a time (prefetch) */
+        /* two layers' weights gathered at a time (prefetch).  A gather
+         * rebuilds what this GPU holds unsharded, not the whole layer: the
+         * layer's matrices over TP and its E/(ep·etp) local experts, each
+         * gathered over its own shard group */
         px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
-        double lp = (double)(ctx->moe_layer_params > ctx->dense_layer_params
-                                 ? ctx->moe_layer_params
-                                 : ctx->dense_layer_params);
-        sm->buf_zero3 = 2.0 * lp / t * bpp.weights;
+        double lp_dense = ctx->dense_layer_params > 0 ? layer_local_params(ctx, par->tp, false)
+                                                      : 0.0;
+        double lp_moe = ctx->moe_layer_params > 0
+                            ? layer_local_params(ctx, par->tp, true) +
+                                  (double)ctx->expert_params / (par->ep * par->etp)
+                            : 0.0;
+        double lp_local = lp_moe > lp_dense ? lp_moe : lp_dense;
+        sm->buf_zero3 = 2.0 * lp_local * bpp.weights;
         if (ctx->run && ctx->run->zero_16bit_partitions) {
             /* DeepSpeed stage3.py: the module computing, gathered, and its
              * 16-bit gradient before the reduce-scatter; the prefetch
@@ -227,7 +234,7 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
              * fraction of a layer.  The largest module may be the
              * embedding or the head (estimate_zero3_model_states_mem_needs:
              * 4 bytes x largest layer at 16 bits). */
-            double big = lp / t, emb = embedding_local_params(ctx, par->tp),
+            double big = lp_local, emb = embedding_local_params(ctx, par->tp),
                    head = head_local_params(ctx, par->tp);
             big = emb > big ? emb : big;
             big = head > big ? head : big;
@@ -240,7 +247,7 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
             px_fw_runtime run = *ctx->run;
             if (!par->dp_overlap)
                 run.fsdp_prefetch_layers = 0;
-            sm->buf_zero3 = px_cost_fsdp_buffers(&run, lp / t, (double)(nd + nm), e, bpp.grads);
+            sm->buf_zero3 = px_cost_fsdp_buffers(&run, lp_local, (double)(nd + nm), e, bpp.grads);
         }
     }
 }

@@ -271,13 +271,19 @@ void px_prec_act_adjust(const px_act_shape *sh, px_precision p, px_act_ops *o)
         return;
     double e = sh->elem_bytes > 0 ? sh->elem_bytes : 2;
     double r = px_prec_saved_act_bytes(p, e) / e; /* quantised / activation bytes */
-    double d_att = (r - 1.0) * (o->qkv_in + o->proj_in);
+    /* the output projection's input is the attention core's output, which
+     * the flash kernel keeps in the activation dtype for its own backward;
+     * Megatron lets linear_proj save that tensor instead of a quantised copy
+     * for every recipe but delayed scaling (attention.py,
+     * set_save_original_input), which keeps both */
+    double proj_r = p == PX_PREC_FP8 ? 1.0 + r : 1.0;
+    double d_att = (r - 1.0) * o->qkv_in + (proj_r - 1.0) * o->proj_in;
     /* an MoE layer's norm output feeds the bf16 router and the dispatch:
      * it stays in the activation dtype */
     double mlp_in_q = sh->moe ? 0.0 : o->mlp_in;
     double d_mlp = (r - 1.0) * (mlp_in_q + o->act_out);
     o->qkv_in *= r;
-    o->proj_in *= r;
+    o->proj_in *= proj_r;
     if (!sh->moe)
         o->mlp_in *= r;
     o->act_out *= r;
@@ -287,8 +293,15 @@ void px_prec_act_adjust(const px_act_shape *sh, px_precision p, px_act_ops *o)
         double up = sh->gated ? 2.0 : 1.0;
         double down_in = o->moe_gate_up / (up + 1.0);
         o->moe_gate_up -= (1.0 - r) * down_in;
-        o->expert -= (1.0 - r) * down_in;
-        d_mlp -= (1.0 - r) * down_in;
+        /* the routed rows received are the first grouped GEMM's input: TE's
+         * GroupedLinear saves its quantised copy for the backward, not the
+         * bf16 rows (transformer_engine/pytorch/module/grouped_linear.py,
+         * save_for_backward of inputmats; Megatron's experts.py asks for the
+         * original input only when it offloads fc1) */
+        double recv_saved = (1.0 - r) * o->moe_recv;
+        o->moe_recv -= recv_saved;
+        o->expert -= (1.0 - r) * down_in + recv_saved;
+        d_mlp -= (1.0 - r) * down_in + recv_saved;
     }
     o->attention += d_att;
     o->mlp += d_mlp;

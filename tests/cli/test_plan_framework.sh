@@ -84,6 +84,10 @@ PY
   --no-milp > "$tmp/z3.txt" 2> "$tmp/z3.err" || fail "deepspeed ZeRO-3 at --pp 1 --schedule 1f1b refused: $(cat "$tmp/z3.err")"
 expect_error "deepspeed ZeRO-3 with a real pipeline" 'deepspeed' \
   --model tiny-llama --gpus 8 --pp 2 --schedule 1f1b --zero 3 --framework deepspeed
+# DeepSpeed's PipelineModule partitions layers unevenly (its partition
+# methods): 80 layers on a pipeline of 3 stages plan under deepspeed
+"$PLAN" --model llama3-70b --gpus 24 --tp 8 --pp 3 --dp 1 --framework deepspeed --no-milp \
+  > /dev/null 2> "$tmp/ds-uneven.err" || fail "deepspeed pp 3 over 80 layers refused: $(cat "$tmp/ds-uneven.err")"
 # --framework-release: an unknown release names the allowed ones; the JSON
 # records the release; Megatron-LM's 2021 release (no FlashAttention, no DP or
 # TP overlap) plans the same layout slower than the framework as it runs today

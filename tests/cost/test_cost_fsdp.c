@@ -171,6 +171,15 @@ static void expert_group_in_plan(void)
     px_cost_fsdp_time_shards(&hw, &fw.run, sh, 2, 1, false, n, e, g, 2.0, 1.0, 2.0, 0.0, &want);
     CHECK_MSG(fabs(d.dp_total_s - want.total_s) <= 1e-9 * want.total_s, "dp total %.6f s, want %.6f s",
               d.dp_total_s, want.total_s);
+    /* the gathered layer is what this GPU holds unsharded: the layer's
+     * other parameters and its E/ep local experts, not all E */
+    double b8 = d.buf_p2p; /* pp 1: the ZeRO-3 gathers alone */
+    par.ep = 1;
+    CHECK(px_cost_eval(&ctx, &par, 0.0, 0.0, &p, &d, &err) == PX_OK);
+    double other = (double)(ctx.moe_layer_params - ctx.expert_params);
+    double x = (double)ctx.expert_params;
+    CHECK(b8 > 0.0);
+    CHECK_CLOSE(b8 / d.buf_p2p, (other + x / 8.0) / (other + x), 1e-9, 0);
 }
 
 static void megatron_split(void)

@@ -237,7 +237,9 @@ static void test_memory(void)
     CHECK(px_cost_evaluate(&m, &h100, &par, &p8, &err) == PX_OK);
     CHECK_CLOSE((double)(p8.mem.weights - p16.mem.weights), 2.0 * layers, 1e-6, 2.0);
     par.quantized_params = true;
-    /* saved activations: the four linear inputs at 1 byte instead of 2 */
+    /* saved activations: three linear inputs at 1 byte instead of 2; the
+     * output projection's input is the attention core's bf16 output, kept
+     * once (current scaling) or beside its quantised copy (delayed) */
     px_act_shape sh = {0};
     sh.s = 8192, sh.s_kv = 8192, sh.b = 1, sh.h = 4096, sh.a = 32, sh.kv = 8;
     sh.dq = sh.dv = 128, sh.f = 14336, sh.gated = true, sh.elem_bytes = 2, sh.tp = 1;
@@ -246,9 +248,23 @@ static void test_memory(void)
     px_cost_act_layer(&sh, &o16);
     o8 = o16;
     px_prec_act_adjust(&sh, PX_PREC_FP8, &o8);
-    double lin_in = o16.qkv_in + o16.proj_in + o16.mlp_in + o16.act_out;
-    CHECK_CLOSE(o16.total - o8.total, lin_in / 2.0, 1e-12, 0);
+    double lin_in = o16.qkv_in + o16.mlp_in + o16.act_out;
+    CHECK_CLOSE(o16.total - o8.total, lin_in / 2.0 - o16.proj_in / 2.0, 1e-12, 0);
     CHECK_CLOSE(o8.attention + o8.mlp + o8.norm, o8.total, 1e-12, 0);
+    o8 = o16;
+    px_prec_act_adjust(&sh, PX_PREC_FP8_CS, &o8);
+    CHECK_CLOSE(o16.total - o8.total, lin_in / 2.0, 1e-12, 0);
+    CHECK(o8.proj_in == o16.proj_in);
+    /* routed experts: the rows received are saved as the first grouped
+     * GEMM's quantised input, the down projection's input likewise */
+    sh.moe = true, sh.n_experts = 64, sh.top_k = 8, sh.moe_f = 1024, sh.ep = 8;
+    px_cost_act_layer(&sh, &o16);
+    o8 = o16;
+    px_prec_act_adjust(&sh, PX_PREC_FP8_CS, &o8);
+    CHECK_CLOSE(o8.moe_recv, o16.moe_recv / 2.0, 1e-12, 0);
+    CHECK_CLOSE(o16.expert - o8.expert, (o16.moe_recv + o16.moe_gate_up / 3.0) / 2.0, 1e-12, 0);
+    CHECK_CLOSE(o8.attention + o8.mlp + o8.norm, o8.total, 1e-12, 0);
+    sh.moe = false;
     /* the step: FP8 faster than bf16, never twice as fast (attention core,
      * head, element-wise work and the casts stay); fp16 runs like bf16 */
     m = load_model("llama3-70b");
