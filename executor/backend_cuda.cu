@@ -180,14 +180,14 @@ static void prefix##residual_bwd(void *da, void *db, const void *g, int64_t n)  
     note(px_cuda_residual_bwd##suffix(as<elem>(da), as<elem>(db), as<elem>(g), n, S));   \
 }                                                                                        \
 static void prefix##rope_fwd(void *qkv, int64_t Sq, int64_t Bt, int64_t NH, int64_t NKV, \
-                             int64_t HD, int64_t pos0, float theta)                      \
+                             int64_t HD, int64_t pos0, const px_rope *rope)             \
 {                                                                                        \
-    note(px_cuda_rope_fwd##suffix(as<elem>(qkv), Sq, Bt, NH, NKV, HD, pos0, theta, S));  \
+    note(px_cuda_rope_fwd##suffix(as<elem>(qkv), Sq, Bt, NH, NKV, HD, pos0, rope, S));  \
 }                                                                                        \
 static void prefix##rope_bwd(void *dqkv, int64_t Sq, int64_t Bt, int64_t NH,             \
-                             int64_t NKV, int64_t HD, int64_t pos0, float theta)         \
+                             int64_t NKV, int64_t HD, int64_t pos0, const px_rope *rope)\
 {                                                                                        \
-    note(px_cuda_rope_bwd##suffix(as<elem>(dqkv), Sq, Bt, NH, NKV, HD, pos0, theta, S)); \
+    note(px_cuda_rope_bwd##suffix(as<elem>(dqkv), Sq, Bt, NH, NKV, HD, pos0, rope, S)); \
 }                                                                                        \
 static void prefix##attention_fwd(void *o, float *lse, float *probs, const void *qkv,    \
                                   int64_t Sq, int64_t Bt, int64_t NH, int64_t NKV,       \

@@ -27,6 +27,7 @@
 
 #include "px_error.h"
 #include "px_error_mpi.h"
+#include "px_rope.h"
 
 /* One communication group (TP, PP, DP, ...). */
 typedef struct {
@@ -107,8 +108,10 @@ typedef struct {
     void (*bias_add_bwd)(float *, const void *, int64_t, int64_t);
     void (*residual_fwd)(void *, const void *, const void *, int64_t);
     void (*residual_bwd)(void *, void *, const void *, int64_t);
-    void (*rope_fwd)(void *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float);
-    void (*rope_bwd)(void *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float);
+    void (*rope_fwd)(void *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                     const px_rope *);
+    void (*rope_bwd)(void *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                     const px_rope *);
     void (*attention_fwd)(void *, float *, float *, const void *, int64_t, int64_t, int64_t,
                           int64_t, int64_t);
     void (*attention_bwd)(void *, const void *, const void *, const float *, const float *,

@@ -131,7 +131,9 @@ struct px_exec {
     bool llama, sp, has_pos;
     bool mla;                 /* multi-head latent attention (px_mla.c): hd is the
                                * query/key width, nkv = nh */
-    float norm_eps, rope_theta;
+    float norm_eps;           /* every norm but MLA's latent ones (model.norm_eps) */
+    float latent_norm_eps;    /* MLA's q and kv latent RMSNorms */
+    px_rope rope;             /* RoPE's frequencies and pairs (px_rope.h) */
     bool store_probs_allowed; /* no FlashAttention-style core in the plan */
     bool zero_bubble;         /* schedule splits B and W */
     px_recompute *rc;         /* [L] per global layer */

@@ -268,8 +268,9 @@ static px_status exec_sizes(px_exec *ex, px_error *err)
     ex->m = p->n_micro;
     ex->pp_size = p->pp;
     ex->vpp = p->vpp;
-    ex->norm_eps = 1e-5f;
-    ex->rope_theta = 10000.0f;
+    ex->norm_eps = (float)m->norm_eps;
+    ex->latent_norm_eps = (float)m->latent_norm_eps;
+    ex->rope = px_rope_plain(m->rope_theta);
     ex->store_probs_allowed = !p->flash_attention;
     return PX_OK;
 }

@@ -276,14 +276,16 @@ static void w_residual_bwd(void *da, void *db, const void *d, int64_t n)
     leaf(N_RESIDUAL_BWD, t0, n, 0, 0);
 }
 
-static void w_rope_fwd(void *x, int64_t a, int64_t b, int64_t c, int64_t d, int64_t e, int64_t f, float th)
+static void w_rope_fwd(void *x, int64_t a, int64_t b, int64_t c, int64_t d, int64_t e, int64_t f,
+                       const px_rope *th)
 {
     double t0 = clock_s();
     g_active->inner_k->rope_fwd(x, a, b, c, d, e, f, th);
     leaf(N_ROPE_FWD, t0, a, b, c);
 }
 
-static void w_rope_bwd(void *x, int64_t a, int64_t b, int64_t c, int64_t d, int64_t e, int64_t f, float th)
+static void w_rope_bwd(void *x, int64_t a, int64_t b, int64_t c, int64_t d, int64_t e, int64_t f,
+                       const px_rope *th)
 {
     double t0 = clock_s();
     g_active->inner_k->rope_bwd(x, a, b, c, d, e, f, th);

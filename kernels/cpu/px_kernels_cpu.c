@@ -206,21 +206,23 @@ void px_cpu_residual_bwd(float *da, float *db, const float *dout, int64_t n)
 
 /* Rotates the q and k heads by +angle (dir = 1) or -angle (dir = -1). */
 static void rope_apply(float *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
-                       int64_t pos0, float theta, float dir)
+                       int64_t pos0, const px_rope *rope, float dir)
 {
     int64_t half = HD / 2, row = (NH + 2 * NKV) * HD;
     for (int64_t s = 0; s < S; s++) {
         double p = (double)(pos0 + s);
         for (int64_t i = 0; i < half; i++) {
-            double freq = pow((double)theta, -2.0 * (double)i / (double)HD);
-            float c = (float)cos(p * freq), sn = dir * (float)sin(p * freq);
+            double a = p * px_rope_inv_freq(rope, i, HD);
+            float c = (float)cos(a), sn = dir * (float)sin(a);
+            int64_t i0, i1;
+            px_rope_pair(rope, i, HD, &i0, &i1);
             for (int64_t b = 0; b < B; b++) {
                 float *x = qkv + (s * B + b) * row;
                 for (int64_t h = 0; h < NH + NKV; h++) {
                     float *v = x + h * HD;
-                    float x0 = v[i], x1 = v[i + half];
-                    v[i] = x0 * c - x1 * sn;
-                    v[i + half] = x0 * sn + x1 * c;
+                    float x0 = v[i0], x1 = v[i1];
+                    v[i0] = x0 * c - x1 * sn;
+                    v[i1] = x0 * sn + x1 * c;
                 }
             }
         }
@@ -228,16 +230,16 @@ static void rope_apply(float *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV
 }
 
 void px_cpu_rope_fwd(float *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
-                     int64_t pos0, float theta)
+                     int64_t pos0, const px_rope *rope)
 {
-    rope_apply(qkv, S, B, NH, NKV, HD, pos0, theta, 1.0f);
+    rope_apply(qkv, S, B, NH, NKV, HD, pos0, rope, 1.0f);
 }
 
 void px_cpu_rope_bwd(float *dqkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
-                     int64_t pos0, float theta)
+                     int64_t pos0, const px_rope *rope)
 {
     /* The rotation is orthogonal: its transpose is the rotation by -angle. */
-    rope_apply(dqkv, S, B, NH, NKV, HD, pos0, theta, -1.0f);
+    rope_apply(dqkv, S, B, NH, NKV, HD, pos0, rope, -1.0f);
 }
 
 /* ---- attention ---------------------------------------------------------------------- */

@@ -23,6 +23,7 @@
 #define PX_KERNELS_CPU_H
 
 #include <stdint.h>
+#include "px_rope.h"
 
 /* ---- embedding (vocabulary-parallel) --------------------------------------
  * This shard holds rows [v0, v1) of the full [V, C] table.  Tokens outside the
@@ -114,15 +115,15 @@ void px_cpu_residual_bwd(float *da,        /* [n] += (optional) */
 
 /* ---- rotary position embedding (Llama) --------------------------------------
  * qkv rows are [q heads (NH) | k heads (NKV) | v heads (NKV)] x HD; RoPE rotates
- * the q and k heads in place, pairs (i, i + HD/2) ("rotate half"), position of
- * row s * B + b is pos0 + s, frequencies theta^(-2i/HD).  Backward applies the
- * inverse rotation to the gradient in place. */
+ * the q and k heads in place, the pairs and frequencies of px_rope.h (theta,
+ * rope_scaling, rotate-half or interleaved), position of row s * B + b is
+ * pos0 + s.  Backward applies the inverse rotation to the gradient in place. */
 void px_cpu_rope_fwd(float *qkv, /* [S, B, (NH + 2 NKV) HD] in place */
                      int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
-                     int64_t pos0, float theta);
+                     int64_t pos0, const px_rope *rope);
 void px_cpu_rope_bwd(float *dqkv, /* [S, B, (NH + 2 NKV) HD] in place */
                      int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
-                     int64_t pos0, float theta);
+                     int64_t pos0, const px_rope *rope);
 
 /* ---- causal attention core (GQA: query head h reads kv head h / (NH/NKV)) ----
  * Memory-aware: the forward keeps only the log-sum-exp of each score row

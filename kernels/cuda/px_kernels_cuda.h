@@ -25,6 +25,7 @@ extern "C" {
 
 #include "px_error.h"
 #include "px_cuda_gemm.h"
+#include "px_rope.h"
 
 /* Storage of one bf16 value (the bits of __nv_bfloat16). */
 typedef uint16_t px_bf16;
@@ -117,10 +118,10 @@ px_status px_cuda_residual_bwd(px_bf16 *da, px_bf16 *db, const px_bf16 *dout, in
 
 /* ---- RoPE (in place on the q and k heads of packed qkv rows) -------------- */
 px_status px_cuda_rope_fwd(px_bf16 *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV,
-                           int64_t HD, int64_t pos0, float theta, cudaStream_t stream,
+                           int64_t HD, int64_t pos0, const px_rope *rope, cudaStream_t stream,
                            px_error *err);
 px_status px_cuda_rope_bwd(px_bf16 *dqkv, int64_t S, int64_t B, int64_t NH, int64_t NKV,
-                           int64_t HD, int64_t pos0, float theta, cudaStream_t stream,
+                           int64_t HD, int64_t pos0, const px_rope *rope, cudaStream_t stream,
                            px_error *err);
 
 /* ---- causal attention, FlashAttention style --------------------------------
@@ -302,10 +303,10 @@ px_status px_cuda_residual_fwd_f32(float *out, const float *a, const float *b, i
 px_status px_cuda_residual_bwd_f32(float *da, float *db, const float *dout, int64_t n,
                                    cudaStream_t stream, px_error *err);
 px_status px_cuda_rope_fwd_f32(float *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV,
-                               int64_t HD, int64_t pos0, float theta, cudaStream_t stream,
+                               int64_t HD, int64_t pos0, const px_rope *rope, cudaStream_t stream,
                                px_error *err);
 px_status px_cuda_rope_bwd_f32(float *dqkv, int64_t S, int64_t B, int64_t NH, int64_t NKV,
-                               int64_t HD, int64_t pos0, float theta, cudaStream_t stream,
+                               int64_t HD, int64_t pos0, const px_rope *rope, cudaStream_t stream,
                                px_error *err);
 px_status px_cuda_swiglu_fwd_f32(float *out, const float *gate_up, int64_t T, int64_t F,
                                  cudaStream_t stream, px_error *err);

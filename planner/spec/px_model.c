@@ -24,6 +24,7 @@ static const char *const attn_names[] = {"standard", "mla"};
     {key, type, offsetof(px_model, field), 0, req, mn, NULL, 0, mx}
 #define FI(key, field, req, mn, mx) F_(key, PX_JF_I64, field, req, mn, mx)
 #define FB(key, field) F_(key, PX_JF_BOOL, field, false, 0, 0)
+#define FD(key, field, mn, mx) F_(key, PX_JF_DBL, field, false, mn, mx)
 
 /* Upper bounds: about 50x the largest published model's value (hidden 25 600,
  * ffn 73 728, vocab 256 000, 256 experts, 128 heads, contexts of 10^6
@@ -54,6 +55,9 @@ static const px_jfield model_fields[] = {
     FB("tied_embeddings", tied_embeddings),
     FB("qkv_bias", qkv_bias),
     FB("qk_norm", qk_norm),
+    FD("rope_theta", rope_theta, 1.0, 1e12),
+    FD("norm_eps", norm_eps, 1e-30, 1.0),
+    FD("latent_norm_eps", latent_norm_eps, 1e-30, 1.0),
     FI("n_experts", n_experts, false, 0, MAX_EXPERTS),
     FI("top_k", top_k, false, 0, MAX_EXPERTS),
     FI("moe_ffn", moe_ffn, false, 0, MAX_WIDTH),
@@ -84,6 +88,9 @@ static void model_defaults(px_model *m)
     m->block = PX_BLOCK_LLAMA;
     m->attn = PX_ATTN_STANDARD;
     m->moe_layer_freq = 1;
+    m->rope_theta = PX_ROPE_THETA_DEFAULT;
+    m->norm_eps = PX_NORM_EPS_DEFAULT;
+    m->latent_norm_eps = PX_LATENT_NORM_EPS_DEFAULT;
 }
 
 static void model_derive(px_model *m)
@@ -470,6 +477,28 @@ static bool hf_bool(hf_ctx *c, const char *key, bool dflt)
     return json_is_true(v);
 }
 
+/* A number of obj (a config or its rope_parameters) at key, > 0; null or
+ * absent gives dflt.  where names obj in messages ("" for the config). */
+static double hf_num_in(hf_ctx *c, json_t *obj, const char *where, const char *key,
+                        double dflt)
+{
+    json_t *v = obj ? json_object_get(obj, key) : NULL;
+    if (c->st != PX_OK || !v || json_is_null(v))
+        return dflt;
+    if (!json_is_number(v) || !(json_number_value(v) > 0)) {
+        c->st = px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
+                             "%s%s%s: expected a number > 0, got %s", where, where[0] ? "." : "",
+                             key, json_is_number(v) ? "a number <= 0" : px_jf_type_name(v));
+        return dflt;
+    }
+    return json_number_value(v);
+}
+
+static double hf_num(hf_ctx *c, const char *key, double dflt)
+{
+    return hf_num_in(c, c->root, "", key, dflt);
+}
+
 /* Pretraining context is not in config.json; cap the position table at the
  * 8192 tokens that Llama 3, Qwen3 and DeepSeek-V3 pretrain at (--seq
  * overrides). */
@@ -543,6 +572,26 @@ static void hf_gpt2(hf_ctx *c, px_model *m)
     m->max_positions = hf_size(c, "n_positions", hf_size(c, "n_ctx", 1024));
     m->seq_len = m->max_positions;
     m->tied_embeddings = hf_bool(c, "tie_word_embeddings", true);
+    m->norm_eps = hf_num(c, "layer_norm_epsilon", PX_NORM_EPS_DEFAULT);
+}
+
+/* RoPE's base and the norms' epsilon.  transformers' defaults where the
+ * config leaves them out (each configuration_<type>.py): rms_norm_eps 1e-6,
+ * but 1e-5 for mixtral and gpt_oss; default_theta 10000, but 1e6 for
+ * mixtral and 150000 for gpt_oss.  rope_theta sits at the top (older
+ * configs) or inside rope_parameters (transformers 5), which wins. */
+static void hf_numerics(hf_ctx *c, const char *t, px_model *m)
+{
+    bool five = strcmp(t, "mixtral") == 0 || strcmp(t, "gpt_oss") == 0;
+    m->norm_eps = hf_num(c, "rms_norm_eps", five ? 1e-5 : 1e-6);
+    double theta = strcmp(t, "mixtral") == 0   ? 1e6
+                   : strcmp(t, "gpt_oss") == 0 ? 150000.0
+                                               : PX_ROPE_THETA_DEFAULT;
+    theta = hf_num(c, "rope_theta", theta);
+    json_t *rp = json_object_get(c->root, "rope_parameters");
+    if (json_is_object(rp))
+        theta = hf_num_in(c, rp, "rope_parameters", "rope_theta", theta);
+    m->rope_theta = theta;
 }
 
 /* The Llama family's names (hidden_size, num_hidden_layers, ...). */
@@ -562,6 +611,7 @@ static void hf_llama(hf_ctx *c, const char *t, px_model *m)
     /* attention_bias: q, k, v biases (Qwen2 always has them) */
     m->qkv_bias = hf_bool(c, "attention_bias", strcmp(t, "qwen2") == 0);
     m->qk_norm = strcmp(t, "qwen3") == 0 || strcmp(t, "qwen3_moe") == 0;
+    hf_numerics(c, t, m);
 }
 
 /* The routed experts (and MLA) of the MoE model types. */

@@ -18,6 +18,13 @@
  * int64 and double (px_model_validate enforces it with checked sums). */
 #define PX_MODEL_MAX_PARAMS (INT64_C(1) << 50)
 
+/* Defaults of the numeric fields: RoPE's original base (Su et al. 2021,
+ * Llama 1/2), the 1e-5 of Llama 2's and GPT-2's norms, and the 1e-6 that
+ * DeepSeek-V2/V3 give their MLA latent RMSNorms in code (not in config.json). */
+#define PX_ROPE_THETA_DEFAULT 10000.0
+#define PX_NORM_EPS_DEFAULT 1e-5
+#define PX_LATENT_NORM_EPS_DEFAULT 1e-6
+
 /* The two block kinds.  GPT: LayerNorm, learned positions, MHA, GeLU MLP
  * (f = 4h usually), biases.  Llama: RMSNorm, RoPE, GQA, SwiGLU MLP, no biases. */
 typedef enum { PX_BLOCK_GPT = 0, PX_BLOCK_LLAMA = 1 } px_block_kind;
@@ -43,6 +50,14 @@ typedef struct {
     bool tied_embeddings;  /* LM head shares the embedding matrix */
     bool qkv_bias;         /* biases on q, k, v projections (Qwen2, GPT) */
     bool qk_norm;          /* RMSNorm on q and k per head (Qwen3) */
+
+    /* Numerics that change the function, not the cost (the executor runs
+     * them; the cost model ignores them).  rope_theta: base of the RoPE
+     * frequencies (llama block); norm_eps: epsilon of every RMSNorm /
+     * LayerNorm but MLA's latent norms, which use latent_norm_eps. */
+    double rope_theta;
+    double norm_eps;
+    double latent_norm_eps;
 
     /* Mixture of experts: n_experts == 0 means dense. */
     int64_t n_experts;         /* E routed experts */

@@ -92,7 +92,8 @@ static double l_matmul(void)
 static double l_rope(void)
 {
     memcpy(g_y, g_x, sizeof(float) * T * QKV);
-    px_cpu_rope_fwd(g_y, S, B, NH, NKV, HD, 3, 10000.0f);
+    px_rope rope = px_rope_plain(10000.0);
+    px_cpu_rope_fwd(g_y, S, B, NH, NKV, HD, 3, &rope);
     return dot(g_y, g_r, T * QKV);
 }
 
@@ -229,6 +230,35 @@ static void check_moe(void)
     free(g_x);
 }
 
+/* RoPE against the rotation written out: pair (i, i + HD/2) of a head at
+ * position p turns by p * theta^(-2i/HD).  One head (q) of width 16 at
+ * positions 0..S-1 from pos0; theta as Llama 3's 500000, which a kernel that
+ * kept 10000 fails by whole radians. */
+static void check_rope_theta(void)
+{
+    enum { RS = 5, RHD = 16 };
+    const double theta = 500000.0;
+    const int64_t pos0 = 1000;
+    float x[RS * 3 * RHD], y[RS * 3 * RHD];
+    for (int i = 0; i < RS * 3 * RHD; i++)
+        x[i] = y[i] = frand();
+    px_rope rope = px_rope_plain(theta);
+    px_cpu_rope_fwd(y, RS, 1, 1, 1, RHD, pos0, &rope);
+    double worst = 0.0;
+    for (int s = 0; s < RS; s++)
+        for (int head = 0; head < 2; head++) /* q and k; v stays */
+            for (int i = 0; i < RHD / 2; i++) {
+                const float *xv = x + s * 3 * RHD + head * RHD;
+                const float *yv = y + s * 3 * RHD + head * RHD;
+                double a = (double)(pos0 + s) / pow(theta, (2.0 * i) / RHD);
+                double e0 = xv[i] * cos(a) - xv[i + RHD / 2] * sin(a);
+                double e1 = xv[i] * sin(a) + xv[i + RHD / 2] * cos(a);
+                worst = fmax(worst, fmax(fabs(e0 - yv[i]), fabs(e1 - yv[i + RHD / 2])));
+            }
+    /* |x| < 1: fp32 products of two terms, a few ulps of 1 */
+    CHECK_MSG(worst < 1e-6, "rope theta %g: worst difference %g", theta, worst);
+}
+
 int main(void)
 {
     fprintf(stderr, "test_kernels: seed %llu\n", (unsigned long long)rng_state);
@@ -290,7 +320,8 @@ int main(void)
     {
         float *d = malloc(sizeof(float) * T * QKV);
         memcpy(d, g_r, sizeof(float) * T * QKV);
-        px_cpu_rope_bwd(d, S, B, NH, NKV, HD, 3, 10000.0f);
+        px_rope rope = px_rope_plain(10000.0);
+        px_cpu_rope_bwd(d, S, B, NH, NKV, HD, 3, &rope);
         fd_check("rope", g_x, T * QKV, d, l_rope, 40);
         /* v heads are untouched */
         l_rope();
@@ -469,6 +500,7 @@ int main(void)
         CHECK(da[2] == 4 && dc[2] == 3);
     }
     check_moe();
+    check_rope_theta();
     free(g_r);
     free(g_y);
     free(g_tmp1);

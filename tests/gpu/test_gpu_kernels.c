@@ -260,25 +260,44 @@ static void test_bias_residual(bool f32)
     compare("  db +=", dten_down(dgb), gb, n, TOL_A(f32), TOL_R(f32));
 }
 
-static void test_rope(bool f32)
+/* Plain RoPE (Llama 2's theta), Llama 3's (theta 500000, llama3 scaling) and
+ * DeepSeek's interleaved pairs: the CUDA twin against the CPU kernel. */
+static void test_rope_case(bool f32, const px_rope *rope, const char *what)
 {
     int64_t S = 17, B = 2, NH = 4, NKV = 2, HD = 64, pos0 = 3000, n = S * B * (NH + 2 * NKV) * HD;
-    float theta = 10000.0f;
     float *x = rand_vec(n, -1, 1);
     dten dx = dten_up(x, n, f32);
-    px_cpu_rope_fwd(x, S, B, NH, NKV, HD, pos0, theta);
-    PX_OK_OR_FAIL(f32 ? px_cuda_rope_fwd_f32(dx.p, S, B, NH, NKV, HD, pos0, theta, 0, &perr)
-                      : px_cuda_rope_fwd(dx.p, S, B, NH, NKV, HD, pos0, theta, 0, &perr));
-    char l[64];
-    label(l, sizeof l, "rope_fwd (v heads untouched)", f32);
+    px_cpu_rope_fwd(x, S, B, NH, NKV, HD, pos0, rope);
+    PX_OK_OR_FAIL(f32 ? px_cuda_rope_fwd_f32(dx.p, S, B, NH, NKV, HD, pos0, rope, 0, &perr)
+                      : px_cuda_rope_fwd(dx.p, S, B, NH, NKV, HD, pos0, rope, 0, &perr));
+    char l[96], t[96];
+    snprintf(t, sizeof t, "rope_fwd %s (v heads untouched)", what);
+    label(l, sizeof l, t, f32);
     compare(l, dten_down(dx), x, n, TOL_A(f32), TOL_R(f32));
     float *g = rand_vec(n, -1, 1);
     dten dg = dten_up(g, n, f32);
-    px_cpu_rope_bwd(g, S, B, NH, NKV, HD, pos0, theta);
-    PX_OK_OR_FAIL(f32 ? px_cuda_rope_bwd_f32(dg.p, S, B, NH, NKV, HD, pos0, theta, 0, &perr)
-                      : px_cuda_rope_bwd(dg.p, S, B, NH, NKV, HD, pos0, theta, 0, &perr));
-    label(l, sizeof l, "rope_bwd", f32);
+    px_cpu_rope_bwd(g, S, B, NH, NKV, HD, pos0, rope);
+    PX_OK_OR_FAIL(f32 ? px_cuda_rope_bwd_f32(dg.p, S, B, NH, NKV, HD, pos0, rope, 0, &perr)
+                      : px_cuda_rope_bwd(dg.p, S, B, NH, NKV, HD, pos0, rope, 0, &perr));
+    snprintf(t, sizeof t, "rope_bwd %s", what);
+    label(l, sizeof l, t, f32);
     compare(l, dten_down(dg), g, n, TOL_A(f32), TOL_R(f32));
+}
+
+static void test_rope(bool f32)
+{
+    px_rope plain = px_rope_plain(10000.0);
+    test_rope_case(f32, &plain, "theta 1e4");
+    px_rope llama3 = px_rope_plain(500000.0);
+    llama3.scale = PX_ROPE_SCALE_LLAMA3;
+    llama3.factor = 8.0;
+    llama3.low_freq_factor = 1.0;
+    llama3.high_freq_factor = 4.0;
+    llama3.original_max_positions = 8192.0;
+    test_rope_case(f32, &llama3, "llama3");
+    px_rope inter = px_rope_plain(10000.0);
+    inter.interleaved = 1;
+    test_rope_case(f32, &inter, "interleaved");
 }
 
 static void test_attention_case(bool f32, int64_t S, int64_t B, int64_t NH, int64_t NKV,

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The model fields that change what the step computes reach the executor
+# through the plan file: a preset with Llama 3's RoPE theta, another norm
+# epsilon or other latent-norm epsilon trains another function (first
+# losses differ from the defaults'), the plan written carries the value,
+# and a split run (CP 2 x TP 2) gives the one-rank losses with it.
+#   model_fields.sh BUILD_DIR
+set -u
+build=$1
+command -v mpirun >/dev/null || { echo "no mpirun: skipped"; exit 77; }
+export OPENBLAS_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+work=$(mktemp -d "${TMPDIR:-/tmp}/px-fields.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+src=${PARALLAX_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+mkplan="$build/tests/executor/px_mkplan"
+cmp="$build/tests/executor/px_cmp"
+exe="$build/execute"
+failed=0
+fail() { echo "FAIL $*"; failed=$((failed + 1)); }
+
+# variant BASE NAME 'KEY: VALUE, ...': BASE's preset with the keys added
+variant() {
+  sed -e '$d' "$src/models/$1.json" | sed -e '$s/$/,/' >"$work/$2.json"
+  printf '  %s\n}\n' "$3" >>"$work/$2.json"
+  sed -i -e "s/\"name\": \"$1\"/\"name\": \"$2\"/" "$work/$2.json"
+}
+run() { # NAME NP PLAN
+  timeout 120 mpirun --oversubscribe -np "$2" "$exe" --plan "$3" --steps 2 --warmup 0 \
+    --report "$work/$1.r.json" >"$work/$1.out" 2>&1 || { fail "$1 run"; cat "$work/$1.out"; }
+}
+plan1() { # NAME MODEL [mkplan args]
+  local name=$1 model=$2
+  shift 2
+  "$mkplan" --model "$model" --n-micro 2 "$@" -o "$work/$name.plan.json" 2>"$work/$name.mk" ||
+    { fail "px_mkplan $name"; cat "$work/$name.mk"; }
+}
+# One rank on the same data repeats its losses bit for bit: a change of
+# 1e-6 relative (~10 fp32 ulps of a loss near 5.5) is the field at work.
+differs() { # A B WHAT
+  if out=$("$cmp" differ "$work/$1.r.json" "$work/$2.r.json" 1e-6); then echo "ok   $3: $out"
+  else fail "$3: the losses do not change: $out"; fi
+}
+
+variant tiny-llama theta '"rope_theta": 500000.0'
+variant tiny-llama eps '"norm_eps": 1e-06'
+variant tiny-mla latent '"latent_norm_eps": 0.001'
+plan1 base tiny-llama
+plan1 theta "$work/theta.json"
+plan1 eps "$work/eps.json"
+plan1 mla tiny-mla
+plan1 latent "$work/latent.json"
+plan1 theta_split "$work/theta.json" --cp 2 --tp 2
+grep -q '"rope_theta": 500000' "$work/theta.plan.json" && echo "ok   the plan carries rope_theta" ||
+  fail "the plan file lacks rope_theta 500000"
+grep -q '"latent_norm_eps": 0.001' "$work/latent.plan.json" &&
+  echo "ok   the plan carries latent_norm_eps" || fail "the plan file lacks latent_norm_eps"
+for n in base theta eps mla latent; do run "$n" 1 "$work/$n.plan.json"; done
+run theta_split 4 "$work/theta_split.plan.json"
+differs base theta "rope_theta 500000 vs 10000"
+differs base eps "norm_eps 1e-6 vs 1e-5"
+differs mla latent "latent_norm_eps 1e-3 vs 1e-6"
+if out=$("$cmp" losses "$work/theta.r.json" "$work/theta_split.r.json" 1e-5 2>&1); then
+  echo "ok   rope_theta 500000 under CP 2 x TP 2: $out"
+else fail "CP 2 x TP 2 changes the rope_theta 500000 losses: $out"; fi
+echo "$failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,139 @@
+/* test_model_fields.c — the fields that change what a model computes but not
+ * what it costs (RoPE, norm epsilons, the router's options): read from the
+ * presets and from Hugging Face config.json under each type's own names and
+ * defaults, refused by name when out of range, and carried through the plan
+ * file's model object unchanged. */
+#include <jansson.h>
+#include <string.h>
+
+#include "data_util.h"
+#include "px_model.h"
+#include "px_plan_json.h"
+#include "px_test.h"
+
+static px_status load(const char *name_or_path, px_model *m, px_error *err)
+{
+    px_error_clear(err);
+    memset(m, 0, sizeof *m);
+    return px_model_load(name_or_path, NULL, m, err);
+}
+
+static px_status load_fixture(const char *dir, px_model *m, px_error *err)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/spec/hf/%s/config.json", data_source_root(), dir);
+    px_status st = load(path, m, err);
+    CHECK_MSG(st == PX_OK, "%s: %s", path, err->msg);
+    return st;
+}
+
+/* A config.json written into the temp folder, loaded. */
+static px_status load_text(const char *text, px_model *m, px_error *err)
+{
+    char path[512];
+    data_write("config.json", text, path, sizeof path);
+    return load(path, m, err);
+}
+
+#define TINY_LLAMA_HF                                                                       \
+    "\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "           \
+    "\"intermediate_size\": 128, \"vocab_size\": 256"
+
+static void presets(void)
+{
+    px_model m;
+    px_error err;
+    /* Llama 3.1 (meta-llama/Llama-3.1-70B config.json): theta 500000, eps 1e-5 */
+    if (load("llama3-70b", &m, &err) == PX_OK)
+        CHECK(m.rope_theta == 500000.0 && m.norm_eps == 1e-5);
+    /* Qwen3-235B-A22B: theta 1e6, eps 1e-6 */
+    if (load("qwen3-235b-a22b", &m, &err) == PX_OK)
+        CHECK(m.rope_theta == 1e6 && m.norm_eps == 1e-6);
+    /* DeepSeek-V3: eps 1e-6 everywhere, latent norms included */
+    if (load("deepseek-v3", &m, &err) == PX_OK)
+        CHECK(m.rope_theta == 10000.0 && m.norm_eps == 1e-6 && m.latent_norm_eps == 1e-6);
+    /* a preset that names none: the schema's defaults */
+    if (load("tiny-llama", &m, &err) == PX_OK)
+        CHECK(m.rope_theta == PX_ROPE_THETA_DEFAULT && m.norm_eps == PX_NORM_EPS_DEFAULT &&
+              m.latent_norm_eps == PX_LATENT_NORM_EPS_DEFAULT);
+}
+
+static void hf_numerics(void)
+{
+    px_model m;
+    px_error err;
+    if (load_fixture("Meta-Llama-3.1-70B", &m, &err) == PX_OK)
+        CHECK(m.rope_theta == 500000.0 && m.norm_eps == 1e-5);
+    if (load_fixture("Qwen3-8B", &m, &err) == PX_OK)
+        CHECK(m.rope_theta == 1e6 && m.norm_eps == 1e-6);
+    if (load_fixture("DeepSeek-V3", &m, &err) == PX_OK)
+        CHECK(m.norm_eps == 1e-6 && m.latent_norm_eps == 1e-6);
+    if (load_fixture("gpt2", &m, &err) == PX_OK) /* layer_norm_epsilon */
+        CHECK(m.norm_eps == 1e-5);
+
+    /* absent: transformers' per-type defaults */
+    CHECK(load_text("{\"model_type\": \"llama\", " TINY_LLAMA_HF "}", &m, &err) == PX_OK);
+    CHECK(m.rope_theta == 10000.0 && m.norm_eps == 1e-6);
+    CHECK(load_text("{\"model_type\": \"mixtral\", " TINY_LLAMA_HF
+                    ", \"num_local_experts\": 4, \"num_experts_per_tok\": 2}",
+                    &m, &err) == PX_OK);
+    CHECK_MSG(m.rope_theta == 1e6 && m.norm_eps == 1e-5, "mixtral defaults: %g %g",
+              m.rope_theta, m.norm_eps);
+    CHECK(load_text("{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4, "
+                    "\"vocab_size\": 256}",
+                    &m, &err) == PX_OK);
+    CHECK(m.norm_eps == 1e-5);
+
+    /* transformers 5 writes rope_theta inside rope_parameters: it wins */
+    CHECK(load_text("{\"model_type\": \"qwen3\", " TINY_LLAMA_HF ", \"rope_theta\": 5, "
+                    "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 123456.0},"
+                    " \"rms_norm_eps\": 1e-7}",
+                    &m, &err) == PX_OK);
+    CHECK_MSG(m.rope_theta == 123456.0 && m.norm_eps == 1e-7, "%g %g", m.rope_theta,
+              m.norm_eps);
+
+    /* out of range: the key named */
+    CHECK(load_text("{\"model_type\": \"llama\", " TINY_LLAMA_HF ", \"rms_norm_eps\": -1}", &m,
+                    &err) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(err.msg, "rms_norm_eps") != NULL, "%s", err.msg);
+    CHECK(load_text("{\"model_type\": \"llama\", " TINY_LLAMA_HF ", \"rope_theta\": \"big\"}",
+                    &m, &err) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(err.msg, "rope_theta") != NULL, "%s", err.msg);
+}
+
+/* The plan's model object: every field written, read back the same. */
+static void plan_round_trip(void)
+{
+    px_model m, back;
+    px_error err;
+    if (load("deepseek-v3", &m, &err) != PX_OK)
+        return;
+    m.rope_theta = 123456.5;
+    m.norm_eps = 3e-6;
+    m.latent_norm_eps = 7e-7;
+    json_t *obj = NULL;
+    CHECK(px_model_to_json(&m, &obj, &err) == PX_OK);
+    CHECK(json_is_number(json_object_get(obj, "rope_theta")) &&
+          json_is_number(json_object_get(obj, "norm_eps")) &&
+          json_is_number(json_object_get(obj, "latent_norm_eps")));
+    px_error_clear(&err);
+    CHECK_MSG(px_model_from_json(obj, "plan.json", "model", &back, &err) == PX_OK, "%s",
+              err.msg);
+    CHECK(back.rope_theta == m.rope_theta && back.norm_eps == m.norm_eps &&
+          back.latent_norm_eps == m.latent_norm_eps);
+    /* a zero epsilon in a plan is refused, naming model.norm_eps */
+    json_object_set_new(obj, "norm_eps", json_real(0.0));
+    px_error_clear(&err);
+    CHECK(px_model_from_json(obj, "plan.json", "model", &back, &err) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(err.msg, "model.norm_eps") != NULL, "%s", err.msg);
+    json_decref(obj);
+}
+
+int main(void)
+{
+    presets();
+    hf_numerics();
+    plan_round_trip();
+    data_cleanup();
+    return px_test_result("model_fields");
+}
