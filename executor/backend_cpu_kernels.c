@@ -237,14 +237,14 @@ static void f_adamw_step(float *p, const float *g, float *m, float *v, int64_t n
         memcpy(copy, p, (size_t)n * sizeof *p);
 }
 static void f_moe_router_fwd(float *pr, int32_t *idx, float *gate, const void *l, int64_t T,
-                             int64_t E, int64_t k)
+                             int64_t E, int64_t k, const px_router *r)
 {
-    px_cpu_moe_router_fwd(pr, idx, gate, l, T, E, k);
+    px_cpu_moe_router_fwd(pr, idx, gate, l, T, E, k, r);
 }
 static void f_moe_router_bwd(void *dl, const float *pr, const int32_t *idx, const float *dg,
-                             int64_t T, int64_t E, int64_t k)
+                             int64_t T, int64_t E, int64_t k, const px_router *r)
 {
-    px_cpu_moe_router_bwd(dl, pr, idx, dg, T, E, k);
+    px_cpu_moe_router_bwd(dl, pr, idx, dg, T, E, k, r);
 }
 static void f_moe_permute(void *o, const void *x, const int32_t *rows, const float *gate,
                           const int32_t *slots, int64_t n, int64_t C)
@@ -580,21 +580,21 @@ static void k_add_f32(float *o, const float *a, const float *b, int64_t n)
     px_cpu_residual_fwd(o, a, b, n);
 }
 static void b_moe_router_fwd(float *pr, int32_t *idx, float *gate, const void *l, int64_t T,
-                             int64_t E, int64_t k)
+                             int64_t E, int64_t k, const px_router *r)
 {
     tmp_set s = {0};
     float *l32 = tmp_in(&s, l, T * E);
     if (tmp_ok(&s))
-        px_cpu_moe_router_fwd(pr, idx, gate, l32, T, E, k);
+        px_cpu_moe_router_fwd(pr, idx, gate, l32, T, E, k, r);
     tmp_done(&s);
 }
 static void b_moe_router_bwd(void *dl, const float *pr, const int32_t *idx, const float *dg,
-                             int64_t T, int64_t E, int64_t k)
+                             int64_t T, int64_t E, int64_t k, const px_router *r)
 {
     tmp_set s = {0};
     float *d32 = tmp_new(&s, T * E);
     if (tmp_ok(&s)) {
-        px_cpu_moe_router_bwd(d32, pr, idx, dg, T, E, k);
+        px_cpu_moe_router_bwd(d32, pr, idx, dg, T, E, k, r);
         tmp_put(dl, d32, T * E);
     }
     tmp_done(&s);

@@ -260,15 +260,18 @@ static void prefix##attention_kv_bwd(void *dq, void *dkv, const void *g, const v
 }                                                                                        \
 /* Mixture of experts: router statistics (probs, gates) are fp32 in both. */             \
 static void prefix##moe_router_fwd(float *probs, int32_t *idx, float *gate,              \
-                                   const void *logits, int64_t T, int64_t E, int64_t k)  \
+                                   const void *logits, int64_t T, int64_t E, int64_t k,  \
+                                   const px_router *r)                                   \
 {                                                                                        \
-    note(px_cuda_moe_router_fwd##suffix(probs, idx, gate, as<elem>(logits), T, E, k,     \
+    note(px_cuda_moe_router_fwd##suffix(probs, idx, gate, as<elem>(logits), T, E, k, r,  \
                                         S));                                             \
 }                                                                                        \
 static void prefix##moe_router_bwd(void *dl, const float *probs, const int32_t *idx,     \
-                                   const float *dgate, int64_t T, int64_t E, int64_t k)  \
+                                   const float *dgate, int64_t T, int64_t E, int64_t k,  \
+                                   const px_router *r)                                   \
 {                                                                                        \
-    note(px_cuda_moe_router_bwd##suffix(as<elem>(dl), probs, idx, dgate, T, E, k, S));   \
+    note(px_cuda_moe_router_bwd##suffix(as<elem>(dl), probs, idx, dgate, T, E, k, r,     \
+                                        S));                                             \
 }                                                                                        \
 static void prefix##moe_permute(void *o, const void *x, const int32_t *rows,             \
                                 const float *gate, const int32_t *slots, int64_t n,      \

@@ -28,6 +28,7 @@
 #include "px_error.h"
 #include "px_error_mpi.h"
 #include "px_rope.h"
+#include "px_router.h"
 
 /* One communication group (TP, PP, DP, ...). */
 typedef struct {
@@ -146,9 +147,9 @@ typedef struct {
      * fail with PX_ERR_UNSUPPORTED).  Router logits and token rows in the
      * activation dtype; probabilities and gates fp32. */
     void (*moe_router_fwd)(float *, int32_t *, float *, const void *, int64_t, int64_t,
-                           int64_t);
+                           int64_t, const px_router *);
     void (*moe_router_bwd)(void *, const float *, const int32_t *, const float *, int64_t,
-                           int64_t, int64_t);
+                           int64_t, int64_t, const px_router *);
     void (*moe_permute)(void *, const void *, const int32_t *, const float *,
                         const int32_t *, int64_t, int64_t);
     void (*moe_unpermute)(void *, const void *, const int32_t *, const float *,

@@ -134,6 +134,7 @@ struct px_exec {
     float norm_eps;           /* every norm but MLA's latent ones (model.norm_eps) */
     float latent_norm_eps;    /* MLA's q and kv latent RMSNorms */
     px_rope rope;             /* RoPE's frequencies and pairs (px_rope.h) */
+    px_router router;         /* MoE scores, picks and gates (px_router.h) */
     bool store_probs_allowed; /* no FlashAttention-style core in the plan */
     bool zero_bubble;         /* schedule splits B and W */
     px_recompute *rc;         /* [L] per global layer */

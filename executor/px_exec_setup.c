@@ -255,6 +255,8 @@ static px_status exec_sizes(px_exec *ex, px_error *err)
     ex->E = m->n_experts;
     ex->E_l = ex->moe ? m->n_experts / p->ep : 0;
     ex->top_k = m->top_k;
+    ex->router = px_router_softmax_topk();
+    ex->router.renorm = m->norm_topk_prob;
     ex->fe = m->moe_ffn;
     ex->fe_l = ex->moe ? m->moe_ffn / p->etp : 0;
     ex->fs_l = ex->moe ? m->n_shared_experts * m->moe_ffn / t : 0;

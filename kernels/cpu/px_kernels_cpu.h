@@ -24,6 +24,7 @@
 
 #include <stdint.h>
 #include "px_rope.h"
+#include "px_router.h"
 
 /* ---- embedding (vocabulary-parallel) --------------------------------------
  * This shard holds rows [v0, v1) of the full [V, C] table.  Tokens outside the
@@ -222,24 +223,25 @@ void px_cpu_xent_bwd(float *dlogits,         /* [T, Vl] overwritten */
                      int64_t T, int64_t Vl, int64_t v0);
 
 /* ---- mixture of experts: router and token permutation -------------------------
- * Router (the formulation the executor documents): p = softmax(logits) over
- * all E experts; each token picks the k largest p (ties: the lower expert
- * index) and gate[t, j] = p[t, idx[t, j]], NOT renormalised over the k.  The
- * MoE output of token t is sum_j gate[t, j] * expert_idx[t,j](x_t).
+ * Router: the scores, picks and gates of px_router.h (softmax or sigmoid
+ * scores, optional group limit, renormalised and scaled gates); idx holds
+ * the k picks by score descending (ties: the lower expert index).  The MoE
+ * output of token t is sum_j gate[t, j] * expert_idx[t,j](x_t).
  * A dispatched row a carries token rows[a] and slot slots[a] = t * k + j (the
  * gate it is scaled by). */
-void px_cpu_moe_router_fwd(float *probs,        /* [T, E] softmax */
-                           int32_t *idx,        /* [T, k] chosen experts, by p descending */
-                           float *gate,         /* [T, k] their p */
+void px_cpu_moe_router_fwd(float *probs,        /* [T, E] scores */
+                           int32_t *idx,        /* [T, k] chosen experts, by score descending */
+                           float *gate,         /* [T, k] their gates */
                            const float *logits, /* [T, E] */
-                           int64_t T, int64_t E, int64_t k);
-/* dlogits from the gates' gradient: dp[t, e] = dgate[t, j] where idx[t, j] = e,
- * else 0; dlogits = p * (dp - sum_e p dp). */
+                           int64_t T, int64_t E, int64_t k, const px_router *r);
+/* dlogits from the gates' gradient, through the renormalisation and scale
+ * to the chosen scores ds, then softmax's p * (ds - sum_e p ds) or
+ * sigmoid's ds * s (1 - s). */
 void px_cpu_moe_router_bwd(float *dlogits,      /* [T, E] overwritten */
                            const float *probs,  /* [T, E] */
                            const int32_t *idx,  /* [T, k] */
                            const float *dgate,  /* [T, k] */
-                           int64_t T, int64_t E, int64_t k);
+                           int64_t T, int64_t E, int64_t k, const px_router *r);
 /* out[a] = x[rows[a]] (times gate[slots[a]] when gate is not NULL). */
 void px_cpu_moe_permute(float *out,            /* [n, C] overwritten */
                         const float *x,        /* [T, C] */

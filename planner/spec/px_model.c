@@ -64,6 +64,7 @@ static const px_jfield model_fields[] = {
     FI("n_shared_experts", n_shared_experts, false, 0, MAX_EXPERTS),
     FI("first_dense_layers", first_dense_layers, false, 0, PX_MAX_LAYERS),
     FI("moe_layer_freq", moe_layer_freq, false, 1, PX_MAX_LAYERS),
+    FB("norm_topk_prob", norm_topk_prob),
     FI("q_lora_rank", q_lora_rank, false, 0, MAX_WIDTH),
     FI("kv_lora_rank", kv_lora_rank, false, 0, MAX_WIDTH),
     FI("qk_nope_head_dim", qk_nope_head_dim, false, 0, MAX_HEADS),
@@ -189,9 +190,10 @@ px_status px_model_validate(const px_model *m, px_error *err)
         if (m->moe_ffn <= 0)
             return PX_FAIL(err, PX_ERR_INVALID, "model %s: moe_ffn must be > 0 with n_experts > 0",
                            n);
-    } else if (m->top_k != 0 || m->n_shared_experts != 0) {
+    } else if (m->top_k != 0 || m->n_shared_experts != 0 || m->norm_topk_prob) {
         return PX_FAIL(err, PX_ERR_INVALID,
-                       "model %s: top_k and n_shared_experts need n_experts > 0", n);
+                       "model %s: top_k, n_shared_experts and norm_topk_prob need n_experts > 0",
+                       n);
     }
     if (m->attn == PX_ATTN_MLA) {
         if (m->kv_lora_rank <= 0 || m->qk_nope_head_dim + m->qk_rope_head_dim <= 0 ||
@@ -625,10 +627,14 @@ static px_status hf_moe(hf_ctx *c, const char *t, px_model *m)
         m->n_experts = hf_size(c, "num_local_experts", -1);
         m->top_k = hf_size(c, "num_experts_per_tok", -1);
         m->moe_ffn = m->ffn;
+        /* Mixtral divides the top-k softmax by its sum; gpt-oss takes the
+         * softmax of the top-k logits: the same gates */
+        m->norm_topk_prob = true;
     } else if (strcmp(t, "qwen3_moe") == 0) {
         m->n_experts = hf_size(c, "num_experts", -1);
         m->top_k = hf_size(c, "num_experts_per_tok", -1);
         m->moe_ffn = hf_size(c, "moe_intermediate_size", -1);
+        m->norm_topk_prob = hf_bool(c, "norm_topk_prob", false);
         int64_t step = hf_size(c, "decoder_sparse_step", 1);
         json_t *mlp_only = json_object_get(c->root, "mlp_only_layers");
         if (c->st == PX_OK && mlp_only && !json_is_array(mlp_only))
@@ -646,6 +652,7 @@ static px_status hf_moe(hf_ctx *c, const char *t, px_model *m)
         m->top_k = hf_size(c, "num_experts_per_tok", -1);
         m->moe_ffn = hf_size(c, "moe_intermediate_size", -1);
         m->n_shared_experts = hf_int(c, "n_shared_experts", 0);
+        m->norm_topk_prob = hf_bool(c, "norm_topk_prob", true);
         m->first_dense_layers = hf_int(c, "first_k_dense_replace", 0);
         m->moe_layer_freq = hf_size(c, "moe_layer_freq", 1);
         m->q_lora_rank = hf_int(c, "q_lora_rank", 0);

@@ -66,6 +66,7 @@ typedef struct {
     int64_t n_shared_experts;  /* always-active experts of size moe_ffn */
     int64_t first_dense_layers;/* leading layers with a dense MLP (DeepSeek-V3: 3) */
     int64_t moe_layer_freq;    /* every k-th layer after those is MoE (1 = all) */
+    bool norm_topk_prob;       /* gates renormalised over the top_k chosen */
 
     /* MLA (attn == PX_ATTN_MLA) */
     int64_t q_lora_rank;       /* 0: q is a full projection */

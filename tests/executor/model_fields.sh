@@ -3,7 +3,8 @@
 # through the plan file: a preset with Llama 3's RoPE theta, another norm
 # epsilon or other latent-norm epsilon trains another function (first
 # losses differ from the defaults'), the plan written carries the value,
-# and a split run (CP 2 x TP 2) gives the one-rank losses with it.
+# renormalised top-k gates (norm_topk_prob) too, and split runs (CP 2 x TP
+# 2, EP 2 x DP 2) give the one-rank losses with them.
 #   model_fields.sh BUILD_DIR
 set -u
 build=$1
@@ -28,10 +29,11 @@ run() { # NAME NP PLAN
   timeout 120 mpirun --oversubscribe -np "$2" "$exe" --plan "$3" --steps 2 --warmup 0 \
     --report "$work/$1.r.json" >"$work/$1.out" 2>&1 || { fail "$1 run"; cat "$work/$1.out"; }
 }
-plan1() { # NAME MODEL [mkplan args]
+plan1() { # NAME MODEL [mkplan args] (default: 2 micro-batches)
   local name=$1 model=$2
   shift 2
-  "$mkplan" --model "$model" --n-micro 2 "$@" -o "$work/$name.plan.json" 2>"$work/$name.mk" ||
+  [ $# -gt 0 ] || set -- --n-micro 2
+  "$mkplan" --model "$model" "$@" -o "$work/$name.plan.json" 2>"$work/$name.mk" ||
     { fail "px_mkplan $name"; cat "$work/$name.mk"; }
 }
 # One rank on the same data repeats its losses bit for bit: a change of
@@ -44,23 +46,32 @@ differs() { # A B WHAT
 variant tiny-llama theta '"rope_theta": 500000.0'
 variant tiny-llama eps '"norm_eps": 1e-06'
 variant tiny-mla latent '"latent_norm_eps": 0.001'
+variant tiny-moe renorm '"norm_topk_prob": true'
 plan1 base tiny-llama
 plan1 theta "$work/theta.json"
 plan1 eps "$work/eps.json"
 plan1 mla tiny-mla
 plan1 latent "$work/latent.json"
-plan1 theta_split "$work/theta.json" --cp 2 --tp 2
+plan1 moe tiny-moe
+plan1 renorm "$work/renorm.json"
+plan1 theta_split "$work/theta.json" --n-micro 2 --cp 2 --tp 2
+plan1 renorm_split "$work/renorm.json" --n-micro 1 --ep 2 --dp 2 # the same 2 sequences
 grep -q '"rope_theta": 500000' "$work/theta.plan.json" && echo "ok   the plan carries rope_theta" ||
   fail "the plan file lacks rope_theta 500000"
 grep -q '"latent_norm_eps": 0.001' "$work/latent.plan.json" &&
   echo "ok   the plan carries latent_norm_eps" || fail "the plan file lacks latent_norm_eps"
-for n in base theta eps mla latent; do run "$n" 1 "$work/$n.plan.json"; done
+for n in base theta eps mla latent moe renorm; do run "$n" 1 "$work/$n.plan.json"; done
 run theta_split 4 "$work/theta_split.plan.json"
+run renorm_split 2 "$work/renorm_split.plan.json"
 differs base theta "rope_theta 500000 vs 10000"
 differs base eps "norm_eps 1e-6 vs 1e-5"
 differs mla latent "latent_norm_eps 1e-3 vs 1e-6"
+differs moe renorm "norm_topk_prob true vs false"
 if out=$("$cmp" losses "$work/theta.r.json" "$work/theta_split.r.json" 1e-5 2>&1); then
   echo "ok   rope_theta 500000 under CP 2 x TP 2: $out"
 else fail "CP 2 x TP 2 changes the rope_theta 500000 losses: $out"; fi
+if out=$("$cmp" losses "$work/renorm.r.json" "$work/renorm_split.r.json" 1e-5 2>&1); then
+  echo "ok   norm_topk_prob under EP 2 x DP 2: $out"
+else fail "EP 2 x DP 2 changes the norm_topk_prob losses: $out"; fi
 echo "$failed failed"
 [ "$failed" -eq 0 ]

@@ -140,17 +140,81 @@ static double l_xent(void)
  * gate is then r at its expert). */
 enum { ME = 6, MK = 2 };
 static float *g_rr;
+static px_router g_router;
 
 static double l_router(void)
 {
     float probs[T * ME], gate[T * MK];
     int32_t idx[T * MK];
-    px_cpu_moe_router_fwd(probs, idx, gate, g_x, T, ME, MK);
+    px_cpu_moe_router_fwd(probs, idx, gate, g_x, T, ME, MK, &g_router);
     double s = 0.0;
     for (int t = 0; t < T; t++)
         for (int j = 0; j < MK; j++)
             s += (double)gate[t * MK + j] * g_rr[t * ME + idx[t * MK + j]];
     return s;
+}
+
+/* The router options against the rule written out per token: scores
+ * (softmax or sigmoid), the groups' top-2 sums keeping topk_group of them,
+ * the k largest scores inside, gates renormalised over the k and scaled;
+ * and the backward through all of it by finite differences. */
+static void check_router_variant(const px_router *r, const char *what)
+{
+    g_router = *r;
+    float probs[T * ME], gate[T * MK], dgate[T * MK], dl[T * ME];
+    int32_t idx[T * MK];
+    px_cpu_moe_router_fwd(probs, idx, gate, g_x, T, ME, MK, r);
+    int G = r->n_group > 1 ? r->n_group : 1, per = ME / G, ok = 1;
+    for (int t = 0; t < T; t++) {
+        const float *l = g_x + t * ME;
+        double sc[ME], mx = l[0], z = 0.0;
+        for (int e = 1; e < ME; e++)
+            mx = fmax(mx, l[e]);
+        for (int e = 0; e < ME; e++)
+            z += exp(l[e] - mx);
+        for (int e = 0; e < ME; e++)
+            sc[e] = r->score == PX_ROUTER_SIGMOID ? 1.0 / (1.0 + exp(-l[e])) : exp(l[e] - mx) / z;
+        /* groups kept: those with fewer than topk_group groups above them */
+        int keep[ME];
+        for (int e = 0; e < ME; e++) {
+            double gs[PX_ROUTER_MAX_GROUPS];
+            for (int g = 0; g < G; g++) {
+                double a = -1.0, b = -1.0;
+                for (int f = g * per; f < (g + 1) * per; f++)
+                    if (sc[f] > a) { b = a; a = sc[f]; } else if (sc[f] > b) { b = sc[f]; }
+                gs[g] = a + b;
+            }
+            int above = 0;
+            for (int g = 0; g < G; g++)
+                above += gs[g] > gs[e / per];
+            keep[e] = G == 1 || above < r->topk_group;
+        }
+        double sum = 0.0;
+        for (int j = 0; j < MK; j++)
+            sum += sc[idx[t * MK + j]];
+        for (int j = 0; j < MK; j++) {
+            int e = idx[t * MK + j], larger = 0;
+            for (int f = 0; f < ME; f++)
+                larger += keep[f] && sc[f] > sc[e];
+            double want = (r->renorm ? sc[e] / sum : sc[e]) * r->scale;
+            ok &= keep[e] && larger == j && fabs(gate[t * MK + j] - want) <= 1e-6 * fabs(want);
+            dgate[t * MK + j] = g_rr[t * ME + e];
+        }
+    }
+    CHECK_MSG(ok, "moe router %s: picks or gates differ from the rule", what);
+    px_cpu_moe_router_bwd(dl, probs, idx, dgate, T, ME, MK, r);
+    fd_check(what, g_x, T * ME, dl, l_router, 40);
+}
+
+static void check_router_variants(void)
+{
+    px_router mixtral = px_router_softmax_topk(); /* norm_topk_prob */
+    mixtral.renorm = 1;
+    check_router_variant(&mixtral, "moe_router renormalised");
+    px_router dsv3 = {PX_ROUTER_SIGMOID, 1, 3, 2, 2.5f}; /* DeepSeek-V3's, 3 groups of 2 */
+    check_router_variant(&dsv3, "moe_router sigmoid, groups, scaled");
+    px_router sig = {PX_ROUTER_SIGMOID, 0, 1, 1, 1.0f};
+    check_router_variant(&sig, "moe_router sigmoid");
 }
 
 static void check_moe(void)
@@ -159,9 +223,10 @@ static void check_moe(void)
     for (int i = 0; i < T * ME; i++)
         g_x[i] *= 3.0f; /* spread logits: no near-ties within the FD step */
     g_rr = randv(T * ME);
+    g_router = px_router_softmax_topk();
     float probs[T * ME], gate[T * MK], dgate[T * MK], dl[T * ME];
     int32_t idx[T * MK];
-    px_cpu_moe_router_fwd(probs, idx, gate, g_x, T, ME, MK);
+    px_cpu_moe_router_fwd(probs, idx, gate, g_x, T, ME, MK, &g_router);
     int sel_ok = 1;
     for (int t = 0; t < T; t++) {
         double sum = 0.0;
@@ -181,8 +246,9 @@ static void check_moe(void)
             dgate[t * MK + j] = g_rr[t * ME + idx[t * MK + j]];
     }
     CHECK_MSG(sel_ok, "moe router: top-k selection or gates wrong");
-    px_cpu_moe_router_bwd(dl, probs, idx, dgate, T, ME, MK);
+    px_cpu_moe_router_bwd(dl, probs, idx, dgate, T, ME, MK, &g_router);
     fd_check("moe_router", g_x, T * ME, dl, l_router, 40);
+    check_router_variants();
 
     /* Permutation: rows sorted by expert, as the engine dispatches them; a
      * fake expert e scales its rows by (1 + e). */

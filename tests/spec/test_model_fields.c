@@ -52,6 +52,15 @@ static void presets(void)
     /* DeepSeek-V3: eps 1e-6 everywhere, latent norms included */
     if (load("deepseek-v3", &m, &err) == PX_OK)
         CHECK(m.rope_theta == 10000.0 && m.norm_eps == 1e-6 && m.latent_norm_eps == 1e-6);
+    /* renormalised top-k gates: Mixtral, Qwen3-235B-A22B, DeepSeek-V3 */
+    if (load("mixtral-8x7b", &m, &err) == PX_OK)
+        CHECK(m.norm_topk_prob);
+    if (load("qwen3-235b-a22b", &m, &err) == PX_OK)
+        CHECK(m.norm_topk_prob);
+    if (load("deepseek-v3", &m, &err) == PX_OK)
+        CHECK(m.norm_topk_prob);
+    if (load("tiny-moe", &m, &err) == PX_OK)
+        CHECK(!m.norm_topk_prob);
     /* a preset that names none: the schema's defaults */
     if (load("tiny-llama", &m, &err) == PX_OK)
         CHECK(m.rope_theta == PX_ROPE_THETA_DEFAULT && m.norm_eps == PX_NORM_EPS_DEFAULT &&
@@ -92,6 +101,23 @@ static void hf_numerics(void)
     CHECK_MSG(m.rope_theta == 123456.0 && m.norm_eps == 1e-7, "%g %g", m.rope_theta,
               m.norm_eps);
 
+    /* norm_topk_prob: Mixtral always; Qwen3-MoE by its config (default false) */
+    if (load_fixture("Mixtral-8x7B-v0.1", &m, &err) == PX_OK)
+        CHECK(m.norm_topk_prob);
+    if (load_fixture("Qwen3-235B-A22B", &m, &err) == PX_OK)
+        CHECK(m.norm_topk_prob);
+    if (load_fixture("DeepSeek-V3", &m, &err) == PX_OK)
+        CHECK(m.norm_topk_prob);
+    CHECK(load_text("{\"model_type\": \"qwen3_moe\", " TINY_LLAMA_HF ", \"num_experts\": 4, "
+                    "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32}",
+                    &m, &err) == PX_OK);
+    CHECK(!m.norm_topk_prob);
+    CHECK(load_text("{\"model_type\": \"qwen3_moe\", " TINY_LLAMA_HF ", \"num_experts\": 4, "
+                    "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32, "
+                    "\"norm_topk_prob\": true}",
+                    &m, &err) == PX_OK);
+    CHECK(m.norm_topk_prob);
+
     /* out of range: the key named */
     CHECK(load_text("{\"model_type\": \"llama\", " TINY_LLAMA_HF ", \"rms_norm_eps\": -1}", &m,
                     &err) == PX_ERR_INVALID);
@@ -111,6 +137,7 @@ static void plan_round_trip(void)
     m.rope_theta = 123456.5;
     m.norm_eps = 3e-6;
     m.latent_norm_eps = 7e-7;
+    m.norm_topk_prob = !m.norm_topk_prob;
     json_t *obj = NULL;
     CHECK(px_model_to_json(&m, &obj, &err) == PX_OK);
     CHECK(json_is_number(json_object_get(obj, "rope_theta")) &&
@@ -120,13 +147,20 @@ static void plan_round_trip(void)
     CHECK_MSG(px_model_from_json(obj, "plan.json", "model", &back, &err) == PX_OK, "%s",
               err.msg);
     CHECK(back.rope_theta == m.rope_theta && back.norm_eps == m.norm_eps &&
-          back.latent_norm_eps == m.latent_norm_eps);
+          back.latent_norm_eps == m.latent_norm_eps && back.norm_topk_prob == m.norm_topk_prob);
     /* a zero epsilon in a plan is refused, naming model.norm_eps */
     json_object_set_new(obj, "norm_eps", json_real(0.0));
     px_error_clear(&err);
     CHECK(px_model_from_json(obj, "plan.json", "model", &back, &err) == PX_ERR_INVALID);
     CHECK_MSG(strstr(err.msg, "model.norm_eps") != NULL, "%s", err.msg);
     json_decref(obj);
+    /* gates to renormalise need experts */
+    if (load("tiny-llama", &m, &err) != PX_OK)
+        return;
+    m.norm_topk_prob = true;
+    px_error_clear(&err);
+    CHECK(px_model_validate(&m, &err) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(err.msg, "norm_topk_prob") != NULL, "%s", err.msg);
 }
 
 int main(void)
