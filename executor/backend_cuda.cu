@@ -735,6 +735,7 @@ extern "C" px_status px_backend_cuda_create(px_backend *out, MPI_Comm world, px_
     out->dtype = PX_F32;
     out->set_dtype = cu_set_dtype;
     out->flash_only = true;
+    out->no_router_groups = true;
     out->timer_start = cu_timer_start;
     out->timer_stop = cu_timer_stop;
     out->reserved_peak_bytes = cu_reserved_peak_bytes;

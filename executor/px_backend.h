@@ -234,6 +234,9 @@ struct px_backend {
     /* Attention never keeps the s x s probabilities (a FlashAttention-style
      * core only): plans with flash_attention false are refused up front. */
     bool flash_only;
+    /* Its MoE router has no group-limited selection (px_router.n_group > 1):
+     * the engine refuses such a model by name. */
+    bool no_router_groups;
 
     unsigned dtypes;
     px_dtype dtype;

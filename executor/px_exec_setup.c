@@ -255,8 +255,11 @@ static px_status exec_sizes(px_exec *ex, px_error *err)
     ex->E = m->n_experts;
     ex->E_l = ex->moe ? m->n_experts / p->ep : 0;
     ex->top_k = m->top_k;
-    ex->router = px_router_softmax_topk();
+    ex->router.score = m->scoring_func == PX_SCORING_SIGMOID ? PX_ROUTER_SIGMOID : PX_ROUTER_SOFTMAX;
     ex->router.renorm = m->norm_topk_prob;
+    ex->router.n_group = (int)m->n_group;
+    ex->router.topk_group = (int)m->topk_group;
+    ex->router.scale = (float)m->routed_scaling_factor;
     ex->fe = m->moe_ffn;
     ex->fe_l = ex->moe ? m->moe_ffn / p->etp : 0;
     ex->fs_l = ex->moe ? m->n_shared_experts * m->moe_ffn / t : 0;
@@ -308,6 +311,11 @@ static px_status exec_backend_supports(const px_exec *ex, px_error *err)
                        "sequence's keys and values (all-gather / reduce-scatter), not heads; "
                        "allowed: p2p, all-gather",
                        be->name);
+    if (m->n_experts > 0 && m->n_group > 1 && be->no_router_groups)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "model field n_group = %lld: group-limited routing has no kernel on the "
+                       "%s backend; allowed: 1 (or --backend cpu)",
+                       (long long)m->n_group, be->name);
     return PX_OK;
 }
 
@@ -351,6 +359,7 @@ static px_status exec_params(px_exec *ex, px_error *err)
     PX_TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_m, err));
     PX_TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_v, err));
     PX_TRY(init_weights(ex, n_weights, n_moments, err));
+    PX_TRY(px_ex_decay_build(ex, err));
 
     return PX_OK;
 }
@@ -580,6 +589,7 @@ void px_exec_destroy(px_exec *ex)
     px_timeline_free(&ex->tl);
     free(ex->rc);
     free(ex->units);
+    free(ex->no_decay);
     free(ex->host_grads);
     px_data_close(&ex->data);
     px_params_free(&ex->tab);

@@ -25,6 +25,11 @@
 #define PX_NORM_EPS_DEFAULT 1e-5
 #define PX_LATENT_NORM_EPS_DEFAULT 1e-6
 
+typedef enum { PX_SCORING_SOFTMAX = 0, PX_SCORING_SIGMOID = 1 } px_router_scoring;
+
+/* The most router groups (DeepSeek-V3: 8); the executor's bound too. */
+#define PX_MODEL_MAX_GROUPS 64
+
 /* The two block kinds.  GPT: LayerNorm, learned positions, MHA, GeLU MLP
  * (f = 4h usually), biases.  Llama: RMSNorm, RoPE, GQA, SwiGLU MLP, no biases. */
 typedef enum { PX_BLOCK_GPT = 0, PX_BLOCK_LLAMA = 1 } px_block_kind;
@@ -67,6 +72,13 @@ typedef struct {
     int64_t first_dense_layers;/* leading layers with a dense MLP (DeepSeek-V3: 3) */
     int64_t moe_layer_freq;    /* every k-th layer after those is MoE (1 = all) */
     bool norm_topk_prob;       /* gates renormalised over the top_k chosen */
+    /* The router (executor only; kernels/cpu/px_router.h): scores by softmax
+     * over the experts or sigmoid each (DeepSeek-V3); group-limited picks
+     * (n_group groups, the topk_group best kept; 1, 1: none); gates times
+     * routed_scaling_factor. */
+    px_router_scoring scoring_func;
+    int64_t n_group, topk_group;
+    double routed_scaling_factor;
 
     /* MLA (attn == PX_ATTN_MLA) */
     int64_t q_lora_rank;       /* 0: q is a full projection */
@@ -110,6 +122,10 @@ px_status px_model_load(const char *name_or_path, const char *models_dir,
 
 /* Lists the preset names (and aliases) found in models_dir, comma-separated. */
 void px_model_list_presets(const char *models_dir, char *buf, int buf_len);
+
+/* Every optional field at its schema default (docs/model-schema.md), the
+ * required ones zero. */
+void px_model_defaults(px_model *m);
 
 /* Checks internal consistency (positive sizes, heads divide hidden...). */
 px_status px_model_validate(const px_model *m, px_error *err);

@@ -47,6 +47,9 @@ variant tiny-llama theta '"rope_theta": 500000.0'
 variant tiny-llama eps '"norm_eps": 1e-06'
 variant tiny-mla latent '"latent_norm_eps": 0.001'
 variant tiny-moe renorm '"norm_topk_prob": true'
+# DeepSeek-V3's router on tiny-moe's 4 experts: sigmoid, 2 groups of 2
+# keeping 1, renormalised, times 2.5
+variant tiny-moe dsv3 '"norm_topk_prob": true, "scoring_func": "sigmoid", "n_group": 2, "topk_group": 1, "routed_scaling_factor": 2.5'
 plan1 base tiny-llama
 plan1 theta "$work/theta.json"
 plan1 eps "$work/eps.json"
@@ -56,22 +59,31 @@ plan1 moe tiny-moe
 plan1 renorm "$work/renorm.json"
 plan1 theta_split "$work/theta.json" --n-micro 2 --cp 2 --tp 2
 plan1 renorm_split "$work/renorm.json" --n-micro 1 --ep 2 --dp 2 # the same 2 sequences
+plan1 dsv3 "$work/dsv3.json"
+plan1 dsv3_split "$work/dsv3.json" --n-micro 1 --ep 2 --dp 2
 grep -q '"rope_theta": 500000' "$work/theta.plan.json" && echo "ok   the plan carries rope_theta" ||
   fail "the plan file lacks rope_theta 500000"
 grep -q '"latent_norm_eps": 0.001' "$work/latent.plan.json" &&
   echo "ok   the plan carries latent_norm_eps" || fail "the plan file lacks latent_norm_eps"
-for n in base theta eps mla latent moe renorm; do run "$n" 1 "$work/$n.plan.json"; done
+for n in base theta eps mla latent moe renorm dsv3; do run "$n" 1 "$work/$n.plan.json"; done
+run dsv3_split 2 "$work/dsv3_split.plan.json"
 run theta_split 4 "$work/theta_split.plan.json"
 run renorm_split 2 "$work/renorm_split.plan.json"
 differs base theta "rope_theta 500000 vs 10000"
 differs base eps "norm_eps 1e-6 vs 1e-5"
 differs mla latent "latent_norm_eps 1e-3 vs 1e-6"
 differs moe renorm "norm_topk_prob true vs false"
+differs renorm dsv3 "sigmoid, grouped, scaled router vs softmax"
+grep -q '"n_group": 2' "$work/dsv3.plan.json" && grep -q '"scoring_func": "sigmoid"' "$work/dsv3.plan.json" &&
+  echo "ok   the plan carries the router fields" || fail "the plan file lacks the router fields"
 if out=$("$cmp" losses "$work/theta.r.json" "$work/theta_split.r.json" 1e-5 2>&1); then
   echo "ok   rope_theta 500000 under CP 2 x TP 2: $out"
 else fail "CP 2 x TP 2 changes the rope_theta 500000 losses: $out"; fi
 if out=$("$cmp" losses "$work/renorm.r.json" "$work/renorm_split.r.json" 1e-5 2>&1); then
   echo "ok   norm_topk_prob under EP 2 x DP 2: $out"
 else fail "EP 2 x DP 2 changes the norm_topk_prob losses: $out"; fi
+if out=$("$cmp" losses "$work/dsv3.r.json" "$work/dsv3_split.r.json" 1e-5 2>&1); then
+  echo "ok   DeepSeek-V3's router under EP 2 x DP 2: $out"
+else fail "EP 2 x DP 2 changes the DeepSeek-V3 router's losses: $out"; fi
 echo "$failed failed"
 [ "$failed" -eq 0 ]

@@ -58,9 +58,11 @@ static void presets(void)
     if (load("qwen3-235b-a22b", &m, &err) == PX_OK)
         CHECK(m.norm_topk_prob);
     if (load("deepseek-v3", &m, &err) == PX_OK)
-        CHECK(m.norm_topk_prob);
+        CHECK(m.norm_topk_prob && m.scoring_func == PX_SCORING_SIGMOID && m.n_group == 8 &&
+              m.topk_group == 4 && m.routed_scaling_factor == 2.5);
     if (load("tiny-moe", &m, &err) == PX_OK)
-        CHECK(!m.norm_topk_prob);
+        CHECK(!m.norm_topk_prob && m.scoring_func == PX_SCORING_SOFTMAX && m.n_group == 1 &&
+              m.topk_group == 1 && m.routed_scaling_factor == 1.0);
     /* a preset that names none: the schema's defaults */
     if (load("tiny-llama", &m, &err) == PX_OK)
         CHECK(m.rope_theta == PX_ROPE_THETA_DEFAULT && m.norm_eps == PX_NORM_EPS_DEFAULT &&
@@ -107,7 +109,8 @@ static void hf_numerics(void)
     if (load_fixture("Qwen3-235B-A22B", &m, &err) == PX_OK)
         CHECK(m.norm_topk_prob);
     if (load_fixture("DeepSeek-V3", &m, &err) == PX_OK)
-        CHECK(m.norm_topk_prob);
+        CHECK(m.norm_topk_prob && m.scoring_func == PX_SCORING_SIGMOID && m.n_group == 8 &&
+              m.topk_group == 4 && m.routed_scaling_factor == 2.5);
     CHECK(load_text("{\"model_type\": \"qwen3_moe\", " TINY_LLAMA_HF ", \"num_experts\": 4, "
                     "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32}",
                     &m, &err) == PX_OK);
@@ -117,6 +120,27 @@ static void hf_numerics(void)
                     "\"norm_topk_prob\": true}",
                     &m, &err) == PX_OK);
     CHECK(m.norm_topk_prob);
+
+    /* deepseek_v3 without the router keys: transformers' defaults; a softmax
+     * scoring_func is refused by name */
+#define TINY_DSV3                                                                           \
+    "\"model_type\": \"deepseek_v3\", " TINY_LLAMA_HF ", \"n_routed_experts\": 16, "           \
+    "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32, \"kv_lora_rank\": 16, "        \
+    "\"qk_nope_head_dim\": 16, \"qk_rope_head_dim\": 8, \"v_head_dim\": 16"
+    CHECK(load_text("{" TINY_DSV3 "}", &m, &err) == PX_OK);
+    CHECK_MSG(m.scoring_func == PX_SCORING_SIGMOID && m.n_group == 8 && m.topk_group == 4 &&
+                  m.routed_scaling_factor == 2.5 && m.norm_topk_prob && m.norm_eps == 1e-6,
+              "%s", err.msg);
+    CHECK(load_text("{" TINY_DSV3 ", \"scoring_func\": \"softmax\"}", &m, &err) ==
+          PX_ERR_UNSUPPORTED);
+    CHECK_MSG(strstr(err.msg, "scoring_func") != NULL, "%s", err.msg);
+    /* 16 experts in 8 groups keeping 4 hold 8 >= 2; 16 groups of one do not split */
+    CHECK(load_text("{" TINY_DSV3 ", \"n_group\": 16, \"topk_group\": 4}", &m, &err) ==
+          PX_ERR_INVALID);
+    CHECK_MSG(strstr(err.msg, "n_group") != NULL, "%s", err.msg);
+    CHECK(load_text("{" TINY_DSV3 ", \"n_group\": 8, \"topk_group\": 9}", &m, &err) ==
+          PX_ERR_INVALID);
+    CHECK_MSG(strstr(err.msg, "topk_group") != NULL, "%s", err.msg);
 
     /* out of range: the key named */
     CHECK(load_text("{\"model_type\": \"llama\", " TINY_LLAMA_HF ", \"rms_norm_eps\": -1}", &m,
@@ -138,6 +162,10 @@ static void plan_round_trip(void)
     m.norm_eps = 3e-6;
     m.latent_norm_eps = 7e-7;
     m.norm_topk_prob = !m.norm_topk_prob;
+    m.scoring_func = PX_SCORING_SOFTMAX;
+    m.n_group = 4;
+    m.topk_group = 3;
+    m.routed_scaling_factor = 1.75;
     json_t *obj = NULL;
     CHECK(px_model_to_json(&m, &obj, &err) == PX_OK);
     CHECK(json_is_number(json_object_get(obj, "rope_theta")) &&
@@ -147,7 +175,10 @@ static void plan_round_trip(void)
     CHECK_MSG(px_model_from_json(obj, "plan.json", "model", &back, &err) == PX_OK, "%s",
               err.msg);
     CHECK(back.rope_theta == m.rope_theta && back.norm_eps == m.norm_eps &&
-          back.latent_norm_eps == m.latent_norm_eps && back.norm_topk_prob == m.norm_topk_prob);
+          back.latent_norm_eps == m.latent_norm_eps && back.norm_topk_prob == m.norm_topk_prob &&
+          back.scoring_func == m.scoring_func && back.n_group == m.n_group &&
+          back.topk_group == m.topk_group &&
+          back.routed_scaling_factor == m.routed_scaling_factor);
     /* a zero epsilon in a plan is refused, naming model.norm_eps */
     json_object_set_new(obj, "norm_eps", json_real(0.0));
     px_error_clear(&err);
