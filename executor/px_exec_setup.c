@@ -46,6 +46,10 @@ void px_exec_caps(const char *backend, px_caps *out)
 
 px_status px_exec_check_plan(const px_plan *plan, const px_caps *caps, px_error *err)
 {
+    if (plan->model.rope_scaling == PX_ROPE_YARN)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "model field rope_scaling = yarn: the engine's RoPE has no YaRN (its "
+                       "frequency blend and attention temperature); allowed: none, llama3");
     return px_plan_check(&plan->model, &plan->par, caps, err);
 }
 
@@ -276,6 +280,14 @@ static px_status exec_sizes(px_exec *ex, px_error *err)
     ex->norm_eps = (float)m->norm_eps;
     ex->latent_norm_eps = (float)m->latent_norm_eps;
     ex->rope = px_rope_plain(m->rope_theta);
+    ex->rope.interleaved = m->rope_interleave;
+    if (m->rope_scaling == PX_ROPE_LLAMA3) {
+        ex->rope.scale = PX_ROPE_SCALE_LLAMA3;
+        ex->rope.factor = m->rope_factor;
+        ex->rope.low_freq_factor = m->rope_low_freq_factor;
+        ex->rope.high_freq_factor = m->rope_high_freq_factor;
+        ex->rope.original_max_positions = (double)m->rope_original_max_positions;
+    }
     ex->store_probs_allowed = !p->flash_attention;
     return PX_OK;
 }

@@ -20,6 +20,7 @@
 static const char *const block_names[] = {"gpt", "llama"};
 static const char *const attn_names[] = {"standard", "mla"};
 static const char *const scoring_names[] = {"softmax", "sigmoid"};
+static const char *const rope_scaling_names[] = {"none", "llama3", "yarn"};
 
 #define F_(key, type, field, req, mn, mx) \
     {key, type, offsetof(px_model, field), 0, req, mn, NULL, 0, mx}
@@ -55,8 +56,16 @@ static const px_jfield model_fields[] = {
     FI("max_positions", max_positions, false, 0, MAX_TOKENS),
     FB("tied_embeddings", tied_embeddings),
     FB("qkv_bias", qkv_bias),
+    FB("o_bias", o_bias),
     FB("qk_norm", qk_norm),
     FD("rope_theta", rope_theta, 1.0, 1e12),
+    {"rope_scaling", PX_JF_ENUM, offsetof(px_model, rope_scaling), 0, false, 0,
+     rope_scaling_names, 3, 0},
+    FD("rope_factor", rope_factor, 1e-6, 1e6),
+    FD("rope_low_freq_factor", rope_low_freq_factor, 1e-6, 1e6),
+    FD("rope_high_freq_factor", rope_high_freq_factor, 1e-6, 1e6),
+    FI("rope_original_max_positions", rope_original_max_positions, false, 0, MAX_TOKENS),
+    FB("rope_interleave", rope_interleave),
     FD("norm_eps", norm_eps, 1e-30, 1.0),
     FD("latent_norm_eps", latent_norm_eps, 1e-30, 1.0),
     FI("n_experts", n_experts, false, 0, MAX_EXPERTS),
@@ -96,6 +105,10 @@ void px_model_defaults(px_model *m)
     m->attn = PX_ATTN_STANDARD;
     m->moe_layer_freq = 1;
     m->rope_theta = PX_ROPE_THETA_DEFAULT;
+    m->rope_scaling = PX_ROPE_NONE;
+    m->rope_factor = 1.0;
+    m->rope_low_freq_factor = 1.0;
+    m->rope_high_freq_factor = 4.0;
     m->norm_eps = PX_NORM_EPS_DEFAULT;
     m->latent_norm_eps = PX_LATENT_NORM_EPS_DEFAULT;
     m->scoring_func = PX_SCORING_SOFTMAX;
@@ -110,8 +123,8 @@ static void model_derive(px_model *m)
         m->n_kv_heads = m->n_heads;
     if (m->head_dim == 0 && m->n_heads > 0)
         m->head_dim = m->hidden / m->n_heads;
-    if (m->block == PX_BLOCK_GPT)
-        m->qkv_bias = true; /* the GPT block has biases on every linear layer */
+    if (m->block == PX_BLOCK_GPT) /* the GPT block has biases on every linear layer */
+        m->qkv_bias = m->o_bias = true;
 }
 
 const char *px_models_dir_default(void)
@@ -237,6 +250,16 @@ px_status px_model_validate(const px_model *m, px_error *err)
     px_status rst = check_router(m, err);
     if (rst != PX_OK)
         return rst;
+    if (m->rope_scaling != PX_ROPE_NONE && m->rope_original_max_positions < 1)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "model %s: rope_scaling %s needs rope_original_max_positions >= 1", n,
+                       rope_scaling_names[m->rope_scaling]);
+    if (m->rope_scaling == PX_ROPE_LLAMA3 &&
+        !(m->rope_low_freq_factor < m->rope_high_freq_factor))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "model %s: rope_scaling llama3 needs rope_low_freq_factor %g < "
+                       "rope_high_freq_factor %g (the band between them is blended)", n,
+                       m->rope_low_freq_factor, m->rope_high_freq_factor);
     if (m->attn == PX_ATTN_MLA) {
         if (m->kv_lora_rank <= 0 || m->qk_nope_head_dim + m->qk_rope_head_dim <= 0 ||
             m->v_head_dim <= 0)
@@ -300,7 +323,7 @@ static int64_t attn_params(const px_model *m)
         const int64_t d = m->head_dim;
         if (m->qkv_bias || m->block == PX_BLOCK_GPT)
             p += m->n_heads * d + 2 * m->n_kv_heads * d;
-        if (m->block == PX_BLOCK_GPT)
+        if (m->o_bias || m->block == PX_BLOCK_GPT)
             p += m->hidden; /* output projection bias */
         if (m->qk_norm)
             p += 2 * d;

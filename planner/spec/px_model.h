@@ -26,6 +26,7 @@
 #define PX_LATENT_NORM_EPS_DEFAULT 1e-6
 
 typedef enum { PX_SCORING_SOFTMAX = 0, PX_SCORING_SIGMOID = 1 } px_router_scoring;
+typedef enum { PX_ROPE_NONE = 0, PX_ROPE_LLAMA3 = 1, PX_ROPE_YARN = 2 } px_rope_scaling;
 
 /* The most router groups (DeepSeek-V3: 8); the executor's bound too. */
 #define PX_MODEL_MAX_GROUPS 64
@@ -54,6 +55,8 @@ typedef struct {
     int64_t max_positions; /* learned position table size (GPT), 0 for RoPE */
     bool tied_embeddings;  /* LM head shares the embedding matrix */
     bool qkv_bias;         /* biases on q, k, v projections (Qwen2, GPT) */
+    bool o_bias;           /* a bias on the attention output projection (GPT; HF
+                            * attention_bias of llama / qwen3 / gpt_oss) */
     bool qk_norm;          /* RMSNorm on q and k per head (Qwen3) */
 
     /* Numerics that change the function, not the cost (the executor runs
@@ -61,6 +64,15 @@ typedef struct {
      * frequencies (llama block); norm_eps: epsilon of every RMSNorm /
      * LayerNorm but MLA's latent norms, which use latent_norm_eps. */
     double rope_theta;
+    /* RoPE frequency scaling (Hugging Face rope_scaling / rope_parameters):
+     * none; Llama 3.1's "llama3" (rope_factor, the low/high frequency
+     * factors, rope_original_max_positions); "yarn" (rope_factor and
+     * rope_original_max_positions carried; execute refuses it). */
+    px_rope_scaling rope_scaling;
+    bool rope_interleave;  /* RoPE pairs (2i, 2i+1) (DeepSeek-V2/V3's MLA), not
+                            * (i, i + d/2) */
+    double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+    int64_t rope_original_max_positions;
     double norm_eps;
     double latent_norm_eps;
 

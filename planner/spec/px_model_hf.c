@@ -188,6 +188,86 @@ static void hf_numerics(hf_ctx *c, const char *t, px_model *m)
     m->rope_theta = theta;
 }
 
+/* A number of the rope dict that the rope_type needs (absent: an error). */
+static double hf_rope_num(hf_ctx *c, json_t *rp, const char *where, const char *type,
+                          const char *key)
+{
+    if (c->st == PX_OK && !json_is_number(json_object_get(rp, key))) {
+        c->st = px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
+                             "%s.%s: missing or not a number; rope_type \"%s\" needs it", where,
+                             key, type);
+        return 0.0;
+    }
+    return hf_num_in(c, rp, where, key, 0.0);
+}
+
+/* RoPE scaling: rope_parameters (transformers 5) or rope_scaling (older
+ * configs), by its rope_type (or type); null or "default": none.  llama3
+ * and yarn are carried (the keys transformers' _compute_llama3_parameters
+ * and _compute_yarn_parameters read; original_max_position_embeddings
+ * defaults to max_position_embeddings, as its standardize_rope_params
+ * does); any other type is refused by name. */
+static void hf_rope_scaling(hf_ctx *c, px_model *m, int64_t maxpos)
+{
+    const char *where = "rope_parameters";
+    json_t *rp = json_object_get(c->root, where);
+    if (!rp || json_is_null(rp))
+        rp = json_object_get(c->root, where = "rope_scaling");
+    if (c->st != PX_OK || !rp || json_is_null(rp))
+        return;
+    json_t *ty = json_object_get(rp, "rope_type");
+    if (!ty)
+        ty = json_object_get(rp, "type");
+    if (!json_is_object(rp) || (ty && !json_is_string(ty))) {
+        c->st = px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
+                             "%s: expected null or an object with a string rope_type", where);
+        return;
+    }
+    const char *t = ty ? json_string_value(ty) : "default";
+    if (strcmp(t, "default") == 0)
+        return;
+    if (strcmp(t, "llama3") == 0 || strcmp(t, "yarn") == 0) {
+        bool llama3 = t[0] == 'l';
+        m->rope_scaling = llama3 ? PX_ROPE_LLAMA3 : PX_ROPE_YARN;
+        m->rope_factor = hf_rope_num(c, rp, where, t, "factor");
+        if (llama3) {
+            m->rope_low_freq_factor = hf_rope_num(c, rp, where, t, "low_freq_factor");
+            m->rope_high_freq_factor = hf_rope_num(c, rp, where, t, "high_freq_factor");
+        }
+        m->rope_original_max_positions =
+            (int64_t)hf_num_in(c, rp, where, "original_max_position_embeddings", (double)maxpos);
+        return;
+    }
+    c->st = px_error_set(c->err, PX_ERR_UNSUPPORTED, c->file, 0, 0,
+                         "%s.rope_type \"%s\" is not supported; supported: default, llama3, "
+                         "yarn", where, t);
+}
+
+/* The attention biases as each type's modeling code sets them: qwen2 on q,
+ * k, v always (o_proj never); llama, qwen3, qwen3_moe and gpt_oss on q, k, v
+ * and o when attention_bias (gpt_oss: default true); mistral, mixtral and
+ * deepseek_v3 none.  Biases the executor has no tensor for are refused by
+ * name: llama's mlp_bias, deepseek_v3's attention_bias (on its MLA
+ * down-projections). */
+static void hf_biases(hf_ctx *c, const char *t, px_model *m)
+{
+    if (strcmp(t, "qwen2") == 0) {
+        m->qkv_bias = true;
+        return;
+    }
+    bool own = strcmp(t, "llama") == 0 || strcmp(t, "qwen3") == 0 ||
+               strcmp(t, "qwen3_moe") == 0 || strcmp(t, "gpt_oss") == 0;
+    if (own)
+        m->qkv_bias = m->o_bias = hf_bool(c, "attention_bias", strcmp(t, "gpt_oss") == 0);
+    const char *refused = strcmp(t, "llama") == 0         ? "mlp_bias"
+                          : strcmp(t, "deepseek_v3") == 0 ? "attention_bias"
+                                                          : NULL;
+    if (refused && hf_bool(c, refused, false) && c->st == PX_OK)
+        c->st = px_error_set(c->err, PX_ERR_UNSUPPORTED, c->file, 0, 0,
+                             "%s true: %s biases are not supported (allowed: false or absent)",
+                             refused, strcmp(t, "llama") == 0 ? "MLP" : "MLA projection");
+}
+
 /* The Llama family's names (hidden_size, num_hidden_layers, ...). */
 static void hf_llama(hf_ctx *c, const char *t, px_model *m)
 {
@@ -202,10 +282,10 @@ static void hf_llama(hf_ctx *c, const char *t, px_model *m)
     int64_t maxpos = hf_size(c, "max_position_embeddings", PX_HF_SEQ_CAP);
     m->seq_len = maxpos < PX_HF_SEQ_CAP ? maxpos : PX_HF_SEQ_CAP;
     m->tied_embeddings = hf_bool(c, "tie_word_embeddings", false);
-    /* attention_bias: q, k, v biases (Qwen2 always has them) */
-    m->qkv_bias = hf_bool(c, "attention_bias", strcmp(t, "qwen2") == 0);
+    hf_biases(c, t, m);
     m->qk_norm = strcmp(t, "qwen3") == 0 || strcmp(t, "qwen3_moe") == 0;
     hf_numerics(c, t, m);
+    hf_rope_scaling(c, m, maxpos);
 }
 
 /* DeepSeek-V3's router, with transformers' DeepseekV3Config defaults:
@@ -231,8 +311,6 @@ static px_status hf_moe(hf_ctx *c, const char *t, px_model *m)
     if (strcmp(t, "mixtral") == 0 || strcmp(t, "gpt_oss") == 0) {
         /* gpt-oss: experts of intermediate_size; its attention sinks (one
          * learned logit per head in the softmax) cost nothing to count */
-        if (strcmp(t, "gpt_oss") == 0)
-            m->qkv_bias = hf_bool(c, "attention_bias", true);
         m->n_experts = hf_size(c, "num_local_experts", -1);
         m->top_k = hf_size(c, "num_experts_per_tok", -1);
         m->moe_ffn = m->ffn;
@@ -263,6 +341,9 @@ static px_status hf_moe(hf_ctx *c, const char *t, px_model *m)
         m->n_shared_experts = hf_int(c, "n_shared_experts", 0);
         m->norm_topk_prob = hf_bool(c, "norm_topk_prob", true);
         hf_deepseek_router(c, m);
+        /* DeepseekV3Config's rope_interleave, default true: the rope slice's
+         * pairs are adjacent */
+        m->rope_interleave = hf_bool(c, "rope_interleave", true);
         m->first_dense_layers = hf_int(c, "first_k_dense_replace", 0);
         m->moe_layer_freq = hf_size(c, "moe_layer_freq", 1);
         m->q_lora_rank = hf_int(c, "q_lora_rank", 0);

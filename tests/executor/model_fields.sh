@@ -4,7 +4,9 @@
 # epsilon or other latent-norm epsilon trains another function (first
 # losses differ from the defaults'), the plan written carries the value,
 # renormalised top-k gates (norm_topk_prob) too, and split runs (CP 2 x TP
-# 2, EP 2 x DP 2) give the one-rank losses with them.
+# 2, EP 2 x DP 2) give the one-rank losses with them; so do Llama 3's RoPE
+# scaling, interleaved RoPE pairs and the attention output bias, and
+# rope_scaling yarn is refused naming the field.
 #   model_fields.sh BUILD_DIR
 set -u
 build=$1
@@ -47,6 +49,13 @@ variant tiny-llama theta '"rope_theta": 500000.0'
 variant tiny-llama eps '"norm_eps": 1e-06'
 variant tiny-mla latent '"latent_norm_eps": 0.001'
 variant tiny-moe renorm '"norm_topk_prob": true'
+# Llama 3.1's scaling anchored at 64 positions: tiny-llama's head_dim 16 has
+# wavelengths from 6 to 19000 positions, so every band is used
+variant tiny-llama llama3 '"rope_scaling": "llama3", "rope_factor": 8.0, "rope_low_freq_factor": 1.0, "rope_high_freq_factor": 4.0, "rope_original_max_positions": 64'
+variant tiny-llama yarn '"rope_scaling": "yarn", "rope_factor": 4.0, "rope_original_max_positions": 64'
+variant tiny-llama inter '"rope_interleave": true'
+variant tiny-mla mla_inter '"rope_interleave": true'
+variant tiny-llama obias '"o_bias": true'
 # DeepSeek-V3's router on tiny-moe's 4 experts: sigmoid, 2 groups of 2
 # keeping 1, renormalised, times 2.5
 variant tiny-moe dsv3 '"norm_topk_prob": true, "scoring_func": "sigmoid", "n_group": 2, "topk_group": 1, "routed_scaling_factor": 2.5'
@@ -59,13 +68,26 @@ plan1 moe tiny-moe
 plan1 renorm "$work/renorm.json"
 plan1 theta_split "$work/theta.json" --n-micro 2 --cp 2 --tp 2
 plan1 renorm_split "$work/renorm.json" --n-micro 1 --ep 2 --dp 2 # the same 2 sequences
+plan1 llama3 "$work/llama3.json"
+plan1 llama3_split "$work/llama3.json" --n-micro 2 --cp 2 --tp 2
+plan1 yarn "$work/yarn.json"
+plan1 inter "$work/inter.json"
+plan1 mla_inter "$work/mla_inter.json"
+plan1 mla_inter_split "$work/mla_inter.json" --n-micro 2 --cp 2 --tp 2
+plan1 obias "$work/obias.json"
+plan1 obias_split "$work/obias.json" --n-micro 2 --tp 2 --sp
 plan1 dsv3 "$work/dsv3.json"
 plan1 dsv3_split "$work/dsv3.json" --n-micro 1 --ep 2 --dp 2
 grep -q '"rope_theta": 500000' "$work/theta.plan.json" && echo "ok   the plan carries rope_theta" ||
   fail "the plan file lacks rope_theta 500000"
 grep -q '"latent_norm_eps": 0.001' "$work/latent.plan.json" &&
   echo "ok   the plan carries latent_norm_eps" || fail "the plan file lacks latent_norm_eps"
-for n in base theta eps mla latent moe renorm dsv3; do run "$n" 1 "$work/$n.plan.json"; done
+for n in base theta eps mla latent moe renorm dsv3 llama3 inter mla_inter obias; do
+  run "$n" 1 "$work/$n.plan.json"
+done
+run llama3_split 4 "$work/llama3_split.plan.json"
+run mla_inter_split 4 "$work/mla_inter_split.plan.json"
+run obias_split 2 "$work/obias_split.plan.json"
 run dsv3_split 2 "$work/dsv3_split.plan.json"
 run theta_split 4 "$work/theta_split.plan.json"
 run renorm_split 2 "$work/renorm_split.plan.json"
@@ -74,6 +96,17 @@ differs base eps "norm_eps 1e-6 vs 1e-5"
 differs mla latent "latent_norm_eps 1e-3 vs 1e-6"
 differs moe renorm "norm_topk_prob true vs false"
 differs renorm dsv3 "sigmoid, grouped, scaled router vs softmax"
+differs base llama3 "rope_scaling llama3 vs none"
+differs base inter "rope_interleave vs rotate-half"
+differs mla mla_inter "MLA rope_interleave vs rotate-half"
+# the output bias starts at zero: the first loss is the same, later ones not
+if out=$("$cmp" differ_any "$work/base.r.json" "$work/obias.r.json"); then echo "ok   o_bias trains: $out"
+else fail "o_bias changes nothing: $out"; fi
+if "$exe" --check --plan "$work/yarn.plan.json" >"$work/yarn.out" 2>&1; then
+  fail "execute accepts rope_scaling yarn"
+elif grep -q "rope_scaling = yarn" "$work/yarn.out"; then
+  echo "ok   yarn refused: $(head -1 "$work/yarn.out")"
+else fail "yarn refused without naming rope_scaling: $(cat "$work/yarn.out")"; fi
 grep -q '"n_group": 2' "$work/dsv3.plan.json" && grep -q '"scoring_func": "sigmoid"' "$work/dsv3.plan.json" &&
   echo "ok   the plan carries the router fields" || fail "the plan file lacks the router fields"
 if out=$("$cmp" losses "$work/theta.r.json" "$work/theta_split.r.json" 1e-5 2>&1); then
@@ -85,5 +118,10 @@ else fail "EP 2 x DP 2 changes the norm_topk_prob losses: $out"; fi
 if out=$("$cmp" losses "$work/dsv3.r.json" "$work/dsv3_split.r.json" 1e-5 2>&1); then
   echo "ok   DeepSeek-V3's router under EP 2 x DP 2: $out"
 else fail "EP 2 x DP 2 changes the DeepSeek-V3 router's losses: $out"; fi
+for pair in llama3:llama3_split mla_inter:mla_inter_split obias:obias_split; do
+  if out=$("$cmp" losses "$work/${pair%%:*}.r.json" "$work/${pair#*:}.r.json" 1e-5 2>&1); then
+    echo "ok   ${pair#*:} vs one rank: $out"
+  else fail "${pair#*:} changes the losses: $out"; fi
+done
 echo "$failed failed"
 [ "$failed" -eq 0 ]

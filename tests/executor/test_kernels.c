@@ -325,6 +325,56 @@ static void check_rope_theta(void)
     CHECK_MSG(worst < 1e-6, "rope theta %g: worst difference %g", theta, worst);
 }
 
+/* Llama 3.1's frequencies (theta 500000, head_dim 128, rope_scaling llama3:
+ * factor 8, low 1, high 4, original 8192) against transformers 5.25's
+ * _compute_llama3_parameters, printed to 10 digits (it computes in fp32:
+ * 2e-6 relative covers its rounding): unchanged (i <= 28), blended (29..35)
+ * and divided by 8 (i >= 36). */
+static void check_rope_llama3(void)
+{
+    static const struct {
+        int i;
+        double f;
+    } hf[] = {{0, 1.000000000e+00},  {20, 1.656044088e-02}, {28, 3.211446106e-03},
+              {29, 2.166570630e-03}, {30, 1.371893683e-03}, {32, 5.248460220e-04},
+              {34, 1.785077911e-04}, {35, 9.556212171e-05}, {36, 7.784655463e-05},
+              {40, 3.428102355e-05}, {50, 4.411534519e-06}, {63, 3.068925878e-07}};
+    px_rope r = px_rope_plain(500000.0);
+    r.scale = PX_ROPE_SCALE_LLAMA3;
+    r.factor = 8.0;
+    r.low_freq_factor = 1.0;
+    r.high_freq_factor = 4.0;
+    r.original_max_positions = 8192.0;
+    double worst = 0.0;
+    for (size_t j = 0; j < sizeof hf / sizeof hf[0]; j++)
+        worst = fmax(worst, fabs(px_rope_inv_freq(&r, hf[j].i, 128) / hf[j].f - 1.0));
+    CHECK_MSG(worst < 2e-6, "llama3 inverse frequencies: worst relative difference %g", worst);
+}
+
+/* Interleaved pairs: (2i, 2i+1) turn by p * theta^(-2i/HD), as DeepSeek's
+ * apply_rotary_pos_emb_interleave does before it de-interleaves. */
+static void check_rope_interleaved(void)
+{
+    enum { RS = 3, RHD = 8 };
+    const int64_t pos0 = 7;
+    float x[RS * 3 * RHD], y[RS * 3 * RHD];
+    for (int i = 0; i < RS * 3 * RHD; i++)
+        x[i] = y[i] = frand();
+    px_rope rope = px_rope_plain(10000.0);
+    rope.interleaved = 1;
+    px_cpu_rope_fwd(y, RS, 1, 1, 1, RHD, pos0, &rope);
+    double worst = 0.0;
+    for (int s = 0; s < RS; s++)
+        for (int i = 0; i < RHD / 2; i++) {
+            const float *xv = x + s * 3 * RHD, *yv = y + s * 3 * RHD;
+            double a = (double)(pos0 + s) / pow(10000.0, (2.0 * i) / RHD);
+            double e0 = xv[2 * i] * cos(a) - xv[2 * i + 1] * sin(a);
+            double e1 = xv[2 * i] * sin(a) + xv[2 * i + 1] * cos(a);
+            worst = fmax(worst, fmax(fabs(e0 - yv[2 * i]), fabs(e1 - yv[2 * i + 1])));
+        }
+    CHECK_MSG(worst < 1e-6, "interleaved rope: worst difference %g", worst);
+}
+
 int main(void)
 {
     fprintf(stderr, "test_kernels: seed %llu\n", (unsigned long long)rng_state);
@@ -567,6 +617,8 @@ int main(void)
     }
     check_moe();
     check_rope_theta();
+    check_rope_llama3();
+    check_rope_interleaved();
     free(g_r);
     free(g_y);
     free(g_tmp1);

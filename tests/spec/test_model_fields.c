@@ -43,9 +43,19 @@ static void presets(void)
 {
     px_model m;
     px_error err;
-    /* Llama 3.1 (meta-llama/Llama-3.1-70B config.json): theta 500000, eps 1e-5 */
+    /* Llama 3.1 (meta-llama/Llama-3.1-70B config.json): theta 500000, eps
+     * 1e-5, rope_scaling llama3 (8, 1, 4, 8192) */
     if (load("llama3-70b", &m, &err) == PX_OK)
-        CHECK(m.rope_theta == 500000.0 && m.norm_eps == 1e-5);
+        CHECK(m.rope_theta == 500000.0 && m.norm_eps == 1e-5 &&
+              m.rope_scaling == PX_ROPE_LLAMA3 && m.rope_factor == 8.0 &&
+              m.rope_low_freq_factor == 1.0 && m.rope_high_freq_factor == 4.0 &&
+              m.rope_original_max_positions == 8192);
+    /* DeepSeek-V3: interleaved rope pairs */
+    if (load("deepseek-v3", &m, &err) == PX_OK)
+        CHECK(m.rope_interleave && m.rope_scaling == PX_ROPE_NONE && !m.o_bias);
+    /* GPT: biases on every linear layer */
+    if (load("tiny-gpt", &m, &err) == PX_OK)
+        CHECK(m.qkv_bias && m.o_bias);
     /* Qwen3-235B-A22B: theta 1e6, eps 1e-6 */
     if (load("qwen3-235b-a22b", &m, &err) == PX_OK)
         CHECK(m.rope_theta == 1e6 && m.norm_eps == 1e-6);
@@ -74,7 +84,10 @@ static void hf_numerics(void)
     px_model m;
     px_error err;
     if (load_fixture("Meta-Llama-3.1-70B", &m, &err) == PX_OK)
-        CHECK(m.rope_theta == 500000.0 && m.norm_eps == 1e-5);
+        CHECK(m.rope_theta == 500000.0 && m.norm_eps == 1e-5 &&
+              m.rope_scaling == PX_ROPE_LLAMA3 && m.rope_factor == 8.0 &&
+              m.rope_low_freq_factor == 1.0 && m.rope_high_freq_factor == 4.0 &&
+              m.rope_original_max_positions == 8192 && !m.qkv_bias && !m.o_bias);
     if (load_fixture("Qwen3-8B", &m, &err) == PX_OK)
         CHECK(m.rope_theta == 1e6 && m.norm_eps == 1e-6);
     if (load_fixture("DeepSeek-V3", &m, &err) == PX_OK)
@@ -142,6 +155,54 @@ static void hf_numerics(void)
           PX_ERR_INVALID);
     CHECK_MSG(strstr(err.msg, "topk_group") != NULL, "%s", err.msg);
 
+    /* RoPE scaling in transformers 5's rope_parameters; yarn carried; other
+     * types and a llama3 without its factors refused by name */
+    CHECK(load_text("{\"model_type\": \"llama\", " TINY_LLAMA_HF ", \"max_position_embeddings\": "
+                    "4096, \"rope_parameters\": {\"rope_type\": \"llama3\", \"rope_theta\": "
+                    "500000.0, \"factor\": 32.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": "
+                    "4.0}}",
+                    &m, &err) == PX_OK);
+    CHECK_MSG(m.rope_scaling == PX_ROPE_LLAMA3 && m.rope_factor == 32.0 &&
+                  m.rope_original_max_positions == 4096 && m.rope_theta == 500000.0,
+              "llama3 in rope_parameters: %d %g %lld", (int)m.rope_scaling, m.rope_factor,
+              (long long)m.rope_original_max_positions);
+    CHECK(load_text("{\"model_type\": \"qwen2\", " TINY_LLAMA_HF ", \"rope_scaling\": {\"type\": "
+                    "\"yarn\", \"factor\": 4.0, \"original_max_position_embeddings\": 32768}}",
+                    &m, &err) == PX_OK);
+    CHECK(m.rope_scaling == PX_ROPE_YARN && m.rope_factor == 4.0 &&
+          m.rope_original_max_positions == 32768);
+    CHECK(load_text("{\"model_type\": \"llama\", " TINY_LLAMA_HF ", \"rope_scaling\": "
+                    "{\"rope_type\": \"dynamic\", \"factor\": 2.0}}",
+                    &m, &err) == PX_ERR_UNSUPPORTED);
+    CHECK_MSG(strstr(err.msg, "rope_scaling.rope_type \"dynamic\"") != NULL, "%s", err.msg);
+    CHECK(load_text("{\"model_type\": \"llama\", " TINY_LLAMA_HF ", \"rope_scaling\": "
+                    "{\"rope_type\": \"llama3\", \"factor\": 8.0}}",
+                    &m, &err) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(err.msg, "rope_scaling.low_freq_factor") != NULL, "%s", err.msg);
+    CHECK(load_text("{\"model_type\": \"llama\", " TINY_LLAMA_HF ", \"rope_scaling\": null}",
+                    &m, &err) == PX_OK);
+    CHECK(m.rope_scaling == PX_ROPE_NONE);
+
+    /* biases as each type's modeling code has them */
+    CHECK(load_text("{\"model_type\": \"llama\", " TINY_LLAMA_HF ", \"attention_bias\": true}",
+                    &m, &err) == PX_OK);
+    CHECK(m.qkv_bias && m.o_bias);
+    CHECK(load_text("{\"model_type\": \"qwen2\", " TINY_LLAMA_HF "}", &m, &err) == PX_OK);
+    CHECK(m.qkv_bias && !m.o_bias);
+    CHECK(load_text("{\"model_type\": \"mistral\", " TINY_LLAMA_HF ", \"attention_bias\": true}",
+                    &m, &err) == PX_OK);
+    CHECK(!m.qkv_bias && !m.o_bias);
+    CHECK(load_text("{\"model_type\": \"llama\", " TINY_LLAMA_HF ", \"mlp_bias\": true}", &m,
+                    &err) == PX_ERR_UNSUPPORTED);
+    CHECK_MSG(strstr(err.msg, "mlp_bias") != NULL, "%s", err.msg);
+    CHECK(load_text("{" TINY_DSV3 ", \"attention_bias\": true}", &m, &err) ==
+          PX_ERR_UNSUPPORTED);
+    CHECK_MSG(strstr(err.msg, "attention_bias") != NULL, "%s", err.msg);
+    CHECK(load_text("{" TINY_DSV3 "}", &m, &err) == PX_OK);
+    CHECK(m.rope_interleave);
+    CHECK(load_text("{" TINY_DSV3 ", \"rope_interleave\": false}", &m, &err) == PX_OK);
+    CHECK(!m.rope_interleave);
+
     /* out of range: the key named */
     CHECK(load_text("{\"model_type\": \"llama\", " TINY_LLAMA_HF ", \"rms_norm_eps\": -1}", &m,
                     &err) == PX_ERR_INVALID);
@@ -166,6 +227,13 @@ static void plan_round_trip(void)
     m.n_group = 4;
     m.topk_group = 3;
     m.routed_scaling_factor = 1.75;
+    m.rope_scaling = PX_ROPE_LLAMA3;
+    m.rope_factor = 16.0;
+    m.rope_low_freq_factor = 2.0;
+    m.rope_high_freq_factor = 8.0;
+    m.rope_original_max_positions = 2048;
+    m.rope_interleave = false;
+    m.o_bias = true;
     json_t *obj = NULL;
     CHECK(px_model_to_json(&m, &obj, &err) == PX_OK);
     CHECK(json_is_number(json_object_get(obj, "rope_theta")) &&
@@ -178,13 +246,25 @@ static void plan_round_trip(void)
           back.latent_norm_eps == m.latent_norm_eps && back.norm_topk_prob == m.norm_topk_prob &&
           back.scoring_func == m.scoring_func && back.n_group == m.n_group &&
           back.topk_group == m.topk_group &&
-          back.routed_scaling_factor == m.routed_scaling_factor);
+          back.routed_scaling_factor == m.routed_scaling_factor &&
+          back.rope_scaling == m.rope_scaling && back.rope_factor == m.rope_factor &&
+          back.rope_low_freq_factor == m.rope_low_freq_factor &&
+          back.rope_high_freq_factor == m.rope_high_freq_factor &&
+          back.rope_original_max_positions == m.rope_original_max_positions &&
+          back.rope_interleave == m.rope_interleave && back.o_bias == m.o_bias);
     /* a zero epsilon in a plan is refused, naming model.norm_eps */
     json_object_set_new(obj, "norm_eps", json_real(0.0));
     px_error_clear(&err);
     CHECK(px_model_from_json(obj, "plan.json", "model", &back, &err) == PX_ERR_INVALID);
     CHECK_MSG(strstr(err.msg, "model.norm_eps") != NULL, "%s", err.msg);
     json_decref(obj);
+    /* llama3 scaling blends between low and high: low < high */
+    if (load("llama3-8b", &m, &err) == PX_OK) {
+        m.rope_low_freq_factor = 4.0;
+        px_error_clear(&err);
+        CHECK(px_model_validate(&m, &err) == PX_ERR_INVALID);
+        CHECK_MSG(strstr(err.msg, "rope_low_freq_factor") != NULL, "%s", err.msg);
+    }
     /* gates to renormalise need experts */
     if (load("tiny-llama", &m, &err) != PX_OK)
         return;
