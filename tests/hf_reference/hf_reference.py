@@ -210,7 +210,8 @@ def softmax_router(gate, top_k):
     """A DeepseekV3TopkRouter's forward replaced by the executor's router:
     softmax over the experts, the top k probabilities as gates."""
     def forward(hidden):
-        logits = torch.nn.functional.linear(hidden.reshape(-1, hidden.shape[-1]), gate.weight)
+        logits = torch.nn.functional.linear(hidden.reshape(-1, hidden.shape[-1]),
+                                            gate.weight.to(hidden.dtype))
         probs = logits.softmax(dim=-1)
         w, idx = probs.topk(top_k, dim=-1)
         return probs, w, idx
@@ -265,6 +266,29 @@ def crop(a, like):
     return a[:like.shape[0]] if a.shape != like.shape else a
 
 
+def layer_of_name(name):
+    """The layer a transformers parameter belongs to (None: outside layers)."""
+    parts = name.split(".")
+    for i, p in enumerate(parts[:-1]):
+        if p in ("layers", "h") and parts[i + 1].isdigit():
+            return int(parts[i + 1])
+    return None
+
+
+def layer_scales(maxima, layer_of):
+    """Each tensor's gradient scale: the largest gradient of its layer (a
+    tensor outside the layers: its own).  Rounding errors are relative to
+    the terms a gradient sums, which are of the layer's size even where
+    they cancel (GPT-2's key bias: exactly zero, computed as ~1e-9)."""
+    top = {}
+    for n, m in maxima.items():
+        k = layer_of(n)
+        if k is not None:
+            top[k] = max(top.get(k, 0.0), m)
+    return {n: (top[layer_of(n)] if layer_of(n) is not None else m) or 1.0
+            for n, m in maxima.items()}
+
+
 def compare(cfg, ex, w0, hf_loss, hf_g, hf_w1, mapping):
     """Loss, gradient and update errors and whether each is in its bound."""
     tol = px_run.tolerances(cfg)
@@ -276,10 +300,11 @@ def compare(cfg, ex, w0, hf_loss, hf_g, hf_w1, mapping):
         slack = to_hf(mapping, {t: (R, C, ex["grad_slack"][t])
                                 for t, (R, C, _) in ex["grads"].items()})
     grad_err, grad_ok, upd_err, upd_ok, worst = 0.0, True, 0.0, True, ""
+    scales = layer_scales({n: float(g.abs().max()) for n, g in hf_g.items()}, layer_of_name)
     for n, g_ref in hf_g.items():
         ge = g_ex[n]
         g_ref = crop(g_ref, ge)
-        scale = float(g_ref.abs().max()) or 1.0
+        scale = scales[n]
         d = (ge - g_ref).abs()
         allowed = tol["grad_rel"] * scale + (slack[n].to(torch.float64) if n in slack else 0.0)
         err = float(d.max()) / scale
@@ -295,7 +320,7 @@ def compare(cfg, ex, w0, hf_loss, hf_g, hf_w1, mapping):
         # weight before and after, and the step itself, up to lr)
         big = torch.maximum(crop(w0[n], w_ref).to(torch.float64).abs(), w_ref.abs())
         bound = px_run.LR * torch.where(lo > 0, slope, torch.full_like(gr, 2.0)) \
-            + 4 * torch.finfo(torch.float32).eps * big.clamp(min=px_run.LR)
+            + 4 * 2.0 ** -23 * big.clamp(min=px_run.LR)   # px_run.update_bound
         du = (w1_ex[n].to(torch.float64) - w_ref).abs()
         upd_err = max(upd_err, float(du.max()) / px_run.LR)
         upd_ok = upd_ok and bool((du <= bound).all())
@@ -314,7 +339,7 @@ def run_case(build, name, mtype, changes, layout, work):
     hf_loss, hf_g, hf_w1 = hf_step(cfg, w0, router)
     r = compare(cfg, ex, w0, hf_loss, hf_g, hf_w1, mapping)
     r.update(name=name, model_type=cfg["model_type"], layout=layout[0], exec_loss=ex["loss"],
-             hf_loss=hf_loss, grad_source=ex["grad_source"])
+             hf_loss=hf_loss, grad_source=ex["grad_source"], hf_router=router)
     agree = r["loss_ok"] and r["grad_ok"] and r["update_ok"]
     known = NOT_CARRIED.get(name)
     if agree:
@@ -324,19 +349,50 @@ def run_case(build, name, mtype, changes, layout, work):
     else:
         r["verdict"] = "FAIL"
     r["failed"] = not agree and not known
-    return r, cfg, hf_g, hf_w1, mapping
+    return r, cfg, ex, hf_g, hf_w1, mapping
 
 
-def data_record(r, cfg, hf_g, hf_w1, layout):
-    """What ci_reference.py needs: the config, transformers' loss, and per
-    tensor the sum and sum of squares of its gradient and its updated weights
-    (in transformers' names) with the tolerances."""
-    def sums(d):
-        return {n: [float(v.double().sum()), float((v.double() ** 2).sum()),
-                    float(v.abs().max())] for n, v in d.items()}
-    return {"name": r["name"], "config": cfg, "layout": layout[0], "hf_loss": r["hf_loss"],
-            "transformers": transformers.__version__, "torch": torch.__version__,
-            "grad_sums": sums(hf_g), "update_sums": sums(hf_w1), "tolerances": r["tol"]}
+def exec_index(mapping, tensors):
+    """For every transformers parameter, the executor's (tensor id, flat
+    element index) of each element: the mapping applied to index tensors."""
+    ids, base, tids = {}, 0, sorted(tensors)
+    for tid in tids:
+        R, C, _ = tensors[tid]
+        ids[tid] = torch.arange(base, base + R * C, dtype=torch.float64).reshape(R, C)
+        base += R * C
+    starts = {tid: (int(ids[tid][0, 0]), tensors[tid][0] * tensors[tid][1]) for tid in tids}
+    return {name: fn(lambda t: ids[t]).to(torch.int64) for name, fn in mapping}, starts
+
+
+def data_record(r, cfg, ex, hf_g, hf_w1, mapping, picks=8):
+    """What ci_reference.py needs, in the executor's tensor ids: the config,
+    transformers' loss, and per tensor its largest gradient, its gradient's
+    L2 norm, its layer's largest gradient (the scale of its bound) and, at `picks` elements (the largest gradients first, then
+    spread over the tensor), transformers' gradient and updated weight."""
+    index, starts = exec_index(mapping, ex["p0"])
+    total = sum(n for _, n in starts.values())
+    g_flat = torch.zeros(total, dtype=torch.float64)
+    w_flat = torch.zeros(total, dtype=torch.float64)
+    for n, idx in index.items():
+        g_flat[idx.flatten()] = crop(hf_g[n], idx).flatten().double()
+        w_flat[idx.flatten()] = crop(hf_w1[n], idx).flatten().double()
+    tensors = {}
+    scales = layer_scales({tid: float(g_flat[b:b + n].abs().max())
+                           for tid, (b, n) in starts.items()}, px_run.layer_of_tid)
+    for tid, (b, n) in starts.items():
+        g, w = g_flat[b:b + n], w_flat[b:b + n]
+        order = g.abs().argsort(descending=True)
+        pick = sorted(set(order[:picks // 2].tolist()) |
+                      set(range(0, n, max(1, n // (picks - picks // 2)))))[:picks]
+        tensors[str(tid)] = {"n": n, "grad_max": float(g.abs().max()), "grad_scale": scales[tid],
+                             "grad_norm": float(g.norm()), "index": pick,
+                             "grad": [float(g[i]) for i in pick],
+                             "updated": [float(w[i]) for i in pick]}
+    return {"name": r["name"], "config": cfg, "layout": "1 rank", "loss": r["hf_loss"],
+            "hf_router": r["hf_router"] or "transformers' own",
+            "source": f"transformers {transformers.__version__}, torch {torch.__version__}, "
+                      "fp32 (tests/hf_reference/hf_reference.py --write-data)",
+            "tensors": tensors}
 
 
 def table(rows):
@@ -368,7 +424,7 @@ def main():
                 continue
             work = os.path.join(tmp, f"case{i}")
             try:
-                r, cfg, hf_g, hf_w1, _ = run_case(build, name, mtype, changes, layout, work)
+                r, cfg, ex, hf_g, hf_w1, mapping = run_case(build, name, mtype, changes, layout, work)
             except (px_run.ExecError, RuntimeError, ValueError, KeyError) as e:
                 known = NOT_CARRIED.get(name)
                 named = REFUSED_BY_NAME.get(name)
@@ -385,10 +441,7 @@ def main():
             if data_dir and name in DATA_CASES and layout is px_run.ONE_RANK and "error" not in r:
                 os.makedirs(data_dir, exist_ok=True)
                 path = os.path.join(data_dir, name.replace(" ", "_") + ".json")
-                with open(path + ".tmp", "w") as f:
-                    json.dump(data_record(r, cfg, hf_g, hf_w1, layout), f, indent=1)
-                    f.write("\n")
-                os.replace(path + ".tmp", path)
+                px_run.write_json(path, data_record(r, cfg, ex, hf_g, hf_w1, mapping))
     text = table(rows)
     print(text)
     print(f"# transformers {transformers.__version__}, torch {torch.__version__}; "

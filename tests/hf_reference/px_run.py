@@ -237,19 +237,37 @@ def tolerances(cfg):
     """fp32 bounds: the loss to D u sqrt(K) relative (D roundings in a row,
     each a sum of K terms with random-walk rounding, u = 2^-24); a gradient,
     twice as deep (forward, then backward), to 2 D u sqrt(K) of its tensor's
-    largest element."""
+    layer's largest gradient (hf_reference.layer_scales)."""
     base = depth(cfg) * U32 * math.sqrt(reduction_length(cfg))
     return {"loss_rel": base, "grad_rel": 2 * base}
 
 
-def update_bound(g, p1, dg, lr=LR, eps=ADAM_EPS):
+def layer_of_tid(tid):
+    """The layer of an executor tensor id (None: embeddings, final norm, head)."""
+    return (tid - 100) // 32 if tid >= 100 else None
+
+
+def update_bound(g, w0, w1, dg, lr=LR, eps=ADAM_EPS):
     """How far one AdamW update of a weight can move when its gradient g is
     known to dg: lr times the change of g / (|g| + eps) over [|g| - dg,
-    |g| + dg] (2 lr when the sign is unknown), plus 4 ulps of rounding."""
+    |g| + dg] (its slope eps / (|g| - dg + eps)^2; up to 2 when the sign is
+    unknown), plus 4 ulps of the largest value the step handles (the weight
+    before and after, the step itself up to lr)."""
     lo = abs(g) - dg
-    if lo <= 0:
-        du = 2.0 if dg > 0 else 0.0
-        du = min(du, (abs(g) + dg) / (abs(g) + dg + eps) + (-lo) / (-lo + eps))
-    else:
-        du = dg * eps / ((lo + eps) * (lo + eps))
-    return lr * du + 4 * ulp(p1)
+    du = 2.0 if lo <= 0 else dg * eps / ((lo + eps) * (lo + eps))
+    return lr * du + 4 * 2.0 ** -23 * max(abs(w0), abs(w1), lr)
+
+
+def write_json(path, record):
+    """record as JSON, one line per tensor entry (small diffs), atomically."""
+    tensors = record.get("tensors", {})
+    head = {k: v for k, v in record.items() if k != "tensors"}
+    text = json.dumps(head, indent=1)[:-2]
+    if tensors:
+        text += ',\n "tensors": {\n' + ",\n".join(
+            f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in tensors.items()) + "\n }"
+    text += "\n}\n"
+    json.loads(text)
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
