@@ -360,10 +360,11 @@ static px_status ew_swiglu(cal *k, ew_args *p, px_error *err)
 static px_status ew_rope(cal *k, ew_args *p, px_error *err)
 {
     const px_calib_ew_shape *s = &ew_shape;
-    PX_TRY(px_cuda_rope_fwd(p->y, s->tokens, 1, s->heads, s->kv_heads, s->head_dim, 0, 10000.0f,
+    px_rope rope = px_rope_plain(10000.0);
+    PX_TRY(px_cuda_rope_fwd(p->y, s->tokens, 1, s->heads, s->kv_heads, s->head_dim, 0, &rope,
                             k->stream, err));
-    return px_cuda_rope_bwd(p->dx, s->tokens, 1, s->heads, s->kv_heads, s->head_dim, 0,
-                            10000.0f, k->stream, err);
+    return px_cuda_rope_bwd(p->dx, s->tokens, 1, s->heads, s->kv_heads, s->head_dim, 0, &rope,
+                            k->stream, err);
 }
 
 static px_status ew_xent(cal *k, ew_args *p, px_error *err)

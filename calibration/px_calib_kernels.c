@@ -99,8 +99,9 @@ static void swiglu_fb(bufs *b)
 
 static void rope_fb(bufs *b)
 {
-    px_cpu_rope_fwd(b->qkv, K_T, 1, K_NH, K_NKV, K_HD, 0, 10000.0f);
-    px_cpu_rope_bwd(b->dqkv, K_T, 1, K_NH, K_NKV, K_HD, 0, 10000.0f);
+    px_rope rope = px_rope_plain(10000.0);
+    px_cpu_rope_fwd(b->qkv, K_T, 1, K_NH, K_NKV, K_HD, 0, &rope);
+    px_cpu_rope_bwd(b->dqkv, K_T, 1, K_NH, K_NKV, K_HD, 0, &rope);
 }
 
 static void xent_fb(bufs *b)

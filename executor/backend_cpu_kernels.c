@@ -166,14 +166,14 @@ static void f_residual_bwd(void *da, void *db, const void *g, int64_t n)
     px_cpu_residual_bwd(da, db, g, n);
 }
 static void f_rope_fwd(void *q, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
-                       int64_t pos0, float theta)
+                       int64_t pos0, const px_rope *rope)
 {
-    px_cpu_rope_fwd(q, S, B, NH, NKV, HD, pos0, theta);
+    px_cpu_rope_fwd(q, S, B, NH, NKV, HD, pos0, rope);
 }
 static void f_rope_bwd(void *q, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
-                       int64_t pos0, float theta)
+                       int64_t pos0, const px_rope *rope)
 {
-    px_cpu_rope_bwd(q, S, B, NH, NKV, HD, pos0, theta);
+    px_cpu_rope_bwd(q, S, B, NH, NKV, HD, pos0, rope);
 }
 static void f_attention_fwd(void *o, float *lse, float *pr, const void *q, int64_t S,
                             int64_t B, int64_t NH, int64_t NKV, int64_t HD)
@@ -237,14 +237,14 @@ static void f_adamw_step(float *p, const float *g, float *m, float *v, int64_t n
         memcpy(copy, p, (size_t)n * sizeof *p);
 }
 static void f_moe_router_fwd(float *pr, int32_t *idx, float *gate, const void *l, int64_t T,
-                             int64_t E, int64_t k)
+                             int64_t E, int64_t k, const px_router *r)
 {
-    px_cpu_moe_router_fwd(pr, idx, gate, l, T, E, k);
+    px_cpu_moe_router_fwd(pr, idx, gate, l, T, E, k, r);
 }
 static void f_moe_router_bwd(void *dl, const float *pr, const int32_t *idx, const float *dg,
-                             int64_t T, int64_t E, int64_t k)
+                             int64_t T, int64_t E, int64_t k, const px_router *r)
 {
-    px_cpu_moe_router_bwd(dl, pr, idx, dg, T, E, k);
+    px_cpu_moe_router_bwd(dl, pr, idx, dg, T, E, k, r);
 }
 static void f_moe_permute(void *o, const void *x, const int32_t *rows, const float *gate,
                           const int32_t *slots, int64_t n, int64_t C)
@@ -420,29 +420,29 @@ static void b_residual_bwd(void *da, void *db, const void *g, int64_t n)
     tmp_done(&s);
 }
 static void b_rope(void *q, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
-                   int64_t pos0, float theta, int bwd)
+                   int64_t pos0, const px_rope *rope, int bwd)
 {
     tmp_set s = {0};
     int64_t n = S * B * (NH + 2 * NKV) * HD;
     float *q32 = tmp_in(&s, q, n);
     if (tmp_ok(&s)) {
         if (bwd)
-            px_cpu_rope_bwd(q32, S, B, NH, NKV, HD, pos0, theta);
+            px_cpu_rope_bwd(q32, S, B, NH, NKV, HD, pos0, rope);
         else
-            px_cpu_rope_fwd(q32, S, B, NH, NKV, HD, pos0, theta);
+            px_cpu_rope_fwd(q32, S, B, NH, NKV, HD, pos0, rope);
         tmp_put(q, q32, n);
     }
     tmp_done(&s);
 }
 static void b_rope_fwd(void *q, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
-                       int64_t pos0, float theta)
+                       int64_t pos0, const px_rope *rope)
 {
-    b_rope(q, S, B, NH, NKV, HD, pos0, theta, 0);
+    b_rope(q, S, B, NH, NKV, HD, pos0, rope, 0);
 }
 static void b_rope_bwd(void *q, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
-                       int64_t pos0, float theta)
+                       int64_t pos0, const px_rope *rope)
 {
-    b_rope(q, S, B, NH, NKV, HD, pos0, theta, 1);
+    b_rope(q, S, B, NH, NKV, HD, pos0, rope, 1);
 }
 static void b_attention_fwd(void *o, float *lse, float *pr, const void *q, int64_t S,
                             int64_t B, int64_t NH, int64_t NKV, int64_t HD)
@@ -580,21 +580,21 @@ static void k_add_f32(float *o, const float *a, const float *b, int64_t n)
     px_cpu_residual_fwd(o, a, b, n);
 }
 static void b_moe_router_fwd(float *pr, int32_t *idx, float *gate, const void *l, int64_t T,
-                             int64_t E, int64_t k)
+                             int64_t E, int64_t k, const px_router *r)
 {
     tmp_set s = {0};
     float *l32 = tmp_in(&s, l, T * E);
     if (tmp_ok(&s))
-        px_cpu_moe_router_fwd(pr, idx, gate, l32, T, E, k);
+        px_cpu_moe_router_fwd(pr, idx, gate, l32, T, E, k, r);
     tmp_done(&s);
 }
 static void b_moe_router_bwd(void *dl, const float *pr, const int32_t *idx, const float *dg,
-                             int64_t T, int64_t E, int64_t k)
+                             int64_t T, int64_t E, int64_t k, const px_router *r)
 {
     tmp_set s = {0};
     float *d32 = tmp_new(&s, T * E);
     if (tmp_ok(&s)) {
-        px_cpu_moe_router_bwd(d32, pr, idx, dg, T, E, k);
+        px_cpu_moe_router_bwd(d32, pr, idx, dg, T, E, k, r);
         tmp_put(dl, d32, T * E);
     }
     tmp_done(&s);

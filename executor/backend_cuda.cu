@@ -180,14 +180,14 @@ static void prefix##residual_bwd(void *da, void *db, const void *g, int64_t n)  
     note(px_cuda_residual_bwd##suffix(as<elem>(da), as<elem>(db), as<elem>(g), n, S));   \
 }                                                                                        \
 static void prefix##rope_fwd(void *qkv, int64_t Sq, int64_t Bt, int64_t NH, int64_t NKV, \
-                             int64_t HD, int64_t pos0, float theta)                      \
+                             int64_t HD, int64_t pos0, const px_rope *rope)             \
 {                                                                                        \
-    note(px_cuda_rope_fwd##suffix(as<elem>(qkv), Sq, Bt, NH, NKV, HD, pos0, theta, S));  \
+    note(px_cuda_rope_fwd##suffix(as<elem>(qkv), Sq, Bt, NH, NKV, HD, pos0, rope, S));  \
 }                                                                                        \
 static void prefix##rope_bwd(void *dqkv, int64_t Sq, int64_t Bt, int64_t NH,             \
-                             int64_t NKV, int64_t HD, int64_t pos0, float theta)         \
+                             int64_t NKV, int64_t HD, int64_t pos0, const px_rope *rope)\
 {                                                                                        \
-    note(px_cuda_rope_bwd##suffix(as<elem>(dqkv), Sq, Bt, NH, NKV, HD, pos0, theta, S)); \
+    note(px_cuda_rope_bwd##suffix(as<elem>(dqkv), Sq, Bt, NH, NKV, HD, pos0, rope, S)); \
 }                                                                                        \
 static void prefix##attention_fwd(void *o, float *lse, float *probs, const void *qkv,    \
                                   int64_t Sq, int64_t Bt, int64_t NH, int64_t NKV,       \
@@ -260,15 +260,18 @@ static void prefix##attention_kv_bwd(void *dq, void *dkv, const void *g, const v
 }                                                                                        \
 /* Mixture of experts: router statistics (probs, gates) are fp32 in both. */             \
 static void prefix##moe_router_fwd(float *probs, int32_t *idx, float *gate,              \
-                                   const void *logits, int64_t T, int64_t E, int64_t k)  \
+                                   const void *logits, int64_t T, int64_t E, int64_t k,  \
+                                   const px_router *r)                                   \
 {                                                                                        \
-    note(px_cuda_moe_router_fwd##suffix(probs, idx, gate, as<elem>(logits), T, E, k,     \
+    note(px_cuda_moe_router_fwd##suffix(probs, idx, gate, as<elem>(logits), T, E, k, r,  \
                                         S));                                             \
 }                                                                                        \
 static void prefix##moe_router_bwd(void *dl, const float *probs, const int32_t *idx,     \
-                                   const float *dgate, int64_t T, int64_t E, int64_t k)  \
+                                   const float *dgate, int64_t T, int64_t E, int64_t k,  \
+                                   const px_router *r)                                   \
 {                                                                                        \
-    note(px_cuda_moe_router_bwd##suffix(as<elem>(dl), probs, idx, dgate, T, E, k, S));   \
+    note(px_cuda_moe_router_bwd##suffix(as<elem>(dl), probs, idx, dgate, T, E, k, r,     \
+                                        S));                                             \
 }                                                                                        \
 static void prefix##moe_permute(void *o, const void *x, const int32_t *rows,             \
                                 const float *gate, const int32_t *slots, int64_t n,      \
@@ -732,6 +735,7 @@ extern "C" px_status px_backend_cuda_create(px_backend *out, MPI_Comm world, px_
     out->dtype = PX_F32;
     out->set_dtype = cu_set_dtype;
     out->flash_only = true;
+    out->no_router_groups = true;
     out->timer_start = cu_timer_start;
     out->timer_stop = cu_timer_stop;
     out->reserved_peak_bytes = cu_reserved_peak_bytes;

@@ -1,7 +1,8 @@
 /* execute — runs a plan's training step for real:
  *   mpirun -np G execute --plan plan.json [--steps N] [--warmup N] [--seed N]
  *          [--data FILE] [--report report.json] [--dump-weights DIR]
- *          [--lr X] [--adam-eps X] [--init-std X] [--backend cpu|cuda] [--dtype bf16|fp32]
+ *          [--lr X] [--adam-eps X] [--adam-beta1 X] [--adam-beta2 X] [--weight-decay X]
+ *          [--weight-decay-all] [--init-std X] [--backend cpu|cuda] [--dtype bf16|fp32]
  *          [--timeout S] [--save DIR --save-interval N] [--load DIR] [--trace FILE]
  *   execute --check --plan plan.json [--backend cpu|cuda]
  * Only rank 0 prints the step table; errors name the rank.  --check runs as
@@ -46,6 +47,8 @@ static void usage(FILE *f)
             "usage: mpirun -np G execute --plan plan.json [--steps N] [--warmup N] [--seed N]\n"
             "                            [--data FILE] [--report report.json]\n"
             "                            [--dump-weights DIR] [--lr X] [--adam-eps X] [--init-std X]\n"
+            "                            [--adam-beta1 X] [--adam-beta2 X] [--weight-decay X]\n"
+            "                            [--weight-decay-all]\n"
             "                            [--backend cpu|cuda] [--dtype bf16|fp32] [--trace FILE]\n"
             "                            [--timeout S] [--save DIR --save-interval N]\n"
             "                            [--load DIR]\n"
@@ -63,6 +66,12 @@ static void usage(FILE *f)
             "  --dump-weights DIR  write each rank's final weights (rank<R>.bin/.tsv)\n"
             "  --lr X              AdamW learning rate (default 1e-3)\n"
             "  --adam-eps X        AdamW epsilon, > 0 (default 1e-8)\n"
+            "  --adam-beta1 X      AdamW beta1, 0 <= X < 1 (default 0.9)\n"
+            "  --adam-beta2 X      AdamW beta2, 0 <= X < 1 (default 0.95)\n"
+            "  --weight-decay X    AdamW weight decay, >= 0 (default 0.1), on the weight\n"
+            "                      matrices only: norms and biases are not decayed, as\n"
+            "                      Megatron-LM and the Hugging Face Trainer do\n"
+            "  --weight-decay-all  decay the norms and biases too\n"
             "  --init-std X        std of the random initial weights (default 0.02)\n"
             "  --backend NAME      cpu (default: BLAS + MPI) or cuda (when built with CUDA)\n"
             "  --dtype NAME        storage of activations and the weights the kernels read:\n"
@@ -147,6 +156,37 @@ static px_status read_adam_eps(void *s, const char *flag, const char *v, px_erro
     return PX_OK;
 }
 
+/* AdamW's betas: in [0, 1) (1 would divide by 1 - beta^t = 0). */
+static px_status read_beta(const char *flag, const char *v, float *out, px_error *err)
+{
+    PX_TRY(read_nonneg(flag, v, out, err));
+    if (!(*out < 1.0f))
+        return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": allowed values are 0 <= beta < 1", flag, v);
+    return PX_OK;
+}
+
+static px_status read_beta1(void *s, const char *flag, const char *v, px_error *err)
+{
+    return read_beta(flag, v, &((cli *)s)->opt.beta1, err);
+}
+
+static px_status read_beta2(void *s, const char *flag, const char *v, px_error *err)
+{
+    return read_beta(flag, v, &((cli *)s)->opt.beta2, err);
+}
+
+static px_status read_weight_decay(void *s, const char *flag, const char *v, px_error *err)
+{
+    return read_nonneg(flag, v, &((cli *)s)->opt.weight_decay, err);
+}
+
+static px_status read_decay_all(void *s, const char *flag, const char *v, px_error *err)
+{
+    (void)flag, (void)v, (void)err;
+    ((cli *)s)->opt.vector_wd_mult = 1.0f;
+    return PX_OK;
+}
+
 static px_status read_init_std(void *s, const char *flag, const char *v, px_error *err)
 {
     return read_nonneg(flag, v, &((cli *)s)->opt.init_std, err);
@@ -167,6 +207,10 @@ static const px_arg execute_rows[] = {
     PX_ARG_CUSTOM("--seed", read_seed),
     PX_ARG_CUSTOM("--lr", read_lr),
     PX_ARG_CUSTOM("--adam-eps", read_adam_eps),
+    PX_ARG_CUSTOM("--adam-beta1", read_beta1),
+    PX_ARG_CUSTOM("--adam-beta2", read_beta2),
+    PX_ARG_CUSTOM("--weight-decay", read_weight_decay),
+    PX_ARG_CUSTOM_SWITCH("--weight-decay-all", read_decay_all),
     PX_ARG_CUSTOM("--init-std", read_init_std),
     PX_ARG_STR("--save", cli, save_dir),
     PX_ARG_STR("--load", cli, load_dir),

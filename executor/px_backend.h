@@ -27,6 +27,8 @@
 
 #include "px_error.h"
 #include "px_error_mpi.h"
+#include "px_rope.h"
+#include "px_router.h"
 
 /* One communication group (TP, PP, DP, ...). */
 typedef struct {
@@ -107,8 +109,10 @@ typedef struct {
     void (*bias_add_bwd)(float *, const void *, int64_t, int64_t);
     void (*residual_fwd)(void *, const void *, const void *, int64_t);
     void (*residual_bwd)(void *, void *, const void *, int64_t);
-    void (*rope_fwd)(void *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float);
-    void (*rope_bwd)(void *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float);
+    void (*rope_fwd)(void *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                     const px_rope *);
+    void (*rope_bwd)(void *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                     const px_rope *);
     void (*attention_fwd)(void *, float *, float *, const void *, int64_t, int64_t, int64_t,
                           int64_t, int64_t);
     void (*attention_bwd)(void *, const void *, const void *, const float *, const float *,
@@ -143,9 +147,9 @@ typedef struct {
      * fail with PX_ERR_UNSUPPORTED).  Router logits and token rows in the
      * activation dtype; probabilities and gates fp32. */
     void (*moe_router_fwd)(float *, int32_t *, float *, const void *, int64_t, int64_t,
-                           int64_t);
+                           int64_t, const px_router *);
     void (*moe_router_bwd)(void *, const float *, const int32_t *, const float *, int64_t,
-                           int64_t, int64_t);
+                           int64_t, int64_t, const px_router *);
     void (*moe_permute)(void *, const void *, const int32_t *, const float *,
                         const int32_t *, int64_t, int64_t);
     void (*moe_unpermute)(void *, const void *, const int32_t *, const float *,
@@ -230,6 +234,9 @@ struct px_backend {
     /* Attention never keeps the s x s probabilities (a FlashAttention-style
      * core only): plans with flash_attention false are refused up front. */
     bool flash_only;
+    /* Its MoE router has no group-limited selection (px_router.n_group > 1):
+     * the engine refuses such a model by name. */
+    bool no_router_groups;
 
     unsigned dtypes;
     px_dtype dtype;

@@ -19,7 +19,7 @@
 #include "px_watchdog.h"
 
 #define CKPT_KIND "parallax-checkpoint"
-#define CKPT_VERSION 2 /* 2: every optimizer setting in "optimizer" */
+#define CKPT_VERSION 3 /* 3: the norms' and biases' weight decay (vector_wd_mult) too */
 #define HASH_HEX_DIGITS 16
 #define SHARD_MAGIC "PXCKPT01"
 #define ENDIAN_MARK 0x01020304u
@@ -135,10 +135,11 @@ typedef struct {
 } opt_field;
 static const opt_field opt_fields[] = {
     {"lr", "--lr", offsetof(px_exec_options, lr)},
-    {"beta1", "(AdamW beta1)", offsetof(px_exec_options, beta1)},
-    {"beta2", "(AdamW beta2)", offsetof(px_exec_options, beta2)},
+    {"beta1", "--adam-beta1", offsetof(px_exec_options, beta1)},
+    {"beta2", "--adam-beta2", offsetof(px_exec_options, beta2)},
     {"adam_eps", "--adam-eps", offsetof(px_exec_options, adam_eps)},
-    {"weight_decay", "(AdamW weight decay)", offsetof(px_exec_options, weight_decay)},
+    {"weight_decay", "--weight-decay", offsetof(px_exec_options, weight_decay)},
+    {"vector_wd_mult", "--weight-decay-all", offsetof(px_exec_options, vector_wd_mult)},
 };
 #define N_OPT_FIELDS ((int)(sizeof opt_fields / sizeof opt_fields[0]))
 
@@ -332,7 +333,7 @@ static px_status check_optimizer(const px_exec *ex, json_t *opt, const char *pat
     if (!json_is_object(opt) || json_object_size(opt) != (size_t)N_OPT_FIELDS)
         return px_error_set(err, PX_ERR_INVALID, path, 0, 0,
                             "malformed manifest: optimizer: expected an object of exactly lr, "
-                            "beta1, beta2, adam_eps, weight_decay");
+                            "beta1, beta2, adam_eps, weight_decay, vector_wd_mult");
     for (int i = 0; i < N_OPT_FIELDS; i++) {
         json_t *v = json_object_get(opt, opt_fields[i].key);
         if (!json_is_number(v))

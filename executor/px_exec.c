@@ -446,7 +446,6 @@ static px_status reduce_grads(px_exec *ex, px_error *err)
 static px_status optimizer_step(px_exec *ex, px_error *err)
 {
     px_backend *be = ex->be;
-    const px_exec_options *o = &ex->opt;
     bool mixed = ex->master != NULL;
     ex->adam_steps++;
     if (ex->zero >= 2)
@@ -457,23 +456,21 @@ static px_status optimizer_step(px_exec *ex, px_error *err)
          * (the compute copy: bf16 in mixed precision).  The master is the
          * shard itself in bf16 storage, the weights' own range in fp32. */
         PX_TRY(be->reduce_scatter(be, ex->grads, ex->grads, ex->n_shard, PX_F32, &ex->grad, err));
-        void *w = px_ex_at(ex, ex->params, (int64_t)ex->grad.rank * ex->n_shard);
-        ex->k->adamw_step(mixed ? ex->master : w, ex->grads, ex->adam_m, ex->adam_v, ex->n_shard,
-                          o->lr, o->beta1, o->beta2, o->adam_eps, o->weight_decay,
-                          ex->adam_steps, mixed ? w : NULL);
+        int64_t off = (int64_t)ex->grad.rank * ex->n_shard;
+        void *w = px_ex_at(ex, ex->params, off);
+        px_ex_adamw(ex, mixed ? ex->master : w, ex->grads, ex->adam_m, ex->adam_v, ex->n_shard,
+                    off, mixed ? w : NULL);
         if (ex->n_exp > 0) { /* experts: already summed over edp, updated whole */
             void *we = px_ex_at(ex, ex->params, ex->n_dense);
-            ex->k->adamw_step(mixed ? ex->master + ex->n_shard : we, ex->grads + ex->n_dense,
-                              ex->adam_m + ex->n_shard, ex->adam_v + ex->n_shard, ex->n_exp,
-                              o->lr, o->beta1, o->beta2, o->adam_eps, o->weight_decay,
-                              ex->adam_steps, mixed ? we : NULL);
+            px_ex_adamw(ex, mixed ? ex->master + ex->n_shard : we, ex->grads + ex->n_dense,
+                        ex->adam_m + ex->n_shard, ex->adam_v + ex->n_shard, ex->n_exp,
+                        ex->n_dense, mixed ? we : NULL);
         }
         return be->all_gather(be, ex->params, w, ex->n_shard, ex->act_dtype, &ex->grad, err);
     }
     PX_TRY(be->all_reduce(be, ex->grads, ex->n_dense, PX_F32, PX_REDUCE_SUM, &ex->grad, err));
-    ex->k->adamw_step(px_ex_master(ex), ex->grads, ex->adam_m, ex->adam_v, ex->n_padded, o->lr,
-                      o->beta1, o->beta2, o->adam_eps, o->weight_decay, ex->adam_steps,
-                      mixed ? ex->params : NULL);
+    px_ex_adamw(ex, px_ex_master(ex), ex->grads, ex->adam_m, ex->adam_v, ex->n_padded, 0,
+                mixed ? ex->params : NULL);
     return PX_OK;
 }
 

@@ -21,6 +21,9 @@ typedef struct {
     const char *data_path; /* NULL: synthetic tokens */
     uint64_t seed;         /* weights and synthetic data */
     float lr, beta1, beta2, adam_eps, weight_decay;
+    float vector_wd_mult;  /* weight decay multiplier of the norms and biases: 0
+                            * (Megatron's and the HF Trainer's default), 1 decays
+                            * every parameter (px_optim.c) */
     float init_std;        /* std of the random weights */
     int dtype_bytes;       /* storage of activations and the compute copy of the
                             * weights: 2 bf16 (fp32 master, gradients and moments),
@@ -34,7 +37,8 @@ typedef struct {
  * allocated up front, so a larger --steps or --warmup fails there. */
 #define PX_EXEC_MAX_STEPS 10000000LL
 
-/* lr 1e-3, betas (0.9, 0.95), eps 1e-8, weight decay 0.1, init std 0.02, seed 1. */
+/* lr 1e-3, betas (0.9, 0.95), eps 1e-8, weight decay 0.1 on the matrices only,
+ * init std 0.02, seed 1. */
 void px_exec_options_default(px_exec_options *o);
 
 typedef struct px_exec px_exec;

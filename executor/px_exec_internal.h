@@ -131,7 +131,10 @@ struct px_exec {
     bool llama, sp, has_pos;
     bool mla;                 /* multi-head latent attention (px_mla.c): hd is the
                                * query/key width, nkv = nh */
-    float norm_eps, rope_theta;
+    float norm_eps;           /* every norm but MLA's latent ones (model.norm_eps) */
+    float latent_norm_eps;    /* MLA's q and kv latent RMSNorms */
+    px_rope rope;             /* RoPE's frequencies and pairs (px_rope.h) */
+    px_router router;         /* MoE scores, picks and gates (px_router.h) */
     bool store_probs_allowed; /* no FlashAttention-style core in the plan */
     bool zero_bubble;         /* schedule splits B and W */
     px_recompute *rc;         /* [L] per global layer */
@@ -150,6 +153,8 @@ struct px_exec {
     int64_t n_grads;   /* elements of the gradient buffer (the shard under ZeRO-2/3) */
     int zero;          /* the plan's ZeRO stage */
     px_unit *units;    /* ZeRO-2/3: sharding units in table order */
+    int64_t *no_decay; /* [n_no_decay][2]: table ranges AdamW does not decay (px_optim.c) */
+    int n_no_decay;
     int n_units;
     int64_t adam_steps;
 
@@ -225,6 +230,13 @@ px_status px_ex_done_g(px_exec *ex, int64_t off, px_error *err);
  * pieces, then AdamW on the shard and (ZeRO-2) the weight all-gather. */
 px_status px_ex_shard_reduce(px_exec *ex, px_error *err);
 px_status px_ex_shard_update(px_exec *ex, px_error *err);
+/* AdamW (px_optim.c): the norms' and biases' table ranges, built once; and
+ * one update of n elements laid out as the moments that cover the table
+ * range [table_off, table_off + n), each run with its weight decay (copy:
+ * the compute copy to refresh, or NULL). */
+px_status px_ex_decay_build(px_exec *ex, px_error *err);
+void px_ex_adamw(px_exec *ex, float *master, const float *grad, float *m, float *v, int64_t n,
+                 int64_t table_off, void *copy);
 /* ZeRO-2/3: this rank's pieces (the shard layout) of the full initial
  * values host[n_params]; and the full fp32 master weights (the weights in
  * fp32 storage) into host[n_params], gathered unit by unit from the pieces

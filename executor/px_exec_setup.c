@@ -46,6 +46,10 @@ void px_exec_caps(const char *backend, px_caps *out)
 
 px_status px_exec_check_plan(const px_plan *plan, const px_caps *caps, px_error *err)
 {
+    if (plan->model.rope_scaling == PX_ROPE_YARN)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "model field rope_scaling = yarn: the engine's RoPE has no YaRN (its "
+                       "frequency blend and attention temperature); allowed: none, llama3");
     return px_plan_check(&plan->model, &plan->par, caps, err);
 }
 
@@ -255,6 +259,11 @@ static px_status exec_sizes(px_exec *ex, px_error *err)
     ex->E = m->n_experts;
     ex->E_l = ex->moe ? m->n_experts / p->ep : 0;
     ex->top_k = m->top_k;
+    ex->router.score = m->scoring_func == PX_SCORING_SIGMOID ? PX_ROUTER_SIGMOID : PX_ROUTER_SOFTMAX;
+    ex->router.renorm = m->norm_topk_prob;
+    ex->router.n_group = (int)m->n_group;
+    ex->router.topk_group = (int)m->topk_group;
+    ex->router.scale = (float)m->routed_scaling_factor;
     ex->fe = m->moe_ffn;
     ex->fe_l = ex->moe ? m->moe_ffn / p->etp : 0;
     ex->fs_l = ex->moe ? m->n_shared_experts * m->moe_ffn / t : 0;
@@ -268,8 +277,17 @@ static px_status exec_sizes(px_exec *ex, px_error *err)
     ex->m = p->n_micro;
     ex->pp_size = p->pp;
     ex->vpp = p->vpp;
-    ex->norm_eps = 1e-5f;
-    ex->rope_theta = 10000.0f;
+    ex->norm_eps = (float)m->norm_eps;
+    ex->latent_norm_eps = (float)m->latent_norm_eps;
+    ex->rope = px_rope_plain(m->rope_theta);
+    ex->rope.interleaved = m->rope_interleave;
+    if (m->rope_scaling == PX_ROPE_LLAMA3) {
+        ex->rope.scale = PX_ROPE_SCALE_LLAMA3;
+        ex->rope.factor = m->rope_factor;
+        ex->rope.low_freq_factor = m->rope_low_freq_factor;
+        ex->rope.high_freq_factor = m->rope_high_freq_factor;
+        ex->rope.original_max_positions = (double)m->rope_original_max_positions;
+    }
     ex->store_probs_allowed = !p->flash_attention;
     return PX_OK;
 }
@@ -305,6 +323,11 @@ static px_status exec_backend_supports(const px_exec *ex, px_error *err)
                        "sequence's keys and values (all-gather / reduce-scatter), not heads; "
                        "allowed: p2p, all-gather",
                        be->name);
+    if (m->n_experts > 0 && m->n_group > 1 && be->no_router_groups)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "model field n_group = %lld: group-limited routing has no kernel on the "
+                       "%s backend; allowed: 1 (or --backend cpu)",
+                       (long long)m->n_group, be->name);
     return PX_OK;
 }
 
@@ -348,6 +371,7 @@ static px_status exec_params(px_exec *ex, px_error *err)
     PX_TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_m, err));
     PX_TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_v, err));
     PX_TRY(init_weights(ex, n_weights, n_moments, err));
+    PX_TRY(px_ex_decay_build(ex, err));
 
     return PX_OK;
 }
@@ -577,6 +601,7 @@ void px_exec_destroy(px_exec *ex)
     px_timeline_free(&ex->tl);
     free(ex->rc);
     free(ex->units);
+    free(ex->no_decay);
     free(ex->host_grads);
     px_data_close(&ex->data);
     px_params_free(&ex->tab);

@@ -88,9 +88,9 @@ static void rope_run(px_exec *ex, int64_t row, int64_t n, int64_t pos, void *arg
     rope_arg *r = arg;
     void *x = px_ex_at(ex, r->buf, row * ex->b * ex->qkv_l);
     if (r->dir > 0)
-        ex->k->rope_fwd(x, n, ex->b, ex->nh_l, ex->nkv_l, ex->hd, pos, ex->rope_theta);
+        ex->k->rope_fwd(x, n, ex->b, ex->nh_l, ex->nkv_l, ex->hd, pos, &ex->rope);
     else
-        ex->k->rope_bwd(x, n, ex->b, ex->nh_l, ex->nkv_l, ex->hd, pos, ex->rope_theta);
+        ex->k->rope_bwd(x, n, ex->b, ex->nh_l, ex->nkv_l, ex->hd, pos, &ex->rope);
 }
 
 /* RoPE over this rank's s_l rows at their global positions. */

@@ -86,9 +86,9 @@ static void pe_run(px_exec *ex, int64_t row, int64_t n, int64_t pos, void *arg)
     pe_arg *r = arg;
     void *x = px_ex_at(ex, r->pe, row * ex->b * r->d.pe_w);
     if (r->dir > 0)
-        ex->k->rope_fwd(x, n, ex->b, r->d.nh + 1, 0, r->d.dr, pos, ex->rope_theta);
+        ex->k->rope_fwd(x, n, ex->b, r->d.nh + 1, 0, r->d.dr, pos, &ex->rope);
     else
-        ex->k->rope_bwd(x, n, ex->b, r->d.nh + 1, 0, r->d.dr, pos, ex->rope_theta);
+        ex->k->rope_bwd(x, n, ex->b, r->d.nh + 1, 0, r->d.dr, pos, &ex->rope);
 }
 
 static void rope_pe(px_exec *ex, void *pe, const mla_dims *d, int dir)
@@ -103,7 +103,7 @@ static px_status latent_norm_fwd(px_exec *ex, const void *x, int64_t w_off, int6
 {
     PX_TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, ex->T * n, out, err));
     PX_TRY(px_ex_alloc_f32(ex, PX_MEM_ACTIVATIONS, ex->T, rstd, err));
-    ex->k->rmsnorm_fwd(*out, *rstd, x, W(w_off), ex->T, n, ex->norm_eps);
+    ex->k->rmsnorm_fwd(*out, *rstd, x, W(w_off), ex->T, n, ex->latent_norm_eps);
     return PX_OK;
 }
 

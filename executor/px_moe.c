@@ -332,7 +332,7 @@ px_status px_moe_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, co
     PX_TRY(px_ex_alloc_f32(ex, A, Tm * E, &a->m_probs, err));
     PX_TRY(px_ex_alloc_i32(ex, A, Tm * ex->top_k, &a->m_idx, err));
     PX_TRY(px_ex_alloc_f32(ex, A, Tm * ex->top_k, &a->m_gate, err));
-    k->moe_router_fwd(a->m_probs, a->m_idx, a->m_gate, logits, Tm, E, ex->top_k);
+    k->moe_router_fwd(a->m_probs, a->m_idx, a->m_gate, logits, Tm, E, ex->top_k, &ex->router);
     px_ex_free(ex, &logits);
     PX_TRY(route(ex, a, err));
     struct px_moe_route *r = a->m_route;
@@ -432,7 +432,8 @@ px_status px_moe_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, co
 
     /* Router: through the softmax into its weight and the input. */
     PX_TRY(px_ex_alloc_act(ex, X, Tm * E, &dlogits, err));
-    k->moe_router_bwd(dlogits, a->m_probs, a->m_idx, dgate, Tm, E, ex->top_k);
+    k->moe_router_bwd(dlogits, a->m_probs, a->m_idx, dgate, Tm, E, ex->top_k,
+                      &ex->router);
     px_ex_free(ex, &dgate);
     PX_TRY(px_ex_alloc_act(ex, X, Tm * h, &dxrt, err));
     k->matmul_bwd(dxrt, G(lp->router), NULL, dlogits, x, W(lp->router), Tm, h, E);

@@ -150,7 +150,7 @@ static px_status build_layer(px_param_table *t, const px_model *m, int tp, int t
     /* Row-parallel: this rank's columns of Wo. */
     PX_TRY(add_seg(t, LID(PX_T_WO), h, nv, 0, h, tp_rank * nv_l, nv_l, PX_INIT_NORMAL, false,
                 &lp->wo, err));
-    if (gpt)
+    if (gpt || m->o_bias)
         PX_TRY(add_vec(t, LID(PX_T_BO), h, PX_INIT_ZEROS, &lp->bo, err));
     PX_TRY(add_vec(t, LID(PX_T_LN2_W), h, PX_INIT_ONES, &lp->ln2_w, err));
     if (gpt)

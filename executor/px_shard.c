@@ -171,12 +171,16 @@ px_status px_ex_shard_reduce(px_exec *ex, px_error *err)
 
 px_status px_ex_shard_update(px_exec *ex, px_error *err)
 {
-    const px_exec_options *o = &ex->opt;
     px_backend *be = ex->be;
-    if (ex->zero >= 3) { /* the shard is the weights: one update, no gather */
-        ex->k->adamw_step(px_ex_master(ex), ex->grads, ex->adam_m, ex->adam_v, ex->n_shard,
-                          o->lr, o->beta1, o->beta2, o->adam_eps, o->weight_decay,
-                          ex->adam_steps, ex->master ? ex->params : NULL);
+    if (ex->zero >= 3) { /* the shard is the weights: an update per piece, no gather */
+        for (int i = 0; i < ex->n_units; i++) {
+            px_unit *u = &ex->units[i];
+            int64_t r = u->comm->rank, len = piece_len(u, r), so = u->shard_off;
+            if (len > 0)
+                px_ex_adamw(ex, px_ex_master(ex) + so, ex->grads + so, ex->adam_m + so,
+                            ex->adam_v + so, len, u->start + r * u->piece,
+                            ex->master ? px_ex_at(ex, ex->params, so) : NULL);
+        }
         return PX_OK;
     }
     /* ZeRO-2: update this rank's piece of each unit in the full weights,
@@ -190,10 +194,9 @@ px_status px_ex_shard_update(px_exec *ex, px_error *err)
         void *w = px_ex_at(ex, ex->params, u->start + r * u->piece);
         float *mw = ex->master ? ex->master + u->shard_off : w;
         if (len > 0)
-            ex->k->adamw_step(mw, ex->grads + u->shard_off, ex->adam_m + u->shard_off,
-                              ex->adam_v + u->shard_off, len, o->lr, o->beta1, o->beta2,
-                              o->adam_eps, o->weight_decay, ex->adam_steps,
-                              ex->master ? w : NULL);
+            px_ex_adamw(ex, mw, ex->grads + u->shard_off, ex->adam_m + u->shard_off,
+                        ex->adam_v + u->shard_off, len, u->start + r * u->piece,
+                        ex->master ? w : NULL);
         if (d == 1)
             continue;
         void *tmp = NULL;

@@ -276,14 +276,16 @@ static void w_residual_bwd(void *da, void *db, const void *d, int64_t n)
     leaf(N_RESIDUAL_BWD, t0, n, 0, 0);
 }
 
-static void w_rope_fwd(void *x, int64_t a, int64_t b, int64_t c, int64_t d, int64_t e, int64_t f, float th)
+static void w_rope_fwd(void *x, int64_t a, int64_t b, int64_t c, int64_t d, int64_t e, int64_t f,
+                       const px_rope *th)
 {
     double t0 = clock_s();
     g_active->inner_k->rope_fwd(x, a, b, c, d, e, f, th);
     leaf(N_ROPE_FWD, t0, a, b, c);
 }
 
-static void w_rope_bwd(void *x, int64_t a, int64_t b, int64_t c, int64_t d, int64_t e, int64_t f, float th)
+static void w_rope_bwd(void *x, int64_t a, int64_t b, int64_t c, int64_t d, int64_t e, int64_t f,
+                       const px_rope *th)
 {
     double t0 = clock_s();
     g_active->inner_k->rope_bwd(x, a, b, c, d, e, f, th);
@@ -388,17 +390,19 @@ static void w_add_f32(float *o, const float *a, const float *b, int64_t n)
     leaf(N_ADD_F32, t0, n, 0, 0);
 }
 
-static void w_moe_router_fwd(float *p, int32_t *e, float *g, const void *l, int64_t T, int64_t E, int64_t k)
+static void w_moe_router_fwd(float *p, int32_t *e, float *g, const void *l, int64_t T, int64_t E,
+                             int64_t k, const px_router *r)
 {
     double t0 = clock_s();
-    g_active->inner_k->moe_router_fwd(p, e, g, l, T, E, k);
+    g_active->inner_k->moe_router_fwd(p, e, g, l, T, E, k, r);
     leaf(N_MOE_ROUTER_FWD, t0, T, E, k);
 }
 
-static void w_moe_router_bwd(void *dl, const float *p, const int32_t *e, const float *dg, int64_t T, int64_t E, int64_t k)
+static void w_moe_router_bwd(void *dl, const float *p, const int32_t *e, const float *dg,
+                             int64_t T, int64_t E, int64_t k, const px_router *r)
 {
     double t0 = clock_s();
-    g_active->inner_k->moe_router_bwd(dl, p, e, dg, T, E, k);
+    g_active->inner_k->moe_router_bwd(dl, p, e, dg, T, E, k, r);
     leaf(N_MOE_ROUTER_BWD, t0, T, E, k);
 }
 

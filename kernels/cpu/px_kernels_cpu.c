@@ -206,21 +206,23 @@ void px_cpu_residual_bwd(float *da, float *db, const float *dout, int64_t n)
 
 /* Rotates the q and k heads by +angle (dir = 1) or -angle (dir = -1). */
 static void rope_apply(float *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
-                       int64_t pos0, float theta, float dir)
+                       int64_t pos0, const px_rope *rope, float dir)
 {
     int64_t half = HD / 2, row = (NH + 2 * NKV) * HD;
     for (int64_t s = 0; s < S; s++) {
         double p = (double)(pos0 + s);
         for (int64_t i = 0; i < half; i++) {
-            double freq = pow((double)theta, -2.0 * (double)i / (double)HD);
-            float c = (float)cos(p * freq), sn = dir * (float)sin(p * freq);
+            double a = p * px_rope_inv_freq(rope, i, HD);
+            float c = (float)cos(a), sn = dir * (float)sin(a);
+            int64_t i0, i1;
+            px_rope_pair(rope, i, HD, &i0, &i1);
             for (int64_t b = 0; b < B; b++) {
                 float *x = qkv + (s * B + b) * row;
                 for (int64_t h = 0; h < NH + NKV; h++) {
                     float *v = x + h * HD;
-                    float x0 = v[i], x1 = v[i + half];
-                    v[i] = x0 * c - x1 * sn;
-                    v[i + half] = x0 * sn + x1 * c;
+                    float x0 = v[i0], x1 = v[i1];
+                    v[i0] = x0 * c - x1 * sn;
+                    v[i1] = x0 * sn + x1 * c;
                 }
             }
         }
@@ -228,16 +230,16 @@ static void rope_apply(float *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV
 }
 
 void px_cpu_rope_fwd(float *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
-                     int64_t pos0, float theta)
+                     int64_t pos0, const px_rope *rope)
 {
-    rope_apply(qkv, S, B, NH, NKV, HD, pos0, theta, 1.0f);
+    rope_apply(qkv, S, B, NH, NKV, HD, pos0, rope, 1.0f);
 }
 
 void px_cpu_rope_bwd(float *dqkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
-                     int64_t pos0, float theta)
+                     int64_t pos0, const px_rope *rope)
 {
     /* The rotation is orthogonal: its transpose is the rotation by -angle. */
-    rope_apply(dqkv, S, B, NH, NKV, HD, pos0, theta, -1.0f);
+    rope_apply(dqkv, S, B, NH, NKV, HD, pos0, rope, -1.0f);
 }
 
 /* ---- attention ---------------------------------------------------------------------- */
@@ -687,53 +689,128 @@ void px_cpu_adamw_step(float *param, const float *grad, float *m, float *v, int6
 
 /* ---- mixture of experts ------------------------------------------------------------ */
 
-void px_cpu_moe_router_fwd(float *probs, int32_t *idx, float *gate, const float *logits,
-                           int64_t T, int64_t E, int64_t k)
+/* Scores of one token's logits into p: softmax over E, or sigmoid each. */
+static void router_scores(float *p, const float *l, int64_t E, int score)
 {
-    for (int64_t t = 0; t < T; t++) {
-        const float *l = logits + t * E;
-        float *p = probs + t * E;
-        float mx = l[0];
-        for (int64_t e = 1; e < E; e++)
-            mx = l[e] > mx ? l[e] : mx;
-        double sum = 0.0;
-        for (int64_t e = 0; e < E; e++) {
-            p[e] = expf(l[e] - mx);
-            sum += p[e];
-        }
+    if (score == PX_ROUTER_SIGMOID) {
         for (int64_t e = 0; e < E; e++)
-            p[e] = (float)(p[e] / sum);
+            p[e] = 1.0f / (1.0f + expf(-l[e]));
+        return;
+    }
+    float mx = l[0];
+    for (int64_t e = 1; e < E; e++)
+        mx = l[e] > mx ? l[e] : mx;
+    double sum = 0.0;
+    for (int64_t e = 0; e < E; e++) {
+        p[e] = expf(l[e] - mx);
+        sum += p[e];
+    }
+    for (int64_t e = 0; e < E; e++)
+        p[e] = (float)(p[e] / sum);
+}
+
+/* Sum of the two largest p of experts [e0, e0 + n) (n >= 2). */
+static float top2_sum(const float *p, int64_t e0, int64_t n)
+{
+    float a = -INFINITY, b = -INFINITY;
+    for (int64_t e = e0; e < e0 + n; e++) {
+        if (p[e] > a) {
+            b = a;
+            a = p[e];
+        } else if (p[e] > b) {
+            b = p[e];
+        }
+    }
+    return a + b;
+}
+
+/* allowed[g]: group g is among the topk_group of the token (all when the
+ * router has no groups). */
+static void router_groups(const float *p, int64_t E, const px_router *r, bool *allowed)
+{
+    int G = r->n_group > 1 ? r->n_group : 1;
+    for (int g = 0; g < G; g++)
+        allowed[g] = G == 1;
+    if (G == 1)
+        return;
+    float gs[PX_ROUTER_MAX_GROUPS];
+    for (int g = 0; g < G; g++)
+        gs[g] = top2_sum(p, g * (E / G), E / G);
+    for (int j = 0; j < r->topk_group; j++) { /* ties: the lower group */
+        int best = -1;
+        for (int g = 0; g < G; g++)
+            if (!allowed[g] && (best < 0 || gs[g] > gs[best]))
+                best = g;
+        allowed[best] = true;
+    }
+}
+
+void px_cpu_moe_router_fwd(float *probs, int32_t *idx, float *gate, const float *logits,
+                           int64_t T, int64_t E, int64_t k, const px_router *r)
+{
+    int64_t per_group = r->n_group > 1 ? E / r->n_group : E;
+    for (int64_t t = 0; t < T; t++) {
+        float *p = probs + t * E;
+        router_scores(p, logits + t * E, E, r->score);
+        bool allowed[PX_ROUTER_MAX_GROUPS];
+        router_groups(p, E, r, allowed);
         /* k passes of arg-max over the experts not taken yet: E is small, and
          * a strict > keeps the lower index on ties. */
+        double sum = 0.0;
         for (int64_t j = 0; j < k; j++) {
             int64_t best = -1;
             for (int64_t e = 0; e < E; e++) {
-                bool taken = false;
+                bool taken = !allowed[e / per_group];
                 for (int64_t i = 0; i < j; i++)
                     taken = taken || idx[t * k + i] == e;
                 if (!taken && (best < 0 || p[e] > p[best]))
                     best = e;
             }
             idx[t * k + j] = (int32_t)best;
-            gate[t * k + j] = p[best];
+            gate[t * k + j] = best >= 0 ? p[best] : NAN;
+            sum += best >= 0 ? p[best] : NAN;
         }
+        for (int64_t j = 0; j < k; j++)
+            gate[t * k + j] = (float)((r->renorm ? gate[t * k + j] / sum : gate[t * k + j]) *
+                                      r->scale);
     }
 }
 
 void px_cpu_moe_router_bwd(float *dlogits, const float *probs, const int32_t *idx,
-                           const float *dgate, int64_t T, int64_t E, int64_t k)
+                           const float *dgate, int64_t T, int64_t E, int64_t k,
+                           const px_router *r)
 {
     for (int64_t t = 0; t < T; t++) {
         const float *p = probs + t * E;
+        const int32_t *it = idx + t * k;
+        const float *dg = dgate + t * k;
         float *d = dlogits + t * E;
-        double s = 0.0; /* sum_e p dp: only the chosen experts have dp != 0 */
+        /* gate_j = scale p_j / S (S = sum of the chosen p) or scale p_j:
+         * dp_j = scale (dg_j - sum_i dg_i p_i / S) / S, or scale dg_j */
+        double S = 0.0, dot = 0.0;
+        for (int64_t j = 0; j < k; j++) {
+            S += p[it[j]];
+            dot += (double)dg[j] * p[it[j]];
+        }
+        double sub = r->renorm ? dot / S : 0.0, div = r->renorm ? S : 1.0;
+        if (r->score == PX_ROUTER_SIGMOID) { /* each score its own logit's */
+            for (int64_t e = 0; e < E; e++)
+                d[e] = 0.0f;
+            for (int64_t j = 0; j < k; j++) {
+                double pe = p[it[j]], dp = r->scale * (dg[j] - sub) / div;
+                d[it[j]] = (float)(dp * pe * (1.0 - pe));
+            }
+            continue;
+        }
+        /* softmax: dlogits = p (dp - sum_e p dp); dp non-zero at the chosen */
+        double s = 0.0;
         for (int64_t j = 0; j < k; j++)
-            s += (double)p[idx[t * k + j]] * dgate[t * k + j];
+            s += (double)p[it[j]] * r->scale * (dg[j] - sub) / div;
         for (int64_t e = 0; e < E; e++)
             d[e] = (float)(-p[e] * s);
         for (int64_t j = 0; j < k; j++) {
-            int64_t e = idx[t * k + j];
-            d[e] += p[e] * dgate[t * k + j];
+            int64_t e = it[j];
+            d[e] += (float)(p[e] * r->scale * (dg[j] - sub) / div);
         }
     }
 }

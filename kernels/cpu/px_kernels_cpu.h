@@ -23,6 +23,8 @@
 #define PX_KERNELS_CPU_H
 
 #include <stdint.h>
+#include "px_rope.h"
+#include "px_router.h"
 
 /* ---- embedding (vocabulary-parallel) --------------------------------------
  * This shard holds rows [v0, v1) of the full [V, C] table.  Tokens outside the
@@ -114,15 +116,15 @@ void px_cpu_residual_bwd(float *da,        /* [n] += (optional) */
 
 /* ---- rotary position embedding (Llama) --------------------------------------
  * qkv rows are [q heads (NH) | k heads (NKV) | v heads (NKV)] x HD; RoPE rotates
- * the q and k heads in place, pairs (i, i + HD/2) ("rotate half"), position of
- * row s * B + b is pos0 + s, frequencies theta^(-2i/HD).  Backward applies the
- * inverse rotation to the gradient in place. */
+ * the q and k heads in place, the pairs and frequencies of px_rope.h (theta,
+ * rope_scaling, rotate-half or interleaved), position of row s * B + b is
+ * pos0 + s.  Backward applies the inverse rotation to the gradient in place. */
 void px_cpu_rope_fwd(float *qkv, /* [S, B, (NH + 2 NKV) HD] in place */
                      int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
-                     int64_t pos0, float theta);
+                     int64_t pos0, const px_rope *rope);
 void px_cpu_rope_bwd(float *dqkv, /* [S, B, (NH + 2 NKV) HD] in place */
                      int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
-                     int64_t pos0, float theta);
+                     int64_t pos0, const px_rope *rope);
 
 /* ---- causal attention core (GQA: query head h reads kv head h / (NH/NKV)) ----
  * Memory-aware: the forward keeps only the log-sum-exp of each score row
@@ -221,24 +223,25 @@ void px_cpu_xent_bwd(float *dlogits,         /* [T, Vl] overwritten */
                      int64_t T, int64_t Vl, int64_t v0);
 
 /* ---- mixture of experts: router and token permutation -------------------------
- * Router (the formulation the executor documents): p = softmax(logits) over
- * all E experts; each token picks the k largest p (ties: the lower expert
- * index) and gate[t, j] = p[t, idx[t, j]], NOT renormalised over the k.  The
- * MoE output of token t is sum_j gate[t, j] * expert_idx[t,j](x_t).
+ * Router: the scores, picks and gates of px_router.h (softmax or sigmoid
+ * scores, optional group limit, renormalised and scaled gates); idx holds
+ * the k picks by score descending (ties: the lower expert index).  The MoE
+ * output of token t is sum_j gate[t, j] * expert_idx[t,j](x_t).
  * A dispatched row a carries token rows[a] and slot slots[a] = t * k + j (the
  * gate it is scaled by). */
-void px_cpu_moe_router_fwd(float *probs,        /* [T, E] softmax */
-                           int32_t *idx,        /* [T, k] chosen experts, by p descending */
-                           float *gate,         /* [T, k] their p */
+void px_cpu_moe_router_fwd(float *probs,        /* [T, E] scores */
+                           int32_t *idx,        /* [T, k] chosen experts, by score descending */
+                           float *gate,         /* [T, k] their gates */
                            const float *logits, /* [T, E] */
-                           int64_t T, int64_t E, int64_t k);
-/* dlogits from the gates' gradient: dp[t, e] = dgate[t, j] where idx[t, j] = e,
- * else 0; dlogits = p * (dp - sum_e p dp). */
+                           int64_t T, int64_t E, int64_t k, const px_router *r);
+/* dlogits from the gates' gradient, through the renormalisation and scale
+ * to the chosen scores ds, then softmax's p * (ds - sum_e p ds) or
+ * sigmoid's ds * s (1 - s). */
 void px_cpu_moe_router_bwd(float *dlogits,      /* [T, E] overwritten */
                            const float *probs,  /* [T, E] */
                            const int32_t *idx,  /* [T, k] */
                            const float *dgate,  /* [T, k] */
-                           int64_t T, int64_t E, int64_t k);
+                           int64_t T, int64_t E, int64_t k, const px_router *r);
 /* out[a] = x[rows[a]] (times gate[slots[a]] when gate is not NULL). */
 void px_cpu_moe_permute(float *out,            /* [n, C] overwritten */
                         const float *x,        /* [T, C] */

@@ -308,12 +308,13 @@ static px_status residual_bwd_impl(TS *da, TS *db, const TS *dout, int64_t n, cu
 #endif
 
 /* ---- RoPE ----------------------------------------------------------------------------
- * One thread per rotated pair (i, i + HD/2) of one q or k head of one token.
- * The angle is computed in double, as the CPU twin does, so long positions
- * (s ~ 8k, angle ~ 8e3 rad) keep their low bits. */
+ * One thread per rotated pair of one q or k head of one token; the pairs and
+ * frequencies of px_rope.h (passed by value).  The angle is computed in
+ * double, as the CPU twin does, so long positions (s ~ 8k, angle ~ 8e3 rad)
+ * keep their low bits. */
 template <typename TS>
 static __global__ void k_rope(TS *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
-                              int64_t pos0, float theta, float dir)
+                              int64_t pos0, px_rope rope, float dir)
 {
     int64_t half = HD / 2, heads = NH + NKV, row = (NH + 2 * NKV) * HD;
     GRID_STRIDE(idx, S * B * heads * half)
@@ -322,22 +323,24 @@ static __global__ void k_rope(TS *qkv, int64_t S, int64_t B, int64_t NH, int64_t
         int64_t h = (idx / half) % heads;
         int64_t tok = idx / (half * heads); /* = s * B + b */
         int64_t s = tok / B;
-        double freq = pow((double)theta, -2.0 * (double)i / (double)HD);
-        double a = (double)(pos0 + s) * freq;
+        double a = (double)(pos0 + s) * px_rope_inv_freq(&rope, i, HD);
         float c = (float)cos(a), sn = dir * (float)sin(a);
-        int64_t base = tok * row + h * HD;
-        float x0 = ldv(qkv, base + i), x1 = ldv(qkv, base + i + half);
-        stv(qkv, base + i, x0 * c - x1 * sn);
-        stv(qkv, base + i + half, x0 * sn + x1 * c);
+        int64_t base = tok * row + h * HD, i0, i1;
+        px_rope_pair(&rope, i, HD, &i0, &i1);
+        float x0 = ldv(qkv, base + i0), x1 = ldv(qkv, base + i1);
+        stv(qkv, base + i0, x0 * c - x1 * sn);
+        stv(qkv, base + i1, x0 * sn + x1 * c);
     }
 }
 
 #ifndef PX_CUDA_EMULATE /* launchers: host code */
 template <typename TS>
 static px_status rope(TS *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
-                      int64_t pos0, float theta, float dir, cudaStream_t stream, px_error *err)
+                      int64_t pos0, const px_rope *r, float dir, cudaStream_t stream,
+                      px_error *err)
 {
-    PX_REQUIRE(err, S >= 0 && B >= 0 && NH > 0 && NKV > 0 && HD > 0 && HD % 2 == 0 && pos0 >= 0,
+    PX_REQUIRE(err, S >= 0 && B >= 0 && NH > 0 && NKV >= 0 && HD > 0 && HD % 2 == 0 &&
+                        pos0 >= 0 && r,
                "rope: S = %lld, B = %lld, NH = %lld, NKV = %lld, HD = %lld (even), pos0 = %lld",
                (long long)S, (long long)B, (long long)NH, (long long)NKV, (long long)HD,
                (long long)pos0);
@@ -345,24 +348,26 @@ static px_status rope(TS *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, in
     if (n == 0)
         return PX_OK;
     k_rope<TS>
-        <<<px_grid_1d(n, THREADS), THREADS, 0, stream>>>(qkv, S, B, NH, NKV, HD, pos0, theta, dir);
+        <<<px_grid_1d(n, THREADS), THREADS, 0, stream>>>(qkv, S, B, NH, NKV, HD, pos0, *r, dir);
     PX_CUDA_LAUNCH_TRY(err, "k_rope");
     return PX_OK;
 }
 
 template <typename TS>
 static px_status rope_fwd_impl(TS *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
-                               int64_t pos0, float theta, cudaStream_t stream, px_error *err)
+                               int64_t pos0, const px_rope *r, cudaStream_t stream,
+                               px_error *err)
 {
-    return rope(qkv, S, B, NH, NKV, HD, pos0, theta, 1.0f, stream, err);
+    return rope(qkv, S, B, NH, NKV, HD, pos0, r, 1.0f, stream, err);
 }
 
 template <typename TS>
 static px_status rope_bwd_impl(TS *dqkv, int64_t S, int64_t B, int64_t NH, int64_t NKV, int64_t HD,
-                               int64_t pos0, float theta, cudaStream_t stream, px_error *err)
+                               int64_t pos0, const px_rope *r, cudaStream_t stream,
+                               px_error *err)
 {
     /* The rotation is orthogonal: its transpose rotates by -angle. */
-    return rope(dqkv, S, B, NH, NKV, HD, pos0, theta, -1.0f, stream, err);
+    return rope(dqkv, S, B, NH, NKV, HD, pos0, r, -1.0f, stream, err);
 }
 #endif
 
@@ -647,33 +652,33 @@ extern "C" px_status px_cuda_residual_bwd_f32(float *da, float *db, const float 
 }
 
 extern "C" px_status px_cuda_rope_fwd(px_bf16 *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV,
-                                      int64_t HD, int64_t pos0, float theta, cudaStream_t stream,
+                                      int64_t HD, int64_t pos0, const px_rope *rope, cudaStream_t stream,
                                       px_error *err)
 {
-    return rope_fwd_impl<bf16>(reinterpret_cast<bf16 *>(qkv), S, B, NH, NKV, HD, pos0, theta,
+    return rope_fwd_impl<bf16>(reinterpret_cast<bf16 *>(qkv), S, B, NH, NKV, HD, pos0, rope,
                                stream, err);
 }
 
 extern "C" px_status px_cuda_rope_fwd_f32(float *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV,
-                                          int64_t HD, int64_t pos0, float theta,
+                                          int64_t HD, int64_t pos0, const px_rope *rope,
                                           cudaStream_t stream, px_error *err)
 {
-    return rope_fwd_impl<float>(qkv, S, B, NH, NKV, HD, pos0, theta, stream, err);
+    return rope_fwd_impl<float>(qkv, S, B, NH, NKV, HD, pos0, rope, stream, err);
 }
 
 extern "C" px_status px_cuda_rope_bwd(px_bf16 *dqkv, int64_t S, int64_t B, int64_t NH, int64_t NKV,
-                                      int64_t HD, int64_t pos0, float theta, cudaStream_t stream,
+                                      int64_t HD, int64_t pos0, const px_rope *rope, cudaStream_t stream,
                                       px_error *err)
 {
-    return rope_bwd_impl<bf16>(reinterpret_cast<bf16 *>(dqkv), S, B, NH, NKV, HD, pos0, theta,
+    return rope_bwd_impl<bf16>(reinterpret_cast<bf16 *>(dqkv), S, B, NH, NKV, HD, pos0, rope,
                                stream, err);
 }
 
 extern "C" px_status px_cuda_rope_bwd_f32(float *dqkv, int64_t S, int64_t B, int64_t NH,
-                                          int64_t NKV, int64_t HD, int64_t pos0, float theta,
+                                          int64_t NKV, int64_t HD, int64_t pos0, const px_rope *rope,
                                           cudaStream_t stream, px_error *err)
 {
-    return rope_bwd_impl<float>(dqkv, S, B, NH, NKV, HD, pos0, theta, stream, err);
+    return rope_bwd_impl<float>(dqkv, S, B, NH, NKV, HD, pos0, rope, stream, err);
 }
 
 extern "C" px_status px_cuda_swiglu_fwd(px_bf16 *out, const px_bf16 *gate_up, int64_t T, int64_t F,

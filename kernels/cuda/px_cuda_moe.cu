@@ -36,7 +36,7 @@
  * (exact for E <= 2^24, which the launcher checks). */
 template <typename TS>
 static __global__ void k_moe_router_fwd(float *probs, int32_t *idx, float *gate, const TS *logits,
-                                        int64_t T, int64_t E, int k)
+                                        int64_t T, int64_t E, int k, px_router r)
 {
     const int lane = (int)(threadIdx.x & 31);
     const int64_t warps = (int64_t)(blockDim.x >> 5);
@@ -45,20 +45,27 @@ static __global__ void k_moe_router_fwd(float *probs, int32_t *idx, float *gate,
          t += (int64_t)gridDim.x * warps) {
         const TS *l = logits + t * E;
         float *p = probs + t * E;
-        float mx = -INFINITY;
-        for (int64_t e = lane; e < E; e += 32)
-            mx = fmaxf(mx, ldv(l, e));
-        mx = warp_max(mx);
-        float s = 0.0f;
-        for (int64_t e = lane; e < E; e += 32) {
-            float v = expf(ldv(l, e) - mx);
-            p[e] = v;
-            s += v;
+        if (r.score == PX_ROUTER_SIGMOID) {
+            for (int64_t e = lane; e < E; e += 32)
+                p[e] = 1.0f / (1.0f + expf(-ldv(l, e)));
+        } else {
+            float mx = -INFINITY;
+            for (int64_t e = lane; e < E; e += 32)
+                mx = fmaxf(mx, ldv(l, e));
+            mx = warp_max(mx);
+            float s = 0.0f;
+            for (int64_t e = lane; e < E; e += 32) {
+                float v = expf(ldv(l, e) - mx);
+                p[e] = v;
+                s += v;
+            }
+            s = warp_sum(s);
+            for (int64_t e = lane; e < E; e += 32) /* a lane rereads only what it wrote */
+                p[e] = p[e] / s;
         }
-        s = warp_sum(s);
-        for (int64_t e = lane; e < E; e += 32) /* a lane rereads only what it wrote */
-            p[e] = p[e] / s;
         int chosen[PX_MOE_MAX_K];
+        float picked[PX_MOE_MAX_K];
+        double sum = 0.0;
         for (int j = 0; j < k; j++) {
             float best = -1.0f; /* below every probability */
             int best_e = -1;
@@ -79,11 +86,16 @@ static __global__ void k_moe_router_fwd(float *probs, int32_t *idx, float *gate,
              * routing check reports, rather than INF converted to an int. */
             int e_star = isinf(low) ? -1 : (int)low;
             chosen[j] = e_star;
-            if (lane == 0) {
+            picked[j] = e_star >= 0 ? m : NAN;
+            sum += picked[j];
+            if (lane == 0)
                 idx[t * k + j] = (int32_t)e_star;
-                gate[t * k + j] = m;
-            }
         }
+        /* renormalised (norm_topk_prob) and scaled, as the CPU twin */
+        if (lane == 0)
+            for (int j = 0; j < k; j++)
+                gate[t * k + j] =
+                    (float)((r.renorm ? picked[j] / sum : (double)picked[j]) * r.scale);
     }
 }
 
@@ -92,21 +104,37 @@ static __global__ void k_moe_router_fwd(float *probs, int32_t *idx, float *gate,
  * that every element recomputes from cached loads instead of a reduction. */
 template <typename TS>
 static __global__ void k_moe_router_bwd(TS *dlogits, const float *probs, const int32_t *idx,
-                                        const float *dgate, int64_t T, int64_t E, int k)
+                                        const float *dgate, int64_t T, int64_t E, int k,
+                                        px_router r)
 {
     MOE_GRID_STRIDE(i, T * E)
     {
         int64_t t = i / E, e = i - t * E;
         const int32_t *it = idx + t * k;
         const float *dg = dgate + t * k;
-        float s = 0.0f;
-        for (int j = 0; j < k; j++)
-            s += probs[t * E + it[j]] * dg[j];
-        float pe = probs[i], d = -pe * s;
-        for (int j = 0; j < k; j++)
-            if (it[j] == (int32_t)e)
-                d += pe * dg[j];
-        stv(dlogits, i, d);
+        /* the chosen scores' gradient ds_j = scale (dg_j - sum_i dg_i p_i / S) / S
+         * with renorm (S: their sum), scale dg_j without (the CPU twin's) */
+        double S = 0.0, dot = 0.0;
+        for (int j = 0; j < k; j++) {
+            S += probs[t * E + it[j]];
+            dot += (double)dg[j] * probs[t * E + it[j]];
+        }
+        double sub = r.renorm ? dot / S : 0.0, div = r.renorm ? S : 1.0;
+        double pe = probs[i], d = 0.0;
+        if (r.score == PX_ROUTER_SIGMOID) {
+            for (int j = 0; j < k; j++)
+                if (it[j] == (int32_t)e)
+                    d = r.scale * (dg[j] - sub) / div * pe * (1.0 - pe);
+        } else {
+            double s = 0.0;
+            for (int j = 0; j < k; j++)
+                s += probs[t * E + it[j]] * (r.scale * (dg[j] - sub) / div);
+            d = -pe * s;
+            for (int j = 0; j < k; j++)
+                if (it[j] == (int32_t)e)
+                    d += pe * (r.scale * (dg[j] - sub) / div);
+        }
+        stv(dlogits, i, (float)d);
     }
 }
 
@@ -210,8 +238,12 @@ static unsigned int moe_rows_grid(int64_t n)
     return (unsigned int)(n < 65535 ? (n > 0 ? n : 1) : 65535);
 }
 
-static px_status router_check(int64_t T, int64_t E, int64_t k, px_error *err)
+static px_status router_check(int64_t T, int64_t E, int64_t k, const px_router *r,
+                              px_error *err)
 {
+    PX_REQUIRE(err, r && r->n_group <= 1,
+               "moe router: group-limited routing (n_group %d) has no CUDA kernel; allowed: "
+               "n_group 1", r ? r->n_group : 0);
     PX_REQUIRE(err, T >= 0, "moe router: T = %lld tokens; must be >= 0", (long long)T);
     PX_REQUIRE(err, E >= 1 && E <= (1LL << 24),
                "moe router: E = %lld experts; must be 1..16777216", (long long)E);
@@ -235,14 +267,15 @@ static px_status rows_check(const char *what, const int32_t *rows, const float *
 
 template <typename TS>
 static px_status router_fwd_impl(float *probs, int32_t *idx, float *gate, const TS *logits,
-                                 int64_t T, int64_t E, int64_t k, cudaStream_t stream,
-                                 px_error *err)
+                                 int64_t T, int64_t E, int64_t k, const px_router *r,
+                                 cudaStream_t stream, px_error *err)
 {
-    PX_TRY(router_check(T, E, k, err));
+    PX_TRY(router_check(T, E, k, r, err));
     if (T == 0)
         return PX_OK;
     k_moe_router_fwd<TS><<<px_grid_1d(T, MOE_WARPS), MOE_THREADS, 0, stream>>>(probs, idx, gate,
-                                                                             logits, T, E, (int)k);
+                                                                             logits, T, E, (int)k,
+                                                                             *r);
     PX_CUDA_LAUNCH_TRY(err, "k_moe_router_fwd");
     return PX_OK;
 }
@@ -250,13 +283,13 @@ static px_status router_fwd_impl(float *probs, int32_t *idx, float *gate, const 
 template <typename TS>
 static px_status router_bwd_impl(TS *dlogits, const float *probs, const int32_t *idx,
                                  const float *dgate, int64_t T, int64_t E, int64_t k,
-                                 cudaStream_t stream, px_error *err)
+                                 const px_router *r, cudaStream_t stream, px_error *err)
 {
-    PX_TRY(router_check(T, E, k, err));
+    PX_TRY(router_check(T, E, k, r, err));
     if (T == 0)
         return PX_OK;
     k_moe_router_bwd<TS><<<px_grid_1d(T * E, 256), 256, 0, stream>>>(dlogits, probs, idx, dgate,
-                                                                     T, E, (int)k);
+                                                                     T, E, (int)k, *r);
     PX_CUDA_LAUNCH_TRY(err, "k_moe_router_bwd");
     return PX_OK;
 }
@@ -338,32 +371,34 @@ static px_status gate_bwd_impl(float *dgate, const TS *dout, const TS *y, const 
 
 extern "C" px_status px_cuda_moe_router_fwd(float *probs, int32_t *idx, float *gate,
                                             const px_bf16 *logits, int64_t T, int64_t E,
-                                            int64_t k, cudaStream_t stream, px_error *err)
+                                            int64_t k, const px_router *r, cudaStream_t stream,
+                                            px_error *err)
 {
-    return router_fwd_impl<bf16>(probs, idx, gate, CB16(logits), T, E, k, stream, err);
+    return router_fwd_impl<bf16>(probs, idx, gate, CB16(logits), T, E, k, r, stream, err);
 }
 
 extern "C" px_status px_cuda_moe_router_fwd_f32(float *probs, int32_t *idx, float *gate,
                                                 const float *logits, int64_t T, int64_t E,
-                                                int64_t k, cudaStream_t stream, px_error *err)
+                                                int64_t k, const px_router *r,
+                                                cudaStream_t stream, px_error *err)
 {
-    return router_fwd_impl<float>(probs, idx, gate, logits, T, E, k, stream, err);
+    return router_fwd_impl<float>(probs, idx, gate, logits, T, E, k, r, stream, err);
 }
 
 extern "C" px_status px_cuda_moe_router_bwd(px_bf16 *dlogits, const float *probs,
                                             const int32_t *idx, const float *dgate, int64_t T,
-                                            int64_t E, int64_t k, cudaStream_t stream,
-                                            px_error *err)
+                                            int64_t E, int64_t k, const px_router *r,
+                                            cudaStream_t stream, px_error *err)
 {
-    return router_bwd_impl<bf16>(B16(dlogits), probs, idx, dgate, T, E, k, stream, err);
+    return router_bwd_impl<bf16>(B16(dlogits), probs, idx, dgate, T, E, k, r, stream, err);
 }
 
 extern "C" px_status px_cuda_moe_router_bwd_f32(float *dlogits, const float *probs,
                                                 const int32_t *idx, const float *dgate, int64_t T,
-                                                int64_t E, int64_t k, cudaStream_t stream,
-                                                px_error *err)
+                                                int64_t E, int64_t k, const px_router *r,
+                                                cudaStream_t stream, px_error *err)
 {
-    return router_bwd_impl<float>(dlogits, probs, idx, dgate, T, E, k, stream, err);
+    return router_bwd_impl<float>(dlogits, probs, idx, dgate, T, E, k, r, stream, err);
 }
 
 extern "C" px_status px_cuda_moe_permute(px_bf16 *out, const px_bf16 *x, const int32_t *rows,

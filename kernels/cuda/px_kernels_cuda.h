@@ -25,6 +25,8 @@ extern "C" {
 
 #include "px_error.h"
 #include "px_cuda_gemm.h"
+#include "px_rope.h"
+#include "px_router.h"
 
 /* Storage of one bf16 value (the bits of __nv_bfloat16). */
 typedef uint16_t px_bf16;
@@ -117,10 +119,10 @@ px_status px_cuda_residual_bwd(px_bf16 *da, px_bf16 *db, const px_bf16 *dout, in
 
 /* ---- RoPE (in place on the q and k heads of packed qkv rows) -------------- */
 px_status px_cuda_rope_fwd(px_bf16 *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV,
-                           int64_t HD, int64_t pos0, float theta, cudaStream_t stream,
+                           int64_t HD, int64_t pos0, const px_rope *rope, cudaStream_t stream,
                            px_error *err);
 px_status px_cuda_rope_bwd(px_bf16 *dqkv, int64_t S, int64_t B, int64_t NH, int64_t NKV,
-                           int64_t HD, int64_t pos0, float theta, cudaStream_t stream,
+                           int64_t HD, int64_t pos0, const px_rope *rope, cudaStream_t stream,
                            px_error *err);
 
 /* ---- causal attention, FlashAttention style --------------------------------
@@ -230,18 +232,20 @@ px_status px_cuda_fill_f32(float *buf, float value, int64_t n, cudaStream_t stre
  * - gate given requires slots (PX_ERR_INVALID otherwise); gate_bwd always
  *   needs slots. */
 #define PX_MOE_MAX_K 8
-px_status px_cuda_moe_router_fwd(float *probs,          /* [T, E] fp32 softmax */
-                                 int32_t *idx,          /* [T, k] by p descending */
-                                 float *gate,           /* [T, k] fp32, their p */
+/* The router of px_router.h but group-limited selection (n_group > 1:
+ * PX_ERR_UNSUPPORTED; the executor refuses such a plan on this backend). */
+px_status px_cuda_moe_router_fwd(float *probs,          /* [T, E] fp32 scores */
+                                 int32_t *idx,          /* [T, k] by score descending */
+                                 float *gate,           /* [T, k] fp32 gates */
                                  const px_bf16 *logits, /* [T, E] */
-                                 int64_t T, int64_t E, int64_t k, cudaStream_t stream,
-                                 px_error *err);
+                                 int64_t T, int64_t E, int64_t k, const px_router *r,
+                                 cudaStream_t stream, px_error *err);
 px_status px_cuda_moe_router_bwd(px_bf16 *dlogits,     /* [T, E] overwritten */
                                  const float *probs,   /* [T, E] */
                                  const int32_t *idx,   /* [T, k] */
                                  const float *dgate,   /* [T, k] */
-                                 int64_t T, int64_t E, int64_t k, cudaStream_t stream,
-                                 px_error *err);
+                                 int64_t T, int64_t E, int64_t k, const px_router *r,
+                                 cudaStream_t stream, px_error *err);
 px_status px_cuda_moe_permute(px_bf16 *out,         /* [n, C] overwritten */
                               const px_bf16 *x,     /* [T, C] */
                               const int32_t *rows,  /* [n] */
@@ -262,10 +266,10 @@ px_status px_cuda_moe_gate_bwd(float *dgate,         /* [T k] overwritten at slo
                                int64_t n, int64_t C, cudaStream_t stream, px_error *err);
 px_status px_cuda_moe_router_fwd_f32(float *probs, int32_t *idx, float *gate,
                                      const float *logits, int64_t T, int64_t E, int64_t k,
-                                     cudaStream_t stream, px_error *err);
+                                     const px_router *r, cudaStream_t stream, px_error *err);
 px_status px_cuda_moe_router_bwd_f32(float *dlogits, const float *probs, const int32_t *idx,
                                      const float *dgate, int64_t T, int64_t E, int64_t k,
-                                     cudaStream_t stream, px_error *err);
+                                     const px_router *r, cudaStream_t stream, px_error *err);
 px_status px_cuda_moe_permute_f32(float *out, const float *x, const int32_t *rows,
                                   const float *gate, const int32_t *slots, int64_t n, int64_t C,
                                   cudaStream_t stream, px_error *err);
@@ -302,10 +306,10 @@ px_status px_cuda_residual_fwd_f32(float *out, const float *a, const float *b, i
 px_status px_cuda_residual_bwd_f32(float *da, float *db, const float *dout, int64_t n,
                                    cudaStream_t stream, px_error *err);
 px_status px_cuda_rope_fwd_f32(float *qkv, int64_t S, int64_t B, int64_t NH, int64_t NKV,
-                               int64_t HD, int64_t pos0, float theta, cudaStream_t stream,
+                               int64_t HD, int64_t pos0, const px_rope *rope, cudaStream_t stream,
                                px_error *err);
 px_status px_cuda_rope_bwd_f32(float *dqkv, int64_t S, int64_t B, int64_t NH, int64_t NKV,
-                               int64_t HD, int64_t pos0, float theta, cudaStream_t stream,
+                               int64_t HD, int64_t pos0, const px_rope *rope, cudaStream_t stream,
                                px_error *err);
 px_status px_cuda_swiglu_fwd_f32(float *out, const float *gate_up, int64_t T, int64_t F,
                                  cudaStream_t stream, px_error *err);

@@ -18,6 +18,19 @@
  * int64 and double (px_model_validate enforces it with checked sums). */
 #define PX_MODEL_MAX_PARAMS (INT64_C(1) << 50)
 
+/* Defaults of the numeric fields: RoPE's original base (Su et al. 2021,
+ * Llama 1/2), the 1e-5 of Llama 2's and GPT-2's norms, and the 1e-6 that
+ * DeepSeek-V2/V3 give their MLA latent RMSNorms in code (not in config.json). */
+#define PX_ROPE_THETA_DEFAULT 10000.0
+#define PX_NORM_EPS_DEFAULT 1e-5
+#define PX_LATENT_NORM_EPS_DEFAULT 1e-6
+
+typedef enum { PX_SCORING_SOFTMAX = 0, PX_SCORING_SIGMOID = 1 } px_router_scoring;
+typedef enum { PX_ROPE_NONE = 0, PX_ROPE_LLAMA3 = 1, PX_ROPE_YARN = 2 } px_rope_scaling;
+
+/* The most router groups (DeepSeek-V3: 8); the executor's bound too. */
+#define PX_MODEL_MAX_GROUPS 64
+
 /* The two block kinds.  GPT: LayerNorm, learned positions, MHA, GeLU MLP
  * (f = 4h usually), biases.  Llama: RMSNorm, RoPE, GQA, SwiGLU MLP, no biases. */
 typedef enum { PX_BLOCK_GPT = 0, PX_BLOCK_LLAMA = 1 } px_block_kind;
@@ -42,7 +55,26 @@ typedef struct {
     int64_t max_positions; /* learned position table size (GPT), 0 for RoPE */
     bool tied_embeddings;  /* LM head shares the embedding matrix */
     bool qkv_bias;         /* biases on q, k, v projections (Qwen2, GPT) */
+    bool o_bias;           /* a bias on the attention output projection (GPT; HF
+                            * attention_bias of llama / qwen3 / gpt_oss) */
     bool qk_norm;          /* RMSNorm on q and k per head (Qwen3) */
+
+    /* Numerics that change the function, not the cost (the executor runs
+     * them; the cost model ignores them).  rope_theta: base of the RoPE
+     * frequencies (llama block); norm_eps: epsilon of every RMSNorm /
+     * LayerNorm but MLA's latent norms, which use latent_norm_eps. */
+    double rope_theta;
+    /* RoPE frequency scaling (Hugging Face rope_scaling / rope_parameters):
+     * none; Llama 3.1's "llama3" (rope_factor, the low/high frequency
+     * factors, rope_original_max_positions); "yarn" (rope_factor and
+     * rope_original_max_positions carried; execute refuses it). */
+    px_rope_scaling rope_scaling;
+    bool rope_interleave;  /* RoPE pairs (2i, 2i+1) (DeepSeek-V2/V3's MLA), not
+                            * (i, i + d/2) */
+    double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+    int64_t rope_original_max_positions;
+    double norm_eps;
+    double latent_norm_eps;
 
     /* Mixture of experts: n_experts == 0 means dense. */
     int64_t n_experts;         /* E routed experts */
@@ -51,6 +83,14 @@ typedef struct {
     int64_t n_shared_experts;  /* always-active experts of size moe_ffn */
     int64_t first_dense_layers;/* leading layers with a dense MLP (DeepSeek-V3: 3) */
     int64_t moe_layer_freq;    /* every k-th layer after those is MoE (1 = all) */
+    bool norm_topk_prob;       /* gates renormalised over the top_k chosen */
+    /* The router (executor only; kernels/cpu/px_router.h): scores by softmax
+     * over the experts or sigmoid each (DeepSeek-V3); group-limited picks
+     * (n_group groups, the topk_group best kept; 1, 1: none); gates times
+     * routed_scaling_factor. */
+    px_router_scoring scoring_func;
+    int64_t n_group, topk_group;
+    double routed_scaling_factor;
 
     /* MLA (attn == PX_ATTN_MLA) */
     int64_t q_lora_rank;       /* 0: q is a full projection */
@@ -94,6 +134,10 @@ px_status px_model_load(const char *name_or_path, const char *models_dir,
 
 /* Lists the preset names (and aliases) found in models_dir, comma-separated. */
 void px_model_list_presets(const char *models_dir, char *buf, int buf_len);
+
+/* Every optional field at its schema default (docs/model-schema.md), the
+ * required ones zero. */
+void px_model_defaults(px_model *m);
 
 /* Checks internal consistency (positive sizes, heads divide hidden...). */
 px_status px_model_validate(const px_model *m, px_error *err);

@@ -18,8 +18,9 @@
  *   px_cmp tokens FILE N VOCAB
  *       writes N token ids < VOCAB (little-endian uint32, a fixed pseudo-random
  *       text) for `execute --data`.
- *   px_cmp differ A.json B.json
- *       exits 0 when the first losses of two reports differ (> 1e-4 relative; the same data agrees to ~1e-9).
+ *   px_cmp differ A.json B.json [RTOL]
+ *       exits 0 when the first losses of two reports differ (> RTOL relative,
+ *       default 1e-4; the same data agrees to ~1e-9).
  *   px_cmp relerr REPORT.json
  *       exits 0 when every `relative_error` key of the report is the error of
  *       the prediction, (predicted - measured) / measured (within 1e-9), and
@@ -385,17 +386,18 @@ int main(int argc, char **argv)
                argv[5], argv[4], a, b, a > 0 ? (double)b / (double)a : NAN, num, den);
         return (a <= 0 || b < 0 || den <= 0) ? 2 : (b * den == a * num ? 0 : 1);
     }
-    if (argc == 4 && !strcmp(argv[1], "differ")) {
+    if ((argc == 4 || argc == 5) && !strcmp(argv[1], "differ")) {
+        double rtol = argc == 5 ? atof(argv[4]) : 1e-4;
         json_t *r1 = load(argv[2]), *r2 = load(argv[3]);
         if (!r1 || !r2)
             return 2;
         double a = json_number_value(json_array_get(json_object_get(r1, "losses"), 0));
         double b = json_number_value(json_array_get(json_object_get(r2, "losses"), 0));
         printf("first losses: %.9g vs %.9g\n", a, b);
-        return fabs(a - b) > 1e-4 * fabs(a) ? 0 : 1;
+        return fabs(a - b) > rtol * fabs(a) ? 0 : 1;
     }
     fprintf(stderr, "usage: px_cmp losses REF TEST RTOL | weights REF_DIR TEST_DIR ATOL RTOL |\n"
                     "       peak REPORT RANK_A RANK_B | peak2 A RANK B RANK |\n"
-                    "       tokens FILE N VOCAB | differ A B | relerr REPORT\n");
+                    "       tokens FILE N VOCAB | differ A B [RTOL] | relerr REPORT\n");
     return 2;
 }

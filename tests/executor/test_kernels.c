@@ -92,7 +92,8 @@ static double l_matmul(void)
 static double l_rope(void)
 {
     memcpy(g_y, g_x, sizeof(float) * T * QKV);
-    px_cpu_rope_fwd(g_y, S, B, NH, NKV, HD, 3, 10000.0f);
+    px_rope rope = px_rope_plain(10000.0);
+    px_cpu_rope_fwd(g_y, S, B, NH, NKV, HD, 3, &rope);
     return dot(g_y, g_r, T * QKV);
 }
 
@@ -139,17 +140,81 @@ static double l_xent(void)
  * gate is then r at its expert). */
 enum { ME = 6, MK = 2 };
 static float *g_rr;
+static px_router g_router;
 
 static double l_router(void)
 {
     float probs[T * ME], gate[T * MK];
     int32_t idx[T * MK];
-    px_cpu_moe_router_fwd(probs, idx, gate, g_x, T, ME, MK);
+    px_cpu_moe_router_fwd(probs, idx, gate, g_x, T, ME, MK, &g_router);
     double s = 0.0;
     for (int t = 0; t < T; t++)
         for (int j = 0; j < MK; j++)
             s += (double)gate[t * MK + j] * g_rr[t * ME + idx[t * MK + j]];
     return s;
+}
+
+/* The router options against the rule written out per token: scores
+ * (softmax or sigmoid), the groups' top-2 sums keeping topk_group of them,
+ * the k largest scores inside, gates renormalised over the k and scaled;
+ * and the backward through all of it by finite differences. */
+static void check_router_variant(const px_router *r, const char *what)
+{
+    g_router = *r;
+    float probs[T * ME], gate[T * MK], dgate[T * MK], dl[T * ME];
+    int32_t idx[T * MK];
+    px_cpu_moe_router_fwd(probs, idx, gate, g_x, T, ME, MK, r);
+    int G = r->n_group > 1 ? r->n_group : 1, per = ME / G, ok = 1;
+    for (int t = 0; t < T; t++) {
+        const float *l = g_x + t * ME;
+        double sc[ME], mx = l[0], z = 0.0;
+        for (int e = 1; e < ME; e++)
+            mx = fmax(mx, l[e]);
+        for (int e = 0; e < ME; e++)
+            z += exp(l[e] - mx);
+        for (int e = 0; e < ME; e++)
+            sc[e] = r->score == PX_ROUTER_SIGMOID ? 1.0 / (1.0 + exp(-l[e])) : exp(l[e] - mx) / z;
+        /* groups kept: those with fewer than topk_group groups above them */
+        int keep[ME];
+        for (int e = 0; e < ME; e++) {
+            double gs[PX_ROUTER_MAX_GROUPS];
+            for (int g = 0; g < G; g++) {
+                double a = -1.0, b = -1.0;
+                for (int f = g * per; f < (g + 1) * per; f++)
+                    if (sc[f] > a) { b = a; a = sc[f]; } else if (sc[f] > b) { b = sc[f]; }
+                gs[g] = a + b;
+            }
+            int above = 0;
+            for (int g = 0; g < G; g++)
+                above += gs[g] > gs[e / per];
+            keep[e] = G == 1 || above < r->topk_group;
+        }
+        double sum = 0.0;
+        for (int j = 0; j < MK; j++)
+            sum += sc[idx[t * MK + j]];
+        for (int j = 0; j < MK; j++) {
+            int e = idx[t * MK + j], larger = 0;
+            for (int f = 0; f < ME; f++)
+                larger += keep[f] && sc[f] > sc[e];
+            double want = (r->renorm ? sc[e] / sum : sc[e]) * r->scale;
+            ok &= keep[e] && larger == j && fabs(gate[t * MK + j] - want) <= 1e-6 * fabs(want);
+            dgate[t * MK + j] = g_rr[t * ME + e];
+        }
+    }
+    CHECK_MSG(ok, "moe router %s: picks or gates differ from the rule", what);
+    px_cpu_moe_router_bwd(dl, probs, idx, dgate, T, ME, MK, r);
+    fd_check(what, g_x, T * ME, dl, l_router, 40);
+}
+
+static void check_router_variants(void)
+{
+    px_router mixtral = px_router_softmax_topk(); /* norm_topk_prob */
+    mixtral.renorm = 1;
+    check_router_variant(&mixtral, "moe_router renormalised");
+    px_router dsv3 = {PX_ROUTER_SIGMOID, 1, 3, 2, 2.5f}; /* DeepSeek-V3's, 3 groups of 2 */
+    check_router_variant(&dsv3, "moe_router sigmoid, groups, scaled");
+    px_router sig = {PX_ROUTER_SIGMOID, 0, 1, 1, 1.0f};
+    check_router_variant(&sig, "moe_router sigmoid");
 }
 
 static void check_moe(void)
@@ -158,9 +223,10 @@ static void check_moe(void)
     for (int i = 0; i < T * ME; i++)
         g_x[i] *= 3.0f; /* spread logits: no near-ties within the FD step */
     g_rr = randv(T * ME);
+    g_router = px_router_softmax_topk();
     float probs[T * ME], gate[T * MK], dgate[T * MK], dl[T * ME];
     int32_t idx[T * MK];
-    px_cpu_moe_router_fwd(probs, idx, gate, g_x, T, ME, MK);
+    px_cpu_moe_router_fwd(probs, idx, gate, g_x, T, ME, MK, &g_router);
     int sel_ok = 1;
     for (int t = 0; t < T; t++) {
         double sum = 0.0;
@@ -180,8 +246,9 @@ static void check_moe(void)
             dgate[t * MK + j] = g_rr[t * ME + idx[t * MK + j]];
     }
     CHECK_MSG(sel_ok, "moe router: top-k selection or gates wrong");
-    px_cpu_moe_router_bwd(dl, probs, idx, dgate, T, ME, MK);
+    px_cpu_moe_router_bwd(dl, probs, idx, dgate, T, ME, MK, &g_router);
     fd_check("moe_router", g_x, T * ME, dl, l_router, 40);
+    check_router_variants();
 
     /* Permutation: rows sorted by expert, as the engine dispatches them; a
      * fake expert e scales its rows by (1 + e). */
@@ -227,6 +294,85 @@ static void check_moe(void)
     free(out);
     free(g_rr);
     free(g_x);
+}
+
+/* RoPE against the rotation written out: pair (i, i + HD/2) of a head at
+ * position p turns by p * theta^(-2i/HD).  One head (q) of width 16 at
+ * positions 0..S-1 from pos0; theta as Llama 3's 500000, which a kernel that
+ * kept 10000 fails by whole radians. */
+static void check_rope_theta(void)
+{
+    enum { RS = 5, RHD = 16 };
+    const double theta = 500000.0;
+    const int64_t pos0 = 1000;
+    float x[RS * 3 * RHD], y[RS * 3 * RHD];
+    for (int i = 0; i < RS * 3 * RHD; i++)
+        x[i] = y[i] = frand();
+    px_rope rope = px_rope_plain(theta);
+    px_cpu_rope_fwd(y, RS, 1, 1, 1, RHD, pos0, &rope);
+    double worst = 0.0;
+    for (int s = 0; s < RS; s++)
+        for (int head = 0; head < 2; head++) /* q and k; v stays */
+            for (int i = 0; i < RHD / 2; i++) {
+                const float *xv = x + s * 3 * RHD + head * RHD;
+                const float *yv = y + s * 3 * RHD + head * RHD;
+                double a = (double)(pos0 + s) / pow(theta, (2.0 * i) / RHD);
+                double e0 = xv[i] * cos(a) - xv[i + RHD / 2] * sin(a);
+                double e1 = xv[i] * sin(a) + xv[i + RHD / 2] * cos(a);
+                worst = fmax(worst, fmax(fabs(e0 - yv[i]), fabs(e1 - yv[i + RHD / 2])));
+            }
+    /* |x| < 1: fp32 products of two terms, a few ulps of 1 */
+    CHECK_MSG(worst < 1e-6, "rope theta %g: worst difference %g", theta, worst);
+}
+
+/* Llama 3.1's frequencies (theta 500000, head_dim 128, rope_scaling llama3:
+ * factor 8, low 1, high 4, original 8192) against transformers 5.25's
+ * _compute_llama3_parameters, printed to 10 digits (it computes in fp32:
+ * 2e-6 relative covers its rounding): unchanged (i <= 28), blended (29..35)
+ * and divided by 8 (i >= 36). */
+static void check_rope_llama3(void)
+{
+    static const struct {
+        int i;
+        double f;
+    } hf[] = {{0, 1.000000000e+00},  {20, 1.656044088e-02}, {28, 3.211446106e-03},
+              {29, 2.166570630e-03}, {30, 1.371893683e-03}, {32, 5.248460220e-04},
+              {34, 1.785077911e-04}, {35, 9.556212171e-05}, {36, 7.784655463e-05},
+              {40, 3.428102355e-05}, {50, 4.411534519e-06}, {63, 3.068925878e-07}};
+    px_rope r = px_rope_plain(500000.0);
+    r.scale = PX_ROPE_SCALE_LLAMA3;
+    r.factor = 8.0;
+    r.low_freq_factor = 1.0;
+    r.high_freq_factor = 4.0;
+    r.original_max_positions = 8192.0;
+    double worst = 0.0;
+    for (size_t j = 0; j < sizeof hf / sizeof hf[0]; j++)
+        worst = fmax(worst, fabs(px_rope_inv_freq(&r, hf[j].i, 128) / hf[j].f - 1.0));
+    CHECK_MSG(worst < 2e-6, "llama3 inverse frequencies: worst relative difference %g", worst);
+}
+
+/* Interleaved pairs: (2i, 2i+1) turn by p * theta^(-2i/HD), as DeepSeek's
+ * apply_rotary_pos_emb_interleave does before it de-interleaves. */
+static void check_rope_interleaved(void)
+{
+    enum { RS = 3, RHD = 8 };
+    const int64_t pos0 = 7;
+    float x[RS * 3 * RHD], y[RS * 3 * RHD];
+    for (int i = 0; i < RS * 3 * RHD; i++)
+        x[i] = y[i] = frand();
+    px_rope rope = px_rope_plain(10000.0);
+    rope.interleaved = 1;
+    px_cpu_rope_fwd(y, RS, 1, 1, 1, RHD, pos0, &rope);
+    double worst = 0.0;
+    for (int s = 0; s < RS; s++)
+        for (int i = 0; i < RHD / 2; i++) {
+            const float *xv = x + s * 3 * RHD, *yv = y + s * 3 * RHD;
+            double a = (double)(pos0 + s) / pow(10000.0, (2.0 * i) / RHD);
+            double e0 = xv[2 * i] * cos(a) - xv[2 * i + 1] * sin(a);
+            double e1 = xv[2 * i] * sin(a) + xv[2 * i + 1] * cos(a);
+            worst = fmax(worst, fmax(fabs(e0 - yv[2 * i]), fabs(e1 - yv[2 * i + 1])));
+        }
+    CHECK_MSG(worst < 1e-6, "interleaved rope: worst difference %g", worst);
 }
 
 int main(void)
@@ -290,7 +436,8 @@ int main(void)
     {
         float *d = malloc(sizeof(float) * T * QKV);
         memcpy(d, g_r, sizeof(float) * T * QKV);
-        px_cpu_rope_bwd(d, S, B, NH, NKV, HD, 3, 10000.0f);
+        px_rope rope = px_rope_plain(10000.0);
+        px_cpu_rope_bwd(d, S, B, NH, NKV, HD, 3, &rope);
         fd_check("rope", g_x, T * QKV, d, l_rope, 40);
         /* v heads are untouched */
         l_rope();
@@ -469,6 +616,9 @@ int main(void)
         CHECK(da[2] == 4 && dc[2] == 3);
     }
     check_moe();
+    check_rope_theta();
+    check_rope_llama3();
+    check_rope_interleaved();
     free(g_r);
     free(g_y);
     free(g_tmp1);

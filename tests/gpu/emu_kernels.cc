@@ -104,21 +104,26 @@ template <typename TS> static void elementwise()
         compare(l, host(da), a, tol<TS>(), tol<TS>());
         compare("  db", host(dc), c, tol<TS>(), tol<TS>());
     }
-    /* RoPE */
-    {
+    /* RoPE: plain, Llama 3's scaled frequencies, DeepSeek's interleaved pairs */
+    px_rope ropes[3] = {px_rope_plain(10000.0), px_rope_plain(500000.0), px_rope_plain(10000.0)};
+    ropes[1].scale = PX_ROPE_SCALE_LLAMA3;
+    ropes[1].factor = 8.0;
+    ropes[1].low_freq_factor = 1.0;
+    ropes[1].high_freq_factor = 4.0;
+    ropes[1].original_max_positions = 8192.0;
+    ropes[2].interleaved = 1;
+    for (const px_rope &rope : ropes) {
         int64_t S = 5, B = 2, NH = 4, NKV = 2, HD = 16, pos0 = 100, n = S * B * (NH + 2 * NKV) * HD;
         vec x = rnd(n, -1, 1);
         auto dx = dev<TS>(x);
-        px_cpu_rope_fwd(x.data(), S, B, NH, NKV, HD, pos0, 10000.0f);
-        launch(dim3(3), 64,
-               [&] { k_rope<TS>(dx.data(), S, B, NH, NKV, HD, pos0, 10000.0f, 1.0f); });
+        px_cpu_rope_fwd(x.data(), S, B, NH, NKV, HD, pos0, &rope);
+        launch(dim3(3), 64, [&] { k_rope<TS>(dx.data(), S, B, NH, NKV, HD, pos0, rope, 1.0f); });
         label(l, sizeof l, "rope_fwd", k);
         compare(l, host(dx), x, tol<TS>(), tol<TS>());
         vec g = rnd(n, -1, 1);
         auto dg = dev<TS>(g);
-        px_cpu_rope_bwd(g.data(), S, B, NH, NKV, HD, pos0, 10000.0f);
-        launch(dim3(3), 64,
-               [&] { k_rope<TS>(dg.data(), S, B, NH, NKV, HD, pos0, 10000.0f, -1.0f); });
+        px_cpu_rope_bwd(g.data(), S, B, NH, NKV, HD, pos0, &rope);
+        launch(dim3(3), 64, [&] { k_rope<TS>(dg.data(), S, B, NH, NKV, HD, pos0, rope, -1.0f); });
         label(l, sizeof l, "rope_bwd", k);
         compare(l, host(dg), g, tol<TS>(), tol<TS>());
     }

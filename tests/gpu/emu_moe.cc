@@ -63,7 +63,8 @@ static void dispatch(const ivec &idx, int64_t T, int64_t E, int64_t k, ivec &row
  * the dispatch tests.  Every third token has deliberate ties: three experts
  * share the maximum and two others share a lower value, so both the first
  * pick and later picks must take the lower index. */
-template <typename TS> static ivec router(int64_t T, int64_t E, int64_t k, int grid)
+template <typename TS>
+static ivec router(int64_t T, int64_t E, int64_t k, int grid, const px_router &r)
 {
     char l[96];
     const char *kd = kind<TS>();
@@ -82,21 +83,25 @@ template <typename TS> static ivec router(int64_t T, int64_t E, int64_t k, int g
     vec probs((size_t)(T * E)), gate((size_t)(T * k)), probs2((size_t)(T * E), -7.0f),
         gate2((size_t)(T * k), -7.0f);
     ivec idx((size_t)(T * k)), idx2((size_t)(T * k), -7);
-    px_cpu_moe_router_fwd(probs.data(), idx.data(), gate.data(), logits.data(), T, E, k);
+    px_cpu_moe_router_fwd(probs.data(), idx.data(), gate.data(), logits.data(), T, E, k, &r);
     launch(dim3((unsigned)grid), MOE_THREADS, [&] {
-        k_moe_router_fwd<TS>(probs2.data(), idx2.data(), gate2.data(), dl.data(), T, E, (int)k);
+        k_moe_router_fwd<TS>(probs2.data(), idx2.data(), gate2.data(), dl.data(), T, E, (int)k,
+                             r);
     });
-    std::snprintf(l, sizeof l, "router_fwd T=%lld E=%lld k=%lld probs [%s]", (long long)T,
-                  (long long)E, (long long)k, kd);
+    std::snprintf(l, sizeof l, "router_fwd T=%lld E=%lld k=%lld %s%s x%g probs [%s]",
+                  (long long)T, (long long)E, (long long)k,
+                  r.score == PX_ROUTER_SIGMOID ? "sigmoid" : "softmax", r.renorm ? " renorm" : "",
+                  (double)r.scale, kd);
     compare(l, probs2, probs, 1e-5, 1e-5);
     compare("  idx (exact, ties to the lower index)", as_float(idx2), as_float(idx), 0, 0);
     compare("  gate (fp32)", gate2, gate, 1e-5, 1e-5);
 
     vec dgate = rnd(T * k, -1, 1), dlog((size_t)(T * E));
     std::vector<TS> dlog2((size_t)(T * E), to_ts<TS>(-7.0f));
-    px_cpu_moe_router_bwd(dlog.data(), probs.data(), idx.data(), dgate.data(), T, E, k);
+    px_cpu_moe_router_bwd(dlog.data(), probs.data(), idx.data(), dgate.data(), T, E, k, &r);
     launch(dim3((unsigned)grid), 64, [&] {
-        k_moe_router_bwd<TS>(dlog2.data(), probs.data(), idx.data(), dgate.data(), T, E, (int)k);
+        k_moe_router_bwd<TS>(dlog2.data(), probs.data(), idx.data(), dgate.data(), T, E, (int)k,
+                             r);
     });
     std::snprintf(l, sizeof l, "router_bwd dlogits [%s]", kd);
     compare(l, host(dlog2), dlog, tol<TS>(), tol<TS>());
@@ -175,13 +180,20 @@ static void rows_kernels(const ivec &idx, int64_t T, int64_t E, int64_t k, int64
 template <typename TS> static void all()
 {
     /* E above a warp (lanes scan several experts), k = 4, 2 blocks for 37 tokens */
-    ivec idx = router<TS>(37, 40, 4, 2);
+    px_router plain = px_router_softmax_topk(), renorm = plain, sigmoid = plain;
+    renorm.renorm = 1;                 /* norm_topk_prob */
+    sigmoid.score = PX_ROUTER_SIGMOID; /* DeepSeek-V3's scores, gates renormalised and scaled */
+    sigmoid.renorm = 1;
+    sigmoid.scale = 2.5f;
+    ivec idx = router<TS>(37, 40, 4, 2, plain);
     rows_kernels<TS>(idx, 37, 40, 4, 100);
     /* E below a warp (idle lanes), Mixtral's top-2 of 8 */
-    idx = router<TS>(29, 8, 2, 3);
+    idx = router<TS>(29, 8, 2, 3, plain);
     rows_kernels<TS>(idx, 29, 8, 2, 70);
     /* k = E (every expert taken, the last pass has one candidate), maximum k */
-    router<TS>(10, 8, 8, 1);
+    router<TS>(10, 8, 8, 1, plain);
+    router<TS>(29, 8, 2, 3, renorm);
+    router<TS>(37, 40, 4, 2, sigmoid);
 }
 
 /* The launchers' argument checks, through the real library: they return
@@ -200,15 +212,25 @@ static void rejects()
     px_error e;
     float one = 1.0f;
     int32_t r0 = 0;
+    px_router plain = px_router_softmax_topk(), grouped = plain;
+    grouped.n_group = 4;
+    grouped.topk_group = 2;
     px_error_clear(&e);
     reject("refuses router_fwd k = 9", "k = 9",
-           px_cuda_moe_router_fwd(nullptr, nullptr, nullptr, nullptr, 4, 16, 9, 0, &e), e);
+           px_cuda_moe_router_fwd(nullptr, nullptr, nullptr, nullptr, 4, 16, 9, &plain, 0, &e),
+           e);
     px_error_clear(&e);
     reject("refuses router_fwd k > E", "k = 5",
-           px_cuda_moe_router_fwd_f32(nullptr, nullptr, nullptr, nullptr, 4, 4, 5, 0, &e), e);
+           px_cuda_moe_router_fwd_f32(nullptr, nullptr, nullptr, nullptr, 4, 4, 5, &plain, 0, &e),
+           e);
     px_error_clear(&e);
     reject("refuses router_bwd k = 0", "k = 0",
-           px_cuda_moe_router_bwd(nullptr, nullptr, nullptr, nullptr, 4, 16, 0, 0, &e), e);
+           px_cuda_moe_router_bwd(nullptr, nullptr, nullptr, nullptr, 4, 16, 0, &plain, 0, &e),
+           e);
+    px_error_clear(&e);
+    reject("refuses group-limited routing", "n_group 4",
+           px_cuda_moe_router_fwd(nullptr, nullptr, nullptr, nullptr, 4, 16, 2, &grouped, 0, &e),
+           e);
     px_error_clear(&e);
     reject("refuses unpermute gate without slots", "slots",
            px_cuda_moe_unpermute(nullptr, nullptr, &r0, &one, nullptr, 1, 8, 0, &e), e);

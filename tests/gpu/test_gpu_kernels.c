@@ -260,25 +260,44 @@ static void test_bias_residual(bool f32)
     compare("  db +=", dten_down(dgb), gb, n, TOL_A(f32), TOL_R(f32));
 }
 
-static void test_rope(bool f32)
+/* Plain RoPE (Llama 2's theta), Llama 3's (theta 500000, llama3 scaling) and
+ * DeepSeek's interleaved pairs: the CUDA twin against the CPU kernel. */
+static void test_rope_case(bool f32, const px_rope *rope, const char *what)
 {
     int64_t S = 17, B = 2, NH = 4, NKV = 2, HD = 64, pos0 = 3000, n = S * B * (NH + 2 * NKV) * HD;
-    float theta = 10000.0f;
     float *x = rand_vec(n, -1, 1);
     dten dx = dten_up(x, n, f32);
-    px_cpu_rope_fwd(x, S, B, NH, NKV, HD, pos0, theta);
-    PX_OK_OR_FAIL(f32 ? px_cuda_rope_fwd_f32(dx.p, S, B, NH, NKV, HD, pos0, theta, 0, &perr)
-                      : px_cuda_rope_fwd(dx.p, S, B, NH, NKV, HD, pos0, theta, 0, &perr));
-    char l[64];
-    label(l, sizeof l, "rope_fwd (v heads untouched)", f32);
+    px_cpu_rope_fwd(x, S, B, NH, NKV, HD, pos0, rope);
+    PX_OK_OR_FAIL(f32 ? px_cuda_rope_fwd_f32(dx.p, S, B, NH, NKV, HD, pos0, rope, 0, &perr)
+                      : px_cuda_rope_fwd(dx.p, S, B, NH, NKV, HD, pos0, rope, 0, &perr));
+    char l[96], t[96];
+    snprintf(t, sizeof t, "rope_fwd %s (v heads untouched)", what);
+    label(l, sizeof l, t, f32);
     compare(l, dten_down(dx), x, n, TOL_A(f32), TOL_R(f32));
     float *g = rand_vec(n, -1, 1);
     dten dg = dten_up(g, n, f32);
-    px_cpu_rope_bwd(g, S, B, NH, NKV, HD, pos0, theta);
-    PX_OK_OR_FAIL(f32 ? px_cuda_rope_bwd_f32(dg.p, S, B, NH, NKV, HD, pos0, theta, 0, &perr)
-                      : px_cuda_rope_bwd(dg.p, S, B, NH, NKV, HD, pos0, theta, 0, &perr));
-    label(l, sizeof l, "rope_bwd", f32);
+    px_cpu_rope_bwd(g, S, B, NH, NKV, HD, pos0, rope);
+    PX_OK_OR_FAIL(f32 ? px_cuda_rope_bwd_f32(dg.p, S, B, NH, NKV, HD, pos0, rope, 0, &perr)
+                      : px_cuda_rope_bwd(dg.p, S, B, NH, NKV, HD, pos0, rope, 0, &perr));
+    snprintf(t, sizeof t, "rope_bwd %s", what);
+    label(l, sizeof l, t, f32);
     compare(l, dten_down(dg), g, n, TOL_A(f32), TOL_R(f32));
+}
+
+static void test_rope(bool f32)
+{
+    px_rope plain = px_rope_plain(10000.0);
+    test_rope_case(f32, &plain, "theta 1e4");
+    px_rope llama3 = px_rope_plain(500000.0);
+    llama3.scale = PX_ROPE_SCALE_LLAMA3;
+    llama3.factor = 8.0;
+    llama3.low_freq_factor = 1.0;
+    llama3.high_freq_factor = 4.0;
+    llama3.original_max_positions = 8192.0;
+    test_rope_case(f32, &llama3, "llama3");
+    px_rope inter = px_rope_plain(10000.0);
+    inter.interleaved = 1;
+    test_rope_case(f32, &inter, "interleaved");
 }
 
 static void test_attention_case(bool f32, int64_t S, int64_t B, int64_t NH, int64_t NKV,
@@ -544,7 +563,8 @@ static void moe_dispatch(const int32_t *idx, int64_t T, int64_t E, int64_t k, in
     free(pos);
 }
 
-static void test_moe_shape(bool f32, int64_t T, int64_t E, int64_t k, int64_t C)
+static void test_moe_shape(bool f32, int64_t T, int64_t E, int64_t k, int64_t C,
+                           const px_router *r)
 {
     char l[96];
     float *logits = rand_vec(T * E, -3, 3);
@@ -556,14 +576,15 @@ static void test_moe_shape(bool f32, int64_t T, int64_t E, int64_t k, int64_t C)
     dten dlog = dten_up(logits, T * E, f32); /* rounds logits for the CPU too */
     float *probs = malloc((size_t)(T * E) * 4), *gate = malloc((size_t)(T * k) * 4);
     int32_t *idx = malloc((size_t)(T * k) * 4);
-    px_cpu_moe_router_fwd(probs, idx, gate, logits, T, E, k);
+    px_cpu_moe_router_fwd(probs, idx, gate, logits, T, E, k, r);
     float *dprobs = f32_up(logits, T * E), *dgate = f32_up(logits, T * k);
     int32_t *didx = i32_up(idx, T * k);
     cuda_fail(cudaMemset(didx, 0xff, (size_t)(T * k) * 4), "cudaMemset");
-    PX_OK_OR_FAIL(f32 ? px_cuda_moe_router_fwd_f32(dprobs, didx, dgate, dlog.p, T, E, k, 0, &perr)
-                      : px_cuda_moe_router_fwd(dprobs, didx, dgate, dlog.p, T, E, k, 0, &perr));
-    snprintf(l, sizeof l, "moe_router_fwd E=%lld k=%lld [%s]", (long long)E, (long long)k,
-             kind(f32));
+    PX_OK_OR_FAIL(f32 ? px_cuda_moe_router_fwd_f32(dprobs, didx, dgate, dlog.p, T, E, k, r, 0, &perr)
+                      : px_cuda_moe_router_fwd(dprobs, didx, dgate, dlog.p, T, E, k, r, 0, &perr));
+    snprintf(l, sizeof l, "moe_router_fwd E=%lld k=%lld %s%s x%g [%s]", (long long)E,
+             (long long)k, r->score == PX_ROUTER_SIGMOID ? "sigmoid" : "softmax",
+             r->renorm ? " renorm" : "", (double)r->scale, kind(f32));
     compare(l, f32_down(dprobs, T * E), probs, T * E, ACC_ATOL, ACC_RTOL);
     int32_t *gidx = i32_down(didx, T * k);
     float *fi = malloc((size_t)(T * k) * 4), *fg = malloc((size_t)(T * k) * 4);
@@ -576,11 +597,11 @@ static void test_moe_shape(bool f32, int64_t T, int64_t E, int64_t k, int64_t C)
 
     float *dg = rand_vec(T * k, -1, 1), *dl = malloc((size_t)(T * E) * 4);
     float *ddg = f32_up(dg, T * k);
-    px_cpu_moe_router_bwd(dl, probs, idx, dg, T, E, k);
+    px_cpu_moe_router_bwd(dl, probs, idx, dg, T, E, k, r);
     float *dprobs_ref = f32_up(probs, T * E);
     dten ddl = dten_up(rand_vec(T * E, -1, 1), T * E, f32);
-    PX_OK_OR_FAIL(f32 ? px_cuda_moe_router_bwd_f32(ddl.p, dprobs_ref, didx, ddg, T, E, k, 0, &perr)
-                      : px_cuda_moe_router_bwd(ddl.p, dprobs_ref, didx, ddg, T, E, k, 0, &perr));
+    PX_OK_OR_FAIL(f32 ? px_cuda_moe_router_bwd_f32(ddl.p, dprobs_ref, didx, ddg, T, E, k, r, 0, &perr)
+                      : px_cuda_moe_router_bwd(ddl.p, dprobs_ref, didx, ddg, T, E, k, r, 0, &perr));
     label(l, sizeof l, "moe_router_bwd dlogits", f32);
     compare(l, dten_down(ddl), dl, T * E, TOL_A(f32), TOL_R(f32));
 
@@ -642,15 +663,30 @@ static void test_moe_shape(bool f32, int64_t T, int64_t E, int64_t k, int64_t C)
 
 static void test_moe(bool f32)
 {
-    test_moe_shape(f32, 301, 64, 6, 200); /* E above a warp, many tokens per block */
-    test_moe_shape(f32, 257, 8, 2, 1024); /* Mixtral's top-2 of 8 */
+    px_router plain = px_router_softmax_topk(), mixtral = plain, sigmoid = plain;
+    mixtral.renorm = 1; /* norm_topk_prob */
+    sigmoid.score = PX_ROUTER_SIGMOID; /* DeepSeek-V3's, without its groups */
+    sigmoid.renorm = 1;
+    sigmoid.scale = 2.5f;
+    test_moe_shape(f32, 301, 64, 6, 200, &plain); /* E above a warp, many tokens per block */
+    test_moe_shape(f32, 257, 8, 2, 1024, &plain); /* Mixtral's top-2 of 8 */
+    test_moe_shape(f32, 257, 8, 2, 64, &mixtral);
+    test_moe_shape(f32, 301, 64, 6, 64, &sigmoid);
     if (f32)
         return;
     /* refused before touching the device */
     px_error_clear(&perr);
-    CHECK(px_cuda_moe_router_fwd(NULL, NULL, NULL, NULL, 4, 16, 9, 0, &perr) == PX_ERR_INVALID);
-    CHECK(px_cuda_moe_router_fwd(NULL, NULL, NULL, NULL, 4, 4, 5, 0, &perr) == PX_ERR_INVALID);
-    CHECK(px_cuda_moe_router_bwd(NULL, NULL, NULL, NULL, 4, 16, 0, 0, &perr) == PX_ERR_INVALID);
+    CHECK(px_cuda_moe_router_fwd(NULL, NULL, NULL, NULL, 4, 16, 9, &plain, 0, &perr) ==
+          PX_ERR_INVALID);
+    CHECK(px_cuda_moe_router_fwd(NULL, NULL, NULL, NULL, 4, 4, 5, &plain, 0, &perr) ==
+          PX_ERR_INVALID);
+    CHECK(px_cuda_moe_router_bwd(NULL, NULL, NULL, NULL, 4, 16, 0, &plain, 0, &perr) ==
+          PX_ERR_INVALID);
+    px_router grouped = plain;
+    grouped.n_group = 4;
+    grouped.topk_group = 2;
+    CHECK(px_cuda_moe_router_fwd(NULL, NULL, NULL, NULL, 4, 16, 2, &grouped, 0, &perr) ==
+          PX_ERR_INVALID);
     float one = 1.0f;
     int32_t r0 = 0;
     CHECK(px_cuda_moe_unpermute(NULL, NULL, &r0, &one, NULL, 1, 8, 0, &perr) == PX_ERR_INVALID);
