@@ -11,8 +11,9 @@ config, which computes the loss and the gradients on the same tokens; then
 - gradients (the executor's AdamW first moment after the step on one rank,
   recovered through one AdamW step on a split): every element within the
   gradient bound times its tensor's largest gradient;
-- update: torch.optim.AdamW's step from the same weights with transformers'
-  gradients against the executor's updated weights, within what the
+- update: torch.optim.AdamW's step (no weight decay on norms and biases)
+  from the same weights with transformers' gradients against the
+  executor's updated weights, within what the
   gradient bound lets an AdamW update move (px_run.update_bound).
 Probes change one architecture field of a base config to a released model's
 value.  A case listed in NOT_CARRIED is expected to differ (a field the
@@ -37,12 +38,9 @@ CASES = [
     ("qwen2", "qwen2", {}, px_run.ONE_RANK),
     ("qwen3", "qwen3", {}, px_run.ONE_RANK),
     ("qwen3_moe", "qwen3_moe", {}, px_run.ONE_RANK),
-    # DeepSeek-V3 with transformers' router swapped for a softmax top-k one
-    # (the executor's): MLA, the dense, shared and routed experts alone
-    ("deepseek_v3 softmax router", "deepseek_v3", {"_router": "softmax"}, px_run.ONE_RANK),
+    ("deepseek_v3", "deepseek_v3", {}, px_run.ONE_RANK),
     ("gpt2", "gpt2", {}, px_run.ONE_RANK),
     ("mixtral", "mixtral", {}, px_run.ONE_RANK),
-    ("deepseek_v3", "deepseek_v3", {}, px_run.ONE_RANK),
     ("gpt_oss", "gpt_oss", {}, px_run.ONE_RANK),
     # probes: one field at a released model's value
     ("llama rope_theta 5e5", "llama", {"rope_theta": 500000.0}, px_run.ONE_RANK),
@@ -52,40 +50,35 @@ CASES = [
       "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8}},
      px_run.ONE_RANK),
     ("qwen3_moe norm_topk_prob", "qwen3_moe", {"norm_topk_prob": True}, px_run.ONE_RANK),
-    ("deepseek_v3 softmax router rope_interleave", "deepseek_v3", {"_router": "softmax", "rope_interleave": True},
-     px_run.ONE_RANK),
-    ("deepseek_v3 softmax router rms_norm_eps 1e-6", "deepseek_v3", {"_router": "softmax",
-                                                         "rms_norm_eps": 1e-6}, px_run.ONE_RANK),
+    ("deepseek_v3 rope_interleave", "deepseek_v3", {"rope_interleave": True}, px_run.ONE_RANK),
+    ("deepseek_v3 n_group 2", "deepseek_v3", {"n_group": 2, "topk_group": 1}, px_run.ONE_RANK),
+    ("deepseek_v3 rms_norm_eps 1e-6", "deepseek_v3", {"rms_norm_eps": 1e-6}, px_run.ONE_RANK),
     ("gpt2 layer_norm_epsilon 1e-6", "gpt2", {"layer_norm_epsilon": 1e-6}, px_run.ONE_RANK),
+    ("llama attention_bias", "llama", {"attention_bias": True}, px_run.ONE_RANK),
     ("mistral sliding_window 8", "mistral", {"sliding_window": 8}, px_run.ONE_RANK),
+    ("qwen3 rope_scaling yarn", "qwen3",
+     {"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8}},
+     px_run.ONE_RANK),
     # the two split layouts
-    ("llama", "llama", {}, px_run.SPLIT_TPPPDP),
-    ("qwen3_moe", "qwen3_moe", {}, px_run.SPLIT_EPCP),
+    ("llama rope_theta 5e5 rms_norm_eps 1e-6", "llama",
+     {"rope_theta": 500000.0, "rms_norm_eps": 1e-6}, px_run.SPLIT_TPPPDP),
+    ("qwen3_moe norm_topk_prob", "qwen3_moe", {"norm_topk_prob": True}, px_run.SPLIT_EPCP),
+    ("deepseek_v3", "deepseek_v3", {}, px_run.SPLIT_EPCP),
 ]
 
 # Differences expected today: the fields (or fixed behaviours of a type)
 # the executor does not carry.  A case here that agrees is reported so.
 NOT_CARRIED = {
-    "llama rope_theta 5e5": "rope_theta (the executor's RoPE base is 10000)",
-    "llama rms_norm_eps 1e-6": "rms_norm_eps (the executor's norm eps is 1e-5)",
-    "llama rope_scaling llama3": "rope_theta, rope_scaling (llama3)",
-    "qwen3_moe norm_topk_prob": "norm_topk_prob (top-k gates not renormalised)",
-    "deepseek_v3 softmax router rope_interleave": "rope_interleave (the executor's RoPE is rotate-half)",
-    "deepseek_v3 softmax router rms_norm_eps 1e-6": "rms_norm_eps (the executor's norm eps is 1e-5)",
-    "gpt2 layer_norm_epsilon 1e-6": "layer_norm_epsilon (the executor's norm eps is 1e-5)",
-    "mixtral": "Mixtral's router renormalises the top-k gates (no config field)",
-    "deepseek_v3": "the router: scoring (sigmoid), e_score_correction_bias, n_group/"
-                   "topk_group, norm_topk_prob, routed_scaling_factor",
     "gpt_oss": "attention sinks, the experts' clamped GLU (alpha 1.702, limit 7, up + 1) "
                "with biases, the router's bias and softmax over the top k",
 }
 
 # Cases the executor may refuse instead, naming the field (a refusal that
 # does not name it fails).
-REFUSED_BY_NAME = {"mistral sliding_window 8": "sliding_window"}
+REFUSED_BY_NAME = {"mistral sliding_window 8": "sliding_window", "qwen3 rope_scaling yarn": "yarn"}
 
 # Cases whose reference numbers ci_reference.py keeps (tests/hf_reference/data).
-DATA_CASES = ["llama", "qwen3_moe", "deepseek_v3 softmax router", "gpt2"]
+DATA_CASES = ["llama", "qwen3_moe", "deepseek_v3", "gpt2"]
 
 GLOBAL = {"embed": 1, "pos": 2, "norm_w": 3, "norm_b": 4, "head": 5}
 K = {"ln1_w": 0, "ln1_b": 1, "wq": 2, "wk": 3, "wv": 4, "bq": 5, "bk": 6, "bv": 7, "wo": 8,
@@ -132,11 +125,16 @@ def hf_map(cfg, n_layers):
                           lambda g, L=L, kind=kind, vec=vec: g(L(kind)).flatten() if vec
                           else g(L(kind))))
         else:
+            # transformers' biases: Qwen2 on q, k, v always; Mistral and
+            # Mixtral never; the others on q, k, v and o with attention_bias
+            qkv_b = t == "qwen2" or (cfg.get("attention_bias") and t not in ("mistral", "mixtral"))
             for x in "qkv":
                 m.append((p + f"self_attn.{x}_proj.weight", lambda g, L=L, x=x: g(L("w" + x))))
-                if cfg.get("attention_bias") or t == "qwen2":
+                if qkv_b:
                     m.append((p + f"self_attn.{x}_proj.bias",
                               lambda g, L=L, x=x: g(L("b" + x)).flatten()))
+            if qkv_b and t != "qwen2":
+                m.append((p + "self_attn.o_proj.bias", lambda g, L=L: g(L("bo")).flatten()))
         if t in ("qwen3", "qwen3_moe"):
             m += [(p + "self_attn.q_norm.weight", lambda g, L=L: g(L("q_norm")).flatten()),
                   (p + "self_attn.k_norm.weight", lambda g, L=L: g(L("k_norm")).flatten())]
@@ -197,28 +195,26 @@ def gpt2_map(n_layers):
     return m
 
 
-def to_hf(mapping, tensors):
-    get = lambda tid: as_torch(tensors[tid])
-    return {name: fn(get) for name, fn in mapping}
+def to_hf(mapping, tensors, check_all=False):
+    """The executor's tensors in transformers' names; check_all: every
+    executor tensor must have a transformers counterpart."""
+    used = set()
+
+    def get(tid):
+        used.add(tid)
+        return as_torch(tensors[tid])
+    out = {name: fn(get) for name, fn in mapping}
+    if check_all and set(tensors) - used:
+        raise RuntimeError(f"executor tensors with no transformers parameter: "
+                           f"{sorted(set(tensors) - used)}")
+    return out
 
 
 def n_layers_of(cfg):
     return cfg.get("num_hidden_layers", cfg.get("n_layer"))
 
 
-def softmax_router(gate, top_k):
-    """A DeepseekV3TopkRouter's forward replaced by the executor's router:
-    softmax over the experts, the top k probabilities as gates."""
-    def forward(hidden):
-        logits = torch.nn.functional.linear(hidden.reshape(-1, hidden.shape[-1]),
-                                            gate.weight.to(hidden.dtype))
-        probs = logits.softmax(dim=-1)
-        w, idx = probs.topk(top_k, dim=-1)
-        return probs, w, idx
-    gate.forward = forward
-
-
-def hf_step(cfg, w0, router=None):
+def hf_step(cfg, w0):
     """transformers' loss, gradients and one AdamW step from weights w0 (in
     its names); parameters the executor lacks keep neutral values (zero
     biases, sinks at -inf: no attention mass) and are not compared."""
@@ -227,10 +223,6 @@ def hf_step(cfg, w0, router=None):
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(hf_cfg, dtype=torch.float32)
     model.eval()   # no dropout: the executor has none
-    if router == "softmax":
-        for mod in model.modules():
-            if type(mod).__name__ == "DeepseekV3TopkRouter":
-                softmax_router(mod, cfg["num_experts_per_tok"])
     params = dict(model.named_parameters())
     missing = [n for n in w0 if n not in params]
     if missing:
@@ -255,8 +247,11 @@ def hf_step(cfg, w0, router=None):
     loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
     loss.backward()
     grads = {n: params[n].grad.detach().clone() for n in w0}
-    opt = torch.optim.AdamW([params[n] for n in w0], lr=px_run.LR, betas=px_run.BETAS,
-                            eps=px_run.ADAM_EPS, weight_decay=px_run.WEIGHT_DECAY)
+    # the HF Trainer's groups: no weight decay on norms and biases (1-D)
+    groups = [{"params": [params[n] for n in w0 if params[n].dim() >= 2]},
+              {"params": [params[n] for n in w0 if params[n].dim() < 2], "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=px_run.LR, betas=px_run.BETAS, eps=px_run.ADAM_EPS,
+                            weight_decay=px_run.WEIGHT_DECAY)
     opt.step()
     w1 = {n: params[n].detach().clone() for n in w0}
     return loss.item(), grads, w1
@@ -330,16 +325,14 @@ def compare(cfg, ex, w0, hf_loss, hf_g, hf_w1, mapping):
 
 
 def run_case(build, name, mtype, changes, layout, work):
-    changes = dict(changes)
-    router = changes.pop("_router", None)
     cfg = px_run.config(mtype, **changes)
     ex = px_run.execute(build, cfg, layout, work)
     mapping = hf_map(cfg, n_layers_of(cfg))
-    w0 = to_hf(mapping, ex["p0"])
-    hf_loss, hf_g, hf_w1 = hf_step(cfg, w0, router)
+    w0 = to_hf(mapping, ex["p0"], check_all=True)
+    hf_loss, hf_g, hf_w1 = hf_step(cfg, w0)
     r = compare(cfg, ex, w0, hf_loss, hf_g, hf_w1, mapping)
     r.update(name=name, model_type=cfg["model_type"], layout=layout[0], exec_loss=ex["loss"],
-             hf_loss=hf_loss, grad_source=ex["grad_source"], hf_router=router)
+             hf_loss=hf_loss, grad_source=ex["grad_source"])
     agree = r["loss_ok"] and r["grad_ok"] and r["update_ok"]
     known = NOT_CARRIED.get(name)
     if agree:
@@ -389,7 +382,6 @@ def data_record(r, cfg, ex, hf_g, hf_w1, mapping, picks=8):
                              "grad": [float(g[i]) for i in pick],
                              "updated": [float(w[i]) for i in pick]}
     return {"name": r["name"], "config": cfg, "layout": "1 rank", "loss": r["hf_loss"],
-            "hf_router": r["hf_router"] or "transformers' own",
             "source": f"transformers {transformers.__version__}, torch {torch.__version__}, "
                       "fp32 (tests/hf_reference/hf_reference.py --write-data)",
             "tensors": tensors}

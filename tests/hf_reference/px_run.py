@@ -13,7 +13,8 @@ SEQ, GB, MB = 16, 4, 2          # tokens a sequence, sequences a step, micro-bat
 INIT_STD = 0.125                # 1 / sqrt(hidden): attention logits of order 1,
                                 # so RoPE, norms and routing all move the loss
 LR, ADAM_EPS = 1e-3, 1e-8       # the update checked against torch.optim.AdamW
-BETAS, WEIGHT_DECAY = (0.9, 0.95), 0.1   # the executor's AdamW (docs/executor.md)
+BETAS, WEIGHT_DECAY = (0.9, 0.95), 0.1   # AdamW; weight decay on the matrices only:
+                                         # norms and biases ([n, 1] tensors) undecayed
 REC_LR, REC_EPS = 1.0, 1.0      # the step that recovers gradients on a split
 U32 = 2.0 ** -24                # fp32 unit roundoff
 
@@ -167,7 +168,9 @@ def execute(build, cfg, layout, work, want_recovery=False):
         _run([*launch, os.path.join(build, "execute"), "--plan", os.path.join(work, "plan.json"),
               "--dtype", "fp32", "--steps", "1", "--warmup", "0", "--init-std", repr(INIT_STD),
               "--data", os.path.join(work, "tokens.bin"), "--lr", repr(lr), "--adam-eps",
-              repr(eps), "--dump-weights", d + ".w", "--report", d + ".json", *extra], env)
+              repr(eps), "--adam-beta1", repr(BETAS[0]), "--adam-beta2", repr(BETAS[1]),
+              "--weight-decay", repr(WEIGHT_DECAY), "--dump-weights", d + ".w",
+              "--report", d + ".json", *extra], env)
         return json.load(open(d + ".json"))["losses"][0], read_dump(d + ".w")
 
     ck = os.path.join(work, "ck")
@@ -199,16 +202,17 @@ def ulp(x):
 
 def recover_grads(p0, p1):
     """Gradients from one AdamW step at REC_LR, REC_EPS (step 1: the update is
-    lr (g / (|g| + eps) + wd p0)): u = g / (|g| + eps), g = eps u / (1 - |u|).
+    lr (g / (|g| + eps) + wd p0), wd 0 on [n, 1] tensors): u = g / (|g| + eps), g = eps u / (1 - |u|).
     Also each element's slack: the fp32 rounding of that step (a few ulps of
     the weights, REC_LR = 1) carried through the inverse's slope
     eps / (1 - |u|)^2."""
     grads, slack = {}, {}
     for tid, (R, C, a) in p0.items():
         b = p1[tid][2]
+        wd = WEIGHT_DECAY if C > 1 else 0.0
         g, s = array.array("f"), array.array("f")
         for x0, x1 in zip(a, b):
-            u = (x0 - x1) / REC_LR - WEIGHT_DECAY * x0
+            u = (x0 - x1) / REC_LR - wd * x0
             u = max(-0.999999, min(0.999999, u))
             d = 1.0 - abs(u)
             g.append(REC_EPS * u / d)
