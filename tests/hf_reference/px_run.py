@@ -17,6 +17,7 @@ BETAS, WEIGHT_DECAY = (0.9, 0.95), 0.1   # AdamW; weight decay on the matrices o
                                          # norms and biases ([n, 1] tensors) undecayed
 REC_LR, REC_EPS = 1.0, 1.0      # the step that recovers gradients on a split
 U32 = 2.0 ** -24                # fp32 unit roundoff
+BACKEND = os.environ.get("PX_HFREF_BACKEND", "cpu")   # execute --backend
 
 # Small instances: h 64, 4 heads (2 kv heads), 2 layers, vocabulary 128.
 # Fields the executor has fixed values for are written at those values in
@@ -170,7 +171,7 @@ def execute(build, cfg, layout, work, want_recovery=False):
               "--data", os.path.join(work, "tokens.bin"), "--lr", repr(lr), "--adam-eps",
               repr(eps), "--adam-beta1", repr(BETAS[0]), "--adam-beta2", repr(BETAS[1]),
               "--weight-decay", repr(WEIGHT_DECAY), "--dump-weights", d + ".w",
-              "--report", d + ".json", *extra], env)
+              "--report", d + ".json", "--backend", BACKEND, *extra], env)
         return json.load(open(d + ".json"))["losses"][0], read_dump(d + ".w")
 
     ck = os.path.join(work, "ck")
