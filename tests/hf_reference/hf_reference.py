@@ -10,17 +10,18 @@ config, which computes the loss and the gradients on the same tokens; then
 - loss: relative difference within px_run.tolerances' loss bound;
 - gradients (the executor's AdamW first moment after the step on one rank,
   recovered through one AdamW step on a split): every element within the
-  gradient bound times its tensor's largest gradient;
+  gradient bound times its layer's largest gradient;
 - update: torch.optim.AdamW's step (no weight decay on norms and biases)
   from the same weights with transformers' gradients against the
-  executor's updated weights, within what the
-  gradient bound lets an AdamW update move (px_run.update_bound).
+  executor's updated weights, within what the gradient bound lets an AdamW
+  update move (px_run.update_bound).
 Probes change one architecture field of a base config to a released model's
-value.  A case listed in NOT_CARRIED is expected to differ (a field the
-executor does not carry yet) and is reported as a known difference; any
-other difference fails.  --write-data keeps the reference numbers of the
+value.  A case listed in NOT_CARRIED is expected to differ (what the
+executor does not carry) and is reported as a known difference; one in
+REFUSED_BY_NAME may be refused naming the field; any other difference
+fails.  --write-data keeps the reference numbers of the
 cases in DATA_CASES for ci_reference.py (no torch).  Exits 1 on a failure."""
-import json, math, os, sys, tempfile, time
+import math, os, sys, tempfile, time
 
 import torch
 import transformers

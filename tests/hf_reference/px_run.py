@@ -7,7 +7,7 @@ transformers) and ci_reference.py (against the stored reference numbers).
 Every run: a Hugging Face config.json in a temporary folder, `plan --model
 DIR` with the layout fixed, then `execute --dtype fp32 --steps 1 --warmup 0`
 on the same token file (global batch GB sequences of SEQ tokens)."""
-import array, copy, json, math, os, struct, subprocess, sys, tempfile
+import array, copy, json, math, os, struct, subprocess, sys
 
 SEQ, GB, MB = 16, 4, 2          # tokens a sequence, sequences a step, micro-batch
 INIT_STD = 0.125                # 1 / sqrt(hidden): attention logits of order 1,
@@ -20,9 +20,9 @@ U32 = 2.0 ** -24                # fp32 unit roundoff
 BACKEND = os.environ.get("PX_HFREF_BACKEND", "cpu")   # execute --backend
 
 # Small instances: h 64, 4 heads (2 kv heads), 2 layers, vocabulary 128.
-# Fields the executor has fixed values for are written at those values in
-# the base configs (rope_theta 1e4, norm eps 1e-5, rotate-half RoPE); the
-# probes below change one of them to a released model's value.
+# The base configs write rope_theta 1e4, norm eps 1e-5 and rotate-half RoPE
+# (the tiny presets' values); hf_reference.py's probes change one field to a
+# released model's value.
 _LLAMA = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
           "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 128,
           "max_position_embeddings": 64, "rope_theta": 10000.0, "rms_norm_eps": 1e-5,
@@ -52,8 +52,7 @@ BASE = {
 }
 def config(model_type, **changes):
     """The config.json of a case: the base of model_type with changes."""
-    base_key = model_type
-    cfg = copy.deepcopy(BASE[base_key])
+    cfg = copy.deepcopy(BASE[model_type])
     cfg.update(changes)
     cfg["model_type"] = model_type
     return cfg
@@ -75,10 +74,6 @@ def tokens(vocab, seed=7):
         x = (x * 1103515245 + 12345) % 2 ** 31
         ids.append((x >> 8) % vocab)
     return ids
-
-
-def vocab_of(cfg):
-    return cfg["vocab_size"]
 
 
 class ExecError(Exception):
@@ -152,7 +147,7 @@ def execute(build, cfg, layout, work, want_recovery=False):
     os.makedirs(work, exist_ok=True)
     with open(os.path.join(work, "config.json"), "w") as f:
         json.dump(cfg, f)
-    ids = tokens(vocab_of(cfg))
+    ids = tokens(cfg["vocab_size"])
     with open(os.path.join(work, "tokens.bin"), "wb") as f:
         f.write(struct.pack("<%dI" % len(ids), *ids))
     plan_flags = flags if flags else ["--micro-batch", str(MB), "--micro-batches", str(GB // MB),
