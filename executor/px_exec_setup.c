@@ -46,6 +46,11 @@ void px_exec_caps(const char *backend, px_caps *out)
 
 px_status px_exec_check_plan(const px_plan *plan, const px_caps *caps, px_error *err)
 {
+    if (plan->model.attention_sinks)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "model field attention_sinks = true (gpt-oss): the engine has no "
+                       "attention sinks, nor gpt-oss's clamped SwiGLU and biased router and "
+                       "experts; allowed: false");
     if (plan->model.rope_scaling == PX_ROPE_YARN)
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "model field rope_scaling = yarn: the engine's RoPE has no YaRN (its "

@@ -58,6 +58,7 @@ static const px_jfield model_fields[] = {
     FB("qkv_bias", qkv_bias),
     FB("o_bias", o_bias),
     FB("qk_norm", qk_norm),
+    FB("attention_sinks", attention_sinks),
     FD("rope_theta", rope_theta, 1.0, 1e12),
     {"rope_scaling", PX_JF_ENUM, offsetof(px_model, rope_scaling), 0, false, 0,
      rope_scaling_names, 3, 0},

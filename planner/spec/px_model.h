@@ -58,6 +58,9 @@ typedef struct {
     bool o_bias;           /* a bias on the attention output projection (GPT; HF
                             * attention_bias of llama / qwen3 / gpt_oss) */
     bool qk_norm;          /* RMSNorm on q and k per head (Qwen3) */
+    bool attention_sinks;  /* gpt-oss: a learned logit per head in the softmax,
+                            * with its clamped SwiGLU and biased router and
+                            * experts; the planner costs it, execute refuses it */
 
     /* Numerics that change the function, not the cost (the executor runs
      * them; the cost model ignores them).  rope_theta: base of the RoPE

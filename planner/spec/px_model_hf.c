@@ -311,6 +311,7 @@ static px_status hf_moe(hf_ctx *c, const char *t, px_model *m)
     if (strcmp(t, "mixtral") == 0 || strcmp(t, "gpt_oss") == 0) {
         /* gpt-oss: experts of intermediate_size; its attention sinks (one
          * learned logit per head in the softmax) cost nothing to count */
+        m->attention_sinks = strcmp(t, "gpt_oss") == 0;
         m->n_experts = hf_size(c, "num_local_experts", -1);
         m->top_k = hf_size(c, "num_experts_per_tok", -1);
         m->moe_ffn = m->ffn;

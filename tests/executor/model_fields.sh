@@ -5,8 +5,9 @@
 # losses differ from the defaults'), the plan written carries the value,
 # renormalised top-k gates (norm_topk_prob) too, and split runs (CP 2 x TP
 # 2, EP 2 x DP 2) give the one-rank losses with them; so do Llama 3's RoPE
-# scaling, interleaved RoPE pairs and the attention output bias, and
-# rope_scaling yarn is refused naming the field.
+# scaling, interleaved RoPE pairs, the attention output bias and tied
+# embeddings (under PP 2 x TP 2); rope_scaling yarn and attention_sinks are
+# refused naming the field.
 #   model_fields.sh BUILD_DIR
 set -u
 build=$1
@@ -56,6 +57,8 @@ variant tiny-llama yarn '"rope_scaling": "yarn", "rope_factor": 4.0, "rope_origi
 variant tiny-llama inter '"rope_interleave": true'
 variant tiny-mla mla_inter '"rope_interleave": true'
 variant tiny-llama obias '"o_bias": true'
+variant tiny-llama sinks '"attention_sinks": true'
+variant tiny-llama tied '"tied_embeddings": true'
 # DeepSeek-V3's router on tiny-moe's 4 experts: sigmoid, 2 groups of 2
 # keeping 1, renormalised, times 2.5
 variant tiny-moe dsv3 '"norm_topk_prob": true, "scoring_func": "sigmoid", "n_group": 2, "topk_group": 1, "routed_scaling_factor": 2.5'
@@ -71,6 +74,9 @@ plan1 renorm_split "$work/renorm.json" --n-micro 1 --ep 2 --dp 2 # the same 2 se
 plan1 llama3 "$work/llama3.json"
 plan1 llama3_split "$work/llama3.json" --n-micro 2 --cp 2 --tp 2
 plan1 yarn "$work/yarn.json"
+plan1 sinks "$work/sinks.json"
+plan1 tied "$work/tied.json"
+plan1 tied_split "$work/tied.json" --n-micro 2 --pp 2 --tp 2
 plan1 inter "$work/inter.json"
 plan1 mla_inter "$work/mla_inter.json"
 plan1 mla_inter_split "$work/mla_inter.json" --n-micro 2 --cp 2 --tp 2
@@ -82,12 +88,13 @@ grep -q '"rope_theta": 500000' "$work/theta.plan.json" && echo "ok   the plan ca
   fail "the plan file lacks rope_theta 500000"
 grep -q '"latent_norm_eps": 0.001' "$work/latent.plan.json" &&
   echo "ok   the plan carries latent_norm_eps" || fail "the plan file lacks latent_norm_eps"
-for n in base theta eps mla latent moe renorm dsv3 llama3 inter mla_inter obias; do
+for n in base theta eps mla latent moe renorm dsv3 llama3 inter mla_inter obias tied; do
   run "$n" 1 "$work/$n.plan.json"
 done
 run llama3_split 4 "$work/llama3_split.plan.json"
 run mla_inter_split 4 "$work/mla_inter_split.plan.json"
 run obias_split 2 "$work/obias_split.plan.json"
+run tied_split 4 "$work/tied_split.plan.json"
 run dsv3_split 2 "$work/dsv3_split.plan.json"
 run theta_split 4 "$work/theta_split.plan.json"
 run renorm_split 2 "$work/renorm_split.plan.json"
@@ -102,11 +109,29 @@ differs mla mla_inter "MLA rope_interleave vs rotate-half"
 # the output bias starts at zero: the first loss is the same, later ones not
 if out=$("$cmp" differ_any "$work/base.r.json" "$work/obias.r.json"); then echo "ok   o_bias trains: $out"
 else fail "o_bias changes nothing: $out"; fi
-if "$exe" --check --plan "$work/yarn.plan.json" >"$work/yarn.out" 2>&1; then
-  fail "execute accepts rope_scaling yarn"
-elif grep -q "rope_scaling = yarn" "$work/yarn.out"; then
-  echo "ok   yarn refused: $(head -1 "$work/yarn.out")"
-else fail "yarn refused without naming rope_scaling: $(cat "$work/yarn.out")"; fi
+differs base tied "tied_embeddings vs untied"
+refused() { # NAME FIELD-TEXT
+  if "$exe" --check --plan "$work/$1.plan.json" >"$work/$1.out" 2>&1; then
+    fail "execute accepts $2"
+  elif grep -q "$2" "$work/$1.out"; then
+    echo "ok   refused: $(head -1 "$work/$1.out")"
+  else fail "$1 refused without naming $2: $(cat "$work/$1.out")"; fi
+}
+# the checkpoint's plan fingerprint covers the fields: tiny-llama saved with
+# another rope_theta (same name, same layout) does not load
+sed -e 's/"seq_len": 32/"seq_len": 32, "rope_theta": 500000.0/' "$src/models/tiny-llama.json" \
+  >"$work/tiny-llama.json"
+plan1 same_name "$work/tiny-llama.json"
+timeout 120 mpirun --oversubscribe -np 1 "$exe" --plan "$work/same_name.plan.json" --steps 1 \
+  --warmup 0 --save "$work/ckpt" --save-interval 1 >"$work/save.out" 2>&1 || fail "save run"
+if timeout 120 mpirun --oversubscribe -np 1 "$exe" --plan "$work/base.plan.json" --steps 2 \
+    --warmup 0 --load "$work/ckpt" >"$work/load.out" 2>&1; then
+  fail "a checkpoint of rope_theta 500000 loads into rope_theta 10000"
+elif grep -q "plan_fingerprint" "$work/load.out"; then
+  echo "ok   checkpoint of another rope_theta refused: $(grep -o 'mismatched.*' "$work/load.out" | head -1 | cut -c1-100)"
+else fail "another rope_theta refused without naming the plan fingerprint: $(cat "$work/load.out")"; fi
+refused yarn "rope_scaling = yarn"
+refused sinks "attention_sinks = true"
 grep -q '"n_group": 2' "$work/dsv3.plan.json" && grep -q '"scoring_func": "sigmoid"' "$work/dsv3.plan.json" &&
   echo "ok   the plan carries the router fields" || fail "the plan file lacks the router fields"
 if out=$("$cmp" losses "$work/theta.r.json" "$work/theta_split.r.json" 1e-5 2>&1); then
@@ -118,7 +143,7 @@ else fail "EP 2 x DP 2 changes the norm_topk_prob losses: $out"; fi
 if out=$("$cmp" losses "$work/dsv3.r.json" "$work/dsv3_split.r.json" 1e-5 2>&1); then
   echo "ok   DeepSeek-V3's router under EP 2 x DP 2: $out"
 else fail "EP 2 x DP 2 changes the DeepSeek-V3 router's losses: $out"; fi
-for pair in llama3:llama3_split mla_inter:mla_inter_split obias:obias_split; do
+for pair in llama3:llama3_split mla_inter:mla_inter_split obias:obias_split tied:tied_split; do
   if out=$("$cmp" losses "$work/${pair%%:*}.r.json" "$work/${pair#*:}.r.json" 1e-5 2>&1); then
     echo "ok   ${pair#*:} vs one rank: $out"
   else fail "${pair#*:} changes the losses: $out"; fi

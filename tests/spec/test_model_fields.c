@@ -191,7 +191,11 @@ static void hf_numerics(void)
     CHECK(m.qkv_bias && !m.o_bias);
     CHECK(load_text("{\"model_type\": \"mistral\", " TINY_LLAMA_HF ", \"attention_bias\": true}",
                     &m, &err) == PX_OK);
-    CHECK(!m.qkv_bias && !m.o_bias);
+    CHECK(!m.qkv_bias && !m.o_bias && !m.attention_sinks);
+    CHECK(load_text("{\"model_type\": \"gpt_oss\", " TINY_LLAMA_HF
+                    ", \"num_local_experts\": 4, \"num_experts_per_tok\": 2}",
+                    &m, &err) == PX_OK);
+    CHECK(m.qkv_bias && m.o_bias && m.attention_sinks && m.norm_topk_prob);
     CHECK(load_text("{\"model_type\": \"llama\", " TINY_LLAMA_HF ", \"mlp_bias\": true}", &m,
                     &err) == PX_ERR_UNSUPPORTED);
     CHECK_MSG(strstr(err.msg, "mlp_bias") != NULL, "%s", err.msg);
@@ -234,6 +238,7 @@ static void plan_round_trip(void)
     m.rope_original_max_positions = 2048;
     m.rope_interleave = false;
     m.o_bias = true;
+    m.attention_sinks = true;
     json_t *obj = NULL;
     CHECK(px_model_to_json(&m, &obj, &err) == PX_OK);
     CHECK(json_is_number(json_object_get(obj, "rope_theta")) &&
@@ -251,7 +256,8 @@ static void plan_round_trip(void)
           back.rope_low_freq_factor == m.rope_low_freq_factor &&
           back.rope_high_freq_factor == m.rope_high_freq_factor &&
           back.rope_original_max_positions == m.rope_original_max_positions &&
-          back.rope_interleave == m.rope_interleave && back.o_bias == m.o_bias);
+          back.rope_interleave == m.rope_interleave && back.o_bias == m.o_bias &&
+          back.attention_sinks == m.attention_sinks);
     /* a zero epsilon in a plan is refused, naming model.norm_eps */
     json_object_set_new(obj, "norm_eps", json_real(0.0));
     px_error_clear(&err);
