@@ -67,16 +67,15 @@ CASES = [
     ("deepseek_v3", "deepseek_v3", {}, px_run.SPLIT_EPCP),
 ]
 
-# Differences expected today: the fields (or fixed behaviours of a type)
-# the executor does not carry.  A case here that agrees is reported so.
-NOT_CARRIED = {
-    "gpt_oss": "attention sinks, the experts' clamped GLU (alpha 1.702, limit 7, up + 1) "
-               "with biases, the router's bias and softmax over the top k",
-}
+# Differences expected: the fields (or fixed behaviours of a type) the
+# executor runs but does not carry (none now).  A case here that agrees is
+# reported so.
+NOT_CARRIED = {}
 
 # Cases the executor may refuse instead, naming the field (a refusal that
 # does not name it fails).
-REFUSED_BY_NAME = {"mistral sliding_window 8": "sliding_window", "qwen3 rope_scaling yarn": "yarn"}
+REFUSED_BY_NAME = {"mistral sliding_window 8": "sliding_window", "qwen3 rope_scaling yarn": "yarn",
+                   "gpt_oss": "attention_sinks"}
 
 # Cases whose reference numbers ci_reference.py keeps (tests/hf_reference/data).
 DATA_CASES = ["llama", "qwen3_moe", "deepseek_v3", "gpt2"]
