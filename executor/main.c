@@ -148,7 +148,7 @@ static px_status read_lr(void *s, const char *flag, const char *v, px_error *err
 /* AdamW's epsilon: positive, or a zero gradient's update is 0/0. */
 static px_status read_adam_eps(void *s, const char *flag, const char *v, px_error *err)
 {
-    float eps;
+    float eps = 0.0f;
     PX_TRY(read_nonneg(flag, v, &eps, err));
     if (!(eps > 0.0f))
         return PX_FAIL(err, PX_ERR_USAGE, "%s \"%s\": must be > 0 (a float)", flag, v);

@@ -26,7 +26,7 @@ static const char *kind(bool f32) { return f32 ? "f32" : "bf16"; }
 
 static void label(char *buf, size_t n, const char *what, bool f32)
 {
-    snprintf(buf, n, "%s [%s]", what, kind(f32));
+    snprintf(buf, n, "%.80s [%s]", what, kind(f32)); /* what: a short test name */
 }
 
 static void test_cast(bool f32)
