@@ -95,6 +95,9 @@ px_status px_model_load(const char *name_or_path, const char *models_dir,
 /* Lists the preset names (and aliases) found in models_dir, comma-separated. */
 void px_model_list_presets(const char *models_dir, char *buf, int buf_len);
 
+/* The fields a model has before a reader sets them: everything 0, a Llama
+ * block of standard attention, MoE on every layer (moe_layer_freq 1). */
+void px_model_defaults(px_model *m);
 /* Checks internal consistency (positive sizes, heads divide hidden...). */
 px_status px_model_validate(const px_model *m, px_error *err);
 

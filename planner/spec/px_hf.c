@@ -1,0 +1,353 @@
+/* px_hf.c — a Hugging Face config.json as a px_model: the model types read,
+ * the fields each reads (by the config's own names) and the ones refused. */
+#include "px_hf.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "px_jfield.h"
+#include "px_sliding.h"
+
+typedef struct {
+    json_t *root;
+    const char *file;
+    px_error *err;
+    px_status st;
+} hf_ctx;
+
+/* Integer field of the config, at least min; null or absent gives dflt (or
+ * an error when dflt < 0, i.e. the field is required). */
+static int64_t hf_int_min(hf_ctx *c, const char *key, int64_t dflt, int64_t min)
+{
+    if (c->st != PX_OK)
+        return 0;
+    json_t *v = json_object_get(c->root, key);
+    if (!v || json_is_null(v)) {
+        if (dflt < 0)
+            c->st = px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
+                                 "%s: missing required field (an integer)", key);
+        return dflt < 0 ? 0 : dflt;
+    }
+    if (!json_is_integer(v)) {
+        c->st = px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
+                             "%s: expected an integer >= %lld, got %s", key, (long long)min,
+                             px_jf_type_name(v));
+        return 0;
+    }
+    if (json_integer_value(v) < min) {
+        c->st = px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
+                             "%s: expected an integer >= %lld, got %lld", key, (long long)min,
+                             (long long)json_integer_value(v));
+        return 0;
+    }
+    return (int64_t)json_integer_value(v);
+}
+
+/* Counts that may be 0 (absent features: shared experts, dense layers). */
+static int64_t hf_int(hf_ctx *c, const char *key, int64_t dflt)
+{
+    return hf_int_min(c, key, dflt, 0);
+}
+
+/* Sizes: 0 makes no model. */
+static int64_t hf_size(hf_ctx *c, const char *key, int64_t dflt)
+{
+    return hf_int_min(c, key, dflt, 1);
+}
+
+static bool hf_bool(hf_ctx *c, const char *key, bool dflt)
+{
+    if (c->st != PX_OK)
+        return dflt;
+    json_t *v = json_object_get(c->root, key);
+    if (!v || json_is_null(v))
+        return dflt;
+    if (!json_is_boolean(v)) {
+        c->st = px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
+                             "%s: expected true or false, got %s", key, px_jf_type_name(v));
+        return dflt;
+    }
+    return json_is_true(v);
+}
+
+/* Pretraining context is not in config.json; cap the position table at the
+ * 8192 tokens that Llama 3, Qwen3 and DeepSeek-V3 pretrain at (--seq
+ * overrides). */
+#define PX_HF_SEQ_CAP 8192
+
+static const char *const hf_types[] = {"llama",   "mistral",     "mixtral", "qwen2",
+                                        "qwen3",   "qwen3_moe",   "deepseek_v3", "gpt_oss",
+                                        "gemma",   "gemma2",      "gemma3_text", "phi3",
+                                        "gpt2",    NULL};
+
+/* The gated MLP's activation (hidden_act; Gemma: hidden_activation): the
+ * GEMMs are the same three matrices whichever it is, and the element-wise
+ * pass reads and writes the same bytes (SiLU or a GeLU). */
+static const char *const hf_gated_acts[] = {"silu", "swish", "gelu", "gelu_pytorch_tanh",
+                                            "gelu_new", "gelu_fast", NULL};
+
+static bool is_gemma(const char *t)
+{
+    return strncmp(t, "gemma", 5) == 0;
+}
+
+static void hf_name(const char *file, const char *model_type, char *buf, size_t n)
+{
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    char stem[256];
+    snprintf(stem, sizeof stem, "%.255s", base);
+    char *dot = strrchr(stem, '.');
+    if (dot)
+        *dot = '\0';
+    if (strcmp(stem, "config") == 0) {
+        /* .../<model dir>/config.json: the directory names the model */
+        char dir[512];
+        snprintf(dir, sizeof dir, "%s", file);
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+            *slash = '\0';
+            slash = strrchr(dir, '/');
+            snprintf(stem, sizeof stem, "%.255s", slash ? slash + 1 : dir);
+        } else {
+            snprintf(stem, sizeof stem, "%s", model_type);
+        }
+    }
+    snprintf(buf, n, "%.*s", (int)n - 1, stem);
+}
+
+/* The config's model_type (*type), one of hf_types, or an error naming the
+ * supported ones. */
+static px_status hf_model_type(json_t *root, const char *file, const char **type,
+                               px_error *err)
+{
+    json_t *mt = json_object_get(root, "model_type");
+    char types[256] = "";
+    for (int i = 0; hf_types[i]; i++)
+        snprintf(types + strlen(types), sizeof types - strlen(types), "%s%s", i ? ", " : "",
+                 hf_types[i]);
+    if (!json_is_string(mt))
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "model_type: expected a string, one of %s", types);
+    const char *t = json_string_value(mt);
+    if (json_is_object(json_object_get(root, "text_config")))
+        return px_error_set(err, PX_ERR_UNSUPPORTED, file, 0, 0,
+                            "text_config: model_type \"%s\" is a multimodal config; give its "
+                            "text model's config (the text_config object as a config.json, "
+                            "e.g. model_type gemma3_text)", t);
+    int which = -1;
+    for (int i = 0; hf_types[i]; i++)
+        if (strcmp(t, hf_types[i]) == 0)
+            which = i;
+    if (which < 0)
+        return px_error_set(err, PX_ERR_UNSUPPORTED, file, 0, 0,
+                            "model_type \"%s\" is not supported; supported: %s", t, types);
+
+    *type = t;
+    return PX_OK;
+}
+
+/* GPT-2's names (n_embd, n_layer, ...). */
+static void hf_gpt2(hf_ctx *c, px_model *m)
+{
+    m->block = PX_BLOCK_GPT;
+    m->hidden = hf_size(c, "n_embd", -1);
+    m->n_layers = hf_size(c, "n_layer", -1);
+    m->n_heads = hf_size(c, "n_head", -1);
+    m->n_kv_heads = m->n_heads;
+    m->head_dim = m->n_heads ? m->hidden / m->n_heads : 0;
+    m->ffn = hf_size(c, "n_inner", 4 * m->hidden); /* null means 4h */
+    m->vocab = hf_size(c, "vocab_size", -1);
+    m->max_positions = hf_size(c, "n_positions", hf_size(c, "n_ctx", 1024));
+    m->seq_len = m->max_positions;
+    m->tied_embeddings = hf_bool(c, "tie_word_embeddings", true);
+}
+
+/* The Llama family's names (hidden_size, num_hidden_layers, ...). */
+static void hf_llama(hf_ctx *c, const char *t, px_model *m)
+{
+    m->block = PX_BLOCK_LLAMA;
+    m->hidden = hf_size(c, "hidden_size", -1);
+    m->n_layers = hf_size(c, "num_hidden_layers", -1);
+    m->n_heads = hf_size(c, "num_attention_heads", -1);
+    m->n_kv_heads = hf_size(c, "num_key_value_heads", m->n_heads);
+    m->head_dim = hf_size(c, "head_dim", m->n_heads ? m->hidden / m->n_heads : 0);
+    m->ffn = hf_size(c, "intermediate_size", -1);
+    m->vocab = hf_size(c, "vocab_size", -1);
+    int64_t maxpos = hf_size(c, "max_position_embeddings", PX_HF_SEQ_CAP);
+    m->seq_len = maxpos < PX_HF_SEQ_CAP ? maxpos : PX_HF_SEQ_CAP;
+    m->tied_embeddings = hf_bool(c, "tie_word_embeddings", false);
+    /* attention_bias: q, k, v biases (Qwen2 always has them) */
+    m->qkv_bias = hf_bool(c, "attention_bias", strcmp(t, "qwen2") == 0);
+    m->qk_norm = strcmp(t, "qwen3") == 0 || strcmp(t, "qwen3_moe") == 0 ||
+                 strcmp(t, "gemma3_text") == 0;
+    /* Gemma ties the LM head to the embedding unless told otherwise */
+    if (is_gemma(t))
+        m->tied_embeddings = hf_bool(c, "tie_word_embeddings", true);
+}
+
+/* Fields that leave the cost unchanged but must hold a value the model
+ * follows: the gated MLP's activation and Phi-3's partial rotary factor
+ * (RoPE on part of each head: an element-wise pass the cost model charges
+ * over the whole head). */
+static px_status hf_check_llama_fields(hf_ctx *c, const char *t)
+{
+    const char *key = is_gemma(t) && json_object_get(c->root, "hidden_activation")
+                          ? "hidden_activation"
+                          : "hidden_act";
+    json_t *act = json_object_get(c->root, key);
+    if (act && !json_is_null(act)) {
+        bool known = false;
+        for (int i = 0; json_is_string(act) && hf_gated_acts[i]; i++)
+            known = known || strcmp(json_string_value(act), hf_gated_acts[i]) == 0;
+        if (!known)
+            return px_error_set(c->err, PX_ERR_UNSUPPORTED, c->file, 0, 0,
+                                "%s: %s%s%s is not a gated MLP activation the model reads "
+                                "(allowed: silu, swish, gelu, gelu_pytorch_tanh, gelu_new, "
+                                "gelu_fast)", key, json_is_string(act) ? "\"" : "",
+                                json_is_string(act) ? json_string_value(act)
+                                                    : px_jf_type_name(act),
+                                json_is_string(act) ? "\"" : "");
+    }
+    json_t *prf = json_object_get(c->root, "partial_rotary_factor");
+    if (prf && !json_is_null(prf) &&
+        (!json_is_number(prf) || json_number_value(prf) <= 0 || json_number_value(prf) > 1))
+        return px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
+                            "partial_rotary_factor: expected a number in (0, 1]");
+    return PX_OK;
+}
+
+/* Gemma 2 and 3 configs that predate layer_types: which layers slide, as
+ * transformers derives it (Gemma 2: every other layer, the first sliding;
+ * Gemma 3: sliding_window_pattern - 1 sliding layers, then one full).  NULL
+ * when the config lists layer_types itself or has no window. */
+static json_t *hf_gemma_layer_types(hf_ctx *c, const char *t, const px_model *m)
+{
+    if (json_object_get(c->root, "layer_types") || m->sliding_window <= 0 ||
+        (strcmp(t, "gemma2") != 0 && strcmp(t, "gemma3_text") != 0))
+        return NULL;
+    int64_t period = strcmp(t, "gemma2") == 0 ? 2 : hf_size(c, "sliding_window_pattern", 6);
+    if (c->st != PX_OK)
+        return NULL;
+    json_t *types = json_array();
+    for (int64_t l = 0; l < m->n_layers; l++)
+        json_array_append_new(types, json_string((l + 1) % period ? "sliding_attention"
+                                                                  : "full_attention"));
+    return types;
+}
+
+/* The routed experts (and MLA) of the MoE model types. */
+static px_status hf_moe(hf_ctx *c, const char *t, px_model *m)
+{
+    if (strcmp(t, "mixtral") == 0 || strcmp(t, "gpt_oss") == 0) {
+        /* gpt-oss: experts of intermediate_size; its attention sinks (one
+         * learned logit per head in the softmax) cost nothing to count */
+        if (strcmp(t, "gpt_oss") == 0)
+            m->qkv_bias = hf_bool(c, "attention_bias", true);
+        m->n_experts = hf_size(c, "num_local_experts", -1);
+        m->top_k = hf_size(c, "num_experts_per_tok", -1);
+        m->moe_ffn = m->ffn;
+    } else if (strcmp(t, "qwen3_moe") == 0) {
+        m->n_experts = hf_size(c, "num_experts", -1);
+        m->top_k = hf_size(c, "num_experts_per_tok", -1);
+        m->moe_ffn = hf_size(c, "moe_intermediate_size", -1);
+        int64_t step = hf_size(c, "decoder_sparse_step", 1);
+        json_t *mlp_only = json_object_get(c->root, "mlp_only_layers");
+        if (c->st == PX_OK && mlp_only && !json_is_array(mlp_only))
+            return px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
+                                "mlp_only_layers: expected a list of layer indices, got %s "
+                                "(allowed: [] or absent)", px_jf_type_name(mlp_only));
+        if (c->st == PX_OK && (step != 1 || (mlp_only && json_array_size(mlp_only) > 0)))
+            return px_error_set(c->err, PX_ERR_UNSUPPORTED, c->file, 0, 0,
+                                "decoder_sparse_step %lld / mlp_only_layers: only "
+                                "decoder_sparse_step 1 and no mlp_only_layers are supported",
+                                (long long)step);
+    } else if (strcmp(t, "deepseek_v3") == 0) {
+        m->attn = PX_ATTN_MLA;
+        m->n_experts = hf_size(c, "n_routed_experts", -1);
+        m->top_k = hf_size(c, "num_experts_per_tok", -1);
+        m->moe_ffn = hf_size(c, "moe_intermediate_size", -1);
+        m->n_shared_experts = hf_int(c, "n_shared_experts", 0);
+        m->first_dense_layers = hf_int(c, "first_k_dense_replace", 0);
+        m->moe_layer_freq = hf_size(c, "moe_layer_freq", 1);
+        m->q_lora_rank = hf_int(c, "q_lora_rank", 0);
+        m->kv_lora_rank = hf_size(c, "kv_lora_rank", -1);
+        m->qk_nope_head_dim = hf_int(c, "qk_nope_head_dim", -1);
+        m->qk_rope_head_dim = hf_size(c, "qk_rope_head_dim", -1);
+        m->v_head_dim = hf_size(c, "v_head_dim", -1);
+        m->n_mtp_modules = hf_int(c, "num_nextn_predict_layers", 0);
+        m->head_dim = m->qk_nope_head_dim + m->qk_rope_head_dim;
+    }
+    return PX_OK;
+}
+
+/* Heads that split the hidden size and KV heads that divide the query
+ * heads, named in the config's own keys. */
+static px_status hf_check_heads(json_t *root, const char *file, const px_model *m,
+                                px_error *err)
+{
+    /* the head layout, in the config's own names */
+    bool gpt = m->block == PX_BLOCK_GPT;
+    const char *k_hidden = gpt ? "n_embd" : "hidden_size";
+    const char *k_heads = gpt ? "n_head" : "num_attention_heads";
+    bool has_head_dim =
+        !gpt && m->attn != PX_ATTN_MLA && json_is_integer(json_object_get(root, "head_dim"));
+    if (m->attn != PX_ATTN_MLA && !has_head_dim && m->hidden % m->n_heads != 0)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "%s %lld is not divisible by %s %lld: heads must split the hidden "
+                            "size evenly unless head_dim is given",
+                            k_hidden, (long long)m->hidden, k_heads, (long long)m->n_heads);
+    if (!gpt && m->n_heads % m->n_kv_heads != 0)
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "num_key_value_heads %lld does not divide num_attention_heads %lld: "
+                            "each kv head serves a whole group of query heads",
+                            (long long)m->n_kv_heads, (long long)m->n_heads);
+    return PX_OK;
+}
+
+px_status px_model_from_hf(json_t *root, const char *file, px_model *m, px_error *err)
+{
+    const char *t = NULL;
+    px_status tst = hf_model_type(root, file, &t, err);
+    if (tst != PX_OK)
+        return tst;
+
+    hf_ctx c = {root, file, err, PX_OK};
+    px_model_defaults(m);
+    hf_name(file, t, m->name, sizeof m->name);
+    if (strcmp(t, "gpt2") == 0) {
+        hf_gpt2(&c, m);
+    } else {
+        hf_llama(&c, t, m);
+        px_status mst = hf_moe(&c, t, m);
+        if (mst == PX_OK && c.st == PX_OK)
+            mst = hf_check_llama_fields(&c, t);
+        if (mst != PX_OK)
+            return mst;
+    }
+    /* sliding-window attention: Mistral (every layer), Qwen2 when
+     * use_sliding_window, gpt-oss / Gemma by layer_types */
+    bool window = strcmp(t, "qwen2") != 0 || hf_bool(&c, "use_sliding_window", false);
+    if (m->block == PX_BLOCK_LLAMA && window)
+        m->sliding_window = hf_int(&c, "sliding_window", 0);
+    if (c.st != PX_OK)
+        return c.st;
+    json_t *derived = hf_gemma_layer_types(&c, t, m);
+    if (c.st != PX_OK)
+        return c.st;
+    if (m->sliding_window > 0 || json_object_get(root, "layer_types")) {
+        json_t *types = derived ? derived : json_object_get(root, "layer_types");
+        px_status sst = px_sliding_read(m, types, file,
+                                        derived ? "sliding_window_pattern" : "layer_types", err);
+        json_decref(derived);
+        if (sst != PX_OK)
+            return sst;
+    }
+    px_status hst = hf_check_heads(root, file, m, err);
+    if (hst != PX_OK)
+        return hst;
+    px_status st = px_model_validate(m, err);
+    if (st != PX_OK && err && !err->file[0])
+        snprintf(err->file, sizeof err->file, "%s", file);
+    return st;
+}
