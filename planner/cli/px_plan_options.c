@@ -109,7 +109,7 @@ const char usage_text_2[] =
     "  --sweep-gpus A..B      the best plan for each GPU count A, 2A, 4A, ... up to B (or a\n"
     "                         list G1,G2,...), a table or (--json) an array; no --gpus\n"
     "  -o FILE                write the chosen plan (docs/plan-schema.md); alias --output\n"
-    "  --write-top DIR        write every ranked plan too, as DIR/rank-<N>.json\n"
+    "  --write-top DIR        write every ranked plan too, as DIR/plan-<N>.json (N: its position)\n"
     "  --list-models          the model presets and their aliases\n"
     "  --list-hw              the hardware profiles\n"
     "  --version              the Parallax version\n"
