@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Runs every command block of README.md and docs/*.md as written and checks
-the output the docs show.  Usage: doctest.py SOURCE_ROOT BUILD_ROOT [FILE...]
+the output the docs show.  Usage: doc_blocks.py SOURCE_ROOT BUILD_ROOT [FILE...]
 
 What runs:
 - a fenced block opened with ```sh, ```bash or ```console is a shell block:
@@ -171,7 +171,7 @@ def run_document(path, rel, source, build, counts):
 
 def main(argv):
     if len(argv) < 3:
-        print("usage: doctest.py SOURCE_ROOT BUILD_ROOT [FILE...]", file=sys.stderr)
+        print("usage: doc_blocks.py SOURCE_ROOT BUILD_ROOT [FILE...]", file=sys.stderr)
         return 2
     source, build = os.path.abspath(argv[1]), os.path.abspath(argv[2])
     files = argv[3:] or ["README.md"] + sorted(
