@@ -12,8 +12,9 @@ What runs:
   the repository root per document (every top-level entry linked, build/ the
   tested build, ../shared linked when it exists), so a block may use the
   files an earlier block of the same document wrote;
-- the environment is the caller's minus Open MPI's run-as-root variables:
-  a command that needs them (as root) sets them itself, as a user would;
+- the environment is the caller's minus every OMPI_* variable (the test
+  harness sets Open MPI's run-as-root and oversubscribe ones): a command that
+  needs them (mpirun as root) sets them itself, as a user would;
 - a marker on the last non-blank line before the opening fence changes that:
   <!-- doctest: skip (REASON) -->   not run; counted as skipped with REASON
   <!-- doctest: needs PATH -->       skipped unless PATH (from the repository
