@@ -311,7 +311,7 @@ static void memory_svg(px_buf *b, const px_memory *stages, int pp, const px_hw *
     }
     double yl = base - (double)limit * sy, yh = base - (double)hw->hbm_bytes * sy;
     px_buf_printf(b, "<line class=\"hbm\" x1=\"%.0f\" x2=\"%.0f\" y1=\"%.2f\" y2=\"%.2f\"/>"
-                     "<text x=\"%.0f\" y=\"%.2f\">HBM %.1f GB</text>",
+                     "<text x=\"%.0f\" y=\"%.2f\">device memory %.1f GB</text>",
                   left, left + width, yh, yh, left + width + 6, yh + 4,
                   (double)hw->hbm_bytes / 1e9);
     px_buf_printf(b, "<line class=\"limit\" x1=\"%.0f\" x2=\"%.0f\" y1=\"%.2f\" y2=\"%.2f\"/>"
