@@ -59,7 +59,7 @@ for n in names:
     r = json.load(open(os.path.join(work, "%s.0.json" % n)))
     pred.append(r["predicted"]["step_time_s"]); meas.append(min(med))
 rp, rm = ranks(pred), ranks(meas)
-print("%-4s %-84s | %8s %8s %8s | %5s %5s" % ("row", "configuration", "pred_s", "meas_s", "err", "rank", "rank"))
+print("%-4s %-84s | %8s %8s %8s | %5s %5s" % ("row", "configuration", "pred_s", "meas_s", "err", "pos", "pos"))
 print("%-4s %-84s | %8s %8s %8s | %5s %5s" % ("", "", "", "median", "", "pred", "meas"))
 for i, n in enumerate(names):
     print("%-4s %-84s | %8.3f %8.3f %+7.1f%% | %5.1f %5.1f%s" % (n, flags[n], pred[i], meas[i],

@@ -91,7 +91,7 @@ static px_status run_search(plan_cli *c, const px_model *model, FILE *out, px_er
     /* every ranked plan, as -o writes the chosen one */
     for (int i = 0; st == PX_OK && c->top_dir && i < w->res.n_top; i++) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/rank-%d.json", c->top_dir, i + 1);
+        snprintf(path, sizeof path, "%s/plan-%d.json", c->top_dir, i + 1);
         px_plan *p = &w->ranked;
         st = make_plan(p, &w->model, &w->hw, &w->res.top[i], c->opts.run, err);
         snprintf(p->framework, sizeof p->framework, "%s", w->fw.name);

@@ -201,7 +201,7 @@ px_status write_html(const char *path, const px_model *m, const px_hw *hw, int g
         return PX_FAIL(err, PX_ERR_NOMEM, "out of memory for the HTML report");
     }
     for (int i = 0; i < res->n_top; i++) {
-        snprintf(labels[i], sizeof labels[i], i == 0 ? "rank 1 (chosen)" : "rank %d", i + 1);
+        snprintf(labels[i], sizeof labels[i], i == 0 ? "#1 (chosen)" : "#%d", i + 1);
         runs[i] = (px_html_run){.label = labels[i], .model = m, .hw = hw,
                                 .par = &res->top[i].par, .pred = &res->top[i].pred,
                                 .run = run, .detail = i == 0};

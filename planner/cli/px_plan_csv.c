@@ -54,7 +54,7 @@ static px_status csv_done(FILE *out, px_error *err)
 
 px_status write_csv(FILE *out, const px_search_result *res, px_error *err)
 {
-    fputs("rank," CSV_PLAN_HEADER "\n", out);
+    fputs("position," CSV_PLAN_HEADER "\n", out);
     for (int i = 0; i < res->n_top; i++) {
         fprintf(out, "%d,", i + 1);
         csv_plan_fields(out, &res->top[i], res->seq_len);

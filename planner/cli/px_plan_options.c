@@ -120,7 +120,7 @@ const char usage_text_2[] =
     "                         option is refused beside it\n"
     "  --sweep-gpus LIST      --sweep gpus=LIST\n"
     "  -o FILE                write the chosen plan (docs/plan-schema.md); alias --output\n"
-    "  --write-top DIR        write every ranked plan too, as DIR/rank-<N>.json\n"
+    "  --write-top DIR        write every ranked plan too, as DIR/plan-<N>.json (N: its position)\n"
     "  --list-models          the model presets and their aliases\n"
     "  --list-hw              the hardware profiles\n"
     "  --version              the Parallax version\n"

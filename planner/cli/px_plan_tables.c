@@ -60,21 +60,30 @@ void layer_counts(const px_parallel *p, int64_t n_layers, int counts[PX_RECOMPUT
     }
 }
 
+/* GB with one decimal, or three significant digits under 1 GB: a model of
+ * a few MB (the CPU executor's tiny presets) must not read 0.0. */
+static void fmt_mem_gb(char *buf, size_t n, double bytes)
+{
+    double g = gb(bytes);
+    snprintf(buf, n, g >= 1.0 ? "%.1f" : "%.3g", g);
+}
+
 static void print_row(FILE *out, const char *label, const px_candidate *c, bool chosen)
 {
     const px_parallel *p = &c->par;
     const px_prediction *q = &c->pred;
-    fprintf(out, "%4s %4d %3d %3d %3d %3d %3d %5d %4lld %5lld %4d %-9s %-11s %-3s %9.1f %8.3f %10.4g %5.1f%% %s\n",
+    char mem[32];
+    fmt_mem_gb(mem, sizeof mem, (double)q->mem.total);
+    fprintf(out, "%4s %4d %3d %3d %3d %3d %3d %5d %4lld %5lld %4d %-9s %-11s %-3s %9s %8.3f %10.4g %5.1f%% %s\n",
            label, p->tp, p->cp, p->ep, p->etp, p->pp, p->vpp, p->dp, (long long)p->micro_batch,
            (long long)p->n_micro, p->zero, recompute_label(p),
-           px_schedule_name(p->schedule), p->sp ? "on" : "off", gb((double)q->mem.total),
-           q->time.step_s, q->tokens_per_s, 100.0 * q->mfu, chosen ? "*" : "");
+           px_schedule_name(p->schedule), p->sp ? "on" : "off", mem, q->time.step_s, q->tokens_per_s, 100.0 * q->mfu, chosen ? "*" : "");
 }
 
 static void print_header(FILE *out)
 {
     fprintf(out, "%4s %4s %3s %3s %3s %3s %3s %5s %4s %5s %4s %-9s %-11s %-3s %9s %8s %10s %6s %s\n",
-           "rank", "TP", "CP", "EP", "ETP", "PP", "VPP", "DP", "mbs", "m", "ZeRO", "recompute",
+           "#", "TP", "CP", "EP", "ETP", "PP", "VPP", "DP", "mbs", "m", "ZeRO", "recompute",
            "schedule", "SP", "mem[GB]", "step[s]", "tokens/s", "MFU", "chosen");
 }
 
@@ -118,7 +127,7 @@ static void explain(FILE *out, px_cost_ctx *ctx, const px_candidate *c, const px
     fprintf(out, "    %-32s %10.2f\n", "recompute working set", gb(d.buf_recompute));
     fprintf(out, "    %-32s %10.2f\n", "p2p / ZeRO-3 gather", gb(d.buf_p2p));
     fprintf(out, "    %-32s %10.2f\n", "zero-bubble grads kept B->W", gb(d.buf_zb_grads));
-    fprintf(out, "  %-34s %10.2f   of %.2f usable (%.2f HBM - %.2f reserve)\n", "total",
+    fprintf(out, "  %-34s %10.2f   of %.2f usable (%.2f device memory - %.2f reserve)\n", "total",
            gb((double)m->total), gb((double)res->mem_limit_bytes), gb((double)hw->hbm_bytes),
            gb((double)hw->mem_reserve_bytes));
     if (m->host > 0)
@@ -254,7 +263,7 @@ static void explain_stages(FILE *out, const px_model *m, const px_hw *hw,
         free(sol);
         return;
     }
-    fprintf(out, "# limit_%% is of %.2f GB: HBM - reserve; memory_GB is the cost model's, as in "
+    fprintf(out, "# limit_%% is of %.2f GB: device memory - reserve; memory_GB is the cost model's, as in "
            "the breakdown and the plan file\n",
            gb((double)limit));
     char *table = malloc(PX_MAX_CHUNKS * 96);
@@ -371,7 +380,7 @@ static void table_header(FILE *out, const plan_cli *c, const px_model *model, co
     if (res->batch_note[0])
         fprintf(out, "# %s\n", res->batch_note);
     fprintf(out, "# sequence %lld, global batch %lld sequences = %lld tokens; memory limit %.1f "
-                 "GB per GPU (%.1f HBM - %.1f reserve)\n",
+                 "GB per GPU (%.1f GB device memory - %.1f reserve)\n",
             (long long)res->seq_len, (long long)res->global_batch,
             (long long)res->tokens_per_step, gb((double)res->mem_limit_bytes),
             gb((double)hw->hbm_bytes), gb((double)hw->mem_reserve_bytes));
@@ -422,7 +431,7 @@ px_status write_table(FILE *out, const plan_cli *c, const px_model *model,
     split_label(&best->par, split, sizeof split);
     int cnt[PX_RECOMPUTE_COUNT];
     layer_counts(&best->par, model->n_layers, cnt);
-    fprintf(out, "# chosen: rank 1: TP %d, CP %d, EP %d, ETP %d, PP %d, VPP %d, DP %d, "
+    fprintf(out, "# chosen: #1, TP %d, CP %d, EP %d, ETP %d, PP %d, VPP %d, DP %d, "
                  "micro-batch %lld x %lld, ZeRO-%d, recompute %s, %s, %s, %.3f s a step, MFU "
                  "%.1f %% (attention as executed: MFU_causal %.1f %%)\n",
             best->par.tp, best->par.cp, best->par.ep, best->par.etp, best->par.pp,

@@ -25,7 +25,7 @@ static void mem_unit(double max_bytes, double *mult, const char **unit)
 }
 
 /* The stages' memory as stacked bars on an axis scaled to the data: the
- * HBM and usable lines are drawn when the largest stage comes within a
+ * device-memory and usable lines are drawn when the largest stage comes within a
  * quarter of the limit, and said in words otherwise. */
 static void memory_svg(px_buf *b, const px_memory *stages, int pp, const px_hw *hw,
                        int64_t predicted_peak)
@@ -72,7 +72,7 @@ static void memory_svg(px_buf *b, const px_memory *stages, int pp, const px_hw *
     if (lines) {
         double yl = px_html_at(&sc, (double)limit), yh = px_html_at(&sc, (double)hw->hbm_bytes);
         px_buf_printf(b, "<line class=\"hbm\" x1=\"%.0f\" x2=\"%.0f\" y1=\"%.2f\" y2=\"%.2f\"/>"
-                         "<text x=\"%.0f\" y=\"%.2f\">HBM %.1f GB</text>",
+                         "<text x=\"%.0f\" y=\"%.2f\">device memory %.1f GB</text>",
                       left, left + width, yh, yh, left + width + 6, yh + 4,
                       (double)hw->hbm_bytes / 1e9);
         px_buf_printf(b, "<line class=\"limit\" x1=\"%.0f\" x2=\"%.0f\" y1=\"%.2f\" "

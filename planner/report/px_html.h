@@ -19,7 +19,7 @@
 #include "px_plan.h"
 
 typedef struct {
-    const char *label;            /* "rank 1", a run's label */
+    const char *label;            /* "#1 (chosen)": a plan's position, or a run's label */
     const px_model *model;
     const px_hw *hw;
     const px_parallel *par;       /* NULL: a measured run without its plan (a row only) */

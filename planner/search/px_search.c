@@ -672,7 +672,7 @@ static px_status explain_empty(const search_spec *sp, const px_search_result *re
         fmt_gb(over, sizeof over,
                (double)(res->closest_miss.pred.mem.total - res->mem_limit_bytes));
         return PX_FAIL(err, PX_ERR_INFEASIBLE,
-                       "no configuration of %s on %d GPUs fits in %s per GPU (%s HBM minus "
+                       "no configuration of %s on %d GPUs fits in %s per GPU (%s device memory minus "
                        "%.1f GB reserve); closest miss: %s needs %s, %s over; rejected: %s",
                        m->name, gpus, lim, hw->name, (double)hw->mem_reserve_bytes / 1e9, d, got,
                        over, rej);

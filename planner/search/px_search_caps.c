@@ -287,6 +287,29 @@ static px_status framework_refuses(const px_model *m, const px_parallel *probe,
                    others[0] ? " can" : "");
 }
 
+/* What of the model a framework lacks, for its refusal: the model's name
+ * and each missing feature; returns the capability that lacks them. */
+static const char *model_refusal(const px_model *m, const px_caps *c, char *what, size_t n)
+{
+    unsigned missing = px_model_features(m) & ~c->model_features;
+    if (!missing) {
+        snprintf(what, n, "%s: experts in GPT blocks (its MoE runs in llama blocks only)",
+                 m->name);
+        return "moe_gpt_block";
+    }
+    snprintf(what, n, "%s", m->name);
+    const char *sep = ": ";
+    for (unsigned bit = 1; missing; bit <<= 1) {
+        if (!(missing & bit))
+            continue;
+        size_t used = strlen(what);
+        snprintf(what + used, n - used, "%s%s", sep, px_model_feature_name(bit));
+        sep = ", ";
+        missing &= ~bit;
+    }
+    return "model_features";
+}
+
 /* A refusal by model feature comes last in px_plan_check: every other rule
  * holds. */
 static bool refused_by_feature(const char *cap)
@@ -318,7 +341,10 @@ px_status px_search_check_framework(const px_model *m, const px_search_opts *o, 
             break; /* a rule no framework lifts: the search reports it */
         return framework_refuses(m, &probe, c, err, flag, cap, what);
     }
-    if (px_rule_features(m, c, NULL) != PX_OK)
-        return framework_refuses(m, &probe, c, err, "--model", "model_features", m->name);
+    if (px_rule_features(m, c, NULL) != PX_OK) {
+        char what[512];
+        const char *cap = model_refusal(m, c, what, sizeof what);
+        return framework_refuses(m, &probe, c, err, "--model", cap, what);
+    }
     return PX_OK;
 }

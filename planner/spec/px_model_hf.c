@@ -98,8 +98,21 @@ static double hf_num(hf_ctx *c, const char *key, double dflt)
  * overrides). */
 #define PX_HF_SEQ_CAP 8192
 
-static const char *const hf_types[] = {"llama", "mistral", "mixtral", "qwen2", "qwen3",
-                                        "qwen3_moe", "deepseek_v3", "gpt_oss", "gpt2", NULL};
+static const char *const hf_types[] = {"llama",   "mistral",     "mixtral", "qwen2",
+                                        "qwen3",   "qwen3_moe",   "deepseek_v3", "gpt_oss",
+                                        "gemma",   "gemma2",      "gemma3_text", "phi3",
+                                        "gpt2",    NULL};
+
+/* The gated MLP's activation (hidden_act; Gemma: hidden_activation): the
+ * GEMMs are the same three matrices whichever it is, and the element-wise
+ * pass reads and writes the same bytes (SiLU or a GeLU). */
+static const char *const hf_gated_acts[] = {"silu", "swish", "gelu", "gelu_pytorch_tanh",
+                                            "gelu_new", "gelu_fast", NULL};
+
+static bool is_gemma(const char *t)
+{
+    return strncmp(t, "gemma", 5) == 0;
+}
 
 static void hf_name(const char *file, const char *model_type, char *buf, size_t n)
 {
@@ -147,7 +160,11 @@ static px_status hf_model_type(json_t *root, const char *file, const char **type
     if (which < 0)
         return px_error_set(err, PX_ERR_UNSUPPORTED, file, 0, 0,
                             "model_type \"%s\" is not supported; supported: %s", t, types);
-
+    if (json_is_object(json_object_get(root, "text_config")))
+        return px_error_set(err, PX_ERR_UNSUPPORTED, file, 0, 0,
+                            "text_config: model_type \"%s\" is a multimodal config; give its "
+                            "text model's config (the text_config object as a config.json, "
+                            "e.g. model_type gemma3_text)", t);
     *type = t;
     return PX_OK;
 }
@@ -244,9 +261,9 @@ static void hf_rope_scaling(hf_ctx *c, px_model *m, int64_t maxpos)
 }
 
 /* The attention biases as each type's modeling code sets them: qwen2 on q,
- * k, v always (o_proj never); llama, qwen3, qwen3_moe and gpt_oss on q, k, v
- * and o when attention_bias (gpt_oss: default true); mistral, mixtral and
- * deepseek_v3 none.  Biases the executor has no tensor for are refused by
+ * k, v always (o_proj never); llama, qwen3, qwen3_moe, gpt_oss and the
+ * gemma types on q, k, v and o when attention_bias (gpt_oss: default true);
+ * mistral, mixtral, phi3 and deepseek_v3 none.  Biases the executor has no tensor for are refused by
  * name: llama's mlp_bias, deepseek_v3's attention_bias (on its MLA
  * down-projections). */
 static void hf_biases(hf_ctx *c, const char *t, px_model *m)
@@ -256,7 +273,7 @@ static void hf_biases(hf_ctx *c, const char *t, px_model *m)
         return;
     }
     bool own = strcmp(t, "llama") == 0 || strcmp(t, "qwen3") == 0 ||
-               strcmp(t, "qwen3_moe") == 0 || strcmp(t, "gpt_oss") == 0;
+               strcmp(t, "qwen3_moe") == 0 || strcmp(t, "gpt_oss") == 0 || is_gemma(t);
     if (own)
         m->qkv_bias = m->o_bias = hf_bool(c, "attention_bias", strcmp(t, "gpt_oss") == 0);
     const char *refused = strcmp(t, "llama") == 0         ? "mlp_bias"
@@ -281,11 +298,63 @@ static void hf_llama(hf_ctx *c, const char *t, px_model *m)
     m->vocab = hf_size(c, "vocab_size", -1);
     int64_t maxpos = hf_size(c, "max_position_embeddings", PX_HF_SEQ_CAP);
     m->seq_len = maxpos < PX_HF_SEQ_CAP ? maxpos : PX_HF_SEQ_CAP;
-    m->tied_embeddings = hf_bool(c, "tie_word_embeddings", false);
+    /* Gemma ties the LM head to the embedding unless told otherwise */
+    m->tied_embeddings = hf_bool(c, "tie_word_embeddings", is_gemma(t));
     hf_biases(c, t, m);
-    m->qk_norm = strcmp(t, "qwen3") == 0 || strcmp(t, "qwen3_moe") == 0;
+    m->qk_norm = strcmp(t, "qwen3") == 0 || strcmp(t, "qwen3_moe") == 0 ||
+                 strcmp(t, "gemma3_text") == 0;
     hf_numerics(c, t, m);
     hf_rope_scaling(c, m, maxpos);
+}
+
+/* Fields that leave the cost unchanged but must hold a value the model
+ * follows: the gated MLP's activation and Phi-3's partial rotary factor
+ * (RoPE on part of each head: an element-wise pass the cost model charges
+ * over the whole head). */
+static px_status hf_check_llama_fields(hf_ctx *c, const char *t)
+{
+    const char *key = is_gemma(t) && json_object_get(c->root, "hidden_activation")
+                          ? "hidden_activation"
+                          : "hidden_act";
+    json_t *act = json_object_get(c->root, key);
+    if (act && !json_is_null(act)) {
+        bool known = false;
+        for (int i = 0; json_is_string(act) && hf_gated_acts[i]; i++)
+            known = known || strcmp(json_string_value(act), hf_gated_acts[i]) == 0;
+        if (!known)
+            return px_error_set(c->err, PX_ERR_UNSUPPORTED, c->file, 0, 0,
+                                "%s: %s%s%s is not a gated MLP activation the model reads "
+                                "(allowed: silu, swish, gelu, gelu_pytorch_tanh, gelu_new, "
+                                "gelu_fast)", key, json_is_string(act) ? "\"" : "",
+                                json_is_string(act) ? json_string_value(act)
+                                                    : px_jf_type_name(act),
+                                json_is_string(act) ? "\"" : "");
+    }
+    json_t *prf = json_object_get(c->root, "partial_rotary_factor");
+    if (prf && !json_is_null(prf) &&
+        (!json_is_number(prf) || json_number_value(prf) <= 0 || json_number_value(prf) > 1))
+        return px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
+                            "partial_rotary_factor: expected a number in (0, 1]");
+    return PX_OK;
+}
+
+/* Gemma 2 and 3 configs that predate layer_types: which layers slide, as
+ * transformers derives it (Gemma 2: every other layer, the first sliding;
+ * Gemma 3: sliding_window_pattern - 1 sliding layers, then one full).  NULL
+ * when the config lists layer_types itself or has no window. */
+static json_t *hf_gemma_layer_types(hf_ctx *c, const char *t, const px_model *m)
+{
+    if (json_object_get(c->root, "layer_types") || m->sliding_window <= 0 ||
+        (strcmp(t, "gemma2") != 0 && strcmp(t, "gemma3_text") != 0))
+        return NULL;
+    int64_t period = strcmp(t, "gemma2") == 0 ? 2 : hf_size(c, "sliding_window_pattern", 6);
+    if (c->st != PX_OK)
+        return NULL;
+    json_t *types = json_array();
+    for (int64_t l = 0; l < m->n_layers; l++)
+        json_array_append_new(types, json_string((l + 1) % period ? "sliding_attention"
+                                                                  : "full_attention"));
+    return types;
 }
 
 /* DeepSeek-V3's router, with transformers' DeepseekV3Config defaults:
@@ -397,6 +466,8 @@ static px_status load_hf(json_t *root, const char *file, px_model *m, px_error *
     } else {
         hf_llama(&c, t, m);
         px_status mst = hf_moe(&c, t, m);
+        if (mst == PX_OK && c.st == PX_OK)
+            mst = hf_check_llama_fields(&c, t);
         if (mst != PX_OK)
             return mst;
     }
@@ -407,9 +478,14 @@ static px_status load_hf(json_t *root, const char *file, px_model *m, px_error *
         m->sliding_window = hf_int(&c, "sliding_window", 0);
     if (c.st != PX_OK)
         return c.st;
+    json_t *derived = hf_gemma_layer_types(&c, t, m);
+    if (c.st != PX_OK)
+        return c.st;
     if (m->sliding_window > 0 || json_object_get(root, "layer_types")) {
-        px_status sst = px_sliding_read(m, json_object_get(root, "layer_types"), file,
-                                        "layer_types", err);
+        json_t *types = derived ? derived : json_object_get(root, "layer_types");
+        px_status sst = px_sliding_read(m, types, file,
+                                        derived ? "sliding_window_pattern" : "layer_types", err);
+        json_decref(derived);
         if (sst != PX_OK)
             return sst;
     }

@@ -18,12 +18,12 @@ echo "plan --model 70b --gpus 1024: ${ms} ms of CPU time (${wall} s wall)"
 [ "$ms" -lt 5000 ] || fail "used ${ms} ms of CPU time (limit 5000 ms)"
 cat "$tmp/out.txt"
 grep -q 'mem\[GB\]' "$tmp/out.txt" || fail "no units header"
-grep -q '^ *rank  *TP  *CP  *EP' "$tmp/out.txt" || fail "no column header"
+grep -q '^ *#  *TP  *CP  *EP' "$tmp/out.txt" || fail "no column header"
 grep -q '# rejected:' "$tmp/out.txt" || fail "no rejected-count summary"
 rows=$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]+' "$tmp/out.txt")
 [ "$rows" -eq 10 ] || fail "expected 10 ranked rows, got $rows"
 chosen=$(grep -E '^ +1 +[0-9]+' "$tmp/out.txt")
-echo "$chosen" | grep -q '\*$' || fail "rank 1 not marked chosen"
+echo "$chosen" | grep -q '\*$' || fail "plan #1 not marked chosen"
 tp=$(echo "$chosen" | awk '{print $2}')
 [ "$tp" -ge 1 ] && [ "$tp" -le 8 ] || fail "chosen TP $tp not within a node"
 

@@ -45,9 +45,9 @@ plans = json.load(open(d + "/plans.json"))["plans"]
 if len(rows) != len(plans) or len(rows) != 5:
     fail("%d CSV rows, %d --json plans, --top 5" % (len(rows), len(plans)))
 for i, (r, p) in enumerate(zip(rows, plans)):
-    if int(r["rank"]) != i + 1:
-        fail("row %d has rank %s" % (i + 1, r["rank"]))
-    same(r, p, "rank %d" % (i + 1))
+    if int(r["position"]) != i + 1:
+        fail("row %d has position %s" % (i + 1, r["position"]))
+    same(r, p, "position %d" % (i + 1))
 
 rows = list(csv.DictReader(open(d + "/sweep.csv", newline="")))
 sweep = json.load(open(d + "/sweep.json"))["sweep"]

@@ -21,6 +21,14 @@ expect_error "pp under llm-foundry" 'llm-foundry.*capability max_pp' \
   --model tiny-llama --gpus 8 --framework llm-foundry --pp 2
 expect_error "ZeRO-1 under torchtitan" 'torchtitan.*ZeRO stage 1.*capability zero' \
   --model tiny-llama --gpus 8 --framework torchtitan --zero 1
+# a model feature the framework lacks: the feature and the capability named,
+# and the shipped frameworks that have it
+expect_error "MLA under deepspeed" \
+  'deepspeed cannot run tiny-mla: multi-head latent attention.*capability model_features.*--framework .*megatron.* can' \
+  --model tiny-mla --gpus 8 --framework deepspeed
+expect_error "GPT blocks under torchtitan" \
+  'torchtitan cannot run tiny-gpt: GPT blocks.*capability model_features.*--framework .*megatron.* can' \
+  --model tiny-gpt --gpus 8 --framework torchtitan
 expect_error "unknown framework" 'unknown; allowed values.*deepspeed.*llm-foundry.*maxtext.*megatron.*parallax.*torchtitan' \
   --model tiny-llama --gpus 8 --framework nosuch
 

@@ -32,7 +32,7 @@ echo "$line" | grep -q 'time limit' || fail "failure line does not name the limi
 grep -Eq '[1-9][0-9]* failed' "$tmp/out.txt" || fail "the summary counts no failure"
 rows=$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]+' "$tmp/out.txt")
 [ "$rows" -eq 10 ] || fail "expected 10 ranked rows, got $rows"
-grep -q '^# chosen: rank 1' "$tmp/out.txt" || fail "no chosen plan"
+grep -q '^# chosen: #1, TP' "$tmp/out.txt" || fail "no chosen plan"
 
 # the plan file is valid: it reads back and re-writes to the same bytes
 "$READBACK" "$tmp/plan.json" "$tmp/plan2.json" > "$tmp/back.txt" || fail "plan file does not read back"

@@ -47,7 +47,7 @@ for model in tiny-gpt tiny-llama tiny-moe tiny-mla tiny-qwen3; do
     [ "$model" = tiny-qwen3 ] && top=8
     plans "$dir" --model "$model" --gpus "$gpus" --global-batch 8 --top "$top" || continue
     declare -A seen=()
-    for f in "$dir"/chosen.json "$dir"/rank-*.json; do
+    for f in "$dir"/chosen.json "$dir"/plan-*.json; do
       key=$(sed -n '/"parallel"/,/}/p' "$f" | md5sum | cut -d' ' -f1)
       [ -n "${seen[$key]:-}" ] && continue
       seen[$key]=1
@@ -59,7 +59,7 @@ for model in tiny-gpt tiny-llama tiny-moe tiny-mla tiny-qwen3; do
       fi
     done
     unset seen
-    echo "ran   $model on $gpus GPUs: $(ls "$dir"/rank-*.json | wc -l) ranked plans + the chosen one"
+    echo "ran   $model on $gpus GPUs: $(ls "$dir"/plan-*.json | wc -l) ranked plans + the chosen one"
   done
 done
 t1=$(date +%s)
@@ -77,7 +77,7 @@ for model in llama3-70b llama3-405b gpt3-175b mixtral-8x7b deepseek-v3 qwen3-235
       echo "FAIL plan $model $gpus: $(tail -2 "$dir/plan.out")"; failed=$((failed + 1)); continue
     fi
     refused=""
-    for f in "$dir"/chosen.json "$dir"/rank-*.json; do
+    for f in "$dir"/chosen.json "$dir"/plan-*.json; do
       checks=$((checks + 1))
       if "$exe" --check --plan "$f" >"$f.chk" 2>&1; then continue; fi
       # only a named model feature without kernels may refuse a planned plan
@@ -89,7 +89,7 @@ for model in llama3-70b llama3-405b gpt3-175b mixtral-8x7b deepseek-v3 qwen3-235
       echo "FAIL $model on $gpus GPUs, $(basename "$f"): $(cat "$f.chk")"
       failed=$((failed + 1))
     done
-    echo "check $model on $gpus GPUs: $(ls "$dir"/rank-*.json | wc -l) ranked plans + the chosen one${refused:+, refused by feature$refused the cpu-executor}"
+    echo "check $model on $gpus GPUs: $(ls "$dir"/plan-*.json | wc -l) ranked plans + the chosen one${refused:+, refused by feature$refused the cpu-executor}"
   done
 done
 t2=$(date +%s)

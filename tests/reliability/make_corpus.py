@@ -71,6 +71,21 @@ put("hf", "mlp_only_layers_string", with_(qwen, mlp_only_layers="x"),
 dsv3 = load("tests/spec/hf/DeepSeek-V3/config.json")
 put("hf", "moe_layer_freq_1000", with_(dsv3, moe_layer_freq=1000),
     r"no layer has experts: moe_layer_freq 1000 with first_dense_layers 3 .*\(allowed: ")
+gemma2 = load("tests/spec/hf/gemma-2-9b/config.json")
+put("hf", "gemma2_layer_types_short", with_(gemma2, layer_types=["sliding_attention"] * 3),
+    r"layer_types: expected an array of 42 strings")
+put("hf", "gemma2_activation_relu", with_(gemma2, hidden_activation="relu"),
+    r"hidden_activation: \"relu\" is not a gated MLP activation .*\(allowed: silu")
+gemma3 = load("tests/spec/hf/gemma-3-1b-pt/config.json")
+put("hf", "gemma3_pattern_string", with_(gemma3, sliding_window_pattern="6"),
+    r"sliding_window_pattern: expected an integer")
+put("hf", "gemma3_multimodal", {"model_type": "gemma3", "text_config": gemma3},
+    r"text_config: model_type \"gemma3\" is a multimodal config")
+phi3 = load("tests/spec/hf/Phi-3-mini-4k/config.json")
+put("hf", "phi3_partial_rotary_2", with_(phi3, partial_rotary_factor=2),
+    r"partial_rotary_factor: expected a number in \(0, 1\]")
+put("hf", "phi3_window_negative", with_(phi3, sliding_window=-5),
+    r"sliding_window: expected an integer >= 0")
 put("model", "moe_layer_freq_1000", with_(load("models/deepseek-v3.json"), moe_layer_freq=1000),
     r"no layer has experts: moe_layer_freq 1000 .*\(allowed: ")
 

@@ -5,6 +5,7 @@
 
 #include "data_util.h"
 #include "px_model.h"
+#include "px_sliding.h"
 #include "px_test.h"
 
 static px_status load_hf(const char *dir, px_model *m, px_error *err)
@@ -80,6 +81,63 @@ int main(void)
     if (load_hf("Qwen3-8B", &m, &err) == PX_OK) {
         CHECK(m.qk_norm && m.head_dim == 128 && !m.qkv_bias);
         CHECK_CLOSE(total(&m), 8.19e9, 0.002, 0);
+    }
+
+    /* Gemma 2 9B: 9.24 B (tied 256k-token embedding), head_dim 256 wider
+     * than h/a, GeGLU; a config without layer_types slides on every other
+     * layer, the first sliding (transformers' default). */
+    if (load_hf("gemma-2-9b", &m, &err) == PX_OK) {
+        CHECK(m.tied_embeddings && m.head_dim == 256 && m.hidden / m.n_heads == 224);
+        CHECK(m.sliding_window == 4096 && px_model_n_sliding_layers(&m) == 21);
+        CHECK(px_model_layer_is_sliding(&m, 0) && !px_model_layer_is_sliding(&m, 1) &&
+              px_model_layer_is_sliding(&m, 40) && !px_model_layer_is_sliding(&m, 41));
+        CHECK_CLOSE(total(&m), 9.24e9, 0.002, 0);
+    }
+    /* Gemma 3 1B (the text model): q/k norms, five sliding layers of 512
+     * keys then one full (sliding_window_pattern 6): full at 5, 11, 17, 23. */
+    if (load_hf("gemma-3-1b-pt", &m, &err) == PX_OK) {
+        CHECK(m.qk_norm && m.tied_embeddings && m.n_kv_heads == 1);
+        CHECK(px_model_n_sliding_layers(&m) == 22);
+        for (int64_t l = 0; l < m.n_layers; l++)
+            CHECK_MSG(px_model_layer_is_sliding(&m, l) == ((l + 1) % 6 != 0), "layer %lld",
+                      (long long)l);
+        CHECK_CLOSE(total(&m), 1.0e9, 0.002, 0);
+    }
+    /* Phi-3-mini: 3.82 B, untied, a 2047-key window on every layer (its
+     * fused qkv and gate_up weights are the same matrices, stacked). */
+    if (load_hf("Phi-3-mini-4k", &m, &err) == PX_OK) {
+        CHECK(!m.tied_embeddings && m.sliding_window == 2047);
+        CHECK(px_model_n_sliding_layers(&m) == 32);
+        CHECK_CLOSE(total(&m), 3.82e9, 0.002, 0);
+    }
+    /* Refusals name the field: a multimodal config, an MLP activation that is
+     * not a gated one, a partial rotary factor outside (0, 1], a
+     * sliding_window_pattern of 0. */
+    static const struct {
+        const char *json, *field;
+    } refused[] = {
+        {"{\"model_type\": \"gemma3\", \"text_config\": {\"model_type\": \"gemma3_text\"}}",
+         "text_config"},
+        {"{\"model_type\": \"phi3\", \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+         " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 256,"
+         " \"hidden_act\": \"relu2\"}",
+         "hidden_act"},
+        {"{\"model_type\": \"phi3\", \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+         " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 256,"
+         " \"partial_rotary_factor\": 1.5}",
+         "partial_rotary_factor"},
+        {"{\"model_type\": \"gemma3_text\", \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+         " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 256,"
+         " \"sliding_window\": 16, \"sliding_window_pattern\": 0}",
+         "sliding_window_pattern"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char p[512];
+        data_write("refused.json", refused[i].json, p, sizeof p);
+        px_error_clear(&err);
+        CHECK(px_model_load(p, NULL, &m, &err) != PX_OK);
+        CHECK_MSG(strstr(err.msg, refused[i].field) != NULL, "%s: %s", refused[i].field,
+                  err.msg);
     }
 
     /* An unknown model_type lists the supported ones. */
