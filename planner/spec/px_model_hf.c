@@ -153,6 +153,11 @@ static px_status hf_model_type(json_t *root, const char *file, const char **type
         return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
                             "model_type: expected a string, one of %s", types);
     const char *t = json_string_value(mt);
+    if (json_is_object(json_object_get(root, "text_config")))
+        return px_error_set(err, PX_ERR_UNSUPPORTED, file, 0, 0,
+                            "text_config: model_type \"%s\" is a multimodal config; give its "
+                            "text model's config (the text_config object as a config.json, "
+                            "e.g. model_type gemma3_text)", t);
     int which = -1;
     for (int i = 0; hf_types[i]; i++)
         if (strcmp(t, hf_types[i]) == 0)
@@ -160,11 +165,7 @@ static px_status hf_model_type(json_t *root, const char *file, const char **type
     if (which < 0)
         return px_error_set(err, PX_ERR_UNSUPPORTED, file, 0, 0,
                             "model_type \"%s\" is not supported; supported: %s", t, types);
-    if (json_is_object(json_object_get(root, "text_config")))
-        return px_error_set(err, PX_ERR_UNSUPPORTED, file, 0, 0,
-                            "text_config: model_type \"%s\" is a multimodal config; give its "
-                            "text model's config (the text_config object as a config.json, "
-                            "e.g. model_type gemma3_text)", t);
+
     *type = t;
     return PX_OK;
 }
