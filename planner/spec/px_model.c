@@ -21,6 +21,7 @@ static const char *const block_names[] = {"gpt", "llama"};
 static const char *const attn_names[] = {"standard", "mla"};
 static const char *const scoring_names[] = {"softmax", "sigmoid"};
 static const char *const rope_scaling_names[] = {"none", "llama3", "yarn"};
+static const char *const mlp_act_names[] = {"silu", "gelu"};
 
 #define F_(key, type, field, req, mn, mx) \
     {key, type, offsetof(px_model, field), 0, req, mn, NULL, 0, mx}
@@ -59,6 +60,8 @@ static const px_jfield model_fields[] = {
     FB("o_bias", o_bias),
     FB("qk_norm", qk_norm),
     FB("attention_sinks", attention_sinks),
+    {"mlp_act", PX_JF_ENUM, offsetof(px_model, mlp_act), 0, false, 0, mlp_act_names, 2, 0},
+    FD("rope_fraction", rope_fraction, 1e-6, 1.0),
     FD("rope_theta", rope_theta, 1.0, 1e12),
     {"rope_scaling", PX_JF_ENUM, offsetof(px_model, rope_scaling), 0, false, 0,
      rope_scaling_names, 3, 0},
@@ -106,6 +109,7 @@ void px_model_defaults(px_model *m)
     m->attn = PX_ATTN_STANDARD;
     m->moe_layer_freq = 1;
     m->rope_theta = PX_ROPE_THETA_DEFAULT;
+    m->rope_fraction = 1.0;
     m->rope_scaling = PX_ROPE_NONE;
     m->rope_factor = 1.0;
     m->rope_low_freq_factor = 1.0;

@@ -27,6 +27,9 @@
 
 typedef enum { PX_SCORING_SOFTMAX = 0, PX_SCORING_SIGMOID = 1 } px_router_scoring;
 typedef enum { PX_ROPE_NONE = 0, PX_ROPE_LLAMA3 = 1, PX_ROPE_YARN = 2 } px_rope_scaling;
+/* The gated MLP's activation (llama block): SiLU (SwiGLU) or a tanh GeLU
+ * (GeGLU, Gemma).  The same GEMMs and element-wise bytes: no cost. */
+typedef enum { PX_ACT_SILU = 0, PX_ACT_GELU = 1 } px_mlp_act;
 
 /* The most router groups (DeepSeek-V3: 8); the executor's bound too. */
 #define PX_MODEL_MAX_GROUPS 64
@@ -61,6 +64,9 @@ typedef struct {
     bool attention_sinks;  /* gpt-oss: a learned logit per head in the softmax,
                             * with its clamped SwiGLU and biased router and
                             * experts; the planner costs it, execute refuses it */
+    px_mlp_act mlp_act;    /* the gated MLP's activation; execute runs SiLU only */
+    double rope_fraction;  /* share of each head's width RoPE rotates (HF
+                            * partial_rotary_factor; 1: all); execute runs 1 only */
 
     /* Numerics that change the function, not the cost (the executor runs
      * them; the cost model ignores them).  rope_theta: base of the RoPE

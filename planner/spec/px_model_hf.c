@@ -312,7 +312,7 @@ static void hf_llama(hf_ctx *c, const char *t, px_model *m)
  * follows: the gated MLP's activation and Phi-3's partial rotary factor
  * (RoPE on part of each head: an element-wise pass the cost model charges
  * over the whole head). */
-static px_status hf_check_llama_fields(hf_ctx *c, const char *t)
+static px_status hf_check_llama_fields(hf_ctx *c, const char *t, px_model *m)
 {
     const char *key = is_gemma(t) && json_object_get(c->root, "hidden_activation")
                           ? "hidden_activation"
@@ -330,12 +330,18 @@ static px_status hf_check_llama_fields(hf_ctx *c, const char *t)
                                 json_is_string(act) ? json_string_value(act)
                                                     : px_jf_type_name(act),
                                 json_is_string(act) ? "\"" : "");
+        m->mlp_act = strncmp(json_string_value(act), "gelu", 4) == 0 ? PX_ACT_GELU
+                                                                       : PX_ACT_SILU;
+    } else if (is_gemma(t)) {
+        m->mlp_act = PX_ACT_GELU; /* transformers' Gemma default: gelu_pytorch_tanh */
     }
     json_t *prf = json_object_get(c->root, "partial_rotary_factor");
     if (prf && !json_is_null(prf) &&
         (!json_is_number(prf) || json_number_value(prf) <= 0 || json_number_value(prf) > 1))
         return px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
                             "partial_rotary_factor: expected a number in (0, 1]");
+    if (prf && json_is_number(prf))
+        m->rope_fraction = json_number_value(prf);
     return PX_OK;
 }
 
@@ -468,7 +474,7 @@ static px_status load_hf(json_t *root, const char *file, px_model *m, px_error *
         hf_llama(&c, t, m);
         px_status mst = hf_moe(&c, t, m);
         if (mst == PX_OK && c.st == PX_OK)
-            mst = hf_check_llama_fields(&c, t);
+            mst = hf_check_llama_fields(&c, t, m);
         if (mst != PX_OK)
             return mst;
     }

@@ -58,6 +58,8 @@ variant tiny-llama inter '"rope_interleave": true'
 variant tiny-mla mla_inter '"rope_interleave": true'
 variant tiny-llama obias '"o_bias": true'
 variant tiny-llama sinks '"attention_sinks": true'
+variant tiny-llama geglu '"mlp_act": "gelu"'
+variant tiny-llama partial '"rope_fraction": 0.5'
 variant tiny-llama tied '"tied_embeddings": true'
 # DeepSeek-V3's router on tiny-moe's 4 experts: sigmoid, 2 groups of 2
 # keeping 1, renormalised, times 2.5
@@ -75,6 +77,8 @@ plan1 llama3 "$work/llama3.json"
 plan1 llama3_split "$work/llama3.json" --n-micro 2 --cp 2 --tp 2
 plan1 yarn "$work/yarn.json"
 plan1 sinks "$work/sinks.json"
+plan1 geglu "$work/geglu.json"
+plan1 partial "$work/partial.json"
 plan1 tied "$work/tied.json"
 plan1 tied_split "$work/tied.json" --n-micro 2 --pp 2 --tp 2
 plan1 inter "$work/inter.json"
@@ -132,6 +136,8 @@ elif grep -q "plan_fingerprint" "$work/load.out"; then
 else fail "another rope_theta refused without naming the plan fingerprint: $(cat "$work/load.out")"; fi
 refused yarn "rope_scaling = yarn"
 refused sinks "attention_sinks = true"
+refused geglu "mlp_act = gelu"
+refused partial "rope_fraction = 0.5"
 grep -q '"n_group": 2' "$work/dsv3.plan.json" && grep -q '"scoring_func": "sigmoid"' "$work/dsv3.plan.json" &&
   echo "ok   the plan carries the router fields" || fail "the plan file lacks the router fields"
 if out=$("$cmp" losses "$work/theta.r.json" "$work/theta_split.r.json" 1e-5 2>&1); then

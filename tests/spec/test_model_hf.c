@@ -88,6 +88,7 @@ int main(void)
      * layer, the first sliding (transformers' default). */
     if (load_hf("gemma-2-9b", &m, &err) == PX_OK) {
         CHECK(m.tied_embeddings && m.head_dim == 256 && m.hidden / m.n_heads == 224);
+        CHECK(m.mlp_act == PX_ACT_GELU && m.rope_fraction == 1.0); /* carried for execute */
         CHECK(m.sliding_window == 4096 && px_model_n_sliding_layers(&m) == 21);
         CHECK(px_model_layer_is_sliding(&m, 0) && !px_model_layer_is_sliding(&m, 1) &&
               px_model_layer_is_sliding(&m, 40) && !px_model_layer_is_sliding(&m, 41));
@@ -107,6 +108,7 @@ int main(void)
      * fused qkv and gate_up weights are the same matrices, stacked). */
     if (load_hf("Phi-3-mini-4k", &m, &err) == PX_OK) {
         CHECK(!m.tied_embeddings && m.sliding_window == 2047);
+        CHECK(m.mlp_act == PX_ACT_SILU && m.rope_fraction == 1.0);
         CHECK(px_model_n_sliding_layers(&m) == 32);
         CHECK_CLOSE(total(&m), 3.82e9, 0.002, 0);
     }
