@@ -41,12 +41,7 @@ void px_export_finetune_megatron(const px_plan *plan, px_buf *b)
 void px_export_finetune_nemo(const px_plan *plan, px_buf *b)
 {
     const px_finetune *ft = &plan->par.finetune;
-    if (ft->mode == PX_FT_FULL) {
-        px_buf_puts(b, "checkpoint:\n"
-                       "  # full fine-tuning (SFT): the base model's Megatron checkpoint\n"
-                       "  pretrained_checkpoint: null\n");
-        return;
-    }
+    /* full fine-tuning: checkpoint.pretrained_checkpoint (px_export_nemo.c) */
     if (!px_finetune_is_lora(ft))
         return;
     px_buf_puts(b, "peft:\n  _target_: megatron.bridge.peft.lora.LoRA\n  target_modules:\n");
