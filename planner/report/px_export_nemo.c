@@ -149,6 +149,10 @@ static void nemo_shape(const px_plan *plan, const plan_facts *f, nemo_doc *d)
         } else {
             kv_i(d, "moe_layer_freq", m->moe_layer_freq > 1 ? m->moe_layer_freq : 1);
         }
+        /* top-k over all experts, as the cost model routes (the MLA recipe's
+         * group-limited routing needs experts in multiples of its groups) */
+        kv(d, "moe_router_num_groups", "null");
+        kv(d, "moe_router_group_topk", "null");
         kv(d, "moe_token_dispatcher_type", "alltoall");
         kv_b(d, "moe_grouped_gemm", true);
     }
@@ -236,8 +240,8 @@ static void nemo_body(const px_plan *plan, const plan_facts *f, nemo_doc *d)
     kv_b(d, "use_distributed_optimizer", p->zero >= 1);
     section(d, "checkpoint"); /* Bridge asserts fsdp_dtensor under Megatron-FSDP */
     kv(d, "ckpt_format", p->zero >= 2 ? "fsdp_dtensor" : "torch_dist");
-    if (p->finetune.mode == PX_FT_FULL)
-        kv(d, "pretrained_checkpoint", "null"); /* fill in: the base model's checkpoint */
+    if (p->finetune.mode != PX_FT_NONE) /* Bridge asserts one for PEFT: fill in */
+        kv(d, "pretrained_checkpoint", "/path/to/the/base/model/megatron/checkpoint");
     nemo_precision(plan, f, d);
     object_section(d, "comm_overlap", "megatron.bridge.training.comm_overlap.CommOverlapConfig");
     kv_b(d, "tp_comm_overlap", p->tp_overlap && p->tp > 1 && p->sp);
@@ -253,7 +257,7 @@ px_status px_export_nemo(const px_plan *plan, px_buf *b, px_error *err)
     px_buf yaml = {0}, hydra = {0};
     nemo_doc d = {&yaml, &hydra, "", false, 0};
     nemo_body(plan, &f, &d);
-    px_export_finetune_nemo(plan, &yaml); /* peft: YAML only (run_recipe.py: --peft_scheme) */
+    px_export_finetune_nemo(plan, &yaml, &hydra);
     px_buf_printf(b,
                   "# Megatron-Bridge recipe override: %s on %d GPUs (%d node(s)), from a Parallax\n"
                   "# plan (docs/export.md).  Checked with Megatron-Bridge " PX_EXPORT_MEGATRON_BRIDGE
@@ -266,8 +270,8 @@ px_status px_export_nemo(const px_plan *plan, px_buf *b, px_error *err)
     char command[256];
     snprintf(command, sizeof command,
              "scripts/training/run_recipe.py --recipe %s%s $(sed -n \"s/^# hydra: //p\" THIS_FILE)",
-             nemo_recipe(&plan->model), px_finetune_is_lora(&plan->par.finetune)
-                                            ? " --peft_scheme lora" : "");
+             nemo_recipe(&plan->model),
+             plan->par.finetune.mode != PX_FT_NONE ? " --mode finetune" : "");
     px_export_launch(plan, &f, command, b);
     if (!hydra.failed && hydra.data)
         px_buf_puts(b, hydra.data);

@@ -236,7 +236,7 @@ def check_nemo(text, plan):
     assert re.search(r"scripts/training/run_recipe\.py --recipe \w+_(pretrain|peft)_config",
                      text) or "run_recipe.py --recipe" in text, "no run_recipe.py launch"
     # the Hydra lines the launch hands run_recipe.py say what the YAML says
-    hy, ya = hydra_flat(text), yaml_flat({k: v for k, v in d.items() if k != "peft"})
+    hy, ya = hydra_flat(text), yaml_flat(d)
     eq("Hydra keys", sorted(hy), sorted(ya))
     for k, v in hy.items():
         eq("Hydra " + k, hydra_value(v), ya[k])
@@ -296,7 +296,9 @@ def check_nemo(text, plan):
         eq("LoRA alpha", pe["alpha"], ft["lora_alpha"])
     else:
         eq("peft", d.get("peft"), None)
-    eq("base checkpoint", "pretrained_checkpoint" in d.get("checkpoint", {}), ft["mode"] == "full")
+    eq("base checkpoint (Bridge asserts one for PEFT)",
+       "pretrained_checkpoint" in d.get("checkpoint", {}), ft["mode"] != "none")
+    eq("finetune mode", "--mode finetune" in text, ft["mode"] != "none")
 
 
 def check_torchtitan(text, plan):
