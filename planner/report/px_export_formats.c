@@ -184,6 +184,14 @@ px_status px_export_format_check(const px_plan *plan, px_export_target t, px_err
     switch (t) {
     case PX_EXPORT_MEGATRON:
     case PX_EXPORT_NEMO:
+        /* validate_args: "--fp8-param-gather only supported with distributed
+         * optimizer, torch fsdp2, megatron fsdp" (the same for fp4) */
+        if (p->quantized_params && p->zero == 0 &&
+            (px_export_fp8_format(p->precision) || p->precision == PX_PREC_NVFP4))
+            return format_refuse(err, t, "low-precision weights kept quantised "
+                                         "(quantized_params) without the distributed "
+                                         "optimizer (Megatron gathers fp8/fp4 weights only "
+                                         "with ZeRO >= 1); plan with --zero 1");
         if (px_export_recompute_mixed(p) && px_export_block_recompute_layers(plan) < 0)
             return format_refuse(err, t, "a recompute choice per layer other than full "
                                          "recompute of the first N layers of every stage "

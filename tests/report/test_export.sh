@@ -79,6 +79,10 @@ plan hsdp --model llama3-8b --gpus 128 --framework megatron --tp 1 --pp 1 --zero
   --shard-group 8 --partition uniform --top 1
 plan dsv3 --model deepseek-v3 --gpus 1024 --framework megatron --pp 8 --top 1
 for p in fp8 fp16 cpa2a hsdp dsv3; do export_ok $p megatron; export_ok $p nemo; done
+plan fp8z0 --model llama3-8b --gpus 16 --framework megatron --precision fp8 --zero 0 \
+  --partition uniform --top 1
+refused fp8z0 megatron "quantized_params"
+refused fp8z0 nemo "quantized_params"
 grep -q -- "--fp8-recipe tensorwise" "$tmp/fp8.megatron" || fail "fp8-cs: no --fp8-recipe tensorwise"
 grep -q "^env -u CUDA_DEVICE_MAX_CONNECTIONS\|^#   env -u CUDA_DEVICE_MAX_CONNECTIONS" \
   "$tmp/hsdp.megatron" || fail "Megatron-FSDP launch does not unset CUDA_DEVICE_MAX_CONNECTIONS"
