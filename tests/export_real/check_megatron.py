@@ -37,11 +37,11 @@ def shim_typing_override():
 
 def arch_of(hw_name):
     n = hw_name.lower()
-    for key, arch in (("a100", 8), ("h100", 9), ("h200", 9), ("gh200", 9), ("b200", 10),
-                      ("gb200", 10), ("b300", 10), ("gb300", 10)):
+    for key, arch in (("v100", 7), ("a100", 8), ("h100", 9), ("h200", 9), ("h800", 9),
+                      ("b200", 10), ("b300", 10)):
         if key in n:
             return arch
-    return 9
+    raise common.Mismatch("GPU", hw_name, "no compute capability known to the checker")
 
 
 def shim_device_arch(arch):
