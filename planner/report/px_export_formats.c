@@ -107,8 +107,9 @@ const char *px_export_cp_comm_type(px_cp_comm c)
 
 int px_export_optimizer_instances(const px_parallel *p)
 {
-    int ranks = p->dp * p->cp;
-    return p->shard_group > 0 && p->shard_group < ranks ? ranks / p->shard_group : 1;
+    int ranks = p->dp * p->cp; /* ZeRO 0 shards nothing */
+    return p->zero >= 1 && p->shard_group > 0 && p->shard_group < ranks ? ranks / p->shard_group
+                                                                         : 1;
 }
 
 /* Megatron's per-layer recompute (--recompute-method block

@@ -16,7 +16,7 @@ FP8 = {"fp8": ("hybrid", "delayed"), "fp8-cs": ("hybrid", "tensorwise"),
 def optimizer_instances(plan):
     par = plan["parallel"]
     ranks, shard = par["dp"] * par["cp"], par.get("shard_group", 0)
-    return ranks // shard if 0 < shard < ranks else 1
+    return ranks // shard if 0 < shard < ranks and par["zero"] >= 1 else 1
 
 
 def launch_env(text, gpus):

@@ -113,7 +113,7 @@ FP8 = {"fp8": ("hybrid", "delayed"), "fp8-cs": ("hybrid", "tensorwise"),
 
 def optimizer_instances(par):
     ranks, shard = par["dp"] * par["cp"], par.get("shard_group", 0)
-    return ranks // shard if 0 < shard < ranks else 1
+    return ranks // shard if 0 < shard < ranks and par["zero"] >= 1 else 1
 
 
 def check_launch(text, plan, g):
