@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Opt-in: every plan of matrix.txt exported to every target and handed to the
 # framework's own code (check_<target>.py, run by the scratch venv of
-# setup_venv.sh, in --batch mode: the framework imported once a target).  A
+# setup_venv.sh; with --batch where the checker has it: the framework
+# imported once a target).  A
 # cell is `ok`, `refused` (export exit 1, the message kept) or `FAIL` (the
 # framework rejected the export, or built something other than the plan).
 # Prints the table plan x target, the details and a summary line; fails on
@@ -58,7 +59,14 @@ for t in $TARGETS; do
     while read -r _ out; do echo "FAIL no check_$t.py" >"$out.v"; done <"$tmp/batch.$t"
     continue
   fi
-  "$VENV/bin/python" "$here/check_$t.py" --batch "$tmp/batch.$t" >"$tmp/out.$t" 2>"$tmp/stderr.$t"
+  if grep -q -- '--batch' "$here/check_$t.py"; then
+    "$VENV/bin/python" "$here/check_$t.py" --batch "$tmp/batch.$t" >"$tmp/out.$t" 2>"$tmp/stderr.$t"
+  else # the agreed interface, a file at a time
+    while read -r plan out; do
+      v=$("$VENV/bin/python" "$here/check_$t.py" --plan "$plan" --export "$out" 2>>"$tmp/stderr.$t")
+      echo "$out: $(echo "$v" | tail -1)"
+    done <"$tmp/batch.$t" >"$tmp/out.$t"
+  fi
   while read -r _ out; do
     v=$(grep -F "$out: " "$tmp/out.$t" | tail -1)
     echo "${v#"$out: "}" >"$out.v"
