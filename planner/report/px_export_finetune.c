@@ -38,20 +38,20 @@ void px_export_finetune_megatron(const px_plan *plan, px_buf *b)
         px_buf_puts(b, "--finetune\n");
 }
 
-void px_export_finetune_nemo(const px_plan *plan, px_buf *b)
+void px_export_finetune_nemo(const px_plan *plan, px_buf *yaml, px_buf *hydra)
 {
     const px_finetune *ft = &plan->par.finetune;
-    if (ft->mode == PX_FT_FULL) {
-        px_buf_puts(b, "checkpoint:\n"
-                       "  # full fine-tuning (SFT): the base model's Megatron checkpoint\n"
-                       "  pretrained_checkpoint: null\n");
-        return;
-    }
+    /* full fine-tuning: checkpoint.pretrained_checkpoint (px_export_nemo.c) */
     if (!px_finetune_is_lora(ft))
         return;
-    px_buf_puts(b, "peft:\n  _target_: megatron.bridge.peft.lora.LoRA\n  target_modules:\n");
+    px_buf_puts(yaml, "peft:\n  _target_: megatron.bridge.peft.lora.LoRA\n  target_modules:\n");
+    px_buf_puts(hydra, "# hydra: ++peft={_target_:megatron.bridge.peft.lora.LoRA,target_modules:[");
+    int n = 0;
     for (int i = 0; i < PX_LORA_TARGET_COUNT; i++)
-        if (ft->targets & (1u << i))
-            px_buf_printf(b, "  - %s\n", megatron_modules[i]);
-    px_buf_printf(b, "  dim: %d\n  alpha: %g\n", ft->rank, ft->alpha);
+        if (ft->targets & (1u << i)) {
+            px_buf_printf(yaml, "  - %s\n", megatron_modules[i]);
+            px_buf_printf(hydra, "%s%s", n++ ? "," : "", megatron_modules[i]);
+        }
+    px_buf_printf(yaml, "  dim: %d\n  alpha: %g\n", ft->rank, ft->alpha);
+    px_buf_printf(hydra, "],dim:%d,alpha:%g}\n", ft->rank, ft->alpha);
 }

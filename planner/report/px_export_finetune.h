@@ -18,6 +18,6 @@ void px_export_finetune_megatron(const px_plan *plan, px_buf *b);
 
 /* Megatron-Bridge / NeMo 2: the peft section (LoRA's target_modules, dim,
  * alpha) or, for a full fine-tune, where the base checkpoint goes. */
-void px_export_finetune_nemo(const px_plan *plan, px_buf *b);
+void px_export_finetune_nemo(const px_plan *plan, px_buf *yaml, px_buf *hydra);
 
 #endif

@@ -61,6 +61,57 @@ bool px_export_recompute_mixed(const px_parallel *p)
     return false;
 }
 
+void px_export_layout(const px_plan *plan, px_buf *b)
+{
+    const px_parallel *p = &plan->par;
+    for (int c = 0; c < p->n_chunks; c++) {
+        px_buf_puts(b, c ? "|" : "E");
+        for (int l = 0; l < p->layers_per_chunk[c]; l++)
+            px_buf_puts(b, "t");
+    }
+    for (int i = 0; i < plan->model.n_mtp_modules; i++)
+        px_buf_puts(b, "m");
+    px_buf_puts(b, "L");
+}
+
+/* Transformer Engine's recipes as Megatron names them
+ * (megatron/core/transformer/transformer_config.py fp8, fp8_recipe): delayed
+ * and current per-tensor scaling with E4M3 forward / E5M2 gradients
+ * ("hybrid"); the block-scaled recipes are E4M3 throughout. */
+const char *px_export_fp8_format(px_precision p)
+{
+    switch (p) {
+    case PX_PREC_FP8:
+    case PX_PREC_FP8_CS: return "hybrid";
+    case PX_PREC_FP8_BLOCK:
+    case PX_PREC_MXFP8: return "e4m3";
+    default: return NULL;
+    }
+}
+
+const char *px_export_fp8_recipe(px_precision p)
+{
+    switch (p) {
+    case PX_PREC_FP8: return "delayed";
+    case PX_PREC_FP8_CS: return "tensorwise";
+    case PX_PREC_FP8_BLOCK: return "blockwise";
+    case PX_PREC_MXFP8: return "mxfp8";
+    default: return NULL;
+    }
+}
+
+const char *px_export_cp_comm_type(px_cp_comm c)
+{
+    return c == PX_CPC_ALLGATHER ? "all_gather" : c == PX_CPC_A2A ? "a2a" : "p2p";
+}
+
+int px_export_optimizer_instances(const px_parallel *p)
+{
+    int ranks = p->dp * p->cp; /* ZeRO 0 shards nothing */
+    return p->zero >= 1 && p->shard_group > 0 && p->shard_group < ranks ? ranks / p->shard_group
+                                                                         : 1;
+}
+
 /* Megatron's per-layer recompute (--recompute-method block
  * --recompute-num-layers N): full recompute of the first N layers of every
  * pipeline chunk, none for the rest.  Returns N, or -1 when the plan's
@@ -88,6 +139,32 @@ int px_export_block_recompute_layers(const px_plan *plan)
     return n;
 }
 
+/* CUDA_DEVICE_MAX_CONNECTIONS=1 orders TP / CP communication before compute
+ * (Megatron's validate_args asserts it below Blackwell); Megatron-FSDP
+ * asserts it is not 1, so it is unset there. */
+void px_export_launch(const px_plan *plan, const plan_facts *f, const char *command, px_buf *b)
+{
+    const px_parallel *p = &plan->par;
+    int per_node = f->per_node ? f->per_node : plan->hw.gpus_per_node;
+    int nodes = (f->gpus + per_node - 1) / per_node;
+    const char *env = p->zero >= 2                ? "env -u CUDA_DEVICE_MAX_CONNECTIONS "
+                      : p->tp > 1 || p->cp > 1 ? "env CUDA_DEVICE_MAX_CONNECTIONS=1 "
+                                                 : "";
+    px_buf_printf(b,
+                  "# Launch on each of the %d node(s) (NODE_RANK 0..%d, MASTER_ADDR the first):\n"
+                  "#   %storchrun --nnodes %d --nproc-per-node %d --node-rank $NODE_RANK "
+                  "--rdzv-backend c10d --rdzv-endpoint $MASTER_ADDR:29500 --rdzv-id parallax \\\n"
+                  "#     %s\n"
+                  "# or under Slurm, one task a GPU:\n"
+                  "#   srun --nodes %d --ntasks-per-node %d --gpus-per-node %d bash -c '%s"
+                  "RANK=$SLURM_PROCID WORLD_SIZE=$SLURM_NTASKS LOCAL_RANK=$SLURM_LOCALID \\\n"
+                  "#     MASTER_ADDR=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -1) "
+                  "MASTER_PORT=29500 \\\n"
+                  "#     python %s'\n",
+                  nodes, nodes - 1, env, nodes, per_node, command, nodes, per_node, per_node,
+                  *env ? env : "env ", command);
+}
+
 static px_status format_refuse(px_error *err, px_export_target t, const char *what)
 {
     return PX_FAIL(err, PX_ERR_UNSUPPORTED, "%s cannot run this plan as exported: %s",
@@ -108,6 +185,14 @@ px_status px_export_format_check(const px_plan *plan, px_export_target t, px_err
     switch (t) {
     case PX_EXPORT_MEGATRON:
     case PX_EXPORT_NEMO:
+        /* validate_args: "--fp8-param-gather only supported with distributed
+         * optimizer, torch fsdp2, megatron fsdp" (the same for fp4) */
+        if (p->quantized_params && p->zero == 0 &&
+            (px_export_fp8_format(p->precision) || p->precision == PX_PREC_NVFP4))
+            return format_refuse(err, t, "low-precision weights kept quantised "
+                                         "(quantized_params) without the distributed "
+                                         "optimizer (Megatron gathers fp8/fp4 weights only "
+                                         "with ZeRO >= 1); plan with --zero 1");
         if (px_export_recompute_mixed(p) && px_export_block_recompute_layers(plan) < 0)
             return format_refuse(err, t, "a recompute choice per layer other than full "
                                          "recompute of the first N layers of every stage "

@@ -8,6 +8,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The framework releases the exports are checked against
+ * (tests/export_real/, docs/export.md). */
+#define PX_EXPORT_MEGATRON_LM_COMMIT "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
+#define PX_EXPORT_MEGATRON_CORE "0.20.0"
+#define PX_EXPORT_MEGATRON_BRIDGE "0.3.1"
+#define PX_EXPORT_BRIDGE_CORE "0.16.1"
+
 /* ---- what the writers share (px_export_formats.c) ---- */
 
 typedef struct {
@@ -26,8 +33,24 @@ void px_export_safe_name(const char *s, char *out, size_t n);
  * stages hold equal counts (vpp 1); any other split is a layout string. */
 bool px_export_first_last_split(const px_parallel *p);
 bool px_export_recompute_mixed(const px_parallel *p);
+/* Megatron's --pipeline-model-parallel-layout: one `|`-separated part a
+ * chunk in model order, E the embedding, t a layer, m a multi-token
+ * prediction layer (in the last chunk, after the layers), L the loss. */
+void px_export_layout(const px_plan *plan, px_buf *b);
+/* Megatron's --fp8-format / --fp8-recipe of a precision (NULL: not fp8). */
+const char *px_export_fp8_format(px_precision p);
+const char *px_export_fp8_recipe(px_precision p);
+/* Megatron-LM's --cp-comm-type of the plan's CP flavour. */
+const char *px_export_cp_comm_type(px_cp_comm c);
+/* Megatron's distributed-optimizer instances for a hybrid-sharded plan:
+ * the dp·cp ranks over the shard group (1: no hybrid sharding). */
+int px_export_optimizer_instances(const px_parallel *p);
 /* N of full recompute of the first N layers of every chunk, or -1. */
 int px_export_block_recompute_layers(const px_plan *plan);
+/* The launch lines as comments: torchrun on every node with a c10d
+ * rendezvous, and srun with one task a GPU and the ranks in the
+ * environment; `command` is the script and its arguments (no single quotes). */
+void px_export_launch(const px_plan *plan, const plan_facts *f, const char *command, px_buf *b);
 
 /* What a format cannot express although the framework runs it in general
  * (a split Megatron cannot name, ZeRO-2/3 beside DeepSpeed's pipeline...). */

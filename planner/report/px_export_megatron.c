@@ -65,31 +65,56 @@ static void megatron_model(const px_model *m, px_buf *b)
     arg(b, "--make-vocab-size-divisible-by 128");
 }
 
+/* The GEMMs' number format: fp16 with loss scaling, bf16, or a
+ * Transformer Engine low-precision recipe over bf16. */
+static void megatron_precision(const px_plan *plan, const plan_facts *f, px_buf *b)
+{
+    px_precision prec = plan->par.precision;
+    if (prec == PX_PREC_FP16) {
+        arg(b, "--fp16");
+        return;
+    }
+    if (f->bf16)
+        arg(b, "--bf16");
+    if (px_export_fp8_format(prec)) {
+        px_buf_printf(b, "--fp8-format %s\n--fp8-recipe %s\n", px_export_fp8_format(prec),
+                      px_export_fp8_recipe(prec));
+        if (plan->par.quantized_params)
+            arg(b, "--fp8-param-gather");
+    } else if (prec == PX_PREC_NVFP4) {
+        arg(b, "--fp4-format e2m1");
+        arg(b, "--fp4-recipe nvfp4");
+        if (plan->par.quantized_params)
+            arg(b, "--fp4-param-gather");
+    }
+}
+
 static void megatron_parallel(const px_plan *plan, const plan_facts *f, px_buf *b)
 {
     const px_parallel *p = &plan->par;
     arg_i(b, "--tensor-model-parallel-size", p->tp);
     arg_i(b, "--pipeline-model-parallel-size", p->pp);
-    if (p->vpp > 1)
-        arg_i(b, "--num-virtual-stages-per-pipeline-rank", p->vpp);
+    /* An uneven interleaved split is a layout, which carries the chunk count
+     * itself: validate_args forbids it beside --num-virtual-stages-... */
     if (f->uneven && px_export_first_last_split(p)) {
         arg_i(b, "--decoder-first-pipeline-num-layers", f->first_layers);
         arg_i(b, "--decoder-last-pipeline-num-layers", f->last_layers);
-    } else if (f->uneven) { /* E embedding, t a layer, L the loss; chunks in model order */
+    } else if (f->uneven) {
         px_buf_puts(b, "--pipeline-model-parallel-layout ");
-        for (int c = 0; c < p->n_chunks; c++) {
-            px_buf_puts(b, c ? "|" : "E");
-            for (int l = 0; l < p->layers_per_chunk[c]; l++)
-                px_buf_puts(b, "t");
-        }
-        px_buf_puts(b, "L\n");
+        px_export_layout(plan, b);
+        px_buf_puts(b, "\n");
+    } else if (p->vpp > 1) {
+        arg_i(b, "--num-virtual-stages-per-pipeline-rank", p->vpp);
     }
     arg_i(b, "--context-parallel-size", p->cp);
     if (p->cp > 1)
-        arg(b, "--cp-comm-type p2p");
+        px_buf_printf(b, "--cp-comm-type %s\n", px_export_cp_comm_type(p->cp_comm));
     arg_i(b, "--expert-model-parallel-size", p->ep);
-    if (plan->model.n_experts > 0)
+    if (plan->model.n_experts > 0) { /* what the cost model prices (frameworks/megatron.json) */
         arg_i(b, "--expert-tensor-parallel-size", p->etp);
+        arg(b, "--moe-token-dispatcher-type alltoall");
+        arg(b, "--moe-grouped-gemm");
+    }
     if (p->tp > 1 && p->sp)
         arg(b, "--sequence-parallel");
     arg_i(b, "--micro-batch-size", p->micro_batch);
@@ -106,6 +131,8 @@ static void megatron_parallel(const px_plan *plan, const plan_facts *f, px_buf *
         arg(b, "--no-gradient-accumulation-fusion");
         arg(b, "--ckpt-format fsdp_dtensor");
     }
+    if (px_export_optimizer_instances(p) > 1) /* shard within groups, replicate across */
+        arg_i(b, "--num-distributed-optimizer-instances", px_export_optimizer_instances(p));
     if (px_export_recompute_mixed(p)) { /* full on the first N layers of each chunk */
         arg(b, "--recompute-granularity full");
         arg(b, "--recompute-method block");
@@ -128,8 +155,7 @@ static void megatron_parallel(const px_plan *plan, const plan_facts *f, px_buf *
         arg(b, "--grad-reduce-in-bf16");
     if (p->flash_attention)
         arg(b, "--attention-backend flash");
-    if (f->bf16)
-        arg(b, "--bf16");
+    megatron_precision(plan, f, b);
 }
 
 px_status px_export_megatron(const px_plan *plan, const px_export_opts *o, px_buf *b,
@@ -142,21 +168,15 @@ px_status px_export_megatron(const px_plan *plan, const px_export_opts *o, px_bu
     char name[64], hw[64];
     px_export_safe_name(plan->model.name, name, sizeof name);
     px_export_safe_name(plan->hw.name, hw, sizeof hw);
-    int per_node = f.per_node ? f.per_node : plan->hw.gpus_per_node;
     px_buf_printf(b,
-                  "# Megatron-LM pretrain_gpt.py arguments: %s on %d GPUs (%s), %d node(s) of %d,\n"
-                  "# from a Parallax plan (docs/export.md; Megatron-LM core_r0.13 and later).\n"
+                  "# Megatron-LM pretrain_gpt.py arguments: %s on %d GPUs (%s), %d node(s),\n"
+                  "# from a Parallax plan (docs/export.md).  Checked with Megatron-LM commit\n"
+                  "# " PX_EXPORT_MEGATRON_LM_COMMIT " (megatron-core " PX_EXPORT_MEGATRON_CORE
+                  "): parse_args, validate_args.\n"
                   "# Add the data, optimizer and schedule arguments (--data-path, --lr,\n"
-                  "# --train-iters, ...) and your tokenizer in place of NullTokenizer.\n"
-                  "# Launch on each node:\n"
-                  "#   torchrun --nnodes %d --nproc-per-node %d --rdzv-backend c10d "
-                  "--rdzv-endpoint $MASTER_ADDR:29500 \\\n"
-                  "#     pretrain_gpt.py $(grep -v '^#' THIS_FILE)\n"
-                  "# or under Slurm, one task a GPU:\n"
-                  "#   srun --nodes %d --ntasks-per-node %d --gpus-per-node %d \\\n"
-                  "#     python pretrain_gpt.py $(grep -v '^#' THIS_FILE)\n",
-                  name, f.gpus, hw, f.nodes, per_node, f.nodes, per_node, f.nodes, per_node,
-                  per_node);
+                  "# --train-iters, ...) and your tokenizer in place of NullTokenizer.\n",
+                  name, f.gpus, hw, f.nodes);
+    px_export_launch(plan, &f, "pretrain_gpt.py $(grep -v \"^#\" THIS_FILE)", b);
     megatron_parallel(plan, &f, b);
     megatron_model(&plan->model, b);
     px_export_finetune_megatron(plan, b);

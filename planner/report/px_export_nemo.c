@@ -1,107 +1,284 @@
-/* px_export_nemo.c — a plan as a Megatron-Bridge / NeMo 2 recipe override
- * (YAML, docs/export.md). */
+/* px_export_nemo.c — a plan as a Megatron-Bridge recipe override: YAML, and
+ * the same keys as Hydra overrides for the release's run_recipe.py
+ * (docs/export.md). */
 #include "px_export_formats.h"
 #include "px_export_finetune.h"
 
 #include <string.h>
 
-static void y_i(px_buf *b, const char *key, int64_t v)
+/* One document written twice: YAML sections, and `# hydra: ++section.key=value`
+ * lines (Hydra's override grammar) for scripts/training/run_recipe.py.  An
+ * object section (a `_target_` the recipe may hold as a preset name or
+ * None) is one Hydra dictionary, `section={key:value,...}`. */
+typedef struct {
+    px_buf *yaml, *hydra;
+    const char *section;
+    bool object;  /* the section is one Hydra dictionary */
+    int n_object; /* its entries so far */
+} nemo_doc;
+
+static void end_section(nemo_doc *d)
 {
-    px_buf_printf(b, "  %s: %lld\n", key, (long long)v);
+    if (d->object)
+        px_buf_puts(d->hydra, "}\n");
+    d->object = false;
 }
-static void y_b(px_buf *b, const char *key, bool v)
+static void section(nemo_doc *d, const char *name)
 {
-    px_buf_printf(b, "  %s: %s\n", key, v ? "true" : "false");
+    end_section(d);
+    d->section = name;
+    px_buf_printf(d->yaml, "%s:\n", name);
+}
+static void object_section(nemo_doc *d, const char *name, const char *target)
+{
+    section(d, name);
+    d->object = true;
+    d->n_object = 1;
+    px_buf_printf(d->yaml, "  _target_: %s\n", target);
+    px_buf_printf(d->hydra, "# hydra: ++%s={_target_:%s", name, target);
+}
+static void kv(nemo_doc *d, const char *key, const char *value)
+{
+    px_buf_printf(d->yaml, "  %s: %s\n", key, value);
+    if (d->object)
+        px_buf_printf(d->hydra, "%s%s:%s", d->n_object++ ? "," : "", key, value);
+    else
+        px_buf_printf(d->hydra, "# hydra: ++%s.%s=%s\n", d->section, key, value);
+}
+static void kv_i(nemo_doc *d, const char *key, int64_t v)
+{
+    char s[32];
+    snprintf(s, sizeof s, "%lld", (long long)v);
+    kv(d, key, s);
+}
+static void kv_b(nemo_doc *d, const char *key, bool v) { kv(d, key, v ? "true" : "false"); }
+/* A Python object by its import path (Bridge instantiates `_target_`
+ * dictionaries; `_call_: false` takes the object itself). */
+static void kv_object(nemo_doc *d, const char *key, const char *path)
+{
+    px_buf_printf(d->yaml, "  %s:\n    _target_: %s\n    _call_: false\n", key, path);
+    if (d->object)
+        px_buf_printf(d->hydra, "%s%s:{_target_:%s,_call_:false}", d->n_object++ ? "," : "", key,
+                      path);
+    else
+        px_buf_printf(d->hydra, "# hydra: ++%s.%s={_target_:%s,_call_:false}\n", d->section, key,
+                      path);
 }
 
-static void nemo_model(const px_plan *plan, const plan_facts *f, px_buf *b)
+/* The recipe whose model provider the overrides start from, by the
+ * model's architecture (the dimensions are all overridden). */
+static const char *nemo_recipe(const px_model *m)
+{
+    if (m->attn == PX_ATTN_MLA)
+        return "deepseek_v3_pretrain_config";
+    if (m->n_experts > 0)
+        return "qwen3_235b_a22b_pretrain_config";
+    if (m->qk_norm)
+        return "qwen3_8b_pretrain_config";
+    return "llama3_8b_pretrain_config";
+}
+
+static void nemo_split(const px_plan *plan, const plan_facts *f, nemo_doc *d)
 {
     const px_parallel *p = &plan->par;
-    const px_model *m = &plan->model;
-    px_buf_puts(b, "model:\n");
-    y_i(b, "tensor_model_parallel_size", p->tp);
-    y_i(b, "pipeline_model_parallel_size", p->pp);
-    if (p->vpp > 1)
-        y_i(b, "virtual_pipeline_model_parallel_size", p->vpp);
+    kv_i(d, "tensor_model_parallel_size", p->tp);
+    kv_i(d, "pipeline_model_parallel_size", p->pp);
+    /* an uneven interleaved split is a layout, which carries the chunk count */
+    if (p->vpp > 1 && !f->uneven)
+        kv_i(d, "virtual_pipeline_model_parallel_size", p->vpp);
     else
-        px_buf_puts(b, "  virtual_pipeline_model_parallel_size: null\n");
+        kv(d, "virtual_pipeline_model_parallel_size", "null");
     if (f->uneven && px_export_first_last_split(p)) {
-        y_i(b, "num_layers_in_first_pipeline_stage", f->first_layers);
-        y_i(b, "num_layers_in_last_pipeline_stage", f->last_layers);
-    } else if (f->uneven) { /* as Megatron's --pipeline-model-parallel-layout */
-        px_buf_puts(b, "  pipeline_model_parallel_layout: \"");
-        for (int c = 0; c < p->n_chunks; c++) {
-            px_buf_puts(b, c ? "|" : "E");
-            for (int l = 0; l < p->layers_per_chunk[c]; l++)
-                px_buf_puts(b, "t");
-        }
-        px_buf_puts(b, "L\"\n");
+        kv_i(d, "num_layers_in_first_pipeline_stage", f->first_layers);
+        kv_i(d, "num_layers_in_last_pipeline_stage", f->last_layers);
+        kv(d, "pipeline_model_parallel_layout", "null");
+    } else if (f->uneven) {
+        px_buf layout = {0};
+        px_buf_puts(&layout, "\"");
+        px_export_layout(plan, &layout);
+        px_buf_puts(&layout, "\"");
+        kv(d, "pipeline_model_parallel_layout", layout.failed ? "null" : layout.data);
+        px_buf_free(&layout);
+    } else {
+        kv(d, "pipeline_model_parallel_layout", "null");
     }
-    y_i(b, "context_parallel_size", p->cp);
-    y_i(b, "expert_model_parallel_size", p->ep);
-    y_i(b, "expert_tensor_parallel_size", p->etp);
-    y_b(b, "sequence_parallel", p->tp > 1 && p->sp);
-    y_i(b, "num_layers", m->n_layers);
-    y_i(b, "hidden_size", m->hidden);
-    y_i(b, "ffn_hidden_size", m->ffn);
-    y_i(b, "num_attention_heads", m->n_heads);
-    y_i(b, "num_query_groups", m->n_kv_heads > 0 ? m->n_kv_heads : m->n_heads);
+    kv_i(d, "context_parallel_size", p->cp);
+    if (p->cp > 1)
+        kv(d, "cp_comm_type", px_export_cp_comm_type(p->cp_comm));
+    kv_i(d, "expert_model_parallel_size", p->ep);
+    kv_i(d, "expert_tensor_parallel_size", p->etp);
+    kv_b(d, "sequence_parallel", p->tp > 1 && p->sp);
+}
+
+static void nemo_shape(const px_plan *plan, const plan_facts *f, nemo_doc *d)
+{
+    const px_model *m = &plan->model;
+    kv_i(d, "num_layers", m->n_layers);
+    kv_i(d, "hidden_size", m->hidden);
+    kv_i(d, "ffn_hidden_size", m->ffn);
+    kv_i(d, "num_attention_heads", m->n_heads);
+    kv_i(d, "num_query_groups", m->n_kv_heads > 0 ? m->n_kv_heads : m->n_heads);
     if (m->head_dim > 0)
-        y_i(b, "kv_channels", m->head_dim);
-    y_i(b, "seq_length", f->seq);
-    y_i(b, "vocab_size", m->vocab);
-    if (m->n_experts > 0) {
-        y_i(b, "num_moe_experts", m->n_experts);
-        y_i(b, "moe_router_topk", m->top_k);
-        y_i(b, "moe_ffn_hidden_size", m->moe_ffn);
+        kv_i(d, "kv_channels", m->head_dim);
+    bool llama = m->block == PX_BLOCK_LLAMA;
+    kv(d, "normalization", llama ? "RMSNorm" : "LayerNorm");
+    kv_b(d, "gated_linear_unit", llama);
+    kv_object(d, "activation_func", llama ? "torch.nn.functional.silu" : "torch.nn.functional.gelu");
+    if (m->attn != PX_ATTN_MLA)
+        kv(d, "position_embedding_type", llama ? "rope" : "learned_absolute");
+    kv_b(d, "add_bias_linear", !llama);
+    kv_b(d, "add_qkv_bias", !llama || m->qkv_bias);
+    kv_b(d, "qk_layernorm", m->qk_norm);
+    kv_b(d, "share_embeddings_and_output_weights", m->tied_embeddings);
+    kv_i(d, "seq_length", f->seq);
+    kv_i(d, "vocab_size", m->vocab);
+    kv_i(d, "make_vocab_size_divisible_by", 128);
+    if (m->n_experts > 0) { /* what the cost model prices (frameworks/megatron.json) */
+        kv_i(d, "num_moe_experts", m->n_experts);
+        kv_i(d, "moe_router_topk", m->top_k);
+        kv_i(d, "moe_ffn_hidden_size", m->moe_ffn);
+        if (m->n_shared_experts > 0)
+            kv_i(d, "moe_shared_expert_intermediate_size", m->n_shared_experts * m->moe_ffn);
+        if (m->first_dense_layers > 0) { /* one 0 (dense) or 1 (MoE) a layer */
+            px_buf freq = {0};
+            for (int64_t l = 0; l < m->n_layers; l++)
+                px_buf_printf(&freq, "%s%d", l ? "," : "[", l >= m->first_dense_layers);
+            px_buf_puts(&freq, "]");
+            kv(d, "moe_layer_freq", freq.failed ? "1" : freq.data);
+            px_buf_free(&freq);
+        } else {
+            kv_i(d, "moe_layer_freq", m->moe_layer_freq > 1 ? m->moe_layer_freq : 1);
+        }
+        /* top-k over all experts, as the cost model routes (the MLA recipe's
+         * group-limited routing needs experts in multiples of its groups) */
+        kv(d, "moe_router_num_groups", "null");
+        kv(d, "moe_router_group_topk", "null");
+        kv(d, "moe_token_dispatcher_type", "alltoall");
+        kv_b(d, "moe_grouped_gemm", true);
     }
-    if (px_export_recompute_mixed(p))
-        px_buf_printf(b, "  recompute_granularity: full\n  recompute_method: block\n"
-                         "  recompute_num_layers: %d\n", px_export_block_recompute_layers(plan));
-    else if (f->recompute == PX_RECOMPUTE_SELECTIVE)
-        px_buf_puts(b, "  recompute_granularity: selective\n");
-    else if (f->recompute == PX_RECOMPUTE_FULL)
-        px_buf_puts(b, "  recompute_granularity: full\n  recompute_method: uniform\n"
-                       "  recompute_num_layers: 1\n");
+    if (m->attn == PX_ATTN_MLA) {
+        kv_i(d, "q_lora_rank", m->q_lora_rank);
+        kv_i(d, "kv_lora_rank", m->kv_lora_rank);
+        kv_i(d, "qk_head_dim", m->qk_nope_head_dim);
+        kv_i(d, "qk_pos_emb_head_dim", m->qk_rope_head_dim);
+        kv_i(d, "v_head_dim", m->v_head_dim);
+    }
+    if (m->n_mtp_modules > 0)
+        kv_i(d, "mtp_num_layers", m->n_mtp_modules);
     else
-        px_buf_puts(b, "  recompute_granularity: null\n");
-    y_b(b, "bf16", f->bf16);
+        kv(d, "mtp_num_layers", "null");
+}
+
+static void nemo_recompute(const px_plan *plan, const plan_facts *f, nemo_doc *d)
+{
+    if (px_export_recompute_mixed(&plan->par)) {
+        kv(d, "recompute_granularity", "full");
+        kv(d, "recompute_method", "block");
+        kv_i(d, "recompute_num_layers", px_export_block_recompute_layers(plan));
+    } else if (f->recompute == PX_RECOMPUTE_SELECTIVE) {
+        kv(d, "recompute_granularity", "selective");
+    } else if (f->recompute == PX_RECOMPUTE_FULL) {
+        kv(d, "recompute_granularity", "full");
+        kv(d, "recompute_method", "uniform");
+        kv_i(d, "recompute_num_layers", 1);
+    } else {
+        kv(d, "recompute_granularity", "null");
+    }
+}
+
+/* Bridge's MixedPrecisionConfig, written out: its presets (bf16_mixed, ...)
+ * fix grad_reduce_in_fp32 and overwrite the DDP's, so the plan's gradient
+ * dtype needs the explicit form. */
+static void nemo_precision(const px_plan *plan, const plan_facts *f, nemo_doc *d)
+{
+    const px_parallel *p = &plan->par;
+    bool fp16 = p->precision == PX_PREC_FP16;
+    const char *dtype = fp16 ? "torch.float16" : f->bf16 ? "torch.bfloat16" : "torch.float32";
+    object_section(d, "mixed_precision",
+                   "megatron.bridge.training.mixed_precision.MixedPrecisionConfig");
+    kv_b(d, "fp16", fp16);
+    kv_b(d, "bf16", !fp16 && f->bf16);
+    kv_b(d, "fp32", !fp16 && !f->bf16);
+    kv_object(d, "params_dtype", dtype);
+    kv_object(d, "pipeline_dtype", dtype);
+    kv_b(d, "grad_reduce_in_fp32", p->grad_fp32);
+    const char *fmt = px_export_fp8_format(p->precision);
+    if (fmt) {
+        kv(d, "fp8", fmt);
+        kv(d, "fp8_recipe", px_export_fp8_recipe(p->precision));
+        kv_b(d, "fp8_param_gather", p->quantized_params);
+        kv_b(d, "reuse_grad_buf_for_mxfp8_param_ag",
+             p->precision == PX_PREC_MXFP8 && p->quantized_params);
+    } else if (p->precision == PX_PREC_NVFP4) {
+        kv(d, "fp4", "e2m1");
+        kv(d, "fp4_recipe", "nvfp4");
+    }
+}
+
+static void nemo_body(const px_plan *plan, const plan_facts *f, nemo_doc *d)
+{
+    const px_parallel *p = &plan->par;
+    section(d, "model");
+    nemo_split(plan, f, d);
+    nemo_shape(plan, f, d);
+    nemo_recompute(plan, f, d);
+    section(d, "train");
+    kv_i(d, "global_batch_size", f->gbatch);
+    kv_i(d, "micro_batch_size", p->micro_batch);
+    section(d, "dataset"); /* GPTDatasetConfig's field; seq_length is its alias */
+    kv_i(d, "sequence_length", f->seq);
+    section(d, "ddp");
+    kv_b(d, "use_distributed_optimizer", p->zero >= 1);
+    kv_b(d, "overlap_grad_reduce", p->dp_overlap && p->dp > 1);
+    kv_b(d, "overlap_param_gather", p->dp_overlap && p->dp > 1 && p->zero >= 1);
+    kv_b(d, "grad_reduce_in_fp32", p->grad_fp32);
+    kv_b(d, "use_megatron_fsdp", p->zero >= 2);
+    kv(d, "data_parallel_sharding_strategy",
+       p->zero == 2 ? "optim_grads" : p->zero == 3 ? "optim_grads_params" : "no_shard");
+    kv_i(d, "num_distributed_optimizer_instances", px_export_optimizer_instances(p));
+    section(d, "optimizer");
+    kv_b(d, "use_distributed_optimizer", p->zero >= 1);
+    section(d, "checkpoint"); /* Bridge asserts fsdp_dtensor under Megatron-FSDP */
+    kv(d, "ckpt_format", p->zero >= 2 ? "fsdp_dtensor" : "torch_dist");
+    if (p->finetune.mode != PX_FT_NONE) /* Bridge asserts one for PEFT: fill in */
+        kv(d, "pretrained_checkpoint", "/path/to/the/base/model/megatron/checkpoint");
+    nemo_precision(plan, f, d);
+    object_section(d, "comm_overlap", "megatron.bridge.training.comm_overlap.CommOverlapConfig");
+    kv_b(d, "tp_comm_overlap", p->tp_overlap && p->tp > 1 && p->sp);
+    end_section(d);
 }
 
 px_status px_export_nemo(const px_plan *plan, px_buf *b, px_error *err)
 {
-    (void)err;
-    const px_parallel *p = &plan->par;
     plan_facts f;
     px_export_facts_of(plan, &f);
     char name[64];
     px_export_safe_name(plan->model.name, name, sizeof name);
-    px_buf_printf(b, "# Megatron-Bridge / NeMo 2 recipe override: %s on %d GPUs (%d node(s)),\n"
-                     "# from a Parallax plan (docs/export.md; Megatron-Bridge 0.1 / NeMo 25.09\n"
-                     "# and later).  Apply on top of the model's recipe, e.g.\n"
-                     "#   python run_recipe.py --config-file THIS_FILE\n",
-                  name, f.gpus, f.nodes);
-    nemo_model(plan, &f, b);
-    px_buf_puts(b, "train:\n");
-    y_i(b, "global_batch_size", f.gbatch);
-    y_i(b, "micro_batch_size", p->micro_batch);
-    px_buf_puts(b, "dataset:\n");
-    y_i(b, "sequence_length", f.seq);
-    px_buf_puts(b, "ddp:\n");
-    y_b(b, "use_distributed_optimizer", p->zero >= 1);
-    y_b(b, "overlap_grad_reduce", p->dp_overlap && p->dp > 1);
-    y_b(b, "overlap_param_gather", p->dp_overlap && p->dp > 1 && p->zero >= 1);
-    y_b(b, "grad_reduce_in_fp32", p->grad_fp32);
-    if (p->zero >= 2) {
-        y_b(b, "use_megatron_fsdp", true);
-        px_buf_printf(b, "  data_parallel_sharding_strategy: %s\n",
-                      p->zero == 2 ? "optim_grads" : "optim_grads_params");
-    }
-    px_buf_puts(b, "optimizer:\n");
-    y_b(b, "use_distributed_optimizer", p->zero >= 1);
-    y_b(b, "bf16", f.bf16);
-    px_buf_puts(b, "comm_overlap:\n");
-    y_b(b, "tp_comm_overlap", p->tp_overlap && p->tp > 1 && p->sp);
-    px_export_finetune_nemo(plan, b);
-    return PX_OK;
+    px_buf yaml = {0}, hydra = {0};
+    nemo_doc d = {&yaml, &hydra, "", false, 0};
+    nemo_body(plan, &f, &d);
+    px_export_finetune_nemo(plan, &yaml, &hydra);
+    px_buf_printf(b,
+                  "# Megatron-Bridge recipe override: %s on %d GPUs (%d node(s)), from a Parallax\n"
+                  "# plan (docs/export.md).  Checked with Megatron-Bridge " PX_EXPORT_MEGATRON_BRIDGE
+                  " (megatron-core " PX_EXPORT_BRIDGE_CORE "):\n"
+                  "# process_config_with_overrides, runtime_config_update.  The recipe gives the\n"
+                  "# data, optimizer and tokenizer; this file the split, batch, precision and shape.\n"
+                  "# The keys again as Hydra overrides (`# hydra: ++key=value` lines) for the release's\n"
+                  "# scripts/training/run_recipe.py, recipe %s:\n",
+                  name, f.gpus, f.nodes, nemo_recipe(&plan->model));
+    char command[256];
+    snprintf(command, sizeof command,
+             "scripts/training/run_recipe.py --recipe %s%s $(sed -n \"s/^# hydra: //p\" THIS_FILE)",
+             nemo_recipe(&plan->model),
+             plan->par.finetune.mode != PX_FT_NONE ? " --mode finetune" : "");
+    px_export_launch(plan, &f, command, b);
+    if (!hydra.failed && hydra.data)
+        px_buf_puts(b, hydra.data);
+    if (!yaml.failed && yaml.data)
+        px_buf_puts(b, yaml.data);
+    bool failed = yaml.failed || hydra.failed;
+    px_buf_free(&yaml);
+    px_buf_free(&hydra);
+    return failed ? PX_FAIL(err, PX_ERR_NOMEM, "nemo export: out of memory") : PX_OK;
 }

@@ -29,10 +29,15 @@ def megatron_parser():
             "--kv-channels", "--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
             "--moe-shared-expert-intermediate-size", "--q-lora-rank", "--kv-lora-rank",
             "--qk-head-dim", "--qk-pos-emb-head-dim", "--v-head-dim", "--mtp-num-layers",
-            "--vocab-size", "--make-vocab-size-divisible-by"]
+            "--vocab-size", "--make-vocab-size-divisible-by",
+            "--num-distributed-optimizer-instances"]
     for f in ints:
         p.add_argument(f, type=int)
-    strs = {"--cp-comm-type": ["p2p", "a2a", "allgather"],
+    strs = {"--cp-comm-type": ["p2p", "a2a", "all_gather"],
+            "--moe-token-dispatcher-type": ["alltoall"],
+            "--fp8-format": ["hybrid", "e4m3"],
+            "--fp8-recipe": ["delayed", "tensorwise", "blockwise", "mxfp8"],
+            "--fp4-format": ["e2m1"], "--fp4-recipe": ["nvfp4"],
             "--data-parallel-sharding-strategy": ["optim", "optim_grads", "optim_grads_params"],
             "--recompute-granularity": ["full", "selective"],
             "--recompute-method": ["uniform", "block"],
@@ -49,7 +54,8 @@ def megatron_parser():
               "--overlap-param-gather", "--tp-comm-overlap", "--grad-reduce-in-bf16", "--bf16",
               "--group-query-attention", "--swiglu", "--disable-bias-linear", "--add-qkv-bias",
               "--untie-embeddings-and-output-weights", "--qk-layernorm",
-              "--multi-latent-attention", "--finetune"]:
+              "--multi-latent-attention", "--finetune", "--fp16", "--moe-grouped-gemm",
+              "--fp8-param-gather", "--fp4-param-gather"]:
         p.add_argument(f, action="store_true")
     return p
 
@@ -97,6 +103,41 @@ def check_block(n, par, m):
     eq("per-layer recompute (block)", want, par["layer_recompute"])
 
 
+# What Megatron-LM's own parse_args + validate_args taught
+# (tests/export_real, PX_EXPORT_REAL=1): the export must say these, and
+# validate_args rejects the pairs below.
+CP_COMM = {"p2p": "p2p", "all-gather": "all_gather", "a2a": "a2a"}
+FP8 = {"fp8": ("hybrid", "delayed"), "fp8-cs": ("hybrid", "tensorwise"),
+       "fp8-block": ("e4m3", "blockwise"), "mxfp8": ("e4m3", "mxfp8")}
+
+
+def optimizer_instances(par):
+    ranks, shard = par["dp"] * par["cp"], par.get("shard_group", 0)
+    return ranks // shard if 0 < shard < ranks and par["zero"] >= 1 else 1
+
+
+def check_launch(text, plan, g):
+    """torchrun with a rendezvous and node rank on every node, srun with the
+    ranks in the environment; CUDA_DEVICE_MAX_CONNECTIONS=1 for TP or CP > 1
+    (validate_args asserts it), unset under Megatron-FSDP (asserted not 1)."""
+    par = plan["parallel"]
+    m = re.search(r"^#\s+(env [^\n]*?)?torchrun --nnodes (\d+) --nproc-per-node (\d+) "
+                  r"--node-rank \$NODE_RANK --rdzv-backend c10d --rdzv-endpoint "
+                  r"\$MASTER_ADDR:\d+ --rdzv-id \S+", text, re.M)
+    assert m, "no torchrun line with a rendezvous and node rank"
+    eq("GPUs (torchrun)", int(m.group(2)) * int(m.group(3)), g)
+    sr = re.search(r"^#\s+srun --nodes (\d+) --ntasks-per-node (\d+)", text, re.M)
+    assert sr, "no srun line"
+    eq("GPUs (srun)", int(sr.group(1)) * int(sr.group(2)), g)
+    for var in ("RANK=$SLURM_PROCID", "WORLD_SIZE=$SLURM_NTASKS", "LOCAL_RANK=$SLURM_LOCALID",
+                "MASTER_ADDR=", "MASTER_PORT="):
+        assert var in text, "the srun line sets no " + var
+    env = (m.group(1) or "").strip()
+    want = ("env -u CUDA_DEVICE_MAX_CONNECTIONS" if par["zero"] >= 2 else
+            "env CUDA_DEVICE_MAX_CONNECTIONS=1" if par["tp"] > 1 or par["cp"] > 1 else "")
+    eq("launch environment", env, want)
+
+
 def check_megatron(text, plan):
     par, m, g, gb, uneven, lpc, rc = facts(plan)
     argv = []
@@ -106,12 +147,17 @@ def check_megatron(text, plan):
     a = megatron_parser().parse_args(argv)
     ft = plan["parallel"].get("finetune", {"mode": "none"})["mode"]
     eq("finetune", a.finetune, ft == "full")
-    nodes, per = map(int, re.search(r"torchrun --nnodes (\d+) --nproc-per-node (\d+)",
-                                     text).groups())
-    eq("GPUs (torchrun)", nodes * per, g)
+    check_launch(text, plan, g)
     eq("TP", a.tensor_model_parallel_size, par["tp"])
     eq("PP", a.pipeline_model_parallel_size, par["pp"])
-    eq("VPP", a.num_virtual_stages_per_pipeline_rank, par["vpp"] if par["vpp"] > 1 else None)
+    layout = a.pipeline_model_parallel_layout
+    assert not (layout and a.num_virtual_stages_per_pipeline_rank), \
+        "both --pipeline-model-parallel-layout and --num-virtual-stages-per-pipeline-rank"
+    vpp = len(layout.split("|")) // par["pp"] if layout else a.num_virtual_stages_per_pipeline_rank
+    eq("VPP", vpp if vpp and vpp > 1 else None, par["vpp"] if par["vpp"] > 1 else None)
+    if layout:
+        eq("MTP layers in the layout", layout.count("m"), m["n_mtp_modules"])
+        assert "m" not in layout or layout.endswith("mL"), "MTP layers must end the layout"
     eq("CP", a.context_parallel_size, par["cp"])
     eq("EP", a.expert_model_parallel_size, par["ep"])
     eq("ETP", a.expert_tensor_parallel_size, par["etp"] if m["n_experts"] > 0 else None)
@@ -131,7 +177,19 @@ def check_megatron(text, plan):
                 a.decoder_last_pipeline_num_layers, a.pipeline_model_parallel_layout, par)
     if a.recompute_method == "block":
         check_block(a.recompute_num_layers, par, m)
-    eq("bf16", a.bf16, plan["hw"]["dtype_bytes"] == 2)
+    prec = par["precision"]
+    eq("fp16", a.fp16, prec == "fp16")
+    eq("bf16", a.bf16, prec != "fp16" and plan["hw"]["dtype_bytes"] == 2)
+    eq("fp8 format/recipe", (a.fp8_format, a.fp8_recipe) if a.fp8_format else None,
+       FP8.get(prec))
+    eq("fp8 param gather", a.fp8_param_gather, prec in FP8 and par.get("quantized_params", False))
+    eq("CP flavour", a.cp_comm_type, CP_COMM[par["cp_comm"]] if par["cp"] > 1 else None)
+    eq("MoE dispatcher", a.moe_token_dispatcher_type, "alltoall" if m["n_experts"] else None)
+    eq("MoE grouped GEMM", a.moe_grouped_gemm, m["n_experts"] > 0)
+    eq("checkpoint format", a.ckpt_format, "fsdp_dtensor" if par["zero"] >= 2 else None)
+    eq("distributed optimizer instances", a.num_distributed_optimizer_instances or 1,
+       optimizer_instances(par))
+    eq("MTP", a.mtp_num_layers, m["n_mtp_modules"] or None)
     eq("layers", a.num_layers, m["n_layers"])
     eq("hidden", a.hidden_size, m["hidden"])
     eq("ffn", a.ffn_hidden_size, m["ffn"])
@@ -142,31 +200,91 @@ def check_megatron(text, plan):
     eq("experts", a.num_experts, m["n_experts"] if m["n_experts"] > 0 else None)
 
 
+def hydra_flat(text):
+    """The `# hydra: ++key=value` lines as {dotted key: value text}."""
+    return dict(re.findall(r"^# hydra: \+\+([\w.]+)=(.*)$", text, re.M))
+
+
+def yaml_flat(d, prefix=""):
+    """The YAML's leaves as {dotted key: value}, objects as Hydra writes them."""
+    out = {}
+    for k, v in d.items():
+        key = prefix + k
+        if isinstance(v, dict) and prefix == "" and "_target_" in v:
+            out[key] = v  # an object section: one Hydra dictionary
+        elif isinstance(v, dict) and "_target_" not in v:
+            out.update(yaml_flat(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def hydra_value(text):
+    """A Hydra override value in the forms the export writes, as YAML reads it."""
+    import yaml
+    if text.startswith("{"):  # {k:v,...}: nested dictionaries of plain words
+        body = re.sub(r"(\w+):", r"\1: ", text)
+        return yaml.safe_load(body.replace(",", ", "))
+    return yaml.safe_load(text)
+
+
 def check_nemo(text, plan):
     import yaml
     par, m, g, gb, uneven, lpc, rc = facts(plan)
     d = yaml.safe_load(text)
+    check_launch(text, plan, g)
+    assert re.search(r"scripts/training/run_recipe\.py --recipe \w+_(pretrain|peft)_config",
+                     text) or "run_recipe.py --recipe" in text, "no run_recipe.py launch"
+    # the Hydra lines the launch hands run_recipe.py say what the YAML says
+    hy, ya = hydra_flat(text), yaml_flat(d)
+    eq("Hydra keys", sorted(hy), sorted(ya))
+    for k, v in hy.items():
+        eq("Hydra " + k, hydra_value(v), ya[k])
     mo = d["model"]
     eq("TP", mo["tensor_model_parallel_size"], par["tp"])
     eq("PP", mo["pipeline_model_parallel_size"], par["pp"])
-    eq("VPP", mo["virtual_pipeline_model_parallel_size"], par["vpp"] if par["vpp"] > 1 else None)
+    layout = mo.get("pipeline_model_parallel_layout")
+    vpp = mo["virtual_pipeline_model_parallel_size"]
+    assert not (layout and vpp), "both a layout and a virtual pipeline size"
+    vpp = len(layout.split("|")) // par["pp"] if layout else vpp
+    eq("VPP", vpp if vpp and vpp > 1 else None, par["vpp"] if par["vpp"] > 1 else None)
+    if layout:
+        eq("MTP layers in the layout", layout.count("m"), m["n_mtp_modules"])
     eq("CP", mo["context_parallel_size"], par["cp"])
+    eq("CP flavour", mo.get("cp_comm_type"), CP_COMM[par["cp_comm"]] if par["cp"] > 1 else None)
     eq("EP", mo["expert_model_parallel_size"], par["ep"])
     eq("ETP", mo["expert_tensor_parallel_size"], par["etp"])
     eq("SP", mo["sequence_parallel"], par["tp"] > 1 and par["sp"])
     check_split("nemo", mo.get("num_layers_in_first_pipeline_stage"),
-                mo.get("num_layers_in_last_pipeline_stage"),
-                mo.get("pipeline_model_parallel_layout"), par)
+                mo.get("num_layers_in_last_pipeline_stage"), layout, par)
     for k, pk in (("num_layers", "n_layers"), ("hidden_size", "hidden"), ("ffn_hidden_size", "ffn"),
                   ("num_attention_heads", "n_heads"), ("num_query_groups", "n_kv_heads"),
                   ("vocab_size", "vocab")):
         eq(k, mo[k], m[pk])
     eq("seq_length", mo["seq_length"], par["seq_len"])
+    eq("dataset.sequence_length (the field finalize() keeps)", d["dataset"]["sequence_length"],
+       par["seq_len"])
     eq("recompute", mo["recompute_granularity"], None if rc == "none" else rc)
+    if m["n_experts"]:
+        eq("MoE dispatcher", mo["moe_token_dispatcher_type"], "alltoall")
+        eq("MoE grouped GEMM", mo["moe_grouped_gemm"], True)
     eq("global batch", d["train"]["global_batch_size"], gb)
     eq("micro-batch", d["train"]["micro_batch_size"], par["micro_batch"])
     eq("distributed optimizer", d["ddp"]["use_distributed_optimizer"], par["zero"] >= 1)
-    eq("bf16", mo["bf16"], plan["hw"]["dtype_bytes"] == 2)
+    eq("Megatron-FSDP", d["ddp"]["use_megatron_fsdp"], par["zero"] >= 2)
+    eq("checkpoint format (Bridge asserts fsdp_dtensor under Megatron-FSDP)",
+       d["checkpoint"]["ckpt_format"], "fsdp_dtensor" if par["zero"] >= 2 else "torch_dist")
+    eq("distributed optimizer instances", d["ddp"]["num_distributed_optimizer_instances"],
+       optimizer_instances(par))
+    mp, prec = d["mixed_precision"], par["precision"]
+    eq("mixed_precision", mp["_target_"],
+       "megatron.bridge.training.mixed_precision.MixedPrecisionConfig")
+    eq("fp16", mp["fp16"], prec == "fp16")
+    eq("bf16", mp["bf16"], prec != "fp16" and plan["hw"]["dtype_bytes"] == 2)
+    eq("fp8 format/recipe", (mp["fp8"], mp["fp8_recipe"]) if "fp8" in mp else None, FP8.get(prec))
+    eq("gradient dtype (mixed_precision overwrites ddp's)", mp["grad_reduce_in_fp32"],
+       par["grad_dtype"] == "fp32")
+    eq("gradient dtype (ddp)", d["ddp"]["grad_reduce_in_fp32"], par["grad_dtype"] == "fp32")
     ft = plan["parallel"].get("finetune", {"mode": "none"})
     megatron_modules = {"qkv": "linear_qkv", "proj": "linear_proj", "fc1": "linear_fc1",
                         "fc2": "linear_fc2"}
@@ -178,7 +296,9 @@ def check_nemo(text, plan):
         eq("LoRA alpha", pe["alpha"], ft["lora_alpha"])
     else:
         eq("peft", d.get("peft"), None)
-    eq("base checkpoint", "pretrained_checkpoint" in d.get("checkpoint", {}), ft["mode"] == "full")
+    eq("base checkpoint (Bridge asserts one for PEFT)",
+       "pretrained_checkpoint" in d.get("checkpoint", {}), ft["mode"] != "none")
+    eq("finetune mode", "--mode finetune" in text, ft["mode"] != "none")
 
 
 def check_torchtitan(text, plan):

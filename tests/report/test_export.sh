@@ -66,6 +66,26 @@ export_ok sft nemo
 plan moe --model mixtral-8x7b --gpus 256 --schedule 1f1b --partition uniform --top 1
 export_ok moe megatron
 export_ok moe nemo
+# what Megatron-LM's and Megatron-Bridge's own validation taught
+# (tests/export_real): fp8 recipes, fp16, bf16 gradients, CP flavours,
+# hybrid sharding under Megatron-FSDP, MTP in DeepSeek-V3's layout
+plan fp8 --model llama3-8b --gpus 64 --framework megatron --precision fp8-cs --grad-dtype bf16 \
+  --partition uniform --top 1
+plan fp16 --model llama3-8b --gpus 16 --framework megatron --precision fp16 --hw a100-80g \
+  --partition uniform --top 1
+plan cpa2a --model llama3-8b --gpus 64 --framework megatron --seq 131072 --cp 8 --cp-comm a2a \
+  --partition uniform --top 1
+plan hsdp --model llama3-8b --gpus 128 --framework megatron --tp 1 --pp 1 --zero 3 \
+  --shard-group 8 --partition uniform --top 1
+plan dsv3 --model deepseek-v3 --gpus 1024 --framework megatron --pp 8 --top 1
+for p in fp8 fp16 cpa2a hsdp dsv3; do export_ok $p megatron; export_ok $p nemo; done
+plan fp8z0 --model llama3-8b --gpus 16 --framework megatron --precision fp8 --zero 0 \
+  --partition uniform --top 1
+refused fp8z0 megatron "quantized_params"
+refused fp8z0 nemo "quantized_params"
+grep -q -- "--fp8-recipe tensorwise" "$tmp/fp8.megatron" || fail "fp8-cs: no --fp8-recipe tensorwise"
+grep -q "^env -u CUDA_DEVICE_MAX_CONNECTIONS\|^#   env -u CUDA_DEVICE_MAX_CONNECTIONS" \
+  "$tmp/hsdp.megatron" || fail "Megatron-FSDP launch does not unset CUDA_DEVICE_MAX_CONNECTIONS"
 # a CPU plan (fp32 profile) to slurm: the executor's CPU backend, 3 ranks
 python3 - "$PARALLAX_SOURCE_ROOT/hw_profiles/h100-sxm.json" "$tmp/cpu.hw.json" <<'PY'
 import json, sys
