@@ -31,8 +31,8 @@ bool px_export_deepspeed_refusal(const px_plan *plan, char *why, size_t n)
                                "megatron export)");
     if (uneven || (p->pp > 1 && plan->model.n_layers % p->pp != 0))
         return because(why, n, "an uneven pipeline split (PipelineModule's "
-                               "partition_method \"uniform\" is what the export names); plan "
-                               "with --partition uniform and a PP that divides the layers");
+                               "partition_method balances the transformer layers); plan with "
+                               "--partition uniform and a PP that divides the layers");
     if (p->tp > 1 && p->pp > 1)
         return because(why, n, "tensor parallelism with pipeline parallelism (AutoTP shards a "
                                "plain module; PipelineModule's topology has no TP axis without "
@@ -61,6 +61,11 @@ static const char *ds_dtype(const px_plan *plan)
     return plan->par.precision == PX_PREC_FP16 ? "fp16" : "bf16";
 }
 
+/* PipelineModule's partition_method "type:REGEX" balances the layers whose
+ * class name matches (case-insensitive): the transformer blocks, so every
+ * stage holds L / pp of them whatever the embedding and head are. */
+#define DS_LAYER_CLASSES "TransformerLayer|DecoderLayer|Block"
+
 /* What DeepSpeed takes from the model code, not the config: the pipeline
  * module's stages and partition, per-layer checkpointing, the launch. */
 static json_t *ds_model_code(const px_plan *plan, const plan_facts *f)
@@ -80,7 +85,7 @@ static json_t *ds_model_code(const px_plan *plan, const plan_facts *f)
     if (p->pp > 1)
         json_object_set_new(o, "PipelineModule",
                             json_pack("{s:i, s:s, s:i}", "num_stages", p->pp,
-                                      "partition_method", "uniform",
+                                      "partition_method", "type:" DS_LAYER_CLASSES,
                                       "activation_checkpoint_interval",
                                       f->recompute == PX_RECOMPUTE_FULL ? 1 : 0));
     else if (f->recompute == PX_RECOMPUTE_FULL)

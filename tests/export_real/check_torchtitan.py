@@ -226,7 +226,7 @@ def check_sharding(plan, cfg, part):
     par = plan["parallel"]
     blocks = list(part.layers.values())
     block = blocks[0]
-    ac = type(block).__name__ == "CheckpointWrapper"
+    ac = type(block).__name__.endswith("CheckpointWrapper")  # FSDP<cls> once sharded
     rc = par["layer_recompute"][0] if par["layer_recompute"] else par["recompute"]
     eq("recompute", rc, cfg.activation_checkpoint.mode if ac else "none")
     inner = getattr(block, "_checkpoint_wrapped_module", block)
