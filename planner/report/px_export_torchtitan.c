@@ -95,34 +95,29 @@ static bool because(char *why, size_t n, const char *fmt, ...)
 static bool titan_precision_refusal(const px_plan *plan, char *why, size_t n)
 {
     const px_parallel *p = &plan->par;
-    bool moe = plan->model.n_experts > 0, gathered = p->quantized_params && p->zero >= 2;
+    bool gathered = p->quantized_params && p->zero >= 2;
     switch (p->precision) {
     case PX_PREC_BF16:
-        return false;
     case PX_PREC_FP8_CS:
-        if (moe)
-            return because(why, n, "fp8-cs on the routed experts (torchtitan's float8 grouped "
-                                   "GEMM is rowwise only)");
-        return false;
+        break;
     case PX_PREC_FP8_ROWWISE:
-        if (gathered)
-            return because(why, n, "fp8-rowwise with quantised weight gathers (torchtitan "
-                                   "gathers bf16 weights under the rowwise recipe; "
-                                   "quantized_params false is what it runs)");
-        if (moe && (p->pp > 1 || p->cp > 1))
-            return because(why, n, "fp8 expert GEMMs with pipeline or context parallelism "
-                                   "(torchtitan's float8 grouped GEMM asserts PP = CP = 1)");
-        return false;
     case PX_PREC_MXFP8:
         if (gathered)
-            return because(why, n, "mxfp8 with quantised weight gathers (torchtitan's MX "
-                                   "linear gathers bf16 weights; quantized_params false is "
-                                   "what it runs)");
-        return false;
+            return because(why, n, "%s with quantised weight gathers (torchtitan gathers "
+                                   "bf16 weights except under the tensorwise float8 recipe; "
+                                   "quantized_params false is what it runs)",
+                           px_precision_name(p->precision));
+        break;
     default:
         return because(why, n, "precision %s (torchtitan 0.2.2 runs bf16, fp8-cs, "
                                "fp8-rowwise, mxfp8)", px_precision_name(p->precision));
     }
+    if (p->precision != PX_PREC_BF16 && plan->model.n_experts > 0)
+        return because(why, n, "%s on the routed experts (torchtitan 0.2.2's quantised "
+                               "grouped GEMM is a torchao prototype: \"requires the torchao "
+                               "nightly build\"; no torchao release runs it beside torch "
+                               "2.15)", px_precision_name(p->precision));
+    return false;
 }
 
 /* Data parallelism: DDP, FSDP and HSDP as torchtitan builds them. */
@@ -242,28 +237,19 @@ static void titan_header(const px_plan *plan, const titan_flavor *fl, const plan
 static void titan_quantize(const px_plan *plan, px_buf *b)
 {
     const px_parallel *p = &plan->par;
-    bool moe = plan->model.n_experts > 0;
-    if (p->precision == PX_PREC_MXFP8) {
-        px_buf_printf(b, "converters = [\"quantize.linear.mx\"%s]\n",
-                      moe ? ", \"quantize.grouped_mm.mx\"" : "");
-        return;
-    }
-    if (p->precision == PX_PREC_FP8_CS || p->precision == PX_PREC_FP8_ROWWISE)
-        px_buf_printf(b, "converters = [\"quantize.linear.float8\"%s]\n",
-                      moe ? ", \"quantize.grouped_mm.float8\"" : "");
+    if (p->precision == PX_PREC_MXFP8)
+        px_buf_puts(b, "converters = [\"quantize.linear.mx\"]\n");
+    else if (p->precision == PX_PREC_FP8_CS || p->precision == PX_PREC_FP8_ROWWISE)
+        px_buf_puts(b, "converters = [\"quantize.linear.float8\"]\n");
 }
 
 static void titan_quantize_sections(const px_plan *plan, px_buf *b)
 {
     const px_parallel *p = &plan->par;
-    bool moe = plan->model.n_experts > 0;
     if (p->precision == PX_PREC_MXFP8) {
         /* the transformer layers' linears; the output head stays bf16 */
         px_buf_puts(b, "\n[quantize.linear.mx]\nrecipe_name = \"mxfp8_cublas\"\n"
                        "filter_fqns = [\"output\"]\n");
-        if (moe)
-            px_buf_puts(b, "\n[quantize.grouped_mm.mx]\nrecipe_name = \"mxfp8\"\n"
-                           "fqns = [\"experts\"]\n");
     } else if (p->precision == PX_PREC_FP8_CS) {
         /* tensorwise dynamic scaling is torchao's default Float8LinearConfig;
          * with quantised gathers FSDP all-gathers the fp8 weights */
@@ -275,8 +261,6 @@ static void titan_quantize_sections(const px_plan *plan, px_buf *b)
     } else if (p->precision == PX_PREC_FP8_ROWWISE) {
         px_buf_puts(b, "\n[quantize.linear.float8]\nrecipe_name = \"rowwise\"\n"
                        "filter_fqns = [\"output\"]\n");
-        if (moe)
-            px_buf_puts(b, "\n[quantize.grouped_mm.float8]\nfqns = [\"experts\"]\n");
     }
 }
 

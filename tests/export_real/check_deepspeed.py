@@ -12,10 +12,12 @@ data_parallel x sequence_parallel mesh), and with the PipelineModule's grid
 as the mpu under pipeline parallelism.  The PipelineModule is built from the
 arguments the export's `parallax_model_code` names (one stand-in layer a
 transformer block, plus an embedding and a head) and its partition compared
-with the plan's stages.  The one stand-in: DeepSpeed's CPU shared-memory
-all-reduce kernel (compiled on first use) is not built.
+with the plan's stages.  The one stand-in: DeepSpeed's CPU collective
+kernels (shared-memory and oneCCL ops, compiled on first use) are not built.
 
-Prints `ok`, or `FAIL <field>: plan X, framework Y`, or `FAIL deepspeed
+With --batch LIST (`PLAN EXPORT` lines) the framework is imported once
+and each line prints `EXPORT: verdict`.  Prints `ok`, or `FAIL <field>:
+plan X, framework Y`, or `FAIL deepspeed
 raised ...`; exits 0 / 1.
 """
 import argparse
@@ -43,8 +45,12 @@ def init_world(world):
     from torch.testing._internal.distributed.fake_pg import FakeStore
     tdist.init_process_group("fake", rank=0, world_size=world, store=FakeStore())
     import deepspeed.comm as dist
-    import deepspeed.comm.torch as ds_torch
-    ds_torch.build_shm_op = lambda: None  # the CPU all-reduce kernel: no part of the config
+    import deepspeed.comm.ccl
+    import deepspeed.comm.torch
+    ds_ccl, ds_torch = sys.modules["deepspeed.comm.ccl"], sys.modules["deepspeed.comm.torch"]
+    # the CPU accelerator's collective kernels (compiled on first use): no
+    # part of the config
+    ds_torch.build_shm_op = ds_ccl.build_ccl_op = lambda: None
     dist.init_distributed(dist_backend="fake", auto_mpi_discovery=False,
                           dist_init_required=False)
     return dist
@@ -124,26 +130,53 @@ def check(plan, path):
                                        torch.float16: "fp16"}[want], cfg.grad_accum_dtype)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--plan", required=True)
-    ap.add_argument("--export", required=True)
-    a = ap.parse_args()
-    plan = json.load(open(a.plan))
+def reset_world():
+    """Ends the fake world so that the next plan gets its own size."""
+    import torch.distributed as tdist
+    if tdist.is_initialized():
+        tdist.destroy_process_group()
+    import deepspeed.comm.comm as ds_comm
+    ds_comm.cdb = None  # deepspeed.comm re-wraps the next world
+
+
+def verdict(plan_path, export_path):
+    """`ok`, `FAIL <field>: plan X, framework Y` or `FAIL deepspeed raised ...`."""
+    import contextlib
     try:
-        check(plan, a.export)
+        with contextlib.redirect_stdout(sys.stderr):  # the frameworks print progress
+            check(json.load(open(plan_path)), export_path)
     except Mismatch as e:
-        print("FAIL %s" % e)
-        return 1
-    except BaseException as e:  # DeepSpeed's own refusal
+        return "FAIL %s" % e
+    except BaseException as e:  # the framework's own refusal: assert, ValueError, exit
         if os.environ.get("PX_CHECK_TRACE"):
             import traceback
             traceback.print_exc()
         msg = str(e).strip().splitlines()
-        print("FAIL deepspeed raised %s: %s" % (type(e).__name__, msg[0] if msg else ""))
-        return 1
-    print("ok")
-    return 0
+        return "FAIL deepspeed raised %s: %s" % (type(e).__name__, msg[0] if msg else "")
+    finally:
+        reset_world()
+    return "ok"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--plan")
+    ap.add_argument("--export")
+    ap.add_argument("--batch", help="a file of `PLAN EXPORT` lines: the framework is "
+                    "imported once; prints `EXPORT: verdict` a line")
+    a = ap.parse_args()
+    if a.batch:
+        pairs = [ln.split() for ln in open(a.batch) if ln.strip()]
+    elif a.plan and a.export:
+        pairs = [(a.plan, a.export)]
+    else:
+        ap.error("give --plan and --export, or --batch")
+    bad = 0
+    for plan_path, export_path in pairs:
+        v = verdict(plan_path, export_path)
+        bad += v != "ok"
+        print("%s: %s" % (export_path, v) if a.batch else v, flush=True)
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":
