@@ -18,6 +18,13 @@ typedef struct {
     bool qk_norm, mla;
 } titan_flavor;
 
+/* qwen3's train spec has pipelining_fn None in 0.2.2 (train.py raises
+ * "does not support pipelining"); llama3 and deepseek_v3 use pipeline_llm. */
+static bool titan_family_pipelines(const char *family)
+{
+    return strcmp(family, "qwen3") != 0;
+}
+
 static const titan_flavor flavors[] = {
     {"llama3", "8B", 32, 4096, 32, 8, 14336, 128256, 0, 0, 0, 0, 0, false, false},
     {"llama3", "70B", 80, 8192, 64, 8, 28672, 128256, 0, 0, 0, 0, 0, false, false},
@@ -165,6 +172,10 @@ bool px_export_torchtitan_refusal(const px_plan *plan, char *why, size_t n)
                                "(llama3 8B/70B/405B, qwen3 0.6B to 235B-A22B, deepseek_v3 "
                                "16B/236B/671B; the job file cannot change a flavour's shape)",
                        m->name);
+    if (p->pp > 1 && !titan_family_pipelines(titan_flavor_of(m)->family))
+        return because(why, n, "pipeline parallelism for %s (torchtitan 0.2.2's %s model has "
+                               "no pipelining function); plan with --pp 1", m->name,
+                       titan_flavor_of(m)->family);
     if (p->pp > 1 && !titan_schedule(p))
         return because(why, n, "pipeline schedule %s with VPP %d (torchtitan runs GPipe and "
                                "1F1B at VPP 1, Interleaved1F1B and InterleavedZeroBubble at "

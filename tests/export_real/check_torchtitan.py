@@ -182,6 +182,9 @@ def check(plan, path):
 
     loss_fn = spec.build_loss_fn(cfg, parallel_dims=pd)
     if pd.pp_enabled:
+        if not spec.pipelining_fn:  # train.py's own check
+            raise RuntimeError("Pipeline Parallel is enabled but %s does not support "
+                               "pipelining" % cfg.model.name)
         seen = {}
         split = pp_mod.pipeline_module_split
 
