@@ -102,7 +102,6 @@ px_status px_export_format_check(const px_plan *plan, px_export_target t, px_err
     px_status st = px_export_finetune_check(plan, t, err);
     if (st != PX_OK)
         return st;
-    char why[512];
     switch (t) {
     case PX_EXPORT_MEGATRON:
     case PX_EXPORT_NEMO:
@@ -111,14 +110,6 @@ px_status px_export_format_check(const px_plan *plan, px_export_target t, px_err
                                          "recompute of the first N layers of every stage "
                                          "(--recompute-method block); plan with "
                                          "--partition uniform");
-        return PX_OK;
-    case PX_EXPORT_TORCHTITAN:
-        if (px_export_torchtitan_refusal(plan, why, sizeof why))
-            return format_refuse(err, t, why);
-        return PX_OK;
-    case PX_EXPORT_DEEPSPEED:
-        if (px_export_deepspeed_refusal(plan, why, sizeof why))
-            return format_refuse(err, t, why);
         return PX_OK;
     default:
         return PX_OK;

@@ -54,25 +54,25 @@ export_ok ds megatron
 # them): hybrid sharding as HSDP, fp8 converters, the flavour found by the
 # model's dimensions, DDP only in one dimension; DeepSpeed's fp16, AutoTP
 # batch and PipelineModule stages
-plan hsdp --model 70b --gpus 256 --zero 3 --shard-group 64 --framework torchtitan \
+plan tt-hsdp --model 70b --gpus 256 --zero 3 --shard-group 64 --framework torchtitan \
   --partition uniform --top 1
-export_ok hsdp torchtitan
-refused hsdp deepspeed "hybrid sharding"
-plan fp8row --model llama3-8b --gpus 64 --precision fp8-rowwise --framework torchtitan --top 1
-export_ok fp8row torchtitan
-grep -q 'converters = \["quantize.linear.float8"\]' "$tmp/fp8row.torchtitan" || fail "fp8 plan without the float8 converter"
-plan ddp2 --model llama3-8b --gpus 64 --hw b200 --zero 0 --tp 2 --pp 1 --cp 1 \
+export_ok tt-hsdp torchtitan
+refused tt-hsdp deepspeed "hybrid sharding"
+plan tt-fp8row --model llama3-8b --gpus 64 --precision fp8-rowwise --framework torchtitan --top 1
+export_ok tt-fp8row torchtitan
+grep -q 'converters = \["quantize.linear.float8"\]' "$tmp/tt-fp8row.torchtitan" || fail "fp8 plan without the float8 converter"
+plan tt-ddp2 --model llama3-8b --gpus 64 --hw b200 --zero 0 --tp 2 --pp 1 --cp 1 \
   --framework torchtitan --top 1
-refused ddp2 torchtitan "ZeRO-0 (DDP) with tensor or pipeline parallelism"
-plan mixtral --model mixtral-8x7b --gpus 64 --zero 3 --framework torchtitan --top 1
-refused mixtral torchtitan "no torchtitan 0.2.2 flavour has its dimensions"
-plan fp16 --model llama3-8b --gpus 64 --precision fp16 --framework deepspeed --top 1
-export_ok fp16 deepspeed
-plan autotp --model llama3-8b --gpus 64 --tp 2 --pp 1 --cp 1 --zero 1 --framework deepspeed --top 1
-export_ok autotp deepspeed
-plan dspp --model llama3-8b --gpus 64 --pp 4 --tp 1 --cp 1 --zero 1 --recompute full \
+refused tt-ddp2 torchtitan "ZeRO-0 (DDP) with tensor or pipeline parallelism"
+plan tt-mixtral --model mixtral-8x7b --gpus 64 --zero 3 --framework torchtitan --top 1
+refused tt-mixtral torchtitan "no torchtitan 0.2.2 flavour has its dimensions"
+plan ds-fp16 --model llama3-8b --gpus 64 --precision fp16 --framework deepspeed --top 1
+export_ok ds-fp16 deepspeed
+plan ds-autotp --model llama3-8b --gpus 64 --tp 2 --pp 1 --cp 1 --zero 1 --framework deepspeed --top 1
+export_ok ds-autotp deepspeed
+plan ds-pp --model llama3-8b --gpus 64 --pp 4 --tp 1 --cp 1 --zero 1 --recompute full \
   --schedule 1f1b --partition uniform --framework deepspeed --top 1
-export_ok dspp deepspeed
+export_ok ds-pp deepspeed
 # fine-tuning: LoRA's peft section to NeMo, refused by the formats without
 # adapters and by the executor; SFT with Megatron's --finetune
 plan lora --model llama3-8b --gpus 8 --framework megatron --finetune lora --lora-rank 16 \
