@@ -176,6 +176,10 @@ bool px_export_torchtitan_refusal(const px_plan *plan, char *why, size_t n)
         return because(why, n, "pipeline parallelism for %s (torchtitan 0.2.2's %s model has "
                                "no pipelining function); plan with --pp 1", m->name,
                        titan_flavor_of(m)->family);
+    if (p->pp > 1 && p->n_chunks == 0 && m->n_layers % (p->pp * p->vpp) != 0)
+        return because(why, n, "an uneven pipeline split the plan leaves implicit "
+                               "(layers_per_chunk [] with %lld layers over %d chunks); write "
+                               "layers_per_chunk", (long long)m->n_layers, p->pp * p->vpp);
     if (p->pp > 1 && !titan_schedule(p))
         return because(why, n, "pipeline schedule %s with VPP %d (torchtitan runs GPipe and "
                                "1F1B at VPP 1, Interleaved1F1B and InterleavedZeroBubble at "
@@ -206,7 +210,7 @@ static void titan_split(const px_plan *plan, px_buf *b)
     int chunks = p->pp * p->vpp, layer = 0;
     px_buf_puts(b, "module_fqns_per_model_part = [\n");
     for (int c = 0; c < chunks; c++) {
-        int len = p->n_chunks > 0 ? p->layers_per_chunk[c] : (int)(plan->model.n_layers / chunks);
+        int len = p->layers_per_chunk[c];
         px_buf_puts(b, c == 0 ? "  [\"tok_embeddings\"" : "  [");
         for (int l = 0; l < len; l++, layer++)
             px_buf_printf(b, "%s\"layers.%d\"", c == 0 || l > 0 ? ", " : "", layer);
@@ -295,7 +299,7 @@ static void titan_parallelism(const px_plan *plan, const plan_facts *f, px_buf *
                          "pipeline_parallel_first_stage_less_layers = 0\n"
                          "pipeline_parallel_last_stage_less_layers = 0\n",
                       titan_schedule(p), (long long)p->micro_batch);
-        if (f->uneven || plan->model.n_layers % (p->pp * p->vpp) != 0)
+        if (f->uneven)
             titan_split(plan, b);
         else
             px_buf_printf(b, "pipeline_parallel_layers_per_stage = %lld\n",
