@@ -120,7 +120,16 @@ px_status px_export_check(const px_plan *plan, px_export_target t, px_error *err
         return PX_FAIL(err, PX_ERR_UNSUPPORTED, "%s cannot run this plan: %s (frameworks/%s.json)",
                        px_export_target_name(t), why, target_framework[t]);
     }
-    return px_export_format_check(plan, t, err); /* what the file format cannot say */
+    if ((st = px_export_format_check(plan, t, err)) != PX_OK) /* what a format cannot say */
+        return st;
+    /* the limits of the framework version a writer targets */
+    char why[512];
+    bool refused = t == PX_EXPORT_TORCHTITAN  ? px_export_torchtitan_refusal(plan, why, sizeof why)
+                   : t == PX_EXPORT_DEEPSPEED ? px_export_deepspeed_refusal(plan, why, sizeof why)
+                                              : false;
+    return refused ? PX_FAIL(err, PX_ERR_UNSUPPORTED, "%s cannot run this plan as exported: %s",
+                             px_export_target_name(t), why)
+                   : PX_OK;
 }
 
 px_status px_export_render(const px_plan *plan, px_export_target t, const px_export_opts *o,

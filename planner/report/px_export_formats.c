@@ -179,9 +179,6 @@ px_status px_export_format_check(const px_plan *plan, px_export_target t, px_err
     px_status st = px_export_finetune_check(plan, t, err);
     if (st != PX_OK)
         return st;
-    bool uneven = false;
-    for (int i = 1; i < p->n_chunks; i++)
-        uneven = uneven || p->layers_per_chunk[i] != p->layers_per_chunk[0];
     switch (t) {
     case PX_EXPORT_MEGATRON:
     case PX_EXPORT_NEMO:
@@ -198,31 +195,6 @@ px_status px_export_format_check(const px_plan *plan, px_export_target t, px_err
                                          "recompute of the first N layers of every stage "
                                          "(--recompute-method block); plan with "
                                          "--partition uniform");
-        return PX_OK;
-    case PX_EXPORT_TORCHTITAN:
-        if (px_export_recompute_mixed(p))
-            return format_refuse(err, t, "a recompute choice per layer; plan with "
-                                         "--partition uniform");
-        if (p->pp > 1 && p->schedule == PX_SCHED_ZB_H1 && p->vpp < 2)
-            return format_refuse(err, t, "zb-h1 with one chunk a stage (torchtitan's "
-                                         "zero-bubble schedule, InterleavedZeroBubble, needs "
-                                         "VPP >= 2)");
-        return PX_OK;
-    case PX_EXPORT_DEEPSPEED:
-        if (p->pp > 1 && p->zero >= 2)
-            return format_refuse(err, t, p->zero == 2 ? "ZeRO stage 2 with pipeline "
-                                                        "parallelism (DeepSpeed's pipeline "
-                                                        "engine runs ZeRO 0 and 1)"
-                                                      : "ZeRO stage 3 with pipeline "
-                                                        "parallelism (DeepSpeed's pipeline "
-                                                        "engine runs ZeRO 0 and 1)");
-        if (p->ep > 1)
-            return format_refuse(err, t, "expert parallelism (no DeepSpeed config key: the "
-                                         "MoE layers take ep_size in the model code, "
-                                         "Megatron-DeepSpeed from the megatron export)");
-        if (uneven)
-            return format_refuse(err, t, "an uneven pipeline split (the config partitions "
-                                         "uniformly); plan with --partition uniform");
         return PX_OK;
     default:
         return PX_OK;

@@ -55,6 +55,11 @@ void px_export_launch(const px_plan *plan, const plan_facts *f, const char *comm
 /* What a format cannot express although the framework runs it in general
  * (a split Megatron cannot name, ZeRO-2/3 beside DeepSpeed's pipeline...). */
 px_status px_export_format_check(const px_plan *plan, px_export_target t, px_error *err);
+/* Why torchtitan 0.2.2's job file / DeepSpeed 0.19.8's config cannot say the
+ * plan (the feature, in words, into why), or false; px_export_check asks them
+ * after px_export_format_check (px_export.c). */
+bool px_export_torchtitan_refusal(const px_plan *plan, char *why, size_t n);
+bool px_export_deepspeed_refusal(const px_plan *plan, char *why, size_t n);
 
 px_status px_export_megatron(const px_plan *plan, const px_export_opts *o, px_buf *b,
                              px_error *err);

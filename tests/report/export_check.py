@@ -5,8 +5,11 @@ and checks every degree, batch and model dimension against the plan file.
   export_check.py TARGET EXPORT PLAN
 
 megatron: an argparse mirror of the pretrain_gpt.py flags the exporter may
-write (an unknown flag fails); nemo: PyYAML; torchtitan: tomllib; deepspeed:
-json; slurm: the #SBATCH lines and `bash -n`.
+write (an unknown flag fails); nemo: PyYAML; torchtitan: tomllib, with the
+rules torchtitan 0.2.2's own code applies (stage split, batch accumulation,
+DDP/FSDP mesh, flavours); deepspeed: json, with DeepSpeedConfig's batch rule
+and the keys it reads; slurm: the #SBATCH lines and `bash -n`.  The
+export_real suite (tests/export_real) runs the frameworks themselves.
 """
 import argparse
 import json
@@ -301,58 +304,143 @@ def check_nemo(text, plan):
     eq("finetune mode", "--mode finetune" in text, ft["mode"] != "none")
 
 
+# torchtitan 0.2.2's flavours (torchtitan/models/*/__init__.py): layers,
+# dim, heads, kv heads, dense ffn, vocab, routed experts
+TITAN_FLAVORS = {
+    ("llama3", "8B"): (32, 4096, 32, 8, 14336, 128256, 0),
+    ("llama3", "70B"): (80, 8192, 64, 8, 28672, 128256, 0),
+    ("llama3", "405B"): (126, 16384, 128, 8, 53248, 128256, 0),
+    ("qwen3", "0.6B"): (28, 1024, 16, 8, 3072, 151936, 0),
+    ("qwen3", "1.7B"): (28, 2048, 16, 8, 6144, 151936, 0),
+    ("qwen3", "4B"): (36, 2560, 32, 8, 9728, 151936, 0),
+    ("qwen3", "8B"): (36, 4096, 32, 8, 12288, 151936, 0),
+    ("qwen3", "14B"): (40, 5120, 40, 8, 17408, 151936, 0),
+    ("qwen3", "32B"): (64, 5120, 64, 8, 25600, 151936, 0),
+    ("qwen3", "30B-A3B"): (48, 2048, 32, 4, 6144, 151936, 128),
+    ("qwen3", "235B-A22B"): (94, 4096, 64, 4, 12288, 151936, 128),
+    ("deepseek_v3", "16B"): (27, 2048, 16, 16, 10944, 102400, 64),
+    ("deepseek_v3", "236B"): (60, 5120, 128, 128, 12288, 102400, 160),
+    ("deepseek_v3", "671B"): (61, 7168, 128, 128, 18432, 129280, 256),
+}
+
+
+def titan_stages(p, n_layers):
+    """Transformer layers of each stage as pipeline_llm builds them (0.2.2)."""
+    parts = p.get("module_fqns_per_model_part")
+    if parts is not None:
+        return [sum(x.startswith("layers.") for x in q) for q in parts]
+    k = p["pipeline_parallel_layers_per_stage"]
+    first = p.get("pipeline_parallel_first_stage_less_layers", 1)  # torchtitan's defaults
+    last = p.get("pipeline_parallel_last_stage_less_layers", 1)
+    stages = -(-(n_layers + first + last) // k)
+    eff, extra = divmod(n_layers + first + last, stages)
+    out = []
+    for i in range(stages):
+        n = eff + (i < extra) - (first if i == 0 else 0) - (last if i == stages - 1 else 0)
+        out.append(n)
+    return out
+
+
 def check_torchtitan(text, plan):
+    """The rules torchtitan 0.2.2's own code applies (export_real suite)."""
     import tomllib
     par, m, g, gb, uneven, lpc, rc = facts(plan)
     d = tomllib.loads(text)
     p, t = d["parallelism"], d["training"]
-    eq("DP (replicate x shard)", p["data_parallel_replicate_degree"] *
-       p["data_parallel_shard_degree"], par["dp"])
-    eq("FSDP", p["data_parallel_shard_degree"] > 1 or par["dp"] == 1,
-       par["zero"] >= 2 or par["dp"] == 1)
+    rep, shard = p["data_parallel_replicate_degree"], p["data_parallel_shard_degree"]
+    cp, ddp = par["cp"], par["dp"] * par["cp"]
+    eq("DP (replicate x shard)", rep * shard, par["dp"])
+    if par["zero"] == 0:
+        eq("ZeRO-0 is DDP (replicate)", (rep, shard), (par["dp"], 1))
+        assert par["dp"] == 1 or par["tp"] * par["pp"] * cp == 1, "DDP > 1D (torchtitan refuses)"
+        assert cp == 1, "ZeRO-0 with CP: torchtitan shards over CP"
+    else:
+        group = par.get("shard_group", 0)
+        want = group if par["zero"] == 3 and 0 < group < ddp else ddp
+        eq("FSDP shard group (shard x CP)", shard * cp, want)
+        eq("reshard after forward", p["fsdp_reshard_after_forward"],
+           "always" if par["zero"] == 3 else "never")
     eq("TP", p["tensor_parallel_degree"], par["tp"])
     eq("PP", p["pipeline_parallel_degree"], par["pp"])
-    eq("CP", p["context_parallel_degree"], par["cp"])
+    eq("CP", p["context_parallel_degree"], cp)
     eq("EP", p["expert_parallel_degree"], par["ep"])
-    eq("ETP", p["expert_tensor_parallel_degree"], par["etp"])
-    if par["pp"] > 1:
-        eq("micro-batch", p["pipeline_parallel_microbatch_size"], par["micro_batch"])
-        if uneven:
-            parts = p["module_fqns_per_model_part"]
-            eq("model parts", [sum(x.startswith("layers.") for x in q) for q in parts], lpc)
-            flat = [x for q in parts for x in q]
-            eq("modules in order", flat, ["tok_embeddings"] +
-               ["layers.%d" % i for i in range(m["n_layers"])] + ["norm", "output"])
-        else:
-            eq("layers per stage", p["pipeline_parallel_layers_per_stage"] * par["pp"] *
-               par["vpp"], m["n_layers"])
-        eq("schedule", p["pipeline_parallel_schedule"],
-           {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "Interleaved1F1B",
-            "zb-h1": "InterleavedZeroBubble"}[par["schedule"]])
-    eq("local batch", t["local_batch_size"], par["micro_batch"] * par["num_microbatches"])
+    if par["ep"] > 1:
+        assert p["expert_tensor_parallel_degree"] in (1, par["tp"]), "ETP must be 1 or TP"
+    # train.py: accumulation = global / (local x DP); with PP each forward is
+    # local_batch_size sequences split into micro-batches of the PP size
+    local = t["local_batch_size"]
     eq("global batch", t["global_batch_size"], gb)
+    accum = t["global_batch_size"] // (local * par["dp"])
+    if par["pp"] > 1:
+        mbs = p["pipeline_parallel_microbatch_size"]
+        eq("micro-batch", mbs, par["micro_batch"])
+        eq("micro-batches", accum * local // mbs, par["num_microbatches"])
+        want_lpc = lpc or [m["n_layers"] // (par["pp"] * par["vpp"])] * (par["pp"] * par["vpp"])
+        eq("layers per stage (pipeline_llm)", titan_stages(p, m["n_layers"]), want_lpc)
+        eq("schedule", p["pipeline_parallel_schedule"],
+           {"gpipe": "GPipe", "1f1b": "1F1B",
+            "interleaved": "Interleaved1F1B" if par["vpp"] > 1 else "1F1B",
+            "zb-h1": "InterleavedZeroBubble"}[par["schedule"]])
+    else:
+        eq("micro-batch (local_batch_size)", local, par["micro_batch"])
+        eq("micro-batches (accumulation)", accum, par["num_microbatches"])
     eq("sequence", t["seq_len"], par["seq_len"])
     eq("activation checkpointing", d["activation_checkpoint"]["mode"], rc)
-    dims = dict(re.findall(r"(\w+) = (\d+)", text.split("[job]")[0]))
-    for k, pk in (("n_layers", "n_layers"), ("dim", "hidden"), ("n_heads", "n_heads"),
-                  ("n_kv_heads", "n_kv_heads"), ("ffn_dim", "ffn"), ("vocab_size", "vocab")):
-        eq("model " + k, int(dims[k]), m[pk])
+    mo = d["model"]
+    fl = TITAN_FLAVORS.get((mo["name"], mo["flavor"]))
+    assert fl is not None, "no torchtitan 0.2.2 flavour %s %s" % (mo["name"], mo["flavor"])
+    eq("model (flavour dimensions)", fl, (m["n_layers"], m["hidden"], m["n_heads"],
+                                          m["n_kv_heads"], m["ffn"], m["vocab"], m["n_experts"]))
+    assert not (mo["name"] == "qwen3" and par["pp"] > 1), "qwen3 has no pipelining_fn (0.2.2)"
+    conv = mo.get("converters", [])
+    prec = par.get("precision", "bf16")
+    q = d.get("quantize", {}).get("linear", {})
+    if prec == "mxfp8":
+        eq("converters", conv[0], "quantize.linear.mx")
+    elif prec in ("fp8-cs", "fp8-rowwise"):
+        eq("converters", conv[0], "quantize.linear.float8")
+        eq("float8 recipe", q["float8"].get("recipe_name", "tensorwise"),
+           "rowwise" if prec == "fp8-rowwise" else "tensorwise")
+    else:
+        eq("converters", conv, [])
+    # the quantised grouped GEMM (experts) is a torchao prototype: refused
+    assert not (conv and m["n_experts"] > 0), "low-precision experts"
+    nodes = -(-g // plan["hw"]["gpus_per_node"])
+    if nodes > 1:
+        assert re.search(r"torchrun --nnodes %d .*--rdzv-backend c10d --rdzv-endpoint" % nodes,
+                         text), "multi-node torchrun without rendezvous"
 
 
 def check_deepspeed(text, plan):
+    """DeepSpeedConfig's batch rule and what it reads (export_real suite)."""
     par, m, g, gb, uneven, lpc, rc = facts(plan)
     d = json.loads(text)
-    eq("train_batch_size", d["train_batch_size"], gb)
     eq("micro-batch", d["train_micro_batch_size_per_gpu"], par["micro_batch"])
     eq("accumulation", d["gradient_accumulation_steps"], par["num_microbatches"])
+    # without an mpu AutoTP's ranks count as data ranks: no train_batch_size
+    # under TP (DeepSpeed derives it), else micro x accumulation x DP
+    eq("train_batch_size", d.get("train_batch_size"), gb if par["tp"] == 1 else None)
     eq("ZeRO", d["zero_optimization"]["stage"], par["zero"])
-    eq("pipeline stages", d["pipeline"]["stages"], par["pp"])
+    assert "mics_shard_size" not in d["zero_optimization"], "MiCS was removed in 0.19"
     eq("TP", d.get("tensor_parallel", {}).get("autotp_size", 1), par["tp"])
     eq("CP (Ulysses)", d.get("sequence_parallel_size", 1), par["cp"])
-    eq("batch identity with CP", d["train_micro_batch_size_per_gpu"] *
-       d["gradient_accumulation_steps"] * (g // (par["tp"] * par["pp"] * par["cp"])),
-       d["train_batch_size"])
-    eq("bf16", d["bf16"]["enabled"], plan["hw"]["dtype_bytes"] == 2)
+    if par["cp"] > 1:
+        eq("Ulysses mesh", d["data_parallel_size"] * par["cp"], g)
+    hint = d["parallax_model_code"]
+    assert "stages" not in d.get("pipeline", {}), "pipeline.stages is read by no DeepSpeed code"
+    if par["pp"] > 1:
+        pm = hint["PipelineModule"]
+        eq("pipeline stages (PipelineModule)", pm["num_stages"], par["pp"])
+        assert pm["partition_method"].startswith("type:"), pm
+        eq("pipeline recompute", d["pipeline"]["activation_checkpoint_interval"],
+           1 if rc == "full" else 0)
+    else:
+        eq("full recompute", "activation_checkpointing" in d and "activation_checkpointing" in
+           hint, rc == "full")
+    prec = par.get("precision", "bf16")
+    bf16 = plan["hw"]["dtype_bytes"] == 2
+    eq("bf16", d["bf16"]["enabled"], bf16 and prec == "bf16")
+    eq("fp16", d["fp16"]["enabled"], bf16 and prec == "fp16")
 
 
 def check_slurm(text, plan, path):

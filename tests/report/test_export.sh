@@ -50,6 +50,29 @@ plan ds --model llama3-8b --gpus 64 --zero 1 --pp 2 --schedule 1f1b --cp 1 --sp 
   --recompute none --partition uniform --top 1
 export_ok ds deepspeed
 export_ok ds megatron
+# what torchtitan 0.2.2 and DeepSpeed 0.19.8 taught (tests/export_real runs
+# them): hybrid sharding as HSDP, fp8 converters, the flavour found by the
+# model's dimensions, DDP only in one dimension; DeepSpeed's fp16, AutoTP
+# batch and PipelineModule stages
+plan tt-hsdp --model 70b --gpus 256 --zero 3 --shard-group 64 --framework torchtitan \
+  --partition uniform --top 1
+export_ok tt-hsdp torchtitan
+refused tt-hsdp deepspeed "hybrid sharding"
+plan tt-fp8row --model llama3-8b --gpus 64 --precision fp8-rowwise --framework torchtitan --top 1
+export_ok tt-fp8row torchtitan
+grep -q 'converters = \["quantize.linear.float8"\]' "$tmp/tt-fp8row.torchtitan" || fail "fp8 plan without the float8 converter"
+plan tt-ddp2 --model llama3-8b --gpus 64 --hw b200 --zero 0 --tp 2 --pp 1 --cp 1 \
+  --framework torchtitan --top 1
+refused tt-ddp2 torchtitan "ZeRO-0 (DDP) with tensor or pipeline parallelism"
+plan tt-mixtral --model mixtral-8x7b --gpus 64 --zero 3 --framework torchtitan --top 1
+refused tt-mixtral torchtitan "no torchtitan 0.2.2 flavour has its dimensions"
+plan ds-fp16 --model llama3-8b --gpus 64 --precision fp16 --framework deepspeed --top 1
+export_ok ds-fp16 deepspeed
+plan ds-autotp --model llama3-8b --gpus 64 --tp 2 --pp 1 --cp 1 --zero 1 --framework deepspeed --top 1
+export_ok ds-autotp deepspeed
+plan ds-pp --model llama3-8b --gpus 64 --pp 4 --tp 1 --cp 1 --zero 1 --recompute full \
+  --schedule 1f1b --partition uniform --framework deepspeed --top 1
+export_ok ds-pp deepspeed
 # fine-tuning: LoRA's peft section to NeMo, refused by the formats without
 # adapters and by the executor; SFT with Megatron's --finetune
 plan lora --model llama3-8b --gpus 8 --framework megatron --finetune lora --lora-rank 16 \
@@ -104,11 +127,18 @@ export_ok fw-deepspeed deepspeed
 plan fw-parallax --model 70b --gpus 256 --top 1
 export_ok fw-parallax slurm
 plan fw-titan --model 70b --gpus 256 --framework torchtitan --schedule interleaved \
-  --partition uniform --top 1
+  --zero 3 --partition uniform --top 1
 export_ok fw-titan torchtitan
 # whatever the search picks under torchtitan's profile, its job file says it
+# or the export names what torchtitan 0.2.2 cannot run (ZeRO-0 beside CP...)
 plan fw-titan-any --model 70b --gpus 256 --framework torchtitan --top 1
-export_ok fw-titan-any torchtitan
+if "$build/export" --plan "$tmp/fw-titan-any.json" --to torchtitan -o "$tmp/fw-titan-any.torchtitan" \
+    2>"$tmp/err"; then
+  python3 "$check" torchtitan "$tmp/fw-titan-any.torchtitan" "$tmp/fw-titan-any.json" \
+    || fail "fw-titan-any exported to torchtitan"
+else
+  grep -q "torchtitan cannot run this plan" "$tmp/err" || fail "fw-titan-any: $(cat "$tmp/err")"
+fi
 
 # refusals, each naming the feature
 plan zb --model 70b --gpus 64 --tp 8 --pp 4 --cp 1 --zero 3 --schedule zb-h1 --partition uniform --top 1
