@@ -188,6 +188,8 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
          * the softmax of every other micro-batch in flight */
         sm->buf_final = inflight * 2.0 * e * tok * h / tsp;
         sm->buf_logits = (4.0 + (e < 4 ? e : 0.0)) * tok * V / t;
+        if (ctx->run && ctx->run->loss_logit_bytes > 0)
+            sm->buf_logits = ctx->run->loss_logit_bytes * tok * V / t;
         /* zero-bubble: past B the softmax has become the logits gradient,
          * kept in the activation dtype until W computes the head's */
         double others = inflight - sm->inflight_bw - 1.0;
@@ -207,6 +209,14 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
     for (int k = 0; k < 2; k++)
         if (sl->n[k][PX_RECOMPUTE_FULL] > 0 && ops[k][PX_RECOMPUTE_NONE].total > worst_rc)
             worst_rc = ops[k][PX_RECOMPUTE_NONE].total;
+    /* the op-level selective policy reruns a layer's other operators in its
+     * backward: their outputs are live again while it runs */
+    bool sac_op = ctx->run && ctx->run->selective_op_policy;
+    for (int k = 0; sac_op && k < 2; k++) {
+        double rerun = ops[k][PX_RECOMPUTE_NONE].total - ops[k][PX_RECOMPUTE_SELECTIVE].total;
+        if (sl->n[k][PX_RECOMPUTE_SELECTIVE] > 0 && rerun > worst_rc)
+            worst_rc = rerun;
+    }
     sm->buf_rc = worst_rc;
     if (p > 1)
         sm->buf_p2p = 2.0 * px_cost_pp_msg_bytes(s, b, h, par->tp, sp, (int)e);
@@ -239,6 +249,14 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
             if (!par->dp_overlap)
                 run.fsdp_prefetch_layers = 0;
             sm->buf_zero3 = px_cost_fsdp_buffers(&run, lp / t, (double)(nd + nm), e, bpp.grads);
+            /* under a pipeline the stage's layers stay gathered and their
+             * gradients accumulate unsharded until the last micro-batch */
+            if (p > 1 && run.fsdp_pp_grad_bytes > 0)
+                sm->buf_zero3 = (double)(nd + nm) * lp / t * (e + run.fsdp_pp_grad_bytes);
+            /* the head's unit, not resharded after its forward, stays
+             * gathered through the loss into its backward */
+            if (stage == p - 1 && run.fsdp_head_kept_gathered)
+                sm->buf_zero3 += e * head_local_params(ctx, par->tp);
         }
     }
 }
@@ -389,7 +407,7 @@ void px_cost_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *mem,
     stage_layers *sl = ctx->stage_ws;
     stage_counts(ctx, par, sl);
     int ws = worst_memory(ctx, par, sl, &w);
-    fill_memory(&w, ws, mem);
+    fill_memory(ctx, par, &w, ws, mem);
     if (detail)
         fill_memory_detail(ctx, par, &w, detail);
 }
@@ -403,7 +421,7 @@ void px_cost_stage_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *p
     for (int st = 0; st < par->pp; st++) {
         stage_mem sm;
         memory_of_stage(ctx, par, st, &sl[st], ops, &sm);
-        fill_memory(&sm, st, &per_stage[st]);
+        fill_memory(ctx, par, &sm, st, &per_stage[st]);
     }
 }
 

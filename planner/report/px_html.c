@@ -176,7 +176,7 @@ static const char css[] =
     ".op-F{fill:#4e79a7}.op-B{fill:#59a14f}.op-W{fill:#f28e2b}"
     ".idle{fill:#ececec}.comm{fill:#b07aa1}"
     ".m-weights{fill:#4e79a7}.m-grads{fill:#76b7b2}.m-optimizer{fill:#edc948}"
-    ".m-activations{fill:#e15759}.m-buffers{fill:#bab0ac}"
+    ".m-activations{fill:#e15759}.m-buffers{fill:#bab0ac}.m-runtime{fill:#9c755f}"
     ".t-compute{fill:#4e79a7}.t-comm{fill:#b07aa1}.t-bubble{fill:#d9d9d9}"
     ".t-optimizer{fill:#edc948}.t-other{fill:#bab0ac}"
     ".limit{stroke:#d62728;stroke-width:2;stroke-dasharray:6 3}"
@@ -259,8 +259,8 @@ static void timeline_svg(px_buf *b, const timed_timeline *tt, const px_parallel 
     (void)par;
 }
 
-static const char *const mem_parts[5] = {"weights", "grads", "optimizer", "activations",
-                                         "buffers"};
+static const char *const mem_parts[6] = {"weights", "grads", "optimizer", "activations",
+                                         "buffers", "runtime"};
 
 static void memory_svg(px_buf *b, const px_memory *stages, int pp, const px_hw *hw,
                        int64_t predicted_peak)
@@ -268,7 +268,7 @@ static void memory_svg(px_buf *b, const px_memory *stages, int pp, const px_hw *
     const double left = 70, plot_h = 240, top = 20;
     double bar_w = fmin(60.0, 1000.0 / pp * 0.7), gap = fmin(30.0, 1000.0 / pp * 0.3);
     double width = pp * (bar_w + gap);
-    int64_t limit = hw->hbm_bytes - hw->mem_reserve_bytes, ymax = hw->hbm_bytes;
+    int64_t limit = px_hw_usable_bytes(hw), ymax = hw->hbm_bytes;
     for (int s = 0; s < pp; s++)
         if (stages[s].total > ymax)
             ymax = stages[s].total;
@@ -287,11 +287,15 @@ static void memory_svg(px_buf *b, const px_memory *stages, int pp, const px_hw *
                       base - g * 1e9 * sy + 4, g);
     for (int s = 0; s < pp; s++) {
         const px_memory *m = &stages[s];
-        const int64_t part[5] = {m->weights, m->grads, m->optimizer, m->activations, m->buffers};
+        /* the runtime's share (workspaces, CUDA context, NCCL) is what the
+         * total holds beyond the tensors */
+        int64_t tensors = m->weights + m->grads + m->optimizer + m->activations + m->buffers;
+        const int64_t part[6] = {m->weights,     m->grads,   m->optimizer,
+                                 m->activations, m->buffers, m->total - tensors};
         double x = left + s * (bar_w + gap) + gap / 2, y = base;
         px_buf_printf(b, "<g class=\"mem-bar\" data-stage=\"%d\" data-total-bytes=\"%lld\">", s,
                       (long long)m->total);
-        for (int k = 0; k < 5; k++) {
+        for (int k = 0; k < 6; k++) {
             double h = (double)part[k] * sy;
             y -= h;
             px_buf_printf(b, "<rect class=\"mem-seg m-%s\" data-part=\"%s\" data-bytes=\"%lld\" "
@@ -551,8 +555,8 @@ static px_status detail_section(px_buf *b, const px_html_run *r, int index, px_e
         px_buf_puts(b, "<h3>Memory per GPU by stage</h3>\n");
         static const char *const mem_items[][2] = {
             {"weights", "#4e79a7"}, {"gradients", "#76b7b2"}, {"optimizer state", "#edc948"},
-            {"activations", "#e15759"}, {"buffers", "#bab0ac"}};
-        legend(b, mem_items, 5);
+            {"activations", "#e15759"}, {"buffers", "#bab0ac"}, {"runtime", "#9c755f"}};
+        legend(b, mem_items, 6);
         memory_svg(b, stages, p->pp, r->hw, r->pred->mem.total);
         px_buf_puts(b, "<h3>Time of one step</h3>\n");
         breakdown_table(b, &r->pred->time);
