@@ -224,10 +224,15 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
     if (par->zero >= 3 && dshard > 1.0) {
         /* two layers' weights gathered at a time (prefetch) */
         px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
-        double lp = (double)(ctx->moe_layer_params > ctx->dense_layer_params
-                                 ? ctx->moe_layer_params
-                                 : ctx->dense_layer_params);
-        sm->buf_zero3 = 2.0 * lp / t * bpp.weights;
+        /* a layer as one GPU gathers it: its TP share and, of a MoE layer,
+         * only the experts of its EP rank (a dense model: its matrices / t) */
+        double etp = par->etp > 0 ? par->etp : 1;
+        double dense_g = layer_local_params(ctx, par->tp, false),
+               moe_g = layer_local_params(ctx, par->tp, true) +
+                       (double)ctx->expert_params / ((double)par->ep * etp);
+        double lp = ctx->n_moe_layers > 0 ? (moe_g > dense_g ? moe_g : dense_g)
+                                          : (double)ctx->dense_layer_params / t;
+        sm->buf_zero3 = 2.0 * lp * bpp.weights;
         if (ctx->run && ctx->run->zero_16bit_partitions) {
             /* DeepSpeed stage3.py: the module computing, gathered, and its
              * 16-bit gradient before the reduce-scatter; the prefetch
@@ -235,7 +240,7 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
              * fraction of a layer.  The largest module may be the
              * embedding or the head (estimate_zero3_model_states_mem_needs:
              * 4 bytes x largest layer at 16 bits). */
-            double big = lp / t, emb = embedding_local_params(ctx, par->tp),
+            double big = lp, emb = embedding_local_params(ctx, par->tp),
                    head = head_local_params(ctx, par->tp);
             big = emb > big ? emb : big;
             big = head > big ? head : big;
@@ -248,11 +253,12 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
             px_fw_runtime run = *ctx->run;
             if (!par->dp_overlap)
                 run.fsdp_prefetch_layers = 0;
-            sm->buf_zero3 = px_cost_fsdp_buffers(&run, lp / t, (double)(nd + nm), e, bpp.grads);
+            sm->buf_zero3 = px_cost_fsdp_buffers(&run, lp, (double)(nd + nm), e, bpp.grads);
             /* under a pipeline the stage's layers stay gathered and their
              * gradients accumulate unsharded until the last micro-batch */
             if (p > 1 && run.fsdp_pp_grad_bytes > 0)
-                sm->buf_zero3 = (double)(nd + nm) * lp / t * (e + run.fsdp_pp_grad_bytes);
+                sm->buf_zero3 = ((double)nd * dense_g + (double)nm * moe_g) *
+                                (e + run.fsdp_pp_grad_bytes);
             /* the head's unit, not resharded after its forward, stays
              * gathered through the loss into its backward */
             if (stage == p - 1 && run.fsdp_head_kept_gathered)
