@@ -158,6 +158,19 @@ static void stage_activations(const px_cost_ctx *ctx, const px_parallel *par, in
 /* The stage's buffers: embedding output, final norm, logits and loss on the
  * ends; a full-recompute rerun, the pipeline messages, ZeRO-3's gathered
  * layers.  Reads sm->inflight and sm->inflight_bw (stage_activations). */
+/* The parameters of a layer's largest linear module on one GPU: the MLP's
+ * up (or gate) projection, h x f (a routed expert's h x f_e), or the
+ * attention's q|k|v projection taken fused, over TP. */
+static double largest_linear_params(const px_cost_ctx *ctx, int tp)
+{
+    const px_model *m = ctx->model;
+    double h = (double)m->hidden, dq = (double)px_model_qk_head_dim(m),
+           dv = (double)px_model_v_head_dim(m);
+    double qkv = (double)m->n_heads * dq + (double)m->n_kv_heads * (dq + dv);
+    double f = (double)m->ffn > (double)m->moe_ffn ? (double)m->ffn : (double)m->moe_ffn;
+    return h * (f > qkv ? f : qkv) / tp;
+}
+
 static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int stage,
                           const stage_layers *sl,
                           px_act_ops ops[2][PX_RECOMPUTE_COUNT], stage_mem *sm)
@@ -237,10 +250,15 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
             /* DeepSpeed stage3.py: the module computing, gathered, and its
              * 16-bit gradient before the reduce-scatter; the prefetch
              * (stage3_prefetch_bucket_size, 5e7 elements by default) is a
-             * fraction of a layer.  The largest module may be the
-             * embedding or the head (estimate_zero3_model_states_mem_needs:
-             * 4 bytes x largest layer at 16 bits). */
-            double big = lp, emb = embedding_local_params(ctx, par->tp),
+             * fraction of a layer.  A module is a leaf that owns its
+             * parameters (partitioned_param_coordinator.py fetches
+             * parameters(recurse=False) of each submodule; the estimator's
+             * model_to_params takes the largest such): a layer's largest
+             * linear, or the embedding or the head
+             * (estimate_zero3_model_states_mem_needs: 4 bytes x the largest
+             * at 16 bits). */
+            double big = largest_linear_params(ctx, par->tp),
+                   emb = embedding_local_params(ctx, par->tp),
                    head = head_local_params(ctx, par->tp);
             big = emb > big ? emb : big;
             big = head > big ? head : big;
