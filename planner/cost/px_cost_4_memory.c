@@ -171,6 +171,67 @@ static double largest_linear_params(const px_cost_ctx *ctx, int tp)
     return h * (f > qkv ? f : qkv) / tp;
 }
 
+/* ZeRO-3's gathered buffers on stage `stage` (0 without ZeRO-3 or without a
+ * sharding group): two layers' weights by default; DeepSpeed's largest
+ * module with its 16-bit gradient; a framework's FSDP prefetch and
+ * reshard (px_cost_fsdp_buffers), its pipeline's unsharded layers and its
+ * head kept gathered. */
+static double zero3_buffers(const px_cost_ctx *ctx, const px_parallel *par, int stage,
+                            int64_t nd, int64_t nm)
+{
+    double dshard = (double)par->dp * par->cp;
+    if (par->zero < 3 || dshard <= 1.0)
+        return 0.0;
+    int p = par->pp;
+    double t = par->tp, e = elem_of(ctx);
+    px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
+    /* a layer as one GPU gathers it: its TP share and, of a MoE layer,
+     * only the experts of its EP rank (a dense model: its matrices / t) */
+    double etp = par->etp > 0 ? par->etp : 1;
+    double dense_g = layer_local_params(ctx, par->tp, false),
+           moe_g = layer_local_params(ctx, par->tp, true) +
+                   (double)ctx->expert_params / ((double)par->ep * etp);
+    double lp = ctx->n_moe_layers > 0 ? (moe_g > dense_g ? moe_g : dense_g)
+                                      : (double)ctx->dense_layer_params / t;
+    double z = 2.0 * lp * bpp.weights; /* two layers gathered at a time (prefetch) */
+    if (ctx->run && ctx->run->zero_16bit_partitions) {
+        /* DeepSpeed stage3.py: the module computing, gathered, and its
+         * 16-bit gradient before the reduce-scatter; the prefetch
+         * (stage3_prefetch_bucket_size, 5e7 elements by default) is a
+         * fraction of a layer.  A module is a leaf that owns its
+         * parameters (partitioned_param_coordinator.py fetches
+         * parameters(recurse=False) of each submodule; the estimator's
+         * model_to_params takes the largest such): a layer's largest
+         * linear, or the embedding or the head
+         * (estimate_zero3_model_states_mem_needs: 4 bytes x the largest
+         * at 16 bits). */
+        double big = largest_linear_params(ctx, par->tp),
+               emb = embedding_local_params(ctx, par->tp),
+               head = head_local_params(ctx, par->tp);
+        big = emb > big ? emb : big;
+        big = head > big ? head : big;
+        z = 2.0 * e * big;
+    } else if (ctx->run) {
+        /* with blocking DP collectives (--overlap off, the CPU
+         * executor) a gather cannot run ahead: each layer is gathered
+         * when it starts, one at a time (measured: the ZeRO-3 peak
+         * holds the shard and one layer) */
+        px_fw_runtime run = *ctx->run;
+        if (!par->dp_overlap)
+            run.fsdp_prefetch_layers = 0;
+        z = px_cost_fsdp_buffers(&run, lp, (double)(nd + nm), e, bpp.grads);
+        /* under a pipeline the stage's layers stay gathered and their
+         * gradients accumulate unsharded until the last micro-batch */
+        if (p > 1 && run.fsdp_pp_grad_bytes > 0)
+            z = ((double)nd * dense_g + (double)nm * moe_g) * (e + run.fsdp_pp_grad_bytes);
+        /* the head's unit, not resharded after its forward, stays
+         * gathered through the loss into its backward */
+        if (stage == p - 1 && run.fsdp_head_kept_gathered)
+            z += e * head_local_params(ctx, par->tp);
+    }
+    return z;
+}
+
 static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int stage,
                           const stage_layers *sl,
                           px_act_ops ops[2][PX_RECOMPUTE_COUNT], stage_mem *sm)
@@ -233,56 +294,7 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
     sm->buf_rc = worst_rc;
     if (p > 1)
         sm->buf_p2p = 2.0 * px_cost_pp_msg_bytes(s, b, h, par->tp, sp, (int)e);
-    double dshard = (double)par->dp * par->cp;
-    if (par->zero >= 3 && dshard > 1.0) {
-        /* two layers' weights gathered at a time (prefetch) */
-        px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
-        /* a layer as one GPU gathers it: its TP share and, of a MoE layer,
-         * only the experts of its EP rank (a dense model: its matrices / t) */
-        double etp = par->etp > 0 ? par->etp : 1;
-        double dense_g = layer_local_params(ctx, par->tp, false),
-               moe_g = layer_local_params(ctx, par->tp, true) +
-                       (double)ctx->expert_params / ((double)par->ep * etp);
-        double lp = ctx->n_moe_layers > 0 ? (moe_g > dense_g ? moe_g : dense_g)
-                                          : (double)ctx->dense_layer_params / t;
-        sm->buf_zero3 = 2.0 * lp * bpp.weights;
-        if (ctx->run && ctx->run->zero_16bit_partitions) {
-            /* DeepSpeed stage3.py: the module computing, gathered, and its
-             * 16-bit gradient before the reduce-scatter; the prefetch
-             * (stage3_prefetch_bucket_size, 5e7 elements by default) is a
-             * fraction of a layer.  A module is a leaf that owns its
-             * parameters (partitioned_param_coordinator.py fetches
-             * parameters(recurse=False) of each submodule; the estimator's
-             * model_to_params takes the largest such): a layer's largest
-             * linear, or the embedding or the head
-             * (estimate_zero3_model_states_mem_needs: 4 bytes x the largest
-             * at 16 bits). */
-            double big = largest_linear_params(ctx, par->tp),
-                   emb = embedding_local_params(ctx, par->tp),
-                   head = head_local_params(ctx, par->tp);
-            big = emb > big ? emb : big;
-            big = head > big ? head : big;
-            sm->buf_zero3 = 2.0 * e * big;
-        } else if (ctx->run) {
-            /* with blocking DP collectives (--overlap off, the CPU
-             * executor) a gather cannot run ahead: each layer is gathered
-             * when it starts, one at a time (measured: the ZeRO-3 peak
-             * holds the shard and one layer) */
-            px_fw_runtime run = *ctx->run;
-            if (!par->dp_overlap)
-                run.fsdp_prefetch_layers = 0;
-            sm->buf_zero3 = px_cost_fsdp_buffers(&run, lp, (double)(nd + nm), e, bpp.grads);
-            /* under a pipeline the stage's layers stay gathered and their
-             * gradients accumulate unsharded until the last micro-batch */
-            if (p > 1 && run.fsdp_pp_grad_bytes > 0)
-                sm->buf_zero3 = ((double)nd * dense_g + (double)nm * moe_g) *
-                                (e + run.fsdp_pp_grad_bytes);
-            /* the head's unit, not resharded after its forward, stays
-             * gathered through the loss into its backward */
-            if (stage == p - 1 && run.fsdp_head_kept_gathered)
-                sm->buf_zero3 += e * head_local_params(ctx, par->tp);
-        }
-    }
+    sm->buf_zero3 = zero3_buffers(ctx, par, stage, nd, nm);
 }
 
 /* ops[k][r]: one layer of kind k (0 dense, 1 MoE) under recompute choice r. */
