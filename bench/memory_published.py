@@ -6,14 +6,15 @@ Usage (from the project's root):
       [--tools ../shared/tools] [--max-err X]
 Every row whose `measured` gives memory_gb is turned into the plan call of
 shared/data/README.md (shared/tools/published_runs.py row_args) and its
-predicted peak (plans[0].memory.total_bytes, the worst stage's allocated
-bytes) is set beside the row's figure in the unit and convention its
-framework reports (docs/cost-model.md, "Published peak memory"):
+predicted peak is set beside the row's figure in the unit and convention
+its framework reports (docs/cost-model.md, "Published peak memory"):
 torchtitan logs the caching allocator's peak reserved bytes in GiB
 (torch.cuda.memory_stats()["reserved_bytes.all.peak"]), which holds the
-allocated peak and the allocator's cached, fragmented blocks but not the
-CUDA context nor NCCL's own buffers.  Prints one line per row and the mean
-and largest error; --max-err X exits 1 when a row's |error| exceeds X."""
+allocated peak, the workspaces it hands out and its cached blocks but not
+the CUDA context nor NCCL's own buffers: the prediction's allocated_bytes +
+workspace_bytes + allocator_cache_bytes of plans[0].memory (the worst
+stage).  Prints one line per row and the mean and largest error; --max-err
+X exits 1 when a row's |error| exceeds X."""
 import json, os, sys, tempfile
 
 GIB = 1024 ** 3
@@ -28,7 +29,19 @@ def per_gpu_batch(r):
     lb, gb, dp = p.get("local_batch_size"), p.get("global_batch"), p.get("dp")
     if p.get("micro_batch") or not lb or not gb or not dp or p.get("grad_accum"):
         return []
-    return ["--micro-batch", str(lb)] if gb == lb * dp else []
+    if gb != lb * dp:
+        return []
+    pp = p.get("pp") or 1
+    if pp == 1:
+        return ["--micro-batch", str(lb)]
+    # with a pipeline torchtitan splits that batch into one micro-batch per
+    # pipeline stage (its 2024 config_manager.py:
+    # experimental.pipeline_parallel_microbatches, "the number of pipeline
+    # stages, if unspecified"): pp of them under 1F1B; an interleaved row
+    # does not say its stages, so its micro-batch is searched
+    if (p.get("pp_schedule") or "").lower() == "1f1b" and lb % pp == 0:
+        return ["--micro-batch", str(lb // pp)]
+    return []
 
 
 def main():
@@ -62,7 +75,10 @@ def main():
                 bad += 1
                 continue
             fw = pr.framework(r)
-            pred = best["memory"]["total_bytes"] / GIB
+            mem = best["memory"]
+            # the reserved peak (a plan without the runtime's parts: its total)
+            pred = (mem.get("allocated_bytes", mem["total_bytes"]) +
+                    mem.get("workspace_bytes", 0) + mem.get("allocator_cache_bytes", 0)) / GIB
             pub = r["measured"]["memory_gb"]  # GiB where the note says so (torchtitan)
             err = (pred - pub) / pub
             errs.append(err)

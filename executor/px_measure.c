@@ -88,7 +88,11 @@ void px_measure_predicted(const px_plan *plan, px_measure *out)
     out->tokens_per_s = plan->pred.tokens_per_s;
     out->mfu = plan->pred.mfu;
     out->hfu = plan->pred.hfu;
-    out->peak_memory_bytes = (double)plan->pred.mem.total;
+    /* the executor's tracked allocator counts tensors: the prediction's
+     * allocated bytes, not the runtime's share beside them (a plan file
+     * without that split: its total) */
+    const px_memory *m = &plan->pred.mem;
+    out->peak_memory_bytes = (double)(m->allocated > 0 ? m->allocated : m->total);
 }
 
 px_status px_measure_stages(px_run *run, const px_plan *plan, px_error *err)
@@ -114,9 +118,10 @@ px_status px_measure_stages(px_run *run, const px_plan *plan, px_error *err)
         free(rank_stage);
         return PX_FAIL(err, PX_ERR_NOMEM, "per-stage memory: out of memory");
     }
-    /* the plan file's per-stage prediction: the numbers `plan` wrote */
+    /* the plan file's per-stage prediction: the numbers `plan` wrote, its
+     * tensors (the runtime's share is not in the tracked allocator) */
     for (int s = 0; s < pp; s++)
-        stage[s] = plan->stages[s].total;
+        stage[s] = plan->stages[s].total - plan->stages[s].runtime;
     for (int r = 0; r < run->world; r++)
         rank_stage[r] = px_layout_coord(&lay, r, PX_DIM_PP);
     run->n_stages = pp;

@@ -109,12 +109,23 @@ json_t *candidate_json(const px_candidate *c, int64_t seq, int64_t n_layers)
                             px_schedule_name(p->schedule), "recompute",
                             px_recompute_name(p->recompute), "grad_dtype",
                             p->grad_fp32 ? "fp32" : "bf16");
+    const px_memory *qm = &q->mem;
     json_t *mem = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:i}", "weights_bytes",
-                            (json_int_t)q->mem.weights, "grads_bytes", (json_int_t)q->mem.grads,
-                            "optimizer_bytes", (json_int_t)q->mem.optimizer, "activations_bytes",
-                            (json_int_t)q->mem.activations, "buffers_bytes",
-                            (json_int_t)q->mem.buffers, "total_bytes", (json_int_t)q->mem.total,
-                            "worst_stage", q->mem.worst_stage);
+                            (json_int_t)qm->weights, "grads_bytes", (json_int_t)qm->grads,
+                            "optimizer_bytes", (json_int_t)qm->optimizer, "activations_bytes",
+                            (json_int_t)qm->activations, "buffers_bytes",
+                            (json_int_t)qm->buffers, "total_bytes", (json_int_t)qm->total,
+                            "worst_stage", qm->worst_stage);
+    /* what the runtime takes beside the tensors (px_cost_runtime.h) */
+    json_t *rt = json_pack("{s:I,s:I,s:I,s:I,s:I,s:i}", "allocated_bytes",
+                           (json_int_t)qm->allocated, "workspace_bytes",
+                           (json_int_t)qm->workspace, "allocator_cache_bytes",
+                           (json_int_t)qm->allocator_cache, "runtime_context_bytes",
+                           (json_int_t)qm->runtime_context, "nccl_bytes", (json_int_t)qm->nccl,
+                           "nccl_comms", qm->nccl_comms);
+    if (mem && rt)
+        json_object_update(mem, rt);
+    json_decref(rt);
     const px_time *t = &q->time;
     json_t *tm = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "step_s",
                            t->step_s, "compute_s", t->compute_s, "recompute_s", t->recompute_s,

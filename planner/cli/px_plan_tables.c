@@ -127,9 +127,23 @@ static void explain(FILE *out, px_cost_ctx *ctx, const px_candidate *c, const px
     fprintf(out, "    %-32s %10.2f\n", "recompute working set", gb(d.buf_recompute));
     fprintf(out, "    %-32s %10.2f\n", "p2p / ZeRO-3 gather", gb(d.buf_p2p));
     fprintf(out, "    %-32s %10.2f\n", "zero-bubble grads kept B->W", gb(d.buf_zb_grads));
-    fprintf(out, "  %-34s %10.2f   of %.2f usable (%.2f device memory - %.2f reserve)\n", "total",
-           gb((double)m->total), gb((double)res->mem_limit_bytes), gb((double)hw->hbm_bytes),
-           gb((double)hw->mem_reserve_bytes));
+    fprintf(out, "  %-34s %10.2f   (the allocator's allocated peak)\n", "tensors",
+           gb((double)m->allocated));
+    fprintf(out, "  %-34s %10.2f\n", "runtime",
+           gb((double)(m->total - m->allocated)));
+    fprintf(out, "    %-32s %10.2f   (cuBLAS, cuBLASLt, TE)\n", "library workspaces",
+           gb((double)m->workspace));
+    fprintf(out, "    %-32s %10.2f\n", "CUDA context", gb((double)m->runtime_context));
+    fprintf(out, "    %-32s %10.2f   (%d communicators)\n", "NCCL buffers", gb((double)m->nccl),
+           m->nccl_comms);
+    fprintf(out, "  %-34s %10.2f   of %.2f usable (%.2f device memory x %.4f as the device "
+                 "reports it - %.2f reserve)\n",
+           "total", gb((double)m->total), gb((double)res->mem_limit_bytes),
+           gb((double)hw->hbm_bytes), hw->hbm_visible_ratio, gb((double)hw->mem_reserve_bytes));
+    fprintf(out, "  %-34s %10.2f   (cached blocks %.2f, given back before an allocation "
+                 "fails: not in the total)\n",
+           "allocator's reserved peak", gb((double)px_memory_reserved(m)),
+           gb((double)m->allocator_cache));
     if (m->host > 0)
         fprintf(out, "  %-34s %10.2f   of %.2f host memory per GPU (offloaded optimizer: fp32 "
                      "master, moments, gradient copy)\n",
@@ -380,10 +394,11 @@ static void table_header(FILE *out, const plan_cli *c, const px_model *model, co
     if (res->batch_note[0])
         fprintf(out, "# %s\n", res->batch_note);
     fprintf(out, "# sequence %lld, global batch %lld sequences = %lld tokens; memory limit %.1f "
-                 "GB per GPU (%.1f GB device memory - %.1f reserve)\n",
+                 "GB per GPU (%.1f device memory x %.4f as reported - %.1f reserve), the "
+                 "runtime's share counted in each plan's memory\n",
             (long long)res->seq_len, (long long)res->global_batch,
             (long long)res->tokens_per_step, gb((double)res->mem_limit_bytes),
-            gb((double)hw->hbm_bytes), gb((double)hw->mem_reserve_bytes));
+            gb((double)hw->hbm_bytes), hw->hbm_visible_ratio, gb((double)hw->mem_reserve_bytes));
     double analytic_s = res->analytic_s; /* the stage partitioner's below */
     print_precision(out, hw, &c->opts);
     fprintf(out, "# searched %lld configurations in %.1f ms (%.3g per second); %lld fit\n",

@@ -95,6 +95,9 @@ typedef struct {
     bool sp;               /* sequence parallel */
     bool flash;            /* FlashAttention: no s×s matrix, softmax stats kept */
     px_recompute recompute;
+    bool sac_op;           /* selective recompute is the op-level policy (every other
+                            * matmul's output and the attention's kept, the rest rerun:
+                            * px_fw_runtime.selective_op_policy), not the attention core */
     /* MLA: stored latents (0 for standard attention) */
     double q_lora, kv_lora, rope_dim;
     /* MoE layer: routed experts replace the dense MLP */

@@ -43,6 +43,7 @@ void make_shape(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     sh->sp = par->sp && par->tp > 1;
     sh->flash = par->flash_attention;
     sh->recompute = rc;
+    sh->sac_op = ctx->run && ctx->run->selective_op_policy;
     sh->moe = moe;
     if (moe) {
         sh->n_experts = (double)m->n_experts;
@@ -123,6 +124,53 @@ void px_cost_static_formula(double n_params, int tp, int pp, int dp, int zero,
     out->total = out->weights + out->grads + out->optimizer;
 }
 
+/* The op-level selective policy (torchtitan's SelectiveAC, "op"): per
+ * layer the checkpoint keeps its input and the outputs of the attention
+ * kernel and of the odd-numbered matmuls in forward order (wq, wv, then w1
+ * and w2 of a gated MLP; w1 alone of a GeLU one), plus every TP
+ * reduce-scatter's output; everything else is rerun in the backward.  A
+ * MoE layer's experts keep what the full rule keeps. */
+static void sac_op_layer(const px_act_shape *sh, px_act_ops *o)
+{
+    px_act_shape full = *sh;
+    full.recompute = PX_RECOMPUTE_NONE;
+    px_act_ops all;
+    px_cost_act_layer(&full, &all);
+    double e = sh->elem_bytes > 0 ? sh->elem_bytes : 2;
+    double t = sh->tp > 0 ? sh->tp : 1;
+    double tsp = sh->sp ? t : 1.0;
+    double sb = sh->s * sh->b, sbh = sb * sh->h;
+    memset(o, 0, sizeof *o);
+    o->norm1_in = e * sbh / tsp;             /* the checkpoint's input */
+    o->norm2_in = t > 1 ? 2.0 * e * sbh / tsp : 0.0; /* the two reduce-scatters */
+    o->q = all.q;                            /* wq: matmul 1 */
+    o->v = all.v;                            /* wv: matmul 3 */
+    o->latent = all.latent;
+    o->softmax_stats = sh->flash ? 4.0 * sb * sh->a / t : 0.0;
+    o->softmax_out = all.softmax_out;        /* the math path's scores */
+    o->proj_in = all.proj_in;                /* the attention kernel's output */
+    if (sh->moe) {
+        o->mlp_in = all.mlp_in;
+        o->fc1_out = all.fc1_out;
+        o->act_out = all.act_out;
+        o->router = all.router;
+        o->moe_recv = all.moe_recv;
+        o->moe_gate_up = all.moe_gate_up;
+        o->moe_combine = all.moe_combine;
+        o->moe_meta = all.moe_meta;
+        o->expert = all.expert;
+    } else {
+        o->fc1_out = e * sb * sh->f / t;     /* w1: matmul 5 */
+        /* w2 (matmul 7 of a gated MLP): the local product, before TP's
+         * reduce-scatter */
+        o->act_out = sh->gated ? e * sbh : 0.0;
+    }
+    o->attention = o->latent + o->q + o->v + o->softmax_out + o->softmax_stats + o->proj_in;
+    o->mlp = o->mlp_in + o->fc1_out + o->act_out + o->router + o->expert;
+    o->norm = o->norm1_in + o->norm2_in;
+    o->total = o->attention + o->mlp + o->norm;
+}
+
 void px_cost_act_layer(const px_act_shape *sh, px_act_ops *o)
 {
     memset(o, 0, sizeof *o);
@@ -138,6 +186,10 @@ void px_cost_act_layer(const px_act_shape *sh, px_act_ops *o)
         /* only the layer input survives the forward */
         o->norm1_in = e * sbh / tsp;
         o->norm = o->total = o->norm1_in;
+        return;
+    }
+    if (sh->recompute == PX_RECOMPUTE_SELECTIVE && sh->sac_op) {
+        sac_op_layer(sh, o);
         return;
     }
     o->norm1_in = e * sbh / tsp;

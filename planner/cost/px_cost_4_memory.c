@@ -160,6 +160,80 @@ static void stage_activations(const px_cost_ctx *ctx, const px_parallel *par, in
 /* The stage's buffers: embedding output, final norm, logits and loss on the
  * ends; a full-recompute rerun, the pipeline messages, ZeRO-3's gathered
  * layers.  Reads sm->inflight and sm->inflight_bw (stage_activations). */
+/* The parameters of a layer's largest linear module on one GPU: the MLP's
+ * up (or gate) projection, h x f (a routed expert's h x f_e), or the
+ * attention's q|k|v projection taken fused, over TP. */
+static double largest_linear_params(const px_cost_ctx *ctx, int tp)
+{
+    const px_model *m = ctx->model;
+    double h = (double)m->hidden, dq = (double)px_model_qk_head_dim(m),
+           dv = (double)px_model_v_head_dim(m);
+    double qkv = (double)m->n_heads * dq + (double)m->n_kv_heads * (dq + dv);
+    double f = (double)m->ffn > (double)m->moe_ffn ? (double)m->ffn : (double)m->moe_ffn;
+    return h * (f > qkv ? f : qkv) / tp;
+}
+
+/* ZeRO-3's gathered buffers on stage `stage` (0 without ZeRO-3 or without a
+ * sharding group): two layers' weights by default; DeepSpeed's largest
+ * module with its 16-bit gradient; a framework's FSDP prefetch and
+ * reshard (px_cost_fsdp_buffers), its pipeline's unsharded layers and its
+ * head kept gathered. */
+static double zero3_buffers(const px_cost_ctx *ctx, const px_parallel *par, int stage,
+                            int64_t nd, int64_t nm)
+{
+    double dshard = (double)par->dp * par->cp;
+    if (par->zero < 3 || dshard <= 1.0)
+        return 0.0;
+    int p = par->pp;
+    double t = par->tp, e = elem_of(ctx);
+    px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
+    /* a layer as one GPU gathers it: its TP share and, of a MoE layer,
+     * only the experts of its EP rank (a dense model: its matrices / t) */
+    double etp = par->etp > 0 ? par->etp : 1;
+    double dense_g = layer_local_params(ctx, par->tp, false),
+           moe_g = layer_local_params(ctx, par->tp, true) +
+                   (double)ctx->expert_params / ((double)par->ep * etp);
+    double lp = ctx->n_moe_layers > 0 ? (moe_g > dense_g ? moe_g : dense_g)
+                                      : (double)ctx->dense_layer_params / t;
+    double z = 2.0 * lp * bpp.weights; /* two layers gathered at a time (prefetch) */
+    if (ctx->run && ctx->run->zero_16bit_partitions) {
+        /* DeepSpeed stage3.py: the module computing, gathered, and its
+         * 16-bit gradient before the reduce-scatter; the prefetch
+         * (stage3_prefetch_bucket_size, 5e7 elements by default) is a
+         * fraction of a layer.  A module is a leaf that owns its
+         * parameters (partitioned_param_coordinator.py fetches
+         * parameters(recurse=False) of each submodule; the estimator's
+         * model_to_params takes the largest such): a layer's largest
+         * linear, or the embedding or the head
+         * (estimate_zero3_model_states_mem_needs: 4 bytes x the largest
+         * at 16 bits). */
+        double big = largest_linear_params(ctx, par->tp),
+               emb = embedding_local_params(ctx, par->tp),
+               head = head_local_params(ctx, par->tp);
+        big = emb > big ? emb : big;
+        big = head > big ? head : big;
+        z = 2.0 * e * big;
+    } else if (ctx->run) {
+        /* with blocking DP collectives (--overlap off, the CPU
+         * executor) a gather cannot run ahead: each layer is gathered
+         * when it starts, one at a time (measured: the ZeRO-3 peak
+         * holds the shard and one layer) */
+        px_fw_runtime run = *ctx->run;
+        if (!par->dp_overlap)
+            run.fsdp_prefetch_layers = 0;
+        z = px_cost_fsdp_buffers(&run, lp, (double)(nd + nm), e, bpp.grads);
+        /* under a pipeline the stage's layers stay gathered and their
+         * gradients accumulate unsharded until the last micro-batch */
+        if (p > 1 && run.fsdp_pp_grad_bytes > 0)
+            z = ((double)nd * dense_g + (double)nm * moe_g) * (e + run.fsdp_pp_grad_bytes);
+        /* the head's unit, not resharded after its forward, stays
+         * gathered through the loss into its backward */
+        if (stage == p - 1 && run.fsdp_head_kept_gathered)
+            z += e * head_local_params(ctx, par->tp);
+    }
+    return z;
+}
+
 static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int stage,
                           const stage_layers *sl,
                           px_act_ops ops[2][PX_RECOMPUTE_COUNT], stage_mem *sm)
@@ -190,6 +264,8 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
          * the softmax of every other micro-batch in flight */
         sm->buf_final = inflight * 2.0 * e * tok * h / tsp;
         sm->buf_logits = (4.0 + (e < 4 ? e : 0.0)) * tok * V / t;
+        if (ctx->run && ctx->run->loss_logit_bytes > 0)
+            sm->buf_logits = ctx->run->loss_logit_bytes * tok * V / t;
         /* zero-bubble: past B the softmax has become the logits gradient,
          * kept in the activation dtype until W computes the head's */
         double others = inflight - sm->inflight_bw - 1.0;
@@ -209,47 +285,18 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
     for (int k = 0; k < 2; k++)
         if (sl->n[k][PX_RECOMPUTE_FULL] > 0 && ops[k][PX_RECOMPUTE_NONE].total > worst_rc)
             worst_rc = ops[k][PX_RECOMPUTE_NONE].total;
+    /* the op-level selective policy reruns a layer's other operators in its
+     * backward: their outputs are live again while it runs */
+    bool sac_op = ctx->run && ctx->run->selective_op_policy;
+    for (int k = 0; sac_op && k < 2; k++) {
+        double rerun = ops[k][PX_RECOMPUTE_NONE].total - ops[k][PX_RECOMPUTE_SELECTIVE].total;
+        if (sl->n[k][PX_RECOMPUTE_SELECTIVE] > 0 && rerun > worst_rc)
+            worst_rc = rerun;
+    }
     sm->buf_rc = worst_rc;
     if (p > 1)
         sm->buf_p2p = 2.0 * px_cost_pp_msg_bytes(s, b, h, par->tp, sp, (int)e);
-    double dshard = (double)par->dp * par->cp;
-    if (par->zero >= 3 && dshard > 1.0) {
-        /* two layers' weights gathered at a time (prefetch).  A gather
-         * rebuilds what this GPU holds unsharded, not the whole layer: the
-         * layer's matrices over TP and its E/(ep·etp) local experts, each
-         * gathered over its own shard group */
-        px_bytes_per_param bpp = px_cost_bytes_per_param(elem_of(ctx), par->grad_fp32);
-        double lp_dense = ctx->dense_layer_params > 0 ? layer_local_params(ctx, par->tp, false)
-                                                      : 0.0;
-        double lp_moe = ctx->moe_layer_params > 0
-                            ? layer_local_params(ctx, par->tp, true) +
-                                  (double)ctx->expert_params / (par->ep * par->etp)
-                            : 0.0;
-        double lp_local = lp_moe > lp_dense ? lp_moe : lp_dense;
-        sm->buf_zero3 = 2.0 * lp_local * bpp.weights;
-        if (ctx->run && ctx->run->zero_16bit_partitions) {
-            /* DeepSpeed stage3.py: the module computing, gathered, and its
-             * 16-bit gradient before the reduce-scatter; the prefetch
-             * (stage3_prefetch_bucket_size, 5e7 elements by default) is a
-             * fraction of a layer.  The largest module may be the
-             * embedding or the head (estimate_zero3_model_states_mem_needs:
-             * 4 bytes x largest layer at 16 bits). */
-            double big = lp_local, emb = embedding_local_params(ctx, par->tp),
-                   head = head_local_params(ctx, par->tp);
-            big = emb > big ? emb : big;
-            big = head > big ? head : big;
-            sm->buf_zero3 = 2.0 * e * big;
-        } else if (ctx->run) {
-            /* with blocking DP collectives (--overlap off, the CPU
-             * executor) a gather cannot run ahead: each layer is gathered
-             * when it starts, one at a time (measured: the ZeRO-3 peak
-             * holds the shard and one layer) */
-            px_fw_runtime run = *ctx->run;
-            if (!par->dp_overlap)
-                run.fsdp_prefetch_layers = 0;
-            sm->buf_zero3 = px_cost_fsdp_buffers(&run, lp_local, (double)(nd + nm), e, bpp.grads);
-        }
-    }
+    sm->buf_zero3 = zero3_buffers(ctx, par, stage, nd, nm);
 }
 
 /* ops[k][r]: one layer of kind k (0 dense, 1 MoE) under recompute choice r. */
@@ -398,7 +445,7 @@ void px_cost_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *mem,
     stage_layers *sl = ctx->stage_ws;
     stage_counts(ctx, par, sl);
     int ws = worst_memory(ctx, par, sl, &w);
-    fill_memory(&w, ws, mem);
+    fill_memory(ctx, par, &w, ws, mem);
     if (detail)
         fill_memory_detail(ctx, par, &w, detail);
 }
@@ -412,7 +459,7 @@ void px_cost_stage_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *p
     for (int st = 0; st < par->pp; st++) {
         stage_mem sm;
         memory_of_stage(ctx, par, st, &sl[st], ops, &sm);
-        fill_memory(&sm, st, &per_stage[st]);
+        fill_memory(ctx, par, &sm, st, &per_stage[st]);
     }
 }
 

@@ -5,6 +5,7 @@
 
 #include "px_checked.h"
 #include "px_cost_1_layout.h"
+#include "px_cost_runtime.h"
 
 /* The bytes of the low-precision weight copies of nd dense and nm MoE layers
  * beyond their bf16 copies (negative where smaller). */
@@ -29,7 +30,8 @@ int worst_memory(px_cost_ctx *ctx, const px_parallel *par, const stage_layers *s
 void fill_memory_detail(px_cost_ctx *ctx, const px_parallel *par, const stage_mem *w,
                         px_cost_detail *detail);
 
-static inline void fill_memory(const stage_mem *w, int stage, px_memory *mem)
+static inline void fill_memory(const px_cost_ctx *ctx, const px_parallel *par, const stage_mem *w,
+                               int stage, px_memory *mem)
 {
     mem->weights = px_i64_from_double_sat(w->w);
     mem->grads = px_i64_from_double_sat(w->g);
@@ -40,9 +42,9 @@ static inline void fill_memory(const stage_mem *w, int stage, px_memory *mem)
     mem->act_norm = px_i64_from_double_sat(w->act_norm);
     mem->buffers = px_i64_from_double_sat(w->buf_emb + w->buf_final + w->buf_logits + w->buf_loss +
                                     w->buf_rc + w->buf_p2p + w->buf_zero3 + w->buf_zb);
-    mem->total = mem->weights + mem->grads + mem->optimizer + mem->activations + mem->buffers;
     mem->worst_stage = stage;
     mem->host = px_i64_from_double_sat(w->host);
+    px_cost_runtime_memory(ctx, par, mem); /* allocated, the runtime's parts, total */
 }
 
 #endif

@@ -170,7 +170,7 @@ void px_cost_stages(px_cost_ctx *ctx, const px_parallel *par, double *stage_mb_s
             stage_mem sm;
             memory_of_stage(ctx, par, st, &sl[st], ops, &sm);
             px_memory mem;
-            fill_memory(&sm, st, &mem);
+            fill_memory(ctx, par, &sm, st, &mem);
             stage_mem_bytes[st] = mem.total;
         }
     }

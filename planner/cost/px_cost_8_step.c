@@ -421,7 +421,7 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     stage_layers *sl = ctx->stage_ws;
     stage_counts(ctx, par, sl);
     int ws = worst_memory(ctx, par, sl, &wm);
-    fill_memory(&wm, ws, &pred->mem);
+    fill_memory(ctx, par, &wm, ws, &pred->mem);
     if (mem_limit >= 0 && pred->mem.total > mem_limit)
         return PX_ERR_INFEASIBLE; /* memory only: the search prunes here */
     if (mem_limit >= 0 && pred->mem.host > hw->host_mem_bytes)

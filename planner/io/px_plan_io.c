@@ -79,6 +79,15 @@ static const px_jfield memory_fields[] = {
     MB("act_norm_bytes", act_norm),
     MB("buffers_bytes", buffers),
     MB("total_bytes", total),
+    /* optional (0): the runtime's parts beside the tensors (px_cost_runtime.h) */
+    {"allocated_bytes", PX_JF_I64, offsetof(px_memory, allocated), 0, false, 0, NULL, 0, 0},
+    {"workspace_bytes", PX_JF_I64, offsetof(px_memory, workspace), 0, false, 0, NULL, 0, 0},
+    {"allocator_cache_bytes", PX_JF_I64, offsetof(px_memory, allocator_cache), 0, false, 0, NULL,
+     0, 0},
+    {"runtime_context_bytes", PX_JF_I64, offsetof(px_memory, runtime_context), 0, false, 0, NULL,
+     0, 0},
+    {"nccl_bytes", PX_JF_I64, offsetof(px_memory, nccl), 0, false, 0, NULL, 0, 0},
+    {"nccl_comms", PX_JF_INT, offsetof(px_memory, nccl_comms), 0, false, 0, NULL, 0, 1 << 10},
     {"worst_stage", PX_JF_INT, offsetof(px_memory, worst_stage), 0, true, 0, NULL, 0, 0},
     /* optional, written only when the plan offloads (drop_zero) */
     {"host_bytes", PX_JF_I64, offsetof(px_memory, host), 0, false, 0, NULL, 0, (int64_t)1 << 50},
@@ -120,6 +129,7 @@ static const px_jfield stage_fields[] = {
     SB("activations_bytes", activations),
     SB("buffers_bytes", buffers),
     SB("total_bytes", total),
+    {"runtime_bytes", PX_JF_I64, offsetof(px_stage_prediction, runtime), 0, false, 0, NULL, 0, 0},
     {"microbatch_s", PX_JF_DBL, offsetof(px_stage_prediction, microbatch_s), 0, true, 0, NULL,
      0, 0},
 };
@@ -414,7 +424,8 @@ static px_status read_stages(json_t *pred, const char *file, px_plan *out, px_er
             return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
                                 "%s.layers: %d, but parallel's split puts %d layers there",
                                 path, sp->layers, layers[s]);
-        if (sp->weights + sp->grads + sp->optimizer + sp->activations + sp->buffers !=
+        if (sp->weights + sp->grads + sp->optimizer + sp->activations + sp->buffers +
+                sp->runtime !=
             sp->total)
             return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
                                 "%s.total_bytes: %lld is not the sum of its parts", path,

@@ -79,7 +79,8 @@ px_status px_plan_predict(px_plan *plan, const struct px_fw_runtime *run, px_err
             plan->stages[s] = (px_stage_prediction){
                 .layers = layers[s], .weights = mem[s].weights, .grads = mem[s].grads,
                 .optimizer = mem[s].optimizer, .activations = mem[s].activations,
-                .buffers = mem[s].buffers, .total = mem[s].total, .microbatch_s = mb_s[s]};
+                .buffers = mem[s].buffers, .total = mem[s].total,
+                .runtime = mem[s].total - mem[s].allocated, .microbatch_s = mb_s[s]};
         plan->n_stages = pp;
         class_time(plan, d, &pred, mb_s, &plan->class_time);
     }

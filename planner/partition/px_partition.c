@@ -111,7 +111,7 @@ px_status px_partition_validate(const px_partition_problem *pb, px_error *err)
                            pb->in_flight[s]);
     if (pb->mem_limit_bytes <= 0)
         return PX_FAIL(err, PX_ERR_INVALID,
-                       "partition: mem_limit_bytes = %lld; must be > 0 (device memory minus reserve)",
+                       "partition: mem_limit_bytes = %lld; must be > 0 (memory the device reports minus reserve)",
                        (long long)pb->mem_limit_bytes);
     if (pb->n_micro < 0)
         return PX_FAIL(err, PX_ERR_INVALID,

@@ -383,7 +383,7 @@ px_status px_part_infeasible_error(const px_partition_problem *pb,
     return PX_FAIL(err, PX_ERR_INFEASIBLE,
                    "no split of %d layers over %d stage%s x %d chunk%s fits in memory: the %s "
                    "(layers per chunk %s; recompute %s) needs %.3f GB on stage %d, %.3f GB over "
-                   "the %.3f GB limit (device memory minus reserve)%s%s",
+                   "the %.3f GB limit (memory the device reports minus reserve)%s%s",
                    pb->n_layers, pb->pp, pb->pp > 1 ? "s" : "", pb->vpp,
                    pb->vpp > 1 ? "s" : "",
                    what,

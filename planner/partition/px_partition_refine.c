@@ -54,10 +54,16 @@ px_status px_partition_build(px_cost_ctx *ctx, const px_parallel *par, px_partit
     pb->embed_act_bytes = 0;
     pb->head_act_bytes = 0;
     pb->stage_base_bytes = to_bytes(every_buf);
+    /* what the runtime takes beside the tensors, as on the uniform split's
+     * worst stage (its allocator cache follows the stage's bytes: close
+     * enough for a split whose worst stage moves little) */
+    px_memory uni;
+    px_cost_memory(ctx, par, &uni, NULL);
+    pb->stage_base_bytes += uni.total - uni.allocated;
     for (int s = 0; s < par->pp; s++)
         pb->in_flight[s] = px_cost_inflight(par->schedule, par->pp, par->vpp, par->n_micro, s);
     pb->n_micro = par->n_micro; /* interleaved: balance the chunks too */
-    pb->mem_limit_bytes = hw->hbm_bytes - hw->mem_reserve_bytes - to_bytes(rerun_bytes);
+    pb->mem_limit_bytes = px_hw_usable_bytes(hw) - to_bytes(rerun_bytes);
     if (pb->mem_limit_bytes <= 0)
         return PX_FAIL(err, PX_ERR_INFEASIBLE,
                        "partition: %s leaves %lld bytes after the %lld-byte reserve and one "
@@ -73,7 +79,7 @@ px_status px_partition_cost_memory(px_cost_ctx *ctx, const px_parallel *par,
     if (!mem)
         return PX_FAIL(err, PX_ERR_NOMEM, "partition: out of memory");
     px_cost_stage_memory(ctx, par, mem);
-    *limit = ctx->hw->hbm_bytes - ctx->hw->mem_reserve_bytes;
+    *limit = px_hw_usable_bytes(ctx->hw);
     sol->max_over_bytes = INT64_MIN;
     for (int s = 0; s < par->pp; s++) {
         sol->stage_mem_bytes[s] = mem[s].total;

@@ -14,8 +14,8 @@
 /* ------------------------------------------------------------------ */
 /* drawing                                                             */
 
-static const char *const mem_parts[5] = {"weights", "grads", "optimizer", "activations",
-                                         "buffers"};
+static const char *const mem_parts[6] = {"weights", "grads", "optimizer", "activations",
+                                         "buffers", "runtime"};
 
 /* The unit the axis reads in: GB, MB or kB by the largest value. */
 static void mem_unit(double max_bytes, double *mult, const char **unit)
@@ -33,7 +33,7 @@ static void memory_svg(px_buf *b, const px_memory *stages, int pp, const px_hw *
     const double left = 70, plot_h = 240, top = 20;
     double bar_w = fmin(60.0, 1000.0 / pp * 0.7), gap = fmin(30.0, 1000.0 / pp * 0.3);
     double width = pp * (bar_w + gap);
-    int64_t limit = hw->hbm_bytes - hw->mem_reserve_bytes, largest = 1;
+    int64_t limit = px_hw_usable_bytes(hw), largest = 1;
     for (int s = 0; s < pp; s++)
         largest = stages[s].total > largest ? stages[s].total : largest;
     bool lines = (double)largest >= 0.25 * (double)limit;
@@ -50,11 +50,15 @@ static void memory_svg(px_buf *b, const px_memory *stages, int pp, const px_hw *
     px_html_axis_y(b, &sc, left, mult, unit);
     for (int s = 0; s < pp; s++) {
         const px_memory *m = &stages[s];
-        const int64_t part[5] = {m->weights, m->grads, m->optimizer, m->activations, m->buffers};
+        /* the runtime's share (workspaces, CUDA context, NCCL) is what the
+         * total holds beyond the tensors */
+        int64_t tensors = m->weights + m->grads + m->optimizer + m->activations + m->buffers;
+        const int64_t part[6] = {m->weights,     m->grads,   m->optimizer,
+                                 m->activations, m->buffers, m->total - tensors};
         double x = left + s * (bar_w + gap) + gap / 2, y = base, sum = 0;
         px_buf_printf(b, "<g class=\"mem-bar\" data-stage=\"%d\" data-total-bytes=\"%lld\">", s,
                       (long long)m->total);
-        for (int k = 0; k < 5; k++) {
+        for (int k = 0; k < 6; k++) {
             sum += (double)part[k];
             double y1 = px_html_at(&sc, sum);
             px_buf_printf(b, "<rect class=\"mem-seg m-%s\" data-part=\"%s\" data-bytes=\"%lld\" "
@@ -378,8 +382,8 @@ static px_status detail_section(px_buf *b, const px_html_run *r, int index, px_e
         px_buf_puts(b, "<h3>Memory per GPU by stage</h3>\n");
         static const char *const mem_items[][2] = {
             {"weights", "#4e79a7"}, {"gradients", "#76b7b2"}, {"optimizer state", "#edc948"},
-            {"activations", "#e15759"}, {"buffers", "#bab0ac"}};
-        px_html_legend(b, mem_items, 5);
+            {"activations", "#e15759"}, {"buffers", "#bab0ac"}, {"runtime", "#9c755f"}};
+        px_html_legend(b, mem_items, 6);
         memory_svg(b, stages, p->pp, r->hw, r->pred->mem.total);
         px_buf_puts(b, "<h3>Time of one step</h3>\n");
         breakdown_table(b, &r->pred->time);

@@ -19,7 +19,7 @@ const char px_html_css[] =
     ".idle{fill:#ececec}.comm{fill:#b07aa1}"
     ".elided{fill:#fff;stroke:#888;stroke-dasharray:4 3}"
     ".m-weights{fill:#4e79a7}.m-grads{fill:#76b7b2}.m-optimizer{fill:#edc948}"
-    ".m-activations{fill:#e15759}.m-buffers{fill:#bab0ac}"
+    ".m-activations{fill:#e15759}.m-buffers{fill:#bab0ac}.m-runtime{fill:#9c755f}"
     ".t-compute{fill:#4e79a7}.t-comm{fill:#b07aa1}.t-bubble{fill:#d9d9d9}"
     ".t-optimizer{fill:#edc948}.t-other{fill:#bab0ac}"
     ".limit{stroke:#d62728;stroke-width:2;stroke-dasharray:6 3}"

@@ -672,9 +672,12 @@ static px_status explain_empty(const search_spec *sp, const px_search_result *re
         fmt_gb(over, sizeof over,
                (double)(res->closest_miss.pred.mem.total - res->mem_limit_bytes));
         return PX_FAIL(err, PX_ERR_INFEASIBLE,
-                       "no configuration of %s on %d GPUs fits in %s per GPU (%s device memory minus "
-                       "%.1f GB reserve); closest miss: %s needs %s, %s over; rejected: %s",
+                       "no configuration of %s on %d GPUs fits in %s per GPU (%s device memory as "
+                       "reported, minus %.1f GB reserve); closest miss: %s needs %s "
+                       "with the runtime's %.1f GB, %s over; rejected: %s",
                        m->name, gpus, lim, hw->name, (double)hw->mem_reserve_bytes / 1e9, d, got,
+                       (double)(res->closest_miss.pred.mem.total -
+                                res->closest_miss.pred.mem.allocated) / 1e9,
                        over, rej);
     }
     /* nothing reached the memory check: say what the sizes must divide and
@@ -830,7 +833,7 @@ static px_status search_once(const px_model *m, const px_hw *hw, int gpus,
         return st;
     int keep = o->top > 0 ? (o->top < PX_SEARCH_TOP_MAX ? o->top : PX_SEARCH_TOP_MAX)
                           : PX_SEARCH_TOP_DEFAULT;
-    res->mem_limit_bytes = hw->hbm_bytes - hw->mem_reserve_bytes;
+    res->mem_limit_bytes = px_hw_usable_bytes(hw);
     /* with the partition program, the analytic pass keeps keep + n_refine
      * (n_refine = keep + PX_SEARCH_MILP_EXTRA, the candidates the program
      * sees): some collapse into one after it, and the list is cut back to

@@ -226,7 +226,7 @@ static px_status rule_plan(const px_model *m, const px_hw *hw, int gpus,
                                        : px_search_default_tokens_per_step(m) / s;
     if (GB < 1)
         GB = 1;
-    int64_t limit = hw->hbm_bytes - hw->mem_reserve_bytes;
+    int64_t limit = px_hw_usable_bytes(hw);
     int g = hw->gpus_per_node > 0 ? hw->gpus_per_node : 1;
     if (g > gpus)
         g = gpus;

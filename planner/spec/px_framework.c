@@ -158,6 +158,20 @@ static const px_jfield runtime_fields[] = {
      0},
     {"zero_16bit_partitions", PX_JF_BOOL, offsetof(px_fw_runtime, zero_16bit_partitions), 0,
      false, 0, NULL, 0, 0},
+    {"fsdp_head_kept_gathered", PX_JF_BOOL, offsetof(px_fw_runtime, fsdp_head_kept_gathered), 0,
+     false, 0, NULL, 0, 0},
+    {"fsdp_pp_grad_bytes", PX_JF_INT, offsetof(px_fw_runtime, fsdp_pp_grad_bytes), 0, false, 0,
+     NULL, 0, 8},
+    {"selective_op_policy", PX_JF_BOOL, offsetof(px_fw_runtime, selective_op_policy), 0, false,
+     0, NULL, 0, 0},
+    /* optional, 0 = the default rule; at most three fp32 copies and a 16-bit one */
+    {"loss_logit_bytes", PX_JF_INT, offsetof(px_fw_runtime, loss_logit_bytes), 0, false, 0, NULL,
+     0, 16},
+    /* optional, default 0: the runtime's memory (px_cost_runtime.h) */
+    {"allocator_cache_fraction", PX_JF_DBL, offsetof(px_fw_runtime, allocator_cache_fraction),
+     0, false, 0, NULL, 0, 0.5},
+    {"workspace_bytes", PX_JF_I64, offsetof(px_fw_runtime, workspace_bytes), 0, false, 0, NULL,
+     0, 1e10},
     /* optional, default 0: fitted overheads (seconds) */
     {"step_overhead_s", PX_JF_DBL, offsetof(px_fw_runtime, step_overhead_s), 0, false, 0, NULL,
      0, 60},

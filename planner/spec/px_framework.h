@@ -98,6 +98,30 @@ typedef struct px_fw_runtime {
                                       * largest module's 16-bit weights and gradient, not
                                       * prefetched layers (DeepSpeed; px_cost_4_memory.c);
                                       * optional, default false */
+    bool fsdp_head_kept_gathered;    /* ZeRO-3 / FSDP: the final norm and the head are one
+                                      * unit that is not resharded after its forward, so its
+                                      * gathered weights are live at the loss's peak;
+                                      * optional, default false */
+    int fsdp_pp_grad_bytes;          /* ZeRO-3 / FSDP under a pipeline: the stage's layers stay
+                                      * gathered and their gradients accumulate unsharded,
+                                      * at this many bytes a parameter, from the first
+                                      * micro-batch to the last (0: resharded each
+                                      * micro-batch); optional, default 0 */
+    bool selective_op_policy;        /* selective recompute keeps the outputs of every other
+                                      * matmul and of the attention kernel and reruns the
+                                      * rest (torchtitan's op-level SAC), not Megatron's
+                                      * attention-core recompute (px_cost_act_layer);
+                                      * optional, default false */
+    int loss_logit_bytes;            /* bytes per logit of the current micro-batch live at the
+                                      * loss's peak when the cross-entropy is not fused; 0:
+                                      * Megatron's rule, the compute-dtype logits and one
+                                      * fp32 copy (4 + e); optional */
+    double allocator_cache_fraction; /* share of the caching allocator's reserved peak that
+                                      * is cached, not allocated (fragmentation; 0 where the
+                                      * framework runs with expandable segments or plans its
+                                      * buffers); optional, default 0 */
+    int64_t workspace_bytes;         /* library workspaces held through the step (cuBLAS,
+                                      * cuBLASLt, Transformer Engine); optional, default 0 */
     int vocab_rows_multiple;         /* not read: set from capabilities.pads_vocab and
                                       * vocab_pad_multiple at load (0: no padding); the
                                       * embedding and head hold the padded rows */

@@ -42,6 +42,11 @@ static const px_jfield hw_fields[] = {
     HD("hbm_bw", hbm_bw, true, MIN_BW, MAX_BW),
     {"mem_reserve_bytes", PX_JF_I64, offsetof(px_hw, mem_reserve_bytes), 0, false, 0, NULL, 0,
      MAX_BYTES},
+    HD("hbm_visible_ratio", hbm_visible_ratio, false, 0.5, 1.2),
+    {"runtime_context_bytes", PX_JF_I64, offsetof(px_hw, runtime_context_bytes), 0, false, 0,
+     NULL, 0, 1e11},
+    {"nccl_comm_bytes", PX_JF_I64, offsetof(px_hw, nccl_comm_bytes), 0, false, 0, NULL, 0,
+     1e11},
     HI("dtype_bytes", dtype_bytes, true, 1, 8),
     HD("gemm_eff_max", gemm_eff_max, false, 1e-3, 1),
     HD("gemm_eff_half_dim", gemm_eff_half_dim, false, 0, 1e6),
@@ -230,6 +235,7 @@ void px_hw_init(px_hw *hw)
 {
     memset(hw, 0, sizeof *hw);
     hw->mem_reserve_bytes = PX_HW_DEFAULT_MEM_RESERVE_BYTES;
+    hw->hbm_visible_ratio = 1.0;
     hw->gemm_eff_max = PX_HW_DEFAULT_GEMM_EFF_MAX;
     hw->gemm_eff_half_dim = PX_HW_DEFAULT_GEMM_EFF_HALF_DIM;
     hw->mem_bound_eff = PX_HW_DEFAULT_MEM_BOUND_EFF;
@@ -332,9 +338,10 @@ px_status px_hw_validate(const px_hw *hw, px_error *err)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "profile %s: dtype_bytes %d: allowed values are 2 (bf16) and 4 (fp32)", n,
                        hw->dtype_bytes);
-    if (hw->mem_reserve_bytes < 0 || hw->mem_reserve_bytes >= hw->hbm_bytes)
+    if (hw->mem_reserve_bytes < 0 || px_hw_usable_bytes(hw) <= 0)
         return PX_FAIL(err, PX_ERR_INVALID,
-                       "profile %s: mem_reserve_bytes must be in 0..hbm_bytes-1", n);
+                       "profile %s: mem_reserve_bytes must be in 0..hbm_bytes x "
+                       "hbm_visible_ratio - 1", n);
     if (!(hw->gemm_eff_max > 0 && hw->gemm_eff_max <= 1) ||
         !(hw->mem_bound_eff > 0 && hw->mem_bound_eff <= 1))
         return PX_FAIL(err, PX_ERR_INVALID,
@@ -580,4 +587,10 @@ px_status px_hw_load(const char *name_or_path, const char *profiles_dir, px_hw *
     st = px_hw_from_json(root, path, "", out, err);
     json_decref(root);
     return st;
+}
+
+int64_t px_hw_usable_bytes(const px_hw *hw)
+{
+    double ratio = hw->hbm_visible_ratio > 0.0 ? hw->hbm_visible_ratio : 1.0;
+    return (int64_t)((double)hw->hbm_bytes * ratio) - hw->mem_reserve_bytes;
 }

@@ -38,7 +38,18 @@ typedef struct {
     double peak_flops;        /* dense bf16 (or the executor's dtype) per device */
     int64_t hbm_bytes;        /* device memory */
     double hbm_bw;            /* device memory bandwidth, bytes/s */
-    int64_t mem_reserve_bytes;/* kept free: allocator fragmentation, comm buffers, context */
+    int64_t mem_reserve_bytes;/* kept free on top of what the runtime takes (the user's
+                               * headroom); optional, default 0 */
+    double hbm_visible_ratio; /* device memory CUDA reports (cudaMemGetInfo's total) per
+                               * byte of hbm_bytes: a marketed "80 GB" is 80 GiB of HBM
+                               * less what the driver keeps (79.11 GiB on an H100);
+                               * optional, default 1 */
+    int64_t runtime_context_bytes; /* the device runtime's own memory: the CUDA context
+                               * and the kernel modules a training step loads; optional,
+                               * default 0 */
+    int64_t nccl_comm_bytes;  /* device buffers of one NCCL communicator (NCCL_BUFFSIZE and
+                               * the LL / LL128 buffers, per channel and peer); optional,
+                               * default 0 */
     int dtype_bytes;          /* bytes of the compute dtype of weights and activations:
                                * 2 (bf16 mixed precision, GPUs/TPUs; fp32 master copy
                                * kept by the optimizer) or 4 (fp32, the CPU backend: the
@@ -184,7 +195,7 @@ double px_hw_fit_value(const void *hw, const char *field);
 bool px_hw_fit_set(px_hw *hw, const char *field, double value);
 
 /* Defaults of the optional profile fields (docs/hw-schema.md says why each). */
-#define PX_HW_DEFAULT_MEM_RESERVE_BYTES INT64_C(4000000000) /* CUDA context, NCCL, fragmentation */
+#define PX_HW_DEFAULT_MEM_RESERVE_BYTES INT64_C(0) /* the runtime's share is its own fields */
 #define PX_HW_DEFAULT_GEMM_EFF_MAX 0.80       /* large bf16 GEMMs reach ~80% of datasheet peak */
 #define PX_HW_DEFAULT_GEMM_EFF_HALF_DIM 128.0 /* smallest GEMM dim where efficiency halves */
 #define PX_HW_DEFAULT_MEM_BOUND_EFF 0.75      /* element-wise kernels vs datasheet HBM bw */
@@ -199,5 +210,10 @@ void px_hw_init(px_hw *hw);
 
 /* The default profile's name: the lecture's H100 cluster. */
 #define PX_HW_DEFAULT "h100-sxm"
+
+/* The memory a plan may fill on one device: what CUDA reports
+ * (hbm_bytes x hbm_visible_ratio) less the user's mem_reserve_bytes; the
+ * runtime's own share is in the plan's memory (px_cost_runtime.h). */
+int64_t px_hw_usable_bytes(const px_hw *hw);
 
 #endif

@@ -116,11 +116,30 @@ typedef struct {
     int64_t act_mlp;
     int64_t act_norm;
     int64_t buffers;          /* embedding output, logits, loss, p2p, comm buckets */
-    int64_t total;
+    int64_t allocated;        /* the tensors above: the allocator's allocated peak */
+    /* What the runtime takes beside the tensors (px_cost_runtime.h); 0 without
+     * a framework profile */
+    int64_t workspace;        /* library workspaces (cuBLAS, cuBLASLt, TE) */
+    int64_t allocator_cache;  /* cached, unallocated blocks of the caching allocator */
+    int64_t runtime_context;  /* the CUDA context and loaded kernel modules */
+    int64_t nccl;             /* NCCL communicators' device buffers */
+    int nccl_comms;           /* communicators one rank holds */
+    int64_t total;            /* what must fit: allocated + workspace + runtime_context +
+                               * nccl (the cache is released before an allocation
+                               * fails) */
     int worst_stage;
     int64_t host;             /* host memory per GPU: the offloaded optimizer share and its
                                * fp32 gradient copy (not in total, which is device memory) */
 } px_memory;
+
+/* What PyTorch's caching allocator reports as its reserved peak
+ * (torch.cuda.max_memory_reserved; torchtitan logs it): the tensors, the
+ * library workspaces it hands out and its cached blocks, not the CUDA
+ * context nor NCCL's buffers. */
+static inline int64_t px_memory_reserved(const px_memory *m)
+{
+    return m->allocated + m->workspace + m->allocator_cache;
+}
 
 /* Time of one optimizer step, seconds; exposed parts are on the critical path. */
 typedef struct {
@@ -161,13 +180,15 @@ typedef struct {
 } px_prediction;
 
 /* The cost model's prediction for one pipeline stage, per GPU of the stage
- * (px_plan_predict.h fills it): memory by kind (bytes; the parts sum to
- * total_bytes, and the worst stage's equal px_prediction.mem) and the time
+ * (px_plan_predict.h fills it): memory by kind (bytes; the parts and the runtime's
+ * share sum to total_bytes, and the worst stage's equal px_prediction.mem) and the time
  * of one micro-batch through the stage (forward + backward + recompute +
  * exposed TP/CP/EP communication + embedding / head), seconds. */
 typedef struct {
     int layers;                   /* transformer layers over the stage's vpp chunks */
     int64_t weights, grads, optimizer, activations, buffers, total;
+    int64_t runtime;              /* the runtime's share beside the tensors (workspaces,
+                                   * allocator cache, CUDA context, NCCL); in total */
     double microbatch_s;
 } px_stage_prediction;
 

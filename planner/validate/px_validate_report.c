@@ -59,7 +59,8 @@ static void write_families(const px_val_report *r, FILE *out)
 /* Published peak memory beside the predicted worst-stage peak, for the rows
  * that publish one.  Both in GiB; the row's figure keeps its framework's
  * convention (docs/cost-model.md, "Published peak memory"): torchtitan's is
- * the caching allocator's reserved peak, the prediction allocated bytes. */
+ * the caching allocator's reserved peak, set beside the predicted reserved
+ * bytes (px_memory_reserved). */
 static void write_memory(const px_val_report *r, FILE *out)
 {
     bool any = false;
@@ -68,13 +69,15 @@ static void write_memory(const px_val_report *r, FILE *out)
     if (!any)
         return;
     fprintf(out, "\n# peak memory per GPU, GiB: published (its framework's convention: "
-                 "torchtitan = reserved peak) vs predicted (allocated, worst stage)\n");
+                 "torchtitan = the caching allocator's reserved peak) vs predicted reserved "
+                 "(tensors + workspaces + allocator cache, worst stage)\n");
     fprintf(out, "%-40s %-12s %8s %8s %7s\n", "id", "framework", "m_GiB", "p_GiB", "err%");
     for (int i = 0; i < r->n_rows; i++) {
         const px_val_row *w = &r->rows[i];
         if (!w->evaluated || w->meas_memory_gb <= 0)
             continue;
-        double pred = (double)w->res.best.pred.mem.total / (1024.0 * 1024.0 * 1024.0);
+        double pred =
+            (double)px_memory_reserved(&w->res.best.pred.mem) / (1024.0 * 1024.0 * 1024.0);
         fprintf(out, "%-40.40s %-12.12s %8.1f %8.1f %+7.1f\n", w->id, w->call.framework,
                 w->meas_memory_gb, pred, 100.0 * (pred / w->meas_memory_gb - 1.0));
     }
@@ -291,7 +294,9 @@ static void row_prediction_json(const px_val_row *w, json_t *o)
     json_object_set_new(o, "pred_layer_bwd_s", json_real(w->pred_layer_bwd_s));
     json_object_set_new(o, "err", w->on != PX_VAL_ON_NONE ? json_real(w->err) : json_null());
     json_object_set_new(o, "meas_memory_gb", num_or_null(w->meas_memory_gb));
-    json_object_set_new(o, "pred_memory_bytes", json_integer((json_int_t)q->mem.total));
+    json_object_set_new(o, "pred_memory_bytes",
+                        json_integer((json_int_t)px_memory_reserved(&q->mem)));
+    json_object_set_new(o, "pred_device_memory_bytes", json_integer((json_int_t)q->mem.total));
 }
 
 px_status px_validate_write_json(const px_val_report *r, FILE *out, px_error *err)

@@ -23,7 +23,10 @@ for p in plans:
     for k in ("weights_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "total_bytes"):
         assert isinstance(p["memory"][k], int), k
     m = p["memory"]
-    assert m["total_bytes"] == m["weights_bytes"] + m["grads_bytes"] + m["optimizer_bytes"] + m["activations_bytes"] + m["buffers_bytes"]
+    assert m["allocated_bytes"] == m["weights_bytes"] + m["grads_bytes"] + m["optimizer_bytes"] + m["activations_bytes"] + m["buffers_bytes"]
+    # the runtime's parts beside the tensors (docs/cost-model.md, "What the runtime takes")
+    assert m["total_bytes"] == m["allocated_bytes"] + m["workspace_bytes"] + m["runtime_context_bytes"] + m["nccl_bytes"]
+    assert m["runtime_context_bytes"] > 0 and m["nccl_bytes"] == m["nccl_comms"] * 688000000
     assert m["total_bytes"] <= d["mem_limit_bytes"]
     assert p["global_batch"] == p["micro_batch"] * p["num_microbatches"] * p["parallel"]["dp"]
     assert p["tokens_per_step"] == d["tokens_per_step"] == 16777216

@@ -19,7 +19,13 @@ set -u
 PLAN="$1"; READBACK="$2"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-base="--model gpt3-175b --gpus 1024 --pp 16 --vpp 2 --micro-batch 2 --milp-time-limit 0.000001 --milp-budget 600"
+# The hardware: an H100 whose user holds back 6.2 GB (mem_reserve_bytes), so
+# that the plans' memory, the runtime's share included, lands in that band.
+src="${PARALLAX_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}"
+sed 's/"hbm_bytes": 80000000000,/"hbm_bytes": 80000000000, "mem_reserve_bytes": 6200000000,/' \
+  "$src/hw_profiles/h100-sxm.json" > "$tmp/h100-held.json"
+grep -q mem_reserve_bytes "$tmp/h100-held.json" || fail "could not write the profile"
+base="--model gpt3-175b --hw $tmp/h100-held.json --gpus 1024 --pp 16 --vpp 2 --micro-batch 2 --milp-time-limit 0.000001 --milp-budget 600"
 
 # 1. GLPK alone fails: the fallback plan, the failure named
 args="$base --partition glpk"

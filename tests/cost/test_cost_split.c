@@ -235,7 +235,7 @@ static void refined_mixed(void)
     /* the smallest micro-batch whose uniform split does not fit */
     for (par.micro_batch = 1; par.micro_batch <= 8; par.micro_batch++) {
         CHECK(px_cost_evaluate(&model, &hw, &par, &pred, &err) == PX_OK);
-        if (pred.mem.total > hw.hbm_bytes - hw.mem_reserve_bytes)
+        if (pred.mem.total > px_hw_usable_bytes(&hw))
             break;
     }
     static px_partition_report rep;
@@ -246,7 +246,7 @@ static void refined_mixed(void)
     CHECK_MSG(px_partition_refine(&ctx, &par, &pred, &o, 0u, &rep, &err) == PX_OK, "%s",
               err.msg);
     CHECK(rep.changed && par.n_layer_recompute == 32);
-    CHECK(pred.mem.total <= hw.hbm_bytes - hw.mem_reserve_bytes);
+    CHECK(pred.mem.total <= px_hw_usable_bytes(&hw));
     double t[4];
     px_cost_stages(&ctx, &par, t, NULL);
     for (int s = 0; s < 4; s++)

@@ -98,12 +98,13 @@ sys.exit(1 if bad else 0)
 PY
 
 # the report's predictions are the plan file's (execute runs no cost model):
-# each stage's bytes, each rank's stage's bytes, the time by class
+# each stage's tensors (its total less the runtime's share, which the
+# tracked allocator does not hold), each rank's stage's, the time by class
 python3 - "$work/plan.json" "$work/r.json" <<'PY' || exit 1
 import json, sys
 plan, rep = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 bad = []
-stages = [s["total_bytes"] for s in plan["prediction"]["stages"]]
+stages = [s["total_bytes"] - s.get("runtime_bytes", 0) for s in plan["prediction"]["stages"]]
 if rep.get("schema_version") != 1: bad.append("report schema_version %r" % rep.get("schema_version"))
 if len(stages) != 2 or rep["predicted_stage_peak_memory_bytes"] != stages:
     bad.append("report stages %s, plan %s" % (rep["predicted_stage_peak_memory_bytes"], stages))
@@ -111,7 +112,8 @@ for r, st in enumerate(rep["per_rank_stage"]):
     if rep["per_rank_predicted_peak_memory_bytes"][r] != stages[st]:
         bad.append("rank %d: predicted %d, plan's stage %d %d" % (
             r, rep["per_rank_predicted_peak_memory_bytes"][r], st, stages[st]))
-if rep["predicted"]["peak_memory_bytes"] != max(stages):
+if rep["predicted"]["peak_memory_bytes"] != max(stages) or \
+        max(stages) != plan["prediction"]["memory"]["allocated_bytes"]:
     bad.append("predicted peak %d, largest stage %d" % (rep["predicted"]["peak_memory_bytes"], max(stages)))
 for c, v in plan["prediction"]["time_by_class"].items():
     if rep["predicted_class_s"][c[:-2]] != v:

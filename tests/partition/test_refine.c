@@ -64,7 +64,7 @@ static px_partition_opts opts(void)
     return o;
 }
 
-static int64_t limit(void) { return hw.hbm_bytes - hw.mem_reserve_bytes; }
+static int64_t limit(void) { return px_hw_usable_bytes(&hw); }
 
 /* Llama 3 8B, PP 4 on H100: a 128K vocabulary makes the last stage (LM head
  * and loss) the slowest under the uniform 8/8/8/8 split. */

@@ -105,6 +105,13 @@ put("profile", "exp_rate_tiny", with_(hw, exp_rate=1e-3), r"exp_rate: 0\.001 is 
 put("profile", "eff_above_one", with_(hw, gemm_eff_max=1.5), r"gemm_eff_max: 1\.5 is out of range")
 put("profile", "gpus_per_node_zero", with_(hw, gpus_per_node=0), r"gpus_per_node: 0 is out of range")
 put("profile", "hbm_bytes_huge", with_(hw, hbm_bytes=1 << 62), r"hbm_bytes: 4611686018427387904 is out of range")
+# the runtime's memory: bounds of the fields that replace a fixed reserve
+put("profile", "hbm_visible_ratio_high", with_(hw, hbm_visible_ratio=2.0),
+    r"hbm_visible_ratio: 2 is out of range \(allowed: number 0\.5\.\.1\.2")
+put("profile", "runtime_context_negative", with_(hw, runtime_context_bytes=-1),
+    r"runtime_context_bytes: -1 is out of range")
+put("profile", "nccl_comm_bytes_huge", with_(hw, nccl_comm_bytes=1 << 40),
+    r"nccl_comm_bytes: 1099511627776 is out of range")
 put("profile", "dtype_bytes_3", with_(hw, dtype_bytes=3), r"dtype_bytes 3: allowed values are 2 \(bf16\) and 4")
 put("profile", "gemm_point_zero_flops",
     with_(hw, gemm_points=[{"m": 64, "n": 64, "k": 64, "flops": 0}]),

@@ -139,6 +139,14 @@ static void bad_profiles(void)
               "sources.bogus", "not a trait");
     check_bad(",\n  \"grouped_gemm\": \"s\"}}", "}}", "sources.grouped_gemm", "cites");
     check_bad("\"fused_rope\": false,", "", "fused_rope", "missing");
+    /* the runtime's memory: a fraction of the reserved peak at most a half,
+     * and a trait without its source refused */
+    check_bad("\"flash_attention_version\": 2}", "\"flash_attention_version\": 2, "
+              "\"allocator_cache_fraction\": 0.9}", "allocator_cache_fraction", "0.5");
+    check_bad("\"flash_attention_version\": 2}", "\"flash_attention_version\": 2, "
+              "\"workspace_bytes\": 1e6}", "workspace_bytes", "integer");
+    check_bad("\"flash_attention_version\": 2}", "\"flash_attention_version\": 2, "
+              "\"loss_logit_bytes\": 12}", "loss_logit_bytes", "source");
 }
 
 /* Plans under megatron never use a zero-bubble schedule or GPipe; under

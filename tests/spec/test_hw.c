@@ -51,7 +51,11 @@ int main(void)
         CHECK(px_hw_validate(&hw, &err) == PX_OK);
         CHECK(hw.dtype_bytes == 2);
         CHECK(hw.intra_lat_s < hw.inter_lat_s || hw.torus);
-        CHECK(hw.mem_reserve_bytes > 0 && hw.mem_reserve_bytes < hw.hbm_bytes / 10);
+        /* the runtime's share is its own fields: a few percent of the memory,
+         * and what the device reports within a tenth of the marketed figure */
+        CHECK(hw.mem_reserve_bytes == 0);
+        CHECK(hw.runtime_context_bytes + hw.nccl_comm_bytes < hw.hbm_bytes / 20);
+        CHECK(hw.hbm_visible_ratio >= 1.0 && hw.hbm_visible_ratio < 1.1);
         CHECK_MSG(strstr(list, names[i]) != NULL, "list lacks %s", names[i]);
         /* round trip through a file */
         char path[512];
@@ -140,6 +144,9 @@ int main(void)
     data_write("ok.json", text, path, sizeof path);
     CHECK(px_hw_load(path, NULL, &hw, &err) == PX_OK);
     CHECK(hw.mem_reserve_bytes == PX_HW_DEFAULT_MEM_RESERVE_BYTES);
+    CHECK(hw.hbm_visible_ratio == 1.0 && hw.runtime_context_bytes == 0 &&
+          hw.nccl_comm_bytes == 0);
+    CHECK(px_hw_usable_bytes(&hw) == hw.hbm_bytes);
     CHECK_CLOSE(hw.gemm_eff_max, PX_HW_DEFAULT_GEMM_EFF_MAX, 0, 0);
     CHECK_CLOSE(hw.restart_s, PX_HW_DEFAULT_RESTART_S, 0, 0);
     CHECK(!hw.torus && hw.n_gemm_points == 0);
@@ -152,6 +159,10 @@ int main(void)
     data_write("eff.json", text, path, sizeof path);
     CHECK(px_hw_load(path, NULL, &hw, &err) == PX_ERR_INVALID);
     CHECK_MSG(strstr(err.msg, "gemm_eff_max") != NULL, "%s", err.msg);
+    snprintf(text, sizeof text, "{%s, \"dtype_bytes\": 2, \"hbm_visible_ratio\": 2}\n", base);
+    data_write("vis.json", text, path, sizeof path);
+    CHECK(px_hw_load(path, NULL, &hw, &err) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(err.msg, "hbm_visible_ratio") && strstr(err.msg, "1.2"), "%s", err.msg);
     snprintf(text, sizeof text, "{%s, \"dtype_bytes\": 2, \"nvlink_bw\": 1}\n", base);
     data_write("unk.json", text, path, sizeof path);
     CHECK(px_hw_load(path, NULL, &hw, &err) == PX_ERR_INVALID);
