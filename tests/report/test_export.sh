@@ -54,7 +54,7 @@ export_ok ds megatron
 # them): hybrid sharding as HSDP, fp8 converters, the flavour found by the
 # model's dimensions, DDP only in one dimension; DeepSpeed's fp16, AutoTP
 # batch and PipelineModule stages
-plan tt-hsdp --model 70b --gpus 256 --zero 3 --shard-group 64 --framework torchtitan \
+plan tt-hsdp --model 70b --gpus 256 --zero 3 --shard-group 64 --tp 1 --recompute full --framework torchtitan \
   --partition uniform --top 1
 export_ok tt-hsdp torchtitan
 refused tt-hsdp deepspeed "hybrid sharding"
