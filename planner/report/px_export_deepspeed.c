@@ -117,6 +117,9 @@ static json_t *ds_config(const px_plan *plan, const plan_facts *f)
         json_object_set_new(root, "train_batch_size", json_integer(f->gbatch));
     if (p->tp > 1)
         json_object_set_new(root, "tensor_parallel", json_pack("{s:i}", "autotp_size", p->tp));
+    if (p->offload.kind == PX_OFFLOAD_OPTIMIZER) /* ZeRO-Offload: state and step on the host */
+        json_object_set_new(json_object_get(root, "zero_optimization"), "offload_optimizer",
+                            json_pack("{s:s,s:b}", "device", "cpu", "pin_memory", 1));
     if (p->cp > 1) { /* Ulysses over a data_parallel x sequence_parallel mesh */
         json_object_set_new(root, "sequence_parallel_size", json_integer(p->cp));
         json_object_set_new(root, "data_parallel_size", json_integer(p->dp));

@@ -124,6 +124,11 @@ static void megatron_parallel(const px_plan *plan, const plan_facts *f, px_buf *
     arg_i(b, "--max-position-embeddings", maxpos);
     if (p->zero >= 1)
         arg(b, "--use-distributed-optimizer");
+    if (p->offload.kind == PX_OFFLOAD_OPTIMIZER) { /* megatron/core/optimizer/cpu_offloading */
+        arg(b, "--optimizer-cpu-offload");
+        px_buf_printf(b, "--optimizer-offload-fraction %g\n", p->offload.fraction);
+        arg(b, "--use-precision-aware-optimizer");
+    }
     if (p->zero >= 2) { /* Megatron-FSDP: optim_grads = ZeRO-2, optim_grads_params = ZeRO-3 */
         arg(b, "--use-megatron-fsdp");
         arg(b, p->zero == 2 ? "--data-parallel-sharding-strategy optim_grads"

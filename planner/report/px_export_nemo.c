@@ -52,6 +52,12 @@ static void kv_i(nemo_doc *d, const char *key, int64_t v)
     kv(d, key, s);
 }
 static void kv_b(nemo_doc *d, const char *key, bool v) { kv(d, key, v ? "true" : "false"); }
+static void kv_f(nemo_doc *d, const char *key, double v)
+{
+    char s[32];
+    snprintf(s, sizeof s, "%.17g", v);
+    kv(d, key, s);
+}
 /* A Python object by its import path (Bridge instantiates `_target_`
  * dictionaries; `_call_: false` takes the object itself). */
 static void kv_object(nemo_doc *d, const char *key, const char *path)
@@ -238,6 +244,11 @@ static void nemo_body(const px_plan *plan, const plan_facts *f, nemo_doc *d)
     kv_i(d, "num_distributed_optimizer_instances", px_export_optimizer_instances(p));
     section(d, "optimizer");
     kv_b(d, "use_distributed_optimizer", p->zero >= 1);
+    if (p->offload.kind == PX_OFFLOAD_OPTIMIZER) { /* Megatron-Core's OptimizerConfig */
+        kv_b(d, "optimizer_cpu_offload", true);
+        kv_f(d, "optimizer_offload_fraction", p->offload.fraction);
+        kv_b(d, "use_precision_aware_optimizer", true);
+    }
     section(d, "checkpoint"); /* Bridge asserts fsdp_dtensor under Megatron-FSDP */
     kv(d, "ckpt_format", p->zero >= 2 ? "fsdp_dtensor" : "torch_dist");
     if (p->finetune.mode != PX_FT_NONE) /* Bridge asserts one for PEFT: fill in */

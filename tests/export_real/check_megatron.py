@@ -112,6 +112,10 @@ def compare(args, cfg, env, plan):
         s("zero (sharding)", {2: "optim_grads", 3: "optim_grads_params"}[z],
           args.data_parallel_sharding_strategy)
     s("shard_group", mcore_fields.optimizer_instances(plan), args.num_distributed_optimizer_instances)
+    off = par.get("offload", {"kind": "none", "fraction": 1.0})
+    s("offload (optimizer on the host)", off["kind"] == "optimizer", bool(args.optimizer_cpu_offload))
+    if off["kind"] == "optimizer":
+        s("offload fraction", off["fraction"], args.optimizer_offload_fraction)
     s("grad_dtype", par["grad_dtype"], "bf16" if args.grad_reduce_in_bf16 else "fp32")
     s("vocab", plan["model"]["vocab"], args.vocab_size)
     mcore_fields.compare_env(env, plan)

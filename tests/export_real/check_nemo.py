@@ -106,6 +106,11 @@ def compare(cfg, env, plan):
         s("zero (checkpoint format)", "fsdp_dtensor", cfg.checkpoint.ckpt_format)
     s("shard_group", mcore_fields.optimizer_instances(plan),
       cfg.ddp.num_distributed_optimizer_instances)
+    off = par.get("offload", {"kind": "none", "fraction": 1.0})
+    s("offload (optimizer on the host)", off["kind"] == "optimizer",
+      bool(cfg.optimizer.optimizer_cpu_offload))
+    if off["kind"] == "optimizer":
+        s("offload fraction", off["fraction"], cfg.optimizer.optimizer_offload_fraction)
     s("grad_dtype", par["grad_dtype"], "fp32" if cfg.ddp.grad_reduce_in_fp32 else "bf16")
     s("vocab", plan["model"]["vocab"], cfg.model.vocab_size)
     ft = par.get("finetune", {"mode": "none"})

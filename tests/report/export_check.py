@@ -52,13 +52,15 @@ def megatron_parser():
             "--moe-layer-freq": None}
     for f, choices in strs.items():
         p.add_argument(f, choices=choices)
+    p.add_argument("--optimizer-offload-fraction", type=float)
     for f in ["--sequence-parallel", "--use-distributed-optimizer", "--use-megatron-fsdp",
               "--no-gradient-accumulation-fusion", "--overlap-grad-reduce",
               "--overlap-param-gather", "--tp-comm-overlap", "--grad-reduce-in-bf16", "--bf16",
               "--group-query-attention", "--swiglu", "--disable-bias-linear", "--add-qkv-bias",
               "--untie-embeddings-and-output-weights", "--qk-layernorm",
               "--multi-latent-attention", "--finetune", "--fp16", "--moe-grouped-gemm",
-              "--fp8-param-gather", "--fp4-param-gather"]:
+              "--fp8-param-gather", "--fp4-param-gather", "--optimizer-cpu-offload",
+              "--use-precision-aware-optimizer"]:
         p.add_argument(f, action="store_true")
     return p
 
@@ -173,6 +175,11 @@ def check_megatron(text, plan):
        par["num_microbatches"])
     eq("sequence", a.seq_length, par["seq_len"])
     eq("distributed optimizer", a.use_distributed_optimizer, par["zero"] >= 1)
+    off = par.get("offload")  # Megatron-Core's optimizer CPU offload
+    eq("optimizer offload", a.optimizer_cpu_offload, off is not None)
+    eq("offload fraction", a.optimizer_offload_fraction, off["fraction"] if off else None)
+    eq("precision-aware optimizer (offload needs it)", a.use_precision_aware_optimizer,
+       off is not None)
     eq("FSDP strategy", a.data_parallel_sharding_strategy,
        {2: "optim_grads", 3: "optim_grads_params"}.get(par["zero"]))
     eq("recompute", a.recompute_granularity, None if rc == "none" else rc)
@@ -274,6 +281,10 @@ def check_nemo(text, plan):
     eq("global batch", d["train"]["global_batch_size"], gb)
     eq("micro-batch", d["train"]["micro_batch_size"], par["micro_batch"])
     eq("distributed optimizer", d["ddp"]["use_distributed_optimizer"], par["zero"] >= 1)
+    off = par.get("offload")
+    eq("optimizer offload", d["optimizer"].get("optimizer_cpu_offload", False), off is not None)
+    eq("offload fraction", d["optimizer"].get("optimizer_offload_fraction"),
+       off["fraction"] if off else None)
     eq("Megatron-FSDP", d["ddp"]["use_megatron_fsdp"], par["zero"] >= 2)
     eq("checkpoint format (Bridge asserts fsdp_dtensor under Megatron-FSDP)",
        d["checkpoint"]["ckpt_format"], "fsdp_dtensor" if par["zero"] >= 2 else "torch_dist")
@@ -422,6 +433,8 @@ def check_deepspeed(text, plan):
     eq("train_batch_size", d.get("train_batch_size"), gb if par["tp"] == 1 else None)
     eq("ZeRO", d["zero_optimization"]["stage"], par["zero"])
     assert "mics_shard_size" not in d["zero_optimization"], "MiCS was removed in 0.19"
+    eq("optimizer offload (ZeRO-Offload)", d["zero_optimization"].get("offload_optimizer"),
+       {"device": "cpu", "pin_memory": True} if par.get("offload") else None)
     eq("TP", d.get("tensor_parallel", {}).get("autotp_size", 1), par["tp"])
     eq("CP (Ulysses)", d.get("sequence_parallel_size", 1), par["cp"])
     if par["cp"] > 1:

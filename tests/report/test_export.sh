@@ -172,6 +172,18 @@ json.dump(d, open(sys.argv[2], "w"))
 PY
 export_ok layout megatron
 grep -q -- "--pipeline-model-parallel-layout E" "$tmp/layout.megatron" || fail "no layout string"
+# optimizer offload: Megatron-Core's CPU optimizer with its fraction (megatron,
+# nemo), ZeRO-Offload (deepspeed); torchtitan's job file and the executor
+# have none and refuse it by name
+plan off --model llama3-70b --gpus 16 --framework megatron --zero 1 --offload optimizer \
+  --offload-fraction 0.5 --partition uniform --top 1
+export_ok off megatron
+export_ok off nemo
+refused off torchtitan "ZeRO stage 1"
+refused off slurm "does not offload the optimizer"
+plan offds --model llama3-70b --gpus 16 --framework deepspeed --zero 1 --offload optimizer \
+  --partition uniform --top 1
+export_ok offds deepspeed
 export_ok layout nemo
 for fw in llm-foundry maxtext; do
   "$build/export" --plan "$tmp/inter.json" --to "$fw" >/dev/null 2>"$tmp/err"
