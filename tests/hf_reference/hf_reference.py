@@ -43,6 +43,8 @@ CASES = [
     ("gpt2", "gpt2", {}, px_run.ONE_RANK),
     ("mixtral", "mixtral", {}, px_run.ONE_RANK),
     ("gpt_oss", "gpt_oss", {}, px_run.ONE_RANK),
+    ("phi3", "phi3", {}, px_run.ONE_RANK),
+    ("gemma2", "gemma2", {}, px_run.ONE_RANK),
     # probes: one field at a released model's value
     ("llama rope_theta 5e5", "llama", {"rope_theta": 500000.0}, px_run.ONE_RANK),
     ("llama rms_norm_eps 1e-6", "llama", {"rms_norm_eps": 1e-6}, px_run.ONE_RANK),
@@ -75,7 +77,7 @@ NOT_CARRIED = {}
 # Cases the executor may refuse instead, naming the field (a refusal that
 # does not name it fails).
 REFUSED_BY_NAME = {"mistral sliding_window 8": "sliding_window", "qwen3 rope_scaling yarn": "yarn",
-                   "gpt_oss": "attention_sinks"}
+                   "gpt_oss": "attention_sinks", "gemma2": "mlp_act"}
 
 # Cases whose reference numbers ci_reference.py keeps (tests/hf_reference/data).
 DATA_CASES = ["llama", "qwen3_moe", "deepseek_v3", "gpt2"]
@@ -124,6 +126,13 @@ def hf_map(cfg, n_layers):
                 m.append((p + f"self_attn.{hf}.weight",
                           lambda g, L=L, kind=kind, vec=vec: g(L(kind)).flatten() if vec
                           else g(L(kind))))
+        elif t == "phi3":  # fused: qkv_proj = [q; k; v], gate_up_proj = [gate; up]
+            m.append((p + "self_attn.qkv_proj.weight",
+                      lambda g, L=L: torch.cat([g(L("wq")), g(L("wk")), g(L("wv"))], 0)))
+            m.append((p + "mlp.gate_up_proj.weight",
+                      lambda g, L=L: torch.cat([g(L("gate")), g(L("up"))], 0)))
+            m.append((p + "mlp.down_proj.weight", lambda g, L=L: g(L("down"))))
+            continue
         else:
             # transformers' biases: Qwen2 on q, k, v always; Mistral and
             # Mixtral never; the others on q, k, v and o with attention_bias

@@ -45,6 +45,16 @@ BASE = {
     "gpt_oss": dict(_LLAMA, head_dim=16, intermediate_size=32, num_local_experts=4,
                     num_experts_per_tok=2, sliding_window=128, attention_bias=True,
                     layer_types=["full_attention", "full_attention"]),
+    # Phi-3: q, k, v and gate, up stacked in one matrix each; no padding row
+    # (its default pad_token_id is outside a 128-token vocabulary)
+    "phi3": {k: v for k, v in dict(_LLAMA, sliding_window=None, pad_token_id=None,
+                                   bos_token_id=None, eos_token_id=None,
+                                   resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0,
+                                   hidden_act="silu").items() if k != "attention_bias"},
+    # Gemma 2: GeGLU, (1 + w) norms, a scaled embedding, soft-capping
+    "gemma2": dict(_LLAMA, head_dim=16, hidden_activation="gelu_pytorch_tanh",
+                   query_pre_attn_scalar=16, sliding_window=None, tie_word_embeddings=True,
+                   layer_types=["full_attention", "full_attention"]),
     "gpt2": {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_inner": 256, "vocab_size": 128,
              "n_positions": 64, "layer_norm_epsilon": 1e-5, "tie_word_embeddings": True,
              "activation_function": "gelu_new", "resid_pdrop": 0.0, "embd_pdrop": 0.0,
