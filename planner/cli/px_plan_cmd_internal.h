@@ -41,8 +41,8 @@ extern const char usage_text[];
 extern const char usage_text_2[];
 px_status parse_args(int argc, char **argv, bool model_given, plan_cli *c,
                      px_args_action *action, px_error *err);
-px_status plan_cost_ctx(const plan_cli *c, const px_model *model, const px_hw *hw,
-                        px_cost_ctx **out, px_error *err);
+px_status plan_cost_ctx(const struct px_fw_runtime *run, const px_model *model,
+                        const px_hw *hw, px_cost_ctx **out, px_error *err);
 
 /* px_plan_tables.c */
 /* One communication kind of the cost detail, for the table and the JSON. */
@@ -59,6 +59,8 @@ px_status stage_table(const px_model *m, const px_hw *hw,
                       const struct px_fw_runtime *run, const px_parallel *par,
                       px_partition_solution *cur, px_partition_solution *uni,
                       int64_t *limit, px_error *err);
+px_status write_explain(FILE *out, const struct px_fw_runtime *run, const px_model *model,
+                        const px_hw *hw, const px_search_result *res, px_error *err);
 px_status write_table(FILE *out, const plan_cli *c, const px_model *model,
                       const px_hw *hw, const px_framework *fw,
                       const px_search_result *res, bool fixed_uniform, px_error *err);

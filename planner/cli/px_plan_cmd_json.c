@@ -238,7 +238,7 @@ px_status write_json(FILE *out, const plan_cli *c, const px_model *model,
     px_param_count pc;
     px_model_count_params(model, &pc);
     px_cost_ctx *ctx = NULL;
-    px_status st = plan_cost_ctx(c, model, hw, &ctx, err);
+    px_status st = plan_cost_ctx(c->opts.run, model, hw, &ctx, err);
     if (st != PX_OK)
         return st;
     json_t *root = json_object();

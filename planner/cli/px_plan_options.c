@@ -105,6 +105,7 @@ const char usage_text_2[] =
     "  --price-per-gpu-hour P US dollars per GPU-hour for the --tokens cost (default: the\n"
     "                         profile's price_per_gpu_hour, docs/hw-schema.md)\n"
     "  --explain              memory and time breakdown, rule-of-thumb plan beside the best\n"
+    "                         (with --sweep: each point's, after the table)\n"
     "  --html FILE            write a self-contained HTML report: the chosen plan's pipeline\n"
     "                         timeline, per-stage memory, time breakdown, the top plans\n"
     "  --json                 print JSON instead of the table\n"
@@ -405,8 +406,8 @@ int px_plan_option_takes_value(const char *name)
     return px_args_takes_value(plan_rows, N_PLAN_ROWS, name);
 }
 
-/* What a sweep cannot run beside: a swept key's own option, and the
- * options that write or explain one plan. */
+/* What a sweep cannot run beside: a swept key's own option, the options
+ * that write one plan, and --json with --explain. */
 static px_status check_sweep(const plan_cli *c, bool hw_given, px_error *err)
 {
     const px_search_opts *o = &c->opts;
@@ -427,13 +428,16 @@ static px_status check_sweep(const plan_cli *c, bool hw_given, px_error *err)
         if (own[i].given && px_sweep_find(c->sweep, own[i].key))
             return PX_FAIL(err, PX_ERR_USAGE, "--sweep %s and %s both set it: give one of them",
                            px_sweep_key_name(own[i].key), own[i].flag);
-    const char *one = c->out ? "-o" : c->top_dir ? "--write-top" : c->explain ? "--explain"
-                                                                               : NULL;
+    const char *one = c->out ? "-o" : c->top_dir ? "--write-top" : NULL;
     if (one)
         return PX_FAIL(err, PX_ERR_USAGE,
-                       "%s writes or explains one plan; --sweep makes one a point: leave %s out "
-                       "(or plan the point you want with its own options)",
+                       "%s writes one plan; --sweep makes one a point: leave %s out (or plan "
+                       "the point you want with its own options)",
                        one, one);
+    if (c->json && c->explain) /* the sweep's JSON has no breakdown to add */
+        return PX_FAIL(err, PX_ERR_USAGE, "--sweep with --json and --explain: --explain "
+                                          "prints each point's breakdown as text; give one "
+                                          "of them");
     return PX_OK;
 }
 
@@ -483,10 +487,10 @@ px_status parse_args(int argc, char **argv, bool model_given, plan_cli *c,
 
 /* The cost context every number of plan's output comes from (--json's
  * breakdown, --explain): the search's, under how the framework runs the plan
- * (c->opts.run), so that a breakdown adds up to its row.  *out is the
- * caller's to free. */
-px_status plan_cost_ctx(const plan_cli *c, const px_model *model, const px_hw *hw,
-                        px_cost_ctx **out, px_error *err)
+ * (run, the search options' run), so that a breakdown adds up to its row.
+ * *out is the caller's to free. */
+px_status plan_cost_ctx(const struct px_fw_runtime *run, const px_model *model,
+                        const px_hw *hw, px_cost_ctx **out, px_error *err)
 {
     px_cost_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
@@ -496,7 +500,7 @@ px_status plan_cost_ctx(const plan_cli *c, const px_model *model, const px_hw *h
         free(ctx);
         return st;
     }
-    ctx->run = c->opts.run; /* as the search and the plan file cost it */
+    ctx->run = run; /* as the search and the plan file cost it */
     *out = ctx;
     return PX_OK;
 }

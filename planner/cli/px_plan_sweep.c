@@ -1,7 +1,8 @@
 /* px_plan_sweep.c — plan --sweep KEY=LIST (and --sweep-gpus): one search a
  * point of the product of the lists, the best plan of each written as a
- * table row, a JSON array element, a CSV row (px_plan_csv.c) or a point of
- * the HTML page's charts (px_html_sweep). */
+ * table row (with --explain, each point's breakdown after the table), a JSON
+ * array element, a CSV row (px_plan_csv.c) or a point of the HTML page's
+ * charts (px_html_sweep). */
 #include "px_plan_cmd_internal.h"
 
 #include <errno.h>
@@ -150,6 +151,36 @@ static px_status sweep_html(const plan_cli *c, const px_model *model, const px_s
     return st;
 }
 
+/* --explain: each point's breakdown, written while the sweep runs (the
+ * search result is the point's own) and printed after the table. */
+typedef struct {
+    const plan_cli *c;
+    const px_model *model;
+    FILE *text; /* a memory stream */
+    int done, n;
+} sweep_explain;
+
+static px_status explain_point(void *arg, const px_sweep_row *r, const px_hw *hw,
+                               const px_search_opts *o, const px_search_result *res,
+                               px_error *err)
+{
+    sweep_explain *x = arg;
+    const px_sweep_spec *s = x->c->sweep;
+    fprintf(x->text, "\n# point %d of %d:", ++x->done, x->n);
+    for (int a = 0; a < s->n_axes; a++) {
+        char v[PX_SWEEP_WORD_LEN];
+        px_sweep_value_text(s, r, a, v, sizeof v);
+        fprintf(x->text, "%s %s=%s", a ? "," : "", px_sweep_key_name(s->axis[a].key), v);
+    }
+    fprintf(x->text, " (%d x %s, framework %s, precision %s)\n", r->gpus, r->hw, r->framework,
+            r->precision);
+    if (r->st != PX_OK) {
+        fprintf(x->text, "# no plan: %s\n", r->msg);
+        return PX_OK;
+    }
+    return write_explain(x->text, o->run, x->model, hw, res, err);
+}
+
 /* Fails when no point could be planned (after writing every point's row). */
 px_status run_sweep(const plan_cli *c, const px_model *model, FILE *out, px_error *err)
 {
@@ -157,9 +188,18 @@ px_status run_sweep(const plan_cli *c, const px_model *model, FILE *out, px_erro
     px_sweep_row *rows = malloc((size_t)n * sizeof *rows);
     if (!rows)
         return PX_FAIL(err, PX_ERR_NOMEM, "--sweep: out of memory");
+    char *text = NULL;
+    size_t text_len = 0;
+    sweep_explain x = {c, model, NULL, 0, n};
+    if (c->explain && !(x.text = open_memstream(&text, &text_len))) {
+        free(rows);
+        return PX_FAIL(err, PX_ERR_NOMEM, "--sweep --explain: out of memory");
+    }
     px_sweep_base base = {model, c->hw, c->framework, c->framework_release, c->gpus, &c->opts,
-                          c->partition_given};
+                          c->partition_given, c->explain ? explain_point : NULL, &x};
     px_status st = px_sweep_run(&base, c->sweep, rows, err);
+    if (x.text && fclose(x.text) != 0 && st == PX_OK)
+        st = PX_FAIL(err, PX_ERR_NOMEM, "--sweep --explain: out of memory");
     if (st == PX_OK && c->json)
         st = sweep_json(out, c, model, rows, n, err);
     else if (st == PX_OK && c->csv)
@@ -168,6 +208,8 @@ px_status run_sweep(const plan_cli *c, const px_model *model, FILE *out, px_erro
         sweep_header(out, c, model, n);
         for (int i = 0; i < n; i++)
             sweep_table_row(out, c, &rows[i]);
+        if (text)
+            fwrite(text, 1, text_len, out);
     }
     if (st == PX_OK && c->html) {
         st = sweep_html(c, model, rows, n, err);
@@ -179,6 +221,7 @@ px_status run_sweep(const plan_cli *c, const px_model *model, FILE *out, px_erro
         any |= rows[i].st == PX_OK;
     if (st == PX_OK && !any)
         st = PX_FAIL(err, PX_ERR_INFEASIBLE, "--sweep: no point could be planned");
+    free(text);
     free(rows);
     return st;
 }

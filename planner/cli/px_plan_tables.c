@@ -428,6 +428,22 @@ static void table_header(FILE *out, const plan_cli *c, const px_model *model, co
                  "optimizer step; m = micro-batches per step\n");
 }
 
+/* --explain's breakdown of the search's chosen plan (res->top[0]): memory,
+ * time, the per-stage table and the rule of thumb beside it; run is how the
+ * framework runs it (the search options' run). */
+px_status write_explain(FILE *out, const struct px_fw_runtime *run, const px_model *model,
+                        const px_hw *hw, const px_search_result *res, px_error *err)
+{
+    const px_candidate *best = &res->top[0];
+    px_cost_ctx *ctx = NULL;
+    PX_TRY(plan_cost_ctx(run, model, hw, &ctx, err));
+    explain(out, ctx, best, res, hw);
+    explain_stages(out, model, hw, run, best, res);
+    explain_rule(out, best, res);
+    free(ctx);
+    return PX_OK;
+}
+
 /* The people's table: header lines, ranked rows, the chosen plan, and with
  * --explain its breakdown. */
 px_status write_table(FILE *out, const plan_cli *c, const px_model *model,
@@ -458,16 +474,8 @@ px_status write_table(FILE *out, const plan_cli *c, const px_model *model,
                  "%d, full %d\n",
             split, cnt[PX_RECOMPUTE_NONE], cnt[PX_RECOMPUTE_SELECTIVE], cnt[PX_RECOMPUTE_FULL]);
     print_offload(out, best, res, hw);
-    if (c->explain) {
-        px_cost_ctx *ctx = NULL;
-        px_status st = plan_cost_ctx(c, model, hw, &ctx, err);
-        if (st != PX_OK)
-            return st;
-        explain(out, ctx, best, res, hw);
-        explain_stages(out, model, hw, c->opts.run, best, res);
-        explain_rule(out, best, res);
-        free(ctx);
-    }
+    if (c->explain)
+        PX_TRY(write_explain(out, c->opts.run, model, hw, res, err));
     print_goodput(out, &best->pred, c->gpus, hw, c->price_per_gpu_hour);
     return PX_OK;
 }

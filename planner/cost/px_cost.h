@@ -94,6 +94,8 @@ typedef struct {
     int tp;                /* t */
     bool sp;               /* sequence parallel */
     bool flash;            /* FlashAttention: no s×s matrix, softmax stats kept */
+    int extra_norms;       /* norms beyond the two of a layer (Gemma's sandwich norms on
+                            * the attention's and the MLP's output: 2) */
     px_recompute recompute;
     bool sac_op;           /* selective recompute is the op-level policy (every other
                             * matmul's output and the attention's kept, the rest rerun:
@@ -109,9 +111,10 @@ typedef struct {
 /* Bytes stored for backward by one layer for one micro-batch, per operator.
  * Korthikanti's decomposition: attention = qkv_in + q + k + v + scores
  * (softmax_out + score_mask + score_drop) + proj_in + attn_mask; MLP = mlp_in
- * + fc1_out + act_out + mlp_mask; norms = norm1_in + norm2_in. */
+ * + fc1_out + act_out + mlp_mask; norms = norm1_in + norm2_in + extra_norm_in. */
 typedef struct {
     double norm1_in, norm2_in;
+    double extra_norm_in;       /* the extra norms' inputs (the branches' outputs) */
     double qkv_in, q, k, v, latent;
     double softmax_out, score_mask, score_drop, softmax_stats;
     double proj_in, attn_mask;

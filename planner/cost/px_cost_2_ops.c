@@ -42,6 +42,7 @@ void make_shape(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     sh->tp = par->tp;
     sh->sp = par->sp && par->tp > 1;
     sh->flash = par->flash_attention;
+    sh->extra_norms = px_model_layer_norms(m) - 2;
     sh->recompute = rc;
     sh->sac_op = ctx->run && ctx->run->selective_op_policy;
     sh->moe = moe;
@@ -141,8 +142,11 @@ static void sac_op_layer(const px_act_shape *sh, px_act_ops *o)
     double tsp = sh->sp ? t : 1.0;
     double sb = sh->s * sh->b, sbh = sb * sh->h;
     memset(o, 0, sizeof *o);
-    o->norm1_in = e * sbh / tsp;             /* the checkpoint's input */
-    o->norm2_in = t > 1 ? 2.0 * e * sbh / tsp : 0.0; /* the two reduce-scatters */
+    /* the checkpoint's input, and the two reduce-scatters' outputs: with
+     * them (or wo's and w2's outputs at t = 1, rerun or kept) the inputs of
+     * Gemma's sandwich norms, which add nothing here */
+    o->norm1_in = e * sbh / tsp;
+    o->norm2_in = t > 1 ? 2.0 * e * sbh / tsp : 0.0;
     o->q = all.q;                            /* wq: matmul 1 */
     o->v = all.v;                            /* wv: matmul 3 */
     o->latent = all.latent;
@@ -194,6 +198,9 @@ void px_cost_act_layer(const px_act_shape *sh, px_act_ops *o)
     }
     o->norm1_in = e * sbh / tsp;
     o->norm2_in = e * sbh / tsp;
+    /* an RMSNorm's backward needs its input: for a sandwich norm the
+     * branch's output after TP's reduce (SP-sharded like the others) */
+    o->extra_norm_in = sh->extra_norms * e * sbh / tsp;
     o->qkv_in = e * sbh / tsp;
     if (sh->q_lora > 0.0 || sh->kv_lora > 0.0)
         o->latent = e * sb * (sh->q_lora + sh->kv_lora + sh->rope_dim);
@@ -257,7 +264,7 @@ void px_cost_act_layer(const px_act_shape *sh, px_act_ops *o)
     o->attention = o->qkv_in + o->latent + o->q + o->k + o->v + o->softmax_out + o->score_mask +
                    o->score_drop + o->softmax_stats + o->proj_in + o->attn_mask;
     o->mlp = o->mlp_in + o->fc1_out + o->act_out + o->mlp_mask + o->router + o->expert;
-    o->norm = o->norm1_in + o->norm2_in;
+    o->norm = o->norm1_in + o->norm2_in + o->extra_norm_in;
     o->total = o->attention + o->mlp + o->norm;
 }
 

@@ -227,7 +227,8 @@ static void layer_pointwise_time(const px_hw *hw, const px_parallel *par,
 {
     const px_act_shape sh = *ps;
     double e = d->e, tsp = d->tsp, T = d->T, h = d->h, a_t = d->a_t, kv_t = d->kv_t;
-    /* memory-bound operators: 2 norms, 2 residual adds, the activation
+    /* memory-bound operators: 2 norms (4 with Gemma's sandwich norms), 2
+     * residual adds, the activation
      * function, dropout (GPT), RoPE on q and k (Llama), MoE token permutation
      * (above).  Bytes forward / backward: norm read + write / read x and dy,
      * write dx; residual 2 reads + 1 write / the same (the backward sums the
@@ -248,8 +249,10 @@ static void layer_pointwise_time(const px_hw *hw, const px_parallel *par,
     mem_class_fb(hw, PX_MEM_GENERIC, mem + drop_f, mem + drop, &mf, &mb);
     /* forward bytes of a measured class from px_cost_class_fwd_bytes (what
      * calibrate divides); the backward bytes here are the datasheet's */
-    mem_class_fb(hw, PX_MEM_NORM, px_cost_class_fwd_bytes(PX_MEM_NORM, 2.0 * Th, (int)e),
-                 6.0 * e * Th, &mf, &mb);
+    double norm_pairs = (2 + sh.extra_norms) / 2.0; /* 1.0 for the usual two norms */
+    mem_class_fb(hw, PX_MEM_NORM,
+                 px_cost_class_fwd_bytes(PX_MEM_NORM, 2.0 * Th * norm_pairs, (int)e),
+                 6.0 * e * Th * norm_pairs, &mf, &mb);
     mem_class_fb(hw, PX_MEM_RESIDUAL, res_f, 6.0 * e * Th, &mf, &mb);
     px_mem_class act = sh.gated ? PX_MEM_SWIGLU : PX_MEM_GELU;
     mem_class_fb(hw, act, px_cost_class_fwd_bytes(act, act_elems, (int)e),

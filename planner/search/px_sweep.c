@@ -275,6 +275,8 @@ px_status px_sweep_run(const px_sweep_base *base, const px_sweep_spec *spec,
         r->milp_s = w->res.milp_s;
         r->seq_len = w->res.seq_len;
         r->global_batch = w->res.global_batch;
+        if (base->on_point)
+            st = base->on_point(base->on_point_arg, r, &w->hw, &w->opts, &w->res, err);
     }
     free(w);
     return st;

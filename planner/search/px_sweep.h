@@ -56,18 +56,6 @@ px_status px_sweep_add_list(px_sweep_spec *s, const char *flag, px_sweep_key k,
 const px_sweep_axis *px_sweep_find(const px_sweep_spec *s, px_sweep_key k);
 int px_sweep_n_points(const px_sweep_spec *s);
 
-/* What every point shares: the options of the command line and the names
- * of the profiles a point does not sweep. */
-typedef struct {
-    const px_model *model;
-    const char *hw;                /* name or file */
-    const char *framework;         /* NULL: the default */
-    const char *framework_release; /* NULL: none */
-    int gpus;                      /* when not swept */
-    const px_search_opts *opts;
-    bool partition_given;          /* px_search_for_plan's */
-} px_sweep_base;
-
 /* One point's outcome: st PX_OK with best, or the search's error. */
 typedef struct {
     int idx[PX_SWEEP_N_KEYS]; /* the value of each axis (by position in spec) */
@@ -82,6 +70,28 @@ typedef struct {
     double elapsed_s, analytic_s, milp_s;
 } px_sweep_row;
 
+/* Called after each point's search with the point's row, the profile and
+ * options it ran with (o->run the framework's traits) and the search's
+ * result (its plans valid when r->st is PX_OK); plan --sweep --explain
+ * prints each point's breakdown from them.  A failure stops the sweep. */
+typedef px_status (*px_sweep_point_fn)(void *arg, const px_sweep_row *r,
+                                       const px_hw *hw, const px_search_opts *o,
+                                       const px_search_result *res, px_error *err);
+
+/* What every point shares: the options of the command line and the names
+ * of the profiles a point does not sweep. */
+typedef struct {
+    const px_model *model;
+    const char *hw;                /* name or file */
+    const char *framework;         /* NULL: the default */
+    const char *framework_release; /* NULL: none */
+    int gpus;                      /* when not swept */
+    const px_search_opts *opts;
+    bool partition_given;          /* px_search_for_plan's */
+    px_sweep_point_fn on_point;    /* NULL: none */
+    void *on_point_arg;
+} px_sweep_base;
+
 /* The point's value of axis a as text ("1024", "h200"). */
 void px_sweep_value_text(const px_sweep_spec *s, const px_sweep_row *r, int a, char *buf,
                          size_t len);
@@ -90,7 +100,7 @@ void px_sweep_value_text(const px_sweep_spec *s, const px_sweep_row *r, int a, c
  * per point (the best is what `plan` with the point's options chooses);
  * rows has px_sweep_n_points entries, in the product's order.  Fails on a
  * profile that does not load and on PX_ERR_NOMEM; a point that cannot be
- * planned is a row with its error. */
+ * planned is a row with its error; base->on_point's failure stops it. */
 px_status px_sweep_run(const px_sweep_base *base, const px_sweep_spec *spec,
                        px_sweep_row *rows, px_error *err);
 

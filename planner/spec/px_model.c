@@ -57,6 +57,7 @@ static const px_jfield model_fields[] = {
     FB("qkv_bias", qkv_bias),
     FB("o_bias", o_bias),
     FB("qk_norm", qk_norm),
+    FB("sandwich_norms", sandwich_norms),
     FB("attention_sinks", attention_sinks),
     {"mlp_act", PX_JF_ENUM, offsetof(px_model, mlp_act), 0, false, 0, mlp_act_names, 2, 0},
     FD("rope_fraction", rope_fraction, 1e-6, 1.0),
@@ -348,10 +349,15 @@ static int64_t mlp_params(const px_model *m, int64_t f)
     return p;
 }
 
+int px_model_layer_norms(const px_model *m)
+{
+    return m->sandwich_norms ? 4 : 2;
+}
+
 static int64_t layer_norm_params(const px_model *m)
 {
-    /* two norms a layer: LayerNorm has weight and bias, RMSNorm a weight */
-    return (m->block == PX_BLOCK_GPT ? 4 : 2) * m->hidden;
+    /* LayerNorm has weight and bias, RMSNorm a weight */
+    return px_model_layer_norms(m) * (m->block == PX_BLOCK_GPT ? 2 : 1) * m->hidden;
 }
 
 int64_t px_model_layer_params(const px_model *m, int64_t layer)

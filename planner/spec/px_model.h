@@ -61,6 +61,9 @@ typedef struct {
     bool o_bias;           /* a bias on the attention output projection (GPT; HF
                             * attention_bias of llama / qwen3 / gpt_oss) */
     bool qk_norm;          /* RMSNorm on q and k per head (Qwen3) */
+    bool sandwich_norms;   /* Gemma 2 / 3: an RMSNorm on the attention's and on the
+                            * MLP's output before each residual add, four norms a
+                            * layer; the planner costs them, execute refuses them */
     bool attention_sinks;  /* gpt-oss: a learned logit per head in the softmax,
                             * with its clamped SwiGLU and biased router and
                             * experts; the planner costs it, execute refuses it */
@@ -164,6 +167,10 @@ void px_model_count_params(const px_model *m, px_param_count *out);
  * experts + top_k routed experts + router (all experts otherwise).  Norms and
  * biases excluded.  Used for FLOPs. */
 int64_t px_model_layer_matmul_params(const px_model *m, int64_t layer, bool active_only);
+
+/* Norms in each layer: 2 (before attention and before the MLP), 4 with
+ * sandwich_norms (one more on each branch's output). */
+int px_model_layer_norms(const px_model *m);
 
 /* Per-head widths of the attention core: query/key dot-product width and
  * value width (both head_dim for standard attention; MLA: nope+rope and v). */

@@ -304,6 +304,10 @@ static void hf_llama(hf_ctx *c, const char *t, px_model *m)
     hf_biases(c, t, m);
     m->qk_norm = strcmp(t, "qwen3") == 0 || strcmp(t, "qwen3_moe") == 0 ||
                  strcmp(t, "gemma3_text") == 0;
+    /* Gemma 2 and 3 layers norm each branch's output too (transformers'
+     * post_attention_layernorm and post_feedforward_layernorm; their
+     * pre_feedforward_layernorm is the usual pre-MLP norm) */
+    m->sandwich_norms = strcmp(t, "gemma2") == 0 || strcmp(t, "gemma3_text") == 0;
     hf_numerics(c, t, m);
     hf_rope_scaling(c, m, maxpos);
 }

@@ -2,9 +2,11 @@
 # plan --sweep KEY=LIST: the product of the lists, the first key varying
 # slowest; each point's best plan is what `plan` with the point's options
 # chooses (--json, and --csv's rows equal --json's); a point that cannot be
-# planned is a row with its reason, not an abort; a product over the
-# documented limit, an unknown key, a key given twice, a swept key beside
-# its own option, --explain and -o are refused with a message naming them.
+# planned is a row with its reason, not an abort; --explain prints each
+# point's breakdown, the one `plan --explain` prints for the point, and a
+# refused point's reason; a product over the documented limit, an unknown
+# key, a key given twice, a swept key beside its own option, -o and --json
+# with --explain are refused with a message naming them.
 set -u
 PLAN="$1"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -30,6 +32,27 @@ done; done
 "$PLAN" "${common[@]}" --sweep gpus=256,512 --sweep seq=4096,8192 > "$tmp/gs.txt" \
   || fail "--sweep table exited $?"
 [ "$(grep -Ec '^ +(256|512) +(4096|8192) ' "$tmp/gs.txt")" -eq 4 ] || fail "table: $(cat "$tmp/gs.txt")"
+
+# --explain: a point's breakdown is plain plan's, line for line from the
+# memory heading to the rule of thumb's scores
+"$PLAN" "${common[@]}" --sweep gpus=64,128 --explain > "$tmp/ex.txt" \
+  || fail "--sweep --explain exited $?"
+[ "$(grep -c '^# point [12] of 2: gpus=' "$tmp/ex.txt")" -eq 2 ] || fail "point headers: $(grep '^# point' "$tmp/ex.txt")"
+for g in 64 128; do
+  "$PLAN" "${common[@]}" --gpus $g --explain > "$tmp/ex-$g.txt" || fail "plan --gpus $g --explain exited $?"
+  sed -n '/^# memory per GPU/,/^# scores:/p' "$tmp/ex-$g.txt" > "$tmp/want-$g.txt"
+  sed -n "/^# point [12] of 2: gpus=$g /,/^# scores:/p" "$tmp/ex.txt" | sed 1,2d > "$tmp/got-$g.txt"
+  [ "$(grep -c '^  step ' "$tmp/want-$g.txt")" -eq 1 ] || fail "plan --gpus $g --explain: no step line"
+  cmp -s "$tmp/want-$g.txt" "$tmp/got-$g.txt" \
+    || fail "gpus=$g: the sweep's breakdown differs from plan --explain's: $(diff "$tmp/want-$g.txt" "$tmp/got-$g.txt" | head -5)"
+done
+[ "$(grep '^  step ' "$tmp/ex-64.txt")" != "$(grep '^  step ' "$tmp/ex-128.txt")" ] \
+  || fail "64 and 128 GPUs explain the same step"
+"$PLAN" "${common[@]}" --gpus 64 --sweep framework=parallax,megatron --sweep precision=fp8 \
+  --explain > "$tmp/exf.txt" || fail "--sweep framework --explain exited $?"
+grep -A1 '^# point 1 of 2: framework=parallax, precision=fp8' "$tmp/exf.txt" | grep -q '^# no plan: .*fp8' \
+  || fail "refused point: $(grep -A1 '^# point 1' "$tmp/exf.txt")"
+[ "$(grep -c '^# memory per GPU' "$tmp/exf.txt")" -eq 1 ] || fail "framework sweep: not one breakdown"
 
 python3 - "$tmp" <<'PY' || exit 1
 import csv, json, sys
@@ -108,7 +131,7 @@ refused "given twice" --sweep gpus=8 --sweep-gpus 16
 refused "--sweep seq and --seq" --gpus 64 --sweep seq=4096 --seq 8192
 refused "--sweep gpus and --gpus" --gpus 64 --sweep gpus=8,16
 refused "--sweep hw and --hw" --gpus 64 --sweep hw=h200 --hw h100-sxm
-refused "--explain" --sweep gpus=64,128 --explain
+refused "--json and --explain" --sweep gpus=64,128 --explain --json
 refused "leave -o out" --sweep gpus=64,128 -o "$tmp/p.json"
 refused "unknown precision" --gpus 64 --sweep precision=bf16,fp7
 refused "B is below A" --sweep seq=8192..4096 --gpus 64

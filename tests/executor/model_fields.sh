@@ -6,8 +6,9 @@
 # renormalised top-k gates (norm_topk_prob) too, and split runs (CP 2 x TP
 # 2, EP 2 x DP 2) give the one-rank losses with them; so do Llama 3's RoPE
 # scaling, interleaved RoPE pairs, the attention output bias and tied
-# embeddings (under PP 2 x TP 2); rope_scaling yarn and attention_sinks are
-# refused naming the field.
+# embeddings (under PP 2 x TP 2); rope_scaling yarn, attention_sinks,
+# mlp_act gelu, rope_fraction and sandwich_norms are refused naming the
+# field.
 #   model_fields.sh BUILD_DIR
 set -u
 build=$1
@@ -59,6 +60,7 @@ variant tiny-mla mla_inter '"rope_interleave": true'
 variant tiny-llama obias '"o_bias": true'
 variant tiny-llama sinks '"attention_sinks": true'
 variant tiny-llama geglu '"mlp_act": "gelu"'
+variant tiny-llama sandwich '"sandwich_norms": true'
 variant tiny-llama partial '"rope_fraction": 0.5'
 variant tiny-llama tied '"tied_embeddings": true'
 # DeepSeek-V3's router on tiny-moe's 4 experts: sigmoid, 2 groups of 2
@@ -78,6 +80,7 @@ plan1 llama3_split "$work/llama3.json" --n-micro 2 --cp 2 --tp 2
 plan1 yarn "$work/yarn.json"
 plan1 sinks "$work/sinks.json"
 plan1 geglu "$work/geglu.json"
+plan1 sandwich "$work/sandwich.json"
 plan1 partial "$work/partial.json"
 plan1 tied "$work/tied.json"
 plan1 tied_split "$work/tied.json" --n-micro 2 --pp 2 --tp 2
@@ -137,6 +140,7 @@ else fail "another rope_theta refused without naming the plan fingerprint: $(cat
 refused yarn "rope_scaling = yarn"
 refused sinks "attention_sinks = true"
 refused geglu "mlp_act = gelu"
+refused sandwich "sandwich_norms = true"
 refused partial "rope_fraction = 0.5"
 grep -q '"n_group": 2' "$work/dsv3.plan.json" && grep -q '"scoring_func": "sigmoid"' "$work/dsv3.plan.json" &&
   echo "ok   the plan carries the router fields" || fail "the plan file lacks the router fields"

@@ -239,6 +239,7 @@ static void plan_round_trip(void)
     m.rope_interleave = false;
     m.o_bias = true;
     m.attention_sinks = true;
+    m.sandwich_norms = true;
     json_t *obj = NULL;
     CHECK(px_model_to_json(&m, &obj, &err) == PX_OK);
     CHECK(json_is_number(json_object_get(obj, "rope_theta")) &&
@@ -257,7 +258,8 @@ static void plan_round_trip(void)
           back.rope_high_freq_factor == m.rope_high_freq_factor &&
           back.rope_original_max_positions == m.rope_original_max_positions &&
           back.rope_interleave == m.rope_interleave && back.o_bias == m.o_bias &&
-          back.attention_sinks == m.attention_sinks);
+          back.attention_sinks == m.attention_sinks && back.sandwich_norms &&
+          json_is_true(json_object_get(obj, "sandwich_norms")));
     /* a zero epsilon in a plan is refused, naming model.norm_eps */
     json_object_set_new(obj, "norm_eps", json_real(0.0));
     px_error_clear(&err);

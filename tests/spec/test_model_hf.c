@@ -83,26 +83,32 @@ int main(void)
         CHECK_CLOSE(total(&m), 8.19e9, 0.002, 0);
     }
 
-    /* Gemma 2 9B: 9.24 B (tied 256k-token embedding), head_dim 256 wider
-     * than h/a, GeGLU; a config without layer_types slides on every other
-     * layer, the first sliding (transformers' default). */
+    /* Gemma 2 9B: 9 241 705 984 parameters, google/gemma-2-9b's safetensors
+     * total (tied 256k-token embedding, four RMSNorms of h a layer: the
+     * sandwich norms), head_dim 256 wider than h/a, GeGLU; a config without
+     * layer_types slides on every other layer, the first sliding
+     * (transformers' default). */
     if (load_hf("gemma-2-9b", &m, &err) == PX_OK) {
         CHECK(m.tied_embeddings && m.head_dim == 256 && m.hidden / m.n_heads == 224);
         CHECK(m.mlp_act == PX_ACT_GELU && m.rope_fraction == 1.0); /* carried for execute */
         CHECK(m.sliding_window == 4096 && px_model_n_sliding_layers(&m) == 21);
         CHECK(px_model_layer_is_sliding(&m, 0) && !px_model_layer_is_sliding(&m, 1) &&
               px_model_layer_is_sliding(&m, 40) && !px_model_layer_is_sliding(&m, 41));
-        CHECK_CLOSE(total(&m), 9.24e9, 0.002, 0);
+        CHECK(m.sandwich_norms);
+        CHECK_MSG(total(&m) == 9241705984LL, "gemma-2-9b: %lld parameters",
+                  (long long)total(&m));
     }
-    /* Gemma 3 1B (the text model): q/k norms, five sliding layers of 512
-     * keys then one full (sliding_window_pattern 6): full at 5, 11, 17, 23. */
+    /* Gemma 3 1B (the text model): q/k norms and sandwich norms, five
+     * sliding layers of 512 keys then one full (sliding_window_pattern 6):
+     * full at 5, 11, 17, 23. */
     if (load_hf("gemma-3-1b-pt", &m, &err) == PX_OK) {
-        CHECK(m.qk_norm && m.tied_embeddings && m.n_kv_heads == 1);
+        CHECK(m.qk_norm && m.sandwich_norms && m.tied_embeddings && m.n_kv_heads == 1);
         CHECK(px_model_n_sliding_layers(&m) == 22);
         for (int64_t l = 0; l < m.n_layers; l++)
             CHECK_MSG(px_model_layer_is_sliding(&m, l) == ((l + 1) % 6 != 0), "layer %lld",
                       (long long)l);
-        CHECK_CLOSE(total(&m), 1.0e9, 0.002, 0);
+        CHECK_MSG(total(&m) == 999885952LL, "gemma-3-1b: %lld parameters (google/gemma-3-1b-pt's "
+                  "safetensors total 999 885 952)", (long long)total(&m));
     }
     /* Phi-3-mini: 3.82 B, untied, a 2047-key window on every layer (its
      * fused qkv and gate_up weights are the same matrices, stacked). */
