@@ -51,16 +51,16 @@ px_status px_exec_check_plan(const px_plan *plan, const px_caps *caps, px_error 
                        "model field attention_sinks = true (gpt-oss): the engine has no "
                        "attention sinks, nor gpt-oss's clamped SwiGLU and biased router and "
                        "experts; allowed: false");
-    if (plan->model.sandwich_norms)
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "model field sandwich_norms = true (Gemma 2 / 3): the engine's layer "
-                       "has two norms, none on the attention's or the MLP's output; allowed: "
-                       "false");
     if (plan->model.mlp_act != PX_ACT_SILU)
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "model field mlp_act = gelu (GeGLU, Gemma): the engine's gated MLP is "
                        "SwiGLU, and it has none of Gemma's (1 + w) norms, scaled embedding or "
                        "soft-capping; allowed: silu");
+    if (plan->model.sandwich_norms)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "model field sandwich_norms = true (Gemma 2 / 3): the engine's layer "
+                       "has two norms, none on the attention's or the MLP's output; allowed: "
+                       "false");
     if (plan->model.rope_fraction != 1.0)
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "model field rope_fraction = %g: the engine's RoPE rotates every "
