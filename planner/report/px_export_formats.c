@@ -171,12 +171,34 @@ static px_status format_refuse(px_error *err, px_export_target t, const char *wh
                    px_export_target_name(t), what);
 }
 
+/* Model fields the framework targets do not write: a Gemma layer (GeGLU,
+ * its extra norms) and RoPE on part of a head.  Megatron-LM has
+ * --rotary-percent, which the megatron and nemo exports write; DeepSpeed's
+ * config holds no model and the executor refuses them itself. */
+static px_status model_check(const px_model *m, px_export_target t, px_error *err)
+{
+    if (t == PX_EXPORT_DEEPSPEED || t == PX_EXPORT_SLURM)
+        return PX_OK;
+    if (m->mlp_act != PX_ACT_SILU)
+        return format_refuse(err, t, "a GeGLU MLP (model field mlp_act = gelu, Gemma): the "
+                                     "exported model is SwiGLU");
+    if (m->sandwich_norms)
+        return format_refuse(err, t, "the extra norms of a Gemma 2 / 3 layer (model field "
+                                     "sandwich_norms)");
+    if (m->rope_fraction != 1.0 && t == PX_EXPORT_TORCHTITAN)
+        return format_refuse(err, t, "RoPE on part of each head (model field rope_fraction): "
+                                     "torchtitan's models rotate whole heads");
+    return PX_OK;
+}
+
 px_status px_export_format_check(const px_plan *plan, px_export_target t, px_error *err)
 {
     const px_parallel *p = &plan->par;
     plan_facts f;
     px_export_facts_of(plan, &f);
     px_status st = px_export_finetune_check(plan, t, err);
+    if (st == PX_OK)
+        st = model_check(&plan->model, t, err);
     if (st != PX_OK)
         return st;
     switch (t) {

@@ -27,11 +27,19 @@ static void megatron_model(const px_model *m, px_buf *b)
         arg(b, "--normalization RMSNorm");
         arg(b, "--swiglu");
         arg(b, "--position-embedding-type rope");
+        arg_i(b, "--rotary-base", (int64_t)m->rope_theta); /* Megatron takes an integer */
+        if (m->rope_fraction != 1.0)
+            px_buf_printf(b, "--rotary-percent %g\n", m->rope_fraction);
+        if (m->rope_scaling == PX_ROPE_LLAMA3) { /* Megatron's Llama 3.1 scaling */
+            arg(b, "--use-rope-scaling");
+            px_buf_printf(b, "--rope-scaling-factor %g\n", m->rope_factor);
+        }
         arg(b, m->qkv_bias ? "--add-qkv-bias" : "--disable-bias-linear");
     } else {
         arg(b, "--normalization LayerNorm");
         arg(b, "--position-embedding-type learned_absolute");
     }
+    px_buf_printf(b, "--norm-epsilon %g\n", m->norm_eps);
     if (!m->tied_embeddings)
         arg(b, "--untie-embeddings-and-output-weights");
     if (m->qk_norm)

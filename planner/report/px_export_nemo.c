@@ -132,6 +132,14 @@ static void nemo_shape(const px_plan *plan, const plan_facts *f, nemo_doc *d)
     kv_object(d, "activation_func", llama ? "torch.nn.functional.silu" : "torch.nn.functional.gelu");
     if (m->attn != PX_ATTN_MLA)
         kv(d, "position_embedding_type", llama ? "rope" : "learned_absolute");
+    if (llama) {
+        kv_i(d, "rotary_base", (int64_t)m->rope_theta);
+        kv_f(d, "rotary_percent", m->rope_fraction);
+        kv_b(d, "rope_scaling", m->rope_scaling == PX_ROPE_LLAMA3);
+        if (m->rope_scaling == PX_ROPE_LLAMA3)
+            kv_f(d, "rope_scaling_factor", m->rope_factor);
+    }
+    kv_f(d, "layernorm_epsilon", m->norm_eps);
     kv_b(d, "add_bias_linear", !llama);
     kv_b(d, "add_qkv_bias", !llama || m->qkv_bias);
     kv_b(d, "qk_layernorm", m->qk_norm);

@@ -118,6 +118,12 @@ def compare(args, cfg, env, plan):
         s("offload fraction", off["fraction"], args.optimizer_offload_fraction)
     s("grad_dtype", par["grad_dtype"], "bf16" if args.grad_reduce_in_bf16 else "fp32")
     s("vocab", plan["model"]["vocab"], args.vocab_size)
+    m = plan["model"]
+    s("norm epsilon", m.get("norm_eps", 1e-5), args.layernorm_epsilon)  # --norm-epsilon
+    if m.get("block", "llama") == "llama" and m.get("attn", "standard") != "mla":
+        s("RoPE base", m.get("rope_theta", 10000.0), float(args.rotary_base))
+        s("RoPE share of a head", m.get("rope_fraction", 1.0), args.rotary_percent)
+        s("Llama 3.1 RoPE scaling", m.get("rope_scaling") == "llama3", bool(args.use_rope_scaling))
     mcore_fields.compare_env(env, plan)
 
 

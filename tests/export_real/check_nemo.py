@@ -113,6 +113,12 @@ def compare(cfg, env, plan):
         s("offload fraction", off["fraction"], cfg.optimizer.optimizer_offload_fraction)
     s("grad_dtype", par["grad_dtype"], "fp32" if cfg.ddp.grad_reduce_in_fp32 else "bf16")
     s("vocab", plan["model"]["vocab"], cfg.model.vocab_size)
+    m = plan["model"]
+    s("norm epsilon", m.get("norm_eps", 1e-5), cfg.model.layernorm_epsilon)
+    if m.get("block", "llama") == "llama" and m.get("attn", "standard") != "mla":
+        s("RoPE base", m.get("rope_theta", 10000.0), float(cfg.model.rotary_base))
+        s("RoPE share of a head", m.get("rope_fraction", 1.0), cfg.model.rotary_percent)
+        s("Llama 3.1 RoPE scaling", m.get("rope_scaling") == "llama3", bool(cfg.model.rope_scaling))
     ft = par.get("finetune", {"mode": "none"})
     if ft["mode"] == "lora":
         s("LoRA dim", ft["lora_rank"], cfg.peft.dim)

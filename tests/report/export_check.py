@@ -53,6 +53,10 @@ def megatron_parser():
     for f, choices in strs.items():
         p.add_argument(f, choices=choices)
     p.add_argument("--optimizer-offload-fraction", type=float)
+    p.add_argument("--rotary-base", type=int)   # Megatron-LM: an integer
+    for f in ["--rotary-percent", "--norm-epsilon", "--rope-scaling-factor"]:
+        p.add_argument(f, type=float)
+    p.add_argument("--use-rope-scaling", action="store_true")
     for f in ["--sequence-parallel", "--use-distributed-optimizer", "--use-megatron-fsdp",
               "--no-gradient-accumulation-fusion", "--overlap-grad-reduce",
               "--overlap-param-gather", "--tp-comm-overlap", "--grad-reduce-in-bf16", "--bf16",
@@ -153,6 +157,10 @@ def check_megatron(text, plan):
     ft = plan["parallel"].get("finetune", {"mode": "none"})["mode"]
     eq("finetune", a.finetune, ft == "full")
     check_launch(text, plan, g)
+    llama = m.get("block", "llama") == "llama"
+    eq("RoPE base", a.rotary_base, int(m.get("rope_theta", 10000.0)) if llama else None)
+    eq("norm epsilon", a.norm_epsilon, m.get("norm_eps", 1e-5))
+    eq("Llama 3.1 RoPE scaling", a.use_rope_scaling, m.get("rope_scaling") == "llama3")
     eq("TP", a.tensor_model_parallel_size, par["tp"])
     eq("PP", a.pipeline_model_parallel_size, par["pp"])
     layout = a.pipeline_model_parallel_layout
@@ -251,6 +259,10 @@ def check_nemo(text, plan):
     for k, v in hy.items():
         eq("Hydra " + k, hydra_value(v), ya[k])
     mo = d["model"]
+    if m.get("block", "llama") == "llama":
+        eq("RoPE base", mo["rotary_base"], int(m.get("rope_theta", 10000.0)))
+        eq("Llama 3.1 RoPE scaling", mo["rope_scaling"], m.get("rope_scaling") == "llama3")
+    eq("norm epsilon", mo["layernorm_epsilon"], m.get("norm_eps", 1e-5))
     eq("TP", mo["tensor_model_parallel_size"], par["tp"])
     eq("PP", mo["pipeline_model_parallel_size"], par["pp"])
     layout = mo.get("pipeline_model_parallel_layout")

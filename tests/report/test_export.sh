@@ -181,6 +181,11 @@ export_ok off megatron
 export_ok off nemo
 refused off torchtitan "ZeRO stage 1"
 refused off slurm "does not offload the optimizer"
+# a Gemma model: its GeGLU and extra norms are no target's model: refused by name
+plan gemma --model "$here/../spec/hf/gemma-2-9b/config.json" --gpus 16 --framework megatron \
+  --partition uniform --top 1
+refused gemma megatron "mlp_act = gelu"
+refused gemma nemo "mlp_act = gelu"
 plan offds --model llama3-70b --gpus 16 --framework deepspeed --zero 1 --offload optimizer \
   --partition uniform --top 1
 export_ok offds deepspeed
