@@ -28,15 +28,25 @@ expect_error "ZeRO-0 with CP under torchtitan" \
 expect_error "ZeRO-0 with TP beside DDP under torchtitan" \
   '--dp: framework torchtitan cannot run .*ZeRO-0, DDP, with tp 2.*capability ddp_1d_only' \
   --model tiny-llama --gpus 8 --framework torchtitan --zero 0 --tp 2 --dp 4
-expect_error "TP with PP under deepspeed" \
-  'deepspeed cannot run pipeline parallelism of 2 stages together with tensor parallelism \(tp 2, pp 2\).*capability tp_with_pp.*--framework .*megatron.* can' \
-  --model tiny-llama --gpus 8 --framework deepspeed --tp 2 --pp 2
+# tp_with_pp, which no shipped profile sets: DeepSpeed's own profile with it
+python3 - "$(dirname "$0")/../../frameworks/deepspeed.json" "$tmp/ds-tp-or-pp.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["name"] = "ds-tp-or-pp"
+d["capabilities"]["tp_with_pp"] = False
+d["sources"]["tp_with_pp"] = "the test's own profile"
+json.dump(d, open(sys.argv[2], "w"))
+PY
+expect_error "TP with PP under a profile without tp_with_pp" \
+  'ds-tp-or-pp cannot run pipeline parallelism of 2 stages together with tensor parallelism \(tp 2, pp 2\).*capability tp_with_pp.*--framework .*megatron.* can' \
+  --model tiny-llama --gpus 8 --framework "$tmp/ds-tp-or-pp.json" --tp 2 --pp 2
 # left free, the search does not propose them: ZeRO-0 only without TP, PP,
-# CP, EP under torchtitan; no TP with PP under deepspeed (every candidate)
-for fw in torchtitan deepspeed; do
-  "$PLAN" --model tiny-llama --gpus 64 --framework $fw --top 50 --json > "$tmp/$fw.json" \
+# CP, EP under torchtitan; no TP with PP without tp_with_pp (every candidate)
+for fw in torchtitan ds-tp-or-pp; do
+  prof=$fw; [ $fw = torchtitan ] || prof="$tmp/$fw.json"
+  "$PLAN" --model tiny-llama --gpus 64 --framework "$prof" --top 50 --json > "$tmp/$fw.plan.json" \
     || fail "plan under $fw"
-  python3 - "$tmp/$fw.json" $fw <<'PY' || fail "plan under $fw proposes what $fw refuses"
+  python3 - "$tmp/$fw.plan.json" $fw <<'PY' || fail "plan under $fw proposes what $fw refuses"
 import json, sys
 d, fw = json.load(open(sys.argv[1])), sys.argv[2]
 rows = d["plans"]
@@ -45,7 +55,7 @@ for r in rows:
     p = r.get("parallel", r)
     if fw == "torchtitan" and p["zero"] == 0:
         assert p["cp"] == 1 and (p["dp"] == 1 or p["tp"] == p["pp"] == p["ep"] == 1), p
-    if fw == "deepspeed":
+    if fw == "ds-tp-or-pp":
         assert p["tp"] == 1 or p["pp"] == 1, p
 print(f"ok: {len(rows)} {fw} candidates")
 PY
