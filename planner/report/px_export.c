@@ -69,6 +69,13 @@ static void describe(const char *cap, const char *msg, const px_plan *plan, cons
     } else if (!strcmp(cap, "max_zero_with_pp")) {
         snprintf(why, n, "ZeRO stage %d with pipeline parallelism (it runs up to stage %d with "
                          "a pipeline)", p->zero, c->max_zero_with_pp);
+    } else if (!strcmp(cap, "ddp_1d_only")) {
+        snprintf(why, n, "ZeRO-0 (DDP) beside tensor, pipeline, context or expert parallelism "
+                         "(it runs DDP only as the one parallel dimension); plan with --zero 2 "
+                         "or 3");
+    } else if (!strcmp(cap, "tp_with_pp")) {
+        snprintf(why, n, "tensor parallelism (%d) with pipeline parallelism (%d) (it runs one "
+                         "or the other)", p->tp, p->pp);
     } else if (!strcmp(cap, "schedules")) {
         schedule_list(c, list, sizeof list);
         snprintf(why, n, "pipeline schedule %s (it runs %s)", px_schedule_name(p->schedule),

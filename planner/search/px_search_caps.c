@@ -27,6 +27,7 @@ typedef enum {
     FIX_CP,
     FIX_CP_COMM,
     FIX_EP,
+    FIX_DP,
     FIX_SP,
     FIX_RECOMPUTE,
     FIX_ZERO,
@@ -170,6 +171,13 @@ static bool take_size(fixed_dim k, const px_model *m, const px_search_opts *o, c
         *flag = "--ep";
         snprintf(what, n, "expert parallelism");
         return true;
+    case FIX_DP:
+        if (o->dp <= 1)
+            return false;
+        p->dp = o->dp;
+        *flag = "--dp";
+        snprintf(what, n, "data parallelism over %d replicas", o->dp);
+        return true;
     default:
         return false;
     }
@@ -287,6 +295,34 @@ static px_status framework_refuses(const px_model *m, const px_parallel *probe,
                    others[0] ? " can" : "");
 }
 
+/* A probe refused for ZeRO-0 beside another dimension where the user did
+ * not ask for ZeRO-0 (or 1): the search would take a sharded stage there, so
+ * the probe does until --zero is taken (true when the framework runs one). */
+static bool shard_instead(const px_search_opts *o, const px_caps *c, const char *cap,
+                          px_parallel *p)
+{
+    if ((o->zero >= 0 && o->zero < 2) || strcmp(cap, "ddp_1d_only") != 0)
+        return false;
+    for (int z = 2; z < 4; z++)
+        if (c->zero[z]) {
+            p->zero = z;
+            return true;
+        }
+    return false;
+}
+
+/* A capability about two dimensions together names the other one too. */
+static void add_partner(const char *cap, const px_parallel *p, char *what, size_t n)
+{
+    size_t used = strlen(what);
+    if (!strcmp(cap, "tp_with_pp"))
+        snprintf(what + used, n - used, " together with tensor parallelism (tp %d, pp %d)",
+                 p->tp, p->pp);
+    else if (!strcmp(cap, "ddp_1d_only"))
+        snprintf(what + used, n - used, " (ZeRO-0, DDP, with tp %d, pp %d, cp %d, ep %d)", p->tp,
+                 p->pp, p->cp, p->ep);
+}
+
 /* What of the model a framework lacks, for its refusal: the model's name
  * and each missing feature; returns the capability that lacks them. */
 static const char *model_refusal(const px_model *m, const px_caps *c, char *what, size_t n)
@@ -326,7 +362,7 @@ px_status px_search_check_framework(const px_model *m, const px_search_opts *o, 
     probe_base(o, c, &probe);
     for (int k = 0; k < FIX_COUNT; k++) {
         const char *flag = NULL;
-        char what[128];
+        char what[192];
         bool fixed = k < FIX_SP
                          ? take_size((fixed_dim)k, m, o, c, &probe, &flag, what, sizeof what)
                          : take_option((fixed_dim)k, o, &probe, &flag, what, sizeof what);
@@ -335,10 +371,14 @@ px_status px_search_check_framework(const px_model *m, const px_search_opts *o, 
         const char *cap = NULL;
         if (px_plan_check_cap(m, &probe, c, &cap, NULL) == PX_OK || refused_by_feature(cap))
             continue;
+        if (cap && shard_instead(o, c, cap, &probe) &&
+            px_plan_check_cap(m, &probe, c, &cap, NULL) == PX_OK)
+            continue;
         if (!cap && k == FIX_FINETUNE) /* LoRA's own rules: say which */
             return px_plan_check(m, &probe, c, err);
         if (!cap)
             break; /* a rule no framework lifts: the search reports it */
+        add_partner(cap, &probe, what, sizeof what);
         return framework_refuses(m, &probe, c, err, flag, cap, what);
     }
     if (px_rule_features(m, c, NULL) != PX_OK) {

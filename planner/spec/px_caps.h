@@ -66,6 +66,12 @@ typedef struct {
     bool moe_gpt_block;                  /* experts in GPT (LayerNorm/GeLU) blocks */
     int max_zero_with_pp;                /* highest ZeRO stage it runs with pp > 1 (3: any;
                                           * DeepSpeed's pipeline engine: 1) */
+    bool ddp_1d_only;                    /* ZeRO-0 (replicated data parallelism, DDP) only as
+                                          * the one parallel dimension: with TP, PP or EP
+                                          * beside DP > 1, or with any CP, it shards instead
+                                          * (torchtitan) */
+    bool tp_with_pp;                     /* tensor and pipeline parallelism together (not
+                                          * DeepSpeed: AutoTP has no pipeline axis) */
     bool empty_end_chunks;               /* the first / last pipeline chunk may hold no
                                           * layer (only the embedding / the loss) */
     unsigned finetune;                   /* px_ft_mode bits of the fine-tuning it runs

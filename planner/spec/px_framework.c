@@ -106,6 +106,10 @@ static const px_jfield caps_fields[] = {
     /* optional, default 3 (any stage with a pipeline) */
     {"max_zero_with_pp", PX_JF_INT, offsetof(px_caps, max_zero_with_pp), 0, false, 0, NULL, 0,
      3},
+    /* optional, default false: ZeRO-0 only without other dimensions */
+    {"ddp_1d_only", PX_JF_BOOL, offsetof(px_caps, ddp_1d_only), 0, false, 0, NULL, 0, 0},
+    /* optional, default true: TP and PP together */
+    {"tp_with_pp", PX_JF_BOOL, offsetof(px_caps, tp_with_pp), 0, false, 0, NULL, 0, 0},
     /* optional, default false */
     {"empty_end_chunks", PX_JF_BOOL, offsetof(px_caps, empty_end_chunks), 0, false, 0, NULL, 0,
      0},
@@ -274,6 +278,7 @@ static px_status from_json(json_t *root, const char *file, px_framework *out, px
     snprintf(c->name, sizeof c->name, "%s", out->name);
     c->moe_gpt_block = true;
     c->max_zero_with_pp = 3;
+    c->tp_with_pp = true;
     c->fp8_runs_as = PX_PREC_FP8;
     st = px_jf_read(caps_fields, NF(caps_fields), jc, c, file, "capabilities", caps_sets, err);
     if (st != PX_OK)

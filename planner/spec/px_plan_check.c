@@ -37,6 +37,7 @@ static void caps_all(px_caps *c, const char *name)
                         PX_FEAT_LLAMA_BLOCK;
     c->moe_gpt_block = true;
     c->max_zero_with_pp = 3;
+    c->tp_with_pp = true;
     c->empty_end_chunks = true;
     c->finetune = (1u << PX_FT_COUNT) - 1;
     c->offload_optimizer = c->offload_fraction = true;
@@ -487,6 +488,17 @@ static px_status check_options(const px_parallel *p, const px_caps *caps, px_err
         return lacks(err, "max_zero_with_pp", PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "zero = %d with pp = %d: %s runs ZeRO up to stage %d with pipeline "
                        "parallelism", p->zero, p->pp, caps->name, caps->max_zero_with_pp));
+    if (caps->ddp_1d_only && p->zero == 0 &&
+        (p->cp > 1 || (p->dp > 1 && (p->tp > 1 || p->pp > 1 || p->ep > 1))))
+        return lacks(err, "ddp_1d_only", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "zero = 0 with dp = %d, tp = %d, pp = %d, cp = %d, ep = %d: %s runs "
+                       "ZeRO-0 (DDP) only as the one parallel dimension, and shards the "
+                       "weights over any CP ranks; allowed: zero >= 2 there",
+                       p->dp, p->tp, p->pp, p->cp, p->ep, caps->name));
+    if (!caps->tp_with_pp && p->tp > 1 && p->pp > 1)
+        return lacks(err, "tp_with_pp", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "tp = %d with pp = %d: %s runs tensor or pipeline parallelism, not "
+                       "both", p->tp, p->pp, caps->name));
     if (caps->max_pp > 0 && p->pp > caps->max_pp)
         return lacks(err, "max_pp", PX_FAIL(err, PX_ERR_UNSUPPORTED, "pp = %d: %s runs at most %d pipeline stages",
                        p->pp, caps->name, caps->max_pp));

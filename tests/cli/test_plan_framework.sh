@@ -21,6 +21,45 @@ expect_error "pp under llm-foundry" 'llm-foundry.*capability max_pp' \
   --model tiny-llama --gpus 8 --framework llm-foundry --pp 2
 expect_error "ZeRO-1 under torchtitan" 'torchtitan.*ZeRO stage 1.*capability zero' \
   --model tiny-llama --gpus 8 --framework torchtitan --zero 1
+# two dimensions a framework runs apart but not together: both named
+expect_error "ZeRO-0 with CP under torchtitan" \
+  'torchtitan cannot run context parallelism \(ZeRO-0, DDP, with .*cp 2.*capability ddp_1d_only.*--framework .*megatron.* can' \
+  --model tiny-llama --gpus 8 --framework torchtitan --zero 0 --cp 2
+expect_error "ZeRO-0 with TP beside DDP under torchtitan" \
+  '--dp: framework torchtitan cannot run .*ZeRO-0, DDP, with tp 2.*capability ddp_1d_only' \
+  --model tiny-llama --gpus 8 --framework torchtitan --zero 0 --tp 2 --dp 4
+# tp_with_pp, which no shipped profile sets: DeepSpeed's own profile with it
+python3 - "$(dirname "$0")/../../frameworks/deepspeed.json" "$tmp/ds-tp-or-pp.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["name"] = "ds-tp-or-pp"
+d["capabilities"]["tp_with_pp"] = False
+d["sources"]["tp_with_pp"] = "the test's own profile"
+json.dump(d, open(sys.argv[2], "w"))
+PY
+expect_error "TP with PP under a profile without tp_with_pp" \
+  'ds-tp-or-pp cannot run pipeline parallelism of 2 stages together with tensor parallelism \(tp 2, pp 2\).*capability tp_with_pp.*--framework .*megatron.* can' \
+  --model tiny-llama --gpus 8 --framework "$tmp/ds-tp-or-pp.json" --tp 2 --pp 2
+# left free, the search does not propose them: ZeRO-0 only without TP, PP,
+# CP, EP under torchtitan; no TP with PP without tp_with_pp (every candidate)
+for fw in torchtitan ds-tp-or-pp; do
+  prof=$fw; [ $fw = torchtitan ] || prof="$tmp/$fw.json"
+  "$PLAN" --model tiny-llama --gpus 64 --framework "$prof" --top 50 --json > "$tmp/$fw.plan.json" \
+    || fail "plan under $fw"
+  python3 - "$tmp/$fw.plan.json" $fw <<'PY' || fail "plan under $fw proposes what $fw refuses"
+import json, sys
+d, fw = json.load(open(sys.argv[1])), sys.argv[2]
+rows = d["plans"]
+assert len(rows) >= 10, len(rows)
+for r in rows:
+    p = r.get("parallel", r)
+    if fw == "torchtitan" and p["zero"] == 0:
+        assert p["cp"] == 1 and (p["dp"] == 1 or p["tp"] == p["pp"] == p["ep"] == 1), p
+    if fw == "ds-tp-or-pp":
+        assert p["tp"] == 1 or p["pp"] == 1, p
+print(f"ok: {len(rows)} {fw} candidates")
+PY
+done
 # a model feature the framework lacks: the feature and the capability named,
 # and the shipped frameworks that have it
 expect_error "MLA under deepspeed" \
@@ -93,9 +132,9 @@ PY
 expect_error "deepspeed ZeRO-3 with a real pipeline" 'deepspeed' \
   --model tiny-llama --gpus 8 --pp 2 --schedule 1f1b --zero 3 --framework deepspeed
 # DeepSpeed's PipelineModule partitions layers unevenly (its partition
-# methods): 80 layers on a pipeline of 3 stages plan under deepspeed
-"$PLAN" --model llama3-70b --gpus 24 --tp 8 --pp 3 --dp 1 --framework deepspeed --no-milp \
-  > /dev/null 2> "$tmp/ds-uneven.err" || fail "deepspeed pp 3 over 80 layers refused: $(cat "$tmp/ds-uneven.err")"
+# methods): 32 layers on a pipeline of 3 stages plan under deepspeed
+"$PLAN" --model llama3-8b --gpus 3 --tp 1 --pp 3 --dp 1 --framework deepspeed --no-milp \
+  > /dev/null 2> "$tmp/ds-uneven.err" || fail "deepspeed pp 3 over 32 layers refused: $(cat "$tmp/ds-uneven.err")"
 # --framework-release: an unknown release names the allowed ones; the JSON
 # records the release; Megatron-LM's 2021 release (no FlashAttention, no DP or
 # TP overlap) plans the same layout slower than the framework as it runs today

@@ -61,9 +61,12 @@ refused tt-hsdp deepspeed "hybrid sharding"
 plan tt-fp8row --model llama3-8b --gpus 64 --precision fp8-rowwise --framework torchtitan --top 1
 export_ok tt-fp8row torchtitan
 grep -q 'converters = \["quantize.linear.float8"\]' "$tmp/tt-fp8row.torchtitan" || fail "fp8 plan without the float8 converter"
-plan tt-ddp2 --model llama3-8b --gpus 64 --hw b200 --zero 0 --tp 2 --pp 1 --cp 1 \
-  --framework torchtitan --top 1
-refused tt-ddp2 torchtitan "ZeRO-0 (DDP) with tensor or pipeline parallelism"
+# (planned under parallax: the torchtitan profile refuses it, ddp_1d_only)
+plan tt-ddp2 --model llama3-8b --gpus 64 --hw b200 --zero 0 --tp 2 --pp 1 --cp 1 --top 1
+refused tt-ddp2 torchtitan "ZeRO-0 (DDP) beside tensor, pipeline, context or expert parallelism"
+plan ds-tppp --model llama3-8b --gpus 64 --zero 1 --tp 2 --pp 2 --sp off --schedule 1f1b \
+  --partition uniform --top 1
+refused ds-tppp deepspeed "tensor parallelism.*with pipeline parallelism"
 plan tt-mixtral --model mixtral-8x7b --gpus 64 --zero 3 --framework torchtitan --top 1
 refused tt-mixtral torchtitan "no torchtitan 0.2.2 flavour has its dimensions"
 plan ds-fp16 --model llama3-8b --gpus 64 --precision fp16 --framework deepspeed --top 1
