@@ -3,18 +3,8 @@
 #include "px_export_formats.h"
 
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-static bool because(char *why, size_t n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, n, fmt, ap);
-    va_end(ap);
-    return true;
-}
 
 bool px_export_deepspeed_refusal(const px_plan *plan, char *why, size_t n)
 {
@@ -23,31 +13,31 @@ bool px_export_deepspeed_refusal(const px_plan *plan, char *why, size_t n)
     for (int i = 1; i < p->n_chunks; i++)
         uneven = uneven || p->layers_per_chunk[i] != p->layers_per_chunk[0];
     if (p->pp > 1 && p->zero >= 2)
-        return because(why, n, "ZeRO stage %d with pipeline parallelism (DeepSpeed's pipeline "
+        return px_export_because(why, n, "ZeRO stage %d with pipeline parallelism (DeepSpeed's pipeline "
                                "engine runs ZeRO 0 and 1)", p->zero);
     if (p->ep > 1)
-        return because(why, n, "expert parallelism (no DeepSpeed config key: the MoE layers "
+        return px_export_because(why, n, "expert parallelism (no DeepSpeed config key: the MoE layers "
                                "take ep_size in the model code, Megatron-DeepSpeed from the "
                                "megatron export)");
     if (uneven || (p->pp > 1 && plan->model.n_layers % p->pp != 0))
-        return because(why, n, "an uneven pipeline split (PipelineModule's "
+        return px_export_because(why, n, "an uneven pipeline split (PipelineModule's "
                                "partition_method balances the transformer layers); plan with "
                                "--partition uniform and a PP that divides the layers");
     if (p->tp > 1 && p->pp > 1)
-        return because(why, n, "tensor parallelism with pipeline parallelism (AutoTP shards a "
+        return px_export_because(why, n, "tensor parallelism with pipeline parallelism (AutoTP shards a "
                                "plain module; PipelineModule's topology has no TP axis without "
                                "Megatron-DeepSpeed)");
     if (p->cp > 1 && (p->tp > 1 || p->pp > 1))
-        return because(why, n, "Ulysses sequence parallelism with tensor or pipeline "
+        return px_export_because(why, n, "Ulysses sequence parallelism with tensor or pipeline "
                                "parallelism (the config's mesh is data_parallel_size x "
                                "sequence_parallel_size)");
     if (p->zero >= 3 && p->shard_group > 0 && p->shard_group < p->dp * p->cp)
-        return because(why, n, "hybrid sharding over %d ranks (MiCS, mics_shard_size, was "
+        return px_export_because(why, n, "hybrid sharding over %d ranks (MiCS, mics_shard_size, was "
                                "removed from DeepSpeed 0.19; ZeRO++ hpZ keeps a secondary "
                                "copy, not replicated shards)", p->shard_group);
     if (plan->hw.dtype_bytes == 2 && p->precision != PX_PREC_BF16 &&
         p->precision != PX_PREC_FP16)
-        return because(why, n, "precision %s (DeepSpeed's config runs bf16 or fp16)",
+        return px_export_because(why, n, "precision %s (DeepSpeed's config runs bf16 or fp16)",
                        px_precision_name(p->precision));
     return false;
 }

@@ -5,6 +5,8 @@
 #include "px_export_finetune.h"
 
 #include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "px_plan_check.h"
@@ -221,4 +223,13 @@ px_status px_export_format_check(const px_plan *plan, px_export_target t, px_err
     default:
         return PX_OK;
     }
+}
+
+bool px_export_because(char *why, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, n, fmt, ap);
+    va_end(ap);
+    return true;
 }

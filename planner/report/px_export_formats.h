@@ -47,6 +47,10 @@ const char *px_export_cp_comm_type(px_cp_comm c);
 int px_export_optimizer_instances(const px_parallel *p);
 /* N of full recompute of the first N layers of every chunk, or -1. */
 int px_export_block_recompute_layers(const px_plan *plan);
+/* Writes a refusal's reason (printf-style) into why and returns true: the
+ * writers' version checks read "return px_export_because(why, n, ...)". */
+bool px_export_because(char *why, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* The launch lines as comments: torchrun on every node with a c10d
  * rendezvous, and srun with one task a GPU and the ranks in the
  * environment; `command` is the script and its arguments (no single quotes). */

@@ -2,7 +2,6 @@
  * its ConfigManager, docs/export.md), and what such a job cannot say. */
 #include "px_export_formats.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -87,16 +86,6 @@ static void titan_dp(const px_parallel *p, int *replicate, int *shard)
     }
 }
 
-/* Writes the reason into why and returns true (a refusal). */
-static bool because(char *why, size_t n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, n, fmt, ap);
-    va_end(ap);
-    return true;
-}
-
 /* The float8 / MX converters: what torchtitan 0.2.2 cannot express of the
  * plan's GEMM precision. */
 static bool titan_precision_refusal(const px_plan *plan, char *why, size_t n)
@@ -110,17 +99,17 @@ static bool titan_precision_refusal(const px_plan *plan, char *why, size_t n)
     case PX_PREC_FP8_ROWWISE:
     case PX_PREC_MXFP8:
         if (gathered)
-            return because(why, n, "%s with quantised weight gathers (torchtitan gathers "
+            return px_export_because(why, n, "%s with quantised weight gathers (torchtitan gathers "
                                    "bf16 weights except under the tensorwise float8 recipe; "
                                    "quantized_params false is what it runs)",
                            px_precision_name(p->precision));
         break;
     default:
-        return because(why, n, "precision %s (torchtitan 0.2.2 runs bf16, fp8-cs, "
+        return px_export_because(why, n, "precision %s (torchtitan 0.2.2 runs bf16, fp8-cs, "
                                "fp8-rowwise, mxfp8)", px_precision_name(p->precision));
     }
     if (p->precision != PX_PREC_BF16 && plan->model.n_experts > 0)
-        return because(why, n, "%s on the routed experts (torchtitan 0.2.2's quantised "
+        return px_export_because(why, n, "%s on the routed experts (torchtitan 0.2.2's quantised "
                                "grouped GEMM is a torchao prototype: \"requires the torchao "
                                "nightly build\"; no torchao release runs it beside torch "
                                "2.15)", px_precision_name(p->precision));
@@ -131,28 +120,28 @@ static bool titan_precision_refusal(const px_plan *plan, char *why, size_t n)
 static bool titan_dp_refusal(const px_parallel *p, char *why, size_t n)
 {
     if (p->zero == 1)
-        return because(why, n, "ZeRO stage 1 (torchtitan runs DDP, or FSDP as ZeRO-2/3)");
+        return px_export_because(why, n, "ZeRO stage 1 (torchtitan runs DDP, or FSDP as ZeRO-2/3)");
     if (p->zero == 0 && p->cp > 1)
-        return because(why, n, "ZeRO-0 with context parallelism (torchtitan shards the weights "
+        return px_export_because(why, n, "ZeRO-0 with context parallelism (torchtitan shards the weights "
                                "over the CP ranks with FSDP: parallel_dims.py); plan with "
                                "--zero 2 or 3");
     if (p->zero == 0 && p->dp > 1 && (p->tp > 1 || p->pp > 1))
-        return because(why, n, "ZeRO-0 (DDP) with tensor or pipeline parallelism (torchtitan: "
+        return px_export_because(why, n, "ZeRO-0 (DDP) with tensor or pipeline parallelism (torchtitan: "
                                "\"DDP has not supported > 1D parallelism\"); plan with "
                                "--zero 2 or 3");
     if (p->zero == 0 && p->dp > 1 && !p->grad_fp32)
-        return because(why, n, "bf16 gradient reduction under ZeRO-0 (torchtitan's DDP "
+        return px_export_because(why, n, "bf16 gradient reduction under ZeRO-0 (torchtitan's DDP "
                                "all-reduces the fp32 gradients)");
     if (p->zero >= 3 && p->shard_group > 0 && p->shard_group < p->dp * p->cp &&
         p->shard_group % p->cp != 0)
-        return because(why, n, "hybrid sharding over %d ranks, not a multiple of CP = %d "
+        return px_export_because(why, n, "hybrid sharding over %d ranks, not a multiple of CP = %d "
                                "(torchtitan's FSDP mesh is data_parallel_shard_degree x CP)",
                        p->shard_group, p->cp);
     int rep, shard;
     titan_dp(p, &rep, &shard);
     int64_t ranks = (int64_t)shard * p->cp * p->tp;
     if (p->ep > 1 && ((p->etp != 1 && p->etp != p->tp) || ranks % (p->ep * p->etp) != 0))
-        return because(why, n, "expert parallelism EP = %d, ETP = %d (torchtitan 0.2.2 lays "
+        return px_export_because(why, n, "expert parallelism EP = %d, ETP = %d (torchtitan 0.2.2 lays "
                                "EP x ETP over the FSDP x CP x TP ranks, %lld here, with "
                                "ETP = 1 or TP)", p->ep, p->etp, (long long)ranks);
     return false;
@@ -163,38 +152,38 @@ bool px_export_torchtitan_refusal(const px_plan *plan, char *why, size_t n)
     const px_parallel *p = &plan->par;
     const px_model *m = &plan->model;
     if (px_export_recompute_mixed(p))
-        return because(why, n, "a recompute choice per layer; plan with --partition uniform");
+        return px_export_because(why, n, "a recompute choice per layer; plan with --partition uniform");
     if (m->n_mtp_modules > 0)
-        return because(why, n, "multi-token prediction (%lld module(s); torchtitan's "
+        return px_export_because(why, n, "multi-token prediction (%lld module(s); torchtitan's "
                                "deepseek_v3 has none)", (long long)m->n_mtp_modules);
     if (!titan_flavor_of(m))
-        return because(why, n, "model %s: no torchtitan 0.2.2 flavour has its dimensions "
+        return px_export_because(why, n, "model %s: no torchtitan 0.2.2 flavour has its dimensions "
                                "(llama3 8B/70B/405B, qwen3 0.6B to 235B-A22B, deepseek_v3 "
                                "16B/236B/671B; the job file cannot change a flavour's shape)",
                        m->name);
     if (p->pp > 1 && !titan_family_pipelines(titan_flavor_of(m)->family))
-        return because(why, n, "pipeline parallelism for %s (torchtitan 0.2.2's %s model has "
+        return px_export_because(why, n, "pipeline parallelism for %s (torchtitan 0.2.2's %s model has "
                                "no pipelining function); plan with --pp 1", m->name,
                        titan_flavor_of(m)->family);
     if (p->pp > 1 && p->n_chunks == 0 && m->n_layers % (p->pp * p->vpp) != 0)
-        return because(why, n, "an uneven pipeline split the plan leaves implicit "
+        return px_export_because(why, n, "an uneven pipeline split the plan leaves implicit "
                                "(layers_per_chunk [] with %lld layers over %d chunks); write "
                                "layers_per_chunk", (long long)m->n_layers, p->pp * p->vpp);
     if (p->pp > 1 && !titan_schedule(p))
-        return because(why, n, "pipeline schedule %s with VPP %d (torchtitan runs GPipe and "
+        return px_export_because(why, n, "pipeline schedule %s with VPP %d (torchtitan runs GPipe and "
                                "1F1B at VPP 1, Interleaved1F1B and InterleavedZeroBubble at "
                                "VPP >= 2)", px_schedule_name(p->schedule), p->vpp);
     if (p->cp > 1 && p->cp_comm == PX_CPC_A2A)
-        return because(why, n, "CP flavour a2a (Ulysses; torchtitan's context parallelism "
+        return px_export_because(why, n, "CP flavour a2a (Ulysses; torchtitan's context parallelism "
                                "rotates KV shards: allgather or alltoall)");
     if (px_plan_seq_len(m, p) % (2LL * p->cp * p->tp) != 0)
-        return because(why, n, "sequence length %lld not divisible by 2 x CP x TP = %d "
+        return px_export_because(why, n, "sequence length %lld not divisible by 2 x CP x TP = %d "
                                "(torchtitan's parallelize asserts it)",
                        (long long)px_plan_seq_len(m, p), 2 * p->cp * p->tp);
     plan_facts f;
     px_export_facts_of(plan, &f);
     if (f.nodes > 1 && f.per_node == 0)
-        return because(why, n, "%d GPUs that do not fill whole nodes of %d (torchrun starts "
+        return px_export_because(why, n, "%d GPUs that do not fill whole nodes of %d (torchrun starts "
                                "the same number of processes on every node)", f.gpus,
                        plan->hw.gpus_per_node);
     if (titan_dp_refusal(p, why, n))

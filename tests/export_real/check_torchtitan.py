@@ -20,20 +20,19 @@ and each line prints `EXPORT: verdict`.  Prints `ok`, or `FAIL <field>:
 plan X, framework Y`, or `FAIL torchtitan
 raised ...`; exits 0 / 1.
 """
-import argparse
 import json
 import os
 import sys
 import warnings
 
 
-class Mismatch(Exception):
-    pass
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import Mismatch, main as common_main  # noqa: E402
 
 
 def eq(field, plan, framework):
     if plan != framework:
-        raise Mismatch("%s: plan %s, framework %s" % (field, plan, framework))
+        raise Mismatch(field, plan, framework)
 
 
 def quiet():
@@ -258,45 +257,9 @@ def reset_world():
         tdist.destroy_process_group()
 
 
-def verdict(plan_path, export_path):
-    """`ok`, `FAIL <field>: plan X, framework Y` or `FAIL torchtitan raised ...`."""
-    import contextlib
-    try:
-        with contextlib.redirect_stdout(sys.stderr):  # the frameworks print progress
-            check(json.load(open(plan_path)), export_path)
-    except Mismatch as e:
-        return "FAIL %s" % e
-    except BaseException as e:  # the framework's own refusal: assert, ValueError, exit
-        if os.environ.get("PX_CHECK_TRACE"):
-            import traceback
-            traceback.print_exc()
-        msg = str(e).strip().splitlines()
-        return "FAIL torchtitan raised %s: %s" % (type(e).__name__, msg[0] if msg else "")
-    finally:
-        reset_world()
-    return "ok"
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--plan")
-    ap.add_argument("--export")
-    ap.add_argument("--batch", help="a file of `PLAN EXPORT` lines: the framework is "
-                    "imported once; prints `EXPORT: verdict` a line")
-    a = ap.parse_args()
-    if a.batch:
-        pairs = [ln.split() for ln in open(a.batch) if ln.strip()]
-    elif a.plan and a.export:
-        pairs = [(a.plan, a.export)]
-    else:
-        ap.error("give --plan and --export, or --batch")
-    bad = 0
-    for plan_path, export_path in pairs:
-        v = verdict(plan_path, export_path)
-        bad += v != "ok"
-        print("%s: %s" % (export_path, v) if a.batch else v, flush=True)
-    return 1 if bad else 0
+    common_main(lambda plan, text, path: check(plan, path), after=reset_world)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -53,9 +53,12 @@ def recompute(plan):
 
 
 def verdict(check):
-    """Runs check(); returns `ok` or the FAIL line."""
+    """Runs check(); returns `ok` or the FAIL line.  What the framework
+    prints goes to stderr: stdout holds the verdicts."""
+    import contextlib
     try:
-        check()
+        with contextlib.redirect_stdout(sys.stderr):
+            check()
     except Mismatch as e:
         return "FAIL %s" % e
     except BaseException as e:  # the framework's own rejection, in one line
@@ -72,11 +75,12 @@ def verdict(check):
     return "ok"
 
 
-def main(check):
+def main(check, after=None):
     """The checkers' command line: --plan PLAN.json --export FILE prints one
     verdict line (exit 0 ok, 1 FAIL); --batch LIST checks every `PLAN EXPORT`
     line of LIST with the framework imported once and prints `EXPORT: verdict`
-    a line (exit 1 if any FAIL).  check(plan, text, path) raises on a mismatch."""
+    a line (exit 1 if any FAIL).  check(plan, text, path) raises on a mismatch;
+    after(), when given, runs after each check (a fake world torn down)."""
     import argparse
     import json
     ap = argparse.ArgumentParser()
@@ -94,6 +98,8 @@ def main(check):
     for plan_path, export_path in pairs:
         v = verdict(lambda: check(json.load(open(plan_path)), open(export_path).read(),
                                  export_path))
+        if after:
+            after()
         bad += v != "ok"
         print("%s: %s" % (export_path, v) if a.batch else v, flush=True)
     sys.exit(1 if bad else 0)
