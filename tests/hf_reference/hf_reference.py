@@ -44,7 +44,9 @@ CASES = [
     ("mixtral", "mixtral", {}, px_run.ONE_RANK),
     ("gpt_oss", "gpt_oss", {}, px_run.ONE_RANK),
     ("phi3", "phi3", {}, px_run.ONE_RANK),
+    ("gemma", "gemma", {}, px_run.ONE_RANK),
     ("gemma2", "gemma2", {}, px_run.ONE_RANK),
+    ("gemma3_text", "gemma3_text", {}, px_run.ONE_RANK),
     # probes: one field at a released model's value
     ("llama rope_theta 5e5", "llama", {"rope_theta": 500000.0}, px_run.ONE_RANK),
     ("llama rms_norm_eps 1e-6", "llama", {"rms_norm_eps": 1e-6}, px_run.ONE_RANK),
@@ -62,12 +64,17 @@ CASES = [
     ("qwen3 rope_scaling yarn", "qwen3",
      {"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8}},
      px_run.ONE_RANK),
-    # the two split layouts
+    # the two split layouts, every type the executor runs on both
     ("llama rope_theta 5e5 rms_norm_eps 1e-6", "llama",
      {"rope_theta": 500000.0, "rms_norm_eps": 1e-6}, px_run.SPLIT_TPPPDP),
     ("qwen3_moe norm_topk_prob", "qwen3_moe", {"norm_topk_prob": True}, px_run.SPLIT_EPCP),
     ("deepseek_v3", "deepseek_v3", {}, px_run.SPLIT_EPCP),
-]
+] + [(t, t, {}, layout)
+     for t in ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "deepseek_v3",
+               "gpt2", "phi3")
+     for layout in (px_run.SPLIT_TPPPDP,
+                    px_run.SPLIT_EPCP if t in ("qwen3_moe", "mixtral") else px_run.SPLIT_CP)
+     if (t, layout) != ("deepseek_v3", px_run.SPLIT_EPCP)]
 
 # Differences expected: the fields (or fixed behaviours of a type) the
 # executor runs but does not carry (none now).  A case here that agrees is
@@ -77,7 +84,8 @@ NOT_CARRIED = {}
 # Cases the executor may refuse instead, naming the field (a refusal that
 # does not name it fails).
 REFUSED_BY_NAME = {"mistral sliding_window 8": "sliding_window", "qwen3 rope_scaling yarn": "yarn",
-                   "gpt_oss": "attention_sinks", "gemma2": "mlp_act"}
+                   "gpt_oss": "attention_sinks", "gemma": "mlp_act", "gemma2": "mlp_act",
+                   "gemma3_text": "mlp_act"}
 
 # Cases whose reference numbers ci_reference.py keeps (tests/hf_reference/data).
 DATA_CASES = ["llama", "qwen3_moe", "deepseek_v3", "gpt2"]

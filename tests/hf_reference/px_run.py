@@ -55,6 +55,11 @@ BASE = {
     "gemma2": dict(_LLAMA, head_dim=16, hidden_activation="gelu_pytorch_tanh",
                    query_pre_attn_scalar=16, sliding_window=None, tie_word_embeddings=True,
                    layer_types=["full_attention", "full_attention"]),
+    "gemma": dict(_LLAMA, head_dim=16, hidden_activation="gelu_pytorch_tanh",
+                  tie_word_embeddings=True),
+    "gemma3_text": dict(_LLAMA, head_dim=16, hidden_activation="gelu_pytorch_tanh",
+                        query_pre_attn_scalar=16, sliding_window=None, tie_word_embeddings=True,
+                        layer_types=["full_attention", "full_attention"]),
     "gpt2": {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_inner": 256, "vocab_size": 128,
              "n_positions": 64, "layer_norm_epsilon": 1e-5, "tie_word_embeddings": True,
              "activation_function": "gelu_new", "resid_pdrop": 0.0, "embd_pdrop": 0.0,
@@ -73,6 +78,8 @@ ONE_RANK = ("1 rank", 1, [])
 SPLIT_TPPPDP = ("TP2 PP2 DP2 ZeRO-3", 8, ["--tp", "2", "--pp", "2", "--dp", "2", "--zero", "3",
                                          "--micro-batch", "1", "--micro-batches", "2",
                                          "--schedule", "1f1b"])
+SPLIT_CP = ("CP2 DP2", 4, ["--cp", "2", "--dp", "2", "--tp", "1", "--pp", "1",
+                           "--micro-batch", "1", "--micro-batches", "2"])  # a dense model's
 SPLIT_EPCP = ("EP2 CP2", 2, ["--ep", "2", "--cp", "2", "--tp", "1", "--pp", "1", "--dp", "1",
                              "--micro-batch", "2", "--micro-batches", "2"])
 
