@@ -47,6 +47,14 @@ CASES = [
     ("gemma", "gemma", {}, px_run.ONE_RANK),
     ("gemma2", "gemma2", {}, px_run.ONE_RANK),
     ("gemma3_text", "gemma3_text", {}, px_run.ONE_RANK),
+    # the presets that have a transformers architecture, at their own sizes
+    # (models/*.json: the same model as plan --model NAME)
+    ("preset tiny-llama", "llama", {"intermediate_size": 176, "vocab_size": 256},
+     px_run.ONE_RANK),
+    ("preset llama-4l-h512", "llama",
+     {"hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8,
+      "num_key_value_heads": 4, "intermediate_size": 1408, "vocab_size": 4096}, px_run.ONE_RANK),
+    ("preset tiny-gpt", "gpt2", {"n_inner": 256, "vocab_size": 256}, px_run.ONE_RANK),
     # probes: one field at a released model's value
     ("llama rope_theta 5e5", "llama", {"rope_theta": 500000.0}, px_run.ONE_RANK),
     ("llama rms_norm_eps 1e-6", "llama", {"rms_norm_eps": 1e-6}, px_run.ONE_RANK),
