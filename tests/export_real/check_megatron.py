@@ -74,13 +74,7 @@ def megatron_argv(text):
 
 def build(text, plan):
     gpus = common.gpus(plan)
-    env = mcore_fields.launch_env(text, gpus)
-    for k, v in env.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-    os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE=str(gpus))
+    env = mcore_fields.enter_launch_env(text, gpus)
     shim_typing_override()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         import warnings

@@ -69,13 +69,7 @@ def build(text, path, plan, how):
     if not hasattr(recipes, recipe):
         raise common.Mismatch("recipe", recipe, "no such recipe in megatron.bridge.recipes")
     gpus = common.gpus(plan)
-    env = mcore_fields.launch_env(text, gpus)
-    for k, v in env.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-    os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE=str(gpus))
+    env = mcore_fields.enter_launch_env(text, gpus)
     cfg = base_config(recipe, plan)
     with contextlib.redirect_stdout(io.StringIO()):
         if how == "yaml":

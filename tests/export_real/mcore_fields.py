@@ -1,6 +1,7 @@
 """mcore_fields.py — what a Megatron-Core TransformerConfig must hold for a
 plan (Megatron-LM's core_transformer_config_from_args and Megatron-Bridge's
 model provider are both one), and the launch lines both exports write."""
+import os
 import re
 import shlex
 
@@ -51,6 +52,19 @@ def launch_env(text, gpus):
     return env
 
 
+
+
+def enter_launch_env(text, gpus):
+    """Sets the torchrun line's environment in this process (as rank 0 of a
+    world of gpus) and returns it."""
+    env = launch_env(text, gpus)
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE=str(gpus))
+    return env
 
 
 def layout_counts(cfg):
