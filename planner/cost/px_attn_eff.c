@@ -8,9 +8,11 @@ double px_attn_rate_rel(const px_hw *hw, int flash_version, double head_dim, dou
     if (hw->attn_eff > 0.0)
         return 1.0;
     double rel = 1.0;
-    /* each generation the kernel is older than the GPU's own (FA1's factor
-     * 2 is px_cost_5_layer.c's; this is FA2 on Hopper, and twice on Blackwell) */
-    for (int g = flash_version; g >= 2 && g < hw->attn_native_version; g++)
+    /* each generation the kernel is older than the GPU's own: FA2 on Hopper,
+     * and twice on Blackwell.  FlashAttention 1 counts from FA2's rate (its
+     * factor 2 is px_cost_5_layer.c's), so it is half of FA2 on any GPU. */
+    int g0 = flash_version == 1 ? 2 : flash_version;
+    for (int g = g0; g >= 2 && g < hw->attn_native_version; g++)
         rel *= PX_ATTN_OLD_GEN_REL;
     if (head_dim > 0.0 && hw->exp_rate > 0.0) {
         double rate = 1e12 / px_time_attn_s(hw, 1e12) * rel; /* the kernel's FLOP/s */

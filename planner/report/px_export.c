@@ -83,7 +83,10 @@ static void describe(const char *cap, const char *msg, const px_plan *plan, cons
     } else if (!strcmp(cap, "max_pp")) {
         snprintf(why, n, "pipeline parallelism of %d stages (at most %d)", p->pp, c->max_pp);
     } else if (!strcmp(cap, "per_layer_recompute")) {
-        snprintf(why, n, "a recompute choice per layer; plan with --partition uniform");
+        snprintf(why, n, "a recompute choice per layer%s; plan with --partition uniform",
+                 c->block_recompute ? " other than full recompute of the first N layers of "
+                                      "every pipeline chunk (--recompute-method block)"
+                                    : "");
     } else if (!strcmp(cap, "recompute")) {
         snprintf(why, n, "recompute %s", px_recompute_name(p->recompute));
     } else if (!strcmp(cap, "zero")) {

@@ -115,30 +115,10 @@ int px_export_optimizer_instances(const px_parallel *p)
 }
 
 /* Megatron's per-layer recompute (--recompute-method block
- * --recompute-num-layers N): full recompute of the first N layers of every
- * pipeline chunk, none for the rest.  Returns N, or -1 when the plan's
- * choices are not of that form. */
+ * --recompute-num-layers N): px_parallel_block_recompute, the one rule. */
 int px_export_block_recompute_layers(const px_plan *plan)
 {
-    const px_parallel *p = &plan->par;
-    int chunks = p->pp * p->vpp, first = 0, n = -1;
-    for (int c = 0; c < chunks; c++) {
-        int len = p->n_chunks > 0 ? p->layers_per_chunk[c]
-                                  : (int)(plan->model.n_layers / chunks);
-        int k = 0;
-        while (k < len && first + k < p->n_layer_recompute &&
-               p->layer_recompute[first + k] == PX_RECOMPUTE_FULL)
-            k++;
-        for (int i = k; i < len; i++)
-            if (first + i >= p->n_layer_recompute ||
-                p->layer_recompute[first + i] != PX_RECOMPUTE_NONE)
-                return -1;
-        if (n >= 0 && k != n)
-            return -1;
-        n = k;
-        first += len;
-    }
-    return n;
+    return px_parallel_block_recompute(&plan->par, plan->model.n_layers);
 }
 
 /* CUDA_DEVICE_MAX_CONNECTIONS=1 orders TP / CP communication before compute

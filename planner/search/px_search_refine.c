@@ -91,13 +91,127 @@ typedef struct {
     const px_candidate *kept[PX_SEARCH_TOP_MAX];
     px_candidate miss;
     px_parallel next;
+    px_parallel block, block_best; /* block recompute trials (refine_block) */
     px_partition_report rep;
     px_partition_memo *memo; /* the program's answers, for candidates that pose it again */
 } refine_ws;
 
+/* The framework runs Megatron's block recompute (the first N layers of every
+ * chunk in full, the rest none) but no other per-layer mix, and the user left
+ * the recompute choice to the search. */
+static bool block_only(const px_search_opts *o)
+{
+    return o->caps && !o->caps->per_layer_recompute && o->caps->block_recompute &&
+           o->recompute < 0 && o->caps->recompute[PX_RECOMPUTE_NONE] &&
+           o->caps->recompute[PX_RECOMPUTE_FULL];
+}
+
+/* q (a copy of the split to try) with block recompute n, costed into *pred:
+ * true when the framework runs it and it fits. */
+static bool block_fits(const px_model *m, px_cost_ctx *ctx, const px_search_opts *o,
+                       int64_t limit, px_parallel *q, int n, px_prediction *pred)
+{
+    px_error e;
+    px_parallel_set_block_recompute(q, m->n_layers, n);
+    canonical_split(m, q);
+    return (!o->caps || px_caps_allow(o->caps, m, q, NULL)) &&
+           px_cost_eval(ctx, q, o->train_tokens, o->gpu_mtbf_hours, pred, NULL, &e) == PX_OK &&
+           pred->mem.total <= limit;
+}
+
+/* The fastest block recompute on split's layers: more recomputed layers
+ * take more time and less memory, so it is the least N that fits, found by
+ * bisection over 0 .. the longest chunk.  *q gets it; false when none fits. */
+static bool block_least_fit(const px_model *m, px_cost_ctx *ctx, const px_search_opts *o,
+                            int64_t limit, const px_parallel *split, px_parallel *q,
+                            px_prediction *pred)
+{
+    int chunks = split->pp * split->vpp, longest = 0;
+    for (int c = 0; c < chunks; c++) {
+        int len = split->n_chunks > 0 ? split->layers_per_chunk[c]
+                                      : (int)(m->n_layers / chunks);
+        longest = len > longest ? len : longest;
+    }
+    *q = *split;
+    if (block_fits(m, ctx, o, limit, q, 0, pred))
+        return true;
+    *q = *split;
+    if (!block_fits(m, ctx, o, limit, q, longest, pred))
+        return false;
+    int lo = 0, hi = longest; /* lo does not fit, hi does */
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        *q = *split;
+        if (block_fits(m, ctx, o, limit, q, mid, pred))
+            hi = mid;
+        else
+            lo = mid;
+    }
+    *q = *split;
+    return block_fits(m, ctx, o, limit, q, hi, pred);
+}
+
+/* Block recompute on the candidate's own split and on the program's (whose
+ * per-layer choices the framework cannot run): c takes the faster when it
+ * beats c (or, a miss, when it fits).  Returns true when c changed. */
+static bool refine_block(const px_model *m, px_cost_ctx *ctx, const px_search_opts *o,
+                         px_search_result *res, px_candidate *c, bool miss, refine_ws *ws)
+{
+    const px_parallel *splits[2] = {&c->par, ws->rep.changed ? &ws->next : NULL};
+    px_prediction pred, best_pred;
+    bool have = false;
+    for (int k = 0; k < 2; k++) {
+        if (!splits[k] ||
+            !block_least_fit(m, ctx, o, res->mem_limit_bytes, splits[k], &ws->block, &pred))
+            continue;
+        if (!have || pred.time.step_s < best_pred.time.step_s) {
+            ws->block_best = ws->block;
+            best_pred = pred;
+            have = true;
+        }
+    }
+    if (!have || same_config(&ws->block_best, &c->par) ||
+        (!miss && best_pred.time.step_s >= c->pred.time.step_s * (1.0 - 1e-12)))
+        return false;
+    c->par = ws->block_best;
+    c->pred = best_pred;
+    return true;
+}
+
+/* The program's answer (ws->next) in place of c when it changed, fits by the
+ * cost model, is no slower and is one the framework runs. */
+static bool take_program_split(const px_model *m, px_cost_ctx *ctx, const px_search_opts *o,
+                               px_search_result *res, px_candidate *c, bool miss,
+                               refine_ws *ws)
+{
+    px_parallel *next = &ws->next;
+    px_prediction pred;
+    px_error perr;
+    if (!ws->rep.changed)
+        return false;
+    if (px_cost_eval(ctx, next, o->train_tokens, o->gpu_mtbf_hours, &pred, NULL, &perr) !=
+            PX_OK ||
+        pred.mem.total > res->mem_limit_bytes)
+        return false; /* the cost model disagrees: keep the uniform split */
+    /* never slower than the split it had (the program's interleaved
+     * objective charges the slowest chunk, the step's bubble does not) */
+    if (!miss && pred.time.step_s > c->pred.time.step_s * (1.0 + 1e-12))
+        return false;
+    canonical_split(m, next);
+    if (o->caps && !px_caps_allow(o->caps, m, next, NULL))
+        return false; /* a split or recompute choice the framework cannot run */
+    if (same_config(next, &c->par))
+        return false; /* the program's split is the one the candidate had */
+    c->par = *next;
+    c->pred = pred;
+    return true;
+}
+
 /* The stage partitioner on one candidate: on success with a changed split,
  * c is re-scored with the search's own options; on failure (GLPK, nothing
- * fits) c stays as it was.  Returns true when c changed and fits. */
+ * fits) c stays as it was.  Where the framework runs only block recompute,
+ * that is tried when the program's answer cannot be taken.  Returns true
+ * when c changed and fits. */
 static bool refine_one(const px_model *m, px_cost_ctx *ctx, const px_search_opts *o,
                        px_search_result *res, px_candidate *c, bool miss, double left_s,
                        refine_ws *ws)
@@ -134,24 +248,9 @@ static bool refine_one(const px_model *m, px_cost_ctx *ctx, const px_search_opts
         res->milp_not_proven++;
     if (ws->rep.exact_dp)
         res->milp_by_dp++;
-    if (!ws->rep.changed)
-        return false;
-    if (px_cost_eval(ctx, next, o->train_tokens, o->gpu_mtbf_hours, &pred, NULL, &perr) !=
-            PX_OK ||
-        pred.mem.total > res->mem_limit_bytes)
-        return false; /* the cost model disagrees: keep the uniform split */
-    /* never slower than the split it had (the program's interleaved
-     * objective charges the slowest chunk, the step's bubble does not) */
-    if (!miss && pred.time.step_s > c->pred.time.step_s * (1.0 + 1e-12))
-        return false;
-    canonical_split(m, next);
-    if (o->caps && !px_caps_allow(o->caps, m, next, NULL))
-        return false; /* a split or recompute choice the framework cannot run */
-    if (same_config(next, &c->par))
-        return false; /* the program's split is the one the candidate had */
-    c->par = *next;
-    c->pred = pred;
-    return true;
+    if (take_program_split(m, ctx, o, res, c, miss, ws))
+        return true;
+    return block_only(o) && refine_block(m, ctx, o, res, c, miss, ws);
 }
 
 /* Sorts cand[0..n_cand) best first (stable insertion sort of pointers: the

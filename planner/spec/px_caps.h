@@ -43,6 +43,9 @@ typedef struct {
     bool schedules[PX_SCHED_COUNT];      /* pipeline schedules it runs */
     bool recompute[PX_RECOMPUTE_COUNT];  /* uniform recompute modes it runs */
     bool per_layer_recompute;            /* a recompute choice per layer */
+    bool block_recompute;                /* full recompute of the first N layers of every
+                                          * pipeline chunk, none for the rest
+                                          * (px_parallel_block_recompute) */
     bool uneven_stages;                  /* layers per pipeline chunk may differ */
     bool uneven_virtual_chunks;          /* interleaved chunks of unequal size */
     bool zero[PX_ZERO_STAGES];           /* ZeRO / FSDP stages 0..3 it runs */

@@ -110,6 +110,9 @@ static const px_jfield caps_fields[] = {
     {"ddp_1d_only", PX_JF_BOOL, offsetof(px_caps, ddp_1d_only), 0, false, 0, NULL, 0, 0},
     /* optional, default true: TP and PP together */
     {"tp_with_pp", PX_JF_BOOL, offsetof(px_caps, tp_with_pp), 0, false, 0, NULL, 0, 0},
+    /* optional, default false: Megatron's --recompute-method block */
+    {"block_recompute", PX_JF_BOOL, offsetof(px_caps, block_recompute), 0, false, 0, NULL, 0,
+     0},
     /* optional, default false */
     {"empty_end_chunks", PX_JF_BOOL, offsetof(px_caps, empty_end_chunks), 0, false, 0, NULL, 0,
      0},

@@ -92,3 +92,63 @@ int px_parallel_gpus(const px_parallel *p)
 {
     return p->tp * p->cp * p->pp * p->dp;
 }
+
+/* Layers of chunk c: the recorded split, else the even one (a split whose
+ * layers do not divide is always recorded). */
+static int chunk_layers(const px_parallel *p, int64_t n_layers, int c)
+{
+    return p->n_chunks > 0 ? p->layers_per_chunk[c] : (int)(n_layers / (p->pp * p->vpp));
+}
+
+int px_parallel_block_recompute(const px_parallel *p, int64_t n_layers)
+{
+    int chunks = p->pp * p->vpp;
+    if (p->n_layer_recompute != n_layers || chunks < 1 || chunks > PX_MAX_CHUNKS ||
+        (p->n_chunks == 0 && n_layers % chunks != 0))
+        return -1;
+    /* chunk c of len layers recomputes its first k: N = k where k < len
+     * (the same in every such chunk); a chunk recomputing all its layers
+     * needs N >= len */
+    int first = 0, n = -1, longest_full = 0;
+    for (int c = 0; c < chunks; c++) {
+        int len = chunk_layers(p, n_layers, c), k = 0;
+        if (len < 0 || first + len > n_layers)
+            return -1;
+        if (len == 0)
+            continue; /* an empty end chunk (the embedding's or the loss's) */
+        while (k < len && p->layer_recompute[first + k] == PX_RECOMPUTE_FULL)
+            k++;
+        for (int i = k; i < len; i++)
+            if (p->layer_recompute[first + i] != PX_RECOMPUTE_NONE)
+                return -1;
+        if (k == len && len > longest_full)
+            longest_full = len;
+        if (k < len) {
+            if (n >= 0 && n != k)
+                return -1;
+            n = k;
+        }
+        first += len;
+    }
+    if (first != n_layers)
+        return -1;
+    if (n < 0)
+        return longest_full; /* every chunk recomputes all of its layers */
+    return longest_full <= n ? n : -1;
+}
+
+void px_parallel_set_block_recompute(px_parallel *p, int64_t n_layers, int n)
+{
+    int chunks = p->pp * p->vpp, first = 0;
+    if (n_layers < 1 || n_layers > PX_MAX_LAYERS || chunks < 1 || chunks > PX_MAX_CHUNKS ||
+        (p->n_chunks == 0 && n_layers % chunks != 0))
+        return; /* an uneven split is always recorded */
+    for (int c = 0; c < chunks; c++) {
+        int len = chunk_layers(p, n_layers, c);
+        for (int k = 0; k < len && first + k < n_layers; k++)
+            p->layer_recompute[first + k] =
+                (unsigned char)(k < n ? PX_RECOMPUTE_FULL : PX_RECOMPUTE_NONE);
+        first += len;
+    }
+    p->n_layer_recompute = (int)n_layers;
+}

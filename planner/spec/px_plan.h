@@ -106,6 +106,17 @@ void px_parallel_init(px_parallel *p);
 int64_t px_parallel_global_batch(const px_parallel *p);
 int px_parallel_gpus(const px_parallel *p);
 
+/* Megatron's block recompute (--recompute-method block --recompute-num-layers
+ * N, megatron/core/recompute.py): full recompute of the first min(N, c)
+ * layers of every pipeline chunk of c layers, none for the rest.  Returns
+ * that N when the per-layer choices have this form (0: every layer none),
+ * -1 otherwise.  n_layers: the model's. */
+int px_parallel_block_recompute(const px_parallel *p, int64_t n_layers);
+
+/* Writes that pattern for N (0 .. the longest chunk) into the per-layer
+ * choices. */
+void px_parallel_set_block_recompute(px_parallel *p, int64_t n_layers, int n);
+
 /* Memory per GPU, bytes, on the stage that needs most. */
 typedef struct {
     int64_t weights;

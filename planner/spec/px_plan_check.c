@@ -26,7 +26,8 @@ static void caps_all(px_caps *c, const char *name)
         c->recompute[r] = true;
     for (int z = 0; z < 4; z++)
         c->zero[z] = true;
-    c->per_layer_recompute = c->uneven_stages = c->uneven_virtual_chunks = true;
+    c->per_layer_recompute = c->block_recompute = true;
+    c->uneven_stages = c->uneven_virtual_chunks = true;
     c->sp = c->tp_without_sp = c->ep = c->etp = true;
     c->hybrid_shard = true;
     c->cp_flavours = PX_CP_RING_P2P | PX_CP_ALL_GATHER | PX_CP_ALL_TO_ALL;
@@ -447,10 +448,15 @@ static px_status check_split(const px_model *m, const px_parallel *p, const px_c
             return PX_FAIL(err, PX_ERR_INVALID,
                            "layer_recompute has %d entries, the model has %lld layers",
                            p->n_layer_recompute, (long long)m->n_layers);
-        if (!caps->per_layer_recompute)
+        bool block = caps->block_recompute && px_parallel_block_recompute(p, m->n_layers) >= 0;
+        if (!caps->per_layer_recompute && !block)
             return lacks(err, "per_layer_recompute", PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                           "layer_recompute: %s runs one recompute mode for every layer",
-                           caps->name));
+                           "layer_recompute: %s runs one recompute mode for every layer%s",
+                           caps->name,
+                           caps->block_recompute ? ", or full recompute of the first N layers "
+                                                   "of every pipeline chunk and none for the "
+                                                   "rest (--recompute-method block)"
+                                                 : ""));
         for (int i = 0; i < p->n_layer_recompute; i++)
             if (p->layer_recompute[i] >= PX_RECOMPUTE_COUNT ||
                 !caps->recompute[p->layer_recompute[i]])

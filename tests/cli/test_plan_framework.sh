@@ -163,4 +163,29 @@ t, o = today["plans"][0], old["plans"][0]
 assert o["parallel"]["sp"] is False, o["parallel"]          # no sequence parallelism in 2021
 assert o["step_time_s"] > t["step_time_s"], (o["step_time_s"], t["step_time_s"])
 PY
+# llm-foundry's 2023 tables ran Triton's FlashAttention: a slower attention
+# core, the more so the longer the sequence
+for rel in none 2023; do
+  for seq in 2048 32768; do
+    "$PLAN" --model llama3-8b --hw a100-80g --gpus 8 --seq $seq --global-batch 8 --micro-batch 1 --zero 3 \
+      --framework llm-foundry --framework-release $rel --no-milp --json > "$tmp/fd-$rel-$seq.json" \
+      || fail "llm-foundry --framework-release $rel --seq $seq"
+  done
+done
+python3 - "$tmp" <<'PY' || fail "llm-foundry release 2023"
+import json, os, sys
+def attn(rel, seq):
+    d = json.load(open(os.path.join(sys.argv[1], f"fd-{rel}-{seq}.json")))
+    assert d["framework_release"] == rel, d["framework_release"]
+    p = d["plans"][0]
+    return p["breakdown"]["attn_s"], p["step_time_s"]
+for seq in (2048, 32768):
+    (a0, s0), (a1, s1) = attn("none", seq), attn("2023", seq)
+    assert abs(a1 / a0 - 2.0) < 1e-6, (seq, a0, a1)   # generation 1: half the rate
+    assert s1 > s0, (seq, s0, s1)
+r_short = attn("2023", 2048)[1] / attn("none", 2048)[1]
+r_long = attn("2023", 32768)[1] / attn("none", 32768)[1]
+assert r_long > r_short, (r_short, r_long)
+print(f"ok: llm-foundry 2023 steps {r_short:.2f}x at 2 K, {r_long:.2f}x at 32 K")
+PY
 echo "plan --framework: ok"

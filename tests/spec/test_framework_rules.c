@@ -32,10 +32,17 @@ static void set_split(const px_model *m, px_parallel *p, int split)
     }
 }
 
-/* recompute 0..2: uniform; 3: per layer none/full; 4: per layer none/selective. */
+/* recompute 0..2: uniform; 3: per layer none/full; 4: per layer none/selective;
+ * 5: Megatron's block form, the first layer of every chunk in full (on the
+ * split already set). */
 static void set_recompute(const px_model *m, px_parallel *p, int rc)
 {
     p->n_layer_recompute = 0;
+    if (rc == 5) {
+        p->recompute = PX_RECOMPUTE_NONE;
+        px_parallel_set_block_recompute(p, m->n_layers, 1);
+        return;
+    }
     if (rc < PX_RECOMPUTE_COUNT) {
         p->recompute = (px_recompute)rc;
         return;
@@ -95,7 +102,7 @@ static void grid(const px_framework *fw, const px_model *m, const px_caps *any)
                 for (int d = 0; d < 4; d++)
                     for (int vpp = 1; vpp <= 2; vpp++)
                         for (int s = 0; s < PX_SCHED_COUNT; s++)
-                            for (int rc = 0; rc < 5; rc++)
+                            for (int rc = 0; rc < 6; rc++)
                                 for (int z = 0; z < 4; z++)
                                     for (int split = 0; split < 3; split++) {
                                         p.tp = sizes[a];
@@ -106,8 +113,8 @@ static void grid(const px_framework *fw, const px_model *m, const px_caps *any)
                                         p.vpp = vpp;
                                         p.schedule = (px_schedule)s;
                                         p.zero = z;
-                                        set_recompute(m, &p, rc);
                                         set_split(m, &p, split);
+                                        set_recompute(m, &p, rc);
                                         compare_one(fw, m, &p, any);
                                     }
 }
@@ -141,6 +148,61 @@ static void record_is_callers(const px_framework *megatron, const px_model *m)
     CHECK(b.cap && !strcmp(b.cap, "schedules"));
 }
 
+/* px_parallel_block_recompute reads back what px_parallel_set_block_recompute
+ * writes, on recorded uneven chunks and on the even split, and returns -1 for
+ * every other mix; megatron takes the block form, torchtitan refuses it. */
+static void block_form(const px_framework *megatron, const px_framework *torchtitan,
+                       const px_model *m)
+{
+    px_parallel p;
+    px_parallel_init(&p);
+    p.pp = 2;
+    p.vpp = 2;
+    p.n_chunks = 4;
+    const int lens[4] = {3, 2, 3, 2};
+    memcpy(p.layers_per_chunk, lens, sizeof lens);
+    for (int n = 0; n <= 3; n++) {
+        px_parallel_set_block_recompute(&p, 10, n);
+        CHECK(p.n_layer_recompute == 10);
+        CHECK(p.layer_recompute[0] == (n > 0 ? PX_RECOMPUTE_FULL : PX_RECOMPUTE_NONE));
+        CHECK(p.layer_recompute[2] == (n > 2 ? PX_RECOMPUTE_FULL : PX_RECOMPUTE_NONE));
+        CHECK(p.layer_recompute[4] == (n > 1 ? PX_RECOMPUTE_FULL : PX_RECOMPUTE_NONE));
+        CHECK_MSG(px_parallel_block_recompute(&p, 10) == n, "n %d read back as %d", n,
+                  px_parallel_block_recompute(&p, 10));
+    }
+    px_parallel_set_block_recompute(&p, 10, 1);
+    p.layer_recompute[3] = PX_RECOMPUTE_NONE; /* chunk 1 starts without recompute */
+    CHECK(px_parallel_block_recompute(&p, 10) == -1);
+    px_parallel_set_block_recompute(&p, 10, 2);
+    p.layer_recompute[1] = PX_RECOMPUTE_SELECTIVE;
+    CHECK(px_parallel_block_recompute(&p, 10) == -1);
+    px_parallel_set_block_recompute(&p, 10, 1);
+    p.layer_recompute[2] = PX_RECOMPUTE_FULL; /* a full layer after a none one */
+    CHECK(px_parallel_block_recompute(&p, 10) == -1);
+    p.n_chunks = 0; /* no recorded split: 12 layers, four chunks of three */
+    px_parallel_set_block_recompute(&p, 12, 2);
+    CHECK(p.layer_recompute[7] == PX_RECOMPUTE_FULL && p.layer_recompute[8] == PX_RECOMPUTE_NONE);
+    CHECK(px_parallel_block_recompute(&p, 12) == 2);
+    CHECK(px_parallel_block_recompute(&p, 10) == -1); /* 10 over 4 chunks: would be recorded */
+    /* on a model: the block form runs under megatron, not under torchtitan */
+    px_parallel q;
+    px_parallel_init(&q);
+    q.dp = 8;
+    q.pp = 2;
+    q.micro_batch = 1;
+    q.n_micro = 8;
+    q.seq_len = 2048;
+    px_parallel_set_block_recompute(&q, m->n_layers, 3);
+    CHECK(px_parallel_block_recompute(&q, m->n_layers) == 3);
+    px_error e;
+    CHECK(px_plan_check(m, &q, &megatron->caps, &e) == PX_OK);
+    CHECK(px_plan_check(m, &q, &torchtitan->caps, &e) == PX_ERR_UNSUPPORTED);
+    q.layer_recompute[0] = PX_RECOMPUTE_NONE;
+    CHECK(px_plan_check(m, &q, &megatron->caps, &e) == PX_ERR_UNSUPPORTED);
+    CHECK(e.cap && !strcmp(e.cap, "per_layer_recompute"));
+    CHECK_MSG(strstr(e.msg, "--recompute-method block") != NULL, "%s", e.msg);
+}
+
 int main(void)
 {
     px_caps any;
@@ -163,6 +225,13 @@ int main(void)
         if (!strcmp(fw.name, "megatron"))
             record_is_callers(&fw, &dense);
     }
+    px_framework megatron, torchtitan;
+    if (px_framework_load("megatron", NULL, &megatron, &err) != PX_OK ||
+        px_framework_load("torchtitan", NULL, &torchtitan, &err) != PX_OK) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    block_form(&megatron, &torchtitan, &dense);
     printf("%ld configurations legal for some consumer compared, %ld verdicts differ\n",
            n_compared, n_differ);
     CHECK(n_compared > 10000);
