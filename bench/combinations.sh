@@ -6,10 +6,13 @@
 # every target + execute --check), every output checked.  The CI test
 # (reliability_combinations) runs a fixed-seed sample of the same product.
 #   bench/combinations.sh [BUILD_DIR] [--sample N] [--seed N] [--jobs N] [--budget-s S]
+#                         [--every-path]
 # BUILD_DIR defaults to build/; --sample 0 (the default) runs all 72 000
-# combinations (49 min on 2 cores with --jobs 2 in a sanitizer build such as
-# build-san/; --budget-s S stops after S seconds with a uniform sample, the
-# order being the seed's).  Exit 1 on any finding.
+# combinations, each through --json and one more output path, cycled (49 min
+# on 2 cores with --jobs 2 in a sanitizer build such as build-san/);
+# --every-path takes each through every output path (about 2.4 times as long);
+# --budget-s S stops after S seconds with a uniform sample, the order being
+# the seed's.  Exit 1 on any finding.
 set -u
 cd "$(dirname "$0")/.."
 build=build

@@ -9,8 +9,8 @@ profile would refuse) x every precision x every hardware profile
 (hw_profiles/) x GPU counts 1, 8, 64, 1024, 16384.  Each combination is
 planned through one output path, cycled in order: the table, --json,
 --explain, --html, or -o followed by `export` to every target and
-`execute --check`.  --json additionally runs on every combination the
-checks need numbers from.
+`execute --check`; with --every-path, through all of them.  --json
+additionally runs on every combination the checks need numbers from.
 
 Checks:
 - exit status 0, or 1 with one line on stderr ("TOOL: error: ...") that
@@ -22,7 +22,7 @@ Checks:
 - text outputs (table, --explain, --html, exports): no "nan" or "inf";
 - export: exit 0 for every target; execute --check: exit 0 or 1.
 
-    combinations.py BUILD_DIR [--seed N] [--sample N] [--budget-s S]
+    combinations.py BUILD_DIR [--seed N] [--sample N] [--budget-s S] [--every-path]
 --sample 0 runs the whole product (bench/combinations.sh); the CI test
 runs a fixed-seed sample that fits its time budget.  Run from anywhere: the
 repository is found from this file."""
@@ -160,7 +160,7 @@ def check_text(text, what, findings):
         findings.append(f"{what}: non-finite number: ...{text[lo:m.end() + 20]!r}")
 
 
-def one(build, combo, mode, work, findings):
+def one(build, combo, modes, work, findings):
     model, fw, hw, prec, gpus = combo
     base = [os.path.join(build, "plan"), "--model", model, "--framework", fw, "--hw", hw,
             "--precision", prec, "--gpus", str(gpus)]
@@ -174,8 +174,16 @@ def one(build, combo, mode, work, findings):
         OUTCOMES[rc if rc in (0, 1) else "other"] += 1
     if check_exit("plan", rc, out, err, combo, findings, what + " --json"):
         check_json(out, what + " --json", findings)
-    if rc != 0 or mode == "json":
+    if rc != 0:
         return runs
+    for mode in modes:
+        runs += one_path(build, base, what, combo, mode, work, findings)
+    return runs
+
+
+def one_path(build, base, what, combo, mode, work, findings):
+    """One output path (besides the --json run) of a combination that plans."""
+    runs = 0
     if mode in ("table", "explain"):
         extra = [] if mode == "table" else ["--explain"]
         rc, out, err, _ = run(base + extra)
@@ -218,6 +226,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=1, help="combinations run at once")
     ap.add_argument("--progress", type=int, default=0,
                     help="print a progress line every N combinations (0: none)")
+    ap.add_argument("--every-path", action="store_true",
+                    help="every output path for every combination (else one, cycled)")
     ap.add_argument("--budget-s", type=float, default=0,
                     help="start no combination after this many seconds (0: none); the "
                          "combinations run are then a uniform sample")
@@ -239,7 +249,8 @@ def main():
                 return None
             mine = []
             with tempfile.TemporaryDirectory(dir=work) as wd:
-                n = one(build, chosen[i], MODES[i % len(MODES)], wd, mine)
+                modes = MODES if a.every_path else [MODES[i % len(MODES)]]
+                n = one(build, chosen[i], modes, wd, mine)
             return n, mine
 
         with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as pool:
@@ -257,7 +268,8 @@ def main():
         took = time.monotonic() - t0
         print(f"combinations: {done} of {total} (models {len(models)} x frameworks {len(fws)} x "
               f"hardware {len(hws)} x precisions {len(PRECISIONS)} x GPU counts {len(GPUS)}), "
-              f"seed {a.seed}, {runs} tool runs in {took:.1f} s; planned {OUTCOMES[0]}, refused "
+              f"seed {a.seed}, {'every output path, ' if a.every_path else ''}"
+              f"{runs} tool runs in {took:.1f} s; planned {OUTCOMES[0]}, refused "
               f"{OUTCOMES[1]}; {len(findings)} findings")
         if done < len(chosen):
             print(f"# stopped by --budget-s {a.budget_s:g}: {done} of {len(chosen)} "
