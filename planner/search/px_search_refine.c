@@ -128,8 +128,7 @@ static bool block_least_fit(const px_model *m, px_cost_ctx *ctx, const px_search
 {
     int chunks = split->pp * split->vpp, longest = 0;
     for (int c = 0; c < chunks; c++) {
-        int len = split->n_chunks > 0 ? split->layers_per_chunk[c]
-                                      : (int)(m->n_layers / chunks);
+        int len = px_parallel_chunk_layers(split, m->n_layers, c);
         longest = len > longest ? len : longest;
     }
     *q = *split;

@@ -93,9 +93,7 @@ int px_parallel_gpus(const px_parallel *p)
     return p->tp * p->cp * p->pp * p->dp;
 }
 
-/* Layers of chunk c: the recorded split, else the even one (a split whose
- * layers do not divide is always recorded). */
-static int chunk_layers(const px_parallel *p, int64_t n_layers, int c)
+int px_parallel_chunk_layers(const px_parallel *p, int64_t n_layers, int c)
 {
     return p->n_chunks > 0 ? p->layers_per_chunk[c] : (int)(n_layers / (p->pp * p->vpp));
 }
@@ -111,7 +109,7 @@ int px_parallel_block_recompute(const px_parallel *p, int64_t n_layers)
      * needs N >= len */
     int first = 0, n = -1, longest_full = 0;
     for (int c = 0; c < chunks; c++) {
-        int len = chunk_layers(p, n_layers, c), k = 0;
+        int len = px_parallel_chunk_layers(p, n_layers, c), k = 0;
         if (len < 0 || first + len > n_layers)
             return -1;
         if (len == 0)
@@ -144,7 +142,7 @@ void px_parallel_set_block_recompute(px_parallel *p, int64_t n_layers, int n)
         (p->n_chunks == 0 && n_layers % chunks != 0))
         return; /* an uneven split is always recorded */
     for (int c = 0; c < chunks; c++) {
-        int len = chunk_layers(p, n_layers, c);
+        int len = px_parallel_chunk_layers(p, n_layers, c);
         for (int k = 0; k < len && first + k < n_layers; k++)
             p->layer_recompute[first + k] =
                 (unsigned char)(k < n ? PX_RECOMPUTE_FULL : PX_RECOMPUTE_NONE);

@@ -106,6 +106,10 @@ void px_parallel_init(px_parallel *p);
 int64_t px_parallel_global_batch(const px_parallel *p);
 int px_parallel_gpus(const px_parallel *p);
 
+/* Layers of pipeline chunk c: the recorded split, else the even one (a
+ * split whose layers do not divide is always recorded). */
+int px_parallel_chunk_layers(const px_parallel *p, int64_t n_layers, int c);
+
 /* Megatron's block recompute (--recompute-method block --recompute-num-layers
  * N, megatron/core/recompute.py): full recompute of the first min(N, c)
  * layers of every pipeline chunk of c layers, none for the rest.  Returns
