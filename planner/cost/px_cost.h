@@ -69,6 +69,17 @@ double px_cost_class_bytes(px_mem_class c, double elems, int dtype_bytes, bool g
  * EMBED, which are charged as one forward + backward total. */
 double px_cost_class_fwd_bytes(px_mem_class c, double elems, int dtype_bytes);
 
+/* An RMSNorm or a RoPE run as PyTorch's composite tensor ops in eager mode
+ * (px_fw_runtime.fused_norm / fused_rope false): the HBM bytes of every op
+ * forward and of autograd's backward over them, per normalised (RMSNorm:
+ * tokens x hidden) or rotated (RoPE: q and k) element, activations of e
+ * bytes, the arithmetic in fp32; the gated MLP's activation times its up
+ * projection (SwiGLU, GeGLU) per element of [tokens, f].  One kernel does it
+ * in px_cost_class_bytes' NORM, ROPE and SWIGLU bytes. */
+void px_cost_eager_norm_bytes(double elems, int dtype_bytes, double *fwd, double *bwd);
+void px_cost_eager_rope_bytes(double elems, int dtype_bytes, double *fwd, double *bwd);
+void px_cost_eager_swiglu_bytes(double elems, int dtype_bytes, double *fwd, double *bwd);
+
 /* Weights, grads and optimizer bytes per GPU for n_params split over tp·pp
  * and sharded over dp by ZeRO stage `zero` (1: optimizer /dp, 2: + grads,
  * 3: + weights).  Fills weights/grads/optimizer/total of *out (the rest 0). */
@@ -100,6 +111,11 @@ typedef struct {
     bool sac_op;           /* selective recompute is the op-level policy (every other
                             * matmul's output and the attention's kept, the rest rerun:
                             * px_fw_runtime.selective_op_policy), not the attention core */
+    bool eager_norm;       /* the RMSNorms run as PyTorch's composite ops
+                            * (px_cost_eager_norm_bytes), not one kernel */
+    bool eager_rope;       /* RoPE runs as PyTorch's composite ops (px_cost_eager_rope_bytes) */
+    bool eager_swiglu;     /* the gated activation and product run as PyTorch's composite
+                            * ops (px_cost_eager_swiglu_bytes) */
     /* MLA: stored latents (0 for standard attention) */
     double q_lora, kv_lora, rope_dim;
     /* MoE layer: routed experts replace the dense MLP */

@@ -45,6 +45,11 @@ void make_shape(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     sh->extra_norms = px_model_layer_norms(m) - 2;
     sh->recompute = rc;
     sh->sac_op = ctx->run && ctx->run->selective_op_policy;
+    /* the llama block's norm, RoPE and gated activation as the framework
+     * runs them (GPT's block has none of these in composite form) */
+    sh->eager_norm = eager_norm_of(ctx);
+    sh->eager_rope = sh->gated && ctx->run && !ctx->run->fused_rope;
+    sh->eager_swiglu = sh->gated && ctx->run && !ctx->run->fused_swiglu;
     sh->moe = moe;
     if (moe) {
         sh->n_experts = (double)m->n_experts;
@@ -109,6 +114,54 @@ double px_cost_class_bytes(px_mem_class c, double elems, int dtype_bytes, bool g
     default:
         return 3.0 * px_cost_class_fwd_bytes(c, elems, e); /* backward 2x forward */
     }
+}
+
+/* The composite RMSNorm (torchtitan's 2024 RMSNorm, Hugging Face's
+ * LlamaRMSNorm: y = w * (x.float() * rsqrt(mean(x.float()^2) + eps)).to(e)).
+ * Forward, per element: cast up (read e, write 4), square (read 4, write 4),
+ * mean (read 4), scale (read 4, write 4), cast down (read 4, write e), times
+ * the weight (read e, write e): 28 + 4e.  Backward: the weight's product
+ * (the input gradient read e, written e; the weight gradient's product read
+ * 2e, written e, summed read e), the cast's (read e, write 4), the scale's
+ * (input gradient read 4, written 4; the rsqrt gradient's product read 8,
+ * written 4, summed read 4), the square's (read 4 and the broadcast
+ * gradient, write 4, scaled read 4, write 4), the two input-gradient paths
+ * summed (read 8, write 4), cast down (read 4, write e): 60 + 8e.  At e = 2
+ * that is 112 bytes an element where one kernel moves 6e = 12 (NORM), the 9x
+ * that pytorch/pytorch pull request 153666 measured between the unfused
+ * norm and its fused CUDA kernel. */
+void px_cost_eager_norm_bytes(double elems, int dtype_bytes, double *fwd, double *bwd)
+{
+    double e = dtype_bytes > 0 ? dtype_bytes : 2;
+    *fwd = (28.0 + 4.0 * e) * elems;
+    *bwd = (60.0 + 8.0 * e) * elems;
+}
+
+/* The composite RoPE of q and k (torchtitan's apply_rotary_emb: view the
+ * fp32 copy as complex, multiply by the frequencies, view as real, cast
+ * back).  Forward, per rotated element: cast up (read e, write 4), the
+ * complex product (read 4 and the broadcast frequencies, write 4), cast
+ * down (read 4, write e): 16 + 2e.  The backward runs the same three passes
+ * in reverse: 16 + 2e.  Hugging Face's rotate_half form (x*cos +
+ * cat(-x2, x1)*sin, five ops on e-byte tensors) moves 10e forward, the
+ * same 20 bytes at e = 2. */
+void px_cost_eager_rope_bytes(double elems, int dtype_bytes, double *fwd, double *bwd)
+{
+    double e = dtype_bytes > 0 ? dtype_bytes : 2;
+    *fwd = (16.0 + 2.0 * e) * elems;
+    *bwd = (16.0 + 2.0 * e) * elems;
+}
+
+/* The composite gated activation (torchtitan's FeedForward, Hugging Face's
+ * LlamaMLP: act(w1 x) * (w3 x)).  Forward: the activation (read e, write
+ * e), the product (read 2e, write e): 5e.  Backward: the product's two
+ * gradients (each read 2e, write e), the activation's (read the gradient
+ * and its input, write e): 9e.  One kernel moves 3e and 5e (SWIGLU). */
+void px_cost_eager_swiglu_bytes(double elems, int dtype_bytes, double *fwd, double *bwd)
+{
+    double e = dtype_bytes > 0 ? dtype_bytes : 2;
+    *fwd = 5.0 * e * elems;
+    *bwd = 9.0 * e * elems;
 }
 
 void px_cost_static_formula(double n_params, int tp, int pp, int dp, int zero,

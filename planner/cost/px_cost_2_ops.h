@@ -10,6 +10,14 @@
 void make_shape(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
                 px_recompute rc, px_act_shape *sh);
 
+/* Whether the llama block's RMSNorms run as PyTorch's composite ops (the
+ * framework's fused_norm false): GPT's LayerNorm is one ATen kernel either
+ * way. */
+static inline bool eager_norm_of(const px_cost_ctx *ctx)
+{
+    return ctx->model->block == PX_BLOCK_LLAMA && ctx->run && !ctx->run->fused_norm;
+}
+
 /* Small and on the search's path: inline. */
 /* Bytes of `params` elements under ZeRO stage `zero` sharded over `shard`
  * ranks; fills weights/grads/optimizer. */

@@ -162,6 +162,60 @@ static void layer_attention_time(const px_cost_ctx *ctx, const px_parallel *par,
     *pg = g;
 }
 
+/* Matmuls in forward order, for the op-level selective policy. */
+typedef struct {
+    int count;       /* matmuls seen */
+    double rerun_s;  /* forward seconds of the even-numbered ones */
+} mm_order;
+
+static void mm_next(mm_order *o, const px_hw *hw, px_precision p, double m, double n, double k)
+{
+    double b = 0.0;
+    if (++o->count % 2 == 0)
+        o->rerun_s += linear_s(hw, p, m, n, k, &b);
+}
+
+/* Forward GEMM seconds the op-level selective policy (torchtitan's
+ * SelectiveAC "op", torchtitan/distributed/activation_checkpoint.py) reruns
+ * in the backward: it keeps every compute op's output but every second
+ * matmul's, counted in forward order over the block's nn.Linear modules
+ * (wq, wk, wv, wo; MLA's wq_a, wq_b, wkv_a, wkv_b, wo; then w1, w3, w2, or
+ * a GeLU MLP's fc1, fc2).  A MoE layer's experts and router are kept, as
+ * its memory rule keeps them (px_cost_2_ops.c sac_op_layer). */
+static double sac_op_rerun_gemm_s(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
+                                  const px_act_shape *sh, const layer_dims *d)
+{
+    const px_model *m = ctx->model;
+    const px_hw *hw = ctx->hw;
+    const px_precision pq = par->precision;
+    double T = d->T, h = d->h, a_t = d->a_t, kv_t = d->kv_t;
+    mm_order o = {0, 0.0};
+    if (m->attn == PX_ATTN_MLA) {
+        double rope = (double)m->qk_rope_head_dim, nope = sh->dq - rope;
+        if (m->q_lora_rank > 0) {
+            mm_next(&o, hw, pq, T, (double)m->q_lora_rank, h);
+            mm_next(&o, hw, pq, T, a_t * sh->dq, (double)m->q_lora_rank);
+        } else {
+            mm_next(&o, hw, pq, T, a_t * sh->dq, h);
+        }
+        mm_next(&o, hw, pq, T, (double)m->kv_lora_rank + rope, h);
+        mm_next(&o, hw, pq, T, a_t * (nope + sh->dv), (double)m->kv_lora_rank);
+    } else {
+        mm_next(&o, hw, pq, T, a_t * sh->dq, h);
+        mm_next(&o, hw, pq, T, kv_t * sh->dq, h);
+        mm_next(&o, hw, pq, T, kv_t * sh->dv, h);
+    }
+    mm_next(&o, hw, pq, T, h, a_t * sh->dv);
+    if (!moe) {
+        double f_t = sh->f / d->t;
+        mm_next(&o, hw, pq, T, f_t, h);
+        if (sh->gated)
+            mm_next(&o, hw, pq, T, f_t, h);
+        mm_next(&o, hw, pq, T, h, f_t);
+    }
+    return o.rerun_s;
+}
+
 /* The MLP or the routed and shared experts: GEMM seconds added to *pg
  * forward and *gb backward (*g_col: the dense MLP's column-parallel GEMM's
  * forward), the elements through the activation function and the
@@ -250,14 +304,30 @@ static void layer_pointwise_time(const px_hw *hw, const px_parallel *par,
     /* forward bytes of a measured class from px_cost_class_fwd_bytes (what
      * calibrate divides); the backward bytes here are the datasheet's */
     double norm_pairs = (2 + sh.extra_norms) / 2.0; /* 1.0 for the usual two norms */
-    mem_class_fb(hw, PX_MEM_NORM,
-                 px_cost_class_fwd_bytes(PX_MEM_NORM, 2.0 * Th * norm_pairs, (int)e),
-                 6.0 * e * Th * norm_pairs, &mf, &mb);
+    if (sh.eager_norm) {
+        double nf, nb;
+        px_cost_eager_norm_bytes(2.0 * Th * norm_pairs, (int)e, &nf, &nb);
+        mem_class_fb(hw, PX_MEM_GENERIC, nf, nb, &mf, &mb);
+    } else {
+        mem_class_fb(hw, PX_MEM_NORM,
+                     px_cost_class_fwd_bytes(PX_MEM_NORM, 2.0 * Th * norm_pairs, (int)e),
+                     6.0 * e * Th * norm_pairs, &mf, &mb);
+    }
     mem_class_fb(hw, PX_MEM_RESIDUAL, res_f, 6.0 * e * Th, &mf, &mb);
     px_mem_class act = sh.gated ? PX_MEM_SWIGLU : PX_MEM_GELU;
-    mem_class_fb(hw, act, px_cost_class_fwd_bytes(act, act_elems, (int)e),
-                 (sh.gated ? 5.0 : 3.0) * e * act_elems, &mf, &mb);
-    if (sh.gated) {
+    if (sh.eager_swiglu) {
+        double af, ab;
+        px_cost_eager_swiglu_bytes(act_elems, (int)e, &af, &ab);
+        mem_class_fb(hw, PX_MEM_GENERIC, af, ab, &mf, &mb);
+    } else {
+        mem_class_fb(hw, act, px_cost_class_fwd_bytes(act, act_elems, (int)e),
+                     (sh.gated ? 5.0 : 3.0) * e * act_elems, &mf, &mb);
+    }
+    if (sh.eager_rope) {
+        double rf, rb;
+        px_cost_eager_rope_bytes(T * (a_t + kv_t) * sh.dq, (int)e, &rf, &rb);
+        mem_class_fb(hw, PX_MEM_GENERIC, rf, rb, &mf, &mb);
+    } else if (sh.gated) {
         double rope = px_cost_class_fwd_bytes(PX_MEM_ROPE, T * (a_t + kv_t) * sh.dq, (int)e);
         mem_class_fb(hw, PX_MEM_ROPE, rope, rope, &mf, &mb);
     }
@@ -482,7 +552,11 @@ void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     lt->mem_bwd_s += acc;
     lt->bwd_s += acc;
     lt->rc_s[PX_RECOMPUTE_NONE] = 0.0;
-    lt->rc_s[PX_RECOMPUTE_SELECTIVE] = lt->attn_fwd_s;
+    /* selective: the attention core (Korthikanti's policy), or the
+     * op-level policy's matmuls and every element-wise op */
+    lt->rc_s[PX_RECOMPUTE_SELECTIVE] =
+        sh.sac_op ? sac_op_rerun_gemm_s(ctx, par, moe, &sh, &d) + lt->mem_fwd_s
+                  : lt->attn_fwd_s;
     lt->rc_s[PX_RECOMPUTE_FULL] = lt->fwd_s;
 
     layer_comm_time(ctx, par, moe, &sh, &d, x, g_col_attn, g_col_mlp, lt);
@@ -519,12 +593,17 @@ void extras_time(const px_cost_ctx *ctx, const px_parallel *par, double *first_s
                       ? px_cost_class_bytes(PX_MEM_XENT, T * V, (int)e, false)
                       : (48.0 + 2.0 * e) * T * V;
     const px_finetune *ft = &par->finetune; /* LoRA: the head is frozen */
+    double norm_s = px_time_mem_class_s(
+        hw, PX_MEM_NORM, px_cost_class_bytes(PX_MEM_NORM, T * h, (int)e, false) / tsp);
+    if (eager_norm_of(ctx)) {
+        double nf, nb;
+        px_cost_eager_norm_bytes(T * h / tsp, (int)e, &nf, &nb);
+        norm_s = px_time_mem_class_s(hw, PX_MEM_GENERIC, nf + nb);
+    }
     *last_s = (1.0 + px_lora_bwd_passes(ft)) * head + head_ws_f + head_ws_b +
               grad_accum_time(ctx, par, px_lora_trained(ft, (double)ctx->head_params / t, 0.0),
                               false) +
-              px_time_mem_class_s(hw, PX_MEM_NORM,
-                                  px_cost_class_bytes(PX_MEM_NORM, T * h, (int)e, false) / tsp) +
-              px_time_mem_class_s(hw, PX_MEM_XENT, xent / t);
+              norm_s + px_time_mem_class_s(hw, PX_MEM_XENT, xent / t);
 }
 
 double px_cost_tp_bytes_per_layer(double s, double b, double h, int t, int elem_bytes)

@@ -148,6 +148,8 @@ static const px_jfield runtime_fields[] = {
      0, NULL, 0, 0},
     {"pp_outermost", PX_JF_BOOL, offsetof(px_fw_runtime, pp_outermost), 0, false, 0, NULL, 0,
      0},
+    /* optional, default true */
+    {"fused_swiglu", PX_JF_BOOL, offsetof(px_fw_runtime, fused_swiglu), 0, false, 0, NULL, 0, 0},
     {"fused_moe_permute", PX_JF_BOOL, offsetof(px_fw_runtime, fused_moe_permute), 0, false, 0,
      NULL, 0, 0},
     {"moe_a2a_overlap", PX_JF_BOOL, offsetof(px_fw_runtime, moe_a2a_overlap), 0, false, 0, NULL,
@@ -321,6 +323,7 @@ static px_status from_json(json_t *root, const char *file, px_framework *out, px
         (st = read_set(jc, "finetune", ft_names, 2, false, file, &ft, err)))
         return st;
     c->finetune = 1u << PX_FT_NONE | ft << 1;
+    out->run.fused_swiglu = true;
     st = px_jf_read(runtime_fields, NF(runtime_fields), jr, &out->run, file, "runtime", NULL, err);
     if (st != PX_OK)
         return st;

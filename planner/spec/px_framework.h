@@ -30,8 +30,14 @@ typedef struct px_fw_runtime {
                                       * forward and gathered again for its backward */
     bool fused_attention;            /* FlashAttention-class kernel: no s x s scores */
     bool fused_cross_entropy;        /* logits, softmax and loss in one pass */
-    bool fused_norm;                 /* norm fused with its neighbours */
-    bool fused_rope;                 /* RoPE fused */
+    bool fused_norm;                 /* RMSNorm as one kernel each way, not PyTorch's
+                                      * composite ops (px_cost_eager_norm_bytes) */
+    bool fused_rope;                 /* RoPE as one kernel each way, not PyTorch's
+                                      * composite ops (px_cost_eager_rope_bytes) */
+    bool fused_swiglu;               /* the gated MLP's activation and product as one
+                                      * kernel each way, not PyTorch's composite ops
+                                      * (px_cost_eager_swiglu_bytes); optional, default
+                                      * true */
     bool grouped_gemm;               /* the local experts in one grouped GEMM */
     bool fsdp_flat_collectives;      /* ZeRO-3 gathers / reduce-scatters one flat buffer per
                                       * layer, which NCCL spreads over every NIC of a node

@@ -99,10 +99,21 @@ static void profiles(void)
      * of the older engines stay off */
     CHECK(!fw.run.grad_accum_separate && !fw.run.zero1_grad_allreduce);
     CHECK(!fw.run.pp_blocking_p2p && !fw.run.tied_grad_allreduce && !fw.run.grad_accum_cast_copy);
+    /* Transformer Engine's fused norm, RoPE and SwiGLU (the last optional,
+     * absent: true) */
+    CHECK(fw.run.fused_norm && fw.run.fused_rope && fw.run.fused_swiglu);
     /* DeepSpeed: its pipeline engine's blocking transfers and tied-gradient
-     * all-reduce, its BF16 optimizer's cast copy */
+     * all-reduce, its BF16 optimizer's cast copy; the Hugging Face model
+     * code's eager norm, RoPE and SwiGLU */
     CHECK(px_framework_load("deepspeed", NULL, &fw, &err) == PX_OK);
     CHECK(fw.run.pp_blocking_p2p && fw.run.tied_grad_allreduce && fw.run.grad_accum_cast_copy);
+    CHECK(!fw.run.fused_norm && !fw.run.fused_rope && !fw.run.fused_swiglu);
+    /* torchtitan: PyTorch's fused RMSNorm kernel today, torchtitan's own
+     * eager RMSNorm in its 2024 release */
+    CHECK(px_framework_load("torchtitan", NULL, &fw, &err) == PX_OK);
+    CHECK(fw.run.fused_norm && !fw.run.fused_rope && !fw.run.fused_swiglu);
+    CHECK(px_framework_load_release("torchtitan", NULL, "2024", &fw, &err) == PX_OK);
+    CHECK(!fw.run.fused_norm && !fw.run.fused_rope);
     /* llm-foundry: FSDP only, no pipeline, no CP */
     CHECK(px_framework_load("llm-foundry", NULL, &fw, &err) == PX_OK);
     CHECK(fw.caps.max_pp == 1 && fw.caps.cp_flavours == 0 && fw.caps.zero[3] && !fw.caps.zero[1]);
