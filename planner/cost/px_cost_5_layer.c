@@ -111,6 +111,41 @@ static double linear_s(const px_hw *hw, px_precision p, double m, double n, doub
     return f;
 }
 
+/* A GEMM's shape: m tokens, n outputs, k inputs. */
+typedef struct {
+    double m, n, k;
+} gemm_shape;
+
+/* The attention's projections in forward order, the output projection
+ * last: MLA's q down / up (or q), kv down and kv up; else q, k and v, as one
+ * GEMM where the layer runs them fused (fused_qkv) or as torchtitan's three
+ * nn.Linear modules.  Returns the count (at most 5). */
+static int attn_projections(const px_model *m, const px_act_shape *sh, const layer_dims *d,
+                            bool fused_qkv, gemm_shape out[5])
+{
+    double T = d->T, h = d->h, a_t = d->a_t, kv_t = d->kv_t;
+    int n = 0;
+    if (m->attn == PX_ATTN_MLA) {
+        double rope = (double)m->qk_rope_head_dim, nope = sh->dq - rope;
+        if (m->q_lora_rank > 0) {
+            out[n++] = (gemm_shape){T, (double)m->q_lora_rank, h};
+            out[n++] = (gemm_shape){T, a_t * sh->dq, (double)m->q_lora_rank};
+        } else {
+            out[n++] = (gemm_shape){T, a_t * sh->dq, h};
+        }
+        out[n++] = (gemm_shape){T, (double)m->kv_lora_rank + rope, h};
+        out[n++] = (gemm_shape){T, a_t * (nope + sh->dv), (double)m->kv_lora_rank};
+    } else if (fused_qkv) {
+        out[n++] = (gemm_shape){T, a_t * sh->dq + kv_t * (sh->dq + sh->dv), h};
+    } else {
+        out[n++] = (gemm_shape){T, a_t * sh->dq, h};
+        out[n++] = (gemm_shape){T, kv_t * sh->dq, h};
+        out[n++] = (gemm_shape){T, kv_t * sh->dv, h};
+    }
+    out[n++] = (gemm_shape){T, h, a_t * sh->dv};
+    return n;
+}
+
 /* Attention: the projections' GEMM seconds added to *pg forward and *gb
  * backward (*g_col: the forward of the column-parallel ones, the TP overlap
  * window), the core into lt. */
@@ -122,24 +157,15 @@ static void layer_attention_time(const px_cost_ctx *ctx, const px_parallel *par,
     const px_hw *hw = ctx->hw;
     const px_precision pq = par->precision;
     const px_act_shape sh = *ps;
-    double T = d->T, h = d->h, a_t = d->a_t, kv_t = d->kv_t;
+    double T = d->T, a_t = d->a_t;
     double g = *pg;
-    /* attention projections */
-    if (m->attn == PX_ATTN_MLA) {
-        double rope = (double)m->qk_rope_head_dim, nope = sh.dq - rope;
-        if (m->q_lora_rank > 0) {
-            g += linear_s(hw, pq, T, (double)m->q_lora_rank, h, gb);
-            g += linear_s(hw, pq, T, a_t * sh.dq, (double)m->q_lora_rank, gb);
-        } else {
-            g += linear_s(hw, pq, T, a_t * sh.dq, h, gb);
-        }
-        g += linear_s(hw, pq, T, (double)m->kv_lora_rank + rope, h, gb);
-        g += linear_s(hw, pq, T, a_t * (nope + sh.dv), (double)m->kv_lora_rank, gb);
-    } else {
-        g += linear_s(hw, pq, T, a_t * sh.dq + kv_t * (sh.dq + sh.dv), h, gb);
+    gemm_shape proj[5];
+    int n = attn_projections(m, &sh, d, true, proj);
+    for (int i = 0; i < n; i++) {
+        if (i == n - 1)
+            *g_col = g; /* the output projection is the row-parallel one */
+        g += linear_s(hw, pq, proj[i].m, proj[i].n, proj[i].k, gb);
     }
-    *g_col = g;
-    g += linear_s(hw, pq, T, h, a_t * sh.dv, gb);
     /* attention core: the FLOP convention counts the full s×s product; a
      * causal kernel does half of it */
     double attn_flops = 2.0 * T * sh.s_kv * a_t * (sh.dq + sh.dv);
@@ -168,11 +194,11 @@ typedef struct {
     double rerun_s;  /* forward seconds of the even-numbered ones */
 } mm_order;
 
-static void mm_next(mm_order *o, const px_hw *hw, px_precision p, double m, double n, double k)
+static void mm_next(mm_order *o, const px_hw *hw, px_precision p, gemm_shape s)
 {
     double b = 0.0;
     if (++o->count % 2 == 0)
-        o->rerun_s += linear_s(hw, p, m, n, k, &b);
+        o->rerun_s += linear_s(hw, p, s.m, s.n, s.k, &b);
 }
 
 /* Forward GEMM seconds the op-level selective policy (torchtitan's
@@ -185,33 +211,20 @@ static void mm_next(mm_order *o, const px_hw *hw, px_precision p, double m, doub
 static double sac_op_rerun_gemm_s(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
                                   const px_act_shape *sh, const layer_dims *d)
 {
-    const px_model *m = ctx->model;
     const px_hw *hw = ctx->hw;
     const px_precision pq = par->precision;
-    double T = d->T, h = d->h, a_t = d->a_t, kv_t = d->kv_t;
+    double T = d->T, h = d->h;
     mm_order o = {0, 0.0};
-    if (m->attn == PX_ATTN_MLA) {
-        double rope = (double)m->qk_rope_head_dim, nope = sh->dq - rope;
-        if (m->q_lora_rank > 0) {
-            mm_next(&o, hw, pq, T, (double)m->q_lora_rank, h);
-            mm_next(&o, hw, pq, T, a_t * sh->dq, (double)m->q_lora_rank);
-        } else {
-            mm_next(&o, hw, pq, T, a_t * sh->dq, h);
-        }
-        mm_next(&o, hw, pq, T, (double)m->kv_lora_rank + rope, h);
-        mm_next(&o, hw, pq, T, a_t * (nope + sh->dv), (double)m->kv_lora_rank);
-    } else {
-        mm_next(&o, hw, pq, T, a_t * sh->dq, h);
-        mm_next(&o, hw, pq, T, kv_t * sh->dq, h);
-        mm_next(&o, hw, pq, T, kv_t * sh->dv, h);
-    }
-    mm_next(&o, hw, pq, T, h, a_t * sh->dv);
+    gemm_shape proj[5];
+    int n = attn_projections(ctx->model, sh, d, false, proj);
+    for (int i = 0; i < n; i++)
+        mm_next(&o, hw, pq, proj[i]);
     if (!moe) {
         double f_t = sh->f / d->t;
-        mm_next(&o, hw, pq, T, f_t, h);
+        mm_next(&o, hw, pq, (gemm_shape){T, f_t, h});
         if (sh->gated)
-            mm_next(&o, hw, pq, T, f_t, h);
-        mm_next(&o, hw, pq, T, h, f_t);
+            mm_next(&o, hw, pq, (gemm_shape){T, f_t, h});
+        mm_next(&o, hw, pq, (gemm_shape){T, h, f_t});
     }
     return o.rerun_s;
 }
@@ -593,12 +606,13 @@ void extras_time(const px_cost_ctx *ctx, const px_parallel *par, double *first_s
                       ? px_cost_class_bytes(PX_MEM_XENT, T * V, (int)e, false)
                       : (48.0 + 2.0 * e) * T * V;
     const px_finetune *ft = &par->finetune; /* LoRA: the head is frozen */
-    double norm_s = px_time_mem_class_s(
-        hw, PX_MEM_NORM, px_cost_class_bytes(PX_MEM_NORM, T * h, (int)e, false) / tsp);
+    double norm_s, nf, nb;
     if (eager_norm_of(ctx)) {
-        double nf, nb;
         px_cost_eager_norm_bytes(T * h / tsp, (int)e, &nf, &nb);
         norm_s = px_time_mem_class_s(hw, PX_MEM_GENERIC, nf + nb);
+    } else {
+        norm_s = px_time_mem_class_s(
+            hw, PX_MEM_NORM, px_cost_class_bytes(PX_MEM_NORM, T * h, (int)e, false) / tsp);
     }
     *last_s = (1.0 + px_lora_bwd_passes(ft)) * head + head_ws_f + head_ws_b +
               grad_accum_time(ctx, par, px_lora_trained(ft, (double)ctx->head_params / t, 0.0),
