@@ -30,6 +30,7 @@ typedef struct {
     bool partition_given; /* --partition or --no-milp on the command line */
     bool lora_given;      /* --lora-rank, --lora-alpha or --lora-targets */
     bool offload_fraction_given; /* --offload-fraction */
+    bool offload_layers_given;   /* --offload-layers */
     px_search_opts opts;
     px_sweep_spec *sweep; /* --sweep, --sweep-gpus; NULL: none (owned) */
     bool precision_given; /* --precision on the command line */

@@ -150,10 +150,17 @@ json_t *candidate_json(const px_candidate *c, int64_t seq, int64_t n_layers)
     json_object_set_new(o, "mfu_causal", json_real(q->mfu_causal));
     json_object_set_new(par, "precision", json_string(px_precision_name(p->precision)));
     json_object_set_new(par, "cp_comm", json_string(px_cp_comm_name(p->cp_comm)));
-    if (p->offload.kind != PX_OFFLOAD_NONE) { /* only where it offloads: other plans keep their bytes */
-        json_object_set_new(par, "offload",
-                            json_pack("{s:s,s:f}", "kind", px_offload_kind_name(p->offload.kind),
-                                      "fraction", p->offload.fraction));
+    if (px_offload_any(&p->offload)) { /* only where it offloads: other plans keep their bytes */
+        json_t *off = json_pack("{s:s,s:f}", "kind", px_offload_kind_name(p->offload.kind),
+                                "fraction", p->offload.fraction);
+        if (p->offload.activations) {
+            json_object_set_new(off, "activations", json_true());
+            json_object_set_new(off, "activation_layers", json_integer(p->offload.act_layers));
+            json_object_set_new(mem, "host_activation_bytes",
+                                json_integer((json_int_t)q->mem.host_activations));
+            json_object_set_new(tm, "act_offload_s", json_real(t->act_offload_s));
+        }
+        json_object_set_new(par, "offload", off);
         json_object_set_new(mem, "host_bytes", json_integer((json_int_t)q->mem.host));
         json_object_set_new(tm, "offload_s", json_real(t->offload_s));
     }

@@ -77,15 +77,21 @@ const char usage_text[] =
     "  --lora-alpha A         LoRA scale numerator (default 32; no cost, recorded in the plan)\n"
     "  --lora-targets LIST    adapted linears: comma-separated qkv, proj, fc1, fc2, or all\n"
     "                         (default all, as Megatron-Bridge and NeMo)\n"
-    "  --offload auto|none|optimizer\n"
-    "                         optimizer state and its Adam step on the host (DeepSpeed's\n"
-    "                         ZeRO-Offload, Megatron's --optimizer-cpu-offload); auto (the\n"
-    "                         default) offloads only when nothing fits without it\n"
-    "  --offload-fraction F   the share of the optimizer state offloaded, (0, 1] (default 1;\n"
-    "                         below 1 only where the framework splits it: Megatron)\n"
     ;
 /* (two strings: C11 compilers need to take only 4095 characters in one) */
 const char usage_text_2[] =
+    "  --offload auto|none|LIST\n"
+    "                         what lives on the host, LIST of optimizer (its state and Adam\n"
+    "                         step: DeepSpeed's ZeRO-Offload, Megatron's\n"
+    "                         --optimizer-cpu-offload) or params (ZeRO-3's parameter and\n"
+    "                         gradient shards too: ZeRO-Infinity, FSDP2's CPU offload), and\n"
+    "                         activations (the layers' saved activations, as the framework\n"
+    "                         offloads them); auto (the default) offloads only when nothing\n"
+    "                         fits without it\n"
+    "  --offload-fraction F   the share of the optimizer state offloaded, (0, 1] (default 1;\n"
+    "                         below 1 only where the framework splits it: Megatron)\n"
+    "  --offload-layers N     the leading layers whose activations are offloaded, where the\n"
+    "                         framework takes a count (Megatron); default: the fewest that fit\n"
     "  --framework-release R  the framework as its release R ran (the profile's \"releases\":\n"
     "                         megatron 2020, 2021, 2022, nemo-24.03, nemo-25.09, ...; none =\n"
     "                         as it runs today, the default); docs/validation.md\n"
@@ -220,8 +226,8 @@ static px_status read_finetune(void *s, const char *flag, const char *v, px_erro
     return PX_OK;
 }
 
-/* --offload auto|none|optimizer: auto keeps none and lets the search fall
- * back to optimizer offload when nothing fits */
+/* --offload auto|none|LIST (optimizer, activations): auto keeps none and
+ * lets the search fall back to offload when nothing fits */
 static px_status read_offload(void *s, const char *flag, const char *v, px_error *err)
 {
     px_search_opts *o = &((plan_cli *)s)->opts;
@@ -229,13 +235,27 @@ static px_status read_offload(void *s, const char *flag, const char *v, px_error
     o->offload_auto = strcmp(v, "auto") == 0;
     if (o->offload_auto) {
         o->offload.kind = PX_OFFLOAD_NONE;
+        o->offload.activations = false;
         return PX_OK;
     }
-    if (px_offload_kind_parse(v, &o->offload.kind, &e) != PX_OK)
+    if (px_offload_parse_list(v, &o->offload, &e) != PX_OK)
         return PX_FAIL(err, e.code == PX_ERR_UNSUPPORTED ? PX_ERR_UNSUPPORTED : PX_ERR_USAGE,
-                       "%s \"%s\": %s", flag, v,
-                       e.code == PX_ERR_UNSUPPORTED ? e.msg
-                                                    : "allowed values are auto, none, optimizer");
+                       "%s \"%s\": %s%s", flag, v, e.msg,
+                       e.code == PX_ERR_UNSUPPORTED
+                           ? ""
+                           : "; allowed values are auto, none, or a comma-separated list of "
+                             "optimizer or params, and activations");
+    return PX_OK;
+}
+
+/* --offload-layers N: Megatron-Core's count of offloaded leading layers */
+static px_status read_offload_layers(void *s, const char *flag, const char *v, px_error *err)
+{
+    plan_cli *c = s;
+    long long n;
+    PX_TRY(px_args_read_int(flag, v, 1, PX_MAX_LAYERS, &n, err));
+    c->opts.offload.act_layers = (int)n;
+    c->offload_layers_given = true;
     return PX_OK;
 }
 
@@ -373,6 +393,7 @@ static const px_arg plan_rows[] = {
     PX_ARG_CUSTOM("--lora-targets", read_lora),
     PX_ARG_CUSTOM("--offload", read_offload),
     PX_ARG_CUSTOM("--offload-fraction", read_offload_fraction),
+    PX_ARG_CUSTOM("--offload-layers", read_offload_layers),
     PX_ARG_CUSTOM("--sp", read_sp),
     PX_ARG_MEANS("--no-sp", "--sp", "off"),
     PX_ARG_CUSTOM("--partition", read_partition),
@@ -476,6 +497,8 @@ px_status parse_args(int argc, char **argv, bool model_given, plan_cli *c,
                                           "--finetune lora");
     if (c->offload_fraction_given && c->opts.offload.kind != PX_OFFLOAD_OPTIMIZER)
         return PX_FAIL(err, PX_ERR_USAGE, "--offload-fraction needs --offload optimizer");
+    if (c->offload_layers_given && !c->opts.offload.activations)
+        return PX_FAIL(err, PX_ERR_USAGE, "--offload-layers needs --offload activations");
     if (c->opts.global_batch > 0 && c->opts.tokens_per_step > 0)
         return PX_FAIL(err, PX_ERR_USAGE, "--global-batch and --tokens-per-step both set the "
                                           "global batch: give one of them");

@@ -127,6 +127,8 @@ static void explain(FILE *out, px_cost_ctx *ctx, const px_candidate *c, const px
     fprintf(out, "    %-32s %10.2f\n", "recompute working set", gb(d.buf_recompute));
     fprintf(out, "    %-32s %10.2f\n", "p2p / ZeRO-3 gather", gb(d.buf_p2p));
     fprintf(out, "    %-32s %10.2f\n", "zero-bubble grads kept B->W", gb(d.buf_zb_grads));
+    if (c->par.offload.activations)
+        fprintf(out, "    %-32s %10.2f\n", "offloaded layer, reloaded", gb(d.buf_offload));
     fprintf(out, "  %-34s %10.2f   (the allocator's allocated peak)\n", "tensors",
            gb((double)m->allocated));
     fprintf(out, "  %-34s %10.2f\n", "runtime",
@@ -145,9 +147,11 @@ static void explain(FILE *out, px_cost_ctx *ctx, const px_candidate *c, const px
            "allocator's reserved peak", gb((double)px_memory_reserved(m)),
            gb((double)m->allocator_cache));
     if (m->host > 0)
-        fprintf(out, "  %-34s %10.2f   of %.2f host memory per GPU (offloaded optimizer: fp32 "
-                     "master, moments, gradient copy)\n",
-                "host", gb((double)m->host), gb((double)hw->host_mem_bytes));
+        fprintf(out, "  %-34s %10.2f   of %.2f host memory per GPU (offloaded optimizer or "
+                     "parameters: fp32 master, moments, gradient copy, 16-bit shard %.2f; "
+                     "activations %.2f)\n",
+                "host", gb((double)m->host), gb((double)hw->host_mem_bytes),
+                gb((double)(m->host - m->host_activations)), gb((double)m->host_activations));
 
     const px_time *t = &pr.time;
     fprintf(out, "\n# time per step, seconds (exposed = on the critical path)\n");
@@ -165,6 +169,9 @@ static void explain(FILE *out, px_cost_ctx *ctx, const px_candidate *c, const px
         fprintf(out, "  %-10s %12.4f %12.4f %12.4f  %8.2f  %s\n", rows[i].label, rows[i].tot,
                rows[i].exp, rows[i].tot - rows[i].exp, gb(rows[i].bytes),
                hw->torus ? "torus" : rows[i].cross ? "inter-node" : "intra-node");
+    if (c->par.offload.activations)
+        fprintf(out, "  %-34s %10.4f   (copies to the host and back the compute waits for)\n",
+                "activation offload", t->act_offload_s);
     fprintf(out, "  %-34s %10.4f   (%.2f %% of the step; %.4f of ideal)\n", "pipeline bubble",
            t->bubble_s, 100.0 * pr.bubble_fraction, d.bubble_over_ideal);
     fprintf(out, "  %-34s %10.4f\n", "optimizer step", t->optimizer_s);
@@ -179,15 +186,31 @@ static void print_offload(FILE *out, const px_candidate *best, const px_search_r
                           const px_hw *hw)
 {
     const px_offload *o = &best->par.offload;
-    if (o->kind == PX_OFFLOAD_NONE)
+    const char *why = res->offload_auto_used ? "; nothing fits on the GPUs alone" : "";
+    if (o->kind == PX_OFFLOAD_OPTIMIZER)
+        fprintf(out, "# offload: %s state on the host (fraction %.2f%s): host memory %.1f GB of "
+                     "%.1f GB per GPU; the host's part of the step %.3f s (gradients down, Adam, "
+                     "weights up)\n",
+                px_offload_kind_name(o->kind), o->fraction, why,
+                gb((double)best->pred.mem.host), gb((double)hw->host_mem_bytes),
+                best->pred.time.offload_s);
+    if (o->kind == PX_OFFLOAD_PARAMS)
+        fprintf(out, "# offload: parameter, gradient and optimizer shards on the host%s: host "
+                     "memory %.1f GB of %.1f GB per GPU; each layer's shard copied up before "
+                     "its gathers and its gradient's down (in DP/ZeRO); the host's Adam step "
+                     "%.3f s\n",
+                why, gb((double)best->pred.mem.host), gb((double)hw->host_mem_bytes),
+                best->pred.time.offload_s);
+    if (!o->activations)
         return;
-    fprintf(out, "# offload: %s state on the host (fraction %.2f%s): host memory %.1f GB of "
-                 "%.1f GB per GPU; the host's part of the step %.3f s (gradients down, Adam, "
-                 "weights up)\n",
-            px_offload_kind_name(o->kind), o->fraction,
-            res->offload_auto_used ? "; nothing fits on the GPUs alone" : "",
-            gb((double)best->pred.mem.host), gb((double)hw->host_mem_bytes),
-            best->pred.time.offload_s);
+    char layers[48] = "every layer";
+    if (o->act_layers > 0)
+        snprintf(layers, sizeof layers, "the first %d layer%s", o->act_layers,
+                 o->act_layers == 1 ? "" : "s");
+    fprintf(out, "# offload: activations of %s on the host%s: %.1f GB per GPU; copies the "
+                 "compute waits for %.3f s a step\n",
+            layers, why, gb((double)best->pred.mem.host_activations),
+            best->pred.time.act_offload_s);
 }
 
 /* The candidate's split stage by stage, in the partition program's terms

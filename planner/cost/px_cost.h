@@ -223,9 +223,11 @@ typedef struct {
     px_act_ops ops[2][PX_RECOMPUTE_COUNT];
 } px_cost_ops_memo;
 
-/* Layers of each kind (0 dense, 1 MoE) and recompute choice on one stage. */
+/* Layers of each kind (0 dense, 1 MoE) and recompute choice on one stage,
+ * and of them those whose activations are offloaded to the host. */
 typedef struct {
     int64_t n[2][PX_RECOMPUTE_COUNT];
+    int64_t off[2][PX_RECOMPUTE_COUNT];
     int64_t kind[2];
 } px_cost_stage_layers;
 
@@ -282,6 +284,7 @@ typedef struct {
     double inflight;             /* micro-batches in flight on the worst stage */
     double inflight_bw;          /* of those, past B and waiting for W (zero-bubble) */
     double buf_zb_grads;         /* their kept output gradients (+ rebuilt full-recompute sets) */
+    double buf_offload;          /* an offloaded layer's activations, back for its backward */
     int64_t params_per_gpu;      /* elements, worst stage, before ZeRO sharding */
     /* time: per step, totals vs exposed */
     double tp_total_s, tp_exposed_s;
@@ -334,6 +337,9 @@ typedef struct {
     double act_bytes[PX_RECOMPUTE_COUNT]; /* stored per micro-batch, by recompute mode */
     double fwd_s, bwd_s;     /* one micro-batch, compute + exposed TP/CP/EP comm */
     double recompute_s[PX_RECOMPUTE_COUNT]; /* extra time per micro-batch */
+    bool offloaded;          /* its activations are stored on the host, not the device */
+    double offload_s[PX_RECOMPUTE_COUNT];   /* activation copies the compute waits for, per
+                                             * micro-batch (0 unless offloaded) */
 } px_layer_cost;
 
 void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_layer_cost *out);

@@ -29,9 +29,20 @@ bool px_cost_record_split(const px_model *m, px_parallel *par)
     return true;
 }
 
+/* The layers counted on a stage so far. */
+static int64_t stage_layer_count(const stage_layers *s)
+{
+    int64_t n = 0;
+    for (int k = 0; k < 2; k++)
+        for (int r = 0; r < PX_RECOMPUTE_COUNT; r++)
+            n += s->n[k][r];
+    return n;
+}
+
 /* Layers of each kind and recompute choice on every stage, in one pass over
- * the chunks; per layer only when par records per-layer choices (the search
- * scores uniform choices and must stay fast). */
+ * the chunks, and of them those whose activations are offloaded; per layer
+ * only when par records per-layer choices or offloads a count of leading
+ * layers (the search scores uniform choices and must stay fast). */
 void stage_counts(const px_cost_ctx *ctx, const px_parallel *par, stage_layers *sl)
 {
     int64_t L = ctx->model->n_layers;
@@ -39,7 +50,9 @@ void stage_counts(const px_cost_ctx *ctx, const px_parallel *par, stage_layers *
     memset(sl, 0, (size_t)p * sizeof *sl);
     int64_t base = L / chunks, rem = L % chunks, first = (chunks - rem) / 2;
     int rc = par->recompute;
-    bool per_layer = par->n_layer_recompute > 0;
+    /* a count of offloaded leading layers needs each layer's place */
+    int64_t lead = par->offload.activations ? par->offload.act_layers : 0;
+    bool per_layer = par->n_layer_recompute > 0 || lead > 0;
     int64_t start = 0;
     for (int c = 0; c < chunks && start < L; c++) {
         int64_t len = par->n_chunks > 0 ? par->layers_per_chunk[c]
@@ -50,7 +63,10 @@ void stage_counts(const px_cost_ctx *ctx, const px_parallel *par, stage_layers *
             for (int64_t l = start; l < end; l++) {
                 int k = (int)(ctx->moe_prefix[l + 1] - ctx->moe_prefix[l]);
                 int r = l < par->n_layer_recompute ? par->layer_recompute[l] : rc;
-                s->n[k][r < PX_RECOMPUTE_COUNT ? r : rc]++;
+                r = r < PX_RECOMPUTE_COUNT ? r : rc;
+                if (lead > 0 && stage_layer_count(s) < lead)
+                    s->off[k][r]++;
+                s->n[k][r]++;
             }
         } else {
             int64_t moe = ctx->moe_prefix[end] - ctx->moe_prefix[start];
@@ -59,10 +75,14 @@ void stage_counts(const px_cost_ctx *ctx, const px_parallel *par, stage_layers *
         }
         start += len;
     }
+    bool every = par->offload.activations && lead == 0; /* every layer offloaded */
     for (int st = 0; st < p; st++)
         for (int k = 0; k < 2; k++)
-            for (int r = 0; r < PX_RECOMPUTE_COUNT; r++)
+            for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
                 sl[st].kind[k] += sl[st].n[k][r];
+                if (every)
+                    sl[st].off[k][r] = sl[st].n[k][r];
+            }
 }
 
 /* A dense dimension of size n and rank stride st: groups are the blocks of

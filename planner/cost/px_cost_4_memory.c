@@ -110,7 +110,7 @@ static void stage_static_memory(const px_cost_ctx *ctx, const px_parallel *par, 
     if (px_finetune_is_lora(&par->finetune)) /* frozen base, trained adapters */
         px_lora_static(ctx, par, dense + expert, (double)nd, px_lora_shard(par), &sm->w, &sm->g,
                        &sm->o);
-    px_cost_offload_memory(ctx, par, &sm->w, &sm->o, &sm->host);
+    px_cost_offload_memory(ctx, par, &sm->w, &sm->g, &sm->o, &sm->host);
     sm->w += prec_weight_copies(ctx, par, nd, nm);
 }
 
@@ -123,17 +123,21 @@ static void stage_activations(const px_cost_ctx *ctx, const px_parallel *par, in
     int p = par->pp;
     double inflight = px_cost_inflight(par->schedule, p, par->vpp, par->n_micro, stage);
     sm->inflight = inflight;
-    /* each layer's activations by its own recompute choice */
-    double att = 0.0, mlp = 0.0, nrm = 0.0;
+    /* each layer's activations by its own recompute choice; an offloaded
+     * layer's are on the host (px_cost_offload.h) */
+    double att = 0.0, mlp = 0.0, nrm = 0.0, host = 0.0;
     for (int k = 0; k < 2; k++)
         for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
-            double n = (double)sl->n[k][r];
+            double n = (double)(sl->n[k][r] - sl->off[k][r]);
+            host += (double)sl->off[k][r] * ops[k][r].total;
             if (n == 0.0)
                 continue;
             att += n * ops[k][r].attention;
             mlp += n * ops[k][r].mlp;
             nrm += n * ops[k][r].norm;
         }
+    sm->host_act = inflight * host;
+    sm->host += sm->host_act;
     sm->act_att = inflight * att;
     sm->act_mlp = inflight * mlp;
     sm->act_norm = inflight * nrm;
@@ -294,6 +298,15 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
             worst_rc = rerun;
     }
     sm->buf_rc = worst_rc;
+    /* every layer offloaded: the layer in its backward holds its set again
+     * (a count of leading layers is reloaded after the stage's other
+     * layers have freed theirs: Transformer Engine's
+     * get_cpu_offload_context keeps (layers - offloaded) layers' sets) */
+    bool every = par->offload.activations && par->offload.act_layers == 0;
+    for (int k = 0; every && k < 2; k++)
+        for (int r = 0; r < PX_RECOMPUTE_COUNT; r++)
+            if (sl->off[k][r] > 0 && ops[k][r].total > sm->buf_off)
+                sm->buf_off = ops[k][r].total;
     if (p > 1)
         sm->buf_p2p = 2.0 * px_cost_pp_msg_bytes(s, b, h, par->tp, sp, (int)e);
     sm->buf_zero3 = zero3_buffers(ctx, par, stage, nd, nm);
@@ -309,7 +322,8 @@ void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
     stage_activations(ctx, par, stage, sl, ops, sm);
     stage_buffers(ctx, par, stage, sl, ops, sm);
     sm->total = sm->w + sm->g + sm->o + sm->act + sm->buf_emb + sm->buf_final + sm->buf_logits +
-                sm->buf_loss + sm->buf_rc + sm->buf_p2p + sm->buf_zero3 + sm->buf_zb;
+                sm->buf_loss + sm->buf_rc + sm->buf_p2p + sm->buf_zero3 + sm->buf_zb +
+                sm->buf_off;
 }
 
 /* Activations of one layer of each kind under each recompute choice (all
@@ -428,6 +442,7 @@ void fill_memory_detail(px_cost_ctx *ctx, const px_parallel *par, const stage_me
     detail->buf_loss = w->buf_loss;
     detail->buf_final_norm = w->buf_final;
     detail->buf_recompute = w->buf_rc;
+    detail->buf_offload = w->buf_off;
     detail->buf_p2p = w->buf_p2p + w->buf_zero3;
     detail->inflight = w->inflight;
     detail->inflight_bw = w->inflight_bw;

@@ -41,9 +41,11 @@ static inline void fill_memory(const px_cost_ctx *ctx, const px_parallel *par, c
     mem->act_mlp = px_i64_from_double_sat(w->act_mlp);
     mem->act_norm = px_i64_from_double_sat(w->act_norm);
     mem->buffers = px_i64_from_double_sat(w->buf_emb + w->buf_final + w->buf_logits + w->buf_loss +
-                                    w->buf_rc + w->buf_p2p + w->buf_zero3 + w->buf_zb);
+                                    w->buf_rc + w->buf_p2p + w->buf_zero3 + w->buf_zb +
+                                    w->buf_off);
     mem->worst_stage = stage;
     mem->host = px_i64_from_double_sat(w->host);
+    mem->host_activations = px_i64_from_double_sat(w->host_act);
     px_cost_runtime_memory(ctx, par, mem); /* allocated, the runtime's parts, total */
 }
 

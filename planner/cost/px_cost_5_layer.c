@@ -14,6 +14,7 @@
 #include "px_cost_cp.h"
 #include "px_cost_lora.h"
 #include "px_cost_moe.h"
+#include "px_cost_offload.h"
 #include "px_cost_precision.h"
 #include "px_fp8_accum.h"
 #include "px_grad_accum.h"
@@ -573,6 +574,17 @@ void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     lt->rc_s[PX_RECOMPUTE_FULL] = lt->fwd_s;
 
     layer_comm_time(ctx, par, moe, &sh, &d, x, g_col_attn, g_col_mlp, lt);
+    if (par->offload.activations)
+        for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
+            px_act_shape rs;
+            px_act_ops ops;
+            make_shape(ctx, par, moe, (px_recompute)r, &rs);
+            px_cost_act_layer(&rs, &ops);
+            px_prec_act_adjust(&rs, par->precision, &ops);
+            /* the windows: a layer's forward, and its backward with its rerun */
+            lt->off_s[r] = px_cost_act_offload_layer_s(ctx, ops.total, lt->fwd_s,
+                                                       lt->bwd_s + lt->rc_s[r]);
+        }
 }
 
 /* Head and embedding work of one micro-batch (seconds). */

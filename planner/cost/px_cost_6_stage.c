@@ -35,6 +35,7 @@ void time_of_stage(const stage_layers *sl, const layer_time *ld, const layer_tim
             q->ep += n * x->ep_s;
             q->cp += n * x->cp_exposed_s;
             q->cpt += n * x->cp_total_s;
+            q->off += (double)sl->off[k][r] * x->off_s[r];
             q->gemm += n * (x->gemm_fwd_s + x->bwd_s - x->attn_bwd_s - x->mem_bwd_s);
             q->attn += n * (x->attn_fwd_s + x->attn_bwd_s);
             q->mem += n * (x->mem_fwd_s + x->mem_bwd_s);
@@ -43,7 +44,7 @@ void time_of_stage(const stage_layers *sl, const layer_time *ld, const layer_tim
             q->cpb += n * x->cp_bytes;
         }
     q->extra = extra;
-    q->mb = q->fwd + q->bwd + q->rcs + q->tp + q->ep + q->cp + extra;
+    q->mb = q->fwd + q->bwd + q->rcs + q->tp + q->ep + q->cp + q->off + extra;
 }
 
 /* The topology crossings and the timing of one dense and one MoE layer (each
@@ -85,6 +86,7 @@ void slowest_stage_of(const px_cost_ctx *ctx, const px_parallel *par,
             w->ep = q.ep;
             w->cp = q.cp;
             w->cpt = q.cpt;
+            w->off = q.off;
             w->gemm = q.gemm;
             w->attn = q.attn;
             w->mem = q.mem + q.extra;
@@ -133,6 +135,11 @@ void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_l
     if (px_finetune_is_lora(&par->finetune)) /* frozen base, one layer's adapters */
         out->static_bytes = px_lora_static_total(ctx, par, dense + expert, 1.0);
     out->static_bytes += prec_weight_copies(ctx, par, moe ? 0 : 1, moe ? 1 : 0);
+    /* offloaded: every layer, or the model's first act_layers (a count
+     * runs on one stage: px_plan_check) */
+    bool off = par->offload.activations &&
+               (par->offload.act_layers == 0 || layer < par->offload.act_layers);
+    out->offloaded = off;
     for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
         px_act_shape sh;
         make_shape(ctx, par, moe, (px_recompute)r, &sh);
@@ -141,6 +148,7 @@ void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_l
         px_prec_act_adjust(&sh, par->precision, &ops);
         out->act_bytes[r] = ops.total;
         out->recompute_s[r] = lt.rc_s[r] + (r == PX_RECOMPUTE_FULL ? lt.tp_rc_s : 0.0);
+        out->offload_s[r] = off ? lt.off_s[r] : 0.0;
     }
     out->fwd_s = lt.fwd_s + lt.tp_fwd_s + 0.5 * lt.ep_s + lt.cp_exposed_s / 3.0;
     out->bwd_s = lt.bwd_s + lt.tp_bwd_s + 0.5 * lt.ep_s + lt.cp_exposed_s * 2.0 / 3.0;

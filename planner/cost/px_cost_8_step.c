@@ -155,7 +155,7 @@ static void fsdp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const
     bool cross_rep = spans && replicas > 1 && dim_crosses(st * group, replicas, g);
     double n = (double)ctx->model->n_layers / par->pp;
     px_fsdp_shard sh[2] = {{group, cross_group, px_cost_fsdp_rails(hw, ctx->run, group, st),
-                            dense_params / n}};
+                            dense_params / n, 0.0, 0.0}};
     int n_sh = 1;
     int edp = par->tp * par->cp * par->dp / (par->ep * par->etp);
     int st_e = expert_dp_rank_stride(par, outer);
@@ -167,10 +167,16 @@ static void fsdp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const
         (edp != group || st_e != st)) {
         sh[n_sh++] = (px_fsdp_shard){edp, spans && x->edp,
                                      px_cost_fsdp_rails(hw, ctx->run, edp, st_e),
-                                     expert_params / n};
+                                     expert_params / n, 0.0, 0.0};
     } else {
         sh[0].layer_params += expert_params / n;
     }
+    if (par->offload.kind == PX_OFFLOAD_PARAMS) /* each shard through the host link */
+        for (int i = 0; i < n_sh; i++) {
+            double shard = sh[i].layer_params / (sh[i].group > 1 ? sh[i].group : 1);
+            sh[i].h2d_s = shard * px_cost_offload_param_copy_bytes(ctx) / hw->host_link_bw;
+            sh[i].d2h_s = shard * bpp.grads / hw->host_link_bw;
+        }
     px_fsdp_time ft;
     px_cost_fsdp_time_shards(hw, ctx->run, sh, n_sh, replicas, cross_rep, n, elem_of(ctx),
                              bpp.grads, (double)par->n_micro, fwd_s, bwd_s,
@@ -248,6 +254,11 @@ static void dp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const c
         dp_bytes = mm * dp_bytes_rs + dp_bytes_ag;
         break;
     default:
+        if (par->offload.kind == PX_OFFLOAD_PARAMS) { /* the shards through the host link */
+            t_ag += (w_dense_p / ddp + w_exp_p / edp) * px_cost_offload_param_copy_bytes(ctx) /
+                    hw->host_link_bw;
+            t_rs += (w_dense_p / ddp + w_exp_p / edp) * bpp.grads / hw->host_link_bw;
+        }
         /* ZeRO-3 / FSDP: weights gathered for every forward and backward */
         dp_total = mm * (2.0 * t_ag + t_rs);
         dp_exposed = mm * (dmax(0.0, t_ag - fwd_win) + dmax(0.0, t_ag + t_rs - bwd_win));
@@ -259,7 +270,8 @@ static void dp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const c
     dp_exposed = px_blocking_dp_exposed(par, dp_total, dp_exposed); /* ZeRO-3 too */
     /* the hidden part still takes SMs from the compute it hides under */
     dp_exposed += comm_sm_fraction(hw) * (dp_total - dp_exposed);
-    if (par->zero >= 3 && ctx->run && (ddp > 1 || edp > 1))
+    bool param_copies = par->offload.kind == PX_OFFLOAD_PARAMS; /* even without a group */
+    if (par->zero >= 3 && ctx->run && (ddp > 1 || edp > 1 || param_copies))
         fsdp_step_comm(ctx, par, x, w_dense_p, w_exp_p, bpp, fwd_win, bwd_win, &dp_total,
                        &dp_exposed, &dp_bytes);
     /* a blocking engine (the executor): no prefetch hides a layer's gather
@@ -267,7 +279,7 @@ static void dp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const c
      * (fsdp_step_comm) whether or not the gradient reduction overlaps */
     if (blocking_engine(ctx, par))
         dp_exposed = dp_total;
-    if (ddp <= 1 && edp <= 1)
+    if (ddp <= 1 && edp <= 1 && !param_copies)
         dp_total = dp_exposed = dp_bytes = 0.0;
     dp_exposed += mm * sync->dp_mb + sync->dp_step;
     *total = dp_total;
@@ -489,6 +501,7 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     tm->bubble_s = bubble;
     tm->optimizer_s = opt_s;
     tm->offload_s = offload_s;
+    tm->act_offload_s = mm * w.off;
     assert_times(tm, &ld, &lm);
 
     fill_rates(ctx, par, step, bubble, pred);

@@ -44,18 +44,24 @@ void px_cost_fsdp_time(const px_hw *hw, const px_fw_runtime *run, int group, int
                        double n_layers, double elem_bytes, double grad_bytes, double m,
                        double fwd_s, double bwd_s, double sm_fraction, px_fsdp_time *out)
 {
-    px_fsdp_shard one = {group, cross_group, rails, layer_params};
+    px_fsdp_shard one = {group, cross_group, rails, layer_params, 0.0, 0.0};
     px_cost_fsdp_time_shards(hw, run, &one, 1, replicas, cross_rep, n_layers, elem_bytes,
                              grad_bytes, m, fwd_s, bwd_s, sm_fraction, out);
 }
 
 /* One layer's gather and reduce-scatter over shard group sh, added to *ag,
- * *rs (seconds) and *bytes (wire bytes of the layer, forward gather once). */
+ * *rs (seconds) and *bytes (wire bytes of the layer, forward gather once);
+ * with the parameters offloaded, the shard's copies to and from the host
+ * before and after them. */
 static void shard_layer_colls(const px_hw *hw, const px_fsdp_shard *sh, double elem_bytes,
                               double grad_bytes, double *ag, double *rs, double *ag_b,
                               double *rs_b)
 {
-    if (sh->group <= 1 || sh->layer_params <= 0.0)
+    if (sh->layer_params <= 0.0)
+        return;
+    *ag += sh->h2d_s;
+    *rs += sh->d2h_s;
+    if (sh->group <= 1)
         return;
     double wb = sh->layer_params * elem_bytes, gb = sh->layer_params * grad_bytes;
     /* over k NICs a node: the bandwidth term shrinks k times, the latency

@@ -57,6 +57,8 @@ typedef struct {
     bool cross;          /* the group spans nodes */
     double rails;        /* NICs a node its collectives use (px_cost_fsdp_rails) */
     double layer_params; /* a layer's parameters in this group, per GPU */
+    double h2d_s, d2h_s; /* parameter offload: a layer's shard up before its gather, its
+                          * gradient's shard down after its reduce-scatter (0 without) */
 } px_fsdp_shard;
 
 /* px_cost_fsdp_time over n_shards groups: each layer gathers (and

@@ -27,6 +27,8 @@ typedef struct {
     double tp_fwd_s, tp_bwd_s;                   /* tp_s split: forward, backward */
     double ep_s, ep_bytes;
     double cp_total_s, cp_exposed_s, cp_bytes;
+    double off_s[PX_RECOMPUTE_COUNT];            /* activation offload's exposed copies,
+                                                  * by recompute mode (0 without) */
 } layer_time;
 
 /* Layers of each kind and recompute choice on one stage (px_cost.h). */
@@ -35,15 +37,18 @@ typedef px_cost_stage_layers stage_layers;
 typedef struct {
     double dense_params, expert_params; /* elements on one GPU */
     double w, g, o;                     /* static bytes */
-    double host;                        /* host bytes: offloaded optimizer share */
+    double host;                        /* host bytes: offloaded optimizer share and
+                                         * activations */
+    double host_act;                    /* of it, the offloaded activations */
     double act, act_att, act_mlp, act_norm, inflight, inflight_bw;
     double buf_emb, buf_logits, buf_loss, buf_final, buf_rc, buf_p2p, buf_zero3, buf_zb;
+    double buf_off;                     /* an offloaded layer's set, back for its backward */
     double total;
 } stage_mem;
 
 /* One micro-batch through one stage, by part (seconds; bytes per micro-batch). */
 typedef struct {
-    double fwd, bwd, rcs, tp, ep, cp, cpt, extra, mb;
+    double fwd, bwd, rcs, tp, ep, cp, cpt, off, extra, mb;
     double gemm, attn, mem, tpb, epb, cpb;
 } stage_time;
 

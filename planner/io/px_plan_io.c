@@ -91,6 +91,8 @@ static const px_jfield memory_fields[] = {
     {"worst_stage", PX_JF_INT, offsetof(px_memory, worst_stage), 0, true, 0, NULL, 0, 0},
     /* optional, written only when the plan offloads (drop_zero) */
     {"host_bytes", PX_JF_I64, offsetof(px_memory, host), 0, false, 0, NULL, 0, (int64_t)1 << 50},
+    {"host_activation_bytes", PX_JF_I64, offsetof(px_memory, host_activations), 0, false, 0,
+     NULL, 0, (int64_t)1 << 50},
 };
 
 #define TS(field) {#field, PX_JF_DBL, offsetof(px_time, field), 0, true, 0, NULL, 0, 0}
@@ -100,6 +102,7 @@ static const px_jfield time_fields[] = {
     TS(bubble_s), TS(optimizer_s),
     /* optional, written only when the plan offloads (drop_zero) */
     {"offload_s", PX_JF_DBL, offsetof(px_time, offload_s), 0, false, 0, NULL, 0, 0},
+    {"act_offload_s", PX_JF_DBL, offsetof(px_time, act_offload_s), 0, false, 0, NULL, 0, 0},
 };
 
 #define PD(field) {#field, PX_JF_DBL, offsetof(px_prediction, field), 0, true, 0, NULL, 0, 0}
@@ -290,7 +293,9 @@ px_status px_plan_to_json(const px_plan *plan, json_t **out, px_error *err)
                          err);
     if (st == PX_OK) {
         drop_zero(mem, "host_bytes");
+        drop_zero(mem, "host_activation_bytes");
         drop_zero(tm, "offload_s");
+        drop_zero(tm, "act_offload_s");
     }
     if (st == PX_OK)
         st = add_section(pred, "goodput", goodput_fields, NF(goodput_fields), &plan->pred,

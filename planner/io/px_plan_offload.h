@@ -1,6 +1,7 @@
 /* px_plan_offload.h — parallel.offload in a plan file (docs/plan-schema.md):
- * {"kind": "optimizer", "fraction": F}, written only when the plan offloads,
- * so other plans keep their bytes; read as no offload when absent. */
+ * {"kind": "optimizer"|"none", "fraction": F, and with activation offload
+ * "activations": true, "activation_layers": N}, written only when the plan
+ * offloads, so other plans keep their bytes; read as no offload when absent. */
 #ifndef PX_PLAN_OFFLOAD_H
 #define PX_PLAN_OFFLOAD_H
 

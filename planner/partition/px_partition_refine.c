@@ -33,8 +33,8 @@ px_status px_partition_build(px_cost_ctx *ctx, const px_parallel *par, px_partit
         px_cost_layer(ctx, par, i, &lc);
         pb->layer_static_bytes[i] = to_bytes(lc.static_bytes);
         for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
-            pb->layer_time_s[i][r] = lc.fwd_s + lc.bwd_s + lc.recompute_s[r];
-            pb->layer_act_bytes[i][r] = to_bytes(lc.act_bytes[r]);
+            pb->layer_time_s[i][r] = lc.fwd_s + lc.bwd_s + lc.recompute_s[r] + lc.offload_s[r];
+            pb->layer_act_bytes[i][r] = lc.offloaded ? 0 : to_bytes(lc.act_bytes[r]);
         }
         if (lc.act_bytes[PX_RECOMPUTE_NONE] > rerun_bytes)
             rerun_bytes = lc.act_bytes[PX_RECOMPUTE_NONE];

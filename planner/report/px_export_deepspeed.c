@@ -107,8 +107,12 @@ static json_t *ds_config(const px_plan *plan, const plan_facts *f)
         json_object_set_new(root, "train_batch_size", json_integer(f->gbatch));
     if (p->tp > 1)
         json_object_set_new(root, "tensor_parallel", json_pack("{s:i}", "autotp_size", p->tp));
-    if (p->offload.kind == PX_OFFLOAD_OPTIMIZER) /* ZeRO-Offload: state and step on the host */
-        json_object_set_new(json_object_get(root, "zero_optimization"), "offload_optimizer",
+    json_t *zo = json_object_get(root, "zero_optimization");
+    if (p->offload.kind != PX_OFFLOAD_NONE) /* ZeRO-Offload: state and step on the host */
+        json_object_set_new(zo, "offload_optimizer",
+                            json_pack("{s:s,s:b}", "device", "cpu", "pin_memory", 1));
+    if (p->offload.kind == PX_OFFLOAD_PARAMS) /* ZeRO-Infinity: the stage-3 shards too */
+        json_object_set_new(zo, "offload_param",
                             json_pack("{s:s,s:b}", "device", "cpu", "pin_memory", 1));
     if (p->cp > 1) { /* Ulysses over a data_parallel x sequence_parallel mesh */
         json_object_set_new(root, "sequence_parallel_size", json_integer(p->cp));
@@ -118,11 +122,16 @@ static json_t *ds_config(const px_plan *plan, const plan_facts *f)
         json_object_set_new(root, "pipeline",
                             json_pack("{s:i}", "activation_checkpoint_interval",
                                       f->recompute == PX_RECOMPUTE_FULL ? 1 : 0));
-    else if (f->recompute == PX_RECOMPUTE_FULL) /* deepspeed.checkpointing.configure */
-        json_object_set_new(root, "activation_checkpointing",
-                            json_pack("{s:b, s:b, s:I}", "partition_activations", 0,
-                                      "contiguous_memory_optimization", 0, "number_checkpoints",
-                                      (json_int_t)plan->model.n_layers));
+    /* deepspeed.checkpointing.configure: the pipeline engine's own
+     * checkpointing needs it only to offload */
+    if (f->recompute == PX_RECOMPUTE_FULL && (p->pp == 1 || p->offload.activations)) {
+        json_t *ac = json_pack("{s:b, s:b, s:I}", "partition_activations", 0,
+                               "contiguous_memory_optimization", 0, "number_checkpoints",
+                               (json_int_t)plan->model.n_layers);
+        if (p->offload.activations) /* the checkpoints on the host */
+            json_object_set_new(ac, "cpu_checkpointing", json_true());
+        json_object_set_new(root, "activation_checkpointing", ac);
+    }
     json_object_set_new(root, "parallax_model_code", ds_model_code(plan, f));
     return root;
 }

@@ -157,6 +157,8 @@ static void megatron_parallel(const px_plan *plan, const plan_facts *f, px_buf *
         arg(b, "--recompute-method uniform");
         arg(b, "--recompute-num-layers 1");
     }
+    if (p->offload.activations) /* the first N layers' activations on the host */
+        arg_i(b, "--cpu-offloading-num-layers", p->offload.act_layers);
     if (p->dp_overlap && p->dp > 1) {
         arg(b, "--overlap-grad-reduce");
         if (p->zero >= 1)

@@ -198,6 +198,11 @@ static void nemo_recompute(const px_plan *plan, const plan_facts *f, nemo_doc *d
     } else {
         kv(d, "recompute_granularity", "null");
     }
+    if (plan->par.offload.activations) { /* the first N layers' activations on the host */
+        kv_b(d, "cpu_offloading", true);
+        kv_i(d, "cpu_offloading_num_layers", plan->par.offload.act_layers);
+        kv_b(d, "cpu_offloading_activations", true);
+    }
 }
 
 /* Bridge's MixedPrecisionConfig, written out: its presets (bf16_mixed, ...)

@@ -325,6 +325,8 @@ px_status px_export_torchtitan(const px_plan *plan, px_buf *b, px_error *err)
                      "mixed_precision_reduce = \"%s\"\n",
                   (long long)local, (long long)f.gbatch, (long long)f.seq,
                   f.bf16 ? "bfloat16" : "float32", p->grad_fp32 ? "float32" : "bfloat16");
+    if (p->offload.kind == PX_OFFLOAD_PARAMS) /* FSDP2's CPUOffloadPolicy */
+        px_buf_puts(b, "enable_cpu_offload = true\n");
     titan_parallelism(plan, &f, b);
     titan_quantize_sections(plan, b);
     px_buf_printf(b, "\n[activation_checkpoint]\nmode = \"%s\"\n",

@@ -234,6 +234,43 @@ static int sp_free(const px_search_opts *o)
     return o->caps && !o->caps->sp ? 0 : 1;
 }
 
+/* Whether par offloads a count of leading layers the search is to choose
+ * (Megatron-Core's --cpu-offloading-num-layers, left open). */
+static bool open_offload_count(const px_search_opts *o, const px_parallel *par)
+{
+    return par->offload.activations && par->offload.act_layers == 0 && o->caps &&
+           o->caps->offload_activations == PX_ACT_OFFLOAD_LEADING;
+}
+
+/* The least count of offloaded leading layers with which par fits (fewer
+ * copies, the same compute; memory falls with every layer offloaded), by
+ * bisection over 1 .. layers - 1, into *q; the most when none fits.  Where
+ * the framework offloads no count for par (a pipeline, recompute), any
+ * count: the framework check refuses it. */
+static void least_offload_count(const search_spec *sp, px_cost_ctx *ctx, const px_parallel *par,
+                                px_parallel *q)
+{
+    int hi = (int)(sp->m->n_layers - 1), lo = 0; /* lo does not fit, hi does */
+    *q = *par;
+    q->offload.act_layers = hi > 1 ? hi : 1;
+    if (hi < 1 || par->pp > 1 || par->recompute != PX_RECOMPUTE_NONE)
+        return;
+    px_memory mem;
+    px_cost_memory(ctx, q, &mem, NULL);
+    if (mem.total > sp->mem_limit)
+        return;
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        q->offload.act_layers = mid;
+        px_cost_memory(ctx, q, &mem, NULL);
+        if (mem.total <= sp->mem_limit)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    q->offload.act_layers = hi;
+}
+
 /* Scores par (fully set) into t: its memory, and its time when `timed`
  * (otherwise it is proven unable to reach the list: only whether it fits
  * counts, and a miss's memory). */
@@ -241,6 +278,12 @@ static void score_config(const search_spec *sp, px_cost_ctx *ctx, const px_paral
                          bool timed, search_tally *t)
 {
     const px_search_opts *o = sp->o;
+    if (open_offload_count(o, par)) {
+        px_parallel q; /* about 10 KB of per-layer tables, once a configuration */
+        least_offload_count(sp, ctx, par, &q);
+        score_config(sp, ctx, &q, timed, t);
+        return;
+    }
     if (o->caps && !px_caps_allow(o->caps, sp->m, par, NULL)) {
         t->rejected[PX_REJ_FRAMEWORK]++;
         return;
@@ -303,7 +346,9 @@ static void score_states(const search_spec *sp, px_cost_ctx *ctx, px_parallel *p
         t->rejected[PX_REJ_GPUS]++;
         return; /* the shard groups must tile dp·cp */
     }
-    int z0 = 0, z1 = (ddp > 1 || edp > 1) ? 3 : 0;
+    /* offload runs in a sharded optimizer even on one replica (ZeRO-Offload
+     * on one GPU) */
+    int z0 = 0, z1 = (ddp > 1 || edp > 1 || o->offload.kind != PX_OFFLOAD_NONE) ? 3 : 0;
     if (o->zero >= 0)
         z0 = z1 = o->zero;
     int r0 = 0, r1 = PX_RECOMPUTE_COUNT - 1;
@@ -671,6 +716,17 @@ static px_status explain_empty(const search_spec *sp, const px_search_result *re
         fmt_gb(got, sizeof got, (double)res->closest_miss.pred.mem.total);
         fmt_gb(over, sizeof over,
                (double)(res->closest_miss.pred.mem.total - res->mem_limit_bytes));
+        const px_memory *mm = &res->closest_miss.pred.mem;
+        if (mm->total <= res->mem_limit_bytes) { /* what offload keeps on the host */
+            char host[32], host_lim[32];
+            fmt_gb(host, sizeof host, (double)mm->host);
+            fmt_gb(host_lim, sizeof host_lim, (double)hw->host_mem_bytes);
+            return PX_FAIL(err, PX_ERR_INFEASIBLE,
+                           "no configuration of %s on %d GPUs fits: the closest, %s, fits in "
+                           "%s of device memory but needs %s of host memory per GPU, more than "
+                           "%s's %s (host_mem_bytes); rejected: %s",
+                           m->name, gpus, d, got, host, hw->name, host_lim, rej);
+        }
         return PX_FAIL(err, PX_ERR_INFEASIBLE,
                        "no configuration of %s on %d GPUs fits in %s per GPU (%s device memory as "
                        "reported, minus %.1f GB reserve); closest miss: %s needs %s "
@@ -761,11 +817,13 @@ static px_status rank_into(const search_spec *sp, px_cost_ctx *ctx, int keep_out
 /* A plan that offloads needs the host in the profile. */
 static px_status check_offload_hw(const px_hw *hw, const px_search_opts *o, px_error *err)
 {
-    if (o->offload.kind == PX_OFFLOAD_NONE || px_cost_offload_hw_known(hw))
+    if (!px_offload_any(&o->offload) || px_cost_offload_hw_known(hw))
         return PX_OK;
     return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                   "--offload optimizer: profile %s does not describe the host (host_link_bw, "
+                   "--offload %s: profile %s does not describe the host (host_link_bw, "
                    "host_mem_bytes and host_mem_bw must be set; docs/hw-schema.md)",
+                   o->offload.kind != PX_OFFLOAD_NONE ? px_offload_kind_name(o->offload.kind)
+                                                      : "activations",
                    hw->name);
 }
 
@@ -773,31 +831,50 @@ static px_status search_once(const px_model *m, const px_hw *hw, int gpus,
                              const px_search_opts *o, px_search_result *res, px_error *err);
 
 /* The search as asked; when nothing fits on the devices and the request
- * leaves offload open, once more with the optimizer on the host (as
- * DeepSpeed's ZeRO-Offload and Megatron's --optimizer-cpu-offload fit a
- * model on too few GPUs).  The first search's refusal stands when that
- * does not fit either. */
+ * leaves offload open, once more with what the framework offloads, in this
+ * order: the optimizer (as DeepSpeed's ZeRO-Offload and Megatron's
+ * --optimizer-cpu-offload fit a model on too few GPUs), the activations,
+ * both, the parameters (ZeRO-Infinity, FSDP2's CPU offload), the
+ * parameters and the activations.  The first search's refusal stands when
+ * none fits either. */
 px_status px_search_run(const px_model *m, const px_hw *hw, int gpus, const px_search_opts *o,
                         px_search_result *res, px_error *err)
 {
     px_status st = search_once(m, hw, gpus, o, res, err);
     px_caps storage;
-    if (st == PX_OK || res->n_top > 0 || !o->offload_auto ||
-        o->offload.kind != PX_OFFLOAD_NONE || res->rejected[PX_REJ_MEMORY] == 0 ||
-        !px_cost_offload_hw_known(hw) || !search_caps(o, &storage)->offload_optimizer)
+    const px_caps *caps = search_caps(o, &storage);
+    if (st == PX_OK || res->n_top > 0 || !o->offload_auto || px_offload_any(&o->offload) ||
+        res->rejected[PX_REJ_MEMORY] == 0 || !px_cost_offload_hw_known(hw))
         return st;
-    px_search_opts again = *o;
-    again.offload.kind = PX_OFFLOAD_OPTIMIZER;
-    again.offload.fraction = 1.0;
-    again.offload_auto = false;
+    bool opt = caps->offload_optimizer, act = caps->offload_activations != PX_ACT_OFFLOAD_NONE,
+         params = caps->offload_params;
+    const struct {
+        bool run;
+        px_offload_kind kind;
+        bool activations;
+    } tries[] = {{opt, PX_OFFLOAD_OPTIMIZER, false},
+                 {act, PX_OFFLOAD_NONE, true},
+                 {opt && act, PX_OFFLOAD_OPTIMIZER, true},
+                 {params, PX_OFFLOAD_PARAMS, false},
+                 {params && act, PX_OFFLOAD_PARAMS, true}};
     px_search_result *alt = malloc(sizeof *alt);
     if (!alt)
         return st;
-    px_error alt_err;
-    if (search_once(m, hw, gpus, &again, alt, &alt_err) == PX_OK && alt->n_top > 0) {
-        memcpy(res, alt, sizeof *res);
-        res->offload_auto_used = true;
-        st = PX_OK;
+    for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) {
+        if (!tries[i].run)
+            continue;
+        px_search_opts again = *o;
+        again.offload.kind = tries[i].kind;
+        again.offload.fraction = 1.0;
+        again.offload.activations = tries[i].activations;
+        again.offload_auto = false;
+        px_error alt_err;
+        if (search_once(m, hw, gpus, &again, alt, &alt_err) == PX_OK && alt->n_top > 0) {
+            memcpy(res, alt, sizeof *res);
+            res->offload_auto_used = true;
+            st = PX_OK;
+            break;
+        }
     }
     free(alt);
     return st;

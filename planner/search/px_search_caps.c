@@ -240,13 +240,33 @@ static bool take_option(fixed_dim k, const px_search_opts *o, px_parallel *p, co
         snprintf(what, n, "fine-tuning %s", px_finetune_mode_name(o->finetune.mode));
         return true;
     case FIX_OFFLOAD:
-        if (o->offload.kind == PX_OFFLOAD_NONE)
+        if (!px_offload_any(&o->offload))
             return false;
         p->offload = o->offload;
-        if (o->zero < 0 && p->zero < 1)
+        if (o->offload.kind != PX_OFFLOAD_NONE && o->zero < 0 && p->zero < 1)
             p->zero = 1; /* offload runs in a sharded optimizer */
+        if (o->offload.kind == PX_OFFLOAD_PARAMS) { /* over ZeRO-3's shards */
+            if (o->zero < 0)
+                p->zero = 3;
+            if (o->dp == 0 && p->dp * p->cp < 2)
+                p->dp = 2;
+        }
+        if (o->offload.activations && o->caps) {
+            /* the form the framework runs, where the user left it open */
+            int mode = o->caps->offload_activations;
+            if (mode == PX_ACT_OFFLOAD_LEADING && p->offload.act_layers == 0)
+                p->offload.act_layers = 1;
+            if (mode == PX_ACT_OFFLOAD_CHECKPOINTS && o->recompute < 0)
+                p->recompute = PX_RECOMPUTE_FULL;
+        }
         *flag = "--offload";
-        snprintf(what, n, "optimizer offload%s", o->offload.fraction < 1.0 ? " of a fraction" : "");
+        snprintf(what, n, "%s%s%s",
+                 o->offload.kind == PX_OFFLOAD_NONE     ? ""
+                 : o->offload.kind == PX_OFFLOAD_PARAMS ? "parameter offload"
+                 : o->offload.fraction < 1.0            ? "optimizer offload of a fraction"
+                                                        : "optimizer offload",
+                 o->offload.kind != PX_OFFLOAD_NONE && o->offload.activations ? " and " : "",
+                 o->offload.activations ? "activation offload" : "");
         return true;
     default:
         return false;
@@ -265,14 +285,22 @@ static void frameworks_that_run(const px_model *m, const px_parallel *probe, cha
     if (!fw)
         return;
     char *save = NULL;
-    for (char *name = strtok_r(names, ", ", &save); name; name = strtok_r(NULL, ", ", &save)) {
+    px_parallel *q = malloc(sizeof *q);
+    for (char *name = strtok_r(names, ", ", &save); q && name; name = strtok_r(NULL, ", ", &save)) {
         px_error e;
-        if (px_framework_load(name, NULL, fw, &e) != PX_OK ||
-            px_plan_check_cap(m, probe, &fw->caps, NULL, NULL) != PX_OK)
+        if (px_framework_load(name, NULL, fw, &e) != PX_OK)
+            continue;
+        *q = *probe;
+        /* a count of offloaded layers is the search's to choose */
+        if (q->offload.activations && q->offload.act_layers == 0 &&
+            fw->caps.offload_activations == PX_ACT_OFFLOAD_LEADING)
+            q->offload.act_layers = 1;
+        if (px_plan_check_cap(m, q, &fw->caps, NULL, NULL) != PX_OK)
             continue;
         size_t used = strlen(out);
         snprintf(out + used, n - used, "%s%s", used ? ", " : "", name);
     }
+    free(q);
     free(fw);
 }
 
@@ -374,7 +402,7 @@ px_status px_search_check_framework(const px_model *m, const px_search_opts *o, 
         if (cap && shard_instead(o, c, cap, &probe) &&
             px_plan_check_cap(m, &probe, c, &cap, NULL) == PX_OK)
             continue;
-        if (!cap && k == FIX_FINETUNE) /* LoRA's own rules: say which */
+        if (!cap && (k == FIX_FINETUNE || k == FIX_OFFLOAD)) /* their own rules: say which */
             return px_plan_check(m, &probe, c, err);
         if (!cap)
             break; /* a rule no framework lifts: the search reports it */

@@ -235,6 +235,8 @@ static px_status rule_plan(const px_model *m, const px_hw *hw, int gpus,
     par->seq_len = s;
     par->grad_fp32 = o->grad_fp32 < 0 ? true : o->grad_fp32 != 0;
     search_defaults(par, o); /* overlap, attention, precision as the search's */
+    par->offload.activations = false; /* not a step of the textbook procedure */
+    par->offload.act_layers = 0;
     par->schedule = PX_SCHED_1F1B;
     px_memory mem;
     bool batch_ok = false, done = false;

@@ -83,6 +83,14 @@ typedef struct {
                                           * (ZeRO-Offload, --optimizer-cpu-offload) */
     bool offload_fraction;               /* only a fraction of it (Megatron-Core's
                                           * --optimizer-offload-fraction) */
+    bool offload_params;                 /* the ZeRO-3 shards of parameters and gradients
+                                          * and the optimizer on the host (DeepSpeed's
+                                          * offload_param, FSDP2's CPUOffloadPolicy) */
+    bool offload_params_sharded;         /* only over a shard group of more than one rank
+                                          * (torchtitan applies FSDP2, and its offload
+                                          * policy, only when dp_shard > 1) */
+    int offload_activations;             /* px_act_offload_mode: which layers' activations it
+                                          * offloads, under which conditions (px_offload.h) */
     int fp8_runs_as;                     /* px_precision a plain "fp8" request runs as where
                                           * the framework has no delayed scaling (torchao's
                                           * float8 is dynamic per-tensor: fp8-cs); a

@@ -12,6 +12,7 @@
 
 #include "px_hw.h"
 #include "px_jfield.h"
+#include "px_offload.h"
 
 const char *px_framework_dir_default(void)
 {
@@ -121,6 +122,12 @@ static const px_jfield caps_fields[] = {
      0},
     {"offload_fraction", PX_JF_BOOL, offsetof(px_caps, offload_fraction), 0, false, 0, NULL, 0,
      0},
+    {"offload_params", PX_JF_BOOL, offsetof(px_caps, offload_params), 0, false, 0, NULL, 0, 0},
+    {"offload_params_sharded", PX_JF_BOOL, offsetof(px_caps, offload_params_sharded), 0, false,
+     0, NULL, 0, 0},
+    /* optional, default none: activation offload (px_offload.h) */
+    {"offload_activations", PX_JF_ENUM, offsetof(px_caps, offload_activations), 0, false, 0,
+     px_act_offload_mode_names, PX_ACT_OFFLOAD_COUNT, 0},
     /* optional: the recipe a plain "fp8" request runs as (default fp8 itself) */
     {"fp8_runs_as", PX_JF_ENUM, offsetof(px_caps, fp8_runs_as), 0, false, 0, prec_names,
      PX_PREC_COUNT, 0},
@@ -172,6 +179,10 @@ static const px_jfield runtime_fields[] = {
     {"fsdp_pp_grad_bytes", PX_JF_INT, offsetof(px_fw_runtime, fsdp_pp_grad_bytes), 0, false, 0,
      NULL, 0, 8},
     {"selective_op_policy", PX_JF_BOOL, offsetof(px_fw_runtime, selective_op_policy), 0, false,
+     0, NULL, 0, 0},
+    {"act_offload_async", PX_JF_BOOL, offsetof(px_fw_runtime, act_offload_async), 0, false, 0,
+     NULL, 0, 0},
+    {"act_offload_prefetch", PX_JF_BOOL, offsetof(px_fw_runtime, act_offload_prefetch), 0, false,
      0, NULL, 0, 0},
     /* optional, 0 = the default rule; at most three fp32 copies and a 16-bit one */
     {"loss_logit_bytes", PX_JF_INT, offsetof(px_fw_runtime, loss_logit_bytes), 0, false, 0, NULL,

@@ -113,6 +113,14 @@ typedef struct px_fw_runtime {
                                       * at this many bytes a parameter, from the first
                                       * micro-batch to the last (0: resharded each
                                       * micro-batch); optional, default 0 */
+    bool act_offload_async;          /* activation offload: a layer's copy to the host runs
+                                      * on a side stream under the next layer's forward
+                                      * (false: the compute waits for it); optional,
+                                      * default false */
+    bool act_offload_prefetch;       /* activation offload: a layer's copy back is issued
+                                      * under the backward of the layer after it (false:
+                                      * when its own backward needs it); optional,
+                                      * default false */
     bool selective_op_policy;        /* selective recompute keeps the outputs of every other
                                       * matmul and of the attention kernel and reruns the
                                       * rest (torchtitan's op-level SAC), not Megatron's

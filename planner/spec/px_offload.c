@@ -3,12 +3,17 @@
 
 #include <string.h>
 
-static const char *const kind_names[PX_OFFLOAD_COUNT] = {"none", "optimizer"};
+static const char *const kind_names[PX_OFFLOAD_COUNT] = {"none", "optimizer", "params"};
+
+const char *const px_act_offload_mode_names[PX_ACT_OFFLOAD_COUNT] = {
+    "none", "leading_layers", "every_layer", "checkpoints"};
 
 void px_offload_init(px_offload *o)
 {
     o->kind = PX_OFFLOAD_NONE;
     o->fraction = 1.0;
+    o->activations = false;
+    o->act_layers = 0;
 }
 
 const char *px_offload_kind_name(px_offload_kind k)
@@ -23,11 +28,44 @@ px_status px_offload_kind_parse(const char *s, px_offload_kind *out, px_error *e
             *out = (px_offload_kind)i;
             return PX_OK;
         }
-    if (s && (strcmp(s, "params") == 0 || strcmp(s, "activations") == 0))
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "offload: '%s' is not modelled (parameter and activation offload "
-                       "are not costed); allowed: none, optimizer",
-                       s);
-    return PX_FAIL(err, PX_ERR_INVALID, "offload: '%s' (expected none or optimizer)",
+    return PX_FAIL(err, PX_ERR_INVALID, "offload: '%s' (expected none, optimizer or params)",
                    s ? s : "");
+}
+
+px_status px_offload_parse_list(const char *s, px_offload *o, px_error *err)
+{
+    o->kind = PX_OFFLOAD_NONE;
+    o->activations = false;
+    if (s && strcmp(s, "none") == 0)
+        return PX_OK;
+    char item[32];
+    const char *p = s ? s : "";
+    do {
+        size_t n = strcspn(p, ",");
+        if (n == 0 || n >= sizeof item)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "offload: '%s' (expected none, or a list of optimizer, activations)",
+                           s ? s : "");
+        memcpy(item, p, n);
+        item[n] = '\0';
+        bool dup;
+        if (strcmp(item, "activations") == 0) {
+            dup = o->activations;
+            o->activations = true;
+        } else if (strcmp(item, "optimizer") == 0 || strcmp(item, "params") == 0) {
+            dup = o->kind != PX_OFFLOAD_NONE;
+            o->kind = item[0] == 'o' ? PX_OFFLOAD_OPTIMIZER : PX_OFFLOAD_PARAMS;
+        } else {
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           strcmp(item, "none") == 0
+                               ? "offload: 'none' cannot be listed with others"
+                               : "offload: '%s' is not one of optimizer, params, activations",
+                           item);
+        }
+        if (dup)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "offload: '%s' named twice (params holds the optimizer)", item);
+        p += n;
+    } while (*p++ == ',');
+    return PX_OK;
 }

@@ -144,7 +144,9 @@ typedef struct {
                                * fails) */
     int worst_stage;
     int64_t host;             /* host memory per GPU: the offloaded optimizer share and its
-                               * fp32 gradient copy (not in total, which is device memory) */
+                               * fp32 gradient copy, and offloaded activations (not in
+                               * total, which is device memory) */
+    int64_t host_activations; /* of host, the offloaded activations */
 } px_memory;
 
 /* What PyTorch's caching allocator reports as its reserved peak
@@ -170,6 +172,8 @@ typedef struct {
     double optimizer_s;       /* the step's optimizer, with offload_s */
     double offload_s;         /* of it, the offloaded share's: gradients to the host, the
                                * host's Adam step, weights back (0 without offload) */
+    double act_offload_s;     /* activation copies to the host and back, exposed (in
+                               * compute's micro-batches; 0 without activation offload) */
 } px_time;
 
 typedef struct {

@@ -41,7 +41,8 @@ static void caps_all(px_caps *c, const char *name)
     c->tp_with_pp = true;
     c->empty_end_chunks = true;
     c->finetune = (1u << PX_FT_COUNT) - 1;
-    c->offload_optimizer = c->offload_fraction = true;
+    c->offload_optimizer = c->offload_fraction = c->offload_params = true;
+    c->offload_activations = PX_ACT_OFFLOAD_ANY;
 }
 
 /* Everything the cost model prices.  The vocabulary is padded as Megatron
@@ -80,6 +81,8 @@ static void caps_engine(px_caps *c, const char *name)
     c->empty_end_chunks = false; /* every chunk runs at least one layer */
     c->finetune = 1u << PX_FT_NONE | 1u << PX_FT_FULL; /* no adapters: every weight trains */
     c->offload_optimizer = c->offload_fraction = false; /* the optimizer runs on the device */
+    c->offload_params = false;
+    c->offload_activations = PX_ACT_OFFLOAD_NONE;        /* activations stay on the device */
 }
 
 /* Any consumer's: what some consumer runs (plan I/O reads a plan against it,
@@ -566,10 +569,14 @@ static px_status check_finetune(const px_model *m, const px_finetune *f, const p
 /* Optimizer offload: a consumer that runs it, of a fraction where the
  * consumer offloads part of the state, over a sharded optimizer (ZeRO-1 or
  * more: DeepSpeed's offload_optimizer is a ZeRO option; Megatron-Core's
- * --optimizer-cpu-offload runs in its distributed optimizer). */
-static px_status check_offload(const px_offload *o, int zero, const px_caps *caps,
-                               px_error *err)
+ * --optimizer-cpu-offload runs in its distributed optimizer).  Parameter
+ * offload: a consumer that runs it, over ZeRO-3's shards (DeepSpeed's
+ * offload_param is a stage-3 option; FSDP2's CPUOffloadPolicy offloads the
+ * sharded parameters, gradients and optimizer together). */
+static px_status check_offload(const px_parallel *p, const px_caps *caps, px_error *err)
 {
+    const px_offload *o = &p->offload;
+    int zero = p->zero;
     if ((int)o->kind < 0 || o->kind >= PX_OFFLOAD_COUNT)
         return PX_FAIL(err, PX_ERR_INVALID, "parallel.offload.kind = %d: out of range",
                        (int)o->kind);
@@ -578,6 +585,30 @@ static px_status check_offload(const px_offload *o, int zero, const px_caps *cap
                        "parallel.offload.fraction = %g: expected a share in (0, 1]", o->fraction);
     if (o->kind == PX_OFFLOAD_NONE)
         return PX_OK;
+    if (o->kind == PX_OFFLOAD_PARAMS) {
+        if (!caps->offload_params)
+            return lacks(err, "offload_params", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                           "offload = params: %s does not offload parameters; allowed: none, "
+                           "optimizer",
+                           caps->name));
+        if (zero < 3 || o->fraction < 1.0)
+            return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                           "offload = params with ZeRO %d, fraction %g: parameter offload "
+                           "moves the ZeRO-3 shards and the whole optimizer state; allowed: "
+                           "ZeRO 3, fraction 1",
+                           zero, o->fraction);
+        if (caps->offload_params_sharded && p->dp * p->cp < 2)
+            return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                           "offload = params over dp x cp = 1: %s offloads parameters through "
+                           "FSDP, which it applies over more than one rank; allowed: dp x cp "
+                           ">= 2",
+                           caps->name);
+        if (px_finetune_is_lora(&p->finetune))
+            return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                           "offload = params with finetune lora: parameter offload of a frozen "
+                           "base is not modelled; allowed: offload optimizer");
+        return PX_OK;
+    }
     if (!caps->offload_optimizer)
         return lacks(err, "offload_optimizer", PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "offload = optimizer: %s does not offload the optimizer; allowed: none",
@@ -590,6 +621,67 @@ static px_status check_offload(const px_offload *o, int zero, const px_caps *cap
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "offload = optimizer with ZeRO 0: optimizer offload runs in a sharded "
                        "optimizer; allowed: ZeRO 1, 2 or 3");
+    return PX_OK;
+}
+
+/* Every layer of p recomputes by r (the uniform choice and each per-layer
+ * one). */
+static bool recompute_all(const px_parallel *p, px_recompute r)
+{
+    if (p->recompute != r)
+        return false;
+    for (int l = 0; l < p->n_layer_recompute; l++)
+        if (p->layer_recompute[l] != r)
+            return false;
+    return true;
+}
+
+/* Activation offload as the consumer runs it (px_act_offload_mode): a count
+ * of leading layers only in Megatron-Core's form, which refuses a pipeline
+ * and recompute (TransformerConfig: "no support for Pipeline parallelism
+ * with CPU offloading", "does not work when activation recomputation is
+ * enabled") and takes fewer layers than the model has; DeepSpeed's
+ * cpu_checkpointing offloads the checkpoints of full recompute. */
+static px_status check_act_offload(const px_model *m, const px_parallel *p, const px_caps *caps,
+                                   px_error *err)
+{
+    const px_offload *o = &p->offload;
+    int mode = caps->offload_activations;
+    if (!o->activations && o->act_layers != 0)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "parallel.offload.activation_layers = %d without activation offload",
+                       o->act_layers);
+    if (!o->activations)
+        return PX_OK;
+    if (mode == PX_ACT_OFFLOAD_NONE)
+        return lacks(err, "offload_activations", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "offload = activations: %s does not offload activations; allowed: "
+                       "activations on the device",
+                       caps->name));
+    bool leading = mode == PX_ACT_OFFLOAD_LEADING ||
+                   (mode == PX_ACT_OFFLOAD_ANY && o->act_layers > 0);
+    if (!leading && o->act_layers != 0)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "parallel.offload.activation_layers = %d: %s offloads every layer; "
+                       "allowed: 0",
+                       o->act_layers, caps->name);
+    if (mode == PX_ACT_OFFLOAD_CHECKPOINTS && !recompute_all(p, PX_RECOMPUTE_FULL))
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "offload = activations: %s offloads the checkpoints of full recompute "
+                       "(cpu_checkpointing); allowed: recompute full",
+                       caps->name);
+    if (!leading)
+        return PX_OK;
+    if (o->act_layers < 1 || o->act_layers >= m->n_layers)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "parallel.offload.activation_layers = %d: expected 1 .. %lld (fewer "
+                       "than the model's %lld layers)",
+                       o->act_layers, (long long)m->n_layers - 1, (long long)m->n_layers);
+    if (p->pp > 1 || !recompute_all(p, PX_RECOMPUTE_NONE))
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "offload = activations: %s offloads leading layers without a pipeline "
+                       "or recompute; allowed: pp 1, recompute none",
+                       caps->name);
     return PX_OK;
 }
 
@@ -661,7 +753,9 @@ px_status px_plan_check(const px_model *m, const px_parallel *p, const px_caps *
     if (st == PX_OK)
         st = check_finetune(m, &p->finetune, caps, err);
     if (st == PX_OK)
-        st = check_offload(&p->offload, p->zero, caps, err);
+        st = check_offload(p, caps, err);
+    if (st == PX_OK)
+        st = check_act_offload(m, p, caps, err);
     /* last, so that a refusal by feature says every other rule holds */
     if (st == PX_OK)
         st = px_rule_features(m, caps, err);

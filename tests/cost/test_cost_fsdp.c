@@ -104,7 +104,7 @@ static void expert_shards(void)
     run.fsdp_reshard_after_forward = true;
     /* dense 1e8 over 64 ranks on 8 NICs a node; experts 1e9 over 8 ranks
      * one a node (EP 8 inside each node): one NIC */
-    px_fsdp_shard sh[2] = {{64, true, 8.0, 1e8}, {8, true, 1.0, 1e9}};
+    px_fsdp_shard sh[2] = {{64, true, 8.0, 1e8, 0.0, 0.0}, {8, true, 1.0, 1e9, 0.0, 0.0}};
     double ag = px_time_coll_s(&hw, PX_COLL_ALLGATHER, 64, 1e8 * 2 / 8.0, true) +
                 px_time_coll_s(&hw, PX_COLL_ALLGATHER, 8, 1e9 * 2, true);
     double rs = px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 64, 1e8 * 4 / 8.0, true) +
@@ -120,7 +120,7 @@ static void expert_shards(void)
     CHECK_MSG(t.total_s > 4.0 * lumped.total_s, "shards %.3f s, lumped %.3f s", t.total_s,
               lumped.total_s);
     /* one shard is px_cost_fsdp_time exactly */
-    px_fsdp_shard one = {8, false, 1.0, 2e8};
+    px_fsdp_shard one = {8, false, 1.0, 2e8, 0.0, 0.0};
     px_fsdp_time a, b;
     px_cost_fsdp_time_shards(&hw, &run, &one, 1, 1, false, 32, 2, 4, 2, 1.0, 2.0, 0.0, &a);
     px_cost_fsdp_time(&hw, &run, 8, 1, false, false, 1.0, 2e8, 32, 2, 4, 2, 1.0, 2.0, 0.0, &b);
@@ -163,8 +163,8 @@ static void expert_group_in_plan(void)
      * over its layers, as the framework's per-layer units carry them */
     double experts = (double)ctx.expert_params / 8.0;
     double dense = ((double)d.params_per_gpu - n * experts) / n;
-    px_fsdp_shard sh[2] = {{64, true, px_cost_fsdp_rails(&hw, &fw.run, 64, 1), dense},
-                           {8, true, px_cost_fsdp_rails(&hw, &fw.run, 8, 8), experts}};
+    px_fsdp_shard sh[2] = {{64, true, px_cost_fsdp_rails(&hw, &fw.run, 64, 1), dense, 0.0, 0.0},
+                           {8, true, px_cost_fsdp_rails(&hw, &fw.run, 8, 8), experts, 0.0, 0.0}};
     CHECK_CLOSE(sh[0].rails, 8.0, 1e-12, 0);
     CHECK_CLOSE(sh[1].rails, 1.0, 1e-12, 0);
     px_fsdp_time want;

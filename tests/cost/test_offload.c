@@ -1,9 +1,12 @@
-/* test_offload.c — optimizer offload (docs/cost-model.md, "Offload")
- * against its closed forms: the offloaded share of the optimizer state
- * leaves the device and lands on the host with its fp32 gradient copy; the
- * step gains the host's part (gradients down, Adam over DRAM, weights up)
- * or the device's rest, whichever is longer; the rules that refuse it; and
- * the search that falls back to it only when nothing fits. */
+/* test_offload.c — optimizer and parameter offload (docs/cost-model.md,
+ * "Offload") against their closed forms: the offloaded share of the
+ * optimizer state leaves the device and lands on the host with its fp32
+ * gradient copy; the step gains the host's part (gradients down, Adam over
+ * DRAM, weights up) or the device's rest, whichever is longer; with the
+ * parameters offloaded the device keeps no shard and each gather and
+ * reduce-scatter carries its shard's copy over the host link; the rules
+ * that refuse them; and the search that falls back to offload only when
+ * nothing fits. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +96,48 @@ static void check_fsdp(const px_model *m, const px_hw *hw)
     CHECK_CLOSE((double)p1.mem.weights, (double)p0.mem.weights - 4.0 * n, 1e-12, 1);
 }
 
+/* Parameter offload under each framework's ZeRO-3 (FSDP2's accounting, and
+ * DeepSpeed's with its 16-bit shard): the device keeps no weight, gradient
+ * or optimizer shard; the host holds 16 bytes a parameter (18 with
+ * DeepSpeed's 16-bit shard); every gather copies its shard up (fp32 under
+ * FSDP2) and every reduce-scatter its gradient's shard down; the host's
+ * step is Adam alone. */
+static void check_params(const px_model *m, const px_hw *hw)
+{
+    px_error err;
+    const char *names[2] = {"torchtitan", "deepspeed"};
+    for (int f = 0; f < 2; f++) {
+        px_framework fw;
+        CHECK(px_framework_load(names[f], NULL, &fw, &err) == PX_OK);
+        static px_cost_ctx ctx;
+        CHECK(px_cost_ctx_init(&ctx, m, hw, &err) == PX_OK);
+        ctx.run = &fw.run;
+        px_parallel none, params;
+        sharded(&none, 0.0);
+        none.zero = 3;
+        params = none;
+        params.offload.kind = PX_OFFLOAD_PARAMS;
+        CHECK_MSG(px_plan_check(m, &params, &fw.caps, &err) == PX_OK, "%s", err.msg);
+        px_prediction pn, pp;
+        CHECK(px_cost_eval(&ctx, &none, 0, 0, &pn, NULL, &err) == PX_OK);
+        CHECK(px_cost_eval(&ctx, &params, 0, 0, &pp, NULL, &err) == PX_OK);
+        double n = (double)pn.mem.optimizer / 8.0; /* the shard's parameters */
+        bool ds = fw.run.zero_16bit_partitions;
+        double e = (double)hw->dtype_bytes;
+        CHECK(pp.mem.weights == 0 && pp.mem.grads == 0 && pp.mem.optimizer == 0);
+        CHECK_CLOSE((double)pp.mem.host, (16.0 + (ds ? e : 0.0)) * n, 1e-9, 1);
+        CHECK_CLOSE(pp.time.offload_s, n * 30.0 / hw->host_mem_bw, 1e-9, 0);
+        /* the copies ride the gathers and reduce-scatters: per micro-batch
+         * every layer's shard up twice (forward, and the backward's gather
+         * again but the last layer's) and its gradient down once */
+        double L = (double)m->n_layers, mb = (double)none.n_micro;
+        double up = (ds ? e : 4.0) / hw->host_link_bw, down = 4.0 / hw->host_link_bw;
+        double shard_l = n / L; /* a layer's share of the stage's shard */
+        double want = mb * (L * shard_l * (2.0 * up + down) - shard_l * up);
+        CHECK_CLOSE(pp.time.dp_comm_total_s - pn.time.dp_comm_total_s, want, 1e-9, 0);
+    }
+}
+
 /* Who may offload: a framework that runs it, a sharded optimizer, a share
  * only where the framework splits it. */
 static void check_rules(const px_model *m)
@@ -115,6 +160,24 @@ static void check_rules(const px_model *m)
     CHECK_MSG(strstr(err.msg, "allowed: 1") != NULL, "%s", err.msg);
     p.offload.fraction = 1.5;
     CHECK(px_plan_check(m, &p, &any, &err) == PX_ERR_INVALID);
+    /* parameters: over ZeRO-3, where the framework offloads them, and for
+     * torchtitan over more than one rank */
+    px_framework meg, titan;
+    CHECK(px_framework_load("megatron", NULL, &meg, &err) == PX_OK);
+    CHECK(px_framework_load("torchtitan", NULL, &titan, &err) == PX_OK);
+    sharded(&p, 1.0);
+    p.offload.kind = PX_OFFLOAD_PARAMS;
+    p.zero = 3;
+    CHECK(px_plan_check(m, &p, &meg.caps, &err) == PX_ERR_UNSUPPORTED);
+    CHECK_MSG(strcmp(err.cap, "offload_params") == 0, "%s", err.cap);
+    CHECK(px_plan_check(m, &p, &titan.caps, &err) == PX_OK);
+    p.zero = 2;
+    CHECK(px_plan_check(m, &p, &titan.caps, &err) == PX_ERR_UNSUPPORTED);
+    CHECK_MSG(strstr(err.msg, "allowed: ZeRO 3") != NULL, "%s", err.msg);
+    p.zero = 3;
+    p.dp = 1;
+    CHECK(px_plan_check(m, &p, &titan.caps, &err) == PX_ERR_UNSUPPORTED);
+    CHECK_MSG(strstr(err.msg, "dp x cp >= 2") != NULL, "%s", err.msg);
 }
 
 /* Llama 3 70B on 8 H100s fits only with the optimizer on the host: the
@@ -170,6 +233,7 @@ int main(void)
     CHECK(px_cost_ctx_init(&ctx, &m, &hw, &err) == PX_OK);
     check_closed_forms(&ctx, &hw);
     check_fsdp(&m, &hw);
+    check_params(&m, &hw);
     check_rules(&m);
     check_search(&hw);
     return px_test_result("offload");

@@ -110,9 +110,15 @@ def check(plan, path):
     eq("data-parallel ranks", par["dp"], int(cfg.world_size) // tp)
     eq("global batch", plan["batch"]["global_batch_sequences"], cfg.train_batch_size // tp)
     eq("ZeRO stage", par["zero"], cfg.zero_optimization_stage)
-    off = par.get("offload", {"kind": "none"})["kind"] == "optimizer"
+    off = par.get("offload", {"kind": "none"})["kind"] in ("optimizer", "params")
     dev = cfg.zero_config.offload_optimizer.device if cfg.zero_config.offload_optimizer else "none"
     eq("offload (optimizer on the host)", "cpu" if off else "none", str(getattr(dev, "value", dev)))
+    prm = cfg.zero_config.offload_param.device if cfg.zero_config.offload_param else "none"
+    eq("offload (parameters on the host)",
+       "cpu" if par.get("offload", {}).get("kind") == "params" else "none",
+       str(getattr(prm, "value", prm)))
+    eq("offload (checkpoints on the host)", bool(par.get("offload", {}).get("activations")),
+       bool(cfg.activation_checkpointing_config.cpu_checkpointing))
     if par["zero"] >= 1:
         eq("overlap_comm (dp_overlap)", par["dp_overlap"], cfg.zero_config.overlap_comm)
     bf16 = plan["hw"]["dtype_bytes"] == 2

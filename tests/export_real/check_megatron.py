@@ -110,6 +110,9 @@ def compare(args, cfg, env, plan):
     s("offload (optimizer on the host)", off["kind"] == "optimizer", bool(args.optimizer_cpu_offload))
     if off["kind"] == "optimizer":
         s("offload fraction", off["fraction"], args.optimizer_offload_fraction)
+    lead = off.get("activation_layers", 0) if off.get("activations") else 0
+    s("offload (activations of the leading layers)", lead,
+      cfg.cpu_offloading_num_layers if cfg.cpu_offloading else 0)
     s("grad_dtype", par["grad_dtype"], "bf16" if args.grad_reduce_in_bf16 else "fp32")
     s("vocab", plan["model"]["vocab"], args.vocab_size)
     m = plan["model"]

@@ -105,6 +105,9 @@ def compare(cfg, env, plan):
       bool(cfg.optimizer.optimizer_cpu_offload))
     if off["kind"] == "optimizer":
         s("offload fraction", off["fraction"], cfg.optimizer.optimizer_offload_fraction)
+    lead = off.get("activation_layers", 0) if off.get("activations") else 0
+    s("offload (activations of the leading layers)", lead,
+      cfg.model.cpu_offloading_num_layers if cfg.model.cpu_offloading else 0)
     s("grad_dtype", par["grad_dtype"], "fp32" if cfg.ddp.grad_reduce_in_fp32 else "bf16")
     s("vocab", plan["model"]["vocab"], cfg.model.vocab_size)
     m = plan["model"]

@@ -141,6 +141,8 @@ def check(plan, path):
     if par["ep"] > 1:
         eq("ETP", par["etp"], pd.etp)
     eq("sequence", seq, cfg.training.seq_len)
+    eq("parameter offload (CPUOffloadPolicy)", par.get("offload", {}).get("kind") == "params",
+       cfg.training.enable_cpu_offload and pd.fsdp_enabled)
     if par["cp"] > 1:
         eq("CP flavour", {"p2p": "alltoall", "all-gather": "allgather"}.get(par["cp_comm"]),
            P.context_parallel_rotate_method)

@@ -10,7 +10,10 @@ profile would refuse) x every precision x every hardware profile
 planned through one output path, cycled in order: the table, --json,
 --explain, --html, or -o followed by `export` to every target and
 `execute --check`; with --every-path, through all of them.  --json
-additionally runs on every combination the checks need numbers from.
+additionally runs on every combination the checks need numbers from.  Each
+combination also takes one set of options, cycled in order beside the
+output paths (OPTIONS: none, each offload, fine-tuning), so that every
+pair of an output path and an option set recurs.
 
 Checks:
 - exit status 0, or 1 with one line on stderr ("TOOL: error: ...") that
@@ -23,6 +26,7 @@ Checks:
 - export: exit 0 for every target; execute --check: exit 0 or 1.
 
     combinations.py BUILD_DIR [--seed N] [--sample N] [--budget-s S] [--every-path]
+                    [--no-options]
 --sample 0 runs the whole product (bench/combinations.sh); the CI test
 runs a fixed-seed sample that fits its time budget.  Run from anywhere: the
 repository is found from this file."""
@@ -45,6 +49,9 @@ GPUS = [1, 8, 64, 1024, 16384]
 PRECISIONS = ["bf16", "fp16", "fp8", "fp8-cs", "fp8-rowwise", "fp8-block", "mxfp8", "nvfp4"]
 EXPORTS = ["megatron", "nemo", "torchtitan", "deepspeed", "slurm"]
 MODES = ["table", "json", "explain", "html", "export"]
+OPTIONS = [[], ["--offload", "optimizer"], ["--offload", "activations"], ["--offload", "params"],
+           ["--offload", "optimizer,activations"], ["--finetune", "lora"],
+           ["--finetune", "full"]]
 OUTCOMES = {0: 0, 1: 0, "other": 0}  # of each combination's plan --json
 OUTCOMES_LOCK = threading.Lock()
 NONFINITE = re.compile(r"(?<![A-Za-z_])(nan|-?inf)(?![A-Za-z_])", re.I)
@@ -160,13 +167,13 @@ def check_text(text, what, findings):
         findings.append(f"{what}: non-finite number: ...{text[lo:m.end() + 20]!r}")
 
 
-def one(build, combo, modes, work, findings):
+def one(build, combo, modes, work, findings, opts=()):
     model, fw, hw, prec, gpus = combo
     base = [os.path.join(build, "plan"), "--model", model, "--framework", fw, "--hw", hw,
-            "--precision", prec, "--gpus", str(gpus)]
+            "--precision", prec, "--gpus", str(gpus), *opts]
     what = (f"plan --model {os.path.relpath(model, ROOT)} --framework "
             f"{os.path.basename(fw)} --hw {os.path.basename(hw)} --precision {prec} "
-            f"--gpus {gpus}")
+            f"--gpus {gpus}{''.join(' ' + o for o in opts)}")
     runs = 0
     rc, out, err, _ = run(base + ["--json"])
     runs += 1
@@ -228,6 +235,8 @@ def main():
                     help="print a progress line every N combinations (0: none)")
     ap.add_argument("--every-path", action="store_true",
                     help="every output path for every combination (else one, cycled)")
+    ap.add_argument("--no-options", action="store_true",
+                    help="no option set: each combination as its five inputs give it")
     ap.add_argument("--budget-s", type=float, default=0,
                     help="start no combination after this many seconds (0: none); the "
                          "combinations run are then a uniform sample")
@@ -250,7 +259,8 @@ def main():
             mine = []
             with tempfile.TemporaryDirectory(dir=work) as wd:
                 modes = MODES if a.every_path else [MODES[i % len(MODES)]]
-                n = one(build, chosen[i], modes, wd, mine)
+                opts = [] if a.no_options else OPTIONS[i % len(OPTIONS)]
+                n = one(build, chosen[i], modes, wd, mine, opts)
             return n, mine
 
         with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as pool:
@@ -269,6 +279,7 @@ def main():
         print(f"combinations: {done} of {total} (models {len(models)} x frameworks {len(fws)} x "
               f"hardware {len(hws)} x precisions {len(PRECISIONS)} x GPU counts {len(GPUS)}), "
               f"seed {a.seed}, {'every output path, ' if a.every_path else ''}"
+              f"{'no option sets, ' if a.no_options else ''}"
               f"{runs} tool runs in {took:.1f} s; planned {OUTCOMES[0]}, refused "
               f"{OUTCOMES[1]}; {len(findings)} findings")
         if done < len(chosen):

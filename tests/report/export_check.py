@@ -19,6 +19,18 @@ import subprocess
 import sys
 
 
+def opt_offload(par):
+    """The plan's optimizer offload object (Megatron's form), None otherwise."""
+    off = par.get("offload")
+    return off if off and off["kind"] == "optimizer" else None
+
+
+def act_layers(par):
+    """The leading layers whose activations the plan offloads (0: none)."""
+    off = par.get("offload", {})
+    return off.get("activation_layers", 0) if off.get("activations") else 0
+
+
 def megatron_parser():
     p = argparse.ArgumentParser(prog="pretrain_gpt.py", allow_abbrev=False,
                                 exit_on_error=False)
@@ -53,6 +65,7 @@ def megatron_parser():
     for f, choices in strs.items():
         p.add_argument(f, choices=choices)
     p.add_argument("--optimizer-offload-fraction", type=float)
+    p.add_argument("--cpu-offloading-num-layers", type=int, default=0)
     p.add_argument("--rotary-base", type=int)   # Megatron-LM: an integer
     for f in ["--rotary-percent", "--norm-epsilon", "--rope-scaling-factor"]:
         p.add_argument(f, type=float)
@@ -183,11 +196,12 @@ def check_megatron(text, plan):
        par["num_microbatches"])
     eq("sequence", a.seq_length, par["seq_len"])
     eq("distributed optimizer", a.use_distributed_optimizer, par["zero"] >= 1)
-    off = par.get("offload")  # Megatron-Core's optimizer CPU offload
+    off = opt_offload(par)  # Megatron-Core's optimizer CPU offload
     eq("optimizer offload", a.optimizer_cpu_offload, off is not None)
     eq("offload fraction", a.optimizer_offload_fraction, off["fraction"] if off else None)
     eq("precision-aware optimizer (offload needs it)", a.use_precision_aware_optimizer,
        off is not None)
+    eq("activation offload (leading layers)", a.cpu_offloading_num_layers, act_layers(par))
     eq("FSDP strategy", a.data_parallel_sharding_strategy,
        {2: "optim_grads", 3: "optim_grads_params"}.get(par["zero"]))
     eq("recompute", a.recompute_granularity, None if rc == "none" else rc)
@@ -293,10 +307,13 @@ def check_nemo(text, plan):
     eq("global batch", d["train"]["global_batch_size"], gb)
     eq("micro-batch", d["train"]["micro_batch_size"], par["micro_batch"])
     eq("distributed optimizer", d["ddp"]["use_distributed_optimizer"], par["zero"] >= 1)
-    off = par.get("offload")
+    off = opt_offload(par)
     eq("optimizer offload", d["optimizer"].get("optimizer_cpu_offload", False), off is not None)
     eq("offload fraction", d["optimizer"].get("optimizer_offload_fraction"),
        off["fraction"] if off else None)
+    eq("activation offload", d["model"].get("cpu_offloading", False), act_layers(par) > 0)
+    eq("activation offload (leading layers)", d["model"].get("cpu_offloading_num_layers", 0),
+       act_layers(par))
     eq("Megatron-FSDP", d["ddp"]["use_megatron_fsdp"], par["zero"] >= 2)
     eq("checkpoint format (Bridge asserts fsdp_dtensor under Megatron-FSDP)",
        d["checkpoint"]["ckpt_format"], "fsdp_dtensor" if par["zero"] >= 2 else "torch_dist")
@@ -371,6 +388,10 @@ def check_torchtitan(text, plan):
     d = tomllib.loads(text)
     p, t = d["parallelism"], d["training"]
     rep, shard = p["data_parallel_replicate_degree"], p["data_parallel_shard_degree"]
+    params_off = par.get("offload", {}).get("kind") == "params"
+    eq("parameter offload (FSDP2's CPUOffloadPolicy)", t.get("enable_cpu_offload", False),
+       params_off)
+    assert not params_off or shard > 1, "torchtitan applies FSDP, and its offload, only with shards"
     cp, ddp = par["cp"], par["dp"] * par["cp"]
     eq("DP (replicate x shard)", rep * shard, par["dp"])
     if par["zero"] == 0:
@@ -445,8 +466,15 @@ def check_deepspeed(text, plan):
     eq("train_batch_size", d.get("train_batch_size"), gb if par["tp"] == 1 else None)
     eq("ZeRO", d["zero_optimization"]["stage"], par["zero"])
     assert "mics_shard_size" not in d["zero_optimization"], "MiCS was removed in 0.19"
+    kind = par.get("offload", {}).get("kind", "none")
     eq("optimizer offload (ZeRO-Offload)", d["zero_optimization"].get("offload_optimizer"),
-       {"device": "cpu", "pin_memory": True} if par.get("offload") else None)
+       {"device": "cpu", "pin_memory": True} if kind != "none" else None)
+    eq("parameter offload (ZeRO-Infinity)", d["zero_optimization"].get("offload_param"),
+       {"device": "cpu", "pin_memory": True} if kind == "params" else None)
+    assert kind != "params" or par["zero"] == 3, "offload_param is a stage-3 option"
+    eq("activation offload (cpu_checkpointing)",
+       d.get("activation_checkpointing", {}).get("cpu_checkpointing", False),
+       bool(par.get("offload", {}).get("activations")))
     eq("TP", d.get("tensor_parallel", {}).get("autotp_size", 1), par["tp"])
     eq("CP (Ulysses)", d.get("sequence_parallel_size", 1), par["cp"])
     if par["cp"] > 1:

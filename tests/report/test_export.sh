@@ -192,6 +192,26 @@ refused gemma nemo "mlp_act = gelu"
 plan offds --model llama3-70b --gpus 16 --framework deepspeed --zero 1 --offload optimizer \
   --partition uniform --top 1
 export_ok offds deepspeed
+# activation offload in each framework's form: Megatron's leading layers
+# (megatron, nemo), DeepSpeed's checkpoints; the other's form is refused
+plan act --model llama3-8b --gpus 8 --framework megatron --seq 8192 --tp 1 --dp 8 \
+  --micro-batch 2 --recompute none --offload activations --partition uniform --top 1
+export_ok act megatron
+export_ok act nemo
+refused act deepspeed "offloads every layer"
+refused act torchtitan "does not offload activations"
+plan actds --model llama3-8b --gpus 8 --framework deepspeed --seq 8192 --tp 1 --dp 8 \
+  --micro-batch 2 --offload activations --partition uniform --top 1
+export_ok actds deepspeed
+refused actds megatron "expected 1 .. 31"
+# parameter offload: ZeRO-Infinity's offload_param (deepspeed), FSDP2's
+# CPUOffloadPolicy (torchtitan); Megatron has none
+plan parm --model llama3-8b --gpus 8 --framework torchtitan --offload params --partition uniform \
+  --top 1
+export_ok parm torchtitan
+export_ok parm deepspeed
+refused parm megatron "does not offload parameters"
+refused parm nemo "does not offload parameters"
 export_ok layout nemo
 for fw in llm-foundry maxtext; do
   "$build/export" --plan "$tmp/inter.json" --to "$fw" >/dev/null 2>"$tmp/err"
