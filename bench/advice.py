@@ -18,11 +18,13 @@ measured tokens/s per GPU, + = too fast) and the median and largest gain;
 exits 0.
 
 Where the recipe only fits with a recompute the search chose (the rows leave
-recompute unpublished), a last column gives the gain over the same recipe
+recompute unpublished), two more columns: the gain over the same recipe
 without recompute on a copy of its hardware profile whose memory is not the
-limit: the part of the gain that is the recompute charged to make the recipe
-fit, where the run kept its memory by other means (Megatron's
---recompute-modules, activation offloading) that `plan` does not describe.
+limit (the part of the gain that is the recompute charged to make the
+recipe fit, where the run kept its memory by other means, such as Megatron's
+--recompute-modules, that `plan` does not describe), and the gain over the
+recipe without recompute but with its activations offloaded as the
+framework offloads them (`--offload activations`), where that fits.
 """
 import json
 import os
@@ -101,8 +103,9 @@ def main():
             and pr.usable(r, "all", "all")]
     gains = []
     tmp = tempfile.mkdtemp(prefix="advice-")
-    print(f"{'row':64} {'recipe':34} {'planner':34}   gain  recipe err  gain w/o rc")
-    unfit, adjusted = [], []
+    print(f"{'row':64} {'recipe':34} {'planner':34}   gain  recipe err  gain w/o rc"
+          f"  gain w/ act. offload")
+    unfit, adjusted, offl = [], [], []
     for r in rows:
         args = pr.row_args(plan, r, tmp, helptext)
         if isinstance(args, str):
@@ -119,14 +122,19 @@ def main():
         # the recipe's own prediction against the measurement (+ = too fast)
         meas = r["measured"].get("tokens_per_sec_per_gpu")
         err = f"{100 * (t_rec / r['hardware']['num_gpus'] / meas - 1):+6.1f}%" if meas else "     -"
-        nofit = ""
+        nofit, off = "", ""
         if "rc:" in lay_rec:
             t_nr, _ = run_plan(unbounded_memory(args, tmp) + ["--recompute", "none"])
             if t_nr is not None:
                 unfit.append(t_free / t_nr - 1.0)
                 nofit = f"{100 * unfit[-1]:+6.1f}%"
+            t_off, _ = run_plan(args + ["--offload", "activations", "--recompute", "none"])
+            if t_off is not None:
+                offl.append(t_free / t_off - 1.0)
+                off = f"{100 * offl[-1]:+6.1f}%"
         adjusted.append(unfit[-1] if nofit else g)
-        print(f"{r['id']:64} {lay_rec:34} {lay_free:34} {100 * g:+6.1f}%  {err}     {nofit}")
+        print(f"{r['id']:64} {lay_rec:34} {lay_free:34} {100 * g:+6.1f}%  {err}     "
+              f"{nofit:7}      {off}")
     if gains:
         print(f"{len(gains)} rows: median gain {100 * statistics.median(gains):+.1f}%, "
               f"largest {100 * max(gains):+.1f}%, above 20%: {sum(g > 0.2 for g in gains)}")
@@ -137,6 +145,10 @@ def main():
         print(f"all {len(adjusted)} rows, those recipes without recompute: median gain "
               f"{100 * statistics.median(adjusted):+.1f}%, largest {100 * max(adjusted):+.1f}%, "
               f"above 20%: {sum(g > 0.2 for g in adjusted)}")
+    if offl:
+        print(f"{len(offl)} of them fit with their activations offloaded instead: gain over "
+              f"them median {100 * statistics.median(offl):+.1f}%, largest "
+              f"{100 * max(offl):+.1f}%, above 20%: {sum(g > 0.2 for g in offl)}")
     return 0
 
 
