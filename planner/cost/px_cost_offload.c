@@ -1,4 +1,5 @@
-/* px_cost_offload.c — optimizer and activation offload (px_cost_offload.h). */
+/* px_cost_offload.c — optimizer, parameter and activation offload
+ * (px_cost_offload.h). */
 #include "px_cost_offload.h"
 
 #include <math.h>

@@ -43,8 +43,7 @@ px_status px_offload_parse_list(const char *s, px_offload *o, px_error *err)
     do {
         size_t n = strcspn(p, ",");
         if (n == 0 || n >= sizeof item)
-            return PX_FAIL(err, PX_ERR_INVALID,
-                           "offload: '%s' (expected none, or a list of optimizer, activations)",
+            return PX_FAIL(err, PX_ERR_INVALID, "offload: '%s' has an empty or unknown item",
                            s ? s : "");
         memcpy(item, p, n);
         item[n] = '\0';
@@ -63,8 +62,8 @@ px_status px_offload_parse_list(const char *s, px_offload *o, px_error *err)
                            item);
         }
         if (dup)
-            return PX_FAIL(err, PX_ERR_INVALID,
-                           "offload: '%s' named twice (params holds the optimizer)", item);
+            return PX_FAIL(err, PX_ERR_INVALID, "offload: '%s' named twice%s", item,
+                           item[0] == 'a' ? "" : " (params holds the optimizer)");
         p += n;
     } while (*p++ == ',');
     return PX_OK;
