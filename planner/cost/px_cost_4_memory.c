@@ -326,6 +326,15 @@ void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
                 sm->buf_off;
 }
 
+void layer_act_ops(const px_cost_ctx *ctx, const px_parallel *par, bool moe, px_recompute r,
+                   px_act_ops *ops)
+{
+    px_act_shape sh;
+    make_shape(ctx, par, moe, r, &sh);
+    px_cost_act_layer(&sh, ops);
+    px_prec_act_adjust(&sh, par->precision, ops);
+}
+
 /* Activations of one layer of each kind under each recompute choice (all
  * three: a layer may recompute by its own choice, and a recomputing layer
  * rebuilds the none set), remembered in ctx->ops_memo for the next
@@ -345,12 +354,8 @@ void layer_ops(px_cost_ctx *ctx, const px_parallel *par,
     }
     memset(ops, 0, 2 * sizeof ops[0]);
     for (int k = 0; k < (ctx->n_moe_layers > 0 ? 2 : 1); k++)
-        for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
-            px_act_shape sh;
-            make_shape(ctx, par, k == 1, (px_recompute)r, &sh);
-            px_cost_act_layer(&sh, &ops[k][r]);
-            px_prec_act_adjust(&sh, par->precision, &ops[k][r]);
-        }
+        for (int r = 0; r < PX_RECOMPUTE_COUNT; r++)
+            layer_act_ops(ctx, par, k == 1, (px_recompute)r, &ops[k][r]);
     memcpy(mo->ops, ops, sizeof mo->ops);
     mo->tp = par->tp;
     mo->cp = par->cp;

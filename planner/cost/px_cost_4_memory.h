@@ -19,6 +19,10 @@ void param_state_bytes(const px_cost_ctx *ctx, const px_parallel *par, double de
 
 void layer_ops(px_cost_ctx *ctx, const px_parallel *par,
                px_act_ops ops[2][PX_RECOMPUTE_COUNT]);
+/* One layer's activations (MoE or dense) under recompute choice r, in the
+ * plan's precision: what layer_ops holds for that kind and choice. */
+void layer_act_ops(const px_cost_ctx *ctx, const px_parallel *par, bool moe, px_recompute r,
+                   px_act_ops *ops);
 /* Stage `stage`'s bytes by kind (sl: its layers; ops: from layer_ops). */
 void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
                      const stage_layers *sl,

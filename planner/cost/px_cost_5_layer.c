@@ -11,6 +11,7 @@
 #include "px_blocking.h"
 #include "px_cost_1_layout.h"
 #include "px_cost_2_ops.h"
+#include "px_cost_4_memory.h"
 #include "px_cost_cp.h"
 #include "px_cost_lora.h"
 #include "px_cost_moe.h"
@@ -576,11 +577,8 @@ void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     layer_comm_time(ctx, par, moe, &sh, &d, x, g_col_attn, g_col_mlp, lt);
     if (par->offload.activations)
         for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
-            px_act_shape rs;
             px_act_ops ops;
-            make_shape(ctx, par, moe, (px_recompute)r, &rs);
-            px_cost_act_layer(&rs, &ops);
-            px_prec_act_adjust(&rs, par->precision, &ops);
+            layer_act_ops(ctx, par, moe, (px_recompute)r, &ops);
             /* the windows: a layer's forward, and its backward with its rerun */
             lt->off_s[r] = px_cost_act_offload_layer_s(ctx, ops.total, lt->fwd_s,
                                                        lt->bwd_s + lt->rc_s[r]);

@@ -141,11 +141,8 @@ void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_l
                (par->offload.act_layers == 0 || layer < par->offload.act_layers);
     out->offloaded = off;
     for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
-        px_act_shape sh;
-        make_shape(ctx, par, moe, (px_recompute)r, &sh);
         px_act_ops ops;
-        px_cost_act_layer(&sh, &ops);
-        px_prec_act_adjust(&sh, par->precision, &ops);
+        layer_act_ops(ctx, par, moe, (px_recompute)r, &ops);
         out->act_bytes[r] = ops.total;
         out->recompute_s[r] = lt.rc_s[r] + (r == PX_RECOMPUTE_FULL ? lt.tp_rc_s : 0.0);
         out->offload_s[r] = off ? lt.off_s[r] : 0.0;

@@ -140,18 +140,26 @@ static void check_rules(const px_model *m)
     CHECK(px_plan_check(m, &p, &meg.caps, &err) == PX_ERR_INVALID);
 }
 
+/* A search as framework fw (loaded from `name`) runs it, without the GLPK
+ * program. */
+static void framework_search(const char *name, px_framework *fw, px_search_opts *o)
+{
+    px_error err;
+    CHECK_MSG(px_framework_load(name, NULL, fw, &err) == PX_OK, "%s", err.msg);
+    px_search_opts_init(o);
+    o->caps = &fw->caps;
+    o->run = &fw->run;
+    o->milp = false;
+}
+
 /* Megatron with the count left to the search: the plan's count fits and one
- * fewer does not; the fewer the layers, the less the copies. */
+ * fewer does not. */
 static void check_least_count(const px_model *m, const px_hw *hw)
 {
     px_error err;
     px_framework fw;
-    CHECK(px_framework_load("megatron", NULL, &fw, &err) == PX_OK);
     px_search_opts o;
-    px_search_opts_init(&o);
-    o.caps = &fw.caps;
-    o.run = &fw.run;
-    o.milp = false;
+    framework_search("megatron", &fw, &o);
     o.tp = o.pp = o.cp = 1;
     o.dp = 8;
     o.micro_batch = 2;
@@ -188,12 +196,8 @@ static void check_fallback(const px_hw *hw)
     px_error err;
     CHECK(px_model_load("llama3-70b", NULL, &m70, &err) == PX_OK);
     px_framework fw;
-    CHECK(px_framework_load("deepspeed", NULL, &fw, &err) == PX_OK);
     px_search_opts o;
-    px_search_opts_init(&o);
-    o.caps = &fw.caps;
-    o.run = &fw.run;
-    o.milp = false;
+    framework_search("deepspeed", &fw, &o);
     o.seq_len = 8192;
     o.tp = o.pp = 1;
     px_search_result *res = malloc(sizeof *res);
