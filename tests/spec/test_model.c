@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "px_model.h"
+#include "px_sliding.h"
 #include "px_test.h"
 
 static px_model load(const char *name)
@@ -68,6 +69,11 @@ int main(void)
     check_published("mixtral-8x7b", 46.70e9, 0.002, 12.9e9, 0.01);
     check_published("deepseek-v3", 671e9, 0.005, 37e9, 0.015);
     check_published("qwen3-235b-a22b", 235e9, 0.01, 22e9, 0.01);
+    /* gpt-oss model card, table 1: 116.83 B / 20.91 B in total; its active
+     * 5.13 B / 3.61 B leave out the embedding table (201088 x 2880 = 0.58 B),
+     * which the count here includes. */
+    check_published("gpt-oss-120b", 116.83e9, 0.002, 5.13e9 + 201088.0 * 2880, 0.005);
+    check_published("gpt-oss-20b", 20.91e9, 0.002, 3.61e9 + 201088.0 * 2880, 0.005);
 
     /* 70.6 B for Llama 3 70B (the lecture's count). */
     px_model l70 = load("70b");
@@ -91,6 +97,13 @@ int main(void)
     CHECK(px_model_layer_params(&q3, 0) ==
           2 * 4096 + 4096 * 64 * 128 * 2 + 2 * 4096 * 4 * 128 + 2 * 128 + 4096 * 128 +
               128 * 3 * 4096 * (int64_t)1536);
+
+    /* gpt-oss: sliding-window attention on every other layer, the first sliding. */
+    px_model oss = load("gpt-oss-120b");
+    CHECK(oss.sliding_window == 128 && oss.attention_sinks && oss.qkv_bias && oss.o_bias);
+    CHECK(px_model_layer_is_sliding(&oss, 0) && !px_model_layer_is_sliding(&oss, 1) &&
+          px_model_layer_is_sliding(&oss, 34) && !px_model_layer_is_sliding(&oss, 35));
+    CHECK(px_model_n_sliding_layers(&oss) == 18);
 
     /* The lecture's model: 12 L h^2 = 64.4e9 in its layers, 1.05e9 per embedding. */
     px_model seed = load("seed-70b");
@@ -138,7 +151,7 @@ int main(void)
     static const char *const all[] = {"llama3-8b", "llama3-70b", "70b", "llama3-405b",
                                       "gpt3-175b", "seed-70b", "mixtral-8x7b", "deepseek-v3",
                                       "qwen3-235b-a22b", "tiny-llama", "tiny-gpt", "tiny-moe",
-                                      "tiny-qwen3"};
+                                      "tiny-qwen3", "gpt-oss-120b", "gpt-oss", "gpt-oss-20b"};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         CHECK_MSG(strstr(list, all[i]) != NULL, "list lacks %s: %s", all[i], list);
         px_model m = load(all[i]);

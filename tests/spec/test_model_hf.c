@@ -45,6 +45,10 @@ static void same_as_preset(const char *dir, const char *preset)
           hf.n_kv_heads == pre.n_kv_heads && hf.head_dim == pre.head_dim &&
           hf.vocab == pre.vocab && hf.n_experts == pre.n_experts && hf.top_k == pre.top_k &&
           hf.qk_norm == pre.qk_norm && hf.tied_embeddings == pre.tied_embeddings);
+    CHECK(hf.qkv_bias == pre.qkv_bias && hf.o_bias == pre.o_bias &&
+          hf.attention_sinks == pre.attention_sinks && hf.norm_topk_prob == pre.norm_topk_prob &&
+          hf.sliding_window == pre.sliding_window &&
+          memcmp(hf.layer_sliding, pre.layer_sliding, sizeof hf.layer_sliding) == 0);
 }
 
 int main(void)
@@ -53,6 +57,7 @@ int main(void)
     same_as_preset("Mixtral-8x7B-v0.1", "mixtral-8x7b");
     same_as_preset("Qwen3-235B-A22B", "qwen3-235b-a22b");
     same_as_preset("DeepSeek-V3", "deepseek-v3");
+    same_as_preset("gpt-oss-120b", "gpt-oss-120b");
 
     px_model m;
     px_error err;
