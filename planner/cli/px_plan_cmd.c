@@ -4,6 +4,7 @@
  * and write it as a plan file.  build/plan's main and the C API (and so the
  * Python package) run this same code. */
 #include "px_plan_cmd_internal.h"
+#include "px_plan_recipe.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -169,12 +170,15 @@ px_status px_plan_command_model(int argc, char **argv, const px_model *model, FI
     px_error_clear(err);
     if (argc >= 2 && !strcmp(argv[1], "--validate"))
         return px_validate_command(argc - 1, argv + 1, out, err);
+    plan_argv line; /* the recipe's options, then the command line's */
+    PX_TRY(plan_recipe_expand(argc, argv, model != NULL, &line, err));
     plan_cli c;
     px_args_action action = PX_ARGS_RUN;
-    px_status st = parse_args(argc, argv, model != NULL, &c, &action, err);
+    px_status st = parse_args(line.argc, line.argv, model != NULL, &c, &action, err);
     if (st == PX_OK)
         st = plan_action(&c, action, model, out, err);
     free(c.sweep);
+    plan_argv_free(&line);
     return st;
 }
 

@@ -35,6 +35,7 @@ typedef struct {
     px_sweep_spec *sweep; /* --sweep, --sweep-gpus; NULL: none (owned) */
     bool precision_given; /* --precision on the command line */
     const char *top_dir;  /* --write-top */
+    const char *recipe;   /* --recipe (its options are in argv already: px_plan_recipe.h) */
 } plan_cli;
 
 /* px_plan_options.c */
@@ -42,6 +43,12 @@ extern const char usage_text[];
 extern const char usage_text_2[];
 px_status parse_args(int argc, char **argv, bool model_given, plan_cli *c,
                      px_args_action *action, px_error *err);
+/* The name an option spelling stands for ("--mbs" -> "--micro-batch"); NULL:
+ * no such option. */
+const char *plan_option_canonical(const char *name);
+/* Reads argv's options alone (each value against its allowed values), with
+ * none of the checks of a whole command line. */
+px_status plan_options_check(int argc, char **argv, px_error *err);
 px_status plan_cost_ctx(const struct px_fw_runtime *run, const px_model *model,
                         const px_hw *hw, px_cost_ctx **out, px_error *err);
 

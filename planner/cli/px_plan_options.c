@@ -31,6 +31,7 @@
 
 const char usage_text[] =
     "usage: plan --model NAME|FILE|DIR --gpus G [options]\n"
+    "       plan --recipe NAME|FILE [options]\n"
     "       plan --validate [FILE] [--json] [--check]   (as build/validate: docs/validation.md)\n"
     "       plan --list-models | --list-hw | --version\n"
     "\n"
@@ -40,6 +41,9 @@ const char usage_text[] =
     "\n"
     "  --model NAME|FILE|DIR  model preset (models/), a preset / Hugging Face config.json,\n"
     "                         or a Hugging Face model folder (reads DIR/config.json)\n"
+    "  --recipe NAME|FILE     a published recipe's options (recipes/: llama3-70b-lora, ...):\n"
+    "                         its model, GPUs, layout, batch and fine-tuning; the options\n"
+    "                         given here win over the recipe's\n"
     "  --gpus G               number of GPUs\n"
     "  --hw NAME|FILE         hardware profile (hw_profiles/; default " PX_HW_DEFAULT ")\n"
     "  --framework NAME|FILE  the framework that will run the plan (frameworks/: parallax,\n"
@@ -359,6 +363,7 @@ static px_status read_milp_budget(void *s, const char *flag, const char *v, px_e
 #define BIG (double)(1LL << 40)
 static const px_arg plan_rows[] = {
     PX_ARG_STR("--model", plan_cli, model),
+    PX_ARG_STR("--recipe", plan_cli, recipe),
     PX_ARG_STR("--hw", plan_cli, hw),
     PX_ARG_STR("--framework", plan_cli, framework),
     PX_ARG_STR("--framework-release", plan_cli, framework_release),
@@ -425,6 +430,24 @@ void px_plan_option_names_json(char *buf, size_t buf_len)
 int px_plan_option_takes_value(const char *name)
 {
     return px_args_takes_value(plan_rows, N_PLAN_ROWS, name);
+}
+
+px_status plan_options_check(int argc, char **argv, px_error *err)
+{
+    plan_cli scratch;
+    memset(&scratch, 0, sizeof scratch);
+    px_search_opts_init(&scratch.opts);
+    px_args_result res;
+    px_status st = px_args_parse(plan_rows, N_PLAN_ROWS, argc, argv, &scratch, 0, &res, err);
+    if (st == PX_OK)
+        px_args_free(&res);
+    free(scratch.sweep);
+    return st;
+}
+
+const char *plan_option_canonical(const char *name)
+{
+    return px_args_canonical(plan_rows, N_PLAN_ROWS, name);
 }
 
 /* What a sweep cannot run beside: a swept key's own option, the options

@@ -13,6 +13,7 @@
 #include "px_args.h"
 #include "px_cost.h"
 #include "px_cost_precision.h"
+#include "px_finetune.h"
 #include "px_framework.h"
 #include "px_html.h"
 #include "px_partition_refine.h"
@@ -400,6 +401,19 @@ static void print_precision(FILE *out, const px_hw *hw, const px_search_opts *o)
     fprintf(out, "\n");
 }
 
+/* What is trained, when it is not pre-training. */
+static void print_training(FILE *out, const px_finetune *f)
+{
+    if (f->mode == PX_FT_FULL)
+        fprintf(out, "# training: full fine-tuning (every weight trained, as pre-training)\n");
+    if (!px_finetune_is_lora(f))
+        return;
+    char targets[64];
+    px_lora_targets_format(f->targets, targets, sizeof targets);
+    fprintf(out, "# training: LoRA on a frozen base, rank %d, alpha %g, adapters on %s\n",
+            f->rank, f->alpha, targets);
+}
+
 /* The search's '#' header lines of the table. */
 static void table_header(FILE *out, const plan_cli *c, const px_model *model, const px_hw *hw,
                          const px_framework *fw, const px_search_result *res,
@@ -414,6 +428,10 @@ static void table_header(FILE *out, const plan_cli *c, const px_model *model, co
             hw->torus ? ", torus" : "");
     fprintf(out, "# framework: %s (%s)%s%s\n", fw->name, fw->path,
             fw->release[0] ? ", release " : "", fw->release);
+    if (c->recipe)
+        fprintf(out, "# recipe: %s (its options, under the ones given on the command line)\n",
+                c->recipe);
+    print_training(out, &c->opts.finetune);
     if (res->batch_note[0])
         fprintf(out, "# %s\n", res->batch_note);
     fprintf(out, "# sequence %lld, global batch %lld sequences = %lld tokens; memory limit %.1f "

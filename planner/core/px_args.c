@@ -340,3 +340,10 @@ int px_args_takes_value(const px_arg *rows, int n_rows, const char *name)
     int t = target_row(rows, n_rows, i);
     return t >= 0 && row_takes_value(&rows[t]) ? 1 : 0;
 }
+
+const char *px_args_canonical(const px_arg *rows, int n_rows, const char *name)
+{
+    int i = row_index(rows, n_rows, name);
+    int t = i < 0 ? -1 : target_row(rows, n_rows, i);
+    return t < 0 ? NULL : rows[t].name;
+}

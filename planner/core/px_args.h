@@ -96,6 +96,12 @@ void px_args_names_json(const px_arg *rows, int n_rows, char *buf, size_t buf_le
  * switch), -1 no such option. */
 int px_args_takes_value(const px_arg *rows, int n_rows, const char *name);
 
+/* The spelling of the row name stands for ("--mbs" -> "--micro-batch",
+ * "--no-sp" -> "--sp"; a row that is no alias: its own name); NULL when
+ * there is no such option.  Two spellings of one option have one canonical
+ * name, so a caller can tell whether an option was given under any of them. */
+const char *px_args_canonical(const px_arg *rows, int n_rows, const char *name);
+
 /* For a tool's main: the message for a failed command ("plan: --gpus
  * needs a value\n(plan --help lists the options)" for a usage error,
  * "plan: error: MESSAGE" otherwise, no final newline) and the exit status

@@ -21,7 +21,7 @@ export PKG_CONFIG_PATH="$(dirname "$pc")"
 P=$D$(pkg-config --variable=prefix parallax)
 for f in bin/plan bin/validate bin/execute bin/calibrate bin/compare include/parallax.h \
          share/parallax/models/llama3-70b.json share/parallax/hw_profiles/h100-sxm.json \
-         share/parallax/frameworks/megatron.json; do
+         share/parallax/frameworks/megatron.json share/parallax/recipes/llama3-70b-lora.json; do
   [ -e "$P/$f" ] || bad "not installed: $f"
 done
 lib=$(find "$P" -name 'libparallax.so.1' | head -1)

@@ -99,6 +99,15 @@ same_as_cli("tiny-llama", 4, dict(tp=2, pp=2, dp=1, micro_batch=2, global_batch=
 same_as_cli("70b", 1024, dict(partition="uniform", top=5, tokens="2T"))
 same_as_cli("qwen3-235b", 256, dict(partition="uniform", hw="h200", top=3))
 same_as_cli("tiny-gpt", 2, dict(partition="uniform"))
+# A recipe: its options are plan's, under the ones given beside it.
+got = parallax.plan(recipe="llama3-70b-lora", gpus=16)
+out, err, rc = cli("--recipe", "llama3-70b-lora", "--gpus", "16", "--json")
+check(rc == 0, "plan --recipe --json: exit %d: %s" % (rc, err))
+if rc == 0:
+    d = first_difference(without_timings(got), without_timings(json.loads(out)))
+    check(d is None, "plan(recipe=...) differs from plan --recipe at %s" % d)
+    check(got["gpus"] == 16 and got["plan"]["parallel"]["finetune"]["mode"] == "lora",
+          "the recipe's LoRA and the given GPU count")
 # underscores and booleans: no_sp=True is --no-sp
 r = parallax.plan(model="70b", gpus=64, tp=8, pp=4, dp=2, micro_batch=1, no_sp=True)
 check(r["plans"][0]["parallel"]["sp"] is False, "no_sp=True turns sequence parallelism off")
