@@ -104,6 +104,9 @@ typedef struct {
     int elem_bytes;        /* activation dtype: 2 bf16, 4 fp32 */
     int tp;                /* t */
     bool sp;               /* sequence parallel */
+    bool sp_gathered_in;   /* with sp: the QKV and dense-MLP inputs are kept all-gathered
+                            * (whole sequence), as DTensor's redistribute to Replicate
+                            * leaves them (px_fw_runtime.sp_keeps_gathered_input) */
     bool flash;            /* FlashAttention: no s×s matrix, softmax stats kept */
     int extra_norms;       /* norms beyond the two of a layer (Gemma's sandwich norms on
                             * the attention's and the MLP's output: 2) */

@@ -41,6 +41,7 @@ void make_shape(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
                   !(ctx->run && ctx->run->dropout_off);
     sh->tp = par->tp;
     sh->sp = par->sp && par->tp > 1;
+    sh->sp_gathered_in = sh->sp && ctx->run && ctx->run->sp_keeps_gathered_input;
     sh->flash = par->flash_attention;
     sh->extra_norms = px_model_layer_norms(m) - 2;
     sh->recompute = rc;
@@ -254,7 +255,10 @@ void px_cost_act_layer(const px_act_shape *sh, px_act_ops *o)
     /* an RMSNorm's backward needs its input: for a sandwich norm the
      * branch's output after TP's reduce (SP-sharded like the others) */
     o->extra_norm_in = sh->extra_norms * e * sbh / tsp;
-    o->qkv_in = e * sbh / tsp;
+    /* the column-parallel linears' input: the SP shard, gathered again in
+     * the backward (Megatron), or the gathered whole kept (torchtitan) */
+    double gathered = sh->sp_gathered_in ? 1.0 : tsp;
+    o->qkv_in = e * sbh / gathered;
     if (sh->q_lora > 0.0 || sh->kv_lora > 0.0)
         o->latent = e * sb * (sh->q_lora + sh->kv_lora + sh->rope_dim);
     o->q = e * sb * a_t * sh->dq;
@@ -275,7 +279,8 @@ void px_cost_act_layer(const px_act_shape *sh, px_act_ops *o)
     }
     o->proj_in = e * sb * a_t * sh->dv;
     o->attn_mask = sh->dropout ? sbh / tsp : 0.0;
-    o->mlp_in = e * sbh / tsp;
+    /* a MoE layer's router and dispatch read the SP shard itself */
+    o->mlp_in = e * sbh / (sh->moe ? tsp : gathered);
     o->mlp_mask = sh->dropout ? sbh / tsp : 0.0;
     double up = sh->gated ? 2.0 : 1.0; /* SwiGLU keeps gate and up outputs */
     if (sh->moe) {

@@ -363,7 +363,12 @@ static void score_states(const search_spec *sp, px_cost_ctx *ctx, px_parallel *p
     else if (pp == 1)
         scheds[n_s++] = PX_SCHED_1F1B;
     else {
-        scheds[n_s++] = PX_SCHED_GPIPE;
+        /* GPipe has 1F1B's bubble and holds all m micro-batches' activations
+         * where 1F1B holds p (Narayanan et al. 2021, section 2.2.1):
+         * searched only where the framework runs no 1F1B (--schedule gpipe
+         * plans it anyway) */
+        if (!sp->caps->schedules[PX_SCHED_1F1B])
+            scheds[n_s++] = PX_SCHED_GPIPE;
         scheds[n_s++] = PX_SCHED_1F1B;
         scheds[n_s++] = PX_SCHED_ZB_H1;
         scheds[n_s++] = PX_SCHED_ZB_H2;

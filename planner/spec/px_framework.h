@@ -121,6 +121,10 @@ typedef struct px_fw_runtime {
                                       * under the backward of the layer after it (false:
                                       * when its own backward needs it); optional,
                                       * default false */
+    bool sp_keeps_gathered_input;    /* sequence parallelism: the column-parallel linears keep
+                                      * the all-gathered input (the whole sequence) for their
+                                      * weight gradient, not the shard gathered again in the
+                                      * backward (px_cost_act_layer); optional, default false */
     bool selective_op_policy;        /* selective recompute keeps the outputs of every other
                                       * matmul and of the attention kernel and reruns the
                                       * rest (torchtitan's op-level SAC), not Megatron's

@@ -117,6 +117,30 @@ static void llama_exact(void)
     px_act_ops o4;
     px_cost_act_layer(&sh, &o4);
     CHECK_CLOSE(o4.total - o4.softmax_stats, 2 * (o.total - o.softmax_stats), 1e-12, 0);
+
+    /* DTensor's SP (torchtitan): the QKV and MLP inputs kept gathered, the
+     * whole sequence each; the rest as Megatron's */
+    sh.elem_bytes = 2;
+    sh.sp_gathered_in = true;
+    px_act_ops g;
+    px_cost_act_layer(&sh, &g);
+    CHECK_CLOSE(g.qkv_in, e * sb * h, 1e-12, 0);
+    CHECK_CLOSE(g.mlp_in, e * sb * h, 1e-12, 0);
+    CHECK_CLOSE(g.total - o.total, 2 * e * sb * h * (1.0 - 1.0 / t), 1e-12, 0);
+    /* full recompute keeps the layer input alone, sharded */
+    sh.recompute = PX_RECOMPUTE_FULL;
+    px_cost_act_layer(&sh, &g);
+    CHECK_CLOSE(g.total, e * sb * h / t, 1e-12, 0);
+    sh.recompute = PX_RECOMPUTE_NONE;
+    /* a MoE layer's router reads the shard: only the QKV input is gathered */
+    sh.moe = true;
+    sh.n_experts = 8;
+    sh.top_k = 2;
+    sh.moe_f = 1024;
+    sh.ep = sh.etp = 1;
+    px_cost_act_layer(&sh, &g);
+    CHECK_CLOSE(g.qkv_in, e * sb * h, 1e-12, 0);
+    CHECK_CLOSE(g.mlp_in, e * sb * h / t, 1e-12, 0);
 }
 
 static void schedules(void)
