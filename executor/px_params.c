@@ -46,6 +46,14 @@ static px_status add_seg(px_param_table *t, int64_t id, int64_t full_rows, int64
     return PX_OK;
 }
 
+px_status px_params_add_seg(px_param_table *t, int64_t id, int64_t full_rows, int64_t full_cols,
+                            int64_t row0, int64_t n_rows, int64_t col0, int64_t n_cols,
+                            px_init_kind init, bool repl, int64_t *offset_out, px_error *err)
+{
+    return add_seg(t, id, full_rows, full_cols, row0, n_rows, col0, n_cols, init, repl,
+                   offset_out, err);
+}
+
 /* A full vector [n, 1] replicated on every TP rank. */
 static px_status add_vec(px_param_table *t, int64_t id, int64_t n, px_init_kind init,
                          int64_t *off, px_error *err)

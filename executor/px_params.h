@@ -44,6 +44,28 @@ enum { PX_T_Q_NORM_W = 31, PX_T_K_NORM_W = 30, PX_T_SH_W_GATE = 29, PX_T_SH_W_UP
 #define PX_TID_LAYER0 100
 #define PX_TID_LAYER(layer, kind) (PX_TID_LAYER0 + (int64_t)(layer) * 32 + (kind))
 
+/* LoRA adapters (px_lora.c) have ids of their own, far above every layer's:
+ * PX_TID_LORA(layer, kind), 16 kinds a layer.  A of a target is [r, in];
+ * its B is [out, r], in the row blocks of the base weight (q, k, v; gate,
+ * up), so B splits over TP as the base weight's rows do. */
+enum {
+    PX_T_LORA_A_QKV = 0, PX_T_LORA_B_Q, PX_T_LORA_B_K, PX_T_LORA_B_V, PX_T_LORA_A_PROJ,
+    PX_T_LORA_B_PROJ, PX_T_LORA_A_FC1, PX_T_LORA_B_FC1, PX_T_LORA_B_UP, PX_T_LORA_A_FC2,
+    PX_T_LORA_B_FC2
+};
+#define PX_TID_LORA0 ((int64_t)1 << 40)
+#define PX_TID_LORA(layer, kind) (PX_TID_LORA0 + (int64_t)(layer) * 16 + (kind))
+
+/* LoRA keeps the base model in a second, frozen table (px_exec.c: no
+ * gradients, no optimizer state); the engine's offsets of those tensors
+ * carry this bit, so px_ex_w reads them from the frozen buffer and px_ex_g
+ * gives none. */
+#define PX_OFF_FROZEN ((int64_t)1 << 62)
+static inline bool px_off_frozen(int64_t off)
+{
+    return off >= 0 && (off & PX_OFF_FROZEN) != 0;
+}
+
 typedef struct {
     int64_t tensor_id;
     int64_t full_rows, full_cols;
@@ -77,6 +99,9 @@ typedef struct {
      * shared experts' gate|up rows of this TP rank [2 fs_l, h] and down
      * columns [h, fs_l] (fs_l = n_shared moe_ffn / tp), in the dense region. */
     int64_t q_norm, k_norm, sw1, sw2;
+    /* LoRA adapters per target (index: bit of PX_LORA_QKV .. PX_LORA_FC2):
+     * A and B of this rank (px_lora.h), -1 when the target has none. */
+    int64_t lora_a[4], lora_b[4];
 } px_layer_params;
 
 typedef struct {
@@ -117,6 +142,13 @@ void px_chunk_layers(const px_parallel *par, int64_t n_layers, int k, int64_t *f
 /* The rows of the embedding and LM-head tables at tensor-parallel size tp:
  * the vocabulary padded to a multiple of tp (the executors' px_caps). */
 int64_t px_params_vocab_rows(const px_model *m, int tp);
+
+/* Appends a segment of tensor id: rows [row0, +n_rows) x cols [col0, +n_cols)
+ * of the full [full_rows, full_cols] tensor (repl: the same on every TP
+ * rank); *offset_out (when not NULL) gets its offset. */
+px_status px_params_add_seg(px_param_table *t, int64_t id, int64_t full_rows, int64_t full_cols,
+                            int64_t row0, int64_t n_rows, int64_t col0, int64_t n_cols,
+                            px_init_kind init, bool repl, int64_t *offset_out, px_error *err);
 
 px_status px_params_build(px_param_table *tab, const px_model *m, const px_parallel *par,
                           int tp_rank, int stage, px_error *err);
