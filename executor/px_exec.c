@@ -13,6 +13,7 @@
 #include "px_bf16.h"
 #include "px_exec_internal.h"
 #include "px_io.h"
+#include "px_lora.h"
 #include "px_mla.h"
 #include "px_trace.h"
 #include "px_sliding.h"
@@ -62,6 +63,8 @@ static void pos_run(px_exec *ex, int64_t row, int64_t n, int64_t pos, void *arg)
 static px_status positions(px_exec *ex, void *x, bool bwd, px_error *err)
 {
     int64_t off = ex->tab.pos_emb;
+    if (bwd && !px_ex_trained(off)) /* frozen (LoRA) */
+        return PX_OK;
     PX_TRY(bwd ? px_ex_use_g(ex, off, err) : px_ex_use_w(ex, off, err));
     pos_arg a = {x, bwd};
     px_ex_pos_runs(ex, ex->row0_sp, ex->row0_sp + ex->S_local, pos_run, &a);
@@ -137,21 +140,27 @@ static px_status exchange(px_exec *ex, int t, int *cursor, px_msg *out, px_error
  * in an MoE layer (ew1 < 0 otherwise: a no-op). */
 static px_status layer_use(px_exec *ex, const px_layer_params *lp, bool grads, px_error *err)
 {
+    int64_t lora = px_lora_unit_off(lp); /* (the base's are no-ops when frozen) */
     if (grads) {
         PX_TRY(px_ex_use_g(ex, lp->ln1_w, err));
+        PX_TRY(px_ex_use_g(ex, lora, err));
         return px_ex_use_g(ex, lp->ew1, err);
     }
     PX_TRY(px_ex_use_w(ex, lp->ln1_w, err));
+    PX_TRY(px_ex_use_w(ex, lora, err));
     return px_ex_use_w(ex, lp->ew1, err);
 }
 
 static px_status layer_done(px_exec *ex, const px_layer_params *lp, bool grads, px_error *err)
 {
+    int64_t lora = px_lora_unit_off(lp);
     if (grads) {
         PX_TRY(px_ex_done_g(ex, lp->ln1_w, err));
+        PX_TRY(px_ex_done_g(ex, lora, err));
         return px_ex_done_g(ex, lp->ew1, err);
     }
     px_ex_done_w(ex, lp->ln1_w);
+    px_ex_done_w(ex, lora);
     px_ex_done_w(ex, lp->ew1);
     return PX_OK;
 }
@@ -289,27 +298,31 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_msg *out, px_er
         if (ex->V_own > 0)
             k->xent_bwd(ca->logits, ca->logits, xmax, xsum, ca->targets, (float)(1.0 / tokens),
                         T, ex->V_own, ex->tp_rank * ex->V_l);
+        /* The head's weight gradient: now, in W (zero-bubble), or never
+         * (LoRA: frozen; then neither fn_out nor the logits wait for W). */
+        bool head_w = px_ex_trained(ex->tab.lm_head), now = head_w && !defer;
+        bool keep = defer && head_w;
         void *g = NULL, *dg = NULL, *dfn = NULL;
-        if (!defer) {
+        if (now) {
             g = ca->fn_out;
             if (ex->sp)
                 PX_TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
         }
         PX_TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, T * h, &dg, err));
         PX_TRY(px_ex_use_w(ex, ex->tab.lm_head, err));
-        if (!defer)
+        if (now)
             PX_TRY(px_ex_use_g(ex, ex->tab.lm_head, err));
         if (ex->V_own > 0)
-            k->matmul_bwd(dg, defer ? NULL : G(ex->tab.lm_head), NULL, ca->logits, g,
+            k->matmul_bwd(dg, now ? G(ex->tab.lm_head) : NULL, NULL, ca->logits, g,
                           W(ex->tab.lm_head), T, h, ex->V_own);
         else
             be->zero(be, dg, T * h * px_dtype_bytes(ex->act_dtype));
-        if (!defer)
+        if (now)
             PX_TRY(px_ex_done_g(ex, ex->tab.lm_head, err));
         px_ex_done_w(ex, ex->tab.lm_head);
         if (g && g != ca->fn_out)
             px_ex_free(ex, &g);
-        if (!defer) /* else the logits gradient and fn_out wait for W */
+        if (!keep) /* else the logits gradient and fn_out wait for W */
             px_ex_free(ex, &ca->logits);
         px_ex_free(ex, &ca->xent);
         PX_TRY(px_ex_tp_reduce(ex, dg, &dfn, PX_MEM_TEMP, err));
@@ -322,7 +335,7 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_msg *out, px_er
         px_ex_done_w(ex, ex->tab.final_norm_w);
         px_ex_free(ex, &dfn);
         px_ex_free(ex, &ca->fn_in);
-        if (!defer)
+        if (!keep)
             px_ex_free(ex, &ca->fn_out);
         px_ex_free(ex, &ca->fn_mean);
         px_ex_free(ex, &ca->fn_rstd);
@@ -352,15 +365,17 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_msg *out, px_er
     if (c->is_first) {
         if (ex->has_pos)
             PX_TRY(positions(ex, dx, true, err));
-        void *full = dx;
-        if (ex->sp)
-            PX_TRY(px_ex_tp_gather(ex, dx, &full, err));
-        PX_TRY(px_ex_use_g(ex, ex->tab.word_emb, err));
-        k->embedding_bwd(G(ex->tab.word_emb), full, ca->tokens, T, h, ex->tp_rank * ex->V_l,
-                         (ex->tp_rank + 1) * ex->V_l);
-        PX_TRY(px_ex_done_g(ex, ex->tab.word_emb, err));
-        if (full != dx)
-            px_ex_free(ex, &full);
+        if (px_ex_trained(ex->tab.word_emb)) { /* (LoRA: frozen, no gradient) */
+            void *full = dx;
+            if (ex->sp)
+                PX_TRY(px_ex_tp_gather(ex, dx, &full, err));
+            PX_TRY(px_ex_use_g(ex, ex->tab.word_emb, err));
+            k->embedding_bwd(G(ex->tab.word_emb), full, ca->tokens, T, h, ex->tp_rank * ex->V_l,
+                             (ex->tp_rank + 1) * ex->V_l);
+            PX_TRY(px_ex_done_g(ex, ex->tab.word_emb, err));
+            if (full != dx)
+                px_ex_free(ex, &full);
+        }
         px_ex_free(ex, &dx);
     } else {
         *out = (px_msg){dx, c->model_chunk, (int)micro};
@@ -378,7 +393,7 @@ static px_status chunk_wgrad(px_exec *ex, int j, int64_t micro, px_error *err)
 {
     const px_chunk_params *c = &ex->tab.chunks[j];
     px_chunk_act *ca = &ex->stash[j * ex->m + micro];
-    if (c->is_last) {
+    if (c->is_last && px_ex_trained(ex->tab.lm_head)) { /* (LoRA: frozen, nothing kept) */
         void *g = ca->fn_out;
         if (ex->sp)
             PX_TRY(px_ex_tp_gather(ex, ca->fn_out, &g, err));
@@ -436,10 +451,9 @@ static px_status reduce_grads(px_exec *ex, px_error *err)
         PX_TRY(be->all_reduce(be, ex->grads + ex->n_dense, ex->n_exp, PX_F32, PX_REDUCE_SUM,
                            &ex->edp, err));
     /* Tied embeddings split over the first and last stage. */
-    if (ex->emb.mpi != MPI_COMM_NULL) {
-        int64_t off = ex->stage == 0 ? ex->tab.word_emb : ex->tab.lm_head;
-        PX_TRY(be->all_reduce(be, G(off), ex->V_l * ex->h, PX_F32, PX_REDUCE_SUM, &ex->emb, err));
-    }
+    int64_t emb = ex->stage == 0 ? ex->tab.word_emb : ex->tab.lm_head;
+    if (ex->emb.mpi != MPI_COMM_NULL && px_ex_trained(emb)) /* (LoRA: frozen) */
+        PX_TRY(be->all_reduce(be, G(emb), ex->V_l * ex->h, PX_F32, PX_REDUCE_SUM, &ex->emb, err));
     return PX_OK;
 }
 

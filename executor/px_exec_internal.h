@@ -55,6 +55,8 @@ typedef struct {
     /* Shared experts (px_shared_expert.c), as the dense MLP's h1 and h2. */
     void *sh_h1;               /* [T, 2 fs_l] gate|up */
     void *sh_h2;               /* [T, fs_l] SwiGLU output */
+    /* LoRA (px_lora.c): (alpha / r) A x of each target, [T, r]. */
+    void *lora_u[4];
 } px_layer_act;
 
 /* One (local chunk, micro-batch) in flight.  void * tensors are in the
@@ -172,6 +174,15 @@ struct px_exec {
     float *loss_tok; /* [m][T] those token losses on the device (last stage) */
     int32_t *qk_rows; /* qk_norm's row gather and scatter maps (px_qknorm.c) */
     int64_t fs_l;     /* shared experts: this TP rank's n_shared moe_ffn / tp */
+    /* LoRA (px_lora.c): tab holds the adapters; the base model is ftab, its
+     * weights fparams (compute dtype, never updated); lora_s the scale
+     * (alpha / r) I [r, r]; gsink where the frozen norms' kernels put the
+     * weight gradients nobody reads.  ftab is empty and the rest NULL
+     * otherwise. */
+    px_param_table ftab;
+    void *fparams, *lora_s;
+    float *gsink;
+    int64_t lora_r;
 };
 
 /* The fp32 weights AdamW updates: the master (bf16 storage) or the weights
@@ -247,18 +258,39 @@ px_status px_ex_gather_all(px_exec *ex, float *host, px_error *err);
 /* The compute copy of the weights at table offset off (activation dtype). */
 static inline void *px_ex_w(px_exec *ex, int64_t off)
 {
+    if (px_off_frozen(off))
+        return px_ex_at(ex, ex->fparams, off & ~PX_OFF_FROZEN);
     if (ex->zero < 3)
         return px_ex_at(ex, ex->params, off);
     px_unit *u = px_ex_unit(ex, off);
     return u && u->w ? px_ex_at(ex, u->w, off - u->start) : NULL;
 }
 
+/* NULL for a frozen tensor: its weight gradient is not taken. */
 static inline float *px_ex_g(px_exec *ex, int64_t off)
 {
+    if (px_off_frozen(off))
+        return NULL;
     if (ex->zero < 2)
         return ex->grads + off;
     px_unit *u = px_ex_unit(ex, off);
     return u && u->g ? u->g + (off - u->start) : NULL;
+}
+
+/* Whether the tensor at table offset off trains (exists and is not frozen). */
+static inline bool px_ex_trained(int64_t off)
+{
+    return off >= 0 && !px_off_frozen(off);
+}
+
+/* The weight gradient of a norm at off, or for a frozen one slot k (0, 1)
+ * of the sink, which its kernel may add into (the norm kernels always take
+ * their weight gradient). */
+static inline float *px_ex_gsink(px_exec *ex, int64_t off, int k)
+{
+    if (!px_off_frozen(off))
+        return px_ex_g(ex, off);
+    return ex->gsink + k * (ex->h > ex->hd ? ex->h : ex->hd);
 }
 
 /* Recompute mode of global layer l. */

@@ -13,6 +13,7 @@
 #include "px_bf16.h"
 #include "px_exec_internal.h"
 #include "px_io.h"
+#include "px_lora.h"
 #include "px_mla.h"
 #include "px_trace.h"
 #include "px_sliding.h"
@@ -357,9 +358,14 @@ static px_status exec_params(px_exec *ex, px_error *err)
 {
     const px_model *m = &ex->plan.model;
     const px_parallel *p = &ex->plan.par;
-    /* Parameters: one buffer each for weights, gradients and the two moments. */
-    PX_TRY(px_params_build_etp(&ex->tab, m, p, ex->tp_rank, ex->stage, ex->ep.rank, ex->etp.rank,
-                            err));
+    /* Parameters: one buffer each for weights, gradients and the two moments
+     * (LoRA: of the adapters; the frozen base is a table of its own). */
+    bool lora = px_finetune_is_lora(&p->finetune);
+    if (lora)
+        PX_TRY(px_lora_tables(&ex->tab, &ex->ftab, m, p, ex->tp_rank, ex->stage, err));
+    else
+        PX_TRY(px_params_build_etp(&ex->tab, m, p, ex->tp_rank, ex->stage, ex->ep.rank,
+                                   ex->etp.rank, err));
     ex->n_params = ex->tab.n_elems;
     /* The distributed optimizer shards over every rank that sums the
      * gradients: dp x cp.  Dense region first (padded to a multiple of
@@ -392,6 +398,8 @@ static px_status exec_params(px_exec *ex, px_error *err)
     PX_TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_v, err));
     PX_TRY(init_weights(ex, n_weights, n_moments, err));
     PX_TRY(px_ex_decay_build(ex, err));
+    if (lora)
+        PX_TRY(px_lora_setup(ex, err));
 
     return PX_OK;
 }
@@ -557,43 +565,49 @@ px_status px_exec_dump_weights(px_exec *ex, const char *dir, px_error *err)
     PX_TRY(px_io_make_dir(dir, err));
     char path[1024];
     snprintf(path, sizeof path, "%s/rank%d.bin", dir, ex->world_rank);
-    float *host = malloc((size_t)(ex->n_params > 0 ? ex->n_params : 1) * sizeof *host);
+    /* LoRA: the frozen base's tensors first (their compute copy, widened),
+     * then the adapters; nf = 0 otherwise. */
+    int64_t nf = ex->ftab.n_elems, n = nf + ex->n_params;
+    float *host = malloc((size_t)(n > 0 ? n : 1) * sizeof *host);
     if (!host)
         return PX_FAIL(err, PX_ERR_NOMEM, "dump: out of memory");
-    px_status st = master_to_host(ex, host, err); /* the fp32 master in both storages */
+    px_status st = nf > 0 ? px_lora_frozen_to_host(ex, host, err) : PX_OK;
+    if (!st) /* the fp32 master in both storages */
+        st = master_to_host(ex, host + nf, err);
     if (st) {
         free(host);
         return st;
     }
     /* Little-endian fp32, byte by byte so the format is host-independent. */
-    unsigned char *bytes = malloc((size_t)(ex->n_params > 0 ? ex->n_params : 1) * 4);
+    unsigned char *bytes = malloc((size_t)(n > 0 ? n : 1) * 4);
     if (!bytes) {
         free(host);
         return PX_FAIL(err, PX_ERR_NOMEM, "dump: out of memory");
     }
-    for (int64_t i = 0; i < ex->n_params; i++) {
+    for (int64_t i = 0; i < n; i++) {
         uint32_t u;
         memcpy(&u, &host[i], 4);
         for (int b = 0; b < 4; b++)
             bytes[4 * i + b] = (unsigned char)(u >> (8 * b));
     }
     free(host);
-    st = px_io_write_atomic(path, bytes, (size_t)ex->n_params * 4, err);
+    st = px_io_write_atomic(path, bytes, (size_t)n * 4, err);
     free(bytes);
     if (st)
         return st;
     snprintf(path, sizeof path, "%s/rank%d.tsv", dir, ex->world_rank);
-    size_t cap = (size_t)(ex->tab.n_segs > 0 ? ex->tab.n_segs : 1) * 8 * 21 + 1, used = 0;
+    size_t cap = (size_t)(ex->ftab.n_segs + ex->tab.n_segs + 1) * 8 * 21 + 1, used = 0;
     char *text = malloc(cap);
     if (!text)
         return PX_FAIL(err, PX_ERR_NOMEM, "dump: out of memory");
-    for (int i = 0; i < ex->tab.n_segs; i++) {
-        const px_param_seg *s = &ex->tab.segs[i];
+    for (int i = 0; i < ex->ftab.n_segs + ex->tab.n_segs; i++) {
+        bool base = i < ex->ftab.n_segs;
+        const px_param_seg *s = base ? &ex->ftab.segs[i] : &ex->tab.segs[i - ex->ftab.n_segs];
         used += (size_t)snprintf(text + used, cap - used, "%lld %lld %lld %lld %lld %lld %lld %lld\n",
                                  (long long)s->tensor_id, (long long)s->full_rows,
                                  (long long)s->full_cols, (long long)s->row0,
                                  (long long)s->n_rows, (long long)s->col0,
-                                 (long long)s->n_cols, (long long)s->offset);
+                                 (long long)s->n_cols, (long long)(s->offset + (base ? 0 : nf)));
     }
     st = px_io_write_atomic(path, text, used, err);
     free(text);
@@ -625,6 +639,7 @@ void px_exec_destroy(px_exec *ex)
     free(ex->host_grads);
     px_data_close(&ex->data);
     px_params_free(&ex->tab);
+    px_params_free(&ex->ftab);
     if (ex->be) {
         free_comm(ex, &ex->tp);
         free_comm(ex, &ex->pp);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "px_exec_internal.h"
+#include "px_lora.h"
 #include "px_mla.h"
 
 /* Through px_ex_w / px_ex_g: the full buffers, or a ZeRO-2/3 unit window. */
@@ -31,11 +32,12 @@ px_status px_ex_norm_fwd(px_exec *ex, void *out, float **mean, float **rstd, con
 void px_ex_norm_bwd(px_exec *ex, void *dx, const void *dout, const void *x, int64_t w_off,
                     int64_t b_off, const float *mean, const float *rstd)
 {
+    float *gw = px_ex_gsink(ex, w_off, 0); /* frozen (LoRA): into the sink */
     if (ex->llama)
-        ex->k->rmsnorm_bwd(dx, G(w_off), dout, x, W(w_off), rstd, ex->Ts, ex->h);
+        ex->k->rmsnorm_bwd(dx, gw, dout, x, W(w_off), rstd, ex->Ts, ex->h);
     else
-        ex->k->layernorm_bwd(dx, G(w_off), G(b_off), dout, x, W(w_off), mean, rstd, ex->Ts,
-                             ex->h);
+        ex->k->layernorm_bwd(dx, gw, px_ex_gsink(ex, b_off, 1), dout, x, W(w_off), mean, rstd,
+                             ex->Ts, ex->h);
 }
 
 
@@ -54,6 +56,8 @@ void px_layer_act_free(px_exec *ex, px_layer_act *a)
         px_ex_free(ex, f32[i]);
     for (size_t i = 0; i < sizeof i32 / sizeof i32[0]; i++)
         px_ex_free(ex, i32[i]);
+    for (int t = 0; t < 4; t++)
+        px_ex_free(ex, &a->lora_u[t]);
     px_moe_route_free(a);
     px_mla_act_free(ex, a);
 }
@@ -262,6 +266,7 @@ px_status px_layer_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, 
         PX_TRY(px_mla_qkv_fwd(ex, lp, a, g, err));
     else
         k->matmul_fwd(a->qkv, g, W(lp->wqkv), WOPT(lp->bqkv), T, h, ex->qkv_l);
+    PX_TRY(px_lora_col_fwd(ex, lp, a, PX_LORA_T_QKV, g, a->qkv, err));
     col_input_done(ex, a->n1_out, &g);
     PX_TRY(px_qknorm_fwd(ex, lp, a, A, err));
     if (ex->llama && !ex->mla)
@@ -283,6 +288,7 @@ px_status px_layer_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, 
     PX_TRY(px_ex_tp_reduce(ex, o, &o_s, PX_MEM_TEMP, err));
     if (lp->bo >= 0)
         k->bias_add_fwd(o_s, W(lp->bo), Ts, h);
+    PX_TRY(px_lora_row_fwd(ex, lp, a, PX_LORA_T_PROJ, a->att, o_s, err));
     PX_TRY(px_ex_alloc_act(ex, A, Ts * h, &a->x_mid, err));
     k->residual_fwd(a->x_mid, a->x_in, o_s, Ts * h);
     px_ex_free(ex, &o_s);
@@ -297,6 +303,7 @@ px_status px_layer_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, 
         PX_TRY(col_input(ex, a->n2_out, &g, err));
         PX_TRY(px_ex_alloc_act(ex, A, T * ex->w1_rows, &a->h1, err));
         k->matmul_fwd(a->h1, g, W(lp->w1), WOPT(lp->b1), T, h, ex->w1_rows);
+        PX_TRY(px_lora_col_fwd(ex, lp, a, PX_LORA_T_FC1, g, a->h1, err));
         col_input_done(ex, a->n2_out, &g);
         PX_TRY(px_ex_alloc_act(ex, A, T * ex->f_l, &a->h2, err));
         if (ex->llama)
@@ -308,6 +315,7 @@ px_status px_layer_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, 
         PX_TRY(px_ex_tp_reduce(ex, y, &y_s, PX_MEM_TEMP, err));
         if (lp->b2 >= 0)
             k->bias_add_fwd(y_s, W(lp->b2), Ts, h);
+        PX_TRY(px_lora_row_fwd(ex, lp, a, PX_LORA_T_FC2, a->h2, y_s, err));
         PX_TRY(px_ex_alloc_act(ex, A, Ts * h, x_out, err));
         k->residual_fwd(*x_out, a->x_mid, y_s, Ts * h);
         px_ex_free(ex, &y_s);
@@ -334,13 +342,14 @@ static px_status mlp_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a
     px_mem_kind X = PX_MEM_TEMP;
     void *dy = NULL, *dh2 = NULL, *dh1 = NULL, *g = NULL, *dg = NULL, *dn = NULL;
 #define WG(off) (defer_w ? NULL : G(off))
-    if (lp->b2 >= 0)
+    if (px_ex_trained(lp->b2))
         k->bias_add_bwd(G(lp->b2), dx_out, Ts, h);
     if (ex->sp)
         PX_TRY(px_ex_tp_gather(ex, dx_out, &dy, err));
     const void *dyv = ex->sp ? dy : dx_out;
     PX_TRY(px_ex_alloc_act(ex, X, T * ex->f_l, &dh2, err));
     k->matmul_bwd(dh2, WG(lp->w2), NULL, dyv, a->h2, W(lp->w2), T, ex->f_l, h);
+    PX_TRY(px_lora_row_bwd(ex, lp, a, PX_LORA_T_FC2, dx_out, dyv, a->h2, dh2, !defer_w, err));
     px_ex_free(ex, &dy);
     if (defer_w) {
         PX_TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, &a->w_dy, err));
@@ -352,10 +361,12 @@ static px_status mlp_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a
     else
         k->gelu_bwd(dh1, dh2, a->h1, T * ex->f_l);
     px_ex_free(ex, &dh2);
-    if (!defer_w) /* the input is only needed for the weight gradient */
+    /* the input is only needed for the weight gradients (the base's, the adapter's) */
+    if (!defer_w && (px_ex_trained(lp->w1) || lp->lora_a[PX_LORA_T_FC1] >= 0))
         PX_TRY(col_input(ex, a->n2_out, &g, err));
     PX_TRY(px_ex_alloc_act(ex, X, T * h, &dg, err));
     k->matmul_bwd(dg, WG(lp->w1), GOPT(lp->b1), dh1, g, W(lp->w1), T, h, ex->w1_rows);
+    PX_TRY(px_lora_col_bwd(ex, lp, a, PX_LORA_T_FC1, dh1, g, dg, !defer_w, err));
     if (g)
         col_input_done(ex, a->n2_out, &g);
     if (defer_w) {
@@ -394,7 +405,7 @@ px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
         PX_TRY(mlp_bwd(ex, lp, a, dx_out, defer_w, &dx_mid, err));
 
     /* ---- attention: x_mid = x_in + Wo attn(rope(Wqkv norm1(x_in))) ---- */
-    if (lp->bo >= 0)
+    if (px_ex_trained(lp->bo))
         k->bias_add_bwd(G(lp->bo), dx_mid, Ts, h);
     if (ex->sp)
         PX_TRY(px_ex_tp_gather(ex, dx_mid, &dy, err));
@@ -404,19 +415,21 @@ px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
         PX_TRY(px_mla_out_bwd(ex, lp, a->att, dyv, datt, err));
     else
         k->matmul_bwd(datt, WG(lp->wo), NULL, dyv, a->att, W(lp->wo), T, ex->nh_l * ex->hd, h);
+    PX_TRY(px_lora_row_bwd(ex, lp, a, PX_LORA_T_PROJ, dx_mid, dyv, a->att, datt, !defer_w, err));
     px_ex_free(ex, &dy);
     PX_TRY(attn_bwd(ex, a, datt, &dqkv, err));
     px_ex_free(ex, &datt);
     if (ex->llama && !ex->mla)
         rope(ex, dqkv, -1);
     PX_TRY(px_qknorm_bwd(ex, lp, a, dqkv, err));
-    if (!defer_w)
+    if (!defer_w && (ex->mla || px_ex_trained(lp->wqkv) || lp->lora_a[PX_LORA_T_QKV] >= 0))
         PX_TRY(col_input(ex, a->n1_out, &g, err));
     PX_TRY(px_ex_alloc_act(ex, X, T * h, &dg, err));
     if (ex->mla)
         PX_TRY(px_mla_qkv_bwd(ex, lp, a, dqkv, g, dg, err));
     else
         k->matmul_bwd(dg, WG(lp->wqkv), GOPT(lp->bqkv), dqkv, g, W(lp->wqkv), T, h, ex->qkv_l);
+    PX_TRY(px_lora_col_bwd(ex, lp, a, PX_LORA_T_QKV, dqkv, g, dg, !defer_w, err));
     if (g)
         col_input_done(ex, a->n1_out, &g);
     if (defer_w) {
@@ -448,28 +461,49 @@ px_status px_layer_wgrad(px_exec *ex, const px_layer_params *lp, px_layer_act *a
     void *dy = NULL, *g = NULL;
     if (ex->mla) /* px_layer_bwd took every weight gradient */
         return PX_OK;
+    /* A frozen base (LoRA) has no W work of its own; its adapters do. */
+    bool base = px_ex_trained(lp->wqkv);
     if (lp->router < 0) { /* (MoE: the MLP's gradients were taken in B) */
         /* W2: d(MLP output) x act output */
-        if (ex->sp)
-            PX_TRY(px_ex_tp_gather(ex, a->w_dy, &dy, err));
-        k->matmul_bwd(NULL, G(lp->w2), NULL, ex->sp ? dy : a->w_dy, a->h2, W(lp->w2), T,
-                      ex->f_l, h);
-        px_ex_free(ex, &dy);
+        if (base || lp->lora_a[PX_LORA_T_FC2] >= 0) {
+            if (ex->sp)
+                PX_TRY(px_ex_tp_gather(ex, a->w_dy, &dy, err));
+            const void *dyv = ex->sp ? dy : a->w_dy;
+            if (base)
+                k->matmul_bwd(NULL, G(lp->w2), NULL, dyv, a->h2, W(lp->w2), T, ex->f_l, h);
+            PX_TRY(px_lora_row_bwd(ex, lp, a, PX_LORA_T_FC2, a->w_dy, dyv, a->h2, NULL, true,
+                                   err));
+            px_ex_free(ex, &dy);
+        }
         /* W1: d(gate|up or fc) x norm 2 output */
-        PX_TRY(col_input(ex, a->n2_out, &g, err));
-        k->matmul_bwd(NULL, G(lp->w1), NULL, a->w_dh1, g, W(lp->w1), T, h, ex->w1_rows);
-        col_input_done(ex, a->n2_out, &g);
+        if (base || lp->lora_a[PX_LORA_T_FC1] >= 0) {
+            PX_TRY(col_input(ex, a->n2_out, &g, err));
+            if (base)
+                k->matmul_bwd(NULL, G(lp->w1), NULL, a->w_dh1, g, W(lp->w1), T, h, ex->w1_rows);
+            PX_TRY(px_lora_col_bwd(ex, lp, a, PX_LORA_T_FC1, a->w_dh1, g, NULL, true, err));
+            col_input_done(ex, a->n2_out, &g);
+        }
     }
     /* Wo: d(attention block output) x attention output */
-    if (ex->sp)
-        PX_TRY(px_ex_tp_gather(ex, a->w_do, &dy, err));
-    k->matmul_bwd(NULL, G(lp->wo), NULL, ex->sp ? dy : a->w_do, a->att, W(lp->wo), T,
-                  ex->nh_l * ex->hd, h);
-    px_ex_free(ex, &dy);
+    if (base || lp->lora_a[PX_LORA_T_PROJ] >= 0) {
+        if (ex->sp)
+            PX_TRY(px_ex_tp_gather(ex, a->w_do, &dy, err));
+        const void *dyv = ex->sp ? dy : a->w_do;
+        if (base)
+            k->matmul_bwd(NULL, G(lp->wo), NULL, dyv, a->att, W(lp->wo), T, ex->nh_l * ex->hd,
+                          h);
+        PX_TRY(px_lora_row_bwd(ex, lp, a, PX_LORA_T_PROJ, a->w_do, dyv, a->att, NULL, true,
+                               err));
+        px_ex_free(ex, &dy);
+    }
     /* Wqkv: d(qkv before RoPE) x norm 1 output */
-    PX_TRY(col_input(ex, a->n1_out, &g, err));
-    k->matmul_bwd(NULL, G(lp->wqkv), NULL, a->w_dqkv, g, W(lp->wqkv), T, h, ex->qkv_l);
-    col_input_done(ex, a->n1_out, &g);
+    if (base || lp->lora_a[PX_LORA_T_QKV] >= 0) {
+        PX_TRY(col_input(ex, a->n1_out, &g, err));
+        if (base)
+            k->matmul_bwd(NULL, G(lp->wqkv), NULL, a->w_dqkv, g, W(lp->wqkv), T, h, ex->qkv_l);
+        PX_TRY(px_lora_col_bwd(ex, lp, a, PX_LORA_T_QKV, a->w_dqkv, g, NULL, true, err));
+        col_input_done(ex, a->n1_out, &g);
+    }
     px_ex_free(ex, &a->w_dy);
     px_ex_free(ex, &a->w_dh1);
     px_ex_free(ex, &a->w_do);

@@ -114,8 +114,9 @@ px_status px_qknorm_bwd(px_exec *ex, const px_layer_params *lp, const px_layer_a
     k->moe_permute(dout, dqkv, ex->qk_rows, NULL, NULL, n_qk, hd);
     PX_TRY(px_ex_alloc_act(ex, PX_MEM_TEMP, (n_qk + all_rows(ex)) * hd, &src, err));
     ex->be->zero(ex->be, src, px_ex_bytes(ex, n_qk * hd)); /* rmsnorm_bwd adds into it */
-    k->rmsnorm_bwd(src, G(lp->q_norm), dout, a->qk_in, W(lp->q_norm), a->qk_rstd, nq_rows, hd);
-    k->rmsnorm_bwd(px_ex_at(ex, src, nq_rows * hd), G(lp->k_norm),
+    k->rmsnorm_bwd(src, px_ex_gsink(ex, lp->q_norm, 0), dout, a->qk_in, W(lp->q_norm),
+                   a->qk_rstd, nq_rows, hd);
+    k->rmsnorm_bwd(px_ex_at(ex, src, nq_rows * hd), px_ex_gsink(ex, lp->k_norm, 1),
                    px_ex_at(ex, dout, nq_rows * hd), px_ex_at(ex, a->qk_in, nq_rows * hd),
                    W(lp->k_norm), a->qk_rstd + nq_rows, n_qk - nq_rows, hd);
     px_ex_free(ex, &dout);

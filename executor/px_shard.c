@@ -22,6 +22,8 @@ static int64_t unit_key(const px_param_seg *s)
 {
     if (s->expert) /* far from every dense key */
         return INT64_MIN / 2 + (s->tensor_id - PX_TID_LAYER0) / 32;
+    if (s->tensor_id >= PX_TID_LORA0) /* one layer's LoRA adapters */
+        return INT64_MAX / 2 + (s->tensor_id - PX_TID_LORA0) / 16;
     if (s->tensor_id >= PX_TID_LAYER0)
         return (s->tensor_id - PX_TID_LAYER0) / 32;
     if (s->tensor_id == PX_T_FINAL_NORM_B)
@@ -85,7 +87,7 @@ static int64_t piece_len(const px_unit *u, int64_t r)
 
 px_status px_ex_use_w(px_exec *ex, int64_t off, px_error *err)
 {
-    if (ex->zero < 3 || off < 0)
+    if (ex->zero < 3 || !px_ex_trained(off))
         return PX_OK;
     px_unit *u = px_ex_unit(ex, off);
     if (u->w_refs++ > 0)
@@ -101,7 +103,7 @@ px_status px_ex_use_w(px_exec *ex, int64_t off, px_error *err)
 
 void px_ex_done_w(px_exec *ex, int64_t off)
 {
-    if (ex->zero < 3 || off < 0)
+    if (ex->zero < 3 || !px_ex_trained(off))
         return;
     px_unit *u = px_ex_unit(ex, off);
     if (--u->w_refs == 0)
@@ -110,7 +112,7 @@ void px_ex_done_w(px_exec *ex, int64_t off)
 
 px_status px_ex_use_g(px_exec *ex, int64_t off, px_error *err)
 {
-    if (ex->zero < 2 || off < 0)
+    if (ex->zero < 2 || !px_ex_trained(off))
         return PX_OK;
     px_unit *u = px_ex_unit(ex, off);
     if (u->g_refs++ > 0)
@@ -120,7 +122,7 @@ px_status px_ex_use_g(px_exec *ex, int64_t off, px_error *err)
 
 px_status px_ex_done_g(px_exec *ex, int64_t off, px_error *err)
 {
-    if (ex->zero < 2 || off < 0)
+    if (ex->zero < 2 || !px_ex_trained(off))
         return PX_OK;
     px_unit *u = px_ex_unit(ex, off);
     if (--u->g_refs > 0)
@@ -161,8 +163,9 @@ px_status px_ex_shard_reduce(px_exec *ex, px_error *err)
         }
     /* Tied embeddings over a pipeline: the embedding (stage 0) and its copy
      * (last stage) are units of equal size, so the pieces match. */
-    if (ex->emb.mpi != MPI_COMM_NULL) {
-        px_unit *u = px_ex_unit(ex, ex->stage == 0 ? ex->tab.word_emb : ex->tab.lm_head);
+    int64_t emb = ex->stage == 0 ? ex->tab.word_emb : ex->tab.lm_head;
+    if (ex->emb.mpi != MPI_COMM_NULL && px_ex_trained(emb)) { /* (LoRA: frozen) */
+        px_unit *u = px_ex_unit(ex, emb);
         PX_TRY(be->all_reduce(be, ex->grads + u->shard_off, u->piece, PX_F32, PX_REDUCE_SUM,
                            &ex->emb, err));
     }

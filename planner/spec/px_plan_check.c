@@ -98,6 +98,8 @@ void px_caps_any(px_caps *c)
 void px_caps_cpu_executor(px_caps *c)
 {
     caps_engine(c, "cpu-executor");
+    /* LoRA adapters on a frozen base (executor/px_lora.c) */
+    c->finetune |= 1u << PX_FT_LORA;
 }
 
 /* The CUDA backend runs the same engine with a kernel for every CPU one
