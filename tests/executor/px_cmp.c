@@ -2,9 +2,11 @@
  *   px_cmp losses REF.json TEST.json RTOL
  *       the `losses` arrays of two `execute --report` files: same length (> 0)
  *       and |test - ref| <= RTOL * |ref| element-wise.
- *   px_cmp weights REF_DIR TEST_DIR ATOL RTOL
+ *   px_cmp weights REF_DIR TEST_DIR ATOL RTOL [MIN_ID MAX_ID]
  *       every tensor slice that any rank of TEST_DIR holds (`--dump-weights`)
- *       against the same elements of the single-rank dump REF_DIR/rank0.*.
+ *       against the same elements of the single-rank dump REF_DIR/rank0.*;
+ *       with MIN_ID MAX_ID only the tensors of ids in [MIN_ID, MAX_ID) (LoRA:
+ *       the base below 2^40, the adapters above).
  *   px_cmp peak REPORT.json RANK_A RANK_B
  *       exits 0 when per-rank peak memory of RANK_A > RANK_B.
  *   px_cmp peak2 A.json RANK B.json RANK
@@ -37,6 +39,7 @@
  *       meant to round differently really did).
  * Prints what it compared; exits 0 (match), 1 (mismatch), 2 (bad input). */
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -135,7 +138,8 @@ static int read_dump(const char *dir, int rank, seg **segs, int *n_segs, float *
     return 0;
 }
 
-static int cmp_weights(const char *ref_dir, const char *test_dir, double atol, double rtol)
+static int cmp_weights(const char *ref_dir, const char *test_dir, double atol, double rtol,
+                       long long min_id, long long max_id)
 {
     seg *rs;
     int nrs;
@@ -158,6 +162,8 @@ static int cmp_weights(const char *ref_dir, const char *test_dir, double atol, d
         ranks++;
         for (int i = 0; i < nts; i++) {
             const seg *t = &ts[i], *ref = NULL;
+            if (t->id < min_id || t->id >= max_id)
+                continue;
             for (int j = 0; j < nrs; j++)
                 if (rs[j].id == t->id)
                     ref = &rs[j];
@@ -292,7 +298,10 @@ int main(int argc, char **argv)
     if (argc == 5 && !strcmp(argv[1], "losses"))
         return cmp_losses(argv[2], argv[3], atof(argv[4]));
     if (argc == 6 && !strcmp(argv[1], "weights"))
-        return cmp_weights(argv[2], argv[3], atof(argv[4]), atof(argv[5]));
+        return cmp_weights(argv[2], argv[3], atof(argv[4]), atof(argv[5]), LLONG_MIN, LLONG_MAX);
+    if (argc == 8 && !strcmp(argv[1], "weights"))
+        return cmp_weights(argv[2], argv[3], atof(argv[4]), atof(argv[5]), atoll(argv[6]),
+                           atoll(argv[7]));
     if (argc == 5 && !strcmp(argv[1], "peak")) {
         json_t *r = load(argv[2]);
         if (!r)
@@ -396,7 +405,8 @@ int main(int argc, char **argv)
         printf("first losses: %.9g vs %.9g\n", a, b);
         return fabs(a - b) > rtol * fabs(a) ? 0 : 1;
     }
-    fprintf(stderr, "usage: px_cmp losses REF TEST RTOL | weights REF_DIR TEST_DIR ATOL RTOL |\n"
+    fprintf(stderr, "usage: px_cmp losses REF TEST RTOL |\n"
+                    "       weights REF_DIR TEST_DIR ATOL RTOL [MIN_ID MAX_ID] |\n"
                     "       peak REPORT RANK_A RANK_B | peak2 A RANK B RANK |\n"
                     "       tokens FILE N VOCAB | differ A B [RTOL] | relerr REPORT\n");
     return 2;

@@ -4,7 +4,9 @@
  *   px_mkplan --model tiny-llama [--layers N] [--vocab N] [--tp N] [--cp N] [--pp N] [--vpp N]
  *             [--dp N] [--ep N] [--etp N] [--sp] [--zero N] [--schedule S] [--recompute R]
  *             [--layer-recompute r,r,...] [--chunks n,n,...] [--micro-batch N]
- *             [--n-micro N] [--seq N] [--no-flash] [--hw NAME] -o plan.json
+ *             [--n-micro N] [--seq N] [--no-flash] [--hw NAME]
+ *             [--finetune none|full|lora] [--lora-rank R] [--lora-alpha A]
+ *             [--lora-targets qkv,proj,fc1,fc2] -o plan.json
  * The prediction comes from the cost model (px_cost_evaluate) when it
  * accepts the configuration, else it stays zero.  Without --hw the profile
  * is a small fp32 CPU one (dtype_bytes 4). */
@@ -110,6 +112,16 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--recompute")) {
             NEEDV if (px_recompute_parse(v, &par.recompute, &err)) {
                 fprintf(stderr, "px_mkplan: %s\n", err.msg);
+                return 2;
+            }
+        } else if (!strcmp(a, "--finetune")) {
+            NEEDV if (px_finetune_mode_parse(v, &par.finetune.mode, &err)) {
+                fprintf(stderr, "px_mkplan: %s\n", err.msg);
+                return 2;
+            }
+        } else if (!strncmp(a, "--lora-", 7)) {
+            NEEDV if (px_lora_set(&par.finetune, a + 7, v, &err)) {
+                fprintf(stderr, "px_mkplan: %s: %s\n", a, err.msg);
                 return 2;
             }
         } else if (!strcmp(a, "--layer-recompute")) {
