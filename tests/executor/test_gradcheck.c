@@ -4,7 +4,9 @@
  * Also: the three recompute modes and the stored-probabilities attention
  * path give the same gradients as the plain one.  Multi-head latent
  * attention (tiny-mla) with a q latent and, rerun with q_lora_rank 0, with
- * one q projection.  Runs as a single MPI process (no launcher needed). */
+ * one q projection.  LoRA (tiny-llama and tiny-gpt, rank 4, alpha 8, all four
+ * targets): the gradients of every adapter A and B, the only trained tensors.
+ * Runs as a single MPI process (no launcher needed). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +194,166 @@ static void check_model(const char *model, px_backend *be)
     free(grad);
 }
 
+static const px_param_seg *find_seg(const px_param_table *t, int64_t id)
+{
+    for (int i = 0; i < t->n_segs; i++)
+        if (t->segs[i].tensor_id == id)
+            return &t->segs[i];
+    return NULL;
+}
+
+/* The LoRA model's loss equals the plain model's with every adapter merged
+ * into its base weight, W += (alpha / r) B A (PEFT's merge): the adapters'
+ * scale, and their layout against q, k, v and gate, up. */
+static void check_lora_merge(const px_plan *lora_plan, const px_exec_options *opt,
+                             px_exec *lora, double lora_loss, px_backend *be)
+{
+    px_plan plan = *lora_plan;
+    px_finetune_init(&plan.par.finetune);
+    px_error err;
+    px_exec *ex = NULL;
+    if (px_exec_create(&ex, &plan, opt, be, MPI_COMM_WORLD, &err)) {
+        fprintf(stderr, "merge: %s\n", err.msg);
+        CHECK(0);
+        px_exec_destroy(ex);
+        return;
+    }
+    const px_finetune *ft = &lora_plan->par.finetune;
+    double scale = ft->alpha / ft->rank;
+    int64_t r = ft->rank, n;
+    const px_param_table *lt = px_exec_table(lora), *bt = px_exec_table(ex);
+    const float *lw = px_exec_params(lora, &n);
+    float *bw = px_exec_params(ex, &n);
+    bool gpt = plan.model.block == PX_BLOCK_GPT;
+    /* (adapter A kind, B kind, base kind) */
+    static const int pairs[][3] = {{PX_T_LORA_A_QKV, PX_T_LORA_B_Q, PX_T_WQ},
+                                   {PX_T_LORA_A_QKV, PX_T_LORA_B_K, PX_T_WK},
+                                   {PX_T_LORA_A_QKV, PX_T_LORA_B_V, PX_T_WV},
+                                   {PX_T_LORA_A_PROJ, PX_T_LORA_B_PROJ, PX_T_WO},
+                                   {PX_T_LORA_A_FC1, PX_T_LORA_B_FC1, PX_T_W_GATE},
+                                   {PX_T_LORA_A_FC1, PX_T_LORA_B_UP, PX_T_W_UP},
+                                   {PX_T_LORA_A_FC2, PX_T_LORA_B_FC2, PX_T_W_DOWN}};
+    int merged = 0;
+    for (int64_t l = 0; l < plan.model.n_layers; l++)
+        for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
+            int base_kind = gpt && pairs[p][2] == PX_T_W_GATE ? PX_T_W_FC : pairs[p][2];
+            const px_param_seg *a = find_seg(lt, PX_TID_LORA(l, pairs[p][0]));
+            const px_param_seg *b = find_seg(lt, PX_TID_LORA(l, pairs[p][1]));
+            const px_param_seg *w = find_seg(bt, PX_TID_LAYER(l, base_kind));
+            if (!a || !b || !w)
+                continue; /* (GPT: no up projection) */
+            CHECK(b->n_rows == w->n_rows && a->n_cols == w->n_cols && a->n_rows == r);
+            for (int64_t i = 0; i < w->n_rows; i++)
+                for (int64_t j = 0; j < w->n_cols; j++) {
+                    double acc = 0.0;
+                    for (int64_t k = 0; k < r; k++)
+                        acc += (double)lw[b->offset + i * r + k] *
+                               lw[a->offset + k * a->n_cols + j];
+                    bw[w->offset + i * w->n_cols + j] += (float)(scale * acc);
+                }
+            merged++;
+        }
+    CHECK_MSG(merged == plan.model.n_layers * (gpt ? 6 : 7), "merge: %d adapters merged", merged);
+    double loss = loss_and_grad(ex, NULL);
+    fprintf(stderr, "%s lora: loss %.9g, merged plain model %.9g\n", plan.model.name, lora_loss,
+            loss);
+    CHECK_CLOSE(loss, lora_loss, 1e-5, 0.0);
+    px_exec_destroy(ex);
+}
+
+/* LoRA on all four targets of every layer: the engine's gradient buffer
+ * holds the adapters only (sum of r (in + out) per target and layer), and
+ * their gradients match central differences.  B starts at zero, which makes
+ * A's gradient zero too, so B is set to random values first (the weights are
+ * host memory on the CPU backend, read by every step). */
+static void check_lora(const char *model, px_backend *be)
+{
+    px_error err;
+    px_plan plan;
+    if (make_plan(model, PX_RECOMPUTE_NONE, true, &plan, &err)) {
+        fprintf(stderr, "%s: %s\n", model, err.msg);
+        CHECK(0);
+        return;
+    }
+    plan.par.finetune.mode = PX_FT_LORA;
+    plan.par.finetune.rank = 4;
+    plan.par.finetune.alpha = 8.0; /* scale 2: a missing or doubled scale shows */
+    plan.par.finetune.targets = PX_LORA_ALL;
+    px_exec_options opt;
+    px_exec_options_default(&opt);
+    opt.init_std = 0.3f;
+    px_exec *ex = NULL;
+    if (px_exec_create(&ex, &plan, &opt, be, MPI_COMM_WORLD, &err)) {
+        fprintf(stderr, "%s lora: %s\n", model, err.msg);
+        CHECK(0);
+        px_exec_destroy(ex);
+        return;
+    }
+    const px_model *m = &plan.model;
+    int64_t r = 4, h = m->hidden, f = m->ffn, nq = m->n_heads * m->head_dim;
+    int64_t nk = m->n_kv_heads * m->head_dim, fc1 = m->block == PX_BLOCK_GPT ? f : 2 * f;
+    int64_t want = m->n_layers * r * ((h + nq + 2 * nk) + (nq + h) + (h + fc1) + (f + h));
+    int64_t n, ng;
+    float *params = px_exec_params(ex, &n);
+    px_exec_grads(ex, &ng);
+    CHECK_MSG(n == want && ng == want,
+              "%s lora: %lld trained parameters and %lld gradients, want %lld (the adapters)",
+              model, (long long)n, (long long)ng, (long long)want);
+    const px_param_table *tab = px_exec_table(ex);
+    uint64_t rng = 777;
+    for (int s = 0; s < tab->n_segs; s++) {
+        const px_param_seg *seg = &tab->segs[s];
+        if (seg->init != PX_INIT_ZEROS) /* A */
+            continue;
+        for (int64_t i = 0; i < seg->n_rows * seg->n_cols; i++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            params[seg->offset + i] = 0.3f * ((float)(rng >> 40) / 16777216.0f - 0.5f);
+        }
+    }
+    float *grad = malloc((size_t)n * sizeof *grad);
+    double loss0 = loss_and_grad(ex, grad);
+    CHECK(isfinite(loss0) && loss0 > 0.0);
+    check_lora_merge(&plan, &opt, ex, loss0, be);
+    const float eps = 1e-2f;
+    int checked = 0, bad = 0, nonzero = 0, a_ok = 0, b_ok = 0;
+    for (int s = 0; s < tab->n_segs; s++) {
+        const px_param_seg *seg = &tab->segs[s];
+        CHECK(seg->tensor_id >= PX_TID_LORA0);
+        int64_t size = seg->n_rows * seg->n_cols;
+        for (int rep = 0; rep < 3; rep++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            int64_t idx = seg->offset + (int64_t)((rng >> 33) % (uint64_t)size);
+            float keep = params[idx];
+            params[idx] = keep + eps;
+            double lp = loss_and_grad(ex, NULL);
+            params[idx] = keep - eps;
+            double lm = loss_and_grad(ex, NULL);
+            params[idx] = keep;
+            double num = (lp - lm) / (2.0 * eps), ana = grad[idx];
+            bool big = fabs(ana) > 1e-4;
+            checked++;
+            nonzero += big;
+            a_ok += big && seg->init != PX_INIT_ZEROS;
+            b_ok += big && seg->init == PX_INIT_ZEROS;
+            if (!(fabs(num - ana) <= 2e-4 + 3e-2 * fabs(ana))) {
+                bad++;
+                fprintf(stderr, "%s lora: tensor %lld elem %lld: analytic %.6g numeric %.6g\n",
+                        model, (long long)seg->tensor_id, (long long)(idx - seg->offset), ana,
+                        num);
+            }
+        }
+    }
+    fprintf(stderr,
+            "%s lora: %d adapter elements checked, %d with |grad| > 1e-4, %d mismatches\n",
+            model, checked, nonzero, bad);
+    CHECK(bad == 0);
+    CHECK(nonzero > checked / 2);
+    CHECK_MSG(a_ok >= 8 && b_ok >= 8, "%s lora: only %d A and %d B elements checked", model,
+              a_ok, b_ok);
+    free(grad);
+    px_exec_destroy(ex);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -214,6 +376,8 @@ int main(int argc, char **argv)
     check_model("tiny-mla", &be);
     q_lora_override = -1;
     check_model("tiny-qwen3", &be); /* qk_norm, shared experts */
+    check_lora("tiny-llama", &be);
+    check_lora("tiny-gpt", &be);
     be.destroy(&be);
     int rc = px_test_result("gradcheck");
     MPI_Finalize();
