@@ -79,7 +79,8 @@ static void caps_engine(px_caps *c, const char *name)
     c->moe_gpt_block = false;
     c->hybrid_shard = false; /* ZeRO-3 shards over the whole data-parallel group */
     c->empty_end_chunks = false; /* every chunk runs at least one layer */
-    c->finetune = 1u << PX_FT_NONE | 1u << PX_FT_FULL; /* no adapters: every weight trains */
+    /* every weight trains; the CPU executor adds LoRA (px_caps_cpu_executor) */
+    c->finetune = 1u << PX_FT_NONE | 1u << PX_FT_FULL;
     c->offload_optimizer = c->offload_fraction = false; /* the optimizer runs on the device */
     c->offload_params = false;
     c->offload_activations = PX_ACT_OFFLOAD_NONE;        /* activations stay on the device */
