@@ -330,6 +330,14 @@ px_status px_layer_fwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a, 
     return PX_OK;
 }
 
+/* Whether linear w (LoRA target t) has weight-gradient work: its own weight
+ * trains, or (LoRA) an adapter sits on it.  Without, zero-bubble keeps
+ * nothing of it for W. */
+static bool w_work(const px_layer_params *lp, int t, int64_t w_off)
+{
+    return px_ex_trained(w_off) || lp->lora_a[t] >= 0;
+}
+
 /* Dense MLP backward: x_out = x_mid + W2 act(W1 norm2(x_mid)); *dx_mid
  * (fresh) = dx_out + the gradient through the MLP and norm 2.  With defer_w
  * the linears' weight gradients wait for px_layer_wgrad. */
@@ -351,7 +359,7 @@ static px_status mlp_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a
     k->matmul_bwd(dh2, WG(lp->w2), NULL, dyv, a->h2, W(lp->w2), T, ex->f_l, h);
     PX_TRY(px_lora_row_bwd(ex, lp, a, PX_LORA_T_FC2, dx_out, dyv, a->h2, dh2, !defer_w, err));
     px_ex_free(ex, &dy);
-    if (defer_w) {
+    if (defer_w && w_work(lp, PX_LORA_T_FC2, lp->w2)) {
         PX_TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, &a->w_dy, err));
         be->copy(be, a->w_dy, dx_out, px_ex_bytes(ex, Ts * h));
     }
@@ -362,14 +370,14 @@ static px_status mlp_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a
         k->gelu_bwd(dh1, dh2, a->h1, T * ex->f_l);
     px_ex_free(ex, &dh2);
     /* the input is only needed for the weight gradients (the base's, the adapter's) */
-    if (!defer_w && (px_ex_trained(lp->w1) || lp->lora_a[PX_LORA_T_FC1] >= 0))
+    if (!defer_w && w_work(lp, PX_LORA_T_FC1, lp->w1))
         PX_TRY(col_input(ex, a->n2_out, &g, err));
     PX_TRY(px_ex_alloc_act(ex, X, T * h, &dg, err));
     k->matmul_bwd(dg, WG(lp->w1), GOPT(lp->b1), dh1, g, W(lp->w1), T, h, ex->w1_rows);
     PX_TRY(px_lora_col_bwd(ex, lp, a, PX_LORA_T_FC1, dh1, g, dg, !defer_w, err));
     if (g)
         col_input_done(ex, a->n2_out, &g);
-    if (defer_w) {
+    if (defer_w && w_work(lp, PX_LORA_T_FC1, lp->w1)) {
         a->w_dh1 = dh1;
         px_mem_set_kind(&ex->mem, dh1, PX_MEM_ACTIVATIONS);
         dh1 = NULL;
@@ -422,7 +430,7 @@ px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
     if (ex->llama && !ex->mla)
         rope(ex, dqkv, -1);
     PX_TRY(px_qknorm_bwd(ex, lp, a, dqkv, err));
-    if (!defer_w && (ex->mla || px_ex_trained(lp->wqkv) || lp->lora_a[PX_LORA_T_QKV] >= 0))
+    if (!defer_w && (ex->mla || w_work(lp, PX_LORA_T_QKV, lp->wqkv)))
         PX_TRY(col_input(ex, a->n1_out, &g, err));
     PX_TRY(px_ex_alloc_act(ex, X, T * h, &dg, err));
     if (ex->mla)
@@ -432,7 +440,7 @@ px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
     PX_TRY(px_lora_col_bwd(ex, lp, a, PX_LORA_T_QKV, dqkv, g, dg, !defer_w, err));
     if (g)
         col_input_done(ex, a->n1_out, &g);
-    if (defer_w) {
+    if (defer_w && w_work(lp, PX_LORA_T_QKV, lp->wqkv)) {
         a->w_dqkv = dqkv;
         px_mem_set_kind(&ex->mem, dqkv, PX_MEM_ACTIVATIONS);
         dqkv = NULL;
@@ -443,7 +451,7 @@ px_status px_layer_bwd(px_exec *ex, const px_layer_params *lp, px_layer_act *a,
     be->copy(be, *dx_in, dx_mid, px_ex_bytes(ex, Ts * h));
     px_ex_norm_bwd(ex, *dx_in, dn, a->x_in, lp->ln1_w, lp->ln1_b, a->n1_mean, a->n1_rstd);
     px_ex_free(ex, &dn);
-    if (defer_w) {
+    if (defer_w && w_work(lp, PX_LORA_T_PROJ, lp->wo)) {
         a->w_do = dx_mid;
         px_mem_set_kind(&ex->mem, dx_mid, PX_MEM_ACTIVATIONS);
         dx_mid = NULL;
@@ -461,35 +469,34 @@ px_status px_layer_wgrad(px_exec *ex, const px_layer_params *lp, px_layer_act *a
     void *dy = NULL, *g = NULL;
     if (ex->mla) /* px_layer_bwd took every weight gradient */
         return PX_OK;
-    /* A frozen base (LoRA) has no W work of its own; its adapters do. */
-    bool base = px_ex_trained(lp->wqkv);
+    /* Per linear: its weight gradient unless frozen (LoRA), and its adapter's. */
     if (lp->router < 0) { /* (MoE: the MLP's gradients were taken in B) */
         /* W2: d(MLP output) x act output */
-        if (base || lp->lora_a[PX_LORA_T_FC2] >= 0) {
+        if (w_work(lp, PX_LORA_T_FC2, lp->w2)) {
             if (ex->sp)
                 PX_TRY(px_ex_tp_gather(ex, a->w_dy, &dy, err));
             const void *dyv = ex->sp ? dy : a->w_dy;
-            if (base)
+            if (px_ex_trained(lp->w2))
                 k->matmul_bwd(NULL, G(lp->w2), NULL, dyv, a->h2, W(lp->w2), T, ex->f_l, h);
             PX_TRY(px_lora_row_bwd(ex, lp, a, PX_LORA_T_FC2, a->w_dy, dyv, a->h2, NULL, true,
                                    err));
             px_ex_free(ex, &dy);
         }
         /* W1: d(gate|up or fc) x norm 2 output */
-        if (base || lp->lora_a[PX_LORA_T_FC1] >= 0) {
+        if (w_work(lp, PX_LORA_T_FC1, lp->w1)) {
             PX_TRY(col_input(ex, a->n2_out, &g, err));
-            if (base)
+            if (px_ex_trained(lp->w1))
                 k->matmul_bwd(NULL, G(lp->w1), NULL, a->w_dh1, g, W(lp->w1), T, h, ex->w1_rows);
             PX_TRY(px_lora_col_bwd(ex, lp, a, PX_LORA_T_FC1, a->w_dh1, g, NULL, true, err));
             col_input_done(ex, a->n2_out, &g);
         }
     }
     /* Wo: d(attention block output) x attention output */
-    if (base || lp->lora_a[PX_LORA_T_PROJ] >= 0) {
+    if (w_work(lp, PX_LORA_T_PROJ, lp->wo)) {
         if (ex->sp)
             PX_TRY(px_ex_tp_gather(ex, a->w_do, &dy, err));
         const void *dyv = ex->sp ? dy : a->w_do;
-        if (base)
+        if (px_ex_trained(lp->wo))
             k->matmul_bwd(NULL, G(lp->wo), NULL, dyv, a->att, W(lp->wo), T, ex->nh_l * ex->hd,
                           h);
         PX_TRY(px_lora_row_bwd(ex, lp, a, PX_LORA_T_PROJ, a->w_do, dyv, a->att, NULL, true,
@@ -497,9 +504,9 @@ px_status px_layer_wgrad(px_exec *ex, const px_layer_params *lp, px_layer_act *a
         px_ex_free(ex, &dy);
     }
     /* Wqkv: d(qkv before RoPE) x norm 1 output */
-    if (base || lp->lora_a[PX_LORA_T_QKV] >= 0) {
+    if (w_work(lp, PX_LORA_T_QKV, lp->wqkv)) {
         PX_TRY(col_input(ex, a->n1_out, &g, err));
-        if (base)
+        if (px_ex_trained(lp->wqkv))
             k->matmul_bwd(NULL, G(lp->wqkv), NULL, a->w_dqkv, g, W(lp->wqkv), T, h, ex->qkv_l);
         PX_TRY(px_lora_col_bwd(ex, lp, a, PX_LORA_T_QKV, a->w_dqkv, g, NULL, true, err));
         col_input_done(ex, a->n1_out, &g);
