@@ -8,12 +8,18 @@
 #     equivalence.sh explains);
 #   - the frozen base (ids < 2^40) byte-identical to the initial weights (a
 #     run at --lr 0 and no weight decay) on every rank of every split;
-#   - the adapters moved (B starts at zero).
-# Splits: TP 2, TP 2 + SP, PP 2 (1F1B, interleaved vpp 2), DP 2 with ZeRO 1
-# and 3, CP 2, ZB-H1 and ZB-H2, full and selective recompute, and TP 2 x PP 2
-# x DP 2 on 8 ranks.  tiny-llama runs rank 4, alpha 8 on all four targets,
-# tiny-gpt the defaults (rank 32, alpha 32) on qkv and fc2 only.  Then a
-# checkpoint: 2 steps saved and 1 resumed equal 3 steps bit for bit.
+#   - the adapters moved (B starts at zero);
+#   - the single-rank run's gradients and optimizer bytes are the adapters'
+#     only (4 and 8 bytes an adapter element: fp32, no ZeRO).
+# Splits: TP 2, TP 2 + SP, PP 2 (1F1B, GPipe, interleaved vpp 2; tiny-gpt's
+# tied embedding then has a frozen copy on each end stage), DP 2 with ZeRO 1,
+# 2 and 3, CP 2, ZB-H1 (also over vpp 2) and ZB-H2, full and selective
+# recompute, and TP 2 x PP 2 x DP 2 on 8 ranks.  tiny-llama runs rank 4, alpha 8 on all four targets,
+# tiny-gpt the defaults (rank 32, alpha 32) on qkv and fc2 only.  Then
+# `execute --check` accepts a LoRA plan on the CPU backend and refuses it on
+# the CUDA one by name; bf16 storage on TP 2 + SP x DP 2 ZeRO-2 keeps its
+# base byte-identical too; and a checkpoint: 2 steps saved and 1 resumed
+# equal 3 steps bit for bit.
 #   lora.sh BUILD_DIR
 set -u
 build=$1
@@ -81,6 +87,18 @@ for model in tiny-llama tiny-gpt; do
   if "$cmp" weights "$work/init.w" "$work/ref.w" 0 0 "$lora0" "$top" >/dev/null 2>&1; then
     echo "FAIL $model: the adapters did not move"; failed=$((failed + 1))
   fi
+  if ! python3 - "$work/ref.r.json" "$work/ref.w/rank0.tsv" "$lora0" <<'PY'; then
+import json, sys
+rep, tsv, lora0 = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3])
+n = sum(int(f[4]) * int(f[6]) for f in (l.split() for l in open(tsv)) if int(f[0]) >= lora0)
+kinds = rep["per_rank_memory_at_peak_bytes"][0]
+ok = n > 0 and kinds["grads"] == 4 * n and kinds["optimizer"] == 8 * n
+print(("ok  " if ok else "FAIL") + " memory: %d adapter elements, grads %d B, optimizer %d B"
+      % (n, kinds["grads"], kinds["optimizer"]))
+sys.exit(0 if ok else 1)
+PY
+    failed=$((failed + 1))
+  fi
   check tp2            2 --tp 2
   check tp2_sp         2 --tp 2 --sp
   check pp2_1f1b       2 --pp 2 --schedule 1f1b
@@ -90,10 +108,38 @@ for model in tiny-llama tiny-gpt; do
   check dp2_zero3      2 --dp 2 --n-micro 2 --zero 3
   check cp2            2 --cp 2
   check pp2_zbh1_sp    4 --pp 2 --tp 2 --sp --schedule zb-h1
+  check pp2_v2_zbh1    2 --pp 2 --vpp 2 --schedule zb-h1
+  check pp2_gpipe      2 --pp 2 --schedule gpipe
   check rc_selective   2 --tp 2 --sp --recompute selective
   check rc_full_zbh2   2 --pp 2 --schedule zb-h2 --recompute full
   check tp2_pp2_dp2    8 --tp 2 --sp --pp 2 --dp 2 --n-micro 2 --zero 3
 done
+
+# execute --check: LoRA runs on the CPU backend, not on the CUDA one.
+"$exe" --check --plan "$work/ref.json" >"$work/check.out" 2>&1 ||
+  { echo "FAIL check: cpu refused a LoRA plan"; cat "$work/check.out"; failed=$((failed + 1)); }
+if "$exe" --check --plan "$work/ref.json" --backend cuda >"$work/check.out" 2>&1 ||
+   ! grep -q 'finetune = lora: cuda-executor does not run it' "$work/check.out"; then
+  echo "FAIL check: --backend cuda: $(cat "$work/check.out")"; failed=$((failed + 1))
+else
+  echo "ok   check: accepted on cpu, refused on cuda"
+fi
+
+# bf16 storage (fp32 master and moments of the adapters, ZeRO-2 pieces): the
+# frozen base's bf16 copy stays the initial one, the losses follow fp32's.
+model=tiny-llama
+lora=(--lora-rank 4 --lora-alpha 8)
+if run ref 1 --steps 3 -- && run init 1 --steps 1 --lr 0 --weight-decay 0 --dtype bf16 -- &&
+   run bf16 4 --steps 3 --dtype bf16 -- --tp 2 --sp --dp 2 --n-micro 2 --zero 2; then
+  if "$cmp" weights "$work/init.w" "$work/bf16.w" 0 0 0 "$lora0" >"$work/bf16.cmp" 2>&1 &&
+     "$cmp" losses "$work/ref.r.json" "$work/bf16.r.json" 2e-2 >>"$work/bf16.cmp" 2>&1; then
+    echo "ok   bf16_tp2sp_dp2_z2: $(tr '\n' ' ' <"$work/bf16.cmp")"
+  else
+    echo "FAIL bf16_tp2sp_dp2_z2"; cat "$work/bf16.cmp"; failed=$((failed + 1))
+  fi
+else
+  failed=$((failed + 1))
+fi
 
 # Checkpoint: 2 steps saved, the third resumed (the base rebuilt from the
 # seed the manifest checks, the adapters and their moments loaded): the same
