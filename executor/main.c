@@ -507,6 +507,14 @@ static int train(const cli *c, job *j, int rank, int world, int64_t start, int64
         printf("# storage: %s activations and weights%s\n", px_dtype_name(px_exec_dtype(ex)),
                px_exec_dtype(ex) == PX_BF16 ? " (fp32 master weights, gradients, AdamW state)"
                                             : "");
+        const px_finetune *ft = &j->plan.par.finetune;
+        if (px_finetune_is_lora(ft)) {
+            char targets[64];
+            px_lora_targets_format(ft->targets, targets, sizeof targets);
+            printf("# finetune: lora rank %d, alpha %g, targets %s (base frozen, adapters "
+                   "trained)\n",
+                   ft->rank, ft->alpha, targets);
+        }
     }
     if (px_train_steps(&t, &run, &err) || px_train_gather(&t, &run, &err))
         fail_abort(rank, &err);

@@ -89,9 +89,13 @@ px_status px_lora_tables(px_param_table *train, px_param_table *frozen, const px
         for (int64_t l = 0; l < fc->n_layers; l++) {
             px_layer_params *lp = &c->layers[l];
             *lp = fc->layers[l];
-            /* every field from ln1_w up to the adapters is a base offset */
-            for (int64_t *o = &lp->ln1_w; o < lp->lora_a; o++)
-                *o = mark(*o);
+            int64_t *base[] = {&lp->ln1_w, &lp->ln1_b, &lp->wqkv, &lp->bqkv, &lp->wo,
+                               &lp->bo, &lp->ln2_w, &lp->ln2_b, &lp->w1, &lp->b1, &lp->w2,
+                               &lp->b2, &lp->router, &lp->ew1, &lp->ew2, &lp->mla_wqa,
+                               &lp->mla_qnorm, &lp->mla_wqb, &lp->mla_wkva, &lp->mla_kvnorm,
+                               &lp->mla_wkvb, &lp->q_norm, &lp->k_norm, &lp->sw1, &lp->sw2};
+            for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
+                *base[i] = mark(*base[i]);
             PX_TRY(add_layer(train, m, &par->finetune, par->tp, tp_rank, lp, err));
         }
     }
