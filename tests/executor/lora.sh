@@ -17,7 +17,8 @@
 # recompute, and TP 2 x PP 2 x DP 2 on 8 ranks.  tiny-llama runs rank 4, alpha 8 on all four targets,
 # tiny-gpt the defaults (rank 32, alpha 32) on qkv and fc2 only.  Then
 # `execute --check` accepts a LoRA plan on the CPU backend and refuses it on
-# the CUDA one by name; bf16 storage on TP 2 + SP x DP 2 ZeRO-2 keeps its
+# the CUDA one by name, and a bad lora_rank or target is refused naming the
+# field; bf16 storage on TP 2 + SP x DP 2 ZeRO-2 keeps its
 # base byte-identical too; and a checkpoint: 2 steps saved and 1 resumed
 # equal 3 steps bit for bit.
 #   lora.sh BUILD_DIR
@@ -124,6 +125,19 @@ if "$exe" --check --plan "$work/ref.json" --backend cuda >"$work/check.out" 2>&1
 else
   echo "ok   check: accepted on cpu, refused on cuda"
 fi
+
+# Bad LoRA settings in a plan: refused naming the field and what is allowed.
+refuse() { # name, sed expression, expected message
+  sed "$2" "$work/ref.json" >"$work/$1.json"
+  if "$exe" --check --plan "$work/$1.json" >"$work/$1.out" 2>&1 || ! grep -q -- "$3" "$work/$1.out"
+  then
+    echo "FAIL $1: $(cat "$work/$1.out")"; failed=$((failed + 1))
+  else
+    echo "ok   $1: $(cat "$work/$1.out")"
+  fi
+}
+refuse bad_rank 's/"lora_rank": [0-9]*/"lora_rank": 0/' 'parallel.finetune.lora_rank: expected an integer 1..65536'
+refuse bad_target 's/"qkv"/"gate"/' 'parallel.finetune.lora_targets: expected a non-empty array of qkv, proj, fc1, fc2'
 
 # bf16 storage (fp32 master and moments of the adapters, ZeRO-2 pieces): the
 # frozen base's bf16 copy stays the initial one, the losses follow fp32's.
