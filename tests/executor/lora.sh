@@ -14,13 +14,13 @@
 # Splits: TP 2, TP 2 + SP, PP 2 (1F1B, GPipe, interleaved vpp 2; tiny-gpt's
 # tied embedding then has a frozen copy on each end stage), DP 2 with ZeRO 1,
 # 2 and 3, CP 2, ZB-H1 (also over vpp 2) and ZB-H2, full and selective
-# recompute, and TP 2 x PP 2 x DP 2 on 8 ranks.  tiny-llama runs rank 4, alpha 8 on all four targets,
-# tiny-gpt the defaults (rank 32, alpha 32) on qkv and fc2 only.  Then
-# `execute --check` accepts a LoRA plan on the CPU backend and refuses it on
-# the CUDA one by name, and a bad lora_rank or target is refused naming the
-# field; bf16 storage on TP 2 + SP x DP 2 ZeRO-2 keeps its
-# base byte-identical too; and a checkpoint: 2 steps saved and 1 resumed
-# equal 3 steps bit for bit.
+# recompute, and TP 2 x PP 2 x DP 2 on 8 ranks.  tiny-llama runs rank 4,
+# alpha 8 on all four targets, tiny-gpt the defaults (rank 32, alpha 32) on
+# qkv and fc2 only.  Then: `execute --check` accepts a LoRA plan on the CPU
+# backend and refuses it on the CUDA one by name, and refuses a bad
+# lora_rank or target naming the field; bf16 storage on TP 2 + SP x DP 2
+# ZeRO-2 keeps its base byte-identical too; a checkpoint: 2 steps saved and
+# 1 resumed equal 3 steps bit for bit.
 #   lora.sh BUILD_DIR
 set -u
 build=$1
