@@ -10,7 +10,8 @@
 #     run at --lr 0 and no weight decay) on every rank of every split;
 #   - the adapters moved (B starts at zero);
 #   - the single-rank run's gradients and optimizer bytes are the adapters'
-#     only (4 and 8 bytes an adapter element: fp32, no ZeRO).
+#     only (4 and 8 bytes an adapter element: fp32, no ZeRO), and DP 2
+#     ZeRO-1's weights, grads and optimizer bytes are the plan's prediction.
 # Splits: TP 2, TP 2 + SP, PP 2 (1F1B, GPipe, interleaved vpp 2; tiny-gpt's
 # tied embedding then has a frozen copy on each end stage), DP 2 with ZeRO 1,
 # 2 and 3, CP 2, ZB-H1 (also over vpp 2) and ZB-H2, full and selective
@@ -114,6 +115,12 @@ PY
   check rc_selective   2 --tp 2 --sp --recompute selective
   check rc_full_zbh2   2 --pp 2 --schedule zb-h2 --recompute full
   check tp2_pp2_dp2    8 --tp 2 --sp --pp 2 --dp 2 --n-micro 2 --zero 3
+  # the cost model's LoRA bytes (frozen base, adapters' grads and state) as run
+  if "$cmp" kinds "$work/dp2_zero1.r.json" "$work/dp2_zero1.json" >"$work/kinds.cmp" 2>&1; then
+    echo "ok   kinds_dp2_zero1: $(cat "$work/kinds.cmp")"
+  else
+    echo "FAIL kinds_dp2_zero1: $(cat "$work/kinds.cmp")"; failed=$((failed + 1))
+  fi
 done
 
 # execute --check: LoRA runs on the CPU backend, not on the CUDA one.
