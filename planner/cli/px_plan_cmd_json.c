@@ -85,14 +85,16 @@ static json_t *detail_json(px_cost_ctx *ctx, const px_candidate *c)
                                       rows[i].exp, "bytes_per_step", ib(rows[i].bytes),
                                       "crosses_node", rows[i].cross));
     return json_pack(
-        "{s:f,s:I,s:I,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:o}",
+        "{s:f,s:I,s:I,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,"
+        "s:f,s:o}",
         "step_s", pr.time.step_s, "layer_activation_bytes", ib(d.layer_act_bytes), "act_attention_bytes",
         ib(d.act_attention), "act_mlp_bytes", ib(d.act_mlp), "act_norm_bytes", ib(d.act_norm),
         "inflight_microbatches", d.inflight, "buf_embedding_bytes", ib(d.buf_embedding),
         "buf_logits_bytes", ib(d.buf_logits), "buf_loss_bytes", ib(d.buf_loss),
         "buf_final_norm_bytes", ib(d.buf_final_norm), "buf_recompute_bytes",
         ib(d.buf_recompute), "buf_p2p_bytes", ib(d.buf_p2p), "buf_zb_grads_bytes",
-        ib(d.buf_zb_grads), "params_per_gpu",
+        ib(d.buf_zb_grads), "buf_offload_bytes", ib(d.buf_offload), "buf_mtp_bytes",
+        ib(d.buf_mtp), "params_per_gpu",
         (json_int_t)d.params_per_gpu, "tp_bytes_per_layer", ib(d.tp_bytes_per_layer),
         "compute_fwd_s", d.compute_fwd_s, "compute_bwd_s", d.compute_bwd_s,
         "compute_recompute_s", d.compute_recompute_s, "gemm_s", d.gemm_s, "attn_s", d.attn_s,

@@ -130,6 +130,8 @@ static void explain(FILE *out, px_cost_ctx *ctx, const px_candidate *c, const px
     fprintf(out, "    %-32s %10.2f\n", "zero-bubble grads kept B->W", gb(d.buf_zb_grads));
     if (c->par.offload.activations)
         fprintf(out, "    %-32s %10.2f\n", "offloaded layer, reloaded", gb(d.buf_offload));
+    if (ctx->model->n_mtp_modules > 0)
+        fprintf(out, "    %-32s %10.2f\n", "multi-token prediction", gb(d.buf_mtp));
     fprintf(out, "  %-34s %10.2f   (the allocator's allocated peak)\n", "tensors",
            gb((double)m->allocated));
     fprintf(out, "  %-34s %10.2f\n", "runtime",

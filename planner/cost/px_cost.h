@@ -288,6 +288,7 @@ typedef struct {
     double inflight_bw;          /* of those, past B and waiting for W (zero-bubble) */
     double buf_zb_grads;         /* their kept output gradients (+ rebuilt full-recompute sets) */
     double buf_offload;          /* an offloaded layer's activations, back for its backward */
+    double buf_mtp;              /* the MTP modules' activations and saved losses (last stage) */
     int64_t params_per_gpu;      /* elements, worst stage, before ZeRO sharding */
     /* time: per step, totals vs exposed */
     double tp_total_s, tp_exposed_s;

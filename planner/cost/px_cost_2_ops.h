@@ -51,6 +51,21 @@ static inline double layer_local_params(const px_cost_ctx *ctx, int tp, bool moe
     return (all - whole) / tp + whole;
 }
 
+/* Whether the MTP modules' layer (shaped like layer n_layers) is a MoE
+ * layer the cost context has priced (a model with MoE layers). */
+static inline bool mtp_layer_moe(const px_cost_ctx *ctx)
+{
+    return ctx->n_moe_layers > 0 && px_model_layer_is_moe(ctx->model, ctx->model->n_layers);
+}
+
+/* The plan's one recompute mode (none where the plan has no single one):
+ * what an extra layer outside the per-layer choices runs, as the MTP's. */
+static inline px_recompute plan_recompute(const px_parallel *par)
+{
+    return par->recompute >= 0 && par->recompute < PX_RECOMPUTE_COUNT ? par->recompute
+                                                                       : PX_RECOMPUTE_NONE;
+}
+
 /* The first stage's embedding on a GPU: the (padded) token table split
  * over TP, learned positions whole; the last stage's head and final norm. */
 static inline double embedding_local_params(const px_cost_ctx *ctx, int tp)

@@ -86,6 +86,19 @@ void param_state_bytes(const px_cost_ctx *ctx, const px_parallel *par, double de
     }
 }
 
+void mtp_local_params(const px_cost_ctx *ctx, const px_parallel *par, double *dense,
+                      double *expert)
+{
+    const px_model *m = ctx->model;
+    if (m->n_mtp_modules <= 0)
+        return;
+    double D = (double)m->n_mtp_modules, h = (double)m->hidden;
+    bool moe = mtp_layer_moe(ctx);
+    *dense += D * (3.0 * h + 2.0 * h * h / par->tp + layer_local_params(ctx, par->tp, moe));
+    if (moe)
+        *expert += D * (double)ctx->expert_params / (par->ep * par->etp);
+}
+
 /* Parameters on the stage's GPU and their static bytes (weights, gradients,
  * optimizer state) under its ZeRO stage or the framework's FSDP. */
 static void stage_static_memory(const px_cost_ctx *ctx, const px_parallel *par, int stage,
@@ -104,6 +117,8 @@ static void stage_static_memory(const px_cost_ctx *ctx, const px_parallel *par, 
             dense += head_local_params(ctx, par->tp);
     }
     double expert = (double)nm * (double)ctx->expert_params / (par->ep * par->etp);
+    if (stage == p - 1)
+        mtp_local_params(ctx, par, &dense, &expert);
     sm->dense_params = dense;
     sm->expert_params = expert;
     param_state_bytes(ctx, par, dense, expert, &sm->w, &sm->g, &sm->o);
@@ -238,6 +253,26 @@ static double zero3_buffers(const px_cost_ctx *ctx, const px_parallel *par, int 
     return z;
 }
 
+/* The MTP modules' memory on the last stage: per micro-batch in flight and
+ * module, its layer's activations under the plan's recompute, the inputs its
+ * two norms, its 2h projection (the two halves) and its output norm keep (5
+ * hidden-sized tensors, on the sequence shard: `hidden` elements each), and
+ * its loss's saved softmax over this GPU's `logits` elements (fp32, as
+ * Megatron's vocab-parallel cross-entropy keeps it for every micro-batch in
+ * flight; the compute-dtype logits under a fused cross-entropy). */
+static double mtp_buffers(const px_cost_ctx *ctx, const px_parallel *par,
+                          px_act_ops ops[2][PX_RECOMPUTE_COUNT], double inflight, double hidden,
+                          double logits)
+{
+    const px_model *m = ctx->model;
+    if (m->n_mtp_modules <= 0)
+        return 0.0;
+    double e = elem_of(ctx);
+    int k = mtp_layer_moe(ctx) ? 1 : 0;
+    double loss = (ctx->run && ctx->run->fused_cross_entropy ? e : 4.0) * logits;
+    return (double)m->n_mtp_modules * inflight * (ops[k][plan_recompute(par)].total + 5.0 * e * hidden + loss);
+}
+
 static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int stage,
                           const stage_layers *sl,
                           px_act_ops ops[2][PX_RECOMPUTE_COUNT], stage_mem *sm)
@@ -283,6 +318,8 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
             sm->buf_loss = (inflight - 1.0) * e * tok * V / t + inflight * 4.0 * tok;
         }
     }
+    if (stage == p - 1)
+        sm->buf_mtp = mtp_buffers(ctx, par, ops, inflight, tok * h / tsp, tok * V / t);
     /* a stage with a full-recompute layer holds that layer's full
      * activations while it reruns it (the largest such layer's) */
     double worst_rc = 0.0;
@@ -323,7 +360,7 @@ void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
     stage_buffers(ctx, par, stage, sl, ops, sm);
     sm->total = sm->w + sm->g + sm->o + sm->act + sm->buf_emb + sm->buf_final + sm->buf_logits +
                 sm->buf_loss + sm->buf_rc + sm->buf_p2p + sm->buf_zero3 + sm->buf_zb +
-                sm->buf_off;
+                sm->buf_off + sm->buf_mtp;
 }
 
 void layer_act_ops(const px_cost_ctx *ctx, const px_parallel *par, bool moe, px_recompute r,
@@ -448,6 +485,7 @@ void fill_memory_detail(px_cost_ctx *ctx, const px_parallel *par, const stage_me
     detail->buf_final_norm = w->buf_final;
     detail->buf_recompute = w->buf_rc;
     detail->buf_offload = w->buf_off;
+    detail->buf_mtp = w->buf_mtp;
     detail->buf_p2p = w->buf_p2p + w->buf_zero3;
     detail->inflight = w->inflight;
     detail->inflight_bw = w->inflight_bw;
@@ -495,5 +533,5 @@ void px_cost_stage_end_buffers(px_cost_ctx *ctx, const px_parallel *par, double 
     *first = sm.buf_emb;
     *every = sm.buf_p2p + sm.buf_zero3;
     memory_of_stage(ctx, par, par->pp - 1, &none, ops, &sm);
-    *last = sm.buf_final + sm.buf_logits + sm.buf_loss;
+    *last = sm.buf_final + sm.buf_logits + sm.buf_loss + sm.buf_mtp;
 }

@@ -23,6 +23,12 @@ void layer_ops(px_cost_ctx *ctx, const px_parallel *par,
  * plan's precision: what layer_ops holds for that kind and choice. */
 void layer_act_ops(const px_cost_ctx *ctx, const px_parallel *par, bool moe, px_recompute r,
                    px_act_ops *ops);
+/* The MTP modules' parameters on a GPU of the last stage, added to its dense
+ * and expert counts: per module its three norms (whole on every TP rank),
+ * the column-parallel 2h -> h projection and a layer shaped like layer
+ * n_layers (px_model_count_params's mtp). */
+void mtp_local_params(const px_cost_ctx *ctx, const px_parallel *par, double *dense,
+                      double *expert);
 /* Stage `stage`'s bytes by kind (sl: its layers; ops: from layer_ops). */
 void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
                      const stage_layers *sl,
@@ -46,7 +52,7 @@ static inline void fill_memory(const px_cost_ctx *ctx, const px_parallel *par, c
     mem->act_norm = px_i64_from_double_sat(w->act_norm);
     mem->buffers = px_i64_from_double_sat(w->buf_emb + w->buf_final + w->buf_logits + w->buf_loss +
                                     w->buf_rc + w->buf_p2p + w->buf_zero3 + w->buf_zb +
-                                    w->buf_off);
+                                    w->buf_off + w->buf_mtp);
     mem->worst_stage = stage;
     mem->host = px_i64_from_double_sat(w->host);
     mem->host_activations = px_i64_from_double_sat(w->host_act);

@@ -585,8 +585,39 @@ void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
         }
 }
 
+/* The multi-token-prediction modules of one micro-batch on the last stage
+ * (seconds; DeepSeek-V3's MTP as Megatron-Core's multi_token_prediction.py
+ * runs it): each embeds the tokens shifted by its depth, normalises them and
+ * the hidden state (two norms), projects their concatenation 2h -> h
+ * (column-parallel), runs one layer shaped like layer n_layers under the
+ * plan's recompute, normalises its output and computes the shared LM head
+ * and its loss again.  norm_s: one norm forward and backward; head_loss_s:
+ * the head's GEMMs and the cross-entropy. */
+static double mtp_time(px_cost_ctx *ctx, const px_parallel *par, double T, double norm_s,
+                       double head_loss_s)
+{
+    const px_model *m = ctx->model;
+    if (m->n_mtp_modules <= 0)
+        return 0.0;
+    const px_hw *hw = ctx->hw;
+    double e = elem_of(ctx), t = par->tp, h = (double)m->hidden;
+    double tsp = (par->sp && par->tp > 1) ? t : 1.0;
+    crossings x;
+    find_crossings(ctx, par, &x);
+    layer_time lt;
+    time_layer(ctx, par, mtp_layer_moe(ctx), &x, &lt);
+    px_recompute r = plan_recompute(par);
+    double layer_s = lt.fwd_s + lt.bwd_s + lt.rc_s[r] + lt.tp_s +
+                     (r == PX_RECOMPUTE_FULL ? lt.tp_rc_s : 0.0) + lt.ep_s + lt.cp_exposed_s;
+    double proj_s = 3.0 * px_time_gemm_s(hw, T, h / t, 2.0 * h); /* forward + 2 backward */
+    double embed_s = px_time_mem_class_s(
+        hw, PX_MEM_EMBED, px_cost_class_bytes(PX_MEM_EMBED, T * h, (int)e, false) / tsp);
+    return (double)m->n_mtp_modules *
+           (layer_s + proj_s + 3.0 * norm_s + embed_s + head_loss_s);
+}
+
 /* Head and embedding work of one micro-batch (seconds). */
-void extras_time(const px_cost_ctx *ctx, const px_parallel *par, double *first_s,
+void extras_time(px_cost_ctx *ctx, const px_parallel *par, double *first_s,
                  double *last_s)
 {
     const px_model *m = ctx->model;
@@ -624,10 +655,12 @@ void extras_time(const px_cost_ctx *ctx, const px_parallel *par, double *first_s
         norm_s = px_time_mem_class_s(
             hw, PX_MEM_NORM, px_cost_class_bytes(PX_MEM_NORM, T * h, (int)e, false) / tsp);
     }
-    *last_s = (1.0 + px_lora_bwd_passes(ft)) * head + head_ws_f + head_ws_b +
+    double head_loss_s = (1.0 + px_lora_bwd_passes(ft)) * head +
+                         px_time_mem_class_s(hw, PX_MEM_XENT, xent / t);
+    *last_s = head_loss_s + head_ws_f + head_ws_b +
               grad_accum_time(ctx, par, px_lora_trained(ft, (double)ctx->head_params / t, 0.0),
                               false) +
-              norm_s + px_time_mem_class_s(hw, PX_MEM_XENT, xent / t);
+              norm_s + mtp_time(ctx, par, T, norm_s, head_loss_s);
 }
 
 double px_cost_tp_bytes_per_layer(double s, double b, double h, int t, int elem_bytes)

@@ -14,8 +14,9 @@ bool mem_class_measured(const px_hw *hw, px_mem_class c);
  * node crossings of par (px_cost_1_layout.h). */
 void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
                 const crossings *x, layer_time *lt);
-/* Head and embedding work of one micro-batch (seconds). */
-void extras_time(const px_cost_ctx *ctx, const px_parallel *par, double *first_s,
+/* Head and embedding work of one micro-batch (seconds); the last stage's
+ * includes the MTP modules (docs/cost-model.md, "Multi-token prediction"). */
+void extras_time(px_cost_ctx *ctx, const px_parallel *par, double *first_s,
                  double *last_s);
 /* Parameters of one layer on one GPU: its dense part, and all of it. */
 double layer_dense_gpu_params(const px_cost_ctx *ctx, const px_parallel *par, bool moe);

@@ -107,14 +107,15 @@ void px_cost_stage_extras(px_cost_ctx *ctx, const px_parallel *par, px_stage_ext
     double w, g, o;
     param_state_bytes(ctx, par, embedding_local_params(ctx, par->tp), 0.0, &w, &g, &o);
     out->first_static_bytes = w + g + o;
-    param_state_bytes(ctx, par, head_local_params(ctx, par->tp) + (double)ctx->pc.final_norm,
-                      0.0, &w, &g, &o);
+    /* the last stage: the head, the final norm and the MTP modules */
+    double last = head_local_params(ctx, par->tp) + (double)ctx->pc.final_norm, last_exp = 0.0;
+    mtp_local_params(ctx, par, &last, &last_exp);
+    param_state_bytes(ctx, par, last, last_exp, &w, &g, &o);
     out->last_static_bytes = w + g + o;
     if (px_finetune_is_lora(&par->finetune)) { /* frozen: weights only */
         out->first_static_bytes =
             px_lora_static_total(ctx, par, embedding_local_params(ctx, par->tp), 0);
-        out->last_static_bytes = px_lora_static_total(
-            ctx, par, head_local_params(ctx, par->tp) + (double)ctx->pc.final_norm, 0);
+        out->last_static_bytes = px_lora_static_total(ctx, par, last + last_exp, 0);
     }
 }
 

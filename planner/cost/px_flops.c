@@ -24,7 +24,7 @@ double px_flops_attn_core_fwd_per_token(const px_model *m, int64_t seq_len)
     double core = 0.0;
     for (int64_t l = 0; l < m->n_layers; l++)
         core += attn_core_fwd_per_token(m, l, seq_len);
-    return core;
+    return core + (double)m->n_mtp_modules * attn_core_fwd_per_token(m, m->n_layers, seq_len);
 }
 
 double px_flops_head_fwd_per_token(const px_model *m)
@@ -32,9 +32,19 @@ double px_flops_head_fwd_per_token(const px_model *m)
     return 2.0 * (double)m->vocab * (double)m->hidden;
 }
 
+double px_flops_mtp_fwd_per_token(const px_model *m, int64_t seq_len)
+{
+    if (m->n_mtp_modules <= 0)
+        return 0.0;
+    double h = (double)m->hidden;
+    double one = px_flops_layer_fwd_per_token(m, m->n_layers, seq_len) +
+                 2.0 * (2.0 * h * h + 3.0 * h) + px_flops_head_fwd_per_token(m);
+    return (double)m->n_mtp_modules * one;
+}
+
 double px_flops_model_per_token(const px_model *m, int64_t seq_len)
 {
-    double fwd = px_flops_head_fwd_per_token(m);
+    double fwd = px_flops_head_fwd_per_token(m) + px_flops_mtp_fwd_per_token(m, seq_len);
     for (int64_t l = 0; l < m->n_layers; l++)
         fwd += px_flops_layer_fwd_per_token(m, l, seq_len);
     return 3.0 * fwd;
@@ -49,11 +59,12 @@ double px_flops_model_causal_per_token(const px_model *m, int64_t seq_len)
 {
     /* the convention's core is linear in the keys: scale it to the causal count */
     double full = 0.0, causal = 0.0;
-    for (int64_t l = 0; l < m->n_layers; l++) {
+    for (int64_t l = 0; l <= m->n_layers; l++) { /* layer n_layers: each MTP module's */
+        double n = l < m->n_layers ? 1.0 : (double)m->n_mtp_modules;
         double core = attn_core_fwd_per_token(m, l, seq_len);
         double keys = px_sliding_keys_full(m, l, seq_len);
-        full += core;
-        causal += keys > 0.0 ? core * px_sliding_keys_causal(m, l, seq_len) / keys : 0.0;
+        full += n * core;
+        causal += keys > 0.0 ? n * core * px_sliding_keys_causal(m, l, seq_len) / keys : 0.0;
     }
     return px_flops_model_per_token(m, seq_len) - 3.0 * (full - causal);
 }
@@ -85,6 +96,8 @@ double px_flops_hw_per_token_layers(const px_model *m, int64_t seq_len, px_recom
             r = l < n_layer_recompute ? (px_recompute)layer_recompute[l] : PX_RECOMPUTE_NONE;
         extra += layer_recompute_per_token(m, l, seq_len, r);
     }
+    /* the MTP modules' layers recompute as the plan's mode says */
+    extra += (double)m->n_mtp_modules * layer_recompute_per_token(m, m->n_layers, seq_len, rc);
     return px_flops_model_per_token(m, seq_len) + extra;
 }
 

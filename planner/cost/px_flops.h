@@ -18,8 +18,15 @@ double px_flops_layer_fwd_per_token(const px_model *m, int64_t layer, int64_t se
 /* Forward FLOPs of one token through the LM head. */
 double px_flops_head_fwd_per_token(const px_model *m);
 
-/* The attention cores' forward FLOPs per token over all layers (the part of
- * px_flops_model_per_token with no weights). */
+/* Forward FLOPs per token of the multi-token-prediction modules (DeepSeek-V3's
+ * MTP, Megatron's --mtp-num-layers), n_mtp_modules of them, each one layer
+ * shaped like layer n_layers, its 2h -> h projection, its three norms (3h
+ * multiply-adds, as Megatron's num_floating_point_operations counts them)
+ * and the shared LM head again; 0 without MTP.  Part of the model FLOPs. */
+double px_flops_mtp_fwd_per_token(const px_model *m, int64_t seq_len);
+
+/* The attention cores' forward FLOPs per token over all layers, the MTP
+ * modules' included (the part of px_flops_model_per_token with no weights). */
 double px_flops_attn_core_fwd_per_token(const px_model *m, int64_t seq_len);
 
 /* Model FLOPs (the MFU numerator) of fwd+bwd for one token. */
