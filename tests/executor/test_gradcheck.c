@@ -59,6 +59,19 @@ static double loss_and_grad(px_exec *ex, float *grad_copy)
     return loss;
 }
 
+/* The central difference of the loss in params[idx] at step d (the
+ * parameter is restored). */
+static double central_difference(px_exec *ex, float *params, int64_t idx, double d)
+{
+    float keep = params[idx];
+    params[idx] = (float)(keep + d);
+    double lp = loss_and_grad(ex, NULL);
+    params[idx] = (float)(keep - d);
+    double lm = loss_and_grad(ex, NULL);
+    params[idx] = keep;
+    return (lp - lm) / (2.0 * d);
+}
+
 static void check_model(const char *model, px_backend *be)
 {
     px_error err;
@@ -108,21 +121,9 @@ static void check_model(const char *model, px_backend *be)
         for (int rep = 0; rep < 2; rep++) {
             rng = rng * 6364136223846793005ull + 1442695040888963407ull;
             int64_t idx = seg->offset + (int64_t)((rng >> 33) % (uint64_t)size);
-            /* embedding rows: make sure a token actually used is sampled once */
-            float keep = params[idx];
-            params[idx] = keep + eps;
-            double lp = loss_and_grad(ex, NULL);
-            params[idx] = keep - eps;
-            double lm = loss_and_grad(ex, NULL);
-            params[idx] = keep;
-            double num = (lp - lm) / (2.0 * eps), ana = grad[idx];
+            double num = central_difference(ex, params, idx, eps), ana = grad[idx];
             if (moe) {
-                params[idx] = keep + eps / 2;
-                double lp2 = loss_and_grad(ex, NULL);
-                params[idx] = keep - eps / 2;
-                double lm2 = loss_and_grad(ex, NULL);
-                params[idx] = keep;
-                double num2 = (lp2 - lm2) / eps;
+                double num2 = central_difference(ex, params, idx, eps / 2);
                 if (!(fabs(num2 - num) <= 2e-4 + 3e-2 * fabs(num2))) {
                     skipped++;
                     continue;
@@ -323,13 +324,7 @@ static void check_lora(const char *model, px_backend *be)
         for (int rep = 0; rep < 3; rep++) {
             rng = rng * 6364136223846793005ull + 1442695040888963407ull;
             int64_t idx = seg->offset + (int64_t)((rng >> 33) % (uint64_t)size);
-            float keep = params[idx];
-            params[idx] = keep + eps;
-            double lp = loss_and_grad(ex, NULL);
-            params[idx] = keep - eps;
-            double lm = loss_and_grad(ex, NULL);
-            params[idx] = keep;
-            double num = (lp - lm) / (2.0 * eps), ana = grad[idx];
+            double num = central_difference(ex, params, idx, eps), ana = grad[idx];
             bool big = fabs(ana) > 1e-4;
             checked++;
             nonzero += big;
