@@ -18,10 +18,8 @@ void px_mem_init(px_memtrack *t, px_backend *be)
     t->be = be;
 }
 
-px_status px_mem_alloc(px_memtrack *t, px_mem_kind kind, int64_t bytes, void **out,
-                       px_error *err)
+static px_status grow_live(px_memtrack *t, px_error *err)
 {
-    *out = NULL;
     if (t->n_live == t->cap_live) {
         int cap = t->cap_live ? 2 * t->cap_live : 256;
         px_mem_block *nb = realloc(t->live, (size_t)cap * sizeof *nb);
@@ -30,10 +28,18 @@ px_status px_mem_alloc(px_memtrack *t, px_mem_kind kind, int64_t bytes, void **o
         t->live = nb;
         t->cap_live = cap;
     }
+    return PX_OK;
+}
+
+px_status px_mem_alloc(px_memtrack *t, px_mem_kind kind, int64_t bytes, void **out,
+                       px_error *err)
+{
+    *out = NULL;
+    PX_TRY(grow_live(t, err));
     px_status st = t->be->alloc(t->be, bytes, out, err);
     if (st)
         return st;
-    t->live[t->n_live++] = (px_mem_block){*out, bytes, kind};
+    t->live[t->n_live++] = (px_mem_block){*out, bytes, kind, false};
     t->cur_bytes += bytes;
     t->cur[kind] += bytes;
     if (t->cur_bytes > t->peak_bytes) {
@@ -41,6 +47,29 @@ px_status px_mem_alloc(px_memtrack *t, px_mem_kind kind, int64_t bytes, void **o
         memcpy(t->at_peak, t->cur, sizeof t->cur);
     }
     return PX_OK;
+}
+
+px_status px_mem_alloc_host(px_memtrack *t, int64_t bytes, void **out, px_error *err)
+{
+    *out = NULL;
+    PX_TRY(grow_live(t, err));
+    *out = calloc(1, bytes > 0 ? (size_t)bytes : 1);
+    if (!*out)
+        return PX_FAIL(err, PX_ERR_NOMEM, "cannot allocate %lld bytes of host memory",
+                       (long long)bytes);
+    t->live[t->n_live++] = (px_mem_block){*out, bytes, PX_MEM_TEMP, true};
+    t->host_bytes += bytes;
+    if (t->host_bytes > t->host_peak_bytes)
+        t->host_peak_bytes = t->host_bytes;
+    return PX_OK;
+}
+
+static void block_free(px_memtrack *t, const px_mem_block *b)
+{
+    if (b->host)
+        free(b->ptr);
+    else
+        t->be->free(t->be, b->ptr);
 }
 
 void px_mem_free(px_memtrack *t, void *p)
@@ -51,9 +80,13 @@ void px_mem_free(px_memtrack *t, void *p)
     for (int i = t->n_live - 1; i >= 0; i--) {
         if (t->live[i].ptr != p)
             continue;
-        t->cur_bytes -= t->live[i].bytes;
-        t->cur[t->live[i].kind] -= t->live[i].bytes;
-        t->be->free(t->be, p);
+        if (t->live[i].host) {
+            t->host_bytes -= t->live[i].bytes;
+        } else {
+            t->cur_bytes -= t->live[i].bytes;
+            t->cur[t->live[i].kind] -= t->live[i].bytes;
+        }
+        block_free(t, &t->live[i]);
         t->live[i] = t->live[--t->n_live];
         return;
     }
@@ -63,7 +96,7 @@ void px_mem_free(px_memtrack *t, void *p)
 void px_mem_set_kind(px_memtrack *t, void *p, px_mem_kind kind)
 {
     for (int i = t->n_live - 1; i >= 0; i--)
-        if (t->live[i].ptr == p) {
+        if (t->live[i].ptr == p && !t->live[i].host) {
             t->cur[t->live[i].kind] -= t->live[i].bytes;
             t->cur[kind] += t->live[i].bytes;
             t->live[i].kind = kind;
@@ -75,15 +108,16 @@ void px_mem_reset_peak(px_memtrack *t)
 {
     t->peak_bytes = t->cur_bytes;
     memcpy(t->at_peak, t->cur, sizeof t->cur);
+    t->host_peak_bytes = t->host_bytes;
 }
 
 void px_mem_release_all(px_memtrack *t)
 {
     for (int i = 0; i < t->n_live; i++)
-        t->be->free(t->be, t->live[i].ptr);
+        block_free(t, &t->live[i]);
     free(t->live);
     t->live = NULL;
     t->n_live = t->cap_live = 0;
-    t->cur_bytes = 0;
+    t->cur_bytes = t->host_bytes = 0;
     memset(t->cur, 0, sizeof t->cur);
 }

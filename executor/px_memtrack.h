@@ -1,9 +1,13 @@
 /* px_memtrack.h — the executor's tracked allocator: every device buffer the
  * engine holds goes through it, so current and peak bytes per rank are exact
- * and broken down by kind (what the cost model predicts separately). */
+ * and broken down by kind (what the cost model predicts separately).  Host
+ * buffers that stand for a GPU framework's host memory (the offloaded
+ * optimizer state) go through it too, counted apart: they never enter the
+ * device totals. */
 #ifndef PX_MEMTRACK_H
 #define PX_MEMTRACK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "px_backend.h"
@@ -25,7 +29,8 @@ const char *px_mem_kind_name(px_mem_kind k); /* "weights", "grads", ... */
 typedef struct {
     void *ptr;
     int64_t bytes;
-    px_mem_kind kind;
+    px_mem_kind kind; /* device blocks only */
+    bool host;        /* from px_mem_alloc_host */
 } px_mem_block;
 
 typedef struct {
@@ -34,6 +39,8 @@ typedef struct {
     int64_t peak_bytes;
     int64_t cur[PX_MEM_KINDS];
     int64_t at_peak[PX_MEM_KINDS]; /* breakdown at the moment of the total peak */
+    int64_t host_bytes;            /* host blocks held now (none of the above) */
+    int64_t host_peak_bytes;
     px_mem_block *live;            /* live blocks (a few hundred at most) */
     int n_live, cap_live;
 } px_memtrack;
@@ -44,7 +51,10 @@ void px_mem_init(px_memtrack *t, px_backend *be);
 px_status px_mem_alloc(px_memtrack *t, px_mem_kind kind, int64_t bytes, void **out,
                        px_error *err);
 
-/* Frees a block from px_mem_alloc (NULL is ignored). */
+/* Allocates zeroed host memory (calloc) and counts it as host bytes only. */
+px_status px_mem_alloc_host(px_memtrack *t, int64_t bytes, void **out, px_error *err);
+
+/* Frees a block from px_mem_alloc or px_mem_alloc_host (NULL is ignored). */
 void px_mem_free(px_memtrack *t, void *p);
 
 /* Moves a live block to another kind (a work buffer kept for later becomes
