@@ -539,7 +539,10 @@ int main(int argc, char **argv)
             say_parse_result(pr, &perr);
             return pr == 2 ? 2 : pr ? 0 : check_only(&c);
         }
-    MPI_Init(&argc, &argv);
+    /* Funneled: the optimizer-offload thread (px_host_step.c) makes no MPI
+     * call. */
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int rank = 0, world = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -98,12 +98,12 @@ static px_status shard_pack(px_exec *ex, int64_t step, unsigned char **out, int6
     int64_t mb = ex->n_moments * (int64_t)sizeof(float);
     ex->be->download(ex->be, p, ex->params, weight_bytes(ex));
     p += weight_bytes(ex);
-    if (ex->master) {
-        ex->be->download(ex->be, p, ex->master, mb);
+    if (ex->master) { /* each whole: its host share first under offload */
+        px_ex_state_get(ex, PX_STATE_MASTER, p);
         p += mb;
     }
-    ex->be->download(ex->be, p, ex->adam_m, mb);
-    ex->be->download(ex->be, p + mb, ex->adam_v, mb);
+    px_ex_state_get(ex, PX_STATE_M, p);
+    px_ex_state_get(ex, PX_STATE_V, p + mb);
     *out = buf;
     return PX_OK;
 }
@@ -504,11 +504,11 @@ static void shard_unpack(px_exec *ex, const unsigned char *buf)
     ex->be->upload(ex->be, ex->params, p, weight_bytes(ex));
     p += weight_bytes(ex);
     if (ex->master) {
-        ex->be->upload(ex->be, ex->master, p, mb);
+        px_ex_state_put(ex, PX_STATE_MASTER, p);
         p += mb;
     }
-    ex->be->upload(ex->be, ex->adam_m, p, mb);
-    ex->be->upload(ex->be, ex->adam_v, p + mb, mb);
+    px_ex_state_put(ex, PX_STATE_M, p);
+    px_ex_state_put(ex, PX_STATE_V, p + mb);
     ex->adam_steps = h.adam_steps;
 }
 

@@ -460,7 +460,6 @@ static px_status reduce_grads(px_exec *ex, px_error *err)
 static px_status optimizer_step(px_exec *ex, px_error *err)
 {
     px_backend *be = ex->be;
-    bool mixed = ex->master != NULL;
     ex->adam_steps++;
     if (ex->zero >= 2)
         return px_ex_shard_update(ex, err);
@@ -472,19 +471,16 @@ static px_status optimizer_step(px_exec *ex, px_error *err)
         PX_TRY(be->reduce_scatter(be, ex->grads, ex->grads, ex->n_shard, PX_F32, &ex->grad, err));
         int64_t off = (int64_t)ex->grad.rank * ex->n_shard;
         void *w = px_ex_at(ex, ex->params, off);
-        px_ex_adamw(ex, mixed ? ex->master : w, ex->grads, ex->adam_m, ex->adam_v, ex->n_shard,
-                    off, mixed ? w : NULL);
-        if (ex->n_exp > 0) { /* experts: already summed over edp, updated whole */
-            void *we = px_ex_at(ex, ex->params, ex->n_dense);
-            px_ex_adamw(ex, mixed ? ex->master + ex->n_shard : we, ex->grads + ex->n_dense,
-                        ex->adam_m + ex->n_shard, ex->adam_v + ex->n_shard, ex->n_exp,
-                        ex->n_dense, mixed ? we : NULL);
-        }
+        px_ex_adamw(ex, 0, ex->grads, ex->n_shard, off, w);
+        if (ex->n_exp > 0) /* experts: already summed over edp, updated whole */
+            px_ex_adamw(ex, ex->n_shard, ex->grads + ex->n_dense, ex->n_exp, ex->n_dense,
+                        px_ex_at(ex, ex->params, ex->n_dense));
+        px_host_step_join(ex);
         return be->all_gather(be, ex->params, w, ex->n_shard, ex->act_dtype, &ex->grad, err);
     }
     PX_TRY(be->all_reduce(be, ex->grads, ex->n_dense, PX_F32, PX_REDUCE_SUM, &ex->grad, err));
-    px_ex_adamw(ex, px_ex_master(ex), ex->grads, ex->adam_m, ex->adam_v, ex->n_padded, 0,
-                mixed ? ex->params : NULL);
+    px_ex_adamw(ex, 0, ex->grads, ex->n_padded, 0, ex->params);
+    px_host_step_join(ex);
     return PX_OK;
 }
 

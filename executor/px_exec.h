@@ -79,7 +79,9 @@ bool px_exec_diverged(const px_exec *ex);
  * are this rank's shard instead (n = its elements; layout in px_shard.c).
  * In bf16 storage px_exec_params is the fp32 master, laid out as the AdamW
  * moments (the table below ZeRO-1, the optimizer's shard above); the kernels
- * read its bf16 copy, which only the next update rewrites. */
+ * read its bf16 copy, which only the next update rewrites.  Under optimizer
+ * offload that master is in two places: NULL and n = 0 (px_exec_dump_weights
+ * reads it whole). */
 float *px_exec_params(px_exec *ex, int64_t *n);
 float *px_exec_grads(px_exec *ex, int64_t *n);
 const px_param_table *px_exec_table(const px_exec *ex);

@@ -159,6 +159,12 @@ struct px_exec {
     int n_no_decay;
     int n_units;
     int64_t adam_steps;
+    /* Optimizer offload (px_offload.c): master, adam_m and adam_v hold state
+     * offsets [n_host, n_moments); host_* the first n_host (host memory);
+     * host_step the thread that updates them (px_host_step.c). */
+    int64_t n_host;
+    float *host_master, *host_m, *host_v;
+    struct px_host_step *host_step;
 
     px_memtrack mem;
     px_data data;
@@ -242,12 +248,60 @@ px_status px_ex_done_g(px_exec *ex, int64_t off, px_error *err);
 px_status px_ex_shard_reduce(px_exec *ex, px_error *err);
 px_status px_ex_shard_update(px_exec *ex, px_error *err);
 /* AdamW (px_optim.c): the norms' and biases' table ranges, built once; and
- * one update of n elements laid out as the moments that cover the table
- * range [table_off, table_off + n), each run with its weight decay (copy:
- * the compute copy to refresh, or NULL). */
+ * one update of n elements at optimizer-state offset so (the moments'
+ * layout) that cover the table range [table_off, table_off + n), each run
+ * with its weight decay.  w: those elements of the compute copy (activation
+ * dtype); the update refreshes them.  Under optimizer offload the host share
+ * of the range is queued to the host thread: px_host_step_join before the
+ * weights are read. */
 px_status px_ex_decay_build(px_exec *ex, px_error *err);
-void px_ex_adamw(px_exec *ex, float *master, const float *grad, float *m, float *v, int64_t n,
-                 int64_t table_off, void *copy);
+void px_ex_adamw(px_exec *ex, int64_t so, const float *grad, int64_t n, int64_t table_off,
+                 void *w);
+/* A kernel with px_kernels.adamw_step's arguments, and one range of it in
+ * runs of one weight decay each (master, grad, m, v and copy at the range). */
+typedef void (*px_adamw_fn)(float *master, const float *grad, float *m, float *v, int64_t n,
+                            float lr, float b1, float b2, float eps, float wd, int64_t step,
+                            void *copy);
+void px_ex_adamw_runs(const px_exec *ex, px_adamw_fn step, float *master, const float *grad,
+                      float *m, float *v, int64_t n, int64_t table_off, void *copy);
+
+/* ---- optimizer offload (px_offload.c) -------------------------------------
+ * The first n_host elements of this rank's optimizer state (Megatron's rule:
+ * the leading share in parameter order) live in host memory: host_master
+ * (bf16 storage only), host_m, host_v.  Setup sizes them from the plan and
+ * returns the device arrays' length (n_moments - n_host). */
+px_status px_ex_offload_setup(px_exec *ex, int64_t n_moments, int64_t *n_device,
+                              px_error *err);
+typedef enum { PX_STATE_MASTER, PX_STATE_M, PX_STATE_V } px_state_part;
+/* The whole state part (n_moments fp32 values, host share first) from or
+ * into a host buffer: initial values, checkpoints. */
+void px_ex_state_put(px_exec *ex, px_state_part part, const void *src);
+void px_ex_state_get(px_exec *ex, px_state_part part, void *dst);
+/* The fp32 master in one device buffer for the collectives that read it
+ * whole: px_ex_master without a host share of it, else a temporary that
+ * px_ex_master_whole_done frees. */
+px_status px_ex_master_whole(px_exec *ex, float **out, px_error *err);
+void px_ex_master_whole_done(px_exec *ex, float **p);
+
+/* ---- the host share's AdamW on a host thread (px_host_step.c) -----------
+ * A job: one range of the host share (px_ex_adamw_runs' arguments).  push
+ * starts the thread on the step's first job and queues the rest to it, so
+ * the host updates while the main thread steps the device share; join waits
+ * for every queued job (the weights are then whole).  A job the queue cannot
+ * take, or a thread that cannot start, runs on the caller: the same result,
+ * later. */
+typedef struct {
+    float *master;
+    const float *grad;
+    float *m, *v;
+    int64_t n, table_off;
+    void *copy;
+} px_host_job;
+px_status px_host_step_create(px_exec *ex, int capacity, px_error *err);
+void px_host_step_push(px_exec *ex, const px_host_job *j);
+void px_host_step_join(px_exec *ex);
+void px_host_step_destroy(px_exec *ex);
+
 /* ZeRO-2/3: this rank's pieces (the shard layout) of the full initial
  * values host[n_params]; and the full fp32 master weights (the weights in
  * fp32 storage) into host[n_params], gathered unit by unit from the pieces

@@ -178,7 +178,7 @@ static px_status init_weights(px_exec *ex, int64_t n_weights, int64_t n_moments,
         } else {
             px_bf16_round(h16, w, n_weights);
             be->upload(be, ex->params, h16, n_weights * (int64_t)sizeof *h16);
-            be->upload(be, ex->master, m, n_moments * (int64_t)sizeof(float));
+            px_ex_state_put(ex, PX_STATE_MASTER, m);
         }
         free(h16);
         if (z == 1)
@@ -392,10 +392,14 @@ static px_status exec_params(px_exec *ex, px_error *err)
     int64_t n_moments = ex->n_shard + (p->zero >= 2 ? 0 : ex->n_exp);
     ex->n_weights = n_weights;
     ex->n_moments = n_moments;
+    /* Under optimizer offload the device keeps the state past the host's
+     * share (px_offload.c). */
+    int64_t n_device = n_moments;
+    PX_TRY(px_ex_offload_setup(ex, n_moments, &n_device, err));
     if (ex->act_dtype != PX_F32)
-        PX_TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->master, err));
-    PX_TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_m, err));
-    PX_TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_moments, &ex->adam_v, err));
+        PX_TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_device, &ex->master, err));
+    PX_TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_device, &ex->adam_m, err));
+    PX_TRY(px_ex_alloc_f32(ex, PX_MEM_OPTIMIZER, n_device, &ex->adam_v, err));
     PX_TRY(init_weights(ex, n_weights, n_moments, err));
     PX_TRY(px_ex_decay_build(ex, err));
     if (lora)
@@ -503,6 +507,10 @@ bool px_exec_diverged(const px_exec *ex)
 
 float *px_exec_params(px_exec *ex, int64_t *n)
 {
+    if (ex->master && ex->n_host > 0) {
+        *n = 0;
+        return NULL;
+    }
     if (ex->master) /* laid out as the moments */
         *n = ex->n_shard + (ex->zero >= 2 ? 0 : ex->n_exp);
     else
@@ -522,20 +530,29 @@ static px_status master_to_host(px_exec *ex, float *host, px_error *err)
     px_backend *be = ex->be;
     if (ex->zero >= 3 || (ex->master && ex->zero == 2))
         return px_ex_gather_all(ex, host, err); /* unit by unit */
-    if (!ex->master || ex->zero == 0) {
+    if (!ex->master) {
         be->download(be, host, px_ex_master(ex), ex->n_params * (int64_t)sizeof(float));
         return PX_OK;
     }
+    if (ex->zero == 0) {
+        float *master = NULL;
+        PX_TRY(px_ex_master_whole(ex, &master, err));
+        be->download(be, host, master, ex->n_params * (int64_t)sizeof(float));
+        px_ex_master_whole_done(ex, &master);
+        return PX_OK;
+    }
     /* ZeRO-1 in bf16 storage: the dense shards of dp x cp, then the experts. */
-    float *full = NULL;
-    PX_TRY(px_ex_alloc_f32(ex, PX_MEM_TEMP, ex->n_padded, &full, err));
-    px_status st = be->all_gather(be, full, ex->master, ex->n_shard, PX_F32, &ex->grad, err);
+    float *master = NULL, *full = NULL;
+    PX_TRY(px_ex_master_whole(ex, &master, err));
+    px_status st = px_ex_alloc_f32(ex, PX_MEM_TEMP, ex->n_padded, &full, err);
+    if (!st)
+        st = be->all_gather(be, full, master, ex->n_shard, PX_F32, &ex->grad, err);
     if (!st) {
-        be->copy(be, full + ex->n_dense, ex->master + ex->n_shard,
-                 ex->n_exp * (int64_t)sizeof(float));
+        be->copy(be, full + ex->n_dense, master + ex->n_shard, ex->n_exp * (int64_t)sizeof(float));
         be->download(be, host, full, ex->n_params * (int64_t)sizeof(float));
     }
     px_ex_free(ex, &full);
+    px_ex_master_whole_done(ex, &master);
     return st;
 }
 
@@ -626,6 +643,7 @@ void px_exec_destroy(px_exec *ex)
 {
     if (!ex)
         return;
+    px_host_step_destroy(ex);
     px_mem_release_all(&ex->mem);
     if (ex->stash)
         for (int64_t i = 0; i < ex->vpp * ex->m; i++)

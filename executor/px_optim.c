@@ -10,7 +10,10 @@
  *
  * Every optimizer call covers a contiguous range of the table (the whole
  * table, a ZeRO-1 shard, a ZeRO-2/3 unit piece), so the update splits that
- * range into runs of one decay each: no per-element mask in memory. */
+ * range into runs of one decay each: no per-element mask in memory.  Calls
+ * name the range by its offset in the optimizer state (the moments' layout),
+ * so that one place here splits it between host and device under optimizer
+ * offload. */
 #include <stdlib.h>
 
 #include "px_exec_internal.h"
@@ -60,8 +63,8 @@ static int64_t decay_run(const px_exec *ex, int64_t pos, bool *decays)
     return INT64_MAX;
 }
 
-void px_ex_adamw(px_exec *ex, float *master, const float *grad, float *m, float *v, int64_t n,
-                 int64_t table_off, void *copy)
+void px_ex_adamw_runs(const px_exec *ex, px_adamw_fn step, float *master, const float *grad,
+                      float *m, float *v, int64_t n, int64_t table_off, void *copy)
 {
     const px_exec_options *o = &ex->opt;
     for (int64_t i = 0; i < n;) {
@@ -70,8 +73,31 @@ void px_ex_adamw(px_exec *ex, float *master, const float *grad, float *m, float 
         if (len > n - i)
             len = n - i;
         float wd = decays ? o->weight_decay : o->weight_decay * o->vector_wd_mult;
-        ex->k->adamw_step(master + i, grad + i, m + i, v + i, len, o->lr, o->beta1, o->beta2,
-                          o->adam_eps, wd, ex->adam_steps, copy ? px_ex_at(ex, copy, i) : NULL);
+        step(master + i, grad + i, m + i, v + i, len, o->lr, o->beta1, o->beta2, o->adam_eps, wd,
+             ex->adam_steps, copy ? px_ex_at(ex, copy, i) : NULL);
         i += len;
     }
+}
+
+/* The state's first n_host elements are on the host (px_offload.c): their
+ * part of the range goes to the host thread, the rest runs here on the
+ * device arrays, which start at state offset n_host. */
+void px_ex_adamw(px_exec *ex, int64_t so, const float *grad, int64_t n, int64_t table_off,
+                 void *w)
+{
+    bool mixed = ex->master != NULL;
+    int64_t h = so < ex->n_host ? ex->n_host - so : 0;
+    if (h > n)
+        h = n;
+    if (h > 0) {
+        px_host_job j = {mixed ? ex->host_master + so : (float *)w, grad, ex->host_m + so,
+                         ex->host_v + so, h, table_off, mixed ? w : NULL};
+        px_host_step_push(ex, &j);
+    }
+    if (h == n)
+        return;
+    int64_t d = so + h - ex->n_host; /* index in the device arrays */
+    void *wd = px_ex_at(ex, w, h);
+    px_ex_adamw_runs(ex, ex->k->adamw_step, mixed ? ex->master + d : (float *)wd, grad + h,
+                     ex->adam_m + d, ex->adam_v + d, n - h, table_off + h, mixed ? wd : NULL);
 }

@@ -180,26 +180,28 @@ px_status px_ex_shard_update(px_exec *ex, px_error *err)
             px_unit *u = &ex->units[i];
             int64_t r = u->comm->rank, len = piece_len(u, r), so = u->shard_off;
             if (len > 0)
-                px_ex_adamw(ex, px_ex_master(ex) + so, ex->grads + so, ex->adam_m + so,
-                            ex->adam_v + so, len, u->start + r * u->piece,
-                            ex->master ? px_ex_at(ex, ex->params, so) : NULL);
+                px_ex_adamw(ex, so, ex->grads + so, len, u->start + r * u->piece,
+                            px_ex_at(ex, ex->params, so));
         }
+        px_host_step_join(ex);
         return PX_OK;
     }
-    /* ZeRO-2: update this rank's piece of each unit in the full weights,
-     * then all-gather the unit (through a padded temporary). */
+    /* ZeRO-2: update this rank's piece of each unit in the full weights
+     * (w: that piece of the compute copy), then, once the host's share is
+     * done too, all-gather each unit (through a padded temporary). */
+    for (int i = 0; i < ex->n_units; i++) {
+        px_unit *u = &ex->units[i];
+        int64_t r = u->comm->rank, len = piece_len(u, r);
+        if (len > 0)
+            px_ex_adamw(ex, u->shard_off, ex->grads + u->shard_off, len, u->start + r * u->piece,
+                        px_ex_at(ex, ex->params, u->start + r * u->piece));
+    }
+    px_host_step_join(ex);
     for (int i = 0; i < ex->n_units; i++) {
         px_unit *u = &ex->units[i];
         int64_t r = u->comm->rank, d = u->comm->size;
         int64_t len = piece_len(u, r);
-        /* w: this piece of the compute copy; the master piece is w itself in
-         * fp32, else the shard's (laid out as the moments). */
         void *w = px_ex_at(ex, ex->params, u->start + r * u->piece);
-        float *mw = ex->master ? ex->master + u->shard_off : w;
-        if (len > 0)
-            px_ex_adamw(ex, mw, ex->grads + u->shard_off, ex->adam_m + u->shard_off,
-                        ex->adam_v + u->shard_off, len, u->start + r * u->piece,
-                        ex->master ? w : NULL);
         if (d == 1)
             continue;
         void *tmp = NULL;
@@ -230,19 +232,23 @@ void px_ex_shard_init(px_exec *ex, const float *host, float *host_shard)
 /* Valid where the master is in pieces: ZeRO-3, and ZeRO-2 in bf16 storage. */
 px_status px_ex_gather_all(px_exec *ex, float *host, px_error *err)
 {
-    const float *pieces = px_ex_master(ex);
-    for (int i = 0; i < ex->n_units; i++) {
+    float *pieces = NULL;
+    PX_TRY(px_ex_master_whole(ex, &pieces, err));
+    px_status st = PX_OK;
+    for (int i = 0; i < ex->n_units && !st; i++) {
         px_unit *u = &ex->units[i];
         int64_t r = u->comm->rank;
         float *win = NULL;
-        PX_TRY(px_ex_alloc_f32(ex, PX_MEM_TEMP, u->piece * u->comm->size, &win, err));
+        st = px_ex_alloc_f32(ex, PX_MEM_TEMP, u->piece * u->comm->size, &win, err);
+        if (st)
+            break;
         float *mine = win + r * u->piece;
         ex->be->copy(ex->be, mine, pieces + u->shard_off, u->piece * (int64_t)sizeof(float));
-        px_status st = ex->be->all_gather(ex->be, win, mine, u->piece, PX_F32, u->comm, err);
+        st = ex->be->all_gather(ex->be, win, mine, u->piece, PX_F32, u->comm, err);
         if (!st)
             ex->be->download(ex->be, host + u->start, win, u->n * (int64_t)sizeof(float));
         px_ex_free(ex, &win);
-        PX_TRY(st);
     }
-    return PX_OK;
+    px_ex_master_whole_done(ex, &pieces);
+    return st;
 }
