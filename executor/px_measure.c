@@ -253,6 +253,14 @@ void px_measure_print_summary(FILE *f, const px_run *run, const px_plan *plan)
             fprintf(f, " %lld", (long long)run->reserved_peak_bytes[r]);
         fprintf(f, "\n");
     }
+    if (run->host_bytes && plan->par.offload.kind != PX_OFFLOAD_NONE) {
+        /* outside the device peak; the plan's figure adds the fp32 gradient
+         * copy a GPU framework stages on the host */
+        fprintf(f, "# host memory (bytes; offloaded optimizer state):");
+        for (int r = 0; r < run->world; r++)
+            fprintf(f, " %lld", (long long)run->host_bytes[r]);
+        fprintf(f, "; predicted %lld\n", (long long)plan->pred.mem.host);
+    }
     if (run->n_stages > 0) {
         fprintf(f, "# predicted peak per pipeline stage (bytes):");
         for (int s = 0; s < run->n_stages; s++)
@@ -345,7 +353,7 @@ static void write_steps(json_t *root, const px_run *run)
 /* Memory per rank: the peak, what it held at the peak by kind, the device
  * allocator's reserve, and beside them the prediction of the rank's
  * pipeline stage. */
-static void write_rank_memory(json_t *root, const px_run *run)
+static void write_rank_memory(json_t *root, const px_run *run, const px_plan *plan)
 {
     json_t *peaks = json_array(), *breakdown = json_array();
     for (int r = 0; r < run->world; r++) {
@@ -375,6 +383,14 @@ static void write_rank_memory(json_t *root, const px_run *run)
         json_object_set_new(root, "per_rank_stage", rank_stage);
         json_object_set_new(root, "per_rank_predicted_peak_memory_bytes", rank_pred);
         json_object_set_new(root, "per_rank_peak_memory_relative_error", rank_err);
+    }
+    if (run->host_bytes && plan->par.offload.kind != PX_OFFLOAD_NONE) {
+        json_t *host = json_array();
+        for (int r = 0; r < run->world; r++)
+            json_array_append_new(host, json_integer((json_int_t)run->host_bytes[r]));
+        json_object_set_new(root, "per_rank_host_bytes", host);
+        json_object_set_new(root, "predicted_host_bytes",
+                            json_integer((json_int_t)plan->pred.mem.host));
     }
     if (run->reserved_peak_bytes) {
         json_t *res = json_array();
@@ -411,7 +427,7 @@ px_status px_measure_write(const char *path, const px_run *run, const px_plan *p
     json_t *root = json_object();
     json_object_set_new(root, "schema_version", json_integer(PX_REPORT_VERSION));
     write_steps(root, run);
-    write_rank_memory(root, run);
+    write_rank_memory(root, run, plan);
     write_comparison(root, run, plan);
     write_classes(root, run, plan);
     json_object_set_new(root, "dtype", json_string(run->dtype ? run->dtype : ""));

@@ -40,6 +40,9 @@ typedef struct {
     const char *backend;             /* px_backend name */
     int64_t *peak_memory_bytes;      /* [world], over the timed steps */
     int64_t (*peak_breakdown)[PX_MEM_KINDS]; /* [world][kind] at each rank's peak */
+    int64_t *host_bytes;             /* [world] host memory held over the timed steps (the
+                                      * offloaded optimizer state); reported where the
+                                      * plan offloads */
     /* The plan's predicted peak per pipeline stage and each rank's stage, so
      * that every rank is compared with its own stage, not only the worst
      * (px_measure_stages fills them; n_stages 0: not available). */

@@ -31,7 +31,8 @@ px_status px_train_run_init(const px_train *t, px_run *run, px_error *err)
     run->cpu_time_s = calloc((size_t)total, sizeof *run->cpu_time_s);
     run->peak_memory_bytes = calloc((size_t)t->world, sizeof *run->peak_memory_bytes);
     run->peak_breakdown = calloc((size_t)t->world, sizeof *run->peak_breakdown);
-    if (!run->losses || !run->grad_norms || !run->step_time_s || !run->cpu_time_s ||
+    run->host_bytes = calloc((size_t)t->world, sizeof *run->host_bytes);
+    if (!run->host_bytes || !run->losses || !run->grad_norms || !run->step_time_s || !run->cpu_time_s ||
         !run->peak_memory_bytes || !run->peak_breakdown || (device_clock && !run->device_time_s))
         return px_error_set(err, PX_ERR_NOMEM, NULL, 0, 0, "out of memory");
     return PX_OK;
@@ -141,13 +142,14 @@ px_status px_train_gather(const px_train *t, px_run *run, px_error *err)
     px_backend *be = t->be;
     const px_memtrack *mt = px_exec_memory(t->ex);
     /* per rank: tracked peak, its breakdown by kind, the device allocator's
-     * reserved peak (-1 where the backend has none) */
-    enum { N_MEM = 2 + PX_MEM_KINDS };
+     * reserved peak (-1 where the backend has none), the host bytes */
+    enum { N_MEM = 3 + PX_MEM_KINDS };
     int64_t mine[N_MEM];
     mine[0] = mt->peak_bytes;
     for (int k = 0; k < PX_MEM_KINDS; k++)
         mine[1 + k] = mt->at_peak[k];
     mine[1 + PX_MEM_KINDS] = be->reserved_peak_bytes ? be->reserved_peak_bytes(be) : -1;
+    mine[2 + PX_MEM_KINDS] = mt->host_peak_bytes;
     int64_t *all = calloc((size_t)t->world * N_MEM, sizeof *all);
     if (be->reserved_peak_bytes)
         run->reserved_peak_bytes = calloc((size_t)t->world, sizeof *run->reserved_peak_bytes);
@@ -165,6 +167,7 @@ px_status px_train_gather(const px_train *t, px_run *run, px_error *err)
                 run->peak_breakdown[r][k] = all[r * N_MEM + 1 + k];
             if (run->reserved_peak_bytes)
                 run->reserved_peak_bytes[r] = all[r * N_MEM + 1 + PX_MEM_KINDS];
+            run->host_bytes[r] = all[r * N_MEM + 2 + PX_MEM_KINDS];
         }
     free(all);
     return st;
@@ -180,6 +183,7 @@ void px_train_run_free(px_run *run)
     free(run->reserved_peak_bytes);
     free(run->peak_memory_bytes);
     free(run->peak_breakdown);
+    free(run->host_bytes);
     free(run->class_s);
     px_measure_free_stages(run);
 }
