@@ -81,7 +81,7 @@ static void caps_engine(px_caps *c, const char *name)
     c->empty_end_chunks = false; /* every chunk runs at least one layer */
     /* every weight trains; the CPU executor adds LoRA (px_caps_cpu_executor) */
     c->finetune = 1u << PX_FT_NONE | 1u << PX_FT_FULL;
-    c->offload_optimizer = c->offload_fraction = false; /* the optimizer runs on the device */
+    c->offload_optimizer = c->offload_fraction = false; /* the CPU executor adds it */
     c->offload_params = false;
     c->offload_activations = PX_ACT_OFFLOAD_NONE;        /* activations stay on the device */
 }
@@ -101,6 +101,9 @@ void px_caps_cpu_executor(px_caps *c)
     caps_engine(c, "cpu-executor");
     /* LoRA adapters on a frozen base (executor/px_lora.c) */
     c->finetune |= 1u << PX_FT_LORA;
+    /* the optimizer state's leading share, any fraction, stepped on a host
+     * thread (executor/px_offload.c, px_host_step.c) */
+    c->offload_optimizer = c->offload_fraction = true;
 }
 
 /* The CUDA backend runs the same engine with a kernel for every CPU one

@@ -143,14 +143,21 @@ static void check_params(const px_model *m, const px_hw *hw)
 static void check_rules(const px_model *m)
 {
     px_error err;
-    px_caps any, engine;
+    px_caps any, cpu, cuda;
     px_caps_parallax(&any);
-    px_caps_cpu_executor(&engine);
+    px_caps_cpu_executor(&cpu);
+    px_caps_cuda_executor(&cuda);
     px_parallel p;
     sharded(&p, 1.0);
     CHECK(px_plan_check(m, &p, &any, &err) == PX_OK);
-    CHECK(px_plan_check(m, &p, &engine, &err) == PX_ERR_UNSUPPORTED);
+    /* the CPU executor steps a share of any size on the host; the CUDA one
+     * none */
+    CHECK(px_plan_check(m, &p, &cpu, &err) == PX_OK);
+    CHECK(px_plan_check(m, &p, &cuda, &err) == PX_ERR_UNSUPPORTED);
     CHECK_MSG(strstr(err.msg, "does not offload the optimizer") != NULL, "%s", err.msg);
+    sharded(&p, 0.5);
+    CHECK(px_plan_check(m, &p, &cpu, &err) == PX_OK);
+    sharded(&p, 1.0);
     p.zero = 0;
     CHECK(px_plan_check(m, &p, &any, &err) == PX_ERR_UNSUPPORTED);
     CHECK_MSG(strstr(err.msg, "allowed: ZeRO 1, 2 or 3") != NULL, "%s", err.msg);
