@@ -6,7 +6,8 @@
  *             [--layer-recompute r,r,...] [--chunks n,n,...] [--micro-batch N]
  *             [--n-micro N] [--seq N] [--no-flash] [--hw NAME]
  *             [--finetune none|full|lora] [--lora-rank R] [--lora-alpha A]
- *             [--lora-targets qkv,proj,fc1,fc2] -o plan.json
+ *             [--lora-targets qkv,proj,fc1,fc2] [--offload optimizer|params|activations,...]
+ *             [--offload-fraction F] -o plan.json
  * The prediction comes from the cost model (px_cost_evaluate) when it
  * accepts the configuration, else it stays zero.  Without --hw the profile
  * is a small fp32 CPU one (dtype_bytes 4). */
@@ -36,6 +37,9 @@ static void cpu_profile(px_hw *hw)
     hw->intra_lat_s = 2e-6;
     hw->inter_bw = 1e9;
     hw->inter_lat_s = 1e-5;
+    hw->host_link_bw = 5e9; /* for optimizer offload plans */
+    hw->host_mem_bytes = INT64_C(16000000000);
+    hw->host_mem_bw = 1e10;
 }
 
 static int int_list(const char *s, int *out, int max, int *n)
@@ -124,6 +128,13 @@ int main(int argc, char **argv)
                 fprintf(stderr, "px_mkplan: %s: %s\n", a, err.msg);
                 return 2;
             }
+        } else if (!strcmp(a, "--offload")) {
+            NEEDV if (px_offload_parse_list(v, &par.offload, &err)) {
+                fprintf(stderr, "px_mkplan: --offload: %s\n", err.msg);
+                return 2;
+            }
+        } else if (!strcmp(a, "--offload-fraction")) {
+            NEEDV par.offload.fraction = atof(v);
         } else if (!strcmp(a, "--layer-recompute")) {
             NEEDV lrc = v;
         } else if (!strcmp(a, "--chunks")) {
