@@ -176,8 +176,8 @@ PY
 export_ok layout megatron
 grep -q -- "--pipeline-model-parallel-layout E" "$tmp/layout.megatron" || fail "no layout string"
 # optimizer offload: Megatron-Core's CPU optimizer with its fraction (megatron,
-# nemo), ZeRO-Offload (deepspeed); torchtitan's job file and the executor
-# have none and refuse it by name
+# nemo), ZeRO-Offload (deepspeed); torchtitan's job file has none and the
+# executor offloads on its CPU backend only: both refuse it by name
 plan off --model llama3-70b --gpus 16 --framework megatron --zero 1 --offload optimizer \
   --offload-fraction 0.5 --partition uniform --top 1
 export_ok off megatron
