@@ -29,6 +29,12 @@ px_status px_ex_alloc_i32(px_exec *ex, px_mem_kind kind, int64_t n, int32_t **ou
     return PX_OK;
 }
 
+int64_t px_ex_sequence_index(const px_exec *ex, int64_t step, int64_t micro, int64_t row)
+{
+    int64_t global_batch = ex->b * ex->m * ex->plan.par.dp;
+    return step * global_batch + (ex->dp_rank * ex->m + micro) * ex->b + row;
+}
+
 int64_t px_ex_pos(const px_exec *ex, int cp_rank, int64_t p)
 {
     int64_t c = ex->cp_chunk, n = 2 * (int64_t)ex->cp.size;

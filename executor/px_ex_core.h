@@ -19,6 +19,10 @@ px_status px_ex_alloc_f32(px_exec *ex, px_mem_kind kind, int64_t n, float **out,
                           px_error *err);
 px_status px_ex_alloc_i32(px_exec *ex, px_mem_kind kind, int64_t n, int32_t **out,
                           px_error *err);
+/* Index of the global sequence in row `row` of micro-batch `micro` at
+ * `step`: a function of (step, dp replica, micro, row) only, so every split
+ * trains on the same global batch. */
+int64_t px_ex_sequence_index(const px_exec *ex, int64_t step, int64_t micro, int64_t row);
 /* Global position of local sequence row p (context parallelism). */
 int64_t px_ex_pos(const px_exec *ex, int cp_rank, int64_t p);
 

@@ -15,6 +15,7 @@
 #include "px_io.h"
 #include "px_lora.h"
 #include "px_mla.h"
+#include "px_mtp.h"
 #include "px_trace.h"
 #include "px_sliding.h"
 
@@ -174,12 +175,8 @@ static px_status load_tokens(px_exec *ex, px_chunk_act *ca, int64_t step, int64_
     if (!host)
         return PX_FAIL(err, PX_ERR_NOMEM, "engine: out of memory (tokens)");
     int32_t *inp = host, *tgt = host + ex->T, *seq = host + 2 * ex->T;
-    int64_t global_batch = b * ex->m * ex->plan.par.dp;
     for (int64_t bi = 0; bi < b; bi++) {
-        /* The global sequence index depends only on (step, replica, micro,
-         * row): the same global batch for every split. */
-        int64_t g = step * global_batch + (ex->dp_rank * ex->m + micro) * b + bi;
-        px_data_sequence(&ex->data, g, seq);
+        px_data_sequence(&ex->data, px_ex_sequence_index(ex, step, micro, bi), seq);
         for (int64_t si = 0; si < ex->s_l; si++) {
             int64_t gp = px_ex_pos(ex, ex->cp_rank, si);
             inp[si * b + bi] = seq[gp];
@@ -276,7 +273,8 @@ static px_status chunk_fwd(px_exec *ex, int j, int64_t micro, int64_t step, px_m
     /* fp32 in both storages; read once at the end of the step, so that no
      * micro-batch waits for the device */
     k->xent_loss_fwd(ex->loss_tok + micro * T, xmax, xsum, xtgt, T);
-    return PX_OK;
+    /* the MTP modules take the final norm's output as h_0 */
+    return px_mtp_fwd(ex, ca, step, micro, err);
 }
 
 /* Backward of (local chunk j, micro-batch).  Under a zero-bubble schedule it
@@ -326,6 +324,7 @@ static px_status chunk_bwd(px_exec *ex, int j, int64_t micro, px_msg *out, px_er
             px_ex_free(ex, &ca->logits);
         px_ex_free(ex, &ca->xent);
         PX_TRY(px_ex_tp_reduce(ex, dg, &dfn, PX_MEM_TEMP, err));
+        PX_TRY(px_mtp_bwd(ex, ca, dfn, err)); /* adds the MTP modules' gradient at h_0 */
         PX_TRY(px_ex_alloc_act(ex, PX_MEM_ACTIVATIONS, Ts * h, &dx, err));
         PX_TRY(px_ex_use_w(ex, ex->tab.final_norm_w, err));
         PX_TRY(px_ex_use_g(ex, ex->tab.final_norm_w, err));
@@ -450,8 +449,8 @@ static px_status reduce_grads(px_exec *ex, px_error *err)
     if (ex->n_exp > 0)
         PX_TRY(be->all_reduce(be, ex->grads + ex->n_dense, ex->n_exp, PX_F32, PX_REDUCE_SUM,
                            &ex->edp, err));
-    /* Tied embeddings split over the first and last stage. */
-    int64_t emb = ex->stage == 0 ? ex->tab.word_emb : ex->tab.lm_head;
+    /* Tied embeddings (or MTP's lookups) split over the first and last stage. */
+    int64_t emb = ex->stage == 0 ? ex->tab.word_emb : ex->tab.emb_copy;
     if (ex->emb.mpi != MPI_COMM_NULL && px_ex_trained(emb)) /* (LoRA: frozen) */
         PX_TRY(be->all_reduce(be, G(emb), ex->V_l * ex->h, PX_F32, PX_REDUCE_SUM, &ex->emb, err));
     return PX_OK;
@@ -527,14 +526,17 @@ px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_
             ex->loss_sum += host[i];
         free(host);
     }
-    double local = owner ? ex->loss_sum : 0.0, total = 0.0;
+    /* main token losses | the MTP term */
+    double local[2] = {owner ? ex->loss_sum : 0.0, owner ? px_mtp_loss_term(ex) : 0.0};
+    double total[2] = {0.0, 0.0};
     if (step == ex->opt.inject_nan_step) {
         px_ex_inject_nan(ex);
-        local = NAN;
+        local[0] = NAN;
     }
-    PX_TRY(px_mpi_check(MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+    PX_TRY(px_mpi_check(MPI_Allreduce(local, total, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
                      "MPI_Allreduce (loss)", err));
-    *loss = total / ex->global_tokens;
+    ex->mtp_loss = total[1];
+    *loss = total[0] / ex->global_tokens + total[1];
     PX_TRY(px_ex_check_health(ex, *loss, err));
     if (update && !ex->diverged) {
         double t1 = px_trace_now();

@@ -30,6 +30,9 @@ typedef struct {
                             * 4 fp32; 0 (default): the plan's hw.dtype_bytes */
     int64_t inject_nan_step; /* test switch: this rank's loss and gradients are NaN
                               * at this step (-1, the default: never) */
+    float mtp_loss_scale;  /* lambda of the multi-token-prediction term (lambda / D)
+                            * sum_k loss_k: 0.1, Megatron-LM's
+                            * --mtp-loss-scaling-factor default */
 } px_exec_options;
 
 /* The most steps one run (or a checkpoint) counts: 10 million, ~8x the 1.2M
@@ -71,6 +74,10 @@ px_status px_exec_step(px_exec *ex, int64_t step, bool update, double *loss, px_
  * whether that step diverged (its loss or a gradient NaN or infinite).  The
  * same on every rank. */
 double px_exec_grad_norm(const px_exec *ex);
+/* The last step's multi-token-prediction term of its loss, (lambda / D)
+ * sum_k loss_k (0 without MTP modules): the step's loss is the main
+ * model's plus this. */
+double px_exec_mtp_loss(const px_exec *ex);
 bool px_exec_diverged(const px_exec *ex);
 
 /* This rank's fp32 parameter and gradient buffers (device memory; host

@@ -72,6 +72,7 @@ typedef struct {
     float *xent;               /* [3T]: max | sumexp | target logit */
     void *in_x, *in_dx;        /* received from the pipeline neighbour, until the F / B
                                 * that takes them (Ts x h) */
+    struct px_mtp_act *mtp;    /* [n_mtp] the MTP modules' tensors (last chunk, px_mtp.c) */
 } px_chunk_act;
 
 /* ZeRO-2/3 sharding unit: a contiguous run of the parameter table (one
@@ -189,6 +190,13 @@ struct px_exec {
     void *fparams, *lora_s;
     float *gsink;
     int64_t lora_r;
+    /* Multi-token prediction (px_mtp.c): modules, the loss scale lambda,
+     * their token losses [n_mtp][m][T] (last stage), and the last step's
+     * MTP term lambda / D sum_k loss_k. */
+    int n_mtp;
+    float mtp_scale;
+    float *mtp_loss_tok;
+    double mtp_loss;
 };
 
 /* The fp32 weights AdamW updates: the master (bf16 storage) or the weights

@@ -14,6 +14,7 @@
 #include "px_exec_internal.h"
 #include "px_io.h"
 #include "px_lora.h"
+#include "px_mtp.h"
 #include "px_mla.h"
 #include "px_trace.h"
 #include "px_sliding.h"
@@ -33,6 +34,7 @@ void px_exec_options_default(px_exec_options *o)
     o->weight_decay = 0.1f;
     o->init_std = 0.02f;
     o->inject_nan_step = -1;
+    o->mtp_loss_scale = 0.1f;
 }
 
 /* ---- plan check --------------------------------------------------------- */
@@ -43,6 +45,40 @@ void px_exec_caps(const char *backend, px_caps *out)
         px_caps_cuda_executor(out);
     else
         px_caps_cpu_executor(out);
+}
+
+/* What multi-token prediction (px_mtp.c) does not run with, by name; only
+ * reached where the capability set allows MTP (the feature check first). */
+static px_status check_mtp(const px_plan *plan, px_error *err)
+{
+    const px_model *m = &plan->model;
+    const px_parallel *p = &plan->par;
+    long long D = (long long)m->n_mtp_modules;
+    if (D == 0)
+        return PX_OK;
+    if (p->cp > 1)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "cp = %d with n_mtp_modules = %lld: the MTP modules' shift of the tokens "
+                       "by k crosses the context-parallel chunks, which the engine does not "
+                       "exchange; allowed: cp = 1",
+                       p->cp, D);
+    if (px_finetune_is_lora(&p->finetune))
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "finetune = lora with n_mtp_modules = %lld: the engine puts no adapters "
+                       "on the MTP modules; allowed: none, full (or n_mtp_modules = 0)",
+                       D);
+    if (m->block == PX_BLOCK_GPT)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "block gpt with n_mtp_modules = %lld: the MTP modules' learned "
+                       "positions (rolled with the tokens) are not implemented; allowed: block "
+                       "llama",
+                       D);
+    if (p->seq_len <= m->n_mtp_modules)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "seq_len = %lld with n_mtp_modules = %lld: module k needs positions "
+                       "i < seq_len - k; allowed: seq_len > n_mtp_modules",
+                       (long long)p->seq_len, D);
+    return PX_OK;
 }
 
 px_status px_exec_check_plan(const px_plan *plan, const px_caps *caps, px_error *err)
@@ -71,7 +107,8 @@ px_status px_exec_check_plan(const px_plan *plan, const px_caps *caps, px_error 
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "model field rope_scaling = yarn: the engine's RoPE has no YaRN (its "
                        "frequency blend and attention temperature); allowed: none, llama3");
-    return px_plan_check(&plan->model, &plan->par, caps, err);
+    PX_TRY(px_plan_check(&plan->model, &plan->par, caps, err));
+    return check_mtp(plan, err);
 }
 
 px_status px_exec_check_world(const px_plan *plan, int world_size, px_error *err)
@@ -230,9 +267,10 @@ static px_status exec_comms(px_exec *ex, MPI_Comm world, int rank, px_error *err
     ex->tp_rank = px_layout_coord(&ex->lay, rank, PX_DIM_TP);
     ex->stage = px_layout_coord(&ex->lay, rank, PX_DIM_PP);
     ex->dp_rank = px_layout_coord(&ex->lay, rank, PX_DIM_DP);
-    /* Tied embeddings over a pipeline: the first and last stage each hold the
-     * table and sum its gradient (Megatron's embedding group). */
-    bool emb_member = m->tied_embeddings && p->pp > 1 &&
+    /* Tied embeddings or MTP modules over a pipeline: the first and last
+     * stage each hold the table and sum its gradient (Megatron's embedding
+     * group). */
+    bool emb_member = (m->tied_embeddings || m->n_mtp_modules > 0) && p->pp > 1 &&
                       (ex->stage == 0 || ex->stage == p->pp - 1);
     px_layout_group(&ex->lay, rank, PX_DIM_PP, &colour, &key);
     PX_TRY(make_comm(ex, world, emb_member ? colour : MPI_UNDEFINED, key, &ex->emb,
@@ -444,6 +482,7 @@ static px_status exec_buffers(px_exec *ex, const px_exec_options *opt, px_error 
     PX_TRY(px_qknorm_setup(ex, err));
     if (ex->tab.chunks[ex->vpp - 1].is_last)
         PX_TRY(px_ex_alloc_f32(ex, PX_MEM_BUFFERS, ex->m * ex->T, &ex->loss_tok, err));
+    PX_TRY(px_mtp_setup(ex, err));
     return PX_OK;
 }
 
@@ -491,6 +530,11 @@ px_status px_exec_create(px_exec **out, const px_plan *plan, const px_exec_optio
     PX_TRY(exec_buffers(ex, opt, err));
     px_mem_reset_peak(&ex->mem);
     return PX_OK;
+}
+
+double px_exec_mtp_loss(const px_exec *ex)
+{
+    return ex->mtp_loss;
 }
 
 double px_exec_grad_norm(const px_exec *ex)

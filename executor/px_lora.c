@@ -74,6 +74,8 @@ px_status px_lora_tables(px_param_table *train, px_param_table *frozen, const px
     train->final_norm_w = mark(frozen->final_norm_w);
     train->final_norm_b = mark(frozen->final_norm_b);
     train->lm_head = mark(frozen->lm_head);
+    train->emb_copy = mark(frozen->emb_copy);
+    train->mtp_emb = -1; /* (MTP with LoRA is refused: px_exec_check_plan) */
     train->fe_l = frozen->fe_l;
     train->n_chunks = frozen->n_chunks;
     train->chunks = calloc((size_t)frozen->n_chunks, sizeof *train->chunks);

@@ -118,7 +118,7 @@ static px_status build_shared_experts(px_param_table *t, const px_model *m, int 
 }
 
 static px_status build_layer(px_param_table *t, const px_model *m, int tp, int tp_rank,
-                             int64_t layer, px_layer_params *lp, px_error *err)
+                             int64_t layer, int64_t shape, px_layer_params *lp, px_error *err)
 {
     bool gpt = m->block == PX_BLOCK_GPT;
     bool qkv_bias = gpt || m->qkv_bias;
@@ -163,7 +163,7 @@ static px_status build_layer(px_param_table *t, const px_model *m, int tp, int t
     PX_TRY(add_vec(t, LID(PX_T_LN2_W), h, PX_INIT_ONES, &lp->ln2_w, err));
     if (gpt)
         PX_TRY(add_vec(t, LID(PX_T_LN2_B), h, PX_INIT_ZEROS, &lp->ln2_b, err));
-    if (px_model_layer_is_moe(m, layer)) { /* experts come later, in the expert region */
+    if (px_model_layer_is_moe(m, shape)) { /* experts come later, in the expert region */
         PX_TRY(add_seg(t, LID(PX_T_ROUTER), m->n_experts, h, 0, m->n_experts, 0, h,
                     PX_INIT_NORMAL, true, &lp->router, err));
         t->segs[t->n_segs - 1].tp_sum = true;
@@ -185,6 +185,54 @@ static px_status build_layer(px_param_table *t, const px_model *m, int tp, int t
     if (gpt)
         PX_TRY(add_vec(t, LID(PX_T_B_DOWN), h, PX_INIT_ZEROS, &lp->b2, err));
 #undef LID
+    return PX_OK;
+}
+
+px_status px_params_build_layer(px_param_table *t, const px_model *m, int tp, int tp_rank,
+                                int64_t layer, int64_t shape, px_layer_params *lp, px_error *err)
+{
+    return build_layer(t, m, tp, tp_rank, layer, shape, lp, err);
+}
+
+/* The MTP modules of the last chunk (executor/px_mtp.c): each one's norms and
+ * projection (replicated over TP: the projection is 2 h^2, small beside the
+ * layer), its transformer layer shaped like layer n_layers (DeepSeek-V3's
+ * and Megatron's: the next layer of the pattern) and its output norm, one
+ * ZeRO unit (the same layer id); the word embedding to look up: this rank's
+ * own, the tied LM head's copy, or a copy of its own (summed with the first
+ * stage's, px_exec.c). */
+static px_status build_mtp(px_param_table *t, const px_model *m, int tp, int tp_rank,
+                           px_error *err)
+{
+    int64_t h = m->hidden, L = m->n_layers;
+    int64_t V_rows = px_params_vocab_rows(m, tp), V_l = V_rows / tp;
+    if (t->word_emb >= 0) {
+        t->mtp_emb = t->word_emb;
+    } else if (m->tied_embeddings) {
+        t->mtp_emb = t->lm_head;
+    } else {
+        PX_TRY(add_seg(t, PX_T_WORD_EMB, V_rows, h, tp_rank * V_l, V_l, 0, h, PX_INIT_NORMAL,
+                       false, &t->mtp_emb, err));
+        t->emb_copy = t->mtp_emb;
+    }
+    t->n_mtp = (int)m->n_mtp_modules;
+    t->mtp = calloc((size_t)t->n_mtp, sizeof *t->mtp);
+    if (!t->mtp)
+        return PX_FAIL(err, PX_ERR_NOMEM, "parameter table: out of memory");
+    for (int k = 0; k < t->n_mtp; k++) {
+        px_mtp_params *mp = &t->mtp[k];
+        int64_t layer = L + k;
+#define MID(kind) PX_TID_LAYER(layer, kind)
+        PX_TRY(add_vec(t, MID(PX_T_MTP_ENORM), h, PX_INIT_ONES, &mp->enorm, err));
+        PX_TRY(add_vec(t, MID(PX_T_MTP_HNORM), h, PX_INIT_ONES, &mp->hnorm, err));
+        PX_TRY(add_seg(t, MID(PX_T_MTP_EH_E), h, h, 0, h, 0, h, PX_INIT_NORMAL, true, &mp->eh_e,
+                       err));
+        PX_TRY(add_seg(t, MID(PX_T_MTP_EH_H), h, h, 0, h, 0, h, PX_INIT_NORMAL, true, &mp->eh_h,
+                       err));
+        PX_TRY(build_layer(t, m, tp, tp_rank, layer, L, &mp->layer, err));
+        PX_TRY(add_vec(t, MID(PX_T_MTP_NORM), h, PX_INIT_ONES, &mp->norm, err));
+#undef MID
+    }
     return PX_OK;
 }
 
@@ -250,6 +298,7 @@ px_status px_params_build_etp(px_param_table *t, const px_model *m, const px_par
     t->fe_l = m->moe_ffn / etp;
     t->fe0 = etp_rank * t->fe_l;
     t->word_emb = t->pos_emb = t->final_norm_w = t->final_norm_b = t->lm_head = -1;
+    t->mtp_emb = t->emb_copy = -1;
     int tp = par->tp, pp = par->pp, vpp = par->vpp;
     int n_total = pp * vpp;
     int64_t V_rows = px_params_vocab_rows(m, tp), V_l = V_rows / tp, h = m->hidden;
@@ -274,7 +323,8 @@ px_status px_params_build_etp(px_param_table *t, const px_model *m, const px_par
         if (!c->layers)
             return PX_FAIL(err, PX_ERR_NOMEM, "parameter table: out of memory");
         for (int64_t l = 0; l < c->n_layers; l++)
-            PX_TRY(build_layer(t, m, tp, tp_rank, c->first_layer + l, &c->layers[l], err));
+            PX_TRY(build_layer(t, m, tp, tp_rank, c->first_layer + l, c->first_layer + l,
+                               &c->layers[l], err));
         if (c->is_last) {
             PX_TRY(add_vec(t, PX_T_FINAL_NORM_W, h, PX_INIT_ONES, &t->final_norm_w, err));
             if (m->block == PX_BLOCK_GPT)
@@ -288,7 +338,11 @@ px_status px_params_build_etp(px_param_table *t, const px_model *m, const px_par
                 int64_t id = m->tied_embeddings ? PX_T_WORD_EMB : PX_T_LM_HEAD;
                 PX_TRY(add_seg(t, id, V_rows, h, tp_rank * V_l, V_l, 0, h, PX_INIT_NORMAL, false,
                             &t->lm_head, err));
+                if (m->tied_embeddings)
+                    t->emb_copy = t->lm_head;
             }
+            if (m->n_mtp_modules > 0)
+                PX_TRY(build_mtp(t, m, tp, tp_rank, err));
         }
     }
     t->n_dense = t->n_elems;
@@ -300,6 +354,9 @@ px_status px_params_build_etp(px_param_table *t, const px_model *m, const px_par
             for (int64_t l = 0; l < t->chunks[j].n_layers; l++)
                 if (t->chunks[j].layers[l].router >= 0)
                     PX_TRY(build_experts(t, m, &t->chunks[j].layers[l], err));
+        for (int k = 0; k < t->n_mtp; k++)
+            if (t->mtp[k].layer.router >= 0)
+                PX_TRY(build_experts(t, m, &t->mtp[k].layer, err));
     }
     return PX_OK;
 }
@@ -310,6 +367,7 @@ void px_params_free(px_param_table *t)
         for (int j = 0; j < t->n_chunks; j++)
             free(t->chunks[j].layers);
     free(t->chunks);
+    free(t->mtp);
     free(t->segs);
     memset(t, 0, sizeof *t);
 }

@@ -41,6 +41,13 @@ enum {
  * [n_shared moe_ffn, h] and down [h, n_shared moe_ffn] (px_shared_expert.c). */
 enum { PX_T_Q_NORM_W = 31, PX_T_K_NORM_W = 30, PX_T_SH_W_GATE = 29, PX_T_SH_W_UP = 28,
        PX_T_SH_W_DOWN = 27 };
+/* A multi-token-prediction module k (1-based, px_mtp.c) takes the ids of
+ * layer n_layers + k - 1 for its transformer layer and these kinds for its
+ * own tensors: the embedding's and the hidden state's RMSNorm weights [h],
+ * the projection [h, 2 h] as its two column halves [h, h] (the embedding's
+ * half first, as Megatron-Core concatenates) and its output RMSNorm weight
+ * [h]. */
+enum { PX_T_MTP_ENORM = 21, PX_T_MTP_HNORM, PX_T_MTP_EH_E, PX_T_MTP_EH_H, PX_T_MTP_NORM };
 #define PX_TID_LAYER0 100
 #define PX_TID_LAYER(layer, kind) (PX_TID_LAYER0 + (int64_t)(layer) * 32 + (kind))
 
@@ -104,6 +111,13 @@ typedef struct {
     int64_t lora_a[4], lora_b[4];
 } px_layer_params;
 
+/* Offsets of one MTP module's tensors.  eh_e and eh_h are the projection's
+ * two column halves, [h, h] each, replicated over TP like the norms. */
+typedef struct {
+    int64_t enorm, hnorm, eh_e, eh_h, norm;
+    px_layer_params layer; /* layer index n_layers + k - 1 (ids), shaped like n_layers */
+} px_mtp_params;
+
 typedef struct {
     int model_chunk;     /* index in model order (0 .. pp*vpp-1) */
     int64_t first_layer; /* global */
@@ -129,6 +143,14 @@ typedef struct {
     int n_chunks;        /* local chunks (vpp) */
     px_chunk_params *chunks;
     int64_t word_emb, pos_emb, final_norm_w, final_norm_b, lm_head; /* -1 when absent */
+    /* Multi-token prediction (px_mtp.c), on the rank of the last chunk:
+     * n_mtp modules, and the word embedding they look up (word_emb itself
+     * when this rank holds it, else a copy).  emb_copy: the last stage's
+     * copy of the word embedding (the tied LM head or MTP's) whose gradient
+     * is summed with the first stage's; -1 when none. */
+    int n_mtp;
+    px_mtp_params *mtp;
+    int64_t mtp_emb, emb_copy;
 } px_param_table;
 
 /* Layers of model chunk k (0-based, model order) under par: per-chunk counts
@@ -137,8 +159,6 @@ typedef struct {
 void px_chunk_layers(const px_parallel *par, int64_t n_layers, int k, int64_t *first,
                      int64_t *count);
 
-/* Builds the table of the rank at (tp_rank, stage) of plan's grid (expert
- * parallel rank 0). */
 /* The rows of the embedding and LM-head tables at tensor-parallel size tp:
  * the vocabulary padded to a multiple of tp (the executors' px_caps). */
 int64_t px_params_vocab_rows(const px_model *m, int tp);
@@ -150,6 +170,15 @@ px_status px_params_add_seg(px_param_table *t, int64_t id, int64_t full_rows, in
                             int64_t row0, int64_t n_rows, int64_t col0, int64_t n_cols,
                             px_init_kind init, bool repl, int64_t *offset_out, px_error *err);
 
+/* Appends one transformer layer's tensors with the ids of layer `layer`, shaped
+ * like model layer `shape` (dense or MoE, from the model's layer pattern);
+ * its experts come later (px_params_build_etp). */
+px_status px_params_build_layer(px_param_table *t, const px_model *m, int tp, int tp_rank,
+                                int64_t layer, int64_t shape, px_layer_params *lp,
+                                px_error *err);
+
+/* Builds the table of the rank at (tp_rank, stage) of plan's grid (expert
+ * parallel rank 0). */
 px_status px_params_build(px_param_table *tab, const px_model *m, const px_parallel *par,
                           int tp_rank, int stage, px_error *err);
 /* The same for a rank at ep_rank of its expert-parallel group: it holds

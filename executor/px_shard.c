@@ -161,9 +161,9 @@ px_status px_ex_shard_reduce(px_exec *ex, px_error *err)
                 PX_TRY(be->all_reduce(be, ex->grads + u->shard_off + (lo - p0), hi - lo, PX_F32,
                                    PX_REDUCE_SUM, &ex->tp, err));
         }
-    /* Tied embeddings over a pipeline: the embedding (stage 0) and its copy
-     * (last stage) are units of equal size, so the pieces match. */
-    int64_t emb = ex->stage == 0 ? ex->tab.word_emb : ex->tab.lm_head;
+    /* Tied embeddings (or MTP's lookups) over a pipeline: the embedding
+     * (stage 0) and its copy (last stage) are units of equal size, so the pieces match. */
+    int64_t emb = ex->stage == 0 ? ex->tab.word_emb : ex->tab.emb_copy;
     if (ex->emb.mpi != MPI_COMM_NULL && px_ex_trained(emb)) { /* (LoRA: frozen) */
         px_unit *u = px_ex_unit(ex, emb);
         PX_TRY(be->all_reduce(be, ex->grads + u->shard_off, u->piece, PX_F32, PX_REDUCE_SUM,

@@ -63,8 +63,8 @@ void px_caps_parallax(px_caps *c)
  * alignment, and the padding stays below tp rows.  Multi-head latent
  * attention runs as low-rank projections around the attention core
  * (executor/px_mla.c); qk_norm and shared experts run on the existing
- * kernels (executor/px_qknorm.c, px_shared_expert.c); MTP modules have no
- * kernels. */
+ * kernels (executor/px_qknorm.c, px_shared_expert.c).  Multi-token
+ * prediction runs on the CPU backend only (px_caps_cpu_executor). */
 static void caps_engine(px_caps *c, const char *name)
 {
     caps_all(c, name);
@@ -104,6 +104,8 @@ void px_caps_cpu_executor(px_caps *c)
     /* the optimizer state's leading share, any fraction, stepped on a host
      * thread (executor/px_offload.c, px_host_step.c) */
     c->offload_optimizer = c->offload_fraction = true;
+    /* multi-token-prediction modules on the last stage (executor/px_mtp.c) */
+    c->model_features |= PX_FEAT_MTP;
 }
 
 /* The CUDA backend runs the same engine with a kernel for every CPU one

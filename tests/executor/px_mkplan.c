@@ -1,8 +1,8 @@
 /* px_mkplan — writes a plan JSON for the executor tests with px_plan_write,
  * every dimension given on the command line, so the tests never carry
  * hand-written plans that go stale:
- *   px_mkplan --model tiny-llama [--layers N] [--vocab N] [--tp N] [--cp N] [--pp N] [--vpp N]
- *             [--dp N] [--ep N] [--etp N] [--sp] [--zero N] [--schedule S] [--recompute R]
+ *   px_mkplan --model tiny-llama [--layers N] [--vocab N] [--mtp D] [--tp N] [--cp N]
+ *             [--pp N] [--vpp N] [--dp N] [--ep N] [--etp N] [--sp] [--zero N] [--schedule S] [--recompute R]
  *             [--layer-recompute r,r,...] [--chunks n,n,...] [--micro-batch N]
  *             [--n-micro N] [--seq N] [--no-flash] [--hw NAME]
  *             [--finetune none|full|lora] [--lora-rank R] [--lora-alpha A]
@@ -58,7 +58,7 @@ static int int_list(const char *s, int *out, int max, int *n)
 int main(int argc, char **argv)
 {
     const char *model = "tiny-llama", *out = NULL, *hw_name = NULL, *lrc = NULL;
-    int64_t layers = 0, vocab = 0;
+    int64_t layers = 0, vocab = 0, mtp = -1;
     px_parallel par;
     px_parallel_init(&par);
     px_error err;
@@ -86,6 +86,8 @@ int main(int argc, char **argv)
             NEEDV layers = atoll(v);
         } else if (!strcmp(a, "--vocab")) {
             NEEDV vocab = atoll(v);
+        } else if (!strcmp(a, "--mtp")) {
+            NEEDV mtp = atoll(v);
         } else if (!strcmp(a, "--tp")) {
             NEEDV par.tp = atoi(v);
         } else if (!strcmp(a, "--cp")) {
@@ -162,6 +164,8 @@ int main(int argc, char **argv)
         plan.model.n_layers = layers;
     if (vocab > 0)
         plan.model.vocab = vocab;
+    if (mtp >= 0)
+        plan.model.n_mtp_modules = mtp;
     if (lrc) {
         char buf[4096];
         snprintf(buf, sizeof buf, "%s", lrc);
