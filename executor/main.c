@@ -2,7 +2,8 @@
  *   mpirun -np G execute --plan plan.json [--steps N] [--warmup N] [--seed N]
  *          [--data FILE] [--report report.json] [--dump-weights DIR]
  *          [--lr X] [--adam-eps X] [--adam-beta1 X] [--adam-beta2 X] [--weight-decay X]
- *          [--weight-decay-all] [--init-std X] [--backend cpu|cuda] [--dtype bf16|fp32]
+ *          [--weight-decay-all] [--init-std X] [--mtp-loss-scale X] [--backend cpu|cuda]
+ *          [--dtype bf16|fp32]
  *          [--timeout S] [--save DIR --save-interval N] [--load DIR] [--trace FILE]
  *   execute --check --plan plan.json [--backend cpu|cuda]
  * Only rank 0 prints the step table; errors name the rank.  --check runs as
@@ -48,7 +49,7 @@ static void usage(FILE *f)
             "                            [--data FILE] [--report report.json]\n"
             "                            [--dump-weights DIR] [--lr X] [--adam-eps X] [--init-std X]\n"
             "                            [--adam-beta1 X] [--adam-beta2 X] [--weight-decay X]\n"
-            "                            [--weight-decay-all]\n"
+            "                            [--weight-decay-all] [--mtp-loss-scale X]\n"
             "                            [--backend cpu|cuda] [--dtype bf16|fp32] [--trace FILE]\n"
             "                            [--timeout S] [--save DIR --save-interval N]\n"
             "                            [--load DIR]\n"
@@ -73,6 +74,9 @@ static void usage(FILE *f)
             "                      Megatron-LM and the Hugging Face Trainer do\n"
             "  --weight-decay-all  decay the norms and biases too\n"
             "  --init-std X        std of the random initial weights (default 0.02)\n"
+            "  --mtp-loss-scale X  lambda of the multi-token-prediction term, >= 0: the loss\n"
+            "                      is the main loss + lambda / D sum_k loss_k (default 0.1,\n"
+            "                      Megatron-LM's --mtp-loss-scaling-factor)\n"
             "  --backend NAME      cpu (default: BLAS + MPI) or cuda (when built with CUDA)\n"
             "  --dtype NAME        storage of activations and the weights the kernels read:\n"
             "                      bf16 (fp32 master weights, gradients and AdamW state) or\n"
@@ -187,6 +191,11 @@ static px_status read_decay_all(void *s, const char *flag, const char *v, px_err
     return PX_OK;
 }
 
+static px_status read_mtp_scale(void *s, const char *flag, const char *v, px_error *err)
+{
+    return read_nonneg(flag, v, &((cli *)s)->opt.mtp_loss_scale, err);
+}
+
 static px_status read_init_std(void *s, const char *flag, const char *v, px_error *err)
 {
     return read_nonneg(flag, v, &((cli *)s)->opt.init_std, err);
@@ -212,6 +221,7 @@ static const px_arg execute_rows[] = {
     PX_ARG_CUSTOM("--weight-decay", read_weight_decay),
     PX_ARG_CUSTOM_SWITCH("--weight-decay-all", read_decay_all),
     PX_ARG_CUSTOM("--init-std", read_init_std),
+    PX_ARG_CUSTOM("--mtp-loss-scale", read_mtp_scale),
     PX_ARG_STR("--save", cli, save_dir),
     PX_ARG_STR("--load", cli, load_dir),
     PX_ARG_I64("--save-interval", cli, save_interval, 1, (double)PX_EXEC_MAX_STEPS),

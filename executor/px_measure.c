@@ -336,6 +336,8 @@ static void write_steps(json_t *root, const px_run *run)
     json_object_set_new(root, "step_times_s", series_json(run, run->step_time_s));
     json_object_set_new(root, "grad_norms",
                         run->grad_norms ? series_json(run, run->grad_norms) : json_array());
+    if (run->mtp_losses)
+        json_object_set_new(root, "mtp_losses", series_json(run, run->mtp_losses));
     if (run->device_time_s)
         json_object_set_new(root, "device_step_times_s", series_json(run, run->device_time_s));
     if (run->cpu_time_s)

@@ -25,6 +25,8 @@ typedef struct {
     int64_t first_step;  /* the first step's index (a resumed run's checkpoint step) */
     double *losses;      /* [warmup + steps], in order (NaN / inf kept: null in JSON) */
     double *grad_norms;  /* [warmup + steps] px_exec_grad_norm; NULL: not recorded */
+    double *mtp_losses;  /* [warmup + steps] px_exec_mtp_loss, the MTP term inside
+                          * losses; NULL: a model without MTP modules */
     int64_t diverged_step; /* the step whose loss or gradients were not finite, at
                             * which the run stopped; -1: none */
     double *step_time_s; /* [warmup + steps], slowest rank */

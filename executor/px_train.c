@@ -27,6 +27,9 @@ px_status px_train_run_init(const px_train *t, px_run *run, px_error *err)
         run->device_time_s = calloc((size_t)total, sizeof *run->device_time_s);
     run->losses = calloc((size_t)total, sizeof *run->losses);
     run->grad_norms = calloc((size_t)total, sizeof *run->grad_norms);
+    if (t->plan->model.n_mtp_modules > 0 &&
+        !(run->mtp_losses = calloc((size_t)total, sizeof *run->mtp_losses)))
+        return px_error_set(err, PX_ERR_NOMEM, NULL, 0, 0, "out of memory");
     run->step_time_s = calloc((size_t)total, sizeof *run->step_time_s);
     run->cpu_time_s = calloc((size_t)total, sizeof *run->cpu_time_s);
     run->peak_memory_bytes = calloc((size_t)t->world, sizeof *run->peak_memory_bytes);
@@ -82,6 +85,8 @@ static px_status one_step(const px_train *t, int64_t i, px_run *run, px_error *e
     px_watchdog_leave();
     run->losses[j] = loss;
     run->grad_norms[j] = px_exec_grad_norm(t->ex);
+    if (run->mtp_losses)
+        run->mtp_losses[j] = px_exec_mtp_loss(t->ex);
     run->step_time_s[j] = dt_max;
     run->cpu_time_s[j] = cpu_max;
     if (device_clock)
@@ -177,6 +182,7 @@ void px_train_run_free(px_run *run)
 {
     free(run->losses);
     free(run->grad_norms);
+    free(run->mtp_losses);
     free(run->step_time_s);
     free(run->cpu_time_s);
     free(run->device_time_s);
