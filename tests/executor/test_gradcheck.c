@@ -6,6 +6,10 @@
  * attention (tiny-mla) with a q latent and, rerun with q_lora_rank 0, with
  * one q projection.  LoRA (tiny-llama and tiny-gpt, rank 4, alpha 8, all four
  * targets): the gradients of every adapter A and B, the only trained tensors.
+ * Multi-token prediction (tiny-llama with 2 modules, tiny-mla with 1): every
+ * module's norms, projection halves and layer, and (tiny-llama) the word
+ * embedding's rows of tokens the modules look up (both uses' gradients
+ * summed).
  * Runs as a single MPI process (no launcher needed). */
 #include <math.h>
 #include <stdlib.h>
@@ -14,11 +18,14 @@
 #include <mpi.h>
 
 #include "px_backend.h"
+#include "px_data.h"
 #include "px_exec.h"
 #include "px_test.h"
 
 /* >= 0: the q_lora_rank the MLA model is checked with instead of its own. */
 static int64_t q_lora_override = -1;
+/* > 0: the model's MTP modules (n_mtp_modules) instead of its own. */
+static int64_t mtp_override = 0;
 
 static px_status make_plan(const char *model, px_recompute rc, bool flash, px_plan *plan,
                            px_error *err)
@@ -30,6 +37,8 @@ static px_status make_plan(const char *model, px_recompute rc, bool flash, px_pl
         return st;
     if (q_lora_override >= 0)
         plan->model.q_lora_rank = q_lora_override;
+    if (mtp_override > 0)
+        plan->model.n_mtp_modules = mtp_override;
 
     plan->hw.peak_flops = 1e10;
     plan->hw.dtype_bytes = 4;
@@ -94,11 +103,12 @@ static void check_model(const char *model, px_backend *be)
     int64_t n;
     float *params = px_exec_params(ex, &n);
     /* one rank holds the whole model: exactly the planner's parameter count
-     * (qk_norm weights and shared experts included) */
+     * (qk_norm weights, shared experts and MTP modules included) */
     px_param_count pc;
     px_model_count_params(&plan.model, &pc);
-    CHECK_MSG(n == pc.total, "%s: the executor holds %lld parameters, the planner counts %lld",
-              model, (long long)n, (long long)pc.total);
+    CHECK_MSG(n == pc.total + pc.mtp,
+              "%s: the executor holds %lld parameters, the planner counts %lld + %lld (MTP)",
+              model, (long long)n, (long long)pc.total, (long long)pc.mtp);
     float *grad = malloc((size_t)n * sizeof *grad);
     double loss0 = loss_and_grad(ex, grad);
     CHECK(isfinite(loss0) && loss0 > 0.0);
@@ -108,7 +118,30 @@ static void check_model(const char *model, px_backend *be)
     uint64_t rng = 12345;
     int checked = 0, bad = 0, nonzero = 0, skipped = 0, router_ok = 0;
     int qk_norm_ok = 0, shared_ok = 0; /* tiny-qwen3's own tensors, checked and non-zero */
-    const float eps = 1e-2f;
+    int mtp_ok = 0;                    /* MTP modules' tensors, checked and non-zero */
+    int64_t L = plan.model.n_layers, D = plan.model.n_mtp_modules;
+    /* the dense MTP models: the word embedding's rows of the first tokens
+     * the modules look up (sequence 0, tokens 1 .. 4), two elements each,
+     * after the two random elements of every slice (in an MoE model a row
+     * that many positions use moves their routing) */
+    int64_t emb_rows[4] = {0};
+    int n_emb_rows = 0;
+    if (D > 0 && plan.model.n_experts == 0) {
+        px_data data;
+        int32_t *seq = malloc((size_t)(plan.par.seq_len + 1) * sizeof *seq);
+        if (seq && !px_data_open(&data, NULL, plan.model.vocab, plan.par.seq_len, opt.seed, &err)) {
+            px_data_sequence(&data, 0, seq);
+            for (; n_emb_rows < 4; n_emb_rows++)
+                emb_rows[n_emb_rows] = seq[1 + n_emb_rows];
+            px_data_close(&data);
+        }
+        free(seq);
+        CHECK_MSG(n_emb_rows == 4, "%s: no tokens for the embedding check", model);
+    }
+    /* the MTP models' losses curve more (their modules' layers stack on the
+     * main model's): a smaller step keeps the central difference's own error
+     * below the tolerance */
+    const float eps = D > 0 ? 2.5e-3f : 1e-2f;
     /* MoE: top-k routing is piecewise constant, so a perturbation that makes a
      * token change experts puts a jump into the loss.  A jump of J inside
      * [-eps, eps] makes the central differences at eps and eps/2 disagree by
@@ -118,9 +151,13 @@ static void check_model(const char *model, px_backend *be)
     for (int s = 0; s < tab->n_segs; s++) {
         const px_param_seg *seg = &tab->segs[s];
         int64_t size = seg->n_rows * seg->n_cols;
-        for (int rep = 0; rep < 2; rep++) {
+        bool emb = seg->tensor_id == PX_T_WORD_EMB && n_emb_rows > 0;
+        for (int rep = 0; rep < (emb ? 2 + 2 * n_emb_rows : 2); rep++) {
             rng = rng * 6364136223846793005ull + 1442695040888963407ull;
             int64_t idx = seg->offset + (int64_t)((rng >> 33) % (uint64_t)size);
+            if (rep >= 2) /* a row the modules look up, a random column */
+                idx = seg->offset + emb_rows[(rep - 2) / 2] * seg->n_cols +
+                      (int64_t)((rng >> 33) % (uint64_t)seg->n_cols);
             double num = central_difference(ex, params, idx, eps), ana = grad[idx];
             if (moe) {
                 double num2 = central_difference(ex, params, idx, eps / 2);
@@ -138,6 +175,7 @@ static void check_model(const char *model, px_backend *be)
             bool layer_t = seg->tensor_id >= PX_TID_LAYER0, big = fabs(ana) > 1e-4;
             qk_norm_ok += layer_t && big && (kind == PX_T_Q_NORM_W || kind == PX_T_K_NORM_W);
             shared_ok += layer_t && big && kind >= PX_T_SH_W_DOWN && kind <= PX_T_SH_W_GATE;
+            mtp_ok += big && seg->tensor_id >= PX_TID_LAYER(L, 0);
             if (!(fabs(num - ana) <= 2e-4 + 3e-2 * fabs(ana))) {
                 bad++;
                 fprintf(stderr, "%s: tensor %lld elem %lld: analytic %.6g numeric %.6g\n", model,
@@ -162,6 +200,8 @@ static void check_model(const char *model, px_backend *be)
     if (plan.model.n_shared_experts > 0)
         CHECK_MSG(shared_ok >= 4, "%s: only %d shared-expert elements checked", model,
                   shared_ok);
+    if (D > 0) /* two per slice: the four own tensors and a layer's, each module */
+        CHECK_MSG(mtp_ok >= 12 * D, "%s: only %d MTP elements checked", model, mtp_ok);
     px_exec_destroy(ex);
 
     /* Recompute modes and the stored-probabilities path: same loss and grads. */
@@ -371,6 +411,13 @@ int main(int argc, char **argv)
     check_model("tiny-mla", &be);
     q_lora_override = -1;
     check_model("tiny-qwen3", &be); /* qk_norm, shared experts */
+    mtp_override = 2;
+    fprintf(stderr, "with 2 MTP modules:\n");
+    check_model("tiny-llama", &be);
+    mtp_override = 1;
+    fprintf(stderr, "with 1 MTP module:\n");
+    check_model("tiny-mla", &be);
+    mtp_override = 0;
     check_lora("tiny-llama", &be);
     check_lora("tiny-gpt", &be);
     be.destroy(&be);
