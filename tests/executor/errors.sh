@@ -97,11 +97,14 @@ check_case 0 check_tp2_cuda "runs on the cuda-executor" --plan "$work/tp2.json" 
 check_case 1 check_zero4 "zero = 4: allowed 0, 1, 2, 3" --plan "$work/zero4.json"
 check_case 1 check_zbh2 "vpp = 2 needs schedule" --plan "$work/zbh2_v2.json"
 "$mkplan" --model deepseek-v3 --layers 4 --seq 64 -o "$work/mla.json" 2>/dev/null
-# DeepSeek-V3 on the CPU: its MLA runs; a feature it has besides (shared
-# experts, the MTP module) is refused by name.  The CUDA backend refuses MLA.
-check_case 1 check_deepseek \
-  "unsupported: .*(shared experts|multi-token prediction).* not supported by cpu-executor" \
+# DeepSeek-V3 on the CPU: its MLA, shared expert and MTP module run; MTP
+# with context parallelism is refused by name.  The CUDA backend refuses MLA
+# (and MTP: tests/executor/mtp.sh).
+check_case 0 check_deepseek "runs on the cpu-executor: deepseek-v3 on 1 ranks" \
   --plan "$work/mla.json"
+"$mkplan" --model deepseek-v3 --layers 4 --seq 64 --cp 2 -o "$work/mla_cp2.json" 2>/dev/null
+check_case 1 check_deepseek_cp \
+  "unsupported: cp = 2 with n_mtp_modules = 1: .*allowed: cp = 1" --plan "$work/mla_cp2.json"
 check_case 1 check_mla_cuda "unsupported: .*multi-head latent attention .* not supported by cuda-executor" \
   --plan "$work/mla.json" --backend cuda
 "$mkplan" --model tiny-mla -o "$work/tiny_mla.json" 2>/dev/null

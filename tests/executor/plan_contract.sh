@@ -11,11 +11,10 @@
 #     past 8 vary the schedule and ZeRO stage of the same split again.
 #  2. For the big presets on 8 ... 16384 GPUs: `execute --check` (one process,
 #     no mpirun) accepts the chosen plan and every ranked plan, or refuses it
-#     for a model feature this executor has no kernels for, by name: the
-#     feature check comes last in px_plan_check, so such a plan passed every
-#     other rule.  The one feature without kernels is multi-token prediction
-#     (DeepSeek-V3); any other refusal (multi-head latent attention, qk_norm,
-#     shared experts: they run) fails.
+#     by name for the one combination the CPU executor does not run:
+#     multi-token prediction (DeepSeek-V3's module) with context parallelism,
+#     checked after every other rule.  Any other refusal (multi-head latent
+#     attention, qk_norm, shared experts, MTP without CP: they run) fails.
 #   plan_contract.sh BUILD_DIR
 set -u
 build=$1
@@ -80,16 +79,15 @@ for model in llama3-70b llama3-405b gpt3-175b mixtral-8x7b deepseek-v3 qwen3-235
     for f in "$dir"/chosen.json "$dir"/plan-*.json; do
       checks=$((checks + 1))
       if "$exe" --check --plan "$f" >"$f.chk" 2>&1; then continue; fi
-      # only a named model feature without kernels may refuse a planned plan
-      if grep -q "unsupported: model \"$model\": .* is not supported by cpu-executor" "$f.chk" &&
-         grep -q "multi-token prediction" "$f.chk"; then
-        refused=$(grep -o ': [^:]* is not supported by' "$f.chk" | head -1)
+      # only MTP with CP may refuse a planned plan
+      if grep -Eq "unsupported: cp = [0-9]+ with n_mtp_modules = [0-9]+: " "$f.chk"; then
+        refused=" multi-token prediction with cp > 1"
         continue
       fi
       echo "FAIL $model on $gpus GPUs, $(basename "$f"): $(cat "$f.chk")"
       failed=$((failed + 1))
     done
-    echo "check $model on $gpus GPUs: $(ls "$dir"/plan-*.json | wc -l) ranked plans + the chosen one${refused:+, refused by feature$refused the cpu-executor}"
+    echo "check $model on $gpus GPUs: $(ls "$dir"/plan-*.json | wc -l) ranked plans + the chosen one${refused:+, refused by the cpu-executor:$refused}"
   done
 done
 t2=$(date +%s)
