@@ -3,7 +3,8 @@
  * with one q projection (q_lora_rank 0) and DeepSeek-V3's shapes (without
  * its shared expert), at TP 1, 2, 4 and 8 (where tp divides the heads), the
  * elements of every TP rank's parameter table (replicated tensors counted
- * once) equal px_model_count_params' total; and at TP 1 each layer's matrix
+ * once) equal px_model_count_params' total (+ mtp: DeepSeek-V3's MTP
+ * module, exec_mtp_params); and at TP 1 each layer's matrix
  * elements equal px_model_layer_matmul_params, the weights the FLOP count
  * (px_flops.c) multiplies by 2 per token.  Also: the MLA tensors' TP split
  * (downs and latent norms replicated and summed over TP, ups and Wo sliced
@@ -63,10 +64,11 @@ static void check_model(const px_model *m, const char *label)
         int ok;
         int64_t got = table_params(m, tp, &err, &ok);
         CHECK_MSG(ok, "%s tp %d: %s", label, tp, err.msg);
-        CHECK_MSG(got == pc.total, "%s tp %d: executor holds %lld parameters, planner counts %lld",
-                  label, tp, (long long)got, (long long)pc.total);
-        fprintf(stderr, "%s tp %d: %lld parameters (planner %lld)\n", label, tp, (long long)got,
-                (long long)pc.total);
+        CHECK_MSG(got == pc.total + pc.mtp,
+                  "%s tp %d: executor holds %lld parameters, planner counts %lld + %lld (MTP)",
+                  label, tp, (long long)got, (long long)pc.total, (long long)pc.mtp);
+        fprintf(stderr, "%s tp %d: %lld parameters (planner %lld + %lld)\n", label, tp,
+                (long long)got, (long long)pc.total, (long long)pc.mtp);
     }
     px_parallel par;
     px_parallel_init(&par);
