@@ -690,8 +690,10 @@ void px_exec_destroy(px_exec *ex)
     px_host_step_destroy(ex);
     px_mem_release_all(&ex->mem);
     if (ex->stash)
-        for (int64_t i = 0; i < ex->vpp * ex->m; i++)
+        for (int64_t i = 0; i < ex->vpp * ex->m; i++) {
             free(ex->stash[i].layers);
+            free(ex->stash[i].mtp); /* (left by a failed step; its tensors went above) */
+        }
     free(ex->stash);
     free(ex->ops);
     px_timeline_free(&ex->tl);
