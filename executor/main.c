@@ -517,6 +517,11 @@ static int train(const cli *c, job *j, int rank, int world, int64_t start, int64
         printf("# storage: %s activations and weights%s\n", px_dtype_name(px_exec_dtype(ex)),
                px_exec_dtype(ex) == PX_BF16 ? " (fp32 master weights, gradients, AdamW state)"
                                             : "");
+        if (j->plan.model.n_mtp_modules > 0) /* what the loss column holds */
+            printf("# multi-token prediction: %lld modules; loss = main + %g / %lld x the sum "
+                   "of their losses (report: mtp_losses)\n",
+                   (long long)j->plan.model.n_mtp_modules, (double)c->opt.mtp_loss_scale,
+                   (long long)j->plan.model.n_mtp_modules);
         const px_finetune *ft = &j->plan.par.finetune;
         if (px_finetune_is_lora(ft)) {
             char targets[64];

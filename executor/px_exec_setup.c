@@ -73,11 +73,12 @@ static px_status check_mtp(const px_plan *plan, px_error *err)
                        "positions (rolled with the tokens) are not implemented; allowed: block "
                        "llama",
                        D);
-    if (p->seq_len <= m->n_mtp_modules)
+    int64_t s = px_plan_seq_len(m, p);
+    if (s <= m->n_mtp_modules)
         return PX_FAIL(err, PX_ERR_INVALID,
                        "seq_len = %lld with n_mtp_modules = %lld: module k needs positions "
                        "i < seq_len - k; allowed: seq_len > n_mtp_modules",
-                       (long long)p->seq_len, D);
+                       (long long)s, D);
     return PX_OK;
 }
 

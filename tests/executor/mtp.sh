@@ -10,8 +10,8 @@
 #  - tiny-llama with 2 modules: TP 2 + SP, interleaved PP 2, DP 2 ZeRO-3;
 #  - tiny-mla (MLA, MoE) with 1 module: TP 2, TP 2 + SP, PP 2 ZB-H1 with full
 #    recompute, EP 2 x DP 2 ZeRO-3.
-# Then `execute --check`: the CPU executor refuses MTP with CP and with
-# LoRA by name, the CUDA executor refuses MTP.
+# Then `execute --check`: the CPU executor refuses MTP with CP, with LoRA
+# and with seq_len <= D by name, the CUDA executor refuses MTP.
 #   mtp.sh BUILD_DIR
 set -u
 build=$1
@@ -111,6 +111,9 @@ expect_check() {
 expect_check cp2 "cp = 2 with n_mtp_modules = 1: .*allowed: cp = 1" --plan "$work/cp2.json"
 "$mkplan" --model tiny-llama --mtp 1 --finetune lora -o "$work/lora.json" 2>/dev/null
 expect_check lora "finetune = lora with n_mtp_modules = 1" --plan "$work/lora.json"
+"$mkplan" --model tiny-llama --mtp 2 --seq 2 -o "$work/seq2.json" 2>/dev/null
+expect_check seq2 "seq_len = 2 with n_mtp_modules = 2: .*allowed: seq_len > n_mtp_modules" \
+  --plan "$work/seq2.json"
 "$mkplan" --model tiny-llama --mtp 1 -o "$work/one.json" 2>/dev/null
 expect_check cuda "multi-token prediction .* not supported by cuda-executor" \
   --plan "$work/one.json" --backend cuda
