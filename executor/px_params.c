@@ -117,6 +117,9 @@ static px_status build_shared_experts(px_param_table *t, const px_model *m, int 
                    PX_INIT_NORMAL, false, &lp->sw2, err);
 }
 
+/* One transformer layer with the ids of layer `layer`, shaped like model layer
+ * `shape` (dense or MoE as the model's pattern gives: an MTP module's layer
+ * is shaped like layer n_layers); its experts come later. */
 static px_status build_layer(px_param_table *t, const px_model *m, int tp, int tp_rank,
                              int64_t layer, int64_t shape, px_layer_params *lp, px_error *err)
 {
@@ -186,12 +189,6 @@ static px_status build_layer(px_param_table *t, const px_model *m, int tp, int t
         PX_TRY(add_vec(t, LID(PX_T_B_DOWN), h, PX_INIT_ZEROS, &lp->b2, err));
 #undef LID
     return PX_OK;
-}
-
-px_status px_params_build_layer(px_param_table *t, const px_model *m, int tp, int tp_rank,
-                                int64_t layer, int64_t shape, px_layer_params *lp, px_error *err)
-{
-    return build_layer(t, m, tp, tp_rank, layer, shape, lp, err);
 }
 
 /* The MTP modules of the last chunk (executor/px_mtp.c): each one's norms and

@@ -170,13 +170,6 @@ px_status px_params_add_seg(px_param_table *t, int64_t id, int64_t full_rows, in
                             int64_t row0, int64_t n_rows, int64_t col0, int64_t n_cols,
                             px_init_kind init, bool repl, int64_t *offset_out, px_error *err);
 
-/* Appends one transformer layer's tensors with the ids of layer `layer`, shaped
- * like model layer `shape` (dense or MoE, from the model's layer pattern);
- * its experts come later (px_params_build_etp). */
-px_status px_params_build_layer(px_param_table *t, const px_model *m, int tp, int tp_rank,
-                                int64_t layer, int64_t shape, px_layer_params *lp,
-                                px_error *err);
-
 /* Builds the table of the rank at (tp_rank, stage) of plan's grid (expert
  * parallel rank 0). */
 px_status px_params_build(px_param_table *tab, const px_model *m, const px_parallel *par,
