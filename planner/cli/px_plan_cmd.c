@@ -154,11 +154,13 @@ static px_status plan_action(plan_cli *c, px_args_action action, const px_model 
         fprintf(out, "plan (parallax) %s\n", px_version());
         return PX_OK;
     }
-    if (c->list_models || c->list_hw) {
+    if (c->list_models || c->list_hw || c->list_recipes) {
         if (c->list_models)
             list_names(out, true);
         if (c->list_hw)
             list_names(out, false);
+        if (c->list_recipes)
+            plan_recipe_list(out);
         return PX_OK;
     }
     return run_search(c, model, out, err);

@@ -26,7 +26,7 @@ typedef struct {
     const char *html;          /* --html FILE */
     double price_per_gpu_hour; /* --price-per-gpu-hour; 0: the profile's */
     int gpus;
-    bool json, csv, explain, list_models, list_hw;
+    bool json, csv, explain, list_models, list_hw, list_recipes;
     bool partition_given; /* --partition or --no-milp on the command line */
     bool lora_given;      /* --lora-rank, --lora-alpha or --lora-targets */
     bool offload_fraction_given; /* --offload-fraction */

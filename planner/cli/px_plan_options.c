@@ -33,7 +33,7 @@ const char usage_text[] =
     "usage: plan --model NAME|FILE|DIR --gpus G [options]\n"
     "       plan --recipe NAME|FILE [options]\n"
     "       plan --validate [FILE] [--json] [--check]   (as build/validate: docs/validation.md)\n"
-    "       plan --list-models | --list-hw | --version\n"
+    "       plan --list-models | --list-hw | --list-recipes | --version\n"
     "\n"
     "Searches every valid way to split the training of a model over G GPUs and\n"
     "ranks them by the predicted step time (docs/cost-model.md).  Every option\n"
@@ -134,6 +134,7 @@ const char usage_text_2[] =
     "  --write-top DIR        write every ranked plan too, as DIR/plan-<N>.json (N: its position)\n"
     "  --list-models          the model presets and their aliases\n"
     "  --list-hw              the hardware profiles\n"
+    "  --list-recipes         the recipes (recipes/) and what each one is\n"
     "  --version              the Parallax version\n"
     "  --help                 this text\n";
 
@@ -419,6 +420,7 @@ static const px_arg plan_rows[] = {
     PX_ARG_STR("--write-top", plan_cli, top_dir),
     PX_ARG_SWITCH("--list-models", plan_cli, list_models),
     PX_ARG_SWITCH("--list-hw", plan_cli, list_hw),
+    PX_ARG_SWITCH("--list-recipes", plan_cli, list_recipes),
 };
 enum { N_PLAN_ROWS = sizeof plan_rows / sizeof plan_rows[0] };
 
@@ -500,7 +502,7 @@ px_status parse_args(int argc, char **argv, bool model_given, plan_cli *c,
         c->hw = PX_HW_DEFAULT;
     *action = res.action;
     px_args_free(&res);
-    if (*action != PX_ARGS_RUN || c->list_models || c->list_hw)
+    if (*action != PX_ARGS_RUN || c->list_models || c->list_hw || c->list_recipes)
         return PX_OK;
     if (model_given && c->model)
         return PX_FAIL(err, PX_ERR_USAGE, "--model \"%s\" given beside a model object: give "

@@ -16,7 +16,8 @@
  * instead of planning, and recipes themselves. */
 static const char *const not_in_recipe[] = {
     "--recipe", "-o",         "--write-top", "--html",    "--json",   "--csv",
-    "--explain", "--list-models", "--list-hw", "--threads", "--sweep", "--sweep-gpus",
+    "--explain", "--list-models", "--list-hw", "--list-recipes", "--threads", "--sweep",
+    "--sweep-gpus",
 };
 
 /* Options the command line gives beyond their own name: a swept key, and
@@ -123,6 +124,32 @@ static void list_recipes(const char *dir, char *buf, size_t len)
         snprintf(buf + used, len - used, "%s%.*s", used ? ", " : "", (int)(n - 5), e->d_name);
     }
     closedir(d);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void plan_recipe_list(FILE *out)
+{
+    const char *dir = px_recipes_dir_default();
+    char names[4096];
+    list_recipes(dir, names, sizeof names);
+    fprintf(out, "# recipes (in %s)\n", dir);
+    char *v[128];
+    int n = 0;
+    for (char *tok = strtok(names, ", "); tok && n < 128; tok = strtok(NULL, ", "))
+        v[n++] = tok;
+    qsort(v, (size_t)n, sizeof v[0], cmp_str);
+    for (int i = 0; i < n; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s.json", dir, v[i]);
+        json_t *root = json_load_file(path, 0, NULL);
+        json_t *d = root ? json_object_get(root, "description") : NULL;
+        fprintf(out, "%-24s %s\n", v[i], json_is_string(d) ? json_string_value(d) : "");
+        json_decref(root);
+    }
 }
 
 /* A name (recipes/NAME.json) or a path (with '/' or ending in .json). */

@@ -7,6 +7,7 @@
 #define PX_PLAN_RECIPE_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "px_error.h"
 
@@ -31,5 +32,9 @@ px_status plan_recipe_expand(int argc, char **argv, bool model_given, plan_argv 
                              px_error *err);
 
 void plan_argv_free(plan_argv *a);
+
+/* `plan --list-recipes`: a header naming the directory, then one line per
+ * recipe, its name and description, in name order. */
+void plan_recipe_list(FILE *out);
 
 #endif
