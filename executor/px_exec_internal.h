@@ -265,13 +265,6 @@ px_status px_ex_shard_update(px_exec *ex, px_error *err);
 px_status px_ex_decay_build(px_exec *ex, px_error *err);
 void px_ex_adamw(px_exec *ex, int64_t so, const float *grad, int64_t n, int64_t table_off,
                  void *w);
-/* A kernel with px_kernels.adamw_step's arguments, and one range of it in
- * runs of one weight decay each (master, grad, m, v and copy at the range). */
-typedef void (*px_adamw_fn)(float *master, const float *grad, float *m, float *v, int64_t n,
-                            float lr, float b1, float b2, float eps, float wd, int64_t step,
-                            void *copy);
-void px_ex_adamw_runs(const px_exec *ex, px_adamw_fn step, float *master, const float *grad,
-                      float *m, float *v, int64_t n, int64_t table_off, void *copy);
 
 /* ---- optimizer offload (px_offload.c) -------------------------------------
  * The first n_host elements of this rank's optimizer state (Megatron's rule:
@@ -292,19 +285,22 @@ px_status px_ex_master_whole(px_exec *ex, float **out, px_error *err);
 void px_ex_master_whole_done(px_exec *ex, float **p);
 
 /* ---- the host share's AdamW on a host thread (px_host_step.c) -----------
- * A job: one range of the host share (px_ex_adamw_runs' arguments).  push
+ * A job: one range of the host share and the function that updates it
+ * (px_optim.c's).  push
  * starts the thread on the step's first job and queues the rest to it, so
  * the host updates while the main thread steps the device share; join waits
  * for every queued job (the weights are then whole).  A job the queue cannot
  * take, or a thread that cannot start, runs on the caller: the same result,
  * later. */
-typedef struct {
+typedef struct px_host_job px_host_job;
+struct px_host_job {
+    void (*run)(const px_exec *ex, const px_host_job *j);
     float *master;
     const float *grad;
     float *m, *v;
     int64_t n, table_off;
     void *copy;
-} px_host_job;
+};
 px_status px_host_step_create(px_exec *ex, int capacity, px_error *err);
 void px_host_step_push(px_exec *ex, const px_host_job *j);
 void px_host_step_join(px_exec *ex);

@@ -1,22 +1,15 @@
-/* px_host_step.c — the offloaded share's AdamW on a host thread.
+/* px_host_step.c — the offloaded share's update on a host thread.
  *
  * ZeRO-Offload and Megatron-Core's hybrid optimizer step the host's share
  * on the CPU while the GPU steps its own; the updated weights then go back
  * into the compute copy before the next forward.  Here one thread per step
- * takes the host's ranges as px_ex_adamw meets them and runs them with the
- * host kernel (px_cpu_adamw_step), the same arithmetic per element as the
- * CPU backend's, so a run with offload is bit-identical to one without.  It
- * writes the compute copy itself: that is the host-to-device copy of a GPU
- * framework (the CPU backend's device memory is host memory), and in fp32
- * storage the weights are the master it updates.  The thread makes no MPI
- * call (MPI_THREAD_FUNNELED). */
+ * takes the host's ranges as px_ex_adamw (px_optim.c) queues them, each with
+ * the function that updates it, so a run with offload computes what one
+ * without does.  The thread makes no MPI call (MPI_THREAD_FUNNELED). */
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "px_bf16.h"
 #include "px_exec_internal.h"
-#include "px_kernels_cpu.h"
 
 struct px_host_step {
     pthread_mutex_t mu;
@@ -29,28 +22,6 @@ struct px_host_step {
     px_exec *ex;
 };
 
-static void host_adamw_f32(float *p, const float *g, float *m, float *v, int64_t n, float lr,
-                           float b1, float b2, float eps, float wd, int64_t step, void *copy)
-{
-    px_cpu_adamw_step(p, g, m, v, n, lr, b1, b2, eps, wd, step);
-    if (copy && copy != p)
-        memcpy(copy, p, (size_t)n * sizeof *p);
-}
-
-static void host_adamw_bf16(float *p, const float *g, float *m, float *v, int64_t n, float lr,
-                            float b1, float b2, float eps, float wd, int64_t step, void *copy)
-{
-    px_cpu_adamw_step(p, g, m, v, n, lr, b1, b2, eps, wd, step);
-    if (copy)
-        px_bf16_round(copy, p, n);
-}
-
-static void run_job(const px_exec *ex, const px_host_job *j)
-{
-    px_adamw_fn step = ex->act_dtype == PX_F32 ? host_adamw_f32 : host_adamw_bf16;
-    px_ex_adamw_runs(ex, step, j->master, j->grad, j->m, j->v, j->n, j->table_off, j->copy);
-}
-
 static void *worker(void *arg)
 {
     struct px_host_step *h = arg;
@@ -59,7 +30,7 @@ static void *worker(void *arg)
         if (h->next < h->n_jobs) {
             px_host_job j = h->jobs[h->next++];
             pthread_mutex_unlock(&h->mu);
-            run_job(h->ex, &j);
+            j.run(h->ex, &j);
             pthread_mutex_lock(&h->mu);
         } else if (h->closed) {
             break;
@@ -93,7 +64,7 @@ void px_host_step_push(px_exec *ex, const px_host_job *j)
 {
     struct px_host_step *h = ex->host_step;
     if (!h) {
-        run_job(ex, j);
+        j->run(ex, j);
         return;
     }
     pthread_mutex_lock(&h->mu);
@@ -108,7 +79,7 @@ void px_host_step_push(px_exec *ex, const px_host_job *j)
     }
     pthread_mutex_unlock(&h->mu);
     if (!queued) /* the queue is full or no thread started: run it here */
-        run_job(ex, j);
+        j->run(ex, j);
 }
 
 void px_host_step_join(px_exec *ex)

@@ -15,8 +15,11 @@
  * so that one place here splits it between host and device under optimizer
  * offload. */
 #include <stdlib.h>
+#include <string.h>
 
+#include "px_bf16.h"
 #include "px_exec_internal.h"
+#include "px_kernels_cpu.h"
 
 static int cmp_range(const void *a, const void *b)
 {
@@ -63,8 +66,15 @@ static int64_t decay_run(const px_exec *ex, int64_t pos, bool *decays)
     return INT64_MAX;
 }
 
-void px_ex_adamw_runs(const px_exec *ex, px_adamw_fn step, float *master, const float *grad,
-                      float *m, float *v, int64_t n, int64_t table_off, void *copy)
+/* A kernel with px_kernels.adamw_step's arguments. */
+typedef void (*px_adamw_fn)(float *master, const float *grad, float *m, float *v, int64_t n,
+                            float lr, float b1, float b2, float eps, float wd, int64_t step,
+                            void *copy);
+
+/* One range (master, grad, m, v and copy at the range) in runs of one weight
+ * decay each. */
+static void adamw_runs(const px_exec *ex, px_adamw_fn step, float *master, const float *grad,
+                       float *m, float *v, int64_t n, int64_t table_off, void *copy)
 {
     const px_exec_options *o = &ex->opt;
     for (int64_t i = 0; i < n;) {
@@ -79,6 +89,31 @@ void px_ex_adamw_runs(const px_exec *ex, px_adamw_fn step, float *master, const 
     }
 }
 
+static void host_adamw_f32(float *p, const float *g, float *m, float *v, int64_t n, float lr,
+                           float b1, float b2, float eps, float wd, int64_t step, void *copy)
+{
+    px_cpu_adamw_step(p, g, m, v, n, lr, b1, b2, eps, wd, step);
+    if (copy && copy != p)
+        memcpy(copy, p, (size_t)n * sizeof *p);
+}
+
+static void host_adamw_bf16(float *p, const float *g, float *m, float *v, int64_t n, float lr,
+                            float b1, float b2, float eps, float wd, int64_t step, void *copy)
+{
+    px_cpu_adamw_step(p, g, m, v, n, lr, b1, b2, eps, wd, step);
+    if (copy)
+        px_bf16_round(copy, p, n);
+}
+
+/* A host range, on the host thread: the host kernel (px_cpu_adamw_step), the
+ * same arithmetic per element as the CPU backend's, writing the compute copy
+ * (the host-to-device copy of a GPU framework). */
+static void host_job_run(const px_exec *ex, const px_host_job *j)
+{
+    px_adamw_fn step = ex->act_dtype == PX_F32 ? host_adamw_f32 : host_adamw_bf16;
+    adamw_runs(ex, step, j->master, j->grad, j->m, j->v, j->n, j->table_off, j->copy);
+}
+
 /* The state's first n_host elements are on the host (px_offload.c): their
  * part of the range goes to the host thread, the rest runs here on the
  * device arrays, which start at state offset n_host. */
@@ -90,14 +125,14 @@ void px_ex_adamw(px_exec *ex, int64_t so, const float *grad, int64_t n, int64_t 
     if (h > n)
         h = n;
     if (h > 0) {
-        px_host_job j = {mixed ? ex->host_master + so : (float *)w, grad, ex->host_m + so,
-                         ex->host_v + so, h, table_off, mixed ? w : NULL};
+        px_host_job j = {host_job_run, mixed ? ex->host_master + so : (float *)w, grad,
+                         ex->host_m + so, ex->host_v + so, h, table_off, mixed ? w : NULL};
         px_host_step_push(ex, &j);
     }
     if (h == n)
         return;
     int64_t d = so + h - ex->n_host; /* index in the device arrays */
     void *wd = px_ex_at(ex, w, h);
-    px_ex_adamw_runs(ex, ex->k->adamw_step, mixed ? ex->master + d : (float *)wd, grad + h,
-                     ex->adam_m + d, ex->adam_v + d, n - h, table_off + h, mixed ? wd : NULL);
+    adamw_runs(ex, ex->k->adamw_step, mixed ? ex->master + d : (float *)wd, grad + h,
+               ex->adam_m + d, ex->adam_v + d, n - h, table_off + h, mixed ? wd : NULL);
 }
