@@ -81,15 +81,24 @@ static double central_difference(px_exec *ex, float *params, int64_t idx, double
     return (lp - lm) / (2.0 * d);
 }
 
+/* The model's plan without recompute, with flash attention; false (a
+ * failed check, the reason on stderr) when it cannot be made. */
+static bool plain_plan(const char *model, px_plan *plan)
+{
+    px_error err;
+    if (make_plan(model, PX_RECOMPUTE_NONE, true, plan, &err) == PX_OK)
+        return true;
+    fprintf(stderr, "%s: %s\n", model, err.msg);
+    CHECK(0);
+    return false;
+}
+
 static void check_model(const char *model, px_backend *be)
 {
     px_error err;
     px_plan plan;
-    if (make_plan(model, PX_RECOMPUTE_NONE, true, &plan, &err)) {
-        fprintf(stderr, "%s: %s\n", model, err.msg);
-        CHECK(0);
+    if (!plain_plan(model, &plan))
         return;
-    }
     px_exec_options opt;
     px_exec_options_default(&opt);
     opt.init_std = 0.3f; /* larger weights: gradients well above fp32 noise */
@@ -311,11 +320,8 @@ static void check_lora(const char *model, px_backend *be)
 {
     px_error err;
     px_plan plan;
-    if (make_plan(model, PX_RECOMPUTE_NONE, true, &plan, &err)) {
-        fprintf(stderr, "%s: %s\n", model, err.msg);
-        CHECK(0);
+    if (!plain_plan(model, &plan))
         return;
-    }
     plan.par.finetune.mode = PX_FT_LORA;
     plan.par.finetune.rank = 4;
     plan.par.finetune.alpha = 8.0; /* scale 2: a missing or doubled scale shows */
