@@ -591,17 +591,16 @@ void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
  * the hidden state (two norms), projects their concatenation 2h -> h
  * (column-parallel), runs one layer shaped like layer n_layers under the
  * plan's recompute, normalises its output and computes the shared LM head
- * and its loss again.  norm_s: one norm forward and backward; head_loss_s:
- * the head's GEMMs and the cross-entropy. */
+ * and its loss again.  norm_s: one norm forward and backward; embed_s: the
+ * lookup forward and backward; head_loss_s: the head's GEMMs and the
+ * cross-entropy. */
 static double mtp_time(px_cost_ctx *ctx, const px_parallel *par, double T, double norm_s,
-                       double head_loss_s)
+                       double embed_s, double head_loss_s)
 {
     const px_model *m = ctx->model;
     if (m->n_mtp_modules <= 0)
         return 0.0;
-    const px_hw *hw = ctx->hw;
-    double e = elem_of(ctx), t = par->tp, h = (double)m->hidden;
-    double tsp = (par->sp && par->tp > 1) ? t : 1.0;
+    double t = par->tp, h = (double)m->hidden;
     crossings x;
     find_crossings(ctx, par, &x);
     layer_time lt;
@@ -609,9 +608,8 @@ static double mtp_time(px_cost_ctx *ctx, const px_parallel *par, double T, doubl
     px_recompute r = plan_recompute(par);
     double layer_s = lt.fwd_s + lt.bwd_s + lt.rc_s[r] + lt.tp_s +
                      (r == PX_RECOMPUTE_FULL ? lt.tp_rc_s : 0.0) + lt.ep_s + lt.cp_exposed_s;
-    double proj_s = 3.0 * px_time_gemm_s(hw, T, h / t, 2.0 * h); /* forward + 2 backward */
-    double embed_s = px_time_mem_class_s(
-        hw, PX_MEM_EMBED, px_cost_class_bytes(PX_MEM_EMBED, T * h, (int)e, false) / tsp);
+    /* forward + 2 backward */
+    double proj_s = 3.0 * px_time_gemm_s(ctx->hw, T, h / t, 2.0 * h);
     return (double)m->n_mtp_modules *
            (layer_s + proj_s + 3.0 * norm_s + embed_s + head_loss_s);
 }
@@ -627,8 +625,9 @@ void extras_time(px_cost_ctx *ctx, const px_parallel *par, double *first_s,
     double T = (double)par->micro_batch * (double)seq_of(ctx, par) / par->cp;
     double h = (double)m->hidden, V = (double)m->vocab;
     /* embedding: gather rows forward, scatter-add backward (fwd + bwd bytes) */
-    *first_s = px_time_mem_class_s(
-                   hw, PX_MEM_EMBED, px_cost_class_bytes(PX_MEM_EMBED, T * h, (int)e, false) / tsp) +
+    double embed_s = px_time_mem_class_s(
+        hw, PX_MEM_EMBED, px_cost_class_bytes(PX_MEM_EMBED, T * h, (int)e, false) / tsp);
+    *first_s = embed_s +
                grad_accum_time(ctx, par,
                                px_lora_trained(&par->finetune, (double)ctx->pc.embedding / t, 0.0),
                                true);
@@ -660,7 +659,7 @@ void extras_time(px_cost_ctx *ctx, const px_parallel *par, double *first_s,
     *last_s = head_loss_s + head_ws_f + head_ws_b +
               grad_accum_time(ctx, par, px_lora_trained(ft, (double)ctx->head_params / t, 0.0),
                               false) +
-              norm_s + mtp_time(ctx, par, T, norm_s, head_loss_s);
+              norm_s + mtp_time(ctx, par, T, norm_s, embed_s, head_loss_s);
 }
 
 double px_cost_tp_bytes_per_layer(double s, double b, double h, int t, int elem_bytes)
