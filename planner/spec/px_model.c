@@ -12,14 +12,15 @@
 #include "px_datadir.h"
 #include "px_jfield.h"
 #include "px_plan.h"
-#include "px_sliding.h"
+#include "px_hybrid.h"
 #include "px_plan_json.h"
+#include "px_sliding.h"
 
 static const char *const block_names[] = {"gpt", "llama"};
 static const char *const attn_names[] = {"standard", "mla"};
 static const char *const scoring_names[] = {"softmax", "sigmoid"};
 static const char *const rope_scaling_names[] = {"none", "llama3", "yarn"};
-static const char *const mlp_act_names[] = {"silu", "gelu"};
+static const char *const mlp_act_names[] = {"silu", "gelu", "relu2"};
 
 #define F_(key, type, field, req, mn, mx) \
     {key, type, offsetof(px_model, field), 0, req, mn, NULL, 0, mx}
@@ -59,7 +60,7 @@ static const px_jfield model_fields[] = {
     FB("qk_norm", qk_norm),
     FB("sandwich_norms", sandwich_norms),
     FB("attention_sinks", attention_sinks),
-    {"mlp_act", PX_JF_ENUM, offsetof(px_model, mlp_act), 0, false, 0, mlp_act_names, 2, 0},
+    {"mlp_act", PX_JF_ENUM, offsetof(px_model, mlp_act), 0, false, 0, mlp_act_names, 3, 0},
     FD("rope_fraction", rope_fraction, 1e-6, 1.0),
     FD("rope_theta", rope_theta, 1.0, 1e12),
     {"rope_scaling", PX_JF_ENUM, offsetof(px_model, rope_scaling), 0, false, 0,
@@ -95,9 +96,9 @@ static const px_jfield model_fields[] = {
 
 /* Keys a preset file may carry that are not part of px_model. */
 static const char *const preset_extra_keys[] = {"aliases", "description", "source",
-                                                 "layer_types", NULL};
-/* a model inside a plan file: the per-layer attention kinds only */
-static const char *const embedded_extra_keys[] = {"layer_types", NULL};
+                                                 "layer_types", "layer_pattern", "mamba", NULL};
+/* a model inside a plan file: the per-layer kinds only */
+static const char *const embedded_extra_keys[] = {"layer_types", "layer_pattern", "mamba", NULL};
 
 /* Optional fields' defaults; n_kv_heads and head_dim are derived afterwards
  * (0 here means "not given"). */
@@ -225,18 +226,24 @@ px_status px_model_validate(const px_model *m, px_error *err)
         return PX_FAIL(err, PX_ERR_INVALID, "model %s: moe_layer_freq must be >= 1", n);
     bool any_dense = false, any_moe = false;
     for (int64_t i = 0; i < m->n_layers; i++) {
-        if (!px_model_layer_is_moe(m, i))
-            any_dense = true;
-        else
-            any_moe = true;
+        px_layer_kind k = px_model_layer_kind(m, i);
+        any_dense = any_dense || px_layer_has_dense_mlp(k);
+        any_moe = any_moe || px_layer_has_experts(k);
     }
-    if (m->n_experts > 0 && !any_moe)
+    px_status hst = px_hybrid_check(m, err);
+    if (hst != PX_OK)
+        return hst;
+    if (m->n_experts > 0 && !any_moe && !px_model_is_hybrid(m))
         return PX_FAIL(err, PX_ERR_INVALID,
                        "model %s: n_experts %lld but no layer has experts: moe_layer_freq %lld "
                        "with first_dense_layers %lld leaves none of the %lld layers MoE (allowed: "
                        "a moe_layer_freq with a multiple in first_dense_layers..n_layers-1)", n,
                        (long long)m->n_experts, (long long)m->moe_layer_freq,
                        (long long)m->first_dense_layers, (long long)m->n_layers);
+    if (m->n_experts > 0 && !any_moe)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "model %s: n_experts %lld but layer_pattern has no 'E' layer", n,
+                       (long long)m->n_experts);
     if (any_dense && m->ffn <= 0)
         return PX_FAIL(err, PX_ERR_INVALID, "model %s: ffn must be > 0 (model has dense layers)",
                        n);
@@ -279,14 +286,26 @@ px_status px_model_validate(const px_model *m, px_error *err)
 
 /* ---------- parameter counts ---------- */
 
-bool px_model_layer_is_moe(const px_model *m, int64_t layer)
+px_layer_kind px_model_layer_kind(const px_model *m, int64_t layer)
 {
+    if (px_model_is_hybrid(m) && layer >= 0 && layer < m->n_layers)
+        return px_hybrid_kind(m->layer_pattern[layer]);
     /* DeepSeek's convention: MoE from first_dense_layers on, every
      * moe_layer_freq-th layer (by absolute index). */
     if (m->n_experts <= 0 || layer < m->first_dense_layers)
-        return false;
+        return PX_LAYER_DENSE;
     int64_t freq = m->moe_layer_freq > 0 ? m->moe_layer_freq : 1;
-    return layer % freq == 0;
+    return layer % freq == 0 ? PX_LAYER_MOE : PX_LAYER_DENSE;
+}
+
+bool px_model_layer_is_moe(const px_model *m, int64_t layer)
+{
+    return px_layer_has_experts(px_model_layer_kind(m, layer));
+}
+
+bool px_model_mlp_gated(const px_model *m)
+{
+    return m->block == PX_BLOCK_LLAMA && m->mlp_act != PX_ACT_RELU2;
 }
 
 int64_t px_model_qk_head_dim(const px_model *m)
@@ -335,10 +354,10 @@ static int64_t attn_params(const px_model *m)
     return p;
 }
 
-/* One MLP of inner size f: GeLU (2 matrices + biases) or SwiGLU (3 matrices). */
+/* One MLP of inner size f: gated (3 matrices) or not (2; GPT adds biases). */
 static int64_t mlp_matmul_params(const px_model *m, int64_t f)
 {
-    return (m->block == PX_BLOCK_GPT ? 2 : 3) * m->hidden * f;
+    return (px_model_mlp_gated(m) ? 3 : 2) * m->hidden * f;
 }
 
 static int64_t mlp_params(const px_model *m, int64_t f)
@@ -354,33 +373,53 @@ int px_model_layer_norms(const px_model *m)
     return m->sandwich_norms ? 4 : 2;
 }
 
-static int64_t layer_norm_params(const px_model *m)
+int px_model_kind_norms(const px_model *m, px_layer_kind k)
 {
-    /* LayerNorm has weight and bias, RMSNorm a weight */
-    return px_model_layer_norms(m) * (m->block == PX_BLOCK_GPT ? 2 : 1) * m->hidden;
+    return px_layer_sublayers(k) == 2 ? px_model_layer_norms(m) : 1;
+}
+
+/* The norms of a layer of kind k: LayerNorm has a weight and a bias,
+ * RMSNorm a weight. */
+static int64_t kind_norm_params(const px_model *m, px_layer_kind k)
+{
+    return px_model_kind_norms(m, k) * (m->block == PX_BLOCK_GPT ? 2 : 1) * m->hidden;
+}
+
+/* The routed and shared experts and the router of one MoE layer; routed:
+ * the routed experts counted. */
+static int64_t experts_params(const px_model *m, int64_t routed, bool matmul_only)
+{
+    int64_t e = matmul_only ? mlp_matmul_params(m, m->moe_ffn) : mlp_params(m, m->moe_ffn);
+    return m->hidden * m->n_experts + (routed + m->n_shared_experts) * e;
 }
 
 int64_t px_model_layer_params(const px_model *m, int64_t layer)
 {
-    int64_t p = layer_norm_params(m) + attn_params(m);
-    if (px_model_layer_is_moe(m, layer))
-        p += m->hidden * m->n_experts +
-             (m->n_experts + m->n_shared_experts) * mlp_params(m, m->moe_ffn);
-    else
+    px_layer_kind k = px_model_layer_kind(m, layer);
+    int64_t p = kind_norm_params(m, k);
+    if (px_layer_has_attention(k))
+        p += attn_params(m);
+    if (px_layer_has_dense_mlp(k))
         p += mlp_params(m, m->ffn);
+    if (px_layer_has_experts(k))
+        p += experts_params(m, m->n_experts, false);
+    if (k == PX_LAYER_MAMBA)
+        p += px_mamba_params(m);
     return p;
 }
 
 int64_t px_model_layer_matmul_params(const px_model *m, int64_t layer, bool active_only)
 {
-    int64_t p = attn_matmul_params(m);
-    if (px_model_layer_is_moe(m, layer)) {
-        int64_t routed = active_only ? m->top_k : m->n_experts;
-        p += m->hidden * m->n_experts +
-             (routed + m->n_shared_experts) * mlp_matmul_params(m, m->moe_ffn);
-    } else {
+    px_layer_kind k = px_model_layer_kind(m, layer);
+    int64_t p = 0;
+    if (px_layer_has_attention(k))
+        p += attn_matmul_params(m);
+    if (px_layer_has_dense_mlp(k))
         p += mlp_matmul_params(m, m->ffn);
-    }
+    if (px_layer_has_experts(k))
+        p += experts_params(m, active_only ? m->top_k : m->n_experts, true);
+    if (k == PX_LAYER_MAMBA)
+        p += px_mamba_matmul_params(m);
     return p;
 }
 
@@ -394,21 +433,25 @@ void px_model_count_params(const px_model *m, px_param_count *out)
     out->final_norm = norm_w;
     int64_t unused_experts = 0;
     for (int64_t i = 0; i < m->n_layers; i++) {
-        out->attention += attn_params(m);
-        out->norms += layer_norm_params(m);
-        if (px_model_layer_is_moe(m, i)) {
+        px_layer_kind k = px_model_layer_kind(m, i);
+        out->norms += kind_norm_params(m, k);
+        if (px_layer_has_attention(k))
+            out->attention += attn_params(m);
+        if (px_layer_has_dense_mlp(k))
+            out->dense_mlp += mlp_params(m, m->ffn);
+        if (px_layer_has_experts(k)) {
             int64_t e = mlp_params(m, m->moe_ffn);
             out->expert_mlp += m->n_experts * e;
             out->shared_expert_mlp += m->n_shared_experts * e;
             out->router += h * m->n_experts;
             unused_experts += (m->n_experts - m->top_k) * e;
-        } else {
-            out->dense_mlp += mlp_params(m, m->ffn);
         }
+        if (k == PX_LAYER_MAMBA)
+            out->mamba += px_mamba_params(m);
     }
     out->total = out->embedding + out->lm_head + out->final_norm + out->attention +
                  out->dense_mlp + out->expert_mlp + out->shared_expert_mlp + out->router +
-                 out->norms;
+                 out->norms + out->mamba;
     out->active = out->total - unused_experts;
     /* A DeepSeek-V3 MTP module: a norm on the hidden state and one on the
      * embedding, a 2h -> h projection, one more layer (shaped like the next
@@ -435,6 +478,8 @@ px_status px_model_from_json(json_t *obj, const char *file, const char *path, px
     snprintf(key, sizeof key, "%s%slayer_types", path && path[0] ? path : "",
              path && path[0] ? "." : "");
     st = px_sliding_read(out, json_object_get(obj, "layer_types"), file, key, err);
+    if (st == PX_OK)
+        st = px_hybrid_read(out, obj, file, path, err);
     if (st != PX_OK)
         return st;
     if (!path || !path[0]) {
@@ -476,6 +521,10 @@ px_status px_model_to_json(const px_model *m, json_t **out, px_error *err)
     json_t *types = px_sliding_write(m);
     if (types)
         json_object_set_new(obj, "layer_types", types);
+    if (px_hybrid_write(m, obj) != 0) {
+        json_decref(obj);
+        return PX_FAIL(err, PX_ERR_NOMEM, "out of memory");
+    }
     *out = obj;
     return PX_OK;
 }

@@ -27,9 +27,46 @@
 
 typedef enum { PX_SCORING_SOFTMAX = 0, PX_SCORING_SIGMOID = 1 } px_router_scoring;
 typedef enum { PX_ROPE_NONE = 0, PX_ROPE_LLAMA3 = 1, PX_ROPE_YARN = 2 } px_rope_scaling;
-/* The gated MLP's activation (llama block): SiLU (SwiGLU) or a tanh GeLU
- * (GeGLU, Gemma).  The same GEMMs and element-wise bytes: no cost. */
-typedef enum { PX_ACT_SILU = 0, PX_ACT_GELU = 1 } px_mlp_act;
+/* The llama block's MLP activation: SiLU (SwiGLU) or a tanh GeLU (GeGLU,
+ * Gemma), both gated, with the same GEMMs and element-wise bytes; or the
+ * squared ReLU of Nemotron-4 and Nemotron-H, which is not gated (an up and
+ * a down projection, px_model_mlp_gated). */
+typedef enum { PX_ACT_SILU = 0, PX_ACT_GELU = 1, PX_ACT_RELU2 = 2 } px_mlp_act;
+
+/* What one layer computes.  A transformer block is attention and an MLP
+ * (dense or routed experts).  A hybrid stack (px_hybrid.h, Megatron-Core's
+ * hybrid models) builds each layer from one sublayer only -- a Mamba-2
+ * mixer, attention, a dense MLP or routed experts -- each with its own
+ * pre-norm and residual add.  The cost model prices one layer of each kind
+ * the model has. */
+typedef enum {
+    PX_LAYER_DENSE = 0,     /* attention + a dense MLP */
+    PX_LAYER_MOE = 1,       /* attention + routed (and shared) experts */
+    PX_LAYER_MAMBA = 2,     /* hybrid 'M': a Mamba-2 mixer */
+    PX_LAYER_ATTENTION = 3, /* hybrid '*': attention */
+    PX_LAYER_MLP = 4,       /* hybrid '-': a dense MLP */
+    PX_LAYER_EXPERTS = 5,   /* hybrid 'E': routed (and shared) experts */
+} px_layer_kind;
+#define PX_LAYER_KINDS 6
+
+static inline bool px_layer_has_attention(px_layer_kind k)
+{
+    return k == PX_LAYER_DENSE || k == PX_LAYER_MOE || k == PX_LAYER_ATTENTION;
+}
+static inline bool px_layer_has_dense_mlp(px_layer_kind k)
+{
+    return k == PX_LAYER_DENSE || k == PX_LAYER_MLP;
+}
+static inline bool px_layer_has_experts(px_layer_kind k)
+{
+    return k == PX_LAYER_MOE || k == PX_LAYER_EXPERTS;
+}
+/* Sublayers, each with a pre-norm and a residual add: 2 in a transformer
+ * block, 1 in a hybrid layer. */
+static inline int px_layer_sublayers(px_layer_kind k)
+{
+    return k == PX_LAYER_DENSE || k == PX_LAYER_MOE ? 2 : 1;
+}
 
 /* The most router groups (DeepSeek-V3: 8); the executor's bound too. */
 #define PX_MODEL_MAX_GROUPS 64
@@ -67,7 +104,7 @@ typedef struct {
     bool attention_sinks;  /* gpt-oss: a learned logit per head in the softmax,
                             * with its clamped SwiGLU and biased router and
                             * experts; the planner costs it, execute refuses it */
-    px_mlp_act mlp_act;    /* the gated MLP's activation; execute runs SiLU only */
+    px_mlp_act mlp_act;    /* the llama block's MLP activation; execute runs SiLU only */
     double rope_fraction;  /* share of each head's width RoPE rotates (HF
                             * partial_rotary_factor; 1: all); execute runs 1 only */
 
@@ -120,6 +157,17 @@ typedef struct {
      * 0: full causal attention on every layer (px_sliding.h). */
     int64_t sliding_window;
     uint8_t layer_sliding[PX_MODEL_MAX_LAYERS / 8];
+
+    /* A hybrid stack (px_hybrid.h): layer l is the sublayer named by
+     * layer_pattern[l], Megatron-Core's symbols -- 'M' a Mamba-2 mixer, '*'
+     * attention, '-' a dense MLP, 'E' routed experts.  "": every layer is a
+     * transformer block. */
+    char layer_pattern[PX_MODEL_MAX_LAYERS + 1];
+    /* The Mamba-2 mixer of 'M' layers (Dao & Gu 2024, Megatron-Core's
+     * MambaMixer): mamba_heads heads of mamba_head_dim channels (d_inner =
+     * their product), mamba_groups groups of B and C, each of mamba_state
+     * state channels, a causal depthwise convolution of mamba_conv taps. */
+    int64_t mamba_heads, mamba_head_dim, mamba_state, mamba_groups, mamba_conv;
 } px_model;
 
 /* Parameter counts, in elements. */
@@ -133,6 +181,7 @@ typedef struct {
     int64_t shared_expert_mlp;
     int64_t router;
     int64_t norms;          /* per-layer norms */
+    int64_t mamba;          /* all Mamba-2 mixers (px_hybrid.h), without their pre-norms */
     int64_t mtp;            /* multi-token-prediction modules */
     int64_t total;          /* everything above except mtp */
     int64_t active;         /* per token: total minus the routed experts not chosen */
@@ -154,10 +203,19 @@ void px_model_defaults(px_model *m);
 /* Checks internal consistency (positive sizes, heads divide hidden...). */
 px_status px_model_validate(const px_model *m, px_error *err);
 
-/* True when layer i (0-based) has a routed-expert MLP. */
+/* What layer i (0-based) computes; layer n_layers is the one the MTP
+ * modules copy (a transformer block). */
+px_layer_kind px_model_layer_kind(const px_model *m, int64_t layer);
+
+/* True when layer i (0-based) has routed experts (PX_LAYER_MOE, _EXPERTS). */
 bool px_model_layer_is_moe(const px_model *m, int64_t layer);
 
-/* Parameters of one transformer layer (attention + MLP + norms), elements. */
+/* Whether the dense MLP and the experts are gated (SwiGLU, GeGLU: three
+ * matrices) rather than an up and a down projection (GPT's GeLU, squared
+ * ReLU). */
+bool px_model_mlp_gated(const px_model *m);
+
+/* Parameters of one layer (its sublayers and their norms), elements. */
 int64_t px_model_layer_params(const px_model *m, int64_t layer);
 
 void px_model_count_params(const px_model *m, px_param_count *out);
@@ -168,9 +226,11 @@ void px_model_count_params(const px_model *m, px_param_count *out);
  * biases excluded.  Used for FLOPs. */
 int64_t px_model_layer_matmul_params(const px_model *m, int64_t layer, bool active_only);
 
-/* Norms in each layer: 2 (before attention and before the MLP), 4 with
- * sandwich_norms (one more on each branch's output). */
+/* Norms in a transformer block: 2 (before attention and before the MLP), 4
+ * with sandwich_norms (one more on each branch's output); a hybrid layer
+ * has one (px_model_kind_norms). */
 int px_model_layer_norms(const px_model *m);
+int px_model_kind_norms(const px_model *m, px_layer_kind k);
 
 /* Per-head widths of the attention core: query/key dot-product width and
  * value width (both head_dim for standard attention; MLA: nope+rope and v). */
