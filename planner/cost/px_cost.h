@@ -121,10 +121,18 @@ typedef struct {
                             * ops (px_cost_eager_swiglu_bytes) */
     /* MLA: stored latents (0 for standard attention) */
     double q_lora, kv_lora, rope_dim;
+    /* What the layer computes (px_layer_kind): which of attention, a dense
+     * MLP, routed experts and a Mamba-2 mixer it has, and its norms */
+    px_layer_kind kind;    /* (0, a zeroed shape: a transformer block) */
+    bool rope;             /* the attention rotates q and k (the llama block, but
+                            * where rope_fraction is 0: Nemotron-H) */
     /* MoE layer: routed experts replace the dense MLP */
     bool moe;
     double n_experts, top_k, moe_f, n_shared; /* n_shared experts of size moe_f */
     int ep, etp;
+    /* Mamba-2 mixer (px_hybrid.h): d_inner, its heads, groups x state (the
+     * width of B and of C), in_proj's outputs */
+    double m_inner, m_heads, m_groups, m_bc, m_in;
 } px_act_shape;
 
 /* Bytes stored for backward by one layer for one micro-batch, per operator.
@@ -138,14 +146,35 @@ typedef struct {
     double softmax_out, score_mask, score_drop, softmax_stats;
     double proj_in, attn_mask;
     double mlp_in, fc1_out, act_out, mlp_mask;
+    double mamba;               /* a Mamba-2 mixer's saved tensors (px_cost_2_ops.c) */
     double router, expert;      /* MoE: router probabilities, routed-expert tensors (the sum
                                  * of the four below) */
     double moe_recv, moe_gate_up, moe_combine, moe_meta;
-    double attention, mlp, norm;/* the three parts */
+    double attention, mlp, norm;/* the three parts (a Mamba mixer's counts as attention:
+                                 * the sequence mixer) */
     double total;
 } px_act_ops;
 
 void px_cost_act_layer(const px_act_shape *sh, px_act_ops *out);
+
+/* What a shape's layer has (its kind; moe: experts in place of the dense
+ * MLP), and its pre-norms, one a sublayer. */
+static inline bool px_shape_attention(const px_act_shape *sh)
+{
+    return px_layer_has_attention(sh->kind);
+}
+static inline bool px_shape_dense_mlp(const px_act_shape *sh)
+{
+    return px_layer_has_dense_mlp(sh->kind) && !sh->moe;
+}
+static inline bool px_shape_mamba(const px_act_shape *sh)
+{
+    return sh->kind == PX_LAYER_MAMBA;
+}
+static inline int px_shape_norms(const px_act_shape *sh)
+{
+    return px_layer_sublayers(sh->kind);
+}
 
 /* Micro-batches whose activations stage `stage` (0-based) of p holds at its
  * peak, in units of "one micro-batch through the stage's layers" (all v
@@ -223,31 +252,34 @@ typedef struct {
     bool sp, flash;
     int64_t micro_batch, seq_len;
     px_precision precision;
-    px_act_ops ops[2][PX_RECOMPUTE_COUNT];
+    px_act_ops ops[PX_LAYER_KINDS][PX_RECOMPUTE_COUNT];
 } px_cost_ops_memo;
 
-/* Layers of each kind (0 dense, 1 MoE) and recompute choice on one stage,
- * and of them those whose activations are offloaded to the host. */
+/* Layers of each kind (px_layer_kind) and recompute choice on one stage,
+ * and of them those whose activations are offloaded to the host (at most
+ * PX_MAX_LAYERS: 32 bits, which keeps the stage loops' copies small). */
 typedef struct {
-    int64_t n[2][PX_RECOMPUTE_COUNT];
-    int64_t off[2][PX_RECOMPUTE_COUNT];
-    int64_t kind[2];
+    int32_t n[PX_LAYER_KINDS][PX_RECOMPUTE_COUNT];
+    int32_t off[PX_LAYER_KINDS][PX_RECOMPUTE_COUNT];
+    int32_t kind[PX_LAYER_KINDS];
 } px_cost_stage_layers;
 
 /* What the search computes once per (model, hardware), and the evaluation's
- * workspace: a context serves one thread at a time.  Large (about 80 KB):
+ * workspace: a context serves one thread at a time.  Large (about 200 KB):
  * callers that keep several allocate them. */
 typedef struct {
     const px_model *model;
     const px_hw *hw;
     px_param_count pc;
-    int64_t n_moe_layers;
-    int64_t moe_prefix[PX_MAX_LAYERS + 1]; /* MoE layers among the first i */
-    int64_t dense_layer_params;  /* one dense layer, elements */
-    int64_t moe_layer_params;    /* one MoE layer, all experts */
+    int64_t n_moe_layers;        /* layers with routed experts */
+    int64_t n_kind[PX_LAYER_KINDS];          /* layers of each kind */
+    int n_kinds;                             /* kinds the model has: */
+    int kinds[PX_LAYER_KINDS];               /* those kinds, in px_layer_kind order */
+    int32_t kind_prefix[PX_LAYER_KINDS][PX_MAX_LAYERS + 1]; /* of kind k among the first i */
+    int64_t kind_params[PX_LAYER_KINDS];     /* one layer of each kind, all experts, elements */
+    int64_t kind_norm_params[PX_LAYER_KINDS];/* its norms: whole on every TP rank */
     int64_t expert_params;       /* routed experts of one MoE layer */
     int64_t head_params;         /* LM head (V·h, also when tied and pp > 1) */
-    int64_t layer_norm_params;   /* one layer's norms: whole on every TP rank */
     int64_t router_params;       /* one MoE layer's router: whole on every TP rank */
     int64_t flops_seq_len;       /* the sequence length the two below are for */
     double model_flops_per_token;
@@ -283,7 +315,7 @@ typedef struct {
      * micro-batches), and the buffers */
     double act_attention, act_mlp, act_norm;
     double buf_embedding, buf_logits, buf_loss, buf_final_norm, buf_recompute, buf_p2p;
-    double layer_act_bytes;      /* one layer, one micro-batch (first layer kind) */
+    double layer_act_bytes;      /* one layer, one micro-batch (the first layer's kind) */
     double inflight;             /* micro-batches in flight on the worst stage */
     double inflight_bw;          /* of those, past B and waiting for W (zero-bubble) */
     double buf_zb_grads;         /* their kept output gradients (+ rebuilt full-recompute sets) */

@@ -33,7 +33,7 @@ bool px_cost_record_split(const px_model *m, px_parallel *par)
 static int64_t stage_layer_count(const stage_layers *s)
 {
     int64_t n = 0;
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < PX_LAYER_KINDS; k++)
         for (int r = 0; r < PX_RECOMPUTE_COUNT; r++)
             n += s->n[k][r];
     return n;
@@ -61,7 +61,7 @@ void stage_counts(const px_cost_ctx *ctx, const px_parallel *par, stage_layers *
         stage_layers *s = &sl[c % p];
         if (per_layer) {
             for (int64_t l = start; l < end; l++) {
-                int k = (int)(ctx->moe_prefix[l + 1] - ctx->moe_prefix[l]);
+                int k = (int)px_model_layer_kind(ctx->model, l);
                 int r = l < par->n_layer_recompute ? par->layer_recompute[l] : rc;
                 r = r < PX_RECOMPUTE_COUNT ? r : rc;
                 if (lead > 0 && stage_layer_count(s) < lead)
@@ -69,20 +69,23 @@ void stage_counts(const px_cost_ctx *ctx, const px_parallel *par, stage_layers *
                 s->n[k][r]++;
             }
         } else {
-            int64_t moe = ctx->moe_prefix[end] - ctx->moe_prefix[start];
-            s->n[1][rc] += moe;
-            s->n[0][rc] += (end - start) - moe;
+            for (int i = 0; i < ctx->n_kinds; i++) {
+                int k = ctx->kinds[i];
+                s->n[k][rc] += ctx->kind_prefix[k][end] - ctx->kind_prefix[k][start];
+            }
         }
         start += len;
     }
     bool every = par->offload.activations && lead == 0; /* every layer offloaded */
     for (int st = 0; st < p; st++)
-        for (int k = 0; k < 2; k++)
+        for (int i = 0; i < ctx->n_kinds; i++) {
+            int k = ctx->kinds[i];
             for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
                 sl[st].kind[k] += sl[st].n[k][r];
                 if (every)
                     sl[st].off[k][r] = sl[st].n[k][r];
             }
+        }
 }
 
 /* A dense dimension of size n and rank stride st: groups are the blocks of

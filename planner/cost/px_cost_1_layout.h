@@ -35,7 +35,7 @@ static inline bool middle_stages_identical(const px_cost_ctx *ctx, const px_para
 {
     return par->n_chunks == 0 && par->n_layer_recompute == 0 &&
            ctx->model->n_layers % ((int64_t)par->pp * par->vpp) == 0 &&
-           (ctx->n_moe_layers == 0 || ctx->n_moe_layers == ctx->model->n_layers);
+           ctx->n_kinds == 1;
 }
 
 /* Middle stages remembered by repeats_middle. */

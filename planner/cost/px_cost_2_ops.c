@@ -7,10 +7,12 @@
 #include <string.h>
 
 #include "px_checked.h"
+#include "px_hybrid.h"
 
-void make_shape(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
+void make_shape(const px_cost_ctx *ctx, const px_parallel *par, px_layer_kind k,
                 px_recompute rc, px_act_shape *sh)
 {
+    bool moe = px_layer_has_experts(k);
     const px_model *m = ctx->model;
     memset(sh, 0, sizeof *sh);
     double s = (double)seq_of(ctx, par);
@@ -31,7 +33,7 @@ void make_shape(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
         sh->kv = (double)m->n_kv_heads;
     }
     sh->f = (double)m->ffn;
-    sh->gated = m->block == PX_BLOCK_LLAMA;
+    sh->gated = px_model_mlp_gated(m);
     sh->elem_bytes = elem_of(ctx);
     /* GPT blocks train with dropout in Megatron (Korthikanti's masks); an
      * fp32 profile describes the CPU backend, which has none
@@ -43,13 +45,15 @@ void make_shape(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     sh->sp = par->sp && par->tp > 1;
     sh->sp_gathered_in = sh->sp && ctx->run && ctx->run->sp_keeps_gathered_input;
     sh->flash = par->flash_attention;
-    sh->extra_norms = px_model_layer_norms(m) - 2;
+    sh->kind = k;
+    sh->extra_norms = px_model_kind_norms(m, k) - px_shape_norms(sh);
     sh->recompute = rc;
     sh->sac_op = ctx->run && ctx->run->selective_op_policy;
     /* the llama block's norm, RoPE and gated activation as the framework
      * runs them (GPT's block has none of these in composite form) */
     sh->eager_norm = eager_norm_of(ctx);
-    sh->eager_rope = sh->gated && ctx->run && !ctx->run->fused_rope;
+    sh->rope = m->block == PX_BLOCK_LLAMA && px_shape_attention(sh) && m->rope_fraction > 0.0;
+    sh->eager_rope = sh->rope && ctx->run && !ctx->run->fused_rope;
     sh->eager_swiglu = sh->gated && ctx->run && !ctx->run->fused_swiglu;
     sh->moe = moe;
     if (moe) {
@@ -59,6 +63,13 @@ void make_shape(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
         sh->n_shared = (double)m->n_shared_experts;
         sh->ep = par->ep;
         sh->etp = par->etp;
+    }
+    if (px_shape_mamba(sh)) {
+        sh->m_inner = (double)px_mamba_d_inner(m);
+        sh->m_heads = (double)m->mamba_heads;
+        sh->m_groups = (double)m->mamba_groups;
+        sh->m_bc = (double)(m->mamba_groups * m->mamba_state);
+        sh->m_in = (double)px_mamba_in_proj_width(m);
     }
 }
 
@@ -229,35 +240,31 @@ static void sac_op_layer(const px_act_shape *sh, px_act_ops *o)
     o->total = o->attention + o->mlp + o->norm;
 }
 
-void px_cost_act_layer(const px_act_shape *sh, px_act_ops *o)
+/* A Mamba-2 layer's saved tensors per token (Megatron-Core's MambaMixer on
+ * its default path, mamba_ssm's mamba_split_conv1d_scan_combined without its
+ * norm, then Megatron's gated RMSNorm and the row-parallel out_proj): the
+ * in_proj GEMM's input (in_in: the pre-norm's output, as the attention's
+ * QKV input), in_proj's output z|x|B|C|dt, the scan's output before the
+ * gate, the gated norm's input and the out_proj's input, all split over TP,
+ * and the norm's fp32 reciprocal RMS per group.  The scan's kernels rerun
+ * the convolution and the chunk states in the backward. */
+static double mamba_saved_bytes(const px_act_shape *sh, double in_in)
 {
-    memset(o, 0, sizeof *o);
     double e = sh->elem_bytes > 0 ? sh->elem_bytes : 2;
     double t = sh->tp > 0 ? sh->tp : 1;
-    double tsp = sh->sp ? t : 1.0;           /* SP shards the pointwise region */
     double sb = sh->s * sh->b;
-    double sbh = sb * sh->h;
-    double a_t = sh->a / t;                  /* heads per GPU */
-    double kv_t = sh->kv >= t ? sh->kv / t : 1.0; /* kv heads are replicated when k < t */
+    return in_in + e * sb * (sh->m_in + 3.0 * sh->m_inner) / t + 4.0 * sb * sh->m_groups / t;
+}
 
-    if (sh->recompute == PX_RECOMPUTE_FULL) {
-        /* only the layer input survives the forward */
-        o->norm1_in = e * sbh / tsp;
-        o->norm = o->total = o->norm1_in;
-        return;
-    }
-    if (sh->recompute == PX_RECOMPUTE_SELECTIVE && sh->sac_op) {
-        sac_op_layer(sh, o);
-        return;
-    }
-    o->norm1_in = e * sbh / tsp;
-    o->norm2_in = e * sbh / tsp;
-    /* an RMSNorm's backward needs its input: for a sandwich norm the
-     * branch's output after TP's reduce (SP-sharded like the others) */
-    o->extra_norm_in = sh->extra_norms * e * sbh / tsp;
-    /* the column-parallel linears' input: the SP shard, gathered again in
-     * the backward (Megatron), or the gathered whole kept (torchtitan) */
-    double gathered = sh->sp_gathered_in ? 1.0 : tsp;
+/* The attention's saved tensors (Korthikanti's attention rows). */
+static void attention_saved(const px_act_shape *sh, px_act_ops *o, double gathered)
+{
+    double e = sh->elem_bytes > 0 ? sh->elem_bytes : 2;
+    double t = sh->tp > 0 ? sh->tp : 1;
+    double tsp = sh->sp ? t : 1.0;
+    double sb = sh->s * sh->b, sbh = sb * sh->h;
+    double a_t = sh->a / t;
+    double kv_t = sh->kv >= t ? sh->kv / t : 1.0; /* kv heads are replicated when k < t */
     o->qkv_in = e * sbh / gathered;
     if (sh->q_lora > 0.0 || sh->kv_lora > 0.0)
         o->latent = e * sb * (sh->q_lora + sh->kv_lora + sh->rope_dim);
@@ -279,6 +286,16 @@ void px_cost_act_layer(const px_act_shape *sh, px_act_ops *o)
     }
     o->proj_in = e * sb * a_t * sh->dv;
     o->attn_mask = sh->dropout ? sbh / tsp : 0.0;
+}
+
+/* The MLP's or the experts' saved tensors (Korthikanti's MLP rows; the
+ * routed copies of a MoE layer). */
+static void mlp_saved(const px_act_shape *sh, px_act_ops *o, double gathered)
+{
+    double e = sh->elem_bytes > 0 ? sh->elem_bytes : 2;
+    double t = sh->tp > 0 ? sh->tp : 1;
+    double tsp = sh->sp ? t : 1.0;
+    double sb = sh->s * sh->b, sbh = sb * sh->h;
     /* a MoE layer's router and dispatch read the SP shard itself */
     o->mlp_in = e * sbh / (sh->moe ? tsp : gathered);
     o->mlp_mask = sh->dropout ? sbh / tsp : 0.0;
@@ -319,8 +336,43 @@ void px_cost_act_layer(const px_act_shape *sh, px_act_ops *o)
         o->fc1_out = e * sb * up * sh->f / t;
         o->act_out = e * sb * sh->f / t;
     }
+}
+
+void px_cost_act_layer(const px_act_shape *sh, px_act_ops *o)
+{
+    memset(o, 0, sizeof *o);
+    double e = sh->elem_bytes > 0 ? sh->elem_bytes : 2;
+    double t = sh->tp > 0 ? sh->tp : 1;
+    double tsp = sh->sp ? t : 1.0;           /* SP shards the pointwise region */
+    double sb = sh->s * sh->b;
+    double sbh = sb * sh->h;
+
+    if (sh->recompute == PX_RECOMPUTE_FULL) {
+        /* only the layer input survives the forward */
+        o->norm1_in = e * sbh / tsp;
+        o->norm = o->total = o->norm1_in;
+        return;
+    }
+    if (sh->recompute == PX_RECOMPUTE_SELECTIVE && sh->sac_op && px_shape_norms(sh) == 2) {
+        sac_op_layer(sh, o);
+        return;
+    }
+    o->norm1_in = e * sbh / tsp;
+    o->norm2_in = px_shape_norms(sh) == 2 ? e * sbh / tsp : 0.0;
+    /* an RMSNorm's backward needs its input: for a sandwich norm the
+     * branch's output after TP's reduce (SP-sharded like the others) */
+    o->extra_norm_in = sh->extra_norms * e * sbh / tsp;
+    /* the column-parallel linears' input: the SP shard, gathered again in
+     * the backward (Megatron), or the gathered whole kept (torchtitan) */
+    double gathered = sh->sp_gathered_in ? 1.0 : tsp;
+    if (px_shape_mamba(sh))
+        o->mamba = mamba_saved_bytes(sh, e * sbh / gathered);
+    if (px_shape_attention(sh))
+        attention_saved(sh, o, gathered);
+    if (px_shape_dense_mlp(sh) || sh->moe)
+        mlp_saved(sh, o, gathered);
     o->attention = o->qkv_in + o->latent + o->q + o->k + o->v + o->softmax_out + o->score_mask +
-                   o->score_drop + o->softmax_stats + o->proj_in + o->attn_mask;
+                   o->score_drop + o->softmax_stats + o->proj_in + o->attn_mask + o->mamba;
     o->mlp = o->mlp_in + o->fc1_out + o->act_out + o->mlp_mask + o->router + o->expert;
     o->norm = o->norm1_in + o->norm2_in + o->extra_norm_in;
     o->total = o->attention + o->mlp + o->norm;

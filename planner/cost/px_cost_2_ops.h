@@ -6,8 +6,8 @@
 
 #include "px_cost_types.h"
 
-/* The shape of one layer (moe or dense) under recompute choice rc. */
-void make_shape(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
+/* The shape of one layer of kind k under recompute choice rc. */
+void make_shape(const px_cost_ctx *ctx, const px_parallel *par, px_layer_kind k,
                 px_recompute rc, px_act_shape *sh);
 
 /* Whether the llama block's RMSNorms run as PyTorch's composite ops (the
@@ -41,21 +41,28 @@ static inline double vocab_rows(const px_cost_ctx *ctx, int tp)
 }
 
 /* One layer's parameters on a GPU outside its routed experts: the matrices
- * split over TP, the norms (and a MoE layer's router) whole on every TP
- * rank, as Megatron's TE and core layers keep them. */
-static inline double layer_local_params(const px_cost_ctx *ctx, int tp, bool moe)
+ * (and a Mamba mixer's per-channel weights) split over TP, the pre-norms
+ * (and a MoE layer's router) whole on every TP rank, as Megatron's TE and
+ * core layers keep them. */
+static inline double layer_local_params(const px_cost_ctx *ctx, int tp, px_layer_kind k)
 {
-    double whole = (double)ctx->layer_norm_params + (moe ? (double)ctx->router_params : 0.0);
-    double all = (double)(moe ? ctx->moe_layer_params - ctx->expert_params
-                              : ctx->dense_layer_params);
+    bool moe = px_layer_has_experts(k);
+    double whole = (double)ctx->kind_norm_params[k] + (moe ? (double)ctx->router_params : 0.0);
+    double all = (double)(ctx->kind_params[k] - (moe ? ctx->expert_params : 0));
     return (all - whole) / tp + whole;
 }
 
-/* Whether the MTP modules' layer (shaped like layer n_layers) is a MoE
- * layer the cost context has priced (a model with MoE layers). */
-static inline bool mtp_layer_moe(const px_cost_ctx *ctx)
+/* The kind of the model's first layer (what stage 0 starts with). */
+static inline px_layer_kind first_kind(const px_cost_ctx *ctx)
 {
-    return ctx->n_moe_layers > 0 && px_model_layer_is_moe(ctx->model, ctx->model->n_layers);
+    return px_model_layer_kind(ctx->model, 0);
+}
+
+/* The kind of the MTP modules' layer (shaped like layer n_layers: a
+ * transformer block; hybrid models have no MTP modules here). */
+static inline px_layer_kind mtp_layer_kind(const px_cost_ctx *ctx)
+{
+    return px_model_layer_kind(ctx->model, ctx->model->n_layers);
 }
 
 /* The plan's one recompute mode (none where the plan has no single one):

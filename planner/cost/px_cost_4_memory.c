@@ -8,6 +8,7 @@
 #include "px_blocking.h"
 #include "px_cost_2_ops.h"
 #include "px_cost_fsdp.h"
+#include "px_hybrid.h"
 #include "px_cost_lora.h"
 #include "px_cost_offload.h"
 #include "px_cost_precision.h"
@@ -20,14 +21,17 @@
  * linear [tok, f (2f gated)/t] and of its second [tok/tsp, h].  A MoE
  * layer's expert weight gradients are taken in B (their routed rows are
  * gone by W), so only its attention defers.  In the activation dtype. */
-static double zb_grad_bytes(const px_cost_ctx *ctx, const px_parallel *par, bool moe)
+static double zb_grad_bytes(const px_cost_ctx *ctx, const px_parallel *par, px_layer_kind k)
 {
     px_act_shape sh;
-    make_shape(ctx, par, moe, PX_RECOMPUTE_NONE, &sh);
+    make_shape(ctx, par, k, PX_RECOMPUTE_NONE, &sh);
     double t = par->tp, tsp = sh.sp ? t : 1.0, tok = sh.s * sh.b, e = sh.elem_bytes;
-    double qkv = (sh.a * sh.dq + sh.kv * (sh.dq + sh.dv)) / t;
-    double bytes = e * tok * (qkv + sh.h / tsp);
-    if (!moe)
+    double bytes = 0.0;
+    if (px_shape_attention(&sh))
+        bytes += e * tok * ((sh.a * sh.dq + sh.kv * (sh.dq + sh.dv)) / t + sh.h / tsp);
+    if (px_shape_mamba(&sh)) /* in_proj's and out_proj's output gradients */
+        bytes += e * tok * (sh.m_in / t + sh.h / tsp);
+    if (px_shape_dense_mlp(&sh))
         bytes += e * tok * ((sh.gated ? 2.0 : 1.0) * sh.f / t + sh.h / tsp);
     return bytes;
 }
@@ -36,17 +40,22 @@ static double zb_grad_bytes(const px_cost_ctx *ctx, const px_parallel *par, bool
  * bf16 copies (px_prec_weight_bytes_per_param): the difference in bytes,
  * negative where the quantised weights are smaller.  ZeRO-3 shards them
  * with the rest (counted in its gathered-layer buffer only). */
-double prec_weight_copies(const px_cost_ctx *ctx, const px_parallel *par, int64_t nd,
-                          int64_t nm)
+double prec_weight_copies(const px_cost_ctx *ctx, const px_parallel *par,
+                          const int32_t n[PX_LAYER_KINDS])
 {
     double per = px_prec_weight_bytes_per_param(ctx->hw, par->precision, elem_of(ctx),
                                                 par->quantized_params);
     if (per == 0.0 || par->zero >= 3)
         return 0.0;
-    double dl = (double)ctx->dense_layer_params / par->tp;
-    double ml = (double)(ctx->moe_layer_params - ctx->expert_params) / par->tp +
-                (double)ctx->expert_params / (par->ep * par->etp);
-    return per * ((double)nd * dl + (double)nm * ml);
+    double sum = 0.0;
+    for (int i = 0; i < ctx->n_kinds; i++) {
+        int k = ctx->kinds[i];
+        bool moe = px_layer_has_experts((px_layer_kind)k);
+        double local = (double)(ctx->kind_params[k] - (moe ? ctx->expert_params : 0)) / par->tp +
+                       (moe ? (double)ctx->expert_params / (par->ep * par->etp) : 0.0);
+        sum += (double)n[k] * local;
+    }
+    return per * sum;
 }
 
 /* Weights, gradients and optimizer state on a GPU of `dense` parameters
@@ -93,9 +102,9 @@ void mtp_local_params(const px_cost_ctx *ctx, const px_parallel *par, double *de
     if (m->n_mtp_modules <= 0)
         return;
     double D = (double)m->n_mtp_modules, h = (double)m->hidden;
-    bool moe = mtp_layer_moe(ctx);
-    *dense += D * (3.0 * h + 2.0 * h * h / par->tp + layer_local_params(ctx, par->tp, moe));
-    if (moe)
+    px_layer_kind k = mtp_layer_kind(ctx);
+    *dense += D * (3.0 * h + 2.0 * h * h / par->tp + layer_local_params(ctx, par->tp, k));
+    if (px_layer_has_experts(k))
         *expert += D * (double)ctx->expert_params / (par->ep * par->etp);
 }
 
@@ -104,10 +113,13 @@ void mtp_local_params(const px_cost_ctx *ctx, const px_parallel *par, double *de
 static void stage_static_memory(const px_cost_ctx *ctx, const px_parallel *par, int stage,
                                 const stage_layers *sl, stage_mem *sm)
 {
-    int64_t nd = sl->kind[0], nm = sl->kind[1];
     int p = par->pp;
-    double dense = (double)nd * layer_local_params(ctx, par->tp, false) +
-                   (double)nm * layer_local_params(ctx, par->tp, true);
+    double dense = 0.0, n_moe = 0.0;
+    for (int i = 0; i < ctx->n_kinds; i++) {
+        int k = ctx->kinds[i];
+        dense += (double)sl->kind[k] * layer_local_params(ctx, par->tp, (px_layer_kind)k);
+        n_moe += px_layer_has_experts((px_layer_kind)k) ? (double)sl->kind[k] : 0.0;
+    }
     if (stage == 0)
         dense += embedding_local_params(ctx, par->tp);
     if (stage == p - 1) {
@@ -116,24 +128,24 @@ static void stage_static_memory(const px_cost_ctx *ctx, const px_parallel *par, 
         if (ctx->pc.lm_head > 0 || p > 1)
             dense += head_local_params(ctx, par->tp);
     }
-    double expert = (double)nm * (double)ctx->expert_params / (par->ep * par->etp);
+    double expert = n_moe * (double)ctx->expert_params / (par->ep * par->etp);
     if (stage == p - 1)
         mtp_local_params(ctx, par, &dense, &expert);
     sm->dense_params = dense;
     sm->expert_params = expert;
     param_state_bytes(ctx, par, dense, expert, &sm->w, &sm->g, &sm->o);
     if (px_finetune_is_lora(&par->finetune)) /* frozen base, trained adapters */
-        px_lora_static(ctx, par, dense + expert, (double)nd, px_lora_shard(par), &sm->w, &sm->g,
-                       &sm->o);
+        px_lora_static(ctx, par, dense + expert, (double)sl->kind[PX_LAYER_DENSE],
+                       px_lora_shard(par), &sm->w, &sm->g, &sm->o);
     px_cost_offload_memory(ctx, par, &sm->w, &sm->g, &sm->o, &sm->host);
-    sm->w += prec_weight_copies(ctx, par, nd, nm);
+    sm->w += prec_weight_copies(ctx, par, sl->kind);
 }
 
 /* The activations the stage keeps for its micro-batches in flight, by part,
  * and the zero-bubble B -> W gradients. */
 static void stage_activations(const px_cost_ctx *ctx, const px_parallel *par, int stage,
                               const stage_layers *sl,
-                              px_act_ops ops[2][PX_RECOMPUTE_COUNT], stage_mem *sm)
+                              px_act_ops ops[PX_LAYER_KINDS][PX_RECOMPUTE_COUNT], stage_mem *sm)
 {
     int p = par->pp;
     double inflight = px_cost_inflight(par->schedule, p, par->vpp, par->n_micro, stage);
@@ -141,8 +153,9 @@ static void stage_activations(const px_cost_ctx *ctx, const px_parallel *par, in
     /* each layer's activations by its own recompute choice; an offloaded
      * layer's are on the host (px_cost_offload.h) */
     double att = 0.0, mlp = 0.0, nrm = 0.0, host = 0.0;
-    for (int k = 0; k < 2; k++)
-        for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
+    for (int i = 0; i < ctx->n_kinds; i++) {
+        int k = ctx->kinds[i];
+        for (int r = 0; sl->kind[k] > 0 && r < PX_RECOMPUTE_COUNT; r++) {
             double n = (double)(sl->n[k][r] - sl->off[k][r]);
             host += (double)sl->off[k][r] * ops[k][r].total;
             if (n == 0.0)
@@ -151,6 +164,7 @@ static void stage_activations(const px_cost_ctx *ctx, const px_parallel *par, in
             mlp += n * ops[k][r].mlp;
             nrm += n * ops[k][r].norm;
         }
+    }
     sm->host_act = inflight * host;
     sm->host += sm->host_act;
     sm->act_att = inflight * att;
@@ -164,11 +178,12 @@ static void stage_activations(const px_cost_ctx *ctx, const px_parallel *par, in
     sm->inflight_bw = bw;
     if (bw > 0.0) {
         double per = 0.0;
-        for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < ctx->n_kinds; i++) {
+            int k = ctx->kinds[i];
             double n = (double)sl->kind[k];
             if (n == 0.0)
                 continue;
-            per += n * zb_grad_bytes(ctx, par, k == 1);
+            per += n * zb_grad_bytes(ctx, par, (px_layer_kind)k);
             per += (double)sl->n[k][PX_RECOMPUTE_FULL] *
                    (ops[k][PX_RECOMPUTE_NONE].total - ops[k][PX_RECOMPUTE_FULL].total);
         }
@@ -189,6 +204,8 @@ static double largest_linear_params(const px_cost_ctx *ctx, int tp)
            dv = (double)px_model_v_head_dim(m);
     double qkv = (double)m->n_heads * dq + (double)m->n_kv_heads * (dq + dv);
     double f = (double)m->ffn > (double)m->moe_ffn ? (double)m->ffn : (double)m->moe_ffn;
+    double in_proj = ctx->n_kind[PX_LAYER_MAMBA] > 0 ? (double)px_mamba_in_proj_width(m) : 0.0;
+    f = f > in_proj ? f : in_proj;
     return h * (f > qkv ? f : qkv) / tp;
 }
 
@@ -198,7 +215,7 @@ static double largest_linear_params(const px_cost_ctx *ctx, int tp)
  * reshard (px_cost_fsdp_buffers), its pipeline's unsharded layers and its
  * head kept gathered. */
 static double zero3_buffers(const px_cost_ctx *ctx, const px_parallel *par, int stage,
-                            int64_t nd, int64_t nm)
+                            const stage_layers *sl)
 {
     double dshard = (double)par->dp * par->cp;
     if (par->zero < 3 || dshard <= 1.0)
@@ -209,11 +226,20 @@ static double zero3_buffers(const px_cost_ctx *ctx, const px_parallel *par, int 
     /* a layer as one GPU gathers it: its TP share and, of a MoE layer,
      * only the experts of its EP rank (a dense model: its matrices / t) */
     double etp = par->etp > 0 ? par->etp : 1;
-    double dense_g = layer_local_params(ctx, par->tp, false),
-           moe_g = layer_local_params(ctx, par->tp, true) +
-                   (double)ctx->expert_params / ((double)par->ep * etp);
-    double lp = ctx->n_moe_layers > 0 ? (moe_g > dense_g ? moe_g : dense_g)
-                                      : (double)ctx->dense_layer_params / t;
+    double gathered[PX_LAYER_KINDS] = {0}, lp = 0.0, held = 0.0, held_g = 0.0;
+    for (int i = 0; i < ctx->n_kinds; i++) {
+        int k = ctx->kinds[i];
+        px_layer_kind kk = (px_layer_kind)k;
+        gathered[k] = layer_local_params(ctx, par->tp, kk) +
+                      (px_layer_has_experts(kk) ? (double)ctx->expert_params / ((double)par->ep * etp)
+                                                : 0.0);
+        if (gathered[k] > lp)
+            lp = gathered[k];
+        held += (double)sl->kind[k];
+        held_g += (double)sl->kind[k] * gathered[k];
+    }
+    if (ctx->n_moe_layers == 0 && ctx->n_kinds == 1) /* its matrices / t */
+        lp = (double)ctx->kind_params[first_kind(ctx)] / t;
     double z = 2.0 * lp * bpp.weights; /* two layers gathered at a time (prefetch) */
     if (ctx->run && ctx->run->zero_16bit_partitions) {
         /* DeepSpeed stage3.py: the module computing, gathered, and its
@@ -240,11 +266,11 @@ static double zero3_buffers(const px_cost_ctx *ctx, const px_parallel *par, int 
         px_fw_runtime run = *ctx->run;
         if (!par->dp_overlap)
             run.fsdp_prefetch_layers = 0;
-        z = px_cost_fsdp_buffers(&run, lp, (double)(nd + nm), e, bpp.grads);
+        z = px_cost_fsdp_buffers(&run, lp, held, e, bpp.grads);
         /* under a pipeline the stage's layers stay gathered and their
          * gradients accumulate unsharded until the last micro-batch */
         if (p > 1 && run.fsdp_pp_grad_bytes > 0)
-            z = ((double)nd * dense_g + (double)nm * moe_g) * (e + run.fsdp_pp_grad_bytes);
+            z = held_g * (e + run.fsdp_pp_grad_bytes);
         /* the head's unit, not resharded after its forward, stays
          * gathered through the loss into its backward */
         if (stage == p - 1 && run.fsdp_head_kept_gathered)
@@ -261,23 +287,22 @@ static double zero3_buffers(const px_cost_ctx *ctx, const px_parallel *par, int 
  * Megatron's vocab-parallel cross-entropy keeps it for every micro-batch in
  * flight; the compute-dtype logits under a fused cross-entropy). */
 static double mtp_buffers(const px_cost_ctx *ctx, const px_parallel *par,
-                          px_act_ops ops[2][PX_RECOMPUTE_COUNT], double inflight, double hidden,
+                          px_act_ops ops[PX_LAYER_KINDS][PX_RECOMPUTE_COUNT], double inflight, double hidden,
                           double logits)
 {
     const px_model *m = ctx->model;
     if (m->n_mtp_modules <= 0)
         return 0.0;
     double e = elem_of(ctx);
-    int k = mtp_layer_moe(ctx) ? 1 : 0;
+    int k = (int)mtp_layer_kind(ctx);
     double loss = (ctx->run && ctx->run->fused_cross_entropy ? e : 4.0) * logits;
     return (double)m->n_mtp_modules * inflight * (ops[k][plan_recompute(par)].total + 5.0 * e * hidden + loss);
 }
 
 static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int stage,
                           const stage_layers *sl,
-                          px_act_ops ops[2][PX_RECOMPUTE_COUNT], stage_mem *sm)
+                          px_act_ops ops[PX_LAYER_KINDS][PX_RECOMPUTE_COUNT], stage_mem *sm)
 {
-    int64_t nd = sl->kind[0], nm = sl->kind[1];
     const px_model *m = ctx->model;
     int p = par->pp;
     double t = par->tp;
@@ -323,13 +348,13 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
     /* a stage with a full-recompute layer holds that layer's full
      * activations while it reruns it (the largest such layer's) */
     double worst_rc = 0.0;
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < PX_LAYER_KINDS; k++)
         if (sl->n[k][PX_RECOMPUTE_FULL] > 0 && ops[k][PX_RECOMPUTE_NONE].total > worst_rc)
             worst_rc = ops[k][PX_RECOMPUTE_NONE].total;
     /* the op-level selective policy reruns a layer's other operators in its
      * backward: their outputs are live again while it runs */
     bool sac_op = ctx->run && ctx->run->selective_op_policy;
-    for (int k = 0; sac_op && k < 2; k++) {
+    for (int k = 0; sac_op && k < PX_LAYER_KINDS; k++) {
         double rerun = ops[k][PX_RECOMPUTE_NONE].total - ops[k][PX_RECOMPUTE_SELECTIVE].total;
         if (sl->n[k][PX_RECOMPUTE_SELECTIVE] > 0 && rerun > worst_rc)
             worst_rc = rerun;
@@ -340,19 +365,19 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
      * layers have freed theirs: Transformer Engine's
      * get_cpu_offload_context keeps (layers - offloaded) layers' sets) */
     bool every = par->offload.activations && par->offload.act_layers == 0;
-    for (int k = 0; every && k < 2; k++)
+    for (int k = 0; every && k < PX_LAYER_KINDS; k++)
         for (int r = 0; r < PX_RECOMPUTE_COUNT; r++)
             if (sl->off[k][r] > 0 && ops[k][r].total > sm->buf_off)
                 sm->buf_off = ops[k][r].total;
     if (p > 1)
         sm->buf_p2p = 2.0 * px_cost_pp_msg_bytes(s, b, h, par->tp, sp, (int)e);
-    sm->buf_zero3 = zero3_buffers(ctx, par, stage, nd, nm);
+    sm->buf_zero3 = zero3_buffers(ctx, par, stage, sl);
 }
 
-/* ops[k][r]: one layer of kind k (0 dense, 1 MoE) under recompute choice r. */
+/* ops[k][r]: one layer of kind k (px_layer_kind) under recompute choice r. */
 void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
                      const stage_layers *sl,
-                     px_act_ops ops[2][PX_RECOMPUTE_COUNT], stage_mem *sm)
+                     px_act_ops ops[PX_LAYER_KINDS][PX_RECOMPUTE_COUNT], stage_mem *sm)
 {
     memset(sm, 0, sizeof *sm);
     stage_static_memory(ctx, par, stage, sl, sm);
@@ -363,11 +388,11 @@ void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
                 sm->buf_off + sm->buf_mtp;
 }
 
-void layer_act_ops(const px_cost_ctx *ctx, const px_parallel *par, bool moe, px_recompute r,
-                   px_act_ops *ops)
+void layer_act_ops(const px_cost_ctx *ctx, const px_parallel *par, px_layer_kind k,
+                   px_recompute r, px_act_ops *ops)
 {
     px_act_shape sh;
-    make_shape(ctx, par, moe, r, &sh);
+    make_shape(ctx, par, k, r, &sh);
     px_cost_act_layer(&sh, ops);
     px_prec_act_adjust(&sh, par->precision, ops);
 }
@@ -377,7 +402,7 @@ void layer_act_ops(const px_cost_ctx *ctx, const px_parallel *par, bool moe, px_
  * rebuilds the none set), remembered in ctx->ops_memo for the next
  * configuration of the same shape. */
 void layer_ops(px_cost_ctx *ctx, const px_parallel *par,
-               px_act_ops ops[2][PX_RECOMPUTE_COUNT])
+               px_act_ops ops[PX_LAYER_KINDS][PX_RECOMPUTE_COUNT])
 {
     bool sp = par->sp && par->tp > 1;
     int64_t seq = seq_of(ctx, par);
@@ -386,13 +411,15 @@ void layer_ops(px_cost_ctx *ctx, const px_parallel *par,
         mo->etp == par->etp && mo->sp == sp && mo->flash == par->flash_attention &&
         mo->micro_batch == par->micro_batch && mo->seq_len == seq &&
         mo->precision == par->precision) {
-        memcpy(ops, mo->ops, sizeof mo->ops);
+        for (int i = 0; i < ctx->n_kinds; i++) /* the kinds the model has */
+            memcpy(ops[ctx->kinds[i]], mo->ops[ctx->kinds[i]], sizeof mo->ops[0]);
         return;
     }
-    memset(ops, 0, 2 * sizeof ops[0]);
-    for (int k = 0; k < (ctx->n_moe_layers > 0 ? 2 : 1); k++)
+    memset(ops, 0, PX_LAYER_KINDS * sizeof ops[0]);
+    for (int i = 0; i < ctx->n_kinds; i++)
         for (int r = 0; r < PX_RECOMPUTE_COUNT; r++)
-            layer_act_ops(ctx, par, k == 1, (px_recompute)r, &ops[k][r]);
+            layer_act_ops(ctx, par, (px_layer_kind)ctx->kinds[i], (px_recompute)r,
+                          &ops[ctx->kinds[i]][r]);
     memcpy(mo->ops, ops, sizeof mo->ops);
     mo->tp = par->tp;
     mo->cp = par->cp;
@@ -446,7 +473,7 @@ static bool later_middle_dominates(const px_parallel *par, const stage_layers *s
 int worst_memory(px_cost_ctx *ctx, const px_parallel *par, const stage_layers *sl,
                  stage_mem *worst)
 {
-    px_act_ops ops[2][PX_RECOMPUTE_COUNT];
+    px_act_ops ops[PX_LAYER_KINDS][PX_RECOMPUTE_COUNT];
     layer_ops(ctx, par, ops);
     int ws = 0;
     bool skip = middle_stages_identical(ctx, par);
@@ -491,9 +518,9 @@ void fill_memory_detail(px_cost_ctx *ctx, const px_parallel *par, const stage_me
     detail->inflight_bw = w->inflight_bw;
     detail->buf_zb_grads = w->buf_zb;
     detail->params_per_gpu = px_i64_from_double_sat(w->dense_params + w->expert_params);
-    px_act_ops ops[2][PX_RECOMPUTE_COUNT];
+    px_act_ops ops[PX_LAYER_KINDS][PX_RECOMPUTE_COUNT];
     layer_ops(ctx, par, ops);
-    detail->layer_act_bytes = ops[ctx->dense_layer_params > 0 ? 0 : 1][par->recompute].total;
+    detail->layer_act_bytes = ops[first_kind(ctx)][par->recompute].total;
 }
 
 void px_cost_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *mem,
@@ -512,7 +539,7 @@ void px_cost_stage_memory(px_cost_ctx *ctx, const px_parallel *par, px_memory *p
 {
     stage_layers *sl = ctx->stage_ws;
     stage_counts(ctx, par, sl);
-    px_act_ops ops[2][PX_RECOMPUTE_COUNT];
+    px_act_ops ops[PX_LAYER_KINDS][PX_RECOMPUTE_COUNT];
     layer_ops(ctx, par, ops);
     for (int st = 0; st < par->pp; st++) {
         stage_mem sm;
@@ -526,7 +553,7 @@ void px_cost_stage_end_buffers(px_cost_ctx *ctx, const px_parallel *par, double 
 {
     stage_layers none;
     memset(&none, 0, sizeof none);
-    px_act_ops ops[2][PX_RECOMPUTE_COUNT];
+    px_act_ops ops[PX_LAYER_KINDS][PX_RECOMPUTE_COUNT];
     layer_ops(ctx, par, ops);
     stage_mem sm;
     memory_of_stage(ctx, par, 0, &none, ops, &sm);

@@ -7,10 +7,10 @@
 #include "px_cost_1_layout.h"
 #include "px_cost_runtime.h"
 
-/* The bytes of the low-precision weight copies of nd dense and nm MoE layers
+/* The bytes of the low-precision weight copies of n[k] layers of each kind
  * beyond their bf16 copies (negative where smaller). */
-double prec_weight_copies(const px_cost_ctx *ctx, const px_parallel *par, int64_t nd,
-                          int64_t nm);
+double prec_weight_copies(const px_cost_ctx *ctx, const px_parallel *par,
+                          const int32_t n[PX_LAYER_KINDS]);
 /* Activations of one layer of each kind under each recompute choice. */
 /* Weights, gradients and optimizer bytes of `dense` and `expert`
  * parameters on one GPU under par's ZeRO stage and the framework's rule. */
@@ -18,10 +18,10 @@ void param_state_bytes(const px_cost_ctx *ctx, const px_parallel *par, double de
                        double expert, double *w, double *g, double *o);
 
 void layer_ops(px_cost_ctx *ctx, const px_parallel *par,
-               px_act_ops ops[2][PX_RECOMPUTE_COUNT]);
+               px_act_ops ops[PX_LAYER_KINDS][PX_RECOMPUTE_COUNT]);
 /* One layer's activations (MoE or dense) under recompute choice r, in the
  * plan's precision: what layer_ops holds for that kind and choice. */
-void layer_act_ops(const px_cost_ctx *ctx, const px_parallel *par, bool moe, px_recompute r,
+void layer_act_ops(const px_cost_ctx *ctx, const px_parallel *par, px_layer_kind k, px_recompute r,
                    px_act_ops *ops);
 /* The MTP modules' parameters on a GPU of the last stage, added to its dense
  * and expert counts: per module its three norms (whole on every TP rank),
@@ -32,7 +32,7 @@ void mtp_local_params(const px_cost_ctx *ctx, const px_parallel *par, double *de
 /* Stage `stage`'s bytes by kind (sl: its layers; ops: from layer_ops). */
 void memory_of_stage(const px_cost_ctx *ctx, const px_parallel *par, int stage,
                      const stage_layers *sl,
-                     px_act_ops ops[2][PX_RECOMPUTE_COUNT], stage_mem *sm);
+                     px_act_ops ops[PX_LAYER_KINDS][PX_RECOMPUTE_COUNT], stage_mem *sm);
 /* The stage with the most bytes (sl: stage_counts of par), into *worst. */
 int worst_memory(px_cost_ctx *ctx, const px_parallel *par, const stage_layers *sl,
                  stage_mem *worst);

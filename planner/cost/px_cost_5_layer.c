@@ -210,7 +210,7 @@ static void mm_next(mm_order *o, const px_hw *hw, px_precision p, gemm_shape s)
  * (wq, wk, wv, wo; MLA's wq_a, wq_b, wkv_a, wkv_b, wo; then w1, w3, w2, or
  * a GeLU MLP's fc1, fc2).  A MoE layer's experts and router are kept, as
  * its memory rule keeps them (px_cost_2_ops.c sac_op_layer). */
-static double sac_op_rerun_gemm_s(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
+static double sac_op_rerun_gemm_s(const px_cost_ctx *ctx, const px_parallel *par,
                                   const px_act_shape *sh, const layer_dims *d)
 {
     const px_hw *hw = ctx->hw;
@@ -218,10 +218,10 @@ static double sac_op_rerun_gemm_s(const px_cost_ctx *ctx, const px_parallel *par
     double T = d->T, h = d->h;
     mm_order o = {0, 0.0};
     gemm_shape proj[5];
-    int n = attn_projections(ctx->model, sh, d, false, proj);
+    int n = px_shape_attention(sh) ? attn_projections(ctx->model, sh, d, false, proj) : 0;
     for (int i = 0; i < n; i++)
         mm_next(&o, hw, pq, proj[i]);
-    if (!moe) {
+    if (px_shape_dense_mlp(sh)) {
         double f_t = sh->f / d->t;
         mm_next(&o, hw, pq, (gemm_shape){T, f_t, h});
         if (sh->gated)
@@ -235,7 +235,7 @@ static double sac_op_rerun_gemm_s(const px_cost_ctx *ctx, const px_parallel *par
  * forward and *gb backward (*g_col: the dense MLP's column-parallel GEMM's
  * forward), the elements through the activation function and the
  * token-permutation bytes added to *act_elems and *mem. */
-static void layer_mlp_time(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
+static void layer_mlp_time(const px_cost_ctx *ctx, const px_parallel *par,
                            const px_act_shape *ps, const layer_dims *d, double *pg,
                            double *gb, double *g_col, double *act_elems_out, double *mem_out)
 {
@@ -249,7 +249,7 @@ static void layer_mlp_time(const px_cost_ctx *ctx, const px_parallel *par, bool 
     double act_elems = *act_elems_out; /* elements through the activation function */
     double mem = *mem_out;
     double g_col_mlp = 0.0;
-    if (moe) {
+    if (sh.moe) {
         double E = sh.n_experts, r = sh.top_k, fe = sh.moe_f, etp = par->etp, ep = par->ep;
         double router = px_time_gemm_s(hw, T / tsp, E, h); /* bf16 */
         g += router;
@@ -296,8 +296,8 @@ static void layer_pointwise_time(const px_hw *hw, const px_parallel *par,
 {
     const px_act_shape sh = *ps;
     double e = d->e, tsp = d->tsp, T = d->T, h = d->h, a_t = d->a_t, kv_t = d->kv_t;
-    /* memory-bound operators: 2 norms (4 with Gemma's sandwich norms), 2
-     * residual adds, the activation
+    /* memory-bound operators: a norm and a residual add a sublayer (2 of
+     * each in a transformer block; Gemma's sandwich norms 2 more), the activation
      * function, dropout (GPT), RoPE on q and k (Llama), MoE token permutation
      * (above).  Bytes forward / backward: norm read + write / read x and dy,
      * write dx; residual 2 reads + 1 write / the same (the backward sums the
@@ -309,7 +309,8 @@ static void layer_pointwise_time(const px_hw *hw, const px_parallel *par,
     /* GPT blocks fuse the output dropout into the residual add (Megatron's
      * bias-dropout-add kernel: read x and the residual, write the sum and the
      * mask); a datasheet profile charges that fused forward */
-    double res_f = px_cost_class_fwd_bytes(PX_MEM_RESIDUAL, 2.0 * Th, (int)e), drop_f = drop;
+    double subs = px_shape_norms(&sh); /* sublayers: one residual add each */
+    double res_f = px_cost_class_fwd_bytes(PX_MEM_RESIDUAL, subs * Th, (int)e), drop_f = drop;
     if (sh.dropout && !mem_class_measured(hw, PX_MEM_RESIDUAL)) {
         res_f = 2.0 * (3.0 * e + 1.0) * Th;
         drop_f = 0.0;
@@ -318,7 +319,7 @@ static void layer_pointwise_time(const px_hw *hw, const px_parallel *par,
     mem_class_fb(hw, PX_MEM_GENERIC, mem + drop_f, mem + drop, &mf, &mb);
     /* forward bytes of a measured class from px_cost_class_fwd_bytes (what
      * calibrate divides); the backward bytes here are the datasheet's */
-    double norm_pairs = (2 + sh.extra_norms) / 2.0; /* 1.0 for the usual two norms */
+    double norm_pairs = (px_shape_norms(&sh) + sh.extra_norms) / 2.0; /* 1.0 for a block's two norms */
     if (sh.eager_norm) {
         double nf, nb;
         px_cost_eager_norm_bytes(2.0 * Th * norm_pairs, (int)e, &nf, &nb);
@@ -328,9 +329,11 @@ static void layer_pointwise_time(const px_hw *hw, const px_parallel *par,
                      px_cost_class_fwd_bytes(PX_MEM_NORM, 2.0 * Th * norm_pairs, (int)e),
                      6.0 * e * Th * norm_pairs, &mf, &mb);
     }
-    mem_class_fb(hw, PX_MEM_RESIDUAL, res_f, 6.0 * e * Th, &mf, &mb);
+    mem_class_fb(hw, PX_MEM_RESIDUAL, res_f, 3.0 * e * subs * Th, &mf, &mb);
     px_mem_class act = sh.gated ? PX_MEM_SWIGLU : PX_MEM_GELU;
-    if (sh.eager_swiglu) {
+    if (act_elems <= 0.0) {
+        /* no MLP: no activation function */
+    } else if (sh.eager_swiglu) {
         double af, ab;
         px_cost_eager_swiglu_bytes(act_elems, (int)e, &af, &ab);
         mem_class_fb(hw, PX_MEM_GENERIC, af, ab, &mf, &mb);
@@ -342,7 +345,7 @@ static void layer_pointwise_time(const px_hw *hw, const px_parallel *par,
         double rf, rb;
         px_cost_eager_rope_bytes(T * (a_t + kv_t) * sh.dq, (int)e, &rf, &rb);
         mem_class_fb(hw, PX_MEM_GENERIC, rf, rb, &mf, &mb);
-    } else if (sh.gated) {
+    } else if (sh.rope) {
         double rope = px_cost_class_fwd_bytes(PX_MEM_ROPE, T * (a_t + kv_t) * sh.dq, (int)e);
         mem_class_fb(hw, PX_MEM_ROPE, rope, rope, &mf, &mb);
     }
@@ -392,9 +395,70 @@ static void cp_ring_merge(const px_hw *hw, const px_parallel *par, const px_act_
     add_elementwise(lt, px_time_mem_s(hw, fb), px_time_mem_s(hw, bb), true);
 }
 
+/* A Mamba-2 mixer (Megatron-Core's MambaMixer; Dao & Gu 2024, "Transformers
+ * are SSMs"): in_proj (column-parallel, its z|x|B|C|dt outputs split over
+ * TP) and out_proj (row-parallel) are linear GEMMs in the plan's precision,
+ * into *pg forward and *gb backward (*g_col: in_proj's forward, the TP
+ * overlap window).  The state-space-dual scan is booked as the layer's
+ * sequence-mixing core (lt's attn_*): over chunks of PX_MAMBA_CHUNK tokens it
+ * is four batched GEMMs (mamba_ssm's ssd_combined.py kernels) -- C·B^T a
+ * group (Q x Q x state), its masked product with x a head (Q x head_dim x
+ * Q), the chunk's state B^T·x (state x head_dim x Q) and the state's
+ * output C·state (Q x head_dim x state) -- each at the profile's rate for
+ * its shape; the backward takes two GEMMs for each and reruns C·B^T and the
+ * chunk states.  The element-wise work, added to *mem (forward bytes; the
+ * backward moves as much): the causal convolution with its SiLU reads and
+ * writes x|B|C, the scan reads in_proj's output and writes its output and
+ * the gated output, the gated RMSNorm reads and writes d_inner. */
+#define PX_MAMBA_CHUNK 128.0 /* Megatron-Core's mamba_chunk_size default */
+static void layer_mamba_time(const px_cost_ctx *ctx, const px_parallel *par,
+                             const px_act_shape *sh, const layer_dims *d, double *pg,
+                             double *gb, double *g_col, double *mem, layer_time *lt)
+{
+    const px_hw *hw = ctx->hw;
+    double t = d->t, T = d->T, h = d->h, e = d->e;
+    *g_col = *pg;
+    *pg += linear_s(hw, par->precision, T, sh->m_in / t, h, gb);
+    *pg += linear_s(hw, par->precision, T, h, sh->m_inner / t, gb);
+    double Q = PX_MAMBA_CHUNK, chunks = T / Q;
+    double heads = sh->m_heads / t, groups = sh->m_groups / t;
+    double P = sh->m_inner / sh->m_heads, N = sh->m_bc / sh->m_groups;
+    /* a batch of equal GEMMs runs as one kernel over all their tiles: the
+     * rate of one GEMM with the batch stacked along m */
+    double cb = px_time_gemm_s(hw, chunks * groups * Q, Q, N);
+    double state = px_time_gemm_s(hw, chunks * heads * N, P, Q);
+    double out = px_time_gemm_s(hw, chunks * heads * Q, P, Q) +
+                 px_time_gemm_s(hw, chunks * heads * Q, P, N);
+    lt->attn_fwd_s = cb + state + out;
+    lt->attn_bwd_s = 2.0 * lt->attn_fwd_s + cb + state;
+    double conv = (sh->m_inner + 2.0 * sh->m_bc) / t;
+    *mem += e * T * (2.0 * conv + sh->m_in / t + 4.0 * sh->m_inner / t);
+}
+
+/* Context parallelism of a Mamba mixer (Megatron-Core's
+ * mamba_context_parallel.py): after in_proj, all-to-alls turn z, x, B, C
+ * and dt from sequence shards into head shards of the whole sequence (B and
+ * C repeated to cp groups where a rank has fewer), and one turns the scan's
+ * output back; the backward mirrors them.  On the critical path. */
+static void mamba_cp_time(const px_hw *hw, const px_parallel *par, const px_act_shape *sh,
+                          const layer_dims *d, bool crosses, layer_time *lt)
+{
+    double t = d->t, c = par->cp, gl = sh->m_groups / t;
+    double gp = gl < c ? c : gl, N = sh->m_bc / sh->m_groups;
+    double in = d->e * d->T * (2.0 * sh->m_inner / t + 2.0 * gp * N + sh->m_heads / t);
+    double outb = d->e * d->T * sh->m_inner / t;
+    double one = px_time_coll_s(hw, PX_COLL_ALLTOALL, par->cp, in, crosses) +
+                 px_time_coll_s(hw, PX_COLL_ALLTOALL, par->cp, outb, crosses);
+    lt->cp_total_s += 2.0 * one;
+    lt->cp_exposed_s += 2.0 * one;
+    lt->cp_bytes += 2.0 * (px_coll_wire_bytes(PX_COLL_ALLTOALL, par->cp, in) +
+                           px_coll_wire_bytes(PX_COLL_ALLTOALL, par->cp, outb));
+}
+
 /* TP, expert TP, EP and CP communication of one layer (lt's tp_*, ep_*,
- * cp_*); g_col_attn, g_col_mlp: the column-parallel GEMMs' seconds. */
-static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
+ * cp_*); g_col_attn, g_col_mlp: the column-parallel GEMMs' seconds (a
+ * Mamba mixer's in_proj is the first). */
+static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par,
                             const px_act_shape *ps, const layer_dims *d, const crossings *x,
                             double g_col_attn, double g_col_mlp, layer_time *lt)
 {
@@ -402,8 +466,8 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par, bool
     const px_hw *hw = ctx->hw;
     const px_act_shape sh = *ps;
     double e = d->e, t = d->t, T = d->T, h = d->h, a_t = d->a_t, kv_t = d->kv_t;
-    /* TP, per block (attention and MLP; an MoE layer keeps the attention's,
-     * its MLP communicates through EP), as Megatron runs it.  Forward: an
+    /* TP, per block (attention or a Mamba mixer, and a dense MLP; a MoE
+     * layer's experts communicate through EP), as Megatron runs it.  Forward: an
      * all-reduce after the row-parallel GEMM (SP: all-gather before the
      * column-parallel GEMM, reduce-scatter after the row-parallel one), on
      * the critical path.  Backward: the column-parallel GEMM's input-gradient
@@ -413,12 +477,15 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par, bool
      * row-parallel GEMM's output gradient is all-gathered before it can
      * start (exposed).  A backward GEMM takes about its forward's time. */
     double msg = e * T * h;
-    double n_tp_coll = moe ? 2.0 : 4.0;
+    bool moe = sh.moe;
+    int blocks = (px_shape_attention(&sh) || px_shape_mamba(&sh) ? 1 : 0) + (px_shape_dense_mlp(&sh) ? 1 : 0);
+    double n_tp_coll = 2.0 * blocks;
     double one = px_time_coll_s(hw, PX_COLL_ALLREDUCE, par->tp, msg, x->tp);
     double one_ag = px_time_coll_s(hw, PX_COLL_ALLGATHER, par->tp, msg, x->tp);
     double one_rs = px_time_coll_s(hw, PX_COLL_REDUCE_SCATTER, par->tp, msg, x->tp);
-    double col_win[2] = {g_col_attn, g_col_mlp};
-    for (int blk = 0; blk < (moe ? 1 : 2); blk++) {
+    /* the blocks' column-parallel windows in order: the mixer's, the MLP's */
+    double col_win[2] = {px_shape_attention(&sh) || px_shape_mamba(&sh) ? g_col_attn : g_col_mlp, g_col_mlp};
+    for (int blk = 0; blk < blocks; blk++) {
         double f = comm_sm_fraction(hw), w = par->tp_overlap ? col_win[blk] : 0.0;
         if (sh.sp) {
             lt->tp_fwd_s += one_ag + one_rs;
@@ -455,9 +522,11 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par, bool
                                             comm_sm_fraction(hw), (long long)par->n_micro);
         lt->ep_bytes = 4.0 * px_coll_wire_bytes(PX_COLL_ALLTOALL, par->ep, amsg);
     }
+    if (px_shape_mamba(&sh) && par->cp > 1)
+        mamba_cp_time(hw, par, &sh, d, x->cp, lt);
     /* CP: ring p2p overlapped with the attention core, all-gather, or the
      * Ulysses all-to-all (px_cost_cp.c) */
-    if (par->cp > 1) {
+    if (par->cp > 1 && px_shape_attention(&sh)) {
         double kvmsg = e * T * kv_t * (sh.dq + sh.dv);
         if (m->attn == PX_ATTN_MLA)
             kvmsg = e * T * ((double)m->kv_lora_rank + (double)m->qk_rope_head_dim);
@@ -477,15 +546,15 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par, bool
 
 /* A layer's parameters on one GPU: its dense part split over TP, its experts
  * over EP x expert TP. */
-double layer_dense_gpu_params(const px_cost_ctx *ctx, const px_parallel *par, bool moe)
+double layer_dense_gpu_params(const px_cost_ctx *ctx, const px_parallel *par, px_layer_kind k)
 {
-    return layer_local_params(ctx, par->tp, moe);
+    return layer_local_params(ctx, par->tp, k);
 }
 
-double layer_gpu_params(const px_cost_ctx *ctx, const px_parallel *par, bool moe)
+double layer_gpu_params(const px_cost_ctx *ctx, const px_parallel *par, px_layer_kind k)
 {
-    return layer_dense_gpu_params(ctx, par, moe) +
-           (moe ? (double)ctx->expert_params / (par->ep * par->etp) : 0.0);
+    return layer_dense_gpu_params(ctx, par, k) +
+           (px_layer_has_experts(k) ? (double)ctx->expert_params / (par->ep * par->etp) : 0.0);
 }
 
 /* Seconds a micro-batch spends adding the gradients of `params` weights of
@@ -532,17 +601,22 @@ static void weight_stream_time(const px_cost_ctx *ctx, const px_parallel *par, d
 /* One layer's seconds for one micro-batch on one GPU, by part.  The linear
  * GEMMs run in the plan's precision (the router, the attention core and the
  * LM head stay in bf16). */
-void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
+void time_layer(const px_cost_ctx *ctx, const px_parallel *par, px_layer_kind kind,
                 const crossings *x, layer_time *lt)
 {
     memset(lt, 0, sizeof *lt);
     px_act_shape sh;
-    make_shape(ctx, par, moe, PX_RECOMPUTE_NONE, &sh);
+    make_shape(ctx, par, kind, PX_RECOMPUTE_NONE, &sh);
+    bool moe = sh.moe;
     layer_dims d;
     layer_dims_of(par, &sh, &d);
     double g = 0.0, gb = 0.0, g_col_attn = 0.0, g_col_mlp = 0.0, act_elems = 0.0, mem = 0.0;
-    layer_attention_time(ctx, par, &sh, &d, &g, &gb, &g_col_attn, lt);
-    layer_mlp_time(ctx, par, moe, &sh, &d, &g, &gb, &g_col_mlp, &act_elems, &mem);
+    if (px_shape_attention(&sh))
+        layer_attention_time(ctx, par, &sh, &d, &g, &gb, &g_col_attn, lt);
+    if (px_shape_mamba(&sh))
+        layer_mamba_time(ctx, par, &sh, &d, &g, &gb, &g_col_attn, &mem, lt);
+    if (px_shape_dense_mlp(&sh) || sh.moe)
+        layer_mlp_time(ctx, par, &sh, &d, &g, &gb, &g_col_mlp, &act_elems, &mem);
     gb *= px_lora_bwd_passes(&par->finetune) / 2.0; /* LoRA: no frozen weight gradients */
     double lora_f, lora_b;
     px_lora_adapter_gemm_s(ctx->hw, par, &sh, d.T, &lora_f, &lora_b);
@@ -557,7 +631,7 @@ void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     double router_s = moe ? px_time_gemm_s(ctx->hw, d.T / d.tsp, sh.n_experts, d.h) : 0.0;
     double grad_acc = px_fp8_grad_gemm_factor(ctx->hw, par->precision);
     lt->bwd_s = gb + (grad_acc - 1.0) * (gb - 2.0 * router_s) + lt->attn_bwd_s + lt->mem_bwd_s;
-    double ws_f, ws_b, params = layer_gpu_params(ctx, par, moe);
+    double ws_f, ws_b, params = layer_gpu_params(ctx, par, kind);
     weight_stream_time(ctx, par, params, &ws_f, &ws_b);
     lt->gemm_fwd_s += ws_f;
     lt->fwd_s += ws_f;
@@ -567,18 +641,19 @@ void time_layer(const px_cost_ctx *ctx, const px_parallel *par, bool moe,
     lt->mem_bwd_s += acc;
     lt->bwd_s += acc;
     lt->rc_s[PX_RECOMPUTE_NONE] = 0.0;
-    /* selective: the attention core (Korthikanti's policy), or the
-     * op-level policy's matmuls and every element-wise op */
+    /* selective: the attention core (Korthikanti's policy; a Mamba mixer
+     * has no selective option and keeps its scan), or the op-level
+     * policy's matmuls and every element-wise op */
     lt->rc_s[PX_RECOMPUTE_SELECTIVE] =
-        sh.sac_op ? sac_op_rerun_gemm_s(ctx, par, moe, &sh, &d) + lt->mem_fwd_s
-                  : lt->attn_fwd_s;
+        sh.sac_op ? sac_op_rerun_gemm_s(ctx, par, &sh, &d) + lt->mem_fwd_s
+                  : (px_shape_attention(&sh) ? lt->attn_fwd_s : 0.0);
     lt->rc_s[PX_RECOMPUTE_FULL] = lt->fwd_s;
 
-    layer_comm_time(ctx, par, moe, &sh, &d, x, g_col_attn, g_col_mlp, lt);
+    layer_comm_time(ctx, par, &sh, &d, x, g_col_attn, g_col_mlp, lt);
     if (par->offload.activations)
         for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
             px_act_ops ops;
-            layer_act_ops(ctx, par, moe, (px_recompute)r, &ops);
+            layer_act_ops(ctx, par, kind, (px_recompute)r, &ops);
             /* the windows: a layer's forward, and its backward with its rerun */
             lt->off_s[r] = px_cost_act_offload_layer_s(ctx, ops.total, lt->fwd_s,
                                                        lt->bwd_s + lt->rc_s[r]);
@@ -604,7 +679,7 @@ static double mtp_time(px_cost_ctx *ctx, const px_parallel *par, double T, doubl
     crossings x;
     find_crossings(ctx, par, &x);
     layer_time lt;
-    time_layer(ctx, par, mtp_layer_moe(ctx), &x, &lt);
+    time_layer(ctx, par, mtp_layer_kind(ctx), &x, &lt);
     px_recompute r = plan_recompute(par);
     double layer_s = lt.fwd_s + lt.bwd_s + lt.rc_s[r] + lt.tp_s +
                      (r == PX_RECOMPUTE_FULL ? lt.tp_rc_s : 0.0) + lt.ep_s + lt.cp_exposed_s;

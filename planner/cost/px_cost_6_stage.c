@@ -13,20 +13,19 @@
 #include "px_cost_lora.h"
 #include "px_cost_precision.h"
 
-/* Sums each layer's times by its kind (ld dense, lm MoE) and its own
- * recompute choice: the recompute's extra compute, and for full recompute
- * the forward's TP collectives again.  extra: embedding / head seconds. */
-void time_of_stage(const stage_layers *sl, const layer_time *ld, const layer_time *lm,
-                   double extra, stage_time *q)
+/* Sums each layer's times by its kind (lt[k]) and its own recompute
+ * choice: the recompute's extra compute, and for full recompute the
+ * forward's TP collectives again.  extra: embedding / head seconds. */
+void time_of_stage(const stage_layers *sl, const layer_time lt[PX_LAYER_KINDS], double extra,
+                   stage_time *q)
 {
     memset(q, 0, sizeof *q);
-    const layer_time *lt[2] = {ld, lm};
-    for (int k = 0; k < 2; k++)
-        for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
+    for (int k = 0; k < PX_LAYER_KINDS; k++)
+        for (int r = 0; sl->kind[k] > 0 && r < PX_RECOMPUTE_COUNT; r++) {
             double n = (double)sl->n[k][r];
             if (n == 0.0)
                 continue;
-            const layer_time *x = lt[k];
+            const layer_time *x = &lt[k];
             double full = r == PX_RECOMPUTE_FULL ? 1.0 : 0.0;
             q->fwd += n * x->fwd_s;
             q->bwd += n * x->bwd_s;
@@ -47,22 +46,21 @@ void time_of_stage(const stage_layers *sl, const layer_time *ld, const layer_tim
     q->mb = q->fwd + q->bwd + q->rcs + q->tp + q->ep + q->cp + q->off + extra;
 }
 
-/* The topology crossings and the timing of one dense and one MoE layer (each
- * zero when the model has no layer of that kind). */
+/* The topology crossings and the timing of one layer of each kind (zero
+ * for the kinds the model does not have). */
 void time_layer_kinds(px_cost_ctx *ctx, const px_parallel *par, crossings *x,
-                      layer_time *dense, layer_time *moe)
+                      layer_time lt[PX_LAYER_KINDS])
 {
     find_crossings(ctx, par, x);
-    memset(dense, 0, sizeof *dense);
-    memset(moe, 0, sizeof *moe);
-    if (ctx->dense_layer_params > 0)
-        time_layer(ctx, par, false, x, dense);
-    if (ctx->n_moe_layers > 0)
-        time_layer(ctx, par, true, x, moe);
+    for (int k = 0; k < PX_LAYER_KINDS; k++) {
+        memset(&lt[k], 0, sizeof lt[k]);
+        if (ctx->n_kind[k] > 0)
+            time_layer(ctx, par, (px_layer_kind)k, x, &lt[k]);
+    }
 }
 
 void slowest_stage_of(const px_cost_ctx *ctx, const px_parallel *par,
-                      const stage_layers *sl, const layer_time *ld, const layer_time *lm,
+                      const stage_layers *sl, const layer_time lt[PX_LAYER_KINDS],
                       double first_s, double last_s, slowest_stage *w)
 {
     int p = par->pp;
@@ -74,8 +72,7 @@ void slowest_stage_of(const px_cost_ctx *ctx, const px_parallel *par,
         if (repeats_middle(sl, st, p, seen, &n_seen))
             continue;
         stage_time q;
-        time_of_stage(&sl[st], ld, lm, (st == 0 ? first_s : 0.0) + (st == p - 1 ? last_s : 0.0),
-                      &q);
+        time_of_stage(&sl[st], lt, (st == 0 ? first_s : 0.0) + (st == p - 1 ? last_s : 0.0), &q);
         if (q.mb > w->mb) {
             w->mb = q.mb;
             /* the head's and embedding's GEMM/pointwise time is booked as forward/backward */
@@ -122,20 +119,22 @@ void px_cost_stage_extras(px_cost_ctx *ctx, const px_parallel *par, px_stage_ext
 void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_layer_cost *out)
 {
     memset(out, 0, sizeof *out);
-    bool moe = px_model_layer_is_moe(ctx->model, layer);
+    px_layer_kind kind = px_model_layer_kind(ctx->model, layer);
     crossings x;
     find_crossings(ctx, par, &x);
     layer_time lt;
-    time_layer(ctx, par, moe, &x, &lt);
-    double dense = layer_dense_gpu_params(ctx, par, moe);
-    double expert = layer_gpu_params(ctx, par, moe) - dense;
+    time_layer(ctx, par, kind, &x, &lt);
+    double dense = layer_dense_gpu_params(ctx, par, kind);
+    double expert = layer_gpu_params(ctx, par, kind) - dense;
     out->params = px_i64_from_double_sat(dense + expert);
     double w, g, o;
     param_state_bytes(ctx, par, dense, expert, &w, &g, &o);
     out->static_bytes = w + g + o;
     if (px_finetune_is_lora(&par->finetune)) /* frozen base, one layer's adapters */
         out->static_bytes = px_lora_static_total(ctx, par, dense + expert, 1.0);
-    out->static_bytes += prec_weight_copies(ctx, par, moe ? 0 : 1, moe ? 1 : 0);
+    int32_t one[PX_LAYER_KINDS] = {0};
+    one[kind] = 1;
+    out->static_bytes += prec_weight_copies(ctx, par, one);
     /* offloaded: every layer, or the model's first act_layers (a count
      * runs on one stage: px_plan_check) */
     bool off = par->offload.activations &&
@@ -143,7 +142,7 @@ void px_cost_layer(px_cost_ctx *ctx, const px_parallel *par, int64_t layer, px_l
     out->offloaded = off;
     for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
         px_act_ops ops;
-        layer_act_ops(ctx, par, moe, (px_recompute)r, &ops);
+        layer_act_ops(ctx, par, kind, (px_recompute)r, &ops);
         out->act_bytes[r] = ops.total;
         out->recompute_s[r] = lt.rc_s[r] + (r == PX_RECOMPUTE_FULL ? lt.tp_rc_s : 0.0);
         out->offload_s[r] = off ? lt.off_s[r] : 0.0;
@@ -158,17 +157,17 @@ void px_cost_stages(px_cost_ctx *ctx, const px_parallel *par, double *stage_mb_s
     stage_layers *sl = ctx->stage_ws;
     stage_counts(ctx, par, sl);
     crossings x;
-    layer_time ld, lm;
-    time_layer_kinds(ctx, par, &x, &ld, &lm);
+    layer_time lt[PX_LAYER_KINDS];
+    time_layer_kinds(ctx, par, &x, lt);
     double first_s, last_s;
     extras_time(ctx, par, &first_s, &last_s);
-    px_act_ops ops[2][PX_RECOMPUTE_COUNT];
+    px_act_ops ops[PX_LAYER_KINDS][PX_RECOMPUTE_COUNT];
     layer_ops(ctx, par, ops);
     int p = par->pp;
     for (int st = 0; st < p; st++) {
         if (stage_mb_s) {
             stage_time q;
-            time_of_stage(&sl[st], &ld, &lm,
+            time_of_stage(&sl[st], lt,
                           (st == 0 ? first_s : 0.0) + (st == p - 1 ? last_s : 0.0), &q);
             stage_mb_s[st] = q.mb;
         }

@@ -5,13 +5,13 @@
 
 #include "px_cost_types.h"
 
-/* Sums each layer's times of stage sl by its kind (ld dense, lm MoE) and
- * recompute choice; extra: embedding / head seconds. */
-void time_of_stage(const stage_layers *sl, const layer_time *ld, const layer_time *lm,
+/* Sums each layer's times of stage sl by its kind (lt[k]: one layer of kind
+ * k) and recompute choice; extra: embedding / head seconds. */
+void time_of_stage(const stage_layers *sl, const layer_time lt[PX_LAYER_KINDS],
                    double extra, stage_time *q);
-/* The node crossings and the times of one dense and one MoE layer. */
+/* The node crossings and the times of one layer of each kind. */
 void time_layer_kinds(px_cost_ctx *ctx, const px_parallel *par, crossings *x,
-                      layer_time *dense, layer_time *moe);
+                      layer_time lt[PX_LAYER_KINDS]);
 
 /* The slowest stage's micro-batch, by part (seconds, and bytes per
  * micro-batch); the head's and embedding's GEMM / pointwise time is booked
@@ -22,7 +22,7 @@ typedef struct {
 
 /* The slowest of par's stages (sl: stage_counts), into *w. */
 void slowest_stage_of(const px_cost_ctx *ctx, const px_parallel *par,
-                      const stage_layers *sl, const layer_time *ld, const layer_time *lm,
+                      const stage_layers *sl, const layer_time lt[PX_LAYER_KINDS],
                       double first_s, double last_s, slowest_stage *w);
 
 #endif

@@ -45,7 +45,7 @@ void pp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const crossing
 }
 
 double pipe_timeline_bubble(px_cost_ctx *ctx, const px_parallel *par, const stage_layers *sl,
-                            const layer_time *ld, const layer_time *lm, double first_s,
+                            const layer_time lt[PX_LAYER_KINDS], double first_s,
                             double last_s, double wait_mb_s, double ideal, double pp_total,
                             double bubble)
 {
@@ -60,7 +60,7 @@ double pipe_timeline_bubble(px_cost_ctx *ctx, const px_parallel *par, const stag
     double f[PX_MAX_CHUNKS], b[PX_MAX_CHUNKS], w[PX_MAX_CHUNKS];
     for (int st = 0; st < p; st++) {
         stage_time q;
-        time_of_stage(&sl[st], ld, lm, 0.0, &q);
+        time_of_stage(&sl[st], lt, 0.0, &q);
         double layers = 0.0;
         for (int mc = st; mc < n_mc; mc += p)
             layers += split[mc];

@@ -12,7 +12,7 @@ void pp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const crossing
 /* The bubble of a blocking plan (par->dp_overlap off, the executor) on the
  * executor's pipeline timeline; `bubble` when it cannot be simulated. */
 double pipe_timeline_bubble(px_cost_ctx *ctx, const px_parallel *par, const stage_layers *sl,
-                            const layer_time *ld, const layer_time *lm, double first_s,
+                            const layer_time lt[PX_LAYER_KINDS], double first_s,
                             double last_s, double wait_mb_s, double ideal, double pp_total,
                             double bubble);
 

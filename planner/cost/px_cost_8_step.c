@@ -38,25 +38,32 @@ px_status px_cost_ctx_init(px_cost_ctx *ctx, const px_model *m, const px_hw *hw,
     ctx->model = m;
     ctx->hw = hw;
     px_model_count_params(m, &ctx->pc);
-    int64_t first_moe = -1, first_dense = -1;
+    int64_t first[PX_LAYER_KINDS];
+    for (int k = 0; k < PX_LAYER_KINDS; k++)
+        first[k] = -1;
     for (int64_t l = 0; l < m->n_layers; l++) {
-        bool moe = px_model_layer_is_moe(m, l);
-        ctx->moe_prefix[l + 1] = ctx->moe_prefix[l] + (moe ? 1 : 0);
-        if (moe && first_moe < 0)
-            first_moe = l;
-        if (!moe && first_dense < 0)
-            first_dense = l;
+        px_layer_kind kl = px_model_layer_kind(m, l);
+        for (int k = 0; k < PX_LAYER_KINDS; k++)
+            ctx->kind_prefix[k][l + 1] = ctx->kind_prefix[k][l] + (k == (int)kl ? 1 : 0);
+        if (first[kl] < 0)
+            first[kl] = l;
     }
-    ctx->n_moe_layers = ctx->moe_prefix[m->n_layers];
-    if (first_dense >= 0)
-        ctx->dense_layer_params = px_model_layer_params(m, first_dense);
-    if (first_moe >= 0) {
-        ctx->moe_layer_params = px_model_layer_params(m, first_moe);
+    for (int k = 0; k < PX_LAYER_KINDS; k++) {
+        ctx->n_kind[k] = ctx->kind_prefix[k][m->n_layers];
+        if (first[k] < 0)
+            continue;
+        ctx->kinds[ctx->n_kinds++] = k;
+        ctx->kind_params[k] = px_model_layer_params(m, first[k]);
+        ctx->kind_norm_params[k] = (int64_t)px_model_kind_norms(m, (px_layer_kind)k) *
+                                   (m->block == PX_BLOCK_GPT ? 2 : 1) * m->hidden;
+        if (px_layer_has_experts((px_layer_kind)k))
+            ctx->n_moe_layers += ctx->n_kind[k];
+    }
+    if (ctx->n_moe_layers > 0) {
         ctx->expert_params = ctx->pc.expert_mlp / ctx->n_moe_layers;
+        ctx->router_params = ctx->pc.router / ctx->n_moe_layers;
     }
     ctx->head_params = ctx->pc.lm_head > 0 ? ctx->pc.lm_head : m->vocab * m->hidden;
-    ctx->layer_norm_params = ctx->pc.norms / m->n_layers;
-    ctx->router_params = ctx->n_moe_layers > 0 ? ctx->pc.router / ctx->n_moe_layers : 0;
     int64_t s = m->seq_len > 0 ? m->seq_len : 1;
     ctx->flops_seq_len = s;
     ctx->model_flops_per_token = px_flops_model_per_token(m, s);
@@ -85,15 +92,14 @@ static inline bool seconds_ok(const double *v, size_t n)
 /* Every time the model produces is a finite, non-negative number of seconds
  * and a step takes time: checked once, where the layer and step times are
  * assembled (debug builds; the profiles' bounds keep a release build there). */
-static void assert_times(const px_time *tm, const layer_time *ld, const layer_time *lm)
+static void assert_times(const px_time *tm, const layer_time lt[PX_LAYER_KINDS])
 {
     _Static_assert(sizeof(px_time) % sizeof(double) == 0, "px_time holds seconds only");
     _Static_assert(sizeof(layer_time) % sizeof(double) == 0, "layer_time holds doubles only");
-    assert(seconds_ok((const double *)ld, sizeof *ld / sizeof(double)));
-    assert(seconds_ok((const double *)lm, sizeof *lm / sizeof(double)));
+    assert(seconds_ok((const double *)lt, PX_LAYER_KINDS * sizeof *lt / sizeof(double)));
     assert(seconds_ok((const double *)tm, sizeof *tm / sizeof(double)));
     assert(tm->step_s > 0.0 && tm->compute_s > 0.0);
-    (void)tm, (void)ld, (void)lm;
+    (void)tm, (void)lt;
 }
 
 static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem_limit,
@@ -222,8 +228,8 @@ static void dp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const c
      * first layer) are reduced after the compute has ended, and the first
      * weights the next forward needs are gathered before it can start: that
      * bucket's communication is exposed however long the windows are. */
-    double tail_p = dmin(w_dense_p, dmax((double)ctx->pc.embedding,
-                                         (double)ctx->dense_layer_params) / par->tp);
+    double tail_p = dmin(w_dense_p, dmax((double)ctx->pc.embedding / par->tp,
+                                         layer_local_params(ctx, par->tp, first_kind(ctx))));
     double tail_ar = px_time_coll_s(hw, PX_COLL_ALLREDUCE, ddp, tail_p * bpp.grads, dcross);
     double tail_rs = px_time_coll_s(hw, PX_COLL_REDUCE_SCATTER, ddp, tail_p * bpp.grads, dcross);
     double tail_ag = px_time_coll_s(hw, PX_COLL_ALLGATHER, ddp, tail_p * bpp.weights, dcross);
@@ -381,8 +387,8 @@ static void fill_goodput(const px_cost_ctx *ctx, const px_parallel *par, double 
 
 /* Everything --explain prints about the step's time and traffic. */
 static void fill_time_detail(const px_cost_ctx *ctx, const px_parallel *par,
-                             const slowest_stage *w, const crossings *x, const layer_time *ld,
-                             const layer_time *lm, double bubble_x, double pp_total,
+                             const slowest_stage *w, const crossings *x,
+                             const layer_time lt[PX_LAYER_KINDS], double bubble_x, double pp_total,
                              double pp_bytes, double dp_total, double dp_exposed,
                              double dp_bytes, px_cost_detail *detail)
 {
@@ -412,7 +418,7 @@ static void fill_time_detail(const px_cost_ctx *ctx, const px_parallel *par,
     detail->cp_bytes_per_step = mm * w->cpb;
     detail->pp_bytes_per_step = pp_bytes;
     detail->dp_bytes_per_step = dp_bytes;
-    detail->tp_bytes_per_layer = ctx->dense_layer_params > 0 ? ld->tp_bytes : lm->tp_bytes;
+    detail->tp_bytes_per_layer = lt[px_model_layer_kind(ctx->model, 0)].tp_bytes;
 }
 
 static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem_limit,
@@ -440,15 +446,15 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
         return PX_ERR_INFEASIBLE; /* the offloaded state does not fit the host */
 
     crossings x;
-    layer_time ld, lm;
-    time_layer_kinds(ctx, par, &x, &ld, &lm);
+    layer_time lt[PX_LAYER_KINDS];
+    time_layer_kinds(ctx, par, &x, lt);
     double first_s, last_s;
     extras_time(ctx, par, &first_s, &last_s);
 
     /* slowest stage, one micro-batch */
     int p = par->pp;
     slowest_stage w;
-    slowest_stage_of(ctx, par, sl, &ld, &lm, first_s, last_s, &w);
+    slowest_stage_of(ctx, par, sl, lt, first_s, last_s, &w);
     double w_dense_p = wm.dense_params, w_exp_p = wm.expert_params;
     double z3_fwd, z3 = px_blocking_zero3_stream_bytes(par, w_dense_p + w_exp_p, elem_of(ctx),
                                                        &z3_fwd); /* its buffers and copies */
@@ -474,7 +480,7 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     pp_step_comm(ctx, par, &x, &pp_total, &pp_bytes);
     px_pipe_engine_comm(ctx, par, x.pp, x.tp, &pp_total, &pp_bytes); /* DeepSpeed's engine */
     if (p > 1 && blocking_engine(ctx, par)) /* the executor's timeline */
-        bubble = pipe_timeline_bubble(ctx, par, sl, &ld, &lm, first_s, last_s,
+        bubble = pipe_timeline_bubble(ctx, par, sl, lt, first_s, last_s,
                                       sync.tp + sync.cp, ideal, pp_total, bubble);
 
     /* overlap windows: the backward (forward) compute of one micro-batch */
@@ -502,13 +508,13 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     tm->optimizer_s = opt_s;
     tm->offload_s = offload_s;
     tm->act_offload_s = mm * w.off;
-    assert_times(tm, &ld, &lm);
+    assert_times(tm, lt);
 
     fill_rates(ctx, par, step, bubble, pred);
     fill_goodput(ctx, par, train_tokens, gpu_mtbf_hours, pred);
     if (detail) {
         fill_memory_detail(ctx, par, &wm, detail);
-        fill_time_detail(ctx, par, &w, &x, &ld, &lm, bubble_x, pp_total, pp_bytes, dp_total,
+        fill_time_detail(ctx, par, &w, &x, lt, bubble_x, pp_total, pp_bytes, dp_total,
                          dp_exposed, dp_bytes, detail);
     }
     return PX_OK;

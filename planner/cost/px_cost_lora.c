@@ -39,7 +39,7 @@ double px_lora_layer_gpu_params(const px_cost_ctx *ctx, const px_parallel *par)
     if (!px_finetune_is_lora(&par->finetune))
         return 0.0;
     px_act_shape sh;
-    make_shape(ctx, par, false, PX_RECOMPUTE_NONE, &sh);
+    make_shape(ctx, par, PX_LAYER_DENSE, PX_RECOMPUTE_NONE, &sh);
     return px_lora_layer_params(&par->finetune, &sh) / par->tp;
 }
 
@@ -119,7 +119,7 @@ double px_lora_flops_delta_per_token(const px_cost_ctx *ctx, const px_parallel *
     double fwd = px_flops_model_per_token(m, seq_len) / 3.0;
     double weights_fwd = fwd - px_flops_attn_core_fwd_per_token(m, seq_len);
     px_act_shape sh;
-    make_shape(ctx, par, false, PX_RECOMPUTE_NONE, &sh);
+    make_shape(ctx, par, PX_LAYER_DENSE, PX_RECOMPUTE_NONE, &sh);
     double adapters = 6.0 * (double)m->n_layers * px_lora_layer_params(&par->finetune, &sh);
     return adapters - weights_fwd;
 }

@@ -202,7 +202,13 @@ static int layer_linears(const px_act_shape *sh, px_prec_linear *lin)
     double a_t = sh->a / t, kv_t = sh->kv >= t ? sh->kv / t : 1.0;
     double up = sh->gated ? 2.0 : 1.0;
     int n = 0;
-    if (sh->q_lora > 0.0 || sh->kv_lora > 0.0) {
+    if (px_shape_mamba(sh)) { /* in_proj (norm-fused) and out_proj */
+        lin[n++] = (px_prec_linear){T, h, sh->m_in / t, true};
+        lin[n++] = (px_prec_linear){T, sh->m_inner / t, h, false};
+    }
+    if (!px_shape_attention(sh)) {
+        /* no attention projections */
+    } else if (sh->q_lora > 0.0 || sh->kv_lora > 0.0) {
         double nope = sh->dq - sh->rope_dim;
         if (sh->q_lora > 0.0) {
             lin[n++] = (px_prec_linear){T, h, sh->q_lora, true};
@@ -215,7 +221,8 @@ static int layer_linears(const px_act_shape *sh, px_prec_linear *lin)
     } else {
         lin[n++] = (px_prec_linear){T, h, a_t * sh->dq + kv_t * (sh->dq + sh->dv), true};
     }
-    lin[n++] = (px_prec_linear){T, a_t * sh->dv, h, false};
+    if (px_shape_attention(sh))
+        lin[n++] = (px_prec_linear){T, a_t * sh->dv, h, false};
     if (sh->moe) {
         double etp = sh->etp > 0 ? sh->etp : 1;
         double tok = T * sh->top_k * etp / t, fe = sh->moe_f / etp;
@@ -228,7 +235,7 @@ static int layer_linears(const px_act_shape *sh, px_prec_linear *lin)
             lin[n++] = (px_prec_linear){T, h, up * fs, true};
             lin[n++] = (px_prec_linear){T, fs, h, false};
         }
-    } else {
+    } else if (px_shape_dense_mlp(sh)) {
         lin[n++] = (px_prec_linear){T, h, up * sh->f / t, true};
         lin[n++] = (px_prec_linear){T, sh->f / t, h, false};
     }

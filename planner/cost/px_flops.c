@@ -1,22 +1,36 @@
 /* px_flops.c — FLOP counts, see px_flops.h for the convention. */
 #include "px_flops.h"
 
+#include "px_hybrid.h"
 #include "px_sliding.h"
 
 /* Attention-core forward FLOPs per token of layer `layer`: Q K^T and P V over
  * the whole sequence (non-causal convention), or over the window on a
- * sliding-window layer (px_sliding.h). */
+ * sliding-window layer (px_sliding.h); 0 on a layer without attention. */
 static double attn_core_fwd_per_token(const px_model *m, int64_t layer, int64_t seq_len)
 {
+    if (!px_layer_has_attention(px_model_layer_kind(m, layer)))
+        return 0.0;
     double a = (double)m->n_heads;
     return 2.0 * px_sliding_keys_full(m, layer, seq_len) * a *
            (double)(px_model_qk_head_dim(m) + px_model_v_head_dim(m));
 }
 
+/* A Mamba-2 layer's scan per token, the count Megatron-LM's
+ * num_floating_point_operations gives it (megatron/training/training.py,
+ * its hybrid branch: 7 d_inner x state), with the mixer's real d_inner. */
+double px_flops_mamba_scan_fwd_per_token(const px_model *m)
+{
+    return 7.0 * (double)px_mamba_d_inner(m) * (double)m->mamba_state;
+}
+
 double px_flops_layer_fwd_per_token(const px_model *m, int64_t layer, int64_t seq_len)
 {
+    double scan = px_model_layer_kind(m, layer) == PX_LAYER_MAMBA
+                      ? px_flops_mamba_scan_fwd_per_token(m)
+                      : 0.0;
     return 2.0 * (double)px_model_layer_matmul_params(m, layer, true) +
-           attn_core_fwd_per_token(m, layer, seq_len);
+           attn_core_fwd_per_token(m, layer, seq_len) + scan;
 }
 
 double px_flops_attn_core_fwd_per_token(const px_model *m, int64_t seq_len)

@@ -15,6 +15,10 @@
 /* Forward FLOPs of one token through layer `layer` at sequence length s. */
 double px_flops_layer_fwd_per_token(const px_model *m, int64_t layer, int64_t seq_len);
 
+/* A Mamba-2 mixer's selective scan, forward FLOPs per token (in the layer's
+ * count above; its in_proj and out_proj are matmul weights). */
+double px_flops_mamba_scan_fwd_per_token(const px_model *m);
+
 /* Forward FLOPs of one token through the LM head. */
 double px_flops_head_fwd_per_token(const px_model *m);
 

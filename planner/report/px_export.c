@@ -40,6 +40,7 @@ static const char *feature_name(unsigned bit)
     case PX_FEAT_MTP: return "multi-token prediction";
     case PX_FEAT_MOE: return "mixture of experts";
     case PX_FEAT_GPT_BLOCK: return "the GPT block (LayerNorm, GeLU, learned positions)";
+    case PX_FEAT_MAMBA: return "Mamba-2 layers (a hybrid layer pattern)";
     default: return "the Llama block (RMSNorm, SwiGLU, RoPE)";
     }
 }

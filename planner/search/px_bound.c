@@ -5,9 +5,10 @@
 
 void px_bound_init(const px_model *m, px_bound_layers *bl)
 {
-    bl->dense_layer = bl->moe_layer = -1;
+    for (int k = 0; k < PX_LAYER_KINDS; k++)
+        bl->first[k] = -1;
     for (int64_t l = 0; l < m->n_layers; l++) {
-        int64_t *first = px_model_layer_is_moe(m, l) ? &bl->moe_layer : &bl->dense_layer;
+        int64_t *first = &bl->first[px_model_layer_kind(m, l)];
         if (*first < 0)
             *first = l;
     }
@@ -38,15 +39,14 @@ double px_bound_stage_mb_s(px_cost_ctx *ctx, const px_bound_layers *bl, const px
 {
     const px_model *m = ctx->model;
     int64_t held = layers_held(m, par);
-    /* the layers are held in model order from the first: MoE layers among
-     * the first `held` */
-    int64_t n_moe = ctx->moe_prefix[held], n_dense = held - n_moe;
+    /* the layers are held in model order from the first: those of each
+     * kind among the first `held` */
     double work = 0.0;
-    /* (the cost model times a kind only when the model has its weights) */
-    if (n_dense > 0 && bl->dense_layer >= 0 && ctx->dense_layer_params > 0)
-        work += (double)n_dense * layer_s(ctx, par, bl->dense_layer);
-    if (n_moe > 0 && bl->moe_layer >= 0 && ctx->n_moe_layers > 0)
-        work += (double)n_moe * layer_s(ctx, par, bl->moe_layer);
+    for (int k = 0; k < PX_LAYER_KINDS; k++) {
+        int64_t n = ctx->kind_prefix[k][held];
+        if (n > 0 && bl->first[k] >= 0)
+            work += (double)n * layer_s(ctx, par, bl->first[k]);
+    }
     px_stage_extras ex;
     px_cost_stage_extras(ctx, par, &ex);
     work += ex.first_s + ex.last_s;

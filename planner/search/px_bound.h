@@ -21,7 +21,7 @@
 
 /* The model's layers by kind, found once per model (px_bound_init). */
 typedef struct {
-    int64_t dense_layer, moe_layer; /* the first layer of each kind, -1: none */
+    int64_t first[PX_LAYER_KINDS]; /* the first layer of each kind, -1: none */
 } px_bound_layers;
 
 void px_bound_init(const px_model *m, px_bound_layers *bl);

@@ -377,6 +377,8 @@ static void score_states(const search_spec *sp, px_cost_ctx *ctx, px_parallel *p
     /* the SP rule reads the sizes only: once for all the states */
     px_status sp_rule = px_rule_sp(sp->m, sp->s, par->tp, par->cp, par->sp, par->micro_batch,
                                    sp->caps, NULL);
+    if (sp_rule == PX_OK)
+        sp_rule = px_rule_mamba_cp(sp->m, par->tp, par->cp, NULL);
     for (int z = z0; z <= z1; z++)
         for (int r = r0; r <= r1; r++)
             for (int i_s = 0; i_s < n_s; i_s++) {
@@ -925,7 +927,7 @@ static px_status search_once(const px_model *m, const px_hw *hw, int gpus,
                       res->seq_len, res->global_batch,
                       m->n_layers, res->mem_limit_bytes,
                       m->n_experts > 0, o->milp ? 2 * keep + PX_SEARCH_MILP_EXTRA : keep,
-                      NULL,        {-1, -1}};
+                      NULL,        {{0}}};
     px_caps caps_storage;
     sp.caps = search_caps(o, &caps_storage);
     px_bound_init(m, &sp.bound);

@@ -13,7 +13,7 @@
 
 #define PX_ZERO_STAGES 4      /* ZeRO / FSDP stages 0..3 */
 #define PX_CP_FLAVOUR_COUNT 3 /* the bits of px_cp_flavour */
-#define PX_FEAT_COUNT 8       /* the bits of px_model_feature */
+#define PX_FEAT_COUNT 9       /* the bits of px_model_feature */
 
 /* Context-parallel attention flavours (bits of px_caps.cp_flavours). */
 typedef enum {
@@ -31,10 +31,11 @@ typedef enum {
     PX_FEAT_MTP = 1 << 4,            /* multi-token-prediction modules */
     PX_FEAT_MOE = 1 << 5,            /* routed experts at all */
     PX_FEAT_GPT_BLOCK = 1 << 6,      /* LayerNorm / GeLU / learned positions */
-    PX_FEAT_LLAMA_BLOCK = 1 << 7     /* RMSNorm / SwiGLU / RoPE */
+    PX_FEAT_LLAMA_BLOCK = 1 << 7,    /* RMSNorm / SwiGLU / RoPE */
+    PX_FEAT_MAMBA = 1 << 8           /* a hybrid layer pattern with Mamba-2 layers */
 } px_model_feature;
 _Static_assert(PX_CP_ALL_TO_ALL == 1 << (PX_CP_FLAVOUR_COUNT - 1), "PX_CP_FLAVOUR_COUNT");
-_Static_assert(PX_FEAT_LLAMA_BLOCK == 1 << (PX_FEAT_COUNT - 1), "PX_FEAT_COUNT");
+_Static_assert(PX_FEAT_MAMBA == 1 << (PX_FEAT_COUNT - 1), "PX_FEAT_COUNT");
 
 typedef struct {
     char name[32];                       /* "parallax", "megatron", "cpu-executor", ... */

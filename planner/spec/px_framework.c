@@ -42,7 +42,8 @@ static const char *const prec_names[] = {"bf16",   "fp16",        "fp8",       "
 _Static_assert(N_NAMES(prec_names) == PX_PREC_COUNT, "a name per px_precision");
 /* bit i = px_model_feature 1 << i */
 static const char *const feat_names[] = {"mla", "qk_norm", "shared_experts", "dense_first",
-                                         "mtp", "moe", "gpt_block",      "llama_block"};
+                                         "mtp", "moe", "gpt_block",      "llama_block",
+                                         "mamba"};
 _Static_assert(N_NAMES(feat_names) == PX_FEAT_COUNT, "a name per px_model_feature bit");
 
 /* Reads root[key] (an array of names from names[0..n), integers allowed

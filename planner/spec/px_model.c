@@ -61,7 +61,7 @@ static const px_jfield model_fields[] = {
     FB("sandwich_norms", sandwich_norms),
     FB("attention_sinks", attention_sinks),
     {"mlp_act", PX_JF_ENUM, offsetof(px_model, mlp_act), 0, false, 0, mlp_act_names, 3, 0},
-    FD("rope_fraction", rope_fraction, 1e-6, 1.0),
+    FD("rope_fraction", rope_fraction, 0.0, 1.0),
     FD("rope_theta", rope_theta, 1.0, 1e12),
     {"rope_scaling", PX_JF_ENUM, offsetof(px_model, rope_scaling), 0, false, 0,
      rope_scaling_names, 3, 0},

@@ -106,7 +106,8 @@ typedef struct {
                             * experts; the planner costs it, execute refuses it */
     px_mlp_act mlp_act;    /* the llama block's MLP activation; execute runs SiLU only */
     double rope_fraction;  /* share of each head's width RoPE rotates (HF
-                            * partial_rotary_factor; 1: all); execute runs 1 only */
+                            * partial_rotary_factor; 1: all; 0: no positional
+                            * encoding, Nemotron-H); execute runs 1 only */
 
     /* Numerics that change the function, not the cost (the executor runs
      * them; the cost model ignores them).  rope_theta: base of the RoPE

@@ -35,7 +35,7 @@ static void caps_all(px_caps *c, const char *name)
     c->precisions = PX_PREC_ALL;
     c->model_features = PX_FEAT_MLA | PX_FEAT_QK_NORM | PX_FEAT_SHARED_EXPERTS |
                         PX_FEAT_DENSE_FIRST | PX_FEAT_MTP | PX_FEAT_MOE | PX_FEAT_GPT_BLOCK |
-                        PX_FEAT_LLAMA_BLOCK;
+                        PX_FEAT_LLAMA_BLOCK | PX_FEAT_MAMBA;
     c->moe_gpt_block = true;
     c->max_zero_with_pp = 3;
     c->tp_with_pp = true;
@@ -136,6 +136,8 @@ unsigned px_model_features(const px_model *m)
     }
     if (m->n_mtp_modules > 0)
         f |= PX_FEAT_MTP;
+    if (strchr(m->layer_pattern, 'M'))
+        f |= PX_FEAT_MAMBA;
     return f;
 }
 
@@ -150,6 +152,7 @@ const char *px_model_feature_name(unsigned feature)
     case PX_FEAT_MOE: return "mixture of experts (n_experts > 0)";
     case PX_FEAT_GPT_BLOCK: return "GPT blocks (block \"gpt\")";
     case PX_FEAT_LLAMA_BLOCK: return "llama blocks (block \"llama\")";
+    case PX_FEAT_MAMBA: return "Mamba-2 layers ('M' in layer_pattern)";
     default: return "?";
     }
 }
@@ -222,6 +225,13 @@ px_status px_rule_tp(const px_model *m, int tp, const px_caps *caps, px_error *e
     if (m->ffn > 0 && m->ffn % tp)
         return PX_FAIL(err, PX_ERR_INVALID, "tp = %d does not divide the ffn size %lld of %s",
                        tp, (long long)m->ffn, m->name);
+    /* Megatron-Core's MambaMixer splits both over TP (mamba_mixer.py's
+     * asserts) */
+    if (strchr(m->layer_pattern, 'M') && (m->mamba_heads % tp || m->mamba_groups % tp))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "tp = %d does not divide the %lld Mamba-2 heads and the %lld groups of %s "
+                       "(each tensor-parallel rank needs whole heads and groups)",
+                       tp, (long long)m->mamba_heads, (long long)m->mamba_groups, m->name);
     /* the shared experts are one tensor-parallel MLP of n_shared moe_ffn */
     if (m->n_experts > 0 && (m->n_shared_experts * m->moe_ffn) % tp)
         return PX_FAIL(err, PX_ERR_INVALID,
@@ -251,6 +261,24 @@ px_status px_rule_cp(int64_t seq, int cp, const px_caps *caps, px_error *err)
                        "cp = %d: the sequence length %lld must be a multiple of 2 x cp = %d "
                        "(each rank holds two of 2 cp chunks, which balances causal attention)",
                        cp, (long long)seq, 2 * cp);
+    return PX_OK;
+}
+
+px_status px_rule_mamba_cp(const px_model *m, int tp, int cp, px_error *err)
+{
+    if (cp < 2 || tp < 1 || !strchr(m->layer_pattern, 'M'))
+        return PX_OK;
+    int64_t heads = m->mamba_heads / tp, groups = m->mamba_groups / tp;
+    if (heads % cp)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "cp = %d does not divide the %lld Mamba-2 heads of a tensor-parallel rank "
+                       "of %s (context parallelism splits a Mamba layer by heads)",
+                       cp, (long long)heads, m->name);
+    if (groups < 1 || (groups < cp ? cp % groups : groups % cp))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "cp = %d and the %lld Mamba-2 groups of a tensor-parallel rank of %s: one "
+                       "must divide the other (context parallelism splits or repeats the groups)",
+                       cp, (long long)groups, m->name);
     return PX_OK;
 }
 
@@ -566,10 +594,11 @@ static px_status check_finetune(const px_model *m, const px_finetune *f, const p
                        "finetune lora: rank %d (allowed 1..%d), alpha %g (positive), targets "
                        "0x%x (some of qkv, proj, fc1, fc2)",
                        f->rank, PX_LORA_MAX_RANK, f->alpha, f->targets);
-    if (m->n_experts > 0 || m->attn == PX_ATTN_MLA)
+    if (m->n_experts > 0 || m->attn == PX_ATTN_MLA || m->layer_pattern[0])
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "finetune = lora on model \"%s\": LoRA is priced on dense layers with "
-                       "standard attention only (no adapters on experts or MLA latents)",
+                       "finetune = lora on model \"%s\": LoRA is priced on dense transformer "
+                       "blocks with standard attention only (no adapters on experts, MLA "
+                       "latents or the layers of a hybrid layer_pattern)",
                        m->name);
     return PX_OK;
 }
@@ -741,6 +770,8 @@ px_status px_plan_check(const px_model *m, const px_parallel *p, const px_caps *
         st = px_rule_cp(s, p->cp, caps, err);
     if (st == PX_OK)
         st = px_rule_sp(m, s, p->tp, p->cp, p->sp, p->micro_batch, caps, err);
+    if (st == PX_OK)
+        st = px_rule_mamba_cp(m, p->tp, p->cp, err);
     if (st == PX_OK)
         st = px_rule_experts(m, p->tp, p->cp, p->dp, p->ep, p->etp, caps, err);
     /* a recorded split may hold two chunks more than layers where its end

@@ -69,6 +69,11 @@ px_status px_rule_tp(const px_model *m, int tp, const px_caps *caps, px_error *e
  * (2cp-1-i)-th, which balances causal attention); a consumer without CP runs
  * cp = 1 only. */
 px_status px_rule_cp(int64_t seq, int cp, const px_caps *caps, px_error *err);
+
+/* Context parallelism of a hybrid model's Mamba-2 layers (Megatron-Core's
+ * mamba_context_parallel.py): cp divides the heads of a tensor-parallel
+ * rank, and its groups divide cp or cp them. */
+px_status px_rule_mamba_cp(const px_model *m, int tp, int cp, px_error *err);
 /* Sequence parallelism splits each rank's s/cp positions over tp; a MoE layer
  * routes a tp-th of a micro-batch's tokens on each TP rank. */
 px_status px_rule_sp(const px_model *m, int64_t seq, int tp, int cp, bool sp,

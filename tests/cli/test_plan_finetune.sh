@@ -36,7 +36,7 @@ grep -q 'framework parallax cannot run fine-tuning lora (capability finetune' "$
   || fail "lora / parallax: $(cat "$tmp/err")"
 "$PLAN" --model mixtral-8x7b --gpus 64 --finetune lora $FW > "$tmp/out" 2> "$tmp/err"
 [ $? -eq 1 ] || fail "lora on mixtral: want exit 1"
-grep -q 'LoRA is priced on dense layers' "$tmp/err" || fail "lora / moe: $(cat "$tmp/err")"
+grep -q 'LoRA is priced on dense transformer blocks' "$tmp/err" || fail "lora / moe: $(cat "$tmp/err")"
 
 # Llama 3 70B on 8 H100s: pre-training does not fit, LoRA does
 "$PLAN" --model 70b --gpus 8 $FW --partition uniform --offload none > "$tmp/out" 2> "$tmp/err"

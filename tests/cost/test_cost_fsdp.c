@@ -176,7 +176,7 @@ static void expert_group_in_plan(void)
     double b8 = d.buf_p2p; /* pp 1: the ZeRO-3 gathers alone */
     par.ep = 1;
     CHECK(px_cost_eval(&ctx, &par, 0.0, 0.0, &p, &d, &err) == PX_OK);
-    double other = (double)(ctx.moe_layer_params - ctx.expert_params);
+    double other = (double)(ctx.kind_params[PX_LAYER_MOE] - ctx.expert_params);
     double x = (double)ctx.expert_params;
     CHECK(b8 > 0.0);
     CHECK_CLOSE(b8 / d.buf_p2p, (other + x / 8.0) / (other + x), 1e-9, 0);

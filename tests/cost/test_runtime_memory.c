@@ -147,7 +147,7 @@ static void torchtitan_buffers(void)
     px_cost_memory(&ctx, &par, &a, NULL);
     fw.run.fsdp_pp_grad_bytes = 4;
     px_cost_memory(&ctx, &par, &b, NULL);
-    double layer = (double)ctx.dense_layer_params;
+    double layer = (double)ctx.kind_params[PX_LAYER_DENSE];
     CHECK_CLOSE((double)(b.buffers - a.buffers), 16.0 * layer * 2.0, 1e-6, 0);
     fw.run = base;
     ctx.run = NULL;

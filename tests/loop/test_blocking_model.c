@@ -129,7 +129,7 @@ static void test_zero3_gathered_layers(const px_model *m)
     px_prediction a, b;
     CHECK(px_cost_eval(&ctx, &off, 0.0, 0.0, &a, NULL, &err) == PX_OK);
     CHECK(px_cost_eval(&ctx, &on, 0.0, 0.0, &b, NULL, &err) == PX_OK);
-    double layer_bytes = (double)ctx.dense_layer_params * hw.dtype_bytes;
+    double layer_bytes = (double)ctx.kind_params[PX_LAYER_DENSE] * hw.dtype_bytes;
     CHECK_CLOSE((double)(b.mem.total - a.mem.total), layer_bytes, 0, 1.0);
 }
 
@@ -273,7 +273,7 @@ static void test_executor_terms(const px_model *m)
      * buffers and copies streamed; a prefetching framework hides some */
     CHECK(don.dp_exposed_s > doff.dp_exposed_s);
     double wfwd, wbytes = px_blocking_weight_stream_bytes(
-                      (double)m->n_layers * (double)ctx.dense_layer_params + (double)ctx.head_params,
+                      (double)m->n_layers * (double)ctx.kind_params[PX_LAYER_DENSE] + (double)ctx.head_params,
                       4.0, 4.0, &wfwd);
     CHECK_CLOSE(on.time.step_s - off.time.step_s,
                 (double)z.n_micro * (px_time_stream_s(&hw, fwd) +
@@ -305,7 +305,7 @@ static void test_weight_stream(const px_model *m)
     px_cost_ctx ctx;
     CHECK_MSG(px_cost_ctx_init(&ctx, m, &hw, &err) == PX_OK, "%s", err.msg);
     ctx.run = &fw.run;
-    double layers = (double)m->n_layers * (double)ctx.dense_layer_params;
+    double layers = (double)m->n_layers * (double)ctx.kind_params[PX_LAYER_DENSE];
     double P = layers + (double)ctx.head_params;
     px_recompute rc[2] = {PX_RECOMPUTE_NONE, PX_RECOMPUTE_FULL};
     for (int i = 0; i < 2; i++) {
