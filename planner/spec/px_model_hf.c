@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "px_hybrid.h"
 #include "px_jfield.h"
 #include "px_model.h"
 #include "px_plan_json.h"
@@ -101,7 +102,7 @@ static double hf_num(hf_ctx *c, const char *key, double dflt)
 static const char *const hf_types[] = {"llama",   "mistral",     "mixtral", "qwen2",
                                         "qwen3",   "qwen3_moe",   "deepseek_v3", "gpt_oss",
                                         "gemma",   "gemma2",      "gemma3_text", "phi3",
-                                        "gpt2",    NULL};
+                                        "gpt2",    "nemotron_h",  NULL};
 
 /* The gated MLP's activation (hidden_act; Gemma: hidden_activation): the
  * GEMMs are the same three matrices whichever it is, and the element-wise
@@ -438,6 +439,168 @@ static px_status hf_moe(hf_ctx *c, const char *t, px_model *m)
     return PX_OK;
 }
 
+/* A string of the config at key; NULL (and no error) when absent or null,
+ * an error when it is another type.  allowed lists the values for it. */
+static const char *hf_str(hf_ctx *c, const char *key, const char *allowed)
+{
+    json_t *v = json_object_get(c->root, key);
+    if (c->st != PX_OK || !v || json_is_null(v))
+        return NULL;
+    if (!json_is_string(v)) {
+        c->st = px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
+                             "%s: expected a string (allowed: %s), got %s", key, allowed,
+                             px_jf_type_name(v));
+        return NULL;
+    }
+    return json_string_value(v);
+}
+
+/* A flag the model holds at one value only: the config's other value is
+ * refused by name. */
+static void hf_bool_only(hf_ctx *c, const char *key, bool dflt, bool want, const char *what)
+{
+    if (hf_bool(c, key, dflt) != want && c->st == PX_OK)
+        c->st = px_error_set(c->err, PX_ERR_UNSUPPORTED, c->file, 0, 0,
+                             "%s %s: %s (allowed: %s or absent)", key, want ? "false" : "true",
+                             what, want ? "true" : "false");
+}
+
+/* The hybrid pattern (hybrid_override_pattern): one symbol of M * - E a
+ * layer.  Megatron-Core's other symbols (G gated delta net, D DeepSeek
+ * sparse attention, + MLA, | a pipeline-stage boundary, / the MTP
+ * separator) are refused by name. */
+static void hf_hybrid_pattern(hf_ctx *c, px_model *m)
+{
+    const char *key = "hybrid_override_pattern";
+    const char *allowed = "M (Mamba-2), * (attention), - (MLP), E (experts)";
+    const char *pat = hf_str(c, key, allowed);
+    if (c->st != PX_OK)
+        return;
+    if (!pat || !pat[0]) {
+        c->st = px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
+                             "%s: missing required field (a string of %s, one a layer)", key,
+                             allowed);
+        return;
+    }
+    size_t len = strlen(pat), ok = strspn(pat, PX_HYBRID_SYMBOLS);
+    if (ok < len) {
+        c->st = px_error_set(c->err, PX_ERR_UNSUPPORTED, c->file, 0, 0,
+                             "%s[%zu] '%c' is not a layer the model has; allowed symbols: %s",
+                             key, ok, pat[ok], allowed);
+        return;
+    }
+    if ((int64_t)len != m->n_layers) {
+        c->st = px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
+                             "%s has %zu symbols, num_hidden_layers is %lld (one symbol a "
+                             "layer)", key, len, (long long)m->n_layers);
+        return;
+    }
+    memcpy(m->layer_pattern, pat, len + 1);
+}
+
+/* The Mamba-2 mixer of the 'M' layers: mamba_num_heads heads of
+ * mamba_head_dim, ssm_state_size, n_groups (transformers' default 8),
+ * conv_kernel taps (default 4); the mixer's activation is SiLU, its
+ * projections unbiased, its convolution biased (what the count holds). */
+static void hf_mamba(hf_ctx *c, px_model *m)
+{
+    m->mamba_heads = hf_size(c, "mamba_num_heads", -1);
+    m->mamba_head_dim = hf_size(c, "mamba_head_dim", -1);
+    m->mamba_state = hf_size(c, "ssm_state_size", -1);
+    m->mamba_groups = hf_size(c, "n_groups", 8);
+    m->mamba_conv = hf_size(c, "conv_kernel", PX_MAMBA_CONV_DEFAULT);
+    if (c->st == PX_OK && m->mamba_heads % m->mamba_groups != 0)
+        c->st = px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
+                             "n_groups %lld does not divide mamba_num_heads %lld: each group's "
+                             "B and C serve a whole set of heads", (long long)m->mamba_groups,
+                             (long long)m->mamba_heads);
+    const char *act = hf_str(c, "mamba_hidden_act", "silu");
+    if (c->st == PX_OK && act && strcmp(act, "silu") != 0)
+        c->st = px_error_set(c->err, PX_ERR_UNSUPPORTED, c->file, 0, 0,
+                             "mamba_hidden_act: \"%s\" is not the Mamba-2 mixer's activation "
+                             "(allowed: silu)", act);
+    hf_bool_only(c, "mamba_proj_bias", false, false, "biases on the mixer's projections are "
+                                                     "not modelled");
+    hf_bool_only(c, "use_conv_bias", true, true, "the mixer's convolution has a bias");
+}
+
+/* The routed experts of the 'E' layers, as Megatron-Bridge maps them
+ * (nemotron_h_bridge.py): sigmoid scores (NemotronHTopkRouter, Megatron's
+ * moe_router_score_function "sigmoid"), one shared expert of
+ * moe_shared_expert_intermediate_size, held here as n_shared_experts of
+ * moe_ffn when it divides exactly (Nemotron 3 Nano: 3712 = 2 x 1856). */
+static void hf_nemotron_h_moe(hf_ctx *c, px_model *m)
+{
+    m->n_experts = hf_size(c, "n_routed_experts", -1);
+    m->top_k = hf_size(c, "num_experts_per_tok", -1);
+    m->moe_ffn = hf_size(c, "moe_intermediate_size", -1);
+    int64_t shared = hf_int(c, "moe_shared_expert_intermediate_size", 0);
+    if (c->st == PX_OK && shared % m->moe_ffn != 0) {
+        c->st = px_error_set(c->err, PX_ERR_UNSUPPORTED, c->file, 0, 0,
+                             "moe_shared_expert_intermediate_size %lld is not a multiple of "
+                             "moe_intermediate_size %lld: the model holds shared experts of "
+                             "the routed experts' size (allowed: 0 or a multiple)",
+                             (long long)shared, (long long)m->moe_ffn);
+        return;
+    }
+    m->n_shared_experts = c->st == PX_OK ? shared / m->moe_ffn : 0;
+    m->scoring_func = PX_SCORING_SIGMOID;
+    m->norm_topk_prob = hf_bool(c, "norm_topk_prob", true);
+    m->n_group = hf_size(c, "n_group", 1);
+    m->topk_group = hf_size(c, "topk_group", 1);
+    m->routed_scaling_factor = hf_num(c, "routed_scaling_factor", 1.0);
+    if (c->st == PX_OK && hf_int(c, "moe_latent_size", 0) > 0)
+        c->st = px_error_set(c->err, PX_ERR_UNSUPPORTED, c->file, 0, 0,
+                             "moe_latent_size %lld: latent MoE (experts on a down-projected "
+                             "hidden state) is not modelled (allowed: 0, null or absent)",
+                             (long long)hf_int(c, "moe_latent_size", 0));
+}
+
+/* Nemotron-H, Nemotron Nano v2 and Nemotron 3 (model_type nemotron_h), the
+ * keys as Megatron-Bridge's NemotronHBridge maps them: a hybrid stack
+ * (hybrid_override_pattern) of RMSNorm-ed layers without biases, a
+ * squared-ReLU MLP (mlp_hidden_act relu2), attention without positions
+ * (Megatron's position_embedding_type "none": the RoPE fields stay at their
+ * defaults, unused), untied embeddings by default. */
+static void hf_nemotron_h(hf_ctx *c, px_model *m)
+{
+    m->block = PX_BLOCK_LLAMA;
+    m->hidden = hf_size(c, "hidden_size", -1);
+    m->n_layers = hf_size(c, "num_hidden_layers", -1);
+    m->n_heads = hf_size(c, "num_attention_heads", -1);
+    m->n_kv_heads = hf_size(c, "num_key_value_heads", m->n_heads);
+    int64_t hd = hf_size(c, "attention_head_dim", m->n_heads ? m->hidden / m->n_heads : 0);
+    m->head_dim = hf_size(c, "head_dim", hd);
+    m->ffn = hf_size(c, "intermediate_size", -1);
+    m->vocab = hf_size(c, "vocab_size", -1);
+    int64_t maxpos = hf_size(c, "max_position_embeddings", PX_HF_SEQ_CAP);
+    m->seq_len = maxpos < PX_HF_SEQ_CAP ? maxpos : PX_HF_SEQ_CAP;
+    m->tied_embeddings = hf_bool(c, "tie_word_embeddings", false);
+    m->norm_eps = hf_num(c, "layer_norm_epsilon", hf_num(c, "rms_norm_eps", 1e-5));
+    hf_bool_only(c, "use_bias", false, false, "biases on the linear layers are not modelled");
+    hf_bool_only(c, "attention_bias", false, false, "attention biases are not modelled");
+    hf_bool_only(c, "mlp_bias", false, false, "MLP biases are not modelled");
+    const char *act = hf_str(c, "mlp_hidden_act", "relu2");
+    if (c->st == PX_OK && act && strcmp(act, "relu2") != 0)
+        c->st = px_error_set(c->err, PX_ERR_UNSUPPORTED, c->file, 0, 0,
+                             "mlp_hidden_act: \"%s\" is not an MLP activation the model reads "
+                             "for nemotron_h (allowed: relu2)", act);
+    m->mlp_act = PX_ACT_RELU2;
+    int64_t mtp = hf_int(c, "num_nextn_predict_layers", 0);
+    if (c->st == PX_OK && mtp > 0)
+        c->st = px_error_set(c->err, PX_ERR_UNSUPPORTED, c->file, 0, 0,
+                             "num_nextn_predict_layers %lld: multi-token prediction on a hybrid "
+                             "stack (mtp_hybrid_override_pattern) is not modelled (allowed: 0, "
+                             "null or absent)", (long long)mtp);
+    hf_hybrid_pattern(c, m);
+    if (c->st == PX_OK && strchr(m->layer_pattern, 'M'))
+        hf_mamba(c, m);
+    /* MoE keys count only where 'E' layers use them (a dense model's config
+     * may carry transformers' defaults) */
+    if (c->st == PX_OK && strchr(m->layer_pattern, 'E'))
+        hf_nemotron_h_moe(c, m);
+}
+
 /* Heads that split the hidden size and KV heads that divide the query
  * heads, named in the config's own keys. */
 static px_status hf_check_heads(json_t *root, const char *file, const px_model *m,
@@ -447,8 +610,9 @@ static px_status hf_check_heads(json_t *root, const char *file, const px_model *
     bool gpt = m->block == PX_BLOCK_GPT;
     const char *k_hidden = gpt ? "n_embd" : "hidden_size";
     const char *k_heads = gpt ? "n_head" : "num_attention_heads";
-    bool has_head_dim =
-        !gpt && m->attn != PX_ATTN_MLA && json_is_integer(json_object_get(root, "head_dim"));
+    bool has_head_dim = !gpt && m->attn != PX_ATTN_MLA &&
+                        (json_is_integer(json_object_get(root, "head_dim")) ||
+                         json_is_integer(json_object_get(root, "attention_head_dim")));
     if (m->attn != PX_ATTN_MLA && !has_head_dim && m->hidden % m->n_heads != 0)
         return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
                             "%s %lld is not divisible by %s %lld: heads must split the hidden "
@@ -472,8 +636,11 @@ static px_status load_hf(json_t *root, const char *file, px_model *m, px_error *
     hf_ctx c = {root, file, err, PX_OK};
     px_model_defaults(m);
     hf_name(file, t, m->name, sizeof m->name);
+    bool nemotron_h = strcmp(t, "nemotron_h") == 0;
     if (strcmp(t, "gpt2") == 0) {
         hf_gpt2(&c, m);
+    } else if (nemotron_h) {
+        hf_nemotron_h(&c, m);
     } else {
         hf_llama(&c, t, m);
         px_status mst = hf_moe(&c, t, m);
@@ -485,7 +652,7 @@ static px_status load_hf(json_t *root, const char *file, px_model *m, px_error *
     /* sliding-window attention: Mistral (every layer), Qwen2 when
      * use_sliding_window, gpt-oss / Gemma by layer_types */
     bool window = strcmp(t, "qwen2") != 0 || hf_bool(&c, "use_sliding_window", false);
-    if (m->block == PX_BLOCK_LLAMA && window)
+    if (m->block == PX_BLOCK_LLAMA && window && !nemotron_h)
         m->sliding_window = hf_int(&c, "sliding_window", 0);
     if (c.st != PX_OK)
         return c.st;

@@ -27,7 +27,7 @@ static void check_consistent(const px_model *m)
     for (int64_t i = 0; i < m->n_layers; i++)
         layers += px_model_layer_params(m, i);
     CHECK_MSG(layers == c.attention + c.dense_mlp + c.expert_mlp + c.shared_expert_mlp +
-                            c.router + c.norms,
+                            c.router + c.norms + c.mamba,
               "%s: layer sum", m->name);
     CHECK_MSG(c.total == layers + c.embedding + c.lm_head + c.final_norm, "%s: total", m->name);
     CHECK_MSG(c.active <= c.total && c.active > 0, "%s: active", m->name);
@@ -151,7 +151,9 @@ int main(void)
     static const char *const all[] = {"llama3-8b", "llama3-70b", "70b", "llama3-405b",
                                       "gpt3-175b", "seed-70b", "mixtral-8x7b", "deepseek-v3",
                                       "qwen3-235b-a22b", "tiny-llama", "tiny-gpt", "tiny-moe",
-                                      "tiny-qwen3", "gpt-oss-120b", "gpt-oss", "gpt-oss-20b"};
+                                      "tiny-qwen3", "gpt-oss-120b", "gpt-oss", "gpt-oss-20b",
+                                      "nemotron-h-8b", "nemotron-h", "nemotron-h-56b",
+                                      "nemotron-3-nano-30b-a3b", "nemotron-3-nano"};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         CHECK_MSG(strstr(list, all[i]) != NULL, "list lacks %s: %s", all[i], list);
         px_model m = load(all[i]);

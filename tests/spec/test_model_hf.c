@@ -49,6 +49,14 @@ static void same_as_preset(const char *dir, const char *preset)
           hf.attention_sinks == pre.attention_sinks && hf.norm_topk_prob == pre.norm_topk_prob &&
           hf.sliding_window == pre.sliding_window &&
           memcmp(hf.layer_sliding, pre.layer_sliding, sizeof hf.layer_sliding) == 0);
+    CHECK(hf.mlp_act == pre.mlp_act && hf.ffn == pre.ffn && hf.moe_ffn == pre.moe_ffn &&
+          hf.n_shared_experts == pre.n_shared_experts && hf.scoring_func == pre.scoring_func &&
+          hf.routed_scaling_factor == pre.routed_scaling_factor && hf.norm_eps == pre.norm_eps);
+    CHECK_MSG(strcmp(hf.layer_pattern, pre.layer_pattern) == 0 &&
+                  hf.mamba_heads == pre.mamba_heads && hf.mamba_head_dim == pre.mamba_head_dim &&
+                  hf.mamba_state == pre.mamba_state && hf.mamba_groups == pre.mamba_groups &&
+                  hf.mamba_conv == pre.mamba_conv,
+              "%s: hybrid fields differ from %s", dir, preset);
 }
 
 int main(void)
@@ -58,6 +66,8 @@ int main(void)
     same_as_preset("Qwen3-235B-A22B", "qwen3-235b-a22b");
     same_as_preset("DeepSeek-V3", "deepseek-v3");
     same_as_preset("gpt-oss-120b", "gpt-oss-120b");
+    /* nemotron_h: written here in the HF key names with the 8B recipe's sizes */
+    same_as_preset("nemotron-h-8b", "nemotron-h-8b");
 
     px_model m;
     px_error err;
