@@ -12,6 +12,7 @@
 
 #include "px_bf16.h"
 #include "px_exec_internal.h"
+#include "px_hybrid.h"
 #include "px_io.h"
 #include "px_lora.h"
 #include "px_mtp.h"
@@ -89,11 +90,24 @@ px_status px_exec_check_plan(const px_plan *plan, const px_caps *caps, px_error 
                        "model field attention_sinks = true (gpt-oss): the engine has no "
                        "attention sinks, nor gpt-oss's clamped SwiGLU and biased router and "
                        "experts; allowed: false");
-    if (plan->model.mlp_act != PX_ACT_SILU)
+    if (px_model_is_hybrid(&plan->model))
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "model field layer_pattern = \"%.40s%s\": a hybrid Mamba-2 layer "
+                       "pattern (Nemotron-H); the planner costs it, execute refuses it: the "
+                       "engine has no Mamba-2 mixer and runs transformer blocks only; allowed: "
+                       "no layer_pattern",
+                       plan->model.layer_pattern,
+                       strlen(plan->model.layer_pattern) > 40 ? "..." : "");
+    if (plan->model.mlp_act == PX_ACT_GELU)
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "model field mlp_act = gelu (GeGLU, Gemma): the engine's gated MLP is "
                        "SwiGLU, and it has none of Gemma's (1 + w) norms, scaled embedding or "
                        "soft-capping; allowed: silu");
+    if (plan->model.mlp_act != PX_ACT_SILU)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "model field mlp_act = relu2 (squared ReLU, Nemotron): the engine's MLP "
+                       "is the gated SwiGLU of three matrices, not an up and a down projection; "
+                       "allowed: silu");
     if (plan->model.sandwich_norms)
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "model field sandwich_norms = true (Gemma 2 / 3): the engine's layer "

@@ -7,8 +7,8 @@
 # 2, EP 2 x DP 2) give the one-rank losses with them; so do Llama 3's RoPE
 # scaling, interleaved RoPE pairs, the attention output bias and tied
 # embeddings (under PP 2 x TP 2); rope_scaling yarn, attention_sinks,
-# mlp_act gelu, rope_fraction and sandwich_norms are refused naming the
-# field.
+# mlp_act gelu and relu2, rope_fraction, sandwich_norms and a hybrid
+# Mamba-2 layer_pattern are refused naming the field.
 #   model_fields.sh BUILD_DIR
 set -u
 build=$1
@@ -61,6 +61,8 @@ variant tiny-llama obias '"o_bias": true'
 variant tiny-llama sinks '"attention_sinks": true'
 variant tiny-llama geglu '"mlp_act": "gelu"'
 variant tiny-llama sandwich '"sandwich_norms": true'
+variant tiny-llama relu2 '"mlp_act": "relu2"'
+variant tiny-llama hybrid '"layer_pattern": "M*", "mamba": {"heads": 4, "head_dim": 16, "state": 8}'
 variant tiny-llama partial '"rope_fraction": 0.5'
 variant tiny-llama tied '"tied_embeddings": true'
 # DeepSeek-V3's router on tiny-moe's 4 experts: sigmoid, 2 groups of 2
@@ -81,6 +83,8 @@ plan1 yarn "$work/yarn.json"
 plan1 sinks "$work/sinks.json"
 plan1 geglu "$work/geglu.json"
 plan1 sandwich "$work/sandwich.json"
+plan1 relu2 "$work/relu2.json"
+plan1 hybrid "$work/hybrid.json"
 plan1 partial "$work/partial.json"
 plan1 tied "$work/tied.json"
 plan1 tied_split "$work/tied.json" --n-micro 2 --pp 2 --tp 2
@@ -141,6 +145,8 @@ refused yarn "rope_scaling = yarn"
 refused sinks "attention_sinks = true"
 refused geglu "mlp_act = gelu"
 refused sandwich "sandwich_norms = true"
+refused relu2 "mlp_act = relu2.*allowed: silu"
+refused hybrid "layer_pattern = \"M\*\": a hybrid Mamba-2 layer pattern.*execute refuses it"
 refused partial "rope_fraction = 0.5"
 grep -q '"n_group": 2' "$work/dsv3.plan.json" && grep -q '"scoring_func": "sigmoid"' "$work/dsv3.plan.json" &&
   echo "ok   the plan carries the router fields" || fail "the plan file lacks the router fields"
