@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "px_hybrid.h"
 #include "px_plan_check.h"
 
 void px_export_facts_of(const px_plan *plan, plan_facts *f)
@@ -153,14 +154,35 @@ static px_status format_refuse(px_error *err, px_export_target t, const char *wh
                    px_export_target_name(t), what);
 }
 
-/* Model fields the framework targets do not write: a Gemma layer (GeGLU,
- * its extra norms) and RoPE on part of a head.  Megatron-LM has
- * --rotary-percent, which the megatron and nemo exports write; DeepSpeed's
- * config holds no model and the executor refuses them itself. */
+/* Model fields the framework targets do not write: a hybrid Mamba-2 stack
+ * (Megatron-LM runs one from pretrain_hybrid.py with --hybrid-layer-pattern
+ * and the --mamba-* sizes, which the megatron and nemo exports, written for
+ * pretrain_gpt.py and GPT models, do not write; torchtitan has no Mamba;
+ * the slurm script's executor refuses it, so slurm refuses it first), a
+ * squared-ReLU MLP, a Gemma layer (GeGLU, its extra norms) and RoPE on part
+ * of a head.  Megatron-LM has --rotary-percent, which the megatron and nemo
+ * exports write; DeepSpeed's config holds no model and the executor refuses
+ * them itself. */
 static px_status model_check(const px_model *m, px_export_target t, px_error *err)
 {
+    if (px_model_is_hybrid(m) && t != PX_EXPORT_DEEPSPEED)
+        return format_refuse(err, t,
+                             t == PX_EXPORT_SLURM
+                                 ? "a hybrid Mamba-2 layer pattern (model field layer_pattern, "
+                                   "Nemotron-H): the planner costs it, execute refuses it (the "
+                                   "engine runs transformer blocks only)"
+                             : t == PX_EXPORT_TORCHTITAN
+                                 ? "a hybrid Mamba-2 layer pattern (model field layer_pattern, "
+                                   "Nemotron-H): torchtitan has no Mamba-2 model"
+                                 : "a hybrid Mamba-2 layer pattern (model field layer_pattern, "
+                                   "Nemotron-H): the exported model is a transformer, without "
+                                   "Megatron-LM's pretrain_hybrid.py and its "
+                                   "--hybrid-layer-pattern and --mamba-* sizes");
     if (t == PX_EXPORT_DEEPSPEED || t == PX_EXPORT_SLURM)
         return PX_OK;
+    if (m->mlp_act == PX_ACT_RELU2)
+        return format_refuse(err, t, "a squared-ReLU MLP (model field mlp_act = relu2, "
+                                     "Nemotron): the exported model is SwiGLU");
     if (m->mlp_act != PX_ACT_SILU)
         return format_refuse(err, t, "a GeGLU MLP (model field mlp_act = gelu, Gemma): the "
                                      "exported model is SwiGLU");

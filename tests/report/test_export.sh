@@ -189,6 +189,20 @@ plan gemma --model "$here/../spec/hf/gemma-2-9b/config.json" --gpus 16 --framewo
   --partition uniform --top 1
 refused gemma megatron "mlp_act = gelu"
 refused gemma nemo "mlp_act = gelu"
+# a hybrid Mamba-2 stack (Nemotron-H): no target writes its Mamba layers, and
+# the slurm script's executor refuses it: refused by name
+plan hybrid --model nemotron-h-8b --gpus 8 --framework megatron --partition uniform --top 1
+refused hybrid megatron "layer_pattern.*pretrain_hybrid.py"
+refused hybrid nemo "layer_pattern.*pretrain_hybrid.py"
+refused hybrid torchtitan "layer_pattern.*no Mamba-2 model"
+refused hybrid slurm "layer_pattern.*execute refuses it"
+# a squared-ReLU MLP (Nemotron-4) is not the exported SwiGLU
+sed -e 's/"name": "llama3-8b"/"name": "relu2", "mlp_act": "relu2"/' \
+  "$here/../../models/llama3-8b.json" >"$tmp/relu2-model.json"
+plan relu2 --model "$tmp/relu2-model.json" --gpus 8 --framework megatron --partition uniform \
+  --top 1
+refused relu2 megatron "mlp_act = relu2"
+refused relu2 nemo "mlp_act = relu2"
 plan offds --model llama3-70b --gpus 16 --framework deepspeed --zero 1 --offload optimizer \
   --partition uniform --top 1
 export_ok offds deepspeed
