@@ -489,6 +489,12 @@ static void hf_hybrid_pattern(hf_ctx *c, px_model *m)
                              key, ok, pat[ok], allowed);
         return;
     }
+    if (len > PX_MODEL_MAX_LAYERS) {
+        c->st = px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
+                             "%s has %zu symbols; at most %d layers are supported", key, len,
+                             PX_MODEL_MAX_LAYERS);
+        return;
+    }
     if ((int64_t)len != m->n_layers) {
         c->st = px_error_set(c->err, PX_ERR_INVALID, c->file, 0, 0,
                              "%s has %zu symbols, num_hidden_layers is %lld (one symbol a "

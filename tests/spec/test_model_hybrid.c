@@ -265,6 +265,18 @@ int main(void)
     }
     hf_refused("hf_len.json", PAT("M*-M-"), PX_ERR_INVALID,
                W("hybrid_override_pattern has 5 symbols", "num_hidden_layers is 4"));
+    {
+        /* longer than the layer bound: refused before it is copied */
+        static char body[PX_MODEL_MAX_LAYERS + 200];
+        char *e = body + snprintf(body, sizeof body, HF_MAMBA ", \"hybrid_override_pattern\": \"");
+        memset(e, 'M', PX_MODEL_MAX_LAYERS + 1);
+        snprintf(e + PX_MODEL_MAX_LAYERS + 1, 8, "\"");
+        static char text[PX_MODEL_MAX_LAYERS + 1024];
+        snprintf(text, sizeof text, "{" HF_BASE ", %s}\n", body);
+        px_error err;
+        CHECK(try_text("hf_long.json", text, &err) == PX_ERR_INVALID);
+        CHECK_MSG(strstr(err.msg, "at most 1024 layers") != NULL, "%s", err.msg);
+    }
     hf_refused("hf_nopat.json", HF_MAMBA ", \"conv_kernel\": 4", PX_ERR_INVALID,
                W("hybrid_override_pattern: missing required field"));
     hf_refused("hf_act.json", PAT("M*-M") ", \"mlp_hidden_act\": \"silu\"", PX_ERR_UNSUPPORTED,
