@@ -157,27 +157,21 @@ static px_status format_refuse(px_error *err, px_export_target t, const char *wh
 /* Model fields the framework targets do not write: a hybrid Mamba-2 stack
  * (Megatron-LM runs one from pretrain_hybrid.py with --hybrid-layer-pattern
  * and the --mamba-* sizes, which the megatron and nemo exports, written for
- * pretrain_gpt.py and GPT models, do not write; torchtitan has no Mamba;
- * the slurm script's executor refuses it, so slurm refuses it first), a
+ * pretrain_gpt.py and GPT models, do not write; torchtitan's profile and
+ * the slurm script's executor run no Mamba layers, and their capability
+ * check refuses it by that feature), a
  * squared-ReLU MLP, a Gemma layer (GeGLU, its extra norms) and RoPE on part
  * of a head.  Megatron-LM has --rotary-percent, which the megatron and nemo
  * exports write; DeepSpeed's config holds no model and the executor refuses
  * them itself. */
 static px_status model_check(const px_model *m, px_export_target t, px_error *err)
 {
-    if (px_model_is_hybrid(m) && t != PX_EXPORT_DEEPSPEED)
+    if (px_model_is_hybrid(m) && (t == PX_EXPORT_MEGATRON || t == PX_EXPORT_NEMO))
         return format_refuse(err, t,
-                             t == PX_EXPORT_SLURM
-                                 ? "a hybrid Mamba-2 layer pattern (model field layer_pattern, "
-                                   "Nemotron-H): the planner costs it, execute refuses it (the "
-                                   "engine runs transformer blocks only)"
-                             : t == PX_EXPORT_TORCHTITAN
-                                 ? "a hybrid Mamba-2 layer pattern (model field layer_pattern, "
-                                   "Nemotron-H): torchtitan has no Mamba-2 model"
-                                 : "a hybrid Mamba-2 layer pattern (model field layer_pattern, "
-                                   "Nemotron-H): the exported model is a transformer, without "
-                                   "Megatron-LM's pretrain_hybrid.py and its "
-                                   "--hybrid-layer-pattern and --mamba-* sizes");
+                             "a hybrid Mamba-2 layer pattern (model field layer_pattern, "
+                             "Nemotron-H): the exported model is a transformer, without "
+                             "Megatron-LM's pretrain_hybrid.py and its --hybrid-layer-pattern "
+                             "and --mamba-* sizes");
     if (t == PX_EXPORT_DEEPSPEED || t == PX_EXPORT_SLURM)
         return PX_OK;
     if (m->mlp_act == PX_ACT_RELU2)
@@ -190,8 +184,8 @@ static px_status model_check(const px_model *m, px_export_target t, px_error *er
         return format_refuse(err, t, "the extra norms of a Gemma 2 / 3 layer (model field "
                                      "sandwich_norms)");
     if (m->rope_fraction != 1.0 && t == PX_EXPORT_TORCHTITAN)
-        return format_refuse(err, t, "RoPE on part of each head (model field rope_fraction): "
-                                     "torchtitan's models rotate whole heads");
+        return format_refuse(err, t, "RoPE on part of each head, or none (model field "
+                                     "rope_fraction): torchtitan's models rotate whole heads");
     return PX_OK;
 }
 

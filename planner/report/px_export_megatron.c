@@ -26,11 +26,16 @@ static void megatron_model(const px_model *m, px_buf *b)
     if (m->block == PX_BLOCK_LLAMA) {
         arg(b, "--normalization RMSNorm");
         arg(b, "--swiglu");
-        arg(b, "--position-embedding-type rope");
-        arg_i(b, "--rotary-base", (int64_t)m->rope_theta); /* Megatron takes an integer */
-        if (m->rope_fraction != 1.0)
+        if (m->rope_fraction == 0.0) {
+            arg(b, "--position-embedding-type none"); /* no positional encoding */
+        } else {
+            arg(b, "--position-embedding-type rope");
+            arg_i(b, "--rotary-base", (int64_t)m->rope_theta); /* Megatron takes an integer */
+        }
+        if (m->rope_fraction != 1.0 && m->rope_fraction != 0.0)
             px_buf_printf(b, "--rotary-percent %g\n", m->rope_fraction);
-        if (m->rope_scaling == PX_ROPE_LLAMA3) { /* Megatron's Llama 3.1 scaling */
+        if (m->rope_fraction != 0.0 && m->rope_scaling == PX_ROPE_LLAMA3) {
+            /* Megatron's Llama 3.1 scaling */
             arg(b, "--use-rope-scaling");
             px_buf_printf(b, "--rope-scaling-factor %g\n", m->rope_factor);
         }

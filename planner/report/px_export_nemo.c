@@ -130,9 +130,11 @@ static void nemo_shape(const px_plan *plan, const plan_facts *f, nemo_doc *d)
     kv(d, "normalization", llama ? "RMSNorm" : "LayerNorm");
     kv_b(d, "gated_linear_unit", llama);
     kv_object(d, "activation_func", llama ? "torch.nn.functional.silu" : "torch.nn.functional.gelu");
+    bool rope = llama && m->rope_fraction > 0.0;
     if (m->attn != PX_ATTN_MLA)
-        kv(d, "position_embedding_type", llama ? "rope" : "learned_absolute");
-    if (llama) {
+        kv(d, "position_embedding_type",
+           rope ? "rope" : llama ? "none" : "learned_absolute");
+    if (rope) {
         kv_i(d, "rotary_base", (int64_t)m->rope_theta);
         kv_f(d, "rotary_percent", m->rope_fraction);
         kv_b(d, "rope_scaling", m->rope_scaling == PX_ROPE_LLAMA3);

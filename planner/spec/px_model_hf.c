@@ -566,8 +566,8 @@ static void hf_nemotron_h_moe(hf_ctx *c, px_model *m)
  * keys as Megatron-Bridge's NemotronHBridge maps them: a hybrid stack
  * (hybrid_override_pattern) of RMSNorm-ed layers without biases, a
  * squared-ReLU MLP (mlp_hidden_act relu2), attention without positions
- * (Megatron's position_embedding_type "none": the RoPE fields stay at their
- * defaults, unused), untied embeddings by default. */
+ * (Megatron's position_embedding_type "none": rope_fraction 0), untied
+ * embeddings by default. */
 static void hf_nemotron_h(hf_ctx *c, px_model *m)
 {
     m->block = PX_BLOCK_LLAMA;
@@ -592,6 +592,7 @@ static void hf_nemotron_h(hf_ctx *c, px_model *m)
                              "mlp_hidden_act: \"%s\" is not an MLP activation the model reads "
                              "for nemotron_h (allowed: relu2)", act);
     m->mlp_act = PX_ACT_RELU2;
+    m->rope_fraction = 0.0;
     int64_t mtp = hf_int(c, "num_nextn_predict_layers", 0);
     if (c->st == PX_OK && mtp > 0)
         c->st = px_error_set(c->err, PX_ERR_UNSUPPORTED, c->file, 0, 0,

@@ -194,8 +194,8 @@ refused gemma nemo "mlp_act = gelu"
 plan hybrid --model nemotron-h-8b --gpus 8 --framework megatron --partition uniform --top 1
 refused hybrid megatron "layer_pattern.*pretrain_hybrid.py"
 refused hybrid nemo "layer_pattern.*pretrain_hybrid.py"
-refused hybrid torchtitan "layer_pattern.*no Mamba-2 model"
-refused hybrid slurm "layer_pattern.*execute refuses it"
+refused hybrid torchtitan "Mamba-2 layers (a hybrid layer pattern)"
+refused hybrid slurm "Mamba-2 layers (a hybrid layer pattern)"
 # a squared-ReLU MLP (Nemotron-4) is not the exported SwiGLU
 sed -e 's/"name": "llama3-8b"/"name": "relu2", "mlp_act": "relu2"/' \
   "$here/../../models/llama3-8b.json" >"$tmp/relu2-model.json"
