@@ -117,7 +117,10 @@ static void explain(FILE *out, px_cost_ctx *ctx, const px_candidate *c, const px
            c->par.zero);
     fprintf(out, "  %-34s %10.2f   (%.2f micro-batches in flight, %.1f MB a layer)\n",
            "activations", gb((double)m->activations), d.inflight, d.layer_act_bytes / 1e6);
-    fprintf(out, "    %-32s %10.2f\n", "attention", gb(d.act_attention));
+    /* a hybrid model's Mamba-2 mixers are its other sequence mixer */
+    bool mamba = ctx->n_kind[PX_LAYER_MAMBA] > 0;
+    fprintf(out, "    %-32s %10.2f\n", mamba ? "attention and Mamba-2 mixers" : "attention",
+            gb(d.act_attention));
     fprintf(out, "    %-32s %10.2f\n", "MLP", gb(d.act_mlp));
     fprintf(out, "    %-32s %10.2f\n", "norms", gb(d.act_norm));
     fprintf(out, "  %-34s %10.2f\n", "buffers", gb((double)m->buffers));
@@ -162,7 +165,8 @@ static void explain(FILE *out, px_cost_ctx *ctx, const px_candidate *c, const px
     fprintf(out, "  %-34s %10.4f\n", "compute backward", d.compute_bwd_s);
     fprintf(out, "  %-34s %10.4f\n", "recompute", d.compute_recompute_s);
     fprintf(out, "    %-32s %10.4f\n", "GEMMs (fwd+bwd)", d.gemm_s);
-    fprintf(out, "    %-32s %10.4f\n", "attention core", d.attn_s);
+    fprintf(out, "    %-32s %10.4f\n", mamba ? "attention core and Mamba-2 scan" : "attention core",
+            d.attn_s);
     fprintf(out, "    %-32s %10.4f\n", "memory-bound ops, head, loss", d.membound_s);
     fprintf(out, "  %-10s %12s %12s %12s  %s\n", "comm", "total", "exposed", "overlapped",
            "GB/step   link");

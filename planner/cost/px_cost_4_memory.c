@@ -230,9 +230,9 @@ static double zero3_buffers(const px_cost_ctx *ctx, const px_parallel *par, int 
     for (int i = 0; i < ctx->n_kinds; i++) {
         int k = ctx->kinds[i];
         px_layer_kind kk = (px_layer_kind)k;
+        double experts = (double)ctx->expert_params / ((double)par->ep * etp);
         gathered[k] = layer_local_params(ctx, par->tp, kk) +
-                      (px_layer_has_experts(kk) ? (double)ctx->expert_params / ((double)par->ep * etp)
-                                                : 0.0);
+                      (px_layer_has_experts(kk) ? experts : 0.0);
         if (gathered[k] > lp)
             lp = gathered[k];
         held += (double)sl->kind[k];
@@ -287,7 +287,8 @@ static double zero3_buffers(const px_cost_ctx *ctx, const px_parallel *par, int 
  * Megatron's vocab-parallel cross-entropy keeps it for every micro-batch in
  * flight; the compute-dtype logits under a fused cross-entropy). */
 static double mtp_buffers(const px_cost_ctx *ctx, const px_parallel *par,
-                          px_act_ops ops[PX_LAYER_KINDS][PX_RECOMPUTE_COUNT], double inflight, double hidden,
+                          px_act_ops ops[PX_LAYER_KINDS][PX_RECOMPUTE_COUNT], double inflight,
+                          double hidden,
                           double logits)
 {
     const px_model *m = ctx->model;

@@ -319,7 +319,8 @@ static void layer_pointwise_time(const px_hw *hw, const px_parallel *par,
     mem_class_fb(hw, PX_MEM_GENERIC, mem + drop_f, mem + drop, &mf, &mb);
     /* forward bytes of a measured class from px_cost_class_fwd_bytes (what
      * calibrate divides); the backward bytes here are the datasheet's */
-    double norm_pairs = (px_shape_norms(&sh) + sh.extra_norms) / 2.0; /* 1.0 for a block's two norms */
+    /* 1.0 for a block's two norms */
+    double norm_pairs = (px_shape_norms(&sh) + sh.extra_norms) / 2.0;
     if (sh.eager_norm) {
         double nf, nb;
         px_cost_eager_norm_bytes(2.0 * Th * norm_pairs, (int)e, &nf, &nb);
@@ -404,8 +405,9 @@ static void cp_ring_merge(const px_hw *hw, const px_parallel *par, const px_act_
  * is four batched GEMMs (mamba_ssm's ssd_combined.py kernels) -- C·B^T a
  * group (Q x Q x state), its masked product with x a head (Q x head_dim x
  * Q), the chunk's state B^T·x (state x head_dim x Q) and the state's
- * output C·state (Q x head_dim x state) -- each at the profile's rate for
- * its shape; the backward takes two GEMMs for each and reruns C·B^T and the
+ * output C·state (Q x head_dim x state) -- each batch at the profile's
+ * rate for one GEMM of its shape stacked along m (one kernel over all its
+ * tiles); the backward takes two GEMMs for each and reruns C·B^T and the
  * chunk states.  The element-wise work, added to *mem (forward bytes; the
  * backward moves as much): the causal convolution with its SiLU reads and
  * writes x|B|C, the scan reads in_proj's output and writes its output and
@@ -417,14 +419,11 @@ static void layer_mamba_time(const px_cost_ctx *ctx, const px_parallel *par,
 {
     const px_hw *hw = ctx->hw;
     double t = d->t, T = d->T, h = d->h, e = d->e;
-    *g_col = *pg;
-    *pg += linear_s(hw, par->precision, T, sh->m_in / t, h, gb);
-    *pg += linear_s(hw, par->precision, T, h, sh->m_inner / t, gb);
+    *g_col = linear_s(hw, par->precision, T, sh->m_in / t, h, gb);
+    *pg += *g_col + linear_s(hw, par->precision, T, h, sh->m_inner / t, gb);
     double Q = PX_MAMBA_CHUNK, chunks = T / Q;
     double heads = sh->m_heads / t, groups = sh->m_groups / t;
     double P = sh->m_inner / sh->m_heads, N = sh->m_bc / sh->m_groups;
-    /* a batch of equal GEMMs runs as one kernel over all their tiles: the
-     * rate of one GEMM with the batch stacked along m */
     double cb = px_time_gemm_s(hw, chunks * groups * Q, Q, N);
     double state = px_time_gemm_s(hw, chunks * heads * N, P, Q);
     double out = px_time_gemm_s(hw, chunks * heads * Q, P, Q) +
@@ -477,14 +476,14 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par,
      * row-parallel GEMM's output gradient is all-gathered before it can
      * start (exposed).  A backward GEMM takes about its forward's time. */
     double msg = e * T * h;
-    bool moe = sh.moe;
-    int blocks = (px_shape_attention(&sh) || px_shape_mamba(&sh) ? 1 : 0) + (px_shape_dense_mlp(&sh) ? 1 : 0);
+    bool moe = sh.moe, mixer = px_shape_attention(&sh) || px_shape_mamba(&sh);
+    int blocks = (mixer ? 1 : 0) + (px_shape_dense_mlp(&sh) ? 1 : 0);
     double n_tp_coll = 2.0 * blocks;
     double one = px_time_coll_s(hw, PX_COLL_ALLREDUCE, par->tp, msg, x->tp);
     double one_ag = px_time_coll_s(hw, PX_COLL_ALLGATHER, par->tp, msg, x->tp);
     double one_rs = px_time_coll_s(hw, PX_COLL_REDUCE_SCATTER, par->tp, msg, x->tp);
     /* the blocks' column-parallel windows in order: the mixer's, the MLP's */
-    double col_win[2] = {px_shape_attention(&sh) || px_shape_mamba(&sh) ? g_col_attn : g_col_mlp, g_col_mlp};
+    double col_win[2] = {mixer ? g_col_attn : g_col_mlp, g_col_mlp};
     for (int blk = 0; blk < blocks; blk++) {
         double f = comm_sm_fraction(hw), w = par->tp_overlap ? col_win[blk] : 0.0;
         if (sh.sp) {

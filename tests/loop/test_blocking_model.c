@@ -272,9 +272,9 @@ static void test_executor_terms(const px_model *m)
     /* the blocking engine: no layer's gather hidden by a prefetch, and the
      * buffers and copies streamed; a prefetching framework hides some */
     CHECK(don.dp_exposed_s > doff.dp_exposed_s);
-    double wfwd, wbytes = px_blocking_weight_stream_bytes(
-                      (double)m->n_layers * (double)ctx.kind_params[PX_LAYER_DENSE] + (double)ctx.head_params,
-                      4.0, 4.0, &wfwd);
+    double weights = (double)m->n_layers * (double)ctx.kind_params[PX_LAYER_DENSE] +
+                     (double)ctx.head_params;
+    double wfwd, wbytes = px_blocking_weight_stream_bytes(weights, 4.0, 4.0, &wfwd);
     CHECK_CLOSE(on.time.step_s - off.time.step_s,
                 (double)z.n_micro * (px_time_stream_s(&hw, fwd) +
                                      px_time_stream_s(&hw, bytes - fwd) +

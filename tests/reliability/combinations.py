@@ -26,7 +26,7 @@ Checks:
 - export: exit 0 for every target; execute --check: exit 0 or 1.
 
     combinations.py BUILD_DIR [--seed N] [--sample N] [--budget-s S] [--every-path]
-                    [--no-options]
+                    [--no-options] [--models TEXT]
 --sample 0 runs the whole product (bench/combinations.sh); the CI test
 runs a fixed-seed sample that fits its time budget.  Run from anywhere: the
 repository is found from this file."""
@@ -237,6 +237,8 @@ def main():
                     help="every output path for every combination (else one, cycled)")
     ap.add_argument("--no-options", action="store_true",
                     help="no option set: each combination as its five inputs give it")
+    ap.add_argument("--models", default="",
+                    help="only the models whose path contains this text (a family's product)")
     ap.add_argument("--budget-s", type=float, default=0,
                     help="start no combination after this many seconds (0: none); the "
                          "combinations run are then a uniform sample")
@@ -244,6 +246,7 @@ def main():
     build = os.path.abspath(a.build)
     with tempfile.TemporaryDirectory(prefix="px-combos.") as work:
         models, fws, hws = inputs(work)
+        models = [m for m in models if a.models in m]
         product = list(itertools.product(models, fws, hws, PRECISIONS, GPUS))
         total = len(product)
         rng = random.Random(a.seed)
