@@ -155,29 +155,35 @@ static px_status format_refuse(px_error *err, px_export_target t, const char *wh
 }
 
 /* Model fields the framework targets do not write: a hybrid Mamba-2 stack
- * (Megatron-LM runs one from pretrain_hybrid.py with --hybrid-layer-pattern
- * and the --mamba-* sizes, which the megatron and nemo exports, written for
- * pretrain_gpt.py and GPT models, do not write; torchtitan's profile and
- * the slurm script's executor run no Mamba layers, and their capability
- * check refuses it by that feature), a
- * squared-ReLU MLP, a Gemma layer (GeGLU, its extra norms) and RoPE on part
+ * to nemo (its export writes a GPT model provider; the megatron export
+ * writes pretrain_hybrid.py's --hybrid-layer-pattern and --mamba-* sizes,
+ * for Megatron-Core's default convolution; torchtitan's profile and the
+ * slurm script's executor run no Mamba layers, and their capability check
+ * refuses it by that feature), a squared-ReLU MLP but to megatron
+ * (--squared-relu), a Gemma layer (GeGLU, its extra norms) and RoPE on part
  * of a head.  Megatron-LM has --rotary-percent, which the megatron and nemo
  * exports write; DeepSpeed's config holds no model and the executor refuses
  * them itself. */
 static px_status model_check(const px_model *m, px_export_target t, px_error *err)
 {
-    if (px_model_is_hybrid(m) && (t == PX_EXPORT_MEGATRON || t == PX_EXPORT_NEMO))
+    if (px_model_is_hybrid(m) && t == PX_EXPORT_NEMO)
         return format_refuse(err, t,
                              "a hybrid Mamba-2 layer pattern (model field layer_pattern, "
-                             "Nemotron-H): the exported model is a transformer, without "
-                             "Megatron-LM's pretrain_hybrid.py and its --hybrid-layer-pattern "
-                             "and --mamba-* sizes");
+                             "Nemotron-H): the exported model provider is a GPT model; export "
+                             "to megatron writes Megatron-LM's pretrain_hybrid.py arguments");
+    /* Megatron-Core's MambaMixer takes d_conv from its constructor's
+     * default, which no argument sets */
+    if (strchr(m->layer_pattern, 'M') && m->mamba_conv != 4 && t == PX_EXPORT_MEGATRON)
+        return format_refuse(err, t,
+                             "a Mamba-2 convolution other than 4 taps (model field "
+                             "mamba.conv): Megatron-LM's MambaMixer runs 4 and no argument "
+                             "changes it");
     if (t == PX_EXPORT_DEEPSPEED || t == PX_EXPORT_SLURM)
         return PX_OK;
-    if (m->mlp_act == PX_ACT_RELU2)
+    if (m->mlp_act == PX_ACT_RELU2 && t != PX_EXPORT_MEGATRON) /* --squared-relu */
         return format_refuse(err, t, "a squared-ReLU MLP (model field mlp_act = relu2, "
                                      "Nemotron): the exported model is SwiGLU");
-    if (m->mlp_act != PX_ACT_SILU)
+    if (m->mlp_act == PX_ACT_GELU)
         return format_refuse(err, t, "a GeGLU MLP (model field mlp_act = gelu, Gemma): the "
                                      "exported model is SwiGLU");
     if (m->sandwich_norms)

@@ -1,9 +1,13 @@
-/* px_export_megatron.c — a plan as Megatron-LM pretrain_gpt.py arguments,
- * one flag a line (docs/export.md). */
+/* px_export_megatron.c — a plan as Megatron-LM pretrain_gpt.py arguments
+ * (pretrain_hybrid.py for a hybrid Mamba-2 model), one flag a line
+ * (docs/export.md). */
 #include "px_export_formats.h"
 #include "px_export_finetune.h"
 
 #include <string.h>
+
+#include "px_cost.h"
+#include "px_hybrid.h"
 
 static void arg(px_buf *b, const char *flag) { px_buf_printf(b, "%s\n", flag); }
 static void arg_i(px_buf *b, const char *flag, int64_t v)
@@ -11,9 +15,42 @@ static void arg_i(px_buf *b, const char *flag, int64_t v)
     px_buf_printf(b, "%s %lld\n", flag, (long long)v);
 }
 
-static void megatron_model(const px_model *m, px_buf *b)
+/* A hybrid model's layers: Megatron-LM's --hybrid-layer-pattern, the
+ * plan's pipeline chunks separated by `|` in model order (Megatron takes
+ * the segments as its stages, and their count over pp as the virtual
+ * stages), and the Mamba-2 mixer's sizes. */
+static void megatron_hybrid(const px_plan *plan, px_buf *b)
 {
+    const px_model *m = &plan->model;
+    const px_parallel *p = &plan->par;
+    int chunks = p->pp * p->vpp, split[PX_MAX_CHUNKS];
+    if (p->n_chunks == chunks)
+        memcpy(split, p->layers_per_chunk, (size_t)chunks * sizeof *split);
+    else
+        px_cost_default_split(m->n_layers, chunks, split);
+    px_buf_puts(b, "--hybrid-layer-pattern ");
+    int64_t at = 0;
+    for (int c = 0; c < chunks; c++) {
+        if (c > 0)
+            px_buf_puts(b, "|");
+        px_buf_printf(b, "%.*s", split[c], m->layer_pattern + at);
+        at += split[c];
+    }
+    px_buf_puts(b, "\n");
+    if (strchr(m->layer_pattern, 'M')) {
+        arg_i(b, "--mamba-num-heads", m->mamba_heads);
+        arg_i(b, "--mamba-head-dim", m->mamba_head_dim);
+        arg_i(b, "--mamba-state-dim", m->mamba_state);
+        arg_i(b, "--mamba-num-groups", m->mamba_groups);
+    }
+}
+
+static void megatron_model(const px_plan *plan, px_buf *b)
+{
+    const px_model *m = &plan->model;
     arg_i(b, "--num-layers", m->n_layers);
+    if (px_model_is_hybrid(m))
+        megatron_hybrid(plan, b);
     arg_i(b, "--hidden-size", m->hidden);
     arg_i(b, "--ffn-hidden-size", m->ffn);
     arg_i(b, "--num-attention-heads", m->n_heads);
@@ -25,7 +62,7 @@ static void megatron_model(const px_model *m, px_buf *b)
         arg_i(b, "--kv-channels", m->head_dim);
     if (m->block == PX_BLOCK_LLAMA) {
         arg(b, "--normalization RMSNorm");
-        arg(b, "--swiglu");
+        arg(b, m->mlp_act == PX_ACT_RELU2 ? "--squared-relu" : "--swiglu");
         if (m->rope_fraction == 0.0) {
             arg(b, "--position-embedding-type none"); /* no positional encoding */
         } else {
@@ -109,7 +146,9 @@ static void megatron_parallel(const px_plan *plan, const plan_facts *f, px_buf *
     arg_i(b, "--pipeline-model-parallel-size", p->pp);
     /* An uneven interleaved split is a layout, which carries the chunk count
      * itself: validate_args forbids it beside --num-virtual-stages-... */
-    if (f->uneven && px_export_first_last_split(p)) {
+    if (px_model_is_hybrid(&plan->model)) {
+        /* the pattern's `|` segments say the split (megatron_hybrid) */
+    } else if (f->uneven && px_export_first_last_split(p)) {
         arg_i(b, "--decoder-first-pipeline-num-layers", f->first_layers);
         arg_i(b, "--decoder-last-pipeline-num-layers", f->last_layers);
     } else if (f->uneven) {
@@ -188,17 +227,20 @@ px_status px_export_megatron(const px_plan *plan, const px_export_opts *o, px_bu
     char name[64], hw[64];
     px_export_safe_name(plan->model.name, name, sizeof name);
     px_export_safe_name(plan->hw.name, hw, sizeof hw);
+    const char *entry = px_model_is_hybrid(&plan->model) ? "pretrain_hybrid.py" : "pretrain_gpt.py";
     px_buf_printf(b,
-                  "# Megatron-LM pretrain_gpt.py arguments: %s on %d GPUs (%s), %d node(s),\n"
+                  "# Megatron-LM %s arguments: %s on %d GPUs (%s), %d node(s),\n"
                   "# from a Parallax plan (docs/export.md).  Checked with Megatron-LM commit\n"
                   "# " PX_EXPORT_MEGATRON_LM_COMMIT " (megatron-core " PX_EXPORT_MEGATRON_CORE
                   "): parse_args, validate_args.\n"
                   "# Add the data, optimizer and schedule arguments (--data-path, --lr,\n"
                   "# --train-iters, ...) and your tokenizer in place of NullTokenizer.\n",
-                  name, f.gpus, hw, f.nodes);
-    px_export_launch(plan, &f, "pretrain_gpt.py $(grep -v \"^#\" THIS_FILE)", b);
+                  entry, name, f.gpus, hw, f.nodes);
+    char command[96];
+    snprintf(command, sizeof command, "%s $(grep -v \"^#\" THIS_FILE)", entry);
+    px_export_launch(plan, &f, command, b);
     megatron_parallel(plan, &f, b);
-    megatron_model(&plan->model, b);
+    megatron_model(plan, b);
     px_export_finetune_megatron(plan, b);
     return PX_OK;
 }

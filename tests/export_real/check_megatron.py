@@ -90,11 +90,36 @@ def build(text, plan):
     return args, cfg, env
 
 
+def hybrid_segments(args):
+    """Layers per pipeline segment of --hybrid-layer-pattern (None without)."""
+    pattern = args.hybrid_layer_pattern
+    return [len(seg) for seg in pattern.split("/")[0].split("|")] if pattern else None
+
+
+def compare_hybrid(args, cfg, plan):
+    """A hybrid Mamba-2 model: its pattern and the mixer's sizes."""
+    from megatron.core.activations import squared_relu
+    m, s = plan["model"], common.same
+    s("layer_pattern", m.get("layer_pattern"),
+      args.hybrid_layer_pattern.split("/")[0].replace("|", "") if args.hybrid_layer_pattern
+      else None)
+    if "mamba" in m:
+        mb = m["mamba"]
+        s("mamba heads", mb["heads"], cfg.mamba_num_heads)
+        s("mamba head_dim", mb["head_dim"], cfg.mamba_head_dim)
+        s("mamba state", mb["state"], cfg.mamba_state_dim)
+        s("mamba groups", mb["groups"], cfg.mamba_num_groups)
+    s("squared-ReLU MLP", m.get("mlp_act") == "relu2", cfg.activation_func is squared_relu)
+    s("gated MLP", m.get("mlp_act") != "relu2", bool(cfg.gated_linear_unit))
+
+
 def compare(args, cfg, env, plan):
     """What Megatron-LM's arguments add to the Megatron-Core config."""
     par = plan["parallel"]
     s = common.same
-    mcore_fields.compare(cfg, plan)
+    mcore_fields.compare(cfg, plan, hybrid_segments(args))
+    if plan["model"].get("layer_pattern"):
+        compare_hybrid(args, cfg, plan)
     s("dp", par["dp"], args.data_parallel_size)
     s("micro_batch", par["micro_batch"], args.micro_batch_size)
     s("global_batch", common.global_batch(plan), args.global_batch_size)
@@ -117,7 +142,10 @@ def compare(args, cfg, env, plan):
     s("vocab", plan["model"]["vocab"], args.vocab_size)
     m = plan["model"]
     s("norm epsilon", m.get("norm_eps", 1e-5), args.layernorm_epsilon)  # --norm-epsilon
-    if m.get("block", "llama") == "llama" and m.get("attn", "standard") != "mla":
+    rope = m.get("rope_fraction", 1.0) > 0
+    if m.get("block", "llama") == "llama":
+        s("position embedding", "rope" if rope else "none", args.position_embedding_type)
+    if m.get("block", "llama") == "llama" and m.get("attn", "standard") != "mla" and rope:
         s("RoPE base", m.get("rope_theta", 10000.0), float(args.rotary_base))
         s("RoPE share of a head", m.get("rope_fraction", 1.0), args.rotary_percent)
         s("Llama 3.1 RoPE scaling", m.get("rope_scaling") == "llama3", bool(args.use_rope_scaling))

@@ -91,9 +91,12 @@ def compare_env(env, plan):
     common.same("CUDA_DEVICE_MAX_CONNECTIONS", want, env.get("CUDA_DEVICE_MAX_CONNECTIONS"))
 
 
-def split_of(cfg, plan):
-    """Layers per chunk in model order as the config says them."""
+def split_of(cfg, plan, segments=None):
+    """Layers per chunk in model order as the config says them (segments: a
+    hybrid pattern's, which say them instead)."""
     m, pp = plan["model"], plan["parallel"]["pp"]
+    if segments is not None:
+        return segments
     got = layout_counts(cfg)
     if got is not None:
         return got
@@ -107,7 +110,7 @@ def split_of(cfg, plan):
         [last if last is not None else mid]
 
 
-def compare(cfg, plan):
+def compare(cfg, plan, segments=None):
     par, m = plan["parallel"], plan["model"]
     s = common.same
     s("tp", par["tp"], cfg.tensor_model_parallel_size)
@@ -124,7 +127,7 @@ def compare(cfg, plan):
     s("sp", par["tp"] > 1 and par["sp"], cfg.sequence_parallel)
     chunks = common.chunks(plan)
     if chunks is not None:
-        s("layers_per_chunk", chunks, split_of(cfg, plan))
+        s("layers_per_chunk", chunks, split_of(cfg, plan, segments))
     rc = common.recompute(plan)
     got = (cfg.recompute_granularity, cfg.recompute_method, cfg.recompute_num_layers)
     want = {"none": (None, None, None), "selective": ("selective", None, None),

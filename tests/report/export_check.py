@@ -45,7 +45,8 @@ def megatron_parser():
             "--moe-shared-expert-intermediate-size", "--q-lora-rank", "--kv-lora-rank",
             "--qk-head-dim", "--qk-pos-emb-head-dim", "--v-head-dim", "--mtp-num-layers",
             "--vocab-size", "--make-vocab-size-divisible-by",
-            "--num-distributed-optimizer-instances"]
+            "--num-distributed-optimizer-instances", "--mamba-num-heads", "--mamba-head-dim",
+            "--mamba-state-dim", "--mamba-num-groups"]
     for f in ints:
         p.add_argument(f, type=int)
     strs = {"--cp-comm-type": ["p2p", "a2a", "all_gather"],
@@ -57,10 +58,10 @@ def megatron_parser():
             "--recompute-granularity": ["full", "selective"],
             "--recompute-method": ["uniform", "block"],
             "--normalization": ["LayerNorm", "RMSNorm"],
-            "--position-embedding-type": ["rope", "learned_absolute"],
+            "--position-embedding-type": ["rope", "learned_absolute", "none"],
             "--attention-backend": ["flash", "fused", "unfused", "local", "auto"],
             "--tokenizer-type": ["NullTokenizer"], "--ckpt-format": ["fsdp_dtensor"],
-            "--pipeline-model-parallel-layout": None,
+            "--pipeline-model-parallel-layout": None, "--hybrid-layer-pattern": None,
             "--moe-layer-freq": None}
     for f, choices in strs.items():
         p.add_argument(f, choices=choices)
@@ -73,7 +74,8 @@ def megatron_parser():
     for f in ["--sequence-parallel", "--use-distributed-optimizer", "--use-megatron-fsdp",
               "--no-gradient-accumulation-fusion", "--overlap-grad-reduce",
               "--overlap-param-gather", "--tp-comm-overlap", "--grad-reduce-in-bf16", "--bf16",
-              "--group-query-attention", "--swiglu", "--disable-bias-linear", "--add-qkv-bias",
+              "--group-query-attention", "--swiglu", "--squared-relu", "--disable-bias-linear",
+              "--add-qkv-bias",
               "--untie-embeddings-and-output-weights", "--qk-layernorm",
               "--multi-latent-attention", "--finetune", "--fp16", "--moe-grouped-gemm",
               "--fp8-param-gather", "--fp4-param-gather", "--optimizer-cpu-offload",
@@ -160,6 +162,27 @@ def check_launch(text, plan, g):
     eq("launch environment", env, want)
 
 
+def check_hybrid(a, m, par):
+    """pretrain_hybrid.py: the plan's layer pattern cut into its pipeline
+    chunks by `|` (the segments are Megatron's stages, pp x vpp of them),
+    and the Mamba-2 sizes; no other split argument beside it."""
+    pattern = m.get("layer_pattern")
+    eq("hybrid layer pattern", (a.hybrid_layer_pattern or "").replace("|", ""), pattern or "")
+    if not pattern:
+        return
+    segments = [len(s) for s in a.hybrid_layer_pattern.split("|")]
+    chunks = par["pp"] * par["vpp"]
+    lpc = par["layers_per_chunk"] or [m["n_layers"] // chunks] * chunks
+    eq("hybrid segments", segments, lpc)
+    eq("split arguments beside the pattern",
+       (a.decoder_first_pipeline_num_layers, a.decoder_last_pipeline_num_layers,
+        a.pipeline_model_parallel_layout, a.num_virtual_stages_per_pipeline_rank),
+       (None, None, None, None))
+    mb = m.get("mamba")
+    eq("Mamba sizes", (a.mamba_num_heads, a.mamba_head_dim, a.mamba_state_dim, a.mamba_num_groups),
+       (mb["heads"], mb["head_dim"], mb["state"], mb["groups"]) if mb else (None,) * 4)
+
+
 def check_megatron(text, plan):
     par, m, g, gb, uneven, lpc, rc = facts(plan)
     argv = []
@@ -171,7 +194,13 @@ def check_megatron(text, plan):
     eq("finetune", a.finetune, ft == "full")
     check_launch(text, plan, g)
     llama = m.get("block", "llama") == "llama"
-    eq("RoPE base", a.rotary_base, int(m.get("rope_theta", 10000.0)) if llama else None)
+    rope = llama and m.get("rope_fraction", 1.0) > 0
+    eq("position embedding", a.position_embedding_type,
+       "rope" if rope else "none" if llama else "learned_absolute")
+    eq("RoPE base", a.rotary_base, int(m.get("rope_theta", 10000.0)) if rope else None)
+    eq("MLP", (a.swiglu, a.squared_relu),
+       (llama and m.get("mlp_act", "silu") != "relu2", m.get("mlp_act") == "relu2"))
+    check_hybrid(a, m, par)
     eq("norm epsilon", a.norm_epsilon, m.get("norm_eps", 1e-5))
     eq("Llama 3.1 RoPE scaling", a.use_rope_scaling, m.get("rope_scaling") == "llama3")
     eq("TP", a.tensor_model_parallel_size, par["tp"])
@@ -179,7 +208,9 @@ def check_megatron(text, plan):
     layout = a.pipeline_model_parallel_layout
     assert not (layout and a.num_virtual_stages_per_pipeline_rank), \
         "both --pipeline-model-parallel-layout and --num-virtual-stages-per-pipeline-rank"
-    vpp = len(layout.split("|")) // par["pp"] if layout else a.num_virtual_stages_per_pipeline_rank
+    segments = a.hybrid_layer_pattern.split("|") if a.hybrid_layer_pattern else None
+    vpp = (len(layout.split("|")) // par["pp"] if layout else
+           len(segments) // par["pp"] if segments else a.num_virtual_stages_per_pipeline_rank)
     eq("VPP", vpp if vpp and vpp > 1 else None, par["vpp"] if par["vpp"] > 1 else None)
     if layout:
         eq("MTP layers in the layout", layout.count("m"), m["n_mtp_modules"])
@@ -205,8 +236,9 @@ def check_megatron(text, plan):
     eq("FSDP strategy", a.data_parallel_sharding_strategy,
        {2: "optim_grads", 3: "optim_grads_params"}.get(par["zero"]))
     eq("recompute", a.recompute_granularity, None if rc == "none" else rc)
-    check_split("megatron", a.decoder_first_pipeline_num_layers,
-                a.decoder_last_pipeline_num_layers, a.pipeline_model_parallel_layout, par)
+    if not a.hybrid_layer_pattern:  # (a hybrid pattern's segments say the split)
+        check_split("megatron", a.decoder_first_pipeline_num_layers,
+                    a.decoder_last_pipeline_num_layers, a.pipeline_model_parallel_layout, par)
     if a.recompute_method == "block":
         check_block(a.recompute_num_layers, par, m)
     prec = par["precision"]

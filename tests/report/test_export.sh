@@ -189,19 +189,25 @@ plan gemma --model "$here/../spec/hf/gemma-2-9b/config.json" --gpus 16 --framewo
   --partition uniform --top 1
 refused gemma megatron "mlp_act = gelu"
 refused gemma nemo "mlp_act = gelu"
-# a hybrid Mamba-2 stack (Nemotron-H): no target writes its Mamba layers, and
-# the slurm script's executor refuses it: refused by name
-plan hybrid --model nemotron-h-8b --gpus 8 --framework megatron --partition uniform --top 1
-refused hybrid megatron "layer_pattern.*pretrain_hybrid.py"
+# a hybrid Mamba-2 stack (Nemotron-H): Megatron-LM's pretrain_hybrid.py with
+# the pattern cut into the plan's pipeline chunks; the nemo export's GPT
+# provider, torchtitan and the slurm script's executor refuse it by name
+plan hybrid --model nemotron-h-8b --gpus 16 --framework megatron --tp 2 --pp 2 --top 1
+export_ok hybrid megatron
+grep -q '^--hybrid-layer-pattern M-M-.*|.*M-$' "$tmp/hybrid.megatron" \
+  || fail "hybrid to megatron: no two-segment --hybrid-layer-pattern"
+grep -q 'pretrain_hybrid.py' "$tmp/hybrid.megatron" || fail "hybrid to megatron: not pretrain_hybrid.py"
 refused hybrid nemo "layer_pattern.*pretrain_hybrid.py"
 refused hybrid torchtitan "Mamba-2 layers (a hybrid layer pattern)"
 refused hybrid slurm "Mamba-2 layers (a hybrid layer pattern)"
-# a squared-ReLU MLP (Nemotron-4) is not the exported SwiGLU
+# a squared-ReLU MLP (Nemotron-4): Megatron-LM's --squared-relu; the other
+# exports' SwiGLU refuses it
 sed -e 's/"name": "llama3-8b"/"name": "relu2", "mlp_act": "relu2"/' \
   "$here/../../models/llama3-8b.json" >"$tmp/relu2-model.json"
 plan relu2 --model "$tmp/relu2-model.json" --gpus 8 --framework megatron --partition uniform \
   --top 1
-refused relu2 megatron "mlp_act = relu2"
+export_ok relu2 megatron
+grep -q '^--squared-relu$' "$tmp/relu2.megatron" || fail "relu2 to megatron: no --squared-relu"
 refused relu2 nemo "mlp_act = relu2"
 plan offds --model llama3-70b --gpus 16 --framework deepspeed --zero 1 --offload optimizer \
   --partition uniform --top 1
