@@ -110,6 +110,15 @@ want_error "recipe $tmp/syntax.json: line 1" --recipe "$tmp/syntax.json"
 "$PLAN" --list-recipes > "$tmp/list" || fail "--list-recipes"
 grep -q "^# recipes (in .*recipes)" "$tmp/list" || fail "--list-recipes header: $(head -1 "$tmp/list")"
 grep -q "^$recipe  *Llama 3 70B LoRA fine-tuning on 8 H100" "$tmp/list" || fail "--list-recipes: $(cat "$tmp/list")"
+grep -q "^automodel-llama3-70b-lora  *Llama 3.3 70B LoRA fine-tuning on 8 H100 with NeMo AutoModel" \
+  "$tmp/list" || fail "--list-recipes: no AutoModel recipe: $(cat "$tmp/list")"
+# the AutoModel recipe plans what its benchmark config runs, on 2 nodes too
+"$PLAN" --recipe automodel-llama3-70b-lora --gpus 16 --top 1 > "$tmp/am" 2>&1 \
+  || fail "automodel recipe on 16 GPUs: $(tail -2 "$tmp/am")"
+grep -q "^# chosen: #1, TP 2, CP 1, EP 1, ETP 1, PP 1, VPP 1, DP 8, micro-batch 2 x 2, ZeRO-3, recompute full" \
+  "$tmp/am" || fail "automodel recipe on 16 GPUs: $(grep chosen "$tmp/am")"
+grep -q "^# training: LoRA on a frozen base, rank 16, alpha 32, adapters on qkv,proj,fc1,fc2" \
+  "$tmp/am" || fail "automodel recipe: $(grep training "$tmp/am")"
 bad listing "d['options']['list-recipes'] = True"
 want_error "recipe $tmp/listing.json: options.list-recipes: a recipe sets how a run trains" \
   --recipe "$tmp/listing.json"
