@@ -166,21 +166,17 @@ static px_status format_refuse(px_error *err, px_export_target t, const char *wh
  * them itself. */
 static px_status model_check(const px_model *m, px_export_target t, px_error *err)
 {
-    if (px_model_is_hybrid(m) && t == PX_EXPORT_NEMO)
-        return format_refuse(err, t,
-                             "a hybrid Mamba-2 layer pattern (model field layer_pattern, "
-                             "Nemotron-H): the exported model provider is a GPT model; export "
-                             "to megatron writes Megatron-LM's pretrain_hybrid.py arguments");
     /* Megatron-Core's MambaMixer takes d_conv from its constructor's
      * default, which no argument sets */
-    if (strchr(m->layer_pattern, 'M') && m->mamba_conv != 4 && t == PX_EXPORT_MEGATRON)
+    if (strchr(m->layer_pattern, 'M') && m->mamba_conv != 4 &&
+        (t == PX_EXPORT_MEGATRON || t == PX_EXPORT_NEMO))
         return format_refuse(err, t,
                              "a Mamba-2 convolution other than 4 taps (model field "
                              "mamba.conv): Megatron-LM's MambaMixer runs 4 and no argument "
                              "changes it");
     if (t == PX_EXPORT_DEEPSPEED || t == PX_EXPORT_SLURM)
         return PX_OK;
-    if (m->mlp_act == PX_ACT_RELU2 && t != PX_EXPORT_MEGATRON) /* --squared-relu */
+    if (m->mlp_act == PX_ACT_RELU2 && t == PX_EXPORT_TORCHTITAN)
         return format_refuse(err, t, "a squared-ReLU MLP (model field mlp_act = relu2, "
                                      "Nemotron): the exported model is SwiGLU");
     if (m->mlp_act == PX_ACT_GELU)
@@ -221,6 +217,16 @@ px_status px_export_format_check(const px_plan *plan, px_export_target t, px_err
                                          "recompute of the first N layers of every stage "
                                          "(--recompute-method block); plan with "
                                          "--partition uniform");
+        /* the release's MambaStack (_select_layers_for_pipeline_parallel)
+         * asserts no virtual stages and cuts by first / last stage counts */
+        if (t == PX_EXPORT_NEMO && px_model_is_hybrid(&plan->model) &&
+            (p->vpp > 1 || (f.uneven && !px_export_first_last_split(p))))
+            return format_refuse(err, t, "a hybrid Mamba-2 model over virtual pipeline "
+                                         "stages or an uneven split other than its first "
+                                         "and last stages (Megatron-Bridge " 
+                                         PX_EXPORT_MEGATRON_BRIDGE "'s Mamba stack runs "
+                                         "neither); export to megatron cuts the pattern "
+                                         "into any split");
         return PX_OK;
     default:
         return PX_OK;

@@ -6,6 +6,8 @@
 
 #include <string.h>
 
+#include "px_hybrid.h"
+
 /* One document written twice: YAML sections, and `# hydra: ++section.key=value`
  * lines (Hydra's override grammar) for scripts/training/run_recipe.py.  An
  * object section (a `_target_` the recipe may hold as a preset name or
@@ -75,6 +77,9 @@ static void kv_object(nemo_doc *d, const char *key, const char *path)
  * model's architecture (the dimensions are all overridden). */
 static const char *nemo_recipe(const px_model *m)
 {
+    if (px_model_is_hybrid(m)) /* Nemotron-H / Nemotron 3: the Mamba model provider */
+        return m->n_experts > 0 ? "nemotron_3_nano_pretrain_config"
+                                : "nemotronh_8b_pretrain_config";
     if (m->attn == PX_ATTN_MLA)
         return "deepseek_v3_pretrain_config";
     if (m->n_experts > 0)
@@ -116,6 +121,23 @@ static void nemo_split(const px_plan *plan, const plan_facts *f, nemo_doc *d)
     kv_b(d, "sequence_parallel", p->tp > 1 && p->sp);
 }
 
+/* A hybrid model on the release's MambaModelProvider: its pattern
+ * (hybrid_override_pattern, quoted: a `*` or `-` may start it) and the
+ * Mamba-2 mixer's sizes. */
+static void nemo_hybrid(const px_model *m, nemo_doc *d)
+{
+    px_buf pattern = {0};
+    px_buf_printf(&pattern, "\"%s\"", m->layer_pattern);
+    kv(d, "hybrid_override_pattern", pattern.failed ? "null" : pattern.data);
+    px_buf_free(&pattern);
+    if (m->mamba_heads > 0) {
+        kv_i(d, "mamba_num_heads", m->mamba_heads);
+        kv_i(d, "mamba_head_dim", m->mamba_head_dim);
+        kv_i(d, "mamba_state_dim", m->mamba_state);
+        kv_i(d, "mamba_num_groups", m->mamba_groups);
+    }
+}
+
 static void nemo_shape(const px_plan *plan, const plan_facts *f, nemo_doc *d)
 {
     const px_model *m = &plan->model;
@@ -128,8 +150,13 @@ static void nemo_shape(const px_plan *plan, const plan_facts *f, nemo_doc *d)
         kv_i(d, "kv_channels", m->head_dim);
     bool llama = m->block == PX_BLOCK_LLAMA;
     kv(d, "normalization", llama ? "RMSNorm" : "LayerNorm");
-    kv_b(d, "gated_linear_unit", llama);
-    kv_object(d, "activation_func", llama ? "torch.nn.functional.silu" : "torch.nn.functional.gelu");
+    bool relu2 = m->mlp_act == PX_ACT_RELU2;
+    kv_b(d, "gated_linear_unit", llama && !relu2);
+    kv_object(d, "activation_func", relu2   ? "megatron.core.activations.squared_relu"
+                                    : llama ? "torch.nn.functional.silu"
+                                            : "torch.nn.functional.gelu");
+    if (px_model_is_hybrid(m))
+        nemo_hybrid(m, d);
     bool rope = llama && m->rope_fraction > 0.0;
     if (m->attn != PX_ATTN_MLA)
         kv(d, "position_embedding_type",

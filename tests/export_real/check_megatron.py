@@ -145,7 +145,7 @@ def compare(args, cfg, env, plan):
     rope = m.get("rope_fraction", 1.0) > 0
     if m.get("block", "llama") == "llama":
         s("position embedding", "rope" if rope else "none", args.position_embedding_type)
-    if m.get("block", "llama") == "llama" and m.get("attn", "standard") != "mla" and rope:
+    if m.get("block", "llama") == "llama" and m.get("attention", "standard") != "mla" and rope:
         s("RoPE base", m.get("rope_theta", 10000.0), float(args.rotary_base))
         s("RoPE share of a head", m.get("rope_fraction", 1.0), args.rotary_percent)
         s("Llama 3.1 RoPE scaling", m.get("rope_scaling") == "llama3", bool(args.use_rope_scaling))

@@ -52,6 +52,9 @@ def base_config(recipe, plan):
     if recipe.startswith("deepseek_v3"):
         from megatron.bridge.models.deepseek.deepseek_provider import DeepSeekV3ModelProvider
         cfg.model = DeepSeekV3ModelProvider()
+    elif recipe.startswith("nemotron"):  # the Nemotron-H / Nemotron 3 recipes' Mamba provider
+        from megatron.bridge.models.nemotronh.nemotron_h_provider import NemotronHModelProvider
+        cfg.model = NemotronHModelProvider()
     else:
         cfg.model = GPTModelProvider(num_layers=1, hidden_size=64, num_attention_heads=1)
     cfg.tokenizer.tokenizer_type = "NullTokenizer"
@@ -79,6 +82,21 @@ def build(text, path, plan, how):
             cfg = process(cfg, cli_overrides=hydra)
         runtime_config_update(cfg)
     return cfg, env
+
+
+def compare_hybrid(model, m):
+    """A hybrid Mamba-2 model on the release's Mamba provider."""
+    from megatron.core.activations import squared_relu
+    s = common.same
+    s("layer_pattern", m["layer_pattern"], model.hybrid_override_pattern)
+    mb = m.get("mamba")
+    if mb:
+        s("mamba heads", mb["heads"], model.mamba_num_heads)
+        s("mamba head_dim", mb["head_dim"], model.mamba_head_dim)
+        s("mamba state", mb["state"], model.mamba_state_dim)
+        s("mamba groups", mb["groups"], model.mamba_num_groups)
+    s("squared-ReLU MLP", m.get("mlp_act") == "relu2", model.activation_func is squared_relu)
+    s("gated MLP", m.get("mlp_act") != "relu2", bool(model.gated_linear_unit))
 
 
 def compare(cfg, env, plan):
@@ -112,7 +130,12 @@ def compare(cfg, env, plan):
     s("vocab", plan["model"]["vocab"], cfg.model.vocab_size)
     m = plan["model"]
     s("norm epsilon", m.get("norm_eps", 1e-5), cfg.model.layernorm_epsilon)
-    if m.get("block", "llama") == "llama" and m.get("attn", "standard") != "mla":
+    rope = m.get("rope_fraction", 1.0) > 0
+    if m.get("block", "llama") == "llama" and m.get("attention", "standard") != "mla":
+        s("position embedding", "rope" if rope else "none", cfg.model.position_embedding_type)
+    if m.get("layer_pattern"):
+        compare_hybrid(cfg.model, m)
+    if m.get("block", "llama") == "llama" and m.get("attention", "standard") != "mla" and rope:
         s("RoPE base", m.get("rope_theta", 10000.0), float(cfg.model.rotary_base))
         s("RoPE share of a head", m.get("rope_fraction", 1.0), cfg.model.rotary_percent)
         s("Llama 3.1 RoPE scaling", m.get("rope_scaling") == "llama3", bool(cfg.model.rope_scaling))

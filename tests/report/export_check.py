@@ -305,9 +305,27 @@ def check_nemo(text, plan):
     for k, v in hy.items():
         eq("Hydra " + k, hydra_value(v), ya[k])
     mo = d["model"]
-    if m.get("block", "llama") == "llama":
+    llama = m.get("block", "llama") == "llama"
+    rope = llama and m.get("rope_fraction", 1.0) > 0
+    if m.get("attention", "standard") != "mla":
+        eq("position embedding", mo["position_embedding_type"],
+           "rope" if rope else "none" if llama else "learned_absolute")
+    if rope:
         eq("RoPE base", mo["rotary_base"], int(m.get("rope_theta", 10000.0)))
         eq("Llama 3.1 RoPE scaling", mo["rope_scaling"], m.get("rope_scaling") == "llama3")
+    relu2 = m.get("mlp_act") == "relu2"
+    eq("MLP", (mo["gated_linear_unit"], mo["activation_func"]["_target_"]),
+       (llama and not relu2, "megatron.core.activations.squared_relu" if relu2 else
+        "torch.nn.functional.silu" if llama else "torch.nn.functional.gelu"))
+    eq("hybrid layer pattern", mo.get("hybrid_override_pattern"), m.get("layer_pattern"))
+    mb = m.get("mamba")
+    eq("Mamba sizes", tuple(mo.get(k) for k in ("mamba_num_heads", "mamba_head_dim",
+                                                "mamba_state_dim", "mamba_num_groups")),
+       (mb["heads"], mb["head_dim"], mb["state"], mb["groups"]) if mb else (None,) * 4)
+    if m.get("layer_pattern"):  # the release's Mamba stack: no virtual stages, no layout
+        eq("hybrid split", (mo["virtual_pipeline_model_parallel_size"],
+                            mo.get("pipeline_model_parallel_layout")), (None, None))
+        assert "nemotron" in text.split("--recipe ")[1].split()[0], "not a Nemotron-H recipe"
     eq("norm epsilon", mo["layernorm_epsilon"], m.get("norm_eps", 1e-5))
     eq("TP", mo["tensor_model_parallel_size"], par["tp"])
     eq("PP", mo["pipeline_model_parallel_size"], par["pp"])

@@ -190,25 +190,33 @@ plan gemma --model "$here/../spec/hf/gemma-2-9b/config.json" --gpus 16 --framewo
 refused gemma megatron "mlp_act = gelu"
 refused gemma nemo "mlp_act = gelu"
 # a hybrid Mamba-2 stack (Nemotron-H): Megatron-LM's pretrain_hybrid.py with
-# the pattern cut into the plan's pipeline chunks; the nemo export's GPT
-# provider, torchtitan and the slurm script's executor refuse it by name
+# the pattern cut into the plan's pipeline chunks; Megatron-Bridge's Nemotron-H
+# recipe, whose Mamba stack splits by first and last stage only; torchtitan
+# and the slurm script's executor refuse it by name
 plan hybrid --model nemotron-h-8b --gpus 16 --framework megatron --tp 2 --pp 2 --top 1
 export_ok hybrid megatron
 grep -q '^--hybrid-layer-pattern M-M-.*|.*M-$' "$tmp/hybrid.megatron" \
   || fail "hybrid to megatron: no two-segment --hybrid-layer-pattern"
 grep -q 'pretrain_hybrid.py' "$tmp/hybrid.megatron" || fail "hybrid to megatron: not pretrain_hybrid.py"
-refused hybrid nemo "layer_pattern.*pretrain_hybrid.py"
+export_ok hybrid nemo
+grep -q '^  hybrid_override_pattern: "M-M-' "$tmp/hybrid.nemo" \
+  || fail "hybrid to nemo: no hybrid_override_pattern"
 refused hybrid torchtitan "Mamba-2 layers (a hybrid layer pattern)"
 refused hybrid slurm "Mamba-2 layers (a hybrid layer pattern)"
-# a squared-ReLU MLP (Nemotron-4): Megatron-LM's --squared-relu; the other
-# exports' SwiGLU refuses it
+plan hybrid-vpp --model nemotron-h-56b --gpus 512 --framework megatron --tp 8 --pp 4 --vpp 2 \
+  --schedule interleaved --top 1
+export_ok hybrid-vpp megatron
+refused hybrid-vpp nemo "virtual pipeline"
+# a squared-ReLU MLP (Nemotron-4): Megatron's squared_relu (--squared-relu);
+# torchtitan's SwiGLU model refuses it
 sed -e 's/"name": "llama3-8b"/"name": "relu2", "mlp_act": "relu2"/' \
   "$here/../../models/llama3-8b.json" >"$tmp/relu2-model.json"
 plan relu2 --model "$tmp/relu2-model.json" --gpus 8 --framework megatron --partition uniform \
   --top 1
 export_ok relu2 megatron
 grep -q '^--squared-relu$' "$tmp/relu2.megatron" || fail "relu2 to megatron: no --squared-relu"
-refused relu2 nemo "mlp_act = relu2"
+export_ok relu2 nemo
+grep -q 'squared_relu' "$tmp/relu2.nemo" || fail "relu2 to nemo: no squared_relu"
 plan offds --model llama3-70b --gpus 16 --framework deepspeed --zero 1 --offload optimizer \
   --partition uniform --top 1
 export_ok offds deepspeed
