@@ -16,6 +16,7 @@
 #include "px_finetune.h"
 #include "px_framework.h"
 #include "px_html.h"
+#include "px_hybrid.h"
 #include "px_partition_refine.h"
 #include "px_plan_json.h"
 #include "px_plan_predict.h"
@@ -420,6 +421,23 @@ static void print_training(FILE *out, const px_finetune *f)
             f->rank, f->alpha, targets);
 }
 
+/* A hybrid model's layers by kind, in the order of layer_pattern's symbols. */
+static void print_hybrid(FILE *out, const px_model *m)
+{
+    if (!px_model_is_hybrid(m))
+        return;
+    static const char *const names[] = {"Mamba-2", "attention", "MLP", "expert"};
+    fprintf(out, "# layers:");
+    for (int i = 0; PX_HYBRID_SYMBOLS[i]; i++) {
+        int64_t n = 0;
+        for (const char *p = m->layer_pattern; *p; p++)
+            n += *p == PX_HYBRID_SYMBOLS[i];
+        if (n > 0)
+            fprintf(out, " %lld %s,", (long long)n, names[i]);
+    }
+    fprintf(out, " one sublayer each (layer_pattern)\n");
+}
+
 /* The search's '#' header lines of the table. */
 static void table_header(FILE *out, const plan_cli *c, const px_model *model, const px_hw *hw,
                          const px_framework *fw, const px_search_result *res,
@@ -432,6 +450,7 @@ static void table_header(FILE *out, const plan_cli *c, const px_model *model, co
             model->name, (double)pc.total / (billions ? 1e9 : 1e6), billions ? "B" : "M",
             (long long)model->n_layers, c->gpus, hw->name, hw->gpus_per_node,
             hw->torus ? ", torus" : "");
+    print_hybrid(out, model);
     fprintf(out, "# framework: %s (%s)%s%s\n", fw->name, fw->path,
             fw->release[0] ? ", release " : "", fw->release);
     if (c->recipe)
