@@ -416,7 +416,6 @@ void layer_ops(px_cost_ctx *ctx, const px_parallel *par,
             memcpy(ops[ctx->kinds[i]], mo->ops[ctx->kinds[i]], sizeof mo->ops[0]);
         return;
     }
-    memset(ops, 0, PX_LAYER_KINDS * sizeof ops[0]);
     for (int i = 0; i < ctx->n_kinds; i++)
         for (int r = 0; r < PX_RECOMPUTE_COUNT; r++)
             layer_act_ops(ctx, par, (px_layer_kind)ctx->kinds[i], (px_recompute)r,

@@ -11,18 +11,20 @@
  * beyond their bf16 copies (negative where smaller). */
 double prec_weight_copies(const px_cost_ctx *ctx, const px_parallel *par,
                           const int32_t n[PX_LAYER_KINDS]);
-/* Activations of one layer of each kind under each recompute choice. */
 /* Weights, gradients and optimizer bytes of `dense` and `expert`
  * parameters on one GPU under par's ZeRO stage and the framework's rule. */
 void param_state_bytes(const px_cost_ctx *ctx, const px_parallel *par, double dense,
                        double expert, double *w, double *g, double *o);
 
+/* Activations of one layer of each kind the model has (ctx->kinds) under
+ * each recompute choice; the other kinds' rows are left as they were, and
+ * every reader reaches a row only through a stage's count of that kind. */
 void layer_ops(px_cost_ctx *ctx, const px_parallel *par,
                px_act_ops ops[PX_LAYER_KINDS][PX_RECOMPUTE_COUNT]);
-/* One layer's activations (MoE or dense) under recompute choice r, in the
- * plan's precision: what layer_ops holds for that kind and choice. */
-void layer_act_ops(const px_cost_ctx *ctx, const px_parallel *par, px_layer_kind k, px_recompute r,
-                   px_act_ops *ops);
+/* One layer's activations (a layer of kind k) under recompute choice r, in
+ * the plan's precision: what layer_ops holds for that kind and choice. */
+void layer_act_ops(const px_cost_ctx *ctx, const px_parallel *par, px_layer_kind k,
+                   px_recompute r, px_act_ops *ops);
 /* The MTP modules' parameters on a GPU of the last stage, added to its dense
  * and expert counts: per module its three norms (whole on every TP rank),
  * the column-parallel 2h -> h projection and a layer shaped like layer

@@ -54,8 +54,7 @@ px_status px_cost_ctx_init(px_cost_ctx *ctx, const px_model *m, const px_hw *hw,
             continue;
         ctx->kinds[ctx->n_kinds++] = k;
         ctx->kind_params[k] = px_model_layer_params(m, first[k]);
-        ctx->kind_norm_params[k] = (int64_t)px_model_kind_norms(m, (px_layer_kind)k) *
-                                   (m->block == PX_BLOCK_GPT ? 2 : 1) * m->hidden;
+        ctx->kind_norm_params[k] = px_model_kind_norm_params(m, (px_layer_kind)k);
         if (px_layer_has_experts((px_layer_kind)k))
             ctx->n_moe_layers += ctx->n_kind[k];
     }
@@ -418,7 +417,7 @@ static void fill_time_detail(const px_cost_ctx *ctx, const px_parallel *par,
     detail->cp_bytes_per_step = mm * w->cpb;
     detail->pp_bytes_per_step = pp_bytes;
     detail->dp_bytes_per_step = dp_bytes;
-    detail->tp_bytes_per_layer = lt[px_model_layer_kind(ctx->model, 0)].tp_bytes;
+    detail->tp_bytes_per_layer = lt[first_kind(ctx)].tp_bytes;
 }
 
 static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem_limit,

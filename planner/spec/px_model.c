@@ -378,9 +378,7 @@ int px_model_kind_norms(const px_model *m, px_layer_kind k)
     return px_layer_sublayers(k) == 2 ? px_model_layer_norms(m) : 1;
 }
 
-/* The norms of a layer of kind k: LayerNorm has a weight and a bias,
- * RMSNorm a weight. */
-static int64_t kind_norm_params(const px_model *m, px_layer_kind k)
+int64_t px_model_kind_norm_params(const px_model *m, px_layer_kind k)
 {
     return px_model_kind_norms(m, k) * (m->block == PX_BLOCK_GPT ? 2 : 1) * m->hidden;
 }
@@ -396,7 +394,7 @@ static int64_t experts_params(const px_model *m, int64_t routed, bool matmul_onl
 int64_t px_model_layer_params(const px_model *m, int64_t layer)
 {
     px_layer_kind k = px_model_layer_kind(m, layer);
-    int64_t p = kind_norm_params(m, k);
+    int64_t p = px_model_kind_norm_params(m, k);
     if (px_layer_has_attention(k))
         p += attn_params(m);
     if (px_layer_has_dense_mlp(k))
@@ -434,7 +432,7 @@ void px_model_count_params(const px_model *m, px_param_count *out)
     int64_t unused_experts = 0;
     for (int64_t i = 0; i < m->n_layers; i++) {
         px_layer_kind k = px_model_layer_kind(m, i);
-        out->norms += kind_norm_params(m, k);
+        out->norms += px_model_kind_norm_params(m, k);
         if (px_layer_has_attention(k))
             out->attention += attn_params(m);
         if (px_layer_has_dense_mlp(k))

@@ -233,6 +233,10 @@ int64_t px_model_layer_matmul_params(const px_model *m, int64_t layer, bool acti
 int px_model_layer_norms(const px_model *m);
 int px_model_kind_norms(const px_model *m, px_layer_kind k);
 
+/* Those norms' parameters, elements: LayerNorm has a weight and a bias,
+ * RMSNorm a weight. */
+int64_t px_model_kind_norm_params(const px_model *m, px_layer_kind k);
+
 /* Per-head widths of the attention core: query/key dot-product width and
  * value width (both head_dim for standard attention; MLA: nope+rope and v). */
 int64_t px_model_qk_head_dim(const px_model *m);
