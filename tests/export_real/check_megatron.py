@@ -96,30 +96,15 @@ def hybrid_segments(args):
     return [len(seg) for seg in pattern.split("/")[0].split("|")] if pattern else None
 
 
-def compare_hybrid(args, cfg, plan):
-    """A hybrid Mamba-2 model: its pattern and the mixer's sizes."""
-    from megatron.core.activations import squared_relu
-    m, s = plan["model"], common.same
-    s("layer_pattern", m.get("layer_pattern"),
-      args.hybrid_layer_pattern.split("/")[0].replace("|", "") if args.hybrid_layer_pattern
-      else None)
-    if "mamba" in m:
-        mb = m["mamba"]
-        s("mamba heads", mb["heads"], cfg.mamba_num_heads)
-        s("mamba head_dim", mb["head_dim"], cfg.mamba_head_dim)
-        s("mamba state", mb["state"], cfg.mamba_state_dim)
-        s("mamba groups", mb["groups"], cfg.mamba_num_groups)
-    s("squared-ReLU MLP", m.get("mlp_act") == "relu2", cfg.activation_func is squared_relu)
-    s("gated MLP", m.get("mlp_act") != "relu2", bool(cfg.gated_linear_unit))
-
-
 def compare(args, cfg, env, plan):
     """What Megatron-LM's arguments add to the Megatron-Core config."""
     par = plan["parallel"]
     s = common.same
     mcore_fields.compare(cfg, plan, hybrid_segments(args))
     if plan["model"].get("layer_pattern"):
-        compare_hybrid(args, cfg, plan)
+        pattern = args.hybrid_layer_pattern
+        mcore_fields.compare_hybrid(
+            cfg, plan["model"], pattern.split("/")[0].replace("|", "") if pattern else None)
     s("dp", par["dp"], args.data_parallel_size)
     s("micro_batch", par["micro_batch"], args.micro_batch_size)
     s("global_batch", common.global_batch(plan), args.global_batch_size)

@@ -84,21 +84,6 @@ def build(text, path, plan, how):
     return cfg, env
 
 
-def compare_hybrid(model, m):
-    """A hybrid Mamba-2 model on the release's Mamba provider."""
-    from megatron.core.activations import squared_relu
-    s = common.same
-    s("layer_pattern", m["layer_pattern"], model.hybrid_override_pattern)
-    mb = m.get("mamba")
-    if mb:
-        s("mamba heads", mb["heads"], model.mamba_num_heads)
-        s("mamba head_dim", mb["head_dim"], model.mamba_head_dim)
-        s("mamba state", mb["state"], model.mamba_state_dim)
-        s("mamba groups", mb["groups"], model.mamba_num_groups)
-    s("squared-ReLU MLP", m.get("mlp_act") == "relu2", model.activation_func is squared_relu)
-    s("gated MLP", m.get("mlp_act") != "relu2", bool(model.gated_linear_unit))
-
-
 def compare(cfg, env, plan):
     par = plan["parallel"]
     s = common.same
@@ -134,7 +119,7 @@ def compare(cfg, env, plan):
     if m.get("block", "llama") == "llama" and m.get("attention", "standard") != "mla":
         s("position embedding", "rope" if rope else "none", cfg.model.position_embedding_type)
     if m.get("layer_pattern"):
-        compare_hybrid(cfg.model, m)
+        mcore_fields.compare_hybrid(cfg.model, m, cfg.model.hybrid_override_pattern)
     if m.get("block", "llama") == "llama" and m.get("attention", "standard") != "mla" and rope:
         s("RoPE base", m.get("rope_theta", 10000.0), float(cfg.model.rotary_base))
         s("RoPE share of a head", m.get("rope_fraction", 1.0), cfg.model.rotary_percent)

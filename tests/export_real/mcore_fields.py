@@ -110,6 +110,22 @@ def split_of(cfg, plan, segments=None):
         [last if last is not None else mid]
 
 
+def compare_hybrid(cfg, m, pattern):
+    """A hybrid Mamba-2 model: the layer pattern the framework holds (its
+    stage separators removed), the mixer's sizes and the squared-ReLU MLP."""
+    from megatron.core.activations import squared_relu
+    s = common.same
+    s("layer_pattern", m.get("layer_pattern"), pattern)
+    mb = m.get("mamba")
+    if mb:
+        s("mamba heads", mb["heads"], cfg.mamba_num_heads)
+        s("mamba head_dim", mb["head_dim"], cfg.mamba_head_dim)
+        s("mamba state", mb["state"], cfg.mamba_state_dim)
+        s("mamba groups", mb["groups"], cfg.mamba_num_groups)
+    s("squared-ReLU MLP", m.get("mlp_act") == "relu2", cfg.activation_func is squared_relu)
+    s("gated MLP", m.get("mlp_act") != "relu2", bool(cfg.gated_linear_unit))
+
+
 def compare(cfg, plan, segments=None):
     par, m = plan["parallel"], plan["model"]
     s = common.same

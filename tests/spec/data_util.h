@@ -1,11 +1,15 @@
 /* data_util.h — helpers shared by the spec-layer tests: a private temp
- * folder (tests run in parallel) and writing a small file into it. */
+ * folder (tests run in parallel), writing a small file into it, and loading
+ * a model preset under a check. */
 #ifndef DATA_UTIL_H
 #define DATA_UTIL_H
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "px_model.h"
+#include "px_test.h"
 
 static char data_tmp_dir[256];
 
@@ -44,6 +48,18 @@ static inline void data_cleanup(void)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", data_tmp_dir);
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", data_tmp_dir);
+}
+
+/* The preset (or file) `name`, a failed check when it does not load. */
+static inline px_model data_load_model(const char *name)
+{
+    px_model m;
+    px_error err;
+    px_error_clear(&err);
+    memset(&m, 0, sizeof m);
+    px_status st = px_model_load(name, NULL, &m, &err);
+    CHECK_MSG(st == PX_OK, "load %s: %s", name, err.msg);
+    return m;
 }
 
 static inline const char *data_source_root(void)

@@ -3,20 +3,11 @@
  * add up, and the per-layer functions agree with the totals. */
 #include <string.h>
 
+#include "data_util.h"
 #include "px_model.h"
 #include "px_sliding.h"
 #include "px_test.h"
 
-static px_model load(const char *name)
-{
-    px_model m;
-    px_error err;
-    px_error_clear(&err);
-    memset(&m, 0, sizeof m);
-    px_status st = px_model_load(name, NULL, &m, &err);
-    CHECK_MSG(st == PX_OK, "load %s: %s", name, err.msg);
-    return m;
-}
 
 /* The parts of px_param_count add up, and the per-layer function agrees. */
 static void check_consistent(const px_model *m)
@@ -48,7 +39,7 @@ static void check_consistent(const px_model *m)
 static void check_published(const char *name, double total, double rtol_total, double active,
                             double rtol_active)
 {
-    px_model m = load(name);
+    px_model m = data_load_model(name);
     px_param_count c;
     px_model_count_params(&m, &c);
     fprintf(stderr, "%-16s total %.4f B active %.4f B mtp %.3f B\n", name, c.total / 1e9,
@@ -76,7 +67,7 @@ int main(void)
     check_published("gpt-oss-20b", 20.91e9, 0.002, 3.61e9 + 201088.0 * 2880, 0.005);
 
     /* 70.6 B for Llama 3 70B (the lecture's count). */
-    px_model l70 = load("70b");
+    px_model l70 = data_load_model("70b");
     CHECK(strcmp(l70.name, "llama3-70b") == 0);
     px_param_count c;
     px_model_count_params(&l70, &c);
@@ -84,7 +75,7 @@ int main(void)
     CHECK(px_model_qk_head_dim(&l70) == 128 && px_model_v_head_dim(&l70) == 128);
 
     /* DeepSeek-V3: 685 B in the checkpoint with the MTP module. */
-    px_model ds = load("deepseek-v3");
+    px_model ds = data_load_model("deepseek-v3");
     px_model_count_params(&ds, &c);
     CHECK_CLOSE(c.total + c.mtp, 685e9, 0.01, 0);
     CHECK(px_model_qk_head_dim(&ds) == 192 && px_model_v_head_dim(&ds) == 128);
@@ -92,21 +83,21 @@ int main(void)
     CHECK(c.shared_expert_mlp == 58 * 3 * 7168 * (int64_t)2048);
 
     /* Qwen3: head_dim 128 although h/a = 64; q/k norms of head_dim each. */
-    px_model q3 = load("qwen3-235b-a22b");
+    px_model q3 = data_load_model("qwen3-235b-a22b");
     CHECK(q3.head_dim == 128 && q3.qk_norm);
     CHECK(px_model_layer_params(&q3, 0) ==
           2 * 4096 + 4096 * 64 * 128 * 2 + 2 * 4096 * 4 * 128 + 2 * 128 + 4096 * 128 +
               128 * 3 * 4096 * (int64_t)1536);
 
     /* gpt-oss: sliding-window attention on every other layer, the first sliding. */
-    px_model oss = load("gpt-oss-120b");
+    px_model oss = data_load_model("gpt-oss-120b");
     CHECK(oss.sliding_window == 128 && oss.attention_sinks && oss.qkv_bias && oss.o_bias);
     CHECK(px_model_layer_is_sliding(&oss, 0) && !px_model_layer_is_sliding(&oss, 1) &&
           px_model_layer_is_sliding(&oss, 34) && !px_model_layer_is_sliding(&oss, 35));
     CHECK(px_model_n_sliding_layers(&oss) == 18);
 
     /* The lecture's model: 12 L h^2 = 64.4e9 in its layers, 1.05e9 per embedding. */
-    px_model seed = load("seed-70b");
+    px_model seed = data_load_model("seed-70b");
     px_model_count_params(&seed, &c);
     CHECK_CLOSE((double)(c.attention + c.dense_mlp), 64.4e9, 0.002, 0);
     CHECK_CLOSE((double)c.lm_head, 1.05e9, 0.002, 0);
@@ -115,7 +106,7 @@ int main(void)
 
     /* Tiny models, by hand formula. */
     {
-        px_model m = load("tiny-llama");
+        px_model m = data_load_model("tiny-llama");
         const int64_t h = m.hidden, L = m.n_layers, V = m.vocab, f = m.ffn;
         const int64_t d = h / m.n_heads, k = m.n_kv_heads;
         CHECK(k == 2 && m.n_heads == 4);
@@ -125,7 +116,7 @@ int main(void)
         check_consistent(&m);
     }
     {
-        px_model m = load("tiny-gpt");
+        px_model m = data_load_model("tiny-gpt");
         const int64_t h = m.hidden, L = m.n_layers, V = m.vocab, P = m.max_positions;
         CHECK(m.ffn == 4 * h && m.tied_embeddings);
         px_model_count_params(&m, &c);
@@ -133,7 +124,7 @@ int main(void)
         check_consistent(&m);
     }
     {
-        px_model m = load("tiny-moe");
+        px_model m = data_load_model("tiny-moe");
         const int64_t h = m.hidden, L = m.n_layers, V = m.vocab, f = m.ffn, e = m.moe_ffn;
         const int64_t E = m.n_experts, r = m.top_k, D = m.first_dense_layers;
         int64_t attn = 4 * h * h, norms = 2 * h;
@@ -156,7 +147,7 @@ int main(void)
                                       "nemotron-3-nano-30b-a3b", "nemotron-3-nano"};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         CHECK_MSG(strstr(list, all[i]) != NULL, "list lacks %s: %s", all[i], list);
-        px_model m = load(all[i]);
+        px_model m = data_load_model(all[i]);
         check_consistent(&m);
     }
     return px_test_result("model");

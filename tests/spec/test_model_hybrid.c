@@ -11,16 +11,6 @@
 #include "px_model.h"
 #include "px_test.h"
 
-static px_model load(const char *name)
-{
-    px_model m;
-    px_error err;
-    px_error_clear(&err);
-    memset(&m, 0, sizeof m);
-    px_status st = px_model_load(name, NULL, &m, &err);
-    CHECK_MSG(st == PX_OK, "load %s: %s", name, err.msg);
-    return m;
-}
 
 /* The sizes of a Nemotron model, as the recipe writes them. */
 typedef struct {
@@ -67,7 +57,7 @@ static void hand_count(const nemo_sizes *s, int64_t *total, int64_t *active)
 
 static void check_hand(const nemo_sizes *s)
 {
-    px_model m = load(s->name);
+    px_model m = data_load_model(s->name);
     px_param_count c;
     px_model_count_params(&m, &c);
     int64_t total, active;
@@ -172,14 +162,14 @@ int main(void)
      * 30B parameters in total"; the model card's 31.6 B total rounds to
      * the 30B of the name, hence the 6 % bound). */
     px_param_count c;
-    px_model m = load("nemotron-h");
+    px_model m = data_load_model("nemotron-h");
     CHECK(strcmp(m.name, "nemotron-h-8b") == 0);
     px_model_count_params(&m, &c);
     CHECK_CLOSE(c.total, 8e9, 0.02, 0);
-    m = load("nemotron-h-56b");
+    m = data_load_model("nemotron-h-56b");
     px_model_count_params(&m, &c);
     CHECK_CLOSE(c.total, 56e9, 0.01, 0);
-    m = load("nemotron-3-nano");
+    m = data_load_model("nemotron-3-nano");
     CHECK(strcmp(m.name, "nemotron-3-nano-30b-a3b") == 0);
     px_model_count_params(&m, &c);
     CHECK_CLOSE(c.total, 30e9, 0.06, 0);
