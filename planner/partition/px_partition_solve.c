@@ -14,6 +14,18 @@
 #include "px_partition_internal.h"
 #include "px_partition_memo.h"
 
+/* A tie-break pass the clock left no time for: the split stands, but its
+ * tie-break is unproven (a loaded machine must not pass as an optimum). */
+static void mark_pass_cut_short(px_partition_solution *sol, const char *what)
+{
+    sol->proven_optimal = false;
+    sol->time_limit_hit = true;
+    snprintf(sol->note, sizeof sol->note,
+             "time limit reached before minimising %s: the split is time-optimal, its "
+             "tie-break may not be",
+             what);
+}
+
 /* Second pass: at the optimal objective j1, the least time spent
  * recomputing.  start is scratch. */
 static void recompute_pass(model *m, const px_partition_opts *o, double j1,
@@ -24,7 +36,9 @@ static void recompute_pass(model *m, const px_partition_opts *o, double j1,
     double left = o->time_limit_s - px_part_elapsed_since(t0);
     double j_cap = j1 / m->tscale * (1.0 + o->tie_rel);
     if (o->minimise_recompute && !sol->time_limit_hit && sol->recompute_time_s > 0.0 &&
-        left > 0.01) {
+        left <= 0.01) {
+        mark_pass_cut_short(sol, "recomputation");
+    } else if (o->minimise_recompute && !sol->time_limit_hit && sol->recompute_time_s > 0.0) {
         px_milp_set_row_bounds(m->mp, m->j_row, -INFINITY, j_cap, NULL);
         px_part_model_set_objective(m, OBJ_RECOMPUTE);
         /* refinements: half the budget at most, so that a hard one does not
@@ -71,7 +85,9 @@ static void peak_pass(model *m, const px_partition_opts *o, double t1, double j1
     if (px_part_wants_peak_pass(pb, o) && o->exact_dp && !sol->time_limit_hit &&
         px_part_exact_peak_dp(pb, j1 * (1.0 + o->tie_rel) / m->wt, sol)) {
         /* exact without GLPK */
-    } else if (px_part_wants_peak_pass(pb, o) && !sol->time_limit_hit && left > 0.01) {
+    } else if (px_part_wants_peak_pass(pb, o) && !sol->time_limit_hit && left <= 0.01) {
+        mark_pass_cut_short(sol, "peak memory");
+    } else if (px_part_wants_peak_pass(pb, o) && !sol->time_limit_hit) {
         double peak = (double)sol->stage_mem_bytes[sol->fullest_stage];
         double r2 = sol->recompute_time_s + o->tie_rel * t1;
         px_milp_set_row_bounds(m->mp, m->j_row, -INFINITY, j_cap, NULL);
