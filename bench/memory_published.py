@@ -6,7 +6,10 @@ Usage (from the project's root):
       [--tools ../shared/tools] [--max-err X]
 Every row whose `measured` gives memory_gb is turned into the plan call of
 shared/data/README.md (shared/tools/published_runs.py row_args) and its
-predicted peak is set beside the row's figure in the unit and convention
+predicted peak, with the run's own micro-batch and recompute where the
+row gives them in a form the mapping leaves out (local_batch_size; a
+recompute named in words, "... default (selective)"), is set beside the
+row's figure in the unit and convention
 its framework reports (docs/cost-model.md, "Published peak memory"):
 torchtitan logs the caching allocator's peak reserved bytes in GiB
 (torch.cuda.memory_stats()["reserved_bytes.all.peak"]), which holds the
@@ -15,7 +18,7 @@ the CUDA context nor NCCL's own buffers: the prediction's allocated_bytes +
 workspace_bytes + allocator_cache_bytes of plans[0].memory (the worst
 stage).  Prints one line per row and the mean and largest error; --max-err
 X exits 1 when a row's |error| exceeds X."""
-import json, os, sys, tempfile
+import json, os, re, sys, tempfile
 
 GIB = 1024 ** 3
 
@@ -44,6 +47,19 @@ def per_gpu_batch(r):
     return []
 
 
+def run_recompute(r, args):
+    """The recompute the run used, where the row names it in words the mapping
+    does not read ("torchtitan llama3_8b.toml default (selective)"): the memory
+    depends on it, and the search would otherwise pick its own."""
+    if "--recompute" in args:
+        return []
+    rc = (r["parallel"].get("recompute") or "").lower()
+    for mode in ("selective", "full"):
+        if re.search(r"\b" + mode + r"\b", rc):
+            return ["--recompute", mode]
+    return []
+
+
 def main():
     plan, paths = sys.argv[1], sys.argv[2]
     a = sys.argv
@@ -61,7 +77,7 @@ def main():
         for r in rows:
             args = pr.row_args(plan, r, tmp, helptext)
             if not isinstance(args, str):
-                args += per_gpu_batch(r)
+                args += per_gpu_batch(r) + run_recompute(r, args)
             if isinstance(args, str):
                 print(f"{r['id'][:52]:52} refused: {args}")
                 bad += 1
