@@ -1,25 +1,10 @@
 /* export_main.c — build/export: the `export` command (px_export_cmd.h) on
  * the process's command line: a plan file as the launch configuration of a
  * training framework (docs/export.md). */
-#include <stdio.h>
-
 #include "px_args.h"
-#include "px_io.h"
 #include "px_export_cmd.h"
 
 int main(int argc, char **argv)
 {
-    px_error err;
-    px_status st = px_export_command(argc, argv, stdout, &err);
-    px_error out_err;
-    if (px_io_flush_stdout(&out_err) != PX_OK && st == PX_OK) {
-        err = out_err;
-        st = PX_ERR_IO;
-    }
-    if (st != PX_OK) {
-        char msg[4096];
-        px_args_error_text("export", &err, msg, sizeof msg);
-        fprintf(stderr, "%s\n", msg);
-    }
-    return px_args_exit_status(st);
+    return px_args_run_command("export", px_export_command, argc, argv);
 }

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "px_io.h"
+
 #ifndef PX_VERSION
 #error "PX_VERSION must be defined by the build (meson's project version)"
 #endif
@@ -328,6 +330,23 @@ void px_args_error_text(const char *tool, const px_error *err, char *buf, size_t
 int px_args_exit_status(px_status st)
 {
     return st == PX_OK ? 0 : st == PX_ERR_USAGE ? 2 : 1;
+}
+
+int px_args_run_command(const char *tool, px_command_fn command, int argc, char **argv)
+{
+    px_error err;
+    px_status st = command(argc, argv, stdout, &err);
+    px_error out_err;
+    if (px_io_flush_stdout(&out_err) != PX_OK && st == PX_OK) {
+        err = out_err;
+        st = PX_ERR_IO;
+    }
+    if (st != PX_OK) {
+        char msg[4096];
+        px_args_error_text(tool, &err, msg, sizeof msg);
+        fprintf(stderr, "%s\n", msg);
+    }
+    return px_args_exit_status(st);
 }
 
 int px_args_takes_value(const px_arg *rows, int n_rows, const char *name)

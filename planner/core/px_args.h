@@ -25,6 +25,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "px_error.h"
 
@@ -108,6 +109,14 @@ const char *px_args_canonical(const px_arg *rows, int n_rows, const char *name);
  * (0 for PX_OK, 2 for a usage error, 1 for any other). */
 void px_args_error_text(const char *tool, const px_error *err, char *buf, size_t buf_len);
 int px_args_exit_status(px_status st);
+
+/* A command that writes its report to out. */
+typedef px_status (*px_command_fn)(int argc, char **argv, FILE *out, px_error *err);
+
+/* The whole main of a tool that is one command: runs it on stdout, flushes
+ * stdout (a failed write is the command's failure), prints the message of
+ * px_args_error_text on stderr and returns the exit status. */
+int px_args_run_command(const char *tool, px_command_fn command, int argc, char **argv);
 
 /* The project version ("0.1.0", from meson's project version). */
 const char *px_version(void);
