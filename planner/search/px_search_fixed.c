@@ -199,6 +199,18 @@ px_status check_fixed(const px_model *m, int gpus, int64_t s, const px_search_op
                      : fixed_rule(res, PX_REJ_EXPERTS, PX_ERR_INVALID, o->ep > 0 ? "ep" : "etp",
                                   o->ep > 0 ? o->ep : o->etp, &e, err);
     }
+    /* tp, cp, dp and ep all fixed (cp given, or 1 where --tp·--pp·--dp
+     * make up --gpus), etp given or 1 at tp 1: the expert grid against the
+     * stage's tp·cp·dp GPUs, so the message names the sizes, not a count */
+    int cp_fixed = o->cp > 0 ? o->cp
+                   : (o->tp > 0 && o->pp > 0 && o->dp > 0 &&
+                      (int64_t)o->tp * o->pp * o->dp == gpus) ? 1 : 0;
+    int etp_fixed = o->etp > 0 ? o->etp : o->tp == 1 ? 1 : 0;
+    if (st == PX_OK && m->n_experts > 0 && o->ep > 0 && o->tp > 0 && o->dp > 0 && cp_fixed > 0 &&
+        etp_fixed > 0 &&
+        px_rule_experts(m, o->tp, cp_fixed, o->dp, o->ep, etp_fixed, caps, &e) != PX_OK)
+        st = reject_fixed(res, PX_REJ_EXPERTS, err, "tp %d, cp %d, dp %d, ep %d, etp %d: %s",
+                          o->tp, cp_fixed, o->dp, o->ep, etp_fixed, e.msg);
     if (st != PX_OK)
         return st;
     /* the product of the fixed sizes against --gpus */

@@ -38,6 +38,8 @@ expect_error "--vpp with too few layers for pp 2" '--vpp 2: pp x vpp = 4 exceeds
 expect_error "--etp on a dense model" '--etp 2: .*ep and etp .* need a mixture-of-experts model' --model 70b --gpus 64 --etp 2
 expect_error "--ep on a dense model" '--ep 4: .*ep and etp .* need a mixture-of-experts model' --model 70b --gpus 64 --ep 4
 expect_error "--ep not dividing the experts" '--ep 3: ep = 3 does not divide the 8 experts' --model mixtral-8x7b --gpus 48 --ep 3
+expect_error "--ep folded over more GPUs than a stage has" 'tp 2, cp 1, dp 8, ep 8, etp 4: ep x etp = 8 x 4 must divide tp x cp x dp = 16' --model mixtral-8x7b --gpus 64 --tp 2 --pp 4 --dp 8 --ep 8 --etp 4
+expect_error "--ep over the GPUs of a stage, cp implied" 'tp 1, cp 1, dp 4, ep 8, etp 1: ep x etp = 8 x 1 must divide tp x cp x dp = 4' --model mixtral-8x7b --gpus 16 --tp 1 --pp 4 --dp 4 --ep 8
 # conflicting and repeated flags
 expect_error "--tokens-per-step with --global-batch" '--global-batch and --tokens-per-step both set the global batch' --model 70b --gpus 64 --tokens-per-step 1M --global-batch 2048
 expect_error "repeated --gpus" '--gpus given more than once' --model 70b --gpus 64 --gpus 128
