@@ -331,6 +331,8 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
         sm->buf_logits = (4.0 + (e < 4 ? e : 0.0)) * tok * V / t;
         if (ctx->run && ctx->run->loss_logit_bytes > 0)
             sm->buf_logits = ctx->run->loss_logit_bytes * tok * V / t;
+        if (ctx->run && ctx->run->loss_parallel_logit_bytes > 0 && par->tp > 1)
+            sm->buf_logits = ctx->run->loss_parallel_logit_bytes * tok * V / t;
         /* zero-bubble: past B the softmax has become the logits gradient,
          * kept in the activation dtype until W computes the head's */
         double others = inflight - sm->inflight_bw - 1.0;

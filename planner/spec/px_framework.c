@@ -190,6 +190,8 @@ static const px_jfield runtime_fields[] = {
     /* optional, 0 = the default rule; at most three fp32 copies and a 16-bit one */
     {"loss_logit_bytes", PX_JF_INT, offsetof(px_fw_runtime, loss_logit_bytes), 0, false, 0, NULL,
      0, 16},
+    {"loss_parallel_logit_bytes", PX_JF_INT, offsetof(px_fw_runtime, loss_parallel_logit_bytes),
+     0, false, 0, NULL, 0, 16},
     /* optional, default 0: the runtime's memory (px_cost_runtime.h) */
     {"allocator_cache_fraction", PX_JF_DBL, offsetof(px_fw_runtime, allocator_cache_fraction),
      0, false, 0, NULL, 0, 0.5},

@@ -134,6 +134,10 @@ typedef struct px_fw_runtime {
                                       * loss's peak when the cross-entropy is not fused; 0:
                                       * Megatron's rule, the compute-dtype logits and one
                                       * fp32 copy (4 + e); optional */
+    int loss_parallel_logit_bytes;   /* the same where the loss runs on vocabulary shards
+                                      * (tp > 1: PyTorch's loss_parallel, whose
+                                      * cross-entropy backward holds more copies); 0: as
+                                      * loss_logit_bytes; optional */
     double allocator_cache_fraction; /* share of the caching allocator's reserved peak that
                                       * is cached, not allocated (fragmentation; 0 where the
                                       * framework runs with expandable segments or plans its

@@ -153,6 +153,33 @@ static void torchtitan_buffers(void)
     ctx.run = NULL;
 }
 
+/* torchtitan's releases of 2024 and 2025 ran PyTorch's DTensor loss_parallel
+ * under TP: 16 bytes a logit of the vocabulary shard instead of 12, and
+ * nothing changes without TP */
+static void loss_parallel(void)
+{
+    px_error err;
+    CHECK(px_framework_load_release("torchtitan", NULL, "2024", &fw, &err) == PX_OK);
+    CHECK(fw.run.loss_parallel_logit_bytes == 16 && fw.run.loss_logit_bytes == 12);
+    ctx.run = &fw.run;
+    px_parallel par;
+    px_memory a, b;
+    double tok = 8192.0 * 2.0, V = (double)model.vocab;
+    for (int tp = 1; tp <= 2; tp++) {
+        layout(&par, tp, 1, 8 / tp);
+        par.zero = 3;
+        par.micro_batch = 2;
+        par.recompute = PX_RECOMPUTE_FULL;
+        px_cost_memory(&ctx, &par, &a, NULL);
+        fw.run.loss_parallel_logit_bytes = 0;
+        px_cost_memory(&ctx, &par, &b, NULL);
+        fw.run.loss_parallel_logit_bytes = 16;
+        double want = tp > 1 ? (16.0 - 12.0) * tok * V / tp : 0.0;
+        CHECK_CLOSE((double)(a.buffers - b.buffers), want, 0, 2.0);
+    }
+    ctx.run = NULL;
+}
+
 int main(void)
 {
     px_error err;
@@ -165,5 +192,6 @@ int main(void)
     communicators();
     op_policy();
     torchtitan_buffers();
+    loss_parallel();
     return px_test_result("runtime_memory");
 }

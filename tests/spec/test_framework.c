@@ -158,6 +158,8 @@ static void bad_profiles(void)
               "\"workspace_bytes\": 1e6}", "workspace_bytes", "integer");
     check_bad("\"flash_attention_version\": 2}", "\"flash_attention_version\": 2, "
               "\"loss_logit_bytes\": 12}", "loss_logit_bytes", "source");
+    check_bad("\"flash_attention_version\": 2}", "\"flash_attention_version\": 2, "
+              "\"loss_parallel_logit_bytes\": 17}", "loss_parallel_logit_bytes", "16");
 }
 
 /* Plans under megatron never use a zero-bubble schedule or GPipe; under
