@@ -300,6 +300,19 @@ static double mtp_buffers(const px_cost_ctx *ctx, const px_parallel *par,
     return (double)m->n_mtp_modules * inflight * (ops[k][plan_recompute(par)].total + 5.0 * e * hidden + loss);
 }
 
+/* Bytes per logit of the current micro-batch live at an unfused loss's
+ * peak: the framework's count (under TP, its vocabulary-parallel loss's,
+ * where it differs), else Megatron's: the compute-dtype logits and one
+ * fp32 copy. */
+static double unfused_loss_logit_bytes(const px_fw_runtime *run, int tp, double e)
+{
+    if (run && run->loss_parallel_logit_bytes > 0 && tp > 1)
+        return run->loss_parallel_logit_bytes;
+    if (run && run->loss_logit_bytes > 0)
+        return run->loss_logit_bytes;
+    return 4.0 + (e < 4 ? e : 0.0);
+}
+
 static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int stage,
                           const stage_layers *sl,
                           px_act_ops ops[PX_LAYER_KINDS][PX_RECOMPUTE_COUNT], stage_mem *sm)
@@ -328,11 +341,7 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
          * vocab_parallel_cross_entropy: .float(), exp out=, save_for_backward);
          * the softmax of every other micro-batch in flight */
         sm->buf_final = inflight * 2.0 * e * tok * h / tsp;
-        sm->buf_logits = (4.0 + (e < 4 ? e : 0.0)) * tok * V / t;
-        if (ctx->run && ctx->run->loss_logit_bytes > 0)
-            sm->buf_logits = ctx->run->loss_logit_bytes * tok * V / t;
-        if (ctx->run && ctx->run->loss_parallel_logit_bytes > 0 && par->tp > 1)
-            sm->buf_logits = ctx->run->loss_parallel_logit_bytes * tok * V / t;
+        sm->buf_logits = unfused_loss_logit_bytes(ctx->run, par->tp, e) * tok * V / t;
         /* zero-bubble: past B the softmax has become the logits gradient,
          * kept in the activation dtype until W computes the head's */
         double others = inflight - sm->inflight_bw - 1.0;

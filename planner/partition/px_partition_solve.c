@@ -35,10 +35,10 @@ static void recompute_pass(model *m, const px_partition_opts *o, double j1,
     px_error sub;
     double left = o->time_limit_s - px_part_elapsed_since(t0);
     double j_cap = j1 / m->tscale * (1.0 + o->tie_rel);
-    if (o->minimise_recompute && !sol->time_limit_hit && sol->recompute_time_s > 0.0 &&
-        left <= 0.01) {
+    bool wanted = o->minimise_recompute && !sol->time_limit_hit && sol->recompute_time_s > 0.0;
+    if (wanted && left <= 0.01) {
         mark_pass_cut_short(sol, "recomputation");
-    } else if (o->minimise_recompute && !sol->time_limit_hit && sol->recompute_time_s > 0.0) {
+    } else if (wanted) {
         px_milp_set_row_bounds(m->mp, m->j_row, -INFINITY, j_cap, NULL);
         px_part_model_set_objective(m, OBJ_RECOMPUTE);
         /* refinements: half the budget at most, so that a hard one does not
@@ -82,12 +82,12 @@ static void peak_pass(model *m, const px_partition_opts *o, double t1, double j1
     px_error sub;
     double j_cap = j1 / m->tscale * (1.0 + o->tie_rel);
     double left = o->time_limit_s - px_part_elapsed_since(t0);
-    if (px_part_wants_peak_pass(pb, o) && o->exact_dp && !sol->time_limit_hit &&
-        px_part_exact_peak_dp(pb, j1 * (1.0 + o->tie_rel) / m->wt, sol)) {
+    bool wanted = px_part_wants_peak_pass(pb, o) && !sol->time_limit_hit;
+    if (wanted && o->exact_dp && px_part_exact_peak_dp(pb, j1 * (1.0 + o->tie_rel) / m->wt, sol)) {
         /* exact without GLPK */
-    } else if (px_part_wants_peak_pass(pb, o) && !sol->time_limit_hit && left <= 0.01) {
+    } else if (wanted && left <= 0.01) {
         mark_pass_cut_short(sol, "peak memory");
-    } else if (px_part_wants_peak_pass(pb, o) && !sol->time_limit_hit) {
+    } else if (wanted) {
         double peak = (double)sol->stage_mem_bytes[sol->fullest_stage];
         double r2 = sol->recompute_time_s + o->tie_rel * t1;
         px_milp_set_row_bounds(m->mp, m->j_row, -INFINITY, j_cap, NULL);

@@ -8,7 +8,6 @@
 #include "px_sliding.h"
 #include "px_test.h"
 
-
 /* The parts of px_param_count add up, and the per-layer function agrees. */
 static void check_consistent(const px_model *m)
 {

@@ -11,7 +11,6 @@
 #include "px_model.h"
 #include "px_test.h"
 
-
 /* The sizes of a Nemotron model, as the recipe writes them. */
 typedef struct {
     const char *name, *pattern;
