@@ -14,10 +14,13 @@ double px_attn_rate_rel(const px_hw *hw, int flash_version, double head_dim, dou
     int g0 = flash_version == 1 ? 2 : flash_version;
     for (int g = g0; g >= 2 && g < hw->attn_native_version; g++)
         rel *= PX_ATTN_OLD_GEN_REL;
-    if (head_dim > 0.0 && hw->exp_rate > 0.0) {
+    if (hw->exp_rate > 0.0) {
+        double d = head_dim > 0.0 ? head_dim : PX_ATTN_HEAD_REF;
         double rate = 1e12 / px_time_attn_s(hw, 1e12) * rel; /* the kernel's FLOP/s */
-        double c = rate / (4.0 * hw->exp_rate); /* head width the exp costs */
-        rel *= (head_dim / (head_dim + c)) / (PX_ATTN_HEAD_REF / (PX_ATTN_HEAD_REF + c));
+        double c = rate / (4.0 * hw->exp_rate); /* head width the exp costs here */
+        /* ... and on the GPU the d = 128 rate stands for */
+        double c_ref = rate / hw->peak_flops * PX_ATTN_REF_FLOP_PER_EXP / 4.0;
+        rel *= (d / (d + c)) / (PX_ATTN_HEAD_REF / (PX_ATTN_HEAD_REF + c_ref));
     }
     if (s_q > 0.0)
         rel *= s_q / (s_q + PX_ATTN_SEQ_HALF);

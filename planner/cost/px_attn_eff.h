@@ -29,8 +29,15 @@
  * running its products at R FLOP/s is d / (d + R / (4 E)), E the
  * profile's exp_rate (H100: 989 TFLOP/s against 3.9 T exp/s, Shah et al.
  * 2024 section 3.1).  The cost model's default rate (PX_EFF_FLASH_REL) is
- * the d = 128 rate. */
+ * the d = 128 rate on H100, whose kernels the FlashAttention-3 figures
+ * measure; a GPU with fewer exponentials per tensor-core FLOP (Blackwell:
+ * twice H100's FLOP/s on the same 16 exp per clock per SM) loses more of
+ * every head width to the exp, one with more (Blackwell Ultra, whose SFUs
+ * run twice Blackwell's rate) less. */
 #define PX_ATTN_HEAD_REF 128.0
+/* H100 SXM's tensor-core FLOP per exponential: 989 TFLOP/s dense bf16
+ * against 3.9 T exp/s (Shah et al. 2024 section 3.1). */
+#define PX_ATTN_REF_FLOP_PER_EXP (989e12 / 3.9e12)
 
 /* A causal kernel works in 128 x 128 tiles: a 128-row query tile visits
  * on average s/256 key tiles, of which the diagonal one is half masked

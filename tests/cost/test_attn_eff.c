@@ -24,8 +24,8 @@ static double diag(double s) { return s / (s + PX_ATTN_SEQ_HALF); }
 
 /* One layer through the cost model (px_cost_layer): a Llama 3 70B layer with
  * 192-wide heads at TP 8 and 4096 tokens under Megatron's traits.  On GB200
- * its forward is longer than with no head-width limit by exactly the native
- * attention core's forward times 1/0.625^2 - 1 (the backward 2.5x that); on
+ * its forward is longer than with no head-width limit by exactly flash-attn
+ * 2's attention core against the native one's (the backward 2.5x that); on
  * H100 the two are the same. */
 static void layer_fallback(const char *hw_name, bool falls_back)
 {
@@ -55,8 +55,9 @@ static void layer_fallback(const char *hw_name, bool falls_back)
     px_cost_layer(&cb, &par, 0, &b);
     double s = 4096.0, a_t = (double)m.n_heads / par.tp;
     double flops = 2.0 * s * s * a_t * (192.0 + 192.0);
-    double native = px_time_attn_s(&hw, 0.5 * flops) / px_attn_rate_rel(&hw, 4, 192.0, s);
-    double extra = falls_back ? native * (1.0 / (PX_ATTN_OLD_GEN_REL * PX_ATTN_OLD_GEN_REL) - 1.0)
+    double t = px_time_attn_s(&hw, 0.5 * flops);
+    double extra = falls_back ? t / px_attn_rate_rel(&hw, 2, 192.0, s) -
+                                    t / px_attn_rate_rel(&hw, 4, 192.0, s)
                               : 0.0;
     CHECK_MSG(fabs((a.fwd_s - b.fwd_s) - extra) <= 1e-9 * a.fwd_s,
               "%s: forward %.9f s vs %.9f s, expected +%.9f s", hw_name, a.fwd_s, b.fwd_s, extra);
@@ -97,14 +98,31 @@ int main(void)
     CHECK(px_attn_rate_rel(&h100, 3, 1e6, 1e9) <= 1.0 / PX_EFF_FLASH_REL + 1e-12);
     /* Blackwell (generation 4): cuDNN's kernels are native; flash-attn 2 is
      * two generations behind, FA3 one */
-    px_hw gb;
+    px_hw gb, gb_no_exp, gb300;
     load_hw("gb200-nvl72", &gb);
+    load_hw("gb300-nvl72", &gb300);
     CHECK(gb.attn_native_version == 4);
-    CHECK_CLOSE(px_attn_rate_rel(&gb, 4, PX_ATTN_HEAD_REF, s), diag(s), 1e-12, 0);
-    CHECK_CLOSE(px_attn_rate_rel(&gb, 3, PX_ATTN_HEAD_REF, s), PX_ATTN_OLD_GEN_REL * diag(s),
-                1e-12, 0);
-    CHECK_CLOSE(px_attn_rate_rel(&gb, 2, PX_ATTN_HEAD_REF, s),
+    gb_no_exp = gb;
+    gb_no_exp.exp_rate = 0.0;
+    CHECK_CLOSE(px_attn_rate_rel(&gb_no_exp, 4, PX_ATTN_HEAD_REF, s), diag(s), 1e-12, 0);
+    CHECK_CLOSE(px_attn_rate_rel(&gb_no_exp, 3, PX_ATTN_HEAD_REF, s),
+                PX_ATTN_OLD_GEN_REL * diag(s), 1e-12, 0);
+    CHECK_CLOSE(px_attn_rate_rel(&gb_no_exp, 2, PX_ATTN_HEAD_REF, s),
                 PX_ATTN_OLD_GEN_REL * PX_ATTN_OLD_GEN_REL * diag(s), 1e-12, 0);
+    /* Blackwell's exp balance: more tensor-core FLOPs per exponential than
+     * H100 (where the d = 128 rate was measured), so even d = 128 loses
+     * some; c here against c on H100's balance at the same kernel rate */
+    double Rb = 1e12 / px_time_attn_s(&gb, 1e12);
+    double cb = Rb / (4.0 * gb.exp_rate);
+    double cb_ref = Rb / gb.peak_flops * PX_ATTN_REF_FLOP_PER_EXP / 4.0;
+    CHECK(cb > 1.5 * cb_ref); /* 2.5 against 1 PFLOP/s, the same exp units */
+    want = (128.0 / (128.0 + cb)) / (128.0 / (128.0 + cb_ref)) * diag(s);
+    CHECK_CLOSE(px_attn_rate_rel(&gb, 4, PX_ATTN_HEAD_REF, s), want, 1e-12, 0);
+    CHECK(want < 0.9 * diag(s));
+    /* H100's own balance leaves its d = 128 rate alone (above); Blackwell
+     * Ultra's doubled exp rate brings it near H100's */
+    double r300 = px_attn_rate_rel(&gb300, 4, PX_ATTN_HEAD_REF, s);
+    CHECK(r300 > px_attn_rate_rel(&gb, 4, PX_ATTN_HEAD_REF, s) && r300 > 0.95 * diag(s));
     /* a generation-4 framework kernel is native on Hopper too */
     CHECK_CLOSE(px_attn_rate_rel(&h100, 4, PX_ATTN_HEAD_REF, s), diag(s), 1e-12, 0);
     /* Megatron (Transformer Engine): value heads wider than 128 train with
