@@ -139,6 +139,15 @@ static px_status fixed_rule(px_search_result *res, px_reject r, px_status rule, 
 /* The schedule a fixed --pp is checked under: --schedule, interleaved with
  * --vpp, else the first schedule without virtual chunks the framework runs
  * (a pipeline rule, not a schedule the user never asked for, is blamed). */
+/* A size the user gave, else 1 where the other three fixed sizes already
+ * make up --gpus, else 0 (free). */
+static int given_or_implied(int given, int a, int b, int c, int64_t gpus)
+{
+    if (given > 0)
+        return given;
+    return a > 0 && b > 0 && c > 0 && (int64_t)a * b * c == gpus ? 1 : 0;
+}
+
 static px_schedule fixed_pp_schedule(const px_search_opts *o, const px_caps *caps)
 {
     if (o->schedule >= 0)
@@ -177,9 +186,7 @@ px_status check_fixed(const px_model *m, int gpus, int64_t s, const px_search_op
                         : fixed_rule(res, PX_REJ_LAYERS, PX_ERR_INVALID, "pp", o->pp, &e, err);
     /* vpp > 1: with pp fixed (or implied by the other fixed sizes), else
      * with the least pp that interleaves */
-    int pp_implied = o->pp > 0 ? o->pp
-                     : (o->tp > 0 && o->cp > 0 && o->dp > 0 &&
-                        (int64_t)o->tp * o->cp * o->dp == gpus) ? 1 : 0;
+    int pp_implied = given_or_implied(o->pp, o->tp, o->cp, o->dp, gpus);
     if (st == PX_OK && o->vpp > 1) { /* pp free: the least pp that interleaves */
         px_schedule sc = o->schedule >= 0 ? (px_schedule)o->schedule : PX_SCHED_INTERLEAVED;
         st = fixed_rule(res, PX_REJ_LAYERS,
@@ -202,9 +209,7 @@ px_status check_fixed(const px_model *m, int gpus, int64_t s, const px_search_op
     /* tp, cp, dp and ep all fixed (cp given, or 1 where --tp·--pp·--dp
      * make up --gpus), etp given or 1 at tp 1: the expert grid against the
      * stage's tp·cp·dp GPUs, so the message names the sizes, not a count */
-    int cp_fixed = o->cp > 0 ? o->cp
-                   : (o->tp > 0 && o->pp > 0 && o->dp > 0 &&
-                      (int64_t)o->tp * o->pp * o->dp == gpus) ? 1 : 0;
+    int cp_fixed = given_or_implied(o->cp, o->tp, o->pp, o->dp, gpus);
     int etp_fixed = o->etp > 0 ? o->etp : o->tp == 1 ? 1 : 0;
     if (st == PX_OK && m->n_experts > 0 && o->ep > 0 && o->tp > 0 && o->dp > 0 && cp_fixed > 0 &&
         etp_fixed > 0 &&
