@@ -256,6 +256,8 @@ px_status write_json(FILE *out, const plan_cli *c, const px_model *model,
     json_object_set_new(root, "framework", json_string(fw->name));
     json_object_set_new(root, "framework_release",
                         json_string(fw->release[0] ? fw->release : "none"));
+    if (fw->release_asked[0])
+        json_object_set_new(root, "framework_release_asked", json_string(fw->release_asked));
     if (res->batch_note[0])
         json_object_set_new(root, "batch_note", json_string(res->batch_note));
     json_object_set_new(root, "gpus", json_integer(c->gpus));

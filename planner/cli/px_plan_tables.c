@@ -451,8 +451,14 @@ static void table_header(FILE *out, const plan_cli *c, const px_model *model, co
             (long long)model->n_layers, c->gpus, hw->name, hw->gpus_per_node,
             hw->torus ? ", torus" : "");
     print_hybrid(out, model);
-    fprintf(out, "# framework: %s (%s)%s%s\n", fw->name, fw->path,
-            fw->release[0] ? ", release " : "", fw->release);
+    fprintf(out, "# framework: %s (%s)", fw->name, fw->path);
+    if (fw->release_asked[0])
+        fprintf(out, ", release %s: planned as %s, the documented state nearest in time",
+                fw->release_asked,
+                fw->release[0] ? fw->release : "the framework as it runs today");
+    else if (fw->release[0])
+        fprintf(out, ", release %s", fw->release);
+    fputc('\n', out);
     if (c->recipe)
         fprintf(out, "# recipe: %s (its options, under the ones given on the command line)\n",
                 c->recipe);

@@ -12,6 +12,7 @@
 
 #include "px_hw.h"
 #include "px_jfield.h"
+#include "px_release.h"
 #include "px_offload.h"
 
 const char *px_framework_dir_default(void)
@@ -236,7 +237,7 @@ static const px_jfield root_fields[] = {
      sizeof(((px_framework *)0)->description), true, 0, NULL, 0, 0},
 };
 static const char *const root_extra[] = {"capabilities", "runtime", "sources", "releases",
-                                         "fitted", NULL};
+                                         "fitted",       "as_of",   NULL};
 
 #define NF(t) ((int)(sizeof t / sizeof t[0]))
 
@@ -444,6 +445,41 @@ static px_status apply_release(json_t *root, const char *release, const char *fi
     return PX_OK;
 }
 
+/* The release of root that `asked` is planned as, into applied ("" for the
+ * framework as it runs today): the entry of that name, else the documented
+ * state nearest in time (px_release.h). */
+static px_status resolve_release(json_t *root, const char *asked, const char *file,
+                                 char *applied, size_t n, px_error *err)
+{
+    json_t *rels = json_object_get(root, "releases");
+    if (rels && json_object_get(rels, asked)) {
+        snprintf(applied, n, "%s", asked);
+        return PX_OK;
+    }
+    const char *names[64];
+    int count = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(rels, k, v) {
+        if (count < (int)(sizeof names / sizeof names[0]))
+            names[count++] = k;
+    }
+    double as_of = -1.0;
+    px_release_month(json_string_value(json_object_get(root, "as_of")), &as_of);
+    int i = px_release_nearest(asked, names, count, as_of);
+    if (i == -2) {
+        char allowed[512];
+        release_names(root, allowed, sizeof allowed);
+        return px_error_set(err, PX_ERR_NOT_FOUND, file, 0, 0,
+                            "--framework-release \"%s\": unknown; allowed values: %s, or a year "
+                            "(2023) or a NeMo container (nemo-YY.MM), planned as the documented "
+                            "release nearest in time",
+                            asked, allowed);
+    }
+    snprintf(applied, n, "%s", i >= 0 ? names[i] : "");
+    return PX_OK;
+}
+
 px_status px_framework_load_release(const char *name_or_path, const char *dir,
                                     const char *release, px_framework *out, px_error *err)
 {
@@ -460,16 +496,29 @@ px_status px_framework_load_release(const char *name_or_path, const char *dir,
     if (rels && !json_is_object(rels))
         st = px_error_set(err, PX_ERR_INVALID, path, 0, 0,
                           "releases: expected an object of release names");
+    json_t *as_of = json_object_get(root, "as_of");
+    double as_of_years;
+    if (st == PX_OK && as_of &&
+        (!json_is_string(as_of) || !px_release_month(json_string_value(as_of), &as_of_years)))
+        st = px_error_set(err, PX_ERR_INVALID, path, 0, 0,
+                          "as_of: expected a month \"YYYY-MM\" (when the traits the profile "
+                          "describes were read from the framework)");
     bool named = release && release[0] && strcmp(release, "none") != 0;
+    char applied[32] = "";
     if (st == PX_OK && named)
-        st = apply_release(root, release, path, err);
+        st = resolve_release(root, release, path, applied, sizeof applied, err);
+    if (st == PX_OK && applied[0])
+        st = apply_release(root, applied, path, err);
     if (st == PX_OK)
         st = from_json(root, path, out, err);
     /* a file given by path is cited by it; a name as frameworks/NAME.json */
     if (st == PX_OK && is_path(name_or_path))
         snprintf(out->caps.source, sizeof out->caps.source, "%.255s", path);
-    if (st == PX_OK && named)
-        snprintf(out->release, sizeof out->release, "%s", release);
+    if (st == PX_OK && named) {
+        snprintf(out->release, sizeof out->release, "%s", applied);
+        if (strcmp(applied, release) != 0)
+            snprintf(out->release_asked, sizeof out->release_asked, "%s", release);
+    }
     json_decref(root);
     return st;
 }

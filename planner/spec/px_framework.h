@@ -161,6 +161,9 @@ typedef struct {
     char description[256];
     char path[512];                  /* the file it was read from */
     char release[32];                /* the release applied ("" = none: as it runs today) */
+    char release_asked[32];          /* the release asked for where the profile lists no
+                                      * release of that name and the nearest documented
+                                      * state was applied ("" otherwise) */
     px_caps caps;
     px_fw_runtime run;
     px_fitted fitted;                /* provenance of fitted runtime fields; n_runs 0: none */
@@ -195,8 +198,10 @@ px_status px_framework_path(const char *name_or_path, const char *dir, char *pat
 /* The same with one of the profile's releases applied: the traits its
  * "releases" section says that release ran differently (schema:
  * docs/framework-schema.md, "Releases").  release NULL, "" or "none": the
- * framework as it runs today.  An unknown release is PX_ERR_NOT_FOUND
- * naming the allowed values. */
+ * framework as it runs today.  A year or NeMo container the profile does
+ * not list is planned as the documented state nearest to it in time
+ * (px_release.h; out->release_asked names it); any other unknown name is
+ * PX_ERR_NOT_FOUND naming the allowed values. */
 px_status px_framework_load_release(const char *name_or_path, const char *dir,
                                     const char *release, px_framework *out, px_error *err);
 

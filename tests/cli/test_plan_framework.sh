@@ -135,13 +135,39 @@ expect_error "deepspeed ZeRO-3 with a real pipeline" 'deepspeed' \
 # methods): 32 layers on a pipeline of 3 stages plan under deepspeed
 "$PLAN" --model llama3-8b --gpus 3 --tp 1 --pp 3 --dp 1 --framework deepspeed --no-milp \
   > /dev/null 2> "$tmp/ds-uneven.err" || fail "deepspeed pp 3 over 32 layers refused: $(cat "$tmp/ds-uneven.err")"
-# --framework-release: an unknown release names the allowed ones; the JSON
-# records the release; Megatron-LM's 2021 release (no FlashAttention, no DP or
-# TP overlap) plans the same layout slower than the framework as it runs today
-expect_error "unknown release" 'framework-release "1999": unknown; allowed values: none, 2020, 2021, 2022, nemo-24.03' \
-  --model tiny-llama --gpus 8 --framework megatron --framework-release 1999
-expect_error "release of a profile without releases" 'framework-release "2021": unknown; allowed values: none$' \
-  --model tiny-llama --gpus 8 --framework parallax --framework-release 2021
+# --framework-release: a name that is neither a listed release, a year nor a
+# NeMo container names the allowed ones; a year or container the profile
+# does not list is planned as the documented state nearest in time, which
+# the JSON records beside the name asked; Megatron-LM's 2021 release (no
+# FlashAttention, no DP or TP overlap) plans the same layout slower than the
+# framework as it runs today
+expect_error "unknown release" 'framework-release "r1999": unknown; allowed values: none, 2020, 2021, 2022, nemo-24.03, nemo-24.07, .*, or a year' \
+  --model tiny-llama --gpus 8 --framework megatron --framework-release r1999
+expect_error "a release of a profile without releases" 'framework-release "v2": unknown; allowed values: none, or a year' \
+  --model tiny-llama --gpus 8 --framework parallax --framework-release v2
+for case in megatron:1999:2020 megatron:2023:nemo-24.03 megatron:nemo-24.05:nemo-24.03 \
+            megatron:nemo-24.09:nemo-24.07 megatron:2031:none parallax:2021:none \
+            torchtitan:2023:2024; do
+  fw=${case%%:*}; rest=${case#*:}; asked=${rest%%:*}; applied=${rest#*:}
+  "$PLAN" --model tiny-llama --gpus 8 --framework $fw --framework-release $asked --no-milp --json \
+    > "$tmp/near.json" 2> "$tmp/near.err" || fail "$fw --framework-release $asked: $(cat "$tmp/near.err")"
+  python3 - "$tmp/near.json" "$asked" "$applied" <<'PY' || fail "$fw release $asked planned as $applied"
+import json, sys
+d, asked, applied = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+assert d["framework_release"] == applied and d["framework_release_asked"] == asked, d
+PY
+done
+"$PLAN" --model tiny-llama --gpus 8 --framework megatron --framework-release 2023 --no-milp \
+  2>&1 | grep -q "release 2023: planned as nemo-24.03, the documented state nearest in time" \
+  || fail "the table does not say which release 2023 was planned as"
+python3 - "$(dirname "$0")/../../frameworks/megatron.json" "$tmp/asof.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["as_of"] = "2026-13"
+json.dump(d, open(sys.argv[2], "w"))
+PY
+expect_error "a malformed as_of" 'as_of: expected a month "YYYY-MM"' \
+  --model tiny-llama --gpus 8 --framework "$tmp/asof.json"
 python3 - "$(dirname "$0")/../../frameworks/megatron.json" "$tmp/norel.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

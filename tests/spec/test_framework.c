@@ -8,6 +8,7 @@
 
 #include "data_util.h"
 #include "px_framework.h"
+#include "px_release.h"
 #include "px_search.h"
 #include "px_test.h"
 
@@ -240,8 +241,32 @@ static void search(void)
     CHECK(res.top[0].par.tp_overlap);
 }
 
+/* Release names as dates, and the nearest documented state: a tie goes to
+ * the earlier, today's state counts only when dated. */
+static void release_dates(void)
+{
+    double y;
+    CHECK(px_release_date("2023", &y) && y == 2023.5);
+    CHECK(px_release_date("nemo-24.03", &y) && y == 2024.0 + 2.5 / 12.0);
+    CHECK(!px_release_date("nemo-24.13", &y) && !px_release_date("nemo-24.3", &y));
+    CHECK(!px_release_date("20245", &y) && !px_release_date("r2023", &y) &&
+          !px_release_date(NULL, &y));
+    CHECK(px_release_month("2026-08", &y) && y == 2026.0 + 7.5 / 12.0);
+    CHECK(!px_release_month("2026-00", &y) && !px_release_month("2026-8", &y));
+    const char *names[] = {"2020", "nemo-24.03", "nemo-24.07"};
+    double today = 2026.0 + 7.5 / 12.0;
+    CHECK(px_release_nearest("1990", names, 3, today) == 0);
+    CHECK(px_release_nearest("nemo-24.05", names, 3, today) == 1); /* a tie: the earlier */
+    CHECK(px_release_nearest("2026", names, 3, today) == -1);
+    CHECK(px_release_nearest("2025", names, 3, today) == 2);
+    CHECK(px_release_nearest("2025", names, 3, -1.0) == 2); /* today undated */
+    CHECK(px_release_nearest("2025", names, 0, -1.0) == -2);
+    CHECK(px_release_nearest("latest", names, 3, today) == -2);
+}
+
 int main(void)
 {
+    release_dates();
     profiles();
     bad_profiles();
     search();
