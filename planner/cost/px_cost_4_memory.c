@@ -354,6 +354,15 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
             sm->buf_logits = e * tok * V / t;
             sm->buf_loss = (inflight - 1.0) * e * tok * V / t + inflight * 4.0 * tok;
         }
+        if (ctx->run && ctx->run->loss_chunks > 1) {
+            /* a chunked loss runs the head, the loss and their backward on
+             * one slice of tokens at a time inside the forward: one slice's
+             * logits live beside the fp32 buffer gathering the gradient of
+             * the head's (TP-replicated) input; that gradient, cast to the
+             * compute dtype, is what each micro-batch in flight keeps */
+            sm->buf_logits = sm->buf_logits / ctx->run->loss_chunks + 4.0 * tok * h;
+            sm->buf_loss = (inflight - 1.0) * e * tok * h;
+        }
     }
     if (stage == p - 1)
         sm->buf_mtp = mtp_buffers(ctx, par, ops, inflight, tok * h / tsp, tok * V / t);

@@ -193,6 +193,7 @@ static const px_jfield runtime_fields[] = {
      0, 16},
     {"loss_parallel_logit_bytes", PX_JF_INT, offsetof(px_fw_runtime, loss_parallel_logit_bytes),
      0, false, 0, NULL, 0, 16},
+    {"loss_chunks", PX_JF_INT, offsetof(px_fw_runtime, loss_chunks), 0, false, 0, NULL, 0, 1024},
     /* optional, default 0: the runtime's memory (px_cost_runtime.h) */
     {"allocator_cache_fraction", PX_JF_DBL, offsetof(px_fw_runtime, allocator_cache_fraction),
      0, false, 0, NULL, 0, 0.5},

@@ -138,6 +138,12 @@ typedef struct px_fw_runtime {
                                       * (tp > 1: PyTorch's loss_parallel, whose
                                       * cross-entropy backward holds more copies); 0: as
                                       * loss_logit_bytes; optional */
+    int loss_chunks;                 /* the head and loss run on this many slices of the
+                                      * micro-batch's tokens, each slice's backward at once
+                                      * in the forward (torchtitan's ChunkedLossWrapper):
+                                      * one slice's logits live, and the hidden states'
+                                      * gradient kept instead; 0 or 1: the whole micro-batch
+                                      * at once; optional */
     double allocator_cache_fraction; /* share of the caching allocator's reserved peak that
                                       * is cached, not allocated (fragmentation; 0 where the
                                       * framework runs with expandable segments or plans its

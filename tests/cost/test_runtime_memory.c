@@ -121,6 +121,7 @@ static void torchtitan_buffers(void)
     CHECK(px_framework_load("torchtitan", NULL, &fw, &err) == PX_OK);
     CHECK(fw.run.loss_logit_bytes == 12 && fw.run.fsdp_head_kept_gathered &&
           fw.run.fsdp_pp_grad_bytes == 2);
+    fw.run.loss_chunks = 1; /* the loss whole, so its logits show in full (loss_chunks below) */
     px_fw_runtime base = fw.run;
     ctx.run = &fw.run;
     px_parallel par;
@@ -180,6 +181,37 @@ static void loss_parallel(void)
     ctx.run = NULL;
 }
 
+/* torchtitan as it runs today chunks its loss (ChunkedLossWrapper, 8
+ * slices): one slice's 12 bytes a logit and the fp32 buffer of the head
+ * input's gradient instead of the whole micro-batch's logits; with a
+ * pipeline, each other micro-batch in flight at the last stage keeps that
+ * gradient (compute dtype) instead of its softmax.  Its 2024 release ran
+ * the loss whole. */
+static void loss_chunks(void)
+{
+    px_error err;
+    CHECK(px_framework_load_release("torchtitan", NULL, "2024", &fw, &err) == PX_OK);
+    CHECK(fw.run.loss_chunks == 1);
+    CHECK(px_framework_load("torchtitan", NULL, &fw, &err) == PX_OK);
+    CHECK(fw.run.loss_chunks == 8 && fw.run.loss_logit_bytes == 12);
+    ctx.run = &fw.run;
+    px_parallel par;
+    px_memory a, b;
+    double tok = 8192.0 * 2.0, V = (double)model.vocab, h = (double)model.hidden;
+    layout(&par, 1, 1, 8);
+    par.zero = 3;
+    par.micro_batch = 2;
+    par.recompute = PX_RECOMPUTE_FULL;
+    px_cost_memory(&ctx, &par, &a, NULL);
+    fw.run.loss_chunks = 1;
+    px_cost_memory(&ctx, &par, &b, NULL);
+    CHECK_CLOSE((double)(b.buffers - a.buffers), 12.0 * tok * V * (1.0 - 1.0 / 8.0) - 4.0 * tok * h,
+                0, 2.0);
+    CHECK(a.buffers < b.buffers);
+    fw.run.loss_chunks = 8;
+    ctx.run = NULL;
+}
+
 int main(void)
 {
     px_error err;
@@ -193,5 +225,6 @@ int main(void)
     op_policy();
     torchtitan_buffers();
     loss_parallel();
+    loss_chunks();
     return px_test_result("runtime_memory");
 }
