@@ -136,9 +136,6 @@ static px_status fixed_rule(px_search_result *res, px_reject r, px_status rule, 
     return reject_fixed(res, r, err, "--%s %d: %s", flag, val, e->msg);
 }
 
-/* The schedule a fixed --pp is checked under: --schedule, interleaved with
- * --vpp, else the first schedule without virtual chunks the framework runs
- * (a pipeline rule, not a schedule the user never asked for, is blamed). */
 /* A size the user gave, else 1 where the other three fixed sizes already
  * make up --gpus, else 0 (free). */
 static int given_or_implied(int given, int a, int b, int c, int64_t gpus)
@@ -148,6 +145,9 @@ static int given_or_implied(int given, int a, int b, int c, int64_t gpus)
     return a > 0 && b > 0 && c > 0 && (int64_t)a * b * c == gpus ? 1 : 0;
 }
 
+/* The schedule a fixed --pp is checked under: --schedule, interleaved with
+ * --vpp, else the first schedule without virtual chunks the framework runs
+ * (a pipeline rule, not a schedule the user never asked for, is blamed). */
 static px_schedule fixed_pp_schedule(const px_search_opts *o, const px_caps *caps)
 {
     if (o->schedule >= 0)

@@ -12,8 +12,8 @@
 
 #include "px_hw.h"
 #include "px_jfield.h"
-#include "px_release.h"
 #include "px_offload.h"
+#include "px_release.h"
 
 const char *px_framework_dir_default(void)
 {
@@ -238,7 +238,7 @@ static const px_jfield root_fields[] = {
      sizeof(((px_framework *)0)->description), true, 0, NULL, 0, 0},
 };
 static const char *const root_extra[] = {"capabilities", "runtime", "sources", "releases",
-                                         "fitted",       "as_of",   NULL};
+                                         "fitted", "as_of", NULL};
 
 #define NF(t) ((int)(sizeof t / sizeof t[0]))
 
@@ -457,7 +457,7 @@ static px_status resolve_release(json_t *root, const char *asked, const char *fi
         snprintf(applied, n, "%s", asked);
         return PX_OK;
     }
-    const char *names[64];
+    const char *names[64]; /* a profile documents a handful */
     int count = 0;
     const char *k;
     json_t *v;
@@ -502,8 +502,8 @@ px_status px_framework_load_release(const char *name_or_path, const char *dir,
     if (st == PX_OK && as_of &&
         (!json_is_string(as_of) || !px_release_month(json_string_value(as_of), &as_of_years)))
         st = px_error_set(err, PX_ERR_INVALID, path, 0, 0,
-                          "as_of: expected a month \"YYYY-MM\" (when the traits the profile "
-                          "describes were read from the framework)");
+                          "as_of: expected a month \"YYYY-MM\" (of the framework code and "
+                          "documentation the profile's traits were last checked against)");
     bool named = release && release[0] && strcmp(release, "none") != 0;
     char applied[32] = "";
     if (st == PX_OK && named)

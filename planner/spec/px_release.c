@@ -64,12 +64,12 @@ int px_release_nearest(const char *asked, const char *const *names, int n, doubl
         return -2;
     int best = -2;
     double best_dist = INFINITY, best_date = 0.0;
-    for (int i = -1; i < n; i++) {
-        double d;
-        if (i < 0 ? as_of_years < 0.0 : !px_release_date(names[i], &d))
+    for (int i = -1; i < n; i++) { /* -1: today's state */
+        double d = as_of_years;
+        if (i >= 0 && !px_release_date(names[i], &d))
             continue;
-        if (i < 0)
-            d = as_of_years;
+        if (d < 0.0)
+            continue;
         double dist = fabs(d - t);
         if (dist < best_dist - 1e-9 || (fabs(dist - best_dist) <= 1e-9 && d < best_date)) {
             best = i;
