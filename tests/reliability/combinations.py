@@ -12,8 +12,9 @@ planned through one output path, cycled in order: the table, --json,
 `execute --check`; with --every-path, through all of them.  --json
 additionally runs on every combination the checks need numbers from.  Each
 combination also takes one set of options, cycled in order beside the
-output paths (OPTIONS: none, each offload, fine-tuning), so that every
-pair of an output path and an option set recurs.
+output paths (OPTIONS: none, each offload, fine-tuning, a release each
+profile plans as its nearest documented state), so that every pair of an
+output path and an option set recurs.
 
 Checks:
 - exit status 0, or 1 with one line on stderr ("TOOL: error: ...") that
@@ -49,9 +50,11 @@ GPUS = [1, 8, 64, 1024, 16384]
 PRECISIONS = ["bf16", "fp16", "fp8", "fp8-cs", "fp8-rowwise", "fp8-block", "mxfp8", "nvfp4"]
 EXPORTS = ["megatron", "nemo", "torchtitan", "deepspeed", "slurm"]
 MODES = ["table", "json", "explain", "html", "export"]
+# nine sets, prime to the five output paths, so that every pair recurs
 OPTIONS = [[], ["--offload", "optimizer"], ["--offload", "activations"], ["--offload", "params"],
            ["--offload", "optimizer,activations"], ["--finetune", "lora"],
-           ["--finetune", "full"]]
+           ["--finetune", "full"], ["--framework-release", "2019"],
+           ["--framework-release", "nemo-25.04"]]
 OUTCOMES = {0: 0, 1: 0, "other": 0}  # of each combination's plan --json
 OUTCOMES_LOCK = threading.Lock()
 NONFINITE = re.compile(r"(?<![A-Za-z_])(nan|-?inf)(?![A-Za-z_])", re.I)
