@@ -415,15 +415,13 @@ static void release_names(json_t *root, char *buf, size_t n)
 static px_status apply_release(json_t *root, const char *release, const char *file,
                                px_error *err)
 {
-    json_t *rels = json_object_get(root, "releases");
-    json_t *rel = rels ? json_object_get(rels, release) : NULL;
-    if (!json_is_object(rel)) {
-        char names[512];
-        release_names(root, names, sizeof names);
-        return px_error_set(err, PX_ERR_NOT_FOUND, file, 0, 0,
-                            "--framework-release \"%s\": unknown; allowed values: %s", release,
-                            names);
-    }
+    /* resolve_release named an entry the profile has */
+    json_t *rel = json_object_get(json_object_get(root, "releases"), release);
+    if (!json_is_object(rel))
+        return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
+                            "releases.%s: expected an object (description, capabilities, "
+                            "runtime, sources)",
+                            release);
     const char *secs[2] = {"capabilities", "runtime"};
     json_t *src = json_object_get(rel, "sources");
     for (int s = 0; s < 2; s++) {

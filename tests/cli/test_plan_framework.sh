@@ -168,6 +168,14 @@ json.dump(d, open(sys.argv[2], "w"))
 PY
 expect_error "a malformed as_of" 'as_of: expected a month "YYYY-MM"' \
   --model tiny-llama --gpus 8 --framework "$tmp/asof.json"
+python3 - "$(dirname "$0")/../../frameworks/megatron.json" "$tmp/relnum.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["releases"]["2021"] = 5
+json.dump(d, open(sys.argv[2], "w"))
+PY
+expect_error "a release entry that is not an object" 'releases.2021: expected an object' \
+  --model tiny-llama --gpus 8 --framework "$tmp/relnum.json" --framework-release 2021
 python3 - "$(dirname "$0")/../../frameworks/megatron.json" "$tmp/norel.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -114,6 +114,16 @@ static void op_policy(void)
     CHECK_CLOSE(o.total, want, 1e-12, 0);
 }
 
+/* FSDP (ZeRO-3) over the data-parallel GPUs, micro-batch 2, full recompute:
+ * the layout the torchtitan checks below price their buffers on */
+static void fsdp_layout(px_parallel *par, int tp, int pp, int dp)
+{
+    layout(par, tp, pp, dp);
+    par->zero = 3;
+    par->micro_batch = 2;
+    par->recompute = PX_RECOMPUTE_FULL;
+}
+
 /* torchtitan's buffers: each trait moves the worst stage by its closed form */
 static void torchtitan_buffers(void)
 {
@@ -125,10 +135,7 @@ static void torchtitan_buffers(void)
     px_fw_runtime base = fw.run;
     ctx.run = &fw.run;
     px_parallel par;
-    layout(&par, 1, 1, 8);
-    par.zero = 3;
-    par.micro_batch = 2;
-    par.recompute = PX_RECOMPUTE_FULL;
+    fsdp_layout(&par, 1, 1, 8);
     px_memory a, b;
     px_cost_memory(&ctx, &par, &a, NULL);
     fw.run.loss_logit_bytes = 0; /* Megatron's: bf16 logits and one fp32 copy */
@@ -167,10 +174,7 @@ static void loss_parallel(void)
     px_memory a, b;
     double tok = 8192.0 * 2.0, V = (double)model.vocab;
     for (int tp = 1; tp <= 2; tp++) {
-        layout(&par, tp, 1, 8 / tp);
-        par.zero = 3;
-        par.micro_batch = 2;
-        par.recompute = PX_RECOMPUTE_FULL;
+        fsdp_layout(&par, tp, 1, 8 / tp);
         px_cost_memory(&ctx, &par, &a, NULL);
         fw.run.loss_parallel_logit_bytes = 0;
         px_cost_memory(&ctx, &par, &b, NULL);
@@ -183,10 +187,8 @@ static void loss_parallel(void)
 
 /* torchtitan as it runs today chunks its loss (ChunkedLossWrapper, 8
  * slices): one slice's 12 bytes a logit and the fp32 buffer of the head
- * input's gradient instead of the whole micro-batch's logits; with a
- * pipeline, each other micro-batch in flight at the last stage keeps that
- * gradient (compute dtype) instead of its softmax.  Its 2024 release ran
- * the loss whole. */
+ * input's gradient instead of the whole micro-batch's logits.  Its 2024
+ * release ran the loss whole. */
 static void loss_chunks(void)
 {
     px_error err;
@@ -198,10 +200,7 @@ static void loss_chunks(void)
     px_parallel par;
     px_memory a, b;
     double tok = 8192.0 * 2.0, V = (double)model.vocab, h = (double)model.hidden;
-    layout(&par, 1, 1, 8);
-    par.zero = 3;
-    par.micro_batch = 2;
-    par.recompute = PX_RECOMPUTE_FULL;
+    fsdp_layout(&par, 1, 1, 8);
     px_cost_memory(&ctx, &par, &a, NULL);
     fw.run.loss_chunks = 1;
     px_cost_memory(&ctx, &par, &b, NULL);
