@@ -114,6 +114,9 @@ typedef struct {
     bool sac_op;           /* selective recompute is the op-level policy (every other
                             * matmul's output and the attention's kept, the rest rerun:
                             * px_fw_runtime.selective_op_policy), not the attention core */
+    bool quant_hp_input;   /* low precision: the linears keep their activation-dtype input
+                            * and quantise it again in the backward
+                            * (px_fw_runtime.quant_keeps_hp_input, px_quant_hp_input) */
     bool eager_norm;       /* the RMSNorms run as PyTorch's composite ops
                             * (px_cost_eager_norm_bytes), not one kernel */
     bool eager_rope;       /* RoPE runs as PyTorch's composite ops (px_cost_eager_rope_bytes) */

@@ -52,6 +52,7 @@ void make_shape(const px_cost_ctx *ctx, const px_parallel *par, px_layer_kind k,
     /* the llama block's norm, RoPE and gated activation as the framework
      * runs them (GPT's block has none of these in composite form) */
     sh->eager_norm = eager_norm_of(ctx);
+    sh->quant_hp_input = quant_hp_input_of(ctx, par);
     sh->rope = m->block == PX_BLOCK_LLAMA && px_shape_attention(sh) && m->rope_fraction > 0.0;
     sh->eager_rope = sh->rope && ctx->run && !ctx->run->fused_rope;
     sh->eager_swiglu = sh->gated && ctx->run && !ctx->run->fused_swiglu;

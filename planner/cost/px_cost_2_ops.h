@@ -4,6 +4,7 @@
 #ifndef PX_COST_2_OPS_H
 #define PX_COST_2_OPS_H
 
+#include "px_cost_precision.h"
 #include "px_cost_types.h"
 
 /* The shape of one layer of kind k under recompute choice rc. */
@@ -16,6 +17,18 @@ void make_shape(const px_cost_ctx *ctx, const px_parallel *par, px_layer_kind k,
 static inline bool eager_norm_of(const px_cost_ctx *ctx)
 {
     return ctx->model->block == PX_BLOCK_LLAMA && ctx->run && !ctx->run->fused_norm;
+}
+
+/* Whether the layers' quantised linears keep their activation-dtype input for
+ * the backward (the framework's quant_keeps_hp_input): torchao's linears
+ * save the bf16 input and weight, except under its float8 tensorwise
+ * tensor-parallel styles (Float8ColwiseParallel, Float8RowwiseParallel),
+ * which cast the input before the collective, so the linear receives,
+ * and saves, float8. */
+static inline bool quant_hp_input_of(const px_cost_ctx *ctx, const px_parallel *par)
+{
+    return ctx->run && ctx->run->quant_keeps_hp_input && px_prec_is_low(par->precision) &&
+           !(par->precision == PX_PREC_FP8_CS && par->tp > 1);
 }
 
 /* Small and on the search's path: inline. */

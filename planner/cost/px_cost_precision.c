@@ -138,24 +138,49 @@ static double copies(const px_hw *hw, px_precision p)
     }
 }
 
-/* Bytes of casting `elems` elements of an e_b-byte tensor: one read, the
- * quantised copies written; current scaling reads it once more for the
- * amax (TE's compute_amax before the cast). */
+/* Bytes one cast reads: the tensor once, and once more for its amax under
+ * per-tensor current scaling (TE's compute_amax before the cast; torchao's
+ * tensorwise tensor_to_amax). */
+static double cast_read_bytes(px_precision p, double e_b)
+{
+    return p == PX_PREC_FP8_CS ? 2.0 * e_b : e_b;
+}
+
+/* Bytes of casting `elems` elements of an e_b-byte tensor: one read (two
+ * under current scaling), the quantised copies written. */
 static double cast_bytes(const px_hw *hw, px_precision p, double e_b, double elems, bool fused)
 {
     double out = copies(hw, p) * (data_bytes(p) + scale_bytes(p));
-    double in = e_b;
-    if (p == PX_PREC_FP8_CS)
-        in += e_b;
     /* a norm that writes the quantised tensor itself (delayed scaling: the
      * scale is known before the kernel) saves its bf16 write and the re-read */
     if (fused && p == PX_PREC_FP8)
         return elems * (out > e_b ? out - e_b : 0.0);
-    return elems * (in + out);
+    return elems * (cast_read_bytes(p, e_b) + out);
+}
+
+/* Bytes of one cast of `elems` elements to a single quantised copy (the
+ * layout one GEMM reads). */
+static double cast_once_bytes(px_precision p, double e_b, double elems)
+{
+    return elems * (cast_read_bytes(p, e_b) + data_bytes(p) + scale_bytes(p));
+}
+
+/* torchao's rowwise recipe runs its two gradient GEMMs (slow accumulation)
+ * on cuBLAS's tensorwise kernel with unit scales and multiplies the bf16
+ * output by the row and column scales afterwards, a pass of its own
+ * (pytorch/ao torchao/float8/float8_ops.py addmm_float8_unwrapped: "the
+ * rowwise CUTLASS-based kernel is so slow without fast-accum"; pytorch/ao
+ * issue 2184: one extra kernel per GEMM): that pass reads and writes the
+ * input gradient (T x k) and the weight gradient (k x n). */
+static double rowwise_rescale_bytes(px_precision p, double e_b, const px_prec_linear *l)
+{
+    if (p != PX_PREC_FP8_ROWWISE)
+        return 0.0;
+    return 2.0 * e_b * (l->T * l->k + l->k * l->n);
 }
 
 void px_prec_cast_bytes(const px_hw *hw, px_precision p, double e_b, const px_prec_linear *lin,
-                        int n_lin, double *fwd_bytes, double *bwd_bytes,
+                        int n_lin, bool recast, double *fwd_bytes, double *bwd_bytes,
                         double *weight_bytes_step)
 {
     *fwd_bytes = *bwd_bytes = *weight_bytes_step = 0.0;
@@ -163,11 +188,24 @@ void px_prec_cast_bytes(const px_hw *hw, px_precision p, double e_b, const px_pr
         return;
     for (int i = 0; i < n_lin; i++) {
         const px_prec_linear *l = &lin[i];
-        *fwd_bytes += cast_bytes(hw, p, e_b, l->T * l->k, l->input_from_norm);
-        *bwd_bytes += cast_bytes(hw, p, e_b, l->T * l->n, false);
+        double in = l->T * l->k, out = l->T * l->n, wt = l->k * l->n;
+        *bwd_bytes += rowwise_rescale_bytes(p, e_b, l);
+        if (recast) {
+            /* torchao (matmul_with_hp_or_float8_args, mx_mm): the forward
+             * casts the input and the weight for its GEMM; the backward
+             * casts the output gradient once for each of its two GEMMs and
+             * the saved bf16 input and weight again, along the axis each
+             * GEMM reduces over; nothing is cached between micro-batches */
+            *fwd_bytes += cast_once_bytes(p, e_b, in) + cast_once_bytes(p, e_b, wt);
+            *bwd_bytes += 2.0 * cast_once_bytes(p, e_b, out) + cast_once_bytes(p, e_b, in) +
+                          cast_once_bytes(p, e_b, wt);
+            continue;
+        }
+        *fwd_bytes += cast_bytes(hw, p, e_b, in, l->input_from_norm);
+        *bwd_bytes += cast_bytes(hw, p, e_b, out, false);
         /* the bf16 weight cast once per step (TE caches it over the
          * micro-batches: is_first_microbatch) */
-        *weight_bytes_step += cast_bytes(hw, p, e_b, l->k * l->n, false);
+        *weight_bytes_step += cast_bytes(hw, p, e_b, wt, false);
     }
 }
 
@@ -253,7 +291,7 @@ void px_prec_layer_cast_s(const px_hw *hw, const px_act_shape *sh, px_precision 
     int n = layer_linears(sh, lin);
     double e_b = sh->elem_bytes > 0 ? sh->elem_bytes : 2;
     double f = 0.0, b = 0.0, w = 0.0;
-    px_prec_cast_bytes(hw, p, e_b, lin, n, &f, &b, &w);
+    px_prec_cast_bytes(hw, p, e_b, lin, n, sh->quant_hp_input, &f, &b, &w);
     if (sh->moe) {
         /* every local expert's weights are cast, not one: E/ep - 1 more
          * pairs of expert matrices */
@@ -263,7 +301,9 @@ void px_prec_layer_cast_s(const px_hw *hw, const px_act_shape *sh, px_precision 
         if (extra > 0.0) {
             px_prec_linear wl[2] = {{0, sh->h, up * fe, false}, {0, fe, sh->h, false}};
             double f2, b2, w2;
-            px_prec_cast_bytes(hw, p, e_b, wl, 2, &f2, &b2, &w2);
+            px_prec_cast_bytes(hw, p, e_b, wl, 2, sh->quant_hp_input, &f2, &b2, &w2);
+            f += extra * f2;
+            b += extra * b2;
             w += extra * w2;
         }
     }
@@ -274,7 +314,7 @@ void px_prec_layer_cast_s(const px_hw *hw, const px_act_shape *sh, px_precision 
 
 void px_prec_act_adjust(const px_act_shape *sh, px_precision p, px_act_ops *o)
 {
-    if (!px_prec_is_low(p) || sh->recompute == PX_RECOMPUTE_FULL)
+    if (!px_prec_is_low(p) || sh->recompute == PX_RECOMPUTE_FULL || sh->quant_hp_input)
         return;
     double e = sh->elem_bytes > 0 ? sh->elem_bytes : 2;
     double r = px_prec_saved_act_bytes(p, e) / e; /* quantised / activation bytes */

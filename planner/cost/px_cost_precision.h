@@ -65,12 +65,16 @@ typedef struct {
 } px_prec_linear;
 
 /* Extra HBM bytes of the quantisation kernels of `n_lin` linear layers,
- * forward (the input casts) and backward (the output-gradient casts), per
+ * forward (the input casts) and backward (the output-gradient casts, and
+ * fp8-rowwise's rescaling of its gradient GEMMs' outputs), per
  * micro-batch, and of the weight casts once per step (weight_bytes_step).
  * e_b: the activation dtype's bytes.  hw decides whether FP8 operands need
- * a transposed copy for the backward GEMMs (see the .c). */
+ * a transposed copy for the backward GEMMs (see the .c).  recast: the
+ * framework keeps the bf16 input and quantises it again in the backward,
+ * one cast per GEMM operand, the weights every micro-batch
+ * (px_fw_runtime.quant_keeps_hp_input; weight_bytes_step is then 0). */
 void px_prec_cast_bytes(const px_hw *hw, px_precision p, double e_b, const px_prec_linear *lin,
-                        int n_lin, double *fwd_bytes, double *bwd_bytes,
+                        int n_lin, bool recast, double *fwd_bytes, double *bwd_bytes,
                         double *weight_bytes_step);
 
 /* Bytes per parameter of a linear layer's weights beyond the e_b-byte bf16
@@ -112,7 +116,8 @@ void px_prec_layer_cast_s(const px_hw *hw, const px_act_shape *sh, px_precision 
  * layers (QKV input, output-projection input, MLP input, down-projection
  * input; the experts' down-projection input) are kept quantised by the
  * framework (TE saves the quantised input of every Linear) instead of in
- * the activation dtype.  Adjusts o in place and its sums. */
+ * the activation dtype; nothing where the framework keeps the bf16 input
+ * (sh->quant_hp_input).  Adjusts o in place and its sums. */
 void px_prec_act_adjust(const px_act_shape *sh, px_precision p, px_act_ops *o);
 
 #endif

@@ -182,6 +182,8 @@ static const px_jfield runtime_fields[] = {
      NULL, 0, 8},
     {"sp_keeps_gathered_input", PX_JF_BOOL, offsetof(px_fw_runtime, sp_keeps_gathered_input), 0,
      false, 0, NULL, 0, 0},
+    {"quant_keeps_hp_input", PX_JF_BOOL, offsetof(px_fw_runtime, quant_keeps_hp_input), 0,
+     false, 0, NULL, 0, 0},
     {"selective_op_policy", PX_JF_BOOL, offsetof(px_fw_runtime, selective_op_policy), 0, false,
      0, NULL, 0, 0},
     {"act_offload_async", PX_JF_BOOL, offsetof(px_fw_runtime, act_offload_async), 0, false, 0,

@@ -125,6 +125,12 @@ typedef struct px_fw_runtime {
                                       * the all-gathered input (the whole sequence) for their
                                       * weight gradient, not the shard gathered again in the
                                       * backward (px_cost_act_layer); optional, default false */
+    bool quant_keeps_hp_input;       /* low precision: each quantised linear saves its
+                                      * activation-dtype input for the backward and quantises
+                                      * it there again, one cast per GEMM operand (torchao's
+                                      * Float8Linear and MXLinear), not the quantised copies
+                                      * its forward wrote (Transformer Engine); optional,
+                                      * default false */
     bool selective_op_policy;        /* selective recompute keeps the outputs of every other
                                       * matmul and of the attention kernel and reruns the
                                       * rest (torchtitan's op-level SAC), not Megatron's

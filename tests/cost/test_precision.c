@@ -160,29 +160,45 @@ static void test_cast_bytes(void)
     double T = 8192, k = 4096, n = 1024, f, b, w;
     px_prec_linear l = {T, k, n, false};
     /* delayed scaling on Hopper: read bf16, write fp8 + its transpose */
-    px_prec_cast_bytes(&h100, PX_PREC_FP8, 2.0, &l, 1, &f, &b, &w);
+    px_prec_cast_bytes(&h100, PX_PREC_FP8, 2.0, &l, 1, false, &f, &b, &w);
     CHECK_CLOSE(f, T * k * (2 + 2), 1e-12, 0);
     CHECK_CLOSE(b, T * n * (2 + 2), 1e-12, 0);
     CHECK_CLOSE(w, k * n * (2 + 2), 1e-12, 0);
     /* current scaling reads the input once more for its amax */
-    px_prec_cast_bytes(&h100, PX_PREC_FP8_CS, 2.0, &l, 1, &f, &b, &w);
+    px_prec_cast_bytes(&h100, PX_PREC_FP8_CS, 2.0, &l, 1, false, &f, &b, &w);
     CHECK_CLOSE(f, T * k * (2 + 2 + 2), 1e-12, 0);
     /* a norm that writes the fp8 tensor itself: no extra pass on Hopper
      * (fp8 + transpose replace the bf16 write) */
     px_prec_linear ln = {T, k, n, true};
-    px_prec_cast_bytes(&h100, PX_PREC_FP8, 2.0, &ln, 1, &f, &b, &w);
+    px_prec_cast_bytes(&h100, PX_PREC_FP8, 2.0, &ln, 1, false, &f, &b, &w);
     CHECK_CLOSE(f, 0.0, 0, 1e-9);
     /* Blackwell reads FP8 in either major order: one copy */
-    px_prec_cast_bytes(&b200, PX_PREC_FP8, 2.0, &l, 1, &f, &b, &w);
+    px_prec_cast_bytes(&b200, PX_PREC_FP8, 2.0, &l, 1, false, &f, &b, &w);
     CHECK_CLOSE(f, T * k * (2 + 1), 1e-12, 0);
     /* MXFP8: rowwise + columnwise copies, one E8M0 byte per 32 */
-    px_prec_cast_bytes(&b200, PX_PREC_MXFP8, 2.0, &l, 1, &f, &b, &w);
+    px_prec_cast_bytes(&b200, PX_PREC_MXFP8, 2.0, &l, 1, false, &f, &b, &w);
     CHECK_CLOSE(f, T * k * (2 + 2 * (1 + 1.0 / 32)), 1e-12, 0);
     /* NVFP4: two 4-bit copies, one E4M3 byte per 16 */
-    px_prec_cast_bytes(&b200, PX_PREC_NVFP4, 2.0, &l, 1, &f, &b, &w);
+    px_prec_cast_bytes(&b200, PX_PREC_NVFP4, 2.0, &l, 1, false, &f, &b, &w);
     CHECK_CLOSE(f, T * k * (2 + 2 * (0.5 + 1.0 / 16)), 1e-12, 0);
-    px_prec_cast_bytes(&b200, PX_PREC_BF16, 2.0, &l, 1, &f, &b, &w);
+    px_prec_cast_bytes(&b200, PX_PREC_BF16, 2.0, &l, 1, false, &f, &b, &w);
     CHECK(f == 0.0 && b == 0.0 && w == 0.0);
+    /* torchao's flow (recast): one copy per cast; the forward casts the
+     * input and the weight, the backward the output gradient twice and the
+     * saved input and the weight again; no per-step weight cast.  Tensorwise
+     * (current scaling) reads each tensor twice, amax then cast */
+    px_prec_cast_bytes(&h100, PX_PREC_FP8_CS, 2.0, &ln, 1, true, &f, &b, &w);
+    CHECK_CLOSE(f, (T * k + k * n) * (4 + 1), 1e-12, 0);
+    CHECK_CLOSE(b, (2 * T * n + T * k + k * n) * (4 + 1), 1e-12, 0);
+    CHECK(w == 0.0);
+    /* rowwise: one read, a 4-byte scale per 4096-element row, and its
+     * gradient GEMMs' bf16 outputs (T x k, k x n) rescaled in a pass of
+     * their own (read + write) */
+    double rw = 2 + 1 + 4.0 / 4096;
+    px_prec_cast_bytes(&h100, PX_PREC_FP8_ROWWISE, 2.0, &l, 1, true, &f, &b, &w);
+    CHECK_CLOSE(f, (T * k + k * n) * rw, 1e-12, 0);
+    CHECK_CLOSE(b, (2 * T * n + T * k + k * n) * rw + 4.0 * (T * k + k * n), 1e-12, 0);
+    CHECK(w == 0.0);
     /* weights beyond the bf16 copy: Hopper FP8 1 + 1 - 2; B200 FP8 1 - 2 */
     CHECK_CLOSE(px_prec_weight_bytes_per_param(&h100, PX_PREC_FP8, 2.0, true), 0.0, 0, 1e-12);
     CHECK_CLOSE(px_prec_weight_bytes_per_param(&b200, PX_PREC_FP8, 2.0, true), -1.0, 0, 1e-12);

@@ -211,6 +211,42 @@ static void loss_chunks(void)
     ctx.run = NULL;
 }
 
+/* torchao's quantised linears save their bf16 input (quant_keeps_hp_input):
+ * fp8-rowwise keeps the bf16 activations whole; without the trait the
+ * linear inputs are saved quantised.  Under TP the tensorwise recipe casts
+ * before the collective and saves float8 either way. */
+static void quant_input_kept(void)
+{
+    px_error err;
+    CHECK(px_framework_load("torchtitan", NULL, &fw, &err) == PX_OK);
+    CHECK(fw.run.quant_keeps_hp_input);
+    ctx.run = &fw.run;
+    px_parallel par;
+    px_memory m16, m8, mq;
+    fsdp_layout(&par, 1, 1, 8);
+    par.recompute = PX_RECOMPUTE_NONE;
+    px_cost_memory(&ctx, &par, &m16, NULL);
+    par.precision = PX_PREC_FP8_ROWWISE;
+    px_cost_memory(&ctx, &par, &m8, NULL);
+    CHECK(m8.activations == m16.activations);
+    fw.run.quant_keeps_hp_input = false;
+    ctx.ops_memo.valid = false; /* the memo assumes one profile per search */
+    px_cost_memory(&ctx, &par, &mq, NULL);
+    CHECK(mq.activations < m8.activations);
+    fw.run.quant_keeps_hp_input = true;
+    ctx.ops_memo.valid = false;
+    fsdp_layout(&par, 2, 1, 4);
+    par.recompute = PX_RECOMPUTE_NONE;
+    px_cost_memory(&ctx, &par, &m16, NULL);
+    par.precision = PX_PREC_FP8_CS;
+    px_cost_memory(&ctx, &par, &m8, NULL);
+    CHECK(m8.activations < m16.activations);
+    par.precision = PX_PREC_FP8_ROWWISE;
+    px_cost_memory(&ctx, &par, &mq, NULL);
+    CHECK(mq.activations == m16.activations);
+    ctx.run = NULL;
+}
+
 int main(void)
 {
     px_error err;
@@ -225,5 +261,6 @@ int main(void)
     torchtitan_buffers();
     loss_parallel();
     loss_chunks();
+    quant_input_kept();
     return px_test_result("runtime_memory");
 }
