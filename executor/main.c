@@ -5,7 +5,8 @@
  *          [--weight-decay-all] [--init-std X] [--mtp-loss-scale X] [--backend cpu|cuda]
  *          [--dtype bf16|fp32]
  *          [--timeout S] [--save DIR --save-interval N] [--load DIR] [--trace FILE]
- *   execute --check --plan plan.json [--backend cpu|cuda]
+ *   mpirun -np G execute --plans DIR [the options above but the per-plan outputs]
+ *   execute --check (--plan plan.json | --plans DIR) [--backend cpu|cuda]
  * Only rank 0 prints the step table; errors name the rank.  --check runs as
  * one process without mpirun: it validates the plan's own consistency and this
  * executor's capabilities and runs nothing.  See docs/executor.md. */
@@ -29,12 +30,14 @@
 #include "px_io.h"
 #include "px_memtrack.h"
 #include "px_measure.h"
+#include "px_plan_list.h"
 #include "px_trace.h"
 #include "px_train.h"
 #include "px_watchdog.h"
 
 typedef struct {
     const char *plan_path, *report_path, *dump_dir, *backend, *trace_path;
+    const char *plans_dir; /* --plans: every plan file of a directory, in turn */
     const char *save_dir, *load_dir; /* checkpoints (px_ckpt.h) */
     int64_t steps, warmup, save_interval;
     double timeout_s;
@@ -53,10 +56,17 @@ static void usage(FILE *f)
             "                            [--backend cpu|cuda] [--dtype bf16|fp32] [--trace FILE]\n"
             "                            [--timeout S] [--save DIR --save-interval N]\n"
             "                            [--load DIR]\n"
-            "       execute --check --plan plan.json [--backend cpu|cuda]\n"
+            "       mpirun -np G execute --plans DIR [the options above but --report,\n"
+            "                            --dump-weights, --trace, --save and --load]\n"
+            "       execute --check (--plan plan.json | --plans DIR) [--backend cpu|cuda]\n"
             "  --check             validate the plan (its own consistency and what this\n"
             "                      executor runs) in one process, without mpirun; runs nothing\n"
-            "  --plan FILE         plan JSON written by `plan -o` (required)\n"
+            "  --plan FILE         plan JSON written by `plan -o` (this or --plans)\n"
+            "  --plans DIR         every plan file (*.json) of DIR in name order, one after\n"
+            "                      another in this launch, each with its own step table (the\n"
+            "                      plans `plan --write-top DIR` writes: one GPU count); the\n"
+            "                      first that fails ends the job; with --check, every one\n"
+            "                      is checked\n"
             "  --steps N           timed optimizer steps (default 3); with --save or --load\n"
             "                      the job's total steps (Megatron's --train-iters): a\n"
             "                      checkpoint of step 2 with --steps 4 runs steps 3 and 4\n"
@@ -204,6 +214,7 @@ static px_status read_init_std(void *s, const char *flag, const char *v, px_erro
 /* execute's options (px_args.h: one row per spelling). */
 static const px_arg execute_rows[] = {
     PX_ARG_STR("--plan", cli, plan_path),
+    PX_ARG_STR("--plans", cli, plans_dir),
     PX_ARG_STR("--report", cli, report_path),
     PX_ARG_STR("--data", cli, opt.data_path),
     PX_ARG_STR("--dump-weights", cli, dump_dir),
@@ -244,8 +255,23 @@ static int parse_args(int argc, char **argv, cli *c, px_error *err)
     px_args_free(&res);
     if (res.action != PX_ARGS_RUN)
         return res.action == PX_ARGS_HELP ? 1 : 3;
-    if (!c->plan_path) {
-        PX_FAIL(err, PX_ERR_USAGE, "--plan FILE is required");
+    if (!c->plan_path == !c->plans_dir) {
+        PX_FAIL(err, PX_ERR_USAGE, "one of --plan FILE and --plans DIR is required");
+        return 2;
+    }
+    /* one plan's outputs: a directory of plans would overwrite them */
+    const char *per_plan = !c->plans_dir ? NULL
+                           : c->report_path ? "--report"
+                           : c->dump_dir    ? "--dump-weights"
+                           : c->trace_path  ? "--trace"
+                           : c->save_dir    ? "--save"
+                           : c->load_dir    ? "--load"
+                                            : NULL;
+    if (per_plan) {
+        PX_FAIL(err, PX_ERR_USAGE,
+                "%s is one plan's output or input: with --plans DIR run the plans one by one "
+                "(--plan FILE)",
+                per_plan);
         return 2;
     }
     if ((c->save_dir != NULL) != (c->save_interval > 0)) {
@@ -281,30 +307,55 @@ static void fail_abort(int rank, const px_error *err)
     exit(1);
 }
 
-/* execute --check: the plan against this executor's capability set, in one
- * process without MPI.  Exit 0 when it would run, 1 when not, 2 on bad usage. */
-static int check_only(const cli *c)
+/* One plan against this executor's capability set: 0 when it would run, 1
+ * when not (said on stderr, naming the file where the message does not). */
+static int check_plan(const cli *c, const char *path)
 {
     px_error err;
     px_error_clear(&err);
     px_plan plan;
     px_caps caps;
     px_exec_caps(c->backend, &caps);
-    px_status st = px_plan_read(c->plan_path, &plan, &err);
+    px_status st = px_plan_read(path, &plan, &err);
     if (st == PX_OK)
         st = px_exec_check_plan(&plan, &caps, &err);
     if (st != PX_OK) {
         char msg[2048];
         px_error_format(&err, msg, sizeof msg);
-        fprintf(stderr, "execute: %s: %s\n", px_status_name(err.code), msg);
+        bool named = strstr(msg, path) != NULL;
+        fprintf(stderr, "execute: %s%s%s: %s\n", named ? "" : path, named ? "" : ": ",
+                px_status_name(err.code), msg);
         return 1;
     }
     const px_parallel *p = &plan.par;
     printf("%s: runs on the %s: %s on %d ranks (tp %d, cp %d, pp %d, vpp %d, dp %d, ep %d, "
            "etp %d, %s, zero %d)\n",
-           c->plan_path, caps.name, plan.model.name, px_parallel_gpus(p), p->tp, p->cp, p->pp,
+           path, caps.name, plan.model.name, px_parallel_gpus(p), p->tp, p->cp, p->pp,
            p->vpp, p->dp, p->ep, p->etp, px_schedule_name(p->schedule), p->zero);
     return 0;
+}
+
+/* execute --check: the plan, or every plan of --plans DIR, against this
+ * executor's capability set, in one process without MPI.  Exit 0 when each
+ * would run, 1 when one would not or the directory has no plan. */
+static int check_only(const cli *c)
+{
+    if (!c->plans_dir)
+        return check_plan(c, c->plan_path);
+    char **paths = NULL;
+    int n = 0, bad = 0;
+    px_error err;
+    px_error_clear(&err);
+    if (px_plan_list(c->plans_dir, &paths, &n, &err) != PX_OK) {
+        char msg[2048];
+        px_error_format(&err, msg, sizeof msg);
+        fprintf(stderr, "execute: %s: %s\n", px_status_name(err.code), msg);
+        return 1;
+    }
+    for (int i = 0; i < n; i++)
+        bad |= check_plan(c, paths[i]);
+    px_plan_list_free(paths, n);
+    return bad;
 }
 
 /* The result of parse_args that is not a run: the error (2), the version
@@ -544,6 +595,98 @@ static int train(const cli *c, job *j, int rank, int world, int64_t start, int64
     return any;
 }
 
+/* One plan from set-up to teardown: the exit status every rank agrees on
+ * (0, 1 failed, 2 no step to run). */
+static int run_plan(const cli *c, int rank, int world)
+{
+    job *j = calloc(1, sizeof *j); /* the plan is large: off the stack */
+    if (!j) {
+        fprintf(stderr, "execute: rank %d: out of memory\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        return 1;
+    }
+    int64_t start = 0, end = 0, warmup = 0;
+    int code = !set_up(c, rank, world, j, &start)             ? 1
+               : !step_range(c, rank, start, &end, &warmup) ? 2
+               : train(c, j, rank, world, start, end, warmup) ? 1
+                                                              : 0;
+    job_free(j);
+    free(j);
+    return code;
+}
+
+/* --plans DIR: rank 0 lists the plan files (px_plan_list) and every rank
+ * gets the same list, so all run the same plans in the same order.  False
+ * (rank 0's error printed) when the directory gives none. */
+static bool shared_plan_list(const char *dir, int rank, char ***paths, int *n)
+{
+    *paths = NULL;
+    *n = 0;
+    char *joined = NULL;
+    long long len = -1; /* -1: rank 0 found no list */
+    if (rank == 0) {
+        px_error err;
+        px_error_clear(&err);
+        char **list = NULL;
+        int count = 0;
+        if (px_plan_list(dir, &list, &count, &err) != PX_OK) {
+            print_error(rank, &err);
+        } else {
+            size_t total = 0;
+            for (int i = 0; i < count; i++)
+                total += strlen(list[i]) + 1;
+            joined = malloc(total);
+            if (joined) {
+                size_t at = 0;
+                for (int i = 0; i < count; i++) {
+                    size_t l = strlen(list[i]);
+                    memcpy(joined + at, list[i], l);
+                    joined[at + l] = '\n';
+                    at += l + 1;
+                }
+                len = (long long)total;
+            } else {
+                fprintf(stderr, "execute: rank 0: out of memory\n");
+            }
+        }
+        px_plan_list_free(list, count);
+    }
+    MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+    if (len < 0)
+        return false;
+    if (rank != 0 && !(joined = malloc((size_t)len))) {
+        fprintf(stderr, "execute: rank %d: out of memory\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        return false;
+    }
+    MPI_Bcast(joined, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD);
+    int count = 0;
+    for (long long i = 0; i < len; i++)
+        count += joined[i] == '\n';
+    char **list = calloc((size_t)count, sizeof *list);
+    if (!list) {
+        fprintf(stderr, "execute: rank %d: out of memory\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        return false;
+    }
+    char *at = joined;
+    for (int i = 0; i < count; i++) {
+        char *nl = memchr(at, '\n', (size_t)(joined + len - at));
+        *nl = '\0';
+        list[i] = strdup(at);
+        if (!list[i]) {
+            fprintf(stderr, "execute: rank %d: out of memory\n", rank);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+            return false;
+        }
+        at = nl + 1;
+    }
+    free(joined);
+    *paths = list;
+    *n = count;
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -574,19 +717,22 @@ int main(int argc, char **argv)
     }
     apply_environment(&c, rank);
 
-    job *j = calloc(1, sizeof *j); /* the plan is large: off the stack */
-    if (!j) {
-        fprintf(stderr, "execute: rank %d: out of memory\n", rank);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-        return 1;
+    int code = 0;
+    if (!c.plans_dir) {
+        code = run_plan(&c, rank, world);
+    } else {
+        char **paths = NULL;
+        int n = 0;
+        code = shared_plan_list(c.plans_dir, rank, &paths, &n) ? 0 : 1;
+        for (int i = 0; i < n && !code; i++) {
+            c.plan_path = paths[i];
+            if (rank == 0)
+                printf("%s# plan %d of %d: %s\n", i ? "\n" : "", i + 1, n, paths[i]);
+            code = run_plan(&c, rank, world);
+        }
+        c.plan_path = NULL;
+        px_plan_list_free(paths, n);
     }
-    int64_t start = 0, end = 0, warmup = 0;
-    int code = !set_up(&c, rank, world, j, &start)             ? 1
-               : !step_range(&c, rank, start, &end, &warmup) ? 2
-               : train(&c, j, rank, world, start, end, warmup) ? 1
-                                                               : 0;
-    job_free(j);
-    free(j);
     px_error out_err;
     if (rank == 0 && px_io_flush_stdout(&out_err) != PX_OK) {
         fprintf(stderr, "execute: error: %s\n", out_err.msg);

@@ -42,7 +42,7 @@ expect bad_json "syntax.json:2" 1 --plan "$work/syntax.json"
 sed 's/"tp": 2/"tp": "two"/' "$work/tp2.json" >"$work/badtype.json"
 expect bad_field "tp" 2 --plan "$work/badtype.json"
 expect missing_file "nope.json" 1 --plan "$work/nope.json"
-expect no_plan "--plan FILE is required" 1 --steps 2
+expect no_plan "one of --plan FILE and --plans DIR is required" 1 --steps 2
 # Plans this executor cannot run: tp must divide the heads; ZeRO stage 4
 # does not exist (the plan reader names the field and the allowed values).
 "$mkplan" --model tiny-llama --tp 3 -o "$work/tp3.json" 2>/dev/null
@@ -123,7 +123,29 @@ sed -e 's/"moe_ffn": 32/"moe_ffn": 33/' -e 's/"n_shared_experts": 2/"n_shared_ex
   "$work/qwen3_tp2.json" >"$work/shared_odd.json"
 check_case 1 check_shared_tp "tp = 2 does not divide the shared experts' ffn size .* = 33" \
   --plan "$work/shared_odd.json"
-check_case 2 check_no_plan "--plan FILE is required"
+check_case 2 check_no_plan "one of --plan FILE and --plans DIR is required"
+
+# --plans DIR: exactly one of --plan and --plans; no per-plan output; a
+# directory without plan files, or one that cannot be read, is named; the
+# first plan that fails ends the job, naming it (zero4.json sorts before
+# zz_tp2.json, which never runs).
+mkdir -p "$work/plans" "$work/noplans"
+cp "$work/tp2.json" "$work/plans/zz_tp2.json"
+expect plans_and_plan "one of --plan FILE and --plans DIR is required" 2 \
+  --plan "$work/tp2.json" --plans "$work/plans"
+expect plans_report "--report is one plan's output or input: with --plans DIR run the plans one by one" 2 \
+  --plans "$work/plans" --report "$work/r.json"
+expect plans_empty "--plans .*noplans: no plan file \(\*\.json\) in the directory" 2 \
+  --plans "$work/noplans"
+expect plans_missing "--plans .*nodir: cannot read the directory" 2 --plans "$work/nodir"
+cp "$work/zero4.json" "$work/plans/zero4.json"
+expect plans_first_failure "plan 1 of 2: .*zero4.json" 2 --plans "$work/plans" --steps 1
+if grep -q "plan 2 of 2" "$work/plans_first_failure.out"; then
+  echo "FAIL plans_first_failure: the plan after the failing one ran"; failed=$((failed + 1))
+fi
+check_case 1 check_plans "zero = 4: allowed 0, 1, 2, 3" --plans "$work/plans"
+grep -q "runs on the cpu-executor: tiny-llama on 2 ranks" "$work/check_plans.out" ||
+  { echo "FAIL check_plans: zz_tp2.json not checked"; failed=$((failed + 1)); }
 
 # A failure on one rank while the others are inside the step: the job ends.
 "$mkplan" --model tiny-llama --tp 2 --pp 2 -o "$work/tp2pp2.json" 2>/dev/null

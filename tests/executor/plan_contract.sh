@@ -2,16 +2,17 @@
 # The plan contract: what `plan` writes, `execute` runs.
 #  1. For each tiny preset on 1, 2, 4 and 8 GPUs: the chosen plan as written
 #     (-o, its stage split included) and every plan of `plan --top 20`
-#     (--write-top) run one step under mpirun (CPU backend, oversubscribed).
-#     Identical plan files run once.  tiny-mla (multi-head latent attention
+#     (--write-top) run one step under mpirun (CPU backend, oversubscribed),
+#     all of one GPU count in one launch (execute --plans DIR).  Identical
+#     plan files run once.  tiny-mla (multi-head latent attention
 #     with MoE layers) runs `--top 3`: its attention is the one difference
 #     from tiny-moe, and exec_equivalence_tiny-mla covers it under every
 #     split; 20 plans more per GPU count would add minutes to CI.  tiny-qwen3
 #     (qk_norm, MoE with shared experts) runs `--top 8`: its ranked plans
 #     past 8 vary the schedule and ZeRO stage of the same split again.
-#  2. For the big presets on 8 ... 16384 GPUs: `execute --check` (one process,
-#     no mpirun) accepts the chosen plan and every ranked plan, or refuses it
-#     by name for the one combination the CPU executor does not run:
+#  2. For the big presets on 8 ... 16384 GPUs: `execute --check --plans` (one
+#     process, no mpirun) accepts the chosen plan and every ranked plan, or
+#     refuses it by name for the one combination the CPU executor does not run:
 #     multi-token prediction (DeepSeek-V3's module) with context parallelism,
 #     checked after every other rule.  Any other refusal (multi-head latent
 #     attention, qk_norm, shared experts, MTP without CP: they run) fails.
@@ -45,20 +46,23 @@ for model in tiny-gpt tiny-llama tiny-moe tiny-mla tiny-qwen3; do
     [ "$model" = tiny-mla ] && top=3
     [ "$model" = tiny-qwen3 ] && top=8
     plans "$dir" --model "$model" --gpus "$gpus" --global-batch 8 --top "$top" || continue
+    n_ranked=$(ls "$dir"/plan-*.json | wc -l)
     declare -A seen=()
     for f in "$dir"/chosen.json "$dir"/plan-*.json; do
       key=$(sed -n '/"parallel"/,/}/p' "$f" | md5sum | cut -d' ' -f1)
-      [ -n "${seen[$key]:-}" ] && continue
+      [ -n "${seen[$key]:-}" ] && { rm "$f"; continue; }
       seen[$key]=1
       runs=$((runs + 1))
-      if ! timeout 120 mpirun --oversubscribe -np "$gpus" "$exe" --plan "$f" --steps 1 \
-          --warmup 0 </dev/null >"$f.out" 2>&1; then
-        echo "FAIL $model on $gpus GPUs, $(basename "$f"): execute exited non-zero"
-        tail -5 "$f.out"; failed=$((failed + 1))
-      fi
     done
     unset seen
-    echo "ran   $model on $gpus GPUs: $(ls "$dir"/plan-*.json | wc -l) ranked plans + the chosen one"
+    # the distinct plans, one after another in one launch (execute --plans)
+    out="$work/$model-$gpus.out"
+    if ! timeout 600 mpirun --oversubscribe -np "$gpus" "$exe" --plans "$dir" --steps 1 \
+        --warmup 0 </dev/null >"$out" 2>&1; then
+      echo "FAIL $model on $gpus GPUs, $(grep '^# plan ' "$out" | tail -1): execute exited non-zero"
+      tail -5 "$out"; failed=$((failed + 1))
+    fi
+    echo "ran   $model on $gpus GPUs: $n_ranked ranked plans + the chosen one"
   done
 done
 t1=$(date +%s)
@@ -75,18 +79,24 @@ for model in llama3-70b llama3-405b gpt3-175b mixtral-8x7b deepseek-v3 qwen3-235
       fi
       echo "FAIL plan $model $gpus: $(tail -2 "$dir/plan.out")"; failed=$((failed + 1)); continue
     fi
+    # every plan of the directory in one process (execute --check --plans):
+    # one line each, "PATH: runs on ..." or the refusal
+    n_files=$(ls "$dir"/*.json | wc -l)
+    checks=$((checks + n_files))
+    chk="$work/$model-$gpus.chk"
+    "$exe" --check --plans "$dir" >"$chk" 2>&1
+    n_ok=$(grep -c ": runs on the cpu-executor: " "$chk")
+    # only MTP with CP may refuse a planned plan
+    mtp='unsupported: cp = [0-9]+ with n_mtp_modules = [0-9]+: '
+    n_mtp=$(grep -Ec "$mtp" "$chk")
     refused=""
-    for f in "$dir"/chosen.json "$dir"/plan-*.json; do
-      checks=$((checks + 1))
-      if "$exe" --check --plan "$f" >"$f.chk" 2>&1; then continue; fi
-      # only MTP with CP may refuse a planned plan
-      if grep -Eq "unsupported: cp = [0-9]+ with n_mtp_modules = [0-9]+: " "$f.chk"; then
-        refused=" multi-token prediction with cp > 1"
-        continue
-      fi
-      echo "FAIL $model on $gpus GPUs, $(basename "$f"): $(cat "$f.chk")"
+    [ "$n_mtp" -gt 0 ] && refused=" multi-token prediction with cp > 1"
+    if [ $((n_ok + n_mtp)) -ne "$n_files" ] || grep -v ": runs on the cpu-executor: " "$chk" |
+        grep -Evq "$mtp"; then
+      echo "FAIL $model on $gpus GPUs: $n_ok of $n_files plans accepted, $n_mtp refused for MTP with CP:"
+      grep -v ": runs on the cpu-executor: " "$chk" | grep -Ev "$mtp" | head -5
       failed=$((failed + 1))
-    done
+    fi
     echo "check $model on $gpus GPUs: $(ls "$dir"/plan-*.json | wc -l) ranked plans + the chosen one${refused:+, refused by the cpu-executor:$refused}"
   done
 done
