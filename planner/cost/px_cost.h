@@ -116,7 +116,7 @@ typedef struct {
                             * px_fw_runtime.selective_op_policy), not the attention core */
     bool quant_hp_input;   /* low precision: the linears keep their activation-dtype input
                             * and quantise it again in the backward
-                            * (px_fw_runtime.quant_keeps_hp_input, px_quant_hp_input) */
+                            * (px_fw_runtime.quant_keeps_hp_input: quant_hp_input_of) */
     bool eager_norm;       /* the RMSNorms run as PyTorch's composite ops
                             * (px_cost_eager_norm_bytes), not one kernel */
     bool eager_rope;       /* RoPE runs as PyTorch's composite ops (px_cost_eager_rope_bytes) */

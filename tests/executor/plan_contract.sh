@@ -61,6 +61,9 @@ for model in tiny-gpt tiny-llama tiny-moe tiny-mla tiny-qwen3; do
         --warmup 0 </dev/null >"$out" 2>&1; then
       echo "FAIL $model on $gpus GPUs, $(grep '^# plan ' "$out" | tail -1): execute exited non-zero"
       tail -5 "$out"; failed=$((failed + 1))
+    elif [ "$(grep -c '^# plan ' "$out")" -ne "$(ls "$dir"/*.json | wc -l)" ]; then
+      echo "FAIL $model on $gpus GPUs: $(grep -c '^# plan ' "$out") plans ran of $(ls "$dir"/*.json | wc -l)"
+      failed=$((failed + 1))
     fi
     echo "ran   $model on $gpus GPUs: $n_ranked ranked plans + the chosen one"
   done
