@@ -169,9 +169,9 @@ static double cast_once_bytes(px_precision p, double e_b, double elems)
  * on cuBLAS's tensorwise kernel with unit scales and multiplies the bf16
  * output by the row and column scales afterwards, a pass of its own
  * (pytorch/ao torchao/float8/float8_ops.py addmm_float8_unwrapped: "the
- * rowwise CUTLASS-based kernel is so slow without fast-accum"; pytorch/ao
- * issue 2184: one extra kernel per GEMM): that pass reads and writes the
- * input gradient (T x k) and the weight gradient (k x n). */
+ * rowwise CUTLASS-based kernel is so slow without fast-accum"; under
+ * torch.compile one more kernel per GEMM, pytorch/ao#2184): that pass reads
+ * and writes the input gradient (T x k) and the weight gradient (k x n). */
 static double rowwise_rescale_bytes(px_precision p, double e_b, const px_prec_linear *l)
 {
     if (p != PX_PREC_FP8_ROWWISE)
