@@ -148,6 +148,7 @@ static px_status plan_action(plan_cli *c, px_args_action action, const px_model 
     if (action == PX_ARGS_HELP) {
         fputs(usage_text, out);
         fputs(usage_text_2, out);
+        fputs(usage_text_3, out);
         return PX_OK;
     }
     if (action == PX_ARGS_VERSION) {

@@ -41,6 +41,7 @@ typedef struct {
 /* px_plan_options.c */
 extern const char usage_text[];
 extern const char usage_text_2[];
+extern const char usage_text_3[];
 px_status parse_args(int argc, char **argv, bool model_given, plan_cli *c,
                      px_args_action *action, px_error *err);
 /* The name an option spelling stands for ("--mbs" -> "--micro-batch"); NULL:

@@ -152,6 +152,11 @@ json_t *candidate_json(const px_candidate *c, int64_t seq, int64_t n_layers)
     json_object_set_new(o, "mfu_causal", json_real(q->mfu_causal));
     json_object_set_new(par, "precision", json_string(px_precision_name(p->precision)));
     json_object_set_new(par, "cp_comm", json_string(px_cp_comm_name(p->cp_comm)));
+    if (p->moe_a2a_overlap) /* only where it overlaps, as offload below */
+        json_object_set_new(par, "moe_a2a_overlap", json_true());
+    if (p->moe_dispatcher != PX_MOE_ALLTOALL) /* only where it is not the all-to-all */
+        json_object_set_new(par, "moe_dispatcher",
+                            json_string(px_moe_dispatch_name(p->moe_dispatcher)));
     if (px_offload_any(&p->offload)) { /* only where it offloads: other plans keep their bytes */
         json_t *off = json_pack("{s:s,s:f}", "kind", px_offload_kind_name(p->offload.kind),
                                 "fraction", p->offload.fraction);

@@ -74,6 +74,20 @@ const char usage_text[] =
     "  --overlap on|off       gradient reduction and backward TP collectives hidden under\n"
     "                         the backward (default: the framework's overlap traits; off\n"
     "                         for `execute` on CPUs, which runs them after the compute)\n"
+    "  --moe-dispatcher alltoall|deepep|hybridep\n"
+    "                         MoE token dispatcher (default alltoall: every routed copy\n"
+    "                         through NCCL's all-to-all); deepep, hybridep: Megatron-Core's\n"
+    "                         flex dispatcher, which sends a token once to each other node\n"
+    "                         holding its experts and forwards its copies over NVLink\n"
+    "  --moe-a2a-overlap on|off\n"
+    "                         MoE: each micro-batch's expert all-to-all under another\n"
+    "                         micro-batch's compute (Megatron-Core's\n"
+    "                         --overlap-moe-expert-parallel-comm; needs ep > 1, virtual\n"
+    "                         pipeline chunks when pp > 1, no full recompute; default: the\n"
+    "                         framework's trait, off for megatron)\n"
+    ;
+/* (three strings: C11 compilers need to take only 4095 characters in one) */
+const char usage_text_2[] =
     "  --finetune none|full|lora\n"
     "                         what is trained (default none: pre-training): full = SFT, the\n"
     "                         costs of pre-training; lora = adapters on a frozen base\n"
@@ -81,9 +95,6 @@ const char usage_text[] =
     "  --lora-alpha A         LoRA scale numerator (default 32; no cost, recorded in the plan)\n"
     "  --lora-targets LIST    adapted linears: comma-separated qkv, proj, fc1, fc2, or all\n"
     "                         (default all, as Megatron-Bridge and NeMo)\n"
-    ;
-/* (two strings: C11 compilers need to take only 4095 characters in one) */
-const char usage_text_2[] =
     "  --offload auto|none|LIST\n"
     "                         what lives on the host, LIST of optimizer (its state and Adam\n"
     "                         step: DeepSpeed's ZeRO-Offload, Megatron's\n"
@@ -111,6 +122,8 @@ const char usage_text_2[] =
     "                         candidates left when it is spent keep their uniform split\n"
     "  --top K                rows in the table (default 10, at most " PX_TOP_MAX_STR "); with\n"
     "                         the GLPK program on, K rows whenever K configurations fit\n"
+    ;
+const char usage_text_3[] =
     "  --tokens D             time to train D tokens, with goodput (suffixes K M B T)\n"
     "  --gpu-mtbf-hours H     per-GPU mean time between failures (default: the profile's)\n"
     "  --price-per-gpu-hour P US dollars per GPU-hour for the --tokens cost (default: the\n"
@@ -298,6 +311,19 @@ static px_status read_overlap(void *s, const char *flag, const char *v, px_error
     return st;
 }
 
+static px_status read_moe_dispatcher(void *s, const char *flag, const char *v, px_error *err)
+{
+    px_error e;
+    if (px_moe_dispatch_parse(v, &((plan_cli *)s)->opts.moe_dispatcher, &e) != PX_OK)
+        return PX_FAIL(err, PX_ERR_USAGE, "%s: %s", flag, e.msg);
+    return PX_OK;
+}
+
+static px_status read_moe_a2a_overlap(void *s, const char *flag, const char *v, px_error *err)
+{
+    return px_args_read_on_off(flag, v, &((plan_cli *)s)->opts.moe_a2a_overlap, err);
+}
+
 static px_status read_sp(void *s, const char *flag, const char *v, px_error *err)
 {
     return px_args_read_on_off(flag, v, &((plan_cli *)s)->opts.sp, err);
@@ -394,6 +420,8 @@ static const px_arg plan_rows[] = {
     PX_ARG_CUSTOM("--precision", read_precision),
     PX_ARG_CUSTOM("--cp-comm", read_cp_comm),
     PX_ARG_CUSTOM("--overlap", read_overlap),
+    PX_ARG_CUSTOM("--moe-a2a-overlap", read_moe_a2a_overlap),
+    PX_ARG_CUSTOM("--moe-dispatcher", read_moe_dispatcher),
     PX_ARG_CUSTOM("--finetune", read_finetune),
     PX_ARG_CUSTOM("--lora-rank", read_lora),
     PX_ARG_CUSTOM("--lora-alpha", read_lora),

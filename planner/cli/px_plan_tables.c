@@ -394,7 +394,8 @@ static void explain_rule(FILE *out, const px_candidate *best, const px_search_re
                 !res->rule_fits ? "does not fit" : "runs a different global batch");
 }
 
-/* The precision line of the table's header. */
+/* The precision line of the table's header, with the communication choices the
+ * request fixes (CP, the MoE dispatcher and overlap). */
 static void print_precision(FILE *out, const px_hw *hw, const px_search_opts *o)
 {
     px_precision p = o->precision;
@@ -405,6 +406,10 @@ static void print_precision(FILE *out, const px_hw *hw, const px_search_opts *o)
             hw->peak_flops / 1e12);
     if (o->cp_comm != PX_CPC_P2P)
         fprintf(out, "; CP communication %s", px_cp_comm_name(o->cp_comm));
+    if (o->moe_dispatcher != PX_MOE_ALLTOALL)
+        fprintf(out, "; MoE dispatcher %s", px_moe_dispatch_name(o->moe_dispatcher));
+    if (o->moe_a2a_overlap > 0)
+        fprintf(out, "; expert all-to-all under the other micro-batch's compute");
     fprintf(out, "\n");
 }
 

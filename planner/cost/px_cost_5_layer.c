@@ -512,11 +512,16 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par,
          * GPU's (sequence-parallel) share of the routed tokens */
         double amsg = e * (T / t) * h * sh.top_k;
         bool outer = ctx->run && ctx->run->pp_outermost;
-        double a2a = px_moe_a2a_time_s(hw, par->ep, amsg,
-                                       ep_ranks_in_node(hw, par, outer, x->ep), x->ep) *
-                     px_moe_imbalance(par->ep, T * sh.top_k / t);
-        lt->ep_s = 4.0 * a2a;
-        if (ctx->run && ctx->run->moe_a2a_overlap) /* under the other micro-batch */
+        int in_node = ep_ranks_in_node(hw, par, outer, x->ep);
+        double a2a = par->moe_dispatcher == PX_MOE_ALLTOALL
+                         ? px_moe_a2a_time_s(hw, par->ep, amsg, in_node, x->ep)
+                         : px_moe_a2a_dedup_time_s(
+                               hw, par->ep, amsg, in_node, x->ep,
+                               px_moe_node_share((int)sh.n_experts, (int)sh.top_k, par->ep,
+                                                 in_node));
+        a2a *= px_moe_imbalance(par->ep, T * sh.top_k / t);
+        lt->ep_s = lt->ep_total_s = 4.0 * a2a;
+        if (par->moe_a2a_overlap) /* under the other micro-batch */
             lt->ep_s = px_moe_a2a_exposed_s(lt->ep_s, lt->fwd_s + lt->bwd_s,
                                             comm_sm_fraction(hw), (long long)par->n_micro);
         lt->ep_bytes = 4.0 * px_coll_wire_bytes(PX_COLL_ALLTOALL, par->ep, amsg);

@@ -32,6 +32,7 @@ void time_of_stage(const stage_layers *sl, const layer_time lt[PX_LAYER_KINDS], 
             q->rcs += n * x->rc_s[r];
             q->tp += n * (x->tp_s + full * x->tp_rc_s);
             q->ep += n * x->ep_s;
+            q->ept += n * x->ep_total_s;
             q->cp += n * x->cp_exposed_s;
             q->cpt += n * x->cp_total_s;
             q->off += (double)sl->off[k][r] * x->off_s[r];
@@ -81,6 +82,7 @@ void slowest_stage_of(const px_cost_ctx *ctx, const px_parallel *par,
             w->rc = q.rcs;
             w->tp = q.tp;
             w->ep = q.ep;
+            w->ept = q.ept;
             w->cp = q.cp;
             w->cpt = q.cpt;
             w->off = q.off;

@@ -395,7 +395,8 @@ static void fill_time_detail(const px_cost_ctx *ctx, const px_parallel *par,
     detail->tp_total_s = detail->tp_exposed_s = mm * w->tp;
     detail->cp_total_s = mm * w->cpt;
     detail->cp_exposed_s = mm * w->cp;
-    detail->ep_total_s = detail->ep_exposed_s = mm * w->ep;
+    detail->ep_total_s = mm * w->ept;
+    detail->ep_exposed_s = mm * w->ep;
     detail->pp_total_s = detail->pp_exposed_s = pp_total;
     detail->dp_total_s = dp_total;
     detail->dp_exposed_s = dp_exposed;

@@ -37,6 +37,37 @@ double px_moe_a2a_exposed_s(double a2a_s, double window_s, double sm_frac, long 
     return (a2a_s - hidden) + sm_frac * hidden;
 }
 
+double px_moe_node_share(int n_experts, int top_k, int ep, int in_node)
+{
+    if (in_node < 1 || ep <= in_node || top_k < 2 || n_experts < top_k)
+        return 1.0;
+    double nodes = (double)ep / (double)in_node;
+    double per_node = (double)n_experts / nodes;
+    double none = 1.0; /* C(E − E/N, k) / C(E, k), one factor a pick */
+    for (int i = 0; i < top_k; i++) {
+        double left = (double)n_experts - per_node - (double)i;
+        none *= left > 0.0 ? left / ((double)n_experts - (double)i) : 0.0;
+    }
+    double distinct = (nodes - 1.0) * (1.0 - none);
+    double copies = (double)top_k * (nodes - 1.0) / nodes;
+    return copies > 0.0 ? distinct / copies : 1.0;
+}
+
+double px_moe_a2a_dedup_time_s(const px_hw *hw, int ep, double msg, int in_node, bool crosses,
+                               double node_share)
+{
+    if (ep <= 1 || msg <= 0.0)
+        return 0.0;
+    if (!crosses || in_node >= ep)
+        return px_moe_a2a_time_s(hw, ep, msg, in_node, crosses);
+    if (in_node < 1)
+        in_node = 1;
+    double t_out = px_time_coll_s(hw, PX_COLL_ALLTOALL, ep,
+                                  msg * node_share * (ep - in_node) / ((double)ep - 1.0), true);
+    double t_in = in_node > 1 ? px_time_coll_s(hw, PX_COLL_ALLTOALL, ep, msg, false) : 0.0;
+    return t_out > t_in ? t_out : t_in;
+}
+
 double px_moe_a2a_time_s(const px_hw *hw, int ep, double msg, int in_node, bool crosses)
 {
     if (ep <= 1 || msg <= 0.0)

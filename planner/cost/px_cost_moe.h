@@ -60,9 +60,33 @@ double px_moe_fp8_pad_bytes(double e, double copies, double h);
  * node (!crosses or in_node >= ep) is the plain intra-node all-to-all. */
 double px_moe_a2a_time_s(const px_hw *hw, int ep, double msg, int in_node, bool crosses);
 
+/* The same dispatch by a dispatcher that sends a token once to each other
+ * node hosting any of its experts and lets that node's NVLink forward the
+ * copies (DeepEP's normal kernels, HybridEP: Megatron-Core's flex
+ * dispatcher, "removes redundant tokens during cross-node communication",
+ * megatron/core/transformer/moe/README.md).  Of the copies that leave the
+ * node, the network carries the share node_share (px_moe_node_share), and
+ * NVLink carries every copy once, the forwarded ones too:
+ *   max(t_coll(a2a, ep, msg·node_share·(ep − in_node)/(ep − 1), across nodes),
+ *       t_coll(a2a, ep, msg, inside a node)).
+ * px_moe_a2a_time_s where the group stays inside a node. */
+double px_moe_a2a_dedup_time_s(const px_hw *hw, int ep, double msg, int in_node, bool crosses,
+                               double node_share);
+
+/* The network's share of a token's copies bound for other nodes under such a
+ * dispatcher: the distinct other nodes its top_k experts sit on, over the
+ * copies bound there.  With balanced routing a token's top_k experts are
+ * k distinct experts among E, drawn alike, spread evenly over the
+ * N = ep / in_node nodes of the group (E / N a node): a node holds none of
+ * them with probability C(E − E/N, k) / C(E, k), so
+ *   share = (N − 1)·(1 − C(E − E/N, k)/C(E, k)) / (k·(N − 1)/N).
+ * 1 where the group is one node or a token has one expert. */
+double px_moe_node_share(int n_experts, int top_k, int ep, int in_node);
+
 /* Exposed seconds of a layer's EP dispatch and combine (a2a_s: the four
  * all-to-alls of one micro-batch) where the framework overlaps them with
- * another micro-batch's compute (px_fw_runtime.moe_a2a_overlap:
+ * another micro-batch's compute (px_parallel.moe_a2a_overlap, plan's
+ * --moe-a2a-overlap:
  * Megatron-Core's --overlap-moe-expert-parallel-comm, which interleaves one
  * micro-batch's forward with the previous one's backward layer by layer and
  * runs each one's all-to-all under the other's compute; DeepSeek-V3's

@@ -25,7 +25,8 @@ typedef struct {
     double rc_s[PX_RECOMPUTE_COUNT];             /* extra compute by recompute mode */
     double tp_s, tp_bytes, tp_rc_s;              /* TP comm (exposed), rc: full recompute's extra */
     double tp_fwd_s, tp_bwd_s;                   /* tp_s split: forward, backward */
-    double ep_s, ep_bytes;
+    double ep_s, ep_bytes;                       /* EP all-to-all, exposed */
+    double ep_total_s;                           /* ... and before any overlap */
     double cp_total_s, cp_exposed_s, cp_bytes;
     double off_s[PX_RECOMPUTE_COUNT];            /* activation offload's exposed copies,
                                                   * by recompute mode (0 without) */
@@ -49,7 +50,7 @@ typedef struct {
 
 /* One micro-batch through one stage, by part (seconds; bytes per micro-batch). */
 typedef struct {
-    double fwd, bwd, rcs, tp, ep, cp, cpt, off, extra, mb;
+    double fwd, bwd, rcs, tp, ep, ept, cp, cpt, off, extra, mb;
     double gemm, attn, mem, tpb, epb, cpb;
 } stage_time;
 

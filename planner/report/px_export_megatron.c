@@ -164,7 +164,13 @@ static void megatron_parallel(const px_plan *plan, const plan_facts *f, px_buf *
     arg_i(b, "--expert-model-parallel-size", p->ep);
     if (plan->model.n_experts > 0) { /* what the cost model prices (frameworks/megatron.json) */
         arg_i(b, "--expert-tensor-parallel-size", p->etp);
-        arg(b, "--moe-token-dispatcher-type alltoall");
+        if (p->moe_dispatcher == PX_MOE_ALLTOALL) {
+            arg(b, "--moe-token-dispatcher-type alltoall");
+        } else {
+            arg(b, "--moe-token-dispatcher-type flex");
+            px_buf_printf(b, "--moe-flex-dispatcher-backend %s\n",
+                          px_moe_dispatch_name(p->moe_dispatcher));
+        }
         arg(b, "--moe-grouped-gemm");
     }
     if (p->tp > 1 && p->sp)
@@ -210,6 +216,8 @@ static void megatron_parallel(const px_plan *plan, const plan_facts *f, px_buf *
     }
     if (p->tp_overlap && p->tp > 1 && p->sp)
         arg(b, "--tp-comm-overlap");
+    if (p->moe_a2a_overlap)
+        arg(b, "--overlap-moe-expert-parallel-comm");
     if (!p->grad_fp32)
         arg(b, "--grad-reduce-in-bf16");
     if (p->flash_attention)

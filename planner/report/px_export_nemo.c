@@ -196,7 +196,13 @@ static void nemo_shape(const px_plan *plan, const plan_facts *f, nemo_doc *d)
          * group-limited routing needs experts in multiples of its groups) */
         kv(d, "moe_router_num_groups", "null");
         kv(d, "moe_router_group_topk", "null");
-        kv(d, "moe_token_dispatcher_type", "alltoall");
+        px_moe_dispatch dispatch = plan->par.moe_dispatcher;
+        if (dispatch == PX_MOE_ALLTOALL) {
+            kv(d, "moe_token_dispatcher_type", "alltoall");
+        } else {
+            kv(d, "moe_token_dispatcher_type", "flex");
+            kv(d, "moe_flex_dispatcher_backend", px_moe_dispatch_name(dispatch));
+        }
         kv_b(d, "moe_grouped_gemm", true);
     }
     if (m->attn == PX_ATTN_MLA) {
@@ -298,6 +304,8 @@ static void nemo_body(const px_plan *plan, const plan_facts *f, nemo_doc *d)
     nemo_precision(plan, f, d);
     object_section(d, "comm_overlap", "megatron.bridge.training.comm_overlap.CommOverlapConfig");
     kv_b(d, "tp_comm_overlap", p->tp_overlap && p->tp > 1 && p->sp);
+    if (p->moe_a2a_overlap)
+        kv_b(d, "overlap_moe_expert_parallel_comm", true);
     end_section(d);
 }
 

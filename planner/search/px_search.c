@@ -28,7 +28,7 @@ void px_search_opts_init(px_search_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->zero = o->recompute = o->schedule = o->sp = o->grad_fp32 = -1;
-    o->dp_overlap = o->tp_overlap = -1;
+    o->dp_overlap = o->tp_overlap = o->moe_a2a_overlap = -1;
     o->precision = PX_PREC_BF16;
     o->cp_comm = PX_CPC_P2P;
     px_finetune_init(&o->finetune);
@@ -404,6 +404,12 @@ static void score_states(const search_spec *sp, px_cost_ctx *ctx, px_parallel *p
                     t->rejected[rule_reject(rst, PX_REJ_BATCH)]++;
                     continue;
                 }
+                if (o->moe_a2a_overlap < 0) /* the framework's default, where it runs */
+                    par->moe_a2a_overlap =
+                        o->run && o->run->moe_a2a_overlap &&
+                        px_rule_moe_a2a_overlap(sp->m, par->ep, pp, v,
+                                                par->recompute == PX_RECOMPUTE_FULL, sp->caps,
+                                                NULL) == PX_OK;
                 score_config(sp, ctx, par, timed, t);
             }
 }

@@ -36,6 +36,8 @@ typedef enum {
     FIX_PRECISION,
     FIX_FINETUNE,
     FIX_OFFLOAD,
+    FIX_MOE_DISPATCHER,
+    FIX_MOE_A2A_OVERLAP,
     FIX_COUNT
 } fixed_dim;
 
@@ -183,10 +185,26 @@ static bool take_size(fixed_dim k, const px_model *m, const px_search_opts *o, c
     }
 }
 
+/* Expert parallelism over the least expert count > 1 that divides the
+ * experts, where the request leaves ep free and the probe has none: what
+ * the expert options need (check_fixed has judged a fixed ep). */
+static void probe_expert_ranks(const px_model *m, const px_search_opts *o, px_parallel *p)
+{
+    if (o->ep > 0 || p->ep >= 2)
+        return;
+    for (int e = 2; e <= m->n_experts; e++)
+        if (m->n_experts % e == 0) {
+            p->ep = p->dp = e;
+            return;
+        }
+}
+
 /* Takes option k (sequence parallelism, recompute, ZeRO, sharding, number
- * formats) into the probe if o fixes it, as take_size does. */
-static bool take_option(fixed_dim k, const px_search_opts *o, px_parallel *p, const char **flag,
-                        char *what, size_t n)
+ * formats, offload, the expert dispatcher and overlap) into the probe if o
+ * fixes it, as take_size does. */
+static bool take_option(fixed_dim k, const px_model *m, const px_search_opts *o,
+                        const px_caps *c, px_parallel *p, const char **flag, char *what,
+                        size_t n)
 {
     switch (k) {
     case FIX_SP:
@@ -268,16 +286,42 @@ static bool take_option(fixed_dim k, const px_search_opts *o, px_parallel *p, co
                  o->offload.kind != PX_OFFLOAD_NONE && o->offload.activations ? " and " : "",
                  o->offload.activations ? "activation offload" : "");
         return true;
+    case FIX_MOE_DISPATCHER:
+        if (o->moe_dispatcher == PX_MOE_ALLTOALL)
+            return false;
+        p->moe_dispatcher = o->moe_dispatcher;
+        probe_expert_ranks(m, o, p);
+        *flag = o->moe_dispatcher == PX_MOE_DEEPEP ? "--moe-dispatcher deepep"
+                                                   : "--moe-dispatcher hybridep";
+        snprintf(what, n, "the %s token dispatcher", px_moe_dispatch_name(o->moe_dispatcher));
+        return true;
+    case FIX_MOE_A2A_OVERLAP:
+        if (o->moe_a2a_overlap <= 0)
+            return false;
+        p->moe_a2a_overlap = true;
+        probe_expert_ranks(m, o, p);
+        /* virtual chunks under a pipeline, where the request leaves them free
+         * (check_fixed has judged the fixed ones) */
+        if (p->pp > 1 && p->vpp < 2 && o->vpp <= 0 && c->schedules[PX_SCHED_INTERLEAVED]) {
+            p->vpp = even_vpp(m, p->pp);
+            p->schedule = PX_SCHED_INTERLEAVED;
+        }
+        *flag = "--moe-a2a-overlap on";
+        snprintf(what, n, "the expert all-to-all under another micro-batch's compute");
+        return true;
     default:
         return false;
     }
 }
 
 /* The shipped framework profiles (frameworks/) that run probe, as a list
- * for a refusal's hint ("" when none does or none loads). */
-static void frameworks_that_run(const px_model *m, const px_parallel *probe, char *out,
-                                size_t n)
+ * for a refusal's hint ("" when none does or none loads), leaving out
+ * `self` (the refusing framework: where its profile as it runs today runs
+ * probe, an older release refused, and *self_runs says so). */
+static void frameworks_that_run(const px_model *m, const px_parallel *probe, const char *self,
+                                bool *self_runs, char *out, size_t n)
 {
+    *self_runs = false;
     out[0] = '\0';
     char names[1024];
     px_hw_list_profiles(px_framework_dir_default(), names, sizeof names);
@@ -297,6 +341,10 @@ static void frameworks_that_run(const px_model *m, const px_parallel *probe, cha
             q->offload.act_layers = 1;
         if (px_plan_check_cap(m, q, &fw->caps, NULL, NULL) != PX_OK)
             continue;
+        if (!strcmp(name, self)) {
+            *self_runs = true;
+            continue;
+        }
         size_t used = strlen(out);
         snprintf(out + used, n - used, "%s%s", used ? ", " : "", name);
     }
@@ -316,11 +364,13 @@ static px_status framework_refuses(const px_model *m, const px_parallel *probe,
         snprintf(src, sizeof src, "%s", c->source);
     else
         snprintf(src, sizeof src, "frameworks/%s.json", c->name);
-    frameworks_that_run(m, probe, others, sizeof others);
+    bool self_runs;
+    frameworks_that_run(m, probe, c->name, &self_runs, others, sizeof others);
     return PX_FAIL(err, PX_ERR_INFEASIBLE,
-                   "%s: framework %s cannot run %s (capability %s of %s)%s%s%s", flag, c->name,
-                   what, cap, src, others[0] ? "; --framework " : "", others,
-                   others[0] ? " can" : "");
+                   "%s: framework %s cannot run %s (capability %s of %s)%s%s%s%s%s%s", flag,
+                   c->name, what, cap, src, self_runs ? "; its current release can (" : "",
+                   self_runs ? c->name : "", self_runs ? " without --framework-release)" : "",
+                   others[0] ? "; --framework " : "", others, others[0] ? " can" : "");
 }
 
 /* A probe refused for ZeRO-0 beside another dimension where the user did
@@ -393,7 +443,8 @@ px_status px_search_check_framework(const px_model *m, const px_search_opts *o, 
         char what[192];
         bool fixed = k < FIX_SP
                          ? take_size((fixed_dim)k, m, o, c, &probe, &flag, what, sizeof what)
-                         : take_option((fixed_dim)k, o, &probe, &flag, what, sizeof what);
+                         : take_option((fixed_dim)k, m, o, c, &probe, &flag, what,
+                                       sizeof what);
         if (!fixed)
             continue;
         const char *cap = NULL;

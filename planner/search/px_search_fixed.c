@@ -216,6 +216,31 @@ px_status check_fixed(const px_model *m, int gpus, int64_t s, const px_search_op
         px_rule_experts(m, o->tp, cp_fixed, o->dp, o->ep, etp_fixed, caps, &e) != PX_OK)
         st = reject_fixed(res, PX_REJ_EXPERTS, err, "tp %d, cp %d, dp %d, ep %d, etp %d: %s",
                           o->tp, cp_fixed, o->dp, o->ep, etp_fixed, e.msg);
+    /* --moe-dispatcher deepep|hybridep against the model and a fixed ep, etp;
+     * whether the framework runs it is the capability probe's to say */
+    if (st == PX_OK && o->moe_dispatcher != PX_MOE_ALLTOALL) {
+        px_caps runs = *caps;
+        runs.moe_deepep = runs.moe_hybridep = true;
+        int ep = o->ep > 0 ? o->ep : 2, etp = o->etp > 0 ? o->etp : 1;
+        if (o->ep == 1 && o->etp <= 0 && caps->etp)
+            etp = 2; /* a free expert TP may make the ranks alone */
+        if (px_rule_moe_dispatcher(m, o->moe_dispatcher, ep, etp, &runs, &e) != PX_OK)
+            st = reject_fixed(res, PX_REJ_EXPERTS, err, "--moe-dispatcher %s: %s",
+                              px_moe_dispatch_name(o->moe_dispatcher), e.msg);
+    }
+    /* --moe-a2a-overlap on against what is fixed with it, the free sizes as
+     * the rule wants them (ep 2, virtual chunks); whether the framework runs
+     * it at all is the capability probe's to say (px_search_caps.c) */
+    if (st == PX_OK && o->moe_a2a_overlap > 0) {
+        px_caps runs = *caps;
+        runs.moe_a2a_overlap = true;
+        int pp = given_or_implied(o->pp, o->tp, o->cp, o->dp, gpus);
+        bool flat = o->schedule >= 0 && o->schedule != PX_SCHED_INTERLEAVED;
+        int vpp = o->vpp > 0 ? o->vpp : flat ? 1 : 2;
+        if (px_rule_moe_a2a_overlap(m, o->ep > 0 ? o->ep : 2, pp > 0 ? pp : 1, vpp,
+                                    o->recompute == PX_RECOMPUTE_FULL, &runs, &e) != PX_OK)
+            st = reject_fixed(res, PX_REJ_EXPERTS, err, "--moe-a2a-overlap on: %s", e.msg);
+    }
     if (st != PX_OK)
         return st;
     /* the product of the fixed sizes against --gpus */
@@ -401,6 +426,8 @@ void search_defaults(px_parallel *par, const px_search_opts *o)
 {
     par->dp_overlap = o->dp_overlap < 0 ? (!o->run || o->run->dp_overlap) : o->dp_overlap != 0;
     par->tp_overlap = o->tp_overlap < 0 ? (!o->run || o->run->tp_overlap) : o->tp_overlap != 0;
+    par->moe_a2a_overlap = o->moe_a2a_overlap > 0; /* the default: per plan (score_states) */
+    par->moe_dispatcher = o->moe_dispatcher;
     par->flash_attention = o->flash_attention < 0 ? (!o->run || o->run->fused_attention)
                                                   : o->flash_attention != 0;
     par->shard_group = o->shard_group;

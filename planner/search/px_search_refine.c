@@ -71,7 +71,8 @@ static bool same_config(const px_parallel *a, const px_parallel *b)
         a->dp != b->dp || a->ep != b->ep || a->etp != b->etp || a->sp != b->sp ||
         a->zero != b->zero || a->grad_fp32 != b->grad_fp32 ||
         a->flash_attention != b->flash_attention || a->dp_overlap != b->dp_overlap ||
-        a->tp_overlap != b->tp_overlap || a->schedule != b->schedule ||
+        a->tp_overlap != b->tp_overlap || a->moe_a2a_overlap != b->moe_a2a_overlap ||
+        a->moe_dispatcher != b->moe_dispatcher || a->schedule != b->schedule ||
         a->recompute != b->recompute || a->micro_batch != b->micro_batch ||
         a->n_micro != b->n_micro || a->seq_len != b->seq_len || strcmp(a->order, b->order) ||
         a->n_chunks != b->n_chunks || a->n_layer_recompute != b->n_layer_recompute)

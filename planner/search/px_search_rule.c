@@ -237,6 +237,8 @@ static px_status rule_plan(const px_model *m, const px_hw *hw, int gpus,
     search_defaults(par, o); /* overlap, attention, precision as the search's */
     par->offload.activations = false; /* not a step of the textbook procedure */
     par->offload.act_layers = 0;
+    par->moe_a2a_overlap = false; /* nor is the expert all-to-all's overlap */
+    par->moe_dispatcher = PX_MOE_ALLTOALL; /* or its deduplicating dispatchers */
     par->schedule = PX_SCHED_1F1B;
     px_memory mem;
     bool batch_ok = false, done = false;

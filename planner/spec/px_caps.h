@@ -90,6 +90,11 @@ typedef struct {
     bool offload_params_sharded;         /* only over a shard group of more than one rank
                                           * (torchtitan applies FSDP2, and its offload
                                           * policy, only when dp_shard > 1) */
+    bool moe_deepep, moe_hybridep;       /* dispatches routed tokens with DeepEP / HybridEP
+                                          * (Megatron-Core's flex dispatcher) */
+    bool moe_a2a_overlap;                /* runs one micro-batch's EP all-to-all under another's
+                                          * compute (Megatron-Core's
+                                          * --overlap-moe-expert-parallel-comm) */
     int offload_activations;             /* px_act_offload_mode: which layers' activations it
                                           * offloads, under which conditions (px_offload.h) */
     int fp8_runs_as;                     /* px_precision a plain "fp8" request runs as where

@@ -127,6 +127,11 @@ static const px_jfield caps_fields[] = {
     {"offload_params", PX_JF_BOOL, offsetof(px_caps, offload_params), 0, false, 0, NULL, 0, 0},
     {"offload_params_sharded", PX_JF_BOOL, offsetof(px_caps, offload_params_sharded), 0, false,
      0, NULL, 0, 0},
+    /* optional, default false: the flex dispatcher's backends */
+    {"moe_deepep", PX_JF_BOOL, offsetof(px_caps, moe_deepep), 0, false, 0, NULL, 0, 0},
+    {"moe_hybridep", PX_JF_BOOL, offsetof(px_caps, moe_hybridep), 0, false, 0, NULL, 0, 0},
+    /* optional, default false: EP all-to-all under another micro-batch */
+    {"moe_a2a_overlap", PX_JF_BOOL, offsetof(px_caps, moe_a2a_overlap), 0, false, 0, NULL, 0, 0},
     /* optional, default none: activation offload (px_offload.h) */
     {"offload_activations", PX_JF_ENUM, offsetof(px_caps, offload_activations), 0, false, 0,
      px_act_offload_mode_names, PX_ACT_OFFLOAD_COUNT, 0},

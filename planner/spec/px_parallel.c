@@ -25,6 +25,26 @@ px_status px_schedule_parse(const char *s, px_schedule *out, px_error *err)
                    s);
 }
 
+static const char *const moe_dispatch_names[PX_MOE_DISPATCH_COUNT] = {"alltoall", "deepep",
+                                                                      "hybridep"};
+
+const char *px_moe_dispatch_name(px_moe_dispatch d)
+{
+    return (d >= 0 && d < PX_MOE_DISPATCH_COUNT) ? moe_dispatch_names[d] : "?";
+}
+
+px_status px_moe_dispatch_parse(const char *s, px_moe_dispatch *out, px_error *err)
+{
+    for (int i = 0; s && i < PX_MOE_DISPATCH_COUNT; i++)
+        if (strcmp(s, moe_dispatch_names[i]) == 0) {
+            *out = (px_moe_dispatch)i;
+            return PX_OK;
+        }
+    return PX_FAIL(err, PX_ERR_INVALID,
+                   "moe dispatcher \"%s\": allowed values are alltoall, deepep, hybridep",
+                   s ? s : "(null)");
+}
+
 static const char *const cp_comm_names[PX_CPC_COUNT] = {"p2p", "all-gather", "a2a"};
 
 const char *px_cp_comm_name(px_cp_comm c)
@@ -70,6 +90,8 @@ void px_parallel_init(px_parallel *p)
     p->flash_attention = true; /* every modern trainer uses it */
     p->dp_overlap = true;      /* bucketed gradient reduction under the backward */
     p->tp_overlap = true;      /* async backward TP collectives under their GEMMs */
+    p->moe_a2a_overlap = false; /* Megatron-Core's default */
+    p->moe_dispatcher = PX_MOE_ALLTOALL;
     p->schedule = PX_SCHED_1F1B;
     p->recompute = PX_RECOMPUTE_NONE;
     p->micro_batch = 1;

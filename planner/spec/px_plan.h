@@ -47,6 +47,19 @@ typedef enum {
 const char *px_cp_comm_name(px_cp_comm c); /* "p2p", "all-gather", "a2a" */
 px_status px_cp_comm_parse(const char *s, px_cp_comm *out, px_error *err);
 
+/* How the routed tokens reach their experts' ranks (Megatron-Core's
+ * --moe-token-dispatcher-type and --moe-flex-dispatcher-backend). */
+typedef enum {
+    PX_MOE_ALLTOALL = 0, /* NCCL all-to-all of every routed copy ("alltoall") */
+    PX_MOE_DEEPEP,       /* "flex" with DeepEP: a token crosses to each node hosting
+                          * its experts once, then NVLink forwards its copies */
+    PX_MOE_HYBRIDEP,     /* "flex" with HybridEP: the same, NVIDIA's kernels */
+    PX_MOE_DISPATCH_COUNT
+} px_moe_dispatch;
+
+const char *px_moe_dispatch_name(px_moe_dispatch d); /* "alltoall", "deepep", "hybridep" */
+px_status px_moe_dispatch_parse(const char *s, px_moe_dispatch *out, px_error *err);
+
 #define PX_MAX_CHUNKS 1024 /* pp * vpp */
 #define PX_MAX_LAYERS PX_MODEL_MAX_LAYERS
 
@@ -67,6 +80,11 @@ typedef struct {
     bool tp_overlap;          /* backward TP collectives run asynchronously under the
                                * weight-/input-gradient GEMMs (Megatron since 2022);
                                * false: each blocks where it is issued */
+    px_moe_dispatch moe_dispatcher; /* how the routed tokens travel */
+    bool moe_a2a_overlap;     /* the EP dispatch / combine all-to-all of one micro-batch
+                               * under another micro-batch's compute (Megatron-Core
+                               * --overlap-moe-expert-parallel-comm); false: each layer
+                               * waits for its all-to-all */
     px_schedule schedule;
     px_recompute recompute;   /* uniform choice; per_layer overrides when set */
     int64_t micro_batch;      /* b, sequences */

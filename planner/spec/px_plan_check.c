@@ -43,6 +43,8 @@ static void caps_all(px_caps *c, const char *name)
     c->finetune = (1u << PX_FT_COUNT) - 1;
     c->offload_optimizer = c->offload_fraction = c->offload_params = true;
     c->offload_activations = PX_ACT_OFFLOAD_ANY;
+    c->moe_a2a_overlap = true;
+    c->moe_deepep = c->moe_hybridep = true;
 }
 
 /* Everything the cost model prices.  The vocabulary is padded as Megatron
@@ -84,6 +86,8 @@ static void caps_engine(px_caps *c, const char *name)
     c->offload_optimizer = c->offload_fraction = false; /* the CPU executor adds it */
     c->offload_params = false;
     c->offload_activations = PX_ACT_OFFLOAD_NONE;        /* activations stay on the device */
+    c->moe_a2a_overlap = false; /* each layer's all-to-all runs where it is issued */
+    c->moe_deepep = c->moe_hybridep = false; /* MPI's all-to-all of every copy */
 }
 
 /* Any consumer's: what some consumer runs (plan I/O reads a plan against it,
@@ -304,6 +308,68 @@ px_status px_rule_sp(const px_model *m, int64_t seq, int tp, int cp, bool sp,
                        "mixture of experts: tp = %d must divide the tokens of a micro-batch "
                        "(seq_len / cp x micro_batch = %lld): each TP rank routes a slice",
                        tp, (long long)(seq / cp * micro_batch));
+    return PX_OK;
+}
+
+px_status px_rule_moe_a2a_overlap(const px_model *m, int ep, int pp, int vpp, bool any_full,
+                                  const px_caps *caps, px_error *err)
+{
+    if (!caps->moe_a2a_overlap)
+        return lacks(err, "moe_a2a_overlap",
+                     PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                             "moe_a2a_overlap = true: %s runs each layer's all-to-all where it "
+                             "is issued; allowed: false",
+                             caps->name));
+    if (m->n_experts <= 0)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "moe_a2a_overlap = true: %s has no experts, so no all-to-all to overlap",
+                       m->name);
+    if (ep < 2)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "moe_a2a_overlap = true with ep = %d: the overlap hides the all-to-all "
+                       "of expert parallelism; allowed: ep > 1",
+                       ep);
+    if (pp > 1 && vpp < 2)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "moe_a2a_overlap = true with pp = %d, vpp = %d: Megatron-Core overlaps "
+                       "a pipeline's micro-batches chunk by chunk; allowed: vpp > 1 (or pp 1)",
+                       pp, vpp);
+    if (any_full)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "moe_a2a_overlap = true with full recompute: Megatron-Core refuses "
+                       "the overlap with recompute_granularity full; allowed: recompute none "
+                       "or selective");
+    if (m->n_mtp_modules > 1)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "moe_a2a_overlap = true with %lld multi-token-prediction modules: "
+                       "Megatron-Core overlaps at most one; allowed: 0 or 1",
+                       (long long)m->n_mtp_modules);
+    return PX_OK;
+}
+
+px_status px_rule_moe_dispatcher(const px_model *m, px_moe_dispatch d, int ep, int etp,
+                                 const px_caps *caps, px_error *err)
+{
+    if (d == PX_MOE_ALLTOALL)
+        return PX_OK;
+    if ((int)d < 0 || d >= PX_MOE_DISPATCH_COUNT)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "moe_dispatcher = %d: allowed alltoall, deepep, hybridep", (int)d);
+    bool runs = d == PX_MOE_DEEPEP ? caps->moe_deepep : caps->moe_hybridep;
+    if (!runs)
+        return lacks(err, d == PX_MOE_DEEPEP ? "moe_deepep" : "moe_hybridep",
+                     PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                             "moe_dispatcher = %s: %s does not run it; allowed: alltoall",
+                             px_moe_dispatch_name(d), caps->name));
+    if (m->n_experts <= 0)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "moe_dispatcher = %s: %s has no experts to dispatch to",
+                       px_moe_dispatch_name(d), m->name);
+    if ((int64_t)ep * etp < 2)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "moe_dispatcher = %s with ep = %d, etp = %d: the flex dispatcher needs "
+                       "more than one expert rank; allowed: ep x etp > 1",
+                       px_moe_dispatch_name(d), ep, etp);
     return PX_OK;
 }
 
@@ -663,6 +729,18 @@ static px_status check_offload(const px_parallel *p, const px_caps *caps, px_err
 
 /* Every layer of p recomputes by r (the uniform choice and each per-layer
  * one). */
+/* Some layer recomputes as r: the per-layer table's choice where there is
+ * one, else the uniform one. */
+static bool recompute_any(const px_parallel *p, px_recompute r)
+{
+    if (p->n_layer_recompute == 0)
+        return p->recompute == r;
+    for (int l = 0; l < p->n_layer_recompute; l++)
+        if (p->layer_recompute[l] == r)
+            return true;
+    return false;
+}
+
 static bool recompute_all(const px_parallel *p, px_recompute r)
 {
     if (p->recompute != r)
@@ -789,6 +867,11 @@ px_status px_plan_check(const px_model *m, const px_parallel *p, const px_caps *
         st = check_options(p, caps, err);
     if (st == PX_OK)
         st = check_cp_comm(m, p, caps, err);
+    if (st == PX_OK)
+        st = px_rule_moe_dispatcher(m, p->moe_dispatcher, p->ep, p->etp, caps, err);
+    if (st == PX_OK && p->moe_a2a_overlap)
+        st = px_rule_moe_a2a_overlap(m, p->ep, p->pp, p->vpp, recompute_any(p, PX_RECOMPUTE_FULL),
+                                     caps, err);
     if (st == PX_OK)
         st = check_finetune(m, &p->finetune, caps, err);
     if (st == PX_OK)

@@ -98,6 +98,21 @@ px_status px_rule_pipeline(const px_model *m, int pp, int vpp, px_schedule sched
  * 405B on pp 4 x vpp 8). */
 px_status px_rule_pipeline_end_slots(const px_model *m, int pp, int vpp, px_schedule schedule,
                                      const px_caps *caps, px_error *err);
+/* The EP all-to-all under another micro-batch's compute, as Megatron-Core
+ * runs it (transformer_config.py's checks of overlap_moe_expert_parallel_comm):
+ * a consumer that runs it (caps), experts split over ep > 1 ranks, virtual
+ * pipeline chunks wherever pp > 1 (its schedule interleaves one micro-batch's
+ * forward with another's backward chunk by chunk), no full recompute of any
+ * layer (any_full: a per-layer table's) and at most one multi-token-prediction
+ * module. */
+px_status px_rule_moe_a2a_overlap(const px_model *m, int ep, int pp, int vpp, bool any_full,
+                                  const px_caps *caps, px_error *err);
+/* The routed tokens' dispatcher: all-to-all anywhere; DeepEP or HybridEP
+ * (Megatron-Core's flex dispatcher) where the consumer runs it (caps), on a
+ * model with experts, over more than one expert rank (ep x etp > 1: its
+ * buffers need peers, token_dispatcher.py). */
+px_status px_rule_moe_dispatcher(const px_model *m, px_moe_dispatch d, int ep, int etp,
+                                 const px_caps *caps, px_error *err);
 /* Micro-batches: b, m >= 1; interleaving needs m a multiple of pp. */
 px_status px_rule_batch(int pp, int vpp, px_schedule schedule, int64_t micro_batch,
                         int64_t n_micro, px_error *err);

@@ -3,16 +3,7 @@
 set -u
 PLAN="$1"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-# expect_error "what" "regex on stderr" args...
-expect_error() {
-  local what="$1" re="$2"; shift 2
-  "$PLAN" "$@" > "$tmp/out" 2> "$tmp/err"
-  local rc=$?
-  [ $rc -ne 0 ] || fail "$what: exit 0"
-  grep -qE -e "$re" "$tmp/err" || fail "$what: stderr lacks /$re/: $(cat "$tmp/err")"
-  echo "ok: $what (exit $rc): $(head -c 200 "$tmp/err" | head -1)"
-}
+. "$(dirname "$0")/expect_error.sh"
 expect_error "unknown model lists the presets" 'unknown model.*llama3-70b.*seed-70b' --model nosuch --gpus 8
 expect_error "unknown profile lists the profiles" 'unknown hardware profile.*h100-sxm.*tpu-v5p' --model 70b --gpus 8 --hw nosuch
 expect_error "missing --gpus" '--gpus is required' --model 70b

@@ -6,15 +6,7 @@ set -u
 PLAN="$1"
 READBACK="$2"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-expect_error() {
-  local what="$1" re="$2"; shift 2
-  "$PLAN" "$@" > "$tmp/out" 2> "$tmp/err"
-  local rc=$?
-  [ $rc -ne 0 ] || fail "$what: exit 0"
-  grep -qE -e "$re" "$tmp/err" || fail "$what: stderr lacks /$re/: $(cat "$tmp/err")"
-  echo "ok: $what (exit $rc): $(head -1 "$tmp/err")"
-}
+. "$(dirname "$0")/expect_error.sh"
 expect_error "zb-h1 under megatron" 'schedule.*megatron.*zb-h1.*capability schedules' \
   --model tiny-llama --gpus 8 --framework megatron --schedule zb-h1
 expect_error "pp under llm-foundry" 'llm-foundry.*capability max_pp' \

@@ -14,6 +14,7 @@
 #include "px_flops.h"
 #include "px_fp8_accum.h"
 #include "px_framework.h"
+#include "px_plan_check.h"
 #include "px_search.h"
 #include "px_test.h"
 
@@ -440,9 +441,11 @@ static void test_moe(void)
     CHECK(px_moe_a2a_exposed_s(0.0, 2.0, 0.1, 8) == 0.0);
 }
 
-/* The framework trait: the same Mixtral plan with the dispatch overlapped
- * exposes less EP time, never less than the SM share, and steps faster. */
-static void test_moe_overlap_trait(void)
+/* The plan's overlap: the same Mixtral plan with the dispatch overlapped
+ * exposes less EP time, never less than the SM share, and steps faster; the
+ * framework's trait alone changes nothing (the search turns it into the
+ * plan's field). */
+static void test_moe_overlap_plan(void)
 {
     px_model m;
     px_hw hw;
@@ -462,20 +465,59 @@ static void test_moe_overlap_trait(void)
     par.micro_batch = 1;
     par.n_micro = 8;
     par.seq_len = 4096;
-    par.recompute = PX_RECOMPUTE_FULL;
+    par.recompute = PX_RECOMPUTE_SELECTIVE;
     CHECK(px_cost_check(&m, &par, &err) == PX_OK);
     static px_cost_ctx ctx;
     CHECK(px_cost_ctx_init(&ctx, &m, &hw, &err) == PX_OK);
     ctx.run = &fw.run;
-    px_prediction p0, p1;
-    px_cost_detail d0, d1;
+    px_prediction p0, p1, pt;
+    px_cost_detail d0, d1, dt;
     CHECK(px_cost_eval(&ctx, &par, 0.0, 0.0, &p0, &d0, &err) == PX_OK);
     fw.run.moe_a2a_overlap = true;
+    CHECK(px_cost_eval(&ctx, &par, 0.0, 0.0, &pt, &dt, &err) == PX_OK);
+    CHECK(dt.ep_exposed_s == d0.ep_exposed_s);
+    par.moe_a2a_overlap = true;
+    CHECK(px_plan_check(&m, &par, &fw.caps, &err) == PX_OK);
     CHECK(px_cost_eval(&ctx, &par, 0.0, 0.0, &p1, &d1, &err) == PX_OK);
     CHECK(d0.ep_exposed_s > 0.0);
     CHECK(d1.ep_exposed_s < d0.ep_exposed_s);
     CHECK(d1.ep_exposed_s >= hw.comm_overlap_cost * d0.ep_exposed_s * (1.0 - 1e-9));
+    CHECK(d1.ep_total_s == d0.ep_total_s); /* the same all-to-all, part of it hidden */
+    CHECK(d0.ep_total_s == d0.ep_exposed_s);
     CHECK(p1.time.step_s < p0.time.step_s);
+}
+
+/* A dispatcher that sends a token once to each other node holding its
+ * experts: the closed form on a case counted by hand, its limits, and its
+ * time against the all-to-all of every copy. */
+static void test_moe_node_share(void)
+{
+    /* 8 experts on 2 nodes of 4, top 2: the other node holds none of a
+     * token's two experts with probability C(4,2)/C(8,2) = 6/28, and one
+     * copy of two leaves the node on average: share 22/28 */
+    CHECK_CLOSE(px_moe_node_share(8, 2, 8, 4), 22.0 / 28.0, 1e-12, 0);
+    CHECK(px_moe_node_share(8, 2, 4, 4) == 1.0);   /* one node */
+    CHECK(px_moe_node_share(128, 1, 32, 8) == 1.0); /* one expert: nothing to share */
+    /* Qwen3-235B's 128 experts, top 8, over 4 nodes: about 2.7 other nodes
+     * for 6 copies; over more nodes the copies spread, and with one expert a
+     * node every copy goes to a node of its own */
+    double q = px_moe_node_share(128, 8, 32, 8);
+    CHECK(q > 0.4 && q < 0.5);
+    double q64 = px_moe_node_share(128, 8, 64, 1);
+    CHECK(q64 > q && q64 < 1.0);
+    CHECK_CLOSE(px_moe_node_share(128, 8, 128, 1), 1.0, 1e-12, 0);
+    px_hw hw;
+    load_hw("h100-sxm", &hw);
+    double msg = 134e6;
+    double plain = px_moe_a2a_time_s(&hw, 32, msg, 8, true);
+    double dedup = px_moe_a2a_dedup_time_s(&hw, 32, msg, 8, true, q);
+    CHECK(dedup < plain);
+    double out = px_time_coll_s(&hw, PX_COLL_ALLTOALL, 32, msg * q * 24.0 / 31.0, true);
+    double in = px_time_coll_s(&hw, PX_COLL_ALLTOALL, 32, msg, false);
+    CHECK_CLOSE(dedup, out > in ? out : in, 1e-12, 0);
+    /* inside a node it is the all-to-all */
+    CHECK(px_moe_a2a_dedup_time_s(&hw, 8, msg, 8, false, 0.5) ==
+          px_moe_a2a_time_s(&hw, 8, msg, 8, false));
 }
 
 /* The EP all-to-all: the share to the peers of a rank's node over NVLink,
@@ -512,7 +554,8 @@ int main(void)
     test_long_context();
     test_cp_flavours();
     test_moe();
-    test_moe_overlap_trait();
+    test_moe_overlap_plan();
+    test_moe_node_share();
     test_moe_a2a_split();
     return px_test_result("test_precision");
 }

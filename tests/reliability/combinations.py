@@ -13,8 +13,8 @@ planned through one output path, cycled in order: the table, --json,
 additionally runs on every combination the checks need numbers from.  Each
 combination also takes one set of options, cycled in order beside the
 output paths (OPTIONS: none, each offload, fine-tuning, a release each
-profile plans as its nearest documented state), so that every pair of an
-output path and an option set recurs.
+profile plans as its nearest documented state, the expert all-to-all
+overlap, the DeepEP dispatcher), so that every pair of an output path and an option set recurs.
 
 Checks:
 - exit status 0, or 1 with one line on stderr ("TOOL: error: ...") that
@@ -50,11 +50,13 @@ GPUS = [1, 8, 64, 1024, 16384]
 PRECISIONS = ["bf16", "fp16", "fp8", "fp8-cs", "fp8-rowwise", "fp8-block", "mxfp8", "nvfp4"]
 EXPORTS = ["megatron", "nemo", "torchtitan", "deepspeed", "slurm"]
 MODES = ["table", "json", "explain", "html", "export"]
-# nine sets, prime to the five output paths, so that every pair recurs
+# twelve sets, prime to the five output paths, so that every pair recurs
 OPTIONS = [[], ["--offload", "optimizer"], ["--offload", "activations"], ["--offload", "params"],
            ["--offload", "optimizer,activations"], ["--finetune", "lora"],
            ["--finetune", "full"], ["--framework-release", "2019"],
-           ["--framework-release", "nemo-25.04"]]
+           ["--framework-release", "nemo-25.04"], ["--moe-a2a-overlap", "on"],
+           ["--moe-a2a-overlap", "on", "--framework-release", "nemo-24.03"],
+           ["--moe-dispatcher", "deepep"]]
 OUTCOMES = {0: 0, 1: 0, "other": 0}  # of each combination's plan --json
 OUTCOMES_LOCK = threading.Lock()
 NONFINITE = re.compile(r"(?<![A-Za-z_])(nan|-?inf)(?![A-Za-z_])", re.I)

@@ -203,6 +203,77 @@ static void block_form(const px_framework *megatron, const px_framework *torchti
     CHECK_MSG(strstr(e.msg, "--recompute-method block") != NULL, "%s", e.msg);
 }
 
+/* The expert all-to-all overlap as Megatron-Core checks it: megatron runs it
+ * with ep > 1, virtual chunks under a pipeline, no layer fully recomputed
+ * (the per-layer table's too) and one MTP module at most; the executor's set
+ * refuses it by capability, a dense model by rule.  The flex dispatchers
+ * likewise, over more than one expert rank. */
+static void moe_overlap(const px_framework *megatron, const px_model *moe, const px_model *dense)
+{
+    px_parallel p;
+    px_parallel_init(&p);
+    p.ep = 8;
+    p.dp = 8;
+    p.micro_batch = 1;
+    p.n_micro = 8;
+    p.seq_len = 4096;
+    p.moe_a2a_overlap = true;
+    px_error e;
+    CHECK_MSG(px_plan_check(moe, &p, &megatron->caps, &e) == PX_OK, "%s", e.msg);
+    px_caps exec;
+    px_caps_cpu_executor(&exec);
+    CHECK(px_plan_check(moe, &p, &exec, &e) == PX_ERR_UNSUPPORTED);
+    CHECK(e.cap && !strcmp(e.cap, "moe_a2a_overlap"));
+    px_parallel q = p;
+    q.ep = 1;
+    CHECK(px_plan_check(moe, &q, &megatron->caps, &e) == PX_ERR_INVALID && e.cap == NULL);
+    q = p;
+    q.pp = 2;
+    q.dp = 4;
+    q.ep = 4;
+    CHECK(px_plan_check(moe, &q, &megatron->caps, &e) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(e.msg, "vpp") != NULL, "%s", e.msg);
+    q.vpp = 2;
+    q.schedule = PX_SCHED_INTERLEAVED;
+    CHECK_MSG(px_plan_check(moe, &q, &megatron->caps, &e) == PX_OK, "%s", e.msg);
+    /* one fully recomputed layer in a per-layer table is full recompute */
+    q = p;
+    q.n_layer_recompute = (int)moe->n_layers;
+    memset(q.layer_recompute, PX_RECOMPUTE_NONE, sizeof q.layer_recompute);
+    CHECK_MSG(px_plan_check(moe, &q, &megatron->caps, &e) == PX_OK, "%s", e.msg);
+    q.layer_recompute[0] = PX_RECOMPUTE_FULL; /* Megatron's block form, n = 1 */
+    CHECK(px_plan_check(moe, &q, &megatron->caps, &e) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(e.msg, "full recompute") != NULL, "%s", e.msg);
+    q = p;
+    q.recompute = PX_RECOMPUTE_SELECTIVE;
+    CHECK(px_plan_check(moe, &q, &megatron->caps, &e) == PX_OK);
+    /* MTP: one module overlaps, two do not */
+    px_model mtp = *moe;
+    mtp.n_mtp_modules = 1;
+    CHECK_MSG(px_rule_moe_a2a_overlap(&mtp, 8, 1, 1, false, &megatron->caps, &e) == PX_OK, "%s",
+              e.msg);
+    mtp.n_mtp_modules = 2;
+    CHECK(px_rule_moe_a2a_overlap(&mtp, 8, 1, 1, false, &megatron->caps, &e) == PX_ERR_INVALID);
+    CHECK(px_rule_moe_a2a_overlap(dense, 8, 1, 1, false, &megatron->caps, &e) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(e.msg, "no experts") != NULL, "%s", e.msg);
+    /* the flex dispatchers: megatron runs both over more than one expert
+     * rank; the executor neither */
+    q = p;
+    q.moe_a2a_overlap = false;
+    for (int d = PX_MOE_DEEPEP; d <= PX_MOE_HYBRIDEP; d++) {
+        q.moe_dispatcher = (px_moe_dispatch)d;
+        q.ep = 8;
+        CHECK_MSG(px_plan_check(moe, &q, &megatron->caps, &e) == PX_OK, "%s", e.msg);
+        CHECK(px_plan_check(moe, &q, &exec, &e) == PX_ERR_UNSUPPORTED);
+        CHECK(e.cap && !strcmp(e.cap, d == PX_MOE_DEEPEP ? "moe_deepep" : "moe_hybridep"));
+        q.ep = 1;
+        CHECK(px_plan_check(moe, &q, &megatron->caps, &e) == PX_ERR_INVALID && e.cap == NULL);
+    }
+    CHECK(px_rule_moe_dispatcher(dense, PX_MOE_DEEPEP, 8, 1, &megatron->caps, &e) ==
+          PX_ERR_INVALID);
+    CHECK(px_rule_moe_dispatcher(dense, PX_MOE_ALLTOALL, 1, 1, &exec, &e) == PX_OK);
+}
+
 int main(void)
 {
     px_caps any;
@@ -232,6 +303,7 @@ int main(void)
         return 1;
     }
     block_form(&megatron, &torchtitan, &dense);
+    moe_overlap(&megatron, &moe, &dense);
     printf("%ld configurations legal for some consumer compared, %ld verdicts differ\n",
            n_compared, n_differ);
     CHECK(n_compared > 10000);
