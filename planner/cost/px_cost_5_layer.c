@@ -522,8 +522,10 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par,
         a2a *= px_moe_imbalance(par->ep, T * sh.top_k / t);
         lt->ep_s = lt->ep_total_s = 4.0 * a2a;
         if (par->moe_a2a_overlap) /* under the other micro-batch */
-            lt->ep_s = px_moe_a2a_exposed_s(lt->ep_s, lt->fwd_s + lt->bwd_s,
-                                            comm_sm_fraction(hw), (long long)par->n_micro);
+            lt->ep_s = px_moe_a2a_exposed_s(lt->ep_s, lt->fwd_s - lt->experts_fwd_s,
+                                            lt->bwd_s - lt->experts_bwd_s, lt->experts_fwd_s,
+                                            lt->experts_bwd_s, comm_sm_fraction(hw),
+                                            (long long)par->n_micro);
         lt->ep_bytes = 4.0 * px_coll_wire_bytes(PX_COLL_ALLTOALL, par->ep, amsg);
     }
     if (px_shape_mamba(&sh) && par->cp > 1)
@@ -619,6 +621,7 @@ void time_layer(const px_cost_ctx *ctx, const px_parallel *par, px_layer_kind ki
         layer_attention_time(ctx, par, &sh, &d, &g, &gb, &g_col_attn, lt);
     if (px_shape_mamba(&sh))
         layer_mamba_time(ctx, par, &sh, &d, &g, &gb, &g_col_attn, &mem, lt);
+    double g_before_mlp = g, gb_before_mlp = gb;
     if (px_shape_dense_mlp(&sh) || sh.moe)
         layer_mlp_time(ctx, par, &sh, &d, &g, &gb, &g_col_mlp, &act_elems, &mem);
     gb *= px_lora_bwd_passes(&par->finetune) / 2.0; /* LoRA: no frozen weight gradients */
@@ -635,6 +638,10 @@ void time_layer(const px_cost_ctx *ctx, const px_parallel *par, px_layer_kind ki
     double router_s = moe ? px_time_gemm_s(ctx->hw, d.T / d.tsp, sh.n_experts, d.h) : 0.0;
     double grad_acc = px_fp8_grad_gemm_factor(ctx->hw, par->precision);
     lt->bwd_s = gb + (grad_acc - 1.0) * (gb - 2.0 * router_s) + lt->attn_bwd_s + lt->mem_bwd_s;
+    if (moe) { /* the experts' GEMMs; the router is the dispatch's side */
+        lt->experts_fwd_s = g - g_before_mlp - router_s;
+        lt->experts_bwd_s = grad_acc * (gb - gb_before_mlp - 2.0 * router_s);
+    }
     double ws_f, ws_b, params = layer_gpu_params(ctx, par, kind);
     weight_stream_time(ctx, par, params, &ws_f, &ws_b);
     lt->gemm_fwd_s += ws_f;

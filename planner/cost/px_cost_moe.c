@@ -27,14 +27,26 @@ double px_moe_permute_bytes(double e, double copies, double etp, double n_local,
     return e * h * ((fused ? 4.0 : 8.0) * own + (n_local > 1.0 ? 4.0 * copies : 0.0));
 }
 
-double px_moe_a2a_exposed_s(double a2a_s, double window_s, double sm_frac, long long n_micro)
+/* One all-to-all share `a` under compute `c`: what shows, the hidden part
+ * at the SMs' share. */
+static double paired_exposed_s(double a, double c, double sm_frac)
+{
+    double hidden = a < c ? a : (c > 0.0 ? c : 0.0);
+    return (a - hidden) + sm_frac * hidden;
+}
+
+double px_moe_a2a_exposed_s(double a2a_s, double pre_fwd_s, double pre_bwd_s,
+                            double experts_fwd_s, double experts_bwd_s, double sm_frac,
+                            long long n_micro)
 {
     if (a2a_s <= 0.0)
         return 0.0;
-    if (n_micro < 2 || window_s <= 0.0)
+    if (n_micro < 2)
         return a2a_s;
-    double hidden = a2a_s < window_s ? a2a_s : window_s;
-    return (a2a_s - hidden) + sm_frac * hidden;
+    double one = a2a_s / 4.0; /* dispatch and combine, forward and backward */
+    return paired_exposed_s(one, pre_fwd_s, sm_frac) +
+           paired_exposed_s(2.0 * one, experts_bwd_s + experts_fwd_s, sm_frac) +
+           paired_exposed_s(one, pre_bwd_s, sm_frac);
 }
 
 double px_moe_node_share(int n_experts, int top_k, int ep, int in_node)

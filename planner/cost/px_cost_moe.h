@@ -84,19 +84,24 @@ double px_moe_a2a_dedup_time_s(const px_hw *hw, int ep, double msg, int in_node,
 double px_moe_node_share(int n_experts, int top_k, int ep, int in_node);
 
 /* Exposed seconds of a layer's EP dispatch and combine (a2a_s: the four
- * all-to-alls of one micro-batch) where the framework overlaps them with
- * another micro-batch's compute (px_parallel.moe_a2a_overlap, plan's
- * --moe-a2a-overlap:
- * Megatron-Core's --overlap-moe-expert-parallel-comm, which interleaves one
- * micro-batch's forward with the previous one's backward layer by layer and
- * runs each one's all-to-all under the other's compute; DeepSeek-V3's
- * DualPipe does the same across pipeline directions).  window_s: the
- * layer's compute of one micro-batch (forward + backward), which hides the
- * all-to-all up to its length; sm_frac: the share of the compute the
+ * all-to-alls of one micro-batch, a quarter each) where the plan overlaps
+ * them with another micro-batch's compute (px_parallel.moe_a2a_overlap,
+ * plan's --moe-a2a-overlap): Megatron-Core's
+ * --overlap-moe-expert-parallel-comm runs one micro-batch's forward beside
+ * the previous one's backward, layer by layer, on two streams, and pairs
+ * each all-to-all with one part of the other's compute
+ * (megatron/core/models/common/model_chunk_schedule_plan.py, run()):
+ *   the backward combine  under the forward's pre-dispatch part,
+ *   both dispatches       under the experts' backward and forward,
+ *   the forward combine   under the backward's pre-dispatch part
+ * (the pre-dispatch part: attention, norms, router, permutation; here the
+ * layer's compute less the routed experts' GEMMs).  Each pair exposes
+ * max(0, a − c) + sm_frac · min(a, c), sm_frac the share of the compute the
  * communication kernels' SMs slow down while they run (px_cost_5_layer.c's
- * comm_sm_fraction):
- *   max(0, a2a − window) + sm_frac · min(a2a, window).
- * a2a_s itself where there is only one micro-batch (nothing to overlap). */
-double px_moe_a2a_exposed_s(double a2a_s, double window_s, double sm_frac, long long n_micro);
+ * comm_sm_fraction).  a2a_s itself where there is only one micro-batch
+ * (nothing to pair with). */
+double px_moe_a2a_exposed_s(double a2a_s, double pre_fwd_s, double pre_bwd_s,
+                            double experts_fwd_s, double experts_bwd_s, double sm_frac,
+                            long long n_micro);
 
 #endif

@@ -27,6 +27,7 @@ typedef struct {
     double tp_fwd_s, tp_bwd_s;                   /* tp_s split: forward, backward */
     double ep_s, ep_bytes;                       /* EP all-to-all, exposed */
     double ep_total_s;                           /* ... and before any overlap */
+    double experts_fwd_s, experts_bwd_s;         /* of fwd_s, bwd_s: the routed experts' GEMMs */
     double cp_total_s, cp_exposed_s, cp_bytes;
     double off_s[PX_RECOMPUTE_COUNT];            /* activation offload's exposed copies,
                                                   * by recompute mode (0 without) */

@@ -153,6 +153,9 @@ bool px_export_torchtitan_refusal(const px_plan *plan, char *why, size_t n)
     const px_model *m = &plan->model;
     if (px_export_recompute_mixed(p))
         return px_export_because(why, n, "a recompute choice per layer; plan with --partition uniform");
+    if (p->moe_dispatcher == PX_MOE_HYBRIDEP)
+        return px_export_because(why, n, "the hybridep dispatcher (torchtitan 0.2.2's "
+                                 "expert_parallel_comm_backend takes standard or deepep)");
     if (m->n_mtp_modules > 0)
         return px_export_because(why, n, "multi-token prediction (%lld module(s); torchtitan's "
                                "deepseek_v3 has none)", (long long)m->n_mtp_modules);
@@ -300,6 +303,8 @@ static void titan_parallelism(const px_plan *plan, const plan_facts *f, px_buf *
                       p->cp_comm == PX_CPC_ALLGATHER ? "allgather" : "alltoall");
     px_buf_printf(b, "expert_parallel_degree = %d\nexpert_tensor_parallel_degree = %d\n", p->ep,
                   p->ep > 1 ? p->etp : 1);
+    if (p->moe_dispatcher == PX_MOE_DEEPEP)
+        px_buf_printf(b, "expert_parallel_comm_backend = \"deepep\"\n");
 }
 
 px_status px_export_torchtitan(const px_plan *plan, px_buf *b, px_error *err)

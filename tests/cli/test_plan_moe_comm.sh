@@ -155,8 +155,21 @@ expect_error "deepep on a dense model" 'moe-dispatcher deepep: .*llama3-8b has n
   --model llama3-8b --gpus 8 --framework megatron --moe-dispatcher deepep
 expect_error "deepep on one expert rank" 'moe-dispatcher deepep: .*ep = 1, etp = 1.*allowed: ep x etp > 1' \
   "${common[@]}" --moe-dispatcher deepep --ep 1 --etp 1
-expect_error "deepep under torchtitan" 'torchtitan cannot run the deepep token dispatcher.*capability moe_deepep.*--framework .*megatron.* can' \
-  --model mixtral-8x7b --gpus 64 --framework torchtitan --moe-dispatcher deepep
+expect_error "deepep under llm-foundry" 'llm-foundry cannot run the deepep token dispatcher.*capability moe_deepep.*--framework .*megatron.* can' \
+  --model mixtral-8x7b --gpus 64 --framework llm-foundry --moe-dispatcher deepep
+expect_error "deepep under torchtitan's 2025 release" 'torchtitan cannot run the deepep token dispatcher.*its current release can' \
+  --model mixtral-8x7b --gpus 64 --framework torchtitan --framework-release 2025 --moe-dispatcher deepep
+# torchtitan runs DeepEP; its 0.2.2 TOML names it, and has no HybridEP
+"$PLAN" --model qwen3-235b-a22b --gpus 256 --hw h100-sxm --framework torchtitan --no-milp \
+  --moe-dispatcher deepep --ep 8 --zero 3 -o "$tmp/tt.plan.json" > /dev/null || fail "torchtitan deepep"
+"$EXPORT" --plan "$tmp/tt.plan.json" --to torchtitan -o "$tmp/tt.toml" > /dev/null || fail "export torchtitan deepep"
+grep -q '^expert_parallel_comm_backend = "deepep"' "$tmp/tt.toml" || fail "torchtitan export lacks deepep"
+"$PLAN" --model qwen3-235b-a22b --gpus 256 --hw h100-sxm --framework torchtitan --no-milp \
+  --moe-dispatcher hybridep --ep 8 --zero 3 -o "$tmp/tth.plan.json" > /dev/null || fail "torchtitan hybridep"
+"$EXPORT" --plan "$tmp/tth.plan.json" --to torchtitan -o "$tmp/tth.toml" > "$tmp/out" 2>&1 \
+  && fail "export torchtitan hybridep: exit 0"
+grep -q 'hybridep dispatcher' "$tmp/out" || fail "export torchtitan hybridep: $(cat "$tmp/out")"
+echo "ok: torchtitan plans DeepEP and HybridEP; its export writes DeepEP and refuses HybridEP"
 expect_error "hybridep before Megatron-Core 0.15" 'megatron cannot run the hybridep token dispatcher.*capability moe_hybridep.*its current release can' \
   "${common[@]}" --framework-release nemo-25.09 --moe-dispatcher hybridep
 "$PLAN" "${common[@]}" --framework-release nemo-25.09 --moe-dispatcher deepep > /dev/null \

@@ -433,12 +433,21 @@ static void test_moe(void)
     CHECK_CLOSE(px_moe_fp8_pad_bytes(2, 100, 10), 4.0 * 2 * 100 * 10, 1e-12, 0);
     CHECK(px_moe_fp8_pad_bytes(2, 0, 10) == 0.0);
 
-    /* dispatch overlap: the window hides the all-to-all up to its length,
-     * the SMs the communication takes stay charged */
-    CHECK_CLOSE(px_moe_a2a_exposed_s(3.0, 10.0, 0.1, 8), 0.1 * 3.0, 1e-12, 0);
-    CHECK_CLOSE(px_moe_a2a_exposed_s(3.0, 2.0, 0.1, 8), 1.0 + 0.1 * 2.0, 1e-12, 0);
-    CHECK_CLOSE(px_moe_a2a_exposed_s(3.0, 2.0, 0.1, 1), 3.0, 1e-12, 0); /* nothing to overlap */
-    CHECK(px_moe_a2a_exposed_s(0.0, 2.0, 0.1, 8) == 0.0);
+    /* dispatch overlap, as the merged schedule pairs it: the backward
+     * combine (a/4) under the forward's pre-dispatch part, both dispatches
+     * (a/2) under the experts' backward and forward, the forward combine
+     * (a/4) under the backward's pre-dispatch part; each pair hides up to
+     * its compute, and the SMs the communication takes stay charged */
+    CHECK_CLOSE(px_moe_a2a_exposed_s(4.0, 5.0, 5.0, 5.0, 5.0, 0.1, 8), 0.1 * 4.0, 1e-12, 0);
+    /* pre-dispatch fwd 0.5 under a combine of 1: 0.5 shows; experts 1.5
+     * under the dispatches' 2: 0.5 shows; pre-dispatch bwd 3 hides its 1 */
+    CHECK_CLOSE(px_moe_a2a_exposed_s(4.0, 0.5, 3.0, 0.5, 1.0, 0.1, 8),
+                (0.5 + 0.1 * 0.5) + (0.5 + 0.1 * 1.5) + 0.1 * 1.0, 1e-12, 0);
+    /* the same compute as one window (5 under 4) would hide it all: the
+     * pairing never hides more than one window does */
+    CHECK(px_moe_a2a_exposed_s(4.0, 0.5, 3.0, 0.5, 1.0, 0.1, 8) > 0.1 * 4.0);
+    CHECK_CLOSE(px_moe_a2a_exposed_s(3.0, 2.0, 2.0, 2.0, 2.0, 0.1, 1), 3.0, 1e-12, 0);
+    CHECK(px_moe_a2a_exposed_s(0.0, 2.0, 2.0, 2.0, 2.0, 0.1, 8) == 0.0);
 }
 
 /* The plan's overlap: the same Mixtral plan with the dispatch overlapped
