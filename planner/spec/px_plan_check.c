@@ -727,8 +727,6 @@ static px_status check_offload(const px_parallel *p, const px_caps *caps, px_err
     return PX_OK;
 }
 
-/* Every layer of p recomputes by r (the uniform choice and each per-layer
- * one). */
 /* Some layer recomputes as r: the per-layer table's choice where there is
  * one, else the uniform one. */
 static bool recompute_any(const px_parallel *p, px_recompute r)
@@ -741,6 +739,8 @@ static bool recompute_any(const px_parallel *p, px_recompute r)
     return false;
 }
 
+/* Every layer of p recomputes by r (the uniform choice and each per-layer
+ * one). */
 static bool recompute_all(const px_parallel *p, px_recompute r)
 {
     if (p->recompute != r)
