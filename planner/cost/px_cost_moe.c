@@ -65,6 +65,15 @@ double px_moe_node_share(int n_experts, int top_k, int ep, int in_node)
     return copies > 0.0 ? distinct / copies : 1.0;
 }
 
+/* A node-crossing all-to-all of ep ranks whose NIC carries out_msg bytes a
+ * rank and NVLink in_msg at the same time: the slower of the two. */
+static double nic_and_nvlink_s(const px_hw *hw, int ep, double out_msg, double in_msg)
+{
+    double t_out = px_time_coll_s(hw, PX_COLL_ALLTOALL, ep, out_msg, true);
+    double t_in = in_msg > 0.0 ? px_time_coll_s(hw, PX_COLL_ALLTOALL, ep, in_msg, false) : 0.0;
+    return t_out > t_in ? t_out : t_in;
+}
+
 double px_moe_a2a_dedup_time_s(const px_hw *hw, int ep, double msg, int in_node, bool crosses,
                                double node_share)
 {
@@ -74,10 +83,8 @@ double px_moe_a2a_dedup_time_s(const px_hw *hw, int ep, double msg, int in_node,
         return px_moe_a2a_time_s(hw, ep, msg, in_node, crosses);
     if (in_node < 1)
         in_node = 1;
-    double t_out = px_time_coll_s(hw, PX_COLL_ALLTOALL, ep,
-                                  msg * node_share * (ep - in_node) / ((double)ep - 1.0), true);
-    double t_in = in_node > 1 ? px_time_coll_s(hw, PX_COLL_ALLTOALL, ep, msg, false) : 0.0;
-    return t_out > t_in ? t_out : t_in;
+    return nic_and_nvlink_s(hw, ep, msg * node_share * (ep - in_node) / ((double)ep - 1.0),
+                            in_node > 1 ? msg : 0.0);
 }
 
 double px_moe_a2a_time_s(const px_hw *hw, int ep, double msg, int in_node, bool crosses)
@@ -89,9 +96,5 @@ double px_moe_a2a_time_s(const px_hw *hw, int ep, double msg, int in_node, bool 
     if (in_node < 1)
         in_node = 1;
     double n1 = (double)ep - 1.0;
-    double t_out = px_time_coll_s(hw, PX_COLL_ALLTOALL, ep, msg * (ep - in_node) / n1, true);
-    double t_in = in_node > 1
-                      ? px_time_coll_s(hw, PX_COLL_ALLTOALL, ep, msg * (in_node - 1) / n1, false)
-                      : 0.0;
-    return t_out > t_in ? t_out : t_in;
+    return nic_and_nvlink_s(hw, ep, msg * (ep - in_node) / n1, msg * (in_node - 1) / n1);
 }

@@ -23,8 +23,6 @@ static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1
 static const char *const rc_names[] = {"none", "selective", "full"};
 static const char *const prec_names[] = {"bf16",        "fp16",      "fp8",   "fp8-cs",
                                          "fp8-rowwise", "fp8-block", "mxfp8", "nvfp4"};
-static const char *const cp_comm_names[] = {"p2p", "all-gather", "a2a"};
-static const char *const moe_dispatch_names[] = {"alltoall", "deepep", "hybridep"};
 
 /* Degrees and batch counts: at most 2^24 (16M GPUs, micro-batches, tokens). */
 #define MAX_COUNT (1 << 24)
@@ -50,14 +48,14 @@ static const px_jfield parallel_fields[] = {
     /* optional: plans written before these fields read as bf16 and ring CP */
     {"precision", PX_JF_ENUM, offsetof(px_parallel, precision), 0, false, 0, prec_names,
      PX_PREC_COUNT, 0},
-    {"cp_comm", PX_JF_ENUM, offsetof(px_parallel, cp_comm), 0, false, 0, cp_comm_names,
+    {"cp_comm", PX_JF_ENUM, offsetof(px_parallel, cp_comm), 0, false, 0, px_cp_comm_names,
      PX_CPC_COUNT, 0},
     {"quantized_params", PX_JF_BOOL, offsetof(px_parallel, quantized_params), 0, false, 0, NULL,
      0, 0},
     /* optional: plans written before these read as the all-to-all dispatcher, each
      * layer waiting for its all-to-all */
     {"moe_dispatcher", PX_JF_ENUM, offsetof(px_parallel, moe_dispatcher), 0, false, 0,
-     moe_dispatch_names, PX_MOE_DISPATCH_COUNT, 0},
+     px_moe_dispatch_names, PX_MOE_DISPATCH_COUNT, 0},
     {"moe_a2a_overlap", PX_JF_BOOL, offsetof(px_parallel, moe_a2a_overlap), 0, false, 0, NULL, 0,
      0},
     {"order", PX_JF_STR, offsetof(px_parallel, order), sizeof(((px_parallel *)0)->order), true,

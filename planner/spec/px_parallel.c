@@ -25,18 +25,18 @@ px_status px_schedule_parse(const char *s, px_schedule *out, px_error *err)
                    s);
 }
 
-static const char *const moe_dispatch_names[PX_MOE_DISPATCH_COUNT] = {"alltoall", "deepep",
-                                                                      "hybridep"};
+const char *const px_moe_dispatch_names[PX_MOE_DISPATCH_COUNT] = {"alltoall", "deepep",
+                                                                   "hybridep"};
 
 const char *px_moe_dispatch_name(px_moe_dispatch d)
 {
-    return (d >= 0 && d < PX_MOE_DISPATCH_COUNT) ? moe_dispatch_names[d] : "?";
+    return (d >= 0 && d < PX_MOE_DISPATCH_COUNT) ? px_moe_dispatch_names[d] : "?";
 }
 
 px_status px_moe_dispatch_parse(const char *s, px_moe_dispatch *out, px_error *err)
 {
     for (int i = 0; s && i < PX_MOE_DISPATCH_COUNT; i++)
-        if (strcmp(s, moe_dispatch_names[i]) == 0) {
+        if (strcmp(s, px_moe_dispatch_names[i]) == 0) {
             *out = (px_moe_dispatch)i;
             return PX_OK;
         }
@@ -45,17 +45,17 @@ px_status px_moe_dispatch_parse(const char *s, px_moe_dispatch *out, px_error *e
                    s ? s : "(null)");
 }
 
-static const char *const cp_comm_names[PX_CPC_COUNT] = {"p2p", "all-gather", "a2a"};
+const char *const px_cp_comm_names[PX_CPC_COUNT] = {"p2p", "all-gather", "a2a"};
 
 const char *px_cp_comm_name(px_cp_comm c)
 {
-    return (c >= 0 && c < PX_CPC_COUNT) ? cp_comm_names[c] : "?";
+    return (c >= 0 && c < PX_CPC_COUNT) ? px_cp_comm_names[c] : "?";
 }
 
 px_status px_cp_comm_parse(const char *s, px_cp_comm *out, px_error *err)
 {
     for (int i = 0; s && i < PX_CPC_COUNT; i++)
-        if (strcmp(s, cp_comm_names[i]) == 0) {
+        if (strcmp(s, px_cp_comm_names[i]) == 0) {
             *out = (px_cp_comm)i;
             return PX_OK;
         }

@@ -44,6 +44,7 @@ typedef enum {
     PX_CPC_COUNT
 } px_cp_comm;
 
+extern const char *const px_cp_comm_names[PX_CPC_COUNT];
 const char *px_cp_comm_name(px_cp_comm c); /* "p2p", "all-gather", "a2a" */
 px_status px_cp_comm_parse(const char *s, px_cp_comm *out, px_error *err);
 
@@ -57,6 +58,7 @@ typedef enum {
     PX_MOE_DISPATCH_COUNT
 } px_moe_dispatch;
 
+extern const char *const px_moe_dispatch_names[PX_MOE_DISPATCH_COUNT];
 const char *px_moe_dispatch_name(px_moe_dispatch d); /* "alltoall", "deepep", "hybridep" */
 px_status px_moe_dispatch_parse(const char *s, px_moe_dispatch *out, px_error *err);
 
