@@ -615,76 +615,33 @@ static int run_plan(const cli *c, int rank, int world)
     return code;
 }
 
-/* --plans DIR: rank 0 lists the plan files (px_plan_list) and every rank
- * gets the same list, so all run the same plans in the same order.  False
- * (rank 0's error printed) when the directory gives none. */
-static bool shared_plan_list(const char *dir, int rank, char ***paths, int *n)
+/* --plans DIR: every rank lists the directory itself, as it reads each plan
+ * file itself (set_up), and the ranks agree on the count before any plan
+ * runs.  False (rank 0 says why) when a rank lists none or the counts
+ * differ. */
+static bool plan_list_all_ranks(const char *dir, int rank, char ***paths, int *n)
 {
+    px_error err;
+    px_error_clear(&err);
+    if (px_plan_list(dir, paths, n, &err) != PX_OK) {
+        *paths = NULL;
+        *n = -1;
+    }
+    int mine = *n, lo = 0, hi = 0;
+    MPI_Allreduce(&mine, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&mine, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (lo == hi && lo >= 0)
+        return true;
+    if (rank == 0 && mine < 0)
+        print_error(rank, &err);
+    else if (rank == 0)
+        fprintf(stderr, "execute: %s: the ranks do not list the same plan files (%d here, "
+                "%s on another rank): give every rank the same directory\n", dir, mine,
+                lo < 0 ? "none" : "a different count");
+    px_plan_list_free(*paths, mine > 0 ? mine : 0);
     *paths = NULL;
     *n = 0;
-    char *joined = NULL;
-    long long len = -1; /* -1: rank 0 found no list */
-    if (rank == 0) {
-        px_error err;
-        px_error_clear(&err);
-        char **list = NULL;
-        int count = 0;
-        if (px_plan_list(dir, &list, &count, &err) != PX_OK) {
-            print_error(rank, &err);
-        } else {
-            size_t total = 0;
-            for (int i = 0; i < count; i++)
-                total += strlen(list[i]) + 1;
-            joined = malloc(total);
-            if (joined) {
-                size_t at = 0;
-                for (int i = 0; i < count; i++) {
-                    size_t l = strlen(list[i]);
-                    memcpy(joined + at, list[i], l);
-                    joined[at + l] = '\n';
-                    at += l + 1;
-                }
-                len = (long long)total;
-            } else {
-                fprintf(stderr, "execute: rank 0: out of memory\n");
-            }
-        }
-        px_plan_list_free(list, count);
-    }
-    MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
-    if (len < 0)
-        return false;
-    if (rank != 0 && !(joined = malloc((size_t)len))) {
-        fprintf(stderr, "execute: rank %d: out of memory\n", rank);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-        return false;
-    }
-    MPI_Bcast(joined, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD);
-    int count = 0;
-    for (long long i = 0; i < len; i++)
-        count += joined[i] == '\n';
-    char **list = calloc((size_t)count, sizeof *list);
-    if (!list) {
-        fprintf(stderr, "execute: rank %d: out of memory\n", rank);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-        return false;
-    }
-    char *at = joined;
-    for (int i = 0; i < count; i++) {
-        char *nl = memchr(at, '\n', (size_t)(joined + len - at));
-        *nl = '\0';
-        list[i] = strdup(at);
-        if (!list[i]) {
-            fprintf(stderr, "execute: rank %d: out of memory\n", rank);
-            MPI_Abort(MPI_COMM_WORLD, 1);
-            return false;
-        }
-        at = nl + 1;
-    }
-    free(joined);
-    *paths = list;
-    *n = count;
-    return true;
+    return false;
 }
 
 int main(int argc, char **argv)
@@ -723,7 +680,7 @@ int main(int argc, char **argv)
     } else {
         char **paths = NULL;
         int n = 0;
-        code = shared_plan_list(c.plans_dir, rank, &paths, &n) ? 0 : 1;
+        code = plan_list_all_ranks(c.plans_dir, rank, &paths, &n) ? 0 : 1;
         for (int i = 0; i < n && !code; i++) {
             c.plan_path = paths[i];
             if (rank == 0)
