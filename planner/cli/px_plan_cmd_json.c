@@ -13,6 +13,7 @@
 #include "px_args.h"
 #include "px_cost.h"
 #include "px_cost_precision.h"
+#include "px_plan_rc_modules.h"
 #include "px_framework.h"
 #include "px_html.h"
 #include "px_partition_refine.h"
@@ -152,6 +153,7 @@ json_t *candidate_json(const px_candidate *c, int64_t seq, int64_t n_layers)
     json_object_set_new(o, "mfu_causal", json_real(q->mfu_causal));
     json_object_set_new(par, "precision", json_string(px_precision_name(p->precision)));
     json_object_set_new(par, "cp_comm", json_string(px_cp_comm_name(p->cp_comm)));
+    px_plan_rc_modules_write(p->recompute_modules, par, NULL); /* where not the default */
     if (p->moe_a2a_overlap) /* only where it overlaps, as offload below */
         json_object_set_new(par, "moe_a2a_overlap", json_true());
     if (p->moe_dispatcher != PX_MOE_ALLTOALL) /* only where it is not the all-to-all */

@@ -63,6 +63,11 @@ const char usage_text[] =
     "  --micro-batches N      fix the micro-batches per step per replica (m)\n"
     "  --zero 0..3            fix the ZeRO stage\n"
     "  --recompute none|selective|full\n"
+    "  --recompute-modules LIST\n"
+    "                         what selective recompute reruns (Megatron-Core's\n"
+    "                         --recompute-modules; implies --recompute selective):\n"
+    "                         comma-separated core_attn (the default), moe_act, layernorm,\n"
+    "                         mla_up_proj, mlp, moe, shared_experts\n"
     "  --schedule gpipe|1f1b|interleaved|zb-h1|zb-h2\n"
     "  --grad-dtype bf16|fp32 gradient dtype (default fp32 main gradients)\n"
     "  --precision P          number format of the layers' GEMMs: bf16 (default), fp16,\n"
@@ -74,6 +79,9 @@ const char usage_text[] =
     "  --overlap on|off       gradient reduction and backward TP collectives hidden under\n"
     "                         the backward (default: the framework's overlap traits; off\n"
     "                         for `execute` on CPUs, which runs them after the compute)\n"
+    ;
+/* (three strings: C11 compilers need to take only 4095 characters in one) */
+const char usage_text_2[] =
     "  --moe-dispatcher alltoall|deepep|hybridep\n"
     "                         MoE token dispatcher (default alltoall: every routed copy\n"
     "                         through NCCL's all-to-all); deepep, hybridep: Megatron-Core's\n"
@@ -85,9 +93,6 @@ const char usage_text[] =
     "                         --overlap-moe-expert-parallel-comm; needs ep > 1, virtual\n"
     "                         pipeline chunks when pp > 1, no full recompute; default: the\n"
     "                         framework's trait, off for megatron)\n"
-    ;
-/* (three strings: C11 compilers need to take only 4095 characters in one) */
-const char usage_text_2[] =
     "  --finetune none|full|lora\n"
     "                         what is trained (default none: pre-training): full = SFT, the\n"
     "                         costs of pre-training; lora = adapters on a frozen base\n"
@@ -192,6 +197,15 @@ static px_status read_recompute(void *s, const char *flag, const char *v, px_err
         return PX_FAIL(err, PX_ERR_USAGE,
                        "%s \"%s\": allowed values are none, selective, full", flag, v);
     ((plan_cli *)s)->opts.recompute = (int)r;
+    return PX_OK;
+}
+
+static px_status read_recompute_modules(void *s, const char *flag, const char *v,
+                                        px_error *err)
+{
+    px_error e;
+    if (px_rc_modules_parse(v, &((plan_cli *)s)->opts.recompute_modules, &e) != PX_OK)
+        return PX_FAIL(err, PX_ERR_USAGE, "%s: %s", flag, e.msg);
     return PX_OK;
 }
 
@@ -415,6 +429,7 @@ static const px_arg plan_rows[] = {
     PX_ARG_I64("--micro-batches", plan_cli, opts.n_micro, 1, BIG),
     PX_ARG_INT("--zero", plan_cli, opts.zero, 0, 3),
     PX_ARG_CUSTOM("--recompute", read_recompute),
+    PX_ARG_CUSTOM("--recompute-modules", read_recompute_modules),
     PX_ARG_CUSTOM("--schedule", read_schedule),
     PX_ARG_CUSTOM("--grad-dtype", read_grad_dtype),
     PX_ARG_CUSTOM("--precision", read_precision),
@@ -553,6 +568,16 @@ px_status parse_args(int argc, char **argv, bool model_given, plan_cli *c,
         return PX_FAIL(err, PX_ERR_USAGE, "--offload-fraction needs --offload optimizer");
     if (c->offload_layers_given && !c->opts.offload.activations)
         return PX_FAIL(err, PX_ERR_USAGE, "--offload-layers needs --offload activations");
+    if (c->opts.recompute_modules != 0) {
+        /* the list is what selective recompute reruns, as Megatron's flags */
+        if (c->opts.recompute >= 0 && c->opts.recompute != PX_RECOMPUTE_SELECTIVE)
+            return PX_FAIL(err, PX_ERR_USAGE,
+                           "--recompute-modules with --recompute %s: the modules say what "
+                           "selective recompute reruns; allowed: --recompute selective, or "
+                           "no --recompute",
+                           px_recompute_name((px_recompute)c->opts.recompute));
+        c->opts.recompute = PX_RECOMPUTE_SELECTIVE;
+    }
     if (c->opts.global_batch > 0 && c->opts.tokens_per_step > 0)
         return PX_FAIL(err, PX_ERR_USAGE, "--global-batch and --tokens-per-step both set the "
                                           "global batch: give one of them");

@@ -394,8 +394,8 @@ static void explain_rule(FILE *out, const px_candidate *best, const px_search_re
                 !res->rule_fits ? "does not fit" : "runs a different global batch");
 }
 
-/* The precision line of the table's header, with the communication choices the
- * request fixes (CP, the MoE dispatcher and overlap). */
+/* The precision line of the table's header, with the choices the request fixes
+ * (CP, the MoE dispatcher and overlap, the recompute modules). */
 static void print_precision(FILE *out, const px_hw *hw, const px_search_opts *o)
 {
     px_precision p = o->precision;
@@ -410,6 +410,11 @@ static void print_precision(FILE *out, const px_hw *hw, const px_search_opts *o)
         fprintf(out, "; MoE dispatcher %s", px_moe_dispatch_name(o->moe_dispatcher));
     if (o->moe_a2a_overlap > 0)
         fprintf(out, "; expert all-to-all under the other micro-batch's compute");
+    if (o->recompute_modules != 0 && o->recompute_modules != PX_RCM_DEFAULT) {
+        char list[128];
+        px_rc_modules_format(o->recompute_modules, list, sizeof list);
+        fprintf(out, "; selective recompute reruns %s", list);
+    }
     fprintf(out, "\n");
 }
 

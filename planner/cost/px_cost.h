@@ -111,6 +111,8 @@ typedef struct {
     int extra_norms;       /* norms beyond the two of a layer (Gemma's sandwich norms on
                             * the attention's and the MLP's output: 2) */
     px_recompute recompute;
+    unsigned rc_modules;   /* selective: bits of px_rc_module rerun (0 reads as
+                            * PX_RCM_DEFAULT, the attention core) */
     bool sac_op;           /* selective recompute is the op-level policy (every other
                             * matmul's output and the attention's kept, the rest rerun:
                             * px_fw_runtime.selective_op_policy), not the attention core */
@@ -162,6 +164,14 @@ void px_cost_act_layer(const px_act_shape *sh, px_act_ops *out);
 
 /* What a shape's layer has (its kind; moe: experts in place of the dense
  * MLP), and its pre-norms, one a sublayer. */
+/* Whether selective recompute under sh reruns module mod (its
+ * --recompute-modules set; none outside selective recompute). */
+static inline bool px_shape_reruns(const px_act_shape *sh, px_rc_module mod)
+{
+    unsigned set = sh->rc_modules ? sh->rc_modules : PX_RCM_DEFAULT;
+    return sh->recompute == PX_RECOMPUTE_SELECTIVE && (set & (1u << mod)) != 0;
+}
+
 static inline bool px_shape_attention(const px_act_shape *sh)
 {
     return px_layer_has_attention(sh->kind);

@@ -48,6 +48,7 @@ void make_shape(const px_cost_ctx *ctx, const px_parallel *par, px_layer_kind k,
     sh->kind = k;
     sh->extra_norms = px_model_kind_norms(m, k) - px_shape_norms(sh);
     sh->recompute = rc;
+    sh->rc_modules = par->recompute_modules;
     sh->sac_op = ctx->run && ctx->run->selective_op_policy;
     /* the llama block's norm, RoPE and gated activation as the framework
      * runs them (GPT's block has none of these in composite form) */
@@ -272,12 +273,13 @@ static void attention_saved(const px_act_shape *sh, px_act_ops *o, double gather
     o->q = e * sb * a_t * sh->dq;
     o->k = e * sb * kv_t * sh->dq;
     o->v = e * sb * kv_t * sh->dv;
+    bool core_rerun = px_shape_reruns(sh, PX_RCM_CORE_ATTN);
     if (sh->flash) {
         /* FlashAttention keeps only the row log-sum-exp (fp32) per head;
          * selective recompute reruns the whole core, keeping nothing */
-        if (sh->recompute != PX_RECOMPUTE_SELECTIVE)
+        if (!core_rerun)
             o->softmax_stats = 4.0 * sb * a_t;
-    } else if (sh->recompute != PX_RECOMPUTE_SELECTIVE) {
+    } else if (!core_rerun) {
         double scores = sb * sh->s_kv * a_t;
         o->softmax_out = e * scores;
         if (sh->dropout) {
@@ -287,6 +289,11 @@ static void attention_saved(const px_act_shape *sh, px_act_ops *o, double gather
     }
     o->proj_in = e * sb * a_t * sh->dv;
     o->attn_mask = sh->dropout ? sbh / tsp : 0.0;
+    bool mla = sh->q_lora > 0.0 || sh->kv_lora > 0.0;
+    if (mla && px_shape_reruns(sh, PX_RCM_MLA_UP_PROJ))
+        o->q = o->k = o->v = 0.0; /* freed after the core's forward, rebuilt from the latents */
+    if (mla && px_shape_reruns(sh, PX_RCM_LAYERNORM))
+        o->qkv_in = 0.0; /* MLA's input norm is a module of its own (Megatron's spec) */
 }
 
 /* The MLP's or the experts' saved tensors (Korthikanti's MLP rows; the
@@ -323,7 +330,10 @@ static void mlp_saved(const px_act_shape *sh, px_act_ops *o, double gathered)
          * reduce-scattered back to the GPU that received each row before it
          * keeps them (executor/px_moe.c) */
         o->moe_recv = tok * e * sh->h;
-        o->moe_gate_up = tok * e * (up + 1.0) * sh->moe_f / etp;
+        /* moe_act recompute frees the activation's output (the down
+         * projection's input) and computes it again before that backward */
+        double act = px_shape_reruns(sh, PX_RCM_MOE_ACT) ? 0.0 : 1.0;
+        o->moe_gate_up = tok * e * (up + act) * sh->moe_f / etp;
         o->moe_combine = tm * sh->top_k * e * sh->h;
         /* routing tables, 4-byte ints / fp32: chosen expert and its gate
          * for each of the tm·k copies, and the token row and gate slot of
@@ -333,9 +343,23 @@ static void mlp_saved(const px_act_shape *sh, px_act_ops *o, double gathered)
         double fs = sh->n_shared * sh->moe_f;
         o->fc1_out = e * sb * up * fs / t;
         o->act_out = e * sb * fs / t;
+        /* the pre-MLP norm is a module of its own in a MoE layer: layernorm
+         * recompute frees its output, the router's and dispatch's input */
+        if (px_shape_reruns(sh, PX_RCM_LAYERNORM))
+            o->mlp_in = 0.0;
+        if (px_shape_reruns(sh, PX_RCM_SHARED_EXPERTS) || px_shape_reruns(sh, PX_RCM_MOE))
+            o->fc1_out = o->act_out = 0.0;
+        if (px_shape_reruns(sh, PX_RCM_MOE)) { /* kept: the layer's input (mlp_in) */
+            o->router = o->moe_recv = o->moe_gate_up = o->moe_combine = o->moe_meta = 0.0;
+            o->expert = 0.0;
+        }
     } else {
         o->fc1_out = e * sb * up * sh->f / t;
         o->act_out = e * sb * sh->f / t;
+        /* a dense MLP rerun from its checkpointed input, the norm's input
+         * (norm2_in: the norm is fused into fc1) */
+        if (px_shape_reruns(sh, PX_RCM_MLP))
+            o->mlp_in = o->mlp_mask = o->fc1_out = o->act_out = 0.0;
     }
 }
 

@@ -373,9 +373,12 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
         if (sl->n[k][PX_RECOMPUTE_FULL] > 0 && ops[k][PX_RECOMPUTE_NONE].total > worst_rc)
             worst_rc = ops[k][PX_RECOMPUTE_NONE].total;
     /* the op-level selective policy reruns a layer's other operators in its
-     * backward: their outputs are live again while it runs */
-    bool sac_op = ctx->run && ctx->run->selective_op_policy;
-    for (int k = 0; sac_op && k < PX_LAYER_KINDS; k++) {
+     * backward, and a set of recompute modules its modules: their outputs
+     * are live again while it runs (the attention core alone adds nothing
+     * beyond its kernel's own working set) */
+    bool reruns = (ctx->run && ctx->run->selective_op_policy) ||
+                  (par->recompute_modules & ~PX_RCM_DEFAULT) != 0;
+    for (int k = 0; reruns && k < PX_LAYER_KINDS; k++) {
         double rerun = ops[k][PX_RECOMPUTE_NONE].total - ops[k][PX_RECOMPUTE_SELECTIVE].total;
         if (sl->n[k][PX_RECOMPUTE_SELECTIVE] > 0 && rerun > worst_rc)
             worst_rc = rerun;

@@ -368,7 +368,7 @@ static void add_elementwise(layer_time *lt, double f, double b, bool with_core)
     lt->bwd_s += b;
     lt->rc_s[PX_RECOMPUTE_FULL] += f;
     if (with_core)
-        lt->rc_s[PX_RECOMPUTE_SELECTIVE] += f;
+        lt->core_extra_s += f;
 }
 
 /* The executor's CP (px_cost_cp_gather_qkv_time): the q|k|v rows gathered
@@ -486,6 +486,8 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par,
     double col_win[2] = {mixer ? g_col_attn : g_col_mlp, g_col_mlp};
     for (int blk = 0; blk < blocks; blk++) {
         double f = comm_sm_fraction(hw), w = par->tp_overlap ? col_win[blk] : 0.0;
+        if (blk == blocks - 1 && px_shape_dense_mlp(&sh)) /* the MLP's own forward */
+            lt->tp_mlp_fwd_s = sh.sp ? one_ag + one_rs : one;
         if (sh.sp) {
             lt->tp_fwd_s += one_ag + one_rs;
             lt->tp_bwd_s += one_ag + dmax(0.0, one_rs - w) + dmax(0.0, one_ag - w) +
@@ -604,6 +606,64 @@ static void weight_stream_time(const px_cost_ctx *ctx, const px_parallel *par, d
     *bwd_s = px_time_stream_s(ctx->hw, all - f);
 }
 
+/* Forward seconds selective recompute reruns for the modules of sh's set
+ * (Megatron-Core's --recompute-modules): the attention core with its
+ * element-wise work; MLA's up-projections; the norms that are modules of
+ * their own (a MoE layer's pre-MLP norm, MLA's input norm: Megatron's
+ * spec fuses the others into the next linear); the routed experts'
+ * activation; a dense MLP's GEMMs, activation and forward TP collectives; a
+ * MoE layer's router, experts, shared experts, activations, token
+ * permutation and forward all-to-alls (mlp_gemm_s: the MLP's forward GEMM
+ * seconds); the shared experts' GEMMs and activation.  A module's rerun
+ * happens in the backward, where nothing hides it. */
+static double module_rerun_s(const px_cost_ctx *ctx, const px_parallel *par,
+                             const px_act_shape *sh, const layer_dims *d, double mlp_gemm_s,
+                             const layer_time *lt)
+{
+    const px_hw *hw = ctx->hw;
+    px_act_shape s = *sh; /* made for no recompute: the set as a selective layer runs it */
+    s.recompute = PX_RECOMPUTE_SELECTIVE;
+    double T = d->T, t = d->t, e = d->e, Th = T * d->h / d->tsp, up = s.gated ? 2.0 : 1.0;
+    px_mem_class act = s.gated ? PX_MEM_SWIGLU : PX_MEM_GELU;
+    double sec = 0.0, b = 0.0;
+    if (px_shape_attention(&s) && px_shape_reruns(&s, PX_RCM_CORE_ATTN))
+        sec += lt->attn_fwd_s + lt->core_extra_s;
+    bool mla = s.q_lora > 0.0 || s.kv_lora > 0.0;
+    if (mla && px_shape_reruns(&s, PX_RCM_MLA_UP_PROJ)) {
+        gemm_shape proj[5];
+        int n = attn_projections(ctx->model, &s, d, true, proj);
+        if (s.q_lora > 0.0) /* q's up-projection follows its down-projection */
+            sec += linear_s(hw, par->precision, proj[1].m, proj[1].n, proj[1].k, &b);
+        sec += linear_s(hw, par->precision, proj[n - 2].m, proj[n - 2].n, proj[n - 2].k, &b);
+    }
+    double norms = (s.moe ? 1.0 : 0.0) + (mla ? 1.0 : 0.0);
+    if (norms > 0.0 && px_shape_reruns(&s, PX_RCM_LAYERNORM))
+        sec += px_time_mem_class_s(hw, PX_MEM_NORM,
+                                   px_cost_class_fwd_bytes(PX_MEM_NORM, norms * Th, (int)e));
+    double routed = s.moe ? T * s.top_k * s.moe_f / t : 0.0, fs = s.n_shared * s.moe_f;
+    if (s.moe && px_shape_reruns(&s, PX_RCM_MOE)) {
+        double perm = px_moe_permute_bytes(e, T * s.top_k * par->etp / t, par->etp,
+                                           s.n_experts / par->ep,
+                                           ctx->run && ctx->run->fused_moe_permute, d->h);
+        sec += mlp_gemm_s + px_time_mem_class_s(hw, PX_MEM_GENERIC, perm) +
+               px_time_mem_class_s(hw, act, px_cost_class_fwd_bytes(act, routed + T * fs / t,
+                                                                      (int)e)) +
+               0.5 * lt->ep_total_s; /* the forward's dispatch and combine */
+    } else if (s.moe) {
+        if (px_shape_reruns(&s, PX_RCM_MOE_ACT))
+            sec += px_time_mem_class_s(hw, act, px_cost_class_fwd_bytes(act, routed, (int)e));
+        if (fs > 0.0 && px_shape_reruns(&s, PX_RCM_SHARED_EXPERTS))
+            sec += linear_s(hw, par->precision, T, up * fs / t, d->h, &b) +
+                   linear_s(hw, par->precision, T, d->h, fs / t, &b) +
+                   px_time_mem_class_s(hw, act, px_cost_class_fwd_bytes(act, T * fs / t, (int)e));
+    }
+    if (px_shape_dense_mlp(&s) && px_shape_reruns(&s, PX_RCM_MLP))
+        sec += mlp_gemm_s +
+               px_time_mem_class_s(hw, act, px_cost_class_fwd_bytes(act, T * s.f / t, (int)e)) +
+               lt->tp_mlp_fwd_s;
+    return sec;
+}
+
 /* One layer's seconds for one micro-batch on one GPU, by part.  The linear
  * GEMMs run in the plan's precision (the router, the attention core and the
  * LM head stay in bf16). */
@@ -624,6 +684,7 @@ void time_layer(const px_cost_ctx *ctx, const px_parallel *par, px_layer_kind ki
     double g_before_mlp = g, gb_before_mlp = gb;
     if (px_shape_dense_mlp(&sh) || sh.moe)
         layer_mlp_time(ctx, par, &sh, &d, &g, &gb, &g_col_mlp, &act_elems, &mem);
+    double mlp_gemm_s = g - g_before_mlp;
     gb *= px_lora_bwd_passes(&par->finetune) / 2.0; /* LoRA: no frozen weight gradients */
     double lora_f, lora_b;
     px_lora_adapter_gemm_s(ctx->hw, par, &sh, d.T, &lora_f, &lora_b);
@@ -652,15 +713,15 @@ void time_layer(const px_cost_ctx *ctx, const px_parallel *par, px_layer_kind ki
     lt->mem_bwd_s += acc;
     lt->bwd_s += acc;
     lt->rc_s[PX_RECOMPUTE_NONE] = 0.0;
-    /* selective: the attention core (Korthikanti's policy; a Mamba mixer
-     * has no selective option and keeps its scan), or the op-level
-     * policy's matmuls and every element-wise op */
-    lt->rc_s[PX_RECOMPUTE_SELECTIVE] =
-        sh.sac_op ? sac_op_rerun_gemm_s(ctx, par, &sh, &d) + lt->mem_fwd_s
-                  : (px_shape_attention(&sh) ? lt->attn_fwd_s : 0.0);
     lt->rc_s[PX_RECOMPUTE_FULL] = lt->fwd_s;
 
     layer_comm_time(ctx, par, &sh, &d, x, g_col_attn, g_col_mlp, lt);
+    /* selective: the modules of the set (the attention core by default,
+     * Korthikanti's policy; a Mamba mixer has no selective option and keeps
+     * its scan), or the op-level policy's matmuls and every element-wise op */
+    lt->rc_s[PX_RECOMPUTE_SELECTIVE] =
+        sh.sac_op ? sac_op_rerun_gemm_s(ctx, par, &sh, &d) + lt->mem_fwd_s
+                  : module_rerun_s(ctx, par, &sh, &d, mlp_gemm_s, lt);
     if (par->offload.activations)
         for (int r = 0; r < PX_RECOMPUTE_COUNT; r++) {
             px_act_ops ops;

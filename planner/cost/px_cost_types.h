@@ -23,8 +23,11 @@ typedef struct {
     double attn_bwd_s, mem_bwd_s;                /* attention core, pointwise: backward */
     double fwd_s, bwd_s;                         /* compute */
     double rc_s[PX_RECOMPUTE_COUNT];             /* extra compute by recompute mode */
+    double core_extra_s;                         /* element-wise work of the attention core
+                                                  * beyond attn_fwd_s, rerun with it */
     double tp_s, tp_bytes, tp_rc_s;              /* TP comm (exposed), rc: full recompute's extra */
     double tp_fwd_s, tp_bwd_s;                   /* tp_s split: forward, backward */
+    double tp_mlp_fwd_s;                         /* of tp_fwd_s, a dense MLP block's */
     double ep_s, ep_bytes;                       /* EP all-to-all, exposed */
     double ep_total_s;                           /* ... and before any overlap */
     double experts_fwd_s, experts_bwd_s;         /* of fwd_s, bwd_s: the routed experts' GEMMs */

@@ -16,6 +16,7 @@
 #include "px_plan_json.h"
 #include "px_plan_check.h"
 #include "px_plan_finetune.h"
+#include "px_plan_rc_modules.h"
 #include "px_plan_offload.h"
 #include "px_plan_predict.h"
 
@@ -65,7 +66,7 @@ static const px_jfield parallel_fields[] = {
 };
 static const char *const parallel_extra[] = {"layers_per_chunk", "layer_recompute",
                                              "grad_dtype", "finetune", "offload",
-                                             NULL};
+                                             "recompute_modules", NULL};
 
 /* parallel.grad_dtype: the dtype of the main gradients, index = grad_fp32 */
 static const char *const grad_dtype_names[] = {"bf16", "fp32"};
@@ -272,6 +273,8 @@ px_status px_plan_to_json(const px_plan *plan, json_t **out, px_error *err)
             st = px_plan_finetune_write(&par->finetune, po, err);
         if (st == PX_OK)
             st = px_plan_offload_write(&par->offload, po, err);
+        if (st == PX_OK)
+            st = px_plan_rc_modules_write(par->recompute_modules, po, err);
     }
     if (st == PX_OK) {
         rank_order ro;
@@ -397,7 +400,7 @@ static px_status read_parallel_arrays(json_t *po, const char *file, px_parallel 
                             "parallel.grad_dtype: %s; allowed: fp32 (fp32 main gradients), "
                             "bf16", gd ? "not one of the allowed values" : "missing required field");
     par->grad_fp32 = strcmp(g, "fp32") == 0;
-    return PX_OK;
+    return px_plan_rc_modules_read(po, file, &par->recompute_modules, err);
 }
 
 /* prediction.stages: [] (no prediction) or one object per pipeline stage in

@@ -202,6 +202,13 @@ static void megatron_parallel(const px_plan *plan, const plan_facts *f, px_buf *
         arg_i(b, "--recompute-num-layers", px_export_block_recompute_layers(plan));
     } else if (f->recompute == PX_RECOMPUTE_SELECTIVE) {
         arg(b, "--recompute-granularity selective");
+        if (p->recompute_modules != PX_RCM_DEFAULT) { /* argparse's nargs: space-separated */
+            px_buf_puts(b, "--recompute-modules");
+            for (int k = 0; k < PX_RCM_COUNT; k++)
+                if (p->recompute_modules & (1u << k))
+                    px_buf_printf(b, " %s", px_rc_module_names[k]);
+            px_buf_puts(b, "\n");
+        }
     } else if (f->recompute == PX_RECOMPUTE_FULL) {
         arg(b, "--recompute-granularity full");
         arg(b, "--recompute-method uniform");

@@ -49,6 +49,8 @@ typedef struct {
     int grad_fp32;           /* -1: default (fp32 main gradients); 0 bf16; 1 fp32 */
     int dp_overlap;          /* -1: default (on); 0: gradient reduction after the backward */
     int tp_overlap;          /* -1: default (on); 0: backward TP collectives not hidden */
+    unsigned recompute_modules; /* bits of px_rc_module a selective layer reruns; 0: the
+                                 * default (the attention core) */
     px_moe_dispatch moe_dispatcher; /* the routed tokens' dispatcher (default all-to-all) */
     int moe_a2a_overlap;     /* -1: the framework's trait, where its rule allows it
                               * (px_rule_moe_a2a_overlap); 0 off; 1 on in every plan */

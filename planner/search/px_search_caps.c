@@ -38,6 +38,7 @@ typedef enum {
     FIX_OFFLOAD,
     FIX_MOE_DISPATCHER,
     FIX_MOE_A2A_OVERLAP,
+    FIX_RECOMPUTE_MODULES,
     FIX_COUNT
 } fixed_dim;
 
@@ -309,6 +310,20 @@ static bool take_option(fixed_dim k, const px_model *m, const px_search_opts *o,
         *flag = "--moe-a2a-overlap on";
         snprintf(what, n, "the expert all-to-all under another micro-batch's compute");
         return true;
+    case FIX_RECOMPUTE_MODULES: {
+        if (o->recompute_modules == 0 || o->recompute_modules == PX_RCM_DEFAULT)
+            return false;
+        char list[128];
+        px_rc_modules_format(o->recompute_modules, list, sizeof list);
+        p->recompute = PX_RECOMPUTE_SELECTIVE;
+        p->recompute_modules = o->recompute_modules;
+        if (o->recompute_modules & ((1u << PX_RCM_MOE_ACT) | (1u << PX_RCM_MOE) |
+                                    (1u << PX_RCM_SHARED_EXPERTS)))
+            probe_expert_ranks(m, o, p);
+        *flag = "--recompute-modules";
+        snprintf(what, n, "selective recompute of %s", list);
+        return true;
+    }
     default:
         return false;
     }

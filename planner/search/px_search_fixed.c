@@ -228,6 +228,15 @@ px_status check_fixed(const px_model *m, int gpus, int64_t s, const px_search_op
             st = reject_fixed(res, PX_REJ_EXPERTS, err, "--moe-dispatcher %s: %s",
                               px_moe_dispatch_name(o->moe_dispatcher), e.msg);
     }
+    /* --recompute-modules against the model and the precision; whether the
+     * framework runs the list is the capability probe's to say */
+    if (st == PX_OK && o->recompute_modules != 0) {
+        px_caps runs = *caps;
+        runs.recompute_modules = runs.recompute_modules_quantized = true;
+        if (px_rule_recompute_modules(m, o->recompute_modules, true, o->precision, &runs, &e) !=
+            PX_OK)
+            st = reject_fixed(res, PX_REJ_FRAMEWORK, err, "--recompute-modules: %s", e.msg);
+    }
     /* --moe-a2a-overlap on against what is fixed with it, the free sizes as
      * the rule wants them (ep 2, virtual chunks); whether the framework runs
      * it at all is the capability probe's to say (px_search_caps.c) */
@@ -428,6 +437,7 @@ void search_defaults(px_parallel *par, const px_search_opts *o)
     par->tp_overlap = o->tp_overlap < 0 ? (!o->run || o->run->tp_overlap) : o->tp_overlap != 0;
     par->moe_a2a_overlap = o->moe_a2a_overlap > 0; /* the default: per plan (score_states) */
     par->moe_dispatcher = o->moe_dispatcher;
+    par->recompute_modules = o->recompute_modules ? o->recompute_modules : PX_RCM_DEFAULT;
     par->flash_attention = o->flash_attention < 0 ? (!o->run || o->run->fused_attention)
                                                   : o->flash_attention != 0;
     par->shard_group = o->shard_group;

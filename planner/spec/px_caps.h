@@ -92,6 +92,11 @@ typedef struct {
                                           * policy, only when dp_shard > 1) */
     bool moe_deepep, moe_hybridep;       /* dispatches routed tokens with DeepEP / HybridEP
                                           * (Megatron-Core's flex dispatcher) */
+    bool recompute_modules;              /* selective recompute of a chosen list of a layer's
+                                          * parts (Megatron-Core's --recompute-modules);
+                                          * false: its selective reruns the attention core */
+    bool recompute_modules_quantized;    /* ... and moe_act / layernorm with quantised
+                                          * GEMMs other than delayed-scaling FP8 */
     bool moe_a2a_overlap;                /* runs one micro-batch's EP all-to-all under another's
                                           * compute (Megatron-Core's
                                           * --overlap-moe-expert-parallel-comm) */

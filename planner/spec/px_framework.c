@@ -130,6 +130,11 @@ static const px_jfield caps_fields[] = {
     /* optional, default false: the flex dispatcher's backends */
     {"moe_deepep", PX_JF_BOOL, offsetof(px_caps, moe_deepep), 0, false, 0, NULL, 0, 0},
     {"moe_hybridep", PX_JF_BOOL, offsetof(px_caps, moe_hybridep), 0, false, 0, NULL, 0, 0},
+    /* optional, default false: selective recompute by module */
+    {"recompute_modules", PX_JF_BOOL, offsetof(px_caps, recompute_modules), 0, false, 0, NULL, 0,
+     0},
+    {"recompute_modules_quantized", PX_JF_BOOL, offsetof(px_caps, recompute_modules_quantized), 0,
+     false, 0, NULL, 0, 0},
     /* optional, default false: EP all-to-all under another micro-batch */
     {"moe_a2a_overlap", PX_JF_BOOL, offsetof(px_caps, moe_a2a_overlap), 0, false, 0, NULL, 0, 0},
     /* optional, default none: activation offload (px_offload.h) */

@@ -79,6 +79,48 @@ px_status px_recompute_parse(const char *s, px_recompute *out, px_error *err)
                    "recompute \"%s\": allowed values are none, selective, full", s);
 }
 
+const char *const px_rc_module_names[PX_RCM_COUNT] = {
+    "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"};
+
+px_status px_rc_modules_parse(const char *list, unsigned *out, px_error *err)
+{
+    unsigned set = 0;
+    const char *p = list ? list : "";
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        int found = -1;
+        for (int i = 0; i < PX_RCM_COUNT; i++)
+            if (strlen(px_rc_module_names[i]) == len && strncmp(p, px_rc_module_names[i], len) == 0)
+                found = i;
+        if (found < 0 || (set & (1u << found)))
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "recompute modules \"%s\": %s \"%.*s\"; allowed: a comma-separated "
+                           "list of core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, "
+                           "shared_experts, each once",
+                           list ? list : "", found < 0 ? "unknown module" : "repeated module",
+                           (int)len, p);
+        set |= 1u << found;
+        if (p[len] == '\0')
+            break;
+        p += len + 1;
+    }
+    *out = set;
+    return PX_OK;
+}
+
+int px_rc_modules_format(unsigned set, char *buf, size_t n)
+{
+    int used = 0;
+    if (n > 0)
+        buf[0] = '\0';
+    for (int i = 0; i < PX_RCM_COUNT; i++)
+        if (set & (1u << i)) {
+            size_t at = (size_t)used < n ? (size_t)used : n;
+            used += snprintf(buf + at, n - at, "%s%s", used ? "," : "", px_rc_module_names[i]);
+        }
+    return used;
+}
+
 void px_parallel_init(px_parallel *p)
 {
     memset(p, 0, sizeof *p);
@@ -94,6 +136,7 @@ void px_parallel_init(px_parallel *p)
     p->moe_dispatcher = PX_MOE_ALLTOALL;
     p->schedule = PX_SCHED_1F1B;
     p->recompute = PX_RECOMPUTE_NONE;
+    p->recompute_modules = PX_RCM_DEFAULT;
     p->micro_batch = 1;
     p->n_micro = 1;
     p->seq_len = 0; /* 0: the model's default */

@@ -5,6 +5,7 @@
 #define PX_PLAN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "px_error.h"
@@ -62,6 +63,33 @@ extern const char *const px_moe_dispatch_names[PX_MOE_DISPATCH_COUNT];
 const char *px_moe_dispatch_name(px_moe_dispatch d); /* "alltoall", "deepep", "hybridep" */
 px_status px_moe_dispatch_parse(const char *s, px_moe_dispatch *out, px_error *err);
 
+/* The parts of a layer selective recompute reruns in place of keeping their
+ * activations (Megatron-Core's --recompute-modules; bit 1 << value of
+ * px_parallel.recompute_modules).  Output-discarding ones (moe_act,
+ * layernorm, mla_up_proj) free one output and recompute it before its
+ * consumer's backward; the others keep their input and rerun the module. */
+typedef enum {
+    PX_RCM_CORE_ATTN = 0, /* the attention core (Korthikanti's selective recompute) */
+    PX_RCM_MOE_ACT,       /* the experts' activation function: its output */
+    PX_RCM_LAYERNORM,     /* the norms not fused into the next linear: their output */
+    PX_RCM_MLA_UP_PROJ,   /* MLA's up-projections and RoPE: q, k and v */
+    PX_RCM_MLP,           /* a dense MLP, from its input */
+    PX_RCM_MOE,           /* a MoE layer's router, dispatch, experts and combine */
+    PX_RCM_SHARED_EXPERTS, /* the shared experts */
+    PX_RCM_COUNT
+} px_rc_module;
+
+#define PX_RCM_DEFAULT (1u << PX_RCM_CORE_ATTN) /* Megatron-Core's default list */
+#define PX_RCM_ALL ((1u << PX_RCM_COUNT) - 1u)
+
+extern const char *const px_rc_module_names[PX_RCM_COUNT];
+/* A comma-separated list of module names into a bit set (no name twice,
+ * at least one). */
+px_status px_rc_modules_parse(const char *list, unsigned *out, px_error *err);
+/* The set as a comma-separated list, in the enum's order ("" for none):
+ * the number of characters it needs, as snprintf. */
+int px_rc_modules_format(unsigned set, char *buf, size_t n);
+
 #define PX_MAX_CHUNKS 1024 /* pp * vpp */
 #define PX_MAX_LAYERS PX_MODEL_MAX_LAYERS
 
@@ -89,6 +117,8 @@ typedef struct {
                                * waits for its all-to-all */
     px_schedule schedule;
     px_recompute recompute;   /* uniform choice; per_layer overrides when set */
+    unsigned recompute_modules; /* bits of px_rc_module: what a selective layer reruns
+                                 * (PX_RCM_DEFAULT: the attention core) */
     int64_t micro_batch;      /* b, sequences */
     int64_t n_micro;          /* m, micro-batches per step per DP replica */
     int64_t seq_len;          /* s */

@@ -45,6 +45,7 @@ static void caps_all(px_caps *c, const char *name)
     c->offload_activations = PX_ACT_OFFLOAD_ANY;
     c->moe_a2a_overlap = true;
     c->moe_deepep = c->moe_hybridep = true;
+    c->recompute_modules = c->recompute_modules_quantized = true;
 }
 
 /* Everything the cost model prices.  The vocabulary is padded as Megatron
@@ -88,6 +89,7 @@ static void caps_engine(px_caps *c, const char *name)
     c->offload_activations = PX_ACT_OFFLOAD_NONE;        /* activations stay on the device */
     c->moe_a2a_overlap = false; /* each layer's all-to-all runs where it is issued */
     c->moe_deepep = c->moe_hybridep = false; /* MPI's all-to-all of every copy */
+    c->recompute_modules = false; /* selective reruns the attention core */
 }
 
 /* Any consumer's: what some consumer runs (plan I/O reads a plan against it,
@@ -344,6 +346,76 @@ px_status px_rule_moe_a2a_overlap(const px_model *m, int ep, int pp, int vpp, bo
                        "moe_a2a_overlap = true with %lld multi-token-prediction modules: "
                        "Megatron-Core overlaps at most one; allowed: 0 or 1",
                        (long long)m->n_mtp_modules);
+    return PX_OK;
+}
+
+/* Whether some layer of m is of a kind that has(kind). */
+static bool model_has(const px_model *m, bool (*has)(px_layer_kind))
+{
+    for (int64_t l = 0; l < m->n_layers; l++)
+        if (has(px_model_layer_kind(m, l)))
+            return true;
+    return false;
+}
+
+px_status px_rule_recompute_modules(const px_model *m, unsigned set, bool any_selective,
+                                    px_precision precision, const px_caps *caps, px_error *err)
+{
+    if (set == PX_RCM_DEFAULT)
+        return PX_OK;
+    char list[128];
+    px_rc_modules_format(set, list, sizeof list);
+    if (set == 0 || (set & ~PX_RCM_ALL))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "recompute_modules = [%s]: allowed: one or more of core_attn, moe_act, "
+                       "layernorm, mla_up_proj, mlp, moe, shared_experts",
+                       list);
+    if (!caps->recompute_modules)
+        return lacks(err, "recompute_modules",
+                     PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                             "recompute_modules = [%s]: %s's selective recompute reruns the "
+                             "attention core only; allowed: core_attn",
+                             list, caps->name));
+    if (!any_selective)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "recompute_modules = [%s] without selective recompute: the list says "
+                       "what a selective layer reruns; allowed: recompute selective in some "
+                       "layer, or core_attn alone",
+                       list);
+    bool experts = m->n_experts > 0, mla = m->attn == PX_ATTN_MLA;
+    struct {
+        px_rc_module mod;
+        bool applies;
+        const char *needs;
+    } need[] = {
+        {PX_RCM_MOE_ACT, experts, "experts"},
+        {PX_RCM_MOE, experts, "experts"},
+        {PX_RCM_SHARED_EXPERTS, experts && m->n_shared_experts > 0, "shared experts"},
+        {PX_RCM_MLA_UP_PROJ, mla, "multi-latent attention"},
+        {PX_RCM_MLP, model_has(m, px_layer_has_dense_mlp), "a dense MLP layer"},
+    };
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+        if ((set & (1u << need[i].mod)) && !need[i].applies)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "recompute_modules = [%s]: %s needs %s, which %s has none of; "
+                           "allowed: the modules of the model's layers",
+                           list, px_rc_module_names[need[i].mod], need[i].needs, m->name);
+    unsigned discards = (1u << PX_RCM_MOE_ACT) | (1u << PX_RCM_LAYERNORM);
+    if ((set & discards) && precision != PX_PREC_BF16 && precision != PX_PREC_FP16) {
+        if (precision == PX_PREC_FP8)
+            return PX_FAIL(err, PX_ERR_INVALID,
+                           "recompute_modules = [%s] with precision fp8: Megatron-Core refuses "
+                           "moe_act and layernorm recompute under delayed scaling; allowed: "
+                           "another precision, or neither module",
+                           list);
+        if (!caps->recompute_modules_quantized)
+            return lacks(err, "recompute_modules_quantized",
+                         PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                                 "recompute_modules = [%s] with precision %s: %s recomputes "
+                                 "moe_act and layernorm in bf16 only; allowed: bf16, or "
+                                 "neither module",
+                                 list, px_precision_name(precision), caps->name));
+    }
     return PX_OK;
 }
 
@@ -869,6 +941,10 @@ px_status px_plan_check(const px_model *m, const px_parallel *p, const px_caps *
         st = check_cp_comm(m, p, caps, err);
     if (st == PX_OK)
         st = px_rule_moe_dispatcher(m, p->moe_dispatcher, p->ep, p->etp, caps, err);
+    if (st == PX_OK)
+        st = px_rule_recompute_modules(m, p->recompute_modules,
+                                       recompute_any(p, PX_RECOMPUTE_SELECTIVE), p->precision,
+                                       caps, err);
     if (st == PX_OK && p->moe_a2a_overlap)
         st = px_rule_moe_a2a_overlap(m, p->ep, p->pp, p->vpp, recompute_any(p, PX_RECOMPUTE_FULL),
                                      caps, err);

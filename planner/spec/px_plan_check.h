@@ -107,6 +107,16 @@ px_status px_rule_pipeline_end_slots(const px_model *m, int pp, int vpp, px_sche
  * module. */
 px_status px_rule_moe_a2a_overlap(const px_model *m, int ep, int pp, int vpp, bool any_full,
                                   const px_caps *caps, px_error *err);
+/* Selective recompute by module (Megatron-Core's --recompute-modules,
+ * transformer_config.py's checks): the default (the attention core)
+ * anywhere; another non-empty set where the consumer runs it (caps), some
+ * layer recomputes selectively (any_selective), each module is one of the
+ * model's (moe_act, moe: experts; shared_experts: shared ones; mla_up_proj:
+ * MLA; mlp: a dense MLP layer), and moe_act and layernorm not under
+ * delayed-scaling FP8, nor other quantised GEMMs unless the consumer runs
+ * them so (caps). */
+px_status px_rule_recompute_modules(const px_model *m, unsigned set, bool any_selective,
+                                    px_precision precision, const px_caps *caps, px_error *err);
 /* The routed tokens' dispatcher: all-to-all anywhere; DeepEP or HybridEP
  * (Megatron-Core's flex dispatcher) where the consumer runs it (caps), on a
  * model with experts, over more than one expert rank (ep x etp > 1: its

@@ -274,6 +274,68 @@ static void moe_overlap(const px_framework *megatron, const px_model *moe, const
     CHECK(px_rule_moe_dispatcher(dense, PX_MOE_ALLTOALL, 1, 1, &exec, &e) == PX_OK);
 }
 
+/* --recompute-modules: megatron runs a list on selective layers, the
+ * executor the default only; a list needs a selective layer (a per-layer
+ * table's counts) and modules the model has; moe_act and layernorm never
+ * under delayed FP8, and under other quantised GEMMs only where the
+ * framework says so. */
+static void recompute_modules(const px_framework *megatron, const px_model *moe,
+                              const px_model *dense)
+{
+    px_parallel p;
+    px_parallel_init(&p);
+    p.ep = p.dp = 8;
+    p.micro_batch = 1;
+    p.n_micro = 8;
+    p.seq_len = 4096;
+    p.recompute = PX_RECOMPUTE_SELECTIVE;
+    p.recompute_modules = (1u << PX_RCM_MOE_ACT) | (1u << PX_RCM_LAYERNORM);
+    px_error e;
+    CHECK_MSG(px_plan_check(moe, &p, &megatron->caps, &e) == PX_OK, "%s", e.msg);
+    px_caps exec;
+    px_caps_cpu_executor(&exec);
+    CHECK(px_plan_check(moe, &p, &exec, &e) == PX_ERR_UNSUPPORTED);
+    CHECK(e.cap && !strcmp(e.cap, "recompute_modules"));
+    px_parallel q = p;
+    q.recompute_modules = PX_RCM_DEFAULT; /* the default runs anywhere */
+    CHECK_MSG(px_plan_check(moe, &q, &exec, &e) == PX_OK, "%s", e.msg);
+    q = p;
+    q.recompute = PX_RECOMPUTE_NONE;
+    CHECK(px_plan_check(moe, &q, &megatron->caps, &e) == PX_ERR_INVALID && e.cap == NULL);
+    /* one selective layer of a per-layer table suffices (for a framework
+     * that runs such tables) */
+    px_caps tables = megatron->caps;
+    tables.per_layer_recompute = true;
+    q.n_layer_recompute = (int)moe->n_layers;
+    memset(q.layer_recompute, PX_RECOMPUTE_NONE, sizeof q.layer_recompute);
+    CHECK(px_plan_check(moe, &q, &tables, &e) == PX_ERR_INVALID);
+    q.layer_recompute[3] = PX_RECOMPUTE_SELECTIVE;
+    CHECK_MSG(px_plan_check(moe, &q, &tables, &e) == PX_OK, "%s", e.msg);
+    q = p;
+    q.recompute_modules = 0;
+    CHECK(px_plan_check(moe, &q, &megatron->caps, &e) == PX_ERR_INVALID);
+    const px_caps *c = &megatron->caps;
+    unsigned act = 1u << PX_RCM_MOE_ACT;
+    CHECK(px_rule_recompute_modules(dense, act, true, PX_PREC_BF16, c, &e) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(e.msg, "needs experts") != NULL, "%s", e.msg);
+    CHECK(px_rule_recompute_modules(dense, 1u << PX_RCM_MLP, true, PX_PREC_BF16, c, &e) == PX_OK);
+    CHECK(px_rule_recompute_modules(moe, 1u << PX_RCM_MLP, true, PX_PREC_BF16, c, &e) ==
+          PX_ERR_INVALID);
+    CHECK(px_rule_recompute_modules(moe, 1u << PX_RCM_MLA_UP_PROJ, true, PX_PREC_BF16, c, &e) ==
+          PX_ERR_INVALID);
+    CHECK(px_rule_recompute_modules(moe, 1u << PX_RCM_SHARED_EXPERTS, true, PX_PREC_BF16, c,
+                                    &e) == PX_ERR_INVALID);
+    CHECK(px_rule_recompute_modules(moe, act, true, PX_PREC_FP8, c, &e) == PX_ERR_INVALID);
+    CHECK(px_rule_recompute_modules(moe, act, true, PX_PREC_MXFP8, c, &e) == PX_OK);
+    CHECK(px_rule_recompute_modules(moe, 1u << PX_RCM_MOE, true, PX_PREC_FP8, c, &e) == PX_OK);
+    px_caps early = *c;
+    early.recompute_modules_quantized = false;
+    CHECK(px_rule_recompute_modules(moe, act, true, PX_PREC_MXFP8, &early, &e) ==
+          PX_ERR_UNSUPPORTED);
+    CHECK(e.cap && !strcmp(e.cap, "recompute_modules_quantized"));
+    CHECK(px_rule_recompute_modules(moe, act, true, PX_PREC_BF16, &early, &e) == PX_OK);
+}
+
 int main(void)
 {
     px_caps any;
@@ -304,6 +366,7 @@ int main(void)
     }
     block_form(&megatron, &torchtitan, &dense);
     moe_overlap(&megatron, &moe, &dense);
+    recompute_modules(&megatron, &moe, &dense);
     printf("%ld configurations legal for some consumer compared, %ld verdicts differ\n",
            n_compared, n_differ);
     CHECK(n_compared > 10000);
