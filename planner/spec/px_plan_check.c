@@ -412,8 +412,8 @@ px_status px_rule_recompute_modules(const px_model *m, unsigned set, bool any_se
             return lacks(err, "recompute_modules_quantized",
                          PX_FAIL(err, PX_ERR_UNSUPPORTED,
                                  "recompute_modules = [%s] with precision %s: %s recomputes "
-                                 "moe_act and layernorm in bf16 only; allowed: bf16, or "
-                                 "neither module",
+                                 "moe_act and layernorm in bf16 or fp16 only; allowed: "
+                                 "those precisions, or neither module",
                                  list, px_precision_name(precision), caps->name));
     }
     return PX_OK;

@@ -2,9 +2,10 @@
 # plan --recompute-modules: what Megatron-Core's selective recompute reruns.
 # On one fixed layout each module frees exactly its activations (the
 # formulas of docs/cost-model.md, "Selective recompute by module") and adds
-# its rerun; the default list is the plain selective plan; the requests the
-# rules refuse are errors naming them; the plan file and the exports carry
-# the list, the executor refuses it.
+# its rerun; the default list is the plain selective plan; the DeepSeek-V3
+# recipe plans its list; the requests the rules refuse are errors naming
+# them; the plan file and the exports carry the list, the executor refuses
+# it.
 set -u
 PLAN="$1"
 EXPORT="$2"
@@ -74,6 +75,14 @@ assert b["breakdown"]["act_mlp_bytes"] < a["breakdown"]["act_mlp_bytes"]
 assert b["time"]["recompute_s"] > a["time"]["recompute_s"]
 PY
 echo "ok: mla_up_proj, mlp and shared_experts free attention and MLP activations"
+
+# the recipe that runs them (Megatron-Bridge's DeepSeek-V3 on 1024 H100)
+"$PLAN" --recipe deepseek-v3-h100 --json > "$tmp/recipe.json" || fail "--recipe deepseek-v3-h100"
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plan"]["parallel"]
+assert p["recompute_modules"] == ["mla_up_proj", "mlp"] and p["recompute"] == "selective", p
+assert (p["tp"], p["pp"], p["vpp"], p["ep"], p["dp"]) == (2, 8, 4, 64, 64), p' \
+  "$tmp/recipe.json" || fail "the recipe's plan"
+echo "ok: the deepseek-v3-h100 recipe plans its modules"
 
 # the rules
 expect_error "unknown module" 'unknown module "attn"; allowed' \
