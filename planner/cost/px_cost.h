@@ -162,8 +162,6 @@ typedef struct {
 
 void px_cost_act_layer(const px_act_shape *sh, px_act_ops *out);
 
-/* What a shape's layer has (its kind; moe: experts in place of the dense
- * MLP), and its pre-norms, one a sublayer. */
 /* Whether selective recompute under sh reruns module mod (its
  * --recompute-modules set; none outside selective recompute). */
 static inline bool px_shape_reruns(const px_act_shape *sh, px_rc_module mod)
@@ -172,6 +170,8 @@ static inline bool px_shape_reruns(const px_act_shape *sh, px_rc_module mod)
     return sh->recompute == PX_RECOMPUTE_SELECTIVE && (set & (1u << mod)) != 0;
 }
 
+/* What a shape's layer has (its kind; moe: experts in place of the dense
+ * MLP), and its pre-norms, one a sublayer. */
 static inline bool px_shape_attention(const px_act_shape *sh)
 {
     return px_layer_has_attention(sh->kind);

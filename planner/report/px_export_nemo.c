@@ -226,15 +226,11 @@ static void nemo_recompute(const px_plan *plan, const plan_facts *f, nemo_doc *d
         kv_i(d, "recompute_num_layers", px_export_block_recompute_layers(plan));
     } else if (f->recompute == PX_RECOMPUTE_SELECTIVE) {
         kv(d, "recompute_granularity", "selective");
-        unsigned mods = plan->par.recompute_modules;
-        if (mods != PX_RCM_DEFAULT) {
-            px_buf list = {0};
-            for (int k = 0; k < PX_RCM_COUNT; k++)
-                if (mods & (1u << k))
-                    px_buf_printf(&list, "%s%s", list.len ? "," : "[", px_rc_module_names[k]);
-            px_buf_puts(&list, "]");
-            kv(d, "recompute_modules", list.failed ? "null" : list.data);
-            px_buf_free(&list);
+        if (plan->par.recompute_modules != PX_RCM_DEFAULT) {
+            char list[128], value[132];
+            px_rc_modules_format(plan->par.recompute_modules, list, sizeof list);
+            snprintf(value, sizeof value, "[%s]", list);
+            kv(d, "recompute_modules", value);
         }
     } else if (f->recompute == PX_RECOMPUTE_FULL) {
         kv(d, "recompute_granularity", "full");
