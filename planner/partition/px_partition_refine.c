@@ -153,6 +153,15 @@ static px_status solve_checked(px_cost_ctx *ctx, const px_parallel *par,
     return st;
 }
 
+/* Whether par's recorded split leaves a chunk without layers. */
+static bool has_empty_chunk(const px_parallel *par)
+{
+    for (int c = 0; c < par->n_chunks; c++)
+        if (par->layers_per_chunk[c] < 1)
+            return true;
+    return false;
+}
+
 /* par's own split and recompute choice, in the program's terms. */
 static px_status current_split(const px_partition_problem *pb, const px_parallel *par,
                                px_partition_solution *sol, px_error *err)
@@ -200,7 +209,15 @@ px_status px_partition_refine(px_cost_ctx *ctx, px_parallel *par, px_prediction 
         if (st)
             goto out;
     }
-    st = current_split(pb, par, &rep->before, err);
+    /* a split with an empty end chunk (the embedding or the loss alone: a
+     * framework's pipeline layout) is outside the program, which places a
+     * layer in every chunk: its answer is then weighed by the cost model's
+     * step time alone */
+    bool stated = !has_empty_chunk(par);
+    if (stated)
+        st = current_split(pb, par, &rep->before, err);
+    else if (!pred)
+        goto out; /* nothing to weigh the program's answer against */
     if (st)
         goto out;
     st = px_partition_cost_memory(ctx, par, &rep->before, &rep->mem_limit_bytes, err);
@@ -213,7 +230,7 @@ px_status px_partition_refine(px_cost_ctx *ctx, px_parallel *par, px_prediction 
     rep->exact_dp = rep->after.exact_dp;
     /* never a split the cost model says does not fit in place of one that does */
     bool better = (rep->after.fits || !rep->before.fits) &&
-                  (rep->after.objective_s < rep->before.objective_s * (1.0 - 1e-9) ||
+                  (!stated || rep->after.objective_s < rep->before.objective_s * (1.0 - 1e-9) ||
                    (!rep->before.fits && rep->after.fits));
     if (!better) {
         rep->after = rep->before;
@@ -227,6 +244,10 @@ px_status px_partition_refine(px_cost_ctx *ctx, px_parallel *par, px_prediction 
             st = px_cost_eval(ctx, next, pred->train_tokens, 0.0, &p2, NULL, err);
         if (st)
             goto out;
+        if (!stated && rep->before.fits && !(p2.time.step_s < pred->time.step_s)) {
+            rep->after = rep->before; /* the split with the empty chunk is at least as fast */
+            goto out;
+        }
         *pred = p2;
     }
     *par = *next;
