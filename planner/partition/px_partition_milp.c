@@ -186,8 +186,11 @@ static px_status add_objective_cols(model *m, build_mode mode, px_error *err)
     if (mode == BUILD_TIME) {
         st = px_milp_add_col(m->mp, "T", PX_MILP_CONTINUOUS, 0.0, INFINITY, m->wt, &m->t_col,
                              err);
+        /* a stage fits within the limit's tolerance, as px_part_mem_fits
+         * and the brute force judge it */
         if (!st)
-            st = px_milp_add_col(m->mp, "P", PX_MILP_CONTINUOUS, 0.0, 1.0, 0.0, &m->p_col, err);
+            st = px_milp_add_col(m->mp, "P", PX_MILP_CONTINUOUS, 0.0, 1.0 + MEM_TOL_REL, 0.0,
+                                 &m->p_col, err);
         if (!st && m->wc > 0.0)
             st = px_milp_add_col(m->mp, "Tc", PX_MILP_CONTINUOUS, 0.0, INFINITY, m->wc,
                                  &m->tc_col, err);
