@@ -34,10 +34,8 @@ px_status px_plan_rc_modules_read(json_t *po, const char *file, unsigned *set, p
     unsigned got = 0;
     size_t i;
     json_array_foreach(a, i, v) {
-        int k = -1;
-        for (int j = 0; j < PX_RCM_COUNT && json_is_string(v); j++)
-            if (strcmp(json_string_value(v), px_rc_module_names[j]) == 0)
-                k = j;
+        const char *name = json_is_string(v) ? json_string_value(v) : NULL;
+        int k = name ? px_rc_module_find(name, strlen(name)) : -1;
         if (k < 0 || (got & (1u << k)))
             return px_error_set(err, PX_ERR_INVALID, file, 0, 0,
                                 "parallel.recompute_modules[%zu]: %s; allowed: core_attn, "

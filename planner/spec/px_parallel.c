@@ -82,16 +82,21 @@ px_status px_recompute_parse(const char *s, px_recompute *out, px_error *err)
 const char *const px_rc_module_names[PX_RCM_COUNT] = {
     "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"};
 
+int px_rc_module_find(const char *name, size_t len)
+{
+    for (int i = 0; i < PX_RCM_COUNT; i++)
+        if (strlen(px_rc_module_names[i]) == len && strncmp(name, px_rc_module_names[i], len) == 0)
+            return i;
+    return -1;
+}
+
 px_status px_rc_modules_parse(const char *list, unsigned *out, px_error *err)
 {
     unsigned set = 0;
     const char *p = list ? list : "";
     for (;;) {
         size_t len = strcspn(p, ",");
-        int found = -1;
-        for (int i = 0; i < PX_RCM_COUNT; i++)
-            if (strlen(px_rc_module_names[i]) == len && strncmp(p, px_rc_module_names[i], len) == 0)
-                found = i;
+        int found = px_rc_module_find(p, len);
         if (found < 0 || (set & (1u << found)))
             return PX_FAIL(err, PX_ERR_INVALID,
                            "recompute modules \"%s\": %s \"%.*s\"; allowed: a comma-separated "

@@ -83,6 +83,8 @@ typedef enum {
 #define PX_RCM_ALL ((1u << PX_RCM_COUNT) - 1u)
 
 extern const char *const px_rc_module_names[PX_RCM_COUNT];
+/* The module named by the len characters at name, or -1. */
+int px_rc_module_find(const char *name, size_t len);
 /* A comma-separated list of module names into a bit set (no name twice,
  * at least one). */
 px_status px_rc_modules_parse(const char *list, unsigned *out, px_error *err);
