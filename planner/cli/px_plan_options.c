@@ -79,6 +79,10 @@ const char usage_text[] =
     "  --overlap on|off       gradient reduction and backward TP collectives hidden under\n"
     "                         the backward (default: the framework's overlap traits; off\n"
     "                         for `execute` on CPUs, which runs them after the compute)\n"
+    "  --attention-kernel K   the attention kernel the run trains with: native (the GPU's\n"
+    "                         own: cuDNN's, FlashAttention-3 on Hopper), flash3, flash2,\n"
+    "                         flash1, triton (FlashAttention's Triton port), or unfused\n"
+    "                         (the s x s scores stored); default: the framework's\n"
     ;
 /* (three strings: C11 compilers need to take only 4095 characters in one) */
 const char usage_text_2[] =
@@ -325,6 +329,19 @@ static px_status read_overlap(void *s, const char *flag, const char *v, px_error
     return st;
 }
 
+static px_status read_attention_kernel(void *s, const char *flag, const char *v,
+                                       px_error *err)
+{
+    px_search_opts *o = &((plan_cli *)s)->opts;
+    bool unfused;
+    px_error e;
+    if (px_attn_kernel_parse(v, &o->attn_kernel, &unfused, &e) != PX_OK)
+        return PX_FAIL(err, PX_ERR_USAGE, "%s: %s", flag, e.msg);
+    /* a kernel named is fused; "framework" leaves it to the framework too */
+    o->flash_attention = unfused ? 0 : o->attn_kernel == PX_AK_FRAMEWORK ? -1 : 1;
+    return PX_OK;
+}
+
 static px_status read_moe_dispatcher(void *s, const char *flag, const char *v, px_error *err)
 {
     px_error e;
@@ -435,6 +452,7 @@ static const px_arg plan_rows[] = {
     PX_ARG_CUSTOM("--precision", read_precision),
     PX_ARG_CUSTOM("--cp-comm", read_cp_comm),
     PX_ARG_CUSTOM("--overlap", read_overlap),
+    PX_ARG_CUSTOM("--attention-kernel", read_attention_kernel),
     PX_ARG_CUSTOM("--moe-a2a-overlap", read_moe_a2a_overlap),
     PX_ARG_CUSTOM("--moe-dispatcher", read_moe_dispatcher),
     PX_ARG_CUSTOM("--finetune", read_finetune),

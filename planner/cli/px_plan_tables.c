@@ -395,7 +395,8 @@ static void explain_rule(FILE *out, const px_candidate *best, const px_search_re
 }
 
 /* The precision line of the table's header, with the choices the request fixes
- * (CP, the MoE dispatcher and overlap, the recompute modules). */
+ * (CP, the attention kernel, the MoE dispatcher and overlap, the recompute
+ * modules). */
 static void print_precision(FILE *out, const px_hw *hw, const px_search_opts *o)
 {
     px_precision p = o->precision;
@@ -406,6 +407,10 @@ static void print_precision(FILE *out, const px_hw *hw, const px_search_opts *o)
             hw->peak_flops / 1e12);
     if (o->cp_comm != PX_CPC_P2P)
         fprintf(out, "; CP communication %s", px_cp_comm_name(o->cp_comm));
+    if (o->flash_attention == 0)
+        fprintf(out, "; attention unfused");
+    else if (o->attn_kernel != PX_AK_FRAMEWORK)
+        fprintf(out, "; attention kernel %s", px_attn_kernel_name(o->attn_kernel));
     if (o->moe_dispatcher != PX_MOE_ALLTOALL)
         fprintf(out, "; MoE dispatcher %s", px_moe_dispatch_name(o->moe_dispatcher));
     if (o->moe_a2a_overlap > 0)

@@ -29,11 +29,48 @@ double px_attn_rate_rel(const px_hw *hw, int flash_version, double head_dim, dou
     return rel < cap ? rel : cap;
 }
 
-int px_attn_kernel_version(const px_hw *hw, const px_fw_runtime *run, double head_dim_v)
+int px_attn_kernel_version(const px_hw *hw, const px_fw_runtime *run, px_attn_kernel k,
+                           double head_dim_v)
 {
+    static const int generation[PX_AK_COUNT] = {
+        [PX_AK_NATIVE] = 0, [PX_AK_FLASH3] = 3, [PX_AK_FLASH2] = 2,
+        [PX_AK_FLASH1] = 1, [PX_AK_TRITON] = 2,
+    };
+    if (k == PX_AK_FRAMEWORK && run)
+        k = run->attn_kernel; /* a kernel the profile names */
+    if (k > PX_AK_FRAMEWORK && k < PX_AK_COUNT)
+        return generation[k];
     int v = run ? run->flash_attention_version : 0;
     if (run && run->attn_native_max_head_dim > 0 && hw->attn_native_version >= 4 && v >= 4 &&
         head_dim_v > (double)run->attn_native_max_head_dim)
         return 2; /* the framework's fallback: flash-attn 2 */
     return v;
+}
+
+double px_attn_kernel_slowdown(const px_hw *hw, const px_fw_runtime *run, px_attn_kernel k,
+                               int gen)
+{
+    if (hw->attn_eff > 0.0)
+        return 1.0;
+    if (k == PX_AK_FRAMEWORK && run)
+        k = run->attn_kernel;
+    if (k == PX_AK_TRITON)
+        return PX_ATTN_TRITON_SLOWDOWN;
+    return gen == 1 ? PX_ATTN_FA1_SLOWDOWN : 1.0;
+}
+
+px_status px_attn_kernel_check_hw(const px_hw *hw, px_attn_kernel k, px_error *err)
+{
+    int g = hw->attn_native_version;
+    if (k == PX_AK_FLASH3 && g != 3)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "attention kernel flash3: FlashAttention-3 runs on Hopper GPUs only "
+                       "(attn_native_version 3); hardware profile %s is generation %d",
+                       hw->name, g);
+    if ((k == PX_AK_FLASH2 || k == PX_AK_FLASH1 || k == PX_AK_TRITON) && g < 2)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "attention kernel %s: it needs an Ampere or later GPU (attn_native_version "
+                       ">= 2); hardware profile %s is generation %d: give native or unfused",
+                       px_attn_kernel_name(k), hw->name, g);
+    return PX_OK;
 }

@@ -7,6 +7,7 @@
 
 #include "px_framework.h"
 #include "px_hw.h"
+#include "px_plan.h"
 
 /* FlashAttention-2 on a GPU whose native kernels are a later generation
  * (Hopper's wgmma + TMA: FlashAttention-3, cuDNN's sm90 fused attention):
@@ -54,13 +55,38 @@
  * A calibrated hw->attn_eff is the executor's own kernel: 1. */
 double px_attn_rate_rel(const px_hw *hw, int flash_version, double head_dim, double s_q);
 
-/* The kernel generation a framework runs for value heads of width
- * head_dim_v on this GPU: its flash_attention_version, except flash-attn 2
- * where the GPU is generation 4 (Blackwell) and the heads are wider than
- * the framework's generation-4 kernel trains (attn_native_max_head_dim:
- * Transformer Engine's cuDNN backend takes d <= 128 on sm100, so
- * Nemotron-4's 192-wide heads run flash-attn 2 there).  0 with no
- * framework. */
-int px_attn_kernel_version(const px_hw *hw, const px_fw_runtime *run, double head_dim_v);
+/* The kernel generation a run trains with: the plan's kernel k where it
+ * names one (native 0, flash3 3, flash2 and triton 2, flash1 1), else the
+ * framework's (its attention_kernel where the profile names one, else its
+ * flash_attention_version), except flash-attn 2 where the GPU is
+ * generation 4 (Blackwell) and the heads are wider than the framework's
+ * generation-4 kernel trains (attn_native_max_head_dim: Transformer
+ * Engine's cuDNN backend takes d <= 128 on sm100, so Nemotron-4's 192-wide
+ * heads run flash-attn 2 there).  0 with no framework. */
+int px_attn_kernel_version(const px_hw *hw, const px_fw_runtime *run, px_attn_kernel k,
+                           double head_dim_v);
+
+/* Older kernels against FlashAttention-2 on the same GPU (Dao 2023,
+ * FlashAttention-2): FlashAttention 1 at half its rate ("around 2x", the
+ * abstract); the Triton port at 1/1.8, the geometric mean of section 4.1's
+ * "1.3-2.5x faster than FlashAttention in Triton".  Both are built on
+ * Ampere's mma.sync, as FlashAttention-2 is. */
+#define PX_ATTN_FA1_SLOWDOWN 2.0
+#define PX_ATTN_TRITON_SLOWDOWN 1.8
+
+/* The factor on the attention core's time of kernel k (PX_AK_FRAMEWORK: the
+ * framework's) at generation gen (px_attn_kernel_version) beyond what
+ * px_attn_rate_rel prices: the two slowdowns above, 1 for the others and
+ * for a calibrated attn_eff (the executor's own kernel, measured as it
+ * runs). */
+double px_attn_kernel_slowdown(const px_hw *hw, const px_fw_runtime *run, px_attn_kernel k,
+                               int gen);
+
+/* Whether the GPU runs kernel k: FlashAttention-3 is Hopper's alone
+ * (wgmma, which neither Ampere nor Blackwell has); FlashAttention 1 and 2
+ * and the Triton port need Ampere or later (generation 2: Turing's and
+ * Volta's tensor cores lack their bf16 mma.sync).  A message naming the
+ * profile's generation otherwise. */
+px_status px_attn_kernel_check_hw(const px_hw *hw, px_attn_kernel k, px_error *err);
 
 #endif

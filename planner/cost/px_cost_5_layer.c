@@ -176,12 +176,9 @@ static void layer_attention_time(const px_cost_ctx *ctx, const px_parallel *par,
         lt->attn_fwd_s = px_time_attn_s(hw, 0.5 * attn_flops *
                                                 px_sliding_causal_fraction(m, seq_of(ctx, par)));
         /* the kernel generation, head width and block length (px_attn_eff.h) */
-        lt->attn_fwd_s /= px_attn_rate_rel(hw, px_attn_kernel_version(hw, ctx->run, sh.dv),
-                                           sh.dq, sh.s);
-        /* FlashAttention 1 runs at half FlashAttention-2's rate (Dao 2023:
-         * FA2 is about 2x FA1); a calibrated attn_eff is the kernel's own */
-        if (ctx->run && ctx->run->flash_attention_version == 1 && hw->attn_eff <= 0.0)
-            lt->attn_fwd_s *= 2.0;
+        int gen = px_attn_kernel_version(hw, ctx->run, par->attn_kernel, sh.dv);
+        lt->attn_fwd_s *= px_attn_kernel_slowdown(hw, ctx->run, par->attn_kernel, gen) /
+                          px_attn_rate_rel(hw, gen, sh.dq, sh.s);
         lt->attn_bwd_s = 2.5 * lt->attn_fwd_s; /* the backward recomputes the scores */
     } else {
         attn_core_unfused(hw, &sh, T, a_t, &lt->attn_fwd_s, &lt->attn_bwd_s);

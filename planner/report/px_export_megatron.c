@@ -227,7 +227,13 @@ static void megatron_parallel(const px_plan *plan, const plan_facts *f, px_buf *
         arg(b, "--overlap-moe-expert-parallel-comm");
     if (!p->grad_fp32)
         arg(b, "--grad-reduce-in-bf16");
-    if (p->flash_attention)
+    /* Megatron-Core's AttnBackend: flash (flash-attn 2 or 3), fused (cuDNN's
+     * kernels through Transformer Engine), unfused (the scores stored) */
+    if (!p->flash_attention)
+        arg(b, "--attention-backend unfused");
+    else if (p->attn_kernel == PX_AK_NATIVE)
+        arg(b, "--attention-backend fused");
+    else
         arg(b, "--attention-backend flash");
     megatron_precision(plan, f, b);
 }
@@ -236,7 +242,13 @@ px_status px_export_megatron(const px_plan *plan, const px_export_opts *o, px_bu
                              px_error *err)
 {
     (void)o;
-    (void)err;
+    const px_parallel *p = &plan->par;
+    if (p->flash_attention && (p->attn_kernel == PX_AK_FLASH1 || p->attn_kernel == PX_AK_TRITON))
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "attention_kernel %s: Megatron-Core's --attention-backend runs flash "
+                       "(flash-attn 2 or 3), fused (cuDNN) or unfused; plan with "
+                       "--attention-kernel flash2, flash3, native or unfused",
+                       px_attn_kernel_name(p->attn_kernel));
     plan_facts f;
     px_export_facts_of(plan, &f);
     char name[64], hw[64];

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "px_attn_eff.h"
 #include "px_bound.h"
 #include "px_checked.h"
 #include "px_cost_offload.h"
@@ -907,6 +908,8 @@ static px_status search_once(const px_model *m, const px_hw *hw, int gpus,
     o = &resolved;
     res->gpus = gpus;
     px_status st = px_prec_check_hw(hw, o->precision, err);
+    if (st == PX_OK)
+        st = px_attn_kernel_check_hw(hw, o->attn_kernel, err);
     if (st == PX_OK)
         st = check_offload_hw(hw, o, err);
     if (st != PX_OK)

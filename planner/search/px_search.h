@@ -109,6 +109,7 @@ typedef struct {
     const px_caps *caps;
     const struct px_fw_runtime *run;
     int flash_attention;     /* -1: the framework's fused attention (on without one); 0 off; 1 on */
+    px_attn_kernel attn_kernel; /* the fused kernel (default: the framework's) */
     int shard_group;         /* ZeRO-3 hybrid sharding: shard within groups of N dp ranks
                               * (px_parallel.shard_group); 0: over the whole group */
 } px_search_opts;

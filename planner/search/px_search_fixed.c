@@ -440,6 +440,7 @@ void search_defaults(px_parallel *par, const px_search_opts *o)
     par->recompute_modules = o->recompute_modules ? o->recompute_modules : PX_RCM_DEFAULT;
     par->flash_attention = o->flash_attention < 0 ? (!o->run || o->run->fused_attention)
                                                   : o->flash_attention != 0;
+    par->attn_kernel = par->flash_attention ? o->attn_kernel : PX_AK_FRAMEWORK;
     par->shard_group = o->shard_group;
     par->precision = o->precision;
     par->cp_comm = o->cp_comm;

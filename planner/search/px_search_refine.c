@@ -70,7 +70,8 @@ static bool same_config(const px_parallel *a, const px_parallel *b)
     if (a->tp != b->tp || a->cp != b->cp || a->pp != b->pp || a->vpp != b->vpp ||
         a->dp != b->dp || a->ep != b->ep || a->etp != b->etp || a->sp != b->sp ||
         a->zero != b->zero || a->grad_fp32 != b->grad_fp32 ||
-        a->flash_attention != b->flash_attention || a->dp_overlap != b->dp_overlap ||
+        a->flash_attention != b->flash_attention || a->attn_kernel != b->attn_kernel ||
+        a->dp_overlap != b->dp_overlap ||
         a->tp_overlap != b->tp_overlap || a->moe_a2a_overlap != b->moe_a2a_overlap ||
         a->moe_dispatcher != b->moe_dispatcher || a->schedule != b->schedule ||
         a->recompute != b->recompute || a->micro_batch != b->micro_batch ||

@@ -156,6 +156,8 @@ static const px_jfield runtime_fields[] = {
     RB(fused_norm), RB(fused_rope), RB(grouped_gemm), RB(fsdp_flat_collectives),
     {"flash_attention_version", PX_JF_INT, offsetof(px_fw_runtime, flash_attention_version), 0,
      true, 1, NULL, 0, 4},
+    {"attention_kernel", PX_JF_ENUM, offsetof(px_fw_runtime, attn_kernel), 0, false, 0,
+     px_attn_kernel_names, PX_AK_COUNT, 0},
     {"attn_native_max_head_dim", PX_JF_INT, offsetof(px_fw_runtime, attn_native_max_head_dim), 0,
      false, 0, NULL, 0, 1 << 12},
     {"quantized_params", PX_JF_BOOL, offsetof(px_fw_runtime, quantized_params), 0, false, 0,

@@ -48,6 +48,9 @@ typedef struct px_fw_runtime {
                                       * FlashAttention-3), 2 (flash-attn 2: the native rate on
                                       * Ampere, less on later GPUs, px_attn_eff.h), 1
                                       * (FlashAttention 1: half FA2's rate, Dao 2023) */
+    px_attn_kernel attn_kernel;      /* a kernel that is no generation of FlashAttention
+                                      * (the Triton port), in place of the version;
+                                      * optional, PX_AK_FRAMEWORK = the version says */
     int attn_native_max_head_dim;    /* on a GPU of attention generation 4 (Blackwell), the
                                       * widest value head the generation-4 kernel trains;
                                       * wider heads run flash-attn 2 (px_attn_kernel_version);

@@ -45,6 +45,32 @@ px_status px_moe_dispatch_parse(const char *s, px_moe_dispatch *out, px_error *e
                    s ? s : "(null)");
 }
 
+const char *const px_attn_kernel_names[PX_AK_COUNT] = {"framework", "native", "flash3",
+                                                       "flash2",    "flash1", "triton"};
+
+const char *px_attn_kernel_name(px_attn_kernel k)
+{
+    return (k >= 0 && k < PX_AK_COUNT) ? px_attn_kernel_names[k] : "?";
+}
+
+px_status px_attn_kernel_parse(const char *s, px_attn_kernel *out, bool *unfused, px_error *err)
+{
+    *unfused = s && strcmp(s, "unfused") == 0;
+    if (*unfused) {
+        *out = PX_AK_FRAMEWORK;
+        return PX_OK;
+    }
+    for (int i = 0; s && i < PX_AK_COUNT; i++)
+        if (strcmp(s, px_attn_kernel_names[i]) == 0) {
+            *out = (px_attn_kernel)i;
+            return PX_OK;
+        }
+    return PX_FAIL(err, PX_ERR_INVALID,
+                   "attention kernel \"%s\": allowed values are framework, native, flash3, "
+                   "flash2, flash1, triton, unfused",
+                   s ? s : "(null)");
+}
+
 const char *const px_cp_comm_names[PX_CPC_COUNT] = {"p2p", "all-gather", "a2a"};
 
 const char *px_cp_comm_name(px_cp_comm c)
@@ -135,6 +161,7 @@ void px_parallel_init(px_parallel *p)
     p->zero = 0;
     p->grad_fp32 = true;       /* Megatron's default: fp32 main gradients */
     p->flash_attention = true; /* every modern trainer uses it */
+    p->attn_kernel = PX_AK_FRAMEWORK;
     p->dp_overlap = true;      /* bucketed gradient reduction under the backward */
     p->tp_overlap = true;      /* async backward TP collectives under their GEMMs */
     p->moe_a2a_overlap = false; /* Megatron-Core's default */

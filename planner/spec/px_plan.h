@@ -63,6 +63,27 @@ extern const char *const px_moe_dispatch_names[PX_MOE_DISPATCH_COUNT];
 const char *px_moe_dispatch_name(px_moe_dispatch d); /* "alltoall", "deepep", "hybridep" */
 px_status px_moe_dispatch_parse(const char *s, px_moe_dispatch *out, px_error *err);
 
+/* The fused attention kernel a run trains with (px_parallel.attn_kernel).
+ * Its rate relative to the GPU's own kernels: px_attn_eff.h. */
+typedef enum {
+    PX_AK_FRAMEWORK = 0, /* the framework profile's (its flash_attention_version) */
+    PX_AK_NATIVE,        /* the GPU generation's own: cuDNN fused attention, FA3 on
+                          * Hopper, FA4 / cuDNN sm100 on Blackwell */
+    PX_AK_FLASH3,        /* FlashAttention-3 (Hopper only) */
+    PX_AK_FLASH2,        /* FlashAttention-2 (Ampere's mma.sync on any GPU) */
+    PX_AK_FLASH1,        /* FlashAttention 1 */
+    PX_AK_TRITON,        /* FlashAttention in Triton (flash_attn_triton.py): llm-foundry's
+                          * attn_impl triton, Megatron-DeepSpeed's --use-flash-attn-triton */
+    PX_AK_COUNT
+} px_attn_kernel;
+
+extern const char *const px_attn_kernel_names[PX_AK_COUNT];
+const char *px_attn_kernel_name(px_attn_kernel k); /* "framework", "native", "flash3", ... */
+/* A kernel name, or "unfused" (*unfused = true: no fused kernel, the s x s
+ * scores stored; *out = PX_AK_FRAMEWORK). */
+px_status px_attn_kernel_parse(const char *s, px_attn_kernel *out, bool *unfused,
+                               px_error *err);
+
 /* The parts of a layer selective recompute reruns in place of keeping their
  * activations (Megatron-Core's --recompute-modules; bit 1 << value of
  * px_parallel.recompute_modules).  Output-discarding ones (moe_act,
@@ -105,6 +126,7 @@ typedef struct {
     int zero;                 /* 0..3 */
     bool grad_fp32;           /* fp32 main gradients (Megatron default) vs bf16 */
     bool flash_attention;     /* no s x s score matrix stored */
+    px_attn_kernel attn_kernel; /* which fused kernel, when flash_attention */
     bool dp_overlap;          /* gradient all-reduce / reduce-scatter runs bucket by bucket
                                * under the backward (PyTorch DDP, Megatron-Core
                                * --overlap-grad-reduce); false: after the backward, as

@@ -207,7 +207,7 @@ def attn(rel, seq):
     return p["breakdown"]["attn_s"], p["step_time_s"]
 for seq in (2048, 32768):
     (a0, s0), (a1, s1) = attn("none", seq), attn("2023", seq)
-    assert abs(a1 / a0 - 2.0) < 1e-6, (seq, a0, a1)   # generation 1: half the rate
+    assert abs(a1 / a0 - 1.8) < 1e-6, (seq, a0, a1)   # the Triton port: 1/1.8 the rate
     assert s1 > s0, (seq, s0, s1)
 r_short = attn("2023", 2048)[1] / attn("none", 2048)[1]
 r_long = attn("2023", 32768)[1] / attn("none", 32768)[1]

@@ -4,6 +4,7 @@
  * a calibrated attn_eff left alone, and the kernel a framework falls back
  * to on Blackwell for heads its native kernel does not train. */
 #include <math.h>
+#include <string.h>
 
 #include "px_attn_eff.h"
 #include "px_cost.h"
@@ -131,19 +132,50 @@ int main(void)
     px_error err = {0};
     CHECK_MSG(px_framework_load("megatron", NULL, &fw, &err) == PX_OK, "%s", err.msg);
     CHECK(fw.run.flash_attention_version == 4 && fw.run.attn_native_max_head_dim == 128);
-    CHECK(px_attn_kernel_version(&gb, &fw.run, 128.0) == 4);
-    CHECK(px_attn_kernel_version(&gb, &fw.run, 192.0) == 2);
-    CHECK(px_attn_kernel_version(&h100, &fw.run, 192.0) == 4);
-    CHECK(px_attn_kernel_version(&gb, NULL, 192.0) == 0);
+    CHECK(px_attn_kernel_version(&gb, &fw.run, PX_AK_FRAMEWORK, 128.0) == 4);
+    CHECK(px_attn_kernel_version(&gb, &fw.run, PX_AK_FRAMEWORK, 192.0) == 2);
+    CHECK(px_attn_kernel_version(&h100, &fw.run, PX_AK_FRAMEWORK, 192.0) == 4);
+    CHECK(px_attn_kernel_version(&gb, NULL, PX_AK_FRAMEWORK, 192.0) == 0);
     fw.run.attn_native_max_head_dim = 0; /* no limit */
-    CHECK(px_attn_kernel_version(&gb, &fw.run, 256.0) == 4);
+    CHECK(px_attn_kernel_version(&gb, &fw.run, PX_AK_FRAMEWORK, 256.0) == 4);
     fw.run.attn_native_max_head_dim = 128;
     fw.run.flash_attention_version = 2; /* already flash-attn 2: stays */
-    CHECK(px_attn_kernel_version(&gb, &fw.run, 192.0) == 2);
+    CHECK(px_attn_kernel_version(&gb, &fw.run, PX_AK_FRAMEWORK, 192.0) == 2);
+    /* a kernel the plan names is that kernel, whatever the framework's */
+    CHECK(px_attn_kernel_version(&gb, &fw.run, PX_AK_NATIVE, 192.0) == 0);
+    CHECK(px_attn_kernel_version(&gb, &fw.run, PX_AK_FLASH2, 128.0) == 2);
+    CHECK(px_attn_kernel_version(&h100, &fw.run, PX_AK_FLASH3, 128.0) == 3);
+    CHECK(px_attn_kernel_version(&h100, &fw.run, PX_AK_FLASH1, 128.0) == 1);
+    CHECK(px_attn_kernel_version(&h100, NULL, PX_AK_TRITON, 128.0) == 2);
+    /* FlashAttention 1 and the Triton port: slower than flash-attn 2 by
+     * Dao 2023's factors, the framework's generation 1 as FlashAttention 1 */
+    CHECK_CLOSE(px_attn_kernel_slowdown(&h100, NULL, PX_AK_TRITON, 2), 1.8, 0, 0);
+    CHECK_CLOSE(px_attn_kernel_slowdown(&h100, NULL, PX_AK_FLASH1, 1), 2.0, 0, 0);
+    CHECK_CLOSE(px_attn_kernel_slowdown(&h100, NULL, PX_AK_FRAMEWORK, 1), 2.0, 0, 0);
+    CHECK_CLOSE(px_attn_kernel_slowdown(&h100, NULL, PX_AK_FLASH2, 2), 1.0, 0, 0);
+    /* a profile that names the Triton port runs it as the option does */
+    px_framework lf;
+    CHECK_MSG(px_framework_load_release("llm-foundry", NULL, "2023", &lf, &err) == PX_OK, "%s", err.msg);
+    CHECK(lf.run.attn_kernel == PX_AK_TRITON);
+    CHECK(px_attn_kernel_version(&h100, &lf.run, PX_AK_FRAMEWORK, 128.0) == 2);
+    CHECK_CLOSE(px_attn_kernel_slowdown(&h100, &lf.run, PX_AK_FRAMEWORK, 2), 1.8, 0, 0);
+    CHECK(px_attn_kernel_version(&h100, &lf.run, PX_AK_NATIVE, 128.0) == 0);
+    CHECK_CLOSE(px_attn_kernel_slowdown(&h100, &lf.run, PX_AK_NATIVE, 0), 1.0, 0, 0);
+    /* and runs only where the GPU has its instructions */
+    CHECK(px_attn_kernel_check_hw(&h100, PX_AK_FLASH3, &err) == PX_OK);
+    CHECK(px_attn_kernel_check_hw(&gb, PX_AK_FLASH3, &err) == PX_ERR_INVALID &&
+          strstr(err.msg, "Hopper") != NULL);
+    CHECK(px_attn_kernel_check_hw(&gb, PX_AK_TRITON, &err) == PX_OK);
+    px_hw old = h100;
+    old.attn_native_version = 0; /* Volta */
+    CHECK(px_attn_kernel_check_hw(&old, PX_AK_FLASH2, &err) == PX_ERR_INVALID &&
+          strstr(err.msg, "Ampere") != NULL);
+    CHECK(px_attn_kernel_check_hw(&old, PX_AK_NATIVE, &err) == PX_OK);
     layer_fallback("gb200-nvl72", true);
     layer_fallback("h100-sxm", false);
     /* a calibrated kernel is measured as it runs */
     h100.attn_eff = 0.3;
+    CHECK_CLOSE(px_attn_kernel_slowdown(&h100, NULL, PX_AK_TRITON, 2), 1.0, 0, 0);
     CHECK_CLOSE(px_attn_rate_rel(&h100, 2, 64.0, 512.0), 1.0, 0, 0);
     return px_test_result("test_attn_eff");
 }
