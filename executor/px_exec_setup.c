@@ -122,6 +122,15 @@ px_status px_exec_check_plan(const px_plan *plan, const px_caps *caps, px_error 
         return PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "model field rope_scaling = yarn: the engine's RoPE has no YaRN (its "
                        "frequency blend and attention temperature); allowed: none, llama3");
+    /* the engine runs its own attention kernel: a plan costed for another
+     * one is not what it would measure */
+    px_attn_kernel k = plan->par.attn_kernel;
+    if (plan->par.flash_attention && k != PX_AK_FRAMEWORK && k != PX_AK_NATIVE)
+        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "plan field parallel.attention_kernel = %s: the engine runs its own "
+                       "attention kernel; allowed: framework, native (plan --attention-kernel "
+                       "framework)",
+                       px_attn_kernel_name(k));
     PX_TRY(px_plan_check(&plan->model, &plan->par, caps, err));
     return check_mtp(plan, err);
 }

@@ -4,11 +4,12 @@
 # factors of px_attn_eff.h (FlashAttention 1 twice FlashAttention-2's,
 # the Triton port 1.8 times), the framework's kernel is the default, the
 # GPU's own kernels are the fastest; unfused stores the scores; the plan file
-# and the Megatron export carry the choice; kernels the GPU or the export
-# target cannot run are errors naming them.
+# and the Megatron export carry the choice; kernels the GPU, the export
+# target or the executor cannot run are errors naming them.
 set -u
 PLAN="$1"
 EXPORT="$2"
+EXECUTE="$3"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/expect_error.sh"
 # llama3-8b at 16 K on one A100 node: attention is a large share of the step
@@ -96,6 +97,18 @@ export_attn flash2 a100-80g flash
 export_attn unfused a100-80g unfused
 export_attn triton a100-80g error
 export_attn flash1 a100-80g error
+
+# the executor runs its own kernel: a plan costed for another is refused
+"$PLAN" --model tiny-llama --gpus 2 --hw a100-80g --attention-kernel native \
+  -o "$tmp/tiny.json" > /dev/null || fail "plan tiny native"
+"$EXECUTE" --plan "$tmp/tiny.json" --check > /dev/null || fail "execute --check of native"
+"$PLAN" --model tiny-llama --gpus 2 --hw a100-80g --attention-kernel flash2 \
+  -o "$tmp/tiny.json" > /dev/null || fail "plan tiny flash2"
+"$EXECUTE" --plan "$tmp/tiny.json" --check > /dev/null 2> "$tmp/err" &&
+  fail "execute --check of flash2: exit 0"
+grep -q "parallel.attention_kernel = flash2: the engine runs its own" "$tmp/err" ||
+  fail "execute --check of flash2: $(cat "$tmp/err")"
+echo "ok: the executor refuses a named kernel but native"
 
 # kernels the GPU cannot run, and names that are none
 expect_error "flash3 off Hopper" "flash3: FlashAttention-3 runs on Hopper GPUs only.*a100-80g" \
