@@ -13,9 +13,10 @@ EXECUTE="$3"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/expect_error.sh"
 # llama3-8b at 16 K on one A100 node: attention is a large share of the step
-layout=(--model llama3-8b --gpus 8 --tp 1 --pp 1 --dp 8 --micro-batch 1 --zero 3
-        --recompute full --no-milp --seq 16384 --global-batch 64)
-short=("${layout[@]:0:17}" --seq 4096 --global-batch 256)
+base=(--model llama3-8b --gpus 8 --tp 1 --pp 1 --dp 8 --micro-batch 1 --zero 3
+      --recompute full --no-milp)
+layout=("${base[@]}" --seq 16384 --global-batch 64)
+short=("${base[@]}" --seq 4096 --global-batch 256)
 
 run() { # name, hw, framework, extra arguments
   local name="$1" hw="$2" fw="$3"; shift 3
