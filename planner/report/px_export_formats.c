@@ -191,6 +191,34 @@ static px_status model_check(const px_model *m, px_export_target t, px_error *er
     return PX_OK;
 }
 
+/* A named attention kernel where the target can say it: Megatron-LM's
+ * --attention-backend runs flash-attn 2 or 3 (flash) and cuDNN's kernels
+ * (fused), not FlashAttention 1 or the Triton port; the NeMo recipe
+ * override leaves the backend to Transformer Engine's choice (cuDNN's, the
+ * GPU's own); torchtitan's SDPA runs flash-attn 2; the slurm script's
+ * executor runs its own kernel (it refuses the others).  DeepSpeed's config
+ * holds no model: the model's code chooses. */
+static px_status attention_check(const px_parallel *p, px_export_target t, px_error *err)
+{
+    px_attn_kernel k = p->flash_attention ? p->attn_kernel : PX_AK_FRAMEWORK;
+    bool says;
+    switch (t) {
+    case PX_EXPORT_MEGATRON: says = k != PX_AK_FLASH1 && k != PX_AK_TRITON; break;
+    case PX_EXPORT_NEMO:
+    case PX_EXPORT_SLURM: says = k == PX_AK_FRAMEWORK || k == PX_AK_NATIVE; break;
+    case PX_EXPORT_TORCHTITAN: says = k == PX_AK_FRAMEWORK || k == PX_AK_FLASH2; break;
+    default: says = true; break;
+    }
+    if (says)
+        return PX_OK;
+    char what[160];
+    snprintf(what, sizeof what,
+             "the attention kernel %s (parallel.attention_kernel): the export cannot choose it; "
+             "plan with --attention-kernel framework",
+             px_attn_kernel_name(k));
+    return format_refuse(err, t, what);
+}
+
 px_status px_export_format_check(const px_plan *plan, px_export_target t, px_error *err)
 {
     const px_parallel *p = &plan->par;
@@ -199,6 +227,8 @@ px_status px_export_format_check(const px_plan *plan, px_export_target t, px_err
     px_status st = px_export_finetune_check(plan, t, err);
     if (st == PX_OK)
         st = model_check(&plan->model, t, err);
+    if (st == PX_OK)
+        st = attention_check(p, t, err);
     if (st != PX_OK)
         return st;
     switch (t) {

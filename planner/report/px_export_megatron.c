@@ -242,13 +242,7 @@ px_status px_export_megatron(const px_plan *plan, const px_export_opts *o, px_bu
                              px_error *err)
 {
     (void)o;
-    const px_parallel *p = &plan->par;
-    if (p->flash_attention && (p->attn_kernel == PX_AK_FLASH1 || p->attn_kernel == PX_AK_TRITON))
-        return PX_FAIL(err, PX_ERR_UNSUPPORTED,
-                       "attention_kernel %s: Megatron-Core's --attention-backend runs flash "
-                       "(flash-attn 2 or 3), fused (cuDNN) or unfused; plan with "
-                       "--attention-kernel flash2, flash3, native or unfused",
-                       px_attn_kernel_name(p->attn_kernel));
+    (void)err;
     plan_facts f;
     px_export_facts_of(plan, &f);
     char name[64], hw[64];

@@ -84,7 +84,8 @@ export_attn() { # kernel, hw, expected --attention-backend value or "error"
   if [ "$3" = error ]; then
     "$EXPORT" --plan "$tmp/plan.json" --to megatron > /dev/null 2> "$tmp/err" &&
       fail "export of $1: exit 0"
-    grep -q "attention_kernel $1" "$tmp/err" || fail "export of $1: $(cat "$tmp/err")"
+    grep -q "the attention kernel $1 (parallel.attention_kernel)" "$tmp/err" ||
+      fail "export of $1: $(cat "$tmp/err")"
   else
     "$EXPORT" --plan "$tmp/plan.json" --to megatron > "$tmp/args" || fail "export of $1"
     grep -qx -- "--attention-backend $3" "$tmp/args" ||
@@ -98,6 +99,25 @@ export_attn flash2 a100-80g flash
 export_attn unfused a100-80g unfused
 export_attn triton a100-80g error
 export_attn flash1 a100-80g error
+# the other targets: what each can choose, the rest refused by name
+other_export() { # kernel, target, ok|error
+  "$PLAN" "${layout[@]}" --hw h100-sxm --framework megatron --attention-kernel "$1" \
+    -o "$tmp/plan.json" > /dev/null || fail "plan -o with $1"
+  if "$EXPORT" --plan "$tmp/plan.json" --to "$2" > /dev/null 2> "$tmp/err"; then
+    [ "$3" = ok ] || fail "export of $1 to $2: exit 0"
+  else
+    [ "$3" = error ] && grep -q "the attention kernel $1" "$tmp/err" ||
+      fail "export of $1 to $2: $(cat "$tmp/err")"
+  fi
+}
+other_export native nemo ok
+other_export flash2 nemo error
+other_export flash2 torchtitan ok
+other_export native torchtitan error
+other_export triton deepspeed ok
+other_export native slurm ok
+other_export flash3 slurm error
+echo "ok: the other export targets"
 
 # the executor runs its own kernel: a plan costed for another is refused
 "$PLAN" --model tiny-llama --gpus 2 --hw a100-80g --attention-kernel native \
