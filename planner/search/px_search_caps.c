@@ -39,6 +39,7 @@ typedef enum {
     FIX_MOE_DISPATCHER,
     FIX_MOE_A2A_OVERLAP,
     FIX_RECOMPUTE_MODULES,
+    FIX_UNFUSED_ATTENTION,
     FIX_COUNT
 } fixed_dim;
 
@@ -324,6 +325,14 @@ static bool take_option(fixed_dim k, const px_model *m, const px_search_opts *o,
         snprintf(what, n, "selective recompute of %s", list);
         return true;
     }
+    case FIX_UNFUSED_ATTENTION:
+        if (o->flash_attention != 0)
+            return false;
+        p->flash_attention = false;
+        p->attn_kernel = PX_AK_FRAMEWORK;
+        *flag = "--attention-kernel unfused";
+        snprintf(what, n, "attention that stores the s x s scores");
+        return true;
     default:
         return false;
     }

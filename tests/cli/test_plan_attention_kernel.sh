@@ -138,6 +138,9 @@ expect_error "flash3 on Blackwell" "flash3: .*Hopper.*b200 is generation 4" \
   "${layout[@]}" --hw b200 --attention-kernel flash3
 expect_error "flash2 on Volta" "flash2: it needs an Ampere or later GPU.*v100" \
   --model llama3-8b --gpus 16 --hw v100 --precision fp16 --attention-kernel flash2
+expect_error "unfused under a framework that needs a fused kernel" \
+  "--attention-kernel unfused: framework torchtitan cannot run attention that stores the s x s scores \(capability needs_flash_attention" \
+  "${short[@]}" --hw h100-sxm --framework torchtitan --attention-kernel unfused
 expect_error "an unknown kernel" \
   "--attention-kernel: .*allowed values are framework, native, flash3, flash2, flash1, triton, unfused" \
   "${layout[@]}" --attention-kernel flash4
