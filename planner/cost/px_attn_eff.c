@@ -29,6 +29,13 @@ double px_attn_rate_rel(const px_hw *hw, int flash_version, double head_dim, dou
     return rel < cap ? rel : cap;
 }
 
+/* The kernel k names: the framework's own name for it where k leaves the
+ * choice to the framework and its profile names one (the Triton port). */
+static px_attn_kernel named_kernel(const px_fw_runtime *run, px_attn_kernel k)
+{
+    return k == PX_AK_FRAMEWORK && run ? run->attn_kernel : k;
+}
+
 int px_attn_kernel_version(const px_hw *hw, const px_fw_runtime *run, px_attn_kernel k,
                            double head_dim_v)
 {
@@ -36,8 +43,7 @@ int px_attn_kernel_version(const px_hw *hw, const px_fw_runtime *run, px_attn_ke
         [PX_AK_NATIVE] = 0, [PX_AK_FLASH3] = 3, [PX_AK_FLASH2] = 2,
         [PX_AK_FLASH1] = 1, [PX_AK_TRITON] = 2,
     };
-    if (k == PX_AK_FRAMEWORK && run)
-        k = run->attn_kernel; /* a kernel the profile names */
+    k = named_kernel(run, k);
     if (k > PX_AK_FRAMEWORK && k < PX_AK_COUNT)
         return generation[k];
     int v = run ? run->flash_attention_version : 0;
@@ -52,9 +58,7 @@ double px_attn_kernel_slowdown(const px_hw *hw, const px_fw_runtime *run, px_att
 {
     if (hw->attn_eff > 0.0)
         return 1.0;
-    if (k == PX_AK_FRAMEWORK && run)
-        k = run->attn_kernel;
-    if (k == PX_AK_TRITON)
+    if (named_kernel(run, k) == PX_AK_TRITON)
         return PX_ATTN_TRITON_SLOWDOWN;
     return gen == 1 ? PX_ATTN_FA1_SLOWDOWN : 1.0;
 }
