@@ -20,8 +20,8 @@ import sys
 
 HW_FIELDS = ("peak_flops", "fp8_flops", "mxfp8_flops", "fp4_flops", "gemm_eff_max",
              "gemm_eff_half_dim", "hbm_bw", "mem_bound_eff", "intra_bw", "inter_bw",
-             "intra_lat_s", "inter_lat_s", "gpus_per_node", "exp_rate", "attn_native_version",
-             "comm_overlap_cost")
+             "intra_bw_eff", "inter_bw_eff", "intra_lat_s", "inter_lat_s", "gpus_per_node",
+             "exp_rate", "attn_native_version", "comm_overlap_cost")
 # fields whose absence or zero means "no such path", not a constant to source
 OPTIONAL_ZERO = {"fp8_flops", "mxfp8_flops", "fp4_flops", "exp_rate"}
 

@@ -13,6 +13,7 @@
 #include "px_args.h"
 #include "px_cost.h"
 #include "px_cost_precision.h"
+#include "px_efficiency.h"
 #include "px_finetune.h"
 #include "px_framework.h"
 #include "px_html.h"
@@ -177,6 +178,12 @@ static void explain(FILE *out, px_cost_ctx *ctx, const px_candidate *c, const px
         fprintf(out, "  %-10s %12.4f %12.4f %12.4f  %8.2f  %s\n", rows[i].label, rows[i].tot,
                rows[i].exp, rows[i].tot - rows[i].exp, gb(rows[i].bytes),
                hw->torus ? "torus" : rows[i].cross ? "inter-node" : "intra-node");
+    if (hw->n_coll_points == 0 && !hw->torus)
+        fprintf(out, "  %-34s intra-node %.1f GB/s (%.3g of %.1f), inter-node %.1f GB/s (%.3g of "
+                     "%.1f): the bus bandwidth NCCL reaches on each link\n",
+                "links, per GPU", px_link_bus_bw(hw, false) / 1e9, hw->intra_bw_eff,
+                hw->intra_bw / 1e9, px_link_bus_bw(hw, true) / 1e9, hw->inter_bw_eff,
+                hw->inter_bw / 1e9);
     if (c->par.offload.activations)
         fprintf(out, "  %-34s %10.4f   (copies to the host and back the compute waits for)\n",
                 "activation offload", t->act_offload_s);

@@ -35,7 +35,8 @@ double px_cost_fsdp_rails(const px_hw *hw, const px_fw_runtime *run, int group, 
     double k = (double)(g / stride);
     if (k > group)
         k = group;
-    double cap = hw->intra_bw / hw->inter_bw; /* each GPU still forwards at NVLink rate */
+    /* each GPU still forwards at NVLink rate */
+    double cap = px_link_bus_bw(hw, false) / px_link_bus_bw(hw, true);
     return k < cap ? k : (cap > 1.0 ? cap : 1.0);
 }
 

@@ -344,6 +344,14 @@ static bool time_from_points(const px_coll_point *pts, int n_pts, px_coll c, int
     return true;
 }
 
+/* A share of 0 is a profile built without px_hw_init: the line rate. */
+double px_link_bus_bw(const px_hw *hw, bool inter)
+{
+    double bw = inter ? hw->inter_bw : hw->intra_bw;
+    double eff = inter ? hw->inter_bw_eff : hw->intra_bw_eff;
+    return eff > 0.0 ? bw * eff : bw;
+}
+
 double px_time_coll_s(const px_hw *hw, px_coll c, int n, double msg_bytes, bool crosses_node)
 {
     if (c != PX_COLL_P2P && n <= 1)
@@ -375,7 +383,7 @@ double px_time_coll_s(const px_hw *hw, px_coll c, int n, double msg_bytes, bool 
         return per_step * px_coll_steps(c, n) + wire / busbw;
     }
     bool inter = crosses_node && !hw->torus;
-    double bw = inter ? hw->inter_bw : hw->intra_bw;
+    double bw = px_link_bus_bw(hw, inter);
     double lat = inter ? hw->inter_lat_s : hw->intra_lat_s;
     if (bw <= 0.0)
         return 0.0;

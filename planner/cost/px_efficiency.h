@@ -93,9 +93,14 @@ double px_coll_wire_bytes(px_coll c, int n, double msg_bytes);
 /* Latency steps of the ring algorithm: 2(n−1), n−1, n−1, n−1, 1. */
 int px_coll_steps(px_coll c, int n);
 
-/* Seconds for the collective: α·steps + wire bytes / bw, with α and bw of the
- * intra-node link when the group stays in a node (or the profile is a torus)
- * and of the inter-node link otherwise.  When the profile has measured
+/* A datasheet link's bus bandwidth, bytes/s: intra_bw (or inter_bw) times
+ * the share NCCL carries (intra_bw_eff, inter_bw_eff; docs/cost-model.md,
+ * "Collectives"). */
+double px_link_bus_bw(const px_hw *hw, bool inter);
+
+/* Seconds for the collective: α·steps + wire bytes / bw, with α and bw (the
+ * bus bandwidth above) of the intra-node link when the group stays in a node
+ * (or the profile is a torus) and of the inter-node link otherwise.  When the profile has measured
  * all-reduce points they replace α and bw (see docs/cost-model.md); a
  * collective calibrated on its own (allgather_points, reduce_scatter_points,
  * alltoall_points: `calibrate --mpi`) uses its own points, and a calibrated

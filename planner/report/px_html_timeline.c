@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "px_efficiency.h"
 #include "px_plan_check.h"
 #include "px_schedule.h"
 
@@ -83,10 +84,7 @@ static void op_durations(px_cost_ctx *ctx, const px_parallel *par,
     int64_t s = px_plan_seq_len(m, par);
     double bytes = px_cost_pp_msg_bytes((double)s / par->cp, (double)par->micro_batch,
                                         (double)m->hidden, par->tp, par->sp, hw->dtype_bytes);
-    bool inter = d.pp_crosses && !hw->torus;
-    tt->msg_s = par->pp > 1 ? (inter ? hw->inter_lat_s + bytes / hw->inter_bw
-                                     : hw->intra_lat_s + bytes / hw->intra_bw)
-                            : 0.0;
+    tt->msg_s = par->pp > 1 ? px_time_coll_s(hw, PX_COLL_P2P, 2, bytes, d.pp_crosses) : 0.0;
 }
 
 /* Runs the executor's timeline (each stage's op list and its slots) with

@@ -72,6 +72,8 @@ static const px_jfield hw_fields[] = {
     HD("intra_lat_s", intra_lat_s, true, 0, MAX_LAT_S),
     HD("inter_bw", inter_bw, true, MIN_BW, MAX_BW),
     HD("inter_lat_s", inter_lat_s, true, 0, MAX_LAT_S),
+    HD("intra_bw_eff", intra_bw_eff, false, 1e-2, 1),
+    HD("inter_bw_eff", inter_bw_eff, false, 1e-2, 1),
     HD("gpu_mtbf_hours", gpu_mtbf_hours, false, 1e-3, 1e9),
     HD("ckpt_write_bw", ckpt_write_bw, false, MIN_BW, MAX_BW),
     HD("restart_s", restart_s, false, 0, 1e7),
@@ -240,6 +242,8 @@ void px_hw_init(px_hw *hw)
     hw->gemm_eff_half_dim = PX_HW_DEFAULT_GEMM_EFF_HALF_DIM;
     hw->mem_bound_eff = PX_HW_DEFAULT_MEM_BOUND_EFF;
     hw->comm_overlap_cost = PX_HW_DEFAULT_COMM_OVERLAP_COST;
+    hw->intra_bw_eff = PX_HW_DEFAULT_BW_EFF;
+    hw->inter_bw_eff = PX_HW_DEFAULT_BW_EFF;
     hw->gpu_mtbf_hours = PX_HW_DEFAULT_GPU_MTBF_HOURS;
     hw->ckpt_write_bw = PX_HW_DEFAULT_CKPT_WRITE_BW;
     hw->restart_s = PX_HW_DEFAULT_RESTART_S;
@@ -369,6 +373,11 @@ px_status px_hw_validate(const px_hw *hw, px_error *err)
         !(hw->inter_lat_s >= 0))
         return PX_FAIL(err, PX_ERR_INVALID,
                        "profile %s: intra_bw and inter_bw must be > 0, latencies >= 0", n);
+    if (!(hw->intra_bw_eff > 0 && hw->intra_bw_eff <= 1) ||
+        !(hw->inter_bw_eff > 0 && hw->inter_bw_eff <= 1))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "profile %s: intra_bw_eff = %g and inter_bw_eff = %g must be in (0, 1]", n,
+                       hw->intra_bw_eff, hw->inter_bw_eff);
     if (!(hw->gpu_mtbf_hours > 0) || !(hw->ckpt_write_bw > 0) || !(hw->restart_s >= 0))
         return PX_FAIL(err, PX_ERR_INVALID,
                        "profile %s: gpu_mtbf_hours and ckpt_write_bw must be > 0, restart_s >= 0",

@@ -115,6 +115,9 @@ typedef struct {
     double intra_lat_s;
     double inter_bw;          /* per device, one direction, bytes/s (IB) */
     double inter_lat_s;
+    double intra_bw_eff;      /* share of intra_bw NCCL's collectives reach (its protocol
+                               * overhead); optional, default 1 */
+    double inter_bw_eff;      /* the same for inter_bw; optional, default 1 */
     int n_coll_points;        /* calibrated collectives (CPU/MPI profiles) */
     px_coll_point allreduce_points[PX_HW_MAX_COLL_POINTS];
     /* The other calibrated collectives (written by `calibrate --mpi`; counts 0
@@ -199,6 +202,7 @@ bool px_hw_fit_set(px_hw *hw, const char *field, double value);
 #define PX_HW_DEFAULT_GEMM_EFF_MAX 0.80       /* large bf16 GEMMs reach ~80% of datasheet peak */
 #define PX_HW_DEFAULT_GEMM_EFF_HALF_DIM 128.0 /* smallest GEMM dim where efficiency halves */
 #define PX_HW_DEFAULT_MEM_BOUND_EFF 0.75      /* element-wise kernels vs datasheet HBM bw */
+#define PX_HW_DEFAULT_BW_EFF 1.0              /* a profile without a figure: the line rate */
 #define PX_HW_DEFAULT_COMM_OVERLAP_COST 0.15  /* ~16 NCCL channels of one SM each beside
                                                * the GEMMs on 108-132-SM GPUs */
 #define PX_HW_DEFAULT_GPU_MTBF_HOURS 50677.0  /* Llama 3: 419 interruptions, 16384 GPUs, 54 days */

@@ -132,6 +132,16 @@ int main(void)
     CHECK_CLOSE(pp_msg_sp, 17e6, 0.02, 0); /* the lecture rounds 16.8 to 17 */
     CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_P2P, 2, pp_msg, true), 2.7e-3, R, 0);
     CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_P2P, 2, pp_msg_sp, true), 0.34e-3, 0.02, 0); /* of 17 MB */
+    /* The lecture prices the line rate; a profile gives the share NCCL
+     * carries (intra_bw_eff, inter_bw_eff), and every transfer takes that
+     * much longer (latency 0 here). */
+    hw.intra_bw_eff = 0.824;
+    hw.inter_bw_eff = 0.94;
+    CHECK_CLOSE(20 * 4 * px_time_coll_s(&hw, PX_COLL_ALLREDUCE, 8, msg, false), t_nv / 0.824, 1e-12,
+                0);
+    CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_P2P, 2, pp_msg, true),
+                pp_msg / (50e9 * 0.94), 1e-12, 0);
+    hw.intra_bw_eff = hw.inter_bw_eff = 0.0;
 
     /* embedding V·h: 1.05 B parameters, 2.1 GB in bf16 */
     CHECK_CLOSE(V * H, 1.05e9, R, 0);

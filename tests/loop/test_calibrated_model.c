@@ -173,7 +173,7 @@ static void test_datasheet_unchanged(void)
     double m = 1e8;
     CHECK_CLOSE(px_time_mem_class_s(&hw, PX_MEM_GELU, m), px_time_mem_s(&hw, m), 1e-12, 0);
     CHECK_CLOSE(px_time_coll_s(&hw, PX_COLL_ALLGATHER, 8, m, false),
-                7 * hw.intra_lat_s + 0.875 * m / hw.intra_bw, 1e-9, 0);
+                7 * hw.intra_lat_s + 0.875 * m / (hw.intra_bw * hw.intra_bw_eff), 1e-9, 0);
 }
 
 static double step_s(const px_model *m, const px_hw *hw)

@@ -17,7 +17,7 @@ static int same_hw(const px_hw *a, const px_hw *b)
                EQ(dtype_bytes) && EQ(gemm_eff_max) && EQ(gemm_eff_half_dim) &&
                EQ(n_gemm_points) && EQ(mem_bound_eff) && EQ(gpus_per_node) && EQ(torus) &&
                EQ(intra_bw) && EQ(intra_lat_s) && EQ(inter_bw) && EQ(inter_lat_s) &&
-               EQ(n_coll_points) && EQ(gpu_mtbf_hours) && EQ(ckpt_write_bw) && EQ(restart_s) &&
+               EQ(intra_bw_eff) && EQ(inter_bw_eff) && EQ(n_coll_points) && EQ(gpu_mtbf_hours) && EQ(ckpt_write_bw) && EQ(restart_s) &&
                EQ(power_w) && EQ(price_per_gpu_hour);
     for (int i = 0; same && i < a->n_gemm_points; i++)
         same = EQ(gemm_points[i].m) && EQ(gemm_points[i].n) && EQ(gemm_points[i].k) &&
@@ -73,6 +73,9 @@ int main(void)
     CHECK_CLOSE(hw.inter_bw, 50e9, 0, 0);
     CHECK_CLOSE(hw.peak_flops, 989e12, 0, 0);
     CHECK_CLOSE(hw.hbm_bw, 3.35e12, 0, 0);
+    /* NCCL's bus bandwidth: 20.6 of an NVLink's 25 GB/s, 47 of NDR's 50 */
+    CHECK_CLOSE(hw.intra_bw * hw.intra_bw_eff, 18 * 20.6e9, 1e-3, 0);
+    CHECK_CLOSE(hw.inter_bw * hw.inter_bw_eff, 47e9, 1e-3, 0);
     /* Llama 3's failure statistics: 16384 GPUs x 54 days / 419 interruptions. */
     CHECK_CLOSE(hw.gpu_mtbf_hours, 16384.0 * 54 * 24 / 419, 0.001, 0);
     CHECK(px_hw_load("", NULL, &back, &err) == PX_OK && same_hw(&hw, &back));
@@ -149,6 +152,7 @@ int main(void)
     CHECK(px_hw_usable_bytes(&hw) == hw.hbm_bytes);
     CHECK_CLOSE(hw.gemm_eff_max, PX_HW_DEFAULT_GEMM_EFF_MAX, 0, 0);
     CHECK_CLOSE(hw.restart_s, PX_HW_DEFAULT_RESTART_S, 0, 0);
+    CHECK(hw.intra_bw_eff == 1.0 && hw.inter_bw_eff == 1.0); /* the line rate */
     CHECK(!hw.torus && hw.n_gemm_points == 0);
     /* bad dtype, bad value, unknown key, bytes as a real, malformed */
     snprintf(text, sizeof text, "{%s, \"dtype_bytes\": 3}\n", base);
@@ -159,6 +163,10 @@ int main(void)
     data_write("eff.json", text, path, sizeof path);
     CHECK(px_hw_load(path, NULL, &hw, &err) == PX_ERR_INVALID);
     CHECK_MSG(strstr(err.msg, "gemm_eff_max") != NULL, "%s", err.msg);
+    snprintf(text, sizeof text, "{%s, \"dtype_bytes\": 2, \"inter_bw_eff\": 1.2}\n", base);
+    data_write("bweff.json", text, path, sizeof path);
+    CHECK(px_hw_load(path, NULL, &hw, &err) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(err.msg, "inter_bw_eff") && strstr(err.msg, "1.2"), "%s", err.msg);
     snprintf(text, sizeof text, "{%s, \"dtype_bytes\": 2, \"hbm_visible_ratio\": 2}\n", base);
     data_write("vis.json", text, path, sizeof path);
     CHECK(px_hw_load(path, NULL, &hw, &err) == PX_ERR_INVALID);
