@@ -178,7 +178,7 @@ static void explain(FILE *out, px_cost_ctx *ctx, const px_candidate *c, const px
         fprintf(out, "  %-10s %12.4f %12.4f %12.4f  %8.2f  %s\n", rows[i].label, rows[i].tot,
                rows[i].exp, rows[i].tot - rows[i].exp, gb(rows[i].bytes),
                hw->torus ? "torus" : rows[i].cross ? "inter-node" : "intra-node");
-    if (hw->n_coll_points == 0 && !hw->torus)
+    if (!px_coll_measured(hw) && !hw->torus)
         fprintf(out, "  %-34s intra-node %.1f GB/s (%.3g of %.1f), inter-node %.1f GB/s (%.3g of "
                      "%.1f): the bus bandwidth NCCL reaches on each link\n",
                 "links, per GPU", px_link_bus_bw(hw, false) / 1e9, hw->intra_bw_eff,

@@ -282,7 +282,7 @@ static void coll_point(const px_hw *hw, int n, double msg_bytes, double *lat_s, 
     *busbw = bus_lo + w * (bus_hi - bus_lo);
 }
 
-static bool have_coll_points(const px_hw *hw)
+bool px_coll_measured(const px_hw *hw)
 {
     for (int i = 0; i < hw->n_coll_points; i++)
         if (hw->allreduce_points[i].n_ranks >= 2 && hw->allreduce_points[i].bw > 0.0)
@@ -365,14 +365,14 @@ double px_time_coll_s(const px_hw *hw, px_coll c, int n, double msg_bytes, bool 
         return t_own;
     /* A calibrated profile's p2p is the measured ping-pong (intra_* /
      * inter_*), not a step of the all-reduce. */
-    if (c == PX_COLL_P2P && have_coll_points(hw)) {
+    if (c == PX_COLL_P2P && px_coll_measured(hw)) {
         bool inter = crosses_node && !hw->torus;
         double bw = inter ? hw->inter_bw : hw->intra_bw;
         double lat = inter ? hw->inter_lat_s : hw->intra_lat_s;
         if (bw > 0.0)
             return lat + msg_bytes / bw;
     }
-    if (have_coll_points(hw)) {
+    if (px_coll_measured(hw)) {
         /* A measured all-reduce of n ranks costs lat + M/bw; its latency is
          * spread over 2(n−1) ring steps, which we charge per step to the other
          * collectives (p2p: one step of the 2-rank all-reduce). */

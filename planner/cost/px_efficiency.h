@@ -98,10 +98,15 @@ int px_coll_steps(px_coll c, int n);
  * "Collectives"). */
 double px_link_bus_bw(const px_hw *hw, bool inter);
 
+/* True when the profile has measured all-reduce points (`calibrate --mpi`),
+ * which then price every collective in place of the links' rates. */
+bool px_coll_measured(const px_hw *hw);
+
 /* Seconds for the collective: α·steps + wire bytes / bw, with α and bw (the
- * bus bandwidth above) of the intra-node link when the group stays in a node
- * (or the profile is a torus) and of the inter-node link otherwise.  When the profile has measured
- * all-reduce points they replace α and bw (see docs/cost-model.md); a
+ * bus bandwidth above) of the intra-node link when the group stays in a
+ * node (or the profile is a torus) and of the inter-node link otherwise.
+ * When the profile has measured all-reduce points they replace α and bw
+ * (see docs/cost-model.md); a
  * collective calibrated on its own (allgather_points, reduce_scatter_points,
  * alltoall_points: `calibrate --mpi`) uses its own points, and a calibrated
  * profile's p2p is its measured ping-pong, lat + bytes / bw of intra_* or
