@@ -41,7 +41,7 @@ int main(void)
     px_error err;
     static const char *const names[] = {"h100-sxm", "h200",    "a100-80g", "h800",    "b200",
                                         "gb200-nvl72", "tpu-v5p", "v100",   "a100-40g",
-                                        "jean-zay-a100"};
+                                        "jean-zay-a100", "h100-500w"};
     char list[2048];
     px_hw_list_profiles(NULL, list, sizeof list);
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
