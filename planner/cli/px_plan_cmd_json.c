@@ -156,6 +156,8 @@ json_t *candidate_json(const px_candidate *c, int64_t seq, int64_t n_layers)
     px_plan_rc_modules_write(p->recompute_modules, par, NULL); /* where not the default */
     if (p->moe_a2a_overlap) /* only where it overlaps, as offload below */
         json_object_set_new(par, "moe_a2a_overlap", json_true());
+    if (p->tp_comm_overlap)
+        json_object_set_new(par, "tp_comm_overlap", json_true());
     if (p->attn_kernel != PX_AK_FRAMEWORK) /* only where one is named */
         json_object_set_new(par, "attention_kernel",
                             json_string(px_attn_kernel_name(p->attn_kernel)));

@@ -74,7 +74,8 @@ const char usage_text[] =
     "                         fp8, fp8-cs, fp8-rowwise, fp8-block, mxfp8, nvfp4; refused\n"
     "                         when the profile has no tensor-core path for it\n"
     "  --cp-comm p2p|all-gather|a2a\n"
-    "                         CP attention communication (default p2p: ring)\n"
+    "                         CP attention communication (default: the framework's own,\n"
+    "                         the first of p2p, all-gather, a2a it runs)\n"
     "  --no-sp                sequence parallelism off (default on when TP > 1); --sp on|off\n"
     "  --overlap on|off       gradient reduction and backward TP collectives hidden under\n"
     "                         the backward (default: the framework's overlap traits; off\n"
@@ -86,6 +87,10 @@ const char usage_text[] =
     ;
 /* (three strings: C11 compilers need to take only 4095 characters in one) */
 const char usage_text_2[] =
+    "  --tp-comm-overlap on|off\n"
+    "                         the forward's sequence-parallel TP all-gather and\n"
+    "                         reduce-scatter in chunks under their GEMMs (Megatron-Core's\n"
+    "                         --tp-comm-overlap, torchtitan's async TP; default off)\n"
     "  --moe-dispatcher alltoall|deepep|hybridep\n"
     "                         MoE token dispatcher (default alltoall: every routed copy\n"
     "                         through NCCL's all-to-all); deepep, hybridep: Megatron-Core's\n"
@@ -249,6 +254,7 @@ static px_status read_precision(void *s, const char *flag, const char *v, px_err
 static px_status read_cp_comm(void *s, const char *flag, const char *v, px_error *err)
 {
     px_error e;
+    ((plan_cli *)s)->opts.cp_comm_given = true;
     if (px_cp_comm_parse(v, &((plan_cli *)s)->opts.cp_comm, &e) != PX_OK)
         return PX_FAIL(err, PX_ERR_USAGE, "%s: %s", flag, e.msg);
     return PX_OK;
@@ -348,6 +354,11 @@ static px_status read_moe_dispatcher(void *s, const char *flag, const char *v, p
     if (px_moe_dispatch_parse(v, &((plan_cli *)s)->opts.moe_dispatcher, &e) != PX_OK)
         return PX_FAIL(err, PX_ERR_USAGE, "%s: %s", flag, e.msg);
     return PX_OK;
+}
+
+static px_status read_tp_comm_overlap(void *s, const char *flag, const char *v, px_error *err)
+{
+    return px_args_read_on_off(flag, v, &((plan_cli *)s)->opts.tp_comm_overlap, err);
 }
 
 static px_status read_moe_a2a_overlap(void *s, const char *flag, const char *v, px_error *err)
@@ -454,6 +465,7 @@ static const px_arg plan_rows[] = {
     PX_ARG_CUSTOM("--overlap", read_overlap),
     PX_ARG_CUSTOM("--attention-kernel", read_attention_kernel),
     PX_ARG_CUSTOM("--moe-a2a-overlap", read_moe_a2a_overlap),
+    PX_ARG_CUSTOM("--tp-comm-overlap", read_tp_comm_overlap),
     PX_ARG_CUSTOM("--moe-dispatcher", read_moe_dispatcher),
     PX_ARG_CUSTOM("--finetune", read_finetune),
     PX_ARG_CUSTOM("--lora-rank", read_lora),

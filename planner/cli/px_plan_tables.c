@@ -412,14 +412,17 @@ static void print_precision(FILE *out, const px_hw *hw, const px_search_opts *o)
             px_precision_name(p), px_prec_peak_flops(hw, p) / 1e12,
             px_prec_is_low(p) ? " (attention core, LM head and router in bf16)" : "",
             hw->peak_flops / 1e12);
-    if (o->cp_comm != PX_CPC_P2P)
-        fprintf(out, "; CP communication %s", px_cp_comm_name(o->cp_comm));
+    px_cp_comm cp_comm = px_caps_cp_comm(o->caps, o->cp_comm, o->cp_comm_given);
+    if (cp_comm != PX_CPC_P2P && o->cp != 1)
+        fprintf(out, "; CP communication %s", px_cp_comm_name(cp_comm));
     if (o->flash_attention == 0)
         fprintf(out, "; attention unfused");
     else if (o->attn_kernel != PX_AK_FRAMEWORK)
         fprintf(out, "; attention kernel %s", px_attn_kernel_name(o->attn_kernel));
     if (o->moe_dispatcher != PX_MOE_ALLTOALL)
         fprintf(out, "; MoE dispatcher %s", px_moe_dispatch_name(o->moe_dispatcher));
+    if (o->tp_comm_overlap > 0)
+        fprintf(out, "; the forward's TP collectives under their GEMMs");
     if (o->moe_a2a_overlap > 0)
         fprintf(out, "; expert all-to-all under the other micro-batch's compute");
     if (o->recompute_modules != 0 && o->recompute_modules != PX_RCM_DEFAULT) {

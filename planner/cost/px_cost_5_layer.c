@@ -451,12 +451,28 @@ static void mamba_cp_time(const px_hw *hw, const px_parallel *par, const px_act_
                            px_coll_wire_bytes(PX_COLL_ALLTOALL, par->cp, outb));
 }
 
+/* The forward GEMM seconds a TP block's collectives can run under, per
+ * block in order (the mixer's: attention or a Mamba mixer; the dense
+ * MLP's): its column-parallel GEMMs (a Mamba mixer's in_proj), which read
+ * the all-gathered input, and its row-parallel one, whose output is
+ * reduce-scattered. */
+typedef struct {
+    double col[2], row[2];
+} tp_windows;
+
+/* Seconds of a collective of a seconds run under w seconds of compute: what
+ * outlasts the compute, and the share f of the compute's time it takes
+ * from it while both run. */
+static double exposed_under(double a, double w, double f)
+{
+    return dmax(0.0, a - w) + f * dmin(a, w);
+}
+
 /* TP, expert TP, EP and CP communication of one layer (lt's tp_*, ep_*,
- * cp_*); g_col_attn, g_col_mlp: the column-parallel GEMMs' seconds (a
- * Mamba mixer's in_proj is the first). */
+ * cp_*); win: the GEMM windows of its TP blocks. */
 static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par,
                             const px_act_shape *ps, const layer_dims *d, const crossings *x,
-                            double g_col_attn, double g_col_mlp, layer_time *lt)
+                            const tp_windows *win, layer_time *lt)
 {
     const px_model *m = ctx->model;
     const px_hw *hw = ctx->hw;
@@ -471,7 +487,13 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par,
      * weight-gradient GEMM; with SP that GEMM's input, kept as a 1/t shard,
      * is all-gathered again under its input-gradient GEMM, and the
      * row-parallel GEMM's output gradient is all-gathered before it can
-     * start (exposed).  A backward GEMM takes about its forward's time. */
+     * start (exposed).  A backward GEMM takes about its forward's time.
+     * With tp_comm_overlap (Transformer Engine's userbuffers, torchtitan's
+     * async TP) each sequence-parallel collective that was exposed runs in
+     * chunks under the GEMM it feeds or follows: the forward all-gather
+     * under the column-parallel GEMM, the forward reduce-scatter under the
+     * row-parallel one, the backward's output-gradient all-gather under the
+     * row-parallel GEMM's input gradient. */
     double msg = e * T * h;
     bool moe = sh.moe, mixer = px_shape_attention(&sh) || px_shape_mamba(&sh);
     int blocks = (mixer ? 1 : 0) + (px_shape_dense_mlp(&sh) ? 1 : 0);
@@ -479,20 +501,23 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par,
     double one = px_time_coll_s(hw, PX_COLL_ALLREDUCE, par->tp, msg, x->tp);
     double one_ag = px_time_coll_s(hw, PX_COLL_ALLGATHER, par->tp, msg, x->tp);
     double one_rs = px_time_coll_s(hw, PX_COLL_REDUCE_SCATTER, par->tp, msg, x->tp);
-    /* the blocks' column-parallel windows in order: the mixer's, the MLP's */
-    double col_win[2] = {mixer ? g_col_attn : g_col_mlp, g_col_mlp};
+    bool chunked = sh.sp && par->tp_comm_overlap;
+    double f = comm_sm_fraction(hw);
     for (int blk = 0; blk < blocks; blk++) {
-        double f = comm_sm_fraction(hw), w = par->tp_overlap ? col_win[blk] : 0.0;
-        if (blk == blocks - 1 && px_shape_dense_mlp(&sh)) /* the MLP's own forward */
-            lt->tp_mlp_fwd_s = sh.sp ? one_ag + one_rs : one;
+        double w = par->tp_overlap || chunked ? win->col[blk] : 0.0;
+        double fwd = one, bwd = exposed_under(one, w, f);
         if (sh.sp) {
-            lt->tp_fwd_s += one_ag + one_rs;
-            lt->tp_bwd_s += one_ag + dmax(0.0, one_rs - w) + dmax(0.0, one_ag - w) +
-                            f * (dmin(one_rs, w) + dmin(one_ag, w));
-        } else {
-            lt->tp_fwd_s += one;
-            lt->tp_bwd_s += dmax(0.0, one - w) + f * dmin(one, w);
+            double w_col = chunked ? win->col[blk] : 0.0, w_row = chunked ? win->row[blk] : 0.0;
+            fwd = exposed_under(one_ag, w_col, f) + exposed_under(one_rs, w_row, f);
+            bwd = exposed_under(one_ag, w_row, f) + exposed_under(one_rs, w, f) +
+                  exposed_under(one_ag, w, f);
         }
+        if (blk == blocks - 1 && px_shape_dense_mlp(&sh)) /* the MLP's own forward */
+            lt->tp_mlp_fwd_s = fwd;
+        lt->tp_fwd_s += fwd;
+        lt->tp_bwd_s += bwd;
+        lt->tp_fwd_total_s += sh.sp ? one_ag + one_rs : one;
+        lt->tp_total_s += sh.sp ? 3.0 * one_ag + 2.0 * one_rs : 2.0 * one;
     }
     lt->tp_s = lt->tp_fwd_s + lt->tp_bwd_s;
     lt->tp_bytes = n_tp_coll * px_coll_wire_bytes(PX_COLL_ALLREDUCE, par->tp, msg);
@@ -505,6 +530,8 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par,
         lt->tp_s += 2.0 * et;
         lt->tp_fwd_s += et;
         lt->tp_bwd_s += et;
+        lt->tp_total_s += 2.0 * et;
+        lt->tp_fwd_total_s += et;
         lt->tp_bytes += 2.0 * px_coll_wire_bytes(PX_COLL_ALLREDUCE, par->etp, emsg);
         lt->tp_rc_s += et;
         /* EP: dispatch + combine all-to-all, forward and backward, of this
@@ -712,7 +739,13 @@ void time_layer(const px_cost_ctx *ctx, const px_parallel *par, px_layer_kind ki
     lt->rc_s[PX_RECOMPUTE_NONE] = 0.0;
     lt->rc_s[PX_RECOMPUTE_FULL] = lt->fwd_s;
 
-    layer_comm_time(ctx, par, &sh, &d, x, g_col_attn, g_col_mlp, lt);
+    /* the mixer's row-parallel GEMM is what its projections add past the
+     * column-parallel ones; the dense MLP's, what it adds past fc1 */
+    bool mixer = px_shape_attention(&sh) || px_shape_mamba(&sh);
+    tp_windows win = {{mixer ? g_col_attn : g_col_mlp, g_col_mlp},
+                      {mixer ? g_before_mlp - g_col_attn : mlp_gemm_s - g_col_mlp,
+                       mlp_gemm_s - g_col_mlp}};
+    layer_comm_time(ctx, par, &sh, &d, x, &win, lt);
     /* selective: the modules of the set (the attention core by default,
      * Korthikanti's policy; a Mamba mixer has no selective option and keeps
      * its scan), or the op-level policy's matmuls and every element-wise op */

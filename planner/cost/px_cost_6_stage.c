@@ -31,6 +31,7 @@ void time_of_stage(const stage_layers *sl, const layer_time lt[PX_LAYER_KINDS], 
             q->bwd += n * x->bwd_s;
             q->rcs += n * x->rc_s[r];
             q->tp += n * (x->tp_s + full * x->tp_rc_s);
+            q->tpt += n * (x->tp_total_s + full * x->tp_fwd_total_s);
             q->ep += n * x->ep_s;
             q->ept += n * x->ep_total_s;
             q->cp += n * x->cp_exposed_s;
@@ -81,6 +82,7 @@ void slowest_stage_of(const px_cost_ctx *ctx, const px_parallel *par,
             w->bwd = q.bwd + 2.0 * q.extra / 3.0;
             w->rc = q.rcs;
             w->tp = q.tp;
+            w->tpt = q.tpt;
             w->ep = q.ep;
             w->ept = q.ept;
             w->cp = q.cp;

@@ -17,7 +17,7 @@ void time_layer_kinds(px_cost_ctx *ctx, const px_parallel *par, crossings *x,
  * micro-batch); the head's and embedding's GEMM / pointwise time is booked
  * as forward / backward and as element-wise time. */
 typedef struct {
-    double mb, fwd, bwd, rc, tp, ep, ept, cp, cpt, off, gemm, attn, mem, tpb, epb, cpb;
+    double mb, fwd, bwd, rc, tp, tpt, ep, ept, cp, cpt, off, gemm, attn, mem, tpb, epb, cpb;
 } slowest_stage;
 
 /* The slowest of par's stages (sl: stage_counts), into *w. */

@@ -392,7 +392,8 @@ static void fill_time_detail(const px_cost_ctx *ctx, const px_parallel *par,
                              double dp_bytes, px_cost_detail *detail)
 {
     double mm = (double)par->n_micro;
-    detail->tp_total_s = detail->tp_exposed_s = mm * w->tp;
+    detail->tp_total_s = mm * w->tpt;
+    detail->tp_exposed_s = mm * w->tp;
     detail->cp_total_s = mm * w->cpt;
     detail->cp_exposed_s = mm * w->cp;
     detail->ep_total_s = mm * w->ept;
@@ -469,7 +470,9 @@ static px_status eval_impl(px_cost_ctx *ctx, const px_parallel *par, int64_t mem
     px_blocking_sync sync; /* waits at blocking collectives (px_blocking.h) */
     px_blocking_sync_s(m, hw, par, w.mb, &sync);
     w.tp += sync.tp;
+    w.tpt += sync.tp;
     w.cp += sync.cp;
+    w.cpt += sync.cp;
     w.mb += sync.tp + sync.cp;
     w.mb += px_overhead_microbatch_s(ctx->run);
     double ideal = mm * w.mb;

@@ -28,6 +28,7 @@ typedef struct {
     double tp_s, tp_bytes, tp_rc_s;              /* TP comm (exposed), rc: full recompute's extra */
     double tp_fwd_s, tp_bwd_s;                   /* tp_s split: forward, backward */
     double tp_mlp_fwd_s;                         /* of tp_fwd_s, a dense MLP block's */
+    double tp_total_s, tp_fwd_total_s;           /* TP comm before any overlap; its forward */
     double ep_s, ep_bytes;                       /* EP all-to-all, exposed */
     double ep_total_s;                           /* ... and before any overlap */
     double experts_fwd_s, experts_bwd_s;         /* of fwd_s, bwd_s: the routed experts' GEMMs */
@@ -54,7 +55,7 @@ typedef struct {
 
 /* One micro-batch through one stage, by part (seconds; bytes per micro-batch). */
 typedef struct {
-    double fwd, bwd, rcs, tp, ep, ept, cp, cpt, off, extra, mb;
+    double fwd, bwd, rcs, tp, tpt, ep, ept, cp, cpt, off, extra, mb;
     double gemm, attn, mem, tpb, epb, cpb;
 } stage_time;
 

@@ -59,6 +59,9 @@ static const px_jfield parallel_fields[] = {
      px_moe_dispatch_names, PX_MOE_DISPATCH_COUNT, 0},
     {"moe_a2a_overlap", PX_JF_BOOL, offsetof(px_parallel, moe_a2a_overlap), 0, false, 0, NULL, 0,
      0},
+    /* optional: plans written before it read as the forward's TP collectives exposed */
+    {"tp_comm_overlap", PX_JF_BOOL, offsetof(px_parallel, tp_comm_overlap), 0, false, 0, NULL, 0,
+     0},
     /* optional: plans written before it read as the framework's kernel */
     {"attention_kernel", PX_JF_ENUM, offsetof(px_parallel, attn_kernel), 0, false, 0,
      px_attn_kernel_names, PX_AK_COUNT, 0},

@@ -110,6 +110,9 @@ static void describe(const char *cap, const char *msg, const px_plan *plan, cons
         snprintf(why, n, "a pipeline chunk holding only the embedding or the loss");
     } else if (!strcmp(cap, "uneven_stages")) {
         snprintf(why, n, "an uneven pipeline split; plan with --partition uniform");
+    } else if (!strcmp(cap, "tp_comm_overlap")) {
+        snprintf(why, n, "the forward's TP collectives under their GEMMs (plan with "
+                         "--tp-comm-overlap off)");
     } else if (!strcmp(cap, "grad_bf16")) {
         snprintf(why, n, "bf16 gradients (plan with --grad-dtype fp32)");
     } else {

@@ -221,7 +221,7 @@ static void megatron_parallel(const px_plan *plan, const plan_facts *f, px_buf *
         if (p->zero >= 1)
             arg(b, "--overlap-param-gather");
     }
-    if (p->tp_overlap && p->tp > 1 && p->sp)
+    if (p->tp_comm_overlap && p->tp > 1 && p->sp) /* the backward's async all-reduce: default */
         arg(b, "--tp-comm-overlap");
     if (p->moe_a2a_overlap)
         arg(b, "--overlap-moe-expert-parallel-comm");

@@ -309,7 +309,7 @@ static void nemo_body(const px_plan *plan, const plan_facts *f, nemo_doc *d)
         kv(d, "pretrained_checkpoint", "/path/to/the/base/model/megatron/checkpoint");
     nemo_precision(plan, f, d);
     object_section(d, "comm_overlap", "megatron.bridge.training.comm_overlap.CommOverlapConfig");
-    kv_b(d, "tp_comm_overlap", p->tp_overlap && p->tp > 1 && p->sp);
+    kv_b(d, "tp_comm_overlap", p->tp_comm_overlap && p->tp > 1 && p->sp);
     if (p->moe_a2a_overlap)
         kv_b(d, "overlap_moe_expert_parallel_comm", true);
     end_section(d);

@@ -271,6 +271,13 @@ static void titan_quantize_sections(const px_plan *plan, px_buf *b)
     }
 }
 
+/* torchtitan's async TP (parallelism.enable_async_tensor_parallel) overlaps
+ * the TP collectives of both passes: a plan that hides either runs it. */
+static bool titan_async_tp(const px_parallel *p)
+{
+    return p->tp > 1 && (p->tp_overlap || p->tp_comm_overlap);
+}
+
 static void titan_parallelism(const px_plan *plan, const plan_facts *f, px_buf *b)
 {
     const px_parallel *p = &plan->par;
@@ -284,7 +291,7 @@ static void titan_parallelism(const px_plan *plan, const plan_facts *f, px_buf *
                      "tensor_parallel_degree = %d\nenable_async_tensor_parallel = %s\n"
                      "pipeline_parallel_degree = %d\n",
                   rep, shard, p->zero == 2 ? "never" : p->zero >= 3 ? "always" : "default",
-                  p->tp, p->tp_overlap && p->tp > 1 ? "true" : "false", p->pp);
+                  p->tp, titan_async_tp(p) ? "true" : "false", p->pp);
     if (p->pp > 1) {
         px_buf_printf(b, "pipeline_parallel_schedule = \"%s\"\n"
                          "pipeline_parallel_microbatch_size = %lld\n"
@@ -338,7 +345,7 @@ px_status px_export_torchtitan(const px_plan *plan, px_buf *b, px_error *err)
                   px_recompute_name(f.recompute));
     if (f.recompute == PX_RECOMPUTE_SELECTIVE)
         px_buf_puts(b, "selective_ac_option = \"op\"\n");
-    if (p->tp_overlap && p->tp > 1) /* async TP is an inductor pass */
+    if (titan_async_tp(p)) /* async TP is an inductor pass */
         px_buf_puts(b, "\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n");
     return PX_OK;
 }

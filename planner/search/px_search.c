@@ -29,7 +29,7 @@ void px_search_opts_init(px_search_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->zero = o->recompute = o->schedule = o->sp = o->grad_fp32 = -1;
-    o->dp_overlap = o->tp_overlap = o->moe_a2a_overlap = -1;
+    o->dp_overlap = o->tp_overlap = o->moe_a2a_overlap = o->tp_comm_overlap = -1;
     o->precision = PX_PREC_BF16;
     o->cp_comm = PX_CPC_P2P;
     px_finetune_init(&o->finetune);

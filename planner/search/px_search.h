@@ -49,6 +49,9 @@ typedef struct {
     int grad_fp32;           /* -1: default (fp32 main gradients); 0 bf16; 1 fp32 */
     int dp_overlap;          /* -1: default (on); 0: gradient reduction after the backward */
     int tp_overlap;          /* -1: default (on); 0: backward TP collectives not hidden */
+    int tp_comm_overlap;     /* -1: default (off, as every framework runs); 1: the
+                              * forward's TP collectives under their GEMMs in every plan
+                              * with SP (px_parallel.tp_comm_overlap); 0 off */
     unsigned recompute_modules; /* bits of px_rc_module a selective layer reruns; 0: the
                                  * default (the attention core) */
     px_moe_dispatch moe_dispatcher; /* the routed tokens' dispatcher (default all-to-all) */
@@ -56,7 +59,8 @@ typedef struct {
                               * (px_rule_moe_a2a_overlap); 0 off; 1 on in every plan */
     px_precision precision;  /* the linear GEMMs' number format (default bf16); a
                               * precision the profile lacks is refused */
-    px_cp_comm cp_comm;      /* CP attention communication (default ring p2p) */
+    px_cp_comm cp_comm;      /* CP attention communication, where cp_comm_given */
+    bool cp_comm_given;      /* false: the framework's own flavour (px_caps_cp_comm) */
     px_finetune finetune;    /* what is trained (default pre-training; px_finetune.h) */
     px_offload offload;      /* what every configuration offloads (default none) */
     bool offload_auto;       /* when nothing fits, search again with the optimizer

@@ -38,6 +38,7 @@ typedef enum {
     FIX_OFFLOAD,
     FIX_MOE_DISPATCHER,
     FIX_MOE_A2A_OVERLAP,
+    FIX_TP_COMM_OVERLAP,
     FIX_RECOMPUTE_MODULES,
     FIX_UNFUSED_ATTENTION,
     FIX_COUNT
@@ -163,9 +164,9 @@ static bool take_size(fixed_dim k, const px_model *m, const px_search_opts *o, c
     case FIX_CP_COMM:
         if (o->cp <= 1)
             return false;
-        p->cp_comm = o->cp_comm;
-        *flag = "--cp-comm";
-        snprintf(what, n, "%s context parallelism", px_cp_comm_name(o->cp_comm));
+        p->cp_comm = px_caps_cp_comm(c, o->cp_comm, o->cp_comm_given);
+        *flag = o->cp_comm_given ? "--cp-comm" : "--cp";
+        snprintf(what, n, "%s context parallelism", px_cp_comm_name(p->cp_comm));
         return true;
     case FIX_EP:
         if (o->ep <= 1)
@@ -310,6 +311,15 @@ static bool take_option(fixed_dim k, const px_model *m, const px_search_opts *o,
         }
         *flag = "--moe-a2a-overlap on";
         snprintf(what, n, "the expert all-to-all under another micro-batch's compute");
+        return true;
+    case FIX_TP_COMM_OVERLAP:
+        if (o->tp_comm_overlap <= 0)
+            return false;
+        p->tp_comm_overlap = true;
+        if (p->tp > 1) /* it runs on the sequence-parallel collectives */
+            p->sp = true;
+        *flag = "--tp-comm-overlap on";
+        snprintf(what, n, "the forward's TP collectives under their GEMMs");
         return true;
     case FIX_RECOMPUTE_MODULES: {
         if (o->recompute_modules == 0 || o->recompute_modules == PX_RCM_DEFAULT)
@@ -475,7 +485,7 @@ px_status px_search_check_framework(const px_model *m, const px_search_opts *o, 
         if (px_plan_check_cap(m, &probe, c, &cap, NULL) == PX_OK || refused_by_feature(cap))
             continue;
         if (cap && shard_instead(o, c, cap, &probe) &&
-            px_plan_check_cap(m, &probe, c, &cap, NULL) == PX_OK)
+            (px_plan_check_cap(m, &probe, c, &cap, NULL) == PX_OK || refused_by_feature(cap)))
             continue;
         if (!cap && (k == FIX_FINETUNE || k == FIX_OFFLOAD)) /* their own rules: say which */
             return px_plan_check(m, &probe, c, err);

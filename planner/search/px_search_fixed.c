@@ -250,6 +250,12 @@ px_status check_fixed(const px_model *m, int gpus, int64_t s, const px_search_op
                                     o->recompute == PX_RECOMPUTE_FULL, &runs, &e) != PX_OK)
             st = reject_fixed(res, PX_REJ_EXPERTS, err, "--moe-a2a-overlap on: %s", e.msg);
     }
+    /* --tp-comm-overlap on splits the sequence-parallel collectives; whether
+     * the framework runs it is the capability probe's to say */
+    if (st == PX_OK && o->tp_comm_overlap > 0 && o->sp == 0 && o->tp > 1)
+        st = reject_fixed(res, PX_REJ_FRAMEWORK, err,
+                          "--tp-comm-overlap on with --sp off: the overlap splits the "
+                          "sequence-parallel all-gather and reduce-scatter; allowed: --sp on");
     if (st != PX_OK)
         return st;
     /* the product of the fixed sizes against --gpus */
@@ -435,6 +441,7 @@ void search_defaults(px_parallel *par, const px_search_opts *o)
 {
     par->dp_overlap = o->dp_overlap < 0 ? (!o->run || o->run->dp_overlap) : o->dp_overlap != 0;
     par->tp_overlap = o->tp_overlap < 0 ? (!o->run || o->run->tp_overlap) : o->tp_overlap != 0;
+    par->tp_comm_overlap = o->tp_comm_overlap > 0;
     par->moe_a2a_overlap = o->moe_a2a_overlap > 0; /* the default: per plan (score_states) */
     par->moe_dispatcher = o->moe_dispatcher;
     par->recompute_modules = o->recompute_modules ? o->recompute_modules : PX_RCM_DEFAULT;
@@ -443,7 +450,7 @@ void search_defaults(px_parallel *par, const px_search_opts *o)
     par->attn_kernel = par->flash_attention ? o->attn_kernel : PX_AK_FRAMEWORK;
     par->shard_group = o->shard_group;
     par->precision = o->precision;
-    par->cp_comm = o->cp_comm;
+    par->cp_comm = px_caps_cp_comm(o->caps, o->cp_comm, o->cp_comm_given);
     par->finetune = o->finetune;
     par->offload = o->offload;
     par->quantized_params = !o->run || o->run->quantized_params;

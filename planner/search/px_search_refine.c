@@ -72,7 +72,8 @@ static bool same_config(const px_parallel *a, const px_parallel *b)
         a->zero != b->zero || a->grad_fp32 != b->grad_fp32 ||
         a->flash_attention != b->flash_attention || a->attn_kernel != b->attn_kernel ||
         a->dp_overlap != b->dp_overlap ||
-        a->tp_overlap != b->tp_overlap || a->moe_a2a_overlap != b->moe_a2a_overlap ||
+        a->tp_overlap != b->tp_overlap || a->tp_comm_overlap != b->tp_comm_overlap ||
+        a->moe_a2a_overlap != b->moe_a2a_overlap ||
         a->moe_dispatcher != b->moe_dispatcher || a->schedule != b->schedule ||
         a->recompute != b->recompute || a->micro_batch != b->micro_batch ||
         a->n_micro != b->n_micro || a->seq_len != b->seq_len || strcmp(a->order, b->order) ||

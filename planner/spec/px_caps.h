@@ -97,6 +97,8 @@ typedef struct {
                                           * false: its selective reruns the attention core */
     bool recompute_modules_quantized;    /* ... and moe_act / layernorm with quantised
                                           * GEMMs other than delayed-scaling FP8 */
+    bool tp_comm_overlap;                /* runs the forward's sequence-parallel TP collectives
+                                          * in chunks under their GEMMs (px_parallel) */
     bool moe_a2a_overlap;                /* runs one micro-batch's EP all-to-all under another's
                                           * compute (Megatron-Core's
                                           * --overlap-moe-expert-parallel-comm) */

@@ -135,6 +135,8 @@ static const px_jfield caps_fields[] = {
      0},
     {"recompute_modules_quantized", PX_JF_BOOL, offsetof(px_caps, recompute_modules_quantized), 0,
      false, 0, NULL, 0, 0},
+    /* optional, default false: the forward's TP collectives under their GEMMs */
+    {"tp_comm_overlap", PX_JF_BOOL, offsetof(px_caps, tp_comm_overlap), 0, false, 0, NULL, 0, 0},
     /* optional, default false: EP all-to-all under another micro-batch */
     {"moe_a2a_overlap", PX_JF_BOOL, offsetof(px_caps, moe_a2a_overlap), 0, false, 0, NULL, 0, 0},
     /* optional, default none: activation offload (px_offload.h) */
@@ -375,6 +377,16 @@ px_precision px_caps_precision(const px_caps *caps, px_precision requested)
         return requested;
     px_precision as = (px_precision)caps->fp8_runs_as;
     return as > PX_PREC_FP16 && as < PX_PREC_COUNT && as != PX_PREC_FP8 ? as : requested;
+}
+
+px_cp_comm px_caps_cp_comm(const px_caps *caps, px_cp_comm requested, bool given)
+{
+    if (given || !caps)
+        return requested;
+    for (int f = 0; f < PX_CPC_COUNT; f++)
+        if (caps->cp_flavours & (1u << f))
+            return (px_cp_comm)f;
+    return PX_CPC_P2P;
 }
 
 static bool is_path(const char *s)

@@ -192,6 +192,13 @@ const char *px_framework_dir_default(void);
  * recipe (capability fp8_runs_as); anything else as requested. */
 px_precision px_caps_precision(const px_caps *caps, px_precision requested);
 
+/* The CP flavour a plan under caps runs: `requested` where the request names
+ * one (given), else the framework's own, the first of ring p2p, KV
+ * all-gather and all-to-all it runs (Megatron-Core's --cp-comm-type
+ * defaults to the ring; MaxText all-gathers keys and values; DeepSpeed runs
+ * Ulysses' all-to-all); ring p2p where caps is NULL or runs none. */
+px_cp_comm px_caps_cp_comm(const px_caps *caps, px_cp_comm requested, bool given);
+
 /* Reads frameworks/<name>.json (dir NULL: the default), or the file when
  * name_or_path is a path.  Strict: unknown keys, wrong types, unknown names
  * in the lists and traits without a source are errors naming the file, the

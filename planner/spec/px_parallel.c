@@ -164,6 +164,7 @@ void px_parallel_init(px_parallel *p)
     p->attn_kernel = PX_AK_FRAMEWORK;
     p->dp_overlap = true;      /* bucketed gradient reduction under the backward */
     p->tp_overlap = true;      /* async backward TP collectives under their GEMMs */
+    p->tp_comm_overlap = false; /* Megatron-Core's and torchtitan's default */
     p->moe_a2a_overlap = false; /* Megatron-Core's default */
     p->moe_dispatcher = PX_MOE_ALLTOALL;
     p->schedule = PX_SCHED_1F1B;

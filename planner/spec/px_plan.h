@@ -134,6 +134,12 @@ typedef struct {
     bool tp_overlap;          /* backward TP collectives run asynchronously under the
                                * weight-/input-gradient GEMMs (Megatron since 2022);
                                * false: each blocks where it is issued */
+    bool tp_comm_overlap;     /* with sp and tp > 1: the forward's all-gather and
+                               * reduce-scatter run in chunks under the GEMMs they feed
+                               * and follow, and so does the backward's all-gather of
+                               * the output gradient (Transformer Engine's userbuffers,
+                               * Megatron-Core --tp-comm-overlap; torchtitan's async TP);
+                               * false: on the critical path, both frameworks' default */
     px_moe_dispatch moe_dispatcher; /* how the routed tokens travel */
     bool moe_a2a_overlap;     /* the EP dispatch / combine all-to-all of one micro-batch
                                * under another micro-batch's compute (Megatron-Core

@@ -44,6 +44,7 @@ static void caps_all(px_caps *c, const char *name)
     c->offload_optimizer = c->offload_fraction = c->offload_params = true;
     c->offload_activations = PX_ACT_OFFLOAD_ANY;
     c->moe_a2a_overlap = true;
+    c->tp_comm_overlap = true;
     c->moe_deepep = c->moe_hybridep = true;
     c->recompute_modules = c->recompute_modules_quantized = true;
 }
@@ -88,6 +89,7 @@ static void caps_engine(px_caps *c, const char *name)
     c->offload_params = false;
     c->offload_activations = PX_ACT_OFFLOAD_NONE;        /* activations stay on the device */
     c->moe_a2a_overlap = false; /* each layer's all-to-all runs where it is issued */
+    c->tp_comm_overlap = false; /* each TP collective runs where it is issued */
     c->moe_deepep = c->moe_hybridep = false; /* MPI's all-to-all of every copy */
     c->recompute_modules = false; /* selective reruns the attention core */
 }
@@ -678,6 +680,16 @@ static px_status check_options(const px_parallel *p, const px_caps *caps, px_err
                        "ZeRO-0 (DDP) only as the one parallel dimension, and shards the "
                        "weights over any CP ranks; allowed: zero >= 2 there",
                        p->dp, p->tp, p->pp, p->cp, p->ep, caps->name));
+    if (p->tp_comm_overlap && !caps->tp_comm_overlap)
+        return lacks(err, "tp_comm_overlap", PX_FAIL(err, PX_ERR_UNSUPPORTED,
+                       "tp_comm_overlap = true: %s runs the forward's TP collectives where "
+                       "they are issued; allowed: false", caps->name));
+    if (p->tp_comm_overlap && p->tp > 1 && !p->sp)
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "tp_comm_overlap = true with tp = %d and sp = false: the overlap "
+                       "splits the sequence-parallel all-gather and reduce-scatter "
+                       "(Transformer Engine's userbuffers, torchtitan's async TP); allowed: "
+                       "sp = true", p->tp);
     if (!caps->tp_with_pp && p->tp > 1 && p->pp > 1)
         return lacks(err, "tp_with_pp", PX_FAIL(err, PX_ERR_UNSUPPORTED,
                        "tp = %d with pp = %d: %s runs tensor or pipeline parallelism, not "

@@ -5,7 +5,7 @@
 # --json output and the plan file; Blackwell Ultra plans NVFP4.  A framework
 # that does not run a precision (the default, parallax: this project's bf16
 # executor; torchtitan without fp8 delayed scaling) refuses it naming its
-# capability.
+# capability.  Without --cp-comm a plan runs the framework's own CP flavour.
 set -u
 PLAN="$1"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -44,6 +44,24 @@ grep -q '^# precision fp8-cs:' "$tmp/out" || fail "fp8 / torchtitan: not run as 
 "$PLAN" --model llama3-8b --gpus 16 --cp 2 --cp-comm a2a --framework maxtext > "$tmp/out" 2> "$tmp/err"
 [ $? -eq 1 ] || fail "a2a under maxtext: want exit 1"
 grep -q 'capability cp_flavours' "$tmp/err" || fail "a2a / maxtext: $(cat "$tmp/err")"
+# without --cp-comm a plan runs the framework's own flavour: MaxText
+# all-gathers keys and values, DeepSpeed runs Ulysses' all-to-all, Megatron
+# the ring; a fixed --cp is planned under each, and left free the search can
+# choose CP under MaxText at long context
+for fw_flavour in maxtext:all-gather deepspeed:a2a megatron:p2p; do
+  fw=${fw_flavour%%:*} want=${fw_flavour#*:}
+  "$PLAN" --model llama3-8b --gpus 16 --seq 32768 --cp 2 --tp 2 --framework "$fw" --partition uniform \
+    --top 1 --json > "$tmp/cp.json" 2> "$tmp/err" || fail "--cp 2 under $fw: $(cat "$tmp/err")"
+  grep -q "\"cp_comm\": \"$want\"" "$tmp/cp.json" || fail "--cp 2 under $fw: not $want"
+done
+"$PLAN" --model llama3-8b --gpus 16 --seq 32768 --cp 2 --tp 2 --framework maxtext --partition uniform \
+  --top 1 > "$tmp/out" 2> "$tmp/err" || fail "--cp 2 under maxtext: $(cat "$tmp/err")"
+grep -q '^# precision bf16: .*; CP communication all-gather' "$tmp/out" \
+  || fail "maxtext: the header does not name its CP flavour"
+"$PLAN" --model llama3-70b --gpus 64 --seq 131072 --global-batch 64 --framework maxtext \
+  --partition uniform --top 1 --json > "$tmp/cp.json" 2> "$tmp/err" || fail "maxtext 128K: $(cat "$tmp/err")"
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"][0]["parallel"]; sys.exit(not (p["cp"] > 1 and p["cp_comm"] == "all-gather"))' \
+  "$tmp/cp.json" || fail "maxtext 128K: the search did not choose all-gather CP"
 
 FW="--framework megatron"
 "$PLAN" --model llama3-8b --gpus 8 --precision fp8 $FW --partition uniform --top 2 \

@@ -187,7 +187,7 @@ static void check_least_count(const px_model *m, const px_hw *hw)
     free(res);
 }
 
-/* Llama 3 70B at 8K on 8 H100s under DeepSpeed without TP or PP fits
+/* Llama 3 70B at 8K on 8 H100s under DeepSpeed without TP, PP or CP fits
  * neither with the optimizer nor with the activations on the host, nor with
  * both: the fallback goes on to the parameters' shards. */
 static void check_fallback(const px_hw *hw)
@@ -199,7 +199,7 @@ static void check_fallback(const px_hw *hw)
     px_search_opts o;
     framework_search("deepspeed", &fw, &o);
     o.seq_len = 8192;
-    o.tp = o.pp = 1;
+    o.tp = o.pp = o.cp = 1;
     px_search_result *res = malloc(sizeof *res);
     CHECK(res != NULL);
     CHECK_MSG(px_search_run(&m70, hw, 8, &o, res, &err) == PX_OK, "%s", err.msg);

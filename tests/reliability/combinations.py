@@ -50,7 +50,7 @@ GPUS = [1, 8, 64, 1024, 16384]
 PRECISIONS = ["bf16", "fp16", "fp8", "fp8-cs", "fp8-rowwise", "fp8-block", "mxfp8", "nvfp4"]
 EXPORTS = ["megatron", "nemo", "torchtitan", "deepspeed", "slurm"]
 MODES = ["table", "json", "explain", "html", "export"]
-# sixteen sets, prime to the five output paths, so that every pair recurs
+# seventeen sets, prime to the five output paths, so that every pair recurs
 OPTIONS = [[], ["--offload", "optimizer"], ["--offload", "activations"], ["--offload", "params"],
            ["--offload", "optimizer,activations"], ["--finetune", "lora"],
            ["--finetune", "full"], ["--framework-release", "2019"],
@@ -58,7 +58,8 @@ OPTIONS = [[], ["--offload", "optimizer"], ["--offload", "activations"], ["--off
            ["--moe-a2a-overlap", "on", "--framework-release", "nemo-24.03"],
            ["--moe-dispatcher", "deepep"], ["--recompute-modules", "moe_act,layernorm"],
            ["--recompute-modules", "mla_up_proj,mlp,shared_experts"],
-           ["--attention-kernel", "triton"], ["--attention-kernel", "unfused"]]
+           ["--attention-kernel", "triton"], ["--attention-kernel", "unfused"],
+           ["--tp-comm-overlap", "on"]]
 OUTCOMES = {0: 0, 1: 0, "other": 0}  # of each combination's plan --json
 OUTCOMES_LOCK = threading.Lock()
 NONFINITE = re.compile(r"(?<![A-Za-z_])(nan|-?inf)(?![A-Za-z_])", re.I)

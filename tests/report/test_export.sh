@@ -69,8 +69,13 @@ plan ds-tppp --model llama3-8b --gpus 64 --zero 1 --tp 2 --pp 2 --sp off --sched
 refused ds-tppp deepspeed "tensor parallelism.*with pipeline parallelism"
 plan tt-mixtral --model mixtral-8x7b --gpus 64 --zero 3 --framework torchtitan --top 1
 refused tt-mixtral torchtitan "no torchtitan 0.2.2 flavour has its dimensions"
-plan ds-fp16 --model llama3-8b --gpus 64 --precision fp16 --framework deepspeed --top 1
+plan ds-fp16 --model llama3-8b --gpus 64 --precision fp16 --cp 1 --framework deepspeed --top 1
 export_ok ds-fp16 deepspeed
+# left free, the search runs Ulysses beside TP (a tensor-parallel model
+# runs it: Megatron-DeepSpeed's --ds-sequence-parallel-size); DeepSpeed's
+# config mesh is data x sequence parallel, so the export refuses it
+plan ds-ulysses-tp --model llama3-8b --gpus 64 --precision fp16 --tp 2 --cp 2 --framework deepspeed --top 1
+refused ds-ulysses-tp deepspeed "Ulysses sequence parallelism with tensor or pipeline parallelism"
 plan ds-autotp --model llama3-8b --gpus 64 --tp 2 --pp 1 --cp 1 --zero 1 --framework deepspeed --top 1
 export_ok ds-autotp deepspeed
 plan ds-pp --model llama3-8b --gpus 64 --pp 4 --tp 1 --cp 1 --zero 1 --recompute full \
