@@ -50,6 +50,7 @@ void make_shape(const px_cost_ctx *ctx, const px_parallel *par, px_layer_kind k,
     sh->recompute = rc;
     sh->rc_modules = par->recompute_modules;
     sh->sac_op = ctx->run && ctx->run->selective_op_policy;
+    sh->fused_qkv = !ctx->run || ctx->run->fused_qkv;
     /* the llama block's norm, RoPE and gated activation as the framework
      * runs them (GPT's block has none of these in composite form) */
     sh->eager_norm = eager_norm_of(ctx);
@@ -214,8 +215,11 @@ static void sac_op_layer(const px_act_shape *sh, px_act_ops *o)
      * Gemma's sandwich norms, which add nothing here */
     o->norm1_in = e * sbh / tsp;
     o->norm2_in = t > 1 ? 2.0 * e * sbh / tsp : 0.0;
-    o->q = all.q;                            /* wq: matmul 1 */
-    o->v = all.v;                            /* wv: matmul 3 */
+    /* wq, wk, wv are matmuls 1-3 (wq's and wv's outputs kept, wk's rerun),
+     * or one fused wqkv, matmul 1, all kept; wo comes next, rerun either way */
+    o->q = all.q;
+    o->k = sh->fused_qkv ? all.k : 0.0;
+    o->v = all.v;
     o->latent = all.latent;
     o->softmax_stats = sh->flash ? 4.0 * sb * sh->a / t : 0.0;
     o->softmax_out = all.softmax_out;        /* the math path's scores */
@@ -236,7 +240,8 @@ static void sac_op_layer(const px_act_shape *sh, px_act_ops *o)
          * reduce-scatter */
         o->act_out = sh->gated ? e * sbh : 0.0;
     }
-    o->attention = o->latent + o->q + o->v + o->softmax_out + o->softmax_stats + o->proj_in;
+    o->attention = o->latent + o->q + o->k + o->v + o->softmax_out + o->softmax_stats +
+                   o->proj_in;
     o->mlp = o->mlp_in + o->fc1_out + o->act_out + o->router + o->expert;
     o->norm = o->norm1_in + o->norm2_in;
     o->total = o->attention + o->mlp + o->norm;

@@ -162,7 +162,7 @@ static void layer_attention_time(const px_cost_ctx *ctx, const px_parallel *par,
     double T = d->T, a_t = d->a_t;
     double g = *pg;
     gemm_shape proj[5];
-    int n = attn_projections(m, &sh, d, true, proj);
+    int n = attn_projections(m, &sh, d, !ctx->run || ctx->run->fused_qkv, proj);
     for (int i = 0; i < n; i++) {
         if (i == n - 1)
             *g_col = g; /* the output projection is the row-parallel one */
@@ -204,8 +204,8 @@ static void mm_next(mm_order *o, const px_hw *hw, px_precision p, gemm_shape s)
  * SelectiveAC "op", torchtitan/distributed/activation_checkpoint.py) reruns
  * in the backward: it keeps every compute op's output but every second
  * matmul's, counted in forward order over the block's nn.Linear modules
- * (wq, wk, wv, wo; MLA's wq_a, wq_b, wkv_a, wkv_b, wo; then w1, w3, w2, or
- * a GeLU MLP's fc1, fc2).  A MoE layer's experts and router are kept, as
+ * (wq, wk, wv or one wqkv, wo; MLA's wq_a, wq_b, wkv_a, wkv_b, wo; then w1,
+ * w3, w2, or a GeLU MLP's fc1, fc2).  A MoE layer's experts and router are kept, as
  * its memory rule keeps them (px_cost_2_ops.c sac_op_layer). */
 static double sac_op_rerun_gemm_s(const px_cost_ctx *ctx, const px_parallel *par,
                                   const px_act_shape *sh, const layer_dims *d)
@@ -215,14 +215,18 @@ static double sac_op_rerun_gemm_s(const px_cost_ctx *ctx, const px_parallel *par
     double T = d->T, h = d->h;
     mm_order o = {0, 0.0};
     gemm_shape proj[5];
-    int n = px_shape_attention(sh) ? attn_projections(ctx->model, sh, d, false, proj) : 0;
+    int n = px_shape_attention(sh) ? attn_projections(ctx->model, sh, d, sh->fused_qkv, proj) : 0;
     for (int i = 0; i < n; i++)
         mm_next(&o, hw, pq, proj[i]);
     if (px_shape_dense_mlp(sh)) {
         double f_t = sh->f / d->t;
-        mm_next(&o, hw, pq, (gemm_shape){T, f_t, h});
-        if (sh->gated)
+        if (sh->gated && (!ctx->run || ctx->run->fused_gate_up)) {
+            mm_next(&o, hw, pq, (gemm_shape){T, 2.0 * f_t, h});
+        } else {
             mm_next(&o, hw, pq, (gemm_shape){T, f_t, h});
+            if (sh->gated)
+                mm_next(&o, hw, pq, (gemm_shape){T, f_t, h});
+        }
         mm_next(&o, hw, pq, (gemm_shape){T, h, f_t});
     }
     return o.rerun_s;
@@ -275,7 +279,11 @@ static void layer_mlp_time(const px_cost_ctx *ctx, const px_parallel *par,
             act_elems += T * fs / t;
         }
     } else {
-        g_col_mlp = linear_s(hw, pq, T, up * sh.f / t, h, gb);
+        /* the gate and up projections: one GEMM of both widths, or two */
+        bool fused = !sh.gated || !ctx->run || ctx->run->fused_gate_up;
+        g_col_mlp = fused ? linear_s(hw, pq, T, up * sh.f / t, h, gb)
+                          : linear_s(hw, pq, T, sh.f / t, h, gb) +
+                                linear_s(hw, pq, T, sh.f / t, h, gb);
         g += g_col_mlp + linear_s(hw, pq, T, h, sh.f / t, gb);
         act_elems += T * sh.f / t;
     }

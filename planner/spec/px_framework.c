@@ -173,6 +173,9 @@ static const px_jfield runtime_fields[] = {
      0},
     /* optional, default true */
     {"fused_swiglu", PX_JF_BOOL, offsetof(px_fw_runtime, fused_swiglu), 0, false, 0, NULL, 0, 0},
+    {"fused_qkv", PX_JF_BOOL, offsetof(px_fw_runtime, fused_qkv), 0, false, 0, NULL, 0, 0},
+    {"fused_gate_up", PX_JF_BOOL, offsetof(px_fw_runtime, fused_gate_up), 0, false, 0, NULL, 0,
+     0},
     {"fused_moe_permute", PX_JF_BOOL, offsetof(px_fw_runtime, fused_moe_permute), 0, false, 0,
      NULL, 0, 0},
     {"moe_a2a_overlap", PX_JF_BOOL, offsetof(px_fw_runtime, moe_a2a_overlap), 0, false, 0, NULL,
@@ -357,7 +360,7 @@ static px_status from_json(json_t *root, const char *file, px_framework *out, px
         (st = read_set(jc, "finetune", ft_names, 2, false, file, &ft, err)))
         return st;
     c->finetune = 1u << PX_FT_NONE | ft << 1;
-    out->run.fused_swiglu = true;
+    out->run.fused_swiglu = out->run.fused_qkv = out->run.fused_gate_up = true;
     st = px_jf_read(runtime_fields, NF(runtime_fields), jr, &out->run, file, "runtime", NULL, err);
     if (st != PX_OK)
         return st;

@@ -38,6 +38,12 @@ typedef struct px_fw_runtime {
                                       * kernel each way, not PyTorch's composite ops
                                       * (px_cost_eager_swiglu_bytes); optional, default
                                       * true */
+    bool fused_qkv;                  /* q, k and v projected by one GEMM (Megatron's
+                                      * linear_qkv); false: three linears, each its own
+                                      * GEMM of its own width; optional, default true */
+    bool fused_gate_up;              /* a gated MLP's gate and up projections as one GEMM
+                                      * (Megatron's linear_fc1); false: two; optional,
+                                      * default true */
     bool grouped_gemm;               /* the local experts in one grouped GEMM */
     bool fsdp_flat_collectives;      /* ZeRO-3 gathers / reduce-scatters one flat buffer per
                                       * layer, which NCCL spreads over every NIC of a node

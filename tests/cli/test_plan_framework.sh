@@ -214,4 +214,41 @@ r_long = attn("2023", 32768)[1] / attn("none", 32768)[1]
 assert r_long > r_short, (r_short, r_long)
 print(f"ok: llm-foundry 2023 steps {r_short:.2f}x at 2 K, {r_long:.2f}x at 32 K")
 PY
+# Projections as the model code has them: DeepSpeed's Hugging Face models run
+# q, k, v and the gate and up projections as separate linears, each a GEMM
+# of its own width; a copy of the profile with one fused GEMM each differs
+# in GEMM time by exactly the closed form (bf16 backward = twice the forward)
+python3 - "$tmp" <<'PY' || fail "fused_qkv / fused_gate_up copy"
+import json, os, sys
+d = json.load(open(os.path.join(os.environ.get("PARALLAX_SOURCE_ROOT", "."), "frameworks/deepspeed.json")))
+assert d["runtime"]["fused_qkv"] is False and d["runtime"]["fused_gate_up"] is False
+d["runtime"]["fused_qkv"] = d["runtime"]["fused_gate_up"] = True
+json.dump(d, open(os.path.join(sys.argv[1], "ds-fused.json"), "w"))
+PY
+for fw in deepspeed "$tmp/ds-fused.json"; do
+  "$PLAN" --model llama3-8b --gpus 8 --tp 8 --pp 1 --dp 1 --zero 1 --recompute none --micro-batch 1 \
+    --global-batch 4 --framework "$fw" --no-milp --json > "$tmp/proj-$(basename "$fw" .json).json" \
+    || fail "projections under $fw"
+done
+python3 - "$tmp" "$PARALLAX_SOURCE_ROOT" <<'PY' || fail "separate projections' GEMM time"
+import json, os, sys
+t, root = sys.argv[1], sys.argv[2]
+doc = json.load(open(os.path.join(t, "proj-deepspeed.json")))
+sep, fus = doc["plans"][0], json.load(open(os.path.join(t, "proj-ds-fused.json")))["plans"][0]
+hw = json.load(open(os.path.join(root, "hw_profiles/h100-sxm.json")))
+m = json.load(open(os.path.join(root, "models/llama3-8b.json")))
+half, rate = hw["gemm_eff_half_dim"], hw["peak_flops"] * hw["gemm_eff_max"]
+def gemm(mm, n, k):  # seconds of C[mm,n] = A[mm,k] B[k,n] by the profile's shape model
+    return 2 * mm * n * k / (rate * (mm / (mm + half)) * (n / (n + half)) * (k / (k + half)))
+tp, T = 8, doc["seq_len"] * sep["micro_batch"]
+h, f = m["hidden"], m["ffn"]
+d = h // m["n_heads"]
+q, kv = m["n_heads"] * d / tp, m["n_kv_heads"] * d / tp
+fwd = (gemm(T, q, h) + 2 * gemm(T, kv, h) - gemm(T, q + 2 * kv, h)) + \
+      (2 * gemm(T, f / tp, h) - gemm(T, 2 * f / tp, h))
+want = 3 * fwd * m["n_layers"] * sep["num_microbatches"]
+got = sep["breakdown"]["gemm_s"] - fus["breakdown"]["gemm_s"]
+assert want > 0 and abs(got / want - 1) < 1e-9, (got, want)
+print(f"ok: separate projections {got:.3f} s of GEMMs more a step at TP 8")
+PY
 echo "plan --framework: ok"

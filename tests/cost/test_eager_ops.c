@@ -95,10 +95,10 @@ static void llama_layer(const px_model *m, const px_hw *hw, const px_fw_runtime 
     CHECK(a.recompute_s[PX_RECOMPUTE_SELECTIVE] == b.recompute_s[PX_RECOMPUTE_SELECTIVE]);
     CHECK(a.act_bytes[PX_RECOMPUTE_NONE] == b.act_bytes[PX_RECOMPUTE_NONE]);
 
-    /* the op-level policy: the even-numbered matmuls (wk, wo, w3) and the
-     * layer's element-wise forward (full recompute's rerun less its GEMMs
-     * and attention core, without TP's recomputed collectives: tp 1), the
-     * composite passes included */
+    /* the op-level policy: the even-numbered matmuls (after torchtitan's
+     * one wqkv: wo, w3) and the layer's element-wise forward (full
+     * recompute's rerun less its GEMMs and attention core, without TP's
+     * recomputed collectives: tp 1), the composite passes included */
     if (tp > 1)
         return;
     eager.selective_op_policy = true;
@@ -106,16 +106,15 @@ static void llama_layer(const px_model *m, const px_hw *hw, const px_fw_runtime 
     px_cost_layer(&ce, &par, 0, &s);
     double T = 2.0 * 4096.0, h = (double)m->hidden, t = tp, dq = px_model_qk_head_dim(m);
     double kv_t = (double)m->n_kv_heads / t, a_t = (double)m->n_heads / t, unused;
-    double rerun = px_prec_time_linear_s(hw, par.precision, T, kv_t * dq, h, &unused) +
-                   px_prec_time_linear_s(hw, par.precision, T, h, a_t * dq, &unused) +
-                   px_prec_time_linear_s(hw, par.precision, T, (double)m->ffn / t, h, &unused);
+    CHECK(base->fused_qkv && !base->fused_gate_up); /* torchtitan: wqkv; w1 and w3 */
+    double w3 = px_prec_time_linear_s(hw, par.precision, T, (double)m->ffn / t, h, &unused);
+    double rerun = px_prec_time_linear_s(hw, par.precision, T, h, a_t * dq, &unused) + w3;
     /* full recompute reruns every GEMM, the core and the element-wise work;
      * the GEMMs: a projection's forward is its FLOPs at the GEMM rate */
     double q_f = px_prec_time_linear_s(hw, par.precision, T, a_t * dq + 2.0 * kv_t * dq, h,
                                        &unused),
            o_f = px_prec_time_linear_s(hw, par.precision, T, h, a_t * dq, &unused),
-           up_f = px_prec_time_linear_s(hw, par.precision, T, 2.0 * (double)m->ffn / t, h,
-                                        &unused),
+           up_f = 2.0 * w3,
            down_f = px_prec_time_linear_s(hw, par.precision, T, h, (double)m->ffn / t, &unused);
     double core = a.recompute_s[PX_RECOMPUTE_SELECTIVE];
     double elementwise = a.recompute_s[PX_RECOMPUTE_FULL] - (q_f + o_f + up_f + down_f) - core;

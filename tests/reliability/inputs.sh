@@ -71,8 +71,8 @@ refused "maxtext --pp 61 --vpp 4" '--pp 61 --vpp 4: pp x vpp = 244 exceeds the 6
   "$plan" --model deepseek-v3 --gpus 1024 --framework maxtext --pp 61 --vpp 4
 "$plan" --model llama3-8b --gpus 64 --framework maxtext --pp 8 >/dev/null 2>"$work/err" ||
   fail "maxtext --pp 8 (GPipe): refused: $(cat "$work/err")"
-refused "--ep 4 --etp 8" '--ep 4 --etp 8: ' \
-  "$plan" --model mixtral-8x7b --gpus 64 --framework deepspeed --ep 4 --etp 8
+refused "--ep 4 --etp 8 --tp 2" '--ep 4 --etp 8: .*capability etp' \
+  "$plan" --model mixtral-8x7b --gpus 64 --framework deepspeed --ep 4 --etp 8 --tp 2
 
 # the command-line overrides of a profile field take the field's bounds
 for opt in --gpu-mtbf-hours --price-per-gpu-hour; do

@@ -76,6 +76,10 @@ export_ok ds-fp16 deepspeed
 # config mesh is data x sequence parallel, so the export refuses it
 plan ds-ulysses-tp --model llama3-8b --gpus 64 --precision fp16 --tp 2 --cp 2 --framework deepspeed --top 1
 refused ds-ulysses-tp deepspeed "Ulysses sequence parallelism with tensor or pipeline parallelism"
+# DeepSpeed-MoE runs expert parallelism (MoE(ep_size=...) in the model code),
+# which a config cannot say
+plan ds-moe-ep --model mixtral-8x7b --gpus 64 --ep 8 --framework deepspeed --top 1
+refused ds-moe-ep deepspeed "expert parallelism"
 plan ds-autotp --model llama3-8b --gpus 64 --tp 2 --pp 1 --cp 1 --zero 1 --framework deepspeed --top 1
 export_ok ds-autotp deepspeed
 plan ds-pp --model llama3-8b --gpus 64 --pp 4 --tp 1 --cp 1 --zero 1 --recompute full \
