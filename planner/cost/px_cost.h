@@ -117,7 +117,9 @@ typedef struct {
                             * matmul's output and the attention's kept, the rest rerun:
                             * px_fw_runtime.selective_op_policy), not the attention core */
     bool fused_qkv;        /* q, k and v come out of one linear (px_fw_runtime.fused_qkv):
-                            * one matmul in the op-level policy's count */
+                            * one GEMM, one matmul in the op-level policy's count */
+    bool fused_gate_up;    /* a gated MLP's gate and up projections as one linear
+                            * (px_fw_runtime.fused_gate_up) */
     bool quant_hp_input;   /* low precision: the linears keep their activation-dtype input
                             * and quantise it again in the backward
                             * (px_fw_runtime.quant_keeps_hp_input: quant_hp_input_of) */

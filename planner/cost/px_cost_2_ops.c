@@ -51,6 +51,7 @@ void make_shape(const px_cost_ctx *ctx, const px_parallel *par, px_layer_kind k,
     sh->rc_modules = par->recompute_modules;
     sh->sac_op = ctx->run && ctx->run->selective_op_policy;
     sh->fused_qkv = !ctx->run || ctx->run->fused_qkv;
+    sh->fused_gate_up = !ctx->run || ctx->run->fused_gate_up;
     /* the llama block's norm, RoPE and gated activation as the framework
      * runs them (GPT's block has none of these in composite form) */
     sh->eager_norm = eager_norm_of(ctx);

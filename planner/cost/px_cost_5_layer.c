@@ -162,7 +162,7 @@ static void layer_attention_time(const px_cost_ctx *ctx, const px_parallel *par,
     double T = d->T, a_t = d->a_t;
     double g = *pg;
     gemm_shape proj[5];
-    int n = attn_projections(m, &sh, d, !ctx->run || ctx->run->fused_qkv, proj);
+    int n = attn_projections(m, &sh, d, sh.fused_qkv, proj);
     for (int i = 0; i < n; i++) {
         if (i == n - 1)
             *g_col = g; /* the output projection is the row-parallel one */
@@ -220,7 +220,7 @@ static double sac_op_rerun_gemm_s(const px_cost_ctx *ctx, const px_parallel *par
         mm_next(&o, hw, pq, proj[i]);
     if (px_shape_dense_mlp(sh)) {
         double f_t = sh->f / d->t;
-        if (sh->gated && (!ctx->run || ctx->run->fused_gate_up)) {
+        if (sh->gated && sh->fused_gate_up) {
             mm_next(&o, hw, pq, (gemm_shape){T, 2.0 * f_t, h});
         } else {
             mm_next(&o, hw, pq, (gemm_shape){T, f_t, h});
@@ -280,10 +280,10 @@ static void layer_mlp_time(const px_cost_ctx *ctx, const px_parallel *par,
         }
     } else {
         /* the gate and up projections: one GEMM of both widths, or two */
-        bool fused = !sh.gated || !ctx->run || ctx->run->fused_gate_up;
-        g_col_mlp = fused ? linear_s(hw, pq, T, up * sh.f / t, h, gb)
-                          : linear_s(hw, pq, T, sh.f / t, h, gb) +
-                                linear_s(hw, pq, T, sh.f / t, h, gb);
+        g_col_mlp = !sh.gated || sh.fused_gate_up
+                        ? linear_s(hw, pq, T, up * sh.f / t, h, gb)
+                        : linear_s(hw, pq, T, sh.f / t, h, gb) +
+                              linear_s(hw, pq, T, sh.f / t, h, gb);
         g += g_col_mlp + linear_s(hw, pq, T, h, sh.f / t, gb);
         act_elems += T * sh.f / t;
     }
