@@ -269,7 +269,7 @@ static double zero3_buffers(const px_cost_ctx *ctx, const px_parallel *par, int 
         z = px_cost_fsdp_buffers(&run, lp, held, e, bpp.grads);
         /* under a pipeline the stage's layers stay gathered and their
          * gradients accumulate unsharded until the last micro-batch */
-        if (p > 1 && run.fsdp_pp_grad_bytes > 0)
+        if (px_cost_fsdp_stage_kept(&run, p))
             z = held_g * (e + run.fsdp_pp_grad_bytes);
         /* the head's unit, not resharded after its forward, stays
          * gathered through the loss into its backward */

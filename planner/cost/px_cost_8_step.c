@@ -184,7 +184,8 @@ static void fsdp_step_comm(const px_cost_ctx *ctx, const px_parallel *par, const
         }
     px_fsdp_time ft;
     px_cost_fsdp_time_shards(hw, ctx->run, sh, n_sh, replicas, cross_rep, n, elem_of(ctx),
-                             bpp.grads, (double)par->n_micro, fwd_s, bwd_s,
+                             bpp.grads, (double)par->n_micro,
+                             px_cost_fsdp_stage_kept(ctx->run, par->pp), fwd_s, bwd_s,
                              comm_sm_fraction(hw), &ft);
     *total = ft.total_s;
     *exposed = ft.exposed_s;

@@ -47,7 +47,12 @@ void px_cost_fsdp_time(const px_hw *hw, const px_fw_runtime *run, int group, int
 {
     px_fsdp_shard one = {group, cross_group, rails, layer_params, 0.0, 0.0};
     px_cost_fsdp_time_shards(hw, run, &one, 1, replicas, cross_rep, n_layers, elem_bytes,
-                             grad_bytes, m, fwd_s, bwd_s, sm_fraction, out);
+                             grad_bytes, m, false, fwd_s, bwd_s, sm_fraction, out);
+}
+
+bool px_cost_fsdp_stage_kept(const px_fw_runtime *run, int pp)
+{
+    return run && pp > 1 && run->fsdp_pp_grad_bytes > 0;
 }
 
 /* One layer's gather and reduce-scatter over shard group sh, added to *ag,
@@ -77,8 +82,8 @@ static void shard_layer_colls(const px_hw *hw, const px_fsdp_shard *sh, double e
 void px_cost_fsdp_time_shards(const px_hw *hw, const px_fw_runtime *run,
                               const px_fsdp_shard *shards, int n_shards, int replicas,
                               bool cross_rep, double n_layers, double elem_bytes,
-                              double grad_bytes, double m, double fwd_s, double bwd_s,
-                              double sm_fraction, px_fsdp_time *out)
+                              double grad_bytes, double m, bool kept, double fwd_s,
+                              double bwd_s, double sm_fraction, px_fsdp_time *out)
 {
     out->total_s = out->exposed_s = out->bytes = 0.0;
     double params = 0.0;
@@ -89,20 +94,29 @@ void px_cost_fsdp_time_shards(const px_hw *hw, const px_fw_runtime *run,
     double ag = 0.0, rs = 0.0, ar = 0.0, ag_b = 0.0, rs_b = 0.0;
     for (int i = 0; i < n_shards; i++)
         shard_layer_colls(hw, &shards[i], elem_bytes, grad_bytes, &ag, &rs, &ag_b, &rs_b);
-    out->bytes = m * n_layers * ((run->fsdp_reshard_after_forward ? 2.0 : 1.0) * ag_b + rs_b);
     bool prefetch = run->fsdp_prefetch_layers > 0;
     double fwd_l = fwd_s / n_layers, bwd_l = bwd_s / n_layers;
     /* forward: the first layer's gather waits; each later one hides under
      * the layer before (or waits entirely without prefetch) */
     double fwd_exp = ag + (n_layers - 1.0) * (prefetch ? dmax(0.0, ag - fwd_l) : ag);
-    /* backward: the last forward layer is still gathered; every other layer
-     * is gathered again when resharded; its reduce-scatter runs under the
-     * next layer's backward, the last one after the compute */
-    double bag = run->fsdp_reshard_after_forward ? ag : 0.0;
-    double per = bag + rs;
-    double bwd_exp = rs + (n_layers - 1.0) * (prefetch ? dmax(0.0, per - bwd_l) : per);
-    double total = m * (n_layers * (ag + bag + rs) - bag);
-    double exposed = m * (fwd_exp + bwd_exp);
+    double total, exposed;
+    if (kept) {
+        /* once a step: the first micro-batch's forward gathers; the
+         * reduce-scatters wait for the last backward and run after it */
+        out->bytes = n_layers * (ag_b + rs_b);
+        total = n_layers * (ag + rs);
+        exposed = fwd_exp + n_layers * rs;
+    } else {
+        /* backward: the last forward layer is still gathered; every other
+         * layer is gathered again when resharded; its reduce-scatter runs
+         * under the next layer's backward, the last one after the compute */
+        double bag = run->fsdp_reshard_after_forward ? ag : 0.0;
+        double per = bag + rs;
+        double bwd_exp = rs + (n_layers - 1.0) * (prefetch ? dmax(0.0, per - bwd_l) : per);
+        out->bytes = m * n_layers * ((run->fsdp_reshard_after_forward ? 2.0 : 1.0) * ag_b + rs_b);
+        total = m * (n_layers * (ag + bag + rs) - bag);
+        exposed = m * (fwd_exp + bwd_exp);
+    }
     if (replicas > 1) {
         /* hybrid sharding: the replicas all-reduce their gradient shards once
          * a step, under the last micro-batch's backward but its last bucket */
@@ -112,7 +126,7 @@ void px_cost_fsdp_time_shards(const px_hw *hw, const px_fw_runtime *run,
                        (shards[i].group > 1 ? shards[i].group : 1);
         ar = px_time_coll_s(hw, PX_COLL_ALLREDUCE, replicas, shard_b, cross_rep);
         total += ar;
-        exposed += dmax(ar / n_layers, ar - bwd_s);
+        exposed += kept ? ar : dmax(ar / n_layers, ar - bwd_s);
         out->bytes += px_coll_wire_bytes(PX_COLL_ALLREDUCE, replicas, shard_b);
     }
     /* the hidden part takes SMs from the compute it hides under */

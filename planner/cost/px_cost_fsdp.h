@@ -61,14 +61,25 @@ typedef struct {
                           * gradient's shard down after its reduce-scatter (0 without) */
 } px_fsdp_shard;
 
+/* Whether a pipeline stage of pp > 1 keeps its layers gathered from its
+ * first forward to its last backward, accumulates their gradients unsharded
+ * (run->fsdp_pp_grad_bytes a parameter) and reduce-scatters them once, after
+ * its last micro-batch: torch.distributed.pipelining's FSDP stages.  The
+ * one rule for the memory (the gathered stage) and the time (one gather and
+ * one reduce-scatter a step). */
+bool px_cost_fsdp_stage_kept(const px_fw_runtime *run, int pp);
+
 /* px_cost_fsdp_time over n_shards groups: each layer gathers (and
  * reduce-scatters) every group's share, one after the other on the same
- * links, so their times add before the overlap windows apply. */
+ * links, so their times add before the overlap windows apply.  kept
+ * (px_cost_fsdp_stage_kept): the stage is gathered once, in its first
+ * micro-batch's forward, and its reduce-scatters run after its last
+ * backward, where no compute of the stage is left to hide them. */
 void px_cost_fsdp_time_shards(const px_hw *hw, const px_fw_runtime *run,
                               const px_fsdp_shard *shards, int n_shards, int replicas,
                               bool cross_rep, double n_layers, double elem_bytes,
-                              double grad_bytes, double m, double fwd_s, double bwd_s,
-                              double sm_fraction, px_fsdp_time *out);
+                              double grad_bytes, double m, bool kept, double fwd_s,
+                              double bwd_s, double sm_fraction, px_fsdp_time *out);
 
 /* NICs one shard group's collectives use per node: with flat per-layer
  * buffers (run->fsdp_flat_collectives) NCCL builds one ring per NIC, and a

@@ -161,7 +161,7 @@ expect_error "deepep under torchtitan's 2025 release" 'torchtitan cannot run the
   --model mixtral-8x7b --gpus 64 --framework torchtitan --framework-release 2025 --moe-dispatcher deepep
 # torchtitan runs DeepEP; its 0.2.2 TOML names it, and has no HybridEP
 "$PLAN" --model qwen3-235b-a22b --gpus 256 --hw h100-sxm --framework torchtitan --no-milp \
-  --moe-dispatcher deepep --ep 8 --zero 3 -o "$tmp/tt.plan.json" > /dev/null || fail "torchtitan deepep"
+  --moe-dispatcher deepep --ep 8 --pp 1 --zero 3 -o "$tmp/tt.plan.json" > /dev/null || fail "torchtitan deepep"
 "$EXPORT" --plan "$tmp/tt.plan.json" --to torchtitan -o "$tmp/tt.toml" > /dev/null || fail "export torchtitan deepep"
 grep -q '^expert_parallel_comm_backend = "deepep"' "$tmp/tt.toml" || fail "torchtitan export lacks deepep"
 "$PLAN" --model qwen3-235b-a22b --gpus 256 --hw h100-sxm --framework torchtitan --no-milp \

@@ -65,6 +65,51 @@ static void timing(void)
     CHECK(hyb.total_s > 4 * 32 * (2 * ag + rs) - 4 * ag); /* + the replicas' all-reduce */
 }
 
+/* A pipeline stage kept gathered (torch.distributed.pipelining's FSDP
+ * stages): one gather and one reduce-scatter of each layer a step, whatever
+ * the micro-batches; the reduce-scatters after the last backward, exposed
+ * in full; the replicas' all-reduce after them */
+static void kept_stage(void)
+{
+    px_hw hw;
+    px_error err;
+    CHECK(px_hw_load("a100-80g", NULL, &hw, &err) == PX_OK);
+    px_fw_runtime run;
+    memset(&run, 0, sizeof run);
+    run.fsdp_prefetch_layers = 1;
+    run.fsdp_reshard_after_forward = true;
+    CHECK(!px_cost_fsdp_stage_kept(&run, 4));
+    run.fsdp_pp_grad_bytes = 2;
+    CHECK(px_cost_fsdp_stage_kept(&run, 4) && !px_cost_fsdp_stage_kept(&run, 1));
+    CHECK(!px_cost_fsdp_stage_kept(NULL, 4));
+    double ag = px_time_coll_s(&hw, PX_COLL_ALLGATHER, 8, 2e8 * 2, false);
+    double rs = px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 8, 2e8 * 4, false);
+    px_fsdp_shard one = {8, false, 1.0, 2e8, 0.0, 0.0};
+    px_fsdp_time k1, k8, per;
+    /* long layers: the first gather and every reduce-scatter show */
+    px_cost_fsdp_time_shards(&hw, &run, &one, 1, 1, false, 16, 2, 4, 1, true, 16.0, 32.0, 0.0,
+                             &k1);
+    px_cost_fsdp_time_shards(&hw, &run, &one, 1, 1, false, 16, 2, 4, 8, true, 16.0, 32.0, 0.0,
+                             &k8);
+    CHECK_CLOSE(k8.total_s, 16 * (ag + rs), 1e-9, 0);
+    CHECK_CLOSE(k8.exposed_s, ag + 16 * rs, 1e-9, 0);
+    CHECK(k1.total_s == k8.total_s && k1.exposed_s == k8.exposed_s && k1.bytes == k8.bytes);
+    CHECK_CLOSE(k8.bytes, 16 * (px_coll_wire_bytes(PX_COLL_ALLGATHER, 8, 2e8 * 2) +
+                                px_coll_wire_bytes(PX_COLL_REDUCE_SCATTER, 8, 2e8 * 4)),
+                1e-12, 0);
+    /* resharded every micro-batch instead: 8 times the gathers and
+     * reduce-scatters, and twice the gathers */
+    px_cost_fsdp_time_shards(&hw, &run, &one, 1, 1, false, 16, 2, 4, 8, false, 16.0, 32.0, 0.0,
+                             &per);
+    CHECK_CLOSE(per.total_s, 8 * (16 * (2 * ag + rs) - ag), 1e-9, 0);
+    /* hybrid: the replicas' all-reduce has nothing left to hide under */
+    px_fsdp_time hyb;
+    px_cost_fsdp_time_shards(&hw, &run, &one, 1, 4, true, 16, 2, 4, 8, true, 16.0, 32.0, 0.0,
+                             &hyb);
+    double ar = px_time_coll_s(&hw, PX_COLL_ALLREDUCE, 4, 16 * 2e8 * 4 / 8, true);
+    CHECK_CLOSE(hyb.exposed_s - k8.exposed_s, ar, 1e-9, 0);
+}
+
 /* flat per-layer collectives over whole nodes use every NIC of the node */
 static void rails(void)
 {
@@ -112,7 +157,7 @@ static void expert_shards(void)
     double rs = px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 64, 1e8 * 4 / 8.0, true) +
                 px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 8, 1e9 * 4, true);
     px_fsdp_time t, lumped;
-    px_cost_fsdp_time_shards(&hw, &run, sh, 2, 1, false, 10, 2, 4, 3, 1e3, 2e3, 0.0, &t);
+    px_cost_fsdp_time_shards(&hw, &run, sh, 2, 1, false, 10, 2, 4, 3, false, 1e3, 2e3, 0.0, &t);
     CHECK_CLOSE(t.total_s, 3 * (10 * (2 * ag + rs) - ag), 1e-9, 0);
     CHECK_CLOSE(t.exposed_s, 3 * (ag + rs), 1e-9, 0); /* long layers: first and last show */
     /* pricing the experts with the dense group's 8 NICs is 8x too cheap on
@@ -124,7 +169,7 @@ static void expert_shards(void)
     /* one shard is px_cost_fsdp_time exactly */
     px_fsdp_shard one = {8, false, 1.0, 2e8, 0.0, 0.0};
     px_fsdp_time a, b;
-    px_cost_fsdp_time_shards(&hw, &run, &one, 1, 1, false, 32, 2, 4, 2, 1.0, 2.0, 0.0, &a);
+    px_cost_fsdp_time_shards(&hw, &run, &one, 1, 1, false, 32, 2, 4, 2, false, 1.0, 2.0, 0.0, &a);
     px_cost_fsdp_time(&hw, &run, 8, 1, false, false, 1.0, 2e8, 32, 2, 4, 2, 1.0, 2.0, 0.0, &b);
     CHECK(a.total_s == b.total_s && a.exposed_s == b.exposed_s && a.bytes == b.bytes);
 }
@@ -170,7 +215,8 @@ static void expert_group_in_plan(void)
     CHECK_CLOSE(sh[0].rails, 450e9 * 0.824 / (50e9 * 0.94), 1e-12, 0); /* NVLink's cap */
     CHECK_CLOSE(sh[1].rails, 1.0, 1e-12, 0);
     px_fsdp_time want;
-    px_cost_fsdp_time_shards(&hw, &fw.run, sh, 2, 1, false, n, e, g, 2.0, 1.0, 2.0, 0.0, &want);
+    px_cost_fsdp_time_shards(&hw, &fw.run, sh, 2, 1, false, n, e, g, 2.0, false, 1.0, 2.0, 0.0,
+                             &want);
     CHECK_MSG(fabs(d.dp_total_s - want.total_s) <= 1e-9 * want.total_s, "dp total %.6f s, want %.6f s",
               d.dp_total_s, want.total_s);
     /* the gathered layer is what this GPU holds unsharded: the layer's
@@ -260,6 +306,7 @@ int main(void)
 {
     buffers();
     timing();
+    kept_stage();
     rails();
     expert_shards();
     expert_group_in_plan();
