@@ -313,6 +313,42 @@ static double unfused_loss_logit_bytes(const px_fw_runtime *run, int tp, double 
     return 4.0 + (e < 4 ? e : 0.0);
 }
 
+/* Stage-boundary tensors a pipeline stage holds, in messages (one
+ * micro-batch's activation at the stage's input), on every stage: one being
+ * sent and one received (Megatron sends and frees its outputs:
+ * deallocate_output_tensor), or with pp_buffers_per_micro
+ * (torch.distributed.pipelining's stage.py: _prepare_forward_infra and
+ * _create_grad_recv_info allocate a receive buffer per micro-batch of each
+ * of the rank's v chunks, kept from step to step; forward_one_chunk keeps
+ * each output in fwd_cache until its backward) every chunk's activation and
+ * gradient receive buffers. */
+static double pp_buffers_every(const px_fw_runtime *run, const px_parallel *par)
+{
+    if (!run || !run->pp_buffers_per_micro)
+        return 2.0;
+    double v = par->vpp > 1 ? (double)par->vpp : 1.0;
+    return 2.0 * v * (double)par->n_micro;
+}
+
+/* What the pipeline's ends hold beside that, in messages: the first chunk
+ * receives no activations and the last no gradients.  A chunk's kept
+ * outputs in flight are the next chunk's received inputs, which its first
+ * layer's activations already count: only stage 0's first chunk adds its
+ * outputs, and the last stage's last chunk, whose output is the loss's,
+ * takes its inputs back (inflight: a chunk's micro-batches in flight). */
+static double pp_buffers_end(const px_fw_runtime *run, const px_parallel *par, int stage,
+                             double inflight)
+{
+    if (!run || !run->pp_buffers_per_micro)
+        return 0.0;
+    double m = (double)par->n_micro, n = 0.0;
+    if (stage == 0)
+        n += inflight - m;
+    if (stage == par->pp - 1)
+        n -= m + inflight;
+    return n;
+}
+
 static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int stage,
                           const stage_layers *sl,
                           px_act_ops ops[PX_LAYER_KINDS][PX_RECOMPUTE_COUNT], stage_mem *sm)
@@ -393,8 +429,11 @@ static void stage_buffers(const px_cost_ctx *ctx, const px_parallel *par, int st
         for (int r = 0; r < PX_RECOMPUTE_COUNT; r++)
             if (sl->off[k][r] > 0 && ops[k][r].total > sm->buf_off)
                 sm->buf_off = ops[k][r].total;
-    if (p > 1)
-        sm->buf_p2p = 2.0 * px_cost_pp_msg_bytes(s, b, h, par->tp, sp, (int)e);
+    if (p > 1) {
+        double msg = px_cost_pp_msg_bytes(s, b, h, par->tp, sp, (int)e);
+        sm->buf_p2p_end = pp_buffers_end(ctx->run, par, stage, inflight) * msg;
+        sm->buf_p2p = pp_buffers_every(ctx->run, par) * msg + sm->buf_p2p_end;
+    }
     sm->buf_zero3 = zero3_buffers(ctx, par, stage, sl);
 }
 
@@ -580,8 +619,8 @@ void px_cost_stage_end_buffers(px_cost_ctx *ctx, const px_parallel *par, double 
     layer_ops(ctx, par, ops);
     stage_mem sm;
     memory_of_stage(ctx, par, 0, &none, ops, &sm);
-    *first = sm.buf_emb;
-    *every = sm.buf_p2p + sm.buf_zero3;
+    *first = sm.buf_emb + sm.buf_p2p_end;
+    *every = sm.buf_p2p - sm.buf_p2p_end + sm.buf_zero3;
     memory_of_stage(ctx, par, par->pp - 1, &none, ops, &sm);
-    *last = sm.buf_final + sm.buf_logits + sm.buf_loss + sm.buf_mtp;
+    *last = sm.buf_final + sm.buf_logits + sm.buf_loss + sm.buf_mtp + sm.buf_p2p_end;
 }

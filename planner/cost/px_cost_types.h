@@ -48,6 +48,8 @@ typedef struct {
     double host_act;                    /* of it, the offloaded activations */
     double act, act_att, act_mlp, act_norm, inflight, inflight_bw;
     double buf_emb, buf_logits, buf_loss, buf_final, buf_rc, buf_p2p, buf_zero3, buf_zb;
+    double buf_p2p_end;                 /* of buf_p2p, what the pipeline's first or last
+                                         * stage holds more (or less) than the others */
     double buf_off;                     /* an offloaded layer's set, back for its backward */
     double buf_mtp;                     /* the MTP modules' activations and losses (last stage) */
     double total;

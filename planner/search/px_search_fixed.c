@@ -388,8 +388,10 @@ search:
 
 /* The global batch was not given (the default tokens per step) but the
  * layout is fixed: the nearest batch that dp (x a fixed micro-batch, x a
- * fixed micro-batch count) divides, rather than no plan at all (TP 8 PP 5
- * DP 25 on 1000 GPUs runs 2050 sequences, not 2048). */
+ * fixed micro-batch count, x pp under fixed virtual stages, whose schedule
+ * runs the micro-batches in groups of pp: px_rule_batch) divides, rather
+ * than no plan at all (TP 8 PP 5 DP 25 on 1000 GPUs runs 2050 sequences,
+ * not 2048; PP 3 with virtual stages and DP 2, 2046, not 2048). */
 void nearest_batch(int gpus, const px_search_opts *o, px_search_result *res)
 {
     if (o->global_batch > 0 || o->tokens_per_step > 0)
@@ -400,8 +402,9 @@ void nearest_batch(int gpus, const px_search_opts *o, px_search_result *res)
         dp = gpus / ((int64_t)o->tp * o->pp * o->cp);
     if (dp <= 0)
         return;
+    bool groups = o->vpp > 1 && o->pp > 1 && o->n_micro <= 0;
     int64_t unit = dp * (o->micro_batch > 0 ? o->micro_batch : 1) *
-                   (o->n_micro > 0 ? o->n_micro : 1);
+                   (o->n_micro > 0 ? o->n_micro : 1) * (groups ? o->pp : 1);
     int64_t gb = res->global_batch;
     if (gb % unit == 0)
         return;
@@ -409,10 +412,12 @@ void nearest_batch(int gpus, const px_search_opts *o, px_search_result *res)
     if (near < unit)
         near = unit;
     snprintf(res->batch_note, sizeof res->batch_note,
-             "global batch %lld sequences (the default) is not divisible by dp%s%s = %lld: "
+             "global batch %lld sequences (the default) is not divisible by dp%s%s%s = %lld: "
              "the nearest the layout divides, %lld, is used",
              (long long)gb, o->micro_batch > 0 ? " x micro-batch" : "",
-             o->n_micro > 0 ? " x micro-batches" : "", (long long)unit, (long long)near);
+             o->n_micro > 0 ? " x micro-batches" : "",
+             groups ? " x pp (the virtual stages' micro-batch groups)" : "", (long long)unit,
+             (long long)near);
     res->global_batch = near;
     res->tokens_per_step = near * res->seq_len;
 }

@@ -197,6 +197,8 @@ static const px_jfield runtime_fields[] = {
      false, 0, NULL, 0, 0},
     {"fsdp_pp_grad_bytes", PX_JF_INT, offsetof(px_fw_runtime, fsdp_pp_grad_bytes), 0, false, 0,
      NULL, 0, 8},
+    {"pp_buffers_per_micro", PX_JF_BOOL, offsetof(px_fw_runtime, pp_buffers_per_micro), 0,
+     false, 0, NULL, 0, 0},
     {"sp_keeps_gathered_input", PX_JF_BOOL, offsetof(px_fw_runtime, sp_keeps_gathered_input), 0,
      false, 0, NULL, 0, 0},
     {"quant_keeps_hp_input", PX_JF_BOOL, offsetof(px_fw_runtime, quant_keeps_hp_input), 0,

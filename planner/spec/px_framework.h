@@ -117,6 +117,12 @@ typedef struct px_fw_runtime {
                                       * unit that is not resharded after its forward, so its
                                       * gathered weights are live at the loss's peak;
                                       * optional, default false */
+    bool pp_buffers_per_micro;       /* the pipeline schedule allocates an activation and a
+                                      * gradient receive buffer for every micro-batch of every
+                                      * chunk and keeps them, and keeps each micro-batch's
+                                      * stage output until its backward
+                                      * (torch.distributed.pipelining); optional, default
+                                      * false: one buffer each way in flight (Megatron) */
     int fsdp_pp_grad_bytes;          /* ZeRO-3 / FSDP under a pipeline: the stage's layers stay
                                       * gathered and their gradients accumulate unsharded,
                                       * at this many bytes a parameter, from the first

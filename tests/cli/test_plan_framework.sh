@@ -115,6 +115,18 @@ d = json.load(open(sys.argv[1]))
 assert d["global_batch"] == 2050, d["global_batch"]
 assert "nearest" in d["batch_note"] and "2048" in d["batch_note"], d["batch_note"]
 PY
+# with fixed virtual stages the micro-batches go in groups of pp: the
+# nearest batch dp x pp divides (512 -> 516 on DP 3, PP 4), not one no
+# micro-batch count of the schedule fits
+"$PLAN" --model llama3-8b --gpus 12 --tp 1 --pp 4 --vpp 2 --dp 3 --no-milp --json > "$tmp/nbv.json" \
+  || fail "PP 4 with 2 virtual stages and DP 3 refused the default batch"
+python3 - "$tmp/nbv.json" <<'PY' || fail "nearest global batch under virtual stages"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["global_batch"] == 516, d["global_batch"]
+assert "dp x pp" in d["batch_note"] and "512" in d["batch_note"], d["batch_note"]
+assert all(p["num_microbatches"] % 4 == 0 for p in d["plans"]), [p["num_microbatches"] for p in d["plans"]]
+PY
 "$PLAN" --model llama3-70b --gpus 1000 --tp 8 --pp 5 --dp 25 --global-batch 2048 --no-milp \
   > /dev/null 2> "$tmp/gb.err" && fail "an explicit --global-batch 2048 on dp 25 was changed"
 # --pp 1 with a schedule: no pipeline to probe, so DeepSpeed's ZeRO-3 (which

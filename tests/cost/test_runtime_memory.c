@@ -4,8 +4,10 @@
  * the reserved peak only, one NCCL communicator a parallel group of more
  * than one rank, nothing without a framework profile; the op-level
  * selective policy keeps what its save list names; the eager loss's fp32
- * copies, the FSDP head kept gathered and a pipeline stage's unsharded
- * layers change the buffers by their closed forms. */
+ * copies, the FSDP head kept gathered, a pipeline stage's unsharded
+ * layers and torch.distributed.pipelining's receive buffers change the
+ * buffers by their closed forms. */
+#include <math.h>
 #include <string.h>
 
 #include "px_cost.h"
@@ -161,6 +163,56 @@ static void torchtitan_buffers(void)
     ctx.run = NULL;
 }
 
+/* torch.distributed.pipelining's buffers (pp_buffers_per_micro): every
+ * stage a receive buffer each way per micro-batch of each chunk; stage 0
+ * without activations received but with its outputs in flight kept, the
+ * last stage without gradients received and its inputs in flight already
+ * counted as its first layer's; against one message each way without it.
+ * The partitioner's ends and every-stage terms add up to each stage's. */
+static void pipeline_buffers(void)
+{
+    px_error err;
+    CHECK(px_framework_load("torchtitan", NULL, &fw, &err) == PX_OK);
+    CHECK(fw.run.pp_buffers_per_micro);
+    ctx.run = &fw.run;
+    px_parallel par;
+    layout(&par, 1, 4, 2); /* 1F1B, 8 micro-batches of 1 */
+    par.recompute = PX_RECOMPUTE_FULL;
+    double msg = px_cost_pp_msg_bytes(8192.0, 1.0, (double)model.hidden, 1, false, 2);
+    px_memory on[4], off[4];
+    px_cost_stage_memory(&ctx, &par, on);
+    fw.run.pp_buffers_per_micro = false;
+    px_cost_stage_memory(&ctx, &par, off);
+    /* messages held with the trait less the two without: stage 0 the 8
+     * gradient buffers and its 4 outputs in flight, the middle stages both
+     * ways, the last stage 8 activation buffers less its 1 in flight */
+    double want[4] = {8.0 + 4.0, 16.0, 16.0, 8.0 - 1.0};
+    for (int st = 0; st < 4; st++)
+        CHECK_MSG(fabs((double)(on[st].buffers - off[st].buffers) - (want[st] - 2.0) * msg) <=
+                      2.0,
+                  "stage %d: %.0f bytes more, want %.0f", st,
+                  (double)(on[st].buffers - off[st].buffers), (want[st] - 2.0) * msg);
+    /* the partitioner's terms move as the stages do: every stage's by the
+     * middle stages' 14 messages, the ends' by what stage 0 and the last
+     * stage hold beside them (12 - 16 and 7 - 16) */
+    double f[2], l[2], ev[2];
+    px_cost_stage_end_buffers(&ctx, &par, &f[0], &l[0], &ev[0]);
+    fw.run.pp_buffers_per_micro = true;
+    px_cost_stage_end_buffers(&ctx, &par, &f[1], &l[1], &ev[1]);
+    CHECK_CLOSE(ev[1] - ev[0], 14.0 * msg, 1e-9, 0);
+    CHECK_CLOSE(f[1] - f[0], (12.0 - 16.0) * msg, 1e-9, 0);
+    CHECK_CLOSE(l[1] - l[0], (7.0 - 16.0) * msg, 1e-9, 0);
+    /* interleaved, 2 chunks a rank: twice the receive buffers */
+    par.schedule = PX_SCHED_INTERLEAVED;
+    par.vpp = 2;
+    px_cost_stage_memory(&ctx, &par, on);
+    fw.run.pp_buffers_per_micro = false;
+    px_cost_stage_memory(&ctx, &par, off);
+    CHECK_CLOSE((double)(on[1].buffers - off[1].buffers), (32.0 - 2.0) * msg, 0, 2.0);
+    fw.run.pp_buffers_per_micro = true;
+    ctx.run = NULL;
+}
+
 /* torchtitan's releases of 2024 and 2025 ran PyTorch's DTensor loss_parallel
  * under TP: 16 bytes a logit of the vocabulary shard instead of 12, and
  * nothing changes without TP */
@@ -259,6 +311,7 @@ int main(void)
     communicators();
     op_policy();
     torchtitan_buffers();
+    pipeline_buffers();
     loss_parallel();
     loss_chunks();
     quant_input_kept();
