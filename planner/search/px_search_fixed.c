@@ -403,8 +403,8 @@ void nearest_batch(int gpus, const px_search_opts *o, px_search_result *res)
     if (dp <= 0)
         return;
     bool groups = o->vpp > 1 && o->pp > 1 && o->n_micro <= 0;
-    int64_t unit = dp * (o->micro_batch > 0 ? o->micro_batch : 1) *
-                   (o->n_micro > 0 ? o->n_micro : 1) * (groups ? o->pp : 1);
+    int64_t unit = px_mul_sat(px_mul_sat(dp, o->micro_batch > 0 ? o->micro_batch : 1),
+                              px_mul_sat(o->n_micro > 0 ? o->n_micro : 1, groups ? o->pp : 1));
     int64_t gb = res->global_batch;
     if (gb % unit == 0)
         return;

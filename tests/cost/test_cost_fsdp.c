@@ -31,17 +31,26 @@ static void buffers(void)
     CHECK_CLOSE(w + g + o, 8e9 * 16 / 8, 1e-12, 0); /* fp32 master + grads + Adam */
 }
 
+/* An A100 profile and a runtime that prefetches one layer and reshards
+ * after forward; ag and rs: one 2e8-parameter layer's bf16 gather and fp32
+ * reduce-scatter over 8 GPUs of a node. */
+static void a100_layer(px_hw *hw, px_fw_runtime *run, double *ag, double *rs)
+{
+    px_error err;
+    CHECK(px_hw_load("a100-80g", NULL, hw, &err) == PX_OK);
+    memset(run, 0, sizeof *run);
+    run->fsdp_prefetch_layers = 1;
+    run->fsdp_reshard_after_forward = true;
+    *ag = px_time_coll_s(hw, PX_COLL_ALLGATHER, 8, 2e8 * 2, false);
+    *rs = px_time_coll_s(hw, PX_COLL_REDUCE_SCATTER, 8, 2e8 * 4, false);
+}
+
 static void timing(void)
 {
     px_hw hw;
-    px_error err;
-    CHECK(px_hw_load("a100-80g", NULL, &hw, &err) == PX_OK);
     px_fw_runtime run;
-    memset(&run, 0, sizeof run);
-    run.fsdp_prefetch_layers = 1;
-    run.fsdp_reshard_after_forward = true;
-    double ag = px_time_coll_s(&hw, PX_COLL_ALLGATHER, 8, 2e8 * 2, false);
-    double rs = px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 8, 2e8 * 4, false);
+    double ag, rs;
+    a100_layer(&hw, &run, &ag, &rs);
     px_fsdp_time t;
     /* long layers: only the first gather and the last reduce-scatter show */
     px_cost_fsdp_time(&hw, &run, 8, 1, false, false, 1.0, 2e8, 32, 2, 4, 1, 32.0, 64.0, 0.0, &t);
@@ -72,18 +81,13 @@ static void timing(void)
 static void kept_stage(void)
 {
     px_hw hw;
-    px_error err;
-    CHECK(px_hw_load("a100-80g", NULL, &hw, &err) == PX_OK);
     px_fw_runtime run;
-    memset(&run, 0, sizeof run);
-    run.fsdp_prefetch_layers = 1;
-    run.fsdp_reshard_after_forward = true;
+    double ag, rs;
+    a100_layer(&hw, &run, &ag, &rs);
     CHECK(!px_cost_fsdp_stage_kept(&run, 4));
     run.fsdp_pp_grad_bytes = 2;
     CHECK(px_cost_fsdp_stage_kept(&run, 4) && !px_cost_fsdp_stage_kept(&run, 1));
     CHECK(!px_cost_fsdp_stage_kept(NULL, 4));
-    double ag = px_time_coll_s(&hw, PX_COLL_ALLGATHER, 8, 2e8 * 2, false);
-    double rs = px_time_coll_s(&hw, PX_COLL_REDUCE_SCATTER, 8, 2e8 * 4, false);
     px_fsdp_shard one = {8, false, 1.0, 2e8, 0.0, 0.0};
     px_fsdp_time k1, k8, per;
     /* long layers: the first gather and every reduce-scatter show */
