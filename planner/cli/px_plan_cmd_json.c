@@ -264,6 +264,8 @@ px_status write_json(FILE *out, const plan_cli *c, const px_model *model,
         return st;
     json_t *root = json_object();
     json_object_set_new(root, "model", json_string(model->name));
+    if (model->config_note[0])
+        json_object_set_new(root, "model_note", json_string(model->config_note));
     json_object_set_new(root, "hw", json_string(hw->name));
     json_object_set_new(root, "framework", json_string(fw->name));
     json_object_set_new(root, "framework_release",

@@ -475,6 +475,8 @@ static void table_header(FILE *out, const plan_cli *c, const px_model *model, co
             model->name, (double)pc.total / (billions ? 1e9 : 1e6), billions ? "B" : "M",
             (long long)model->n_layers, c->gpus, hw->name, hw->gpus_per_node,
             hw->torus ? ", torus" : "");
+    if (model->config_note[0])
+        fprintf(out, "# model: %s\n", model->config_note);
     print_hybrid(out, model);
     fprintf(out, "# framework: %s (%s)", fw->name, fw->path);
     if (fw->release_asked[0])

@@ -81,6 +81,8 @@ typedef enum { PX_ATTN_STANDARD = 0, PX_ATTN_MLA = 1 } px_attn_kind;
 
 typedef struct {
     char name[64];
+    char config_note[128]; /* what the config left out and the loader assumed
+                            * for it, to be said with the plan ("" for nothing) */
     px_block_kind block;
     px_attn_kind attn;
 

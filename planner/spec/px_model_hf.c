@@ -171,6 +171,35 @@ static px_status hf_model_type(json_t *root, const char *file, const char **type
     return PX_OK;
 }
 
+/* transformers' default vocabulary of each type (the vocab_size default of
+ * its configuration_<type>.py): what transformers builds from a config that
+ * leaves vocab_size out. */
+static const struct {
+    const char *type;
+    int64_t vocab;
+} hf_default_vocab[] = {
+    {"llama", 32000},     {"mistral", 32000},     {"mixtral", 32000},       {"qwen2", 151936},
+    {"qwen3", 151936},    {"qwen3_moe", 151936},  {"deepseek_v3", 129280},  {"gpt_oss", 201088},
+    {"gemma", 256000},    {"gemma2", 256000},     {"gemma3_text", 262208},  {"phi3", 32064},
+    {"gpt2", 50257},      {"nemotron_h", 131072},
+};
+
+/* vocab_size, else (null or absent) transformers' default for the type,
+ * said in m->config_note. */
+static int64_t hf_vocab(hf_ctx *c, const char *type, px_model *m)
+{
+    int64_t dflt = -1;
+    for (size_t i = 0; i < sizeof hf_default_vocab / sizeof hf_default_vocab[0]; i++)
+        if (strcmp(type, hf_default_vocab[i].type) == 0)
+            dflt = hf_default_vocab[i].vocab;
+    json_t *v = json_object_get(c->root, "vocab_size");
+    if (c->st == PX_OK && dflt > 0 && (!v || json_is_null(v)))
+        snprintf(m->config_note, sizeof m->config_note,
+                 "vocab_size not in the config: transformers' %s default %lld assumed", type,
+                 (long long)dflt);
+    return hf_size(c, "vocab_size", dflt);
+}
+
 /* GPT-2's names (n_embd, n_layer, ...). */
 static void hf_gpt2(hf_ctx *c, px_model *m)
 {
@@ -181,7 +210,7 @@ static void hf_gpt2(hf_ctx *c, px_model *m)
     m->n_kv_heads = m->n_heads;
     m->head_dim = m->n_heads ? m->hidden / m->n_heads : 0;
     m->ffn = hf_size(c, "n_inner", 4 * m->hidden); /* null means 4h */
-    m->vocab = hf_size(c, "vocab_size", -1);
+    m->vocab = hf_vocab(c, "gpt2", m);
     m->max_positions = hf_size(c, "n_positions", hf_size(c, "n_ctx", 1024));
     m->seq_len = m->max_positions;
     m->tied_embeddings = hf_bool(c, "tie_word_embeddings", true);
@@ -297,7 +326,7 @@ static void hf_llama(hf_ctx *c, const char *t, px_model *m)
     m->n_kv_heads = hf_size(c, "num_key_value_heads", m->n_heads);
     m->head_dim = hf_size(c, "head_dim", m->n_heads ? m->hidden / m->n_heads : 0);
     m->ffn = hf_size(c, "intermediate_size", -1);
-    m->vocab = hf_size(c, "vocab_size", -1);
+    m->vocab = hf_vocab(c, t, m);
     int64_t maxpos = hf_size(c, "max_position_embeddings", PX_HF_SEQ_CAP);
     m->seq_len = maxpos < PX_HF_SEQ_CAP ? maxpos : PX_HF_SEQ_CAP;
     /* Gemma ties the LM head to the embedding unless told otherwise */
@@ -578,7 +607,7 @@ static void hf_nemotron_h(hf_ctx *c, px_model *m)
     int64_t hd = hf_size(c, "attention_head_dim", m->n_heads ? m->hidden / m->n_heads : 0);
     m->head_dim = hf_size(c, "head_dim", hd);
     m->ffn = hf_size(c, "intermediate_size", -1);
-    m->vocab = hf_size(c, "vocab_size", -1);
+    m->vocab = hf_vocab(c, "nemotron_h", m);
     int64_t maxpos = hf_size(c, "max_position_embeddings", PX_HF_SEQ_CAP);
     m->seq_len = maxpos < PX_HF_SEQ_CAP ? maxpos : PX_HF_SEQ_CAP;
     m->tied_embeddings = hf_bool(c, "tie_word_embeddings", false);

@@ -115,6 +115,16 @@ d = json.load(open(sys.argv[1]))
 assert d["global_batch"] == 2050, d["global_batch"]
 assert "nearest" in d["batch_note"] and "2048" in d["batch_note"], d["batch_note"]
 PY
+# a Hugging Face config without vocab_size: transformers' default for its
+# type, said in the text and the JSON
+printf '{"model_type": "llama", "hidden_size": 1024, "intermediate_size": 2816, "num_hidden_layers": 4, "num_attention_heads": 8}' \
+  > "$tmp/novocab.json"
+"$PLAN" --model "$tmp/novocab.json" --gpus 8 --no-milp > "$tmp/nv.txt" || fail "a config without vocab_size refused"
+grep -q "^# model: vocab_size not in the config: transformers' llama default 32000 assumed" "$tmp/nv.txt" \
+  || fail "the assumed vocabulary is not said: $(head -3 "$tmp/nv.txt")"
+"$PLAN" --model "$tmp/novocab.json" --gpus 8 --no-milp --json > "$tmp/nv.json" || fail "novocab --json"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert "32000" in d["model_note"], d.get("model_note")' \
+  "$tmp/nv.json" || fail "model_note"
 # with fixed virtual stages the micro-batches go in groups of pp: the
 # nearest batch dp x pp divides (512 -> 516 on DP 3, PP 4), not one no
 # micro-batch count of the schedule fits

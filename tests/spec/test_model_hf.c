@@ -163,6 +163,43 @@ int main(void)
                   err.msg);
     }
 
+    /* vocab_size left out (or null): transformers' default for the type,
+     * said in the model's note; given, no note; not a size, refused */
+    static const struct {
+        const char *json;
+        int64_t vocab;
+    } vocab[] = {
+        {"{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+         " \"num_attention_heads\": 4, \"intermediate_size\": 128}",
+         32000},
+        {"{\"model_type\": \"qwen3\", \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+         " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": null}",
+         151936},
+        {"{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4}", 50257},
+        {"{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+         " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 256}",
+         256},
+    };
+    for (size_t i = 0; i < sizeof vocab / sizeof vocab[0]; i++) {
+        char p[512];
+        data_write("vocab.json", vocab[i].json, p, sizeof p);
+        px_error_clear(&err);
+        CHECK(px_model_load(p, NULL, &m, &err) == PX_OK);
+        CHECK_MSG(m.vocab == vocab[i].vocab, "%lld, want %lld", (long long)m.vocab,
+                  (long long)vocab[i].vocab);
+        bool noted = strstr(m.config_note, "vocab_size") != NULL;
+        CHECK_MSG(noted == (vocab[i].vocab != 256), "note \"%s\"", m.config_note);
+    }
+    {
+        char p[512];
+        data_write("vocab.json",
+                   "{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+                   " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": \"x\"}",
+                   p, sizeof p);
+        px_error_clear(&err);
+        CHECK(px_model_load(p, NULL, &m, &err) != PX_OK && strstr(err.msg, "vocab_size"));
+    }
+
     /* An unknown model_type lists the supported ones. */
     char path[1024];
     snprintf(path, sizeof path, "%s/tests/spec/hf/unsupported-type.json", data_source_root());

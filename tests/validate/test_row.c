@@ -96,6 +96,20 @@ static void check_config_types(void)
     CHECK(vd && c && json_is_null(json_object_get(c, "vocab_size")));
     json_decref(c);
     json_decref(m);
+    /* mapped, that row gets the loader's default (transformers' LlamaConfig)
+     * and says so */
+    json_t *row = row_of("{\"id\": \"t-llama\", \"framework\": \"Megatron-LM\", \"precision\": \"bf16\","
+                         " \"model\": {\"layers\": 4, \"hidden\": 512, \"ffn\": 1376, \"heads\": 8,"
+                         "  \"seq_len\": 512},"
+                         " \"hardware\": {\"gpu\": \"H100\", \"num_gpus\": 8},"
+                         " \"parallel\": {\"tp\": 1, \"pp\": 1, \"dp\": 8},"
+                         " \"measured\": {\"mfu\": 0.4}}");
+    px_row_call call;
+    px_error err;
+    px_error_clear(&err);
+    CHECK_MSG(px_row_map(row, NULL, &call, &err) == PX_OK, "%s", err.msg);
+    CHECK(call.model.vocab == 32000 && strstr(call.note, "vocabulary unpublished: 32000 assumed"));
+    json_decref(row);
     m = row_of("{\"layers\": 4, \"hidden\": 512, \"ffn\": 2048, \"heads\": 8, \"seq_len\": 512,"
                " \"arch_notes\": \"GeLU\"}");
     c = px_row_hf_config(m, &vd);
