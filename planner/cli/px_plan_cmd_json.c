@@ -305,11 +305,12 @@ px_status write_json(FILE *out, const plan_cli *c, const px_model *model,
     json_object_set_new(root, "chosen", json_integer(0));
     json_object_set_new(
         root, "partition",
-        json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:s}", "method",
+        json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:s}", "method",
                   res->milp_ran ? "milp" : "uniform", "refined", res->milp_refined, "changed",
                   res->milp_changed, "rescued", res->milp_rescued, "failed", res->milp_failed,
                   "not_proven", res->milp_not_proven, "skipped", res->milp_skipped,
-                  "pruned", res->milp_pruned, "exact_dp", res->milp_by_dp,
+                  "clock_limited", res->milp_clock_hit, "pruned", res->milp_pruned,
+                  "exact_dp", res->milp_by_dp,
                   "elapsed_s", res->milp_s, "note", res->milp_note));
     json_object_set_new(root, "stages", stages_json(model, hw, c->opts.run, best));
     if (res->has_rule) {

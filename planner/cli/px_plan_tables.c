@@ -504,18 +504,25 @@ static void table_header(FILE *out, const plan_cli *c, const px_model *model, co
             (long long)res->n_evaluated, 1e3 * analytic_s,
             analytic_s > 0 ? (double)res->n_evaluated / analytic_s : 0.0,
             (long long)res->n_valid);
-    if (res->milp_ran)
+    if (res->milp_ran) {
         fprintf(out, "# stage partition: GLPK program (docs/partition.md) on %d candidates (top "
                      "%d + %d closest misses): %d changed, %d made to fit, %d not proven "
-                     "optimal (time limit or gap), %d failed, %d skipped (budget), %d pruned "
-                     "(lower bound), %d solved by the exact DP without GLPK; %.1f ms\n",
+                     "optimal (work or time limit, or gap), %d failed, %d skipped (budget), "
+                     "%d pruned (lower bound), %d solved by the exact DP without GLPK; %.1f "
+                     "ms\n",
                 res->milp_refined, res->milp_top, res->milp_misses, res->milp_changed,
                 res->milp_rescued, res->milp_not_proven, res->milp_failed, res->milp_skipped,
                 res->milp_pruned, res->milp_by_dp, 1e3 * res->milp_s);
-    else
+        if (res->milp_clock_hit)
+            fprintf(out, "# stage partition: the clock stopped or skipped %d candidates' "
+                         "programs (a slow or busy machine, or --milp-time-limit): their splits "
+                         "can differ from run to run\n",
+                    res->milp_clock_hit);
+    } else {
         fprintf(out, "# stage partition: uniform (%s): no GLPK program\n",
                 fixed_uniform ? "every dimension fixed; --partition milp runs the program"
                               : "--partition uniform");
+    }
     if (res->milp_note[0])
         fprintf(out, "# stage partition, first failure (candidate kept as it was): %s\n",
                 res->milp_note);

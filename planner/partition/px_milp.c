@@ -73,6 +73,7 @@ static char *dup_name(const char *s)
 void px_milp_opts_init(px_milp_opts *o)
 {
     o->time_limit_s = PX_MILP_DEFAULT_TIME_LIMIT_S;
+    o->work_limit = 0.0;
     o->mip_gap = PX_MILP_DEFAULT_GAP;
     o->presolve = true;
     o->cuts = true;
@@ -295,6 +296,11 @@ px_status px_milp_set_row_bounds(px_milp *mp, int row, double lo, double hi, px_
     return PX_OK;
 }
 
+const char *px_milp_limit_name(const px_milp_result *res)
+{
+    return res->work_limit_hit ? "work limit" : "time limit";
+}
+
 double px_milp_value(const px_milp *mp, int col)
 {
     if (!mp->has_solution || col < 0 || col >= mp->n_cols)
@@ -311,6 +317,10 @@ typedef struct {
     double gap;     /* from the callback */
     double deadline;/* now_s() past which the callback stops GLPK */
     bool stopped_by_time;
+    double work_limit; /* past which the callback stops GLPK; 0: none */
+    double work;    /* simplex iterations x nonzeros so far */
+    int last_it;    /* the iteration count the work was last brought up to */
+    bool stopped_by_work;
 } guard;
 
 static void guard_error_hook(void *info)
@@ -417,13 +427,29 @@ static glp_prob *build_glpk(const px_milp *mp, int *ia, int *ja, double *ar)
 
 static double now_s(void);
 
-/* Called by GLPK at every stage of branch-and-bound: records the gap, and
- * enforces the time limit more often than GLPK's own tm_lim check (which
- * waits for the current node, cut round included, to finish). */
+/* The work since the last call: the iterations since then, each over the
+ * matrix as it is now (cuts add rows).  The count is GLPK's own, the same on
+ * every machine. */
+static void count_work(guard *g, glp_prob *lp)
+{
+    int it = glp_get_it_cnt(lp);
+    if (it > g->last_it)
+        g->work += (double)(it - g->last_it) * (double)glp_get_num_nz(lp);
+    g->last_it = it;
+}
+
+/* Called by GLPK at every stage of branch-and-bound: records the gap,
+ * enforces the work limit, and the time limit more often than GLPK's own
+ * tm_lim check (which waits for the current node, cut round included, to
+ * finish). */
 static void track_gap(glp_tree *tree, void *info)
 {
     guard *g = info;
-    if (now_s() > g->deadline) {
+    count_work(g, glp_ios_get_prob(tree));
+    if (g->work_limit > 0.0 && g->work > g->work_limit) {
+        g->stopped_by_work = true;
+        glp_ios_terminate(tree);
+    } else if (now_s() > g->deadline) {
         g->stopped_by_time = true;
         glp_ios_terminate(tree);
     }
@@ -458,6 +484,7 @@ static void solve_body(void *arg)
         sp.presolve = GLP_OFF; /* the LP presolver would not leave a basis behind */
         sp.tm_lim = tm_lim;
         job->lp_ret = glp_simplex(lp, &sp);
+        count_work(job->g, lp);
         if (job->lp_ret == 0 && glp_get_status(lp) != GLP_OPT)
             job->lp_ret = glp_get_status(lp) == GLP_NOFEAS  ? GLP_ENOPFS
                           : glp_get_status(lp) == GLP_UNBND ? GLP_ENODFS
@@ -490,9 +517,10 @@ static void solve_body(void *arg)
     parm.cb_func = track_gap;
     parm.cb_info = job->g;
     job->g->deadline = now_s() + o->time_limit_s;
+    job->g->work_limit = o->work_limit;
     job->ret = glp_intopt(lp, &parm);
-    if (job->ret == GLP_ESTOP && job->g->stopped_by_time)
-        job->ret = GLP_ETMLIM; /* our own check of the same limit */
+    if (job->ret == GLP_ESTOP && (job->g->stopped_by_time || job->g->stopped_by_work))
+        job->ret = GLP_ETMLIM; /* our own check: a limit, as GLPK's own */
     job->status = glp_mip_status(lp);
     if (job->status == GLP_OPT || job->status == GLP_FEAS) {
         job->obj = glp_mip_obj_val(lp);
@@ -564,10 +592,12 @@ static px_status attempt(px_milp *mp, const px_milp_opts *opts, px_milp_result *
     res->gap = -1.0;
     res->outcome = PX_MILP_FAILED;
     res->objective = NAN;
-    res->time_limit_hit = false;
+    res->limit_hit = false;
+    res->work_limit_hit = false;
     mp->has_solution = false;
     *raised = false;
     px_status st = run_job(&job, &g, err);
+    res->work += g.work;
     if (st) {
         *raised = st == PX_ERR_SOLVER;
         return st;
@@ -576,9 +606,16 @@ static px_status attempt(px_milp *mp, const px_milp_opts *opts, px_milp_result *
     res->glpk_status = job.status;
 
     /* Both checks: the return code says why GLPK stopped, the status what it
-     * holds.  A time limit with an incumbent is a usable, unproven answer. */
+     * holds.  A limit with an incumbent is a usable, unproven answer. */
     bool have = job.status == GLP_OPT || job.status == GLP_FEAS;
-    res->time_limit_hit = job.ret == GLP_ETMLIM;
+    res->limit_hit = job.ret == GLP_ETMLIM;
+    res->work_limit_hit = res->limit_hit && g.stopped_by_work;
+    char limit[96];
+    if (res->work_limit_hit)
+        snprintf(limit, sizeof limit, "work limit of %.3g simplex iterations x nonzeros",
+                 opts->work_limit);
+    else
+        snprintf(limit, sizeof limit, "time limit of %.3g s", opts->time_limit_s);
     if (job.ret == 0 || job.ret == GLP_EMIPGAP || job.ret == GLP_ETMLIM) {
         if (job.status == GLP_NOFEAS) {
             res->outcome = PX_MILP_INFEASIBLE;
@@ -599,9 +636,9 @@ static px_status attempt(px_milp *mp, const px_milp_opts *opts, px_milp_result *
         if (job.ret == GLP_ETMLIM) {
             res->outcome = PX_MILP_NO_SOLUTION;
             return PX_FAIL(err, PX_ERR_SOLVER,
-                           "GLPK time limit of %.3g s reached before any integer solution was "
-                           "found (%d variables, %d constraints); raise the time limit",
-                           opts->time_limit_s, mp->n_cols, mp->n_rows);
+                           "GLPK %s reached before any integer solution was found (%d "
+                           "variables, %d constraints); raise the limit",
+                           limit, mp->n_cols, mp->n_rows);
         }
         return PX_FAIL(err, PX_ERR_SOLVER,
                        "GLPK stopped (%s) with an undefined solution status %d",
@@ -662,6 +699,10 @@ px_status px_milp_solve(px_milp *mp, const px_milp_opts *opts, px_milp_result *r
     if (!(opts->time_limit_s > 0.0) || !isfinite(opts->time_limit_s))
         return PX_FAIL(err, PX_ERR_INVALID, "MILP time limit %g s: must be > 0 and finite",
                        opts->time_limit_s);
+    if (!(opts->work_limit >= 0.0) || !isfinite(opts->work_limit))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "MILP work limit %g: must be >= 0 (0: none) and finite",
+                       opts->work_limit);
     if (!(opts->mip_gap >= 0.0 && opts->mip_gap < 1.0))
         return PX_FAIL(err, PX_ERR_INVALID, "MILP gap %g: allowed 0 <= gap < 1", opts->mip_gap);
     if (mp->n_cols == 0)

@@ -11,6 +11,13 @@
  * runs with a time limit and a relative gap, and both GLPK status checks are
  * made (the return code of glp_intopt and glp_mip_status).
  *
+ * The work limit: the clock makes a solve that stops early depend on the
+ * machine and its load (the same program can return another split), so a
+ * caller that wants the same answer everywhere bounds the search by its
+ * work instead, counted in simplex iterations times the constraint matrix's
+ * nonzeros (each iteration prices and ratio-tests the whole matrix at
+ * worst), and keeps the time limit as a backstop.
+ *
  * The program minimises c'x subject to lo <= A x <= hi and lb <= x <= ub,
  * with some columns integer or binary.  Indices are 0-based. */
 #ifndef PX_MILP_H
@@ -29,9 +36,9 @@ typedef enum {
 /* What a solve ended with. */
 typedef enum {
     PX_MILP_OPTIMAL = 0,  /* proven optimal within the gap */
-    PX_MILP_FEASIBLE,     /* an incumbent, not proven optimal (time limit) */
+    PX_MILP_FEASIBLE,     /* an incumbent, not proven optimal (work or time limit) */
     PX_MILP_INFEASIBLE,   /* proven to have no integer solution */
-    PX_MILP_NO_SOLUTION,  /* stopped (time limit) before any integer solution */
+    PX_MILP_NO_SOLUTION,  /* stopped (work or time limit) before any integer solution */
     PX_MILP_FAILED        /* GLPK error or numerical failure */
 } px_milp_outcome;
 
@@ -39,6 +46,7 @@ typedef struct px_milp px_milp; /* opaque */
 
 typedef struct {
     double time_limit_s; /* wall-clock limit of one solve; default PX_MILP_DEFAULT_TIME_LIMIT_S */
+    double work_limit;   /* simplex iterations x nonzeros one solve may spend; 0 (default): none */
     double mip_gap;      /* relative gap at which to stop; default PX_MILP_DEFAULT_GAP */
     bool presolve;       /* GLPK's MIP presolver; default true */
     bool cuts;           /* Gomory, MIR and clique cuts; default true */
@@ -53,7 +61,9 @@ typedef struct {
     px_milp_outcome outcome;
     double objective;   /* of the returned solution (OPTIMAL / FEASIBLE) */
     double gap;         /* relative gap GLPK reported last; 0 when proven, -1 unknown */
-    bool time_limit_hit;
+    bool limit_hit;     /* stopped by the work or the time limit */
+    bool work_limit_hit;/* of those, by the work limit */
+    double work;        /* simplex iterations x nonzeros spent (the work limit's unit) */
     double solve_s;     /* wall-clock seconds spent in GLPK */
     int glpk_ret;       /* glp_intopt's return code (diagnostics) */
     int glpk_status;    /* glp_mip_status (diagnostics) */
@@ -94,14 +104,17 @@ int px_milp_n_nonzeros(const px_milp *mp);
  * breaks a row by more than 1e-6 (relative; its MIP presolver checks some
  * rows to only 1e-3), the solve is rerun once without presolve and cuts.
  * Returns PX_OK when a solution is available
- * (res->outcome OPTIMAL, or FEASIBLE when the time limit stopped the search:
+ * (res->outcome OPTIMAL, or FEASIBLE when a limit stopped the search:
  * the caller must treat it as not proven); PX_ERR_INFEASIBLE when the program
- * has no integer solution; PX_ERR_SOLVER when the time limit passed before any
+ * has no integer solution; PX_ERR_SOLVER when a limit passed before any
  * integer solution was found, or GLPK failed (err says which, with GLPK's own
  * message when it raised an error); PX_ERR_INVALID for bad options. opts may
  * be NULL for the defaults. */
 px_status px_milp_solve(px_milp *mp, const px_milp_opts *opts, px_milp_result *res,
                         px_error *err);
+
+/* "work limit" or "time limit": which stopped a solve (res->limit_hit). */
+const char *px_milp_limit_name(const px_milp_result *res);
 
 /* Value of column col in the last successful solve (integer columns exactly
  * whole); NAN when there is none. */

@@ -34,6 +34,7 @@ void px_partition_problem_init(px_partition_problem *pb)
 void px_partition_opts_init(px_partition_opts *o)
 {
     o->time_limit_s = PX_PARTITION_DEFAULT_TIME_LIMIT_S;
+    o->work_limit = PX_PARTITION_DEFAULT_WORK_LIMIT;
     o->mip_gap = PX_MILP_DEFAULT_GAP;
     o->minimise_recompute = true;
     o->tie_rel = 1e-6;
@@ -328,7 +329,9 @@ px_status px_partition_evaluate(const px_partition_problem *pb, px_partition_sol
 void px_part_clear_solver_fields(px_partition_solution *sol)
 {
     sol->proven_optimal = false;
-    sol->time_limit_hit = false;
+    sol->limit_hit = false;
+    sol->clock_hit = false;
+    sol->work = 0.0;
     sol->gap = -1.0;
     sol->solve_s = 0.0;
     sol->note[0] = '\0';
@@ -416,6 +419,10 @@ static px_status check_opts(const px_partition_opts *o, px_error *err)
     if (!(o->time_limit_s > 0.0) || !isfinite(o->time_limit_s))
         return PX_FAIL(err, PX_ERR_INVALID, "partition: time_limit_s = %g; must be > 0",
                        o->time_limit_s);
+    if (!(o->work_limit >= 0.0) || !isfinite(o->work_limit))
+        return PX_FAIL(err, PX_ERR_INVALID,
+                       "partition: work_limit = %g; must be >= 0 (0: none) and finite",
+                       o->work_limit);
     if (!(o->mip_gap >= 0.0 && o->mip_gap < 1.0))
         return PX_FAIL(err, PX_ERR_INVALID, "partition: mip_gap = %g; allowed 0 <= gap < 1",
                        o->mip_gap);

@@ -74,6 +74,10 @@ typedef struct {
 
 typedef struct {
     double time_limit_s;     /* all GLPK passes together; default PX_PARTITION_DEFAULT_TIME_LIMIT_S */
+    /* All GLPK passes together, in simplex iterations x nonzeros (px_milp.h):
+     * a search stopped by it returns the same split on every machine.  0:
+     * none, the time limit alone.  Default PX_PARTITION_DEFAULT_WORK_LIMIT. */
+    double work_limit;
     double mip_gap;          /* relative; default PX_MILP_DEFAULT_GAP (px_milp.h) */
     bool minimise_recompute; /* second pass; default true */
     bool minimise_memory;    /* third pass, after the second: least peak memory; default true */
@@ -105,6 +109,11 @@ int px_partition_memo_hits(const px_partition_memo *memo);
  * seconds each is enough for v = 1 (milliseconds in practice); beyond it the
  * best split found so far is returned, flagged. */
 #define PX_PARTITION_DEFAULT_TIME_LIMIT_S 2.0
+/* Half a second of GLPK at the median rate of the programs GLPK does not
+ * prove (4.9 to 23 million a second, median 9, on one core of the
+ * reference machine: docs/partition.md, "Work limit"), so the 2 s time limit
+ * stays a backstop. */
+#define PX_PARTITION_DEFAULT_WORK_LIMIT 5e6
 
 /* A split and its evaluation. */
 typedef struct {
@@ -129,8 +138,11 @@ typedef struct {
                                 * to ~1e-7 and no memory model resolves bytes in 80 GB */
 
     /* Filled by the solvers. */
-    bool proven_optimal;       /* false after a time limit */
-    bool time_limit_hit;
+    bool proven_optimal;       /* false after a work or time limit */
+    bool limit_hit;            /* a pass stopped at the work or the time limit */
+    bool clock_hit;            /* the clock stopped a pass or the bound's DP: the split
+                                * can differ on another machine or under another load */
+    double work;               /* GLPK's work over every pass (px_milp.h's unit) */
     double gap;                /* relative MILP gap of the first pass (0 proven; -1 unknown) */
     double solve_s;
     char note[256];            /* "" or why the answer is not proven optimal */
@@ -166,11 +178,11 @@ px_status px_partition_uniform(const px_partition_problem *pb, px_recompute rc,
 
 /* The MILP (with, unless opts->heuristics is off, a DP bound and a greedy
  * starting split that GLPK must beat).  PX_OK: sol holds the split (check
- * proven_optimal: false when the time limit stopped the search; note says
- * so, and the split is the best found, at worst the starting one).
+ * proven_optimal: false when the work or time limit stopped the search; note
+ * says so, and the split is the best found, at worst the starting one).
  * PX_ERR_INFEASIBLE: no split fits; sol holds the split that overflows least
- * and err names the stage and by how much.  PX_ERR_SOLVER: time limit
- * without any split, or GLPK failure.  opts may be NULL. */
+ * and err names the stage and by how much.  PX_ERR_SOLVER: a limit without
+ * any split, or GLPK failure.  opts may be NULL. */
 px_status px_partition_solve(const px_partition_problem *pb, const px_partition_opts *opts,
                              px_partition_solution *sol, px_error *err);
 

@@ -248,8 +248,10 @@ void px_part_find_heuristic(const px_partition_problem *pb, px_partition_solutio
         /* lb/ub[s * (L+1) + b]: best worst-stage time with stages 0..s
          * holding layers 0..b-1 */
         for (int s = 0; s < p; s++) {
-            if (px_part_elapsed_since(t0) > deadline_s)
+            if (px_part_elapsed_since(t0) > deadline_s) {
+                h->clock_hit = true;
                 goto done;
+            }
             double fixed = px_part_stage_fixed_time(pb, s);
             for (int b = 0; b <= L; b++) {
                 double best_lb = INFINITY, best_ub = INFINITY;
@@ -334,6 +336,7 @@ px_status px_part_explain_infeasible(const px_partition_problem *pb, const px_pa
         px_milp_opts mo;
         px_milp_opts_init(&mo);
         mo.time_limit_s = time_left_s;
+        mo.work_limit = o->work_limit;
         mo.mip_gap = o->mip_gap;
         mo.presolve = o->presolve;
         px_milp_result res;
@@ -341,7 +344,7 @@ px_status px_part_explain_infeasible(const px_partition_problem *pb, const px_pa
         if (!st && !px_part_model_decode(&m, sol, &sub)) {
             have = true;
             sol->proven_optimal = res.outcome == PX_MILP_OPTIMAL;
-            sol->time_limit_hit = res.time_limit_hit;
+            sol->limit_hit = res.limit_hit;
         }
         px_part_model_free(&m);
     }

@@ -89,7 +89,7 @@ bool px_part_exact_peak_dp(const px_partition_problem *pb, double t_cap,
         cand->max_stage_time_s <= t_cap * (1.0 + 1e-12) &&
         cand->stage_mem_bytes[cand->fullest_stage] < sol->stage_mem_bytes[sol->fullest_stage]) {
         cand->proven_optimal = sol->proven_optimal;
-        cand->time_limit_hit = sol->time_limit_hit;
+        cand->limit_hit = sol->limit_hit;
         cand->gap = sol->gap;
         memcpy(cand->note, sol->note, sizeof cand->note);
         *sol = *cand;
@@ -123,7 +123,7 @@ bool px_part_solve_exact(const px_partition_problem *pb, const px_partition_opts
     *sol = *start;
     sol->proven_optimal = true;
     sol->gap = 0.0;
-    sol->time_limit_hit = false;
+    sol->limit_hit = false;
     sol->note[0] = '\0';
     if (px_part_wants_peak_pass(pb, o)) {
         double wt, wc;

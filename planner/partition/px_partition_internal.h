@@ -68,6 +68,7 @@ typedef enum { OBJ_TIME, OBJ_RECOMPUTE, OBJ_PEAK } objective;
 typedef struct {
     bool have_split; /* split holds a feasible split (with recompute) */
     double lower_s;  /* valid lower bound on T (0 when unknown) */
+    bool clock_hit;  /* the DP gave up at its deadline (no bound) */
 } heuristic;
 
 /* px_partition.c */

@@ -65,7 +65,8 @@ static bool same_problem(const px_partition_problem *a, const px_partition_probl
 
 static bool same_opts(const px_partition_opts *a, const px_partition_opts *b)
 {
-    return a->time_limit_s == b->time_limit_s && a->mip_gap == b->mip_gap &&
+    return a->time_limit_s == b->time_limit_s && a->work_limit == b->work_limit &&
+           a->mip_gap == b->mip_gap &&
            a->minimise_recompute == b->minimise_recompute &&
            a->minimise_memory == b->minimise_memory && a->tie_rel == b->tie_rel &&
            a->presolve == b->presolve && a->heuristics == b->heuristics &&

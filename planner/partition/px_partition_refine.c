@@ -120,12 +120,15 @@ static void apply_split(const px_partition_solution *sol, int n_layers, px_paral
 #define REFINE_MEM_RETRIES 4
 static px_status solve_checked(px_cost_ctx *ctx, const px_parallel *par,
                                px_partition_problem *pb, const px_partition_opts *opts,
-                               px_partition_solution *sol, px_parallel *next, px_error *err)
+                               px_partition_solution *sol, px_parallel *next,
+                               px_partition_report *rep, px_error *err)
 {
     px_partition_solution *last = NULL; /* the previous, overflowing answer */
     px_status st = PX_OK;
     for (int k = 0;; k++) {
         st = px_partition_solve(pb, opts, sol, err);
+        rep->work += sol->work;
+        rep->clock_hit = rep->clock_hit || sol->clock_hit;
         if (st && last) {
             *sol = *last; /* nothing fits the tighter limit: the cost model's no */
             st = PX_OK;
@@ -223,7 +226,7 @@ px_status px_partition_refine(px_cost_ctx *ctx, px_parallel *par, px_prediction 
     st = px_partition_cost_memory(ctx, par, &rep->before, &rep->mem_limit_bytes, err);
     if (st)
         goto out;
-    st = solve_checked(ctx, par, pb, opts, &rep->after, next, err);
+    st = solve_checked(ctx, par, pb, opts, &rep->after, next, rep, err);
     if (st)
         goto out;
     rep->proven_optimal = rep->after.proven_optimal;

@@ -41,6 +41,9 @@ typedef struct {
     int64_t mem_limit_bytes;      /* the limit the program used (px_partition_format_stages) */
     bool proven_optimal;          /* the program's answer is proven (before the comparison) */
     bool exact_dp;                /* ... and came from the exact DP, without GLPK */
+    double work;                  /* GLPK's work over every solve, failed ones included
+                                   * (px_milp.h's unit) */
+    bool clock_hit;               /* the clock stopped one of them (px_partition_solution) */
 } px_partition_report;
 
 /* Solves the partition program for the candidate par and, when its slowest

@@ -14,16 +14,34 @@
 #include "px_partition_internal.h"
 #include "px_partition_memo.h"
 
-/* A tie-break pass the clock left no time for: the split stands, but its
+/* A tie-break pass the limits left nothing for: the split stands, but its
  * tie-break is unproven (a loaded machine must not pass as an optimum). */
-static void mark_pass_cut_short(px_partition_solution *sol, const char *what)
+static void mark_pass_cut_short(px_partition_solution *sol, bool by_clock, const char *what)
 {
     sol->proven_optimal = false;
-    sol->time_limit_hit = true;
+    sol->limit_hit = true;
+    sol->clock_hit = sol->clock_hit || by_clock;
     snprintf(sol->note, sizeof sol->note,
-             "time limit reached before minimising %s: the split is time-optimal, its "
-             "tie-break may not be",
+             "work or time limit reached before minimising %s: the split is time-optimal, "
+             "its tie-break may not be",
              what);
+}
+
+/* What a later pass may spend: at most share of each limit, and no more than
+ * is left of it.  False when too little is left to start (*by_clock: of the
+ * time limit). */
+static bool pass_limits(const px_partition_opts *o, const px_partition_solution *sol,
+                        const struct timespec *t0, double share, px_milp_opts *mo,
+                        bool *by_clock)
+{
+    double left_s = o->time_limit_s - px_part_elapsed_since(t0);
+    double left_work = o->work_limit - sol->work;
+    *by_clock = left_s <= 0.01;
+    if (*by_clock || (o->work_limit > 0.0 && left_work <= 0.01 * o->work_limit))
+        return false;
+    mo->time_limit_s = fmin(left_s, share * o->time_limit_s);
+    mo->work_limit = o->work_limit > 0.0 ? fmin(left_work, share * o->work_limit) : 0.0;
+    return true;
 }
 
 /* Second pass: at the optimal objective j1, the least time spent
@@ -33,35 +51,39 @@ static void recompute_pass(model *m, const px_partition_opts *o, double j1,
                            px_milp_opts *mo, const struct timespec *t0)
 {
     px_error sub;
-    double left = o->time_limit_s - px_part_elapsed_since(t0);
+    px_status st;
     double j_cap = j1 / m->tscale * (1.0 + o->tie_rel);
-    bool wanted = o->minimise_recompute && !sol->time_limit_hit && sol->recompute_time_s > 0.0;
-    if (wanted && left <= 0.01) {
-        mark_pass_cut_short(sol, "recomputation");
+    bool wanted = o->minimise_recompute && !sol->limit_hit && sol->recompute_time_s > 0.0;
+    bool by_clock;
+    /* refinements: half the limits at most, so that a hard one does not cost
+     * a planner loop the whole of them */
+    if (wanted && !pass_limits(o, sol, t0, 0.5, mo, &by_clock)) {
+        mark_pass_cut_short(sol, by_clock, "recomputation");
     } else if (wanted) {
         px_milp_set_row_bounds(m->mp, m->j_row, -INFINITY, j_cap, NULL);
         px_part_model_set_objective(m, OBJ_RECOMPUTE);
-        /* refinements: half the budget at most, so that a hard one does not
-         * cost a planner loop the whole limit */
-        mo->time_limit_s = fmin(left, 0.5 * o->time_limit_s);
         px_milp_result res2;
         px_error_clear(&sub);
-        if (px_milp_solve(m->mp, mo, &res2, &sub) == PX_OK) {
+        st = px_milp_solve(m->mp, mo, &res2, &sub);
+        sol->work += res2.work;
+        if (st == PX_OK) {
             *start = *sol;
             if (px_part_model_decode(m, start, &sub) == PX_OK && start->fits &&
                 start->objective_s <= j1 * (1.0 + o->tie_rel + 1e-7) &&
                 start->recompute_time_s <= sol->recompute_time_s) {
                 start->proven_optimal = sol->proven_optimal && res2.outcome == PX_MILP_OPTIMAL;
-                start->time_limit_hit = res2.time_limit_hit;
+                start->limit_hit = res2.limit_hit;
                 *sol = *start;
             }
             /* cut short, the pass proves nothing, improved or not */
-            if (res2.time_limit_hit) {
+            if (res2.limit_hit) {
                 sol->proven_optimal = false;
-                sol->time_limit_hit = true;
+                sol->limit_hit = true;
+                sol->clock_hit = sol->clock_hit || !res2.work_limit_hit;
                 snprintf(sol->note, sizeof sol->note,
-                         "GLPK time limit reached while minimising recomputation: the "
-                         "split is time-optimal, its recompute choice may not be");
+                         "GLPK %s reached while minimising recomputation: the split is "
+                         "time-optimal, its recompute choice may not be",
+                         px_milp_limit_name(&res2));
             }
         } else {
             snprintf(sol->note, sizeof sol->note,
@@ -81,12 +103,12 @@ static void peak_pass(model *m, const px_partition_opts *o, double t1, double j1
     const px_partition_problem *pb = m->pb;
     px_error sub;
     double j_cap = j1 / m->tscale * (1.0 + o->tie_rel);
-    double left = o->time_limit_s - px_part_elapsed_since(t0);
-    bool wanted = px_part_wants_peak_pass(pb, o) && !sol->time_limit_hit;
+    bool wanted = px_part_wants_peak_pass(pb, o) && !sol->limit_hit;
+    bool by_clock;
     if (wanted && o->exact_dp && px_part_exact_peak_dp(pb, j1 * (1.0 + o->tie_rel) / m->wt, sol)) {
         /* exact without GLPK */
-    } else if (wanted && left <= 0.01) {
-        mark_pass_cut_short(sol, "peak memory");
+    } else if (wanted && !pass_limits(o, sol, t0, 0.25, mo, &by_clock)) {
+        mark_pass_cut_short(sol, by_clock, "peak memory");
     } else if (wanted) {
         double peak = (double)sol->stage_mem_bytes[sol->fullest_stage];
         double r2 = sol->recompute_time_s + o->tie_rel * t1;
@@ -94,22 +116,25 @@ static void peak_pass(model *m, const px_partition_opts *o, double t1, double j1
         if (m->rc_row >= 0)
             px_milp_set_row_bounds(m->mp, m->rc_row, -INFINITY, r2 / m->tscale, NULL);
         px_part_model_set_objective(m, OBJ_PEAK);
-        mo->time_limit_s = fmin(left, 0.25 * o->time_limit_s);
         px_milp_result res3;
         px_error_clear(&sub);
-        if (px_milp_solve(m->mp, mo, &res3, &sub) == PX_OK) {
+        px_status st = px_milp_solve(m->mp, mo, &res3, &sub);
+        sol->work += res3.work;
+        if (st == PX_OK) {
             *start = *sol;
             if (px_part_model_decode(m, start, &sub) == PX_OK && start->fits &&
                 start->objective_s <= j1 * (1.0 + o->tie_rel + 1e-7) &&
                 start->recompute_time_s <= r2 + 1e-7 * t1 &&
                 (double)start->stage_mem_bytes[start->fullest_stage] < peak) {
                 start->proven_optimal = sol->proven_optimal;
-                start->time_limit_hit = sol->time_limit_hit;
+                start->limit_hit = sol->limit_hit;
                 *sol = *start;
             }
             /* a peak pass cut short leaves the peak unproven */
-            if (res3.time_limit_hit)
+            if (res3.limit_hit) {
                 sol->proven_optimal = false;
+                sol->clock_hit = sol->clock_hit || !res3.work_limit_hit;
+            }
         }
     }
 }
@@ -137,11 +162,13 @@ static px_status solve_once(const px_partition_problem *pb, const px_partition_o
     px_partition_solution *start = malloc(sizeof *start);
     if (!start)
         return PX_FAIL(err, PX_ERR_NOMEM, "partition: out of memory");
-    heuristic h = {false, 0.0};
+    heuristic h = {false, 0.0, false};
     if (o->heuristics)
         px_part_find_heuristic(pb, start, &h, &t0, 0.5 * o->time_limit_s);
     if (px_part_solve_interleaved_exact(pb, o, sol)) {
         free(start);
+        sol->work = 0.0;
+        sol->clock_hit = h.clock_hit;
         sol->solve_s = px_part_elapsed_since(&t0);
         return PX_OK;
     }
@@ -151,6 +178,8 @@ static px_status solve_once(const px_partition_problem *pb, const px_partition_o
         start->objective_s <= (wt + wc / pb->vpp) * h.lower_s * (1.0 + o->mip_gap) + 1e-15 &&
         px_part_solve_exact(pb, o, start, sol)) {
         free(start);
+        sol->work = 0.0;
+        sol->clock_hit = h.clock_hit;
         sol->solve_s = px_part_elapsed_since(&t0);
         return PX_OK;
     }
@@ -159,11 +188,15 @@ static px_status solve_once(const px_partition_problem *pb, const px_partition_o
     if (px_part_solve_same_layers(pb, o, sol) ||
         px_part_solve_chunks_exact(pb, o, h.have_split ? start : NULL, sol, &none_fits)) {
         free(start);
+        sol->work = 0.0;
+        sol->clock_hit = h.clock_hit;
         sol->solve_s = px_part_elapsed_since(&t0);
         return PX_OK;
     }
     if (none_fits) { /* proven; sol overflows least */
         free(start);
+        sol->work = 0.0;
+        sol->clock_hit = h.clock_hit;
         sol->solve_s = px_part_elapsed_since(&t0);
         return px_part_infeasible_error(pb, sol, "best attempt", err);
     }
@@ -176,6 +209,7 @@ static px_status solve_once(const px_partition_problem *pb, const px_partition_o
     px_milp_opts mo;
     px_milp_opts_init(&mo);
     mo.time_limit_s = o->time_limit_s;
+    mo.work_limit = o->work_limit;
     mo.mip_gap = o->mip_gap;
     mo.presolve = o->presolve;
     px_milp_result res;
@@ -207,13 +241,15 @@ static px_status solve_once(const px_partition_problem *pb, const px_partition_o
             *sol = *start; /* GLPK stopped early with something worse */
         if (st == PX_OK) {
             sol->proven_optimal = res.outcome == PX_MILP_OPTIMAL;
-            sol->time_limit_hit = res.time_limit_hit;
+            sol->limit_hit = res.limit_hit;
+            sol->clock_hit = res.limit_hit && !res.work_limit_hit;
             sol->gap = res.gap;
         } else if (h.have_split && st != PX_ERR_INVALID && st != PX_ERR_NOMEM) {
-            /* time limit without a better split, or GLPK trouble: the
+            /* a limit without a better split, or GLPK trouble: the
              * heuristic split stands, unproven */
             *sol = *start;
-            sol->time_limit_hit = res.time_limit_hit;
+            sol->limit_hit = res.limit_hit;
+            sol->clock_hit = res.limit_hit && !res.work_limit_hit;
             st = PX_OK;
         } else if (st == PX_ERR_INFEASIBLE) {
             px_part_model_free(&m);
@@ -222,30 +258,36 @@ static px_status solve_once(const px_partition_problem *pb, const px_partition_o
             if (left < 0.1 * o->time_limit_s)
                 left = 0.1 * o->time_limit_s;
             st = px_part_explain_infeasible(pb, o, left, sol, err);
+            sol->work = res.work; /* the first pass's; the explanation's own is not counted */
             sol->solve_s = px_part_elapsed_since(&t0);
             return st;
         } else {
             px_part_model_free(&m);
             free(start);
+            sol->work = res.work;
             if (res.outcome == PX_MILP_NO_SOLUTION)
                 return PX_FAIL(err, PX_ERR_SOLVER,
-                               "partition of %d layers over %d stages x %d chunks: GLPK time "
-                               "limit of %.3g s reached before any split that fits in memory "
-                               "was found; raise the time limit or keep the uniform split",
-                               pb->n_layers, pb->pp, pb->vpp, o->time_limit_s);
+                               "partition of %d layers over %d stages x %d chunks: GLPK %s "
+                               "reached before any split that fits in memory was found; raise "
+                               "the limit or keep the uniform split",
+                               pb->n_layers, pb->pp, pb->vpp, px_milp_limit_name(&res));
             return PX_FAIL(err, st, "partition of %d layers over %d stages x %d chunks: %s",
                            pb->n_layers, pb->pp, pb->vpp, sub.msg);
         }
         if (!sol->proven_optimal)
             snprintf(sol->note, sizeof sol->note,
-                     "%s: best split found so far, not proven optimal (gap %s%.2f%%)",
-                     res.time_limit_hit ? "GLPK time limit reached" : "GLPK stopped early",
+                     "GLPK %s: best split found so far, not proven optimal (gap %s%.2f%%)",
+                     !res.limit_hit          ? "stopped early"
+                     : res.work_limit_hit ? "work limit reached"
+                                          : "time limit reached",
                      sol->gap < 0 ? "unknown; bound " : "",
                      sol->gap >= 0     ? 100.0 * sol->gap
                      : j_lower > 0.0 ? 100.0 * (sol->objective_s / j_lower - 1.0)
                                        : 100.0);
     }
 
+    sol->work = res.work;
+    sol->clock_hit = sol->clock_hit || h.clock_hit;
     /* the passes after the first keep its objective within tie_rel */
     double t1 = sol->max_stage_time_s, j1 = sol->objective_s;
     recompute_pass(&m, o, j1, start, sol, &mo, &t0);
@@ -268,7 +310,9 @@ px_status px_partition_solve(const px_partition_problem *pb, const px_partition_
     const px_partition_opts *o = opts ? opts : &defaults;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    sol->work = 0.0; /* what this call spends: none on a memo hit or bad input */
     if (o->memo && px_part_memo_get(o->memo, pb, o, sol)) {
+        sol->work = 0.0;
         sol->solve_s = px_part_elapsed_since(&t0);
         return PX_OK;
     }

@@ -85,12 +85,17 @@ typedef struct {
      * between stages and choose recomputation per layer; then the top list
      * is re-ranked.  Default true; false: uniform splits only. */
     bool milp;
-    /* GLPK time limit per candidate, seconds (0: PX_SEARCH_MILP_TIME_LIMIT_S,
-     * a tenth of it for interleaved candidates, whose programs are larger) */
-    double milp_time_limit_s;
+    /* The program's limits.  By default a candidate's programs stop at
+     * PX_SEARCH_MILP_WORK of GLPK's work (px_milp.h: simplex iterations x
+     * nonzeros; a tenth for interleaved candidates, whose programs are
+     * larger) and all the candidates' at PX_SEARCH_MILP_WORK_BUDGET, so that
+     * a search gives the same plan on any machine under any load; the clock
+     * is a backstop.  milp_time_limit_s > 0 makes the search wall-clock bound
+     * instead: no work limits, that time limit per candidate. */
+    double milp_time_limit_s; /* seconds per candidate; 0: PX_SEARCH_MILP_TIME_LIMIT_S */
     /* all the programs of one search together, seconds (0:
-     * PX_SEARCH_MILP_BUDGET_S); candidates left when it is spent keep their
-     * uniform split (counted in milp_skipped) */
+     * PX_SEARCH_MILP_BUDGET_S); candidates left when it or the work budget
+     * is spent keep their uniform split (counted in milp_skipped) */
     double milp_budget_s;
     /* Threads of the analytic pass (0: the online processors, at most
      * PX_SEARCH_THREADS_MAX).  The result is the same for any number. */
@@ -121,12 +126,19 @@ typedef struct {
 #define PX_SEARCH_THREADS_MAX 64
 
 /* Per candidate; interleaved programs get a tenth (their heuristic split is
- * within about 1 % of the bound, and the top ten must stay well under a
- * second together). */
-#define PX_SEARCH_MILP_TIME_LIMIT_S 0.5
+ * within about 1 % of the bound, and the top ten must stay near a second
+ * together).  Half of PX_PARTITION_DEFAULT_WORK_LIMIT: a tenth to half a
+ * second of one core on the programs GLPK does not prove (docs/partition.md,
+ * "Work limit"). */
+#define PX_SEARCH_MILP_WORK 2.5e6
+#define PX_SEARCH_MILP_WORK_BUDGET 5e6
+/* The clock's backstops: several times what the work limits take on the
+ * hardest programs, so that they bind only on a machine much slower or
+ * busier than the one the work limits were sized on. */
+#define PX_SEARCH_MILP_TIME_LIMIT_S 2.0
 /* Memory-rejected candidates (least memory first) handed to the program. */
 #define PX_SEARCH_MILP_MISSES 4
-#define PX_SEARCH_MILP_BUDGET_S 1.0
+#define PX_SEARCH_MILP_BUDGET_S 4.0
 /* Candidates the analytic pass keeps beyond --top for the program. */
 #define PX_SEARCH_MILP_EXTRA 4
 
@@ -165,7 +177,10 @@ typedef struct {
     int milp_changed;                 /* ... whose split or recompute it changed */
     int milp_rescued;                 /* memory-rejected candidates it made fit */
     int milp_failed;                  /* program failed: candidate kept as it was */
-    int milp_not_proven;              /* time limit or gap: best split found, not proven optimal */
+    int milp_not_proven;              /* work or time limit, or gap: best split found, not
+                                       * proven optimal */
+    int milp_clock_hit;               /* candidates the clock stopped or skipped: their split
+                                       * can differ on another machine or under another load */
     int milp_skipped;                 /* not refined: the budget was spent */
     int milp_pruned;                  /* not refined: a proven lower bound on its score
                                        * cannot reach the list */

@@ -97,6 +97,8 @@ typedef struct {
     px_parallel block, block_best; /* block recompute trials (refine_block) */
     px_partition_report rep;
     px_partition_memo *memo; /* the program's answers, for candidates that pose it again */
+    double t0, budget_s;     /* the clock's budget: started at t0, seconds */
+    double work;             /* GLPK's work spent so far (PX_SEARCH_MILP_WORK_BUDGET) */
 } refine_ws;
 
 /* The framework runs Megatron's block recompute (the first N layers of every
@@ -215,19 +217,25 @@ static bool take_program_split(const px_model *m, px_cost_ctx *ctx, const px_sea
  * that is tried when the program's answer cannot be taken.  Returns true
  * when c changed and fits. */
 static bool refine_one(const px_model *m, px_cost_ctx *ctx, const px_search_opts *o,
-                       px_search_result *res, px_candidate *c, bool miss, double left_s,
-                       refine_ws *ws)
+                       px_search_result *res, px_candidate *c, bool miss, refine_ws *ws)
 {
-    if (left_s <= 0.0) {
+    double left_s = ws->budget_s - (now_s() - ws->t0);
+    double left_work = PX_SEARCH_MILP_WORK_BUDGET - ws->work;
+    bool by_clock = o->milp_time_limit_s > 0.0;
+    if (left_s <= 0.0 || (!by_clock && left_work <= 0.0)) {
         res->milp_skipped++;
+        res->milp_clock_hit += left_s <= 0.0;
         return false;
     }
     px_partition_opts popts;
     px_partition_opts_init(&popts);
-    double lim = o->milp_time_limit_s > 0.0 ? o->milp_time_limit_s : PX_SEARCH_MILP_TIME_LIMIT_S;
-    popts.time_limit_s = c->par.vpp > 1 && o->milp_time_limit_s <= 0.0 ? lim / 10.0 : lim;
-    if (popts.time_limit_s > left_s)
-        popts.time_limit_s = left_s;
+    popts.time_limit_s = fmin(by_clock ? o->milp_time_limit_s : PX_SEARCH_MILP_TIME_LIMIT_S,
+                              left_s);
+    popts.work_limit = by_clock           ? 0.0
+                       : c->par.vpp > 1 ? PX_SEARCH_MILP_WORK / 10.0
+                                          : PX_SEARCH_MILP_WORK;
+    if (!by_clock)
+        popts.work_limit = fmin(popts.work_limit, left_work);
     popts.exact_dp = !o->milp_glpk_only;
     popts.memo = ws->memo;
     unsigned allowed = o->recompute >= 0 ? 1u << o->recompute : 0u;
@@ -238,6 +246,8 @@ static bool refine_one(const px_model *m, px_cost_ctx *ctx, const px_search_opts
     res->milp_refined++;
     /* the program costs with the search's context: its framework traits */
     px_status st = px_partition_refine(ctx, next, &pred, &popts, allowed, &ws->rep, &perr);
+    ws->work += ws->rep.work;
+    res->milp_clock_hit += ws->rep.clock_hit;
     if (st == PX_ERR_INFEASIBLE && miss)
         return false; /* a miss that no split makes fit: nothing to report */
     if (st != PX_OK) {
@@ -363,7 +373,6 @@ px_status refine_top(const px_model *m, px_cost_ctx *ctx, const px_search_opts *
                      px_error *err)
 {
     double t0 = now_s();
-    double budget = o->milp_budget_s > 0.0 ? o->milp_budget_s : PX_SEARCH_MILP_BUDGET_S;
     refine_ws *ws = malloc(sizeof *ws);
     px_partition_memo *memo = px_partition_memo_new();
     if (!ws || !memo) {
@@ -372,6 +381,9 @@ px_status refine_top(const px_model *m, px_cost_ctx *ctx, const px_search_opts *
         return PX_FAIL(err, PX_ERR_NOMEM, "search: out of memory for the partition pass");
     }
     ws->memo = memo;
+    ws->t0 = t0;
+    ws->budget_s = o->milp_budget_s > 0.0 ? o->milp_budget_s : PX_SEARCH_MILP_BUDGET_S;
+    ws->work = 0.0;
     res->milp_ran = true;
     /* the program sees the first keep + PX_SEARCH_MILP_EXTRA; the rest stay
      * as the analytic pass scored them */
@@ -383,7 +395,7 @@ px_status refine_top(const px_model *m, px_cost_ctx *ctx, const px_search_opts *
         ws->orig[k] = pool[k];
         if (!worth_refining(ctx, o, res, &pool[k], pool, n_pool, keep, ws))
             continue;
-        if (refine_one(m, ctx, o, res, &pool[k], false, budget - (now_s() - t0), ws)) {
+        if (refine_one(m, ctx, o, res, &pool[k], false, ws)) {
             res->milp_changed++;
             ws->changed[k] = true;
         }
@@ -392,7 +404,7 @@ px_status refine_top(const px_model *m, px_cost_ctx *ctx, const px_search_opts *
         ws->miss = misses[k];
         if (!worth_refining(ctx, o, res, &ws->miss, pool, n_pool, keep, ws))
             continue;
-        if (refine_one(m, ctx, o, res, &ws->miss, true, budget - (now_s() - t0), ws)) {
+        if (refine_one(m, ctx, o, res, &ws->miss, true, ws)) {
             res->milp_changed++;
             res->milp_rescued++;
             res->n_valid++;

@@ -502,7 +502,7 @@ px_status px_row_predict(const px_row_call *call, const px_hw *hw, const px_fram
                                 res, &out->fixed_uniform, err);
     if (st == PX_OK) {
         out->best = res->top[0];
-        out->time_limited = res->milp_not_proven > 0 || res->milp_skipped > 0;
+        out->time_limited = res->milp_clock_hit > 0;
         out->global_batch = res->global_batch;
         const px_prediction *q = &out->best.pred;
         if (call->on == PX_ROW_ON_TOKENS) {

@@ -9,8 +9,8 @@
 # activations, docs/partition.md), so GLPK has no starting split to fall
 # back on and stops with none ("time limit ... reached before any split").
 # --pp 16 --vpp 2 --micro-batch 2 keeps the search on them; --milp-budget 600 lets every
-# candidate's program run however loaded the machine (the default budget
-# of 1 s is wall-clock).
+# candidate's program run however loaded the machine (the clock's default
+# backstop on them all is 4 s).
 #
 # Under the default --partition milp their layers are identical, so the
 # exact interleaved pass (px_partition_chunks) answers them without GLPK and
@@ -36,6 +36,10 @@ line=$(grep '^# stage partition, first failure' "$tmp/out.txt") \
   || fail "no first-failure line: $(grep '^#' "$tmp/out.txt")"
 echo "$line" | grep -q 'time limit' || fail "failure line does not name the limit: $line"
 grep -Eq '[1-9][0-9]* failed' "$tmp/out.txt" || fail "the summary counts no failure"
+# a wall-clock search says so; the program's summary is the only one
+grep -q '^# stage partition: the clock stopped or skipped [1-9][0-9]* candidates' "$tmp/out.txt" \
+  || fail "no clock line under --milp-time-limit: $(grep '^# stage partition' "$tmp/out.txt")"
+grep -q '^# stage partition: uniform' "$tmp/out.txt" && fail "a uniform line beside the program's"
 rows=$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]+' "$tmp/out.txt")
 [ "$rows" -eq 10 ] || fail "expected 10 ranked rows, got $rows"
 grep -q '^# chosen: #1, TP' "$tmp/out.txt" || fail "no chosen plan"
@@ -54,6 +58,7 @@ part = d["partition"]
 assert part["method"] == "milp" and part["failed"] >= 1, part
 assert "time limit" in part["note"], part["note"]
 assert part["exact_dp"] == 0 and part["skipped"] == 0, part
+assert part["clock_limited"] >= part["failed"], part
 assert d["plan"]["kind"] == "parallax-plan", d["plan"].get("kind")
 assert len(d["plans"]) == 10
 p = d["plans"][0]

@@ -53,7 +53,7 @@ static void knapsack(bool presolve)
     CHECK_CLOSE(res.objective, -9.0, 0, 1e-9);
     CHECK(px_milp_value(mp, a) == 1.0 && px_milp_value(mp, b) == 1.0 &&
           px_milp_value(mp, c) == 0.0);
-    CHECK(!res.time_limit_hit);
+    CHECK(!res.limit_hit);
     px_milp_free(mp);
 }
 
@@ -157,6 +157,10 @@ static void validation(void)
     o.time_limit_s = 0;
     CHECK(px_milp_solve(mp, &o, &res, &err) == PX_ERR_INVALID);
     o = exact();
+    o.work_limit = -1;
+    CHECK(px_milp_solve(mp, &o, &res, &err) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(err.msg, "work limit") != NULL, "%s", err.msg);
+    o = exact();
     o.mip_gap = 1.5;
     CHECK(px_milp_solve(mp, &o, &res, &err) == PX_ERR_INVALID);
     px_milp_free(mp);
@@ -179,8 +183,8 @@ static void error_guard(void)
 
 /* 48 items of weight 2 * w_i, capacity odd: the row sum_i 2 w_i x_i = odd is
  * infeasible, but the LP relaxation is not and branch-and-bound cannot see
- * the parity, so GLPK runs out of time before it finds anything. */
-static void time_limit_without_solution(void)
+ * the parity, so GLPK runs out of its limit before it finds anything. */
+static px_milp *parity_program(void)
 {
     px_milp *mp;
     px_error err;
@@ -198,49 +202,116 @@ static void time_limit_without_solution(void)
     }
     double target = 2 * floor(sum / 4) + 1; /* odd */
     add_row(mp, target, target, N, cols, vals);
+    return mp;
+}
+
+static void time_limit_without_solution(void)
+{
+    px_error err;
+    px_milp *mp = parity_program();
     px_milp_opts o = exact();
     o.time_limit_s = 0.3;
     px_milp_result res;
     px_status st = px_milp_solve(mp, &o, &res, &err);
     CHECK_MSG(st == PX_ERR_SOLVER && strstr(err.msg, "time limit"), "got %s: %s",
               px_status_name(st), err.msg);
-    CHECK(res.outcome == PX_MILP_NO_SOLUTION && res.time_limit_hit);
+    CHECK(res.outcome == PX_MILP_NO_SOLUTION && res.limit_hit);
     CHECK(res.solve_s < 5.0);
     px_milp_free(mp);
 }
 
 /* A strongly correlated knapsack (value = weight + constant): feasible
- * points everywhere, optimality very hard to prove.  The time limit stops
- * the search with an incumbent: usable, flagged as not proven. */
-static void time_limit_with_incumbent(void)
+ * points everywhere, optimality very hard to prove.  vals gets the weights,
+ * *cap the capacity. */
+enum { KNAP_N = 100 }; /* 60 items: GLPK proves it in 30 ms; 100: not in 5 s */
+static px_milp *hard_knapsack(int *cols, double *vals, double *cap)
 {
     px_milp *mp;
     px_error err;
     CHECK(px_milp_new(&mp, &err) == PX_OK);
-    enum { N = 100 }; /* 60 items: GLPK proves it in 30 ms; 100: not in 5 s */
-    int cols[N];
-    double vals[N], sum = 0;
+    double sum = 0;
     uint64_t s = 777;
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < KNAP_N; i++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         double w = (double)(100000 + (s >> 33) % 900000);
         cols[i] = add_col(mp, PX_MILP_BINARY, 0, 1, -(w + 100000));
         vals[i] = w;
         sum += w;
     }
-    add_row(mp, -INFINITY, floor(sum / 2) + 0.5, N, cols, vals);
+    *cap = floor(sum / 2) + 0.5;
+    add_row(mp, -INFINITY, *cap, KNAP_N, cols, vals);
+    return mp;
+}
+
+/* The time limit stops the hard knapsack with an incumbent: usable, flagged
+ * as not proven. */
+static void time_limit_with_incumbent(void)
+{
+    enum { N = KNAP_N };
+    int cols[N];
+    double vals[N], cap;
+    px_error err;
+    px_milp *mp = hard_knapsack(cols, vals, &cap);
     px_milp_opts o = exact();
     o.time_limit_s = 0.3;
     px_milp_result res;
     px_status st = px_milp_solve(mp, &o, &res, &err);
     CHECK_MSG(st == PX_OK, "got %s: %s", px_status_name(st), err.msg);
-    CHECK_MSG(res.outcome == PX_MILP_FEASIBLE && res.time_limit_hit, "outcome %d",
-              (int)res.outcome);
+    CHECK_MSG(res.outcome == PX_MILP_FEASIBLE && res.limit_hit && !res.work_limit_hit,
+              "outcome %d", (int)res.outcome);
     double used = 0;
     for (int i = 0; i < N; i++)
         used += vals[i] * px_milp_value(mp, cols[i]);
-    CHECK(used <= floor(sum / 2) + 0.5);
+    CHECK(used <= cap);
     CHECK(res.objective < 0);
+    px_milp_free(mp);
+}
+
+/* The work limit stops the hard knapsack where the clock does not reach:
+ * the same incumbent under a time limit of one minute and of two, so the
+ * answer does not depend on the machine's speed or load.  Without any
+ * incumbent (the parity program) the error names the work limit. */
+static void work_limit(void)
+{
+    enum { N = KNAP_N };
+    int cols[N];
+    double vals[N], cap, x[N];
+    px_error err;
+    px_milp *mp = hard_knapsack(cols, vals, &cap);
+    px_milp_opts o = exact();
+    o.work_limit = 2e5; /* about a hundred nodes: tens of milliseconds */
+    double objective = 0.0;
+    for (int run = 0; run < 2; run++) {
+        o.time_limit_s = run ? 120.0 : 60.0;
+        px_milp_result res;
+        px_status st = px_milp_solve(mp, &o, &res, &err);
+        CHECK_MSG(st == PX_OK, "got %s: %s", px_status_name(st), err.msg);
+        CHECK_MSG(res.outcome == PX_MILP_FEASIBLE && res.limit_hit && res.work_limit_hit,
+                  "outcome %d, limit %d, work %d", (int)res.outcome, res.limit_hit,
+                  res.work_limit_hit);
+        CHECK_MSG(res.work > o.work_limit, "work %g", res.work);
+        CHECK(strcmp(px_milp_limit_name(&res), "work limit") == 0);
+        for (int i = 0; i < N; i++) {
+            double v = px_milp_value(mp, cols[i]);
+            if (run == 0)
+                x[i] = v;
+            CHECK_MSG(v == x[i], "item %d: %g then %g", i, x[i], v);
+        }
+        if (run == 0)
+            objective = res.objective;
+        CHECK(res.objective == objective);
+    }
+    px_milp_free(mp);
+
+    mp = parity_program();
+    o = exact();
+    o.time_limit_s = 60.0;
+    o.work_limit = 2e5;
+    px_milp_result res;
+    px_status st = px_milp_solve(mp, &o, &res, &err);
+    CHECK_MSG(st == PX_ERR_SOLVER && strstr(err.msg, "work limit"), "got %s: %s",
+              px_status_name(st), err.msg);
+    CHECK(res.outcome == PX_MILP_NO_SOLUTION && res.work_limit_hit);
     px_milp_free(mp);
 }
 
@@ -256,5 +327,6 @@ int main(void)
     error_guard();
     time_limit_without_solution();
     time_limit_with_incumbent();
+    work_limit();
     return px_test_result("milp");
 }

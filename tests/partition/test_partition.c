@@ -29,6 +29,7 @@ static px_partition_opts exact_opts(void)
     px_partition_opts_init(&o);
     o.mip_gap = 0.0;
     o.time_limit_s = 30.0; /* small programs take milliseconds; a loaded machine more */
+    o.work_limit = 0.0;    /* to the proof: the comparisons need proven optima */
     return o;
 }
 
@@ -274,34 +275,40 @@ static void infeasible_message(void)
 }
 
 /* 120 heterogeneous layers on 16 stages: far too big to prove in 20 ms. */
+static void big_problem(px_partition_problem *pb)
+{
+    px_partition_problem_init(pb);
+    rng_state = 4242;
+    pb->n_layers = 120;
+    pb->pp = 16;
+    for (int i = 0; i < pb->n_layers; i++) {
+        double t0 = 1e-3 * (1.0 + urand());
+        pb->layer_time_s[i][0] = t0;
+        pb->layer_time_s[i][1] = t0 * 1.05;
+        pb->layer_time_s[i][2] = t0 * 1.33;
+        pb->layer_act_bytes[i][0] = (int64_t)(1e9 * (1 + urand()));
+        pb->layer_act_bytes[i][1] = pb->layer_act_bytes[i][0] / 2;
+        pb->layer_act_bytes[i][2] = pb->layer_act_bytes[i][0] / 10;
+        pb->layer_static_bytes[i] = 1000000000;
+    }
+    for (int s = 0; s < pb->pp; s++)
+        pb->in_flight[s] = px_partition_in_flight(PX_SCHED_1F1B, pb->pp, 1, 64, s);
+    pb->mem_limit_bytes = 60000000000;
+}
+
 static void time_limit(void)
 {
     static px_partition_problem pb;
-    px_partition_problem_init(&pb);
-    rng_state = 4242;
-    pb.n_layers = 120;
-    pb.pp = 16;
-    for (int i = 0; i < pb.n_layers; i++) {
-        double t0 = 1e-3 * (1.0 + urand());
-        pb.layer_time_s[i][0] = t0;
-        pb.layer_time_s[i][1] = t0 * 1.05;
-        pb.layer_time_s[i][2] = t0 * 1.33;
-        pb.layer_act_bytes[i][0] = (int64_t)(1e9 * (1 + urand()));
-        pb.layer_act_bytes[i][1] = pb.layer_act_bytes[i][0] / 2;
-        pb.layer_act_bytes[i][2] = pb.layer_act_bytes[i][0] / 10;
-        pb.layer_static_bytes[i] = 1000000000;
-    }
-    for (int s = 0; s < pb.pp; s++)
-        pb.in_flight[s] = px_partition_in_flight(PX_SCHED_1F1B, pb.pp, 1, 64, s);
-    pb.mem_limit_bytes = 60000000000;
+    big_problem(&pb);
     static px_partition_solution sol;
     px_error err;
     px_partition_opts o = exact_opts();
     o.time_limit_s = 0.02;
+    o.work_limit = 0.0; /* the clock alone */
     o.heuristics = false; /* GLPK alone: no starting split to fall back on */
     px_status st = px_partition_solve(&pb, &o, &sol, &err);
     if (st == PX_OK) {
-        CHECK(!sol.proven_optimal && sol.time_limit_hit);
+        CHECK(!sol.proven_optimal && sol.limit_hit && sol.clock_hit);
         CHECK_MSG(strstr(sol.note, "time limit") && strstr(sol.note, "not proven"), "%s",
                   sol.note);
         CHECK(sol.fits);
@@ -321,6 +328,37 @@ static void time_limit(void)
     static px_partition_solution uni;
     CHECK(px_partition_uniform(&pb, PX_RECOMPUTE_FULL, &uni, &err) == PX_OK);
     CHECK(uni.fits && sol.max_stage_time_s <= uni.max_stage_time_s);
+}
+
+/* The same big problem under the work limit: the clock (a minute, then
+ * two) never binds, so the split is the same whatever the machine's speed
+ * or load; flagged as not proven, not as stopped by the clock. */
+static void work_limit(void)
+{
+    static px_partition_problem pb;
+    static px_partition_solution sol, first;
+    big_problem(&pb);
+    px_error err;
+    px_partition_opts o = exact_opts();
+    o.work_limit = 2e5;
+    for (int run = 0; run < 2; run++) {
+        o.time_limit_s = run ? 120.0 : 60.0;
+        px_status st = px_partition_solve(&pb, &o, &sol, &err);
+        CHECK_MSG(st == PX_OK, "%s", err.msg);
+        CHECK(sol.fits && !sol.proven_optimal && sol.limit_hit && !sol.clock_hit);
+        CHECK_MSG(strstr(sol.note, "work limit") && strstr(sol.note, "not proven"), "%s",
+                  sol.note);
+        CHECK_MSG(sol.work > o.work_limit, "work %g", sol.work);
+        if (run == 0)
+            first = sol;
+        CHECK(sol.objective_s == first.objective_s && sol.n_chunks == first.n_chunks);
+        CHECK(memcmp(sol.layers_per_chunk, first.layers_per_chunk,
+                     (size_t)sol.n_chunks * sizeof sol.layers_per_chunk[0]) == 0);
+        CHECK(memcmp(sol.layer_recompute, first.layer_recompute, (size_t)pb.n_layers) == 0);
+    }
+    o.work_limit = NAN;
+    CHECK(px_partition_solve(&pb, &o, &sol, &err) == PX_ERR_INVALID);
+    CHECK_MSG(strstr(err.msg, "work_limit") != NULL, "%s", err.msg);
 }
 
 static void validation(void)
@@ -412,6 +450,7 @@ int main(void)
     least_peak_memory();
     infeasible_message();
     time_limit();
+    work_limit();
     random_vs_brute(seed, 200);
     return px_test_result("partition");
 }
