@@ -567,12 +567,14 @@ static void layer_comm_time(const px_cost_ctx *ctx, const px_parallel *par,
     /* CP: ring p2p overlapped with the attention core, all-gather, or the
      * Ulysses all-to-all (px_cost_cp.c) */
     if (par->cp > 1 && px_shape_attention(&sh)) {
-        double kvmsg = e * T * kv_t * (sh.dq + sh.dv);
+        bool repeated = ctx->run && ctx->run->cp_kv_repeated;
+        double kvmsg = e * T * (repeated ? a_t : kv_t) * (sh.dq + sh.dv);
         if (m->attn == PX_ATTN_MLA)
             kvmsg = e * T * ((double)m->kv_lora_rank + (double)m->qk_rope_head_dim);
         px_cp_time cpt;
         px_cost_cp_time(hw, par->cp_comm, par->cp, kvmsg, e * T * a_t * sh.dq,
-                        e * T * a_t * sh.dv, lt->attn_fwd_s, x->cp, &cpt);
+                        e * T * a_t * sh.dv, lt->attn_fwd_s, x->cp,
+                        ctx->run && ctx->run->cp_allgather_overlap, &cpt);
         /* as the executor runs it: its plans are blocking (--overlap off) */
         if (ctx->run && ctx->run->cp_gather_qkv && !par->dp_overlap)
             cp_gather_qkv(hw, par, &sh, d, x->cp, m->attn == PX_ATTN_MLA, &cpt, lt);

@@ -7,9 +7,35 @@
 
 static double dmax(double a, double b) { return a > b ? a : b; }
 
+/* PyTorch's all-gather rotater (torch/distributed/tensor/experimental
+ * _attention.py, _AllGatherRotater under _templated_ring_attention and its
+ * backward): the forward starts one all-gather of every rank's K and V
+ * before its first (local, causal) block and waits for it at the second, so
+ * the gather hides under that block only; the backward gathers them again
+ * the same way, and passes the K and V gradients, accumulated in fp32
+ * (convert_to_f32), to the next rank after each of its c - 1 later blocks
+ * (an all-to-all permute), each hidden under the next block's backward. */
+static void torch_allgather_time(const px_hw *hw, int c, double kv_bytes, double attn_fwd_s,
+                                 bool crosses, px_cp_time *out)
+{
+    double cm1 = (double)c - 1.0;
+    double all = (double)c * kv_bytes;
+    double ag = px_time_coll_s(hw, PX_COLL_ALLGATHER, c, all, crosses);
+    double grad = px_time_coll_s(hw, PX_COLL_P2P, 2, 2.0 * kv_bytes, crosses); /* fp32 */
+    double block = attn_fwd_s / (double)c;
+    out->total_s = 2.0 * ag + cm1 * grad;
+    out->fwd_exposed_s = dmax(0.0, ag - block);
+    out->exposed_s = out->fwd_exposed_s + dmax(0.0, ag - 2.5 * block) +
+                     cm1 * dmax(0.0, grad - 2.5 * block);
+    double hidden = out->total_s - out->exposed_s;
+    out->exposed_s += hw->comm_overlap_cost * hidden;
+    out->fwd_exposed_s += hw->comm_overlap_cost * (ag < block ? ag : block);
+    out->bytes = 2.0 * px_coll_wire_bytes(PX_COLL_ALLGATHER, c, all) + cm1 * 2.0 * kv_bytes;
+}
+
 void px_cost_cp_time(const px_hw *hw, px_cp_comm flavour, int c, double kv_bytes,
                      double q_bytes, double o_bytes, double attn_fwd_s, bool crosses,
-                     px_cp_time *out)
+                     bool gather_overlaps, px_cp_time *out)
 {
     memset(out, 0, sizeof *out);
     if (c <= 1)
@@ -17,6 +43,10 @@ void px_cost_cp_time(const px_hw *hw, px_cp_comm flavour, int c, double kv_bytes
     double cm1 = (double)c - 1.0;
     switch (flavour) {
     case PX_CPC_ALLGATHER: {
+        if (gather_overlaps) {
+            torch_allgather_time(hw, c, kv_bytes, attn_fwd_s, crosses, out);
+            return;
+        }
         /* Megatron's "all_gather" (Llama 3's CP): every rank gathers the
          * whole sequence's K and V before its attention (message c·kv), and
          * the backward reduce-scatters their gradients; neither overlaps */

@@ -23,10 +23,11 @@ typedef struct {
  * q_bytes, o_bytes: this rank's queries and attention output (a2a only);
  * attn_fwd_s: this rank's attention-core forward time (the ring overlaps a
  * 1/c block of it per step, the backward 2.5x); crosses: the CP group
- * leaves a node. */
+ * leaves a node; gather_overlaps: the all-gather flavour as PyTorch runs
+ * it (px_fw_runtime.cp_allgather_overlap). */
 void px_cost_cp_time(const px_hw *hw, px_cp_comm flavour, int c, double kv_bytes,
                      double q_bytes, double o_bytes, double attn_fwd_s, bool crosses,
-                     px_cp_time *out);
+                     bool gather_overlaps, px_cp_time *out);
 
 /* The CPU executor's CP (px_fw_runtime.cp_gather_qkv; executor/px_layer.c
  * gather_kv, scatter_dkv), whatever the flavour: before the attention every

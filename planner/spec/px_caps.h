@@ -56,6 +56,8 @@ typedef struct {
     bool ep;                             /* expert parallelism */
     bool etp;                            /* expert tensor parallelism != tp */
     unsigned cp_flavours;                /* px_cp_flavour bits; 0: no CP */
+    int cp_default;                      /* the px_cp_flavour a plan runs unless told: the
+                                          * first cp_flavours lists */
     bool grad_bf16;                      /* bf16 main gradients */
     bool pads_vocab;                     /* pads the vocabulary to a multiple of
                                           * vocab_pad_multiple * tp (Megatron); else

@@ -48,9 +48,11 @@ static const char *const feat_names[] = {"mla", "qk_norm", "shared_experts", "de
 _Static_assert(N_NAMES(feat_names) == PX_FEAT_COUNT, "a name per px_model_feature bit");
 
 /* Reads root[key] (an array of names from names[0..n), integers allowed
- * when integers is true: "zero": [0, 1]) into a bit mask. */
+ * when integers is true: "zero": [0, 1]) into a bit mask; *first (may be
+ * NULL) gets the index of the first listed, -1 for an empty array. */
 static px_status read_set(json_t *obj, const char *key, const char *const *names, int n,
-                          bool integers, const char *file, unsigned *mask, px_error *err)
+                          bool integers, const char *file, unsigned *mask, int *first,
+                          px_error *err)
 {
     char allowed[256] = "";
     for (int i = 0; i < n; i++) {
@@ -66,6 +68,8 @@ static px_status read_set(json_t *obj, const char *key, const char *const *names
                             "capabilities.%s: expected an array of names (%s), got %s", key,
                             allowed, px_jf_type_name(a));
     *mask = 0;
+    if (first)
+        *first = -1;
     size_t i;
     json_t *v;
     json_array_foreach(a, i, v) {
@@ -86,6 +90,8 @@ static px_status read_set(json_t *obj, const char *key, const char *const *names
                                 "capabilities.%s[%zu]: \"%s\" is not one of: %s", key, i, buf,
                                 allowed);
         *mask |= 1u << k;
+        if (first && *first < 0)
+            *first = k;
     }
     return PX_OK;
 }
@@ -199,6 +205,10 @@ static const px_jfield runtime_fields[] = {
      NULL, 0, 8},
     {"pp_buffers_per_micro", PX_JF_BOOL, offsetof(px_fw_runtime, pp_buffers_per_micro), 0,
      false, 0, NULL, 0, 0},
+    {"cp_allgather_overlap", PX_JF_BOOL, offsetof(px_fw_runtime, cp_allgather_overlap), 0,
+     false, 0, NULL, 0, 0},
+    {"cp_kv_repeated", PX_JF_BOOL, offsetof(px_fw_runtime, cp_kv_repeated), 0, false, 0, NULL,
+     0, 0},
     {"sp_keeps_gathered_input", PX_JF_BOOL, offsetof(px_fw_runtime, sp_keeps_gathered_input), 0,
      false, 0, NULL, 0, 0},
     {"quant_keeps_hp_input", PX_JF_BOOL, offsetof(px_fw_runtime, quant_keeps_hp_input), 0,
@@ -327,14 +337,19 @@ static px_status from_json(json_t *root, const char *file, px_framework *out, px
     st = px_jf_read(caps_fields, NF(caps_fields), jc, c, file, "capabilities", caps_sets, err);
     if (st != PX_OK)
         return st;
-    unsigned sched, rc, zero, cp, prec, feat;
-    if ((st = read_set(jc, "schedules", sched_names, PX_SCHED_COUNT, false, file, &sched, err)) ||
-        (st = read_set(jc, "recompute", rc_names, PX_RECOMPUTE_COUNT, false, file, &rc, err)) ||
-        (st = read_set(jc, "zero", zero_names, PX_ZERO_STAGES, true, file, &zero, err)) ||
-        (st = read_set(jc, "cp_flavours", cp_names, PX_CP_FLAVOUR_COUNT, false, file, &cp, err)) ||
-        (st = read_set(jc, "precisions", prec_names, PX_PREC_COUNT, false, file, &prec, err)) ||
+    unsigned sched = 0, rc = 0, zero = 0, cp = 0, prec = 0, feat = 0;
+    int cp_first = -1;
+    if ((st = read_set(jc, "schedules", sched_names, PX_SCHED_COUNT, false, file, &sched, NULL,
+                       err)) ||
+        (st = read_set(jc, "recompute", rc_names, PX_RECOMPUTE_COUNT, false, file, &rc, NULL,
+                       err)) ||
+        (st = read_set(jc, "zero", zero_names, PX_ZERO_STAGES, true, file, &zero, NULL, err)) ||
+        (st = read_set(jc, "cp_flavours", cp_names, PX_CP_FLAVOUR_COUNT, false, file, &cp,
+                       &cp_first, err)) ||
+        (st = read_set(jc, "precisions", prec_names, PX_PREC_COUNT, false, file, &prec, NULL,
+                       err)) ||
         (st = read_set(jc, "model_features", feat_names, PX_FEAT_COUNT, false, file, &feat,
-                        err)))
+                        NULL, err)))
         return st;
     for (int i = 0; i < PX_SCHED_COUNT; i++)
         c->schedules[i] = sched >> i & 1u;
@@ -343,6 +358,7 @@ static px_status from_json(json_t *root, const char *file, px_framework *out, px
     for (int i = 0; i < PX_ZERO_STAGES; i++)
         c->zero[i] = zero >> i & 1u;
     c->cp_flavours = cp;
+    c->cp_default = cp_first >= 0 ? cp_first : 0; /* none listed: no CP to run */
     c->precisions = prec;
     c->model_features = feat;
     if (!sched)
@@ -359,7 +375,7 @@ static px_status from_json(json_t *root, const char *file, px_framework *out, px
     static const char *const ft_names[] = {"full", "lora"};
     unsigned ft = 0;
     if (json_object_get(jc, "finetune") &&
-        (st = read_set(jc, "finetune", ft_names, 2, false, file, &ft, err)))
+        (st = read_set(jc, "finetune", ft_names, 2, false, file, &ft, NULL, err)))
         return st;
     c->finetune = 1u << PX_FT_NONE | ft << 1;
     out->run.fused_swiglu = out->run.fused_qkv = out->run.fused_gate_up = true;
@@ -386,12 +402,9 @@ px_precision px_caps_precision(const px_caps *caps, px_precision requested)
 
 px_cp_comm px_caps_cp_comm(const px_caps *caps, px_cp_comm requested, bool given)
 {
-    if (given || !caps)
+    if (given || !caps || !(caps->cp_flavours & (1u << caps->cp_default)))
         return requested;
-    for (int f = 0; f < PX_CPC_COUNT; f++)
-        if (caps->cp_flavours & (1u << f))
-            return (px_cp_comm)f;
-    return PX_CPC_P2P;
+    return (px_cp_comm)caps->cp_default;
 }
 
 static bool is_path(const char *s)

@@ -123,6 +123,15 @@ typedef struct px_fw_runtime {
                                       * stage output until its backward
                                       * (torch.distributed.pipelining); optional, default
                                       * false: one buffer each way in flight (Megatron) */
+    bool cp_allgather_overlap;       /* the CP all-gather as PyTorch's context_parallel runs
+                                      * it: K and V gathered once, waited for after the first
+                                      * block, their fp32 gradients passed around the ring
+                                      * step by step (px_cost_cp.h); optional, default false:
+                                      * Megatron's all_gather, gradients reduce-scattered,
+                                      * nothing overlapped */
+    bool cp_kv_repeated;             /* K and V reach the attention repeated to the query's
+                                      * head count (GQA by repeat_kv), so CP moves them so;
+                                      * optional, default false */
     int fsdp_pp_grad_bytes;          /* ZeRO-3 / FSDP under a pipeline: the stage's layers stay
                                       * gathered and their gradients accumulate unsharded,
                                       * at this many bytes a parameter, from the first

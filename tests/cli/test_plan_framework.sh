@@ -273,4 +273,20 @@ got = sep["breakdown"]["gemm_s"] - fus["breakdown"]["gemm_s"]
 assert want > 0 and abs(got / want - 1) < 1e-9, (got, want)
 print(f"ok: separate projections {got:.3f} s of GEMMs more a step at TP 8")
 PY
+# torchtitan's CP: PyTorch's all-gather by default; its 2024 release repeats
+# K and V to the query heads before the attention, so Llama 3 8B (32 query,
+# 8 K/V heads) moves four times the CP bytes
+for rel in none 2024; do
+  "$PLAN" --model llama3-8b --gpus 8 --seq 32768 --tp 1 --cp 2 --dp 4 --framework torchtitan \
+    --framework-release "$rel" --partition uniform --top 1 --json > "$tmp/cp-$rel.json" \
+    || fail "torchtitan CP, release $rel"
+done
+python3 - "$tmp" <<'PY' || fail "torchtitan CP"
+import json, os, sys
+now, old = (json.load(open(os.path.join(sys.argv[1], f"cp-{r}.json")))["plans"][0] for r in ("none", "2024"))
+assert now["parallel"]["cp_comm"] == old["parallel"]["cp_comm"] == "all-gather", now["parallel"]
+a, b = now["breakdown"]["comm"]["cp"]["bytes_per_step"], old["breakdown"]["comm"]["cp"]["bytes_per_step"]
+assert a > 0 and b == 4 * a, (a, b)
+print(f"ok: torchtitan CP all-gather, {a / 1e9:.0f} GB a step, {b / 1e9:.0f} GB with K and V repeated")
+PY
 echo "plan --framework: ok"

@@ -44,11 +44,12 @@ grep -q '^# precision fp8-cs:' "$tmp/out" || fail "fp8 / torchtitan: not run as 
 "$PLAN" --model llama3-8b --gpus 16 --cp 2 --cp-comm a2a --framework maxtext > "$tmp/out" 2> "$tmp/err"
 [ $? -eq 1 ] || fail "a2a under maxtext: want exit 1"
 grep -q 'capability cp_flavours' "$tmp/err" || fail "a2a / maxtext: $(cat "$tmp/err")"
-# without --cp-comm a plan runs the framework's own flavour: MaxText
-# all-gathers keys and values, DeepSpeed runs Ulysses' all-to-all, Megatron
-# the ring; a fixed --cp is planned under each, and left free the search can
-# choose CP under MaxText at long context
-for fw_flavour in maxtext:all-gather deepspeed:a2a megatron:p2p; do
+# without --cp-comm a plan runs the framework's own flavour: MaxText and
+# torchtitan (PyTorch's default rotate method) all-gather keys and values,
+# DeepSpeed runs Ulysses' all-to-all, Megatron the ring; a fixed --cp is
+# planned under each, and left free the search can choose CP under MaxText
+# at long context
+for fw_flavour in maxtext:all-gather torchtitan:all-gather deepspeed:a2a megatron:p2p; do
   fw=${fw_flavour%%:*} want=${fw_flavour#*:}
   "$PLAN" --model llama3-8b --gpus 16 --seq 32768 --cp 2 --tp 2 --framework "$fw" --partition uniform \
     --top 1 --json > "$tmp/cp.json" 2> "$tmp/err" || fail "--cp 2 under $fw: $(cat "$tmp/err")"

@@ -413,25 +413,42 @@ static void test_cp_flavours(void)
     double kv = 64e6, q = 128e6, out = 128e6;
     int c = 4;
     px_cp_time t;
-    px_cost_cp_time(&h, PX_CPC_ALLGATHER, c, kv, q, out, 1.0, false, &t);
+    px_cost_cp_time(&h, PX_CPC_ALLGATHER, c, kv, q, out, 1.0, false, false, &t);
     double ag = px_time_coll_s(&h, PX_COLL_ALLGATHER, c, c * kv, false);
     double rs = px_time_coll_s(&h, PX_COLL_REDUCE_SCATTER, c, c * kv, false);
     CHECK_CLOSE(t.exposed_s, ag + rs, 1e-12, 0);
     CHECK_CLOSE(t.bytes, 2.0 * 0.75 * c * kv, 1e-12, 0);
-    px_cost_cp_time(&h, PX_CPC_A2A, c, kv, q, out, 1.0, false, &t);
+    px_cost_cp_time(&h, PX_CPC_A2A, c, kv, q, out, 1.0, false, false, &t);
     double a2a = px_time_coll_s(&h, PX_COLL_ALLTOALL, c, q + kv, false) +
                  px_time_coll_s(&h, PX_COLL_ALLTOALL, c, out, false);
     CHECK_CLOSE(t.exposed_s, 2.0 * a2a, 1e-12, 0);
     /* the ring hides under a long attention core; with none it is exposed */
-    px_cost_cp_time(&h, PX_CPC_P2P, c, kv, q, out, 10.0, false, &t);
+    px_cost_cp_time(&h, PX_CPC_P2P, c, kv, q, out, 10.0, false, false, &t);
     double step = px_time_coll_s(&h, PX_COLL_P2P, 2, kv, false);
     CHECK_CLOSE(t.total_s, 3.0 * (c - 1) * step, 1e-12, 0);
     /* hidden: only the SMs its channels take, comm_overlap_cost of it */
     CHECK_CLOSE(t.exposed_s, h.comm_overlap_cost * t.total_s, 1e-12, 0);
-    px_cost_cp_time(&h, PX_CPC_P2P, c, kv, q, out, 0.0, false, &t);
+    px_cost_cp_time(&h, PX_CPC_P2P, c, kv, q, out, 0.0, false, false, &t);
     CHECK_CLOSE(t.exposed_s, t.total_s, 1e-12, 0);
-    px_cost_cp_time(&h, PX_CPC_A2A, 1, kv, q, out, 0.0, false, &t);
+    px_cost_cp_time(&h, PX_CPC_A2A, 1, kv, q, out, 0.0, false, false, &t);
     CHECK(t.total_s == 0.0 && t.bytes == 0.0);
+
+    /* PyTorch's all-gather: the gather twice (forward, backward) and c - 1
+     * fp32 gradient passes; under a long attention core all hidden but the
+     * SMs' share, under none all exposed, the forward's part the gather */
+    double grad = px_time_coll_s(&h, PX_COLL_P2P, 2, 2.0 * kv, false);
+    px_cost_cp_time(&h, PX_CPC_ALLGATHER, c, kv, q, out, 10.0, false, true, &t);
+    CHECK_CLOSE(t.total_s, 2.0 * ag + (c - 1) * grad, 1e-12, 0);
+    CHECK_CLOSE(t.exposed_s, h.comm_overlap_cost * t.total_s, 1e-12, 0);
+    CHECK_CLOSE(t.bytes, 2.0 * 0.75 * c * kv + (c - 1) * 2.0 * kv, 1e-12, 0);
+    px_cost_cp_time(&h, PX_CPC_ALLGATHER, c, kv, q, out, 0.0, false, true, &t);
+    CHECK_CLOSE(t.exposed_s, t.total_s, 1e-12, 0);
+    CHECK_CLOSE(t.fwd_exposed_s, ag, 1e-12, 0);
+    /* the first block alone hides the gather: one shorter than the gather
+     * leaves the rest of it exposed */
+    double blk = 0.5 * ag;
+    px_cost_cp_time(&h, PX_CPC_ALLGATHER, c, kv, q, out, c * blk, false, true, &t);
+    CHECK_CLOSE(t.fwd_exposed_s, (ag - blk) + h.comm_overlap_cost * blk, 1e-12, 0);
 
     /* the ring's merging passes, counted op by op in Transformer Engine
      * 2.2's AttnFuncWithCPAndKVP2P for Grok-1 on TP 4 (4096 tokens, 12
