@@ -3,7 +3,7 @@
  * what the partition program does not see (the recompute choice it is free
  * to replace, the ZeRO stage behind equal per-layer bytes...), so one
  * planner run hands it the same program several times; an interleaved one
- * runs to its time limit each time.  A problem equal in every field the
+ * runs to its limit each time.  A problem equal in every field the
  * solver reads, under equal options, gets the answer the first solve gave:
  * the same split, the same flags (proven or not), with solve_s this call's.
  * The answers live in the caller's store (px_partition_opts.memo; the
@@ -65,8 +65,11 @@ static bool same_problem(const px_partition_problem *a, const px_partition_probl
 
 static bool same_opts(const px_partition_opts *a, const px_partition_opts *b)
 {
-    return a->time_limit_s == b->time_limit_s && a->work_limit == b->work_limit &&
-           a->mip_gap == b->mip_gap &&
+    /* under a work limit the clock is only a backstop: an answer the work
+     * decided stands whatever time was left when it was asked */
+    bool same_limits = a->work_limit == b->work_limit &&
+                       (a->work_limit > 0.0 || a->time_limit_s == b->time_limit_s);
+    return same_limits && a->mip_gap == b->mip_gap &&
            a->minimise_recompute == b->minimise_recompute &&
            a->minimise_memory == b->minimise_memory && a->tie_rel == b->tie_rel &&
            a->presolve == b->presolve && a->heuristics == b->heuristics &&

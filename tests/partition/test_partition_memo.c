@@ -126,6 +126,21 @@ int main(void)
     CHECK(px_partition_solve(&pb, &o, &again, &err) == PX_OK);
     CHECK(same_answer(&first, &again, pb.n_layers));
     CHECK(px_partition_memo_hits(memo) == hits + 1);
+    /* under a work limit another time limit (the clock only a backstop) is
+     * the same question; without one it is another */
+    px_partition_opts clock = o;
+    clock.time_limit_s = 60.0;
+    CHECK(px_partition_solve(&pb, &clock, &again, &err) == PX_OK);
+    CHECK(same_answer(&first, &again, pb.n_layers));
+    CHECK_MSG(px_partition_memo_hits(memo) == hits + 2, "another backstop: %d answers",
+              px_partition_memo_hits(memo));
+    clock.work_limit = o.work_limit = 0.0;
+    CHECK(px_partition_solve(&pb, &o, &again, &err) == PX_OK);
+    CHECK(px_partition_solve(&pb, &clock, &again, &err) == PX_OK);
+    CHECK(same_answer(&first, &again, pb.n_layers));
+    CHECK_MSG(px_partition_memo_hits(memo) == hits + 2,
+              "another time limit without a work limit: %d answers",
+              px_partition_memo_hits(memo));
     px_partition_memo_free(memo);
     px_partition_memo_free(other_memo);
     return px_test_result("partition_memo");
