@@ -610,12 +610,6 @@ static px_status attempt(px_milp *mp, const px_milp_opts *opts, px_milp_result *
     bool have = job.status == GLP_OPT || job.status == GLP_FEAS;
     res->limit_hit = job.ret == GLP_ETMLIM;
     res->work_limit_hit = res->limit_hit && g.stopped_by_work;
-    char limit[96];
-    if (res->work_limit_hit)
-        snprintf(limit, sizeof limit, "work limit of %.3g simplex iterations x nonzeros",
-                 opts->work_limit);
-    else
-        snprintf(limit, sizeof limit, "time limit of %.3g s", opts->time_limit_s);
     if (job.ret == 0 || job.ret == GLP_EMIPGAP || job.ret == GLP_ETMLIM) {
         if (job.status == GLP_NOFEAS) {
             res->outcome = PX_MILP_INFEASIBLE;
@@ -636,9 +630,12 @@ static px_status attempt(px_milp *mp, const px_milp_opts *opts, px_milp_result *
         if (job.ret == GLP_ETMLIM) {
             res->outcome = PX_MILP_NO_SOLUTION;
             return PX_FAIL(err, PX_ERR_SOLVER,
-                           "GLPK %s reached before any integer solution was found (%d "
-                           "variables, %d constraints); raise the limit",
-                           limit, mp->n_cols, mp->n_rows);
+                           "GLPK %s of %.3g %s reached before any integer solution was found "
+                           "(%d variables, %d constraints); raise the limit",
+                           px_milp_limit_name(res),
+                           res->work_limit_hit ? opts->work_limit : opts->time_limit_s,
+                           res->work_limit_hit ? "simplex iterations x nonzeros" : "s",
+                           mp->n_cols, mp->n_rows);
         }
         return PX_FAIL(err, PX_ERR_SOLVER,
                        "GLPK stopped (%s) with an undefined solution status %d",

@@ -22,9 +22,26 @@ static void mark_pass_cut_short(px_partition_solution *sol, bool by_clock, const
     sol->limit_hit = true;
     sol->clock_hit = sol->clock_hit || by_clock;
     snprintf(sol->note, sizeof sol->note,
-             "work or time limit reached before minimising %s: the split is time-optimal, "
-             "its tie-break may not be",
-             what);
+             "%s limit reached before minimising %s: the split is time-optimal, its "
+             "tie-break may not be",
+             by_clock ? "time" : "work", what);
+}
+
+/* A solve the clock stopped, not the work limit: its answer can differ on
+ * another machine or under another load. */
+static bool clock_stopped(const px_milp_result *res)
+{
+    return res->limit_hit && !res->work_limit_hit;
+}
+
+/* An answer the exact passes gave: no GLPK work; the clock could only have
+ * cut the bound's DP short. */
+static void answered_without_glpk(px_partition_solution *sol, const heuristic *h,
+                                  const struct timespec *t0)
+{
+    sol->work = 0.0;
+    sol->clock_hit = h->clock_hit;
+    sol->solve_s = px_part_elapsed_since(t0);
 }
 
 /* What a later pass may spend: at most share of each limit, and no more than
@@ -79,7 +96,7 @@ static void recompute_pass(model *m, const px_partition_opts *o, double j1,
             if (res2.limit_hit) {
                 sol->proven_optimal = false;
                 sol->limit_hit = true;
-                sol->clock_hit = sol->clock_hit || !res2.work_limit_hit;
+                sol->clock_hit = sol->clock_hit || clock_stopped(&res2);
                 snprintf(sol->note, sizeof sol->note,
                          "GLPK %s reached while minimising recomputation: the split is "
                          "time-optimal, its recompute choice may not be",
@@ -133,7 +150,7 @@ static void peak_pass(model *m, const px_partition_opts *o, double t1, double j1
             /* a peak pass cut short leaves the peak unproven */
             if (res3.limit_hit) {
                 sol->proven_optimal = false;
-                sol->clock_hit = sol->clock_hit || !res3.work_limit_hit;
+                sol->clock_hit = sol->clock_hit || clock_stopped(&res3);
             }
         }
     }
@@ -167,9 +184,7 @@ static px_status solve_once(const px_partition_problem *pb, const px_partition_o
         px_part_find_heuristic(pb, start, &h, &t0, 0.5 * o->time_limit_s);
     if (px_part_solve_interleaved_exact(pb, o, sol)) {
         free(start);
-        sol->work = 0.0;
-        sol->clock_hit = h.clock_hit;
-        sol->solve_s = px_part_elapsed_since(&t0);
+        answered_without_glpk(sol, &h, &t0);
         return PX_OK;
     }
     double wt, wc;
@@ -178,9 +193,7 @@ static px_status solve_once(const px_partition_problem *pb, const px_partition_o
         start->objective_s <= (wt + wc / pb->vpp) * h.lower_s * (1.0 + o->mip_gap) + 1e-15 &&
         px_part_solve_exact(pb, o, start, sol)) {
         free(start);
-        sol->work = 0.0;
-        sol->clock_hit = h.clock_hit;
-        sol->solve_s = px_part_elapsed_since(&t0);
+        answered_without_glpk(sol, &h, &t0);
         return PX_OK;
     }
 
@@ -188,16 +201,12 @@ static px_status solve_once(const px_partition_problem *pb, const px_partition_o
     if (px_part_solve_same_layers(pb, o, sol) ||
         px_part_solve_chunks_exact(pb, o, h.have_split ? start : NULL, sol, &none_fits)) {
         free(start);
-        sol->work = 0.0;
-        sol->clock_hit = h.clock_hit;
-        sol->solve_s = px_part_elapsed_since(&t0);
+        answered_without_glpk(sol, &h, &t0);
         return PX_OK;
     }
     if (none_fits) { /* proven; sol overflows least */
         free(start);
-        sol->work = 0.0;
-        sol->clock_hit = h.clock_hit;
-        sol->solve_s = px_part_elapsed_since(&t0);
+        answered_without_glpk(sol, &h, &t0);
         return px_part_infeasible_error(pb, sol, "best attempt", err);
     }
     model m;
@@ -242,14 +251,14 @@ static px_status solve_once(const px_partition_problem *pb, const px_partition_o
         if (st == PX_OK) {
             sol->proven_optimal = res.outcome == PX_MILP_OPTIMAL;
             sol->limit_hit = res.limit_hit;
-            sol->clock_hit = res.limit_hit && !res.work_limit_hit;
+            sol->clock_hit = clock_stopped(&res);
             sol->gap = res.gap;
         } else if (h.have_split && st != PX_ERR_INVALID && st != PX_ERR_NOMEM) {
             /* a limit without a better split, or GLPK trouble: the
              * heuristic split stands, unproven */
             *sol = *start;
             sol->limit_hit = res.limit_hit;
-            sol->clock_hit = res.limit_hit && !res.work_limit_hit;
+            sol->clock_hit = clock_stopped(&res);
             st = PX_OK;
         } else if (st == PX_ERR_INFEASIBLE) {
             px_part_model_free(&m);
